@@ -1,0 +1,43 @@
+import type { Command } from 'commander';
+import { loadControlPlaneConfig } from '../../../config/load.js';
+import { KeyRing, rotationPolicy } from '../../../control-plane/src/keys/key-ring.js';
+import { resolveMasterKey } from '../../../control-plane/src/keys/master-key.js';
+import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
+import { flagsToConfig } from '../options.js';
+import { say } from '../io.js';
+
+async function withRing<T>(options: Record<string, unknown>, work: (ring: KeyRing) => Promise<T>): Promise<T> {
+  const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
+  const storage = openSqliteStorage(config.dataDir);
+  try {
+    const ring = new KeyRing(storage, resolveMasterKey(config.masterKey, config.dataDir).key, rotationPolicy(config.keys));
+    await ring.ensure();
+    return await work(ring);
+  } finally {
+    await storage.close();
+  }
+}
+
+export function keysCommand(program: Command): void {
+  const keys = program.command('keys').description('Manage the ES256 signing key ring.');
+  keys
+    .command('rotate')
+    .description('Retire the current key, start signing with the published next key, publish a new next key. Running servers pick it up within 10 s.')
+    .option('--config <file>', 'YAML config file')
+    .option('--data <dir>', 'data directory (default ./data)')
+    .action(async (options: Record<string, unknown>) => {
+      const result = await withRing(options, (ring) => ring.rotate());
+      say(`rotated: ${result.current} now signs; ${result.next} is published as next; ${result.retired} retired (still published for verification)`);
+    });
+  keys
+    .command('list')
+    .description('List the published keys with their states.')
+    .option('--config <file>', 'YAML config file')
+    .option('--data <dir>', 'data directory (default ./data)')
+    .action(async (options: Record<string, unknown>) => {
+      await withRing(options, async (ring) => {
+        const current = ring.current().kid;
+        for (const key of ring.jwks().keys) say(`${key.kid}  ${key.kid === current ? 'current' : 'published'}`);
+      });
+    });
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../../config/load.js';
+import { MigrationError } from '../../control-plane/src/storage/sqlite/database.js';
+import { backupCommand } from './commands/backup.js';
+import { controlPlaneCommand } from './commands/control-plane.js';
+import { keysCommand } from './commands/keys.js';
+import { upCommand } from './commands/up.js';
+import { CliError, EXIT } from './exit.js';
+
+const program = new Command()
+  .name('keyplane')
+  .description('Keyplane: passkey-first identity and security plane.')
+  .version('0.1.0')
+  .exitOverride()
+  .showHelpAfterError();
+
+controlPlaneCommand(program);
+upCommand(program);
+backupCommand(program);
+keysCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  process.exitCode = exitCodeFor(error);
+}
+
+function exitCodeFor(error: unknown): number {
+  if (error instanceof CommanderError) {
+    return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  }
+  if (error instanceof ConfigError) {
+    process.stderr.write(`keyplane: ${error.message}\n`);
+    return EXIT.usage;
+  }
+  if (error instanceof CliError) {
+    process.stderr.write(`keyplane: ${error.message}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof MigrationError) {
+    process.stderr.write(`keyplane: ${error.message}\n`);
+    return EXIT.failed;
+  }
+  const e = error as NodeJS.ErrnoException;
+  process.stderr.write(`keyplane: ${e.code === 'EADDRINUSE' ? `address in use (${e.message})` : e.message}\n`);
+  return EXIT.failed;
+}

@@ -1,0 +1,218 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { parse as parseYaml } from 'yaml';
+import { deepFreeze } from '../lib/util/deep-freeze.js';
+import { isValidAddressEntry } from '../lib/util/cidr.js';
+import { schemas, type ConfigKind, type Node } from './schema.js';
+import type { ControlPlaneConfig, ControlPlaneSettings, GatewayConfig, GatewaySettings } from './types.js';
+
+/** A configuration that cannot run. `problems` lists every one of them, each with its key path. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadOptions {
+  /** Values from command-line flags, keyed by config key path (`dataDir`, `http.bodyLimit`). */
+  flags?: Record<string, unknown>;
+  /** A YAML file; falls back to KEYPLANE_CONFIG. */
+  file?: string;
+  /** Values given in code (tests, `keyplane up`), applied after flags. */
+  overrides?: Record<string, unknown>;
+  env?: NodeJS.ProcessEnv;
+}
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+// strict: false lets the documentation keywords (env, flag, secret) sit beside the validation ones.
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
+const validators = {
+  'control-plane': ajv.compile(schemas['control-plane']),
+  gateway: ajv.compile(schemas.gateway),
+};
+
+export function loadControlPlaneConfig(options: LoadOptions = {}): ControlPlaneConfig {
+  return load('control-plane', options) as ControlPlaneConfig;
+}
+
+export function loadGatewayConfig(options: LoadOptions = {}): GatewayConfig {
+  return load('gateway', options) as GatewayConfig;
+}
+
+/** Every key with its default, as the schema declares them. */
+export function defaultsOf(kind: ConfigKind): Record<string, unknown> {
+  return collectDefaults(schemas[kind]) as Record<string, unknown>;
+}
+
+function load(kind: ConfigKind, options: LoadOptions): ControlPlaneSettings | GatewaySettings {
+  const env = options.env ?? process.env;
+  const problems: string[] = [];
+  let merged = defaultsOf(kind);
+
+  const file = options.file ?? (options.flags?.['config'] as string | undefined) ?? env['KEYPLANE_CONFIG'];
+  if (file) {
+    const fromFile = readYaml(file, problems);
+    if (fromFile) merged = mergeDeep(merged, fromFile);
+  }
+  merged = mergeDeep(merged, fromEnv(kind, env, problems));
+  const { config: _ignored, ...flags } = options.flags ?? {};
+  merged = mergeDeep(merged, expandPaths(flags));
+  merged = mergeDeep(merged, expandPaths(options.overrides ?? {}));
+
+  const validate = validators[kind];
+  if (!validate(merged)) problems.push(...(validate.errors ?? []).map(describeAjvError));
+  else problems.push(...semanticProblems(merged));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return deepFreeze(merged) as unknown as ControlPlaneSettings | GatewaySettings;
+}
+
+function readYaml(file: string, problems: string[]): Record<string, unknown> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(resolve(file), 'utf8');
+  } catch (error) {
+    problems.push(`config file ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    return undefined;
+  }
+  try {
+    const parsed: unknown = parseYaml(text);
+    if (parsed === null || parsed === undefined) return {};
+    if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+      problems.push(`config file ${file} must hold a mapping at the top level`);
+      return undefined;
+    }
+    return parsed as Record<string, unknown>;
+  } catch (error) {
+    problems.push(`config file ${file} is not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+    return undefined;
+  }
+}
+
+function fromEnv(kind: ConfigKind, env: NodeJS.ProcessEnv, problems: string[]): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (const [path, leaf] of leaves(schemas[kind])) {
+    const raw = leaf.env ? env[leaf.env] : undefined;
+    if (raw === undefined || raw === '') continue;
+    const value = coerce(raw, leaf);
+    if (value === undefined) problems.push(`${leaf.env} must be ${leaf.type}`);
+    else values[path] = value;
+  }
+  return expandPaths(values);
+}
+
+/** Turns a flag or env string into the type its key declares; undefined when it cannot. */
+export function coerce(raw: string, leaf: { type: string | string[] }): unknown {
+  switch (leaf.type) {
+    case 'integer':
+      return /^-?\d+$/.test(raw) ? Number(raw) : undefined;
+    case 'boolean':
+      return raw === 'true' ? true : raw === 'false' ? false : undefined;
+    case 'array':
+      return raw.split(',').map((item) => item.trim()).filter(Boolean);
+    default:
+      return raw;
+  }
+}
+
+function semanticProblems(config: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const lists: Array<[string, unknown]> = [
+    ['trustedProxies', config['trustedProxies']],
+    ['http.trustedProxies', (config['http'] as Record<string, unknown> | undefined)?.['trustedProxies']],
+  ];
+  for (const [path, list] of lists) {
+    if (!Array.isArray(list)) continue;
+    list.forEach((entry: string, index) => {
+      if (!isValidAddressEntry(entry)) problems.push(`${path}[${index}] must be an IP address or CIDR range (got "${entry}")`);
+    });
+  }
+  return problems;
+}
+
+function describeAjvError(error: ErrorObject): string {
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('')
+    .replace(/^\./, '');
+  const where = path || '(top level)';
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `${path ? `${path}.` : ''}${String(params['additionalProperty'])} is not a known key`;
+    case 'enum':
+      return `${where} must be one of: ${(params['allowedValues'] as unknown[]).join(', ')}`;
+    case 'type':
+      return `${where} must be ${String(params['type'])}`;
+    case 'minimum':
+    case 'maximum':
+      return `${where} must be ${error.keyword === 'minimum' ? '>=' : '<='} ${String(params['limit'])}`;
+    case 'minLength':
+      return `${where} must be at least ${String(params['limit'])} characters`;
+    case 'pattern':
+    case 'format':
+      return `${where} is not a valid ${describeShape(path)}`;
+    default:
+      return `${where} ${error.message ?? 'is invalid'}`;
+  }
+}
+
+function describeShape(path: string): string {
+  if (/url$|issuer$|controlPlane$|upstream$/i.test(path)) return 'URL for this key';
+  return 'value';
+}
+
+function isGroup(node: Node): node is Extract<Node, { properties: Record<string, Node> }> {
+  return node.type === 'object' && typeof (node as { properties?: unknown }).properties === 'object';
+}
+
+type Leafish = { type: string | string[]; env?: string; flag?: string; default?: unknown };
+
+/** Every leaf key of a schema with its dotted path. */
+export function leaves(node: Node, prefix = ''): Array<[string, Leafish & Record<string, unknown>]> {
+  if (isGroup(node)) {
+    return Object.entries(node.properties).flatMap(([key, child]) => leaves(child, prefix ? `${prefix}.${key}` : key));
+  }
+  return [[prefix, node as Leafish & Record<string, unknown>]];
+}
+
+function collectDefaults(node: Node): unknown {
+  if (isGroup(node)) {
+    const out: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(node.properties)) {
+      const value = collectDefaults(child);
+      if (value !== undefined) out[key] = value;
+    }
+    return out;
+  }
+  const value = (node as Leafish).default;
+  return value === undefined ? undefined : structuredClone(value);
+}
+
+function expandPaths(values: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [path, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    const parts = path.split('.');
+    let cursor = out;
+    for (const part of parts.slice(0, -1)) cursor = (cursor[part] ??= {}) as Record<string, unknown>;
+    cursor[parts[parts.length - 1]!] = value;
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function mergeDeep(base: Record<string, unknown>, next: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(next)) {
+    out[key] = isPlainObject(value) && isPlainObject(out[key]) ? mergeDeep(out[key] as Record<string, unknown>, value) : value;
+  }
+  return out;
+}

@@ -1,0 +1,116 @@
+/**
+ * The one description of every configuration key: type, default, documentation, and where
+ * the environment or a flag may set it. Defaults, validation and docs/configuration.md are all
+ * derived from these two schemas, so they cannot drift apart.
+ */
+
+export interface KeyDoc {
+  description: string;
+  env?: string;
+  flag?: string;
+  secret?: boolean;
+}
+
+type Leaf = Record<string, unknown> & KeyDoc & { type: string | string[] };
+type Group = { type: 'object'; description?: string; properties: Record<string, Node>; additionalProperties: false; required?: string[] };
+export type Node = Leaf | Group;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOOPBACK = ['127.0.0.1/8', '::1'];
+
+const host = (def: string): Leaf => ({ type: 'string', minLength: 1, default: def, flag: '--host', description: 'Address to listen on.' });
+const port = (def: number): Leaf => ({ type: 'integer', minimum: 0, maximum: 65535, default: def, flag: '--port', description: 'TCP port to listen on; 0 picks a free port.' });
+const seconds = (def: number, description: string): Leaf => ({ type: 'integer', minimum: 1, maximum: 31_536_000, default: def, description: `${description} (seconds).` });
+const count = (def: number, description: string): Leaf => ({ type: 'integer', minimum: 1, maximum: 1_000_000, default: def, description });
+
+const group = (description: string, properties: Record<string, Node>): Group => ({ type: 'object', description, properties, additionalProperties: false });
+
+const common = {
+  logLevel: { type: 'string', enum: LOG_LEVELS, default: 'info', description: 'Minimum level of the JSON log lines written to stderr.' } as Leaf,
+  dataDir: { type: 'string', minLength: 1, default: './data', env: 'KEYPLANE_DATA_DIR', flag: '--data', description: 'Directory for the embedded store, keys and the dev mail outbox.' } as Leaf,
+  redisUrl: { type: 'string', pattern: '^rediss?://', env: 'KEYPLANE_REDIS_URL', flag: '--redis', description: 'Redis URL for shared state (rate limits, one-time values, replay caches); unset keeps it in-process.' } as Leaf,
+};
+
+export const controlPlaneSchema: Group = group('Control plane', {
+  host: host('127.0.0.1'),
+  port: port(4400),
+  issuer: {
+    type: 'string', format: 'uri', pattern: '^https?://[^/?#]+(/[^?#]*[^/?#])?$', env: 'KEYPLANE_ISSUER', flag: '--issuer',
+    description: 'Public base URL and OIDC issuer, without a trailing slash. Unset on a loopback host: http://localhost:<port>.',
+  },
+  dataDir: common.dataDir,
+  redisUrl: common.redisUrl,
+  masterKey: {
+    type: 'string', minLength: 32, env: 'KEYPLANE_MASTER_KEY', secret: true,
+    description: 'Key (32 characters or more) that encrypts private keys and secrets at rest. Unset: a dev key is generated in the data dir (mode 0600) with a warning.',
+  },
+  adminToken: {
+    type: 'string', minLength: 32, env: 'KEYPLANE_ADMIN_TOKEN', secret: true,
+    description: 'Operator bearer token for the admin API and RFC 7591 initial access token. No default: unset disables both.',
+  },
+  logLevel: common.logLevel,
+  http: group('HTTP server', {
+    bodyLimit: { type: 'integer', minimum: 1024, maximum: 16_777_216, default: 1_048_576, description: 'Largest accepted request body (bytes); larger bodies get 413.' },
+    trustedProxies: {
+      type: 'array', items: { type: 'string', minLength: 1 }, default: LOOPBACK,
+      description: 'Addresses (IPs or CIDR ranges) whose X-Forwarded-* headers are believed.',
+    },
+  }),
+  keys: group('Signing keys', {
+    rotateEveryDays: { type: 'integer', minimum: 0, maximum: 3650, default: 90, description: 'Rotate the ES256 signing key after this many days; 0 rotates only on `keyplane keys rotate`.' },
+    retainRetiredDays: { type: 'integer', minimum: 1, maximum: 36_500, default: 3650, description: 'Keep a retired key in the JWKS this long, so tokens and ledger checkpoints it signed still verify.' },
+  }),
+  lifetimes: group('Lifetimes of codes, tokens and sessions', {
+    authorizationCode: seconds(60, 'Authorization code'),
+    accessToken: seconds(600, 'Access token'),
+    idToken: seconds(600, 'ID token'),
+    refreshTokenAbsolute: seconds(2_592_000, 'Refresh token family, from first issue'),
+    refreshTokenIdle: seconds(1_209_600, 'Refresh token, since last use'),
+    sessionAbsolute: seconds(1_209_600, 'Session, from sign-in'),
+    sessionIdle: seconds(259_200, 'Session, since last use'),
+    magicLink: seconds(600, 'Magic link'),
+    challenge: seconds(300, 'WebAuthn challenge'),
+    stepUp: seconds(300, 'Window in which a step-up counts as `sensitive`'),
+  }),
+  limits: group('Rate limits and lockout', {
+    authPerIpPerMinute: count(60, 'Requests per client IP per minute on each credential path under /auth.'),
+    authPerAccountPerMinute: count(20, 'Attempts per account per minute on each credential path.'),
+    lockoutThreshold: count(5, 'Failed TOTP or recovery codes before the account is locked for that method.'),
+    lockoutSeconds: seconds(900, 'Length of a lockout'),
+    magicLinksPerAddressPerHour: count(5, 'Magic links sent to one address per hour.'),
+  }),
+  signup: group('Account creation', {
+    selfService: { type: 'boolean', default: true, description: 'Allow anyone to create an account with a passkey; false leaves only the founder link and invitations.' },
+  }),
+  mail: group('Outgoing mail', {
+    smtpUrl: { type: 'string', pattern: '^smtps?://', env: 'KEYPLANE_SMTP_URL', secret: true, description: 'smtp:// or smtps:// URL; unset writes RFC 5322 files to <dataDir>/outbox/.' },
+    from: { type: 'string', minLength: 3, default: 'Keyplane <no-reply@localhost>', description: 'From address of outgoing mail.' },
+  }),
+  ledger: group('Receipt ledger', {
+    sealIntervalMs: { type: 'integer', minimum: 50, maximum: 60_000, default: 1000, description: 'Seal pending receipts into an epoch at most this often (milliseconds).' },
+    sealMaxReceipts: count(10_000, 'Seal at once when this many receipts are pending.'),
+  }),
+});
+
+export const gatewaySchema: Group = group('Edge-gate', {
+  host: host('127.0.0.1'),
+  port: port(4480),
+  publicUrl: {
+    type: 'string', format: 'uri', pattern: '^https?://[^/?#]+$', flag: '--public-url',
+    description: 'Public URL of the gateway (scheme, host, port). Unset: the listening URL. The redirect URI is <publicUrl>/_gate/callback.',
+  },
+  controlPlane: { type: 'string', format: 'uri', pattern: '^https?://', default: 'http://localhost:4400', flag: '--control-plane', description: 'Base URL (issuer) of the control plane.' },
+  upstream: { type: 'string', format: 'uri', pattern: '^https?://', flag: '--upstream', description: 'URL of the protected app.' },
+  clientId: { type: 'string', minLength: 1, flag: '--client-id', description: 'The gateway\'s OIDC client id at the control plane.' },
+  clientSecret: { type: 'string', minLength: 1, flag: '--client-secret', env: 'KEYPLANE_GATEWAY_CLIENT_SECRET', secret: true, description: 'The gateway\'s client secret.' },
+  trustedProxies: {
+    type: 'array', items: { type: 'string', minLength: 1 }, default: LOOPBACK, flag: '--trusted-proxies',
+    description: 'Addresses (IPs or CIDR ranges) whose forwarded and original-URI headers are believed.',
+  },
+  dataDir: common.dataDir,
+  redisUrl: common.redisUrl,
+  logLevel: common.logLevel,
+});
+
+export const schemas = { 'control-plane': controlPlaneSchema, gateway: gatewaySchema } as const;
+export type ConfigKind = keyof typeof schemas;

@@ -1,0 +1,55 @@
+import type { DeepReadonly } from '../lib/util/deep-freeze.js';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface ControlPlaneSettings {
+  host: string;
+  port: number;
+  issuer?: string;
+  dataDir: string;
+  redisUrl?: string;
+  masterKey?: string;
+  adminToken?: string;
+  logLevel: LogLevel;
+  http: { bodyLimit: number; trustedProxies: string[] };
+  keys: { rotateEveryDays: number; retainRetiredDays: number };
+  lifetimes: {
+    authorizationCode: number;
+    accessToken: number;
+    idToken: number;
+    refreshTokenAbsolute: number;
+    refreshTokenIdle: number;
+    sessionAbsolute: number;
+    sessionIdle: number;
+    magicLink: number;
+    challenge: number;
+    stepUp: number;
+  };
+  limits: {
+    authPerIpPerMinute: number;
+    authPerAccountPerMinute: number;
+    lockoutThreshold: number;
+    lockoutSeconds: number;
+    magicLinksPerAddressPerHour: number;
+  };
+  signup: { selfService: boolean };
+  mail: { smtpUrl?: string; from: string };
+  ledger: { sealIntervalMs: number; sealMaxReceipts: number };
+}
+
+export interface GatewaySettings {
+  host: string;
+  port: number;
+  publicUrl?: string;
+  controlPlane: string;
+  upstream?: string;
+  clientId?: string;
+  clientSecret?: string;
+  trustedProxies: string[];
+  dataDir: string;
+  redisUrl?: string;
+  logLevel: LogLevel;
+}
+
+export type ControlPlaneConfig = DeepReadonly<ControlPlaneSettings>;
+export type GatewayConfig = DeepReadonly<GatewaySettings>;

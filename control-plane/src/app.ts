@@ -1,0 +1,74 @@
+import Fastify, { type FastifyInstance, type FastifyServerFactory } from 'fastify';
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import { randomUUID } from 'node:crypto';
+import type { ControlPlaneServices } from './context.js';
+import { compileAddressList } from '../../lib/util/cidr.js';
+import { errorsPlugin } from './plugins/errors.js';
+import { metricsPlugin } from './plugins/metrics.js';
+import { requestContextPlugin } from './plugins/request-context.js';
+import { securityHeadersPlugin } from './plugins/security-headers.js';
+import { loggerOptions } from './logging.js';
+import authPageRoutes from './routes/auth-page/index.js';
+import discoveryRoutes, { collectDiscovery } from './routes/discovery/index.js';
+import docsRoutes from './routes/docs/index.js';
+import healthRoutes from './routes/health/index.js';
+
+export interface BuildOptions {
+  serverFactory?: FastifyServerFactory;
+  /** Replace the JSON log stream (tests pass a sink). */
+  logStream?: NodeJS.WritableStream;
+}
+
+/** Builds the control plane's HTTP application on already-opened services. */
+export async function buildControlPlane(services: ControlPlaneServices, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const { config } = services;
+  const trusted = compileAddressList(config.http.trustedProxies);
+  const app = Fastify({
+    logger: loggerOptions(config.logLevel, options.logStream),
+    bodyLimit: config.http.bodyLimit,
+    trustProxy: (address: string) => trusted(address),
+    genReqId: () => randomUUID(),
+    requestIdLogLabel: 'requestId',
+    disableRequestLogging: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    ...(options.serverFactory ? { serverFactory: options.serverFactory } : {}),
+  });
+  app.decorate('kp', services);
+
+  // Only JSON and form bodies are understood; anything else is 415.
+  app.removeContentTypeParser('text/plain');
+  await app.register(formbody, { bodyLimit: config.http.bodyLimit });
+
+  await app.register(requestContextPlugin);
+  await app.register(errorsPlugin);
+  await app.register(securityHeadersPlugin, { https: config.issuer.startsWith('https://') });
+  await app.register(metricsPlugin, { registry: services.metrics });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Keyplane',
+        version: 'svc-api-1',
+        description: 'Passkey-first identity and security plane. Every failure is the envelope {ok:false, reason, message?}.',
+      },
+      servers: [{ url: config.issuer }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          sessionCookie: { type: 'apiKey', in: 'cookie', name: config.issuer.startsWith('https://') ? '__Host-kp_session' : 'kp_session' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+
+  const discovery = collectDiscovery(app);
+  await app.register(healthRoutes);
+  await app.register(discoveryRoutes, { collected: discovery });
+  await app.register(docsRoutes);
+  await app.register(authPageRoutes);
+  return app;
+}

@@ -1,0 +1,35 @@
+import type { FastifyServerOptions } from 'fastify';
+import type { LogLevel } from '../../config/types.js';
+
+// Query parameters whose values are credentials; their values never reach a log line.
+const SECRET_PARAMS = /([?&](?:code|token|code_verifier|refresh_token|id_token_hint|client_secret|state|nonce|signupToken)=)[^&#]*/gi;
+
+export function redactUrl(url: string): string {
+  return url.replace(SECRET_PARAMS, '$1[redacted]');
+}
+
+/** pino options: JSON lines, credentials redacted by path and by query parameter. */
+export function loggerOptions(level: LogLevel, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
+  return {
+    level,
+    ...(stream ? { stream } : {}),
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers.dpop',
+        'req.headers["x-auth-assertion"]',
+        'res.headers["set-cookie"]',
+        '*.password',
+        '*.secret',
+        '*.client_secret',
+        '*.token',
+        '*.code',
+      ],
+      censor: '[redacted]',
+    },
+    serializers: {
+      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+    },
+  };
+}

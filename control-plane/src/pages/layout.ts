@@ -1,0 +1,80 @@
+/** Server-rendered pages: no build step, no inline script without the request's nonce. */
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: unknown): string {
+  return String(value).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+/** Tagged template that escapes every interpolation except values made by `html` itself. */
+export class SafeHtml {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
+  let out = strings[0] ?? '';
+  values.forEach((value, i) => {
+    out += render(value) + (strings[i + 1] ?? '');
+  });
+  return new SafeHtml(out);
+}
+
+function render(value: unknown): string {
+  if (value instanceof SafeHtml) return value.value;
+  if (Array.isArray(value)) return value.map(render).join('');
+  if (value === null || value === undefined || value === false) return '';
+  return escapeHtml(value);
+}
+
+export const STYLES = `
+:root { color-scheme: light dark; --fg: #17202a; --bg: #fbfbfd; --muted: #5b6670; --accent: #0b57d0; --line: #d8dde3; --bad: #b3261e; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e8eaed; --bg: #14171a; --muted: #a3acb5; --accent: #8ab4f8; --line: #343a40; --bad: #f2b8b5; } }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
+main { max-width: 42rem; margin: 0 auto; padding: 2rem 1.25rem 4rem; }
+h1 { font-size: 1.6rem; margin: 0 0 1rem; }
+h2 { font-size: 1.15rem; margin: 2rem 0 .5rem; }
+a { color: var(--accent); }
+label { display: block; font-weight: 600; margin: 1rem 0 .25rem; }
+input[type=text], input[type=email], input:not([type]) { width: 100%; padding: .6rem .7rem; font: inherit; border: 1px solid var(--line); border-radius: .4rem; background: transparent; color: inherit; }
+button { font: inherit; padding: .6rem 1.1rem; border-radius: .4rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; margin: .75rem .5rem 0 0; }
+button.secondary { background: transparent; color: var(--accent); }
+:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+.muted { color: var(--muted); }
+.error { color: var(--bad); font-weight: 600; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+code { font-size: .9em; }
+@media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
+`;
+
+export interface PageOptions {
+  title: string;
+  nonce: string;
+  body: SafeHtml;
+  /** Module scripts; each is loaded with the request's nonce. */
+  scripts?: string[];
+  lang?: string;
+}
+
+export function page(options: PageOptions): string {
+  return `<!doctype html>
+<html lang="${escapeHtml(options.lang ?? 'en')}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(options.title)} · Keyplane</title>
+<style nonce="${escapeHtml(options.nonce)}">${STYLES}</style>
+</head>
+<body>
+<main id="main">
+${options.body.value}
+</main>
+${(options.scripts ?? []).map((src) => `<script type="module" nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(src)}"></script>`).join('\n')}
+</body>
+</html>`;
+}

@@ -1,0 +1,78 @@
+import fp from 'fastify-plugin';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { KeyplaneError, fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import type { Reason } from '../../../lib/errors/reasons.js';
+
+/** The envelope schema, referenced under 4xx and 5xx of every route (fastify serializes error bodies with it). */
+export const envelopeSchema = {
+  $id: 'envelope',
+  type: 'object',
+  required: ['ok', 'reason'],
+  properties: {
+    ok: { const: false },
+    reason: { type: 'string', description: 'Stable machine-readable code; see docs/errors.md.' },
+    message: { type: 'string', description: 'Human-readable explanation; never internal detail.' },
+  },
+  additionalProperties: true,
+} as const;
+
+const FASTIFY_REASONS: Record<string, Reason> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
+};
+
+const STATUS_REASONS: Record<number, Reason> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+const MESSAGES: Partial<Record<Reason, string>> = {
+  payload_too_large: 'the request body is larger than this server accepts',
+  unsupported_media_type: 'send application/json (or form data where documented)',
+  not_found: 'no such resource',
+};
+
+/** Turns anything thrown during a request into a KeyplaneError, without letting internal detail through. */
+export function toKeyplaneError(error: unknown): KeyplaneError {
+  if (isKeyplaneError(error)) return error;
+  const e = error as FastifyError & { validation?: unknown; validationContext?: string };
+  if (e && e.validation) return fail('invalid_request', `${e.validationContext ?? 'request'}${e.message.replace(/^[a-z]+/, '')}`.trim());
+  const byCode = e?.code ? FASTIFY_REASONS[e.code] : undefined;
+  if (byCode) return fail(byCode, byCode === 'invalid_request' ? 'the request body is not valid JSON' : MESSAGES[byCode]);
+  if (e instanceof SyntaxError && (e as FastifyError).statusCode === 400) return fail('invalid_request', 'the request body is not valid JSON');
+  const status = e?.statusCode;
+  if (status && status >= 400 && status < 500) {
+    const reason = STATUS_REASONS[status] ?? 'invalid_request';
+    return fail(reason, MESSAGES[reason] ?? 'the request was refused', { status });
+  }
+  return fail('internal', 'something went wrong on our side; the request id identifies it in the logs');
+}
+
+/** The one place where failures become the `{ok: false, reason, message}` envelope. */
+export const errorsPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addSchema(envelopeSchema);
+    app.setErrorHandler((error, request, reply) => {
+      const failure = toKeyplaneError(error);
+      if (failure.status >= 500) request.log.error({ err: error }, 'request failed');
+      else request.log.info({ reason: failure.reason }, 'request refused');
+      reply.code(failure.status).headers(failure.headers).type('application/json; charset=utf-8');
+      return reply.send(failure.toEnvelope());
+    });
+    app.setNotFoundHandler((_request, reply) => {
+      reply.code(404).type('application/json; charset=utf-8');
+      return reply.send(fail('not_found', MESSAGES.not_found).toEnvelope());
+    });
+  },
+  { name: 'keyplane-errors' },
+);

@@ -1,0 +1,40 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * Headers every response carries. HTML gets a nonce-based CSP so no script runs without the
+ * page's nonce; everything else gets `default-src 'none'`. Nothing may frame us.
+ */
+export function contentSecurityPolicy(nonce: string, extra: { formAction?: string[] } = {}): string {
+  return [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}' 'strict-dynamic'`,
+    `style-src 'self' 'nonce-${nonce}'`,
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "font-src 'self'",
+    `form-action 'self'${extra.formAction?.length ? ' ' + extra.formAction.join(' ') : ''}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+export const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'";
+
+export const securityHeadersPlugin = fp(
+  async (app: FastifyInstance, options: { https: boolean }) => {
+    app.addHook('onSend', async (request, reply, payload) => {
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('x-frame-options', 'DENY');
+      reply.header('referrer-policy', 'no-referrer');
+      if (options.https) reply.header('strict-transport-security', 'max-age=63072000; includeSubDomains');
+      const type = String(reply.getHeader('content-type') ?? '');
+      if (!reply.hasHeader('content-security-policy')) {
+        reply.header('content-security-policy', type.startsWith('text/html') ? contentSecurityPolicy(request.kp?.cspNonce ?? 'none') : API_CSP);
+      }
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', request.routeOptions.config?.cache ?? 'no-store');
+      return payload;
+    });
+  },
+  { name: 'keyplane-security-headers', dependencies: ['keyplane-request-context'] },
+);

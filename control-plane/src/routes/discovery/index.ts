@@ -1,0 +1,91 @@
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import { anyObject, errorResponses } from '../schemas.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Advertise this route in the OIDC discovery document under `endpoint`, with extra metadata. */
+    discovery?: { endpoint?: string; metadata?: Record<string, unknown> };
+  }
+}
+
+export const JWKS_PATH = '/.well-known/jwks.json';
+
+/**
+ * Discovery advertises exactly what exists: every endpoint and capability comes from the route
+ * that implements it (`config.discovery`), so a feature that has not landed is never listed.
+ */
+export function collectDiscovery(app: FastifyInstance): { metadata: Record<string, unknown> } {
+  const collected: Record<string, unknown> = {};
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const discovery = route.config?.discovery;
+    if (!discovery || (route.method !== 'GET' && route.method !== 'POST' && !(Array.isArray(route.method) && route.method.includes('GET')))) return;
+    if (discovery.endpoint) collected[discovery.endpoint] = `${app.kp.config.issuer}${route.url}`;
+    for (const [key, value] of Object.entries(discovery.metadata ?? {})) {
+      const before = collected[key];
+      collected[key] = Array.isArray(before) && Array.isArray(value) ? [...new Set([...before, ...value])] : value;
+    }
+  });
+  return { metadata: collected };
+}
+
+export default async function discoveryRoutes(app: FastifyInstance, options: { collected: { metadata: Record<string, unknown> } }): Promise<void> {
+  const { issuer } = app.kp.config;
+  const cache = 'public, max-age=300';
+
+  app.get('/.well-known/openid-configuration', {
+    config: { cache },
+    schema: { tags: ['discovery'], summary: 'OpenID Connect discovery (advertises only what this server implements)', response: { 200: anyObject, ...errorResponses } },
+  }, async () => ({
+    issuer,
+    jwks_uri: `${issuer}${JWKS_PATH}`,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: ['ES256'],
+    code_challenge_methods_supported: ['S256'],
+    authorization_response_iss_parameter_supported: true,
+    dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
+    scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'acr', 'amr', 'sid', 'email', 'email_verified', 'name', 'preferred_username', 'svc'],
+    acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
+    ...options.collected.metadata,
+  }));
+
+  app.get(JWKS_PATH, {
+    config: { cache: 'public, max-age=300' },
+    schema: { tags: ['discovery'], summary: 'JSON Web Key Set: current, next and retired public keys (ES256)', response: { 200: anyObject, ...errorResponses } },
+  }, async (_request, reply) => {
+    reply.type('application/jwk-set+json');
+    return app.kp.keys.jwks();
+  });
+
+  app.get('/.well-known/oauth-protected-resource', {
+    config: { cache },
+    schema: { tags: ['discovery'], summary: 'OAuth 2.0 protected resource metadata (RFC 9728)', response: { 200: anyObject, ...errorResponses } },
+  }, async () => ({
+    resource: issuer,
+    authorization_servers: [issuer],
+    jwks_uri: `${issuer}${JWKS_PATH}`,
+    bearer_methods_supported: ['header'],
+    resource_signing_alg_values_supported: ['ES256'],
+    dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
+    dpop_bound_access_tokens_required: false,
+    resource_documentation: `${issuer}/openapi.json`,
+  }));
+
+  app.get('/.well-known/web-identity', {
+    config: { cache },
+    schema: { tags: ['discovery'], summary: 'FedCM well-known file: the provider configuration URLs', response: { 200: anyObject, ...errorResponses } },
+  }, async () => ({ provider_urls: [`${issuer}/fedcm/config.json`] }));
+
+  app.get('/.well-known/webauthn', {
+    config: { cache },
+    schema: { tags: ['discovery'], summary: 'WebAuthn related origins: origins that may use this RP ID', response: { 200: anyObject, ...errorResponses } },
+  }, async () => ({ origins: await relatedOrigins(app) }));
+}
+
+/** Origins of registered relying parties that may use our RP ID (filled once clients exist). */
+async function relatedOrigins(app: FastifyInstance): Promise<string[]> {
+  return [new URL(app.kp.config.issuer).origin];
+}

@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { errorResponses, okObject } from '../schemas.js';
+
+export default async function healthRoutes(app: FastifyInstance): Promise<void> {
+  app.get('/healthz', {
+    schema: { tags: ['operations'], summary: 'Liveness: the process answers', response: { 200: okObject({ status: { type: 'string' } }), ...errorResponses } },
+  }, async () => ({ ok: true, status: 'alive' }));
+
+  app.get('/readyz', {
+    schema: {
+      tags: ['operations'],
+      summary: 'Readiness: storage answers and the signing keys are loaded',
+      response: { 200: okObject({ storage: { type: 'string' }, keys: { type: 'string' }, state: { type: 'string' } }), ...errorResponses },
+    },
+  }, async () => {
+    const storageOk = await app.kp.storage.ping().catch(() => false);
+    const stateOk = await app.kp.state.get('readyz').then(() => true, () => false);
+    if (!storageOk || !app.kp.keys.ready || !stateOk) {
+      throw fail('not_ready', `not ready: storage ${storageOk ? 'ok' : 'down'}, keys ${app.kp.keys.ready ? 'ok' : 'missing'}, shared state ${stateOk ? 'ok' : 'down'}`);
+    }
+    return { ok: true, storage: 'ok', keys: 'ok', state: app.kp.state.kind };
+  });
+
+  app.get('/metrics', {
+    schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] },
+  }, async (_request, reply) => {
+    reply.type(app.kp.metrics.contentType);
+    return app.kp.metrics.metrics();
+  });
+}

@@ -1,0 +1,74 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { ControlPlaneConfig } from '../../config/types.js';
+import { buildControlPlane } from './app.js';
+import { openControlPlaneServices, type RunningServices } from './services.js';
+
+export interface RunningControlPlane {
+  url: string;
+  app: FastifyInstance;
+  services: RunningServices;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/** The public URL when none is configured: browsers refuse IP addresses as WebAuthn RP IDs, so loopback becomes localhost. */
+export function defaultPublicUrl(host: string, port: number): string {
+  if (LOOPBACK.test(host)) return `http://localhost:${port}`;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** Binds first (so `--port 0` knows its port before the issuer is fixed), then builds the app on that socket. */
+export interface StartHooks {
+  warn?: (message: string) => void;
+  logStream?: NodeJS.WritableStream;
+}
+
+export async function startControlPlane(config: ControlPlaneConfig, hooks: StartHooks = {}): Promise<RunningControlPlane> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const issuer = config.issuer ?? defaultPublicUrl(config.host, port);
+  let services: RunningServices | undefined;
+  try {
+    services = await openControlPlaneServices({ ...config, issuer }, hooks.warn ? { warn: hooks.warn } : {});
+    const app = await buildControlPlane(services, {
+      ...(hooks.logStream ? { logStream: hooks.logStream } : {}),
+      serverFactory: (handler) => {
+        server.on('request', handler);
+        return server as Server;
+      },
+    });
+    await app.ready();
+    const opened = services;
+    let closing: Promise<void> | undefined;
+    return {
+      url: issuer,
+      app,
+      services: opened,
+      close: () => (closing ??= (async () => {
+        await app.close();
+        await closeServer(server);
+        await opened.close();
+      })()),
+    };
+  } catch (error) {
+    await closeServer(server);
+    await services?.close();
+    throw error;
+  }
+}
+
+function closeServer(server: Server): Promise<void> {
+  if (!server.listening) return Promise.resolve();
+  server.closeIdleConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}

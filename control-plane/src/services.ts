@@ -1,0 +1,55 @@
+import { Registry } from 'prom-client';
+import type { ControlPlaneConfig } from '../../config/types.js';
+import { openSharedState } from '../../lib/runtime/shared-state/index.js';
+import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+import type { ControlPlaneServices } from './context.js';
+import { KeyRing, rotationPolicy } from './keys/key-ring.js';
+import { resolveMasterKey } from './keys/master-key.js';
+import { openSqliteStorage } from './storage/sqlite/index.js';
+import type { Storage } from './storage/types.js';
+
+export interface OpenOptions {
+  now?: () => number;
+  /** Use this shared state instead of opening one from the config (tests). */
+  state?: SharedState;
+  warn?: (message: string) => void;
+}
+
+export interface RunningServices extends ControlPlaneServices {
+  close(): Promise<void>;
+}
+
+/** Opens storage, shared state and the key ring; starts the key schedule. */
+export async function openControlPlaneServices(config: ControlPlaneConfig & { issuer: string }, options: OpenOptions = {}): Promise<RunningServices> {
+  const now = options.now ?? Date.now;
+  const master = resolveMasterKey(config.masterKey, config.dataDir);
+  if (master.devKeyFile) {
+    options.warn?.(`KEYPLANE_MASTER_KEY is not set: using the generated dev key ${master.devKeyFile}. Set a master key in production.`);
+  }
+  const storage: Storage = openSqliteStorage(config.dataDir);
+  let state: SharedState | undefined;
+  try {
+    state = options.state ?? (await openSharedState(config.redisUrl));
+    // Retired keys stay published at least as long as the longest-lived JWT they signed.
+    const longestToken = Math.max(config.lifetimes.accessToken, config.lifetimes.idToken) * 1000;
+    const keys = new KeyRing(storage, master.key, rotationPolicy(config.keys, longestToken), now);
+    await keys.ensure();
+    const reload = setInterval(() => void keys.reload().catch(() => undefined), 10_000).unref();
+    const schedule = setInterval(() => void keys.ensure().catch(() => undefined), 3_600_000).unref();
+    const metrics = new Registry();
+    const opened = state;
+    return {
+      config, storage, state: opened, keys, metrics, now,
+      async close() {
+        clearInterval(reload);
+        clearInterval(schedule);
+        if (!options.state) await opened.close();
+        await storage.close();
+      },
+    };
+  } catch (error) {
+    if (state && !options.state) await state.close();
+    await storage.close();
+    throw error;
+  }
+}

@@ -1,0 +1,58 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { migrations as allMigrations, type Migration } from './migrations.js';
+
+export type Sqlite = Database.Database;
+
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+}
+
+export const DATABASE_FILE = 'keyplane.db';
+
+export function openDatabase(dataDir: string, migrations: Migration[] = allMigrations): Sqlite {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const db = new Database(join(dataDir, DATABASE_FILE));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  try {
+    migrate(db, migrations);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+/** Applies every migration above the database's version, each in its own transaction. */
+export function migrate(db: Sqlite, migrations: Migration[]): number {
+  const latest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > latest) {
+    throw new MigrationError(
+      `the database is at schema version ${current}, newer than this Keyplane understands (${latest}); run a newer release or restore a backup`,
+    );
+  }
+  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (migration.version <= current) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${migration.version}`);
+    })();
+  }
+  return latest;
+}
+
+/** Online backup through SQLite's backup API: consistent while the server keeps writing. */
+export async function backupDatabase(dataDir: string, outFile: string): Promise<{ pages: number }> {
+  const db = new Database(join(dataDir, DATABASE_FILE), { fileMustExist: true });
+  try {
+    const result = await db.backup(outFile);
+    return { pages: result.totalPages };
+  } finally {
+    db.close();
+  }
+}
