@@ -1,6 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { ControlPlaneConfig } from '../../config/types.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+import type { EventBus } from './events/bus.js';
 import type { KeyRing } from './keys/key-ring.js';
 import type { Storage } from './storage/types.js';
 
@@ -11,13 +12,31 @@ export interface ControlPlaneServices {
   state: SharedState;
   keys: KeyRing;
   metrics: Registry;
+  events: EventBus;
   now: () => number;
+}
+
+/** Assurance levels, weakest first (CONTRACT "Tokens"). */
+export type Assurance = 'recovery' | 'email' | 'passkey' | 'sensitive';
+
+/** The signed-in session as handlers see it (filled by the session plugin when a valid cookie came). */
+export interface SessionView {
+  /** Opaque session identifier (never the cookie value). */
+  id: string;
+  identityId: string;
+  deviceId: string;
+  /** The assurance in force now (a lapsed step-up reads as `passkey`). */
+  assurance: Assurance;
+  amr: string[];
+  /** When the user last authenticated (ms); raised by a step-up. */
+  authTime: number;
 }
 
 /** Request-scoped state: one typed slot, filled in one hook. */
 export interface RequestContext {
   requestId: string;
   cspNonce: string;
+  session?: SessionView;
 }
 
 declare module 'fastify' {

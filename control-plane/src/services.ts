@@ -3,6 +3,7 @@ import type { ControlPlaneConfig } from '../../config/types.js';
 import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { ControlPlaneServices } from './context.js';
+import { EventBus } from './events/bus.js';
 import { KeyRing, rotationPolicy } from './keys/key-ring.js';
 import { resolveMasterKey } from './keys/master-key.js';
 import { openSqliteStorage } from './storage/sqlite/index.js';
@@ -39,7 +40,7 @@ export async function openControlPlaneServices(config: ControlPlaneConfig & { is
     const metrics = new Registry();
     const opened = state;
     return {
-      config, storage, state: opened, keys, metrics, now,
+      config, storage, state: opened, keys, metrics, events: new EventBus(), now,
       async close() {
         clearInterval(reload);
         clearInterval(schedule);

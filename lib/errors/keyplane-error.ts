@@ -22,7 +22,7 @@ export class KeyplaneError extends Error {
     super(message ?? reason, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'KeyplaneError';
     this.reason = reason;
-    this.status = options.status ?? REASONS[reason];
+    this.status = options.status ?? REASONS[reason].status;
     this.fields = options.fields ?? {};
     this.headers = options.headers ?? {};
   }
