@@ -34,6 +34,8 @@ export class Lockout {
   }
 
   async recordFailure(subject: string): Promise<FailureResult> {
+    const current = await this.status(subject);
+    if (current.locked) return { ...current, failures: this.policy.threshold, started: false };
     const { count } = await this.state.incrWithTtl(`fail:${subject}`, this.policy.lockMs);
     if (count < this.policy.threshold) return { locked: false, retryAfterMs: 0, failures: count, started: false };
     const until = this.now() + this.policy.lockMs;

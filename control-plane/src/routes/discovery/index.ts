@@ -36,19 +36,13 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
     config: { cache },
     schema: { tags: ['discovery'], summary: 'OpenID Connect discovery (advertises only what this server implements)', response: { 200: anyObject, ...errorResponses } },
   }, async () => ({
+    // REQUIRED by OIDC Discovery 1.0 §3 and true of this server as it stands; every endpoint
+    // and the capabilities that come with it are added by the routes that implement them.
     issuer,
     jwks_uri: `${issuer}${JWKS_PATH}`,
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['ES256'],
-    code_challenge_methods_supported: ['S256'],
-    authorization_response_iss_parameter_supported: true,
-    dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
-    scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
-    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'acr', 'amr', 'sid', 'email', 'email_verified', 'name', 'preferred_username', 'svc'],
-    acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     ...options.collected.metadata,
   }));
 

@@ -12,7 +12,7 @@ export class SerialRunner {
   constructor(readonly db: Sqlite) {}
 
   run<T>(statement: (db: Sqlite) => T): Promise<T> {
-    if (!this.open) return Promise.resolve(statement(this.db));
+    if (!this.open) return settle(statement, this.db);
     return this.afterOpen().then(() => this.run(statement));
   }
 
@@ -22,7 +22,7 @@ export class SerialRunner {
     this.open = new Promise((resolve) => (release = resolve));
     this.db.exec('BEGIN IMMEDIATE');
     try {
-      const result = await work({ run: (statement) => Promise.resolve(statement(this.db)) });
+      const result = await work({ run: (statement) => settle(statement, this.db) });
       this.db.exec('COMMIT');
       return result;
     } catch (error) {
@@ -41,4 +41,13 @@ export class SerialRunner {
 
 export interface Runner {
   run<T>(statement: (db: Sqlite) => T): Promise<T>;
+}
+
+/** Runs a synchronous statement and turns its throw into a rejection, as an async backend would. */
+function settle<T>(statement: (db: Sqlite) => T, db: Sqlite): Promise<T> {
+  try {
+    return Promise.resolve(statement(db));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -1,0 +1,58 @@
+import { REASONS } from '../lib/errors/reasons.js';
+import { leaves } from './load.js';
+import { schemas, type ConfigKind } from './schema.js';
+
+const TITLES: Record<ConfigKind, string> = {
+  'control-plane': 'Control plane (`keyplane control-plane`, `keyplane up`)',
+  gateway: 'Gateway (`keyplane gateway`)',
+};
+
+function cell(value: unknown): string {
+  if (value === undefined) return '—';
+  return '`' + JSON.stringify(value) + '`';
+}
+
+/** docs/configuration.md, generated from the schema so the two cannot drift. */
+export function renderConfigurationDoc(): string {
+  const parts = [
+    '# Configuration',
+    '',
+    '<!-- Generated from config/schema.ts by `npm run docs`; a test fails when this file and the schema differ. -->',
+    '',
+    'Each service reads, in order: the defaults below, then a YAML file (`--config FILE` or `KEYPLANE_CONFIG`), then environment variables, then command-line flags; later sources win. The result is validated against one JSON schema (unknown keys are errors) and every problem is reported at once, with its key path, before the process refuses to start (exit code 2). Nested keys are written with dots here and nested in YAML (`http.bodyLimit` is `http: { bodyLimit: … }`). Examples: `config/control-plane.example.yaml`, `config/gateway.example.yaml`.',
+    '',
+    'Keys marked secret are never logged; prefer the environment variable for them.',
+  ];
+  for (const kind of Object.keys(schemas) as ConfigKind[]) {
+    parts.push('', `## ${TITLES[kind]}`, '', '| key | type | default | env | flag | description |', '|---|---|---|---|---|---|');
+    for (const [path, leaf] of leaves(schemas[kind])) {
+      const type = leaf.type === 'array' ? 'list of strings' : String(leaf.type);
+      const description = String(leaf['description'] ?? '') + (leaf['secret'] ? ' **Secret.**' : '');
+      parts.push(`| \`${path}\` | ${type} | ${cell(leaf.default)} | ${leaf.env ? '`' + leaf.env + '`' : '—'} | ${leaf.flag ? '`' + leaf.flag + '`' : '—'} | ${description.replace(/\|/g, '\\|')} |`);
+    }
+  }
+  return parts.join('\n') + '\n';
+}
+
+/** docs/errors.md, generated from lib/errors/reasons.ts. */
+export function renderErrorsDoc(): string {
+  const rows = Object.entries(REASONS).map(([reason, { status, description }]) => `| \`${reason}\` | ${status} | ${description.replace(/\|/g, '\\|')} |`);
+  return [
+    '# Errors',
+    '',
+    '<!-- Generated from lib/errors/reasons.ts by `npm run docs`; a test fails when they differ. -->',
+    '',
+    'Every failure, on every route of both services, is a JSON envelope with an HTTP status that mirrors it:',
+    '',
+    '```json',
+    '{ "ok": false, "reason": "rate_limited", "message": "too many attempts; try again in 42 s" }',
+    '```',
+    '',
+    '`reason` is stable and meant for code; `message` is for people and may change. OAuth endpoints (`/auth/token`, `/auth/revoke`, `/register`) add the RFC 6749 / RFC 7591 fields `error` and `error_description` beside it, so standard clients understand them. No failure carries a stack trace or internal detail; a `500 internal` is logged with the request id that the response carries in `x-request-id`.',
+    '',
+    '| reason | status | meaning |',
+    '|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,114 @@
+import t from 'tap';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { TEST_ISSUER, build } from '../../helpers/build.js';
+
+t.test('OpenID configuration advertises what exists and nothing else', async (t) => {
+  const { app } = await build(t);
+  const res = await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' });
+  t.equal(res.statusCode, 200);
+  const doc = res.json();
+  t.equal(doc.issuer, TEST_ISSUER);
+  t.equal(doc.jwks_uri, `${TEST_ISSUER}/.well-known/jwks.json`);
+  t.same(doc.response_types_supported, ['code']);
+  t.same(doc.id_token_signing_alg_values_supported, ['ES256']);
+  const routes = app.printRoutes({ commonPrefix: false });
+  for (const [key, value] of Object.entries(doc)) {
+    if (!key.endsWith('_endpoint') || typeof value !== 'string') continue;
+    const path = new URL(value).pathname;
+    t.ok(routes.includes(path), `${key} (${path}) is a real route`);
+  }
+});
+
+t.test('JWKS: ES256 public keys only', async (t) => {
+  const { app } = await build(t);
+  const res = await app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
+  t.match(res.headers['content-type'], /application\/jwk-set\+json/);
+  const { keys } = res.json();
+  t.ok(keys.length >= 2, 'current and next');
+  for (const key of keys) {
+    t.same([key.kty, key.crv, key.alg, key.use], ['EC', 'P-256', 'ES256', 'sig']);
+    t.notOk(key.d);
+  }
+});
+
+t.test('well-known documents', async (t) => {
+  const { app } = await build(t);
+  const resource = (await app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource' })).json();
+  t.equal(resource.resource, TEST_ISSUER);
+  t.same(resource.authorization_servers, [TEST_ISSUER]);
+  const webIdentity = (await app.inject({ method: 'GET', url: '/.well-known/web-identity' })).json();
+  t.same(webIdentity.provider_urls, [`${TEST_ISSUER}/fedcm/config.json`]);
+  const webauthn = await app.inject({ method: 'GET', url: '/.well-known/webauthn' });
+  t.match(webauthn.headers['content-type'], /application\/json/);
+  t.ok(Array.isArray(webauthn.json().origins));
+  const llms = await app.inject({ method: 'GET', url: '/.well-known/llms.txt' });
+  t.match(llms.headers['content-type'], /text\/plain/);
+  t.match(llms.body, /# Keyplane/);
+  t.match(llms.body, TEST_ISSUER);
+});
+
+t.test('openapi.json is a valid OpenAPI 3.1 document listing every route', async (t) => {
+  const { app } = await build(t);
+  const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+  const doc = res.json();
+  t.equal(doc.openapi, '3.1.0');
+  t.equal(doc.info.version, 'svc-api-1');
+  const validator = new Validator();
+  const result = await validator.validate(doc);
+  t.same(result.errors, undefined, 'no schema errors');
+  t.equal(result.valid, true);
+  for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/openapi.json', '/changelog', '/agents.json', '/agent', '/auth', '/.well-known/llms.txt']) {
+    t.ok(doc.paths[path], `${path} is described`);
+  }
+  t.ok(doc.components.schemas.envelope, 'the envelope schema is a shared component');
+});
+
+t.test('changelog: HTML, or versioned JSON by query or Accept', async (t) => {
+  const { app } = await build(t);
+  const html = await app.inject({ method: 'GET', url: '/changelog' });
+  t.match(html.headers['content-type'], /text\/html/);
+  t.match(html.body, /<h1>Changelog<\/h1>/);
+  for (const request of [{ url: '/changelog?format=json' }, { url: '/changelog', headers: { accept: 'application/json' } }]) {
+    const res = await app.inject({ method: 'GET', ...request });
+    const body = res.json();
+    t.equal(body.ok, true);
+    t.equal(body.format, 'keyplane-changelog/v1');
+    t.ok(body.entries.length > 0);
+  }
+  const bad = await app.inject({ method: 'GET', url: '/changelog?format=xml' });
+  t.equal(bad.statusCode, 400);
+  t.equal(bad.json().reason, 'invalid_request');
+});
+
+t.test('agent documents: contract and secret-free introspection of live routes', async (t) => {
+  const { app } = await build(t);
+  const contract = (await app.inject({ method: 'GET', url: '/agents.json' })).json();
+  t.equal(contract.ok, true);
+  t.equal(contract.documents.introspection, `${TEST_ISSUER}/agent`);
+  const agent = await app.inject({ method: 'GET', url: '/agent' });
+  const body = agent.json();
+  t.equal(body.ok, true);
+  t.ok(body.read_surfaces.some((s: { path: string }) => s.path === '/.well-known/openid-configuration'));
+  t.ok(Array.isArray(body.callable_actions));
+  t.notMatch(agent.body, /"d":|PRIVATE KEY|"client_secret":"/, "no key material or secrets");
+});
+
+t.test('health, readiness and metrics', async (t) => {
+  const { app } = await build(t);
+  t.same((await app.inject({ method: 'GET', url: '/healthz' })).json(), { ok: true, status: 'alive' });
+  const ready = await app.inject({ method: 'GET', url: '/readyz' });
+  t.equal(ready.statusCode, 200);
+  t.same(ready.json(), { ok: true, storage: 'ok', keys: 'ok', state: 'memory' });
+  const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+  t.match(metrics.headers['content-type'], /text\/plain/);
+  t.match(metrics.body, /keyplane_http_requests_total\{method="GET",route="\/readyz",status="200"\} 1/);
+  t.match(metrics.body, /keyplane_http_request_duration_seconds_bucket/);
+});
+
+t.test('readiness fails with the envelope when storage is down', async (t) => {
+  const { app, services } = await build(t);
+  await services.storage.close();
+  const res = await app.inject({ method: 'GET', url: '/readyz' });
+  t.equal(res.statusCode, 503);
+  t.equal(res.json().reason, 'not_ready');
+});
