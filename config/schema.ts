@@ -69,6 +69,7 @@ export const controlPlaneSchema: Group = group('Control plane', {
     sessionAbsolute: seconds(1_209_600, 'Session, from sign-in'),
     sessionIdle: seconds(259_200, 'Session, since last use'),
     magicLink: seconds(600, 'Magic link'),
+    emailVerification: seconds(86_400, 'Email verification link'),
     challenge: seconds(300, 'WebAuthn challenge'),
     stepUp: seconds(300, 'Window in which a step-up counts as `sensitive`'),
   }),
@@ -90,6 +91,12 @@ export const controlPlaneSchema: Group = group('Control plane', {
     sealIntervalMs: { type: 'integer', minimum: 50, maximum: 60_000, default: 1000, description: 'Seal pending receipts into an epoch at most this often (milliseconds).' },
     sealMaxReceipts: count(10_000, 'Seal at once when this many receipts are pending.'),
   }),
+  oidc: group('OpenID Connect provider', {
+    dpopNonce: {
+      type: 'boolean', default: false,
+      description: 'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in proofs at the token and userinfo endpoints. Stateless: any replica with the master key accepts them.',
+    },
+  }),
 });
 
 export const gatewaySchema: Group = group('Edge-gate', {
@@ -107,6 +114,14 @@ export const gatewaySchema: Group = group('Edge-gate', {
     type: 'array', items: { type: 'string', minLength: 1 }, default: LOOPBACK, flag: '--trusted-proxies',
     description: 'Addresses (IPs or CIDR ranges) whose forwarded and original-URI headers are believed.',
   },
+  cookieKeys: {
+    type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' }, env: 'KEYPLANE_GATEWAY_COOKIE_KEYS', secret: true,
+    description: 'Session cookie keys (32 bytes, base64url), newest first: the first encrypts, all decrypt, so keys rotate. Replicas must share them. Unset: one is generated in the data dir (mode 0600).',
+  },
+  sessionLifetime: seconds(43_200, 'Gateway browser session cookie, from sign-in'),
+  assertionLifetime: { type: 'integer', minimum: 1, maximum: 300, default: 60, description: 'Lifetime of the X-Auth-Assertion JWT sent upstream (seconds, at most 300).' },
+  upstreamTimeout: seconds(30, 'Wait for the upstream\'s response headers before answering 504 `upstream_timeout`'),
+  upstreamConnections: count(128, 'Keep-alive connections the gateway holds open to the upstream.'),
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,
   logLevel: common.logLevel,

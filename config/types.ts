@@ -22,6 +22,7 @@ export interface ControlPlaneSettings {
     sessionAbsolute: number;
     sessionIdle: number;
     magicLink: number;
+    emailVerification: number;
     challenge: number;
     stepUp: number;
   };
@@ -35,6 +36,7 @@ export interface ControlPlaneSettings {
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
+  oidc: { dpopNonce: boolean };
 }
 
 export interface GatewaySettings {
@@ -46,6 +48,11 @@ export interface GatewaySettings {
   clientId?: string;
   clientSecret?: string;
   trustedProxies: string[];
+  cookieKeys?: string[];
+  sessionLifetime: number;
+  assertionLifetime: number;
+  upstreamTimeout: number;
+  upstreamConnections: number;
   dataDir: string;
   redisUrl?: string;
   logLevel: LogLevel;

@@ -4,7 +4,10 @@ import { ConfigError } from '../../config/load.js';
 import { MigrationError } from '../../control-plane/src/storage/sqlite/database.js';
 import { backupCommand } from './commands/backup.js';
 import { controlPlaneCommand } from './commands/control-plane.js';
+import { gatewayCommand } from './commands/gateway.js';
 import { keysCommand } from './commands/keys.js';
+import { ledgerCommand } from './commands/ledger.js';
+import { receiptCommand } from './commands/receipt.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit.js';
 
@@ -16,9 +19,12 @@ const program = new Command()
   .showHelpAfterError();
 
 controlPlaneCommand(program);
+gatewayCommand(program);
 upCommand(program);
 backupCommand(program);
 keysCommand(program);
+receiptCommand(program);
+ledgerCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -8,11 +8,23 @@ import { errorsPlugin } from './plugins/errors.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { requestContextPlugin } from './plugins/request-context.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
+import { sessionPlugin } from './plugins/session.js';
 import { loggerOptions } from './logging.js';
 import authPageRoutes from './routes/auth-page/index.js';
+import accountRoutes from './routes/account/index.js';
+import assetRoutes from './routes/assets/index.js';
+import passkeyRoutes from './routes/passkeys/index.js';
+import stepUpRoutes from './routes/step-up/index.js';
 import discoveryRoutes, { collectDiscovery } from './routes/discovery/index.js';
 import docsRoutes from './routes/docs/index.js';
 import healthRoutes from './routes/health/index.js';
+import clientRoutes from './routes/clients/index.js';
+import totpRoutes from './routes/totp/index.js';
+import recoveryRoutes from './routes/recovery/index.js';
+import emailRoutes from './routes/email/index.js';
+import magicRoutes from './routes/magic/index.js';
+import receiptRoutes from './routes/receipts/index.js';
+import oidcRoutes from './routes/oidc/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -46,6 +58,8 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(errorsPlugin);
   await app.register(securityHeadersPlugin, { https: config.issuer.startsWith('https://') });
   await app.register(metricsPlugin, { registry: services.metrics });
+  // Session cookie -> request.kp.session, plus the Origin check on signed-in state-changing requests.
+  await app.register(sessionPlugin);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -70,5 +84,16 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(discoveryRoutes, { collected: discovery });
   await app.register(docsRoutes);
   await app.register(authPageRoutes);
+  await app.register(totpRoutes);
+  await app.register(recoveryRoutes);
+  await app.register(emailRoutes);
+  await app.register(magicRoutes);
+  await app.register(assetRoutes);
+  await app.register(passkeyRoutes);
+  await app.register(stepUpRoutes);
+  await app.register(accountRoutes);
+  await app.register(receiptRoutes);
+  await app.register(clientRoutes);
+  await app.register(oidcRoutes);
   return app;
 }

@@ -3,6 +3,9 @@ import type { ControlPlaneConfig } from '../../config/types.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { EventBus } from './events/bus.js';
 import type { KeyRing } from './keys/key-ring.js';
+import type { Ledger } from './ledger/ledger.js';
+import type { SecretsService } from './keys/secrets.js';
+import type { Mailer } from './mail/mailer.js';
 import type { Storage } from './storage/types.js';
 
 /** The services a control plane runs on, built once at start and handed to every plugin. */
@@ -13,7 +16,15 @@ export interface ControlPlaneServices {
   keys: KeyRing;
   metrics: Registry;
   events: EventBus;
+  /** The receipt ledger: `sealNow()` seals pending receipts (tests, shutdown tools). */
+  ledger: Ledger;
+  /** Sealing and MAC keys under the master key (TOTP secrets, recovery-code hashes). */
+  secrets: SecretsService;
+  /** Outgoing mail: SMTP, or RFC 5322 files in <dataDir>/outbox/. */
+  mailer: Mailer;
   now: () => number;
+  /** Tells the operator something they must act on (the CLI prints it as a plain line on stderr). */
+  notify: (line: string) => void;
 }
 
 /** Assurance levels, weakest first (CONTRACT "Tokens"). */

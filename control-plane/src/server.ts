@@ -23,6 +23,7 @@ export function defaultPublicUrl(host: string, port: number): string {
 /** Binds first (so `--port 0` knows its port before the issuer is fixed), then builds the app on that socket. */
 export interface StartHooks {
   warn?: (message: string) => void;
+  notify?: (line: string) => void;
   logStream?: NodeJS.WritableStream;
 }
 
@@ -39,7 +40,10 @@ export async function startControlPlane(config: ControlPlaneConfig, hooks: Start
   const issuer = config.issuer ?? defaultPublicUrl(config.host, port);
   let services: RunningServices | undefined;
   try {
-    services = await openControlPlaneServices({ ...config, issuer }, hooks.warn ? { warn: hooks.warn } : {});
+    services = await openControlPlaneServices({ ...config, issuer }, {
+      ...(hooks.warn ? { warn: hooks.warn } : {}),
+      ...(hooks.notify ? { notify: hooks.notify } : {}),
+    });
     const app = await buildControlPlane(services, {
       ...(hooks.logStream ? { logStream: hooks.logStream } : {}),
       serverFactory: (handler) => {

@@ -6,6 +6,9 @@ import type { ControlPlaneServices } from './context.js';
 import { EventBus } from './events/bus.js';
 import { KeyRing, rotationPolicy } from './keys/key-ring.js';
 import { resolveMasterKey } from './keys/master-key.js';
+import { Ledger } from './ledger/ledger.js';
+import { createSecrets } from './keys/secrets.js';
+import { createMailer } from './mail/mailer.js';
 import { openSqliteStorage } from './storage/sqlite/index.js';
 import type { Storage } from './storage/types.js';
 
@@ -14,6 +17,7 @@ export interface OpenOptions {
   /** Use this shared state instead of opening one from the config (tests). */
   state?: SharedState;
   warn?: (message: string) => void;
+  notify?: (line: string) => void;
 }
 
 export interface RunningServices extends ControlPlaneServices {
@@ -39,11 +43,26 @@ export async function openControlPlaneServices(config: ControlPlaneConfig & { is
     const schedule = setInterval(() => void keys.ensure().catch(() => undefined), 3_600_000).unref();
     const metrics = new Registry();
     const opened = state;
+    const events = new EventBus();
+    // The receipt ledger subscribes first, so every event's receipt is written in its transaction.
+    const ledger = new Ledger({
+      storage, signingKey: () => keys.current(), now, metrics, ...config.ledger,
+      onError: (error) => options.warn?.(`sealing the receipt ledger failed: ${(error as Error).message}`),
+    });
+    events.subscribe(ledger.record);
+    await ledger.start();
+    const mailer = createMailer({
+      smtpUrl: config.mail.smtpUrl, from: config.mail.from, dataDir: config.dataDir,
+      onError: (error) => options.warn?.(`outgoing mail failed: ${(error as Error).message}`),
+    });
     return {
-      config, storage, state: opened, keys, metrics, events: new EventBus(), now,
+      config, storage, state: opened, keys, metrics, events, ledger, secrets: createSecrets(master.key), mailer, now,
+      notify: options.notify ?? (() => undefined),
       async close() {
+        await ledger.close();
         clearInterval(reload);
         clearInterval(schedule);
+        await mailer.close();
         if (!options.state) await opened.close();
         await storage.close();
       },

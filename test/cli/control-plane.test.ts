@@ -15,6 +15,7 @@ t.test('control-plane prints its URL, serves, and exits 0 on SIGTERM', async (t)
   t.equal(discovery.statusCode, 200);
   t.equal(((await discovery.body.json()) as { issuer: string }).issuer, server.url);
   t.match(server.stderr(), /KEYPLANE_MASTER_KEY is not set/, 'the dev key warning is visible');
+  t.match(server.stderr(), new RegExp(`^No founder account yet\\. Create it within 24 hours at: ${server.url}/auth\\?setup=`, 'm'), 'the founder link is a plain line');
   t.equal(statSync(join(data, 'master.key')).mode & 0o777, 0o600);
   t.equal(await server.stop('SIGTERM'), 0);
 });

@@ -53,7 +53,7 @@ t.test('the --config flag names the file', async (t) => {
 
 t.test('every problem is listed at once, each with its key path', async (t) => {
   const dir = tempDir(t);
-  const cases: Array<{ name: string; yaml?: string; env?: Record<string, string>; flags?: Record<string, unknown>; problems: string[] }> = [
+  const cases: Array<{ name: string; yaml?: string; env?: Record<string, string>; flags?: Record<string, unknown>; problems: Array<string | RegExp> }> = [
     { name: 'unknown top-level key', yaml: 'prot: 4400\n', problems: ['prot is not a known key'] },
     { name: 'unknown nested key', yaml: 'http:\n  bodylimit: 10\n', problems: ['http.bodylimit is not a known key'] },
     { name: 'wrong type', yaml: 'port: "x"\n', problems: ['port must be integer'] },
@@ -66,7 +66,7 @@ t.test('every problem is listed at once, each with its key path', async (t) => {
     { name: 'bad CIDR', yaml: 'http:\n  trustedProxies: [10.0.0.0/8, 10.0.0.0/99, nope]\n', problems: ['http.trustedProxies[1] must be an IP address or CIDR range (got "10.0.0.0/99")', 'http.trustedProxies[2] must be an IP address or CIDR range (got "nope")'] },
     { name: 'several at once', yaml: 'port: -1\nlogLevel: 3\nlimits:\n  lockoutThreshold: 0\n', problems: ['port must be >= 0', 'logLevel must be string', 'logLevel must be one of: fatal, error, warn, info, debug, trace, silent', 'limits.lockoutThreshold must be >= 1'] },
     { name: 'non-numeric flag', flags: { port: 'abc' }, problems: ['port must be integer'] },
-    { name: 'YAML that is not a mapping', yaml: '- a\n- b\n', problems: [/must hold a mapping at the top level/ as unknown as string] },
+    { name: 'YAML that is not a mapping', yaml: '- a\n- b\n', problems: [/must hold a mapping at the top level/] },
   ];
   for (const [i, c] of cases.entries()) {
     const env: Record<string, string> = { ...c.env };

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { loadControlPlaneConfig } from '../../../config/load.js';
 import { startControlPlane } from '../../../control-plane/src/server.js';
 import { flagsToConfig } from '../options.js';
-import { runUntilSignal, say, warn } from '../io.js';
+import { progress, runUntilSignal, say, warn } from '../io.js';
 
 export function controlPlaneCommand(program: Command): void {
   program
@@ -16,7 +16,7 @@ export function controlPlaneCommand(program: Command): void {
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
-      const running = await startControlPlane(config, { warn, logStream: process.stderr });
+      const running = await startControlPlane(config, { warn, notify: progress, logStream: process.stderr });
       say(`listening ${running.url}`);
       await runUntilSignal(() => running.close());
     });

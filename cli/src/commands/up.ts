@@ -13,7 +13,7 @@ export function upCommand(program: Command): void {
     .option('--data <dir>', 'data directory (default ./data)')
     .action(async (options: Record<string, unknown>) => {
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', { port: options['port'], data: options['data'] }) });
-      const controlPlane = await startControlPlane(config, { warn, logStream: process.stderr });
+      const controlPlane = await startControlPlane(config, { warn, notify: progress, logStream: process.stderr });
       say(`listening ${controlPlane.url}`);
       progress(`Keyplane is up. Open ${controlPlane.url}/auth to sign in; discovery at ${controlPlane.url}/.well-known/openid-configuration`);
       await runUntilSignal(() => controlPlane.close());

@@ -1,4 +1,5 @@
 import type { JWK } from 'jose';
+import type { ClientMetadata, ClientType } from '../../../lib/oauth/client-metadata.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend
@@ -27,8 +28,389 @@ export interface KeyStore {
   remove(kid: string): Promise<void>;
 }
 
+// ---- passkey accounts (issue 3) ----
+
+export interface Identity {
+  /** Stable account id: the `sub` of every token (`usr_…`). */
+  identityId: string;
+  /** Current username, folded to lower case (see lib/accounts/username.ts). */
+  username: string;
+  displayName: string;
+  preferences: Record<string, string>;
+  founder: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface IdentityStore {
+  /** Inserts the identity and claims its username; false when the name (or an alias) is taken. */
+  create(identity: Identity): Promise<boolean>;
+  get(identityId: string): Promise<Identity | null>;
+  /** Resolves a folded username or previous username (alias). */
+  findByUsername(folded: string): Promise<Identity | null>;
+  /** Previous usernames that still resolve to this identity, oldest first. */
+  aliases(identityId: string): Promise<string[]>;
+  /** Makes `folded` the username; the old one stays an alias. False when another identity holds the name. */
+  rename(identityId: string, folded: string, at: number): Promise<boolean>;
+  setDisplayName(identityId: string, displayName: string, at: number): Promise<void>;
+  setPreferences(identityId: string, preferences: Record<string, string>, at: number): Promise<void>;
+  count(): Promise<number>;
+  founderExists(): Promise<boolean>;
+}
+
+export interface StoredCredential {
+  /** base64url credential id. */
+  credId: string;
+  identityId: string;
+  /** COSE public key; never listed, only read for verification. */
+  publicKey: Uint8Array;
+  counter: number;
+  transports: string[];
+  backupEligible: boolean;
+  backedUp: boolean;
+  label: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+/** What listings show: everything but the public key. */
+export type CredentialSummary = Omit<StoredCredential, 'publicKey'>;
+
+export interface CredentialStore {
+  /** False when the credential id exists already. */
+  insert(credential: StoredCredential): Promise<boolean>;
+  /** The full record (with the public key) for verification. */
+  get(credId: string): Promise<StoredCredential | null>;
+  listByIdentity(identityId: string): Promise<CredentialSummary[]>;
+  countByIdentity(identityId: string): Promise<number>;
+  rename(identityId: string, credId: string, label: string): Promise<boolean>;
+  remove(identityId: string, credId: string): Promise<boolean>;
+  recordUse(credId: string, use: { counter: number; backedUp: boolean; at: number }): Promise<void>;
+}
+
+export type SessionAssurance = 'recovery' | 'email' | 'passkey';
+
+export interface StoredSession {
+  /** Opaque identifier shown on the account page (never the cookie value). */
+  sessionId: string;
+  /** SHA-256 (hex) of the cookie value; the value itself is never stored. */
+  tokenHash: string;
+  identityId: string;
+  deviceId: string;
+  /** What the sign-in proved; a step-up raises it to at least `passkey`. */
+  assurance: SessionAssurance;
+  amr: string[];
+  authTime: number;
+  stepUpAt: number | null;
+  /** Passkey used for the sign-in or last step-up. */
+  credId: string | null;
+  createdAt: number;
+  lastSeenAt: number;
+  idleExpiresAt: number;
+  absoluteExpiresAt: number;
+  revokedAt: number | null;
+}
+
+export interface SessionStore {
+  insert(session: StoredSession): Promise<void>;
+  /** The session with this cookie hash when it is live at `now` (not revoked, not expired). */
+  findLive(tokenHash: string, now: number): Promise<StoredSession | null>;
+  listLive(identityId: string, now: number): Promise<StoredSession[]>;
+  touch(sessionId: string, at: number, idleExpiresAt: number): Promise<void>;
+  stepUp(sessionId: string, update: { at: number; assurance: SessionAssurance; amr: string[]; credId: string }): Promise<void>;
+  /** Revokes one live session of the identity; false when there is none with that id. */
+  revoke(identityId: string, sessionId: string, at: number): Promise<boolean>;
+  /** Revokes every live session of the identity on the device; returns how many. */
+  revokeDevice(identityId: string, deviceId: string, at: number): Promise<number>;
+}
+
+export interface Device {
+  deviceId: string;
+  identityId: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+/** The device ledger: which devices an identity has signed in from. */
+export interface DeviceStore {
+  upsert(identityId: string, deviceId: string, at: number): Promise<void>;
+  list(identityId: string): Promise<Device[]>;
+  remove(identityId: string, deviceId: string): Promise<boolean>;
+}
+
+// ---- TOTP, recovery codes, email addresses and one-time links (issue 3) ----
+
+export type TotpState = 'pending' | 'active';
+
+export interface StoredTotp {
+  identityId: string;
+  state: TotpState;
+  /** The base32 secret sealed with the master key (AES-256-GCM, bound to the identity id). */
+  sealedSecret: Buffer;
+  /** RFC 6238 time step of the last accepted code; a code of this step or earlier is a replay. */
+  lastUsedStep: number | null;
+  createdAt: number;
+  activatedAt: number | null;
+}
+
+export interface TotpStore {
+  get(identityId: string): Promise<StoredTotp | null>;
+  /** Stores a fresh pending setup, replacing a pending one; false when TOTP is already active. */
+  putPending(record: StoredTotp): Promise<boolean>;
+  /** Pending to active, recording the step of the confirming code; false when it was not pending. */
+  activate(identityId: string, step: number, at: number): Promise<boolean>;
+  /** Records `step` as used if it is later than the last used one: one atomic update, true for one caller. */
+  useStep(identityId: string, step: number): Promise<boolean>;
+  remove(identityId: string): Promise<boolean>;
+}
+
+export interface StoredRecoveryCode {
+  codeId: string;
+  identityId: string;
+  /** HMAC-SHA-256 (hex) of the normalized code under a key derived from the master key. */
+  codeHash: string;
+  createdAt: number;
+  usedAt: number | null;
+}
+
+export interface RecoveryCodeStore {
+  /** Drops every code of the identity (used or not) and stores the new set. */
+  replace(identityId: string, codes: Array<{ codeId: string; codeHash: string }>, at: number): Promise<void>;
+  listUnused(identityId: string): Promise<StoredRecoveryCode[]>;
+  /** Marks the code used if it still is unused: one conditional update, true for exactly one caller. */
+  consume(identityId: string, codeId: string, at: number): Promise<boolean>;
+}
+
+export interface StoredEmail {
+  /** Opaque id (`eml_…`), what events carry instead of the address. */
+  emailId: string;
+  identityId: string;
+  /** Lower-cased address. */
+  email: string;
+  createdAt: number;
+  verifiedAt: number | null;
+}
+
+export interface EmailStore {
+  /** Adds the address to the identity, or returns the row it already has. */
+  add(record: StoredEmail): Promise<StoredEmail>;
+  get(emailId: string): Promise<StoredEmail | null>;
+  listByIdentity(identityId: string): Promise<StoredEmail[]>;
+  /** The one identity's row where this (lower-cased) address is verified. */
+  findVerified(email: string): Promise<StoredEmail | null>;
+  /** `taken` when another account verified the address first: a verified address belongs to one account. */
+  markVerified(emailId: string, at: number): Promise<'verified' | 'already' | 'taken'>;
+}
+
+export interface StoredLink {
+  /** SHA-256 of the link token; the token itself is only in the mail. */
+  tokenHash: string;
+  purpose: 'signin' | 'verify_email';
+  identityId: string;
+  emailId: string;
+  deviceId: string | null;
+  createdAt: number;
+  expiresAt: number;
+  usedAt: number | null;
+}
+
+export interface LinkStore {
+  insert(record: StoredLink): Promise<void>;
+  find(tokenHash: string): Promise<StoredLink | null>;
+  /** Marks the link used if it is unused and unexpired at `at`: true for exactly one caller. */
+  consume(tokenHash: string, at: number): Promise<boolean>;
+  /** Deletes links that expired before `before`; returns how many. */
+  purgeExpired(before: number): Promise<number>;
+}
+
+/** A receipt as stored: its canonical JSON, address, tree key and (once sealed) its place. */
+export interface StoredReceipt {
+  hash: string;
+  /** RFC 8785 canonical JSON of the receipt. */
+  body: string;
+  treeKey: Buffer;
+  createdAt: number;
+  /** Null until sealed. */
+  epoch: number | null;
+  index: number | null;
+  /** RFC 9162 audit path in its epoch's tree; null until sealed. */
+  path: Buffer[] | null;
+}
+
+/** A sealed epoch's signed checkpoint (the compact JWS) with the fields it signs. */
+export interface StoredCheckpoint {
+  epoch: number;
+  jws: string;
+  root: string;
+  size: number;
+  prev: string | null;
+  sealedAt: number;
+}
+
+/** A sealed receipt's key and place, without its body (what proofs of absence show). */
+export interface PlacedKey {
+  index: number;
+  treeKey: Buffer;
+  path: Buffer[];
+}
+
+/**
+ * The receipt ledger. Look-ups go by hash through an index only; nothing here lists receipts
+ * except `epochReceipts`, which the offline audit uses and no route ever calls.
+ */
+export interface ReceiptStore {
+  /** Appends a receipt; call inside the transaction of the change it records. */
+  append(receipt: { kind: string }, hash: string, createdAt: number): Promise<void>;
+  get(hash: string): Promise<StoredReceipt | undefined>;
+  /** Up to `limit` unsealed receipts, oldest first. */
+  pending(limit: number): Promise<Array<{ hash: string; treeKey: Buffer }>>;
+  pendingCount(): Promise<number>;
+  /** Places receipts in a sealed epoch; refuses any that is missing or already sealed. */
+  assignEpoch(epoch: number, placements: Array<{ hash: string; index: number; path: Buffer[] }>): Promise<void>;
+  insertCheckpoint(checkpoint: StoredCheckpoint): Promise<void>;
+  checkpoint(epoch: number): Promise<StoredCheckpoint | undefined>;
+  latestCheckpoint(): Promise<StoredCheckpoint | undefined>;
+  /** The sealed keys either side of `treeKey` in `epoch` (the key itself when present is `match`). */
+  neighbours(epoch: number, treeKey: Buffer): Promise<{ left?: PlacedKey; match?: PlacedKey; right?: PlacedKey }>;
+  /** Every receipt of a sealed epoch (offline audit only). */
+  epochReceipts(epoch: number): Promise<Array<{ hash: string; body: string; index: number }>>;
+}
+
+// ---- OIDC clients (issue 5) ----
+
+export interface StoredClient {
+  clientId: string;
+  type: ClientType;
+  /** Validated metadata (lib/oauth/client-metadata.ts); `token_endpoint_auth_method` inside is authoritative. */
+  metadata: ClientMetadata;
+  /** SHA-256 (hex) of the client secret, for client_secret_basic/post; the secret itself is never stored. */
+  secretHash: string | null;
+  secretIssuedAt: number | null;
+  /** The identity that registered it, or null for the operator (admin token). */
+  ownerId: string | null;
+  /** SHA-256 (hex) of the RFC 7592 registration access token. */
+  registrationTokenHash: string;
+  /** Bumped by every update; an update must name the revision it was based on. */
+  revision: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface ClientStore {
+  insert(client: StoredClient): Promise<void>;
+  get(clientId: string): Promise<StoredClient | null>;
+  /**
+   * Replaces type, metadata and secret when the stored revision is still `expectedRevision`
+   * (one conditional UPDATE) and returns the new record; null when the revision moved on or
+   * the client is gone.
+   */
+  update(clientId: string, expectedRevision: number, change: { type: ClientType; metadata: ClientMetadata; secretHash: string | null; secretIssuedAt: number | null; at: number }): Promise<StoredClient | null>;
+  remove(clientId: string): Promise<boolean>;
+  listByOwner(ownerId: string): Promise<StoredClient[]>;
+  /** Every registered redirect URI of every client (for WebAuthn related origins). */
+  allRedirectUris(): Promise<string[]>;
+}
+
+// ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----
+
+/** An authorization code as stored: only its SHA-256 is the key; everything the token request must match. */
+export interface StoredAuthorizationCode {
+  codeHash: string;
+  clientId: string;
+  redirectUri: string;
+  identityId: string;
+  sessionId: string;
+  scope: string;
+  resource: string | null;
+  nonce: string | null;
+  codeChallenge: string;
+  /** RFC 9449 §10 `dpop_jkt` from the authorization request. */
+  dpopJkt: string | null;
+  /** What the session proved when the code was issued. */
+  assurance: 'recovery' | 'email' | 'passkey' | 'sensitive';
+  amr: string[];
+  authTime: number;
+  createdAt: number;
+  expiresAt: number;
+  consumedAt: number | null;
+  /** The grant (token family) created by the exchange; set once exchanged. */
+  grantId: string | null;
+}
+
+export type CodeConsumption =
+  | { status: 'consumed'; code: StoredAuthorizationCode }
+  | { status: 'replayed'; code: StoredAuthorizationCode }
+  | { status: 'unknown' };
+
+/** Everything issued from one authorization code: its refresh tokens and access tokens share its fate. */
+export interface StoredGrant {
+  grantId: string;
+  clientId: string;
+  identityId: string;
+  sessionId: string;
+  scope: string;
+  resource: string | null;
+  assurance: StoredAuthorizationCode['assurance'];
+  amr: string[];
+  authTime: number;
+  createdAt: number;
+  /** The refresh family's absolute end. */
+  expiresAt: number;
+  revokedAt: number | null;
+}
+
+export interface StoredRefreshToken {
+  tokenHash: string;
+  grantId: string;
+  /** RFC 9449 §5: a public client's refresh token is bound to its DPoP key. */
+  dpopJkt: string | null;
+  createdAt: number;
+  idleExpiresAt: number;
+  usedAt: number | null;
+}
+
+export type RefreshConsumption =
+  | { status: 'consumed'; token: StoredRefreshToken }
+  | { status: 'reused'; token: StoredRefreshToken }
+  | { status: 'unknown' };
+
+export interface OidcStore {
+  insertCode(code: StoredAuthorizationCode): Promise<void>;
+  /** Marks the code used if it is unused (one conditional UPDATE): `consumed` for exactly one caller, `replayed` after. */
+  consumeCode(codeHash: string, at: number): Promise<CodeConsumption>;
+  setCodeGrant(codeHash: string, grantId: string): Promise<void>;
+  insertGrant(grant: StoredGrant): Promise<void>;
+  getGrant(grantId: string): Promise<StoredGrant | null>;
+  /** Revokes the grant (its whole family); false when it was revoked already or is unknown. */
+  revokeGrant(grantId: string, at: number): Promise<boolean>;
+  insertRefreshToken(token: StoredRefreshToken): Promise<void>;
+  findRefreshToken(tokenHash: string): Promise<StoredRefreshToken | null>;
+  /** Marks the refresh token used if it is unused (one conditional UPDATE). */
+  consumeRefreshToken(tokenHash: string, at: number): Promise<RefreshConsumption>;
+  /** Remembers a revoked access token (by jti) until it would have expired anyway. */
+  revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
+  isAccessTokenRevoked(jti: string): Promise<boolean>;
+  /** Remembers that the account approved the client for these scopes. */
+  recordApproval(identityId: string, clientId: string, scope: string, at: number): Promise<void>;
+  /** The scopes the account approved for the client, or null. */
+  approvedScopes(identityId: string, clientId: string): Promise<string[] | null>;
+  /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
+  purgeExpired(before: number): Promise<number>;
+}
+
 export interface Stores {
   keys: KeyStore;
+  identities: IdentityStore;
+  credentials: CredentialStore;
+  sessions: SessionStore;
+  devices: DeviceStore;
+  totp: TotpStore;
+  recoveryCodes: RecoveryCodeStore;
+  emails: EmailStore;
+  links: LinkStore;
+  receipts: ReceiptStore;
+  clients: ClientStore;
+  oidc: OidcStore;
 }
 
 export interface Storage extends Stores {

@@ -11,11 +11,11 @@ t.test('OpenID configuration advertises what exists and nothing else', async (t)
   t.equal(doc.jwks_uri, `${TEST_ISSUER}/.well-known/jwks.json`);
   t.same(doc.response_types_supported, ['code']);
   t.same(doc.id_token_signing_alg_values_supported, ['ES256']);
-  const routes = app.printRoutes({ commonPrefix: false });
   for (const [key, value] of Object.entries(doc)) {
     if (!key.endsWith('_endpoint') || typeof value !== 'string') continue;
     const path = new URL(value).pathname;
-    t.ok(routes.includes(path), `${key} (${path}) is a real route`);
+    // printRoutes() splits shared prefixes (/auth/authorize under /auth), so ask the router itself.
+    t.ok(app.hasRoute({ method: 'GET', url: path }) || app.hasRoute({ method: 'POST', url: path }), `${key} (${path}) is a real route`);
   }
 });
 

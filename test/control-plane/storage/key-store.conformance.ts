@@ -1,11 +1,7 @@
+import type { Test } from 'tap';
 import type { Storage } from '../../../control-plane/src/storage/types.js';
 
-interface Tap {
-  test(name: string, fn: (t: Tap) => Promise<void>): Promise<void> | unknown;
-  equal(a: unknown, b: unknown, m?: string): void;
-  same(a: unknown, b: unknown, m?: string): void;
-  rejects(p: Promise<unknown>, m?: string): Promise<void> | unknown;
-}
+type Tap = Test;
 
 /** Behaviour every KeyStore backend must show. */
 export function keyStoreConformance(t: Tap, open: () => Promise<Storage>): void {

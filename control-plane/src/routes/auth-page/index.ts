@@ -4,13 +4,26 @@ import { html, page } from '../../pages/layout.js';
 /** The sign-in and sign-up page. */
 export default async function authPageRoutes(app: FastifyInstance): Promise<void> {
   app.get('/auth', {
-    schema: { tags: ['accounts'], summary: 'HTML sign-in and sign-up page', produces: ['text/html'] },
+    schema: {
+      tags: ['accounts'], summary: 'HTML sign-in and sign-up page', produces: ['text/html'],
+      querystring: {
+        type: 'object',
+        properties: {
+          setup: { type: 'string', description: 'Founder setup token from the first-run link' },
+          return: { type: 'string', description: 'A path on this server to open after sign-in (default /account)' },
+        },
+      },
+    },
   }, async (request, reply) => {
+    const founderSetup = typeof (request.query as { setup?: string }).setup === 'string';
     reply.type('text/html; charset=utf-8');
     return page({
       title: 'Sign in',
       nonce: request.kp.cspNonce,
+      scripts: ['/assets/auth.js'],
       body: html`<h1>Sign in to Keyplane</h1>
+${request.kp.session ? html`<p>You are signed in already: <a href="/account">go to your account</a>, or sign in to another one below.</p>` : ''}
+${founderSetup ? html`<p><strong>First run:</strong> choose the username of the founder (operator) account and create its passkey.</p>` : ''}
 <form id="auth-form" novalidate>
   <label for="username">Username</label>
   <input id="username" name="username" autocomplete="username webauthn" autocapitalize="none" spellcheck="false" aria-describedby="username-help">

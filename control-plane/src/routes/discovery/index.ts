@@ -1,4 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
 import { anyObject, errorResponses } from '../schemas.js';
 
 declare module 'fastify' {
@@ -58,8 +59,11 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
     config: { cache },
     schema: { tags: ['discovery'], summary: 'OAuth 2.0 protected resource metadata (RFC 9728)', response: { 200: anyObject, ...errorResponses } },
   }, async () => ({
+    // The resource this server itself protects is its userinfo endpoint (issue 5).
     resource: issuer,
+    resource_name: 'Keyplane userinfo',
     authorization_servers: [issuer],
+    scopes_supported: ['openid', 'email', 'profile'],
     jwks_uri: `${issuer}${JWKS_PATH}`,
     bearer_methods_supported: ['header'],
     resource_signing_alg_values_supported: ['ES256'],
@@ -79,7 +83,7 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
   }, async () => ({ origins: await relatedOrigins(app) }));
 }
 
-/** Origins of registered relying parties that may use our RP ID (filled once clients exist). */
+/** The issuer's origin and the origins of registered clients' redirect URIs: they may use our RP ID. */
 async function relatedOrigins(app: FastifyInstance): Promise<string[]> {
-  return [new URL(app.kp.config.issuer).origin];
+  return [...new Set([new URL(app.kp.config.issuer).origin, ...originsOf(await app.kp.storage.clients.allRedirectUris())])];
 }

@@ -1,10 +1,34 @@
 import type { Storage, Stores } from '../types.js';
 import { openDatabase } from './database.js';
 import { sqliteKeyStore } from './key-store.js';
+import { sqliteIdentityStore } from './identity-store.js';
+import { sqliteCredentialStore } from './credential-store.js';
+import { sqliteSessionStore } from './session-store.js';
+import { sqliteDeviceStore } from './device-store.js';
+import { sqliteTotpStore } from './totp-store.js';
+import { sqliteRecoveryCodeStore } from './recovery-code-store.js';
+import { sqliteEmailStore } from './email-store.js';
+import { sqliteLinkStore } from './link-store.js';
+import { sqliteReceiptStore } from './receipt-store.js';
+import { sqliteClientStore } from './client-store.js';
+import { sqliteOidcStore } from './oidc-store.js';
 import { SerialRunner, type Runner } from './serial-runner.js';
 
 function storesOn(runner: Runner): Stores {
-  return { keys: sqliteKeyStore(runner) };
+  return {
+    keys: sqliteKeyStore(runner),
+    identities: sqliteIdentityStore(runner),
+    credentials: sqliteCredentialStore(runner),
+    sessions: sqliteSessionStore(runner),
+    devices: sqliteDeviceStore(runner),
+    totp: sqliteTotpStore(runner),
+    recoveryCodes: sqliteRecoveryCodeStore(runner),
+    emails: sqliteEmailStore(runner),
+    links: sqliteLinkStore(runner),
+    receipts: sqliteReceiptStore(runner),
+    clients: sqliteClientStore(runner),
+    oidc: sqliteOidcStore(runner),
+  };
 }
 
 export function openSqliteStorage(dataDir: string): Storage {

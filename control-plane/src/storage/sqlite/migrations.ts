@@ -26,4 +26,218 @@ export const migrations: Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 3,
+    name: 'identities, passkeys, sessions and devices',
+    sql: `
+      CREATE TABLE identities (
+        identity_id TEXT PRIMARY KEY,
+        username TEXT NOT NULL UNIQUE,
+        display_name TEXT NOT NULL DEFAULT '',
+        preferences TEXT NOT NULL DEFAULT '{}',
+        founder INTEGER NOT NULL DEFAULT 0 CHECK (founder IN (0, 1)),
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE UNIQUE INDEX identities_one_founder ON identities (founder) WHERE founder = 1;
+      -- Every name an identity ever had: the current one and its aliases. One row per name, so a
+      -- previous username can never be claimed by someone else and keeps resolving.
+      CREATE TABLE identity_names (
+        name TEXT PRIMARY KEY,
+        identity_id TEXT NOT NULL REFERENCES identities (identity_id) ON DELETE CASCADE,
+        current INTEGER NOT NULL CHECK (current IN (0, 1)),
+        created_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX identity_names_by_identity ON identity_names (identity_id, created_at);
+      CREATE TABLE passkeys (
+        cred_id TEXT PRIMARY KEY,
+        identity_id TEXT NOT NULL REFERENCES identities (identity_id) ON DELETE CASCADE,
+        public_key BLOB NOT NULL,
+        counter INTEGER NOT NULL,
+        transports TEXT NOT NULL DEFAULT '[]',
+        backup_eligible INTEGER NOT NULL,
+        backed_up INTEGER NOT NULL,
+        label TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER
+      ) STRICT;
+      CREATE INDEX passkeys_by_identity ON passkeys (identity_id, created_at);
+      CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        identity_id TEXT NOT NULL REFERENCES identities (identity_id) ON DELETE CASCADE,
+        device_id TEXT NOT NULL,
+        assurance TEXT NOT NULL CHECK (assurance IN ('recovery', 'email', 'passkey')),
+        amr TEXT NOT NULL,
+        auth_time INTEGER NOT NULL,
+        step_up_at INTEGER,
+        cred_id TEXT,
+        created_at INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        idle_expires_at INTEGER NOT NULL,
+        absolute_expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      ) STRICT;
+      CREATE INDEX sessions_by_identity ON sessions (identity_id, device_id);
+      CREATE TABLE devices (
+        identity_id TEXT NOT NULL REFERENCES identities (identity_id) ON DELETE CASCADE,
+        device_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        PRIMARY KEY (identity_id, device_id)
+      ) STRICT;
+    `,
+  },
+  {
+    version: 4,
+    name: 'totp, recovery codes, email addresses and one-time links',
+    sql: `
+      CREATE TABLE totp_secrets (
+        identity_id TEXT PRIMARY KEY REFERENCES identities (identity_id) ON DELETE CASCADE,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'active')),
+        sealed_secret BLOB NOT NULL,
+        last_used_step INTEGER,
+        created_at INTEGER NOT NULL,
+        activated_at INTEGER
+      ) STRICT;
+      CREATE TABLE recovery_codes (
+        code_id TEXT PRIMARY KEY,
+        identity_id TEXT NOT NULL REFERENCES identities (identity_id) ON DELETE CASCADE,
+        code_hash TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        used_at INTEGER
+      ) STRICT;
+      CREATE INDEX recovery_codes_by_identity ON recovery_codes (identity_id);
+      CREATE TABLE emails (
+        email_id TEXT PRIMARY KEY,
+        identity_id TEXT NOT NULL REFERENCES identities (identity_id) ON DELETE CASCADE,
+        email TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        verified_at INTEGER,
+        UNIQUE (identity_id, email)
+      ) STRICT;
+      -- A verified address belongs to exactly one account: magic links resolve it to one identity.
+      CREATE UNIQUE INDEX emails_verified_once ON emails (email) WHERE verified_at IS NOT NULL;
+      CREATE TABLE one_time_links (
+        token_hash TEXT PRIMARY KEY,
+        purpose TEXT NOT NULL CHECK (purpose IN ('signin', 'verify_email')),
+        identity_id TEXT NOT NULL REFERENCES identities (identity_id) ON DELETE CASCADE,
+        email_id TEXT NOT NULL REFERENCES emails (email_id) ON DELETE CASCADE,
+        device_id TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER
+      ) STRICT;
+      CREATE INDEX one_time_links_by_expiry ON one_time_links (expires_at);
+    `,
+  },
+  {
+    version: 2,
+    name: 'receipt ledger',
+    sql: `
+      CREATE TABLE receipts (
+        seq INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE CHECK (length(hash) = 64),
+        tree_key BLOB NOT NULL CHECK (length(tree_key) = 32),
+        body TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        epoch INTEGER,
+        tree_index INTEGER,
+        path BLOB,
+        CHECK ((epoch IS NULL) = (tree_index IS NULL) AND (epoch IS NULL) = (path IS NULL))
+      ) STRICT;
+      CREATE INDEX receipts_pending ON receipts (seq) WHERE epoch IS NULL;
+      CREATE UNIQUE INDEX receipts_by_epoch_key ON receipts (epoch, tree_key) WHERE epoch IS NOT NULL;
+      CREATE TABLE receipt_checkpoints (
+        epoch INTEGER PRIMARY KEY CHECK (epoch >= 1),
+        jws TEXT NOT NULL,
+        root TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        prev TEXT,
+        sealed_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
+  {
+    version: 5,
+    name: 'oidc clients',
+    sql: `
+      CREATE TABLE oidc_clients (
+        client_id TEXT PRIMARY KEY,
+        client_type TEXT NOT NULL CHECK (client_type IN ('public', 'confidential')),
+        auth_method TEXT NOT NULL CHECK (auth_method IN ('none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt')),
+        secret_hash TEXT,
+        secret_issued_at INTEGER,
+        metadata TEXT NOT NULL,
+        owner_id TEXT,
+        registration_token_hash TEXT NOT NULL,
+        revision INTEGER NOT NULL CHECK (revision >= 1),
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        CHECK ((client_type = 'public') = (auth_method = 'none'))
+      ) STRICT;
+      CREATE INDEX oidc_clients_by_owner ON oidc_clients (owner_id) WHERE owner_id IS NOT NULL;
+    `,
+  },
+  {
+    version: 6,
+    name: 'oidc codes, grants, refresh tokens and approvals',
+    sql: `
+      CREATE TABLE oidc_codes (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        identity_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        resource TEXT,
+        nonce TEXT,
+        code_challenge TEXT NOT NULL,
+        dpop_jkt TEXT,
+        assurance TEXT NOT NULL,
+        amr TEXT NOT NULL,
+        auth_time INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        consumed_at INTEGER,
+        grant_id TEXT
+      ) STRICT;
+      CREATE INDEX oidc_codes_by_expiry ON oidc_codes (expires_at);
+      CREATE TABLE oidc_grants (
+        grant_id TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        identity_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        resource TEXT,
+        assurance TEXT NOT NULL,
+        amr TEXT NOT NULL,
+        auth_time INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      ) STRICT;
+      CREATE TABLE oidc_refresh_tokens (
+        token_hash TEXT PRIMARY KEY,
+        grant_id TEXT NOT NULL REFERENCES oidc_grants (grant_id) ON DELETE CASCADE,
+        dpop_jkt TEXT,
+        created_at INTEGER NOT NULL,
+        idle_expires_at INTEGER NOT NULL,
+        used_at INTEGER
+      ) STRICT;
+      CREATE INDEX oidc_refresh_tokens_by_grant ON oidc_refresh_tokens (grant_id);
+      CREATE TABLE oidc_revoked_access_tokens (
+        jti TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE oidc_approvals (
+        identity_id TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        approved_at INTEGER NOT NULL,
+        PRIMARY KEY (identity_id, client_id)
+      ) STRICT;
+    `,
+  },
 ];

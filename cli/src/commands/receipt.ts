@@ -1,0 +1,117 @@
+import { existsSync, readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
+import { decodeCheckpoint, verifyCheckpoint } from '../../../lib/ledger/checkpoint.js';
+import { isReceiptHash } from '../../../lib/ledger/receipt.js';
+import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
+import { verifyReceiptProof, type InclusionProof } from '../../../lib/ledger/verify-receipt.js';
+import { CliError, EXIT } from '../exit.js';
+import { progress, say } from '../io.js';
+
+const TIMEOUT_MS = 10_000;
+const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/** Not verified: the verdict goes to stdout and the exit code is 1. */
+class NotVerified extends CliError {
+  constructor(message: string) {
+    super(message, EXIT.failed);
+  }
+}
+
+async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  let response: Response;
+  try {
+    response = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), headers: { accept: 'application/json' }, redirect: 'error' });
+  } catch (error) {
+    throw new CliError(`cannot reach ${url}: ${(error as Error).message}`, EXIT.usage);
+  }
+  let body: unknown;
+  try {
+    body = await response.json();
+  } catch {
+    throw new CliError(`${url} answered ${response.status} without JSON`, EXIT.usage);
+  }
+  if (!body || typeof body !== 'object') throw new CliError(`${url} answered ${response.status} with something other than a JSON object`, EXIT.usage);
+  return { status: response.status, body: body as Record<string, unknown> };
+}
+
+function readPinned(value: string): string {
+  const text = existsSync(value) ? readFileSync(value, 'utf8').trim() : value.trim();
+  if (!JWS.test(text)) throw new CliError('--trust-checkpoint must be a compact JWS or a file holding one', EXIT.usage);
+  try {
+    decodeCheckpoint(text);
+  } catch (error) {
+    throw new CliError(`--trust-checkpoint: ${(error as Error).message}`, EXIT.usage);
+  }
+  return text;
+}
+
+export async function verifyReceiptCommand(hash: string, options: { controlPlane?: string; trustCheckpoint?: string }): Promise<void> {
+  if (!isReceiptHash(hash)) throw new CliError('HASH must be the receipt\'s 64 lower-case hex characters', EXIT.usage);
+  if (!options.controlPlane) throw new CliError('--control-plane URL is required', EXIT.usage);
+  let base: string;
+  try {
+    base = new URL(options.controlPlane).toString().replace(/\/+$/, '');
+  } catch {
+    throw new CliError('--control-plane must be a URL', EXIT.usage);
+  }
+  const pinned = options.trustCheckpoint === undefined ? undefined : readPinned(options.trustCheckpoint);
+
+  progress(`fetching receipt ${hash} from ${base}`);
+  const found = await getJson(`${base}/receipts/${hash}`);
+  if (found.status === 404) throw new NotVerified(`not verified: ${base} knows no receipt ${hash}`);
+  if (found.status !== 200 || found.body['ok'] !== true) throw new CliError(`${base} answered ${found.status} (${String(found.body['reason'] ?? 'no reason')})`, EXIT.usage);
+  if (found.body['pending'] === true) throw new NotVerified(`not verified: receipt ${hash} is pending, its epoch is not sealed yet (try again in a few seconds)`);
+
+  progress(`fetching the JWKS from ${base}/.well-known/jwks.json`);
+  const jwksAnswer = await getJson(`${base}/.well-known/jwks.json`);
+  if (jwksAnswer.status !== 200 || !Array.isArray(jwksAnswer.body['keys'])) throw new CliError(`${base} served no JWKS`, EXIT.usage);
+  const keys = createLocalJWKSet(jwksAnswer.body as unknown as JSONWebKeySet);
+
+  const checkpoint = found.body['checkpoint'];
+  if (typeof checkpoint !== 'string') throw new NotVerified('not verified: the answer carries no checkpoint');
+  progress('checking the canonical hash, the checkpoint signature and the audit path');
+  const verdict = await verifyReceiptProof({ hash, receipt: found.body['receipt'], proof: found.body['proof'] as InclusionProof, checkpoint }, keys);
+  if (!verdict.ok) throw new NotVerified(`not verified: ${verdict.failure}`);
+  const { epoch, size, at } = verdict.checkpoint;
+  const { kid } = decodeCheckpoint(checkpoint);
+  progress(`checked: leaf ${(found.body['proof'] as InclusionProof).index} of ${size} in epoch ${epoch}, checkpoint signed by ${kid} at ${at}`);
+
+  if (pinned !== undefined) {
+    progress(`following the checkpoint chain to the pinned epoch ${decodeCheckpoint(pinned).payload.epoch}`);
+    try {
+      await verifyCheckpoint(pinned, keys);
+    } catch (error) {
+      throw new NotVerified(`not verified: the pinned checkpoint does not verify against the JWKS (${(error as Error).message})`);
+    }
+    const chain = await verifyCheckpointChain(checkpoint, pinned, async (n) => {
+      const answer = await getJson(`${base}/receipts/checkpoints/${n}`);
+      if (answer.status !== 200 || typeof answer.body['checkpoint'] !== 'string') throw new NotVerified(`not verified: ${base} serves no checkpoint for epoch ${n}`);
+      return answer.body['checkpoint'];
+    }, keys);
+    if (!chain.ok) throw new NotVerified(`not verified: ${chain.failure}`);
+    progress(`checked: chained to the pinned checkpoint through ${chain.followed.length} checkpoint(s)`);
+  }
+  say(`verified: receipt ${hash} is in epoch ${epoch} (leaf ${(found.body['proof'] as InclusionProof).index} of ${size}), checkpoint signed by ${kid}${pinned ? ', chained to the pinned checkpoint' : ''}`);
+}
+
+export function receiptCommand(program: Command): void {
+  const receipt = program.command('receipt').description('Verify ledger receipts.');
+  receipt
+    .command('verify')
+    .description('Verify a receipt: canonical hash, RFC 9162 audit path, checkpoint signature (JWKS) and, with --trust-checkpoint, the chain to a pinned checkpoint. Exit 0 verified, 1 not verified, 2 usage or network error.')
+    .argument('<hash>', 'the receipt hash (64 lower-case hex characters)')
+    .option('--control-plane <url>', 'base URL (issuer) of the control plane')
+    .option('--trust-checkpoint <jws-or-file>', 'a checkpoint you trust (compact JWS, or a file holding one)')
+    .action(async (hash: string, options: { controlPlane?: string; trustCheckpoint?: string }) => {
+      try {
+        await verifyReceiptCommand(hash, options);
+      } catch (error) {
+        if (error instanceof NotVerified) {
+          say(error.message);
+          throw new CliError('receipt not verified', EXIT.failed);
+        }
+        throw error;
+      }
+    });
+}

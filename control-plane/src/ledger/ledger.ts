@@ -1,0 +1,135 @@
+import { Counter } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { buildCheckpointPayload, signCheckpoint } from '../../../lib/ledger/checkpoint.js';
+import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '../../../lib/ledger/merkle-tree.js';
+import { hashReceipt } from '../../../lib/ledger/receipt.js';
+import type { DomainEvent } from '../events/types.js';
+import type { SigningKey } from '../keys/key-ring.js';
+import type { Storage, Stores } from '../storage/types.js';
+import { receiptFromEvent } from './receipt-from-event.js';
+
+export interface LedgerOptions {
+  storage: Storage;
+  /** The signing key of the moment (the key ring's current key). */
+  signingKey: () => SigningKey;
+  sealIntervalMs: number;
+  sealMaxReceipts: number;
+  now: () => number;
+  metrics?: Registry;
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * The receipt ledger: records a receipt for every domain event inside the event's own
+ * transaction, and seals pending receipts into signed, chained epochs.
+ *
+ * Sealing runs at most every `sealIntervalMs`, or as soon as `sealMaxReceipts` are pending.
+ * One epoch is sealed in one transaction (tree, checkpoint and placements land together), and
+ * the next epoch number and `prev` are read inside it, so a crash loses no epoch and no two
+ * sealers can seal the same one; whatever was pending at a crash is sealed at the next start.
+ */
+export class Ledger {
+  private timer: NodeJS.Timeout | null = null;
+  private sealing: Promise<number[]> | null = null;
+  private appendedSinceSeal = 0;
+  private sealScheduled = false;
+  private closed = false;
+  private readonly appended?: Counter;
+  private readonly sealed?: Counter;
+
+  constructor(private readonly options: LedgerOptions) {
+    if (options.metrics) {
+      this.appended = new Counter({ name: 'keyplane_receipts_total', help: 'Receipts written, by kind.', labelNames: ['kind'], registers: [options.metrics] });
+      this.sealed = new Counter({ name: 'keyplane_ledger_epochs_total', help: 'Ledger epochs sealed.', registers: [options.metrics] });
+    }
+  }
+
+  /**
+   * The event-bus subscriber: writes the receipt with `tx` and returns its hash. A failure
+   * here fails the caller's transaction, so an action whose receipt cannot be written does
+   * not happen.
+   */
+  readonly record = async (tx: Stores, event: DomainEvent): Promise<string> => {
+    const receipt = receiptFromEvent(event);
+    const hash = hashReceipt(receipt);
+    await tx.receipts.append(receipt, hash, this.options.now());
+    this.appended?.inc({ kind: receipt.kind });
+    if (++this.appendedSinceSeal >= this.options.sealMaxReceipts && !this.sealScheduled) {
+      // After the caller's transaction: the seal's own transaction waits for it anyway.
+      this.sealScheduled = true;
+      setImmediate(() => {
+        this.sealScheduled = false;
+        if (!this.closed) void this.sealNow().catch((error: unknown) => this.options.onError?.(error));
+      });
+    }
+    return hash;
+  };
+
+  /** Seals whatever is pending (left over from a crash too) and starts the timer. */
+  async start(): Promise<void> {
+    await this.sealNow();
+    if (this.closed) return;
+    this.timer = setInterval(() => {
+      if (!this.sealing && !this.closed) void this.sealNow().catch((error: unknown) => this.options.onError?.(error));
+    }, this.options.sealIntervalMs);
+    this.timer.unref();
+  }
+
+  /**
+   * Seals the receipts pending now (in epochs of at most `sealMaxReceipts`) and returns the
+   * epochs sealed. Calls made while a seal runs wait for it and then seal what came since.
+   */
+  async sealNow(): Promise<number[]> {
+    const previous = this.sealing;
+    const run = (async () => {
+      if (previous) await previous.catch(() => undefined);
+      const epochs: number[] = [];
+      // Keep going only while epochs come out full (a backlog): receipts that arrive while a
+      // seal runs wait for the next tick, so epochs are not sealed more often than configured.
+      for (;;) {
+        const sealed = await this.sealOne();
+        if (sealed === null) return epochs;
+        epochs.push(sealed.epoch);
+        if (sealed.size < this.options.sealMaxReceipts) return epochs;
+      }
+    })();
+    this.sealing = run;
+    try {
+      return await run;
+    } finally {
+      if (this.sealing === run) this.sealing = null;
+    }
+  }
+
+  /** Stops the timer and waits for a seal in progress. Pending receipts stay for the next start. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.sealing?.catch(() => undefined);
+  }
+
+  private async sealOne(): Promise<{ epoch: number; size: number } | null> {
+    this.appendedSinceSeal = 0;
+    const { storage, sealMaxReceipts, now, signingKey } = this.options;
+    const epoch = await storage.transaction(async (tx) => {
+      const pending = await tx.receipts.pending(sealMaxReceipts);
+      if (pending.length === 0) return null;
+      const latest = await tx.receipts.latestCheckpoint();
+      const epoch = (latest?.epoch ?? 0) + 1;
+      const tree = buildSortedMerkleTree(pending.map((p) => p.treeKey));
+      const hashByKey = new Map(pending.map((p) => [p.treeKey.toString('hex'), p.hash]));
+      const root = toHex(treeRoot(tree));
+      const payload = buildCheckpointPayload({ epoch, root, size: tree.size, previous: latest?.jws ?? null, now: now() });
+      const jws = await signCheckpoint(payload, signingKey());
+      await tx.receipts.insertCheckpoint({ epoch, jws, root, size: tree.size, prev: payload.prev, sealedAt: now() });
+      await tx.receipts.assignEpoch(
+        epoch,
+        tree.keys.map((key, index) => ({ hash: hashByKey.get(key.toString('hex'))!, index, path: auditPath(tree, index) })),
+      );
+      return { epoch, size: tree.size };
+    });
+    if (epoch !== null) this.sealed?.inc();
+    return epoch;
+  }
+}

@@ -1,0 +1,52 @@
+import type { AbsenceProof } from '../../../lib/ledger/absence.js';
+import { isReceiptHash, treeKeyOf } from '../../../lib/ledger/receipt.js';
+import type { InclusionProof } from '../../../lib/ledger/verify-receipt.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import type { PlacedKey, Stores } from '../storage/types.js';
+
+export type ReceiptLookup =
+  | { receipt: unknown; pending: true }
+  | { receipt: unknown; proof: InclusionProof; checkpoint: string };
+
+/**
+ * A receipt by its hash: with its proof and checkpoint once sealed. One indexed look-up by
+ * hash (and one by epoch); a malformed hash is as unknown as a well-formed one.
+ */
+export async function lookUpReceipt(stores: Stores, hash: string): Promise<ReceiptLookup> {
+  const stored = isReceiptHash(hash) ? await stores.receipts.get(hash) : undefined;
+  if (!stored) throw fail('unknown_receipt', 'no receipt has this hash');
+  const receipt: unknown = JSON.parse(stored.body);
+  if (stored.epoch === null || stored.index === null || stored.path === null) return { receipt, pending: true };
+  const checkpoint = await stores.receipts.checkpoint(stored.epoch);
+  if (!checkpoint) throw new Error(`epoch ${stored.epoch} has receipts but no checkpoint`);
+  return {
+    receipt,
+    proof: { epoch: stored.epoch, index: stored.index, size: checkpoint.size, path: stored.path.map((p) => p.toString('hex')) },
+    checkpoint: checkpoint.jws,
+  };
+}
+
+/** The wire form of a proof of absence: the key asked about, the epoch, and the neighbours. */
+export interface AbsenceAnswer {
+  absence: AbsenceProof & { epoch: number; key: string };
+  checkpoint: string;
+}
+
+/**
+ * Proves that `hash` is not in sealed epoch `epoch`: the keys just below and above its tree
+ * key, with their positions and audit paths. The neighbours are tree keys, never receipt
+ * hashes, so the answer gives nobody a look-up address.
+ */
+export async function proveAbsence(stores: Stores, hash: string, epoch: number): Promise<AbsenceAnswer> {
+  if (!isReceiptHash(hash)) throw fail('invalid_request', 'the hash must be 64 lower-case hex characters');
+  const checkpoint = await stores.receipts.checkpoint(epoch);
+  if (!checkpoint) throw fail('unknown_epoch', `epoch ${epoch} is not sealed`);
+  const key = treeKeyOf(hash);
+  const { left, match, right } = await stores.receipts.neighbours(epoch, key);
+  if (match) throw fail('receipt_in_epoch', `the receipt is in epoch ${epoch}`);
+  const wire = (p: PlacedKey | undefined) => (p ? { index: p.index, key: p.treeKey.toString('hex'), path: p.path.map((x) => x.toString('hex')) } : null);
+  return {
+    absence: { epoch, key: key.toString('hex'), size: checkpoint.size, left: wire(left), right: wire(right) },
+    checkpoint: checkpoint.jws,
+  };
+}

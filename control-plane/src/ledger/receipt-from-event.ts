@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import type { Receipt } from '../../../lib/ledger/receipt.js';
+import type { DomainEvent } from '../events/types.js';
+
+// Event fields are opaque ids by contract (events/types.ts); this is a second fence, so that a
+// field added later under a secret-sounding name never reaches a receipt.
+const NEVER_RECEIPTED = /secret|token|password|passphrase|cookie|^code$|^codes$|^otp$|^email$|^address$/i;
+
+type Scalar = string | number | boolean | null;
+
+function isScalar(value: unknown): value is Scalar {
+  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+/**
+ * Turns a domain event into its receipt: `kind` (the event type), `at` (RFC 3339), `outcome`,
+ * a 128-bit random `nonce`, and the event's own fields (opaque ids, counts, flags). The nonce
+ * makes the hash, which is the receipt's only address, impossible to guess from what it says
+ * and distinct for two identical events in the same millisecond.
+ */
+export function receiptFromEvent(event: DomainEvent, nonce: string = randomBytes(16).toString('hex')): Receipt {
+  const { type, at, outcome, ...fields } = event as DomainEvent & Record<string, unknown>;
+  const receipt: Receipt = { kind: type, at: new Date(at).toISOString(), outcome, nonce };
+  for (const [name, value] of Object.entries(fields)) {
+    if (name in receipt || NEVER_RECEIPTED.test(name)) continue;
+    if (isScalar(value)) receipt[name] = value;
+    else if (Array.isArray(value) && value.every(isScalar)) receipt[name] = [...value];
+  }
+  return receipt;
+}

@@ -1,0 +1,69 @@
+/** The /account page: profile, preferences, passkeys, sessions, devices, sign-out. */
+export const ACCOUNT_JS = String.raw`
+import { startRegistration } from '/assets/simplewebauthn/index.js';
+import { call, describe, say } from '/assets/common.js';
+
+const status = document.getElementById('status');
+
+async function act(work, done) {
+  try {
+    await work();
+    say(status, done);
+    setTimeout(() => location.reload(), 400);
+  } catch (error) {
+    say(status, describe(error), true);
+  }
+}
+
+const actions = {
+  async signout() {
+    await call('POST', '/auth/signout');
+    location.assign('/auth');
+  },
+  'add-passkey': () => act(async () => {
+    const begin = await call('POST', '/auth/passkeys/add-options');
+    const response = await startRegistration({ optionsJSON: begin.options });
+    await call('POST', '/auth/passkeys/add-verify', { response });
+  }, 'Passkey added.'),
+  'rename-passkey': (button) => {
+    const label = prompt('New label for this passkey');
+    if (label === null) return;
+    return act(() => call('POST', '/auth/passkeys/rename', { credId: button.dataset.credId, label }), 'Passkey renamed.');
+  },
+  'remove-passkey': (button) => {
+    if (!confirm('Remove this passkey? You can no longer sign in with it.')) return;
+    return act(() => call('POST', '/auth/passkeys/remove', { credId: button.dataset.credId }), 'Passkey removed.');
+  },
+  'revoke-session': (button) => act(() => call('POST', '/auth/sessions/revoke', { identifier: button.dataset.identifier }), 'Session revoked.'),
+  'revoke-device': (button) => act(() => call('POST', '/auth/devices/revoke', { deviceId: button.dataset.deviceId }), 'Device revoked.'),
+};
+
+document.addEventListener('click', async (event) => {
+  const button = event.target.closest('button[data-action]');
+  const action = button && actions[button.dataset.action];
+  if (!action) return;
+  try {
+    await action(button);
+  } catch (error) {
+    say(status, describe(error), true);
+  }
+});
+
+const forms = {
+  profile: (data) => call('POST', '/auth/profile', { displayName: data.get('displayName') }),
+  rename: (data) => call('POST', '/auth/account/rename', { newUsername: data.get('newUsername') }),
+  preferences: (data) => {
+    const preferences = {};
+    for (const [key, value] of data.entries()) preferences[key] = value === '' ? null : value;
+    return call('POST', '/auth/preferences', { preferences });
+  },
+};
+
+document.addEventListener('submit', (event) => {
+  const form = event.target;
+  const send = forms[form.dataset.form];
+  if (!send) return;
+  event.preventDefault();
+  act(() => send(new FormData(form)), 'Saved.');
+});
+`;

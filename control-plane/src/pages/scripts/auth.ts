@@ -1,0 +1,65 @@
+/** The /auth page: passkey sign-up and sign-in (username or usernameless). */
+export const AUTH_JS = String.raw`
+import { startAuthentication, startRegistration, browserSupportsWebAuthn } from '/assets/simplewebauthn/index.js';
+import { call, describe, say } from '/assets/common.js';
+
+const form = document.getElementById('auth-form');
+const input = document.getElementById('username');
+const status = document.getElementById('status');
+const params = new URLSearchParams(location.search);
+const setupToken = params.get('setup');
+// ?return=/path resumes where the user came from (same-origin paths only, e.g. a pending authorize request)
+const back = params.get('return');
+const destination = (home) => (back && back.startsWith('/') && !back.startsWith('//') && !back.startsWith('/\\') ? back : home);
+let busy = false;
+
+if (!browserSupportsWebAuthn()) say(status, 'This browser does not support passkeys.', true);
+
+async function signUp() {
+  const username = input.value.trim();
+  if (!username) {
+    say(status, 'Choose a username to create an account.', true);
+    input.focus();
+    return;
+  }
+  say(status, 'Creating your passkey…');
+  const begin = await call('POST', '/auth/registration-options', setupToken ? { username, setupToken } : { username });
+  const response = await startRegistration({ optionsJSON: begin.options });
+  const done = await call('POST', '/auth/registration-verify', { user: username, response, signupToken: begin.signupToken });
+  say(status, 'Account created. Opening your account…');
+  location.assign(destination(done.home));
+}
+
+async function signIn() {
+  const username = input.value.trim();
+  say(status, 'Waiting for your passkey…');
+  const begin = await call('GET', '/auth/assertion-options' + (username ? '?user=' + encodeURIComponent(username) : ''));
+  const response = await startAuthentication({ optionsJSON: begin.options });
+  const done = await call('POST', '/auth/assertion-verify', username ? { user: username, response } : { response });
+  say(status, 'Signed in. Opening your account…');
+  location.assign(destination(done.home));
+}
+
+async function run(action) {
+  if (busy) return;
+  busy = true;
+  try {
+    await (action === 'signup' ? signUp() : signIn());
+  } catch (error) {
+    say(status, describe(error), true);
+    if (error && ['invalid_username', 'username_taken'].includes(error.reason)) input.focus();
+  } finally {
+    busy = false;
+  }
+}
+
+form.addEventListener('click', (event) => {
+  const button = event.target.closest('button[data-action]');
+  if (button) run(button.dataset.action);
+});
+// Enter in the field signs in (or signs up on the founder setup link).
+form.addEventListener('submit', (event) => {
+  event.preventDefault();
+  run(setupToken ? 'signup' : 'signin');
+});
+`;

@@ -1,0 +1,57 @@
+/**
+ * Browser-side helpers shared by the page scripts, as module source text (no build step: the
+ * routes in routes/assets serve these strings). `@simplewebauthn/browser` is served from its
+ * package's ESM build under /assets/simplewebauthn/.
+ */
+export const COMMON_JS = String.raw`
+const MESSAGES = {
+  invalid_username: 'Usernames are 3 to 32 letters, digits, dots, dashes or underscores, starting with a letter or digit.',
+  username_taken: 'That username is taken. Try another one.',
+  signup_closed: 'Sign-up is closed on this server. Ask its operator for an invitation.',
+  invalid_setup_token: 'This setup link is unknown, expired or was used already. Restart the server for a new one.',
+  challenge_unknown: 'That attempt expired. Please try again.',
+  challenge_mismatch: 'That attempt does not match this page. Please try again.',
+  unknown_credential: 'This passkey is not registered for that account.',
+  credential_exists: 'This passkey is registered already.',
+  credential_counter_regressed: 'This passkey reported an old counter; it may have been copied. Use another passkey.',
+  user_verification_required: 'Your device did not verify you (PIN or biometric). Please try again.',
+  webauthn_origin_mismatch: 'This passkey was used on another site.',
+  webauthn_rp_mismatch: 'This passkey belongs to another site.',
+  webauthn_malformed: 'Your browser sent an unreadable passkey response.',
+  webauthn_verification_failed: 'The passkey could not be verified.',
+  last_passkey: 'This is your last passkey. Add another one before removing it.',
+  label_invalid: 'Labels are 1 to 64 characters.',
+  display_name_invalid: 'Display names are up to 64 characters.',
+  invalid_preferences: 'One of the preferences has a value this server does not know.',
+  insufficient_assurance: 'Please confirm it is you first (step up).',
+  rate_limited: 'Too many attempts. Wait a minute and try again.',
+  locked_out: 'Too many wrong codes. Try again later.',
+  unauthorized: 'Your session ended. Please sign in again.',
+  origin_mismatch: 'This request came from another site and was refused.',
+};
+
+export function describe(error) {
+  if (error && error.name === 'NotAllowedError') return 'The passkey prompt was cancelled or timed out.';
+  if (error && error.name === 'InvalidStateError') return 'This device already holds a passkey for this account.';
+  if (error && typeof error.reason === 'string') return MESSAGES[error.reason] || error.message || 'Something went wrong (' + error.reason + ').';
+  return 'Something went wrong. Please try again.';
+}
+
+export function say(status, text, isError = false) {
+  status.textContent = text;
+  status.classList.toggle('error', isError);
+}
+
+export async function call(method, url, body) {
+  const init = { method, credentials: 'same-origin', headers: { accept: 'application/json' } };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(url, init);
+  let json;
+  try { json = await res.json(); } catch { json = { ok: false, reason: 'internal' }; }
+  if (!json.ok) throw json;
+  return json;
+}
+`;

@@ -1,0 +1,87 @@
+/** The /account page's TOTP, backup-code and e-mail sections (module source text, no build step). */
+export const SECOND_FACTOR_JS = String.raw`
+import { call, describe, say } from '/assets/common.js';
+
+const MESSAGES = {
+  totp_invalid: 'That code is not right. Check the time on your phone and try the current code.',
+  totp_replayed: 'That code was used already. Wait for the next one.',
+  totp_already_active: 'TOTP is on already.',
+  totp_not_pending: 'Start the setup again.',
+  totp_not_active: 'TOTP is off already.',
+  invalid_email: 'That does not look like an e-mail address.',
+};
+
+const status = document.getElementById('second-factor-status');
+function fail(error) {
+  say(status, (error && MESSAGES[error.reason]) || describe(error), true);
+}
+
+const actions = {
+  async 'totp-setup'() {
+    const setup = await call('POST', '/auth/totp/setup');
+    const panel = document.getElementById('totp-setup-panel');
+    const img = document.getElementById('totp-qr');
+    img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(setup.qrSvg);
+    document.getElementById('totp-secret').textContent = setup.secret;
+    panel.hidden = false;
+    document.getElementById('totp-code').focus();
+    say(status, 'Scan the code with your authenticator app, then enter the 6-digit code it shows.');
+  },
+  async 'totp-disable'() {
+    if (!confirm('Turn off TOTP for this account?')) return;
+    await call('POST', '/auth/totp/disable');
+    say(status, 'TOTP is off.');
+    setTimeout(() => location.reload(), 400);
+  },
+  async 'recovery-regenerate'() {
+    if (!confirm('Make 10 new backup codes? Your old codes stop working.')) return;
+    const { codes } = await call('POST', '/auth/recovery/regenerate');
+    const list = document.getElementById('recovery-codes');
+    list.replaceChildren(...codes.map((code) => {
+      const item = document.createElement('li');
+      const text = document.createElement('code');
+      text.textContent = code;
+      item.append(text);
+      return item;
+    }));
+    document.getElementById('recovery-panel').hidden = false;
+    say(status, 'New backup codes made. Save them now: they are shown only this once.');
+  },
+};
+
+document.addEventListener('click', async (event) => {
+  const button = event.target.closest('button[data-sf-action]');
+  const action = button && actions[button.dataset.sfAction];
+  if (!action) return;
+  try {
+    await action(button);
+  } catch (error) {
+    fail(error);
+  }
+});
+
+const forms = {
+  async 'totp-confirm'(data) {
+    await call('POST', '/auth/totp/confirm', { code: String(data.get('code') || '').replace(/\s+/g, '') });
+    say(status, 'TOTP is on.');
+    setTimeout(() => location.reload(), 400);
+  },
+  async 'email-add'(data, form) {
+    const result = await call('POST', '/auth/email/add', { email: data.get('email') });
+    say(status, result.sent ? 'We sent a confirmation link to ' + result.email + '.' : result.email + ' is verified already.');
+    form.reset();
+  },
+};
+
+document.addEventListener('submit', async (event) => {
+  const form = event.target;
+  const send = forms[form.dataset.sfForm];
+  if (!send) return;
+  event.preventDefault();
+  try {
+    await send(new FormData(form), form);
+  } catch (error) {
+    fail(error);
+  }
+});
+`;

@@ -1,0 +1,104 @@
+import fp from 'fastify-plugin';
+import cookie from '@fastify/cookie';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { effectiveAssurance, meetsAssurance, type AssuranceLevel } from '../../../lib/assurance/assurance.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { sha256Hex } from '../../../lib/util/sha256.js';
+import type { SessionView } from '../context.js';
+import { sessionCookieName, wellFormedToken } from '../sessions/cookies.js';
+import { clearSessionCookie } from '../sessions/start-session.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The route checks the caller's origin itself (FedCM, the CORS-scoped direct grant), so the
+     * session plugin's issuer-only Origin check is skipped for it. Such a route must compare
+     * `Origin` with the origins registered for the client.
+     */
+    checksOwnOrigin?: boolean;
+  }
+}
+
+/** last-seen is written at most this often per session, so reads do not turn into writes. */
+const TOUCH_EVERY_MS = 60_000;
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Reads the session cookie into `request.kp.session` and checks `Origin` on every state-changing
+ * request that carries a live session (DESIGN "Sessions and assurance": SameSite=Lax plus an
+ * Origin check). Requests without a session are left alone: they cannot act for anyone.
+ */
+export const sessionPlugin = fp(
+  async (app: FastifyInstance) => {
+    if (!app.hasRequestDecorator('cookies')) await app.register(cookie);
+    const issuerOrigin = new URL(app.kp.config.issuer).origin;
+
+    app.addHook('onRequest', async (request, reply) => {
+      const token = request.cookies[sessionCookieName(app)];
+      if (token === undefined) return;
+      if (!wellFormedToken(token)) {
+        clearSessionCookie(app, reply);
+        return;
+      }
+      const now = app.kp.now();
+      const stored = await app.kp.storage.sessions.findLive(sha256Hex(token), now);
+      if (!stored) {
+        clearSessionCookie(app, reply);
+        return;
+      }
+      if (now - stored.lastSeenAt >= TOUCH_EVERY_MS) {
+        await app.kp.storage.sessions.touch(stored.sessionId, now, now + app.kp.config.lifetimes.sessionIdle * 1000);
+      }
+      const view: SessionView = {
+        id: stored.sessionId,
+        identityId: stored.identityId,
+        deviceId: stored.deviceId,
+        assurance: effectiveAssurance(stored, now, app.kp.config.lifetimes.stepUp * 1000),
+        amr: stored.amr,
+        authTime: stored.authTime,
+      };
+      request.kp.session = view;
+      if (!SAFE_METHODS.has(request.method) && request.routeOptions.config?.checksOwnOrigin !== true) {
+        const origin = request.headers.origin;
+        if (origin !== issuerOrigin) {
+          throw fail('origin_mismatch', origin ? 'this request came from another origin' : 'a signed-in request that changes state must carry an Origin header');
+        }
+      }
+    });
+  },
+  { name: 'keyplane-session', dependencies: ['keyplane-request-context', 'keyplane-errors'] },
+);
+
+function wantsHtml(request: FastifyRequest): boolean {
+  if (request.method !== 'GET') return false;
+  if ((request.query as Record<string, unknown> | undefined)?.['format'] === 'json') return false;
+  return (request.headers.accept ?? '').includes('text/html');
+}
+
+function sendToSignIn(reply: FastifyReply): FastifyReply {
+  return reply.redirect('/auth', 303);
+}
+
+/** A hook usable as `onRequest` (before body validation, so anonymous callers learn nothing) or `preHandler`. */
+export type SessionGuard = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/** Guard: a live session is required (401 `unauthorized`, or for HTML GETs a redirect to /auth). */
+export const requireSession: SessionGuard = async function (request, reply) {
+  if (request.kp.session) return;
+  if (wantsHtml(request)) return sendToSignIn(reply);
+  throw fail('unauthorized', 'sign in first');
+};
+
+/** Guard: a live session at `level` or stronger (403 `insufficient_assurance`, or for HTML GETs the step-up page). */
+export function requireAssurance(level: AssuranceLevel): SessionGuard {
+  return async function (request, reply) {
+    const session = request.kp.session;
+    if (!session) {
+      if (wantsHtml(request)) return sendToSignIn(reply);
+      throw fail('unauthorized', 'sign in first');
+    }
+    if (meetsAssurance(session.assurance, level)) return;
+    if (wantsHtml(request)) return reply.redirect(`/auth/step-up?return=${encodeURIComponent(request.url)}`, 303);
+    throw fail('insufficient_assurance', `this needs a ${level} session; step up at /auth/step-up`, { fields: { required: level, stepUp: '/auth/step-up' } });
+  };
+}

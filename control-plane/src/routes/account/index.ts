@@ -1,0 +1,247 @@
+import type { FastifyInstance } from 'fastify';
+import { mergePreferences, type Preferences } from '../../../../lib/accounts/preferences.js';
+import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '../../../../lib/accounts/username.js';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { html, page } from '../../pages/layout.js';
+import { requireSession } from '../../plugins/session.js';
+import { clearSessionCookie } from '../../sessions/start-session.js';
+import { errorResponses, okObject } from '../schemas.js';
+import { loadAccountView, type AccountView } from './view.js';
+
+const accountSchema = {
+  type: 'object',
+  properties: {
+    ok: { const: true },
+    identityId: { type: 'string' },
+    username: { type: 'string' },
+    aliases: { type: 'array', items: { type: 'string' } },
+    displayName: { type: 'string' },
+    preferences: { type: 'object', additionalProperties: { type: 'string' } },
+    emails: { type: 'array', items: { type: 'object', properties: { email: { type: 'string' }, verified: { type: 'boolean' } } } },
+    passkeys: { type: 'array', items: { type: 'object', additionalProperties: true, properties: { credId: { type: 'string' }, label: { type: 'string' } } } },
+    totp: { enum: ['off', 'pending', 'active'] },
+    sessions: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: true, properties: { identifier: { type: 'string' }, deviceId: { type: 'string' }, assurance: { type: 'string' }, current: { type: 'boolean' } } },
+    },
+    devices: { type: 'array', items: { type: 'object', additionalProperties: true, properties: { deviceId: { type: 'string' } } } },
+  },
+  additionalProperties: true,
+} as const;
+
+const session = [{ sessionCookie: [] }];
+const receiptOnly = { 200: okObject({ receipt: { type: 'string' } }), ...errorResponses };
+
+/** The account page and the account operations (spec "Account"). All need a session. */
+export default async function accountRoutes(app: FastifyInstance): Promise<void> {
+  const { storage } = app.kp;
+  app.addHook('onRequest', requireSession);
+
+  app.get('/account', {
+    schema: {
+      tags: ['accounts'], summary: 'The account: HTML page, or with format=json the profile as CONTRACT lists it', security: session,
+      querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
+      response: { 200: accountSchema, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const current = request.kp.session!;
+    const { view, extras } = await loadAccountView(app, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
+    const { format } = request.query as { format?: string };
+    const accept = request.headers.accept ?? '';
+    if (format === 'json' || (format !== 'html' && accept.includes('application/json') && !accept.includes('text/html'))) return { ok: true, ...view };
+    reply.type('text/html; charset=utf-8');
+    return page({
+      title: 'Your account',
+      nonce: request.kp.cspNonce,
+      lang: view.preferences['lang'] ?? 'en',
+      scripts: ['/assets/account.js', ...(extras.scripts ?? [])],
+      body: accountPage(view, current.assurance, extras.sections ?? []),
+    });
+  });
+
+  app.get('/account/export', {
+    schema: {
+      tags: ['accounts'], summary: 'A portable, secret-free JSON copy of the account', security: session,
+      response: { 200: okObject({ format: { type: 'string' }, exportedAt: { type: 'string' }, account: { type: 'object', additionalProperties: true } }), ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const current = request.kp.session!;
+    const { view } = await loadAccountView(app, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
+    const { sessions: _sessions, ...rest } = view;
+    reply.header('content-disposition', 'attachment; filename="keyplane-account.json"');
+    return {
+      ok: true,
+      format: 'keyplane-account-export/v1',
+      exportedAt: new Date(app.kp.now()).toISOString(),
+      account: { ...rest, sessions: view.sessions.map(({ identifier: _id, ...s }) => s) },
+    };
+  });
+
+  app.post('/auth/profile', {
+    schema: {
+      tags: ['accounts'], summary: 'Set the display name (up to 64 characters)', security: session,
+      body: { type: 'object', required: ['displayName'], properties: { displayName: {} } },
+      response: { 200: okObject({ displayName: { type: 'string' } }), ...errorResponses },
+    },
+  }, async (request) => {
+    const displayName = checkFreeText((request.body as { displayName: unknown }).displayName, DISPLAY_NAME_MAX, 'display_name_invalid', 'the display name');
+    await storage.identities.setDisplayName(request.kp.session!.identityId, displayName, app.kp.now());
+    return { ok: true, displayName };
+  });
+
+  app.post('/auth/account/rename', {
+    schema: {
+      tags: ['accounts'], summary: 'Change the username; the old one stays an alias that still resolves', security: session,
+      body: { type: 'object', required: ['newUsername'], properties: { newUsername: {} } },
+      response: { 200: okObject({ username: { type: 'string' }, aliases: { type: 'array', items: { type: 'string' } }, receipt: { type: 'string' } }), ...errorResponses },
+    },
+  }, async (request) => {
+    const username = checkUsername((request.body as { newUsername: unknown }).newUsername);
+    const { identityId } = request.kp.session!;
+    const now = app.kp.now();
+    const { receipt } = await storage.transaction(async (tx) => {
+      const identity = await tx.identities.get(identityId);
+      if (identity?.username === username) return {};
+      if (!(await tx.identities.rename(identityId, username, now))) throw fail('username_taken', 'that username is taken');
+      return app.kp.events.record(tx, { type: 'account.renamed', at: now, outcome: 'success', identityId });
+    });
+    return { ok: true, username, aliases: await storage.identities.aliases(identityId), ...(receipt ? { receipt } : {}) };
+  });
+
+  app.post('/auth/preferences', {
+    schema: {
+      tags: ['accounts'], summary: 'Merge preferences key by key (theme, lang, contrast, motion, text, email; null removes a key)', security: session,
+      body: { type: 'object', required: ['preferences'], properties: { preferences: {} } },
+      response: { 200: okObject({ preferences: { type: 'object', additionalProperties: { type: 'string' } } }, ['preferences']), ...errorResponses },
+    },
+  }, async (request) => {
+    const { identityId } = request.kp.session!;
+    const update = (request.body as { preferences: unknown }).preferences;
+    const preferences = await storage.transaction(async (tx) => {
+      const identity = await tx.identities.get(identityId);
+      const merged = mergePreferences((identity?.preferences ?? {}) as Preferences, update);
+      await tx.identities.setPreferences(identityId, merged as Record<string, string>, app.kp.now());
+      return merged;
+    });
+    return { ok: true, preferences };
+  });
+
+  app.post('/auth/sessions/revoke', {
+    schema: {
+      tags: ['accounts'], summary: 'Revoke one of the account\'s sessions (this one too: then it signs out)', security: session,
+      body: { type: 'object', required: ['identifier'], properties: { identifier: { type: 'string' } } },
+      response: receiptOnly,
+    },
+  }, async (request, reply) => {
+    const current = request.kp.session!;
+    const { identifier } = request.body as { identifier: string };
+    const now = app.kp.now();
+    const { receipt } = await storage.transaction(async (tx) => {
+      if (!(await tx.sessions.revoke(current.identityId, identifier, now))) throw fail('unknown_session', 'no live session with this identifier');
+      return app.kp.events.record(tx, { type: 'session.revoked', at: now, outcome: 'success', identityId: current.identityId, sessionId: identifier, by: current.id });
+    });
+    if (identifier === current.id) clearSessionCookie(app, reply);
+    return { ok: true, ...(receipt ? { receipt } : {}) };
+  });
+
+  app.post('/auth/devices/revoke', {
+    schema: {
+      tags: ['accounts'], summary: 'Revoke every session of a device, then drop it from the device ledger', security: session,
+      body: { type: 'object', required: ['deviceId'], properties: { deviceId: { type: 'string' } } },
+      response: { 200: okObject({ sessions: { type: 'integer' }, receipt: { type: 'string' } }), ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const current = request.kp.session!;
+    const { deviceId } = request.body as { deviceId: string };
+    const now = app.kp.now();
+    const result = await storage.transaction(async (tx) => {
+      const known = (await tx.devices.list(current.identityId)).some((d) => d.deviceId === deviceId);
+      if (!known) throw fail('unknown_device', 'no device with this id on the account');
+      const sessions = await tx.sessions.revokeDevice(current.identityId, deviceId, now);
+      await tx.devices.remove(current.identityId, deviceId);
+      const { receipt } = await app.kp.events.record(tx, { type: 'device.revoked', at: now, outcome: 'success', identityId: current.identityId, deviceId, sessions, by: current.id });
+      return { sessions, receipt };
+    });
+    if (deviceId === current.deviceId) clearSessionCookie(app, reply);
+    return { ok: true, sessions: result.sessions, ...(result.receipt ? { receipt: result.receipt } : {}) };
+  });
+
+  app.post('/auth/signout', {
+    schema: { tags: ['accounts'], summary: 'Sign out: ends this session and clears its cookie', security: session, response: receiptOnly },
+  }, async (request, reply) => {
+    const current = request.kp.session!;
+    const now = app.kp.now();
+    const { receipt } = await storage.transaction(async (tx) => {
+      await tx.sessions.revoke(current.identityId, current.id, now);
+      return app.kp.events.record(tx, { type: 'session.ended', at: now, outcome: 'success', identityId: current.identityId, sessionId: current.id });
+    });
+    clearSessionCookie(app, reply);
+    return { ok: true, ...(receipt ? { receipt } : {}) };
+  });
+}
+
+function time(ms: number | null): string {
+  return ms === null ? 'never' : new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+}
+
+function accountPage(view: AccountView, assurance: string, sections: ReturnType<typeof html>[]) {
+  const prefs = view.preferences;
+  const select = (name: string, label: string, values: string[]) => html`<label for="pref-${name}">${label}</label>
+<select id="pref-${name}" name="${name}"><option value="">(default)</option>${values.map((v) => html`<option value="${v}"${prefs[name] === v ? html` selected` : ''}>${v}</option>`)}</select>`;
+  return html`<h1>Your account</h1>
+<p>Signed in as <strong data-field="username">${view.username}</strong>${view.displayName ? html` (${view.displayName})` : ''}.
+Session assurance: <strong data-field="assurance">${assurance}</strong>. ${view.founder ? html`<strong>Founder</strong> account.` : ''}</p>
+${view.aliases.length ? html`<p class="muted">Previous usernames that still work: ${view.aliases.join(', ')}</p>` : ''}
+<p id="status" role="status" aria-live="polite"></p>
+<p><button type="button" data-action="signout">Sign out</button> <a href="/auth/step-up?return=/account">Confirm it is you (step up)</a> · <a href="/account/export" download>Export my data</a></p>
+
+<h2 id="profile-h">Profile</h2>
+<form data-form="profile" aria-labelledby="profile-h">
+  <label for="display-name">Display name</label>
+  <input id="display-name" name="displayName" maxlength="64" value="${view.displayName}">
+  <button type="submit">Save name</button>
+</form>
+<form data-form="rename" aria-labelledby="profile-h">
+  <label for="new-username">Username</label>
+  <input id="new-username" name="newUsername" autocapitalize="none" spellcheck="false" value="${view.username}" aria-describedby="username-help">
+  <p id="username-help" class="muted">3 to 32 letters, digits, dots, dashes or underscores. Your old name keeps working.</p>
+  <button type="submit">Change username</button>
+</form>
+
+<h2 id="passkeys-h">Passkeys</h2>
+<table aria-labelledby="passkeys-h"><thead><tr><th scope="col">Label</th><th scope="col">Added</th><th scope="col">Last used</th><th scope="col">Actions</th></tr></thead><tbody>
+${view.passkeys.map((p) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td>${time(p.createdAt)}</td><td>${time(p.lastUsedAt)}</td>
+<td><button type="button" class="secondary" data-action="rename-passkey" data-cred-id="${p.credId}" aria-label="Rename ${p.label}">Rename</button>
+<button type="button" class="secondary" data-action="remove-passkey" data-cred-id="${p.credId}" aria-label="Remove ${p.label}"${view.passkeys.length <= 1 ? html` disabled title="Your last passkey cannot be removed"` : ''}>Remove</button></td></tr>`)}
+</tbody></table>
+<button type="button" data-action="add-passkey">Add a passkey</button>
+
+<h2 id="sessions-h">Sessions</h2>
+<table aria-labelledby="sessions-h"><thead><tr><th scope="col">Session</th><th scope="col">Device</th><th scope="col">Assurance</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
+${view.sessions.map((s) => html`<tr><td><code>${s.identifier.slice(0, 12)}…</code>${s.current ? html` <strong>(this one)</strong>` : ''}</td><td><code>${s.deviceId.slice(0, 12)}…</code></td><td>${s.assurance}</td><td>${time(s.lastSeenAt)}</td>
+<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}">Revoke</button></td></tr>`)}
+</tbody></table>
+
+<h2 id="devices-h">Devices</h2>
+<table aria-labelledby="devices-h"><thead><tr><th scope="col">Device</th><th scope="col">First seen</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
+${view.devices.map((d) => html`<tr><td><code>${d.deviceId.slice(0, 12)}…</code>${d.current ? html` <strong>(this device)</strong>` : ''}</td><td>${time(d.createdAt)}</td><td>${time(d.lastSeenAt)}</td>
+<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}">Revoke device</button></td></tr>`)}
+</tbody></table>
+
+<h2 id="security-h">Two-step and e-mail</h2>
+<p>Authenticator app (TOTP): <strong data-field="totp">${view.totp}</strong></p>
+<p>E-mail addresses: ${view.emails.length ? view.emails.map((e, i) => html`${i ? ', ' : ''}${e.email}${e.verified ? ' (verified)' : ' (not verified)'}`) : 'none'}</p>
+${sections}
+
+<h2 id="prefs-h">Preferences</h2>
+<form data-form="preferences" aria-labelledby="prefs-h">
+${select('theme', 'Theme', ['system', 'light', 'dark'])}
+${select('contrast', 'Contrast', ['normal', 'more', 'less'])}
+${select('motion', 'Motion', ['full', 'reduce'])}
+${select('text', 'Text size', ['normal', 'large', 'larger'])}
+${select('email', 'E-mail from us', ['all', 'security', 'none'])}
+<label for="pref-lang">Language</label>
+<input id="pref-lang" name="lang" value="${prefs['lang'] ?? ''}" placeholder="en" autocapitalize="none" spellcheck="false">
+<button type="submit">Save preferences</button>
+</form>`;
+}

@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { effectiveAssurance } from '../../../../lib/assurance/assurance.js';
+import { accountExtras, type AccountExtras } from './extras.js';
+
+export interface AccountView {
+  identityId: string;
+  username: string;
+  aliases: string[];
+  displayName: string;
+  preferences: Record<string, string>;
+  emails: AccountExtras['emails'];
+  passkeys: Array<{ credId: string; label: string; createdAt: number; lastUsedAt: number | null; backedUp: boolean }>;
+  totp: AccountExtras['totp'];
+  sessions: Array<{ identifier: string; deviceId: string; assurance: string; current: boolean; createdAt: number; lastSeenAt: number }>;
+  devices: Array<{ deviceId: string; createdAt: number; lastSeenAt: number; current: boolean }>;
+  founder: boolean;
+  createdAt: number;
+}
+
+/** The account as CONTRACT "/account?format=json" lists it (plus a few timestamps). Secret-free. */
+export async function loadAccountView(app: FastifyInstance, identityId: string, current: { sessionId?: string; deviceId?: string } = {}): Promise<{ view: AccountView; extras: AccountExtras }> {
+  const { storage } = app.kp;
+  const now = app.kp.now();
+  const identity = await storage.identities.get(identityId);
+  if (!identity) throw fail('unauthorized', 'sign in first');
+  const [aliases, passkeys, sessions, devices, extras] = await Promise.all([
+    storage.identities.aliases(identityId),
+    storage.credentials.listByIdentity(identityId),
+    storage.sessions.listLive(identityId, now),
+    storage.devices.list(identityId),
+    accountExtras(app, identityId),
+  ]);
+  const stepUpMs = app.kp.config.lifetimes.stepUp * 1000;
+  return {
+    extras,
+    view: {
+      identityId,
+      username: identity.username,
+      aliases,
+      displayName: identity.displayName,
+      preferences: identity.preferences,
+      emails: extras.emails,
+      passkeys: passkeys.map((p) => ({ credId: p.credId, label: p.label, createdAt: p.createdAt, lastUsedAt: p.lastUsedAt, backedUp: p.backedUp })),
+      totp: extras.totp,
+      sessions: sessions.map((s) => ({
+        identifier: s.sessionId, deviceId: s.deviceId, assurance: effectiveAssurance(s, now, stepUpMs),
+        current: s.sessionId === current.sessionId, createdAt: s.createdAt, lastSeenAt: s.lastSeenAt,
+      })),
+      devices: devices.map((d) => ({ deviceId: d.deviceId, createdAt: d.createdAt, lastSeenAt: d.lastSeenAt, current: d.deviceId === current.deviceId })),
+      founder: identity.founder,
+      createdAt: identity.createdAt,
+    },
+  };
+}

@@ -1,0 +1,146 @@
+import type { FastifyInstance } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
+import { randomId } from '../../../../lib/util/random.js';
+import type { StoredClient } from '../../storage/types.js';
+import { errorResponses } from '../schemas.js';
+import { authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, describeClient, newSecret, secretAfterUpdate, staleRevision } from './registration.js';
+
+const stringArray = { type: 'array', items: { type: 'string' } } as const;
+
+/** What a registration response documents (RFC 7591 §3.2.1 plus Keyplane's fields). */
+const clientResponse = {
+  type: 'object',
+  required: ['ok', 'client_id', 'revision', 'registration_client_uri'],
+  properties: {
+    ok: { const: true },
+    receipt: { type: 'string' },
+    client_id: { type: 'string' },
+    client_id_issued_at: { type: 'integer' },
+    client_secret: { type: 'string', description: 'Shown once, when issued.' },
+    client_secret_expires_at: { type: 'integer' },
+    registration_access_token: { type: 'string', description: 'RFC 7592 management credential; shown once.' },
+    registration_client_uri: { type: 'string' },
+    revision: { type: 'integer', description: 'Send it back with an update; a stale one is refused with stale_revision.' },
+    client_type: { enum: ['public', 'confidential'] },
+    client_name: { type: 'string' },
+    redirect_uris: stringArray,
+    post_logout_redirect_uris: stringArray,
+    grant_types: stringArray,
+    response_types: stringArray,
+    scope: { type: 'string' },
+    resources: stringArray,
+    access: { type: 'object', properties: { humans: { type: 'boolean' }, agents: { type: 'boolean' } } },
+    token_endpoint_auth_method: { type: 'string' },
+    dpop_bound_access_tokens: { type: 'boolean' },
+    gateway: { type: 'object', additionalProperties: true },
+    jwks: { type: 'object', additionalProperties: true },
+  },
+  additionalProperties: true,
+} as const;
+
+const clientParams = { type: 'object', required: ['client_id'], properties: { client_id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+const anyBody = { type: 'object', additionalProperties: true } as const;
+const registrationToken = [{ bearerAuth: [] }];
+
+/**
+ * Client registration for automation (CONTRACT): RFC 7591 `POST /register` with the admin
+ * token or a session, and RFC 7592 read, update and delete with the registration access token.
+ */
+export default async function clientRoutes(app: FastifyInstance): Promise<void> {
+  // A signed-in session may register too: the app-wide session plugin fills request.kp.session.
+  const { storage, events } = app.kp;
+
+  app.post('/register', {
+    config: { discovery: { endpoint: 'registration_endpoint' } },
+    schema: {
+      tags: ['clients'],
+      summary: 'Register an OIDC client (RFC 7591) with the admin token or a signed-in session',
+      security: [{ bearerAuth: [] }, { sessionCookie: [] }],
+      body: anyBody,
+      response: { 201: clientResponse, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const registrar = authenticateRegistrar(app, request);
+    const metadata = validateClientMetadata(request.body);
+    const now = app.kp.now();
+    const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
+    const token = newSecret();
+    const client: StoredClient = {
+      clientId: randomId('cl'),
+      type: clientTypeOf(metadata.token_endpoint_auth_method),
+      metadata,
+      secretHash: secret?.hash ?? null,
+      secretIssuedAt: secret ? now : null,
+      ownerId: registrar.ownerId,
+      registrationTokenHash: token.hash,
+      revision: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const { receipt } = await storage.transaction(async (tx) => {
+      await tx.clients.insert(client);
+      return events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1 });
+    });
+    reply.code(201);
+    return {
+      ...describeClient(app, client, { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }),
+      ...(receipt ? { receipt } : {}),
+    };
+  });
+
+  app.get('/register/:client_id', {
+    schema: {
+      tags: ['clients'], summary: 'Read a client registration (RFC 7592) with its registration access token', security: registrationToken,
+      params: clientParams, response: { 200: clientResponse, ...errorResponses },
+    },
+  }, async (request) => {
+    const { client_id: clientId } = request.params as { client_id: string };
+    const client = await authenticateRegistrationToken(app, request, clientId);
+    return describeClient(app, client);
+  });
+
+  app.put('/register/:client_id', {
+    schema: {
+      tags: ['clients'],
+      summary: 'Replace a client registration (RFC 7592); the body carries client_id and the current revision',
+      security: registrationToken,
+      params: clientParams, body: anyBody, response: { 200: clientResponse, ...errorResponses },
+    },
+  }, async (request) => {
+    const { client_id: clientId } = request.params as { client_id: string };
+    const client = await authenticateRegistrationToken(app, request, clientId);
+    const { revision, metadata } = checkUpdateRequest(client, request.body);
+    if (revision !== client.revision) staleRevision();
+    const now = app.kp.now();
+    const secret = secretAfterUpdate(client, metadata, now);
+    const { updated, receipt } = await storage.transaction(async (tx) => {
+      const stored = await tx.clients.update(clientId, revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: secret.hash, secretIssuedAt: secret.issuedAt, at: now });
+      // Another update won the race since we read the client.
+      if (!stored) staleRevision();
+      const recorded = await events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
+      return { updated: stored, receipt: recorded.receipt };
+    });
+    return {
+      ...describeClient(app, updated, secret.value !== undefined ? { clientSecret: secret.value } : {}),
+      ...(receipt ? { receipt } : {}),
+    };
+  });
+
+  app.delete('/register/:client_id', {
+    schema: {
+      tags: ['clients'], summary: 'Delete a client registration (RFC 7592) with its registration access token', security: registrationToken,
+      params: clientParams,
+      response: { 200: { type: 'object', required: ['ok'], properties: { ok: { const: true }, receipt: { type: 'string' } } }, ...errorResponses },
+    },
+  }, async (request) => {
+    const { client_id: clientId } = request.params as { client_id: string };
+    await authenticateRegistrationToken(app, request, clientId);
+    const now = app.kp.now();
+    const { receipt } = await storage.transaction(async (tx) => {
+      if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'the client was deleted meanwhile');
+      return events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
+    });
+    return { ok: true, ...(receipt ? { receipt } : {}) };
+  });
+}

@@ -1,0 +1,127 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { clientTypeOf, usesClientSecret, validateClientMetadata, type ClientMetadata } from '../../../../lib/oauth/client-metadata.js';
+import { hashClientSecret, verifyClientSecret } from '../../../../lib/oauth/client-auth.js';
+import { oauthError } from '../../../../lib/oauth/errors.js';
+import { constantEquals } from '../../../../lib/util/constant-equals.js';
+import { randomToken } from '../../../../lib/util/random.js';
+import { sha256Hex } from '../../../../lib/util/sha256.js';
+import type { StoredClient } from '../../storage/types.js';
+
+/**
+ * The steps of RFC 7591 registration and RFC 7592 management, each a small named check.
+ *
+ * Secrets: a client secret and a registration access token are 256 random bits each, shown
+ * once. Only their SHA-256 is stored: with 256 bits of entropy a fast hash is enough (nothing
+ * to brute-force), and look-ups stay cheap. Comparison is constant-time.
+ */
+
+export type Registrar = { by: 'admin'; ownerId: null } | { by: 'session'; ownerId: string };
+
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+
+function bearerToken(request: FastifyRequest): string | undefined | null {
+  const header = request.headers.authorization;
+  if (header === undefined) return undefined;
+  const match = BEARER.exec(header);
+  return match ? match[1]! : null;
+}
+
+function invalidToken(message: string) {
+  return oauthError('unauthorized', message, { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+}
+
+/**
+ * Who may register: the operator's admin token (the RFC 7591 initial access token), or a
+ * signed-in session, which then owns the client. A presented but wrong token never falls back
+ * to the session.
+ */
+export function authenticateRegistrar(app: FastifyInstance, request: FastifyRequest): Registrar {
+  const token = bearerToken(request);
+  if (token !== undefined) {
+    const adminToken = app.kp.config.adminToken;
+    if (token === null || adminToken === undefined || !constantEquals(token, adminToken)) {
+      throw invalidToken(adminToken === undefined ? 'registration with an admin token is disabled on this server' : 'the initial access token is not valid');
+    }
+    return { by: 'admin', ownerId: null };
+  }
+  const session = request.kp.session;
+  if (session) return { by: 'session', ownerId: session.identityId };
+  throw oauthError('unauthorized', 'send the admin token as a Bearer token, or sign in', { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer' } });
+}
+
+/**
+ * RFC 7592 §2: the registration access token of that very client. An unknown client answers
+ * 401 like a wrong token, so client ids cannot be probed.
+ */
+export async function authenticateRegistrationToken(app: FastifyInstance, request: FastifyRequest, clientId: string): Promise<StoredClient> {
+  const token = bearerToken(request);
+  if (!token) throw oauthError('unauthorized', 'send the registration access token as a Bearer token', { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer' } });
+  const client = await app.kp.storage.clients.get(clientId);
+  // Hash and compare even when the client is unknown, so both paths cost the same.
+  const matches = constantEquals(sha256Hex(token), client?.registrationTokenHash ?? '');
+  if (!client || !matches) throw invalidToken('the registration access token is not valid for this client');
+  return client;
+}
+
+/** Fields a client may echo back from a read (RFC 7592 §2.2) and that we ignore. */
+const READ_ONLY = ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at', 'client_type', 'ok', 'receipt'];
+
+/** RFC 7592 §2.2: the body names the client, the revision it was based on, and no new secret. */
+export function checkUpdateRequest(client: StoredClient, body: unknown): { revision: number; metadata: ClientMetadata } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw oauthError('invalid_client_metadata', 'the update must be a JSON object');
+  const fields = { ...(body as Record<string, unknown>) };
+  if (fields.client_id !== client.clientId) throw oauthError('invalid_request', 'client_id in the body must be the client being updated');
+  const revision = fields.revision;
+  if (typeof revision !== 'number' || !Number.isInteger(revision) || revision < 1) {
+    throw oauthError('invalid_request', 'revision is required: send the revision this update is based on');
+  }
+  if (fields.client_secret !== undefined) {
+    // The client may repeat its secret but never choose one.
+    if (!verifyClientSecret(fields.client_secret, client.secretHash)) throw oauthError('invalid_client_metadata', 'client_secret cannot be set by the client');
+  }
+  for (const field of [...READ_ONLY, 'client_id', 'client_secret', 'revision']) delete fields[field];
+  return { revision, metadata: validateClientMetadata(fields) };
+}
+
+export interface IssuedSecrets {
+  clientSecret?: string;
+  registrationToken?: string;
+}
+
+/** A fresh 256-bit secret and the hash that is stored in its place. */
+export function newSecret(): { value: string; hash: string } {
+  const value = randomToken(32);
+  return { value, hash: hashClientSecret(value) };
+}
+
+/**
+ * The secret a client ends up with after an update: kept while it still authenticates with a
+ * secret, issued when it newly does, dropped when it no longer does.
+ */
+export function secretAfterUpdate(client: StoredClient, metadata: ClientMetadata, now: number): { hash: string | null; issuedAt: number | null; value?: string } {
+  if (!usesClientSecret(metadata.token_endpoint_auth_method)) return { hash: null, issuedAt: null };
+  if (client.secretHash !== null) return { hash: client.secretHash, issuedAt: client.secretIssuedAt };
+  const secret = newSecret();
+  return { hash: secret.hash, issuedAt: now, value: secret.value };
+}
+
+/** The RFC 7591 §3.2.1 / RFC 7592 §3 response body. Secrets appear only when just issued. */
+export function describeClient(app: FastifyInstance, client: StoredClient, issued: IssuedSecrets = {}): Record<string, unknown> {
+  return {
+    ok: true,
+    client_id: client.clientId,
+    client_id_issued_at: Math.floor(client.createdAt / 1000),
+    ...(issued.clientSecret !== undefined ? { client_secret: issued.clientSecret } : {}),
+    ...(client.secretHash !== null ? { client_secret_expires_at: 0 } : {}),
+    ...(issued.registrationToken !== undefined ? { registration_access_token: issued.registrationToken } : {}),
+    registration_client_uri: `${app.kp.config.issuer}/register/${encodeURIComponent(client.clientId)}`,
+    revision: client.revision,
+    client_type: clientTypeOf(client.metadata.token_endpoint_auth_method),
+    ...client.metadata,
+  };
+}
+
+export function staleRevision(): never {
+  throw fail('stale_revision', 'the client changed since that revision; read it again and retry', { fields: { error: 'invalid_request', error_description: 'stale revision' } });
+}

@@ -1,0 +1,259 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
+import {
+  buildRedirect, checkAuthorizationRequest, decideAuthorization, readClientId,
+  type AuthorizationRequest, type ErrorTarget, type RawParams,
+} from '../../../../lib/oauth/authorization-request.js';
+import { formatScope } from '../../../../lib/oauth/scope.js';
+import { randomToken } from '../../../../lib/util/random.js';
+import { sha256Hex } from '../../../../lib/util/sha256.js';
+import type { StoredClient } from '../../storage/types.js';
+import { errorResponses } from '../schemas.js';
+import { WEB_MESSAGE_JS, WEB_MESSAGE_SCRIPT, sendErrorPage, sendOneTap, sendWebMessage } from './pages.js';
+
+/** A request waiting for sign-in or step-up lives this long (ms). */
+const PENDING_TTL_MS = 15 * 60_000;
+/** A one-tap page's approval token lives this long (ms). */
+const APPROVAL_TTL_MS = 10 * 60_000;
+/** Parameters carried through the pending request and the one-tap form. */
+const CARRIED = ['client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age', 'acr_values', 'dpop_jkt', 'resource'];
+
+interface Pending {
+  params: Record<string, string>;
+  loginAfter?: number;
+}
+
+// Documentation only: every parameter is checked by checkAuthorizationRequest, so that a bad one is
+// redirected with an RFC 6749 error (or shown on a page) instead of failing schema validation.
+const authorizeQuery = {
+  type: 'object',
+  properties: Object.fromEntries(Object.entries({
+    client_id: 'registered client id', redirect_uri: 'exact registered callback', response_type: 'code (only)',
+    code_challenge: 'PKCE S256 challenge (required)', code_challenge_method: 'S256 (only)', state: 'opaque RP value', nonce: 'ID token nonce',
+    scope: 'openid, email, profile, offline_access', resource: 'RFC 8707 resource (exact registered URI)', response_mode: 'query or web_message',
+    prompt: 'none, login or consent', max_age: 'seconds', acr_values: 'recovery, email, passkey or sensitive', dpop_jkt: 'RFC 9449 §10 key thumbprint',
+    resume: 'internal: resumes a request after sign-in or step-up',
+  }).map(([name, description]) => [name, { description }])),
+  additionalProperties: true,
+} as const;
+
+/** The parameters worth keeping (single strings only; a repeated one is kept as an array so the check refuses it). */
+function carried(params: RawParams): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of CARRIED) {
+    const value = params[name];
+    if (typeof value === 'string') out[name] = value;
+  }
+  return out;
+}
+
+function digestOf(params: Record<string, string>): string {
+  return sha256Hex(JSON.stringify(CARRIED.map((name) => params[name] ?? null)));
+}
+
+/**
+ * `GET|POST /auth/authorize` (RFC 6749 §4.1, OIDC Core §3.1.2): code flow with PKCE S256 only,
+ * exact redirect URIs, RFC 9207 `iss` on every response, `response_mode` query or web_message,
+ * sign-in and step-up resumed server-side, and the CONTRACT's one-tap page.
+ */
+export default async function authorizeRoutes(app: FastifyInstance): Promise<void> {
+  const { storage, state, config, events } = app.kp;
+  const { issuer } = config;
+
+  app.get(WEB_MESSAGE_SCRIPT, {
+    config: { cache: 'public, max-age=300' },
+    schema: { tags: ['oidc'], summary: 'Script of the web_message response page', hide: true },
+  }, async (_request, reply) => {
+    reply.type('text/javascript; charset=utf-8');
+    return WEB_MESSAGE_JS;
+  });
+
+  /** Sends a response (code or error) to the verified redirect URI, by the requested mode. */
+  function respond(request: FastifyRequest, reply: FastifyReply, target: ErrorTarget, params: Record<string, string>): FastifyReply {
+    if (target.responseMode === 'web_message') return sendWebMessage(request, reply, new URL(target.redirectUri).origin, params);
+    return reply.redirect(buildRedirect(target.redirectUri, params), request.method === 'POST' ? 303 : 302);
+  }
+
+  function respondError(request: FastifyRequest, reply: FastifyReply, target: ErrorTarget, error: OAuthErrorCode, description: string): FastifyReply {
+    request.log.info({ reason: error }, 'authorization refused');
+    return respond(request, reply, target, authorizationErrorParams({ error, description, ...(target.state !== undefined ? { state: target.state } : {}), iss: issuer }));
+  }
+
+  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: 'new' | 'remembered' | 'prompt_none'): Promise<FastifyReply> {
+    const session = request.kp.session!;
+    const now = app.kp.now();
+    const code = randomToken(32);
+    await storage.transaction(async (tx) => {
+      await tx.oidc.insertCode({
+        codeHash: sha256Hex(code),
+        clientId: client.clientId,
+        redirectUri: authz.redirectUri,
+        identityId: session.identityId,
+        sessionId: session.id,
+        scope: formatScope(authz.scopes),
+        resource: authz.resource ?? null,
+        nonce: authz.nonce ?? null,
+        codeChallenge: authz.codeChallenge,
+        dpopJkt: authz.dpopJkt ?? null,
+        assurance: session.assurance,
+        amr: session.amr,
+        authTime: session.authTime,
+        createdAt: now,
+        expiresAt: now + config.lifetimes.authorizationCode * 1000,
+        consumedAt: null,
+        grantId: null,
+      });
+      if (approval === 'new') {
+        const before = (await tx.oidc.approvedScopes(session.identityId, client.clientId)) ?? [];
+        await tx.oidc.recordApproval(session.identityId, client.clientId, formatScope([...before, ...authz.scopes]), now);
+      }
+      await events.record(tx, {
+        type: 'authorization.code_issued', at: now, outcome: 'success',
+        clientId: client.clientId, identityId: session.identityId, sessionId: session.id, approval,
+      });
+    });
+    const target: ErrorTarget = { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
+    return respond(request, reply, target, { code, ...(authz.state !== undefined ? { state: authz.state } : {}), iss: issuer });
+  }
+
+  async function park(params: Record<string, string>, loginAfter?: number): Promise<string> {
+    const id = randomToken(24);
+    const pending: Pending = { params, ...(loginAfter !== undefined ? { loginAfter } : {}) };
+    await state.set(`oidc:pending:${id}`, JSON.stringify(pending), PENDING_TTL_MS);
+    return id;
+  }
+
+  async function handle(request: FastifyRequest, reply: FastifyReply, incoming: RawParams): Promise<FastifyReply> {
+    let params: RawParams = incoming;
+    let loginAfter: number | undefined;
+    const resume = incoming.resume;
+    if (typeof resume === 'string') {
+      const stored = /^[A-Za-z0-9_-]{32}$/.test(resume) ? await state.get(`oidc:pending:${resume}`) : null;
+      if (!stored) return sendErrorPage(request, reply, 'This sign-in request has expired. Go back to the app and start again.');
+      const pending = JSON.parse(stored) as Pending;
+      params = pending.params;
+      loginAfter = pending.loginAfter;
+    }
+
+    const clientId = readClientId(params);
+    const client = clientId ? await storage.clients.get(clientId) : null;
+    if (!client) return sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).');
+    const check = checkAuthorizationRequest(params, {
+      clientId: client.clientId,
+      redirectUris: client.metadata.redirect_uris,
+      scope: client.metadata.scope,
+      grantTypes: client.metadata.grant_types,
+      resources: client.metadata.resources,
+      allowsHumans: client.metadata.access.humans,
+    });
+    if (!check.ok) {
+      if (check.target === null) return sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`);
+      return respondError(request, reply, check.target, check.error, check.description);
+    }
+    const authz = check.request;
+    const target: ErrorTarget = { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
+    const session = request.kp.session;
+    const now = app.kp.now();
+    const approved = session ? await storage.oidc.approvedScopes(session.identityId, client.clientId) : null;
+    const decision = decideAuthorization({
+      request: authz, now, approvedScopes: approved,
+      session: session ? { assurance: session.assurance, authTime: session.authTime } : undefined,
+      ...(loginAfter !== undefined ? { loginAfter } : {}),
+    });
+    switch (decision.action) {
+      case 'refuse':
+        return respondError(request, reply, target, decision.error, decision.description);
+      case 'issue':
+        return issueCode(request, reply, client, authz, decision.approval);
+      case 'login': {
+        const id = await park(carried(params), loginAfter ?? (authz.prompt.includes('login') ? now : undefined));
+        return reply.redirect(`/auth?return=${encodeURIComponent(`/auth/authorize?resume=${id}`)}`, 303);
+      }
+      case 'step_up': {
+        const id = await park(carried(params), loginAfter);
+        return reply.redirect(`/auth/step-up?return=${encodeURIComponent(`/auth/authorize?resume=${id}`)}`, 303);
+      }
+      case 'consent': {
+        const hidden = carried(params);
+        const approval = randomToken(24);
+        await state.set(`oidc:approval:${approval}`, JSON.stringify({ sessionId: session!.id, digest: digestOf(hidden) }), APPROVAL_TTL_MS);
+        const identity = await storage.identities.get(session!.identityId);
+        const origin = new URL(authz.redirectUri).origin;
+        return sendOneTap(request, reply, {
+          clientName: client.metadata.client_name ?? origin,
+          clientOrigin: origin,
+          username: identity?.username ?? session!.identityId,
+          scopes: authz.scopes,
+          hidden: { ...hidden, approval },
+          formAction: [origin],
+        });
+      }
+    }
+  }
+
+  /** The one-tap form came back: check its approval token (one use, this session, these exact parameters). */
+  async function approve(request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<FastifyReply> {
+    const params = carried(body);
+    const clientId = readClientId(params);
+    const client = clientId ? await storage.clients.get(clientId) : null;
+    if (!client) return sendErrorPage(request, reply, 'The app (client_id) is not registered here.');
+    const check = checkAuthorizationRequest(params, {
+      clientId: client.clientId, redirectUris: client.metadata.redirect_uris, scope: client.metadata.scope,
+      grantTypes: client.metadata.grant_types, resources: client.metadata.resources, allowsHumans: client.metadata.access.humans,
+    });
+    if (!check.ok) {
+      if (check.target === null) return sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`);
+      return respondError(request, reply, check.target, check.error, check.description);
+    }
+    const authz = check.request;
+    const target: ErrorTarget = { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
+    const token = body.approval;
+    const stored = typeof token === 'string' && /^[A-Za-z0-9_-]{32}$/.test(token) ? await state.take(`oidc:approval:${token}`) : null;
+    const session = request.kp.session;
+    const grant = stored ? (JSON.parse(stored) as { sessionId: string; digest: string }) : null;
+    if (!session || !grant || grant.sessionId !== session.id || grant.digest !== digestOf(params)) {
+      return sendErrorPage(request, reply, 'This approval has expired or belongs to another sign-in. Go back to the app and start again.', 403);
+    }
+    if (body.decision === 'deny') return respondError(request, reply, target, 'access_denied', 'the user declined');
+    // The session may have changed since the page was shown: decide again, but the approval now counts.
+    const decision = decideAuthorization({ request: { ...authz, prompt: [] }, session: { assurance: session.assurance, authTime: session.authTime }, now: app.kp.now(), approvedScopes: authz.scopes });
+    if (decision.action !== 'issue') return sendErrorPage(request, reply, 'The sign-in changed while this page was open. Go back to the app and start again.', 403);
+    return issueCode(request, reply, client, authz, 'new');
+  }
+
+  const schema = {
+    tags: ['oidc'],
+    summary: 'OIDC authorization endpoint: code flow with PKCE S256 (redirects, or shows the sign-in, step-up or one-tap page)',
+    produces: ['text/html'],
+    response: { ...errorResponses },
+  };
+  const discovery = {
+    endpoint: 'authorization_endpoint',
+    metadata: {
+      response_types_supported: ['code'],
+      response_modes_supported: ['query', 'web_message'],
+      grant_types_supported: ['authorization_code'],
+      code_challenge_methods_supported: ['S256'],
+      scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
+      claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'acr', 'amr', 'sid', 'email', 'email_verified', 'name', 'preferred_username', 'svc'],
+      acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
+      prompt_values_supported: ['none', 'login', 'consent'],
+      claims_parameter_supported: false,
+      request_parameter_supported: false,
+      request_uri_parameter_supported: false,
+      authorization_response_iss_parameter_supported: true,
+    },
+  };
+
+  // No automatic HEAD route: a HEAD must never issue a code.
+  app.get('/auth/authorize', { exposeHeadRoute: false, config: { discovery }, schema: { ...schema, querystring: authorizeQuery } }, async (request, reply) =>
+    handle(request, reply, request.query as RawParams));
+
+  app.post('/auth/authorize', {
+    schema: { ...schema, summary: 'OIDC authorization by POST (RFC 6749 §3.1), and the one-tap form\'s approval', body: { type: 'object', additionalProperties: true } },
+  }, async (request, reply) => {
+    const body = (request.body ?? {}) as RawParams;
+    if (body.approval !== undefined) return approve(request, reply, body);
+    return handle(request, reply, body);
+  });
+}

@@ -1,0 +1,71 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { buildRedirect } from '../../../../lib/oauth/authorization-request.js';
+import { matchRedirectUri } from '../../../../lib/oauth/redirect-uri.js';
+import { clearSessionCookie } from '../../sessions/start-session.js';
+import type { StoredClient } from '../../storage/types.js';
+import { errorResponses } from '../schemas.js';
+import { sendErrorPage, sendLogoutConfirm, sendSignedOut } from './pages.js';
+import { verifyIdTokenHint } from './tokens.js';
+
+type Params = Record<string, unknown>;
+
+function text(params: Params, name: string): string | undefined {
+  const value = params[name];
+  return typeof value === 'string' && value.length > 0 && value.length <= 8192 ? value : undefined;
+}
+
+/**
+ * RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0): `GET /auth/logout` with
+ * `id_token_hint`, `post_logout_redirect_uri` (exact match against the client's registered
+ * `post_logout_redirect_uris`), `client_id` and `state`. A hint for the signed-in account ends the
+ * session at once; without one the user confirms on a page, so a third-party link cannot sign
+ * anyone out.
+ */
+export default async function logoutRoutes(app: FastifyInstance): Promise<void> {
+  const { storage, events } = app.kp;
+
+  async function handle(request: FastifyRequest, reply: FastifyReply, params: Params, confirmed: boolean): Promise<FastifyReply> {
+    const hintValue = text(params, 'id_token_hint');
+    const hint = hintValue ? await verifyIdTokenHint(app, hintValue) : null;
+    if (hintValue && !hint) return sendErrorPage(request, reply, 'The id_token_hint was not issued by this server.');
+    const clientIdParam = text(params, 'client_id');
+    if (hint && clientIdParam && clientIdParam !== hint.aud) return sendErrorPage(request, reply, 'client_id differs from the audience of id_token_hint.');
+    const clientId = clientIdParam ?? hint?.aud;
+    const client: StoredClient | null = clientId ? await storage.clients.get(clientId) : null;
+    if (clientId && !client) return sendErrorPage(request, reply, 'The app (client_id) is not registered here.');
+    const redirect = text(params, 'post_logout_redirect_uri');
+    if (redirect !== undefined) {
+      if (!client) return sendErrorPage(request, reply, 'post_logout_redirect_uri needs id_token_hint or client_id to identify the app.');
+      if (!matchRedirectUri(client.metadata.post_logout_redirect_uris, redirect)) return sendErrorPage(request, reply, 'post_logout_redirect_uri is not registered for this app (it must match exactly).');
+    }
+    const state = text(params, 'state');
+    const session = request.kp.session;
+    const hintMatches = session !== undefined && hint !== null && hint.sub === session.identityId;
+    if (session && !hintMatches && !confirmed) {
+      const hidden: Record<string, string> = {};
+      for (const name of ['client_id', 'post_logout_redirect_uri', 'state'] as const) {
+        const value = name === 'client_id' ? clientId : text(params, name);
+        if (value !== undefined) hidden[name] = value;
+      }
+      return sendLogoutConfirm(request, reply, hidden);
+    }
+    if (session) {
+      const now = app.kp.now();
+      await storage.transaction(async (tx) => {
+        await tx.sessions.revoke(session.identityId, session.id, now);
+        await events.record(tx, { type: 'session.logged_out', at: now, outcome: 'success', identityId: session.identityId, sessionId: session.id, clientId: client?.clientId ?? null });
+      });
+      clearSessionCookie(app, reply);
+    }
+    if (redirect !== undefined) return reply.redirect(buildRedirect(redirect, state !== undefined ? { state } : {}), request.method === 'POST' ? 303 : 302);
+    return sendSignedOut(request, reply);
+  }
+
+  const schema = {
+    tags: ['oidc'], summary: 'RP-initiated logout: ends the session and returns to a registered post_logout_redirect_uri', produces: ['text/html'],
+    response: { ...errorResponses },
+  };
+  app.get('/auth/logout', { exposeHeadRoute: false, config: { discovery: { endpoint: 'end_session_endpoint' } }, schema }, async (request, reply) => handle(request, reply, request.query as Params, false));
+  // The confirmation form posts here from our own origin (the session plugin checks Origin).
+  app.post('/auth/logout', { schema: { ...schema, body: { type: 'object', additionalProperties: true } } }, async (request, reply) => handle(request, reply, (request.body ?? {}) as Params, true));
+}

@@ -1,0 +1,112 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { html, page } from '../../pages/layout.js';
+import { contentSecurityPolicy } from '../../plugins/security-headers.js';
+
+/** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
+export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';
+
+export const WEB_MESSAGE_JS = `// response_mode=web_message: post the response to the window that opened this popup, and only
+// to the origin of the client's registered redirect URI. postMessage drops the message when the
+// opener is on any other origin, so a code never reaches an unregistered page.
+const holder = document.getElementById('kp-response');
+const origin = holder.dataset.origin;
+const response = JSON.parse(holder.dataset.response);
+if (window.opener && origin) {
+  window.opener.postMessage(response, origin);
+  window.close();
+} else {
+  document.getElementById('kp-status').textContent = 'Return to the app: this window was not opened by it.';
+}
+`;
+
+/**
+ * Replies whose page submits a form back to us with the session. The app-wide policy is
+ * `no-referrer`, under which Chromium sends `Origin: null` on a form POST navigation, and the
+ * session plugin's Origin check would refuse it. `same-origin` still sends nothing to other
+ * origins, but lets our own form POST carry our Origin. The oidc plugin's onSend applies it.
+ */
+export const sameOriginReferrer = new WeakSet<FastifyReply>();
+
+function formPage(reply: FastifyReply, html: string): string {
+  sameOriginReferrer.add(reply);
+  return html.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+}
+
+/** An authorization error shown here because the client or its redirect URI cannot be trusted. */
+export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, description: string, status = 400): FastifyReply {
+  reply.code(status).type('text/html; charset=utf-8');
+  return reply.send(page({
+    title: 'Sign-in request refused',
+    nonce: request.kp.cspNonce,
+    body: html`<h1>This sign-in request cannot continue</h1>
+<p class="error" role="alert">${description}</p>
+<p class="muted">The app that sent you here is not set up correctly, so Keyplane will not send you back to it. Close this page and tell the app's team.</p>`,
+  }));
+}
+
+/** The web_message response: a page whose nonce'd module script posts `response` to the opener at `origin`. */
+export function sendWebMessage(request: FastifyRequest, reply: FastifyReply, origin: string, response: Record<string, string>): FastifyReply {
+  reply.code(200).type('text/html; charset=utf-8');
+  return reply.send(page({
+    title: 'Returning to the app',
+    nonce: request.kp.cspNonce,
+    scripts: [WEB_MESSAGE_SCRIPT],
+    body: html`<h1>Returning to the app…</h1>
+<div id="kp-response" hidden data-origin="${origin}" data-response="${JSON.stringify(response)}"></div>
+<p id="kp-status" role="status" aria-live="polite">You can close this window.</p>`,
+  }));
+}
+
+export interface OneTapView {
+  clientName: string;
+  clientOrigin: string;
+  username: string;
+  scopes: string[];
+  hidden: Record<string, string>;
+  /** Origins the form may end at (the redirect URI's), for CSP form-action. */
+  formAction: string[];
+}
+
+const SCOPE_TEXT: Record<string, string> = {
+  openid: 'Know who you are (a stable account id)',
+  email: 'See your email address and whether it is verified',
+  profile: 'See your username and display name',
+  offline_access: 'Stay signed in when you are away (a refresh token)',
+};
+
+/** The CONTRACT's one-tap page: a plain form whose hidden inputs carry the request. */
+export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: OneTapView): FastifyReply {
+  reply.code(200).type('text/html; charset=utf-8');
+  // The approval answers with a redirect to the client, which CSP form-action must allow.
+  reply.header('content-security-policy', contentSecurityPolicy(request.kp.cspNonce, { formAction: view.formAction }));
+  return reply.send(formPage(reply, page({
+    title: `Continue to ${view.clientName}`,
+    nonce: request.kp.cspNonce,
+    body: html`<h1>Continue to ${view.clientName}?</h1>
+<p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
+<ul>${view.scopes.map((scope) => html`<li>${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul>
+<form method="post" action="/auth/authorize" data-action="continue">
+${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
+<button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
+</form>
+<p class="muted">Keyplane remembers this choice for this app; you will not be asked again for the same access.</p>`,
+  })));
+}
+
+/** RP-initiated logout without a usable id_token_hint: the user confirms with a same-origin POST. */
+export function sendLogoutConfirm(request: FastifyRequest, reply: FastifyReply, hidden: Record<string, string>): FastifyReply {
+  reply.code(200).type('text/html; charset=utf-8');
+  return reply.send(formPage(reply, page({
+    title: 'Sign out',
+    nonce: request.kp.cspNonce,
+    body: html`<h1>Sign out of Keyplane?</h1>
+<form method="post" action="/auth/logout" data-action="logout">
+${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit">Sign out</button>
+</form>`,
+  })));
+}
+
+export function sendSignedOut(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.code(200).type('text/html; charset=utf-8');
+  return reply.send(page({ title: 'Signed out', nonce: request.kp.cspNonce, body: html`<h1>You are signed out</h1><p><a href="/auth">Sign in again</a></p>` }));
+}

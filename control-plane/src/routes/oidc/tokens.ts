@@ -1,0 +1,155 @@
+import type { FastifyInstance } from 'fastify';
+import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyResult } from 'jose';
+import { effectiveAssurance } from '../../../../lib/assurance/assurance.js';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel } from '../../../../lib/tokens/claims.js';
+import { signAccessToken, signIdToken } from '../../../../lib/tokens/sign-token.js';
+import { randomToken } from '../../../../lib/util/random.js';
+import type { StoredGrant } from '../../storage/types.js';
+
+/**
+ * Minting and checking the tokens of the OIDC provider. Access tokens are RFC 9068 JWTs whose
+ * `jti` is `<grantId>.<random>`, so a revoked grant (a replayed code, a reused refresh token, a
+ * revocation) invalidates every access token issued from it without a look-up table.
+ */
+
+/** The assurance a grant may still claim at `now`: `sensitive` only inside the step-up window. */
+export function grantAssurance(app: FastifyInstance, grant: Pick<StoredGrant, 'assurance' | 'authTime'>, now: number): AssuranceLevel {
+  if (grant.assurance !== 'sensitive') return grant.assurance;
+  return effectiveAssurance({ assurance: 'passkey', stepUpAt: grant.authTime }, now, app.kp.config.lifetimes.stepUp * 1000);
+}
+
+export interface MintInput {
+  grant: StoredGrant;
+  scopes: readonly string[];
+  resource: string | null;
+  dpopJkt: string | null;
+  nonce: string | null;
+  /** Whether to include an ID token (scope openid). */
+  idToken: boolean;
+}
+
+export interface Minted {
+  accessToken: string;
+  idToken?: string;
+  expiresIn: number;
+}
+
+/** Signs the access token and (with scope openid) the ID token for a grant. */
+export async function mintTokens(app: FastifyInstance, input: MintInput): Promise<Minted> {
+  const { config, keys } = app.kp;
+  const now = app.kp.now();
+  const { grant } = input;
+  const key = keys.current();
+  const assurance = grantAssurance(app, grant, now);
+  const common = {
+    issuer: config.issuer,
+    subject: grant.identityId,
+    clientId: grant.clientId,
+    now,
+    authTime: grant.authTime,
+    provedAssurance: assurance,
+    amr: grant.amr,
+    principal: { type: 'human' as const, id: grant.identityId },
+  };
+  const access = buildAccessTokenClaims({
+    ...common,
+    lifetimeSeconds: config.lifetimes.accessToken,
+    scopes: input.scopes,
+    jti: `${grant.grantId}.${randomToken(12)}`,
+    ...(input.resource !== null ? { resource: input.resource } : {}),
+    ...(input.dpopJkt !== null ? { dpopJkt: input.dpopJkt } : {}),
+  });
+  const minted: Minted = { accessToken: await signAccessToken(access, key), expiresIn: config.lifetimes.accessToken };
+  if (input.idToken) {
+    const claims = buildIdTokenClaims({
+      ...common,
+      lifetimeSeconds: config.lifetimes.idToken,
+      scopes: input.scopes,
+      sid: grant.sessionId,
+      ...(input.nonce !== null ? { nonce: input.nonce } : {}),
+      ...(await userClaims(app, grant.identityId)),
+    });
+    minted.idToken = await signIdToken(claims, key);
+  }
+  return minted;
+}
+
+/** Profile and email facts of an identity, as ID token and userinfo state them (by scope). */
+export async function userClaims(app: FastifyInstance, identityId: string): Promise<{ email?: { address: string; verified: boolean }; profile?: { name?: string; preferred_username?: string } }> {
+  const identity = await app.kp.storage.identities.get(identityId);
+  const emails = await app.kp.storage.emails.listByIdentity(identityId);
+  // A verified address first; an unverified one is stated with email_verified: false.
+  const chosen = emails.find((e) => e.verifiedAt !== null) ?? emails[0];
+  const out: { email?: { address: string; verified: boolean }; profile?: { name?: string; preferred_username?: string } } = {};
+  if (chosen) out.email = { address: chosen.email, verified: chosen.verifiedAt !== null };
+  if (identity) {
+    out.profile = { preferred_username: identity.username, ...(identity.displayName ? { name: identity.displayName } : {}) };
+  }
+  return out;
+}
+
+export interface AccessTokenClaimsRead extends JWTPayload {
+  sub: string;
+  client_id: string;
+  scope: string;
+  jti: string;
+  exp: number;
+  cnf?: { jkt?: string };
+}
+
+/** The grant an access token's jti names. */
+export function grantIdOfJti(jti: string): string | null {
+  const dot = jti.indexOf('.');
+  return dot > 0 ? jti.slice(0, dot) : null;
+}
+
+async function verifySigned(app: FastifyInstance, token: string, typ: string | undefined, options: { ignoreExpiry?: boolean } = {}): Promise<JWTVerifyResult> {
+  const now = app.kp.now();
+  return jwtVerify(token, async (header) => {
+    const key = typeof header.kid === 'string' ? app.kp.keys.publicKey(header.kid) : undefined;
+    if (!key) throw new joseErrors.JWKSNoMatchingKey();
+    return key;
+  }, {
+    issuer: app.kp.config.issuer,
+    algorithms: ['ES256'],
+    ...(typ ? { typ } : {}),
+    currentDate: new Date(now),
+    ...(options.ignoreExpiry ? { clockTolerance: 10 * 365 * 86400 } : {}),
+  });
+}
+
+/**
+ * Verifies one of our access tokens: ES256 signature by a published kid (so `alg: none`, HS256
+ * and unknown kids fail), `typ: at+jwt`, issuer, expiry, and that neither it nor its grant was
+ * revoked. Throws `invalid_token`.
+ */
+export async function verifyAccessToken(app: FastifyInstance, token: string): Promise<AccessTokenClaimsRead> {
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await verifySigned(app, token, 'at+jwt'));
+  } catch {
+    throw fail('invalid_token', 'the access token is invalid or expired');
+  }
+  const claims = payload as AccessTokenClaimsRead;
+  if (typeof claims.jti !== 'string' || typeof claims.sub !== 'string' || typeof claims.client_id !== 'string' || typeof claims.scope !== 'string') {
+    throw fail('invalid_token', 'the access token is missing claims');
+  }
+  const grantId = grantIdOfJti(claims.jti);
+  const grant = grantId ? await app.kp.storage.oidc.getGrant(grantId) : null;
+  if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id) throw fail('invalid_token', 'the access token was revoked');
+  if (await app.kp.storage.oidc.isAccessTokenRevoked(claims.jti)) throw fail('invalid_token', 'the access token was revoked');
+  return claims;
+}
+
+/** Verifies an ID token this server issued, for `id_token_hint` (an expired one is accepted, as OIDC RP-Initiated Logout allows). */
+export async function verifyIdTokenHint(app: FastifyInstance, token: string): Promise<{ sub: string; aud: string; sid?: string } | null> {
+  try {
+    const { payload } = await verifySigned(app, token, 'JWT', { ignoreExpiry: true });
+    const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
+    if (typeof payload.sub !== 'string' || typeof aud !== 'string') return null;
+    return { sub: payload.sub, aud, ...(typeof payload.sid === 'string' ? { sid: payload.sid } : {}) };
+  } catch {
+    return null;
+  }
+}

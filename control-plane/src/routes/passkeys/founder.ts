@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { randomToken } from '../../../../lib/util/random.js';
+import { sha256Hex } from '../../../../lib/util/sha256.js';
+
+/**
+ * Founder bootstrap (like Grafana's or Jenkins' first-run token): while no founder account exists,
+ * every start logs a one-time setup link `<issuer>/auth?setup=<token>`. Only a sign-up carrying
+ * that token creates the founder; it works whether or not self-service sign-up is on. The token
+ * lives in shared state (only its hash as the key) for a day and is consumed by the sign-up.
+ */
+export const SETUP_TOKEN_TTL_MS = 24 * 3600 * 1000;
+const keyOf = (token: string) => `founder:setup:${sha256Hex(token)}`;
+
+export async function issueSetupLink(app: FastifyInstance): Promise<string | null> {
+  if (await app.kp.storage.identities.founderExists()) return null;
+  const token = randomToken(32);
+  if (!(await app.kp.state.setIfAbsent(keyOf(token), '1', SETUP_TOKEN_TTL_MS))) return null;
+  const url = `${app.kp.config.issuer}/auth?setup=${token}`;
+  app.log.warn({ setupUrl: url }, `no founder account yet: open ${url} within 24 hours to create it (one use; a restart issues a new link)`);
+  app.kp.notify(`No founder account yet. Create it within 24 hours at: ${url}`);
+  return url;
+}
+
+/** Checks a setup token without using it (registration-options). */
+export async function checkSetupToken(app: FastifyInstance, token: string): Promise<void> {
+  if (typeof token !== 'string' || token.length > 100 || (await app.kp.state.get(keyOf(token))) === null || (await app.kp.storage.identities.founderExists())) {
+    throw fail('invalid_setup_token', 'this setup link is unknown, expired or used already');
+  }
+}
+
+/** Consumes a setup token (registration-verify); returns a function that puts it back if the sign-up then fails. */
+export async function consumeSetupToken(app: FastifyInstance, token: string): Promise<() => Promise<void>> {
+  if ((await app.kp.state.take(keyOf(token))) === null) throw fail('invalid_setup_token', 'this setup link is unknown, expired or used already');
+  return async () => {
+    await app.kp.state.setIfAbsent(keyOf(token), '1', SETUP_TOKEN_TTL_MS);
+  };
+}

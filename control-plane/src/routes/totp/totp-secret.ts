@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { verifyTotpCode } from '../../../../lib/totp/totp.js';
+import type { StoredTotp } from '../../storage/types.js';
+import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../code-guard.js';
+
+/** The sealed-box context: a TOTP secret opens only for the account it was sealed for. */
+export function totpSealContext(identityId: string): string {
+  return `totp:${identityId}`;
+}
+
+export function openTotpSecret(app: FastifyInstance, record: StoredTotp): string {
+  return app.kp.secrets.open(totpSealContext(record.identityId), record.sealedSecret).toString('utf8');
+}
+
+/**
+ * Checks a code against the account's TOTP secret (pending or active) with lockout: a locked
+ * account is refused before the code is looked at; a wrong code counts one failure (and the one
+ * that reaches the threshold answers `locked_out`); a replayed step is refused without counting.
+ * Returns the accepted time step; for an active secret it is already recorded as used.
+ */
+export async function checkTotpCode(app: FastifyInstance, record: StoredTotp, code: string): Promise<number> {
+  const { identityId } = record;
+  await assertNotLocked(app, 'totp', identityId);
+  const result = verifyTotpCode(code, {
+    secretBase32: openTotpSecret(app, record),
+    now: app.kp.now(),
+    lastUsedStep: record.state === 'active' ? record.lastUsedStep : null,
+  });
+  if (!result.ok) {
+    if (result.why === 'replayed') throw fail('totp_replayed', 'this code was used already; wait for the next one');
+    throw (await recordCodeFailure(app, 'totp', identityId)) ?? fail('totp_invalid', 'that code is not right; check the time on your device');
+  }
+  // One conditional update decides between concurrent uses of the same code.
+  if (record.state === 'active' && !(await app.kp.storage.totp.useStep(identityId, result.step))) {
+    throw fail('totp_replayed', 'this code was used already; wait for the next one');
+  }
+  await recordCodeSuccess(app, 'totp', identityId);
+  return result.step;
+}

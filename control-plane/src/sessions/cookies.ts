@@ -1,0 +1,58 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomToken } from '../../../lib/util/random.js';
+import { sha256 } from '../../../lib/util/sha256.js';
+
+/**
+ * Cookie names and attributes (DESIGN "Sessions and assurance"): `__Host-` names on https issuers,
+ * plain names on http://localhost, where browsers refuse Secure cookies.
+ */
+export function isHttpsIssuer(app: FastifyInstance): boolean {
+  return app.kp.config.issuer.startsWith('https://');
+}
+
+export function sessionCookieName(app: FastifyInstance): string {
+  return isHttpsIssuer(app) ? '__Host-kp_session' : 'kp_session';
+}
+
+export function deviceCookieName(app: FastifyInstance): string {
+  return isHttpsIssuer(app) ? '__Host-kp_device' : 'kp_device';
+}
+
+/** 400 days: the longest lifetime browsers keep a cookie. */
+export const DEVICE_COOKIE_MAX_AGE = 400 * 24 * 3600;
+
+export function cookieOptions(app: FastifyInstance, maxAgeSeconds: number) {
+  return { httpOnly: true, sameSite: 'lax' as const, secure: isHttpsIssuer(app), path: '/', maxAge: maxAgeSeconds };
+}
+
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/** A cookie value that looks like one of ours (256 random bits, base64url). */
+export function wellFormedToken(value: string | undefined): value is string {
+  return typeof value === 'string' && TOKEN.test(value);
+}
+
+/**
+ * The device id is derived from the device cookie, so the ledger never stores the cookie value
+ * and a device id shown on the account page cannot be turned back into the cookie.
+ */
+export function deviceIdFromToken(token: string): string {
+  return `dev_${sha256(`keyplane:device:v1:${token}`).subarray(0, 16).toString('base64url')}`;
+}
+
+/** The device id of this browser, from its device cookie; undefined when it has none. */
+export function currentDeviceId(app: FastifyInstance, request: FastifyRequest): string | undefined {
+  const token = request.cookies?.[deviceCookieName(app)];
+  return wellFormedToken(token) ? deviceIdFromToken(token) : undefined;
+}
+
+/** The device id of this browser, minting a device cookie on the reply when it has none. */
+export function ensureDeviceId(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): string {
+  const existing = currentDeviceId(app, request);
+  if (existing) return existing;
+  const token = randomToken(32);
+  reply.setCookie(deviceCookieName(app), token, cookieOptions(app, DEVICE_COOKIE_MAX_AGE));
+  // Later reads in this request see the new device.
+  (request.cookies as Record<string, string>)[deviceCookieName(app)] = token;
+  return deviceIdFromToken(token);
+}

@@ -1,0 +1,121 @@
+import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
+import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { isDpopError } from '../../lib/dpop/errors.js';
+import { dpopChallenge } from '../../lib/dpop/respond.js';
+import { dpopReplayKey, verifyDpopProof } from '../../lib/dpop/verify-dpop-proof.js';
+import type { Caller } from '../../lib/gateway/policy.js';
+import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+
+/** jose remote JWKS settings (STYLE 11): never hang on the control plane, refetch on an unknown kid at most every 30 s. */
+export const JWKS_TIMEOUT_MS = 3_000;
+export const JWKS_COOLDOWN_MS = 30_000;
+export const JWKS_CACHE_MAX_AGE_MS = 10 * 60_000;
+/** How long after its `iat` a DPoP proof is accepted, and its `jti` remembered. */
+export const DPOP_MAX_AGE_SECONDS = 60;
+
+export function remoteControlPlaneKeys(controlPlane: string): JWTVerifyGetKey {
+  return createRemoteJWKSet(new URL(`${controlPlane}/.well-known/jwks.json`), {
+    timeoutDuration: JWKS_TIMEOUT_MS,
+    cooldownDuration: JWKS_COOLDOWN_MS,
+    cacheMaxAge: JWKS_CACHE_MAX_AGE_MS,
+  });
+}
+
+export interface ApiAuthContext {
+  /** The control plane's issuer. */
+  issuer: string;
+  /** The audience access tokens must name: the gateway's public URL (the resource it fronts). */
+  audience: string;
+  /** The gateway's public URL, from which `htu` is rebuilt (never from client headers). */
+  publicUrl: string;
+  keys: JWTVerifyGetKey;
+  state: SharedState;
+  now: () => number;
+}
+
+/** `WWW-Authenticate` for a resource refusal, in the scheme the caller used (RFC 6750 §3, RFC 9449 §7.1). */
+export function challenge(scheme: 'Bearer' | 'DPoP', realm: string, params: Record<string, string> = {}): string {
+  const parts = Object.entries(params).map(([key, value]) => `${key}="${value.replace(/["\\]/g, '')}"`);
+  if (scheme === 'DPoP') return dpopChallenge({ ...(params['error'] ? { error: params['error'] } : {}), ...(params['error_description'] ? { description: params['error_description'] } : {}) }) + (params['acr_values'] ? `, acr_values="${params['acr_values']}"` : '');
+  return [`Bearer realm="${realm}"`, ...parts].join(', ');
+}
+
+function invalidToken(scheme: 'Bearer' | 'DPoP', realm: string, message: string): KeyplaneError {
+  return fail('invalid_token', message, {
+    headers: { 'www-authenticate': challenge(scheme, realm, { error: 'invalid_token', error_description: message }) },
+    fields: { error: 'invalid_token', error_description: message },
+  });
+}
+
+/** Splits `Authorization` into scheme and token; null when it is not Bearer or DPoP. */
+export function parseAuthorization(header: string | undefined): { scheme: 'Bearer' | 'DPoP'; token: string } | null {
+  if (!header) return null;
+  const match = /^(Bearer|DPoP) ([A-Za-z0-9\-._~+/]+=*)$/i.exec(header.trim());
+  if (!match) return null;
+  return { scheme: match[1]!.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer', token: match[2]! };
+}
+
+/**
+ * Verifies an API caller's access token locally (ES256, `iss`, `aud`, `exp`, `typ: at+jwt`) and,
+ * for the DPoP scheme, its proof (RFC 9449 §4.3 and §7.1). A DPoP-bound token presented as
+ * Bearer is refused (§7.1: the binding would otherwise be stripped by a downgrade).
+ */
+export async function authenticateApiCaller(
+  request: { method: string; path: string; authorization: string; dpop: string | string[] | undefined },
+  context: ApiAuthContext,
+): Promise<Caller> {
+  const parsed = parseAuthorization(request.authorization);
+  const realm = context.publicUrl;
+  if (!parsed) throw invalidToken('Bearer', realm, 'the Authorization header must be Bearer or DPoP with a token');
+  let claims: Record<string, unknown>;
+  try {
+    const verified = await jwtVerify(parsed.token, context.keys, {
+      algorithms: ['ES256'],
+      typ: 'at+jwt',
+      issuer: context.issuer,
+      audience: context.audience,
+      currentDate: new Date(context.now()),
+      requiredClaims: ['exp', 'iat', 'sub'],
+    });
+    claims = verified.payload as Record<string, unknown>;
+  } catch {
+    throw invalidToken(parsed.scheme, realm, 'the access token is not valid here');
+  }
+  const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
+  if (parsed.scheme === 'Bearer' && jkt !== undefined) throw invalidToken('DPoP', realm, 'this token is DPoP-bound: present it with the DPoP scheme and a proof');
+  if (parsed.scheme === 'DPoP') {
+    if (typeof jkt !== 'string') throw invalidToken('DPoP', realm, 'the DPoP scheme needs a DPoP-bound token');
+    try {
+      await verifyDpopProof(request.dpop, {
+        htm: request.method,
+        htu: `${context.publicUrl}${request.path}`,
+        now: context.now(),
+        maxAgeSeconds: DPOP_MAX_AGE_SECONDS,
+        accessToken: parsed.token,
+        boundJkt: jkt,
+        isReplay: async (jti, proofJkt, expiresAt) => !(await context.state.setIfAbsent(dpopReplayKey(jti, proofJkt), '1', Math.max(1, expiresAt - context.now()))),
+      });
+    } catch (error) {
+      if (!isDpopError(error)) throw error;
+      throw fail(error.code, error.message, {
+        status: 401,
+        headers: { 'www-authenticate': dpopChallenge({ error: error.code, description: error.message }) },
+        fields: { error: error.code, error_description: error.message },
+      });
+    }
+  }
+  const svc = (claims['svc'] ?? {}) as { assurance?: unknown; principal?: { type?: unknown } };
+  const principalType = svc.principal?.type;
+  const assurance = isAssuranceLevel(svc.assurance) ? svc.assurance : isAssuranceLevel(claims['acr']) ? claims['acr'] : undefined;
+  if ((principalType !== 'human' && principalType !== 'agent') || !assurance) throw invalidToken(parsed.scheme, realm, 'the access token lacks its principal or assurance');
+  const scope = typeof claims['scope'] === 'string' ? claims['scope'] : '';
+  return {
+    kind: parsed.scheme === 'DPoP' ? 'dpop' : 'bearer',
+    subject: claims['sub'] as string,
+    principalType,
+    assurance,
+    scopes: scope.split(' ').filter(Boolean),
+    bucketId: claims['sub'] as string,
+  };
+}

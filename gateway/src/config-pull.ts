@@ -1,0 +1,107 @@
+import type { JSONWebKeySet } from 'jose';
+import { request } from 'undici';
+import { GatewayConfigError, type GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
+
+/**
+ * Pulls the signed config from the control plane (`GET /gateway/config`, issue 6 item 8),
+ * authenticated as the gateway's client (RFC 6749 §2.3.1 Basic), with `If-None-Match` so an
+ * unchanged config costs a 304. A refused document (bad signature, rollback) or an unreachable
+ * control plane leaves the held config in force.
+ */
+
+export type PullResult =
+  | { outcome: 'installed'; version: number }
+  | { outcome: 'unchanged' }
+  | { outcome: 'refused'; reason: string }
+  | { outcome: 'unavailable'; status?: number };
+
+export interface ConfigPullOptions {
+  controlPlane: string;
+  clientId: string;
+  clientSecret: string;
+  holder: GatewayConfigHolder;
+  now: () => number;
+  /** Between pulls; the CONTRACT asks for a registration change to arrive within 5 s. */
+  intervalMs: number;
+  timeoutMs?: number;
+  onResult?: (result: PullResult) => void;
+}
+
+export interface ConfigPull {
+  pullOnce(): Promise<PullResult>;
+  stop(): Promise<void>;
+}
+
+function basicAuth(id: string, secret: string): string {
+  // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
+  const encode = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
+}
+
+export function createConfigPull(options: ConfigPullOptions): ConfigPull {
+  const base = options.controlPlane.replace(/\/$/, '');
+  const timeout = options.timeoutMs ?? 5_000;
+  let etag: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  let stopped = false;
+
+  async function fetchJwks(): Promise<JSONWebKeySet | null> {
+    const res = await request(`${base}/.well-known/jwks.json`, { headersTimeout: timeout, bodyTimeout: timeout });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      return null;
+    }
+    return (await res.body.json()) as JSONWebKeySet;
+  }
+
+  async function pullOnce(): Promise<PullResult> {
+    let result: PullResult;
+    try {
+      const res = await request(`${base}/gateway/config`, {
+        headers: { authorization: basicAuth(options.clientId, options.clientSecret), accept: 'application/jwt', ...(etag ? { 'if-none-match': etag } : {}) },
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+      if (res.statusCode === 304) {
+        await res.body.dump();
+        result = { outcome: 'unchanged' };
+      } else if (res.statusCode !== 200) {
+        await res.body.dump();
+        result = { outcome: 'unavailable', status: res.statusCode };
+      } else {
+        const jws = (await res.body.text()).trim();
+        const tag = res.headers['etag'];
+        const jwks = await fetchJwks();
+        if (!jwks) result = { outcome: 'unavailable' };
+        else {
+          const { changed, document } = await options.holder.accept(jws, jwks, options.now());
+          if (typeof tag === 'string') etag = tag;
+          result = changed ? { outcome: 'installed', version: document.version } : { outcome: 'unchanged' };
+        }
+      }
+    } catch (error) {
+      result = error instanceof GatewayConfigError ? { outcome: 'refused', reason: error.code } : { outcome: 'unavailable' };
+    }
+    options.onResult?.(result);
+    return result;
+  }
+
+  function schedule(delay: number): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = pullOnce().finally(() => schedule(options.intervalMs));
+    }, delay);
+    timer.unref();
+  }
+  schedule(0);
+
+  return {
+    pullOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running?.catch(() => {});
+    },
+  };
+}

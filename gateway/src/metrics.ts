@@ -1,0 +1,24 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The gateway's own registry (never the global one, so tests and several gateways in one process never clash). */
+export function createGatewayMetrics(configVersion: () => number) {
+  const registry = new Registry();
+  return {
+    registry,
+    requests: new Counter({ name: 'kp_gate_requests_total', help: 'Requests handled, by outcome (allowed, refused, observed, internal).', labelNames: ['outcome'] as const, registers: [registry] }),
+    refusals: new Counter({ name: 'kp_gate_refusals_total', help: 'Requests refused, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
+    observed: new Counter({ name: 'kp_gate_observed_refusals_total', help: 'Requests passed through that the policy would refuse (observe and canary modes), by reason.', labelNames: ['reason'] as const, registers: [registry] }),
+    upstreamSeconds: new Histogram({
+      name: 'kp_gate_upstream_duration_seconds', help: 'Time from sending a request upstream to its response headers.',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry],
+    }),
+    configVersion: new Gauge({
+      name: 'kp_gate_config_version', help: 'Version of the signed config in force (0: none, the gateway fails closed).', registers: [registry],
+      collect() {
+        this.set(configVersion());
+      },
+    }),
+  };
+}
+
+export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

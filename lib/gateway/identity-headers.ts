@@ -1,0 +1,62 @@
+/**
+ * Identity header hygiene at the trust boundary (STYLE 12). A client must never be able to
+ * smuggle an identity header past the gateway in any spelling: case, `_` and `.` variants are
+ * all the same header to some backend (PHP and CGI fold `-`, `_` and `.`; GHSA-vjrc-mh2v-45x6,
+ * the dotted Traefik alias). Names are compared after folding, and every `x-auth-*` goes.
+ */
+
+/** The identity headers the gateway sends upstream (CONTRACT "Gateway"), in canonical spelling. */
+export const IDENTITY_HEADERS = {
+  subject: 'x-auth-subject',
+  principalType: 'x-auth-principal-type',
+  assurance: 'x-auth-assurance',
+  email: 'x-auth-email',
+  assertion: 'x-auth-assertion',
+} as const;
+
+/** Folds a header name the way lenient backends do: lower case, `_` and `.` read as `-`. */
+export function normalizeHeaderName(name: string): string {
+  return name.toLowerCase().replace(/[_.]/g, '-');
+}
+
+/** True for any header that claims identity: `x-auth-*` in any spelling (`X_Auth_Subject`, `x.auth.email`). */
+export function isIdentityHeaderName(name: string): boolean {
+  return normalizeHeaderName(name).startsWith('x-auth-');
+}
+
+/**
+ * Removes every identity header from `headers` (in place) and returns the names removed.
+ * Works on node's lower-cased header object and on raw header name lists alike.
+ */
+export function stripIdentityHeaders(headers: Record<string, unknown>): string[] {
+  const removed: string[] = [];
+  for (const name of Object.keys(headers)) {
+    if (isIdentityHeaderName(name)) {
+      delete headers[name];
+      removed.push(name);
+    }
+  }
+  return removed;
+}
+
+export interface UpstreamIdentity {
+  subject: string;
+  principalType: 'human' | 'agent';
+  assurance: string;
+  /** Sent only when the address is verified (CONTRACT). */
+  email?: string;
+  emailVerified?: boolean;
+  assertion: string;
+}
+
+/** The identity headers for the upstream, in canonical spelling; call after stripIdentityHeaders. */
+export function buildIdentityHeaders(identity: UpstreamIdentity): Record<string, string> {
+  const out: Record<string, string> = {
+    [IDENTITY_HEADERS.subject]: identity.subject,
+    [IDENTITY_HEADERS.principalType]: identity.principalType,
+    [IDENTITY_HEADERS.assurance]: identity.assurance,
+    [IDENTITY_HEADERS.assertion]: identity.assertion,
+  };
+  if (identity.email && identity.emailVerified === true) out[IDENTITY_HEADERS.email] = identity.email;
+  return out;
+}

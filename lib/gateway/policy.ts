@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto';
+import { isAssuranceLevel, meetsAssurance, type AssuranceLevel } from '../assurance/assurance.js';
+
+/**
+ * Per-route policy of the edge-gate (CONTRACT "Gateway"): the `gateway` member of the
+ * gateway client's registration metadata. Pure: the caller says who is asking; this says
+ * whether they may, and whether the answer is enforced (observe / canary / enforce).
+ */
+
+export type GatewayMode = 'observe' | 'canary' | 'enforce';
+export type PrincipalType = 'human' | 'agent';
+
+export interface RoutePolicy {
+  path: string;
+  min_assurance?: AssuranceLevel;
+  principals?: PrincipalType[];
+  scopes?: string[];
+  dpop?: 'required' | 'allowed';
+  public?: boolean;
+}
+
+export interface GatewayPolicy {
+  mode: GatewayMode;
+  canary_percent?: number;
+  routes: RoutePolicy[];
+}
+
+/** The caller as the gateway established it: from its session cookie or a verified token. */
+export interface Caller {
+  kind: 'session' | 'bearer' | 'dpop';
+  subject: string;
+  principalType: PrincipalType;
+  assurance: AssuranceLevel;
+  /** Granted scopes; a session carries those of its access token. */
+  scopes: readonly string[];
+  /** Stable id for the canary bucket: the session id, else the subject. */
+  bucketId: string;
+}
+
+export type RefusalReason =
+  | 'unauthorized' // no credential
+  | 'insufficient_user_authentication' // RFC 9470: assurance below the route's minimum
+  | 'principal_not_allowed'
+  | 'insufficient_scope' // RFC 6750 §3.1
+  | 'dpop_required';
+
+export type Decision =
+  | { outcome: 'allow'; route: RoutePolicy | null; enforced: boolean; wouldRefuse?: RefusalReason }
+  | { outcome: 'refuse'; route: RoutePolicy | null; reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] };
+
+/** Splits a path into its non-empty segments, so `/api` never matches `/apix` and `//a` reads as `/a`. */
+export function pathSegments(path: string): string[] {
+  const end = path.search(/[?#]/);
+  return (end === -1 ? path : path.slice(0, end)).split('/').filter((segment) => segment.length > 0);
+}
+
+/** The route whose path is the longest segment-wise prefix of `path`, or null when none matches. */
+export function findRoute(routes: readonly RoutePolicy[], path: string): RoutePolicy | null {
+  const segments = pathSegments(path);
+  let best: RoutePolicy | null = null;
+  let bestLength = -1;
+  for (const route of routes) {
+    const prefix = pathSegments(route.path);
+    if (prefix.length > segments.length || prefix.length <= bestLength) continue;
+    if (prefix.every((segment, index) => segments[index] === segment)) {
+      best = route;
+      bestLength = prefix.length;
+    }
+  }
+  return best;
+}
+
+/** A stable bucket 0..99 for an id (first 32 bits of SHA-256), so a session stays in or out of the canary. */
+export function canaryBucket(id: string): number {
+  return createHash('sha256').update(`keyplane:canary:${id}`).digest().readUInt32BE(0) % 100;
+}
+
+/** What the route would refuse the caller for, ignoring the mode; null when it allows. */
+export function checkRoute(route: RoutePolicy | null, caller: Caller | null): { reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] } | null {
+  if (route?.public === true) return null;
+  // An unmatched path is protected: a caller is required, nothing more (fail closed).
+  if (caller === null) return { reason: 'unauthorized' };
+  if (!route) return null;
+  if (route.principals && route.principals.length > 0 && !route.principals.includes(caller.principalType)) return { reason: 'principal_not_allowed' };
+  if (route.dpop === 'required' && caller.kind !== 'dpop') return { reason: 'dpop_required' };
+  if (route.scopes && route.scopes.length > 0) {
+    const missing = route.scopes.filter((scope) => !caller.scopes.includes(scope));
+    if (missing.length > 0) return { reason: 'insufficient_scope', missingScopes: missing };
+  }
+  if (route.min_assurance && !(isAssuranceLevel(caller.assurance) && meetsAssurance(caller.assurance, route.min_assurance))) {
+    return { reason: 'insufficient_user_authentication', requiredAssurance: route.min_assurance };
+  }
+  return null;
+}
+
+/** Whether a refusal is enforced for this caller under the policy's mode. */
+export function isEnforced(policy: GatewayPolicy, caller: Caller | null): boolean {
+  if (policy.mode === 'enforce') return true;
+  if (policy.mode === 'observe') return false;
+  // canary: a stable share of sessions; an anonymous caller has no id to place, so it is observed.
+  if (caller === null) return false;
+  return canaryBucket(caller.bucketId) < (policy.canary_percent ?? 0);
+}
+
+/** Evaluates `path` for `caller`: allow (perhaps only because the refusal is observed) or refuse. */
+export function evaluatePolicy(policy: GatewayPolicy, path: string, caller: Caller | null): Decision {
+  const route = findRoute(policy.routes, path);
+  const refusal = checkRoute(route, caller);
+  if (!refusal) return { outcome: 'allow', route, enforced: true };
+  if (!isEnforced(policy, caller)) return { outcome: 'allow', route, enforced: false, wouldRefuse: refusal.reason };
+  return { outcome: 'refuse', route, ...refusal };
+}
+
+/** Problems in a policy document, each with its path; empty when it is valid. */
+export function checkGatewayPolicy(value: unknown): string[] {
+  const problems: string[] = [];
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return ['gateway must be an object'];
+  const policy = value as Record<string, unknown>;
+  if (!['observe', 'canary', 'enforce'].includes(policy['mode'] as string)) problems.push('gateway.mode must be one of: observe, canary, enforce');
+  const percent = policy['canary_percent'];
+  if (percent !== undefined && !(Number.isInteger(percent) && (percent as number) >= 0 && (percent as number) <= 100)) problems.push('gateway.canary_percent must be an integer 0..100');
+  if (!Array.isArray(policy['routes'])) return [...problems, 'gateway.routes must be an array'];
+  (policy['routes'] as unknown[]).forEach((entry, index) => {
+    const where = `gateway.routes[${index}]`;
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) {
+      problems.push(`${where} must be an object`);
+      return;
+    }
+    const route = entry as Record<string, unknown>;
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public'];
+    for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
+    if (typeof route['path'] !== 'string' || !route['path'].startsWith('/')) problems.push(`${where}.path must be a path starting with /`);
+    if (route['min_assurance'] !== undefined && !isAssuranceLevel(route['min_assurance'])) problems.push(`${where}.min_assurance must be one of: recovery, email, passkey, sensitive`);
+    if (route['principals'] !== undefined && !(Array.isArray(route['principals']) && route['principals'].every((p) => p === 'human' || p === 'agent'))) problems.push(`${where}.principals must list human and/or agent`);
+    if (route['scopes'] !== undefined && !(Array.isArray(route['scopes']) && route['scopes'].every((s) => typeof s === 'string' && s.length > 0))) problems.push(`${where}.scopes must be a list of scope names`);
+    if (route['dpop'] !== undefined && route['dpop'] !== 'required' && route['dpop'] !== 'allowed') problems.push(`${where}.dpop must be one of: required, allowed`);
+    if (route['public'] !== undefined && typeof route['public'] !== 'boolean') problems.push(`${where}.public must be a boolean`);
+  });
+  return problems;
+}

@@ -1,0 +1,232 @@
+import { isValidCodeChallenge } from '../pkce/check-pkce.js';
+import { isKeyplaneError } from '../errors/keyplane-error.js';
+import type { AssuranceLevel } from '../assurance/assurance.js';
+import { isAssuranceLevel, rankAssurance } from '../assurance/assurance.js';
+import { isJwkThumbprint } from './access-token-header.js';
+import type { OAuthErrorCode } from './errors.js';
+import { matchRedirectUri } from './redirect-uri.js';
+import { checkResource } from './resource.js';
+import { SUPPORTED_SCOPES, parseScope } from './scope.js';
+
+/**
+ * Validation of an authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1, RFC 7636,
+ * RFC 8707, RFC 9449 §10) against the registered client. Pure: the caller looks the client up.
+ *
+ * The order matters (RFC 6749 §4.1.2.1, RFC 9700 §4.11): until the client and its redirect URI
+ * are known exactly, nothing is redirected; after that, every problem goes back to that URI.
+ */
+
+export type ResponseMode = 'query' | 'web_message';
+export const RESPONSE_MODES: readonly ResponseMode[] = ['query', 'web_message'];
+
+/** Parameters as a query string or form body parses them: a repeated parameter is an array. */
+export type RawParams = Record<string, unknown>;
+
+export interface AuthorizationClient {
+  clientId: string;
+  redirectUris: readonly string[];
+  scope: string;
+  grantTypes: readonly string[];
+  resources: readonly string[];
+  allowsHumans: boolean;
+}
+
+export interface AuthorizationRequest {
+  clientId: string;
+  redirectUri: string;
+  responseMode: ResponseMode;
+  state?: string;
+  nonce?: string;
+  scopes: string[];
+  resource?: string;
+  codeChallenge: string;
+  /** `none`, `login` and `consent` (OIDC Core §3.1.2.1); an empty list when absent. */
+  prompt: Array<'none' | 'login' | 'consent'>;
+  /** Seconds. */
+  maxAge?: number;
+  /** The weakest acceptable level among the `acr_values` this server knows; undefined when none. */
+  acr?: AssuranceLevel;
+  dpopJkt?: string;
+}
+
+/** Where an error may be sent: only ever a redirect URI that matched the registration exactly. */
+export interface ErrorTarget {
+  redirectUri: string;
+  responseMode: ResponseMode;
+  state?: string;
+}
+
+export type AuthorizationCheck =
+  | { ok: true; request: AuthorizationRequest }
+  /** Shown on a page: the client or the redirect URI is not trustworthy (never redirected). */
+  | { ok: false; target: null; description: string }
+  | { ok: false; target: ErrorTarget; error: OAuthErrorCode; description: string };
+
+/** Single-valued parameters: sending one twice is invalid_request (RFC 6749 §3.1). */
+const SINGLE = ['client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age', 'acr_values', 'dpop_jkt', 'login_hint', 'ui_locales'];
+const MAX = { state: 2048, nonce: 512, acr: 512 };
+
+function single(params: RawParams, name: string): string | undefined {
+  const value = params[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The `client_id` of a request when it is one plain value; null otherwise. */
+export function readClientId(params: RawParams): string | null {
+  const value = single(params, 'client_id');
+  return value !== undefined && value.length > 0 && value.length <= 100 ? value : null;
+}
+
+/**
+ * Checks every parameter of an authorization request for a known client. Unknown
+ * `redirect_uri` means an error page; every later problem is redirected with RFC 6749 codes.
+ */
+export function checkAuthorizationRequest(params: RawParams, client: AuthorizationClient): AuthorizationCheck {
+  const redirectUri = params.redirect_uri;
+  if (!matchRedirectUri(client.redirectUris, redirectUri)) {
+    return { ok: false, target: null, description: redirectUri === undefined ? 'the request has no redirect_uri' : 'the redirect_uri is not registered for this client (it must match exactly)' };
+  }
+  const rawMode = params.response_mode;
+  const responseMode: ResponseMode = rawMode === 'web_message' ? 'web_message' : 'query';
+  const state = single(params, 'state');
+  const target: ErrorTarget = { redirectUri, responseMode, ...(state !== undefined && state.length <= MAX.state ? { state } : {}) };
+  const refuse = (error: OAuthErrorCode, description: string): AuthorizationCheck => ({ ok: false, target, error, description });
+
+  const repeated = SINGLE.find((name) => Array.isArray(params[name]));
+  if (repeated) return refuse('invalid_request', `${repeated} must not be repeated`);
+  if (rawMode !== undefined && !(RESPONSE_MODES as readonly unknown[]).includes(rawMode)) return refuse('invalid_request', 'response_mode must be query or web_message');
+  if (state !== undefined && state.length > MAX.state) return refuse('invalid_request', `state is longer than ${MAX.state} characters`);
+  if (params.request !== undefined || params.request_uri !== undefined) return refuse('invalid_request', 'request objects (request, request_uri) are not supported');
+
+  const responseType = single(params, 'response_type');
+  if (responseType === undefined || responseType === '') return refuse('invalid_request', 'response_type is required');
+  if (responseType !== 'code') return refuse('unsupported_response_type', 'only response_type=code is offered: implicit and hybrid flows are refused');
+
+  if (!client.allowsHumans) return refuse('unauthorized_client', 'this client is not registered for human sign-in');
+
+  // RFC 7636 + RFC 9700 §2.1.1: PKCE with S256 for every client; plain (the RFC 7636 default) is refused.
+  const challenge = single(params, 'code_challenge');
+  if (challenge === undefined) return refuse('invalid_request', 'PKCE is required: send code_challenge with code_challenge_method=S256');
+  const method = single(params, 'code_challenge_method');
+  if (method !== 'S256') return refuse('invalid_request', 'code_challenge_method must be S256 (plain is refused)');
+  if (!isValidCodeChallenge(challenge, method)) return refuse('invalid_request', 'code_challenge must be a base64url SHA-256 digest (43 characters)');
+
+  let scopes: string[];
+  try {
+    scopes = parseScope(params.scope);
+  } catch {
+    return refuse('invalid_scope', 'scope has a malformed token');
+  }
+  const unknown = scopes.find((scope) => !(SUPPORTED_SCOPES as readonly string[]).includes(scope));
+  if (unknown !== undefined) return refuse('invalid_scope', `scope ${unknown.slice(0, 60)} is not offered`);
+  const registered = client.scope.split(' ');
+  const unregistered = scopes.find((scope) => !registered.includes(scope));
+  if (unregistered !== undefined) return refuse('invalid_scope', `scope ${unregistered} is not registered for this client`);
+  if (scopes.includes('offline_access') && !client.grantTypes.includes('refresh_token')) return refuse('invalid_scope', 'offline_access needs the refresh_token grant registered');
+
+  let resource: string | undefined;
+  try {
+    resource = checkResource(client.resources, params.resource);
+  } catch (error) {
+    if (isKeyplaneError(error)) return refuse('invalid_target', error.message);
+    throw error;
+  }
+
+  const promptValue = single(params, 'prompt');
+  const prompt = promptValue === undefined || promptValue === '' ? [] : [...new Set(promptValue.split(' '))];
+  const badPrompt = prompt.find((p) => p !== 'none' && p !== 'login' && p !== 'consent');
+  if (badPrompt !== undefined) return refuse('invalid_request', `prompt ${badPrompt.slice(0, 40)} is not supported (none, login, consent)`);
+  if (prompt.includes('none') && prompt.length > 1) return refuse('invalid_request', 'prompt=none cannot be combined with other values');
+
+  const maxAgeValue = single(params, 'max_age');
+  let maxAge: number | undefined;
+  if (maxAgeValue !== undefined) {
+    if (!/^\d{1,9}$/.test(maxAgeValue)) return refuse('invalid_request', 'max_age must be a non-negative integer (seconds)');
+    maxAge = Number(maxAgeValue);
+  }
+
+  const acrValues = single(params, 'acr_values');
+  if (acrValues !== undefined && acrValues.length > MAX.acr) return refuse('invalid_request', 'acr_values is too long');
+  // acr_values lists acceptable levels; any of them satisfies the request, so the weakest known one is the requirement.
+  const known = (acrValues ?? '').split(' ').filter(isAssuranceLevel);
+  const acr = known.length ? known.reduce((a, b) => (rankAssurance(a) <= rankAssurance(b) ? a : b)) : undefined;
+
+  const dpopJkt = single(params, 'dpop_jkt');
+  if (dpopJkt !== undefined && !isJwkThumbprint(dpopJkt)) return refuse('invalid_request', 'dpop_jkt must be a base64url SHA-256 JWK thumbprint');
+
+  const nonce = single(params, 'nonce');
+  if (nonce !== undefined && (nonce.length === 0 || nonce.length > MAX.nonce)) return refuse('invalid_request', `nonce must be 1 to ${MAX.nonce} characters`);
+
+  const request: AuthorizationRequest = {
+    clientId: client.clientId,
+    redirectUri,
+    responseMode,
+    scopes,
+    codeChallenge: challenge,
+    prompt: prompt as AuthorizationRequest['prompt'],
+  };
+  if (state !== undefined) request.state = state;
+  if (nonce !== undefined) request.nonce = nonce;
+  if (resource !== undefined) request.resource = resource;
+  if (maxAge !== undefined) request.maxAge = maxAge;
+  if (acr !== undefined) request.acr = acr;
+  if (dpopJkt !== undefined) request.dpopJkt = dpopJkt;
+  return { ok: true, request };
+}
+
+/** The session facts a decision needs. */
+export interface SessionFacts {
+  assurance: AssuranceLevel;
+  /** ms */
+  authTime: number;
+}
+
+export type AuthorizationDecision =
+  | { action: 'issue'; approval: 'remembered' | 'prompt_none' }
+  | { action: 'consent' }
+  | { action: 'login' }
+  | { action: 'step_up' }
+  | { action: 'refuse'; error: 'login_required' | 'interaction_required'; description: string };
+
+/**
+ * What to do with a valid request (OIDC Core §3.1.2.3-§3.1.2.6): sign in (no session,
+ * `prompt=login` not yet honoured, or `max_age` exceeded), step up (`acr_values` unmet), ask for
+ * approval (the one-tap page), or issue a code at once. Under `prompt=none` every interaction
+ * becomes `login_required` or `interaction_required`; and, per the CONTRACT, a session that
+ * meets the request gets its code without the approval page.
+ */
+export function decideAuthorization(input: {
+  request: AuthorizationRequest;
+  session: SessionFacts | undefined;
+  now: number;
+  /** When the request first asked for `prompt=login`: a sign-in at or after it honours the prompt. */
+  loginAfter?: number;
+  /** Scopes the account approved for this client before, or null. */
+  approvedScopes: readonly string[] | null;
+}): AuthorizationDecision {
+  const { request, session, now } = input;
+  const silent = request.prompt.includes('none');
+  if (!session) {
+    return silent ? { action: 'refuse', error: 'login_required', description: 'there is no signed-in session' } : { action: 'login' };
+  }
+  const freshLoginNeeded = request.prompt.includes('login') && !(input.loginAfter !== undefined && session.authTime >= input.loginAfter);
+  const tooOld = request.maxAge !== undefined && now - session.authTime > request.maxAge * 1000;
+  if (freshLoginNeeded || tooOld) {
+    return silent ? { action: 'refuse', error: 'login_required', description: 'the sign-in is older than max_age' } : { action: 'login' };
+  }
+  if (request.acr !== undefined && rankAssurance(session.assurance) < rankAssurance(request.acr)) {
+    return silent ? { action: 'refuse', error: 'interaction_required', description: `acr_values ${request.acr} needs a step-up` } : { action: 'step_up' };
+  }
+  if (silent) return { action: 'issue', approval: 'prompt_none' };
+  if (request.prompt.includes('consent')) return { action: 'consent' };
+  const approved = input.approvedScopes;
+  if (approved && request.scopes.every((scope) => approved.includes(scope))) return { action: 'issue', approval: 'remembered' };
+  return { action: 'consent' };
+}
+
+/** The redirect URI with response parameters added to its query (RFC 6749 §4.1.2; existing query kept). */
+export function buildRedirect(redirectUri: string, params: Record<string, string>): string {
+  const url = new URL(redirectUri);
+  for (const [name, value] of Object.entries(params)) url.searchParams.append(name, value);
+  return url.toString();
+}

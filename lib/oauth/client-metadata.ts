@@ -1,0 +1,290 @@
+import type { JWK } from 'jose';
+import { oauthError } from './errors.js';
+import { validateRedirectUriForRegistration } from './redirect-uri.js';
+import { validateResourceForRegistration } from './resource.js';
+import { parseScope } from './scope.js';
+
+/**
+ * Client metadata as Keyplane registers it (RFC 7591 §2 plus the CONTRACT's `resources`,
+ * `access` and `gateway`). `validateClientMetadata` turns a request body into this, applying
+ * defaults, or throws `invalid_redirect_uri` / `invalid_client_metadata` with RFC 7591 fields.
+ */
+
+export const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
+export type ClientAuthMethod = (typeof AUTH_METHODS)[number];
+export const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+export type ClientGrantType = (typeof GRANT_TYPES)[number];
+export type ClientType = 'public' | 'confidential';
+
+const ASSURANCE = ['recovery', 'email', 'passkey', 'sensitive'] as const;
+const PRINCIPAL_TYPES = ['human', 'agent'] as const;
+
+export interface GatewayRoute {
+  path: string;
+  min_assurance?: (typeof ASSURANCE)[number];
+  principals?: Array<(typeof PRINCIPAL_TYPES)[number]>;
+  scopes?: string[];
+  dpop?: 'required' | 'allowed';
+  public?: true;
+}
+
+export interface GatewayPolicy {
+  mode: 'observe' | 'canary' | 'enforce';
+  canary_percent?: number;
+  routes: GatewayRoute[];
+}
+
+export interface ClientMetadata {
+  client_name?: string;
+  client_uri?: string;
+  logo_uri?: string;
+  policy_uri?: string;
+  tos_uri?: string;
+  redirect_uris: string[];
+  post_logout_redirect_uris: string[];
+  grant_types: ClientGrantType[];
+  response_types: ['code'];
+  scope: string;
+  resources: string[];
+  access: { humans: boolean; agents: boolean };
+  token_endpoint_auth_method: ClientAuthMethod;
+  jwks?: { keys: JWK[] };
+  jwks_uri?: string;
+  /** RFC 9449 §5.2: when true, the client always asks for DPoP-bound tokens. */
+  dpop_bound_access_tokens: boolean;
+  gateway?: GatewayPolicy;
+}
+
+/** Defaults applied to omitted fields (documented in docs/oidc.md). */
+export const CLIENT_DEFAULTS = {
+  token_endpoint_auth_method: 'client_secret_basic',
+  grant_types: ['authorization_code'],
+  response_types: ['code'],
+  scope: 'openid',
+  resources: [],
+  post_logout_redirect_uris: [],
+  access: { humans: true, agents: false },
+  dpop_bound_access_tokens: false,
+} as const;
+
+const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200 };
+const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+function bad(message: string): never {
+  throw oauthError('invalid_client_metadata', message);
+}
+
+function badRedirect(message: string): never {
+  throw oauthError('invalid_redirect_uri', message);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function stringArray(value: unknown, field: string, max: number): string[] {
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) bad(`${field} must be an array of strings`);
+  if (value.length > max) bad(`${field} has more than ${max} entries`);
+  return [...new Set(value as string[])];
+}
+
+function optionalText(body: Record<string, unknown>, field: string): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || value.length === 0 || value.length > LIMITS.text) bad(`${field} must be a string of 1 to ${LIMITS.text} characters`);
+  return value;
+}
+
+function optionalHttpsUri(body: Record<string, unknown>, field: string): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || value.length > 2000) bad(`${field} must be a URL`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    bad(`${field} must be an absolute URL`);
+  }
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) bad(`${field} must use https`);
+  return value;
+}
+
+function redirectList(value: unknown, field: string, required: boolean): string[] {
+  if (value === undefined || value === null) {
+    if (required) badRedirect(`${field} is required: register at least one exact callback URL`);
+    return [];
+  }
+  if (!Array.isArray(value)) badRedirect(`${field} must be an array of URLs`);
+  if (value.length > LIMITS.redirectUris) badRedirect(`${field} has more than ${LIMITS.redirectUris} entries`);
+  if (required && value.length === 0) badRedirect(`${field} must list at least one exact callback URL`);
+  for (const uri of value) {
+    const problem = validateRedirectUriForRegistration(uri);
+    if (problem) badRedirect(`${field}: ${typeof uri === 'string' ? uri.slice(0, 100) : 'an entry'} ${problem.message}`);
+  }
+  return [...new Set(value as string[])];
+}
+
+function validateJwks(value: unknown): { keys: JWK[] } {
+  if (!isObject(value) || !Array.isArray(value.keys) || value.keys.length === 0) bad('jwks must be {"keys": [...]} with at least one key');
+  if (value.keys.length > LIMITS.jwksKeys) bad(`jwks has more than ${LIMITS.jwksKeys} keys`);
+  for (const key of value.keys) {
+    if (!isObject(key) || !['EC', 'RSA', 'OKP'].includes(key.kty as string)) bad('jwks keys must be EC, RSA or OKP public keys');
+    if (PRIVATE_JWK_MEMBERS.some((member) => member in key)) bad('jwks must not contain private key material');
+  }
+  return { keys: value.keys as JWK[] };
+}
+
+function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]): GatewayPolicy {
+  if (!isObject(value)) bad('gateway must be an object');
+  const { mode } = value;
+  if (mode !== 'observe' && mode !== 'canary' && mode !== 'enforce') bad('gateway.mode must be one of observe, canary, enforce');
+  const policy: GatewayPolicy = { mode, routes: [] };
+  if (value.canary_percent !== undefined) {
+    const percent = value.canary_percent;
+    if (typeof percent !== 'number' || !Number.isInteger(percent) || percent < 0 || percent > 100) bad('gateway.canary_percent must be an integer from 0 to 100');
+    policy.canary_percent = percent;
+  } else if (mode === 'canary') {
+    bad('gateway.canary_percent is required in canary mode');
+  }
+  if (!Array.isArray(value.routes)) bad('gateway.routes must be an array');
+  if (value.routes.length > LIMITS.routes) bad(`gateway.routes has more than ${LIMITS.routes} entries`);
+  const seen = new Set<string>();
+  value.routes.forEach((raw, i) => {
+    const at = `gateway.routes[${i}]`;
+    if (!isObject(raw)) bad(`${at} must be an object`);
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public'];
+    const unknown = Object.keys(raw).find((key) => !known.includes(key));
+    if (unknown !== undefined) bad(`${at}.${unknown} is not a route field`);
+    const { path } = raw;
+    if (typeof path !== 'string' || !path.startsWith('/') || path.length > 500 || /[?#\s]/.test(path)) bad(`${at}.path must be an absolute path without query or fragment`);
+    if (path === '/_gate' || path.startsWith('/_gate/')) bad(`${at}.path must not be under the reserved /_gate/`);
+    if (seen.has(path)) bad(`${at}.path repeats another route`);
+    seen.add(path);
+    const route: GatewayRoute = { path };
+    if (raw.min_assurance !== undefined) {
+      if (!(ASSURANCE as readonly unknown[]).includes(raw.min_assurance)) bad(`${at}.min_assurance must be one of ${ASSURANCE.join(', ')}`);
+      route.min_assurance = raw.min_assurance as GatewayRoute['min_assurance'];
+    }
+    if (raw.principals !== undefined) {
+      const principals = Array.isArray(raw.principals) ? raw.principals : [null];
+      if (principals.length === 0 || principals.some((p) => !(PRINCIPAL_TYPES as readonly unknown[]).includes(p))) bad(`${at}.principals must list human and/or agent`);
+      route.principals = [...new Set(principals)] as GatewayRoute['principals'];
+    }
+    if (raw.scopes !== undefined) {
+      if (!Array.isArray(raw.scopes) || raw.scopes.some((s) => typeof s !== 'string' || s.includes(' '))) bad(`${at}.scopes must be an array of scope tokens`);
+      route.scopes = scopeTokens(raw.scopes.join(' '));
+    }
+    if (raw.dpop !== undefined) {
+      if (raw.dpop !== 'required' && raw.dpop !== 'allowed') bad(`${at}.dpop must be required or allowed`);
+      route.dpop = raw.dpop;
+    }
+    if (raw.public !== undefined) {
+      if (raw.public !== true) bad(`${at}.public must be true when present`);
+      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required') bad(`${at} is public and cannot also demand assurance, principals, scopes or DPoP`);
+      route.public = true;
+    }
+    policy.routes.push(route);
+  });
+  return policy;
+}
+
+/**
+ * Validates and normalizes registration metadata. Unknown fields are ignored (RFC 7591 §2);
+ * omitted ones take the defaults, which is also how an RFC 7592 update treats them.
+ */
+export function validateClientMetadata(body: unknown): ClientMetadata {
+  if (!isObject(body)) bad('the registration request must be a JSON object');
+
+  const method = body.token_endpoint_auth_method ?? CLIENT_DEFAULTS.token_endpoint_auth_method;
+  if (!(AUTH_METHODS as readonly unknown[]).includes(method)) bad(`token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}`);
+
+  const responseTypes = body.response_types === undefined ? ['code'] : stringArray(body.response_types, 'response_types', 5);
+  if (responseTypes.length !== 1 || responseTypes[0] !== 'code') bad('response_types must be ["code"]: only the authorization code flow is offered');
+
+  const grantTypes = body.grant_types === undefined ? [...CLIENT_DEFAULTS.grant_types] : stringArray(body.grant_types, 'grant_types', 5);
+  const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
+  if (unknownGrant !== undefined) bad(`grant_types may hold authorization_code and refresh_token only, not ${unknownGrant.slice(0, 60)}`);
+  if (!grantTypes.includes('authorization_code')) bad('grant_types must include authorization_code');
+
+  let scopes: string[];
+  try {
+    scopes = parseScope(body.scope ?? CLIENT_DEFAULTS.scope);
+  } catch {
+    bad('scope must be space-separated scope tokens');
+  }
+  if (scopes.length === 0) bad('scope must not be empty');
+  if (scopes.includes('offline_access') && !grantTypes.includes('refresh_token')) bad('scope offline_access needs the refresh_token grant registered');
+
+  const resources = body.resources === undefined ? [] : stringArray(body.resources, 'resources', LIMITS.resources);
+  for (const resource of resources) {
+    const problem = validateResourceForRegistration(resource);
+    if (problem) bad(`resources: ${resource.slice(0, 100)} ${problem}`);
+  }
+
+  let access: ClientMetadata['access'] = { ...CLIENT_DEFAULTS.access };
+  if (body.access !== undefined) {
+    const a = body.access;
+    if (!isObject(a) || typeof a.humans !== 'boolean' || typeof a.agents !== 'boolean') bad('access must be {"humans": boolean, "agents": boolean}');
+    if (!a.humans && !a.agents) bad('access must allow humans, agents or both');
+    access = { humans: a.humans, agents: a.agents };
+  }
+
+  const dpop = body.dpop_bound_access_tokens ?? false;
+  if (typeof dpop !== 'boolean') bad('dpop_bound_access_tokens must be a boolean');
+
+  const metadata: ClientMetadata = {
+    redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
+    post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
+    grant_types: grantTypes as ClientGrantType[],
+    response_types: ['code'],
+    scope: scopes.join(' '),
+    resources,
+    access,
+    token_endpoint_auth_method: method as ClientAuthMethod,
+    dpop_bound_access_tokens: dpop,
+  };
+  for (const field of ['client_name'] as const) {
+    const value = optionalText(body, field);
+    if (value !== undefined) metadata[field] = value;
+  }
+  for (const field of ['client_uri', 'logo_uri', 'policy_uri', 'tos_uri'] as const) {
+    const value = optionalHttpsUri(body, field);
+    if (value !== undefined) metadata[field] = value;
+  }
+
+  const hasJwks = body.jwks !== undefined && body.jwks !== null;
+  const hasJwksUri = body.jwks_uri !== undefined && body.jwks_uri !== null;
+  if (hasJwks && hasJwksUri) bad('send jwks or jwks_uri, not both (RFC 7591 §2)');
+  if (method === 'private_key_jwt') {
+    if (!hasJwks && !hasJwksUri) bad('private_key_jwt needs jwks or jwks_uri');
+  } else if (hasJwks || hasJwksUri) {
+    bad('jwks and jwks_uri are only for private_key_jwt clients');
+  }
+  if (hasJwks) metadata.jwks = validateJwks(body.jwks);
+  if (hasJwksUri) {
+    const uri = optionalHttpsUri(body, 'jwks_uri');
+    if (uri !== undefined) metadata.jwks_uri = uri;
+  }
+
+  if (body.gateway !== undefined && body.gateway !== null) {
+    metadata.gateway = validateGateway(body.gateway, (value) => {
+      try {
+        return parseScope(value);
+      } catch {
+        bad('gateway route scopes must be scope tokens');
+      }
+    });
+  }
+  return metadata;
+}
+
+/** Public for `none`, confidential for every other method (spec "OIDC client": type). */
+export function clientTypeOf(method: ClientAuthMethod): ClientType {
+  return method === 'none' ? 'public' : 'confidential';
+}
+
+/** Whether the method authenticates with a shared secret we issue. */
+export function usesClientSecret(method: ClientAuthMethod): boolean {
+  return method === 'client_secret_basic' || method === 'client_secret_post';
+}

@@ -1,0 +1,60 @@
+import { fail, type KeyplaneError } from '../errors/keyplane-error.js';
+import type { Reason } from '../errors/reasons.js';
+
+/**
+ * RFC 6749 §5.2 and the extension registries name these `error` codes. OAuth endpoints answer
+ * with the envelope plus `error`/`error_description` (DESIGN "OIDC rules not shown in the spec").
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'unsupported_response_type'
+  | 'invalid_scope'
+  | 'access_denied'
+  | 'server_error'
+  | 'temporarily_unavailable'
+  | 'invalid_target'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'invalid_dpop_proof'
+  | 'use_dpop_nonce'
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata'
+  | 'login_required'
+  | 'consent_required'
+  | 'interaction_required'
+  | 'insufficient_user_authentication';
+
+/** The RFC 6749 error fields: `{error, error_description}` (the description omitted when empty). */
+export function oauthFields(error: OAuthErrorCode, description?: string): { error: OAuthErrorCode; error_description?: string } {
+  return description ? { error, error_description: description } : { error };
+}
+
+/**
+ * A KeyplaneError whose envelope also carries the RFC 6749 pair. `error` defaults to the
+ * reason itself, which is right whenever the reason is an RFC code (`invalid_target`, …).
+ */
+export function oauthError(reason: Reason, message: string, options: { error?: OAuthErrorCode; headers?: Record<string, string>; status?: number } = {}): KeyplaneError {
+  const error = options.error ?? (reason as OAuthErrorCode);
+  return fail(reason, message, {
+    fields: oauthFields(error, message),
+    ...(options.headers ? { headers: options.headers } : {}),
+    ...(options.status ? { status: options.status } : {}),
+  });
+}
+
+/**
+ * The query parameters of an authorization error redirect (RFC 6749 §4.1.2.1 with the RFC 9207
+ * `iss`). Only ever send them to a redirect URI that matched the registration exactly.
+ */
+export function authorizationErrorParams(input: { error: OAuthErrorCode; description?: string; state?: string; iss: string }): Record<string, string> {
+  return {
+    error: input.error,
+    ...(input.description ? { error_description: input.description } : {}),
+    ...(input.state !== undefined ? { state: input.state } : {}),
+    iss: input.iss,
+  };
+}

@@ -1,0 +1,39 @@
+import { oauthError } from './errors.js';
+
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/** Scopes this provider knows (spec "OIDC client": openid, email, profile, offline_access). */
+export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'offline_access'] as const;
+
+/**
+ * Splits a `scope` parameter into its tokens, in order, without duplicates. An absent or empty
+ * value is the empty list. Malformed syntax (double spaces, leading or trailing spaces, a
+ * forbidden character) throws `invalid_scope`.
+ */
+export function parseScope(value: unknown): string[] {
+  if (value === undefined || value === null || value === '') return [];
+  if (typeof value !== 'string') throw oauthError('invalid_scope', 'scope must be a space-separated string');
+  const tokens = value.split(' ');
+  if (tokens.some((token) => !SCOPE_TOKEN.test(token))) {
+    throw oauthError('invalid_scope', 'scope has a malformed token');
+  }
+  return [...new Set(tokens)];
+}
+
+/** Joins scope tokens with single spaces (the `scope` claim and parameter form). */
+export function formatScope(scopes: readonly string[]): string {
+  return [...new Set(scopes)].join(' ');
+}
+
+/**
+ * Checks that every requested scope is among `allowed` (the client's registered scope);
+ * throws `invalid_scope` naming the first that is not.
+ */
+export function checkScopeAllowed(requested: readonly string[], allowed: readonly string[]): void {
+  const unknown = requested.find((scope) => !allowed.includes(scope));
+  if (unknown !== undefined) {
+    const message = `scope ${unknown} is not registered for this client`;
+    throw oauthError('invalid_scope', message);
+  }
+}

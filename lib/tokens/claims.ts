@@ -1,0 +1,198 @@
+/**
+ * Claim sets for the tokens Keyplane issues (CONTRACT "Tokens", spec "Tokens", issue 5 item 4).
+ * Pure: the caller passes `now`, the session's proved assurance and the principal.
+ */
+
+/** Assurance levels, weakest first (CONTRACT "Tokens"). */
+export const ASSURANCE_LEVELS = ['recovery', 'email', 'passkey', 'sensitive'] as const;
+export type AssuranceLevel = (typeof ASSURANCE_LEVELS)[number];
+
+export type Principal =
+  | { type: 'human'; id: string }
+  | { type: 'agent'; id: `agt_${string}`; owner: string; kind: string };
+
+export interface SvcClaim {
+  assurance: AssuranceLevel;
+  principal: Principal;
+}
+
+export function isAssurance(value: unknown): value is AssuranceLevel {
+  return typeof value === 'string' && (ASSURANCE_LEVELS as readonly string[]).includes(value);
+}
+
+/** The rank of a level, 0 for `recovery`; a higher rank is stronger. */
+export function assuranceRank(level: AssuranceLevel): number {
+  return ASSURANCE_LEVELS.indexOf(level);
+}
+
+/**
+ * The assurance a token may state: what the sign-in proved, or less when the caller asks for
+ * less, never more (spec "What the service does" 4).
+ */
+export function capAssurance(proved: AssuranceLevel, reported?: AssuranceLevel): AssuranceLevel {
+  if (!isAssurance(proved)) throw new TypeError('unknown assurance level');
+  if (reported === undefined) return proved;
+  if (!isAssurance(reported)) throw new TypeError('unknown assurance level');
+  return assuranceRank(reported) < assuranceRank(proved) ? reported : proved;
+}
+
+interface CommonInput {
+  issuer: string;
+  /** The subject (`sub`): the identityId of a human, or the agent id of an agent. */
+  subject: string;
+  clientId: string;
+  /** Milliseconds since the epoch. */
+  now: number;
+  lifetimeSeconds: number;
+  /** When the user last authenticated, in milliseconds. */
+  authTime: number;
+  /** What the session proved. */
+  provedAssurance: AssuranceLevel;
+  /** An assurance to state instead, honoured only when it is not above the proved one. */
+  reportedAssurance?: AssuranceLevel;
+  /** Authentication methods (RFC 8176 values where they exist). */
+  amr: readonly string[];
+  principal: Principal;
+}
+
+export interface IdTokenInput extends CommonInput {
+  nonce?: string;
+  /** Opaque session id (OIDC Front-/Back-Channel Logout `sid`). */
+  sid?: string;
+  scopes: readonly string[];
+  /** The account's primary email; stated only with scope `email`. */
+  email?: { address: string; verified: boolean };
+  /** Profile claims; stated only with scope `profile`. */
+  profile?: { name?: string; preferred_username?: string };
+}
+
+export interface IdTokenClaims {
+  iss: string;
+  sub: string;
+  aud: string;
+  exp: number;
+  iat: number;
+  auth_time: number;
+  nonce?: string;
+  acr: AssuranceLevel;
+  amr: string[];
+  sid?: string;
+  email?: string;
+  email_verified?: boolean;
+  name?: string;
+  preferred_username?: string;
+  svc: SvcClaim;
+}
+
+export interface AccessTokenInput extends CommonInput {
+  /** The RFC 8707 resource granted (already checked exact); else the audience is the client. */
+  resource?: string;
+  scopes: readonly string[];
+  jti: string;
+  /** RFC 7638 thumbprint of the DPoP key the token is bound to. */
+  dpopJkt?: string;
+}
+
+export interface AccessTokenClaims {
+  iss: string;
+  sub: string;
+  aud: string;
+  exp: number;
+  iat: number;
+  jti: string;
+  client_id: string;
+  scope: string;
+  auth_time: number;
+  acr: AssuranceLevel;
+  amr: string[];
+  svc: SvcClaim;
+  cnf?: { jkt: string };
+}
+
+function seconds(ms: number): number {
+  return Math.floor(ms / 1000);
+}
+
+function checkPrincipal(subject: string, principal: Principal): Principal {
+  if (principal.type === 'human') {
+    // A human principal is the subject itself (CONTRACT: {"type": "human", "id": <sub>}).
+    if (principal.id !== subject) throw new TypeError('a human principal id must equal the subject');
+    return { type: 'human', id: principal.id };
+  }
+  if (principal.type === 'agent') {
+    if (!/^agt_[A-Za-z0-9_-]+$/.test(principal.id)) throw new TypeError('an agent principal id must start with agt_');
+    if (!principal.owner || !principal.kind) throw new TypeError('an agent principal needs owner and kind');
+    if (principal.owner === principal.id) throw new TypeError('an agent cannot own itself');
+    return { type: 'agent', id: principal.id, owner: principal.owner, kind: principal.kind };
+  }
+  throw new TypeError('unknown principal type');
+}
+
+function common(input: CommonInput) {
+  if (!Number.isInteger(input.lifetimeSeconds) || input.lifetimeSeconds <= 0) throw new TypeError('lifetimeSeconds must be a positive integer');
+  const assurance = capAssurance(input.provedAssurance, input.reportedAssurance);
+  const iat = seconds(input.now);
+  return {
+    iat,
+    exp: iat + input.lifetimeSeconds,
+    auth_time: seconds(input.authTime),
+    acr: assurance,
+    amr: [...new Set(input.amr)],
+    svc: { assurance, principal: checkPrincipal(input.subject, input.principal) },
+  };
+}
+
+/**
+ * The claims of an ID token (OIDC Core §2 and the spec's Tokens table): `aud` is the client
+ * alone, never a resource; `email` and `email_verified` only with scope `email`, and
+ * `email_verified` is exactly `true` only for a verified address.
+ */
+export function buildIdTokenClaims(input: IdTokenInput): IdTokenClaims {
+  const base = common(input);
+  const claims: IdTokenClaims = {
+    iss: input.issuer,
+    sub: input.subject,
+    aud: input.clientId,
+    exp: base.exp,
+    iat: base.iat,
+    auth_time: base.auth_time,
+    acr: base.acr,
+    amr: base.amr,
+    svc: base.svc,
+  };
+  if (input.nonce !== undefined) claims.nonce = input.nonce;
+  if (input.sid !== undefined) claims.sid = input.sid;
+  if (input.scopes.includes('email') && input.email) {
+    claims.email = input.email.address;
+    claims.email_verified = input.email.verified === true;
+  }
+  if (input.scopes.includes('profile') && input.profile) {
+    if (input.profile.name !== undefined) claims.name = input.profile.name;
+    if (input.profile.preferred_username !== undefined) claims.preferred_username = input.profile.preferred_username;
+  }
+  return claims;
+}
+
+/**
+ * The claims of an RFC 9068 JWT access token: `aud` is the granted resource or else the
+ * client, `client_id` and `scope` always, `cnf.jkt` when DPoP-bound (RFC 9449 §6.1).
+ */
+export function buildAccessTokenClaims(input: AccessTokenInput): AccessTokenClaims {
+  const base = common(input);
+  const claims: AccessTokenClaims = {
+    iss: input.issuer,
+    sub: input.subject,
+    aud: input.resource ?? input.clientId,
+    exp: base.exp,
+    iat: base.iat,
+    jti: input.jti,
+    client_id: input.clientId,
+    scope: [...new Set(input.scopes)].join(' '),
+    auth_time: base.auth_time,
+    acr: base.acr,
+    amr: base.amr,
+    svc: base.svc,
+  };
+  if (input.dpopJkt !== undefined) claims.cnf = { jkt: input.dpopJkt };
+  return claims;
+}

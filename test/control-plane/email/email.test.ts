@@ -1,0 +1,125 @@
+import t from 'tap';
+import type { DomainEvent } from '../../../control-plane/src/events/types.js';
+import { manualClock } from '../../helpers/build.js';
+import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
+import { linkIn, readOutbox } from '../../helpers/smtp.js';
+
+async function setup(t: { teardown(fn: () => unknown): void }) {
+  const clock = manualClock();
+  const built = await buildSignedIn(t, { now: clock.now });
+  const events: DomainEvent[] = [];
+  built.services.events.subscribe((_tx, event) => void events.push(event));
+  const mails = async () => {
+    await built.services.mailer.idle();
+    return readOutbox(built.config.dataDir);
+  };
+  return { ...built, clock, events, mails };
+}
+
+t.test('adding an address mails a verification link; opening it verifies without touching sessions', async (t) => {
+  const { app, signIn, services, events, mails } = await setup(t);
+  const { browser, identityId } = await signIn({ username: 'ada' });
+  const res = await browser.post('/auth/email/add', { email: 'Ada@Example.com' });
+  t.equal(res.statusCode, 200);
+  t.match(res.json(), { ok: true, email: 'ada@example.com', verified: false, sent: true, receipt: /^[0-9a-f]{64}$/ });
+  const [mail] = await mails();
+  t.match(mail, /^To: ada@example\.com\r$/m);
+  const link = linkIn(mail!, '/auth/email/verify');
+  t.ok(link);
+  const added = events.find((e) => e.type === 'email.added');
+  t.match(added, { identityId });
+  t.notOk(JSON.stringify(events).includes('example.com'), 'events never carry the address');
+
+  // Opened in another browser that has no session: verified, and still no session.
+  const other = new Browser(app);
+  const sessionsBefore = (await services.storage.sessions.listLive(identityId, services.now())).length;
+  const page = await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'text/html' });
+  t.equal(page.statusCode, 200);
+  t.match(page.headers['content-type'], /^text\/html/);
+  t.match(page.body, /Address verified/);
+  t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
+  t.notOk(other.cookies.has('kp_session'), 'no session is created');
+  t.equal((await services.storage.sessions.listLive(identityId, services.now())).length, sessionsBefore, 'no session is created or changed');
+  t.same((await services.storage.emails.listByIdentity(identityId)).map((e) => e.verifiedAt !== null), [true]);
+  t.ok(events.some((e) => e.type === 'email.verified' && e.identityId === identityId));
+
+  const again = await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'application/json' });
+  t.equal(again.statusCode, 410);
+  t.equal(again.json().reason, 'link_used');
+});
+
+t.test('verification answers JSON when asked, and refuses unknown or expired links clearly', async (t) => {
+  const { signIn, mails, clock, app } = await setup(t);
+  const { browser } = await signIn({ username: 'bob' });
+  await browser.post('/auth/email/add', { email: 'bob@example.com' });
+  await browser.post('/auth/email/add', { email: 'bob2@example.com' });
+  const [first, second] = await mails();
+  const url = new URL(linkIn(first!, '/auth/email/verify')!);
+  const json = await new Browser(app).get(url.pathname + url.search, { accept: 'application/json' });
+  t.equal(json.statusCode, 200);
+  t.match(json.json(), { ok: true, verified: true, already: false, receipt: /^[0-9a-f]{64}$/ });
+
+  const unknown = await new Browser(app).get('/auth/email/verify?token=' + 'A'.repeat(43), { accept: 'text/html' });
+  t.equal(unknown.statusCode, 400);
+  t.match(unknown.body, /This link does not work/);
+  t.match(unknown.body, /link_invalid/);
+  const missing = await new Browser(app).get('/auth/email/verify', { accept: 'application/json' });
+  t.equal(missing.json().reason, 'link_invalid');
+
+  clock.advance(86_400_000);
+  const late = new URL(linkIn(second!, '/auth/email/verify')!);
+  const expired = await new Browser(app).get(late.pathname + late.search, { accept: 'text/html' });
+  t.equal(expired.statusCode, 410);
+  t.match(expired.body, /expired/);
+});
+
+t.test('an address verified by one account cannot be verified by another', async (t) => {
+  const { signIn, mails, app } = await setup(t);
+  const { browser: ada } = await signIn({ username: 'ada' });
+  const { browser: mallory } = await signIn({ username: 'mallory' });
+  await mallory.post('/auth/email/add', { email: 'shared@example.com' });
+  await ada.post('/auth/email/add', { email: 'shared@example.com' });
+  const [toMallory, toAda] = await mails();
+  const adaLink = new URL(linkIn(toAda!, '/auth/email/verify')!);
+  t.equal((await new Browser(app).get(adaLink.pathname + adaLink.search, { accept: 'application/json' })).statusCode, 200);
+  const malloryLink = new URL(linkIn(toMallory!, '/auth/email/verify')!);
+  const taken = await new Browser(app).get(malloryLink.pathname + malloryLink.search, { accept: 'application/json' });
+  t.equal(taken.statusCode, 409);
+  t.equal(taken.json().reason, 'email_taken');
+});
+
+t.test('refuses adding without a session, a malformed address, and too many mails to one address', async (t) => {
+  const { app, signIn, mails } = await setup(t);
+  t.equal((await new Browser(app).post('/auth/email/add', { email: 'x@example.com' })).statusCode, 401);
+  const { browser } = await signIn({ username: 'cy' });
+  for (const email of ['not-an-address', 'a b@example.com', 'x@localhost']) {
+    const res = await browser.post('/auth/email/add', { email });
+    t.equal(res.json().reason, 'invalid_email', email);
+  }
+  for (let i = 0; i < 5; i++) t.equal((await browser.post('/auth/email/add', { email: 'cy@example.com' })).statusCode, 200);
+  const limited = await browser.post('/auth/email/add', { email: 'cy@example.com' });
+  t.equal(limited.statusCode, 429);
+  t.equal(limited.json().reason, 'rate_limited');
+  t.equal((await mails()).length, 5);
+});
+
+t.test('re-adding a verified address sends nothing', async (t) => {
+  const { signIn, mails, app } = await setup(t);
+  const { browser } = await signIn({ username: 'dee' });
+  await browser.post('/auth/email/add', { email: 'dee@example.com' });
+  const link = new URL(linkIn((await mails())[0]!, '/auth/email/verify')!);
+  await new Browser(app).get(link.pathname + link.search);
+  const again = await browser.post('/auth/email/add', { email: 'DEE@example.com' });
+  t.match(again.json(), { ok: true, verified: true, sent: false });
+  t.equal((await mails()).length, 1);
+});
+
+t.test('an account holds at most 10 addresses', async (t) => {
+  const { signIn } = await setup(t);
+  const { browser } = await signIn({ username: 'many' });
+  for (let i = 0; i < 10; i++) t.equal((await browser.post('/auth/email/add', { email: `a${i}@example.com` })).statusCode, 200);
+  const over = await browser.post('/auth/email/add', { email: 'a10@example.com' });
+  t.equal(over.statusCode, 409);
+  t.equal(over.json().reason, 'too_many_emails');
+  t.equal((await browser.post('/auth/email/add', { email: 'a3@example.com' })).statusCode, 200, 'one it holds can be re-sent');
+});

@@ -1,0 +1,130 @@
+import type { Storage } from '../../../control-plane/src/storage/types.js';
+
+interface Tap {
+  test(name: string, fn: (t: Tap) => Promise<void>): Promise<void> | unknown;
+  equal(a: unknown, b: unknown, m?: string): void;
+  same(a: unknown, b: unknown, m?: string): void;
+  ok(a: unknown, m?: string): void;
+  notOk(a: unknown, m?: string): void;
+  rejects(p: Promise<unknown>, m?: string): Promise<void> | unknown;
+}
+
+const identity = (identityId: string, username: string, founder = false) => ({
+  identityId, username, displayName: '', preferences: {}, founder, createdAt: 10, updatedAt: 10,
+});
+
+/** Behaviour every identity, credential, session and device store backend must show. */
+export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): void {
+  t.test('identity store: unique names, aliases that keep resolving, one founder', async (t) => {
+    const s = await open();
+    t.ok(await s.identities.create(identity('usr_a', 'ada', true)));
+    t.notOk(await s.identities.create(identity('usr_b', 'ada')), 'a taken name is refused');
+    t.ok(await s.identities.create(identity('usr_b', 'grace')));
+    await t.rejects(s.identities.create(identity('usr_c', 'third', true)), 'only one founder');
+    t.equal(await s.identities.count(), 2);
+    t.ok(await s.identities.founderExists());
+    t.equal((await s.identities.findByUsername('ada'))?.identityId, 'usr_a');
+    t.equal(await s.identities.findByUsername('nobody'), null);
+
+    t.ok(await s.identities.rename('usr_a', 'ada2', 20));
+    t.equal((await s.identities.get('usr_a'))?.username, 'ada2');
+    t.equal((await s.identities.findByUsername('ada'))?.identityId, 'usr_a', 'the old name still resolves');
+    t.same(await s.identities.aliases('usr_a'), ['ada']);
+    t.notOk(await s.identities.rename('usr_b', 'ada', 21), 'an alias cannot be taken by someone else');
+    t.notOk(await s.identities.create(identity('usr_d', 'ada')), 'nor claimed by a new account');
+    t.ok(await s.identities.rename('usr_a', 'ada', 22), 'taking back one\'s own alias');
+    t.same(await s.identities.aliases('usr_a'), ['ada2']);
+    t.equal((await s.identities.get('usr_a'))?.username, 'ada');
+
+    await s.identities.setDisplayName('usr_b', 'Grace Hopper', 30);
+    await s.identities.setPreferences('usr_b', { theme: 'dark' }, 31);
+    const grace = await s.identities.get('usr_b');
+    t.same([grace?.displayName, grace?.preferences, grace?.updatedAt, grace?.founder], ['Grace Hopper', { theme: 'dark' }, 31, false]);
+  });
+
+  t.test('credential store: public keys only on get, counters, unique ids', async (t) => {
+    const s = await open();
+    await s.identities.create(identity('usr_a', 'ada'));
+    const cred = (credId: string, createdAt: number) => ({
+      credId, identityId: 'usr_a', publicKey: new Uint8Array([1, 2, 3]), counter: 0, transports: ['internal'],
+      backupEligible: true, backedUp: false, label: credId, createdAt, lastUsedAt: null,
+    });
+    t.ok(await s.credentials.insert(cred('c2', 2)));
+    t.ok(await s.credentials.insert(cred('c1', 1)));
+    t.notOk(await s.credentials.insert(cred('c1', 3)), 'a credential id is registered once');
+    const listed = await s.credentials.listByIdentity('usr_a');
+    t.same(listed.map((c) => c.credId), ['c1', 'c2'], 'in creation order');
+    t.notOk(listed.some((c) => 'publicKey' in c), 'listings never carry the public key');
+    t.same((await s.credentials.get('c1'))?.publicKey, new Uint8Array([1, 2, 3]));
+    t.equal(await s.credentials.countByIdentity('usr_a'), 2);
+    t.ok(await s.credentials.rename('usr_a', 'c1', 'Laptop'));
+    t.notOk(await s.credentials.rename('usr_b', 'c1', 'Stolen'), 'only the owner renames');
+    await s.credentials.recordUse('c1', { counter: 7, backedUp: true, at: 50 });
+    const used = await s.credentials.get('c1');
+    t.same([used?.label, used?.counter, used?.backedUp, used?.lastUsedAt, used?.transports], ['Laptop', 7, true, 50, ['internal']]);
+    t.notOk(await s.credentials.remove('usr_b', 'c1'), 'only the owner removes');
+    t.ok(await s.credentials.remove('usr_a', 'c1'));
+    t.equal(await s.credentials.get('c1'), null);
+  });
+
+  t.test('session store: live look-up by hash, idle and absolute expiry, revocation', async (t) => {
+    const s = await open();
+    await s.identities.create(identity('usr_a', 'ada'));
+    const session = (sessionId: string, deviceId: string) => ({
+      sessionId, tokenHash: `hash-${sessionId}`, identityId: 'usr_a', deviceId, assurance: 'passkey' as const, amr: ['pop', 'user'],
+      authTime: 100, stepUpAt: null, credId: 'c1', createdAt: 100, lastSeenAt: 100, idleExpiresAt: 200, absoluteExpiresAt: 1000, revokedAt: null,
+    });
+    await s.sessions.insert(session('s1', 'd1'));
+    await s.sessions.insert(session('s2', 'd1'));
+    await s.sessions.insert(session('s3', 'd2'));
+    await t.rejects(s.sessions.insert(session('s1', 'd1')), 'session ids are unique');
+    t.equal((await s.sessions.findLive('hash-s1', 150))?.sessionId, 's1');
+    t.same((await s.sessions.findLive('hash-s1', 150))?.amr, ['pop', 'user']);
+    t.equal(await s.sessions.findLive('hash-s1', 200), null, 'idle expiry');
+    await s.sessions.touch('s1', 190, 5000);
+    const touched = await s.sessions.findLive('hash-s1', 500);
+    t.same([touched?.lastSeenAt, touched?.idleExpiresAt], [190, 1000], 'idle expiry never passes the absolute one');
+    t.equal(await s.sessions.findLive('hash-s1', 1000), null, 'absolute expiry');
+
+    await s.sessions.stepUp('s1', { at: 300, assurance: 'passkey', amr: ['pop', 'user', 'otp'], credId: 'c2' });
+    const stepped = await s.sessions.findLive('hash-s1', 301);
+    t.same([stepped?.stepUpAt, stepped?.authTime, stepped?.amr, stepped?.credId], [300, 300, ['pop', 'user', 'otp'], 'c2']);
+
+    t.same((await s.sessions.listLive('usr_a', 150)).map((x) => x.sessionId), ['s1', 's2', 's3']);
+    t.notOk(await s.sessions.revoke('usr_b', 's2', 150), 'only the owner revokes');
+    t.ok(await s.sessions.revoke('usr_a', 's2', 150));
+    t.notOk(await s.sessions.revoke('usr_a', 's2', 151), 'revoking twice finds nothing');
+    t.equal(await s.sessions.findLive('hash-s2', 151), null);
+    t.equal(await s.sessions.revokeDevice('usr_a', 'd1', 160), 1, 'revokes the device\'s remaining live session');
+    t.same((await s.sessions.listLive('usr_a', 161)).map((x) => x.sessionId), ['s3']);
+  });
+
+  t.test('device store: upsert keeps first seen, per identity', async (t) => {
+    const s = await open();
+    await s.identities.create(identity('usr_a', 'ada'));
+    await s.identities.create(identity('usr_b', 'grace'));
+    await s.devices.upsert('usr_a', 'd1', 10);
+    await s.devices.upsert('usr_a', 'd1', 20);
+    await s.devices.upsert('usr_a', 'd2', 15);
+    await s.devices.upsert('usr_b', 'd1', 30);
+    t.same(await s.devices.list('usr_a'), [
+      { deviceId: 'd1', identityId: 'usr_a', createdAt: 10, lastSeenAt: 20 },
+      { deviceId: 'd2', identityId: 'usr_a', createdAt: 15, lastSeenAt: 15 },
+    ]);
+    t.notOk(await s.devices.remove('usr_a', 'd3'));
+    t.ok(await s.devices.remove('usr_a', 'd1'));
+    t.same((await s.devices.list('usr_a')).map((d) => d.deviceId), ['d2']);
+    t.same((await s.devices.list('usr_b')).map((d) => d.deviceId), ['d1'], 'another identity\'s ledger is untouched');
+  });
+
+  t.test('account writes in a failed transaction leave nothing behind', async (t) => {
+    const s = await open();
+    await t.rejects(s.transaction(async (tx) => {
+      await tx.identities.create(identity('usr_x', 'xavier'));
+      await tx.devices.upsert('usr_x', 'd1', 1);
+      throw new Error('abort');
+    }));
+    t.equal(await s.identities.findByUsername('xavier'), null);
+    t.equal(await s.identities.count(), 0);
+  });
+}

@@ -1,0 +1,67 @@
+import type { Test } from 'tap';
+import type { Storage, StoredClient } from '../../../control-plane/src/storage/types.js';
+import { validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
+
+type Tap = Test;
+
+function client(clientId: string, ownerId: string | null, redirect: string): StoredClient {
+  return {
+    clientId,
+    type: 'confidential',
+    metadata: validateClientMetadata({ redirect_uris: [redirect], gateway: { mode: 'enforce', routes: [{ path: '/', min_assurance: 'passkey' }] } }),
+    secretHash: 'a'.repeat(64),
+    secretIssuedAt: 1,
+    ownerId,
+    registrationTokenHash: 'b'.repeat(64),
+    revision: 1,
+    createdAt: 1,
+    updatedAt: 1,
+  };
+}
+
+/** Behaviour every ClientStore backend must show. */
+export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): void {
+  t.test('client store: insert, read back, list by owner and redirect URIs', async (t) => {
+    const storage = await open();
+    const one = client('cl_1', 'usr_a', 'https://one.example.com/cb');
+    await storage.clients.insert(one);
+    await storage.clients.insert(client('cl_2', null, 'https://two.example.com/cb'));
+    t.same(await storage.clients.get('cl_1'), one, 'metadata round-trips');
+    t.equal(await storage.clients.get('cl_nope'), null);
+    t.same((await storage.clients.listByOwner('usr_a')).map((c) => c.clientId), ['cl_1']);
+    t.same((await storage.clients.allRedirectUris()).sort(), ['https://one.example.com/cb', 'https://two.example.com/cb']);
+    await t.rejects(storage.clients.insert(one), 'client ids are unique');
+  });
+
+  t.test('client store: an update applies only on the expected revision', async (t) => {
+    const storage = await open();
+    await storage.clients.insert(client('cl_1', null, 'https://one.example.com/cb'));
+    const metadata = validateClientMetadata({ redirect_uris: ['https://new.example.com/cb'], token_endpoint_auth_method: 'none' });
+    const updated = await storage.clients.update('cl_1', 1, { type: 'public', metadata, secretHash: null, secretIssuedAt: null, at: 5 });
+    t.equal(updated?.revision, 2);
+    t.equal(updated?.type, 'public');
+    t.equal(updated?.secretHash, null);
+    t.equal(updated?.updatedAt, 5);
+    t.same(updated?.metadata.redirect_uris, ['https://new.example.com/cb']);
+    t.equal(await storage.clients.update('cl_1', 1, { type: 'public', metadata, secretHash: null, secretIssuedAt: null, at: 6 }), null, 'a stale revision changes nothing');
+    t.equal(await storage.clients.update('cl_nope', 1, { type: 'public', metadata, secretHash: null, secretIssuedAt: null, at: 6 }), null);
+    t.equal((await storage.clients.get('cl_1'))?.revision, 2);
+  });
+
+  t.test('client store: remove', async (t) => {
+    const storage = await open();
+    await storage.clients.insert(client('cl_1', null, 'https://one.example.com/cb'));
+    t.equal(await storage.clients.remove('cl_1'), true);
+    t.equal(await storage.clients.remove('cl_1'), false);
+    t.equal(await storage.clients.get('cl_1'), null);
+  });
+
+  t.test('client store: a rolled-back transaction leaves no client', async (t) => {
+    const storage = await open();
+    await t.rejects(storage.transaction(async (tx) => {
+      await tx.clients.insert(client('cl_1', null, 'https://one.example.com/cb'));
+      throw new Error('abort');
+    }));
+    t.equal(await storage.clients.get('cl_1'), null);
+  });
+}

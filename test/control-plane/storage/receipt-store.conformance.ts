@@ -1,0 +1,67 @@
+import type { Test } from 'tap';
+import type { Storage } from '../../../control-plane/src/storage/types.js';
+import { canonicalJson } from '../../../lib/ledger/canonical-json.js';
+import { hashReceipt, treeKeyOf } from '../../../lib/ledger/receipt.js';
+
+type Tap = Test;
+
+const receipt = (n: number) => ({ kind: 'test.event', at: '2026-11-22T12:00:00.000Z', outcome: 'success', n });
+
+/** Behaviour every ReceiptStore backend must show. */
+export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): void {
+  t.test('receipt store: append in a transaction, get by hash, pending oldest first', async (t) => {
+    const storage = await open();
+    const hashes = [3, 1, 2].map((n) => hashReceipt(receipt(n)));
+    await storage.transaction(async (tx) => {
+      for (const [i, n] of [3, 1, 2].entries()) await tx.receipts.append(receipt(n), hashes[i]!, 1000 + i);
+    });
+    const got = await storage.receipts.get(hashes[0]!);
+    t.same(got, { hash: hashes[0], body: canonicalJson(receipt(3)), treeKey: treeKeyOf(hashes[0]!), createdAt: 1000, epoch: null, index: null, path: null });
+    t.equal(await storage.receipts.get('00'.repeat(32)), undefined, 'an unknown hash');
+    t.same((await storage.receipts.pending(10)).map((p) => p.hash), hashes, 'pending in arrival order');
+    t.same((await storage.receipts.pending(2)).map((p) => p.hash), hashes.slice(0, 2), 'limited');
+    t.equal(await storage.receipts.pendingCount(), 3);
+    await t.rejects(storage.receipts.append(receipt(3), hashes[0]!, 0), 'hashes are unique');
+  });
+
+  t.test('receipt store: a rolled-back transaction leaves no receipt', async (t) => {
+    const storage = await open();
+    const hash = hashReceipt(receipt(9));
+    await t.rejects(storage.transaction(async (tx) => {
+      await tx.receipts.append(receipt(9), hash, 0);
+      throw new Error('the action failed');
+    }));
+    t.equal(await storage.receipts.get(hash), undefined);
+  });
+
+  t.test('receipt store: assign an epoch, store checkpoints, find neighbours by key', async (t) => {
+    const storage = await open();
+    const hashes = [1, 2, 3, 4].map((n) => hashReceipt(receipt(n)));
+    for (const [i, h] of hashes.entries()) await storage.receipts.append(receipt(i + 1), h, i);
+    const sorted = [...hashes].sort((a, b) => Buffer.compare(treeKeyOf(a), treeKeyOf(b)));
+    const path = (i: number) => [Buffer.alloc(32, i), Buffer.alloc(32, i + 100)];
+    await storage.transaction(async (tx) => {
+      await tx.receipts.insertCheckpoint({ epoch: 1, jws: 'a.b.c', root: 'ab'.repeat(32), size: 3, prev: null, sealedAt: 5 });
+      await tx.receipts.assignEpoch(1, sorted.slice(0, 3).map((hash, index) => ({ hash, index, path: path(index) })));
+    });
+    t.same(await storage.receipts.checkpoint(1), { epoch: 1, jws: 'a.b.c', root: 'ab'.repeat(32), size: 3, prev: null, sealedAt: 5 });
+    t.same(await storage.receipts.latestCheckpoint(), await storage.receipts.checkpoint(1));
+    t.equal(await storage.receipts.checkpoint(2), undefined);
+    const sealed = await storage.receipts.get(sorted[1]!);
+    t.same([sealed!.epoch, sealed!.index, sealed!.path], [1, 1, path(1)]);
+    t.same((await storage.receipts.pending(10)).map((p) => p.hash), [sorted[3]]);
+    await t.rejects(storage.receipts.assignEpoch(2, [{ hash: sorted[0]!, index: 0, path: [] }]), 'a sealed receipt is never sealed again');
+    await t.rejects(storage.receipts.insertCheckpoint({ epoch: 1, jws: 'd.e.f', root: 'cd'.repeat(32), size: 1, prev: null, sealedAt: 6 }), 'an epoch is sealed once');
+
+    const middle = await storage.receipts.neighbours(1, treeKeyOf(sorted[1]!));
+    t.same([middle.left?.index, middle.match?.index, middle.right?.index], [0, 1, 2]);
+    t.same(middle.left!.treeKey, treeKeyOf(sorted[0]!));
+    t.same(middle.left!.path, path(0));
+    const below = await storage.receipts.neighbours(1, Buffer.alloc(32, 0));
+    t.same([below.left, below.match, below.right?.index], [undefined, undefined, 0]);
+    const above = await storage.receipts.neighbours(1, Buffer.alloc(32, 0xff));
+    t.same([above.left?.index, above.match, above.right], [2, undefined, undefined]);
+    t.same((await storage.receipts.neighbours(2, Buffer.alloc(32, 1))), {}, 'an unsealed epoch has no keys');
+    t.same((await storage.receipts.epochReceipts(1)).map((r) => [r.hash, r.index]), sorted.slice(0, 3).map((h, i) => [h, i]));
+  });
+}

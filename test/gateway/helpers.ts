@@ -1,0 +1,158 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { SignJWT, calculateJwkThumbprint, createLocalJWKSet, exportJWK, type JSONWebKeySet, type JWK } from 'jose';
+import { loadGatewayConfig } from '../../config/load.js';
+import { computeAth } from '../../lib/dpop/verify-dpop-proof.js';
+import type { GatewayPolicy } from '../../lib/gateway/policy.js';
+import { GATEWAY_CONFIG_TYP } from '../../lib/gateway/signed-config.js';
+import { writeSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import { startGateway, type RunningGateway } from '../../gateway/src/server.js';
+import type { SharedState } from '../../lib/runtime/shared-state/index.js';
+import { tempDir } from '../helpers/build.js';
+
+interface Tap {
+  teardown(fn: () => unknown): void;
+}
+
+export const CONTROL_PLANE = 'http://localhost:4400';
+export const CLIENT_ID = 'gw-test';
+
+/** The control plane's signing key, as a test stands in for it. */
+const cp = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+let cachedJwks: JSONWebKeySet | undefined;
+export async function controlPlaneJwks(): Promise<JSONWebKeySet> {
+  cachedJwks ??= { keys: [{ ...(await exportJWK(cp.publicKey)), kid: 'cp-1', alg: 'ES256', use: 'sig' }] };
+  return cachedJwks;
+}
+
+export async function signConfig(version: number, policy: GatewayPolicy, now = Date.now()): Promise<string> {
+  const iat = Math.floor(now / 1000);
+  return new SignJWT({ version, gateway: policy })
+    .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: GATEWAY_CONFIG_TYP })
+    .setIssuer(CONTROL_PLANE).setAudience(CLIENT_ID).setIssuedAt(iat).setExpirationTime(iat + 600)
+    .sign(cp.privateKey);
+}
+
+export interface TokenInput {
+  audience: string;
+  sub?: string;
+  scope?: string;
+  assurance?: string;
+  principal?: 'human' | 'agent';
+  jkt?: string;
+  issuer?: string;
+  expiresIn?: number;
+}
+
+export async function signAccessToken(input: TokenInput): Promise<string> {
+  const iat = Math.floor(Date.now() / 1000);
+  const sub = input.sub ?? 'user-1';
+  const claims: Record<string, unknown> = {
+    client_id: 'api-client', scope: input.scope ?? 'read', acr: input.assurance ?? 'passkey', amr: ['hwk'], auth_time: iat,
+    svc: { assurance: input.assurance ?? 'passkey', principal: input.principal === 'agent' ? { type: 'agent', id: 'agt_x', owner: 'user-9', kind: 'bot' } : { type: 'human', id: sub } },
+  };
+  if (input.jkt) claims['cnf'] = { jkt: input.jkt };
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: 'at+jwt' })
+    .setIssuer(input.issuer ?? CONTROL_PLANE).setAudience(input.audience).setSubject(sub).setIssuedAt(iat)
+    .setExpirationTime(iat + (input.expiresIn ?? 300)).setJti(randomUUID())
+    .sign(cp.privateKey);
+}
+
+/** A client's DPoP key and a proof maker for it. */
+export async function dpopClient(): Promise<{ jkt: string; proof(htm: string, htu: string, accessToken?: string): Promise<string> }> {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = (await exportJWK(publicKey)) as JWK;
+  return {
+    jkt: await calculateJwkThumbprint(jwk),
+    proof: (htm, htu, accessToken) => new SignJWT({ htm, htu, jti: randomUUID(), ...(accessToken ? { ath: computeAth(accessToken) } : {}) })
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
+      .setIssuedAt()
+      .sign(privateKey),
+  };
+}
+
+export interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  rawHeaders: string[];
+  body: string;
+}
+
+export interface Upstream {
+  url: string;
+  server: Server;
+  seen: Seen[];
+  last(): Seen;
+}
+
+/** A local upstream that echoes what it received as JSON (and records it); `handler` takes over when it returns true. */
+export async function startUpstream(t: Tap, handler?: (req: IncomingMessage, res: ServerResponse) => boolean, onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): Promise<Upstream> {
+  const seen: Seen[] = [];
+  const server = createServer((req, res) => {
+    if (handler?.(req, res)) return;
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body });
+      res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes', 'proxy-authenticate': 'Basic' });
+      res.end(JSON.stringify({ ok: true, url: req.url, headers: req.headers, body }));
+    });
+  });
+  if (onUpgrade) server.on('upgrade', onUpgrade);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, seen, last: () => seen.at(-1)! };
+}
+
+export interface TestGateway {
+  running: RunningGateway;
+  /** The public URL. */
+  url: string;
+  /** Where it listens (differs from `url` when a public URL is configured). */
+  local: string;
+  dataDir: string;
+  logs: string[];
+  configure(policy: GatewayPolicy, version?: number): Promise<void>;
+  sessionCookie(session?: Partial<GateSession>): Promise<string>;
+}
+
+export async function startTestGateway(t: Tap, options: { upstream?: string; policy?: GatewayPolicy; overrides?: Record<string, unknown>; dataDir?: string; state?: SharedState } = {}): Promise<TestGateway> {
+  const dataDir = options.dataDir ?? tempDir(t, 'keyplane-gw-');
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: { port: 0, dataDir, controlPlane: CONTROL_PLANE, clientId: CLIENT_ID, logLevel: 'info', ...(options.upstream ? { upstream: options.upstream } : {}), ...options.overrides },
+  });
+  const logs: string[] = [];
+  const logStream = new Writable({ write(chunk, _e, done) { logs.push(String(chunk)); done(); } });
+  const jwks = await controlPlaneJwks();
+  const running = await startGateway(config, { controlPlaneKeys: createLocalJWKSet(jwks), logStream, ...(options.state ? { state: options.state } : {}) });
+  t.teardown(() => running.close());
+  let version = 0;
+  const gateway: TestGateway = {
+    running,
+    url: running.url,
+    local: `http://127.0.0.1:${(running.server.address() as AddressInfo).port}`,
+    dataDir,
+    logs,
+    async configure(policy, next) {
+      version = next ?? version + 1;
+      await running.gateway.configHolder.accept(await signConfig(version, policy), jwks, Date.now());
+    },
+    async sessionCookie(session = {}) {
+      const full: GateSession = { sid: randomUUID(), sub: 'user-1', principalType: 'human', assurance: 'passkey', scopes: ['read'], email: 'ada@example.test', emailVerified: true, ...session };
+      const cookies = await writeSessionCookies(full, { keys: running.gateway.cookieKeys, now: Date.now(), secure: false, ttlSeconds: 600 });
+      return cookies.map((line) => line.split(';')[0]).join('; ');
+    },
+  };
+  if (options.policy) await gateway.configure(options.policy);
+  return gateway;
+}

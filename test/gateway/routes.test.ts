@@ -1,0 +1,56 @@
+import t from 'tap';
+import { connect } from 'node:net';
+import { once } from 'node:events';
+import { request } from 'undici';
+import { startTestGateway } from './helpers.js';
+
+const POLICY = { mode: 'enforce' as const, routes: [{ path: '/', min_assurance: 'email' as const }] };
+
+async function raw(url: string, text: string): Promise<string> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  await once(socket, 'connect');
+  socket.write(text);
+  let out = '';
+  socket.setEncoding('utf8');
+  for await (const chunk of socket) out += chunk;
+  return out;
+}
+
+t.test('reserved /_gate paths answer with envelopes', async (t) => {
+  const gw = await startTestGateway(t, { policy: POLICY });
+  const unknown = await request(`${gw.url}/_gate/nothing`);
+  t.equal(unknown.statusCode, 404);
+  t.match(await unknown.body.json(), { ok: false, reason: 'not_found' });
+  for (const [path, method] of [['/_gate/jwks', 'POST'], ['/_gate/signin', 'POST'], ['/_gate/signout', 'PUT']] as const) {
+    const res = await request(`${gw.url}${path}`, { method });
+    t.equal(res.statusCode, 405, `${method} ${path}`);
+    t.match(await res.body.json(), { reason: 'method_not_allowed' });
+  }
+  const badAcr = await request(`${gw.url}/_gate/signin?acr_values=platinum`);
+  t.equal(badAcr.statusCode, 400);
+  t.match(await badAcr.body.json(), { reason: 'invalid_request' });
+  const post = await request(`${gw.url}/_gate/signout`, { method: 'POST' });
+  t.equal(post.statusCode, 302, 'sign-out also takes POST');
+  const head = await request(`${gw.url}/healthz`, { method: 'HEAD' });
+  t.equal(head.statusCode, 200);
+  await head.body.dump();
+});
+
+t.test('without a client id sign-in is not ready; without an upstream only forward auth works', async (t) => {
+  const anonymousClient = await startTestGateway(t, { overrides: { clientId: undefined } });
+  const signin = await request(`${anonymousClient.url}/_gate/signin`);
+  t.equal(signin.statusCode, 503);
+  t.match(await signin.body.json(), { reason: 'not_ready' });
+  await t.rejects(anonymousClient.configure(POLICY), { code: 'wrong_audience' }, 'and no config can be for it');
+  const gw = await startTestGateway(t, { policy: POLICY });
+  const cookie = await gw.sessionCookie();
+  const proxied = await request(`${gw.url}/app`, { headers: { cookie } });
+  t.equal(proxied.statusCode, 502);
+  t.match(await proxied.body.json(), { reason: 'upstream_unavailable' });
+  t.equal((await request(`${gw.url}/_gate/auth`, { headers: { cookie } })).statusCode, 200);
+  const upgrade = await raw(gw.url, `GET /socket HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nCookie: ${cookie}\r\n\r\n`);
+  t.match(upgrade, /^HTTP\/1\.1 502 /);
+  const badPath = await raw(gw.url, 'GET /a/../b HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  t.match(badPath, /^HTTP\/1\.1 400 /);
+  t.match(badPath, /"reason":"invalid_path"/);
+});

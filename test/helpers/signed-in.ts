@@ -1,0 +1,89 @@
+import type { FastifyInstance } from 'fastify';
+import { build, TEST_ISSUER, type Built, type BuildOptions } from './build.js';
+import { startSession } from '../../control-plane/src/sessions/start-session.js';
+
+interface Tap {
+  teardown(fn: () => unknown): void;
+}
+
+export const ORIGIN = new URL(TEST_ISSUER).origin;
+
+/** A browser in tests: keeps cookies (device and session) across requests, sends our Origin on POSTs. */
+export class Browser {
+  readonly cookies = new Map<string, string>();
+  constructor(readonly app: FastifyInstance) {}
+
+  header(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+
+  absorb(setCookie: string | string[] | undefined): void {
+    for (const line of [setCookie ?? []].flat()) {
+      const [pair, ...attributes] = line.split(';');
+      const eq = pair!.indexOf('=');
+      const name = pair!.slice(0, eq).trim();
+      const value = pair!.slice(eq + 1).trim();
+      const expired = attributes.some((a) => /max-age=0\b/i.test(a.trim()) || /expires=thu, 01 jan 1970/i.test(a.trim()));
+      if (expired || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+  }
+
+  async request(method: 'GET' | 'POST', url: string, payload?: unknown, headers: Record<string, string> = {}) {
+    const res = await this.app.inject({
+      method, url,
+      headers: { ...(this.cookies.size ? { cookie: this.header() } : {}), ...(method === 'POST' ? { origin: ORIGIN } : {}), ...headers },
+      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+    });
+    this.absorb(res.headers['set-cookie'] as string | string[] | undefined);
+    return res;
+  }
+
+  post(url: string, payload: unknown = {}, headers?: Record<string, string>) {
+    return this.request('POST', url, payload, headers);
+  }
+
+  get(url: string, headers?: Record<string, string>) {
+    return this.request('GET', url, undefined, headers);
+  }
+}
+
+export interface SignInOptions {
+  username: string;
+  founder?: boolean;
+  /** Sign-in level; `sensitive` signs in at `passkey` and records a step-up now. */
+  assurance?: 'recovery' | 'email' | 'passkey' | 'sensitive';
+}
+
+/**
+ * Builds a control plane with one extra test-only route that creates an account and signs a
+ * browser in through the real `startSession` (the passkey ceremonies have their own suites).
+ */
+export async function buildSignedIn(t: Tap, options: BuildOptions = {}): Promise<Built & { signIn(o: SignInOptions, browser?: Browser): Promise<{ browser: Browser; identityId: string }> }> {
+  const built = await build(t, { ...options, skipReady: true });
+  const { app, services } = built;
+  app.post('/test/sign-in', async (request, reply) => {
+    const body = request.body as Required<SignInOptions>;
+    const now = services.now();
+    const existing = await services.storage.identities.findByUsername(body.username);
+    const identityId = existing?.identityId ?? `usr_${body.username}`;
+    return services.storage.transaction(async (tx) => {
+      if (!existing) {
+        await tx.identities.create({ identityId, username: body.username, displayName: '', preferences: {}, founder: body.founder, createdAt: now, updatedAt: now });
+      }
+      const level = body.assurance === 'sensitive' ? 'passkey' : body.assurance;
+      const { sessionId } = await startSession(app, reply, tx, { identityId, assurance: level, amr: level === 'passkey' ? ['pop', 'user'] : ['otp'] });
+      if (body.assurance === 'sensitive') await tx.sessions.stepUp(sessionId, { at: now, assurance: 'passkey', amr: ['pop', 'user'], credId: 'test-cred' });
+      return { ok: true, identityId, sessionId };
+    });
+  });
+  await app.ready();
+  return {
+    ...built,
+    async signIn(o, browser = new Browser(app)) {
+      const res = await browser.post('/test/sign-in', { founder: false, assurance: 'passkey', ...o });
+      if (res.statusCode !== 200) throw new Error(`test sign-in failed: ${res.body}`);
+      return { browser, identityId: res.json().identityId as string };
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { build } from '../../helpers/build.js';
+import { signUp } from '../../helpers/accounts.js';
+
+/**
+ * An outside verifier: a Python script written from the RFCs and CONTRACT.md alone checks a real
+ * passkey sign-in's receipt (JCS hash, RFC 9162 path, ES256 checkpoint against the JWKS).
+ * Needs python3 with the `cryptography` package; skipped without it unless KEYPLANE_REQUIRE_ALL=1.
+ */
+const SCRIPT = fileURLToPath(new URL('./verify_receipt.py', import.meta.url));
+const probe = spawnSync('python3', ['-c', 'import cryptography'], { encoding: 'utf8' });
+const available = probe.status === 0;
+
+function verify(input: unknown): { code: number | null; out: string } {
+  const run = spawnSync('python3', [SCRIPT], { input: JSON.stringify(input), encoding: 'utf8' });
+  return { code: run.status, out: `${run.stdout}${run.stderr}`.trim() };
+}
+
+const required = process.env['KEYPLANE_REQUIRE_ALL'] === '1';
+if (!available && required) t.fail('python3 with the cryptography package is required (KEYPLANE_REQUIRE_ALL=1)');
+const skip = available || required ? false : 'python3 with the cryptography package is not installed: the outside-verifier suite is skipped';
+
+t.test('an independent Python verifier accepts a sign-in receipt and refuses altered ones', { skip }, async (t) => {
+  const { app, services } = await build(t, { config: { 'ledger.sealIntervalMs': 60_000 } });
+  const account = await signUp(app, 'outside-verifier');
+  const begin = await app.inject({ method: 'GET', url: '/auth/assertion-options' });
+  const done = await app.inject({ method: 'POST', url: '/auth/assertion-verify', headers: { origin: account.headers.origin }, payload: { response: account.authenticator.get(begin.json().options) } });
+  t.equal(done.statusCode, 200);
+  const hash = done.json().receipt as string;
+  t.match(hash, /^[0-9a-f]{64}$/, 'the sign-in answer carries its receipt hash');
+  await services.ledger.sealNow();
+  const body = (await app.inject({ method: 'GET', url: `/receipts/${hash}` })).json();
+  t.equal(body.receipt.kind, 'session.started');
+  const jwks = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+  const input = { hash, receipt: body.receipt, proof: body.proof, checkpoint: body.checkpoint, jwks };
+  t.same(verify(input), { code: 0, out: 'ok' });
+  t.equal(verify({ ...input, receipt: { ...body.receipt, outcome: 'failure' } }).code, 1, 'an altered receipt');
+  t.equal(verify({ ...input, proof: { ...body.proof, index: (body.proof.index + 1) % body.proof.size } }).code, 1, 'another index');
+  const [h, p, s] = (body.checkpoint as string).split('.');
+  t.equal(verify({ ...input, checkpoint: `${h}.${p}.${s!.slice(0, -4)}AAAA` }).code, 1, 'a broken signature');
+});

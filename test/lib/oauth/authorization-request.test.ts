@@ -1,0 +1,54 @@
+import t from 'tap';
+import { buildRedirect, checkAuthorizationRequest, decideAuthorization, readClientId, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
+
+const client = {
+  clientId: 'cl_1',
+  redirectUris: ['https://app.example.com/cb'],
+  scope: 'openid email offline_access',
+  grantTypes: ['authorization_code', 'refresh_token'],
+  resources: ['https://api.example.com'],
+  allowsHumans: true,
+};
+const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
+const good = { client_id: 'cl_1', redirect_uri: 'https://app.example.com/cb', response_type: 'code', code_challenge: challenge, code_challenge_method: 'S256', scope: 'openid email', state: 's' };
+
+t.test('accepts a good request and reads every parameter', async (t) => {
+  const check = checkAuthorizationRequest({ ...good, nonce: 'n', resource: 'https://api.example.com', prompt: 'login consent', max_age: '30', acr_values: 'sensitive passkey bogus', response_mode: 'web_message' }, client);
+  t.ok(check.ok);
+  if (!check.ok) return;
+  t.match(check.request, { clientId: 'cl_1', responseMode: 'web_message', scopes: ['openid', 'email'], resource: 'https://api.example.com', prompt: ['login', 'consent'], maxAge: 30, acr: 'passkey', nonce: 'n', state: 's' });
+});
+
+t.test('never offers a redirect target before the redirect URI matched exactly', async (t) => {
+  const check = checkAuthorizationRequest({ ...good, redirect_uri: 'https://app.example.com/cb/', response_type: 'token' }, client);
+  t.same(check.ok, false);
+  t.equal((check as { target: unknown }).target, null);
+  t.equal(readClientId({ client_id: ['a', 'b'] }), null);
+});
+
+t.test('refuses human sign-in for an agents-only client', async (t) => {
+  const check = checkAuthorizationRequest(good, { ...client, allowsHumans: false });
+  t.match(check, { ok: false, error: 'unauthorized_client' });
+});
+
+const base: AuthorizationRequest = { clientId: 'cl_1', redirectUri: 'https://app.example.com/cb', responseMode: 'query', scopes: ['openid'], codeChallenge: challenge, prompt: [] };
+const session = { assurance: 'passkey' as const, authTime: 1_000_000 };
+
+t.test('decides: sign in, step up, approve, or issue', async (t) => {
+  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approvedScopes: null }), { action: 'login' });
+  t.match(decideAuthorization({ request: { ...base, prompt: ['none'] }, session: undefined, now: 2_000_000, approvedScopes: null }), { action: 'refuse', error: 'login_required' });
+  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approvedScopes: null }), { action: 'consent' });
+  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approvedScopes: ['openid', 'email'] }), { action: 'issue', approval: 'remembered' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['consent'] }, session, now: 2_000_000, approvedScopes: ['openid'] }), { action: 'consent' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approvedScopes: null }), { action: 'issue', approval: 'prompt_none' });
+  t.same(decideAuthorization({ request: { ...base, acr: 'sensitive' }, session, now: 2_000_000, approvedScopes: null }), { action: 'step_up' });
+  t.match(decideAuthorization({ request: { ...base, acr: 'sensitive', prompt: ['none'] }, session, now: 2_000_000, approvedScopes: null }), { action: 'refuse', error: 'interaction_required' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 11_000, approvedScopes: ['openid'] }), { action: 'login' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 9_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, approvedScopes: ['openid'] }), { action: 'login' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, loginAfter: 900_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' });
+});
+
+t.test('buildRedirect keeps the registered query and appends parameters', async (t) => {
+  t.equal(buildRedirect('https://app.example.com/cb?tenant=a', { code: 'c d', state: 's' }), 'https://app.example.com/cb?tenant=a&code=c+d&state=s');
+});

@@ -1,0 +1,64 @@
+import t from 'tap';
+import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
+
+function reasonOf(body: unknown): string | undefined {
+  try {
+    validateClientMetadata(body);
+  } catch (error) {
+    return isKeyplaneError(error) ? error.reason : 'not a KeyplaneError';
+  }
+  return undefined;
+}
+
+t.test('applies the documented defaults', async (t) => {
+  t.same(validateClientMetadata({ redirect_uris: ['https://a.example.com/cb'], unknown_field: 'ignored' }), {
+    redirect_uris: ['https://a.example.com/cb'],
+    post_logout_redirect_uris: [],
+    grant_types: ['authorization_code'],
+    response_types: ['code'],
+    scope: 'openid',
+    resources: [],
+    access: { humans: true, agents: false },
+    token_endpoint_auth_method: 'client_secret_basic',
+    dpop_bound_access_tokens: false,
+  });
+});
+
+t.test('keeps optional descriptive fields and dedupes lists', async (t) => {
+  const metadata = validateClientMetadata({
+    redirect_uris: ['https://a.example.com/cb', 'https://a.example.com/cb'],
+    client_name: 'A', client_uri: 'https://a.example.com', logo_uri: 'https://a.example.com/logo.png',
+    scope: 'openid openid email', dpop_bound_access_tokens: true,
+  });
+  t.same(metadata.redirect_uris, ['https://a.example.com/cb']);
+  t.equal(metadata.scope, 'openid email');
+  t.match(metadata, { client_name: 'A', client_uri: 'https://a.example.com', logo_uri: 'https://a.example.com/logo.png', dpop_bound_access_tokens: true });
+});
+
+t.test('refuses malformed descriptive fields', async (t) => {
+  const base = { redirect_uris: ['https://a.example.com/cb'] };
+  t.equal(reasonOf({ ...base, client_name: '' }), 'invalid_client_metadata');
+  t.equal(reasonOf({ ...base, client_uri: 'http://a.example.com' }), 'invalid_client_metadata');
+  t.equal(reasonOf({ ...base, logo_uri: 'not a url' }), 'invalid_client_metadata');
+  t.equal(reasonOf({ ...base, dpop_bound_access_tokens: 'yes' }), 'invalid_client_metadata');
+  t.equal(reasonOf({ ...base, scope: '' }), 'invalid_client_metadata');
+  t.equal(reasonOf({ ...base, redirect_uris: ['https://a.example.com/cb'], grant_types: 'authorization_code' }), 'invalid_client_metadata');
+  t.equal(reasonOf([]), 'invalid_client_metadata');
+  t.equal(reasonOf({ redirect_uris: Array.from({ length: 21 }, (_v, i) => `https://a.example.com/${i}`) }), 'invalid_redirect_uri');
+  t.equal(reasonOf({ ...base, gateway: { mode: 'enforce', routes: [{ path: '/', scopes: ['a b'] }] } }), 'invalid_client_metadata');
+  t.equal(reasonOf({ ...base, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://keys.example.com' }), 'invalid_client_metadata');
+});
+
+t.test('accepts private_key_jwt with a jwks_uri', async (t) => {
+  const metadata = validateClientMetadata({ redirect_uris: ['https://a.example.com/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://a.example.com/jwks' });
+  t.equal(metadata.jwks_uri, 'https://a.example.com/jwks');
+});
+
+t.test('derives the client type and secret use from the auth method', async (t) => {
+  t.equal(clientTypeOf('none'), 'public');
+  t.equal(clientTypeOf('private_key_jwt'), 'confidential');
+  t.ok(usesClientSecret('client_secret_post'));
+  t.notOk(usesClientSecret('private_key_jwt'));
+  t.notOk(usesClientSecret('none'));
+});
