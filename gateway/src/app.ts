@@ -8,6 +8,7 @@ import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../lib/errors/reasons.js';
 import { buildUpstreamAssertion } from '../../lib/gateway/assertion.js';
+import { buildGatewayEvidence } from '../../lib/gateway/evidence.js';
 import { applyForwardedHeaders, type ClientView } from '../../lib/gateway/forwarded.js';
 import { buildIdentityHeaders, stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import { evaluatePolicy, type Caller, type Decision } from '../../lib/gateway/policy.js';
@@ -49,6 +50,8 @@ export interface Gateway {
   cookieKeys: readonly CookieKey[];
   state: SharedState;
   log: Logger;
+  /** A signed evidence report of what this gateway holds and did (not yet sent anywhere: the control plane's endpoint is to come). */
+  evidence(ttlSeconds?: number): Promise<string>;
   handleRequest(req: IncomingMessage, res: ServerResponse): void;
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Stops the upstream pool (in-flight requests finish first unless `force`). */
@@ -108,6 +111,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     })
     : undefined;
   const assertions = new Map<string, { jwt: string; until: number }>();
+  const startedAt = now();
+  let lastEnforcementAt: number | null = null;
   const sessions = new Map<string, { session: GateSession; exp: number }>();
 
   // ---------- responses ----------
@@ -244,6 +249,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       return { who: { caller: null, session: null, api: true }, decision: { outcome: 'allow', route: null, enforced: false, wouldRefuse: 'unauthorized' } };
     }
     const decision = evaluatePolicy(held.policy, target.path, who.caller);
+    if (decision.outcome === 'refuse' || decision.enforced) lastEnforcementAt = now();
     if (decision.outcome === 'allow') {
       if (decision.wouldRefuse) {
         metrics.observed.inc({ reason: decision.wouldRefuse });
@@ -423,9 +429,29 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     answer();
   }
 
+  async function evidence(ttlSeconds = 60): Promise<string> {
+    const held = configHolder.current;
+    const byLabel = async (metric: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, string | number | undefined> }> }> }, label: string) => {
+      const out: Record<string, number> = {};
+      for (const value of (await metric.get()).values) {
+        const key = String(value.labels[label]);
+        out[key] = (out[key] ?? 0) + value.value;
+      }
+      return out;
+    };
+    const outcomes = await byLabel(metrics.requests, 'outcome');
+    return buildGatewayEvidence({
+      issuer: publicUrl, audience: controlPlane, clientId: config.clientId ?? '',
+      config: held ? { version: held.version, hash: held.hash, mode: held.policy.mode } : null,
+      counts: { allowed: outcomes['allowed'] ?? 0, refused: await byLabel(metrics.refusals, 'reason'), observed: await byLabel(metrics.observed, 'reason') },
+      lastEnforcementAt, startedAt, now: now(), ttlSeconds,
+    }, signingKey);
+  }
+
   return {
     publicUrl,
     config,
+    evidence,
     configHolder,
     metrics,
     signingKey,

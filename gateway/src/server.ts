@@ -3,17 +3,22 @@ import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from '../../config/types.js';
 import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
+import { createConfigPull, type ConfigPull } from './config-pull.js';
 
 export interface RunningGateway {
   url: string;
   gateway: Gateway;
   server: Server;
+  /** Present when client credentials are configured. */
+  configPull?: ConfigPull;
   close(): Promise<void>;
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 /** How long SIGTERM waits for in-flight requests and streams before cutting them. */
 const DRAIN_MS = 10_000;
+/** Config poll interval: a registration change must reach running gateways within 5 s (CONTRACT). */
+const CONFIG_PULL_MS = 2_000;
 
 /** The public URL when none is configured: loopback becomes localhost, as for the control plane (CONTRACT). */
 export function defaultGatewayUrl(host: string, port: number): string {
@@ -44,6 +49,19 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
     state ??= await openSharedState(config.redisUrl, 'kp:gate:');
     const gateway = await buildGateway({ ...config, publicUrl: url }, { ...deps, state });
     await gateway.configHolder.restore(Date.now());
+    // The control plane is asked for the config only with client credentials to ask with.
+    const pull = config.clientId && config.clientSecret
+      ? createConfigPull({
+        controlPlane: config.controlPlane, clientId: config.clientId, clientSecret: config.clientSecret, holder: gateway.configHolder,
+        now: deps.now ?? Date.now, intervalMs: CONFIG_PULL_MS,
+        onResult: (result) => {
+          gateway.metrics.configPulls.inc({ outcome: result.outcome });
+          if (result.outcome === 'installed') gateway.log.info({ event: 'gateway.config_installed', version: result.version }, 'signed config installed');
+          else if (result.outcome === 'refused') gateway.log.warn({ event: 'gateway.config_refused', reason: result.reason }, 'signed config refused; the held config stays in force');
+          else if (result.outcome === 'unavailable') gateway.log.debug({ event: 'gateway.config_unavailable', status: result.status }, 'control plane config not available');
+        },
+      })
+      : undefined;
     server.on('request', gateway.handleRequest);
     server.on('upgrade', gateway.handleUpgrade);
     const opened = state;
@@ -52,7 +70,9 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
       url,
       gateway,
       server,
+      ...(pull ? { configPull: pull } : {}),
       close: () => (closing ??= (async () => {
+        await pull?.stop();
         await drain(server);
         await gateway.close();
         if (ownsState) await opened.close();

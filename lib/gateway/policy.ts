@@ -106,7 +106,9 @@ export function isEnforced(policy: GatewayPolicy, caller: Caller | null): boolea
 export function evaluatePolicy(policy: GatewayPolicy, path: string, caller: Caller | null): Decision {
   const route = findRoute(policy.routes, path);
   const refusal = checkRoute(route, caller);
-  if (!refusal) return { outcome: 'allow', route, enforced: true };
+  // `enforced` says whether this decision would have held against a refusal: evidence reports
+  // the last enforced decision, and an observing gateway enforces nothing.
+  if (!refusal) return { outcome: 'allow', route, enforced: isEnforced(policy, caller) };
   if (!isEnforced(policy, caller)) return { outcome: 'allow', route, enforced: false, wouldRefuse: refusal.reason };
   return { outcome: 'refuse', route, ...refusal };
 }

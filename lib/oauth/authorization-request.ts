@@ -199,7 +199,7 @@ export function decideAuthorization(input: {
   request: AuthorizationRequest;
   session: SessionFacts | undefined;
   now: number;
-  /** When the request first asked for `prompt=login`: a sign-in at or after it honours the prompt. */
+  /** When the request first sent the user to sign in: a sign-in at or after it honours `prompt=login` and `max_age`. */
   loginAfter?: number;
   /** Scopes the account approved for this client before, or null. */
   approvedScopes: readonly string[] | null;
@@ -209,8 +209,11 @@ export function decideAuthorization(input: {
   if (!session) {
     return silent ? { action: 'refuse', error: 'login_required', description: 'there is no signed-in session' } : { action: 'login' };
   }
-  const freshLoginNeeded = request.prompt.includes('login') && !(input.loginAfter !== undefined && session.authTime >= input.loginAfter);
-  const tooOld = request.maxAge !== undefined && now - session.authTime > request.maxAge * 1000;
+  // A sign-in made after the request first sent the user to sign in honours both prompt=login
+  // and max_age (even max_age=0, which a clock alone could never satisfy).
+  const signedInSince = input.loginAfter !== undefined && session.authTime >= input.loginAfter;
+  const freshLoginNeeded = request.prompt.includes('login') && !signedInSince;
+  const tooOld = request.maxAge !== undefined && now - session.authTime > request.maxAge * 1000 && !signedInSince;
   if (freshLoginNeeded || tooOld) {
     return silent ? { action: 'refuse', error: 'login_required', description: 'the sign-in is older than max_age' } : { action: 'login' };
   }

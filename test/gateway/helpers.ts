@@ -28,11 +28,11 @@ export async function controlPlaneJwks(): Promise<JSONWebKeySet> {
   return cachedJwks;
 }
 
-export async function signConfig(version: number, policy: GatewayPolicy, now = Date.now()): Promise<string> {
+export async function signConfig(version: number, policy: GatewayPolicy, now = Date.now(), issuer = CONTROL_PLANE): Promise<string> {
   const iat = Math.floor(now / 1000);
   return new SignJWT({ version, gateway: policy })
     .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: GATEWAY_CONFIG_TYP })
-    .setIssuer(CONTROL_PLANE).setAudience(CLIENT_ID).setIssuedAt(iat).setExpirationTime(iat + 600)
+    .setIssuer(issuer).setAudience(CLIENT_ID).setIssuedAt(iat).setExpirationTime(iat + 600)
     .sign(cp.privateKey);
 }
 

@@ -54,3 +54,28 @@ t.test('without a client id sign-in is not ready; without an upstream only forwa
   t.match(badPath, /^HTTP\/1\.1 400 /);
   t.match(badPath, /"reason":"invalid_path"/);
 });
+
+t.test('signed evidence reports the held config, counts by reason and the last enforcement', async (t) => {
+  const { createLocalJWKSet, jwtVerify } = await import('jose');
+  const gw = await startTestGateway(t);
+  const jwks = createLocalJWKSet((await (await request(`${gw.url}/_gate/jwks`)).body.json()) as { keys: [] });
+  const before = await jwtVerify(await gw.running.gateway.evidence(), jwks, { issuer: gw.url, audience: 'http://localhost:4400', typ: 'keyplane-gateway-evidence+jwt' });
+  t.match(before.payload, { config: null, last_enforcement_at: null, client_id: 'gw-test' }, 'no config: nothing can look enforced');
+  await (await request(`${gw.url}/app`)).body.dump();
+
+  await gw.configure(POLICY);
+  const cookie = await gw.sessionCookie();
+  await (await request(`${gw.url}/_gate/auth`, { headers: { cookie } })).body.dump();
+  await (await request(`${gw.url}/_gate/auth`)).body.dump();
+  await (await request(`${gw.url}/_gate/auth`)).body.dump();
+  const jws = await gw.running.gateway.evidence(30);
+  const { payload, protectedHeader } = await jwtVerify(jws, jwks, { issuer: gw.url, audience: 'http://localhost:4400' });
+  t.equal(protectedHeader.typ, 'keyplane-gateway-evidence+jwt');
+  t.match(payload, {
+    sub: 'gw-test',
+    config: { version: 1, hash: gw.running.gateway.configHolder.current!.hash, mode: 'enforce' },
+    counts: { allowed: 1, refused: { unauthorized: 2, gateway_not_configured: 1 } },
+  });
+  t.type(payload['last_enforcement_at'], 'string');
+  t.equal(payload.exp! - payload.iat!, 30);
+});

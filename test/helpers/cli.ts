@@ -1,8 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
-/** Runs the CLI from source (tsx), exactly as `npx keyplane` runs the built one. */
-export const CLI = ['--import', 'tsx', 'cli/src/main.ts'];
+const BUILT = 'dist/cli/src/main.js';
+const SOURCES = ['cli', 'config', 'control-plane/src', 'gateway/src', 'lib'];
+
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Runs what `npx keyplane` runs: the build in dist/ (`npm test` builds it first), or the sources
+ * through tsx when the build is missing or older than them (a targeted run after an edit).
+ */
+export const CLI = existsSync(BUILT) && statSync(BUILT).mtimeMs >= Math.max(...SOURCES.map(newestSource))
+  ? [BUILT]
+  : ['--import', 'tsx', 'cli/src/main.ts'];
 
 export interface CliResult {
   code: number | null;

@@ -31,7 +31,7 @@ t.test('code flow: one-tap page, code, tokens, userinfo; a second request skips 
   t.equal(params.get('iss'), TEST_ISSUER);
 
   const token = await exchangeCode(app, client, code, verifier);
-  t.equal(token.statusCode, 200, token.body);
+  t.equal(token.statusCode, 200);
   t.match(token.headers['cache-control'], /no-store/);
   const body = token.json();
   t.match(body, { ok: true, token_type: 'Bearer', expires_in: 600, scope: 'openid email profile offline_access', refresh_token: /^[A-Za-z0-9_-]{43}$/, receipt: /^[0-9a-f]{64}$/ });
@@ -204,4 +204,37 @@ t.test('private_key_jwt: a signed client assertion authenticates once', async (t
     .setAudience(`${TEST_ISSUER}/auth/token`).setIssuedAt().setExpirationTime('2m').sign(otherKey);
   const bad = await app.inject({ method: 'POST', url: '/auth/token', headers, payload: new URLSearchParams({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, code_verifier: verifier, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: forged }).toString() });
   t.equal(bad.json().reason, 'invalid_client');
+});
+
+t.test('the token endpoint is rate limited per address', async (t) => {
+  const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'limits.authPerIpPerMinute': 3 } });
+  const client = await registerClient(built.app);
+  const attempt = () => built.app.inject({ method: 'POST', url: '/auth/token', headers: { authorization: basicAuth(client) }, payload: { grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, code_verifier: pkcePair().verifier } });
+  for (let i = 0; i < 3; i++) t.equal((await attempt()).statusCode, 400);
+  const limited = await attempt();
+  t.equal(limited.statusCode, 429);
+  t.match(limited.json(), { ok: false, reason: 'rate_limited', error: 'slow_down' });
+  t.ok(Number(limited.headers['retry-after']) >= 1);
+});
+
+t.test('a step-up shows as sensitive only while it lasts; a recovery sign-in stays recovery', async (t) => {
+  let now = Date.parse('2026-11-22T12:00:00Z');
+  const built = await buildSignedIn(t, { config: { adminToken: ADMIN }, now: () => now });
+  const client = await registerClient(built.app);
+  const { browser } = await built.signIn({ username: 'alice', assurance: 'sensitive' });
+  const { verifier, challenge } = pkcePair();
+  const { code } = await obtainCode(browser, goodRequest(client, challenge, { acr_values: 'sensitive' }));
+  const first = (await exchangeCode(built.app, client, code, verifier)).json();
+  t.match(decodeJwt(first.id_token), { acr: 'sensitive', svc: { assurance: 'sensitive' } });
+  now += 6 * 60_000;
+  const later = (await refresh(built.app, client, first.refresh_token)).json();
+  t.match(decodeJwt(later.id_token), { acr: 'passkey', svc: { assurance: 'passkey' } }, 'refreshed after the step-up window: passkey');
+  t.equal(decodeJwt(later.access_token).acr, 'passkey');
+
+  const { browser: recovered } = await built.signIn({ username: 'bob', assurance: 'recovery' });
+  const { code: code2 } = await obtainCode(recovered, goodRequest(client, challenge));
+  const rec = (await exchangeCode(built.app, client, code2, verifier)).json();
+  t.match(decodeJwt(rec.id_token), { acr: 'recovery', svc: { assurance: 'recovery' } });
+  const stepUp = await recovered.get(`/auth/authorize?${new URLSearchParams(goodRequest(client, challenge, { acr_values: 'passkey', prompt: 'none' }) as Record<string, string>)}`);
+  t.equal(redirectParams(stepUp).get('error'), 'interaction_required', 'acr_values=passkey is not met by a recovery sign-in');
 });

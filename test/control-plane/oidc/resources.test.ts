@@ -140,3 +140,19 @@ t.test('logout without a hint asks for confirmation with a same-origin form', as
   const after = await browser.get(`/auth/authorize?${new URLSearchParams(goodRequest(client, challenge, { prompt: 'none' }) as Record<string, string>)}`);
   t.equal(redirectParams(after).get('error'), 'login_required');
 });
+
+t.test('CORS for browser clients: registered redirect-URI origins only, no credentials', async (t) => {
+  const { app, tokens } = await setup(t);
+  const preflight = await app.inject({ method: 'OPTIONS', url: '/auth/token', headers: { origin: 'https://notes.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'dpop, content-type' } });
+  t.equal(preflight.statusCode, 204);
+  t.equal(preflight.headers['access-control-allow-origin'], 'https://notes.example.com');
+  t.match(preflight.headers['access-control-allow-headers'], /DPoP/);
+  t.notOk(preflight.headers['access-control-allow-credentials']);
+  const stranger = await app.inject({ method: 'OPTIONS', url: '/auth/token', headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'POST' } });
+  t.notOk(stranger.headers['access-control-allow-origin'], 'an unregistered origin gets no CORS grant');
+  const info = await app.inject({ method: 'GET', url: '/auth/userinfo', headers: { origin: 'https://notes.example.com', authorization: `Bearer ${tokens.access_token}` } });
+  t.equal(info.headers['access-control-allow-origin'], 'https://notes.example.com');
+  t.match(info.headers['access-control-expose-headers'], /WWW-Authenticate, DPoP-Nonce/);
+  const evil = await app.inject({ method: 'GET', url: '/auth/userinfo', headers: { origin: 'https://evil.example.com', authorization: `Bearer ${tokens.access_token}` } });
+  t.notOk(evil.headers['access-control-allow-origin']);
+});

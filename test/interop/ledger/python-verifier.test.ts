@@ -10,11 +10,12 @@ import { signUp } from '../../helpers/accounts.js';
  * Needs python3 with the `cryptography` package; skipped without it unless KEYPLANE_REQUIRE_ALL=1.
  */
 const SCRIPT = fileURLToPath(new URL('./verify_receipt.py', import.meta.url));
-const probe = spawnSync('python3', ['-c', 'import cryptography'], { encoding: 'utf8' });
-const available = probe.status === 0;
+// The first interpreter that has `cryptography`: PATH's python3, else Debian's (python3-cryptography).
+const PYTHON = ['python3', '/usr/bin/python3'].find((python) => spawnSync(python, ['-c', 'import cryptography'], { encoding: 'utf8' }).status === 0);
+const available = PYTHON !== undefined;
 
 function verify(input: unknown): { code: number | null; out: string } {
-  const run = spawnSync('python3', [SCRIPT], { input: JSON.stringify(input), encoding: 'utf8' });
+  const run = spawnSync(PYTHON!, [SCRIPT], { input: JSON.stringify(input), encoding: 'utf8' });
   return { code: run.status, out: `${run.stdout}${run.stderr}`.trim() };
 }
 

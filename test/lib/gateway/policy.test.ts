@@ -52,6 +52,8 @@ t.test('observe passes through and says what it would refuse', async (t) => {
   const observe: GatewayPolicy = { mode: 'observe', routes };
   t.match(evaluatePolicy(observe, '/api/admin', caller()), { outcome: 'allow', enforced: false, wouldRefuse: 'insufficient_user_authentication' });
   t.match(evaluatePolicy(observe, '/home', null), { outcome: 'allow', enforced: false, wouldRefuse: 'unauthorized' });
+  t.match(evaluatePolicy(observe, '/home', caller()), { outcome: 'allow', enforced: false }, 'an allowed request under observe was not enforced either');
+  t.match(evaluatePolicy(enforce, '/home', caller()), { outcome: 'allow', enforced: true });
 });
 
 t.test('canary enforces for a stable share of sessions', async (t) => {

@@ -47,6 +47,8 @@ t.test('decides: sign in, step up, approve, or issue', async (t) => {
   t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 9_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' });
   t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, approvedScopes: ['openid'] }), { action: 'login' });
   t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, loginAfter: 900_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'login' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, loginAfter: 1_000_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' }, 'max_age=0 is met by the sign-in it asked for');
 });
 
 t.test('buildRedirect keeps the registered query and appends parameters', async (t) => {

@@ -26,6 +26,9 @@ const MESSAGES = {
   insufficient_assurance: 'Please confirm it is you first (step up).',
   rate_limited: 'Too many attempts. Wait a minute and try again.',
   locked_out: 'Too many wrong codes. Try again later.',
+  totp_required: 'Enter the 6-digit code from your authenticator app.',
+  totp_invalid: 'That code is not right. Check the time on your phone and try the current code.',
+  totp_replayed: 'That code was used already. Wait for the next one.',
   unauthorized: 'Your session ended. Please sign in again.',
   origin_mismatch: 'This request came from another site and was refused.',
 };

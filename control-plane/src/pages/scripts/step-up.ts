@@ -19,7 +19,7 @@ form.addEventListener('submit', async (event) => {
     location.assign(form.dataset.return);
   } catch (error) {
     say(status, describe(error), true);
-    if (error && (error.reason === 'totp_required' || error.reason === 'invalid_totp_code')) code.focus();
+    if (error && (error.reason === 'totp_required' || error.reason === 'totp_invalid' || error.reason === 'totp_replayed')) code.focus();
   }
 });
 `;

@@ -31,7 +31,8 @@ ${founderSetup ? html`<p><strong>First run:</strong> choose the username of the 
   <button type="button" data-action="signin">Sign in with a passkey</button>
   <button type="button" class="secondary" data-action="signup">Create an account</button>
   <p id="status" role="status" aria-live="polite"></p>
-</form>`,
+</form>
+<p class="muted">No passkey at hand? <a href="/auth/magic/request">Email me a sign-in link</a> (verified addresses only) or <a href="/auth/recovery">use a backup code</a>.</p>`,
     });
   });
 }

@@ -166,7 +166,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       case 'issue':
         return issueCode(request, reply, client, authz, decision.approval);
       case 'login': {
-        const id = await park(carried(params), loginAfter ?? (authz.prompt.includes('login') ? now : undefined));
+        const id = await park(carried(params), loginAfter ?? now);
         return reply.redirect(`/auth?return=${encodeURIComponent(`/auth/authorize?resume=${id}`)}`, 303);
       }
       case 'step_up': {

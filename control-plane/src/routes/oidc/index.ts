@@ -4,8 +4,11 @@ import logoutRoutes from './logout.js';
 import oidcResourceRoutes from './resources.js';
 import tokenRoutes from './token.js';
 import { sameOriginReferrer } from './pages.js';
+import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
 
 const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect']);
+/** Endpoints a browser-based public client calls from its own origin (never with cookies). */
+const CORS_PATHS = ['/auth/token', '/auth/revoke', '/auth/userinfo'];
 const ERROR_CODES: Record<string, string> = { invalid_request: 'invalid_request', rate_limited: 'slow_down', unsupported_media_type: 'invalid_request', payload_too_large: 'invalid_request' };
 
 /**
@@ -34,6 +37,35 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
   // Used codes, refresh tokens past their idle end and revoked-token markers are dropped hourly.
   const purge = setInterval(() => void app.kp.storage.oidc.purgeExpired(app.kp.now()).catch(() => undefined), 3_600_000).unref();
   app.addHook('onClose', async () => clearInterval(purge));
+  // CORS for browser-based clients: only origins of registered redirect URIs, no credentials (the
+  // session cookie is never part of these calls), and the headers RFC 9449 §7.1 says to expose.
+  async function allowedOrigin(origin: string | undefined): Promise<boolean> {
+    if (origin === undefined || origin === 'null') return false;
+    return originsOf(await app.kp.storage.clients.allRedirectUris()).includes(origin);
+  }
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!CORS_PATHS.includes(request.routeOptions.url ?? '') || request.method === 'OPTIONS') return payload;
+    const origin = request.headers.origin;
+    if (await allowedOrigin(origin)) {
+      reply.header('access-control-allow-origin', origin!);
+      reply.header('access-control-expose-headers', 'WWW-Authenticate, DPoP-Nonce');
+    }
+    reply.header('vary', 'Origin');
+    return payload;
+  });
+  for (const path of CORS_PATHS) {
+    app.options(path, { schema: { tags: ['oidc'], summary: `CORS preflight for ${path} (registered client origins only)`, hide: true } }, async (request, reply) => {
+      const origin = request.headers.origin;
+      reply.header('vary', 'Origin');
+      if (await allowedOrigin(origin)) {
+        reply.header('access-control-allow-origin', origin!);
+        reply.header('access-control-allow-methods', path === '/auth/userinfo' ? 'GET, POST' : 'POST');
+        reply.header('access-control-allow-headers', 'Authorization, Content-Type, DPoP');
+        reply.header('access-control-max-age', '600');
+      }
+      return reply.code(204).send();
+    });
+  }
   await app.register(authorizeRoutes);
   await app.register(tokenRoutes);
   await app.register(oidcResourceRoutes);

@@ -95,15 +95,11 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
   const { storage, events, config } = app.kp;
   const limiter = new RateLimiter(app.kp.state);
 
-  async function limit(request: FastifyRequest, clientId: string | undefined): Promise<void> {
-    const max = config.limits.authPerIpPerMinute;
-    for (const [bucket, subject, cap] of [['token:ip', request.ip, max], ['token:client', clientId, max * 10]] as const) {
-      if (subject === undefined) continue;
-      const decision = await limiter.hit(bucket, subject, { max: cap, windowMs: 60_000 });
-      if (!decision.allowed) {
-        const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-        throw fail('rate_limited', `too many token requests; try again in ${seconds} s`, { headers: { 'retry-after': String(seconds) }, fields: { error: 'slow_down', error_description: 'too many token requests' } });
-      }
+  async function limit(bucket: 'token:ip' | 'token:client', subject: string, max: number): Promise<void> {
+    const decision = await limiter.hit(bucket, subject, { max, windowMs: 60_000 });
+    if (!decision.allowed) {
+      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      throw fail('rate_limited', `too many token requests; try again in ${seconds} s`, { headers: { 'retry-after': String(seconds) }, fields: { error: 'slow_down', error_description: 'too many token requests' } });
     }
   }
 
@@ -254,8 +250,11 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
   }, async (request, reply) => {
     noStore(reply);
     const body = readBody(request);
-    await limit(request, typeof body.client_id === 'string' ? body.client_id : undefined);
+    // Per address before authentication; per client only once the client is proven, so that
+    // nobody can use up another client's budget by naming it.
+    await limit('token:ip', request.ip, config.limits.authPerIpPerMinute);
     const client = await authenticateClient(app, request, body);
+    await limit('token:client', client.clientId, config.limits.authPerIpPerMinute * 10);
     const grantType = str(body, 'grant_type');
     if (!grantType) throw oauthError('invalid_request', 'grant_type is required');
     if (grantType !== 'authorization_code' && grantType !== 'refresh_token') throw oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
