@@ -41,8 +41,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
     bodyLimit: config.http.bodyLimit,
     trustProxy: (address: string) => trusted(address),
     genReqId: () => randomUUID(),
-    requestIdLogLabel: 'requestId',
-    disableRequestLogging: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },

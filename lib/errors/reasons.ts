@@ -93,7 +93,3 @@ export const REASONS = {
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;
-
-export function statusOf(reason: Reason): number {
-  return REASONS[reason].status;
-}

@@ -6,9 +6,11 @@ import { manualClock } from '../../helpers/build.js';
 import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
 import { linkIn, readOutbox } from '../../helpers/smtp.js';
 
+const ADMIN_TOKEN = 'a'.repeat(40);
+
 async function setup(t: { teardown(fn: () => unknown): void }) {
   const clock = manualClock();
-  const built = await buildSignedIn(t, { now: clock.now, state: new MemorySharedState(clock.now) });
+  const built = await buildSignedIn(t, { now: clock.now, state: new MemorySharedState(clock.now), config: { adminToken: ADMIN_TOKEN } });
   const events: DomainEvent[] = [];
   built.services.events.subscribe((_tx, event) => void events.push(event));
   const mails = async () => {
@@ -171,6 +173,26 @@ t.test('validates return: same-origin paths only; a bad one is refused and leave
   const good = await browser.get(pathOf(link));
   t.equal(good.statusCode, 303);
   t.equal(good.headers.location, '/account?tab=emails');
+});
+
+t.test('return may be a redirect URI a relying party registered, matched exactly', async (t) => {
+  const { app, signIn, services, mails } = await setup(t);
+  const { identityId } = await signIn({ username: 'hal' });
+  await verifiedEmail(services, identityId, 'hal@example.com');
+  const registered = await app.inject({
+    method: 'POST', url: '/register', headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { redirect_uris: ['https://app.example.com/welcome'], token_endpoint_auth_method: 'none' },
+  });
+  t.equal(registered.statusCode, 201, registered.body);
+  const browser = new Browser(app);
+  for (const nearMiss of ['https://app.example.com/welcome/', 'https://app.example.com/Welcome', 'https://app.example.com/welcome?x=1', 'https://app.example.com.evil.example/welcome']) {
+    t.equal((await browser.post('/auth/magic/request', { email: 'hal@example.com', return: nearMiss })).json().reason, 'invalid_return', nearMiss);
+  }
+  await browser.post('/auth/magic/request', { email: 'hal@example.com', return: 'https://app.example.com/welcome' });
+  const link = linkIn((await mails())[0]!, '/auth/magic')!;
+  const done = await browser.get(pathOf(link));
+  t.equal(done.statusCode, 303);
+  t.equal(done.headers.location, 'https://app.example.com/welcome');
 });
 
 t.test('a live stronger session of the same account is kept, not downgraded', async (t) => {

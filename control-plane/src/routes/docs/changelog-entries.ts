@@ -17,6 +17,10 @@ export const changelog: ChangelogEntry[] = [
       { area: 'foundation', text: 'Control plane skeleton: configuration, SQLite storage with migrations and online backup, shared state (in-process or Redis), rate limiting and lockout.' },
       { area: 'keys', text: 'ES256 key ring with a published next key, retired keys kept for verification, private keys encrypted at rest; `keyplane keys rotate`.' },
       { area: 'discovery', text: 'OpenID configuration, JWKS, protected-resource metadata, FedCM and WebAuthn well-known files, OpenAPI 3.1 description, agent introspection documents.' },
+      { area: 'accounts', text: 'Passkey sign-up and sign-in (usernameless too), founder bootstrap link, sessions and devices, step-up to `sensitive`, passkey management, TOTP, recovery codes, verified email and magic links, account pages and export.' },
+      { area: 'receipts', text: 'Tamper-evident receipt ledger: every sign-in, token issue and account change leaves a receipt; sorted-Merkle inclusion and absence proofs; signed, chained checkpoints; `keyplane receipt verify` and `keyplane ledger audit`.' },
+      { area: 'oidc', text: 'OpenID Connect provider: client registration (RFC 7591/7592), authorize with PKCE S256, one-tap and web_message popup, token with refresh rotation and DPoP, resource indicators, userinfo, revocation, introspection, RP-initiated logout.' },
+      { area: 'gateway', text: 'Edge-gate core: streaming reverse proxy, identity-header hygiene, signed assertions, encrypted cookie sessions, per-route policy, signed config holder, forward auth for nginx.' },
     ],
   },
 ];

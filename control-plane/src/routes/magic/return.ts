@@ -4,12 +4,14 @@ import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
 /**
  * Where a magic link may send the browser after sign-in: the validated target, or null.
  *
- * Today only paths on the issuer itself are accepted (`/account`, `/auth/authorize?…` to resume
- * an authorization request), given as a path or as an absolute URL with the issuer's origin.
- * EXTENSION POINT for the OIDC work: also accept the exact redirect URIs registered by relying
- * parties (look the URI up among registered clients and return it unchanged when it matches
- * exactly). Everything else — other origins, `//host`, `javascript:` — stays refused.
+ * Accepted: paths on the issuer itself (`/account`, `/auth/authorize?…` to resume an
+ * authorization request), as a path or an absolute URL with the issuer's origin; and a redirect
+ * URI some relying party registered, matched exactly as authorize matches them. Everything
+ * else — other origins, near misses, `//host`, `javascript:` — is refused.
  */
 export async function isAllowedReturn(app: FastifyInstance, url: string): Promise<string | null> {
-  return sameOriginReturn(url, app.kp.config.issuer);
+  const local = sameOriginReturn(url, app.kp.config.issuer);
+  if (local !== null) return local;
+  const registered = await app.kp.storage.clients.allRedirectUris();
+  return registered.includes(url) ? url : null;
 }
