@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ControlPlaneConfig } from '../../config/types.js';
+import { defaultPublicUrl, listen } from '../../lib/runtime/listen.js';
 import { buildControlPlane } from './app.js';
 import { openControlPlaneServices, type RunningServices } from './services.js';
 
@@ -12,13 +12,6 @@ export interface RunningControlPlane {
   close(): Promise<void>;
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
-
-/** The public URL when none is configured: browsers refuse IP addresses as WebAuthn RP IDs, so loopback becomes localhost. */
-export function defaultPublicUrl(host: string, port: number): string {
-  if (LOOPBACK.test(host)) return `http://localhost:${port}`;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
 
 /** Binds first (so `--port 0` knows its port before the issuer is fixed), then builds the app on that socket. */
 export interface StartHooks {
@@ -29,14 +22,7 @@ export interface StartHooks {
 
 export async function startControlPlane(config: ControlPlaneConfig, hooks: StartHooks = {}): Promise<RunningControlPlane> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, config.port, config.host);
   const issuer = config.issuer ?? defaultPublicUrl(config.host, port);
   let services: RunningServices | undefined;
   try {

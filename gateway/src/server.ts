@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from '../../config/types.js';
+import { defaultPublicUrl, listen } from '../../lib/runtime/listen.js';
 import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { createConfigPull, type ConfigPull } from './config-pull.js';
@@ -14,17 +14,11 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 /** How long SIGTERM waits for in-flight requests and streams before cutting them. */
 const DRAIN_MS = 10_000;
 /** Config poll interval: a registration change must reach running gateways within 5 s (CONTRACT). */
 const CONFIG_PULL_MS = 2_000;
 
-/** The public URL when none is configured: loopback becomes localhost, as for the control plane (CONTRACT). */
-export function defaultGatewayUrl(host: string, port: number): string {
-  if (LOOPBACK.test(host)) return `http://localhost:${port}`;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
 
 /**
  * Binds first (so `--port 0` knows its port before the public URL is fixed), then builds the
@@ -33,15 +27,8 @@ export function defaultGatewayUrl(host: string, port: number): string {
  */
 export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}): Promise<RunningGateway> {
   const server = createServer({ requestTimeout: 0 });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const url = (config.publicUrl ?? defaultGatewayUrl(config.host, port)).replace(/\/$/, '');
+  const port = await listen(server, config.port, config.host);
+  const url = (config.publicUrl ?? defaultPublicUrl(config.host, port)).replace(/\/$/, '');
   // Shared state given by the caller (tests, `keyplane up`) stays the caller's to close.
   const ownsState = !deps.state;
   let state: Awaited<ReturnType<typeof openSharedState>> | undefined = deps.state;
