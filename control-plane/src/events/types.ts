@@ -37,6 +37,7 @@ export type DomainEvent =
   | (EventBase & { type: 'client.registered'; clientId: string; ownerId: string | null; by: 'admin' | 'session'; revision: number })
   | (EventBase & { type: 'client.updated'; clientId: string; revision: number; secretIssued: boolean })
   | (EventBase & { type: 'client.deleted'; clientId: string })
+  | (EventBase & { type: 'client.secret_rotated'; clientId: string; revision: number })
   // OIDC provider (issue 5); `grantId` names the family of everything issued from one code
   | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' })
   | (EventBase & { type: 'token.issued'; clientId: string; identityId: string; grantId: string; dpop: boolean; refresh: boolean; resource: string | null })

@@ -4,6 +4,7 @@ import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../..
 import { randomId } from '../../../../lib/util/random.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../schemas.js';
+import appsRoutes from './apps.js';
 import { authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, describeClient, newSecret, secretAfterUpdate, staleRevision } from './registration.js';
 
 const stringArray = { type: 'array', items: { type: 'string' } } as const;
@@ -50,6 +51,8 @@ const registrationToken = [{ bearerAuth: [] }];
 export default async function clientRoutes(app: FastifyInstance): Promise<void> {
   // A signed-in session may register too: the app-wide session plugin fills request.kp.session.
   const { storage, events } = app.kp;
+  // The owner operations and the self-serve app page (GET /apps, POST /apps/...).
+  await app.register(appsRoutes);
 
   app.post('/register', {
     config: { discovery: { endpoint: 'registration_endpoint' } },

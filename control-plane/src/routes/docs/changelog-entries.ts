@@ -19,7 +19,7 @@ export const changelog: ChangelogEntry[] = [
       { area: 'discovery', text: 'OpenID configuration, JWKS, protected-resource metadata, FedCM and WebAuthn well-known files, OpenAPI 3.1 description, agent introspection documents.' },
       { area: 'accounts', text: 'Passkey sign-up and sign-in (usernameless too), founder bootstrap link, sessions and devices, step-up to `sensitive`, passkey management, TOTP, recovery codes, verified email and magic links, account pages and export.' },
       { area: 'receipts', text: 'Tamper-evident receipt ledger: every sign-in, token issue and account change leaves a receipt; sorted-Merkle inclusion and absence proofs; signed, chained checkpoints; `keyplane receipt verify` and `keyplane ledger audit`.' },
-      { area: 'oidc', text: 'OpenID Connect provider: client registration (RFC 7591/7592), authorize with PKCE S256, one-tap and web_message popup, token with refresh rotation and DPoP, resource indicators, userinfo, revocation, introspection, RP-initiated logout.' },
+      { area: 'oidc', text: 'OpenID Connect provider: client registration (RFC 7591/7592) and the self-serve `/apps` page with owner edits, secret rotation and revocation, authorize with PKCE S256, one-tap and web_message popup, token with refresh rotation and DPoP, resource indicators, userinfo, revocation, introspection, RP-initiated logout.' },
       { area: 'gateway', text: 'Edge-gate core: streaming reverse proxy, identity-header hygiene, signed assertions, encrypted cookie sessions, per-route policy, signed config holder, forward auth for nginx.' },
     ],
   },

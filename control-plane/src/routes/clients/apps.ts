@@ -1,0 +1,291 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
+import { randomId } from '../../../../lib/util/random.js';
+import { html, page, type SafeHtml } from '../../pages/layout.js';
+import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
+import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
+import type { StoredClient } from '../../storage/types.js';
+import { errorResponses, okObject } from '../schemas.js';
+import { describeClient, newSecret, secretAfterUpdate, staleRevision } from './registration.js';
+
+/**
+ * Owner operations and the self-serve app registration page ("developer page", issue 5 item 1).
+ *
+ * A signed-in user lists and registers their own clients; editing, secret rotation and
+ * revocation need a `sensitive` session of the owner. A client owned by someone else (or by the
+ * operator) answers 404 exactly like an unknown one. Every endpoint accepts JSON, and also the
+ * plain HTML form posts of GET /apps, which then get an HTML reply (or a 303 back to /apps).
+ */
+
+const session = [{ sessionCookie: [] }];
+const anyBody = { type: 'object', additionalProperties: true } as const;
+const clientParams = { type: 'object', required: ['client_id'], properties: { client_id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+const describedClient = { type: 'object', additionalProperties: true, properties: { client_id: { type: 'string' }, revision: { type: 'integer' } } } as const;
+const clientReply = okObject({ receipt: { type: 'string' }, client_id: { type: 'string' }, client_secret: { type: 'string', description: 'Shown once.' }, revision: { type: 'integer' } });
+
+/** Fields never taken from an owner's update body (they are server-managed). */
+const SERVER_FIELDS = ['ok', 'receipt', 'client_id', 'client_secret', 'client_secret_expires_at', 'client_id_issued_at', 'registration_access_token', 'registration_client_uri', 'client_type', 'revision', 'format'];
+
+const sensitiveSession = requireAssurance('sensitive');
+
+/**
+ * Editing, rotation and revocation: a `sensitive` session (403 `insufficient_assurance`). A form
+ * post from the page with a signed-in but not yet stepped-up session is sent to the step-up
+ * page instead (303), which returns to /apps, so the no-JavaScript path does not end on JSON.
+ */
+const ownerAction: SessionGuard = async (request, reply) => {
+  const current = request.kp.session;
+  if (current && isForm(request) && !meetsAssurance(current.assurance, 'sensitive')) return reply.redirect('/auth/step-up?return=%2Fapps', 303);
+  return sensitiveSession(request, reply);
+};
+
+function isForm(request: FastifyRequest): boolean {
+  return (request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
+}
+
+function bodyObject(request: FastifyRequest): Record<string, unknown> {
+  const body = request.body;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw fail('invalid_request', 'the body must be a JSON object or form data');
+  return { ...(body as Record<string, unknown>) };
+}
+
+/** A textarea of URIs, one per line (or whitespace-separated). */
+function uriList(value: unknown): string[] {
+  return [value ?? []].flat().flatMap((v) => String(v).split(/\s+/)).filter((v) => v !== '');
+}
+
+/** The page's registration form as RFC 7591 metadata. */
+function formRegistration(fields: Record<string, unknown>): Record<string, unknown> {
+  const confidential = fields.client_type === 'confidential';
+  return {
+    client_name: typeof fields.client_name === 'string' ? fields.client_name.trim() : fields.client_name,
+    redirect_uris: uriList(fields.redirect_uris),
+    token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
+  };
+}
+
+function revisionOf(value: unknown): number {
+  const revision = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : value;
+  if (typeof revision !== 'number' || !Number.isInteger(revision) || revision < 1) throw fail('invalid_request', 'revision is required: send the revision this edit is based on');
+  return revision;
+}
+
+/** The caller's own client, or 404 as if it did not exist. */
+async function ownClient(app: FastifyInstance, request: FastifyRequest): Promise<StoredClient> {
+  const { client_id: clientId } = request.params as { client_id: string };
+  const client = await app.kp.storage.clients.get(clientId);
+  if (!client || client.ownerId === null || client.ownerId !== request.kp.session!.identityId) throw fail('not_found', 'no such client');
+  return client;
+}
+
+/**
+ * The page posts forms back to us with the session: under the app-wide `no-referrer` Chromium
+ * sends `Origin: null` on a form POST, which the session plugin refuses. `same-origin` still
+ * sends nothing to other origins (same treatment as the OIDC pages).
+ */
+const sameOriginReferrer = new WeakSet<FastifyReply>();
+
+function sameOriginPage(reply: FastifyReply, body: string): string {
+  sameOriginReferrer.add(reply);
+  reply.type('text/html; charset=utf-8');
+  return body.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+}
+
+function listEntry(client: StoredClient) {
+  return {
+    client_id: client.clientId,
+    client_name: client.metadata.client_name ?? null,
+    client_type: clientTypeOf(client.metadata.token_endpoint_auth_method),
+    redirect_uris: client.metadata.redirect_uris,
+    revision: client.revision,
+    created_at: new Date(client.createdAt).toISOString(),
+    updated_at: new Date(client.updatedAt).toISOString(),
+  };
+}
+
+function appsPage(clients: StoredClient[], assurance: string, notice?: SafeHtml): SafeHtml {
+  const sensitive = assurance === 'sensitive';
+  return html`<h1>Your apps</h1>
+<p class="muted">Apps you registered to sign people in with Keyplane (OpenID Connect). The relying-party guide is <code>docs/oidc.md</code>.</p>
+${notice ?? ''}
+${sensitive ? '' : html`<p role="note">Editing, rotating a secret or revoking an app needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps">Confirm with your passkey</a> first.</p>`}
+<h2 id="list-heading">Registered apps</h2>
+${clients.length === 0 ? html`<p>You have not registered an app yet.</p>` : html`<table aria-labelledby="list-heading">
+<thead><tr><th scope="col">App</th><th scope="col">Client ID</th><th scope="col">Type</th><th scope="col">Actions</th></tr></thead>
+<tbody>
+${clients.map((c) => {
+    const id = encodeURIComponent(c.clientId);
+    const confidential = usesClientSecret(c.metadata.token_endpoint_auth_method);
+    return html`<tr>
+<td>${c.metadata.client_name ?? '(no name)'}</td>
+<td><code>${c.clientId}</code></td>
+<td>${clientTypeOf(c.metadata.token_endpoint_auth_method)}</td>
+<td>
+<form method="post" action="/apps/${id}/update">
+<input type="hidden" name="revision" value="${c.revision}">
+<label for="name-${c.clientId}">Name</label>
+<input id="name-${c.clientId}" name="client_name" type="text" value="${c.metadata.client_name ?? ''}" maxlength="100">
+<label for="uris-${c.clientId}">Redirect URIs (one per line)</label>
+<textarea id="uris-${c.clientId}" name="redirect_uris" rows="3" cols="40">${c.metadata.redirect_uris.join('\n')}</textarea>
+<button type="submit">Save</button>
+</form>
+${confidential ? html`<form method="post" action="/apps/${id}/rotate-secret"><button type="submit" class="secondary">Rotate secret</button></form>` : ''}
+<form method="post" action="/apps/${id}/revoke"><button type="submit" class="secondary" aria-describedby="revoke-note">Revoke app</button></form>
+</td>
+</tr>`;
+  })}
+</tbody>
+</table>
+<p id="revoke-note" class="muted">Revoking deletes the app at once; its sign-ins stop working.</p>`}
+<h2>Register an app</h2>
+<form method="post" action="/apps/register">
+<label for="client_name">App name</label>
+<input id="client_name" name="client_name" type="text" required maxlength="100">
+<label for="redirect_uris">Redirect URIs (one per line, exact match)</label>
+<textarea id="redirect_uris" name="redirect_uris" rows="3" cols="40" required aria-describedby="uris-help"></textarea>
+<p id="uris-help" class="muted">Register every URI your app sends, staging included; nothing else is accepted.</p>
+<fieldset>
+<legend>Client type</legend>
+<label><input type="radio" name="client_type" value="public" checked> Public (browser or mobile app, PKCE only)</label>
+<label><input type="radio" name="client_type" value="confidential"> Confidential (server with a client secret)</label>
+</fieldset>
+<button type="submit">Register</button>
+</form>`;
+}
+
+export default async function appsRoutes(app: FastifyInstance): Promise<void> {
+  const { storage, events } = app.kp;
+  // Runs after the app-wide security headers (a child context's hooks come later).
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
+    return payload;
+  });
+
+  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
+    const current = request.kp.session!;
+    const clients = await storage.clients.listByOwner(current.identityId);
+    reply.code(status);
+    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, current.assurance, notice) }));
+  }
+
+  function secretNotice(client: StoredClient, secret: string | undefined, what: string): SafeHtml {
+    return html`<div role="status">
+<p><strong>${what}</strong> Client ID: <code>${client.clientId}</code></p>
+${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <code>${secret}</code></p>`}
+</div>`;
+  }
+
+  app.get('/apps', {
+    onRequest: requireSession,
+    schema: {
+      tags: ['clients'], summary: 'Your apps: the self-serve registration page, or with format=json the list of clients you own', security: session,
+      querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
+      response: { 200: okObject({ clients: { type: 'array', items: describedClient } }), ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const { format } = request.query as { format?: string };
+    if (format === 'json') {
+      const clients = await storage.clients.listByOwner(request.kp.session!.identityId);
+      return { ok: true, clients: clients.map(listEntry) };
+    }
+    return renderApps(request, reply);
+  });
+
+  app.post('/apps/register', {
+    onRequest: requireSession,
+    schema: {
+      tags: ['clients'], summary: 'Register a client you own (RFC 7591 metadata as JSON, or the page\'s form)', security: session,
+      body: anyBody, response: { 201: clientReply, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const form = isForm(request);
+    const fields = bodyObject(request);
+    const metadata = validateClientMetadata(form ? formRegistration(fields) : fields);
+    const ownerId = request.kp.session!.identityId;
+    const now = app.kp.now();
+    const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
+    const token = newSecret();
+    const client: StoredClient = {
+      clientId: randomId('cl'), type: clientTypeOf(metadata.token_endpoint_auth_method), metadata,
+      secretHash: secret?.hash ?? null, secretIssuedAt: secret ? now : null, ownerId,
+      registrationTokenHash: token.hash, revision: 1, createdAt: now, updatedAt: now,
+    };
+    const { receipt } = await storage.transaction(async (tx) => {
+      await tx.clients.insert(client);
+      return events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId, by: 'session', revision: 1 });
+    });
+    if (form) return renderApps(request, reply, secretNotice(client, secret?.value, 'App registered.'), 201);
+    reply.code(201);
+    return { ...describeClient(app, client, { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }), ...(receipt ? { receipt } : {}) };
+  });
+
+  app.post('/apps/:client_id/update', {
+    onRequest: ownerAction,
+    schema: {
+      tags: ['clients'], summary: 'Edit a client you own (sensitive session); the body names the revision it is based on and the fields to change', security: session,
+      params: clientParams, body: anyBody, response: { 200: clientReply, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const client = await ownClient(app, request);
+    const form = isForm(request);
+    const fields = bodyObject(request);
+    const revision = revisionOf(fields.revision);
+    if (form) {
+      fields.redirect_uris = uriList(fields.redirect_uris);
+      if (typeof fields.client_name === 'string') fields.client_name = fields.client_name.trim();
+    }
+    for (const field of SERVER_FIELDS) delete fields[field];
+    const metadata = validateClientMetadata({ ...client.metadata, ...fields });
+    if (revision !== client.revision) staleRevision();
+    const now = app.kp.now();
+    const secret = secretAfterUpdate(client, metadata, now);
+    const { updated, receipt } = await storage.transaction(async (tx) => {
+      const stored = await tx.clients.update(client.clientId, revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: secret.hash, secretIssuedAt: secret.issuedAt, at: now });
+      if (!stored) staleRevision();
+      const recorded = await events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
+      return { updated: stored, receipt: recorded.receipt };
+    });
+    if (form) return renderApps(request, reply, secretNotice(updated, secret.value, 'App saved.'));
+    return { ...describeClient(app, updated, secret.value !== undefined ? { clientSecret: secret.value } : {}), ...(receipt ? { receipt } : {}) };
+  });
+
+  app.post('/apps/:client_id/rotate-secret', {
+    onRequest: ownerAction,
+    schema: {
+      tags: ['clients'], summary: 'Rotate the secret of a confidential client you own (sensitive session); the old secret stops working at once', security: session,
+      params: clientParams, response: { 200: clientReply, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const client = await ownClient(app, request);
+    if (!usesClientSecret(client.metadata.token_endpoint_auth_method)) throw fail('invalid_request', 'this client does not authenticate with a client secret');
+    const now = app.kp.now();
+    const secret = newSecret();
+    const { updated, receipt } = await storage.transaction(async (tx) => {
+      // Conditional on the revision we read: a concurrent edit makes this a stale_revision.
+      const stored = await tx.clients.update(client.clientId, client.revision, { type: client.type, metadata: client.metadata, secretHash: secret.hash, secretIssuedAt: now, at: now });
+      if (!stored) staleRevision();
+      const recorded = await events.record(tx, { type: 'client.secret_rotated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision });
+      return { updated: stored, receipt: recorded.receipt };
+    });
+    if (isForm(request)) return renderApps(request, reply, secretNotice(updated, secret.value, 'Secret rotated; the old one no longer works.'));
+    return { ok: true, client_id: updated.clientId, client_secret: secret.value, revision: updated.revision, ...(receipt ? { receipt } : {}) };
+  });
+
+  app.post('/apps/:client_id/revoke', {
+    onRequest: ownerAction,
+    schema: {
+      tags: ['clients'], summary: 'Revoke (delete) a client you own (sensitive session)', security: session,
+      params: clientParams, response: { 200: okObject({ receipt: { type: 'string' } }), ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const client = await ownClient(app, request);
+    const now = app.kp.now();
+    const { receipt } = await storage.transaction(async (tx) => {
+      if (!(await tx.clients.remove(client.clientId))) throw fail('not_found', 'no such client');
+      return events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId: client.clientId });
+    });
+    if (isForm(request)) return reply.redirect('/apps', 303);
+    return { ok: true, ...(receipt ? { receipt } : {}) };
+  });
+}
