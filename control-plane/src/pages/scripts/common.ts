@@ -29,6 +29,10 @@ const MESSAGES = {
   totp_required: 'Enter the 6-digit code from your authenticator app.',
   totp_invalid: 'That code is not right. Check the time on your phone and try the current code.',
   totp_replayed: 'That code was used already. Wait for the next one.',
+  totp_already_active: 'TOTP is on already.',
+  totp_not_pending: 'Start the setup again.',
+  totp_not_active: 'TOTP is off already.',
+  invalid_email: 'That does not look like an e-mail address.',
   unauthorized: 'Your session ended. Please sign in again.',
   origin_mismatch: 'This request came from another site and was refused.',
 };

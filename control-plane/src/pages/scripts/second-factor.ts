@@ -2,18 +2,9 @@
 export const SECOND_FACTOR_JS = String.raw`
 import { call, describe, say } from '/assets/common.js';
 
-const MESSAGES = {
-  totp_invalid: 'That code is not right. Check the time on your phone and try the current code.',
-  totp_replayed: 'That code was used already. Wait for the next one.',
-  totp_already_active: 'TOTP is on already.',
-  totp_not_pending: 'Start the setup again.',
-  totp_not_active: 'TOTP is off already.',
-  invalid_email: 'That does not look like an e-mail address.',
-};
-
 const status = document.getElementById('second-factor-status');
 function fail(error) {
-  say(status, (error && MESSAGES[error.reason]) || describe(error), true);
+  say(status, describe(error), true);
 }
 
 const actions = {
