@@ -298,6 +298,16 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     }
   }
 
+  /** Answers a refused request: a redirect (sign-in or step-up, counted here) or the envelope. */
+  function refuse(res: ServerResponse, refused: Extract<Awaited<ReturnType<typeof authorize>>, { refused: unknown }>['refused']): void {
+    if (refused.redirect !== undefined) {
+      metrics.requests.inc({ outcome: 'refused' });
+      metrics.refusals.inc({ reason: refused.reason });
+      return redirect(res, refused.redirect);
+    }
+    return sendError(res, refused.error);
+  }
+
   /** `/_gate/auth` for nginx auth_request, Traefik ForwardAuth and Caddy forward_auth (CONTRACT, STYLE 12). */
   async function forwardAuth(req: IncomingMessage, res: ServerResponse, view: ClientView, wantsRedirect: boolean): Promise<void> {
     // Original method and URI are believed only from a trusted proxy; otherwise they were dropped.
@@ -305,14 +315,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const target = normalizeRequestTarget(view.originalUri ?? '/');
     if (!target) return sendError(res, fail('invalid_path', 'the original URI is not acceptable'));
     const result = await authorize(req, method, target, true, wantsRedirect);
-    if ('refused' in result) {
-      if (result.refused.redirect !== undefined) {
-        metrics.requests.inc({ outcome: 'refused' });
-        metrics.refusals.inc({ reason: result.refused.reason });
-        return redirect(res, result.refused.redirect);
-      }
-      return sendError(res, result.refused.error);
-    }
+    if ('refused' in result) return refuse(res, result.refused);
     metrics.requests.inc({ outcome: result.decision.outcome === 'allow' && result.decision.wouldRefuse ? 'observed' : 'allowed' });
     const headers = result.who.caller ? await identityHeaders(result.who.caller, result.who.session) : {};
     res.writeHead(200, { ...headers, 'cache-control': 'no-store', 'content-length': '0' });
@@ -382,14 +385,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     if (target.path === '/_gate' || target.path.startsWith('/_gate/')) return gateRoute(req, res, target, view);
 
     const result = await authorize(req, method, target, false, false);
-    if ('refused' in result) {
-      if (result.refused.redirect !== undefined) {
-        metrics.requests.inc({ outcome: 'refused' });
-        metrics.refusals.inc({ reason: result.refused.reason });
-        return redirect(res, result.refused.redirect);
-      }
-      return sendError(res, result.refused.error);
-    }
+    if ('refused' in result) return refuse(res, result.refused);
     if (!proxy) return sendError(res, fail('upstream_unavailable', 'this gateway has no upstream (forward-auth only)'));
     const headers = upstreamHeaders(req);
     if (result.who.caller) Object.assign(headers, await identityHeaders(result.who.caller, result.who.session));
