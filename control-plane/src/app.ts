@@ -25,6 +25,7 @@ import emailRoutes from './routes/email/index.js';
 import magicRoutes from './routes/magic/index.js';
 import receiptRoutes from './routes/receipts/index.js';
 import oidcRoutes from './routes/oidc/index.js';
+import gatewayRoutes from './routes/gateway/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -93,5 +94,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(receiptRoutes);
   await app.register(clientRoutes);
   await app.register(oidcRoutes);
+  await app.register(gatewayRoutes);
   return app;
 }

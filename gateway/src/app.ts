@@ -4,29 +4,33 @@ import type { TLSSocket } from 'node:tls';
 import type { JWTVerifyGetKey } from 'jose';
 import { pino, type Logger } from 'pino';
 import type { GatewayConfig } from '../../config/types.js';
-import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
+import { isAssuranceLevel, meetsAssurance, rankAssurance } from '../../lib/assurance/assurance.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../lib/errors/reasons.js';
 import { buildUpstreamAssertion } from '../../lib/gateway/assertion.js';
 import { buildGatewayEvidence } from '../../lib/gateway/evidence.js';
 import { applyForwardedHeaders, type ClientView } from '../../lib/gateway/forwarded.js';
 import { buildIdentityHeaders, stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
-import { evaluatePolicy, type Caller, type Decision } from '../../lib/gateway/policy.js';
+import { evaluatePolicy, findRoute, type Caller, type Decision } from '../../lib/gateway/policy.js';
 import { normalizeRequestTarget, type RequestTarget } from '../../lib/gateway/request-path.js';
 import { validateReturnUrl } from '../../lib/gateway/return-url.js';
 import {
-  LOGIN_COOKIE, SESSION_COOKIE, clearSessionCookies, parseCookieHeader, readSessionCookies, writeLoginCookie, type CookieKey, type GateSession,
+  LOGIN_COOKIE, SESSION_COOKIE, clearCookie, clearSessionCookies, loginCookieName, parseCookieHeader, readLoginCookie, readSessionCookies,
+  writeLoginCookie, writeSessionCookies, type CookieKey, type GateSession,
 } from '../../lib/gateway/session-cookie.js';
+import { forgetSingleFlight, runSingleFlight } from '../../lib/gateway/single-flight.js';
 import { GatewayConfigHolder, type ConfigStore } from '../../lib/gateway/signed-config.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { MemorySharedState, type SharedState } from '../../lib/runtime/shared-state/index.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
 import { randomToken } from '../../lib/util/random.js';
-import { authenticateApiCaller, challenge, remoteControlPlaneKeys } from './bearer.js';
+import { authenticateApiCaller, challenge, deriveDpopNonceKeys, remoteControlPlaneKeys } from './bearer.js';
 import { fileConfigStore } from './config-store.js';
+import { verifyIdToken } from './id-token.js';
 import { loadCookieKeys, loadOrCreateSigningKey, type GatewaySigningKey } from './keys.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 import { UpstreamProxy, dropHopByHop, hasBody } from './proxy.js';
+import { createTokenClient, isTokenEndpointError, type TokenClient } from './token-client.js';
 
 /** A gateway config whose public URL is known (startGateway fills it in after binding). */
 export type ResolvedGatewayConfig = GatewayConfig & { publicUrl: string };
@@ -39,6 +43,8 @@ export interface GatewayDeps {
   controlPlaneKeys?: JWTVerifyGetKey;
   configStore?: ConfigStore;
   logStream?: NodeJS.WritableStream;
+  /** The control plane's token endpoint; an undici client built from `clientId` + `clientSecret` when absent. */
+  tokenClient?: TokenClient;
 }
 
 export interface Gateway {
@@ -50,7 +56,7 @@ export interface Gateway {
   cookieKeys: readonly CookieKey[];
   state: SharedState;
   log: Logger;
-  /** A signed evidence report of what this gateway holds and did (not yet sent anywhere: the control plane's endpoint is to come). */
+  /** A signed evidence report of what this gateway holds and did (pushed to the control plane by `startGateway`). */
   evidence(ttlSeconds?: number): Promise<string>;
   handleRequest(req: IncomingMessage, res: ServerResponse): void;
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
@@ -64,6 +70,17 @@ const OWN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 const ASSERTION_CACHE_LIMIT = 10_000;
 const SESSION_CACHE_LIMIT = 10_000;
 const SESSION_CACHE_MS = 60_000;
+/** A session's access token is refreshed this many seconds before it expires (clock skew, requests in flight). */
+export const REFRESH_SKEW_SECONDS = 30;
+/**
+ * Single-flight settings of a refresh: the lock outlives the token request's own timeout; waiters
+ * give up (503, retry) after 10 s; the result stays readable for 60 s, so a request still carrying
+ * the old cookie gets the new one instead of spending the rotated refresh token again, which
+ * the control plane would answer by revoking the whole family (RFC 9700 §4.14.2).
+ */
+const REFRESH_FLIGHT = { lockMs: 15_000, waitMs: 10_000, resultMs: 60_000 } as const;
+/** Stored for the waiters when the control plane did not answer: they retry rather than sign out. */
+const REFRESH_RETRY = '{"retry":true}';
 
 type Refusal = { redirect: string; reason: Reason } | { redirect?: undefined; error: KeyplaneError };
 
@@ -72,6 +89,12 @@ interface Identified {
   session: GateSession | null;
   /** The caller sent Bearer or DPoP: never redirected. */
   api: boolean;
+}
+
+/** What a due refresh produced: the refreshed session, or none (signed out), with the Set-Cookie values to answer with. */
+interface RefreshOutcome {
+  session: GateSession | null;
+  cookies: string[];
 }
 
 /** Builds the edge-gate: request and upgrade handlers over one upstream, with the policy from the signed config. */
@@ -86,6 +109,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   const ownsState = !deps.state;
   const signingKey = await loadOrCreateSigningKey(config.dataDir);
   const cookieKeys = loadCookieKeys(config.cookieKeys, config.dataDir);
+  const dpopNonceKeys = config.dpopNonce ? deriveDpopNonceKeys(cookieKeys) : undefined;
   const trustedList = compileAddressList(config.trustedProxies);
   // One look-up per connection, not per request: a keep-alive socket keeps its peer.
   const trustBySocket = new WeakMap<object, boolean>();
@@ -99,19 +123,23 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   };
   const controlPlane = config.controlPlane.replace(/\/$/, '');
   const keys = deps.controlPlaneKeys ?? remoteControlPlaneKeys(controlPlane);
+  // The code exchange and refreshes need the client's secret (client_secret_basic).
+  const tokens = deps.tokenClient ?? (config.clientId && config.clientSecret
+    ? createTokenClient({ controlPlane, clientId: config.clientId, clientSecret: config.clientSecret })
+    : undefined);
+  const redirectUri = `${publicUrl}/_gate/callback`;
   const configHolder = new GatewayConfigHolder({ issuer: controlPlane, clientId: config.clientId ?? '', store: deps.configStore ?? fileConfigStore(config.dataDir) });
   heldVersion = () => configHolder.current?.version ?? 0;
-  const upstreamOrigin = config.upstream ? new URL(config.upstream).origin : undefined;
-  const proxy = config.upstream
-    ? new UpstreamProxy({
-      upstream: config.upstream,
-      connections: config.upstreamConnections,
-      headersTimeoutMs: config.upstreamTimeout * 1000,
-      onHeaders: (ms) => metrics.upstreamSeconds.observe(ms / 1000),
-    })
-    : undefined;
+  const upstreams = routeUpstreams(config, (origin) => new UpstreamProxy({
+    upstream: origin,
+    connections: config.upstreamConnections,
+    headersTimeoutMs: config.upstreamTimeout * 1000,
+    onHeaders: (ms) => metrics.upstreamSeconds.observe(ms / 1000),
+  }));
   const assertions = new Map<string, { jwt: string; until: number }>();
   const startedAt = now();
+  // Tells this process's evidence apart from other replicas' and from its own after a restart.
+  const instance = randomToken(12);
   let lastEnforcementAt: number | null = null;
   const sessions = new Map<string, { session: GateSession; exp: number }>();
 
@@ -139,18 +167,27 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   }
 
   // ---------- who is asking ----------
-  async function identify(req: IncomingMessage, method: string, path: string): Promise<Identified> {
+  async function identify(req: IncomingMessage, method: string, path: string, res?: ServerResponse): Promise<Identified> {
     const authorization = req.headers['authorization'];
     // Only Bearer and DPoP are API credentials; another scheme (Basic for the app itself) is left to the upstream.
     if (authorization !== undefined && /^(bearer|dpop)(\s|$)/i.test(authorization)) {
       const caller = await authenticateApiCaller(
         { method, path, authorization: authorization!, dpop: req.headers['dpop'] },
-        { issuer: controlPlane, audience: publicUrl, publicUrl, keys, state, now },
+        { issuer: controlPlane, audience: publicUrl, publicUrl, keys, state, now, ...(dpopNonceKeys ? { dpopNonceKeys } : {}) },
       );
       return { caller, session: null, api: true };
     }
-    const session = await openSession(req.headers['cookie']);
+    const cookieHeader = req.headers['cookie'];
+    let session = await openSession(cookieHeader);
     if (!session) return { caller: null, session: null, api: false };
+    // Only where the answer can carry the new cookie: an upgrade (no Set-Cookie through the
+    // splice) goes on with the session as it is rather than spend the refresh token unseen.
+    if (res && cookieHeader && refreshDue(session)) {
+      const outcome = await refreshSession(session, cookieHeader);
+      res.setHeader('set-cookie', outcome.cookies);
+      if (!outcome.session) return { caller: null, session: null, api: false };
+      session = outcome.session;
+    }
     const assurance = isAssuranceLevel(session.assurance) ? session.assurance : 'recovery';
     return {
       caller: { kind: 'session', subject: session.sub, principalType: session.principalType, assurance, scopes: session.scopes ?? [], bucketId: session.sid },
@@ -172,8 +209,86 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const session = await readSessionCookies(parseCookieHeader(header), { keys: cookieKeys, now: at, secure });
     if (!session) return null;
     if (sessions.size >= SESSION_CACHE_LIMIT) sessions.clear();
-    sessions.set(header, { session, exp: Math.min((session.exp ?? 0) * 1000, at + SESSION_CACHE_MS) });
+    // Never cached past the moment its access token is due for refresh.
+    const due = session.accessTokenExpiresAt !== undefined ? (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000 : Infinity;
+    sessions.set(header, { session, exp: Math.min((session.exp ?? 0) * 1000, at + SESSION_CACHE_MS, due) });
     return session;
+  }
+
+  function refreshDue(session: GateSession): boolean {
+    return session.accessTokenExpiresAt !== undefined && now() >= (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000;
+  }
+
+  /**
+   * Refreshes a session whose access token is due, once across every replica (issue 6 item 3):
+   * the refresh token rotates at the control plane and a second use revokes the family, so
+   * concurrent requests wait for the one refresh and all answer with its cookies. A refused
+   * refresh ends the session; a refresh that did not finish in time is a 503 to retry.
+   */
+  async function refreshSession(session: GateSession, cookieHeader: string): Promise<RefreshOutcome> {
+    const present = Object.keys(parseCookieHeader(cookieHeader));
+    sessions.delete(cookieHeader);
+    const signedOut: RefreshOutcome = { session: null, cookies: clearSessionCookies(present, secure) };
+    const refreshToken = session.refreshToken;
+    if (!refreshToken || !tokens) return signedOut;
+    // Per session and per access token: the next refresh of the same session never reads this one's result.
+    const key = `refresh:${session.sid}:${session.accessTokenExpiresAt}`;
+    const flight = await runSingleFlight(state, key, () => renewSession(session, refreshToken, present), REFRESH_FLIGHT);
+    if (!flight.ok) {
+      if (flight.reason === 'timeout') throw fail('session_refresh_pending', 'another request is refreshing this session; retry', { headers: { 'retry-after': '1' } });
+      return signedOut;
+    }
+    if (flight.value === REFRESH_RETRY) {
+      if (flight.leader) await forgetSingleFlight(state, key);
+      throw fail('control_plane_unavailable', 'the control plane did not answer the session refresh; retry', { headers: { 'retry-after': '1' } });
+    }
+    let cookies: string[];
+    try {
+      cookies = JSON.parse(flight.value) as string[];
+    } catch {
+      return signedOut;
+    }
+    const jar: Record<string, string> = {};
+    for (const line of cookies) {
+      const pair = line.split(';')[0] ?? '';
+      const eq = pair.indexOf('=');
+      if (eq > 0 && eq < pair.length - 1) jar[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+    const renewed = await readSessionCookies(jar, { keys: cookieKeys, now: now(), secure });
+    return renewed ? { session: renewed, cookies } : signedOut;
+  }
+
+  /** The refresh itself (run by one request): the sealed cookies of the renewed session, never a raw token, go to shared state. */
+  async function renewSession(session: GateSession, refreshToken: string, present: string[]): Promise<string> {
+    let set;
+    try {
+      set = await tokens!.refresh(refreshToken);
+    } catch (error) {
+      if (isTokenEndpointError(error) && error.kind === 'unavailable') return REFRESH_RETRY;
+      log.info({ event: 'gateway.session_ended', cause: 'refresh_refused', error: isTokenEndpointError(error) ? error.error : undefined }, 'the control plane refused the refresh: session over');
+      throw error;
+    }
+    const at = now();
+    const facts = set.idToken
+      ? await verifyIdToken(set.idToken, { issuer: controlPlane, clientId: config.clientId ?? '', keys, now: at, nonce: null, subject: session.sub })
+      : null;
+    // The session keeps its absolute lifetime from sign-in; a refresh never extends it.
+    const remaining = (session.exp ?? 0) - Math.floor(at / 1000);
+    if (remaining <= 0) throw new Error('the session is over');
+    // A refreshed token may state less than the sign-in (a step-up window closed), never more.
+    const assurance = facts && (!isAssuranceLevel(session.assurance) || rankAssurance(facts.assurance) < rankAssurance(session.assurance)) ? facts.assurance : session.assurance;
+    const { refreshToken: _spent, exp: _exp, ...rest } = session;
+    const next: GateSession = {
+      ...rest,
+      assurance,
+      ...(facts?.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
+      scopes: set.scope.length > 0 ? set.scope : session.scopes,
+      accessToken: set.accessToken,
+      accessTokenExpiresAt: Math.floor(at / 1000) + set.expiresIn,
+      ...(set.refreshToken ? { refreshToken: set.refreshToken } : {}),
+      ...(set.idToken ? { idToken: set.idToken } : {}),
+    };
+    return JSON.stringify(await writeSessionCookies(next, { keys: cookieKeys, now: at, secure, ttlSeconds: remaining, present }));
   }
 
   function isBrowserNavigation(req: IncomingMessage, method: string): boolean {
@@ -206,10 +321,10 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     }
   }
 
-  async function assertionFor(caller: Caller, session: GateSession | null): Promise<string> {
-    const audience = upstreamOrigin ?? publicUrl;
+  /** `audience` is the upstream origin the request goes to (the gateway's own URL in forward-auth mode). */
+  async function assertionFor(caller: Caller, session: GateSession | null, audience: string): Promise<string> {
     const email = session?.emailVerified === true ? session.email : undefined;
-    const key = `${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}`;
+    const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}`;
     const at = now();
     const cached = assertions.get(key);
     if (cached && cached.until > at) return cached.jwt;
@@ -224,21 +339,21 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     return jwt;
   }
 
-  async function identityHeaders(caller: Caller, session: GateSession | null): Promise<Record<string, string>> {
+  async function identityHeaders(caller: Caller, session: GateSession | null, audience: string): Promise<Record<string, string>> {
     return buildIdentityHeaders({
       subject: caller.subject, principalType: caller.principalType, assurance: caller.assurance,
       ...(session?.email ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
-      assertion: await assertionFor(caller, session),
+      assertion: await assertionFor(caller, session, audience),
     });
   }
 
   /** Runs identification and policy: who may pass, or the refusal to answer (an envelope or a redirect). */
-  async function authorize(req: IncomingMessage, method: string, target: RequestTarget, forwardAuth: boolean, wantsRedirect: boolean): Promise<{ who: Identified; decision: Decision } | { refused: Refusal }> {
+  async function authorize(req: IncomingMessage, method: string, target: RequestTarget, forwardAuth: boolean, wantsRedirect: boolean, res?: ServerResponse): Promise<{ who: Identified; decision: Decision } | { refused: Refusal }> {
     const held = configHolder.current;
     if (!held) return { refused: { error: fail('gateway_not_configured', 'the gateway has no signed config yet') } };
     let who: Identified;
     try {
-      who = await identify(req, method, target.path);
+      who = await identify(req, method, target.path, res);
     } catch (error) {
       if (!isKeyplaneError(error)) throw error;
       if (held.policy.mode === 'enforce') return { refused: { error } };
@@ -257,8 +372,9 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       }
       return { who, decision };
     }
-    // Forward auth: the proxy asks for redirects (`?redirect=1`); the gateway's own proxy path decides by the request.
-    const browser = forwardAuth ? wantsRedirect && !who.api : isBrowserNavigation(req, method);
+    // Only a page load is ever redirected, never an API caller or a fetch; in forward auth only
+    // when the proxy relays the answer to the browser (`?redirect=1`: Traefik, Caddy).
+    const browser = !who.api && isBrowserNavigation(req, method) && (!forwardAuth || wantsRedirect);
     return { refused: refusalFor(decision, who, browser, `${target.path}${target.search}`) };
   }
 
@@ -290,9 +406,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
         if (method !== 'GET' && method !== 'POST') return sendError(res, fail('method_not_allowed'));
         return signout(req, res, query);
       case '/_gate/callback':
-        // The code exchange needs the control plane's /auth/token (issue 5); until it is wired
-        // the callback says so instead of pretending.
-        return sendError(res, fail('not_ready', 'the sign-in callback is not available yet'));
+        if (method !== 'GET') return sendError(res, fail('method_not_allowed'));
+        return callback(req, res, query);
       default:
         return sendError(res, fail('not_found'));
     }
@@ -314,10 +429,11 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const method = view.originalMethod ?? 'GET';
     const target = normalizeRequestTarget(view.originalUri ?? '/');
     if (!target) return sendError(res, fail('invalid_path', 'the original URI is not acceptable'));
-    const result = await authorize(req, method, target, true, wantsRedirect);
+    const result = await authorize(req, method, target, true, wantsRedirect, res);
     if ('refused' in result) return refuse(res, result.refused);
     metrics.requests.inc({ outcome: result.decision.outcome === 'allow' && result.decision.wouldRefuse ? 'observed' : 'allowed' });
-    const headers = result.who.caller ? await identityHeaders(result.who.caller, result.who.session) : {};
+    // The assertion names the app the original URI belongs to when the gateway knows it, else the gateway itself.
+    const headers = result.who.caller ? await identityHeaders(result.who.caller, result.who.session, upstreams.find(target.path)?.origin ?? publicUrl) : {};
     res.writeHead(200, { ...headers, 'cache-control': 'no-store', 'content-length': '0' });
     res.end();
   }
@@ -333,7 +449,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     // A fresh sign-in starts from no session (session fixation, GHSA-f24x-5g9q-753f); a step-up keeps it until it succeeds.
     if (!acr) cookies.push(...clearSessionCookies(Object.keys(parseCookieHeader(req.headers['cookie'])), secure));
     const params = new URLSearchParams({
-      response_type: 'code', client_id: config.clientId, redirect_uri: `${publicUrl}/_gate/callback`, scope: 'openid email',
+      // offline_access: a refresh token, so the session can follow the control plane (register the scope and the refresh_token grant).
+      response_type: 'code', client_id: config.clientId, redirect_uri: redirectUri, scope: 'openid email offline_access',
       state: login.state, nonce: login.nonce, code_challenge: computeS256Challenge(login.codeVerifier), code_challenge_method: 'S256',
     });
     // RFC 9470 §4: ask for the level, and for a fresh authentication.
@@ -342,6 +459,72 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       params.set('max_age', '0');
     }
     redirect(res, `${controlPlane}/auth/authorize?${params}`, cookies);
+  }
+
+  /**
+   * `/_gate/callback` (RFC 6749 §4.1.2, OIDC Core §3.1.2.5): the login cookie of this `state`
+   * (one use: cleared in every answer), RFC 9207 `iss`, the code exchanged with the PKCE verifier,
+   * the ID token verified (nonce of this login), the requested assurance met, then a new
+   * session replaces any old one (session fixation) and the browser returns to where it was.
+   * Every refusal is an envelope, never a redirect back into sign-in, so nothing loops.
+   */
+  async function callback(req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
+    if (!config.clientId || !tokens) return sendError(res, fail('not_ready', 'the gateway has no client credentials for the control plane'));
+    const cookies = parseCookieHeader(req.headers['cookie']);
+    const stateParam = query.get('state') ?? '';
+    const login = stateParam ? await readLoginCookie(cookies, stateParam, { keys: cookieKeys, now: now(), secure }) : null;
+    const cleared = login ? [clearCookie(loginCookieName(login.state, secure), secure)] : [];
+    const refuseWith = (error: KeyplaneError) => sendError(res, error, cleared.length > 0 ? { 'set-cookie': cleared } : {});
+    if (!login) return refuseWith(fail('sign_in_expired', 'this sign-in is unknown, expired or finished already; start again from the app'));
+    // RFC 9207 §2.4: a response naming another issuer belongs to another authorization server (mix-up).
+    const iss = query.get('iss');
+    if (iss !== null && iss !== controlPlane) return refuseWith(fail('issuer_mismatch', 'the sign-in response comes from another issuer'));
+    const error = query.get('error');
+    if (error !== null) {
+      const code = /^[a-z_]{1,64}$/.test(error) ? error : 'invalid_request';
+      return refuseWith(fail('sign_in_refused', code === 'access_denied' ? 'the sign-in was declined' : `the control plane refused the sign-in (${code})`, { fields: { error: code } }));
+    }
+    const code = query.get('code');
+    if (!code) return refuseWith(fail('invalid_request', 'the callback carries no code'));
+    let set;
+    try {
+      set = await tokens.exchangeCode({ code, codeVerifier: login.codeVerifier, redirectUri });
+    } catch (failure) {
+      if (!isTokenEndpointError(failure)) throw failure;
+      if (failure.kind === 'unavailable') return refuseWith(fail('control_plane_unavailable', 'the control plane did not answer the sign-in; try again', { headers: { 'retry-after': '1' } }));
+      if (failure.error === 'invalid_grant') return refuseWith(fail('invalid_grant', 'the sign-in code is spent or expired; start again from the app'));
+      return refuseWith(fail('sign_in_refused', `the control plane refused the code exchange (${failure.error ?? 'error'})`, { fields: { error: failure.error ?? 'invalid_request' } }));
+    }
+    if (!set.idToken) return refuseWith(fail('invalid_id_token', 'the control plane sent no ID token'));
+    const at = now();
+    let facts;
+    try {
+      facts = await verifyIdToken(set.idToken, { issuer: controlPlane, clientId: config.clientId, keys, now: at, nonce: login.nonce });
+    } catch (failure) {
+      if (!isKeyplaneError(failure)) throw failure;
+      return refuseWith(failure);
+    }
+    // The level asked for with acr_values must be what the control plane proved; asking again would loop.
+    if (login.acrValues && (!isAssuranceLevel(login.acrValues) || !meetsAssurance(facts.assurance, login.acrValues))) {
+      return refuseWith(fail('insufficient_assurance', `this needs assurance ${login.acrValues}; the sign-in reached ${facts.assurance}`, { fields: { acr_values: login.acrValues } }));
+    }
+    const session: GateSession = {
+      sid: randomToken(16),
+      sub: facts.sub,
+      principalType: facts.principalType,
+      assurance: facts.assurance,
+      ...(facts.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
+      scopes: set.scope,
+      ...(facts.authTime !== undefined ? { authTime: facts.authTime } : {}),
+      accessToken: set.accessToken,
+      accessTokenExpiresAt: Math.floor(at / 1000) + set.expiresIn,
+      ...(set.refreshToken ? { refreshToken: set.refreshToken } : {}),
+      idToken: set.idToken,
+    };
+    // A new sid and every old session cookie (chunks too) replaced: nothing from before the sign-in survives it.
+    const written = await writeSessionCookies(session, { keys: cookieKeys, now: at, secure, ttlSeconds: config.sessionLifetime, present: Object.keys(cookies) });
+    log.info({ event: 'gateway.signed_in', assurance: session.assurance, principalType: session.principalType }, 'signed in');
+    redirect(res, `${publicUrl}${login.returnTo}`, [...cleared, ...written]);
   }
 
   async function signout(req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
@@ -384,13 +567,14 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const view = applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req));
     if (target.path === '/_gate' || target.path.startsWith('/_gate/')) return gateRoute(req, res, target, view);
 
-    const result = await authorize(req, method, target, false, false);
+    const result = await authorize(req, method, target, false, false, res);
     if ('refused' in result) return refuse(res, result.refused);
-    if (!proxy) return sendError(res, fail('upstream_unavailable', 'this gateway has no upstream (forward-auth only)'));
+    const upstream = upstreams.find(target.path);
+    if (!upstream) return sendError(res, fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
     const headers = upstreamHeaders(req);
-    if (result.who.caller) Object.assign(headers, await identityHeaders(result.who.caller, result.who.session));
+    if (result.who.caller) Object.assign(headers, await identityHeaders(result.who.caller, result.who.session, upstream.origin));
     metrics.requests.inc({ outcome: result.decision.outcome === 'allow' && result.decision.wouldRefuse ? 'observed' : 'allowed' });
-    await proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body });
+    await upstream.proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body });
   }
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -408,15 +592,16 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req));
     const result = await authorize(req, req.method ?? 'GET', target, false, false);
     if ('refused' in result) return refuse(result.refused.redirect === undefined ? result.refused.error : fail('unauthorized', 'sign in first'));
-    if (!proxy) return refuse(fail('upstream_unavailable', 'this gateway has no upstream'));
+    const upstream = upstreams.find(target.path);
+    if (!upstream) return refuse(fail('upstream_unavailable', 'no upstream serves this path'));
     const headers = upstreamHeaders(req);
-    if (result.who.caller) Object.assign(headers, await identityHeaders(result.who.caller, result.who.session));
+    if (result.who.caller) Object.assign(headers, await identityHeaders(result.who.caller, result.who.session, upstream.origin));
     headers['connection'] = 'Upgrade';
     if (upgradeTo) headers['upgrade'] = upgradeTo;
     req.headers = headers as IncomingMessage['headers'];
     req.url = `${target.path}${target.search}`;
     metrics.requests.inc({ outcome: 'allowed' });
-    proxy.upgrade(req, socket, head);
+    upstream.proxy.upgrade(req, socket, head);
   }
 
   function internalError(error: unknown, answer: () => void): void {
@@ -440,7 +625,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       issuer: publicUrl, audience: controlPlane, clientId: config.clientId ?? '',
       config: held ? { version: held.version, hash: held.hash, mode: held.policy.mode } : null,
       counts: { allowed: outcomes['allowed'] ?? 0, refused: await byLabel(metrics.refusals, 'reason'), observed: await byLabel(metrics.observed, 'reason') },
-      lastEnforcementAt, startedAt, now: now(), ttlSeconds,
+      instance, lastEnforcementAt, startedAt, now: now(), ttlSeconds,
     }, signingKey);
   }
 
@@ -465,9 +650,25 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       upgrade(req, socket, head).catch((error: unknown) => internalError(error, () => socket.destroy()));
     },
     async close(force = false) {
-      if (force) await proxy?.destroy();
-      else await proxy?.close();
+      await upstreams.close(force);
       if (ownsState) await state.close();
+    },
+  };
+}
+
+/** The upstreams by path prefix (`upstreams`, then `upstream` for everything else), one keep-alive pool per origin. */
+function routeUpstreams(config: GatewayConfig, open: (origin: string) => UpstreamProxy) {
+  const pools = new Map<string, UpstreamProxy>();
+  const routes = [...config.upstreams, ...(config.upstream ? [{ path: '/', url: config.upstream }] : [])].map(({ path, url }) => {
+    const origin = new URL(url).origin;
+    let proxy = pools.get(origin);
+    if (!proxy) pools.set(origin, (proxy = open(origin)));
+    return { path, origin, proxy };
+  });
+  return {
+    find: (path: string) => findRoute(routes, path),
+    async close(force: boolean) {
+      await Promise.all([...pools.values()].map((proxy) => (force ? proxy.destroy() : proxy.close())));
     },
   };
 }

@@ -1,7 +1,9 @@
+import { hkdfSync } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
 import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import { isDpopError } from '../../lib/dpop/errors.js';
+import { checkDpopNonce, issueDpopNonce } from '../../lib/dpop/nonce.js';
 import { dpopChallenge } from '../../lib/dpop/respond.js';
 import { dpopReplayKey, verifyDpopProof } from '../../lib/dpop/verify-dpop-proof.js';
 import type { Caller } from '../../lib/gateway/policy.js';
@@ -32,6 +34,22 @@ export interface ApiAuthContext {
   keys: JWTVerifyGetKey;
   state: SharedState;
   now: () => number;
+  /** With `dpopNonce` on: the nonce keys, newest first (the first issues, all verify). */
+  dpopNonceKeys?: readonly Uint8Array[];
+}
+
+/**
+ * The gateway's DPoP nonce keys (RFC 9449 §8), one per cookie key and in the same order:
+ * replicas already share the cookie keys, so each accepts the nonces of every other, and a
+ * cookie-key rotation rotates these too. HKDF keeps the two uses of one secret apart.
+ */
+export function deriveDpopNonceKeys(cookieKeys: readonly { key: Uint8Array }[]): Uint8Array[] {
+  return cookieKeys.map(({ key }) => new Uint8Array(hkdfSync('sha256', key, new Uint8Array(0), 'keyplane:gateway:dpop-nonce:v1', 32)));
+}
+
+/** The nonce to hand a DPoP caller now: the newest key, the gateway's public URL as audience (§9). */
+export function currentDpopNonce(keys: readonly Uint8Array[], audience: string, now: number): string {
+  return issueDpopNonce({ key: keys[0]!, audience, now });
 }
 
 /** `WWW-Authenticate` for a resource refusal, in the scheme the caller used (RFC 6750 §3, RFC 9449 §7.1). */
@@ -86,21 +104,31 @@ export async function authenticateApiCaller(
   if (parsed.scheme === 'Bearer' && jkt !== undefined) throw invalidToken('DPoP', realm, 'this token is DPoP-bound: present it with the DPoP scheme and a proof');
   if (parsed.scheme === 'DPoP') {
     if (typeof jkt !== 'string') throw invalidToken('DPoP', realm, 'the DPoP scheme needs a DPoP-bound token');
+    const now = context.now();
+    const nonceKeys = context.dpopNonceKeys && context.dpopNonceKeys.length > 0 ? context.dpopNonceKeys : undefined;
+    // One audience for everything behind this gateway: it is one resource server (RFC 9449 §9).
+    const nonceAudience = context.publicUrl;
     try {
       await verifyDpopProof(request.dpop, {
         htm: request.method,
         htu: `${context.publicUrl}${request.path}`,
-        now: context.now(),
+        now,
         maxAgeSeconds: DPOP_MAX_AGE_SECONDS,
         accessToken: parsed.token,
         boundJkt: jkt,
+        // Checked before the jti is recorded, so a proof refused for its nonce does not burn its jti.
+        ...(nonceKeys ? { nonce: (value: string) => nonceKeys.some((key) => checkDpopNonce(value, { key, audience: nonceAudience, now })) } : {}),
         isReplay: async (jti, proofJkt, expiresAt) => !(await context.state.setIfAbsent(dpopReplayKey(jti, proofJkt), '1', Math.max(1, expiresAt - context.now()))),
       });
     } catch (error) {
       if (!isDpopError(error)) throw error;
+      // RFC 9449 §8-§9: every refusal of a proof carries a fresh nonce, so the client's retry can succeed.
       throw fail(error.code, error.message, {
         status: 401,
-        headers: { 'www-authenticate': dpopChallenge({ error: error.code, description: error.message }) },
+        headers: {
+          'www-authenticate': dpopChallenge({ error: error.code, description: error.message }),
+          ...(nonceKeys ? { 'dpop-nonce': currentDpopNonce(nonceKeys, nonceAudience, now) } : {}),
+        },
         fields: { error: error.code, error_description: error.message },
       });
     }

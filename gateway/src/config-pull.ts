@@ -32,7 +32,7 @@ export interface ConfigPull {
   stop(): Promise<void>;
 }
 
-function basicAuth(id: string, secret: string): string {
+export function basicAuth(id: string, secret: string): string {
   // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
   const encode = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');
   return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;

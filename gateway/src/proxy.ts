@@ -108,6 +108,10 @@ export class UpstreamProxy {
           this.#options.onHeaders?.(performance.now() - started);
           const out = { ...(upstreamHeaders as Record<string, string | string[]>) };
           dropHopByHop(out);
+          // Cookies the gateway set before forwarding (a refreshed session) go out beside the app's:
+          // writeHead would otherwise replace them with the upstream's Set-Cookie.
+          const own = res.getHeader('set-cookie');
+          if (own !== undefined) out['set-cookie'] = [...[own].flat().map(String), ...[out['set-cookie'] ?? []].flat()];
           res.writeHead(statusCode, out);
           // An event stream may not write its first byte for a while: its head goes out at once.
           // Everything else sends its head with the first body bytes, in one write.

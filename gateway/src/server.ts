@@ -4,6 +4,7 @@ import { defaultPublicUrl, listen } from '../../lib/runtime/listen.js';
 import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { createConfigPull, type ConfigPull } from './config-pull.js';
+import { createEvidencePush, type EvidencePush } from './evidence-push.js';
 
 export interface RunningGateway {
   url: string;
@@ -11,6 +12,8 @@ export interface RunningGateway {
   server: Server;
   /** Present when client credentials are configured. */
   configPull?: ConfigPull;
+  /** Present when client credentials are configured. */
+  evidencePush?: EvidencePush;
   close(): Promise<void>;
 }
 
@@ -18,6 +21,9 @@ export interface RunningGateway {
 const DRAIN_MS = 10_000;
 /** Config poll interval: a registration change must reach running gateways within 5 s (CONTRACT). */
 const CONFIG_PULL_MS = 2_000;
+/** Evidence is pushed every 10 s and stays fresh for 30 s, so one lost push never turns the status stale. */
+const EVIDENCE_PUSH_MS = 10_000;
+const EVIDENCE_TTL_SECONDS = 30;
 
 
 /**
@@ -37,18 +43,33 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
     const gateway = await buildGateway({ ...config, publicUrl: url }, { ...deps, state });
     await gateway.configHolder.restore(Date.now());
     // The control plane is asked for the config only with client credentials to ask with.
+    let push: EvidencePush | undefined;
     const pull = config.clientId && config.clientSecret
       ? createConfigPull({
         controlPlane: config.controlPlane, clientId: config.clientId, clientSecret: config.clientSecret, holder: gateway.configHolder,
         now: deps.now ?? Date.now, intervalMs: CONFIG_PULL_MS,
         onResult: (result) => {
           gateway.metrics.configPulls.inc({ outcome: result.outcome });
-          if (result.outcome === 'installed') gateway.log.info({ event: 'gateway.config_installed', version: result.version }, 'signed config installed');
-          else if (result.outcome === 'refused') gateway.log.warn({ event: 'gateway.config_refused', reason: result.reason }, 'signed config refused; the held config stays in force');
+          if (result.outcome === 'installed') {
+            gateway.log.info({ event: 'gateway.config_installed', version: result.version }, 'signed config installed');
+            // Report the new config at once rather than at the next interval.
+            void push?.pushOnce();
+          } else if (result.outcome === 'refused') gateway.log.warn({ event: 'gateway.config_refused', reason: result.reason }, 'signed config refused; the held config stays in force');
           else if (result.outcome === 'unavailable') gateway.log.debug({ event: 'gateway.config_unavailable', status: result.status }, 'control plane config not available');
         },
       })
       : undefined;
+    if (config.clientId && config.clientSecret) {
+      push = createEvidencePush({
+        controlPlane: config.controlPlane, clientId: config.clientId, clientSecret: config.clientSecret,
+        evidence: (ttl) => gateway.evidence(ttl), intervalMs: EVIDENCE_PUSH_MS, ttlSeconds: EVIDENCE_TTL_SECONDS,
+        onResult: (result) => {
+          gateway.metrics.evidencePushes.inc({ outcome: result.outcome });
+          if (result.outcome === 'refused') gateway.log.warn({ event: 'gateway.evidence_refused', status: result.status, reason: result.reason }, 'the control plane refused the evidence report');
+          else if (result.outcome === 'unavailable') gateway.log.debug({ event: 'gateway.evidence_unavailable' }, 'control plane not reachable for evidence');
+        },
+      });
+    }
     server.on('request', gateway.handleRequest);
     server.on('upgrade', gateway.handleUpgrade);
     const opened = state;
@@ -58,8 +79,10 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
       gateway,
       server,
       ...(pull ? { configPull: pull } : {}),
+      ...(push ? { evidencePush: push } : {}),
       close: () => (closing ??= (async () => {
         await pull?.stop();
+        await push?.stop();
         await drain(server);
         await gateway.close();
         if (ownsState) await opened.close();

@@ -90,6 +90,14 @@ export const REASONS = {
   insufficient_user_authentication: { status: 401, description: 'The authentication is weaker than this route requires; ask again with the `acr_values` in `WWW-Authenticate` (RFC 9470).' },
   principal_not_allowed: { status: 403, description: 'This route admits only other principal types (human or agent).' },
   dpop_required: { status: 401, description: 'This route needs a DPoP-bound access token with a DPoP proof (RFC 9449).' },
+  no_gateway_policy: { status: 404, description: 'The client has no `gateway` metadata in its registration, so there is no gateway config to serve; add one with an RFC 7592 update.' },
+  invalid_evidence: { status: 400, description: 'The gateway evidence is not a valid signed report: wrong `typ`, signature, `kid`, audience, client, times or shape, or a key not registered for the client.' },
+  sign_in_expired: { status: 400, description: 'The gateway sign-in callback matches no sign-in in progress in this browser (unknown, expired or already used `state`) and no return path is known; start again from the app.' },
+  sign_in_refused: { status: 403, description: 'The control plane ended the gateway sign-in with an OAuth error (the user declined, or the request was refused); `error` in the envelope names it.' },
+  issuer_mismatch: { status: 400, description: 'The sign-in response names another issuer than the gateway\'s control plane (RFC 9207 mix-up defence).' },
+  invalid_id_token: { status: 401, description: 'The ID token from the control plane failed verification at the gateway (signature, `iss`, `aud`, `nonce`, expiry, algorithm, or no assurance).' },
+  control_plane_unavailable: { status: 503, description: 'The gateway got no usable answer from the control plane\'s token endpoint in time; retry shortly.' },
+  session_refresh_pending: { status: 503, description: 'Another request is refreshing this gateway session and did not finish in time; retry shortly (`Retry-After`).' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

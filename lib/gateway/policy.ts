@@ -54,10 +54,10 @@ export function pathSegments(path: string): string[] {
   return (end === -1 ? path : path.slice(0, end)).split('/').filter((segment) => segment.length > 0);
 }
 
-/** The route whose path is the longest segment-wise prefix of `path`, or null when none matches. */
-export function findRoute(routes: readonly RoutePolicy[], path: string): RoutePolicy | null {
+/** The route (policy or upstream) whose path is the longest segment-wise prefix of `path`, or null when none matches. */
+export function findRoute<T extends { path: string }>(routes: readonly T[], path: string): T | null {
   const segments = pathSegments(path);
-  let best: RoutePolicy | null = null;
+  let best: T | null = null;
   let bestLength = -1;
   for (const route of routes) {
     const prefix = pathSegments(route.path);

@@ -58,3 +58,12 @@ export async function runSingleFlight(state: SharedState, key: string, work: () 
   }
   return { ok: false, reason: 'timeout', leader: false };
 }
+
+/**
+ * Drops the stored result of `key`, so the next caller runs the work again. For a leader whose
+ * work ended in a passing failure (the control plane did not answer): late arrivals should try
+ * again, not read that failure for `resultMs`.
+ */
+export async function forgetSingleFlight(state: SharedState, key: string): Promise<void> {
+  await state.del(`flight:result:${key}`);
+}

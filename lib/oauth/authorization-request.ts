@@ -214,10 +214,14 @@ export function decideAuthorization(input: {
   const signedInSince = input.loginAfter !== undefined && session.authTime >= input.loginAfter;
   const freshLoginNeeded = request.prompt.includes('login') && !signedInSince;
   const tooOld = request.maxAge !== undefined && now - session.authTime > request.maxAge * 1000 && !signedInSince;
+  const weak = request.acr !== undefined && rankAssurance(session.assurance) < rankAssurance(request.acr);
   if (freshLoginNeeded || tooOld) {
-    return silent ? { action: 'refuse', error: 'login_required', description: 'the sign-in is older than max_age' } : { action: 'login' };
+    if (silent) return { action: 'refuse', error: 'login_required', description: 'the sign-in is older than max_age' };
+    // A step-up is itself a fresh authentication of the same account (it raises auth_time), so a
+    // request for more assurance with max_age=0 (RFC 9470 §4) needs one ceremony, not two.
+    return weak ? { action: 'step_up' } : { action: 'login' };
   }
-  if (request.acr !== undefined && rankAssurance(session.assurance) < rankAssurance(request.acr)) {
+  if (weak) {
     return silent ? { action: 'refuse', error: 'interaction_required', description: `acr_values ${request.acr} needs a step-up` } : { action: 'step_up' };
   }
   if (silent) return { action: 'issue', approval: 'prompt_none' };

@@ -58,7 +58,7 @@ t.test('sign-in redirects to authorize with PKCE S256 and a per-state login cook
     t.equal(res.statusCode, 400, rd);
     t.match(await res.body.json(), { reason: 'invalid_return' });
   }
-  t.equal((await request(`${gw.url}/_gate/callback?code=x&state=y`)).statusCode, 503, 'the callback says it is not wired yet');
+  t.equal((await request(`${gw.url}/_gate/callback?code=x&state=y`)).statusCode, 503, 'without a client secret the callback cannot exchange a code: not_ready');
 });
 
 t.test('sign-out clears the session and calls RP-initiated logout', async (t) => {
@@ -174,6 +174,10 @@ t.test('forward auth answers 2xx with identity, 401, 403 or 302 when asked', asy
   const asked = await request(`${gw.url}/_gate/auth?redirect=1`, { headers: { ...HTML, 'x-forwarded-uri': '/app/x?y=1' } });
   t.equal(asked.statusCode, 302);
   t.equal(asked.headers['location'], `${gw.url}/_gate/signin?rd=${encodeURIComponent('/app/x?y=1')}`);
+  const fetched = await request(`${gw.url}/_gate/auth?redirect=1`, { headers: { accept: 'application/json', 'x-forwarded-uri': '/app/x' } });
+  t.equal(fetched.statusCode, 401, 'even when the proxy asks for redirects, a fetch or API call gets 401');
+  const posted = await request(`${gw.url}/_gate/auth?redirect=1`, { headers: { ...HTML, 'x-forwarded-uri': '/app/x', 'x-forwarded-method': 'POST' } });
+  t.equal(posted.statusCode, 401, 'and so does a form post');
   const stepUp = await request(`${gw.url}/_gate/auth?redirect=1`, { headers: { ...HTML, cookie, 'x-forwarded-uri': '/admin' } });
   t.equal(stepUp.statusCode, 302);
   t.match(String(stepUp.headers['location']), /acr_values=sensitive/);

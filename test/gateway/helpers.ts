@@ -10,6 +10,7 @@ import type { GatewayPolicy } from '../../lib/gateway/policy.js';
 import { GATEWAY_CONFIG_TYP } from '../../lib/gateway/signed-config.js';
 import { writeSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
 import { startGateway, type RunningGateway } from '../../gateway/src/server.js';
+import type { GatewayDeps } from '../../gateway/src/app.js';
 import type { SharedState } from '../../lib/runtime/shared-state/index.js';
 import { tempDir } from '../helpers/build.js';
 
@@ -28,11 +29,11 @@ export async function controlPlaneJwks(): Promise<JSONWebKeySet> {
   return cachedJwks;
 }
 
-export async function signConfig(version: number, policy: GatewayPolicy, now = Date.now(), issuer = CONTROL_PLANE): Promise<string> {
+export async function signConfig(version: number, policy: GatewayPolicy, now = Date.now(), issuer = CONTROL_PLANE, audience = CLIENT_ID): Promise<string> {
   const iat = Math.floor(now / 1000);
   return new SignJWT({ version, gateway: policy })
     .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: GATEWAY_CONFIG_TYP })
-    .setIssuer(issuer).setAudience(CLIENT_ID).setIssuedAt(iat).setExpirationTime(iat + 600)
+    .setIssuer(issuer).setAudience(audience).setIssuedAt(iat).setExpirationTime(iat + 600)
     .sign(cp.privateKey);
 }
 
@@ -60,6 +61,16 @@ export async function signAccessToken(input: TokenInput): Promise<string> {
     .setIssuer(input.issuer ?? CONTROL_PLANE).setAudience(input.audience).setSubject(sub).setIssuedAt(iat)
     .setExpirationTime(iat + (input.expiresIn ?? 300)).setJti(randomUUID())
     .sign(cp.privateKey);
+}
+
+/** An ID token as the stand-in control plane would sign it; `claims` override the defaults, `header` the protected header. */
+export async function signIdToken(claims: Record<string, unknown>, header: Record<string, unknown> = {}): Promise<string> {
+  const iat = Math.floor(Date.now() / 1000);
+  const sub = typeof claims['sub'] === 'string' ? claims['sub'] : 'user-1';
+  return new SignJWT({
+    iss: CONTROL_PLANE, aud: CLIENT_ID, sub, iat, exp: iat + 300, auth_time: iat, acr: 'passkey', amr: ['hwk'],
+    email: 'ada@example.test', email_verified: true, svc: { assurance: 'passkey', principal: { type: 'human', id: sub } }, ...claims,
+  }).setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: 'JWT', ...header }).sign(cp.privateKey);
 }
 
 /** A client's DPoP key and a proof maker for it. */
@@ -125,7 +136,12 @@ export interface TestGateway {
   sessionCookie(session?: Partial<GateSession>): Promise<string>;
 }
 
-export async function startTestGateway(t: Tap, options: { upstream?: string; policy?: GatewayPolicy; overrides?: Record<string, unknown>; dataDir?: string; state?: SharedState } = {}): Promise<TestGateway> {
+/**
+ * A gateway on a free port. By default it trusts the stand-in control-plane key above; with
+ * `remoteKeys` it fetches the JWKS of `overrides.controlPlane` (a real control plane) instead.
+ * Configs are signed with the stand-in key for the configured control plane and client id.
+ */
+export async function startTestGateway(t: Tap, options: { upstream?: string; policy?: GatewayPolicy; overrides?: Record<string, unknown>; dataDir?: string; state?: SharedState; remoteKeys?: boolean; deps?: Partial<GatewayDeps> } = {}): Promise<TestGateway> {
   const dataDir = options.dataDir ?? tempDir(t, 'keyplane-gw-');
   const config = loadGatewayConfig({
     env: {},
@@ -134,7 +150,7 @@ export async function startTestGateway(t: Tap, options: { upstream?: string; pol
   const logs: string[] = [];
   const logStream = new Writable({ write(chunk, _e, done) { logs.push(String(chunk)); done(); } });
   const jwks = await controlPlaneJwks();
-  const running = await startGateway(config, { controlPlaneKeys: createLocalJWKSet(jwks), logStream, ...(options.state ? { state: options.state } : {}) });
+  const running = await startGateway(config, { ...(options.remoteKeys ? {} : { controlPlaneKeys: createLocalJWKSet(jwks) }), logStream, ...(options.state ? { state: options.state } : {}), ...options.deps });
   t.teardown(() => running.close());
   let version = 0;
   const gateway: TestGateway = {
@@ -145,7 +161,7 @@ export async function startTestGateway(t: Tap, options: { upstream?: string; pol
     logs,
     async configure(policy, next) {
       version = next ?? version + 1;
-      await running.gateway.configHolder.accept(await signConfig(version, policy), jwks, Date.now());
+      await running.gateway.configHolder.accept(await signConfig(version, policy, Date.now(), config.controlPlane.replace(/\/$/, ''), config.clientId ?? CLIENT_ID), jwks, Date.now());
     },
     async sessionCookie(session = {}) {
       const full: GateSession = { sid: randomUUID(), sub: 'user-1', principalType: 'human', assurance: 'passkey', scopes: ['read'], email: 'ada@example.test', emailVerified: true, ...session };

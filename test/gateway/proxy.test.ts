@@ -67,6 +67,23 @@ t.test('proxies a session with identity headers and an assertion that verifies w
   t.notOk(upstream.last().headers['x-auth-email'], 'an unverified email is never sent');
 });
 
+t.test('routes to several upstreams by path prefix, each assertion addressed to its own app', async (t) => {
+  const main = await startUpstream(t);
+  const reports = await startUpstream(t);
+  const gw = await startTestGateway(t, { upstream: main.url, policy: OPEN, overrides: { upstreams: [{ path: '/reports', url: reports.url }] } });
+  const cookie = await gw.sessionCookie();
+  const jwks = createLocalJWKSet((await (await request(`${gw.url}/_gate/jwks`)).body.json()) as { keys: [] });
+  for (const [path, app, other] of [['/reports/q3?x=1', reports, main], ['/reportsx', main, reports], ['/', main, reports]] as const) {
+    const before = other.seen.length;
+    const res = await request(`${gw.url}${path}`, { headers: { cookie } });
+    t.equal(res.statusCode, 200, path);
+    await res.body.text();
+    t.equal(app.last().url, path, `${path} reaches its app with the path unchanged`);
+    t.equal(other.seen.length, before, `${path} does not reach the other app`);
+    await jwtVerify(app.last().headers['x-auth-assertion'] as string, jwks, { issuer: gw.url, audience: app.url });
+  }
+});
+
 t.test('spoofed identity headers in every spelling never reach the upstream', async (t) => {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });

@@ -1,5 +1,5 @@
 import type { JWK } from 'jose';
-import type { ClientMetadata, ClientType } from '../../../lib/oauth/client-metadata.js';
+import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend
@@ -398,6 +398,57 @@ export interface OidcStore {
   purgeExpired(before: number): Promise<number>;
 }
 
+// ---- edge-gate: issued configs (declared) and evidence (observed), kept apart (issue 6) ----
+
+/** One signed gateway config as issued; a version, once issued, is never re-signed with other content. */
+export interface IssuedGatewayConfig {
+  clientId: string;
+  version: number;
+  /** The compact JWS, served byte for byte. */
+  jws: string;
+  /** SHA-256 hex of the JWS: what the gateway's evidence reports. */
+  hash: string;
+  /** SHA-256 hex of the policy's RFC 8785 canonical JSON. */
+  policyHash: string;
+  policy: GatewayPolicy;
+  /** The control-plane key that signed it. */
+  kid: string;
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/** The newest signed evidence report of one gateway instance, as verified on arrival. */
+export interface StoredGatewayEvidence {
+  clientId: string;
+  instance: string;
+  /** The gateway's public URL (`iss` of the report). */
+  gateway: string;
+  keyThumbprint: string;
+  jti: string;
+  issuedAt: number;
+  expiresAt: number;
+  receivedAt: number;
+  config: { version: number; hash: string; mode: 'observe' | 'canary' | 'enforce' } | null;
+  counts: { allowed: number; refused: Record<string, number>; observed: Record<string, number> };
+  lastEnforcementAt: number | null;
+  startedAt: number;
+  jws: string;
+}
+
+export interface GatewayStore {
+  /** The highest version issued to the client, or null. */
+  latestConfig(clientId: string): Promise<IssuedGatewayConfig | null>;
+  /** False when the client has that version already (versions are unique per client). */
+  insertConfig(config: IssuedGatewayConfig): Promise<boolean>;
+  /**
+   * Keeps the newest report per (client, instance): a report issued before the stored one
+   * changes nothing (false), so a replayed old report cannot hide a newer one.
+   */
+  recordEvidence(evidence: StoredGatewayEvidence): Promise<boolean>;
+  /** The client's instances, most recently heard from first (at most `limit`). */
+  listEvidence(clientId: string, limit: number): Promise<StoredGatewayEvidence[]>;
+}
+
 export interface Stores {
   keys: KeyStore;
   identities: IdentityStore;
@@ -411,6 +462,7 @@ export interface Stores {
   receipts: ReceiptStore;
   clients: ClientStore;
   oidc: OidcStore;
+  gateway: GatewayStore;
 }
 
 export interface Storage extends Stores {

@@ -49,6 +49,9 @@ t.test('decides: sign in, step up, approve, or issue', async (t) => {
   t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, loginAfter: 900_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' });
   t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'login' });
   t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, loginAfter: 1_000_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' }, 'max_age=0 is met by the sign-in it asked for');
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive' }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'step_up' }, 'max_age=0 with a higher acr: one step-up is the fresh authentication');
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'passkey' }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'login' }, 'acr already met: a plain fresh sign-in');
+  t.match(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive', prompt: ['none'] }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'refuse', error: 'login_required' });
 });
 
 t.test('buildRedirect keeps the registered query and appends parameters', async (t) => {

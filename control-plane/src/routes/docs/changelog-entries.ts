@@ -21,6 +21,7 @@ export const changelog: ChangelogEntry[] = [
       { area: 'receipts', text: 'Tamper-evident receipt ledger: every sign-in, token issue and account change leaves a receipt; sorted-Merkle inclusion and absence proofs; signed, chained checkpoints; `keyplane receipt verify` and `keyplane ledger audit`.' },
       { area: 'oidc', text: 'OpenID Connect provider: client registration (RFC 7591/7592) and the self-serve `/apps` page with owner edits, secret rotation and revocation, authorize with PKCE S256, one-tap and web_message popup, token with refresh rotation and DPoP, resource indicators, userinfo, revocation, introspection, RP-initiated logout.' },
       { area: 'gateway', text: 'Edge-gate core: streaming reverse proxy, identity-header hygiene, signed assertions, encrypted cookie sessions, per-route policy, signed config holder, forward auth for nginx.' },
+      { area: 'gateway', text: 'Control plane side of the edge-gate: `GET /gateway/config` serves each gateway client its policy as a signed, versioned JWS (a registration update or key rotation is a new version at the next pull, within 5 s), `POST /gateway/evidence` takes the gateways\' signed evidence (pushed every 10 s), and `GET /gateway/status/{client_id}` shows declared config next to observed evidence: green only while fresh evidence matches.' },
     ],
   },
 ];

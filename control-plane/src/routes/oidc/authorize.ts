@@ -170,7 +170,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         return reply.redirect(`/auth?return=${encodeURIComponent(`/auth/authorize?resume=${id}`)}`, 303);
       }
       case 'step_up': {
-        const id = await park(carried(params), loginAfter);
+        // The step-up may also stand for the fresh sign-in that prompt=login or max_age asked for.
+        const id = await park(carried(params), loginAfter ?? now);
         return reply.redirect(`/auth/step-up?return=${encodeURIComponent(`/auth/authorize?resume=${id}`)}`, 303);
       }
       case 'consent': {

@@ -12,6 +12,7 @@ import { sqliteLinkStore } from './link-store.js';
 import { sqliteReceiptStore } from './receipt-store.js';
 import { sqliteClientStore } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
+import { sqliteGatewayStore } from './gateway-store.js';
 import { SerialRunner, type Runner } from './serial-runner.js';
 
 function storesOn(runner: Runner): Stores {
@@ -28,6 +29,7 @@ function storesOn(runner: Runner): Stores {
     receipts: sqliteReceiptStore(runner),
     clients: sqliteClientStore(runner),
     oidc: sqliteOidcStore(runner),
+    gateway: sqliteGatewayStore(runner),
   };
 }
 

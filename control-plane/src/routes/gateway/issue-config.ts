@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { GATEWAY_CONFIG_LIFETIME_SECONDS, canReuseIssuedConfig, hashGatewayPolicy, signGatewayConfig } from '../../../../lib/gateway/config-issuance.js';
+import type { IssuedGatewayConfig, StoredClient } from '../../storage/types.js';
+
+function noPolicy(): never {
+  throw fail('no_gateway_policy', 'this client has no gateway metadata; add `gateway` to its registration (RFC 7592 update)');
+}
+
+/**
+ * The config the control plane declares for a gateway client now: the newest issued one when it
+ * may be served again (same policy, current key, less than half its lifetime old), otherwise a
+ * new version. Minting happens in one storage transaction that reads the newest version again,
+ * so two concurrent requests never issue one version with two contents (the gateway would
+ * refuse that as equivocation).
+ */
+export async function currentGatewayConfig(app: FastifyInstance, client: StoredClient): Promise<IssuedGatewayConfig> {
+  const { storage, keys, config } = app.kp;
+  const now = app.kp.now();
+  const policy = client.metadata.gateway ?? noPolicy();
+  const key = keys.current();
+  const latest = await storage.gateway.latestConfig(client.clientId);
+  if (canReuseIssuedConfig(latest, { policyHash: hashGatewayPolicy(policy), kid: key.kid, now })) return latest!;
+  return storage.transaction(async (tx) => {
+    // Read both again inside the transaction: a registration update or another mint may have landed.
+    const current = await tx.clients.get(client.clientId);
+    const currentPolicy = current?.metadata.gateway ?? noPolicy();
+    const policyHash = hashGatewayPolicy(currentPolicy);
+    const newest = await tx.gateway.latestConfig(client.clientId);
+    if (canReuseIssuedConfig(newest, { policyHash, kid: key.kid, now })) return newest!;
+    const version = (newest?.version ?? 0) + 1;
+    const signed = await signGatewayConfig({
+      issuer: config.issuer, clientId: client.clientId, version, policy: currentPolicy, now, lifetimeSeconds: GATEWAY_CONFIG_LIFETIME_SECONDS,
+    }, key);
+    const issued: IssuedGatewayConfig = {
+      clientId: client.clientId, version, jws: signed.jws, hash: signed.hash, policyHash, policy: currentPolicy, kid: key.kid,
+      issuedAt: signed.issuedAt, expiresAt: signed.expiresAt,
+    };
+    if (!(await tx.gateway.insertConfig(issued))) throw fail('conflict', 'another config version was issued at the same moment; retry');
+    return issued;
+  });
+}

@@ -1,0 +1,77 @@
+import { jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { isAssuranceLevel, type AssuranceLevel } from '../../lib/assurance/assurance.js';
+import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { constantEquals } from '../../lib/util/constant-equals.js';
+
+/**
+ * Verifies the control plane's ID token at the gateway (OIDC Core §3.1.3.7): ES256 by a key of
+ * the control plane's JWKS, `iss` = the control plane, `aud` = this gateway's client id (and
+ * `azp` when there are other audiences), `exp`/`iat`, the `nonce` of this login, and a known
+ * assurance and principal. An access token (`typ: at+jwt`) is never taken for an ID token.
+ */
+
+export interface IdTokenFacts {
+  sub: string;
+  assurance: AssuranceLevel;
+  principalType: 'human' | 'agent';
+  email?: string;
+  emailVerified?: boolean;
+  /** Seconds. */
+  authTime?: number;
+}
+
+export interface VerifyIdTokenOptions {
+  issuer: string;
+  clientId: string;
+  keys: JWTVerifyGetKey;
+  now: number;
+  /** The login's nonce; `null` on refresh, where OIDC Core §12.2 lets the ID token omit it (one given must still be absent or ours: not checked). */
+  nonce: string | null;
+  /** On refresh: the subject must stay the same (OIDC Core §12.2). */
+  subject?: string;
+}
+
+function invalid(message: string): KeyplaneError {
+  return fail('invalid_id_token', message);
+}
+
+export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptions): Promise<IdTokenFacts> {
+  let claims: Record<string, unknown>;
+  let typ: unknown;
+  try {
+    const verified = await jwtVerify(idToken, options.keys, {
+      algorithms: ['ES256'],
+      issuer: options.issuer,
+      audience: options.clientId,
+      currentDate: new Date(options.now),
+      requiredClaims: ['exp', 'iat', 'sub'],
+    });
+    claims = verified.payload as Record<string, unknown>;
+    typ = verified.protectedHeader.typ;
+  } catch {
+    throw invalid('the ID token does not verify (signature, issuer, audience or expiry)');
+  }
+  if (typeof typ === 'string' && typ.toLowerCase().replace(/^application\//, '') === 'at+jwt') throw invalid('an access token is not an ID token');
+  const aud = claims['aud'];
+  if (Array.isArray(aud) && aud.length > 1 && claims['azp'] !== options.clientId) throw invalid('the ID token names other audiences without azp');
+  if (options.nonce !== null) {
+    const nonce = claims['nonce'];
+    if (typeof nonce !== 'string' || !constantEquals(nonce, options.nonce)) throw invalid('the ID token nonce is not the one of this sign-in');
+  }
+  const sub = claims['sub'] as string;
+  if (options.subject !== undefined && sub !== options.subject) throw invalid('the refreshed ID token names another subject');
+  const svc = (claims['svc'] ?? {}) as { assurance?: unknown; principal?: { type?: unknown; id?: unknown } };
+  const assurance = isAssuranceLevel(svc.assurance) ? svc.assurance : isAssuranceLevel(claims['acr']) ? claims['acr'] : undefined;
+  const principalType = svc.principal?.type;
+  if (!assurance) throw invalid('the ID token states no assurance');
+  if (principalType !== 'human' && principalType !== 'agent') throw invalid('the ID token states no principal');
+  const email = typeof claims['email'] === 'string' ? claims['email'] : undefined;
+  const authTime = typeof claims['auth_time'] === 'number' ? claims['auth_time'] : undefined;
+  return {
+    sub,
+    assurance,
+    principalType,
+    ...(email !== undefined ? { email, emailVerified: claims['email_verified'] === true } : {}),
+    ...(authTime !== undefined ? { authTime } : {}),
+  };
+}

@@ -1,0 +1,96 @@
+import { request } from 'undici';
+import { basicAuth } from './config-pull.js';
+
+/**
+ * The gateway as a confidential client at the control plane's token endpoint (RFC 6749 §3.2):
+ * the authorization code with its PKCE verifier (RFC 7636 §4.5), and the refresh token
+ * (RFC 6749 §6), authenticated with `client_secret_basic` (§2.3.1). Explicit timeouts: a slow
+ * control plane costs the sign-in or refresh a clear 503, never a hung browser request.
+ */
+
+/** Headers and body timeout of one token request. */
+export const TOKEN_TIMEOUT_MS = 5_000;
+
+export interface TokenSet {
+  accessToken: string;
+  /** Seconds from now. */
+  expiresIn: number;
+  scope: string[];
+  idToken?: string;
+  refreshToken?: string;
+}
+
+/**
+ * A refused or failed token request. `refused`: the control plane answered with an OAuth error
+ * (`invalid_grant` and the like: the code or refresh token is spent); `unavailable`: no usable
+ * answer (network, timeout, 5xx, a body that is not a token response), worth retrying.
+ */
+export class TokenEndpointError extends Error {
+  constructor(readonly kind: 'refused' | 'unavailable', readonly error: string | undefined, message: string) {
+    super(message);
+    this.name = 'TokenEndpointError';
+  }
+}
+
+export interface TokenClientOptions {
+  controlPlane: string;
+  clientId: string;
+  clientSecret: string;
+  timeoutMs?: number;
+}
+
+export interface TokenClient {
+  exchangeCode(input: { code: string; codeVerifier: string; redirectUri: string }): Promise<TokenSet>;
+  refresh(refreshToken: string): Promise<TokenSet>;
+}
+
+export function createTokenClient(options: TokenClientOptions): TokenClient {
+  const endpoint = `${options.controlPlane.replace(/\/$/, '')}/auth/token`;
+  const timeout = options.timeoutMs ?? TOKEN_TIMEOUT_MS;
+  const authorization = basicAuth(options.clientId, options.clientSecret);
+
+  async function call(form: Record<string, string>): Promise<TokenSet> {
+    let status: number;
+    let body: unknown;
+    try {
+      const res = await request(endpoint, {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: new URLSearchParams(form).toString(),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+      status = res.statusCode;
+      body = await res.body.json().catch(() => null);
+    } catch {
+      throw new TokenEndpointError('unavailable', undefined, 'the control plane did not answer the token request');
+    }
+    const fields = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+    if (status !== 200) {
+      const error = typeof fields['error'] === 'string' ? fields['error'] : undefined;
+      // RFC 6749 §5.2 errors are 400/401; a 5xx or 429 says nothing about the grant itself.
+      if ((status === 400 || status === 401) && error) throw new TokenEndpointError('refused', error, `the control plane refused the token request (${error})`);
+      throw new TokenEndpointError('unavailable', error, `the token endpoint answered ${status}`);
+    }
+    const { access_token: accessToken, expires_in: expiresIn, scope, id_token: idToken, refresh_token: refreshToken } = fields;
+    if (typeof accessToken !== 'string' || typeof expiresIn !== 'number' || !Number.isFinite(expiresIn) || expiresIn <= 0) {
+      throw new TokenEndpointError('unavailable', undefined, 'the token response lacks access_token or expires_in');
+    }
+    return {
+      accessToken,
+      expiresIn: Math.floor(expiresIn),
+      scope: typeof scope === 'string' ? scope.split(' ').filter(Boolean) : [],
+      ...(typeof idToken === 'string' ? { idToken } : {}),
+      ...(typeof refreshToken === 'string' ? { refreshToken } : {}),
+    };
+  }
+
+  return {
+    exchangeCode: ({ code, codeVerifier, redirectUri }) => call({ grant_type: 'authorization_code', code, code_verifier: codeVerifier, redirect_uri: redirectUri }),
+    refresh: (refreshToken) => call({ grant_type: 'refresh_token', refresh_token: refreshToken }),
+  };
+}
+
+export function isTokenEndpointError(error: unknown): error is TokenEndpointError {
+  return error instanceof Error && error.name === 'TokenEndpointError';
+}

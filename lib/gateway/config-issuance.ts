@@ -1,0 +1,69 @@
+import type { KeyObject, webcrypto } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { canonicalJson } from '../ledger/canonical-json.js';
+import { sha256Hex } from '../util/sha256.js';
+import type { GatewayPolicy } from './policy.js';
+import { GATEWAY_CONFIG_TYP } from './signed-config.js';
+
+/**
+ * The control plane's side of the signed gateway config (issue 6 item 8). The gateway refuses
+ * an older version (rollback) and the same version with other bytes (equivocation), so a
+ * version, once issued, is kept and served unchanged until something makes a new one necessary.
+ */
+
+/** How long an issued config is valid (seconds); it is re-signed once half of that has passed. */
+export const GATEWAY_CONFIG_LIFETIME_SECONDS = 86_400;
+
+/** What decides whether the newest issued config can be served again. */
+export interface IssuedConfigFacts {
+  policyHash: string;
+  kid: string;
+  /** Milliseconds. */
+  issuedAt: number;
+  /** Milliseconds. */
+  expiresAt: number;
+}
+
+/** SHA-256 hex of the RFC 8785 canonical JSON of a policy: equal policies hash equally whatever their member order. */
+export function hashGatewayPolicy(policy: GatewayPolicy): string {
+  return sha256Hex(canonicalJson(policy));
+}
+
+/**
+ * The newest issued config is served again only while it states the same policy, was signed
+ * by the key that signs now (so a rotation moves gateways onto the new key), and is less than
+ * half its lifetime old (so a polling gateway never holds one close to expiry).
+ */
+export function canReuseIssuedConfig(latest: IssuedConfigFacts | null, wanted: { policyHash: string; kid: string; now: number }): boolean {
+  if (!latest) return false;
+  const halfLife = latest.issuedAt + (latest.expiresAt - latest.issuedAt) / 2;
+  return latest.policyHash === wanted.policyHash && latest.kid === wanted.kid && wanted.now < halfLife;
+}
+
+export interface SignGatewayConfigInput {
+  issuer: string;
+  clientId: string;
+  version: number;
+  policy: GatewayPolicy;
+  /** Milliseconds. */
+  now: number;
+  lifetimeSeconds: number;
+}
+
+/** Signs one config: ES256, `typ: keyplane-gateway-config+jwt`, `kid`; `aud` = the gateway's client id. */
+export async function signGatewayConfig(
+  input: SignGatewayConfigInput,
+  key: { kid: string; privateKey: KeyObject | webcrypto.CryptoKey },
+): Promise<{ jws: string; hash: string; issuedAt: number; expiresAt: number }> {
+  if (!Number.isSafeInteger(input.version) || input.version < 1) throw new RangeError('version must be a positive integer');
+  const iat = Math.floor(input.now / 1000);
+  const exp = iat + input.lifetimeSeconds;
+  const jws = await new SignJWT({ version: input.version, gateway: input.policy })
+    .setProtectedHeader({ alg: 'ES256', typ: GATEWAY_CONFIG_TYP, kid: key.kid })
+    .setIssuer(input.issuer)
+    .setAudience(input.clientId)
+    .setIssuedAt(iat)
+    .setExpirationTime(exp)
+    .sign(key.privateKey);
+  return { jws, hash: sha256Hex(jws), issuedAt: iat * 1000, expiresAt: exp * 1000 };
+}
