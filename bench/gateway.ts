@@ -2,21 +2,27 @@
  * bench:gateway — requests per second and p50/p99 latency, in one run on this machine, for
  * (a) a local upstream direct, (b) a bare http-proxy passthrough, (c) the edge-gate with an
  * encrypted cookie session (decrypt, policy, identity headers, cached assertion, undici hop);
- * (c0) is the gateway on a public route, the cost of its proxy hop alone.
+ * (c0) is the gateway on a public route, the cost of its proxy hop alone; (d) the gateway with a
+ * DPoP-bound access token and a fresh proof per request, against the bound of one ES256
+ * verification per request (a bare node:http server doing only that); (e) nginx `auth_request`
+ * to the gateway's `/_gate/auth` in front of the upstream, against nginx alone; and the latency
+ * of `/_gate/auth` under an open-loop load at a fixed rate (BENCH_RATE, default 1,000 req/s).
  * Each server runs in its own child process; the load generator (undici, fixed concurrency,
- * keep-alive) runs here. The target is (c)/(b) >= 0.9 (issue 6). DPoP and nginx forward-auth
- * scenarios are still to be added.
+ * keep-alive) runs here. The target is (c)/(b) >= 0.9 (issue 6).
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { SignJWT, exportJWK } from 'jose';
+import { SignJWT, compactVerify, createLocalJWKSet, exportJWK, importJWK, type JWK } from 'jose';
 import httpProxy from 'http-proxy';
 import { Pool } from 'undici';
+import { computeAth } from '../lib/dpop/verify-dpop-proof.js';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
@@ -41,6 +47,19 @@ async function serve(): Promise<void> {
     server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
     return;
   }
+  if (role === 'es256') {
+    // The bound for (d): one ES256 verification (jose, the gateway's library) of the request's DPoP proof, nothing else.
+    const key = await importJWK(JSON.parse(process.argv[3]!) as JWK, 'ES256');
+    const server = createServer((req, res) => {
+      compactVerify(String(req.headers['dpop']), key, { algorithms: ['ES256'] }).then(
+        () => { res.writeHead(200, { 'content-type': 'text/plain' }); res.end('hello, world!'); },
+        () => { res.writeHead(401); res.end(); },
+      );
+    });
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+    return;
+  }
   const upstream = process.argv[3]!;
   if (role === 'http-proxy') {
     const proxy = httpProxy.createProxyServer({ target: upstream, agent: new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 128 }) });
@@ -56,12 +75,12 @@ async function serve(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-gw-'));
   process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
   const config = loadGatewayConfig({ env: {}, overrides: { port: 0, dataDir, upstream, clientId: 'bench', logLevel: 'warn' } });
-  const running = await startGateway(config);
-  running.server.keepAliveTimeout = 60_000;
   const cp = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const jwks = { keys: [{ ...(await exportJWK(cp.publicKey)), kid: 'cp', alg: 'ES256' }] };
+  const running = await startGateway(config, { controlPlaneKeys: createLocalJWKSet(jwks) });
+  running.server.keepAliveTimeout = 60_000;
   const iat = Math.floor(Date.now() / 1000);
-  const jws = await new SignJWT({ version: 1, gateway: { mode: 'enforce', routes: [{ path: '/', min_assurance: 'passkey' }, { path: '/public', public: true }] } })
+  const jws = await new SignJWT({ version: 1, gateway: { mode: 'enforce', routes: [{ path: '/', min_assurance: 'passkey' }, { path: '/public', public: true }, { path: '/api', dpop: 'required' }] } })
     .setProtectedHeader({ alg: 'ES256', kid: 'cp', typ: 'keyplane-gateway-config+jwt' })
     .setIssuer(config.controlPlane).setAudience('bench').setIssuedAt(iat).setExpirationTime(iat + 3600).sign(cp.privateKey);
   await running.gateway.configHolder.accept(jws, jwks, Date.now());
@@ -69,8 +88,19 @@ async function serve(): Promise<void> {
     { sid: randomUUID(), sub: 'usr_bench', principalType: 'human', assurance: 'passkey', scopes: ['openid'], email: 'bench@example.test', emailVerified: true },
     { keys: running.gateway.cookieKeys, now: Date.now(), secure: false, ttlSeconds: 3600 },
   );
+  // (d): a DPoP-bound access token as the control plane would issue it; the parent signs the proofs.
+  const dpop = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const dpopJwk = await exportJWK(dpop.publicKey);
+  const { calculateJwkThumbprint } = await import('jose');
+  const token = await new SignJWT({ scope: 'read', acr: 'passkey', svc: { assurance: 'passkey', principal: { type: 'human', id: 'usr_bench' } }, cnf: { jkt: await calculateJwkThumbprint(dpopJwk) } })
+    .setProtectedHeader({ alg: 'ES256', kid: 'cp', typ: 'at+jwt' })
+    .setIssuer(config.controlPlane).setAudience(running.url).setSubject('usr_bench').setIssuedAt(iat).setExpirationTime(iat + 3600).setJti(randomUUID())
+    .sign(cp.privateKey);
   const address = running.server.address() as { port: number };
-  process.send!({ url: `http://127.0.0.1:${address.port}`, cookie: cookies.map((line) => line.split(';')[0]).join('; ') });
+  process.send!({
+    url: `http://127.0.0.1:${address.port}`, cookie: cookies.map((line) => line.split(';')[0]).join('; '),
+    publicUrl: running.url, token, dpopJwk: await exportJWK(dpop.privateKey),
+  });
 }
 
 interface Result { rps: number; p50: number; p99: number; errors: number; requests: number; cpuUs?: number }
@@ -83,14 +113,16 @@ async function cpuOf(child: ChildProcess): Promise<number> {
   }
 }
 
-async function measured(server: { child: ChildProcess; url: string }, headers: Record<string, string>, path = '/'): Promise<Result> {
+type Headers = Record<string, string> | (() => Promise<Record<string, string>>);
+
+async function measured(server: { child: ChildProcess; url: string }, headers: Headers, path = '/'): Promise<Result> {
   const before = await cpuOf(server.child);
   const result = await load(server.url, headers, path);
   const after = await cpuOf(server.child);
   return { ...result, cpuUs: (after - before) / result.requests };
 }
 
-async function load(url: string, headers: Record<string, string>, path = '/'): Promise<Result> {
+async function load(url: string, headersOf: Headers, path = '/'): Promise<Result> {
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
   const latencies: number[] = [];
   let errors = 0;
@@ -98,6 +130,7 @@ async function load(url: string, headers: Record<string, string>, path = '/'): P
     while (performance.now() < until) {
       const start = performance.now();
       try {
+        const headers = typeof headersOf === 'function' ? await headersOf() : headersOf;
         const res = await pool.request({ path, method: 'GET', headers });
         await res.body.dump();
         if (res.statusCode !== 200) errors++;
@@ -118,11 +151,157 @@ async function load(url: string, headers: Record<string, string>, path = '/'): P
   return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, requests: latencies.length };
 }
 
-async function start(kind: string, ...args: string[]): Promise<{ child: ChildProcess; url: string; cookie?: string }> {
+/**
+ * Open-loop load at a fixed rate: request i is due at `start + i / rate` and is sent then whether
+ * or not earlier ones have answered; its latency counts from when it was due, so a stall shows up
+ * in the percentiles instead of quietly slowing the schedule (coordinated omission).
+ */
+async function fixedRate(url: string, headers: Record<string, string>, path: string, rate: number, seconds: number): Promise<{ p50: number; p99: number; max: number; sent: number; errors: number; achieved: number }> {
+  const pool = new Pool(url, { connections: 256, pipelining: 1 });
+  const total = Math.round(rate * seconds);
+  const latencies: number[] = [];
+  const inflight: Promise<void>[] = [];
+  let errors = 0;
+  const started = performance.now();
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(Math.floor(wait));
+    inflight.push(pool.request({ path, method: 'GET', headers }).then(
+      async (res) => {
+        await res.body.dump();
+        if (res.statusCode !== 200) errors++;
+        latencies.push(performance.now() - due);
+      },
+      () => { errors++; },
+    ));
+  }
+  await Promise.all(inflight);
+  const elapsed = (performance.now() - started) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return { p50: at(0.5), p99: at(0.99), max: latencies.at(-1) ?? 0, sent: total, errors, achieved: total / elapsed };
+}
+
+/** DPoP proofs for one key and URL, signed before the timed run (each is single-use, oldest first); signed on the spot, and counted, if they run out. */
+async function proofMaker(privateJwk: JWK, htu: string, token: string): Promise<{ fill(count: number): Promise<void>; next(): Promise<Record<string, string>>; extra(): number }> {
+  const { d: _d, ...publicJwk } = privateJwk;
+  const key = await importJWK(privateJwk, 'ES256');
+  const ath = computeAth(token);
+  const sign = () => new SignJWT({ htm: 'GET', htu, jti: randomUUID(), ath }).setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: publicJwk }).setIssuedAt().sign(key);
+  let ready: string[] = [];
+  let taken = 0;
+  let extra = 0;
+  const authorization = `DPoP ${token}`;
+  return {
+    async fill(count) {
+      ready = [];
+      taken = 0;
+      extra = 0;
+      for (let i = 0; i < count; i++) ready.push(await sign());
+    },
+    async next() {
+      const proof = ready[taken++];
+      if (proof !== undefined) return { authorization, dpop: proof };
+      extra++;
+      return { authorization, dpop: await sign() };
+    },
+    extra: () => extra,
+  };
+}
+
+// ---------- nginx for (e) ----------
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => { socket.destroy(); resolve(true); });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await sleep(50);
+  }
+  throw new Error(`nginx did not listen on ${port}`);
+}
+
+/** nginx (one worker, keep-alive to both peers) in front of the upstream, with or without auth_request to the gateway. */
+async function startNginx(upstream: string, gateway: string | undefined): Promise<{ url: string; stop(): void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'keyplane-bench-nginx-'));
+  mkdirSync(join(dir, 'logs'));
+  const port = await freePort();
+  const auth = gateway
+    ? `auth_request /_gate_auth;
+      auth_request_set $kp_subject $upstream_http_x_auth_subject;
+      auth_request_set $kp_assertion $upstream_http_x_auth_assertion;
+      proxy_set_header X-Auth-Subject $kp_subject;
+      proxy_set_header X-Auth-Assertion $kp_assertion;`
+    : '';
+  writeFileSync(join(dir, 'nginx.conf'), `
+${process.getuid?.() === 0 ? 'user root;' : ''}
+daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  keepalive_requests 1000000;
+  upstream app { server ${new URL(upstream).host}; keepalive 64; }
+  ${gateway ? `upstream gate { server ${new URL(gateway).host}; keepalive 64; }` : ''}
+  server {
+    listen 127.0.0.1:${port};
+    ${gateway ? `location = /_gate_auth {
+      internal;
+      proxy_pass http://gate/_gate/auth;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_pass_request_body off;
+      proxy_set_header Content-Length "";
+      proxy_set_header X-Original-URI $request_uri;
+      proxy_set_header X-Original-Method $request_method;
+    }` : ''}
+    location / {
+      ${auth}
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_pass http://app;
+    }
+  }
+}
+`);
+  const child = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir, '-e', join(dir, 'logs', 'error.log')], { stdio: 'ignore' });
+  await waitForPort(port);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop() { child.kill('SIGQUIT'); setTimeout(() => rmSync(dir, { recursive: true, force: true }), 500).unref(); },
+  };
+}
+
+function loadLine(): string {
+  return `load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`;
+}
+
+interface Started { child: ChildProcess; url: string; cookie?: string; publicUrl?: string; token?: string; dpopJwk?: JWK }
+
+async function start(kind: string, ...args: string[]): Promise<Started> {
   // BENCH_PROFILE=dir writes a V8 CPU profile of the gateway process there.
   const profile = kind === 'gateway' && process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`] : [];
   const child = fork(new URL(import.meta.url).pathname, [kind, ...args], { execArgv: ['--import', 'tsx', ...profile], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const [message] = (await once(child, 'message')) as [{ url: string; cookie?: string }];
+  const [message] = (await once(child, 'message')) as [Omit<Started, 'child'>];
   return { child, ...message };
 }
 
@@ -135,8 +314,12 @@ async function main(): Promise<void> {
   const upstream = await start('upstream');
   const proxy = await start('http-proxy', upstream.url);
   const gateway = await start('gateway', upstream.url);
+  const { d: _d, ...dpopPublic } = gateway.dpopJwk!;
+  const bound = await start('es256', JSON.stringify(dpopPublic));
+  const stops: Array<() => void> = [];
   try {
     process.stdout.write(`# bench:gateway on ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, node ${process.version}, ${CONNECTIONS} keep-alive connections, ${SECONDS} s each\n`);
+    process.stdout.write(`# before: ${loadLine()} (1, 5, 15 min; figures from a loaded machine are indicative only)\n`);
     // BENCH_ONLY=gateway skips (a) and (b), e.g. to profile the gateway alone.
     const only = process.env['BENCH_ONLY'] === 'gateway';
     const direct = only ? undefined : await measured(upstream, {});
@@ -147,9 +330,50 @@ async function main(): Promise<void> {
     process.stdout.write(`${line('(c0) gateway, public route', floor)}\n`);
     const session = await measured(gateway, { cookie: gateway.cookie!, accept: 'text/html' });
     process.stdout.write(`${line('(c) gateway, cookie session', session)}\n`);
-    if (bare) process.stdout.write(`(c)/(b) = ${(session.rps / bare.rps).toFixed(2)} req/s (target >= 0.9); proxy-process CPU per request (c)/(b) = ${(session.cpuUs! / bare.cpuUs!).toFixed(2)}\n`);
+
+    // (d) and its bound: every request carries a fresh single-use proof, signed here beforehand.
+    const path = '/api/items';
+    const proofs = await proofMaker(gateway.dpopJwk!, `${gateway.publicUrl}${path}`, gateway.token!);
+    const budget = Math.round(Math.max(8000, (bare?.rps ?? 0) * 1.5) * (SECONDS + 1));
+    await proofs.fill(budget);
+    const dpop = await measured(gateway, () => proofs.next(), path);
+    process.stdout.write(`${line('(d) gateway, DPoP-bound token', dpop)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`);
+    await proofs.fill(budget);
+    const verifyBound = await measured(bound, () => proofs.next(), path);
+    process.stdout.write(`${line('bound: one ES256 verify per request', verifyBound)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`);
+
+    // (e) nginx auth_request to the gateway vs nginx alone, both with the cookie session.
+    let nginxAlone: Result | undefined;
+    let nginxGate: Result | undefined;
+    if (spawnSync('nginx', ['-v']).status === 0) {
+      const alone = await startNginx(upstream.url, undefined);
+      stops.push(alone.stop);
+      nginxAlone = await load(alone.url, { cookie: gateway.cookie! });
+      process.stdout.write(`${line('nginx alone -> upstream', nginxAlone)}\n`);
+      const gated = await startNginx(upstream.url, gateway.url);
+      stops.push(gated.stop);
+      nginxGate = await load(gated.url, { cookie: gateway.cookie! }, '/app');
+      process.stdout.write(`${line('(e) nginx + auth_request /_gate/auth', nginxGate)}\n`);
+    } else {
+      process.stdout.write('(e) skipped: nginx is not installed (Debian: nginx-light)\n');
+    }
+
+    // /_gate/auth latency at a fixed rate (open loop), as a proxy would call it.
+    const rate = Number(process.env['BENCH_RATE'] ?? 1000);
+    const fixed = await fixedRate(gateway.url, { cookie: gateway.cookie!, 'x-forwarded-uri': '/app', 'x-forwarded-method': 'GET' }, '/_gate/auth', rate, SECONDS);
+    process.stdout.write(`/_gate/auth at ${rate} req/s (open loop, ${fixed.sent} requests, achieved ${Math.round(fixed.achieved)}/s): p50 ${fixed.p50.toFixed(2)} ms  p99 ${fixed.p99.toFixed(2)} ms  max ${fixed.max.toFixed(2)} ms${fixed.errors ? `  errors ${fixed.errors}` : ''}\n`);
+
+    process.stdout.write('ratios (req/s; proxy-process CPU per request in brackets where both are known):\n');
+    if (bare) {
+      process.stdout.write(`  (c)/(b) = ${(session.rps / bare.rps).toFixed(2)} [${(session.cpuUs! / bare.cpuUs!).toFixed(2)}] (target >= 0.9)\n`);
+      process.stdout.write(`  (d)/(b) = ${(dpop.rps / bare.rps).toFixed(2)} [${(dpop.cpuUs! / bare.cpuUs!).toFixed(2)}]\n`);
+    }
+    process.stdout.write(`  (d)/bound = ${(dpop.rps / verifyBound.rps).toFixed(2)} [CPU per request ${(dpop.cpuUs! / verifyBound.cpuUs!).toFixed(2)}x the bound's]\n`);
+    if (nginxAlone && nginxGate) process.stdout.write(`  (e)/nginx alone = ${(nginxGate.rps / nginxAlone.rps).toFixed(2)}\n`);
+    process.stdout.write(`# after: ${loadLine()}\n`);
   } finally {
-    for (const child of [upstream.child, proxy.child, gateway.child]) child.disconnect();
+    for (const stop of stops) stop();
+    for (const child of [upstream.child, proxy.child, gateway.child, bound.child]) child.disconnect();
   }
 }
 

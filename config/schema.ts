@@ -107,7 +107,15 @@ export const gatewaySchema: Group = group('Edge-gate', {
     description: 'Public URL of the gateway (scheme, host, port). Unset: the listening URL. The redirect URI is <publicUrl>/_gate/callback.',
   },
   controlPlane: { type: 'string', format: 'uri', pattern: '^https?://', default: 'http://localhost:4400', flag: '--control-plane', description: 'Base URL (issuer) of the control plane.' },
-  upstream: { type: 'string', format: 'uri', pattern: '^https?://', flag: '--upstream', description: 'URL of the protected app.' },
+  upstream: { type: 'string', format: 'uri', pattern: '^https?://', flag: '--upstream', description: 'URL of the protected app: every path no `upstreams` entry claims.' },
+  upstreams: {
+    type: 'array', maxItems: 50, default: [],
+    items: {
+      type: 'object', required: ['path', 'url'], additionalProperties: false,
+      properties: { path: { type: 'string', pattern: '^/' }, url: { type: 'string', format: 'uri', pattern: '^https?://[^/?#]+/?$' } },
+    },
+    description: 'More apps behind the same gateway, by path prefix: `[{path, url}]`, the longest segment-wise prefix winning (as for policy routes). The path is forwarded unchanged and the url is an origin. YAML only.',
+  },
   clientId: { type: 'string', minLength: 1, flag: '--client-id', description: 'The gateway\'s OIDC client id at the control plane.' },
   clientSecret: { type: 'string', minLength: 1, flag: '--client-secret', env: 'KEYPLANE_GATEWAY_CLIENT_SECRET', secret: true, description: 'The gateway\'s client secret.' },
   trustedProxies: {
@@ -122,6 +130,10 @@ export const gatewaySchema: Group = group('Edge-gate', {
   assertionLifetime: { type: 'integer', minimum: 1, maximum: 300, default: 60, description: 'Lifetime of the X-Auth-Assertion JWT sent upstream (seconds, at most 300).' },
   upstreamTimeout: seconds(30, 'Wait for the upstream\'s response headers before answering 504 `upstream_timeout`'),
   upstreamConnections: count(128, 'Keep-alive connections the gateway holds open to the upstream.'),
+  dpopNonce: {
+    type: 'boolean', default: false,
+    description: 'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in the proofs of DPoP callers. Stateless: nonces derive from `cookieKeys`, so every replica sharing them accepts them; each lives 5 to 10 minutes.',
+  },
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,
   logLevel: common.logLevel,

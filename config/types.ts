@@ -45,6 +45,7 @@ export interface GatewaySettings {
   publicUrl?: string;
   controlPlane: string;
   upstream?: string;
+  upstreams: Array<{ path: string; url: string }>;
   clientId?: string;
   clientSecret?: string;
   trustedProxies: string[];
@@ -53,6 +54,7 @@ export interface GatewaySettings {
   assertionLifetime: number;
   upstreamTimeout: number;
   upstreamConnections: number;
+  dpopNonce: boolean;
   dataDir: string;
   redisUrl?: string;
   logLevel: LogLevel;
