@@ -1,21 +1,82 @@
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import type { Command } from 'commander';
-import { loadControlPlaneConfig } from '../../../config/load.js';
+import { loadControlPlaneConfig, loadGatewayConfig } from '../../../config/load.js';
+import { ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
 import { startControlPlane } from '../../../control-plane/src/server.js';
+import { startGateway } from '../../../gateway/src/server.js';
+import { defaultPublicUrl } from '../../../lib/runtime/listen.js';
+import { DEMO_POLICY, startDemoApp } from '../demo-app.js';
+import { CliError, EXIT } from '../exit.js';
 import { flagsToConfig } from '../options.js';
 import { progress, runUntilSignal, say, warn } from '../io.js';
+
+const DEFAULT_GATEWAY_PORT = 4480;
+const DEFAULT_DEMO_PORT = 4490;
 
 export function upCommand(program: Command): void {
   program
     .command('up')
-    .description('Run everything for a local try-out, with embedded storage in the data dir.')
+    .description('Run the control plane, a gateway and a demo app behind it, with embedded storage in the data dir.')
     .option('--port <port>', 'control plane port (default 4400)')
-    .option('--gateway-port <port>', 'gateway port (default 4480)')
+    .option('--gateway-port <port>', `gateway port (default ${DEFAULT_GATEWAY_PORT})`)
+    .option('--demo-port <port>', `demo app port (default ${DEFAULT_DEMO_PORT})`)
     .option('--data <dir>', 'data directory (default ./data)')
     .action(async (options: Record<string, unknown>) => {
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', { port: options['port'], data: options['data'] }) });
+      // The gateway's redirect URI is registered before it starts, so its port is fixed first.
+      const gatewayPort = await resolvePort(portOption(options['gatewayPort'], '--gateway-port', DEFAULT_GATEWAY_PORT), config.host);
+      const gatewayUrl = defaultPublicUrl(config.host, gatewayPort);
+
       const controlPlane = await startControlPlane(config, { warn, notify: progress, logStream: process.stderr });
-      say(`listening ${controlPlane.url}`);
-      progress(`Keyplane is up. Open ${controlPlane.url}/auth to sign in; discovery at ${controlPlane.url}/.well-known/openid-configuration`);
-      await runUntilSignal(() => controlPlane.close());
+      const closers: Array<() => Promise<void>> = [() => controlPlane.close()];
+      const closeAll = async () => {
+        for (const close of closers.reverse()) await close();
+      };
+      try {
+        const demo = await startDemoApp({ port: portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT), host: config.host, gatewayUrl });
+        closers.push(() => demo.close());
+        const client = await ensureLocalGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
+        const gatewayConfig = loadGatewayConfig({
+          overrides: {
+            host: config.host, port: gatewayPort, controlPlane: controlPlane.url, upstream: demo.url,
+            clientId: client.clientId, clientSecret: client.clientSecret, dataDir: join(config.dataDir, 'gateway'), logLevel: config.logLevel,
+          },
+        });
+        const gateway = await startGateway(gatewayConfig, { logStream: process.stderr });
+        closers.push(() => gateway.close());
+
+        say(`listening ${controlPlane.url}`);
+        say(`listening ${gateway.url}`);
+        say(`listening ${demo.url}`);
+        progress([
+          'Keyplane is up.',
+          `  Open ${gateway.url}/ : the demo app behind the gateway. Sign up or sign in with a passkey when asked.`,
+          `  ${gateway.url}/admin asks for a step-up; ${gateway.url}/public needs no sign-in.`,
+          `  Control plane (OIDC provider, accounts): ${controlPlane.url}/auth`,
+          `  Gateway client ${client.clientId} ${client.created ? 'registered' : 'found'}; its secret was issued for this run only.`,
+        ].join('\n'));
+      } catch (error) {
+        await closeAll();
+        throw error;
+      }
+      await runUntilSignal(closeAll);
     });
+}
+
+function portOption(raw: unknown, flag: string, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`${flag} must be a port number from 0 to 65535`, EXIT.usage);
+  return port;
+}
+
+/** Port 0 asks the OS for a free port now, so the redirect URI can name it before the gateway binds. */
+async function resolvePort(port: number, host: string): Promise<number> {
+  if (port !== 0) return port;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, host, resolve));
+  const { port: free } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return free;
 }

@@ -1,12 +1,11 @@
 import t from 'tap';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import { loadControlPlaneConfig } from '../../../config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
+import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 
 /**
@@ -15,14 +14,9 @@ import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
  * redirect to the client), and the web_message popup, which hands the code to an opener on the
  * registered origin and to no other.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const REQUIRE_ALL = process.env['KEYPLANE_REQUIRE_ALL'] === '1';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const ADMIN = 'browser-admin-token-0123456789abcdef0123456789';
 
-const missing = !existsSync(CHROMIUM);
-if (missing && REQUIRE_ALL) t.fail(`Chromium is required (KEYPLANE_REQUIRE_ALL=1) but ${CHROMIUM} does not exist`);
-const skip = missing && !REQUIRE_ALL ? `Chromium not found at ${CHROMIUM}: browser OIDC suite skipped (install chromium, or set KEYPLANE_REQUIRE_ALL=1 to fail instead)` : false;
+const skip = chromiumSkip(t, 'browser OIDC suite');
 
 /** A relying party's page: records every message it receives and can open a popup. */
 const RP_PAGE = `<!doctype html><html><body><h1>RP</h1><script>
@@ -67,18 +61,8 @@ t.test('OIDC in Chromium', { skip }, async (t) => {
   t.equal(reg.status, 201);
   const clientId = (await reg.json() as { client_id: string }).client_id;
 
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-  t.teardown(() => browser.close());
-  const context = await browser.newContext();
-  const page: Page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (message) => problems.push(`console ${message.type()}: ${message.text()}`));
-  page.on('response', (response) => problems.push(`${response.status()} ${response.request().method()} ${response.url().slice(0, 120)} ${response.headers()['location'] ?? ''}`));
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable', { enableUI: false });
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', ctap2Version: 'ctap2_1', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
-  });
+  const { page, problems, addAuthenticator } = await launchChromium(t, { traceResponses: true });
+  await addAuthenticator();
 
   const authorizeUrl = (extra: Record<string, string>) => {
     const { challenge } = pkce();

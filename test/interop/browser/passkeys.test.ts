@@ -1,9 +1,8 @@
 import t from 'tap';
-import { existsSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
 import { loadControlPlaneConfig } from '../../../config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
+import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 
 /**
@@ -11,26 +10,9 @@ import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
  * virtual authenticator (a CTAP2 platform authenticator that holds discoverable credentials and
  * verifies the user), against a control plane listening on a free port.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const REQUIRE_ALL = process.env['KEYPLANE_REQUIRE_ALL'] === '1';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-const missing = !existsSync(CHROMIUM);
-if (missing && REQUIRE_ALL) t.fail(`Chromium is required (KEYPLANE_REQUIRE_ALL=1) but ${CHROMIUM} does not exist`);
-const skip = missing && !REQUIRE_ALL ? `Chromium not found at ${CHROMIUM}: browser passkey suite skipped (install chromium, or set KEYPLANE_REQUIRE_ALL=1 to fail instead)` : false;
-
-async function addAuthenticator(cdp: CDPSession): Promise<string> {
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2', ctap2Version: 'ctap2_1', transport: 'internal',
-      hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
-    },
-  });
-  return authenticatorId;
-}
+const skip = chromiumSkip(t, 'browser passkey suite');
 
 t.test('sign up, land on /account, sign out, sign in usernameless, add a passkey, step up', { skip, timeout: 90_000 }, async (t) => {
-  if (missing) return;
   const config = loadControlPlaneConfig({
     env: {},
     overrides: { dataDir: tempDir(t), host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn' },
@@ -42,22 +24,8 @@ t.test('sign up, land on /account, sign out, sign in usernameless, add a passkey
   t.teardown(() => server.close());
   t.match(server.url, /^http:\/\/localhost:\d+$/, 'loopback issuer is localhost (a valid RP ID)');
 
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-  t.teardown(() => browser.close());
-  const context = await browser.newContext();
-  const page: Page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    // failed loads are reported with their URL by the response listener below
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(`console: ${message.text()}`);
-  });
-  page.on('response', (response) => {
-    if (response.status() >= 400 && !response.url().endsWith('/favicon.ico')) problems.push(`${response.status()} ${response.url()}`);
-  });
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable', { enableUI: false });
-  const first = await addAuthenticator(cdp);
+  const { page, cdp, problems, addAuthenticator } = await launchChromium(t);
+  const first = await addAuthenticator();
   const status = page.locator('#status');
 
   // sign up
@@ -89,7 +57,7 @@ t.test('sign up, land on /account, sign out, sign in usernameless, add a passkey
   // add a second passkey on another authenticator (the first is excluded: it holds a passkey of this
   // account already; Chrome allows one internal authenticator at a time, so the first goes away)
   await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: first });
-  const second = await addAuthenticator(cdp);
+  const second = await addAuthenticator();
   await page.click('button[data-action="add-passkey"]');
   await page.locator('tr[data-cred-id]').nth(1).waitFor({ timeout: 20_000 }).catch(async (error) => {
     throw new Error(`second passkey not listed: status "${await status.textContent()}", ${problems.join('; ')}; ${error}`);

@@ -1,10 +1,9 @@
 import t from 'tap';
-import { existsSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import { loadControlPlaneConfig } from '../../../config/load.js';
 import { generateTotpCode } from '../../../lib/totp/totp.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
+import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 import { linkIn, readOutbox } from '../../helpers/smtp.js';
 
@@ -17,41 +16,18 @@ import { linkIn, readOutbox } from '../../helpers/smtp.js';
 interface DomNode { id: string; textContent: string | null }
 declare const document: { getElementById(id: string): DomNode | null; querySelector(selector: string): DomNode | null; activeElement: DomNode | null };
 
-const CHROMIUM = '/usr/bin/chromium';
-const REQUIRE_ALL = process.env['KEYPLANE_REQUIRE_ALL'] === '1';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-const missing = !existsSync(CHROMIUM);
-if (missing && REQUIRE_ALL) t.fail(`Chromium is required (KEYPLANE_REQUIRE_ALL=1) but ${CHROMIUM} does not exist`);
-const skip = missing && !REQUIRE_ALL ? `Chromium not found at ${CHROMIUM}: browser TOTP/e-mail suite skipped` : false;
+const skip = chromiumSkip(t, 'browser TOTP/e-mail suite');
 
 t.test('TOTP on, step-up with TOTP, backup codes, e-mail verification, TOTP off, then a magic link', { skip, timeout: 120_000 }, async (t) => {
-  if (missing) return;
   const dataDir = tempDir(t);
   const config = loadControlPlaneConfig({ env: {}, overrides: { dataDir, host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn' } });
   const server: RunningControlPlane = await startControlPlane(config, { logStream: new Writable({ write(_c, _e, done) { done(); } }) });
   t.teardown(() => server.close());
 
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-  t.teardown(() => browser.close());
-  const context = await browser.newContext();
-  const page: Page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(`console: ${message.text()}`);
-  });
-  page.on('response', (response) => {
-    const path = new URL(response.url()).pathname;
-    // The refused disable (403) is expected; browsers ask for a favicon nobody serves.
-    if (response.status() >= 400 && path !== '/favicon.ico' && path !== '/auth/totp/disable') problems.push(`${response.status()} ${path}`);
-  });
+  // The refused disable (403) is expected.
+  const { context, page, problems, addAuthenticator } = await launchChromium(t, { expectedFailures: ['/auth/totp/disable'] });
   page.on('dialog', (dialog) => void dialog.accept());
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable', { enableUI: false });
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', ctap2Version: 'ctap2_1', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
-  });
+  await addAuthenticator();
   const status = page.locator('#second-factor-status');
   const why = async () => `status "${await status.textContent().catch(() => '')}", ${problems.join('; ')}`;
 

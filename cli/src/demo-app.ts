@@ -1,0 +1,112 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import type { GatewayPolicy } from '../../lib/oauth/client-metadata.js';
+import { listen } from '../../lib/runtime/listen.js';
+
+/**
+ * The app `keyplane up` puts behind the gateway: it has no sign-in code at all and shows what the
+ * gateway told it, after checking the signed X-Auth-Assertion against the gateway's JWKS, which is
+ * exactly what a real app behind the gateway should do.
+ */
+
+/** The demo's routes, as the gateway enforces them (the policy registered for the demo gateway client). */
+export const DEMO_POLICY: GatewayPolicy = {
+  mode: 'enforce',
+  routes: [
+    { path: '/', min_assurance: 'passkey' },
+    { path: '/admin', min_assurance: 'sensitive', principals: ['human'] },
+    { path: '/public', public: true },
+    { path: '/favicon.ico', public: true },
+  ],
+};
+
+export interface DemoApp {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+const IDENTITY_HEADERS = ['x-auth-subject', 'x-auth-principal-type', 'x-auth-assurance', 'x-auth-email'] as const;
+
+export async function startDemoApp(options: { port: number; host: string; gatewayUrl: string }): Promise<DemoApp> {
+  const jwks = createRemoteJWKSet(new URL(`${options.gatewayUrl}/_gate/jwks`), { timeoutDuration: 3_000, cooldownDuration: 30_000 });
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => send(res, 500, 'application/json', JSON.stringify({ ok: false, reason: 'internal' })));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://demo').pathname;
+    if (path === '/favicon.ico') return send(res, 204, 'text/plain', '');
+    const identity = Object.fromEntries(IDENTITY_HEADERS.map((name) => [name, headerValue(req, name)]));
+    const assertion = await checkAssertion(headerValue(req, 'x-auth-assertion'));
+    if (path === '/api/whoami' || (req.headers.accept ?? '').startsWith('application/json')) {
+      return send(res, 200, 'application/json', JSON.stringify({ ok: true, path, identity, assertion }));
+    }
+    send(res, 200, 'text/html; charset=utf-8', page(path, identity, assertion, options.gatewayUrl));
+  }
+
+  async function checkAssertion(token: string | undefined): Promise<{ verified: boolean; claims?: JWTPayload; problem?: string }> {
+    if (!token) return { verified: false, problem: 'no assertion (a public route, or no gateway in front)' };
+    try {
+      // The gateway addresses its assertion to the upstream origin it proxies to: this app.
+      const { payload } = await jwtVerify(token, jwks, { algorithms: ['ES256'], issuer: options.gatewayUrl, audience: url });
+      return { verified: true, claims: payload };
+    } catch (error) {
+      return { verified: false, problem: (error as { code?: string }).code ?? 'does not verify' };
+    }
+  }
+
+  const port = await listen(server, options.port, options.host);
+  const url = `http://${options.host}:${port}`;
+  return {
+    url,
+    server,
+    close: () => new Promise<void>((resolve) => {
+      server.closeIdleConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, {
+    'content-type': type,
+    'cache-control': 'no-store',
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+  });
+  res.end(body);
+}
+
+function escapeHtml(value: unknown): string {
+  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function page(path: string, identity: Record<string, string | undefined>, assertion: { verified: boolean; claims?: JWTPayload; problem?: string }, gatewayUrl: string): string {
+  const rows = Object.entries(identity)
+    .map(([name, value]) => `<tr><th scope="row"><code>${escapeHtml(name)}</code></th><td id="${escapeHtml(name)}">${value === undefined ? '<em>not sent</em>' : escapeHtml(value)}</td></tr>`)
+    .join('');
+  const verdict = assertion.verified
+    ? `<p id="assertion" class="good">The signed assertion verifies with <code>${escapeHtml(gatewayUrl)}/_gate/jwks</code>.</p>`
+    : `<p id="assertion" class="note">Assertion: ${escapeHtml(assertion.problem ?? 'not verified')}.</p>`;
+  const claims = assertion.claims ? `<details><summary>Assertion claims</summary><pre>${escapeHtml(JSON.stringify(assertion.claims, null, 2))}</pre></details>` : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Keyplane demo app</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #ddd}
+.good{color:#0a6b2d}.note{color:#6b4e0a}nav a{margin-right:1rem}pre{overflow:auto;background:#f5f5f5;padding:.5rem}</style>
+</head><body><main>
+<h1>Keyplane demo app</h1>
+<p>This app has no sign-in code. The Keyplane gateway in front of it signed you in and sends who you are in headers. You are on <code id="path">${escapeHtml(path)}</code>.</p>
+<table><caption>Identity the gateway sent</caption>${rows}</table>
+${verdict}${claims}
+<nav aria-label="Demo routes"><a href="/">Home (passkey)</a><a href="/admin">Admin (step-up to sensitive)</a><a href="/public">Public</a><a href="/_gate/signout">Sign out</a></nav>
+</main></body></html>`;
+}
