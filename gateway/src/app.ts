@@ -23,7 +23,9 @@ import { GatewayConfigHolder, type ConfigStore } from '../../lib/gateway/signed-
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { MemorySharedState, type SharedState } from '../../lib/runtime/shared-state/index.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
+import { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import { randomToken } from '../../lib/util/random.js';
+import { DpopKeyCache } from '../../lib/dpop/key-cache.js';
 import { authenticateApiCaller, challenge, deriveDpopNonceKeys, remoteControlPlaneKeys } from './bearer.js';
 import { fileConfigStore } from './config-store.js';
 import { verifyIdToken } from './id-token.js';
@@ -70,6 +72,8 @@ const OWN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 const ASSERTION_CACHE_LIMIT = 10_000;
 const SESSION_CACHE_LIMIT = 10_000;
 const SESSION_CACHE_MS = 60_000;
+/** Verified access tokens and imported DPoP proof keys (each saves an ES256 verification or a key import per request). */
+const TOKEN_CACHE_LIMIT = 10_000;
 /** A session's access token is refreshed this many seconds before it expires (clock skew, requests in flight). */
 export const REFRESH_SKEW_SECONDS = 30;
 /**
@@ -136,12 +140,14 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     headersTimeoutMs: config.upstreamTimeout * 1000,
     onHeaders: (ms) => metrics.upstreamSeconds.observe(ms / 1000),
   }));
-  const assertions = new Map<string, { jwt: string; until: number }>();
+  const assertions = new ExpiringCache<string, string>(ASSERTION_CACHE_LIMIT);
   const startedAt = now();
   // Tells this process's evidence apart from other replicas' and from its own after a restart.
   const instance = randomToken(12);
   let lastEnforcementAt: number | null = null;
-  const sessions = new Map<string, { session: GateSession; exp: number }>();
+  const sessions = new ExpiringCache<string, GateSession>(SESSION_CACHE_LIMIT);
+  const verifiedTokens = new ExpiringCache<string, Record<string, unknown>>(TOKEN_CACHE_LIMIT);
+  const dpopKeys = new DpopKeyCache(TOKEN_CACHE_LIMIT);
 
   // ---------- responses ----------
   function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}): void {
@@ -173,7 +179,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     if (authorization !== undefined && /^(bearer|dpop)(\s|$)/i.test(authorization)) {
       const caller = await authenticateApiCaller(
         { method, path, authorization: authorization!, dpop: req.headers['dpop'] },
-        { issuer: controlPlane, audience: publicUrl, publicUrl, keys, state, now, ...(dpopNonceKeys ? { dpopNonceKeys } : {}) },
+        { issuer: controlPlane, audience: publicUrl, publicUrl, keys, state, now, verifiedTokens, dpopKeys, ...(dpopNonceKeys ? { dpopNonceKeys } : {}) },
       );
       return { caller, session: null, api: true };
     }
@@ -204,14 +210,13 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   async function openSession(header: string | undefined): Promise<GateSession | null> {
     if (!header) return null;
     const at = now();
-    const cached = sessions.get(header);
-    if (cached && cached.exp > at) return cached.session;
+    const cached = sessions.get(header, at);
+    if (cached) return cached;
     const session = await readSessionCookies(parseCookieHeader(header), { keys: cookieKeys, now: at, secure });
     if (!session) return null;
-    if (sessions.size >= SESSION_CACHE_LIMIT) sessions.clear();
     // Never cached past the moment its access token is due for refresh.
     const due = session.accessTokenExpiresAt !== undefined ? (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000 : Infinity;
-    sessions.set(header, { session, exp: Math.min((session.exp ?? 0) * 1000, at + SESSION_CACHE_MS, due) });
+    sessions.set(header, session, Math.min((session.exp ?? 0) * 1000, at + SESSION_CACHE_MS, due), at);
     return session;
   }
 
@@ -326,16 +331,15 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const email = session?.emailVerified === true ? session.email : undefined;
     const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}`;
     const at = now();
-    const cached = assertions.get(key);
-    if (cached && cached.until > at) return cached.jwt;
+    const cached = assertions.get(key, at);
+    if (cached) return cached;
     // One signature per identity for half the assertion lifetime: ES256 signing per request
     // would dominate the hot path, and an assertion is a statement, not a one-time token.
     const jwt = await buildUpstreamAssertion({
       issuer: publicUrl, audience, subject: caller.subject, principalType: caller.principalType, assurance: caller.assurance,
       ...(email ? { email } : {}), now: at, ttlSeconds: config.assertionLifetime,
     }, signingKey);
-    if (assertions.size >= ASSERTION_CACHE_LIMIT) assertions.clear();
-    assertions.set(key, { jwt, until: at + (config.assertionLifetime * 1000) / 2 });
+    assertions.set(key, jwt, at + (config.assertionLifetime * 1000) / 2, at);
     return jwt;
   }
 

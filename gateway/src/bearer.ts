@@ -8,6 +8,8 @@ import { dpopChallenge } from '../../lib/dpop/respond.js';
 import { dpopReplayKey, verifyDpopProof } from '../../lib/dpop/verify-dpop-proof.js';
 import type { Caller } from '../../lib/gateway/policy.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
+import type { DpopKeyCache } from '../../lib/dpop/key-cache.js';
 
 /** jose remote JWKS settings (STYLE 11): never hang on the control plane, refetch on an unknown kid at most every 30 s. */
 export const JWKS_TIMEOUT_MS = 3_000;
@@ -36,6 +38,9 @@ export interface ApiAuthContext {
   now: () => number;
   /** With `dpopNonce` on: the nonce keys, newest first (the first issues, all verify). */
   dpopNonceKeys?: readonly Uint8Array[];
+  /** Access tokens already verified here, by their exact string, until their `exp`. */
+  verifiedTokens?: ExpiringCache<string, Record<string, unknown>>;
+  dpopKeys?: DpopKeyCache;
 }
 
 /**
@@ -66,6 +71,28 @@ function invalidToken(scheme: 'Bearer' | 'DPoP', realm: string, message: string)
   });
 }
 
+/**
+ * ES256, `typ: at+jwt`, issuer, audience, `exp`. A token that verified once is taken from the
+ * cache until its `exp`: the gateway checks tokens locally and asks nobody about revocation, so
+ * the answer cannot change before then, and its ES256 verification was the costliest step of an
+ * API request.
+ */
+async function verifyAccessToken(token: string, context: ApiAuthContext): Promise<Record<string, unknown>> {
+  const now = context.now();
+  const known = context.verifiedTokens?.get(token, now);
+  if (known) return known;
+  const { payload } = await jwtVerify(token, context.keys, {
+    algorithms: ['ES256'],
+    typ: 'at+jwt',
+    issuer: context.issuer,
+    audience: context.audience,
+    currentDate: new Date(now),
+    requiredClaims: ['exp', 'iat', 'sub'],
+  });
+  context.verifiedTokens?.set(token, payload, (payload.exp as number) * 1000, now);
+  return payload;
+}
+
 /** Splits `Authorization` into scheme and token; null when it is not Bearer or DPoP. */
 export function parseAuthorization(header: string | undefined): { scheme: 'Bearer' | 'DPoP'; token: string } | null {
   if (!header) return null;
@@ -86,20 +113,9 @@ export async function authenticateApiCaller(
   const parsed = parseAuthorization(request.authorization);
   const realm = context.publicUrl;
   if (!parsed) throw invalidToken('Bearer', realm, 'the Authorization header must be Bearer or DPoP with a token');
-  let claims: Record<string, unknown>;
-  try {
-    const verified = await jwtVerify(parsed.token, context.keys, {
-      algorithms: ['ES256'],
-      typ: 'at+jwt',
-      issuer: context.issuer,
-      audience: context.audience,
-      currentDate: new Date(context.now()),
-      requiredClaims: ['exp', 'iat', 'sub'],
-    });
-    claims = verified.payload as Record<string, unknown>;
-  } catch {
+  const claims = await verifyAccessToken(parsed.token, context).catch(() => {
     throw invalidToken(parsed.scheme, realm, 'the access token is not valid here');
-  }
+  });
   const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
   if (parsed.scheme === 'Bearer' && jkt !== undefined) throw invalidToken('DPoP', realm, 'this token is DPoP-bound: present it with the DPoP scheme and a proof');
   if (parsed.scheme === 'DPoP') {
@@ -118,6 +134,7 @@ export async function authenticateApiCaller(
         boundJkt: jkt,
         // Checked before the jti is recorded, so a proof refused for its nonce does not burn its jti.
         ...(nonceKeys ? { nonce: (value: string) => nonceKeys.some((key) => checkDpopNonce(value, { key, audience: nonceAudience, now })) } : {}),
+        ...(context.dpopKeys ? { keyCache: context.dpopKeys } : {}),
         isReplay: async (jti, proofJkt, expiresAt) => !(await context.state.setIfAbsent(dpopReplayKey(jti, proofJkt), '1', Math.max(1, expiresAt - context.now()))),
       });
     } catch (error) {

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { base64url, calculateJwkThumbprint, compactVerify, decodeProtectedHeader, importJWK, type JWK } from 'jose';
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
+import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
 
 /** Local policy (RFC 9449 §4.3 check 5): asymmetric algorithms only, never `none` or a MAC. */
@@ -45,6 +46,8 @@ export interface VerifyDpopProofOptions {
    * Called last, so a proof failing any other check never fills the cache.
    */
   isReplay: (jti: string, jkt: string, expiresAt: number) => Promise<boolean>;
+  /** Imported proof keys and thumbprints to reuse across proofs of the same client. */
+  keyCache?: DpopKeyCache;
 }
 
 export interface VerifiedDpopProof {
@@ -116,9 +119,11 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
 
   // 6. The signature verifies with that key.
   let payload: Record<string, unknown>;
+  let jkt: string | undefined;
   try {
-    const key = await importJWK(jwk as JWK, alg);
-    const verified = await compactVerify(value, key, { algorithms: [alg] });
+    const resolved = options.keyCache ? await options.keyCache.resolve(jwk as JWK, alg) : { key: await importJWK(jwk as JWK, alg), jkt: undefined };
+    jkt = resolved.jkt;
+    const verified = await compactVerify(value, resolved.key, { algorithms: [alg] });
     payload = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(verified.payload)) as Record<string, unknown>;
   } catch {
     refuse('signature', 'the DPoP proof signature does not verify with its jwk');
@@ -161,7 +166,7 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   if (options.accessToken !== undefined && !sameString(payload.ath as string, computeAth(options.accessToken))) {
     refuse('ath', 'the DPoP proof ath does not match the access token');
   }
-  const jkt = await calculateJwkThumbprint(jwk as JWK, 'sha256');
+  jkt ??= await calculateJwkThumbprint(jwk as JWK, 'sha256');
   if (options.boundJkt !== undefined && !sameString(jkt, options.boundJkt)) refuse('binding', 'the DPoP proof key is not the key the token is bound to');
 
   // §11.1: single use. Last, so a proof that fails any other check is not remembered.

@@ -119,6 +119,28 @@ t.test('bearer tokens are verified locally: issuer, audience, expiry, scopes, as
   t.match(String(weak.headers['www-authenticate']), /error="insufficient_user_authentication".*acr_values="sensitive"/, 'RFC 9470 challenge');
 });
 
+t.test('a token verified once is reused only until its exp, and never turns a refusal into a pass', async (t) => {
+  const upstream = await startUpstream(t);
+  let clock = Date.now();
+  const gw = await startTestGateway(t, { upstream: upstream.url, policy: POLICY, deps: { now: () => clock } });
+  const token = await signAccessToken({ audience: gw.url, expiresIn: 120 });
+  const call = async () => {
+    const res = await request(`${gw.url}/api/items`, { headers: { authorization: `Bearer ${token}` } });
+    await res.body.text();
+    return res.statusCode;
+  };
+  t.equal(await call(), 200);
+  t.equal(await call(), 200, 'from the cache');
+  clock += 121_000;
+  t.equal(await call(), 401, 'past its exp the cached token is refused like any other');
+  const bound = await signAccessToken({ audience: gw.url, jkt: 'some-thumbprint' });
+  for (let i = 0; i < 2; i++) {
+    const res = await request(`${gw.url}/api/items`, { headers: { authorization: `Bearer ${bound}` } });
+    t.equal(res.statusCode, 401, 'a DPoP-bound token as Bearer is refused every time, cached or not');
+    await res.body.text();
+  }
+});
+
 t.test('DPoP at the edge: accepted once, replay refused on another replica sharing state, wrong URL or method refused, missing proof refused', async (t) => {
   const upstream = await startUpstream(t);
   const state = new MemorySharedState();

@@ -2,6 +2,7 @@ import t from 'tap';
 import { base64url, calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { isDpopError, type DpopCheck } from '../../../lib/dpop/errors.js';
 import { checkDpopNonce, issueDpopNonce } from '../../../lib/dpop/nonce.js';
+import { DpopKeyCache } from '../../../lib/dpop/key-cache.js';
 import { computeAth, dpopReplayKey, verifyDpopProof, type VerifyDpopProofOptions } from '../../../lib/dpop/verify-dpop-proof.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -204,4 +205,27 @@ t.test('uses a 60 s window by default', async (t) => {
   const { maxAgeSeconds: _omit, ...rest } = options();
   t.equal(await refusal(verifyDpopProof(await proof({ claims: { iat: NOW_S - 60 } }), rest)), 'accepted');
   t.match(await refusal(verifyDpopProof(await proof({ claims: { iat: NOW_S - 61 } }), rest)), { check: 'iat' });
+});
+
+t.test('a key cache gives the same answers with one import per client key', async (t) => {
+  const keyCache = new DpopKeyCache(100);
+  const first = await verifyDpopProof(await proof(), options({ keyCache }));
+  const second = await verifyDpopProof(await proof(), options({ keyCache }));
+  t.equal(second.jkt, first.jkt);
+  t.equal(first.jkt, await calculateJwkThumbprint(es256Jwk, 'sha256'));
+  t.equal(keyCache.resolve(es256Jwk, 'ES256'), keyCache.resolve({ ...es256Jwk, use: 'sig' }, 'ES256'), 'members outside the key do not make another entry');
+  // A cached key still refuses what it did not sign, and a bound key still has to match.
+  t.match(await refusal(verifyDpopProof(await proof({ jwk: otherJwk }), options({ keyCache }))), { check: 'signature' });
+  t.match(await refusal(verifyDpopProof(await proof({ jwk: otherJwk, key: other.privateKey }), options({ keyCache, boundJkt: first.jkt }))), { check: 'binding' });
+  t.match(await refusal(verifyDpopProof(await proof({ alg: 'EdDSA', key: ed.privateKey, jwk: es256Jwk }), options({ keyCache }))), { check: 'jwk' });
+});
+
+t.test('a key that does not import is not remembered', async (t) => {
+  const keyCache = new DpopKeyCache(100);
+  const broken = { kty: 'EC', crv: 'P-256', x: 'AAAA', y: 'AAAA' };
+  const first = keyCache.resolve(broken, 'ES256');
+  await t.rejects(first);
+  const again = keyCache.resolve(broken, 'ES256');
+  t.not(again, first, 'the next attempt imports again');
+  await t.rejects(again);
 });

@@ -1,0 +1,27 @@
+import { calculateJwkThumbprint, importJWK, type CryptoKey, type JWK } from 'jose';
+import { ExpiringCache } from '../util/expiring-cache.js';
+
+/**
+ * Imported DPoP proof keys and their RFC 7638 thumbprints, by the members that make the key.
+ * A client signs every proof with the same key, and importing it (plus the thumbprint) costs
+ * about as much as verifying the proof's signature; what is cached is derived from the public
+ * key alone, so a hit can never accept what a miss would refuse.
+ */
+export class DpopKeyCache {
+  readonly #keys: ExpiringCache<string, Promise<{ key: CryptoKey | Uint8Array; jkt: string }>>;
+
+  constructor(limit: number) {
+    this.#keys = new ExpiringCache(limit);
+  }
+
+  resolve(jwk: JWK, alg: string): Promise<{ key: CryptoKey | Uint8Array; jkt: string }> {
+    const id = JSON.stringify([alg, jwk.kty, jwk.crv, jwk.x, jwk.y]);
+    const known = this.#keys.get(id, 0);
+    if (known) return known;
+    const imported = Promise.all([importJWK(jwk, alg), calculateJwkThumbprint(jwk, 'sha256')]).then(([key, jkt]) => ({ key, jkt }));
+    this.#keys.set(id, imported, Infinity, 0);
+    // A key that does not import is not remembered.
+    imported.catch(() => this.#keys.delete(id));
+    return imported;
+  }
+}
