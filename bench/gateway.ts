@@ -10,19 +10,19 @@
  * Each server runs in its own child process; the load generator (undici, fixed concurrency,
  * keep-alive) runs here. The target is (c)/(b) >= 0.9 (issue 6).
  */
-import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { SignJWT, compactVerify, createLocalJWKSet, exportJWK, importJWK, type JWK } from 'jose';
 import httpProxy from 'http-proxy';
 import { Pool } from 'undici';
 import { computeAth } from '../lib/dpop/verify-dpop-proof.js';
+import { startNginx } from '../test/helpers/nginx.js';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
@@ -153,25 +153,29 @@ async function load(url: string, headersOf: Headers, path = '/'): Promise<Result
 
 /**
  * Open-loop load at a fixed rate: request i is due at `start + i / rate` and is sent then whether
- * or not earlier ones have answered; its latency counts from when it was due, so a stall shows up
- * in the percentiles instead of quietly slowing the schedule (coordinated omission).
+ * or not earlier ones have answered (never before it is due), so a slow answer never delays the
+ * schedule (coordinated omission). Latency counts from when the request was sent, including any
+ * wait for a free connection; how late the sender itself ran behind the schedule is reported
+ * apart, because timer granularity (about 1 ms) would otherwise swamp a sub-millisecond answer.
  */
-async function fixedRate(url: string, headers: Record<string, string>, path: string, rate: number, seconds: number): Promise<{ p50: number; p99: number; max: number; sent: number; errors: number; achieved: number }> {
+async function fixedRate(url: string, headers: Record<string, string>, path: string, rate: number, seconds: number): Promise<{ p50: number; p99: number; max: number; sent: number; errors: number; achieved: number; maxLag: number }> {
   const pool = new Pool(url, { connections: 256, pipelining: 1 });
   const total = Math.round(rate * seconds);
   const latencies: number[] = [];
   const inflight: Promise<void>[] = [];
   let errors = 0;
+  let maxLag = 0;
   const started = performance.now();
   for (let i = 0; i < total; i++) {
     const due = started + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(Math.floor(wait));
+    for (let wait = due - performance.now(); wait > 0; wait = due - performance.now()) await sleep(Math.ceil(wait));
+    const sent = performance.now();
+    maxLag = Math.max(maxLag, sent - due);
     inflight.push(pool.request({ path, method: 'GET', headers }).then(
       async (res) => {
         await res.body.dump();
         if (res.statusCode !== 200) errors++;
-        latencies.push(performance.now() - due);
+        latencies.push(performance.now() - sent);
       },
       () => { errors++; },
     ));
@@ -181,7 +185,7 @@ async function fixedRate(url: string, headers: Record<string, string>, path: str
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-  return { p50: at(0.5), p99: at(0.99), max: latencies.at(-1) ?? 0, sent: total, errors, achieved: total / elapsed };
+  return { p50: at(0.5), p99: at(0.99), max: latencies.at(-1) ?? 0, sent: total, errors, achieved: total / elapsed, maxLag };
 }
 
 /** DPoP proofs for one key and URL, signed before the timed run (each is single-use, oldest first); signed on the spot, and counted, if they run out. */
@@ -212,32 +216,9 @@ async function proofMaker(privateJwk: JWK, htu: string, token: string): Promise<
 }
 
 // ---------- nginx for (e) ----------
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => { socket.destroy(); resolve(true); });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    await sleep(50);
-  }
-  throw new Error(`nginx did not listen on ${port}`);
-}
-
 /** nginx (one worker, keep-alive to both peers) in front of the upstream, with or without auth_request to the gateway. */
-async function startNginx(upstream: string, gateway: string | undefined): Promise<{ url: string; stop(): void }> {
+async function startBenchNginx(upstream: string, gateway: string | undefined): Promise<{ url: string; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'keyplane-bench-nginx-'));
-  mkdirSync(join(dir, 'logs'));
-  const port = await freePort();
   const auth = gateway
     ? `auth_request /_gate_auth;
       auth_request_set $kp_subject $upstream_http_x_auth_subject;
@@ -245,26 +226,12 @@ async function startNginx(upstream: string, gateway: string | undefined): Promis
       proxy_set_header X-Auth-Subject $kp_subject;
       proxy_set_header X-Auth-Assertion $kp_assertion;`
     : '';
-  writeFileSync(join(dir, 'nginx.conf'), `
-${process.getuid?.() === 0 ? 'user root;' : ''}
-daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  keepalive_requests 1000000;
+  const nginx = await startNginx({
+    dir,
+    http: `keepalive_requests 1000000;
   upstream app { server ${new URL(upstream).host}; keepalive 64; }
-  ${gateway ? `upstream gate { server ${new URL(gateway).host}; keepalive 64; }` : ''}
-  server {
-    listen 127.0.0.1:${port};
-    ${gateway ? `location = /_gate_auth {
+  ${gateway ? `upstream gate { server ${new URL(gateway).host}; keepalive 64; }` : ''}`,
+    server: `${gateway ? `location = /_gate_auth {
       internal;
       proxy_pass http://gate/_gate/auth;
       proxy_http_version 1.1;
@@ -279,15 +246,14 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_pass http://app;
-    }
-  }
-}
-`);
-  const child = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir, '-e', join(dir, 'logs', 'error.log')], { stdio: 'ignore' });
-  await waitForPort(port);
+    }`,
+  });
   return {
-    url: `http://127.0.0.1:${port}`,
-    stop() { child.kill('SIGQUIT'); setTimeout(() => rmSync(dir, { recursive: true, force: true }), 500).unref(); },
+    url: nginx.url,
+    async stop() {
+      await nginx.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -316,7 +282,7 @@ async function main(): Promise<void> {
   const gateway = await start('gateway', upstream.url);
   const { d: _d, ...dpopPublic } = gateway.dpopJwk!;
   const bound = await start('es256', JSON.stringify(dpopPublic));
-  const stops: Array<() => void> = [];
+  const stops: Array<() => Promise<void>> = [];
   try {
     process.stdout.write(`# bench:gateway on ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, node ${process.version}, ${CONNECTIONS} keep-alive connections, ${SECONDS} s each\n`);
     process.stdout.write(`# before: ${loadLine()} (1, 5, 15 min; figures from a loaded machine are indicative only)\n`);
@@ -346,11 +312,11 @@ async function main(): Promise<void> {
     let nginxAlone: Result | undefined;
     let nginxGate: Result | undefined;
     if (spawnSync('nginx', ['-v']).status === 0) {
-      const alone = await startNginx(upstream.url, undefined);
+      const alone = await startBenchNginx(upstream.url, undefined);
       stops.push(alone.stop);
       nginxAlone = await load(alone.url, { cookie: gateway.cookie! });
       process.stdout.write(`${line('nginx alone -> upstream', nginxAlone)}\n`);
-      const gated = await startNginx(upstream.url, gateway.url);
+      const gated = await startBenchNginx(upstream.url, gateway.url);
       stops.push(gated.stop);
       nginxGate = await load(gated.url, { cookie: gateway.cookie! }, '/app');
       process.stdout.write(`${line('(e) nginx + auth_request /_gate/auth', nginxGate)}\n`);
@@ -361,7 +327,7 @@ async function main(): Promise<void> {
     // /_gate/auth latency at a fixed rate (open loop), as a proxy would call it.
     const rate = Number(process.env['BENCH_RATE'] ?? 1000);
     const fixed = await fixedRate(gateway.url, { cookie: gateway.cookie!, 'x-forwarded-uri': '/app', 'x-forwarded-method': 'GET' }, '/_gate/auth', rate, SECONDS);
-    process.stdout.write(`/_gate/auth at ${rate} req/s (open loop, ${fixed.sent} requests, achieved ${Math.round(fixed.achieved)}/s): p50 ${fixed.p50.toFixed(2)} ms  p99 ${fixed.p99.toFixed(2)} ms  max ${fixed.max.toFixed(2)} ms${fixed.errors ? `  errors ${fixed.errors}` : ''}\n`);
+    process.stdout.write(`/_gate/auth at ${rate} req/s (open loop, ${fixed.sent} requests, achieved ${Math.round(fixed.achieved)}/s): p50 ${fixed.p50.toFixed(2)} ms  p99 ${fixed.p99.toFixed(2)} ms  max ${fixed.max.toFixed(2)} ms  (sender at most ${fixed.maxLag.toFixed(1)} ms behind schedule)${fixed.errors ? `  errors ${fixed.errors}` : ''}\n`);
 
     process.stdout.write('ratios (req/s; proxy-process CPU per request in brackets where both are known):\n');
     if (bare) {
@@ -372,7 +338,7 @@ async function main(): Promise<void> {
     if (nginxAlone && nginxGate) process.stdout.write(`  (e)/nginx alone = ${(nginxGate.rps / nginxAlone.rps).toFixed(2)}\n`);
     process.stdout.write(`# after: ${loadLine()}\n`);
   } finally {
-    for (const stop of stops) stop();
+    for (const stop of stops) await stop();
     for (const child of [upstream.child, proxy.child, gateway.child, bound.child]) child.disconnect();
   }
 }

@@ -1,6 +1,7 @@
 import type { JSONWebKeySet } from 'jose';
 import { request } from 'undici';
 import { GatewayConfigError, type GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
+import { repeat } from './repeat.js';
 
 /**
  * Pulls the signed config from the control plane (`GET /gateway/config`, issue 6 item 8),
@@ -42,9 +43,6 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
   const base = options.controlPlane.replace(/\/$/, '');
   const timeout = options.timeoutMs ?? 5_000;
   let etag: string | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | undefined;
-  let stopped = false;
 
   async function fetchJwks(): Promise<JSONWebKeySet | null> {
     const res = await request(`${base}/.well-known/jwks.json`, { headersTimeout: timeout, bodyTimeout: timeout });
@@ -87,21 +85,6 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
     return result;
   }
 
-  function schedule(delay: number): void {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pullOnce().finally(() => schedule(options.intervalMs));
-    }, delay);
-    timer.unref();
-  }
-  schedule(0);
-
-  return {
-    pullOnce,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running?.catch(() => {});
-    },
-  };
+  const loop = repeat(pullOnce, options.intervalMs);
+  return { pullOnce, stop: () => loop.stop() };
 }

@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import { basicAuth } from './config-pull.js';
+import { repeat } from './repeat.js';
 
 /**
  * Pushes this gateway's signed evidence to the control plane (`POST /gateway/evidence`, issue 6
@@ -32,7 +33,6 @@ export function createEvidencePush(options: EvidencePushOptions): EvidencePush {
   const url = `${options.controlPlane.replace(/\/$/, '')}/gateway/evidence`;
   const timeout = options.timeoutMs ?? 5_000;
   const inFlight = new Set<Promise<PushResult>>();
-  let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
   async function push(): Promise<PushResult> {
@@ -68,20 +68,12 @@ export function createEvidencePush(options: EvidencePushOptions): EvidencePush {
     return running;
   }
 
-  function schedule(delay: number): void {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      void pushOnce().finally(() => schedule(options.intervalMs));
-    }, delay);
-    timer.unref();
-  }
-  schedule(0);
-
+  const loop = repeat(pushOnce, options.intervalMs);
   return {
     pushOnce,
     async stop() {
       stopped = true;
-      clearTimeout(timer);
+      await loop.stop();
       await Promise.allSettled([...inFlight]);
     },
   };

@@ -1,42 +1,15 @@
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
+import { findFreePort, waitForPort } from '../../lib/runtime/listen.js';
 import { tempDir } from '../helpers/build.js';
+import { peerAvailability } from '../helpers/peers.js';
 import { signAccessToken, startTestGateway, startUpstream } from './helpers.js';
 
 /** Caddy `forward_auth` in front of an app, asking the gateway's /_gate/auth: deploy/caddy/Caddyfile run as it is by a real Caddy. */
-function caddyAvailable(): { run: true } | { run: false; reason: string } {
-  const probe = spawnSync('caddy', ['version'], { encoding: 'utf8' });
-  if (probe.status === 0) return { run: true };
-  const reason = 'caddy is not installed (Debian: caddy)';
-  if (process.env['KEYPLANE_REQUIRE_ALL'] === '1') throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`);
-  return { run: false, reason };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitForPort(port: number, log: () => string): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => { socket.destroy(); resolve(true); });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    await sleep(50);
-  }
-  throw new Error(`caddy did not listen on ${port}: ${log()}`);
-}
+const availability = peerAvailability('caddy', ['version'], 'caddy');
 
 const CADDYFILE = new URL('../../deploy/caddy/Caddyfile', import.meta.url);
 /** Every spelling a backend might fold into X-Auth-Subject and friends (STYLE 12). */
@@ -55,11 +28,9 @@ function identityHeadersSeen(rawHeaders: string[]): Array<[string, string]> {
   return seen;
 }
 
-const availability = caddyAvailable();
-
 t.test('caddy forward_auth with /_gate/auth: sign-in redirect, 401, 403, and identity for the app', { skip: availability.run ? false : availability.reason }, async (t) => {
   const upstream = await startUpstream(t);
-  const port = await freePort();
+  const port = await findFreePort();
   const base = `http://127.0.0.1:${port}`;
   // The public URL is Caddy's origin: sign-in return URLs and token audiences are the browser's view.
   const gw = await startTestGateway(t, {
@@ -81,7 +52,7 @@ t.test('caddy forward_auth with /_gate/auth: sign-in redirect, 401, 403, and ide
   caddy.stdout.on('data', (d) => (output += d));
   caddy.stderr.on('data', (d) => (output += d));
   t.teardown(() => { caddy.kill('SIGTERM'); });
-  await waitForPort(port, () => output);
+  await waitForPort(port, '127.0.0.1', 10_000).catch(() => { throw new Error(`caddy did not listen on ${port}: ${output}`); });
 
   t.test('a browser without a session is sent to sign in, and the app sees nothing', async (t) => {
     const res = await request(`${base}/app/page?x=1`, { headers: { accept: 'text/html', ...SPOOFED } });

@@ -1,68 +1,19 @@
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { tempDir } from '../helpers/build.js';
+import { startNginx } from '../helpers/nginx.js';
+import { peerAvailability } from '../helpers/peers.js';
 import { startTestGateway, startUpstream } from './helpers.js';
 
 /** nginx `auth_request` in front of an app, asking the gateway's /_gate/auth (a real nginx, started here). */
-function nginxAvailable(): { run: true } | { run: false; reason: string } {
-  const probe = spawnSync('nginx', ['-v'], { encoding: 'utf8' });
-  if (probe.status === 0) return { run: true };
-  const reason = 'nginx is not installed (Debian: nginx-light)';
-  if (process.env['KEYPLANE_REQUIRE_ALL'] === '1') throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`);
-  return { run: false, reason };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitForPort(port: number, log: () => string): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => { socket.destroy(); resolve(true); });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    await sleep(50);
-  }
-  throw new Error(`nginx did not listen on ${port}: ${log()}`);
-}
-
-const availability = nginxAvailable();
+const availability = peerAvailability('nginx', ['-v'], 'nginx-light');
 
 t.test('nginx auth_request with /_gate/auth: 401, 403, and identity for the app', { skip: availability.run ? false : availability.reason }, async (t) => {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { policy: { mode: 'enforce', routes: [{ path: '/', min_assurance: 'email' }, { path: '/admin', min_assurance: 'sensitive' }, { path: '/public', public: true }] } });
-  const dir = tempDir(t, 'keyplane-nginx-');
-  mkdirSync(join(dir, 'logs'));
-  const port = await freePort();
-  const conf = join(dir, 'nginx.conf');
-  writeFileSync(conf, `
-${process.getuid?.() === 0 ? 'user root;' : ''}
-daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 64; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  server {
-    listen 127.0.0.1:${port};
+  const nginx = await startNginx({
+    dir: tempDir(t, 'keyplane-nginx-'),
+    server: `
     location = /_gate/auth {
       internal;
       proxy_pass ${gw.url.replace('localhost', '127.0.0.1')}/_gate/auth;
@@ -80,17 +31,10 @@ http {
       proxy_set_header X-Auth-Assurance $kp_assurance;
       proxy_set_header X-Auth-Assertion $kp_assertion;
       proxy_pass ${upstream.url};
-    }
-  }
-}
-`);
-  const nginx = spawn('nginx', ['-c', conf, '-p', dir, '-e', join(dir, 'logs', 'error.log')], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  nginx.stderr.on('data', (d) => (stderr += d));
-  t.teardown(() => { nginx.kill('SIGQUIT'); });
-  const errors = () => `${stderr}${(() => { try { return readFileSync(join(dir, 'logs', 'error.log'), 'utf8'); } catch { return ''; } })()}`;
-  await waitForPort(port, errors);
-  const base = `http://127.0.0.1:${port}`;
+    }`,
+  });
+  t.teardown(() => nginx.stop());
+  const base = nginx.url;
 
   const anonymous = await request(`${base}/app`, { headers: { 'x-auth-subject': 'evil' } });
   t.equal(anonymous.statusCode, 401, 'no session: nginx answers 401');

@@ -1,6 +1,4 @@
 import t from 'tap';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { loadControlPlaneConfig } from '../../config/load.js';
@@ -8,6 +6,7 @@ import { startControlPlane, type RunningControlPlane } from '../../control-plane
 import { createTokenClient, type TokenClient } from '../../gateway/src/token-client.js';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
 import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import { findFreePort } from '../../lib/runtime/listen.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { SoftAuthenticator } from '../helpers/soft-authenticator.js';
 import { startTestGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
@@ -36,14 +35,6 @@ class Jar {
   header(): string {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function get(url: string, headers: Record<string, string> = {}) {
@@ -90,7 +81,7 @@ interface World {
 
 async function world(t: Tap, policy: GatewayPolicy = POLICY): Promise<World> {
   const cp = await startCp(t);
-  const port = await freePort();
+  const port = await findFreePort();
   const gatewayUrl = `http://localhost:${port}`;
   const reg = await request(`${cp.url}/register`, {
     method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },

@@ -1,11 +1,10 @@
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadControlPlaneConfig, loadGatewayConfig } from '../../../config/load.js';
 import { ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
 import { startControlPlane } from '../../../control-plane/src/server.js';
 import { startGateway } from '../../../gateway/src/server.js';
-import { defaultPublicUrl } from '../../../lib/runtime/listen.js';
+import { defaultPublicUrl, findFreePort } from '../../../lib/runtime/listen.js';
 import { DEMO_POLICY, startDemoApp } from '../demo-app.js';
 import { CliError, EXIT } from '../exit.js';
 import { flagsToConfig } from '../options.js';
@@ -73,10 +72,5 @@ function portOption(raw: unknown, flag: string, fallback: number): number {
 
 /** Port 0 asks the OS for a free port now, so the redirect URI can name it before the gateway binds. */
 async function resolvePort(port: number, host: string): Promise<number> {
-  if (port !== 0) return port;
-  const probe = createServer();
-  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, host, resolve));
-  const { port: free } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return free;
+  return port === 0 ? findFreePort(host) : port;
 }

@@ -1,4 +1,5 @@
 import type { JWK } from 'jose';
+import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
 import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
 
 /**
@@ -418,20 +419,9 @@ export interface IssuedGatewayConfig {
 }
 
 /** The newest signed evidence report of one gateway instance, as verified on arrival. */
-export interface StoredGatewayEvidence {
-  clientId: string;
-  instance: string;
-  /** The gateway's public URL (`iss` of the report). */
-  gateway: string;
-  keyThumbprint: string;
-  jti: string;
-  issuedAt: number;
-  expiresAt: number;
+export interface StoredGatewayEvidence extends VerifiedEvidence {
   receivedAt: number;
-  config: { version: number; hash: string; mode: 'observe' | 'canary' | 'enforce' } | null;
-  counts: { allowed: number; refused: Record<string, number>; observed: Record<string, number> };
-  lastEnforcementAt: number | null;
-  startedAt: number;
+  /** The compact JWS as it arrived. */
   jws: string;
 }
 
