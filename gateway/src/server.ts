@@ -55,6 +55,8 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
             // Report the new config at once rather than at the next interval.
             void push?.pushOnce();
           } else if (result.outcome === 'refused') gateway.log.warn({ event: 'gateway.config_refused', reason: result.reason }, 'signed config refused; the held config stays in force');
+          // A refusal of the gateway itself (wrong secret, unknown client, no policy) will not heal on its own.
+          else if (result.outcome === 'unavailable' && result.status !== undefined && result.status >= 400 && result.status < 500) gateway.log.warn({ event: 'gateway.config_unavailable', status: result.status }, 'the control plane refused the config request: check the client id, secret and gateway metadata');
           else if (result.outcome === 'unavailable') gateway.log.debug({ event: 'gateway.config_unavailable', status: result.status }, 'control plane config not available');
         },
       })

@@ -83,3 +83,23 @@ t.test('a real gateway pulls its signed config from a real control plane, follow
   const metrics = await (await request(`${gw.url}/metrics`)).body.text();
   t.match(metrics, /kp_gate_evidence_pushes_total\{outcome="accepted"\} [1-9]/);
 });
+
+t.test('a gateway the control plane refuses stays closed and says why in its log', async (t) => {
+  const cp = await startControlPlane(loadControlPlaneConfig({
+    env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir: tempDir(t), masterKey: TEST_MASTER_KEY, adminToken: ADMIN, logLevel: 'warn' },
+  }), { logStream: sink() });
+  t.teardown(() => cp.close());
+  const registered = await json(`${cp.url}/register`, {
+    method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: ['http://localhost:4480/_gate/callback'], gateway: { mode: 'enforce', routes: [] } }),
+  });
+  const logs: string[] = [];
+  const gw = await startGateway(loadGatewayConfig({
+    env: {},
+    overrides: { port: 0, dataDir: tempDir(t, 'keyplane-gw-'), controlPlane: cp.url, clientId: registered.body['client_id'], clientSecret: 'not-the-secret', logLevel: 'warn' },
+  }), { logStream: new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } }) });
+  t.teardown(() => gw.close());
+  t.ok(await within(5_000, async () => logs.some((line) => line.includes('"gateway.config_unavailable"'))), 'a warning names the refusal');
+  t.match(JSON.parse(logs.find((line) => line.includes('"gateway.config_unavailable"'))!), { level: 40, status: 401 });
+  t.equal(await statusOf(`${gw.url}/readyz`), 503, 'and it fails closed');
+});

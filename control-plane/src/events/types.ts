@@ -38,6 +38,8 @@ export type DomainEvent =
   | (EventBase & { type: 'client.updated'; clientId: string; revision: number; secretIssued: boolean })
   | (EventBase & { type: 'client.deleted'; clientId: string })
   | (EventBase & { type: 'client.secret_rotated'; clientId: string; revision: number })
+  // Edge-gate (issue 6): a new version of a gateway client's signed config
+  | (EventBase & { type: 'gateway.config_issued'; clientId: string; version: number; configHash: string; policyHash: string; mode: 'observe' | 'canary' | 'enforce'; kid: string })
   // OIDC provider (issue 5); `grantId` names the family of everything issued from one code
   | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' })
   | (EventBase & { type: 'token.issued'; clientId: string; identityId: string; grantId: string; dpop: boolean; refresh: boolean; resource: string | null })

@@ -119,3 +119,17 @@ t.test('a client registered for client_secret_post cannot use Basic here', async
   t.equal(res.statusCode, 401);
   t.equal(res.json().reason, 'invalid_client');
 });
+
+t.test('every new version is a receipted gateway.config_issued event; serving it again records nothing', async (t) => {
+  const { app, services } = await setup(t);
+  const seen: Array<Record<string, unknown>> = [];
+  services.events.subscribe((_tx, event) => {
+    if (event.type === 'gateway.config_issued') seen.push(event as unknown as Record<string, unknown>);
+  });
+  const client = await registerGateway(app);
+  const first = await getConfig(app, client);
+  await getConfig(app, client);
+  t.match(seen, [{ type: 'gateway.config_issued', clientId: client.client_id, version: 1, configHash: sha256Hex(first.body), mode: POLICY.mode, kid: services.keys.current().kid }]);
+  t.equal(seen.length, 1, 'the same version served twice is one event');
+  t.notOk(Object.keys(seen[0]!).some((name) => /jws|secret/i.test(name)), 'the event names the config by hash only');
+});

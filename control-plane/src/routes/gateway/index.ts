@@ -92,7 +92,9 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
   // Scoped to this plugin: nowhere else takes a bare JWS as a body.
   app.addContentTypeParser('application/jwt', { parseAs: 'string', bodyLimit: EVIDENCE_BODY_LIMIT }, (_request, body, done) => done(null, body));
 
+  // Every gateway asks every 2 s and reports every 10 s: routine traffic is logged only when it goes wrong.
   app.get('/gateway/config', {
+    logLevel: 'warn',
     schema: {
       tags: ['gateway'],
       summary: 'The signed config of the gateway client (client_secret_basic) (compact JWS, typ keyplane-gateway-config+jwt); 304 for a matching If-None-Match',
@@ -113,6 +115,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
   });
 
   app.post('/gateway/evidence', {
+    logLevel: 'warn',
     onRequest: requireJwtBody,
     schema: {
       tags: ['gateway'],

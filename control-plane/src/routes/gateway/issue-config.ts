@@ -37,6 +37,9 @@ export async function currentGatewayConfig(app: FastifyInstance, client: StoredC
       issuedAt: signed.issuedAt, expiresAt: signed.expiresAt,
     };
     if (!(await tx.gateway.insertConfig(issued))) throw fail('conflict', 'another config version was issued at the same moment; retry');
+    await app.kp.events.record(tx, {
+      type: 'gateway.config_issued', at: now, outcome: 'success', clientId: client.clientId, version, configHash: signed.hash, policyHash, mode: currentPolicy.mode, kid: key.kid,
+    });
     return issued;
   });
 }
