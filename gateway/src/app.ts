@@ -240,10 +240,15 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const key = `refresh:${session.sid}:${session.accessTokenExpiresAt}`;
     const flight = await runSingleFlight(state, key, () => renewSession(session, refreshToken, present), REFRESH_FLIGHT);
     if (!flight.ok) {
-      if (flight.reason === 'timeout') throw fail('session_refresh_pending', 'another request is refreshing this session; retry', { headers: { 'retry-after': '1' } });
+      if (flight.reason === 'timeout') {
+        metrics.refreshes.inc({ outcome: 'retry' });
+        throw fail('session_refresh_pending', 'another request is refreshing this session; retry', { headers: { 'retry-after': '1' } });
+      }
+      metrics.refreshes.inc({ outcome: 'signed_out' });
       return signedOut;
     }
     if (flight.value === REFRESH_RETRY) {
+      metrics.refreshes.inc({ outcome: 'retry' });
       if (flight.leader) await forgetSingleFlight(state, key);
       throw fail('control_plane_unavailable', 'the control plane did not answer the session refresh; retry', { headers: { 'retry-after': '1' } });
     }
@@ -260,6 +265,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       if (eq > 0 && eq < pair.length - 1) jar[pair.slice(0, eq)] = pair.slice(eq + 1);
     }
     const renewed = await readSessionCookies(jar, { keys: cookieKeys, now: now(), secure });
+    metrics.refreshes.inc({ outcome: renewed ? (flight.leader ? 'refreshed' : 'joined') : 'signed_out' });
     return renewed ? { session: renewed, cookies } : signedOut;
   }
 

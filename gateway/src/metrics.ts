@@ -12,6 +12,7 @@ export function createGatewayMetrics(configVersion: () => number) {
       name: 'kp_gate_upstream_duration_seconds', help: 'Time from sending a request upstream to its response headers.',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry],
     }),
+    refreshes: new Counter({ name: 'kp_gate_session_refreshes_total', help: 'Session refreshes, by outcome (refreshed: this request ran it; joined: it waited for another\'s; signed_out; retry).', labelNames: ['outcome'] as const, registers: [registry] }),
     configPulls: new Counter({ name: 'kp_gate_config_pulls_total', help: 'Pulls of the signed config from the control plane, by outcome (installed, unchanged, refused, unavailable).', labelNames: ['outcome'] as const, registers: [registry] }),
     evidencePushes: new Counter({ name: 'kp_gate_evidence_pushes_total', help: 'Signed evidence reports pushed to the control plane, by outcome (accepted, refused, unavailable).', labelNames: ['outcome'] as const, registers: [registry] }),
     configVersion: new Gauge({

@@ -243,6 +243,9 @@ t.test('20 concurrent requests with an expired access token share one refresh an
   t.not(after.refreshToken, before.refreshToken, 'with the rotated refresh token');
   t.ok(after.accessTokenExpiresAt! > before.accessTokenExpiresAt!);
   t.ok(w.upstream.seen.slice(-20).every((seen) => seen.headers['x-auth-subject'] === w.user.identityId));
+  const metrics = await (await fetch(`${w.gw.url}/metrics`)).text();
+  t.match(metrics, /kp_gate_session_refreshes_total\{outcome="refreshed"\} 1\n/, 'one request refreshed');
+  t.match(metrics, /kp_gate_session_refreshes_total\{outcome="joined"\} 19\n/, 'nineteen took its result');
 
   // The new session works on; a straggler with the old cookie gets the new one, not a second refresh.
   const again = await get(`${w.gw.url}/app/again`, { cookie: next.header() });
@@ -276,6 +279,7 @@ t.test('a refused refresh ends the session: browsers go to sign-in, API callers 
   t.equal(xhr.status, 401);
   t.match(JSON.parse(xhr.body), { reason: 'unauthorized' });
   t.equal(w.upstream.seen.length, 0);
+  t.match(await (await fetch(`${w.gw.url}/metrics`)).text(), /kp_gate_session_refreshes_total\{outcome="signed_out"\} 2\n/, "both requests with the dead cookie were signed out");
 });
 
 t.test('a passkey session on a sensitive route is sent to step up with acr_values', async (t) => {
