@@ -185,6 +185,10 @@ t.test('an anonymous navigation signs in at the control plane and lands where it
   t.equal(`${logout.origin}${logout.pathname}`, `${w.cp.url}/auth/logout`);
   t.equal(logout.searchParams.get('id_token_hint'), session.idToken);
   t.equal(logout.searchParams.get('post_logout_redirect_uri'), `${w.gw.url}/`);
+
+  const logged = w.gw.logs.join('');
+  const secrets = { code: callback.searchParams.get('code')!, accessToken: session.accessToken!, refreshToken: session.refreshToken!, idToken: session.idToken!, cookie: jar.header() };
+  for (const [name, value] of Object.entries(secrets)) t.notOk(logged.includes(value), `the gateway's logs never hold the ${name}`);
 });
 
 t.test('refuses a replayed callback, another state, a missing login cookie and another issuer', async (t) => {
