@@ -86,7 +86,8 @@ const REFRESH_FLIGHT = { lockMs: 15_000, waitMs: 10_000, resultMs: 60_000 } as c
 /** Stored for the waiters when the control plane did not answer: they retry rather than sign out. */
 const REFRESH_RETRY = '{"retry":true}';
 
-type Refusal = { redirect: string; reason: Reason } | { redirect?: undefined; error: KeyplaneError };
+/** A browser is sent to sign in (or step up) at the control plane; anyone else gets an envelope. */
+type Refusal = { signIn: { returnTo: string; acr?: string }; reason: Reason } | { signIn?: undefined; error: KeyplaneError };
 
 interface Identified {
   caller: Caller | null;
@@ -162,14 +163,33 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   }
 
   function redirect(res: ServerResponse, location: string, cookies: string[] = []): void {
-    res.writeHead(302, { location, 'cache-control': 'no-store', ...(cookies.length > 0 ? { 'set-cookie': cookies } : {}) });
+    // Cookies set earlier on this response (a refresh that ended the session) go out too.
+    const earlier = res.getHeader('set-cookie');
+    const all = [...[earlier ?? []].flat().map(String), ...cookies];
+    res.writeHead(302, { location, 'cache-control': 'no-store', ...(all.length > 0 ? { 'set-cookie': all } : {}) });
     res.end();
   }
 
-  function signinUrl(returnTo: string, acr?: string): string {
-    const params = new URLSearchParams({ rd: returnTo });
-    if (acr) params.set('acr_values', acr);
-    return `${publicUrl}/_gate/signin?${params}`;
+  /**
+   * The authorization request (code, PKCE S256, state, nonce) and the per-login cookie that
+   * remembers it, so parallel tabs never clash. A step-up (`acr`) asks for the level and a fresh
+   * authentication (RFC 9470 §4) and keeps the current session until it succeeds; a plain
+   * sign-in starts from no session (session fixation, GHSA-f24x-5g9q-753f).
+   */
+  async function startSignIn(cookieHeader: string | undefined, returnTo: string, acr?: string): Promise<{ location: string; cookies: string[] }> {
+    const login = { state: randomToken(16), nonce: randomToken(16), codeVerifier: randomToken(32), returnTo, ...(acr ? { acrValues: acr } : {}) };
+    const cookies = [await writeLoginCookie(login, { keys: cookieKeys, now: now(), secure, ttlSeconds: LOGIN_SECONDS })];
+    if (!acr) cookies.push(...clearSessionCookies(Object.keys(parseCookieHeader(cookieHeader)), secure));
+    const params = new URLSearchParams({
+      // offline_access: a refresh token, so the session can follow the control plane (register the scope and the refresh_token grant).
+      response_type: 'code', client_id: config.clientId!, redirect_uri: redirectUri, scope: 'openid email offline_access',
+      state: login.state, nonce: login.nonce, code_challenge: computeS256Challenge(login.codeVerifier), code_challenge_method: 'S256',
+    });
+    if (acr) {
+      params.set('acr_values', acr);
+      params.set('max_age', '0');
+    }
+    return { location: `${controlPlane}/auth/authorize?${params}`, cookies };
   }
 
   // ---------- who is asking ----------
@@ -312,11 +332,11 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const api = who.api || !browser;
     switch (decision.reason) {
       case 'unauthorized':
-        if (!api) return { redirect: signinUrl(returnTo), reason: 'unauthorized' };
+        if (!api) return { signIn: { returnTo }, reason: 'unauthorized' };
         return { error: fail('unauthorized', 'sign in or present an access token', { headers: { 'www-authenticate': `${challenge('Bearer', publicUrl)}, ${challenge('DPoP', publicUrl)}` } }) };
       case 'insufficient_user_authentication': {
         const acr = decision.requiredAssurance ?? 'sensitive';
-        if (!api) return { redirect: signinUrl(returnTo, acr), reason: 'insufficient_user_authentication' };
+        if (!api) return { signIn: { returnTo, acr }, reason: 'insufficient_user_authentication' };
         if (!who.api) return { error: fail('insufficient_assurance', `this route needs assurance ${acr}`, { fields: { acr_values: acr } }) };
         const description = `this route needs assurance ${acr}`;
         return { error: fail('insufficient_user_authentication', description, { headers: { 'www-authenticate': challenge(scheme, publicUrl, { error: 'insufficient_user_authentication', error_description: description, acr_values: acr }) }, fields: { error: 'insufficient_user_authentication', acr_values: acr } }) };
@@ -424,13 +444,16 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   }
 
   /** Answers a refused request: a redirect (sign-in or step-up, counted here) or the envelope. */
-  function refuse(res: ServerResponse, refused: Extract<Awaited<ReturnType<typeof authorize>>, { refused: unknown }>['refused']): void {
-    if (refused.redirect !== undefined) {
-      metrics.requests.inc({ outcome: 'refused' });
-      metrics.refusals.inc({ reason: refused.reason });
-      return redirect(res, refused.redirect);
-    }
-    return sendError(res, refused.error);
+  /** Sends the refusal: a browser straight to the control plane's authorize (CONTRACT), anyone else the envelope. */
+  async function refuse(req: IncomingMessage, res: ServerResponse, refused: Refusal): Promise<void> {
+    if (refused.signIn === undefined) return sendError(res, refused.error);
+    if (!config.clientId) return sendError(res, fail('not_ready', 'the gateway has no client id at the control plane'));
+    metrics.requests.inc({ outcome: 'refused' });
+    metrics.refusals.inc({ reason: refused.reason });
+    // The request's own path, but held to the same rule as `rd`: `//host/…` must never become a Location.
+    const returnTo = validateReturnUrl(refused.signIn.returnTo, publicUrl) ?? '/';
+    const { location, cookies } = await startSignIn(req.headers['cookie'], returnTo, refused.signIn.acr);
+    return redirect(res, location, cookies);
   }
 
   /** `/_gate/auth` for nginx auth_request, Traefik ForwardAuth and Caddy forward_auth (CONTRACT, STYLE 12). */
@@ -440,7 +463,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const target = normalizeRequestTarget(view.originalUri ?? '/');
     if (!target) return sendError(res, fail('invalid_path', 'the original URI is not acceptable'));
     const result = await authorize(req, method, target, true, wantsRedirect, res);
-    if ('refused' in result) return refuse(res, result.refused);
+    if ('refused' in result) return refuse(req, res, result.refused);
     metrics.requests.inc({ outcome: result.decision.outcome === 'allow' && result.decision.wouldRefuse ? 'observed' : 'allowed' });
     // The assertion names the app the original URI belongs to when the gateway knows it, else the gateway itself.
     const headers = result.who.caller ? await identityHeaders(result.who.caller, result.who.session, upstreams.find(target.path)?.origin ?? publicUrl) : {};
@@ -454,21 +477,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     if (!returnTo) return sendError(res, fail('invalid_return', 'the return URL must be a path on this gateway'));
     const acr = query.get('acr_values') ?? undefined;
     if (acr !== undefined && !isAssuranceLevel(acr)) return sendError(res, fail('invalid_request', 'acr_values must be an assurance level'));
-    const login = { state: randomToken(16), nonce: randomToken(16), codeVerifier: randomToken(32), returnTo, ...(acr ? { acrValues: acr } : {}) };
-    const cookies = [await writeLoginCookie(login, { keys: cookieKeys, now: now(), secure, ttlSeconds: LOGIN_SECONDS })];
-    // A fresh sign-in starts from no session (session fixation, GHSA-f24x-5g9q-753f); a step-up keeps it until it succeeds.
-    if (!acr) cookies.push(...clearSessionCookies(Object.keys(parseCookieHeader(req.headers['cookie'])), secure));
-    const params = new URLSearchParams({
-      // offline_access: a refresh token, so the session can follow the control plane (register the scope and the refresh_token grant).
-      response_type: 'code', client_id: config.clientId, redirect_uri: redirectUri, scope: 'openid email offline_access',
-      state: login.state, nonce: login.nonce, code_challenge: computeS256Challenge(login.codeVerifier), code_challenge_method: 'S256',
-    });
-    // RFC 9470 §4: ask for the level, and for a fresh authentication.
-    if (acr) {
-      params.set('acr_values', acr);
-      params.set('max_age', '0');
-    }
-    redirect(res, `${controlPlane}/auth/authorize?${params}`, cookies);
+    const { location, cookies } = await startSignIn(req.headers['cookie'], returnTo, acr);
+    redirect(res, location, cookies);
   }
 
   /**
@@ -578,7 +588,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     if (target.path === '/_gate' || target.path.startsWith('/_gate/')) return gateRoute(req, res, target, view);
 
     const result = await authorize(req, method, target, false, false, res);
-    if ('refused' in result) return refuse(res, result.refused);
+    if ('refused' in result) return refuse(req, res, result.refused);
     const upstream = upstreams.find(target.path);
     if (!upstream) return sendError(res, fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
     const headers = upstreamHeaders(req);
@@ -601,7 +611,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     if (!target) return refuse(fail('invalid_path'));
     applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req));
     const result = await authorize(req, req.method ?? 'GET', target, false, false);
-    if ('refused' in result) return refuse(result.refused.redirect === undefined ? result.refused.error : fail('unauthorized', 'sign in first'));
+    if ('refused' in result) return refuse(result.refused.signIn === undefined ? result.refused.error : fail('unauthorized', 'sign in first'));
     const upstream = upstreams.find(target.path);
     if (!upstream) return refuse(fail('upstream_unavailable', 'no upstream serves this path'));
     const headers = upstreamHeaders(req);

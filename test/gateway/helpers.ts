@@ -8,7 +8,7 @@ import { loadGatewayConfig } from '../../config/load.js';
 import { computeAth } from '../../lib/dpop/verify-dpop-proof.js';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
 import { GATEWAY_CONFIG_TYP } from '../../lib/gateway/signed-config.js';
-import { writeSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import { parseCookieHeader, readLoginCookie, writeSessionCookies, type CookieKey, type GateSession } from '../../lib/gateway/session-cookie.js';
 import { startGateway, type RunningGateway } from '../../gateway/src/server.js';
 import type { GatewayDeps } from '../../gateway/src/app.js';
 import type { SharedState } from '../../lib/runtime/shared-state/index.js';
@@ -171,4 +171,24 @@ export async function startTestGateway(t: Tap, options: { upstream?: string; pol
   };
   if (options.policy) await gateway.configure(options.policy);
   return gateway;
+}
+
+/**
+ * Reads a gateway's redirect to sign in: the control plane's authorize URL it points at, and the
+ * return path and requested assurance kept in the per-login cookie it set. Null when the answer
+ * is not such a redirect.
+ */
+export async function signInRedirect(
+  gateway: { cookieKeys: readonly CookieKey[] },
+  answer: { statusCode: number; headers: Record<string, string | string[] | undefined> },
+  controlPlane = CONTROL_PLANE,
+): Promise<{ authorize: URL; returnTo: string; acr: string | null } | null> {
+  const location = answer.headers['location'];
+  if (answer.statusCode !== 302 || typeof location !== 'string' || !location.startsWith(`${controlPlane}/auth/authorize?`)) return null;
+  const authorize = new URL(location);
+  const state = authorize.searchParams.get('state') ?? '';
+  const lines = [answer.headers['set-cookie'] ?? []].flat().map(String);
+  const jar = parseCookieHeader(lines.map((line) => line.split(';')[0]).join('; '));
+  const login = await readLoginCookie(jar, state, { keys: gateway.cookieKeys, now: Date.now(), secure: false });
+  return login ? { authorize, returnTo: login.returnTo, acr: authorize.searchParams.get('acr_values') } : null;
 }

@@ -129,8 +129,8 @@ async function authorizeAt(w: World, authorizeUrl: string): Promise<URL> {
 /** Anonymous navigation → sign-in → authorize → callback; returns the browser's gateway jar and the callback answer. */
 async function signIn(w: World, path = '/app/page?x=1'): Promise<{ jar: Jar; callback: URL; loginCookie: string; landed: Awaited<ReturnType<typeof get>> }> {
   const jar = new Jar();
-  const first = await get(`${w.gw.url}${path}`, HTML);
-  const signin = await get(first.location!, { cookie: jar.header() });
+  // The gateway sends the browser straight to the control plane's authorize, setting its login cookie.
+  const signin = await get(`${w.gw.url}${path}`, HTML);
   jar.absorb(signin.setCookie);
   const loginCookie = jar.header();
   const callback = await authorizeAt(w, signin.location!);
@@ -147,11 +147,8 @@ async function sessionIn(w: World, jar: Jar): Promise<GateSession> {
 
 t.test('an anonymous navigation signs in at the control plane and lands where it started, with identity upstream', async (t) => {
   const w = await world(t);
-  const first = await get(`${w.gw.url}/app/page?x=1`, HTML);
-  t.equal(first.status, 302);
-  t.equal(first.location, `${w.gw.url}/_gate/signin?rd=${encodeURIComponent('/app/page?x=1')}`);
-  const signin = await get(first.location!);
-  t.equal(signin.status, 302);
+  const signin = await get(`${w.gw.url}/app/page?x=1`, HTML);
+  t.equal(signin.status, 302, 'straight to the control plane (CONTRACT)');
   const authorize = new URL(signin.location!);
   t.equal(`${authorize.origin}${authorize.pathname}`, `${w.cp.url}/auth/authorize`);
   t.equal(authorize.searchParams.get('scope'), 'openid email offline_access');
@@ -277,7 +274,7 @@ t.test('a refused refresh ends the session: browsers go to sign-in, API callers 
   w.clock.offset = session.accessTokenExpiresAt! * 1000 - Date.now() + 1_000;
   const browser = await get(`${w.gw.url}/app/page`, { ...HTML, cookie: jar.header() });
   t.equal(browser.status, 302);
-  t.equal(browser.location, `${w.gw.url}/_gate/signin?rd=%2Fapp%2Fpage`);
+  t.match(browser.location, `${w.cp.url}/auth/authorize?`, 'sent to sign in again');
   t.ok([browser.setCookie ?? []].flat().some((line) => /^kp_gate_session=;.*Max-Age=0/.test(line)), 'the session cookie is cleared');
   const xhr = await get(`${w.gw.url}/app/data`, { accept: 'application/json', cookie: jar.header() });
   t.equal(xhr.status, 401);
@@ -289,11 +286,10 @@ t.test('a refused refresh ends the session: browsers go to sign-in, API callers 
 t.test('a passkey session on a sensitive route is sent to step up with acr_values', async (t) => {
   const w = await world(t);
   const { jar } = await signIn(w);
-  const res = await get(`${w.gw.url}/admin/users`, { ...HTML, cookie: jar.header() });
-  t.equal(res.status, 302);
-  t.equal(res.location, `${w.gw.url}/_gate/signin?rd=%2Fadmin%2Fusers&acr_values=sensitive`);
-  const signin = await get(res.location!, { cookie: jar.header() });
+  const signin = await get(`${w.gw.url}/admin/users`, { ...HTML, cookie: jar.header() });
+  t.equal(signin.status, 302);
   const authorize = new URL(signin.location!);
+  t.equal(`${authorize.origin}${authorize.pathname}`, `${w.cp.url}/auth/authorize`);
   t.equal(authorize.searchParams.get('acr_values'), 'sensitive');
   t.equal(authorize.searchParams.get('max_age'), '0');
   t.notOk([signin.setCookie ?? []].flat().some((line) => line.startsWith('kp_gate_session')), 'the session stays until the step-up replaces it');
