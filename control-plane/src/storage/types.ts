@@ -437,6 +437,8 @@ export interface GatewayStore {
   recordEvidence(evidence: StoredGatewayEvidence): Promise<boolean>;
   /** The client's instances, most recently heard from first (at most `limit`). */
   listEvidence(clientId: string, limit: number): Promise<StoredGatewayEvidence[]>;
+  /** Drops the client's reports that expired before `expiredBefore` (ms): instances long gone. Returns how many. */
+  forgetEvidence(clientId: string, expiredBefore: number): Promise<number>;
 }
 
 export interface Stores {

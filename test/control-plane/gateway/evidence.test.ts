@@ -99,3 +99,13 @@ t.test('the endpoint needs client authentication, application/jwt and a small bo
   t.equal(large.json().reason, 'payload_too_large');
   t.equal((await getConfig(app, client)).statusCode, 200, 'the JWT parser is scoped: GET still works');
 });
+
+t.test('the report of an instance silent for a week is forgotten when its client next reports', async (t) => {
+  const { app, clock, services } = await setup(t);
+  const client = await registerGateway(app);
+  const key = await gatewayKey();
+  await postEvidence(app, client, await evidence(key, client.client_id, clock.now(), { instance: 'before-restart' }));
+  clock.advance(8 * 24 * 3600 * 1000);
+  await postEvidence(app, client, await evidence(key, client.client_id, clock.now(), { instance: 'after-restart' }));
+  t.same((await services.storage.gateway.listEvidence(client.client_id, 10)).map((r) => r.instance), ['after-restart']);
+});

@@ -48,6 +48,16 @@ export function gatewayStoreConformance(t: Tap, open: () => Promise<Storage>): v
     t.equal((await storage.gateway.listEvidence('cl_1', 1)).length, 1, 'limited');
   });
 
+  t.test('gateway store: reports of instances long gone are forgotten, per client', async (t) => {
+    const storage = await open();
+    await storage.gateway.recordEvidence(report('old', 1000));
+    await storage.gateway.recordEvidence(report('live', 90_000));
+    await storage.gateway.recordEvidence({ ...report('other-old', 1000), clientId: 'cl_other' });
+    t.equal(await storage.gateway.forgetEvidence('cl_1', 50_000), 1, 'one report expired before then');
+    t.same((await storage.gateway.listEvidence('cl_1', 10)).map((r) => r.instance), ['live']);
+    t.equal((await storage.gateway.listEvidence('cl_other', 10)).length, 1, 'other clients keep theirs');
+  });
+
   t.test('gateway store: a rolled-back transaction issues nothing', async (t) => {
     const storage = await open();
     await t.rejects(storage.transaction(async (tx) => {

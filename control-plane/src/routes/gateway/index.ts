@@ -10,6 +10,8 @@ import { currentGatewayConfig } from './issue-config.js';
 
 /** A report is a small JWS; anything larger is not one. */
 const EVIDENCE_BODY_LIMIT = 16 * 1024;
+/** How long the report of an instance that stopped reporting is kept after it expired. */
+const EVIDENCE_KEPT_MS = 7 * 24 * 3600 * 1000;
 /** Instances listed in a status answer, most recently heard from first. */
 const STATUS_INSTANCES = 50;
 
@@ -140,6 +142,8 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
       throw error;
     }
     await storage.gateway.recordEvidence({ ...verified, receivedAt: now, jws: (request.body as string).trim() });
+    // Every restart is a new instance: reports of instances silent for a week are history, not status.
+    await storage.gateway.forgetEvidence(client.clientId, now - EVIDENCE_KEPT_MS);
     reply.code(202);
     return { ok: true };
   });

@@ -114,6 +114,8 @@ export function sqliteGatewayStore(runner: Runner): GatewayStore {
           jws: evidence.jws,
         }).changes === 1,
       ),
+    forgetEvidence: (clientId, expiredBefore) =>
+      runner.run((db) => db.prepare('DELETE FROM gateway_evidence WHERE client_id = ? AND expires_at < ?').run(clientId, expiredBefore).changes),
     listEvidence: (clientId, limit) =>
       runner.run((db) =>
         (db.prepare('SELECT * FROM gateway_evidence WHERE client_id = ? ORDER BY received_at DESC, instance LIMIT ?').all(clientId, limit) as EvidenceRow[]).map(evidenceFromRow),
