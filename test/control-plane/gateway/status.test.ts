@@ -83,3 +83,27 @@ t.test('the owner\'s session may read the status; others may not', async (t) => 
   t.equal(badToken.statusCode, 401);
   t.equal((await app.inject({ method: 'GET', url: '/gateway/status/cl_missing', headers: admin })).statusCode, 404);
 });
+
+t.test('the owner\'s /apps page shows each gateway client\'s enforcement, green only with fresh matching evidence', async (t) => {
+  const { app, clock, signIn } = await setup(t);
+  const owner = await signIn({ username: 'gwowner', assurance: 'sensitive' });
+  const created = await owner.browser.post('/apps/register', {
+    client_name: 'Edge', redirect_uris: ['https://app.example.com/_gate/callback'], token_endpoint_auth_method: 'client_secret_basic', gateway: POLICY,
+  });
+  t.equal(created.statusCode, 201);
+  const client = created.json() as { client_id: string; client_secret: string };
+  await owner.browser.post('/apps/register', { client_name: 'Plain', redirect_uris: ['https://plain.example.com/cb'] });
+  const page = async () => (await owner.browser.get('/apps', { accept: 'text/html' })).body;
+
+  const before = await page();
+  t.match(before, /data-gateway-status="unknown"><strong>unknown<\/strong>: no gateway has reported yet \(config version 1\)/);
+  t.match(before, /not a gateway/, 'a plain app says so');
+  t.match(before, new RegExp(`href="/gateway/status/${client.client_id}"`));
+
+  const served = await getConfig(app, client);
+  const hash = String(served.headers['etag']).slice(1, -1);
+  await postEvidence(app, client, await evidence(await gatewayKey(), client.client_id, clock.now(), { config: { version: 1, hash, mode: 'enforce' } }));
+  t.match(await page(), /data-gateway-status="green"><strong>green<\/strong>: every gateway reporting enforces the current config/);
+  clock.advance(31_000);
+  t.match(await page(), /data-gateway-status="stale"><strong>stale<\/strong>: no fresh report from any gateway/);
+});

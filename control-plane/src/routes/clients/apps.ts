@@ -6,6 +6,8 @@ import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
+import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
+import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
 import { errorResponses, okObject } from '../schemas.js';
 import { describeClient, newSecret, secretAfterUpdate, staleRevision } from './registration.js';
 
@@ -104,7 +106,24 @@ function listEntry(client: StoredClient) {
   };
 }
 
-function appsPage(clients: StoredClient[], assurance: string, notice?: SafeHtml): SafeHtml {
+/** What an owner reads about a gateway client's enforcement (the reasons of lib/gateway/enforcement-status.ts). */
+const ENFORCEMENT_TEXT: Record<EnforcementReason, string> = {
+  enforcing_declared_config: 'every gateway reporting enforces the current config',
+  no_config_declared: 'no gateway policy declared',
+  no_evidence: 'no gateway has reported yet',
+  evidence_expired: 'no fresh report from any gateway',
+  failing_closed: 'a gateway holds no config and refuses everything',
+  config_mismatch: 'a gateway still enforces an older config',
+};
+
+function gatewayCell(client: StoredClient, enforcement: GatewayEnforcement | undefined): SafeHtml {
+  if (!enforcement) return html`<span class="muted">not a gateway</span>`;
+  const version = enforcement.declared ? html` (config version ${String(enforcement.declared.version)})` : '';
+  return html`<span data-gateway-status="${enforcement.status}"><strong>${enforcement.status}</strong>: ${ENFORCEMENT_TEXT[enforcement.reason]}${version}.</span>
+<a href="/gateway/status/${encodeURIComponent(client.clientId)}">Declared and observed (JSON)</a>`;
+}
+
+function appsPage(clients: StoredClient[], enforcement: ReadonlyMap<string, GatewayEnforcement>, assurance: string, notice?: SafeHtml): SafeHtml {
   const sensitive = assurance === 'sensitive';
   return html`<h1>Your apps</h1>
 <p class="muted">Apps you registered to sign people in with Keyplane (OpenID Connect). The relying-party guide is <code>docs/oidc.md</code>.</p>
@@ -112,7 +131,7 @@ ${notice ?? ''}
 ${sensitive ? '' : html`<p role="note">Editing, rotating a secret or revoking an app needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps">Confirm with your passkey</a> first.</p>`}
 <h2 id="list-heading">Registered apps</h2>
 ${clients.length === 0 ? html`<p>You have not registered an app yet.</p>` : html`<table aria-labelledby="list-heading">
-<thead><tr><th scope="col">App</th><th scope="col">Client ID</th><th scope="col">Type</th><th scope="col">Actions</th></tr></thead>
+<thead><tr><th scope="col">App</th><th scope="col">Client ID</th><th scope="col">Type</th><th scope="col">Gateway enforcement</th><th scope="col">Actions</th></tr></thead>
 <tbody>
 ${clients.map((c) => {
     const id = encodeURIComponent(c.clientId);
@@ -121,6 +140,7 @@ ${clients.map((c) => {
 <td>${c.metadata.client_name ?? '(no name)'}</td>
 <td><code>${c.clientId}</code></td>
 <td>${clientTypeOf(c.metadata.token_endpoint_auth_method)}</td>
+<td>${gatewayCell(c, enforcement.get(c.clientId))}</td>
 <td>
 <form method="post" action="/apps/${id}/update">
 <input type="hidden" name="revision" value="${c.revision}">
@@ -165,8 +185,11 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
   async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
     const current = request.kp.session!;
     const clients = await storage.clients.listByOwner(current.identityId);
+    // Green only with fresh evidence, as GET /gateway/status says it (DESIGN: declared and observed kept apart).
+    const enforcement = new Map<string, GatewayEnforcement>();
+    for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app, client));
     reply.code(status);
-    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, current.assurance, notice) }));
+    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, enforcement, current.assurance, notice) }));
   }
 
   function secretNotice(client: StoredClient, secret: string | undefined, what: string): SafeHtml {

@@ -1,19 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { computeEnforcementStatus } from '../../../../lib/gateway/enforcement-status.js';
 import { GatewayEvidenceError, verifyGatewayEvidence } from '../../../../lib/gateway/evidence.js';
 import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/types.js';
 import { authenticateRegistrar } from '../clients/registration.js';
 import { authenticateClient } from '../oidc/client-auth.js';
 import { errorResponses, okObject } from '../schemas.js';
-import { currentGatewayConfig } from './issue-config.js';
+import { currentGatewayConfig, gatewayEnforcement } from './issue-config.js';
 
 /** A report is a small JWS; anything larger is not one. */
 const EVIDENCE_BODY_LIMIT = 16 * 1024;
 /** How long the report of an instance that stopped reporting is kept after it expired. */
 const EVIDENCE_KEPT_MS = 7 * 24 * 3600 * 1000;
-/** Instances listed in a status answer, most recently heard from first. */
-const STATUS_INSTANCES = 50;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' } as const;
@@ -161,11 +158,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
     const client = await storage.clients.get(request.params.client_id);
     // Someone else's client answers like a missing one.
     if (!client || (registrar.by === 'session' && client.ownerId !== registrar.ownerId)) throw fail('not_found', 'no such client');
-    // Declared is what a polling gateway gets next, so an update shows as a mismatch at once.
-    const declared = client.metadata.gateway ? await currentGatewayConfig(app, client) : null;
-    const observed = await storage.gateway.listEvidence(client.clientId, STATUS_INSTANCES);
-    const now = app.kp.now();
-    const { status, reason } = computeEnforcementStatus(declared, observed, now);
+    const { status, reason, declared, observed, now } = await gatewayEnforcement(app, client);
     return {
       ok: true, client_id: client.clientId, status, reason,
       declared: describeDeclared(declared),

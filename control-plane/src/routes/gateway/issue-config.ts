@@ -1,7 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { GATEWAY_CONFIG_LIFETIME_SECONDS, canReuseIssuedConfig, hashGatewayPolicy, signGatewayConfig } from '../../../../lib/gateway/config-issuance.js';
-import type { IssuedGatewayConfig, StoredClient } from '../../storage/types.js';
+import { computeEnforcementStatus, type EnforcementReason, type EnforcementStatus } from '../../../../lib/gateway/enforcement-status.js';
+import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence } from '../../storage/types.js';
+
+/** Instances considered in a status, most recently heard from first. */
+const STATUS_INSTANCES = 50;
 
 function noPolicy(): never {
   throw fail('no_gateway_policy', 'this client has no gateway metadata; add `gateway` to its registration (RFC 7592 update)');
@@ -42,4 +46,21 @@ export async function currentGatewayConfig(app: FastifyInstance, client: StoredC
     });
     return issued;
   });
+}
+
+export interface GatewayEnforcement {
+  status: EnforcementStatus;
+  reason: EnforcementReason;
+  /** What a polling gateway gets next, so a registration update shows as a mismatch at once. */
+  declared: IssuedGatewayConfig | null;
+  observed: StoredGatewayEvidence[];
+  now: number;
+}
+
+/** Declared config and observed evidence of a client, and the verdict on them (the status API and /apps). */
+export async function gatewayEnforcement(app: FastifyInstance, client: StoredClient): Promise<GatewayEnforcement> {
+  const declared = client.metadata.gateway ? await currentGatewayConfig(app, client) : null;
+  const observed = await app.kp.storage.gateway.listEvidence(client.clientId, STATUS_INSTANCES);
+  const now = app.kp.now();
+  return { ...computeEnforcementStatus(declared, observed, now), declared, observed, now };
 }
