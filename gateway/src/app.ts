@@ -83,6 +83,8 @@ export const REFRESH_SKEW_SECONDS = 30;
  * the control plane would answer by revoking the whole family (RFC 9700 §4.14.2).
  */
 const REFRESH_FLIGHT = { lockMs: 15_000, waitMs: 10_000, resultMs: 60_000 } as const;
+/** Where the newest sealed state of a session is kept (shared state), until the session ends. */
+const latestSessionKey = (sid: string) => `session:latest:${sid}`;
 /** Stored for the waiters when the control plane did not answer: they retry rather than sign out. */
 const REFRESH_RETRY = '{"retry":true}';
 
@@ -209,7 +211,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     // Only where the answer can carry the new cookie: an upgrade (no Set-Cookie through the
     // splice) goes on with the session as it is rather than spend the refresh token unseen.
     if (res && cookieHeader && refreshDue(session)) {
-      const outcome = await refreshSession(session, cookieHeader);
+      sessions.delete(cookieHeader);
+      const outcome = await renewedSession(session, Object.keys(parseCookieHeader(cookieHeader)));
       res.setHeader('set-cookie', outcome.cookies);
       if (!outcome.session) return { caller: null, session: null, api: false };
       session = outcome.session;
@@ -245,14 +248,34 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   }
 
   /**
+   * The session to go on with when the presented one is due. A refresh may have happened already
+   * at any replica without this browser receiving the cookie (behind forward auth the proxy may
+   * not relay Set-Cookie): the newest state of each session is kept, sealed, in shared state, so
+   * an old cookie moves on to it instead of spending a refresh token that was rotated already
+   * (which the control plane would answer by revoking the whole family).
+   */
+  async function renewedSession(presented: GateSession, present: string[]): Promise<RefreshOutcome> {
+    const stored = await state.get(latestSessionKey(presented.sid));
+    if (stored) {
+      const newest = await openSealedCookies(stored);
+      if (newest && newest.session.sid === presented.sid && (newest.session.accessTokenExpiresAt ?? 0) > (presented.accessTokenExpiresAt ?? 0)) {
+        if (!refreshDue(newest.session)) {
+          metrics.refreshes.inc({ outcome: 'joined' });
+          return newest;
+        }
+        return refreshSession(newest.session, present);
+      }
+    }
+    return refreshSession(presented, present);
+  }
+
+  /**
    * Refreshes a session whose access token is due, once across every replica (issue 6 item 3):
    * the refresh token rotates at the control plane and a second use revokes the family, so
    * concurrent requests wait for the one refresh and all answer with its cookies. A refused
    * refresh ends the session; a refresh that did not finish in time is a 503 to retry.
    */
-  async function refreshSession(session: GateSession, cookieHeader: string): Promise<RefreshOutcome> {
-    const present = Object.keys(parseCookieHeader(cookieHeader));
-    sessions.delete(cookieHeader);
+  async function refreshSession(session: GateSession, present: string[]): Promise<RefreshOutcome> {
     const signedOut: RefreshOutcome = { session: null, cookies: clearSessionCookies(present, secure) };
     const refreshToken = session.refreshToken;
     if (!refreshToken || !tokens) return signedOut;
@@ -272,21 +295,28 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       if (flight.leader) await forgetSingleFlight(state, key);
       throw fail('control_plane_unavailable', 'the control plane did not answer the session refresh; retry', { headers: { 'retry-after': '1' } });
     }
-    let cookies: string[];
+    const renewed = await openSealedCookies(flight.value);
+    metrics.refreshes.inc({ outcome: renewed ? (flight.leader ? 'refreshed' : 'joined') : 'signed_out' });
+    return renewed ?? signedOut;
+  }
+
+  /** Opens the Set-Cookie values of a sealed session as stored in shared state (JSON list). */
+  async function openSealedCookies(value: string): Promise<{ session: GateSession; cookies: string[] } | null> {
+    let cookies: unknown;
     try {
-      cookies = JSON.parse(flight.value) as string[];
+      cookies = JSON.parse(value);
     } catch {
-      return signedOut;
+      return null;
     }
+    if (!Array.isArray(cookies) || !cookies.every((line) => typeof line === 'string')) return null;
     const jar: Record<string, string> = {};
-    for (const line of cookies) {
+    for (const line of cookies as string[]) {
       const pair = line.split(';')[0] ?? '';
       const eq = pair.indexOf('=');
       if (eq > 0 && eq < pair.length - 1) jar[pair.slice(0, eq)] = pair.slice(eq + 1);
     }
-    const renewed = await readSessionCookies(jar, { keys: cookieKeys, now: now(), secure });
-    metrics.refreshes.inc({ outcome: renewed ? (flight.leader ? 'refreshed' : 'joined') : 'signed_out' });
-    return renewed ? { session: renewed, cookies } : signedOut;
+    const session = await readSessionCookies(jar, { keys: cookieKeys, now: now(), secure });
+    return session ? { session, cookies: cookies as string[] } : null;
   }
 
   /** The refresh itself (run by one request): the sealed cookies of the renewed session, never a raw token, go to shared state. */
@@ -319,7 +349,10 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       ...(set.refreshToken ? { refreshToken: set.refreshToken } : {}),
       ...(set.idToken ? { idToken: set.idToken } : {}),
     };
-    return JSON.stringify(await writeSessionCookies(next, { keys: cookieKeys, now: at, secure, ttlSeconds: remaining, present }));
+    const sealed = JSON.stringify(await writeSessionCookies(next, { keys: cookieKeys, now: at, secure, ttlSeconds: remaining, present }));
+    // Until the session ends: a browser whose proxy never relayed this cookie still finds it.
+    await state.set(latestSessionKey(session.sid), sealed, remaining * 1000);
+    return sealed;
   }
 
   function isBrowserNavigation(req: IncomingMessage, method: string): boolean {
@@ -551,6 +584,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const cookies = parseCookieHeader(req.headers['cookie']);
     const session = await readSessionCookies(cookies, { keys: cookieKeys, now: now(), secure });
     const cleared = clearSessionCookies(Object.keys(cookies), secure);
+    // A copy of an older cookie must not move on to the newest state of this session.
+    if (session) await state.del(latestSessionKey(session.sid));
     const returnTo = validateReturnUrl(query.get('rd') ?? '/', publicUrl) ?? '/';
     if (session && config.clientId) {
       // RP-initiated logout at the control plane, which comes back to this gateway's root.

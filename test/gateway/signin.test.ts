@@ -6,6 +6,7 @@ import { startControlPlane, type RunningControlPlane } from '../../control-plane
 import { createTokenClient, type TokenClient } from '../../gateway/src/token-client.js';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
 import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import { forgetSingleFlight } from '../../lib/gateway/single-flight.js';
 import { findFreePort } from '../../lib/runtime/listen.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { SoftAuthenticator } from '../helpers/soft-authenticator.js';
@@ -261,6 +262,35 @@ t.test('20 concurrent requests with an expired access token share one refresh an
   const config = w.gw.running.gateway.config;
   const live = await createTokenClient({ controlPlane: w.cp.url, clientId: config.clientId!, clientSecret: config.clientSecret! }).refresh(after.refreshToken!);
   t.ok(live.accessToken);
+});
+
+t.test('behind forward auth a browser that never receives the renewed cookie moves on with its old one, until it signs out', async (t) => {
+  const w = await world(t);
+  const { jar } = await signIn(w);
+  const before = await sessionIn(w, jar);
+  // The proxy in front does not relay Set-Cookie from /_gate/auth: the jar is never updated.
+  const auth = () => get(`${w.gw.url}/_gate/auth`, { cookie: jar.header(), 'x-forwarded-uri': '/app/x', 'x-forwarded-method': 'GET' });
+  w.clock.offset = before.accessTokenExpiresAt! * 1000 - 10_000 - Date.now();
+  const first = await auth();
+  t.equal(first.status, 200);
+  t.equal(w.refreshes.count, 1, 'refreshed once');
+  // Long after the refresh (its single-flight result is gone), the same old cookie comes back.
+  await forgetSingleFlight(w.gw.running.gateway.state, `refresh:${before.sid}:${before.accessTokenExpiresAt}`);
+  const later = await auth();
+  t.equal(later.status, 200, 'the old cookie moves on to the renewed session');
+  t.equal(w.refreshes.count, 1, 'without spending the rotated refresh token again (which would revoke the family)');
+  t.equal(later.headers['x-auth-subject'], w.user.identityId);
+  const renewed = new Jar();
+  renewed.absorb(later.setCookie);
+  const newest = await sessionIn(w, renewed);
+  t.equal(newest.sid, before.sid);
+  t.ok(newest.accessTokenExpiresAt! > before.accessTokenExpiresAt!, 'and is offered the renewed cookie again');
+
+  // Signing out forgets the newest state: a copy of the old cookie cannot move on any more.
+  await get(`${w.gw.url}/_gate/signout`, { cookie: renewed.header() });
+  await forgetSingleFlight(w.gw.running.gateway.state, `refresh:${before.sid}:${before.accessTokenExpiresAt}`);
+  const copied = await auth();
+  t.equal(copied.status, 401, 'the old refresh token is spent: the control plane refuses it and the session is over');
 });
 
 t.test('a refused refresh ends the session: browsers go to sign-in, API callers get 401', async (t) => {
