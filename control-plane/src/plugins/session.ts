@@ -69,6 +69,15 @@ export const sessionPlugin = fp(
   { name: 'keyplane-session', dependencies: ['keyplane-request-context', 'keyplane-errors'] },
 );
 
+/**
+ * For sign-in POSTs that carry no session yet (recovery code, magic-link request): a browser's
+ * Origin must be ours (no login CSRF); API callers send no Origin and pass.
+ */
+export function checkSignInOrigin(app: FastifyInstance, request: FastifyRequest): void {
+  const origin = request.headers.origin;
+  if (origin !== undefined && origin !== new URL(app.kp.config.issuer).origin) throw fail('origin_mismatch', 'this request came from another origin');
+}
+
 function wantsHtml(request: FastifyRequest): boolean {
   if (request.method !== 'GET') return false;
   if ((request.query as Record<string, unknown> | undefined)?.['format'] === 'json') return false;

@@ -1,6 +1,7 @@
 import type { JWK } from 'jose';
 import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
 import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
+import type { LinkRecord } from '../../../lib/magic/magic-link.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend
@@ -203,17 +204,8 @@ export interface EmailStore {
   markVerified(emailId: string, at: number): Promise<'verified' | 'already' | 'taken'>;
 }
 
-export interface StoredLink {
-  /** SHA-256 of the link token; the token itself is only in the mail. */
-  tokenHash: string;
-  purpose: 'signin' | 'verify_email';
-  identityId: string;
-  emailId: string;
-  deviceId: string | null;
-  createdAt: number;
-  expiresAt: number;
-  usedAt: number | null;
-}
+/** A magic sign-in or email-verification link, stored by the SHA-256 of its token (see lib/magic). */
+export type StoredLink = LinkRecord;
 
 export interface LinkStore {
   insert(record: StoredLink): Promise<void>;

@@ -1,23 +1,10 @@
 import t from 'tap';
-import type { DomainEvent } from '../../../control-plane/src/events/types.js';
-import { manualClock } from '../../helpers/build.js';
-import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
-import { linkIn, readOutbox } from '../../helpers/smtp.js';
-
-async function setup(t: { teardown(fn: () => unknown): void }) {
-  const clock = manualClock();
-  const built = await buildSignedIn(t, { now: clock.now });
-  const events: DomainEvent[] = [];
-  built.services.events.subscribe((_tx, event) => void events.push(event));
-  const mails = async () => {
-    await built.services.mailer.idle();
-    return readOutbox(built.config.dataDir);
-  };
-  return { ...built, clock, events, mails };
-}
+import { Browser } from '../../helpers/signed-in.js';
+import { linkIn } from '../../helpers/smtp.js';
+import { buildWatched } from '../../helpers/watched.js';
 
 t.test('adding an address mails a verification link; opening it verifies without touching sessions', async (t) => {
-  const { app, signIn, services, events, mails } = await setup(t);
+  const { app, signIn, services, events, mails } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'ada' });
   const res = await browser.post('/auth/email/add', { email: 'Ada@Example.com' });
   t.equal(res.statusCode, 200);
@@ -49,7 +36,7 @@ t.test('adding an address mails a verification link; opening it verifies without
 });
 
 t.test('verification answers JSON when asked, and refuses unknown or expired links clearly', async (t) => {
-  const { signIn, mails, clock, app } = await setup(t);
+  const { signIn, mails, clock, app } = await buildWatched(t);
   const { browser } = await signIn({ username: 'bob' });
   await browser.post('/auth/email/add', { email: 'bob@example.com' });
   await browser.post('/auth/email/add', { email: 'bob2@example.com' });
@@ -74,7 +61,7 @@ t.test('verification answers JSON when asked, and refuses unknown or expired lin
 });
 
 t.test('an address verified by one account cannot be verified by another', async (t) => {
-  const { signIn, mails, app } = await setup(t);
+  const { signIn, mails, app } = await buildWatched(t);
   const { browser: ada } = await signIn({ username: 'ada' });
   const { browser: mallory } = await signIn({ username: 'mallory' });
   await mallory.post('/auth/email/add', { email: 'shared@example.com' });
@@ -89,7 +76,7 @@ t.test('an address verified by one account cannot be verified by another', async
 });
 
 t.test('refuses adding without a session, a malformed address, and too many mails to one address', async (t) => {
-  const { app, signIn, mails } = await setup(t);
+  const { app, signIn, mails } = await buildWatched(t);
   t.equal((await new Browser(app).post('/auth/email/add', { email: 'x@example.com' })).statusCode, 401);
   const { browser } = await signIn({ username: 'cy' });
   for (const email of ['not-an-address', 'a b@example.com', 'x@localhost']) {
@@ -104,7 +91,7 @@ t.test('refuses adding without a session, a malformed address, and too many mail
 });
 
 t.test('re-adding a verified address sends nothing', async (t) => {
-  const { signIn, mails, app } = await setup(t);
+  const { signIn, mails, app } = await buildWatched(t);
   const { browser } = await signIn({ username: 'dee' });
   await browser.post('/auth/email/add', { email: 'dee@example.com' });
   const link = new URL(linkIn((await mails())[0]!, '/auth/email/verify')!);
@@ -115,7 +102,7 @@ t.test('re-adding a verified address sends nothing', async (t) => {
 });
 
 t.test('an account holds at most 10 addresses', async (t) => {
-  const { signIn } = await setup(t);
+  const { signIn } = await buildWatched(t);
   const { browser } = await signIn({ username: 'many' });
   for (let i = 0; i < 10; i++) t.equal((await browser.post('/auth/email/add', { email: `a${i}@example.com` })).statusCode, 200);
   const over = await browser.post('/auth/email/add', { email: 'a10@example.com' });

@@ -1,23 +1,14 @@
 import t from 'tap';
-import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 import type { RunningServices } from '../../../control-plane/src/services.js';
 import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
-import { manualClock } from '../../helpers/build.js';
-import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
-import { linkIn, readOutbox } from '../../helpers/smtp.js';
+import { Browser } from '../../helpers/signed-in.js';
+import { linkIn } from '../../helpers/smtp.js';
+import { buildWatched } from '../../helpers/watched.js';
 
 const ADMIN_TOKEN = 'a'.repeat(40);
 
-async function setup(t: { teardown(fn: () => unknown): void }) {
-  const clock = manualClock();
-  const built = await buildSignedIn(t, { now: clock.now, state: new MemorySharedState(clock.now), config: { adminToken: ADMIN_TOKEN } });
-  const events: DomainEvent[] = [];
-  built.services.events.subscribe((_tx, event) => void events.push(event));
-  const mails = async () => {
-    await built.services.mailer.idle();
-    return readOutbox(built.config.dataDir);
-  };
-  return { ...built, clock, events, mails };
+function setup(t: { teardown(fn: () => unknown): void }) {
+  return buildWatched(t, (clock) => ({ state: new MemorySharedState(clock.now), config: { adminToken: ADMIN_TOKEN } }));
 }
 
 async function verifiedEmail(services: RunningServices, identityId: string, email: string, verified = true): Promise<string> {

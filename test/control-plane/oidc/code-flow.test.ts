@@ -83,6 +83,29 @@ t.test('refresh rotates the token; a reused refresh token revokes the whole fami
   t.match(info.headers['www-authenticate'], /error="invalid_token"/);
 });
 
+t.test('no refresh token without offline_access; a refresh cannot widen the granted scope', async (t) => {
+  const { app, client, browser } = await setup(t);
+  const { verifier, challenge } = pkcePair();
+  const { code } = await obtainCode(browser, goodRequest(client, challenge, { scope: 'openid email' }));
+  const narrow = await exchangeCode(app, client, code, verifier);
+  t.equal(narrow.statusCode, 200, narrow.body);
+  t.equal(narrow.json().scope, 'openid email');
+  t.notOk('refresh_token' in narrow.json(), 'spec OIDC rule 5: refresh tokens need offline_access');
+
+  const again = pkcePair();
+  const { code: full } = await obtainCode(browser, goodRequest(client, again.challenge, { scope: 'openid offline_access' }));
+  const granted = (await exchangeCode(app, client, full, again.verifier)).json();
+  const wider = await app.inject({
+    method: 'POST', url: '/auth/token',
+    headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: granted.refresh_token, scope: 'openid email offline_access' }).toString(),
+  });
+  t.equal(wider.statusCode, 400);
+  t.match(wider.json(), { ok: false, reason: 'invalid_scope', error: 'invalid_scope' });
+  const retry = await refresh(app, client, granted.refresh_token);
+  t.equal(retry.statusCode, 200, 'a refused request does not use the token up (nor look like reuse)');
+});
+
 t.test('a replayed code is refused and revokes what it issued', async (t) => {
   const { app, client, browser } = await setup(t);
   const { verifier, challenge } = pkcePair();

@@ -1,14 +1,9 @@
 import t from 'tap';
-import type { DomainEvent } from '../../../control-plane/src/events/types.js';
-import { manualClock } from '../../helpers/build.js';
-import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
+import { Browser } from '../../helpers/signed-in.js';
+import { buildWatched } from '../../helpers/watched.js';
 
-async function setup(t: { teardown(fn: () => unknown): void }, config?: Record<string, unknown>) {
-  const clock = manualClock();
-  const built = await buildSignedIn(t, { now: clock.now, ...(config ? { config } : {}) });
-  const events: DomainEvent[] = [];
-  built.services.events.subscribe((_tx, event) => void events.push(event));
-  return { ...built, clock, events };
+function setup(t: { teardown(fn: () => unknown): void }, config?: Record<string, unknown>) {
+  return buildWatched(t, () => (config ? { config } : {}));
 }
 
 t.test('regenerate shows 10 codes once and stores only keyed hashes', async (t) => {

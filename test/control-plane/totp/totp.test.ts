@@ -1,24 +1,15 @@
 import t from 'tap';
 import { generateTotpCode } from '../../../lib/totp/totp.js';
-import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 import { requireTotpIfActive } from '../../../control-plane/src/routes/totp/step-up-gate.js';
-import { manualClock } from '../../helpers/build.js';
-import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
-
-async function setup(t: { teardown(fn: () => unknown): void }) {
-  const clock = manualClock();
-  const built = await buildSignedIn(t, { now: clock.now });
-  const events: DomainEvent[] = [];
-  built.services.events.subscribe((_tx, event) => void events.push(event));
-  return { ...built, clock, events };
-}
+import { Browser } from '../../helpers/signed-in.js';
+import { buildWatched } from '../../helpers/watched.js';
 
 function wrongCode(right: string): string {
   return String((Number(right) + 500_000) % 1_000_000).padStart(6, '0');
 }
 
 t.test('setup returns secret, uri and an SVG QR code and leaves TOTP pending; a right code activates it', async (t) => {
-  const { signIn, services, clock, events } = await setup(t);
+  const { signIn, services, clock, events } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'ada' });
   const res = await browser.post('/auth/totp/setup');
   t.equal(res.statusCode, 200);
@@ -39,7 +30,7 @@ t.test('setup returns secret, uri and an SVG QR code and leaves TOTP pending; a 
 });
 
 t.test('refuses setup and confirm without a session, and malformed codes', async (t) => {
-  const { app, signIn } = await setup(t);
+  const { app, signIn } = await buildWatched(t);
   const anonymous = new Browser(app);
   t.equal((await anonymous.post('/auth/totp/setup')).json().reason, 'unauthorized');
   t.equal((await anonymous.post('/auth/totp/confirm', { code: '123456' })).statusCode, 401);
@@ -54,7 +45,7 @@ t.test('refuses setup and confirm without a session, and malformed codes', async
 });
 
 t.test('refuses a wrong code and a replayed one', async (t) => {
-  const { app, signIn, clock } = await setup(t);
+  const { app, signIn, clock } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'cy' });
   const { secret } = (await browser.post('/auth/totp/setup')).json();
   const code = generateTotpCode(secret, clock.now());
@@ -72,7 +63,7 @@ t.test('refuses a wrong code and a replayed one', async (t) => {
 });
 
 t.test('setup cannot replace an active secret', async (t) => {
-  const { signIn, clock } = await setup(t);
+  const { signIn, clock } = await buildWatched(t);
   const { browser } = await signIn({ username: 'dee' });
   const { secret } = (await browser.post('/auth/totp/setup')).json();
   await browser.post('/auth/totp/confirm', { code: generateTotpCode(secret, clock.now()) });
@@ -82,7 +73,7 @@ t.test('setup cannot replace an active secret', async (t) => {
 });
 
 t.test('the step-up gate: off passes, active needs a right code', async (t) => {
-  const { app, signIn, clock } = await setup(t);
+  const { app, signIn, clock } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'eve' });
   t.equal(await requireTotpIfActive(app, identityId, undefined), false, 'TOTP off: nothing to check');
   const { secret } = (await browser.post('/auth/totp/setup')).json();
@@ -95,7 +86,7 @@ t.test('the step-up gate: off passes, active needs a right code', async (t) => {
 });
 
 t.test('locks TOTP for 15 minutes after 5 wrong codes, and records the lockout once', async (t) => {
-  const { app, signIn, clock, events } = await setup(t);
+  const { app, signIn, clock, events } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'fay' });
   const { secret } = (await browser.post('/auth/totp/setup')).json();
   await browser.post('/auth/totp/confirm', { code: generateTotpCode(secret, clock.now()) });
@@ -113,7 +104,7 @@ t.test('locks TOTP for 15 minutes after 5 wrong codes, and records the lockout o
 });
 
 t.test('wrong confirm codes count toward the lockout too, answered with Retry-After', async (t) => {
-  const { signIn, clock } = await setup(t);
+  const { signIn, clock } = await buildWatched(t);
   const { browser } = await signIn({ username: 'gus' });
   const { secret } = (await browser.post('/auth/totp/setup')).json();
   const right = generateTotpCode(secret, clock.now());
@@ -125,7 +116,7 @@ t.test('wrong confirm codes count toward the lockout too, answered with Retry-Af
 });
 
 t.test('disable needs a fresh session: sensitive, or a recovery sign-in within the step-up window', async (t) => {
-  const { signIn, services, clock, events } = await setup(t);
+  const { signIn, services, clock, events } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'hal' });
   const { secret } = (await browser.post('/auth/totp/setup')).json();
   await browser.post('/auth/totp/confirm', { code: generateTotpCode(secret, clock.now()) });

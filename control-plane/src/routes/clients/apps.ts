@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
-import { randomId } from '../../../../lib/util/random.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
@@ -9,7 +8,7 @@ import type { StoredClient } from '../../storage/types.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
 import { errorResponses, okObject } from '../schemas.js';
-import { describeClient, newSecret, secretAfterUpdate, staleRevision } from './registration.js';
+import { deleteClient, describeChange, newSecret, registerClient, staleRevision, updateClient } from './registration.js';
 
 /**
  * Owner operations and the self-serve app registration page ("developer page", issue 5 item 1).
@@ -225,22 +224,10 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     const form = isForm(request);
     const fields = bodyObject(request);
     const metadata = validateClientMetadata(form ? formRegistration(fields) : fields);
-    const ownerId = request.kp.session!.identityId;
-    const now = app.kp.now();
-    const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
-    const token = newSecret();
-    const client: StoredClient = {
-      clientId: randomId('cl'), type: clientTypeOf(metadata.token_endpoint_auth_method), metadata,
-      secretHash: secret?.hash ?? null, secretIssuedAt: secret ? now : null, ownerId,
-      registrationTokenHash: token.hash, revision: 1, createdAt: now, updatedAt: now,
-    };
-    const { receipt } = await storage.transaction(async (tx) => {
-      await tx.clients.insert(client);
-      return events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId, by: 'session', revision: 1 });
-    });
-    if (form) return renderApps(request, reply, secretNotice(client, secret?.value, 'App registered.'), 201);
+    const change = await registerClient(app, metadata, { by: 'session', ownerId: request.kp.session!.identityId });
+    if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App registered.'), 201);
     reply.code(201);
-    return { ...describeClient(app, client, { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }), ...(receipt ? { receipt } : {}) };
+    return describeChange(app, change);
   });
 
   app.post('/apps/:client_id/update', {
@@ -260,17 +247,9 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     }
     for (const field of SERVER_FIELDS) delete fields[field];
     const metadata = validateClientMetadata({ ...client.metadata, ...fields });
-    if (revision !== client.revision) staleRevision();
-    const now = app.kp.now();
-    const secret = secretAfterUpdate(client, metadata, now);
-    const { updated, receipt } = await storage.transaction(async (tx) => {
-      const stored = await tx.clients.update(client.clientId, revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: secret.hash, secretIssuedAt: secret.issuedAt, at: now });
-      if (!stored) staleRevision();
-      const recorded = await events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
-      return { updated: stored, receipt: recorded.receipt };
-    });
-    if (form) return renderApps(request, reply, secretNotice(updated, secret.value, 'App saved.'));
-    return { ...describeClient(app, updated, secret.value !== undefined ? { clientSecret: secret.value } : {}), ...(receipt ? { receipt } : {}) };
+    const change = await updateClient(app, client, revision, metadata);
+    if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App saved.'));
+    return describeChange(app, change);
   });
 
   app.post('/apps/:client_id/rotate-secret', {
@@ -303,11 +282,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     },
   }, async (request, reply) => {
     const client = await ownClient(app, request);
-    const now = app.kp.now();
-    const { receipt } = await storage.transaction(async (tx) => {
-      if (!(await tx.clients.remove(client.clientId))) throw fail('not_found', 'no such client');
-      return events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId: client.clientId });
-    });
+    const { receipt } = await deleteClient(app, client.clientId);
     if (isForm(request)) return reply.redirect('/apps', 303);
     return { ok: true, ...(receipt ? { receipt } : {}) };
   });

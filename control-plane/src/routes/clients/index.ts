@@ -1,11 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
-import { randomId } from '../../../../lib/util/random.js';
-import type { StoredClient } from '../../storage/types.js';
+import { validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
 import { errorResponses } from '../schemas.js';
 import appsRoutes from './apps.js';
-import { authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, describeClient, newSecret, secretAfterUpdate, staleRevision } from './registration.js';
+import { authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, deleteClient, describeChange, describeClient, registerClient, updateClient } from './registration.js';
 
 const stringArray = { type: 'array', items: { type: 'string' } } as const;
 
@@ -50,7 +47,6 @@ const registrationToken = [{ bearerAuth: [] }];
  */
 export default async function clientRoutes(app: FastifyInstance): Promise<void> {
   // A signed-in session may register too: the app-wide session plugin fills request.kp.session.
-  const { storage, events } = app.kp;
   // The owner operations and the self-serve app page (GET /apps, POST /apps/...).
   await app.register(appsRoutes);
 
@@ -65,31 +61,9 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     },
   }, async (request, reply) => {
     const registrar = authenticateRegistrar(app, request);
-    const metadata = validateClientMetadata(request.body);
-    const now = app.kp.now();
-    const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
-    const token = newSecret();
-    const client: StoredClient = {
-      clientId: randomId('cl'),
-      type: clientTypeOf(metadata.token_endpoint_auth_method),
-      metadata,
-      secretHash: secret?.hash ?? null,
-      secretIssuedAt: secret ? now : null,
-      ownerId: registrar.ownerId,
-      registrationTokenHash: token.hash,
-      revision: 1,
-      createdAt: now,
-      updatedAt: now,
-    };
-    const { receipt } = await storage.transaction(async (tx) => {
-      await tx.clients.insert(client);
-      return events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1 });
-    });
+    const change = await registerClient(app, validateClientMetadata(request.body), registrar);
     reply.code(201);
-    return {
-      ...describeClient(app, client, { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }),
-      ...(receipt ? { receipt } : {}),
-    };
+    return describeChange(app, change);
   });
 
   app.get('/register/:client_id', {
@@ -114,20 +88,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     const { client_id: clientId } = request.params as { client_id: string };
     const client = await authenticateRegistrationToken(app, request, clientId);
     const { revision, metadata } = checkUpdateRequest(client, request.body);
-    if (revision !== client.revision) staleRevision();
-    const now = app.kp.now();
-    const secret = secretAfterUpdate(client, metadata, now);
-    const { updated, receipt } = await storage.transaction(async (tx) => {
-      const stored = await tx.clients.update(clientId, revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: secret.hash, secretIssuedAt: secret.issuedAt, at: now });
-      // Another update won the race since we read the client.
-      if (!stored) staleRevision();
-      const recorded = await events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
-      return { updated: stored, receipt: recorded.receipt };
-    });
-    return {
-      ...describeClient(app, updated, secret.value !== undefined ? { clientSecret: secret.value } : {}),
-      ...(receipt ? { receipt } : {}),
-    };
+    return describeChange(app, await updateClient(app, client, revision, metadata));
   });
 
   app.delete('/register/:client_id', {
@@ -139,11 +100,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
   }, async (request) => {
     const { client_id: clientId } = request.params as { client_id: string };
     await authenticateRegistrationToken(app, request, clientId);
-    const now = app.kp.now();
-    const { receipt } = await storage.transaction(async (tx) => {
-      if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'the client was deleted meanwhile');
-      return events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
-    });
+    const { receipt } = await deleteClient(app, clientId);
     return { ok: true, ...(receipt ? { receipt } : {}) };
   });
 }

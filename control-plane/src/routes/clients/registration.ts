@@ -4,7 +4,7 @@ import { clientTypeOf, usesClientSecret, validateClientMetadata, type ClientMeta
 import { hashClientSecret, verifyClientSecret } from '../../../../lib/oauth/client-auth.js';
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
-import { randomToken } from '../../../../lib/util/random.js';
+import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient } from '../../storage/types.js';
 
@@ -99,7 +99,7 @@ export function newSecret(): { value: string; hash: string } {
  * The secret a client ends up with after an update: kept while it still authenticates with a
  * secret, issued when it newly does, dropped when it no longer does.
  */
-export function secretAfterUpdate(client: StoredClient, metadata: ClientMetadata, now: number): { hash: string | null; issuedAt: number | null; value?: string } {
+function secretAfterUpdate(client: StoredClient, metadata: ClientMetadata, now: number): { hash: string | null; issuedAt: number | null; value?: string } {
   if (!usesClientSecret(metadata.token_endpoint_auth_method)) return { hash: null, issuedAt: null };
   if (client.secretHash !== null) return { hash: client.secretHash, issuedAt: client.secretIssuedAt };
   const secret = newSecret();
@@ -124,4 +124,67 @@ export function describeClient(app: FastifyInstance, client: StoredClient, issue
 
 export function staleRevision(): never {
   throw fail('stale_revision', 'the client changed since that revision; read it again and retry', { fields: { error: 'invalid_request', error_description: 'stale revision' } });
+}
+
+/** A stored client, the secrets issued with this change (shown this once) and its receipt. */
+export interface ClientChange {
+  client: StoredClient;
+  issued: IssuedSecrets;
+  receipt?: string;
+}
+
+/** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
+export async function registerClient(app: FastifyInstance, metadata: ClientMetadata, registrar: Registrar): Promise<ClientChange> {
+  const now = app.kp.now();
+  const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
+  const token = newSecret();
+  const client: StoredClient = {
+    clientId: randomId('cl'),
+    type: clientTypeOf(metadata.token_endpoint_auth_method),
+    metadata,
+    secretHash: secret?.hash ?? null,
+    secretIssuedAt: secret ? now : null,
+    ownerId: registrar.ownerId,
+    registrationTokenHash: token.hash,
+    revision: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const { receipt } = await app.kp.storage.transaction(async (tx) => {
+    await tx.clients.insert(client);
+    return app.kp.events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1 });
+  });
+  return { client, issued: { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }, ...(receipt ? { receipt } : {}) };
+}
+
+/**
+ * Replaces the client's metadata if it is still at `revision` (one conditional update, so a
+ * concurrent edit is a `stale_revision`) and records `client.updated`.
+ */
+export async function updateClient(app: FastifyInstance, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
+  if (revision !== client.revision) staleRevision();
+  const now = app.kp.now();
+  const secret = secretAfterUpdate(client, metadata, now);
+  const { updated, receipt } = await app.kp.storage.transaction(async (tx) => {
+    const stored = await tx.clients.update(client.clientId, revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: secret.hash, secretIssuedAt: secret.issuedAt, at: now });
+    // Another update won the race since we read the client.
+    if (!stored) staleRevision();
+    const recorded = await app.kp.events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
+    return { updated: stored, receipt: recorded.receipt };
+  });
+  return { client: updated, issued: secret.value !== undefined ? { clientSecret: secret.value } : {}, ...(receipt ? { receipt } : {}) };
+}
+
+/** The response body for a change: the client description plus its receipt. */
+export function describeChange(app: FastifyInstance, change: ClientChange): Record<string, unknown> {
+  return { ...describeClient(app, change.client, change.issued), ...(change.receipt ? { receipt: change.receipt } : {}) };
+}
+
+/** RFC 7592 §2.3: deletes the client and records `client.deleted`. */
+export async function deleteClient(app: FastifyInstance, clientId: string): Promise<{ receipt?: string }> {
+  const now = app.kp.now();
+  return app.kp.storage.transaction(async (tx) => {
+    if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'the client was deleted meanwhile');
+    return app.kp.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
+  });
 }

@@ -9,11 +9,10 @@ import { verificationMail } from '../../mail/templates.js';
 import { emailVerifiedPage, linkRefusalPage } from '../../pages/link-pages.js';
 import { requireSession } from '../../plugins/session.js';
 import { wantsJson } from '../negotiate.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
 
 /** Addresses one account may hold. */
 export const MAX_EMAILS = 10;
-const receipt = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the receipt for this change.' };
 export const LINK_REASONS: Record<RedeemFailure, 'link_invalid' | 'link_used' | 'link_expired' | 'link_wrong_device'> = {
   unknown: 'link_invalid', used: 'link_used', expired: 'link_expired', wrong_device: 'link_wrong_device',
 };

@@ -6,13 +6,14 @@ import { issueMagicLink, redeemMagicLink } from '../../../../lib/magic/magic-lin
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { magicLinkMail } from '../../mail/templates.js';
 import { linkRefusalPage, magicRequestedPage, magicRequestPage } from '../../pages/link-pages.js';
+import { checkSignInOrigin } from '../../plugins/session.js';
 import { currentDeviceId, ensureDeviceId } from '../../sessions/cookies.js';
 import { startSession } from '../../sessions/start-session.js';
 import type { Stores } from '../../storage/types.js';
 import { limitPerIp } from '../code-guard.js';
 import { addressBucket, LINK_REASONS } from '../email/index.js';
 import { isHtmlFormPost, wantsJson } from '../negotiate.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject, receiptField } from '../schemas.js';
 import { isAllowedReturn } from './return.js';
 
 /** RFC 8176 registers no value for a mailed link; `email` is the conventional one (documented). */
@@ -30,11 +31,6 @@ function cleanProject(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   const text = value.replace(/[\u0000-\u001f\u007f]/g, ' ').trim().slice(0, PROJECT_MAX);
   return text === '' ? undefined : text;
-}
-
-function checkOrigin(app: FastifyInstance, request: FastifyRequest): void {
-  const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(app.kp.config.issuer).origin) throw fail('origin_mismatch', 'this request came from another origin');
 }
 
 /** Magic sign-in links: mailed only to verified addresses, one use, 10 minutes, on the requesting device. */
@@ -64,7 +60,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
       response: {
         200: okObject({
           message: { type: 'string' }, dryRun: { type: 'boolean' }, link: { type: 'string' }, expiresAt: { type: 'integer' },
-          receipt: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+          receipt: receiptField,
         }),
         ...errorResponses,
       },
@@ -102,7 +98,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
   }
 
   async function requestLink(request: FastifyRequest, reply: FastifyReply): Promise<{ ok: true; message?: string; dryRun?: boolean; link?: string; expiresAt?: number; receipt?: string }> {
-    checkOrigin(app, request);
+    checkSignInOrigin(app, request);
     await limitPerIp(app, request, 'magic-request');
     const body = request.body as { email: string; dryRun?: unknown; return?: string; project?: string };
     const email = normalizeEmailAddress(body.email);

@@ -47,6 +47,10 @@ function carried(params: RawParams): Record<string, string> {
   return out;
 }
 
+function targetOf(authz: AuthorizationRequest): ErrorTarget {
+  return { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
+}
+
 function digestOf(params: Record<string, string>): string {
   return sha256Hex(JSON.stringify(CARRIED.map((name) => params[name] ?? null)));
 }
@@ -77,6 +81,29 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   function respondError(request: FastifyRequest, reply: FastifyReply, target: ErrorTarget, error: OAuthErrorCode, description: string): FastifyReply {
     request.log.info({ reason: error }, 'authorization refused');
     return respond(request, reply, target, authorizationErrorParams({ error, description, ...(target.state !== undefined ? { state: target.state } : {}), iss: issuer }));
+  }
+
+  /**
+   * Looks the client up and checks the request against its registration. A refusal is already
+   * answered: on a page while the redirect URI is unverified, else at that URI.
+   */
+  async function checkRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
+    const clientId = readClientId(params);
+    const client = clientId ? await storage.clients.get(clientId) : null;
+    if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).') };
+    const check = checkAuthorizationRequest(params, {
+      clientId: client.clientId,
+      redirectUris: client.metadata.redirect_uris,
+      scope: client.metadata.scope,
+      grantTypes: client.metadata.grant_types,
+      resources: client.metadata.resources,
+      allowsHumans: client.metadata.access.humans,
+    });
+    if (!check.ok) {
+      if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`) };
+      return { refused: respondError(request, reply, check.target, check.error, check.description) };
+    }
+    return { client, authz: check.request, target: targetOf(check.request) };
   }
 
   async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: 'new' | 'remembered' | 'prompt_none'): Promise<FastifyReply> {
@@ -112,8 +139,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         clientId: client.clientId, identityId: session.identityId, sessionId: session.id, approval,
       });
     });
-    const target: ErrorTarget = { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
-    return respond(request, reply, target, { code, ...(authz.state !== undefined ? { state: authz.state } : {}), iss: issuer });
+    return respond(request, reply, targetOf(authz), { code, ...(authz.state !== undefined ? { state: authz.state } : {}), iss: issuer });
   }
 
   async function park(params: Record<string, string>, loginAfter?: number): Promise<string> {
@@ -135,23 +161,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       loginAfter = pending.loginAfter;
     }
 
-    const clientId = readClientId(params);
-    const client = clientId ? await storage.clients.get(clientId) : null;
-    if (!client) return sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).');
-    const check = checkAuthorizationRequest(params, {
-      clientId: client.clientId,
-      redirectUris: client.metadata.redirect_uris,
-      scope: client.metadata.scope,
-      grantTypes: client.metadata.grant_types,
-      resources: client.metadata.resources,
-      allowsHumans: client.metadata.access.humans,
-    });
-    if (!check.ok) {
-      if (check.target === null) return sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`);
-      return respondError(request, reply, check.target, check.error, check.description);
-    }
-    const authz = check.request;
-    const target: ErrorTarget = { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
+    const checked = await checkRequest(request, reply, params);
+    if ('refused' in checked) return checked.refused;
+    const { client, authz, target } = checked;
     const session = request.kp.session;
     const now = app.kp.now();
     const approved = session ? await storage.oidc.approvedScopes(session.identityId, client.clientId) : null;
@@ -195,19 +207,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   /** The one-tap form came back: check its approval token (one use, this session, these exact parameters). */
   async function approve(request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<FastifyReply> {
     const params = carried(body);
-    const clientId = readClientId(params);
-    const client = clientId ? await storage.clients.get(clientId) : null;
-    if (!client) return sendErrorPage(request, reply, 'The app (client_id) is not registered here.');
-    const check = checkAuthorizationRequest(params, {
-      clientId: client.clientId, redirectUris: client.metadata.redirect_uris, scope: client.metadata.scope,
-      grantTypes: client.metadata.grant_types, resources: client.metadata.resources, allowsHumans: client.metadata.access.humans,
-    });
-    if (!check.ok) {
-      if (check.target === null) return sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`);
-      return respondError(request, reply, check.target, check.error, check.description);
-    }
-    const authz = check.request;
-    const target: ErrorTarget = { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
+    const checked = await checkRequest(request, reply, params);
+    if ('refused' in checked) return checked.refused;
+    const { client, authz, target } = checked;
     const token = body.approval;
     const stored = typeof token === 'string' && /^[A-Za-z0-9_-]{32}$/.test(token) ? await state.take(`oidc:approval:${token}`) : null;
     const session = request.kp.session;

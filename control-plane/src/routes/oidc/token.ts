@@ -203,6 +203,13 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the refresh token is bound to a DPoP key: send a proof made with that key');
     }
     if (grant.revokedAt !== null) throw oauthError('invalid_grant', 'the refresh token was revoked');
+    // Also before it is used up: a request the grant does not allow leaves the token working.
+    const granted = parseScope(grant.scope);
+    const requested = body.scope === undefined ? granted : parseScope(body.scope);
+    const extra = requested.find((scope) => !granted.includes(scope));
+    if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
+    if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token')) throw oauthError('invalid_grant', 'the grant does not allow refresh');
+    const resource = resourceFor(client, body, grant.resource);
     const consumed = await storage.oidc.consumeRefreshToken(hash, now);
     if (consumed.status !== 'consumed') {
       // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
@@ -210,12 +217,6 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
     }
     if (found.idleExpiresAt <= now || grant.expiresAt <= now) throw oauthError('invalid_grant', 'the refresh token has expired');
-    const granted = parseScope(grant.scope);
-    const requested = body.scope === undefined ? granted : parseScope(body.scope);
-    const extra = requested.find((scope) => !granted.includes(scope));
-    if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
-    if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token')) throw oauthError('invalid_grant', 'the grant does not allow refresh');
-    const resource = resourceFor(client, body, grant.resource);
     const minted = await mintTokens(app, { grant, scopes: requested, resource, dpopJkt: proof?.jkt ?? null, nonce: null, idToken: requested.includes('openid') });
     const refreshToken = randomToken(32);
     const { receipt } = await storage.transaction(async (tx) => {

@@ -5,23 +5,16 @@ import { generateRecoveryCodes, hashRecoveryCode, matchRecoveryCode, normalizeRe
 import { randomId } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { recoveryFormPage } from '../../pages/link-pages.js';
-import { requireSession } from '../../plugins/session.js';
+import { checkSignInOrigin, requireSession } from '../../plugins/session.js';
 import { startSession } from '../../sessions/start-session.js';
 import { assertNotLocked, limitPerAccount, limitPerIp, recordCodeFailure, recordCodeSuccess } from '../code-guard.js';
 import { isHtmlFormPost } from '../negotiate.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
 
-const receipt = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the receipt for this change.' };
 /** The HMAC key for recovery-code hashes, derived from the master key for this purpose only. */
 const MAC_PURPOSE = 'recovery-code';
 /** RFC 8176: a recovery code is a one-time password. */
 const RECOVERY_AMR = ['otp'];
-
-/** A sign-in POST from a browser must come from our own pages (no login CSRF); API callers send no Origin. */
-function checkOrigin(app: FastifyInstance, request: FastifyRequest): void {
-  const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(app.kp.config.issuer).origin) throw fail('origin_mismatch', 'this request came from another origin');
-}
 
 /** Backup codes: ten shown once, stored as keyed hashes, each signs in once at assurance `recovery`. */
 export default async function recoveryRoutes(app: FastifyInstance): Promise<void> {
@@ -89,7 +82,7 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
   });
 
   async function verify(request: FastifyRequest, reply: FastifyReply) {
-    checkOrigin(app, request);
+    checkSignInOrigin(app, request);
     await limitPerIp(app, request, 'recovery-verify');
     const { user, code } = request.body as { user: string; code: string };
     const name = foldUsername(user);

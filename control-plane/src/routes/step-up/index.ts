@@ -1,16 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
 import { errorResponses, okObject } from '../schemas.js';
 import { CredentialLimits, readAssertion, requestOptions, takeChallenge, verifyAssertion } from '../passkeys/ceremony.js';
 import { requireTotpIfActive } from '../totp/step-up-gate.js';
-
-/** A `return` target must be a path on this server (never `//host` or a scheme). */
-export function safeReturnPath(value: unknown): string {
-  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || value.length > 512) return '/account';
-  return /[\u0000-\u001f]/.test(value) ? '/account' : value;
-}
 
 /**
  * Step-up: the signed-in user re-verifies a passkey of this account for the purpose (plus TOTP
@@ -28,7 +23,8 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       querystring: { type: 'object', properties: { return: { type: 'string' } } }, produces: ['text/html'],
     },
   }, async (request, reply) => {
-    const back = safeReturnPath((request.query as { return?: string }).return);
+    // A `return` target must be a path on this server (never `//host` or a scheme).
+    const back = sameOriginReturn((request.query as { return?: string }).return ?? '', app.kp.config.issuer) ?? '/account';
     reply.type('text/html; charset=utf-8');
     return page({
       title: 'Confirm it is you',

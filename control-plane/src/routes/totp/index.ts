@@ -3,11 +3,10 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { buildTotpUri, generateTotpSecret, renderTotpQrSvg } from '../../../../lib/totp/totp.js';
 import { SECOND_FACTOR_JS } from '../../pages/scripts/second-factor.js';
 import { requireSession } from '../../plugins/session.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
 import { checkTotpCode, totpSealContext } from './totp-secret.js';
 
 const security = [{ sessionCookie: [] }];
-const receipt = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the receipt for this change.' };
 
 /**
  * Turning TOTP off needs a fresh session: `sensitive` (a step-up within `lifetimes.stepUp`, which

@@ -45,21 +45,30 @@ interface RefreshRow {
   used_at: number | null;
 }
 
-function codeFromRow(row: CodeRow): StoredAuthorizationCode {
+/** The columns a code hands on to its grant: who signed in, to which client, with what. */
+type SignInColumns = Pick<GrantRow, 'client_id' | 'identity_id' | 'session_id' | 'scope' | 'resource' | 'assurance' | 'amr' | 'auth_time'>;
+
+function signInFromRow(row: SignInColumns) {
   return {
-    codeHash: row.code_hash,
     clientId: row.client_id,
-    redirectUri: row.redirect_uri,
     identityId: row.identity_id,
     sessionId: row.session_id,
     scope: row.scope,
     resource: row.resource,
+    assurance: row.assurance as StoredGrant['assurance'],
+    amr: JSON.parse(row.amr) as string[],
+    authTime: row.auth_time,
+  };
+}
+
+function codeFromRow(row: CodeRow): StoredAuthorizationCode {
+  return {
+    ...signInFromRow(row),
+    codeHash: row.code_hash,
+    redirectUri: row.redirect_uri,
     nonce: row.nonce,
     codeChallenge: row.code_challenge,
     dpopJkt: row.dpop_jkt,
-    assurance: row.assurance as StoredAuthorizationCode['assurance'],
-    amr: JSON.parse(row.amr) as string[],
-    authTime: row.auth_time,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     consumedAt: row.consumed_at,
@@ -69,15 +78,8 @@ function codeFromRow(row: CodeRow): StoredAuthorizationCode {
 
 function grantFromRow(row: GrantRow): StoredGrant {
   return {
+    ...signInFromRow(row),
     grantId: row.grant_id,
-    clientId: row.client_id,
-    identityId: row.identity_id,
-    sessionId: row.session_id,
-    scope: row.scope,
-    resource: row.resource,
-    assurance: row.assurance as StoredGrant['assurance'],
-    amr: JSON.parse(row.amr) as string[],
-    authTime: row.auth_time,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
