@@ -20,11 +20,6 @@ export function meetsAssurance(actual: AssuranceLevel, required: AssuranceLevel)
   return rankAssurance(actual) >= rankAssurance(required);
 }
 
-/** The stronger of two levels. */
-export function strongerAssurance(a: AssuranceLevel, b: AssuranceLevel): AssuranceLevel {
-  return rankAssurance(a) >= rankAssurance(b) ? a : b;
-}
-
 export interface AssuranceState {
   /** The level the sign-in proved (never `sensitive`: that only comes from a step-up). */
   assurance: AssuranceLevel;
@@ -41,10 +36,4 @@ export function effectiveAssurance(session: AssuranceState, now: number, stepUpW
   const base: AssuranceLevel = session.assurance === 'sensitive' ? 'passkey' : session.assurance;
   if (session.stepUpAt !== null && now >= session.stepUpAt && now - session.stepUpAt < stepUpWindowMs) return 'sensitive';
   return base;
-}
-
-/** When the `sensitive` window of a step-up ends (ms), or null when there is none in force. */
-export function stepUpExpiresAt(session: AssuranceState, now: number, stepUpWindowMs: number): number | null {
-  if (effectiveAssurance(session, now, stepUpWindowMs) !== 'sensitive' || session.stepUpAt === null) return null;
-  return session.stepUpAt + stepUpWindowMs;
 }

@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { constantEquals } from '../util/constant-equals.js';
 
 /**
  * Server-issued DPoP nonces (RFC 9449 §8, §9) without server state: a nonce is
@@ -47,7 +48,5 @@ export function checkDpopNonce(nonce: string, options: DpopNonceOptions): boolea
   const window = Number(match[1]);
   const current = windowOf(options.now, options.windowSeconds ?? DEFAULT_WINDOW_SECONDS);
   if (window !== current && window !== current - 1) return false;
-  const expected = Buffer.from(mac(options.key, options.audience, window));
-  const given = Buffer.from(match[2]!);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return constantEquals(mac(options.key, options.audience, window), match[2]!);
 }

@@ -1,8 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { base64url, calculateJwkThumbprint, compactVerify, decodeProtectedHeader, importJWK, type JWK } from 'jose';
+import { calculateJwkThumbprint, compactVerify, decodeProtectedHeader, importJWK, type JWK } from 'jose';
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
 import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
+import { constantEquals } from '../util/constant-equals.js';
+import { sha256 } from '../util/sha256.js';
 
 /** Local policy (RFC 9449 §4.3 check 5): asymmetric algorithms only, never `none` or a MAC. */
 export const DPOP_ALGORITHMS = ['ES256', 'EdDSA'] as const;
@@ -69,13 +70,7 @@ function refuse(check: DpopCheck, message: string, code: DpopErrorCode = 'invali
 
 /** base64url(SHA-256(ASCII(accessToken))), the `ath` claim (RFC 9449 §4.2). */
 export function computeAth(accessToken: string): string {
-  return createHash('sha256').update(accessToken, 'ascii').digest('base64url');
-}
-
-function sameString(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
+  return sha256(accessToken).toString('base64url');
 }
 
 /**
@@ -151,7 +146,7 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   const nonce = payload.nonce as string | undefined;
   if (options.nonce !== undefined) {
     if (nonce === undefined) refuse('nonce', 'the DPoP proof must carry the server nonce', 'use_dpop_nonce');
-    const good = typeof options.nonce === 'string' ? sameString(nonce, options.nonce) : await options.nonce(nonce);
+    const good = typeof options.nonce === 'string' ? constantEquals(nonce, options.nonce) : await options.nonce(nonce);
     if (!good) refuse('nonce', 'the DPoP proof nonce is not current', 'use_dpop_nonce');
   }
 
@@ -163,11 +158,11 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   if (iatMs < options.now - maxAgeMs) refuse('iat', 'the DPoP proof is too old');
 
   // 12. ath and key binding for resource access.
-  if (options.accessToken !== undefined && !sameString(payload.ath as string, computeAth(options.accessToken))) {
+  if (options.accessToken !== undefined && !constantEquals(payload.ath as string, computeAth(options.accessToken))) {
     refuse('ath', 'the DPoP proof ath does not match the access token');
   }
   jkt ??= await calculateJwkThumbprint(jwk as JWK, 'sha256');
-  if (options.boundJkt !== undefined && !sameString(jkt, options.boundJkt)) refuse('binding', 'the DPoP proof key is not the key the token is bound to');
+  if (options.boundJkt !== undefined && !constantEquals(jkt, options.boundJkt)) refuse('binding', 'the DPoP proof key is not the key the token is bound to');
 
   // §11.1: single use. Last, so a proof that fails any other check is not remembered.
   const expiresAt = iatMs + maxAgeMs;
@@ -185,5 +180,5 @@ function publicJwk(jwk: Record<string, unknown>): JWK {
 
 /** A replay-cache key for a proof: hashes the jti, so the cache holds nothing a client chose verbatim. */
 export function dpopReplayKey(jti: string, jkt: string): string {
-  return `dpop:jti:${jkt}:${base64url.encode(createHash('sha256').update(jti).digest())}`;
+  return `dpop:jti:${jkt}:${sha256(jti).toString('base64url')}`;
 }

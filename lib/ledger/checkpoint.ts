@@ -1,5 +1,6 @@
-import { createHash, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { CompactSign, compactVerify, decodeProtectedHeader, type CompactVerifyGetKey, type CryptoKey, type JWK } from 'jose';
+import { sha256Hex } from '../util/sha256.js';
 import { canonicalJson } from './canonical-json.js';
 
 /** `typ` of checkpoint JWSs: a checkpoint is never mistaken for a token or another signed object. */
@@ -27,7 +28,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 
 /** The chain link: SHA-256 hex of the compact JWS string (its ASCII bytes). */
 export function checkpointHash(compactJws: string): string {
-  return createHash('sha256').update(compactJws, 'ascii').digest('hex');
+  return sha256Hex(compactJws);
 }
 
 /** Builds the payload of epoch `epoch`, chained to `previous` (the prior compact JWS, or null). */

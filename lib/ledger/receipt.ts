@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256, sha256Hex } from '../util/sha256.js';
 import { canonicalJson } from './canonical-json.js';
 
 /** The tag prefixed to a receipt hash to derive its tree key (CONTRACT "Receipts"). */
@@ -21,7 +21,7 @@ export function isReceiptHash(value: string): boolean {
 
 /** The receipt's address: lower-case hex SHA-256 of its RFC 8785 canonical JSON (UTF-8). */
 export function hashReceipt(receipt: unknown): string {
-  return createHash('sha256').update(canonicalJson(receipt), 'utf8').digest('hex');
+  return sha256Hex(canonicalJson(receipt));
 }
 
 /**
@@ -32,11 +32,11 @@ export function hashReceipt(receipt: unknown): string {
 export function treeKeyOf(receiptHash: string | Uint8Array): Buffer {
   const bytes = typeof receiptHash === 'string' ? hexBytes(receiptHash, 'receipt hash') : receiptHash;
   if (bytes.length !== 32) throw new TypeError('a receipt hash is 32 bytes');
-  return createHash('sha256').update(Buffer.from(RECEIPT_KEY_TAG, 'ascii')).update(bytes).digest();
+  return sha256(Buffer.concat([Buffer.from(RECEIPT_KEY_TAG, 'ascii'), bytes]));
 }
 
 /** Decodes lower-case hex of even length; throws on anything else. */
-export function hexBytes(hex: string, what = 'value'): Buffer {
+function hexBytes(hex: string, what = 'value'): Buffer {
   if (!/^(?:[0-9a-f]{2})*$/.test(hex)) throw new TypeError(`${what} is not lower-case hex`);
   return Buffer.from(hex, 'hex');
 }

@@ -1,3 +1,4 @@
+import { validateReturnUrl } from '../util/return-url.js';
 import { randomToken } from '../util/random.js';
 import { sha256Hex } from '../util/sha256.js';
 
@@ -107,19 +108,10 @@ export async function redeemMagicLink(token: string, options: RedeemOptions): Pr
 
 /**
  * A `return` target on the issuer itself, as a path (`/account?x=1`), or null. Accepts a path
- * or an absolute URL with the issuer's origin; refuses protocol-relative (`//evil`), backslash
- * tricks, other schemes and other origins. Registered relying-party URIs are added by the caller.
+ * or an absolute URL with the issuer's origin; refuses protocol-relative (`//evil`, also when
+ * dot segments produce it: `/.//evil`), backslash tricks, other schemes and other origins.
+ * The same rule as the gateway's `rd=` targets. Registered relying-party URIs are added by the caller.
  */
 export function sameOriginReturn(value: string, issuer: string): string | null {
-  if (!value || value.length > 2048 || /[\u0000-\u001f\\]/.test(value)) return null;
-  const base = new URL(issuer);
-  let target: URL;
-  try {
-    target = new URL(value, base);
-  } catch {
-    return null;
-  }
-  if (value.startsWith('//') || target.origin !== base.origin) return null;
-  if (!value.startsWith('/') && !value.startsWith(base.origin + '/') && value !== base.origin) return null;
-  return `${target.pathname}${target.search}${target.hash}`;
+  return validateReturnUrl(value, issuer);
 }

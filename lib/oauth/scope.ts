@@ -25,15 +25,3 @@ export function parseScope(value: unknown): string[] {
 export function formatScope(scopes: readonly string[]): string {
   return [...new Set(scopes)].join(' ');
 }
-
-/**
- * Checks that every requested scope is among `allowed` (the client's registered scope);
- * throws `invalid_scope` naming the first that is not.
- */
-export function checkScopeAllowed(requested: readonly string[], allowed: readonly string[]): void {
-  const unknown = requested.find((scope) => !allowed.includes(scope));
-  if (unknown !== undefined) {
-    const message = `scope ${unknown} is not registered for this client`;
-    throw oauthError('invalid_scope', message);
-  }
-}

@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { constantEquals } from '../util/constant-equals.js';
+import { sha256 } from '../util/sha256.js';
 
 /** RFC 7636 §4.1: 43 to 128 characters of the unreserved set `[A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~"`. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -29,7 +30,7 @@ export function isValidCodeChallenge(challenge: unknown, method: unknown): boole
 
 /** base64url(SHA-256(ASCII(verifier))), RFC 7636 §4.2. */
 export function computeS256Challenge(verifier: string): string {
-  return createHash('sha256').update(verifier, 'ascii').digest('base64url');
+  return sha256(verifier).toString('base64url');
 }
 
 /**
@@ -40,8 +41,5 @@ export function checkPkce(input: { challenge: string; method: string; verifier: 
   if (input.method !== 'S256') return { ok: false, failure: 'unsupported_method' };
   if (!S256_CHALLENGE.test(input.challenge)) return { ok: false, failure: 'invalid_challenge' };
   if (!isValidCodeVerifier(input.verifier)) return { ok: false, failure: 'invalid_verifier' };
-  const computed = Buffer.from(computeS256Challenge(input.verifier), 'ascii');
-  const expected = Buffer.from(input.challenge, 'ascii');
-  // Both are 43 ASCII bytes here, so timingSafeEqual's equal-length rule holds.
-  return computed.length === expected.length && timingSafeEqual(computed, expected) ? { ok: true } : { ok: false, failure: 'mismatch' };
+  return constantEquals(computeS256Challenge(input.verifier), input.challenge) ? { ok: true } : { ok: false, failure: 'mismatch' };
 }

@@ -3,9 +3,9 @@
  * Pure: the caller passes `now`, the session's proved assurance and the principal.
  */
 
-/** Assurance levels, weakest first (CONTRACT "Tokens"). */
-export const ASSURANCE_LEVELS = ['recovery', 'email', 'passkey', 'sensitive'] as const;
-export type AssuranceLevel = (typeof ASSURANCE_LEVELS)[number];
+import { isAssuranceLevel, rankAssurance, type AssuranceLevel } from '../assurance/assurance.js';
+
+export type { AssuranceLevel };
 
 export type Principal =
   | { type: 'human'; id: string }
@@ -16,24 +16,15 @@ export interface SvcClaim {
   principal: Principal;
 }
 
-export function isAssurance(value: unknown): value is AssuranceLevel {
-  return typeof value === 'string' && (ASSURANCE_LEVELS as readonly string[]).includes(value);
-}
-
-/** The rank of a level, 0 for `recovery`; a higher rank is stronger. */
-export function assuranceRank(level: AssuranceLevel): number {
-  return ASSURANCE_LEVELS.indexOf(level);
-}
-
 /**
  * The assurance a token may state: what the sign-in proved, or less when the caller asks for
  * less, never more (spec "What the service does" 4).
  */
 export function capAssurance(proved: AssuranceLevel, reported?: AssuranceLevel): AssuranceLevel {
-  if (!isAssurance(proved)) throw new TypeError('unknown assurance level');
+  if (!isAssuranceLevel(proved)) throw new TypeError('unknown assurance level');
   if (reported === undefined) return proved;
-  if (!isAssurance(reported)) throw new TypeError('unknown assurance level');
-  return assuranceRank(reported) < assuranceRank(proved) ? reported : proved;
+  if (!isAssuranceLevel(reported)) throw new TypeError('unknown assurance level');
+  return rankAssurance(reported) < rankAssurance(proved) ? reported : proved;
 }
 
 interface CommonInput {

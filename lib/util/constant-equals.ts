@@ -1,11 +1,10 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { sha256 } from './sha256.js';
 
 /**
  * Compares two secrets in constant time. Both sides are hashed first so that
  * neither the content nor the length of the expected value leaks through timing.
  */
 export function constantEquals(a: string | Uint8Array, b: string | Uint8Array): boolean {
-  const left = createHash('sha256').update(a).digest();
-  const right = createHash('sha256').update(b).digest();
-  return timingSafeEqual(left, right);
+  return timingSafeEqual(sha256(a), sha256(b));
 }

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { decodeAttestationObject, isoBase64URL, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
 import { fail } from '../errors/keyplane-error.js';
+import { sha256 } from '../util/sha256.js';
 
 /**
  * Checks made before a WebAuthn response reaches @simplewebauthn/server, so each failure gets its
@@ -82,7 +82,7 @@ export function checkAuthenticatorData(authData: Bytes, rpId: string): Authentic
   } catch {
     throw fail('webauthn_malformed', 'authenticatorData cannot be parsed');
   }
-  const expected = createHash('sha256').update(rpId).digest();
+  const expected = sha256(rpId);
   if (!Buffer.from(parsed.rpIdHash).equals(expected)) throw fail('webauthn_rp_mismatch', 'the credential belongs to another relying party');
   if (!parsed.flags.up) throw fail('user_verification_required', 'the authenticator did not report user presence');
   if (!parsed.flags.uv) throw fail('user_verification_required', 'the authenticator did not verify the user (PIN or biometric)');

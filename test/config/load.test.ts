@@ -99,6 +99,30 @@ t.test('gateway settings: env secret, list flags, URL checks', async (t) => {
   t.same(problemsOf(() => loadGatewayConfig({ env: {}, flags: { publicUrl: 'http://gw.example.com/path' } })), ['publicUrl is not a valid URL for this key']);
 });
 
+t.test('gateway settings added for the edge-gate: upstreams, cookie keys, lifetimes', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'gateway.yaml');
+  writeFileSync(file, 'upstreams:\n  - path: /api\n    url: http://127.0.0.1:9001\n');
+  const key = 'A'.repeat(43);
+  const config = loadGatewayConfig({ env: { KEYPLANE_CONFIG: file, KEYPLANE_GATEWAY_COOKIE_KEYS: key } });
+  t.same(config.upstreams, [{ path: '/api', url: 'http://127.0.0.1:9001' }]);
+  t.same(config.cookieKeys, [key], 'cookie keys come from the environment');
+  t.equal(config.assertionLifetime, 60);
+  t.equal(config.dpopNonce, false);
+  const refused: Array<[string, string]> = [
+    ['upstreams:\n  - path: api\n    url: http://127.0.0.1:9001\n', 'upstreams[0].path'],
+    ['upstreams:\n  - path: /api\n    url: http://127.0.0.1:9001/v1\n', 'upstreams[0].url'],
+    ['upstreams:\n  - path: /api\n', 'upstreams[0]'],
+    ['cookieKeys: [short]\n', 'cookieKeys[0]'],
+    ['assertionLifetime: 301\n', 'assertionLifetime'],
+  ];
+  for (const [yaml, key] of refused) {
+    writeFileSync(file, yaml);
+    const problems = problemsOf(() => loadGatewayConfig({ env: { KEYPLANE_CONFIG: file } }));
+    t.ok(problems.length > 0 && problems.every((p) => p.startsWith(key)), `${key}: ${problems.join('; ')}`);
+  }
+});
+
 t.test('the example files are valid configurations', async (t) => {
   t.ok(loadControlPlaneConfig({ env: {}, file: 'config/control-plane.example.yaml' }));
   t.ok(loadGatewayConfig({ env: {}, file: 'config/gateway.example.yaml' }));

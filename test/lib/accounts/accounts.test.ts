@@ -1,15 +1,7 @@
 import t from 'tap';
 import { mergePreferences } from '../../../lib/accounts/preferences.js';
 import { checkFreeText, checkUsername, foldUsername } from '../../../lib/accounts/username.js';
-
-function reasonOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-    return undefined;
-  } catch (error) {
-    return (error as { reason?: string }).reason;
-  }
-}
+import { reasonOf } from '../../helpers/reason-of.js';
 
 t.test('usernames are case-folded and match the documented pattern', async (t) => {
   t.equal(checkUsername('Ada'), 'ada');

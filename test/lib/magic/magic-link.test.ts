@@ -109,7 +109,8 @@ t.test('accepts only same-origin returns on the issuer', async (t) => {
   t.equal(sameOriginReturn('/account', issuer), '/account');
   t.equal(sameOriginReturn('/auth/authorize?client_id=x&state=y', issuer), '/auth/authorize?client_id=x&state=y');
   t.equal(sameOriginReturn('http://localhost:4400/account#top', issuer), '/account#top');
-  for (const bad of ['//evil.example/x', '/\\evil.example', 'https://evil.example/', 'http://localhost:4401/account', 'javascript:alert(1)', 'account', '', '/a\nb', 'http://localhost:4400@evil.example/']) {
+  t.equal(sameOriginReturn('http://localhost:4400', issuer), '/');
+  for (const bad of ['//evil.example/x', '/\\evil.example', 'https://evil.example/', 'http://localhost:4401/account', 'javascript:alert(1)', 'account', '', '/a\nb', 'http://localhost:4400@evil.example/', '/.//evil.example/x', '/a/..//evil.example', 'http://localhost:4400/..//evil.example', '/%5cevil.example']) {
     t.equal(sameOriginReturn(bad, issuer), null, JSON.stringify(bad));
   }
 });

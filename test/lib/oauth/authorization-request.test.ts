@@ -57,3 +57,42 @@ t.test('decides: sign in, step up, approve, or issue', async (t) => {
 t.test('buildRedirect keeps the registered query and appends parameters', async (t) => {
   t.equal(buildRedirect('https://app.example.com/cb?tenant=a', { code: 'c d', state: 's' }), 'https://app.example.com/cb?tenant=a&code=c+d&state=s');
 });
+
+t.test('refuses each bad parameter with its RFC 6749 code, sent back to the verified redirect URI', async (t) => {
+  const cases: Array<[string, Record<string, unknown>, string, typeof client?]> = [
+    ['a repeated parameter', { scope: ['openid', 'openid email'] }, 'invalid_request'],
+    ['an unknown response_mode', { response_mode: 'fragment' }, 'invalid_request'],
+    ['an overlong state', { state: 's'.repeat(2049) }, 'invalid_request'],
+    ['a request object', { request: 'eyJ.e30.' }, 'invalid_request'],
+    ['a request_uri', { request_uri: 'urn:x' }, 'invalid_request'],
+    ['no response_type', { response_type: undefined }, 'invalid_request'],
+    ['the implicit flow', { response_type: 'token' }, 'unsupported_response_type'],
+    ['the hybrid flow', { response_type: 'code id_token' }, 'unsupported_response_type'],
+    ['no code_challenge', { code_challenge: undefined }, 'invalid_request'],
+    ['no code_challenge_method', { code_challenge_method: undefined }, 'invalid_request'],
+    ['the plain PKCE method', { code_challenge_method: 'plain' }, 'invalid_request'],
+    ['a challenge that is no S256 digest', { code_challenge: 'short' }, 'invalid_request'],
+    ['a malformed scope', { scope: 'openid  email' }, 'invalid_scope'],
+    ['a scope the provider does not offer', { scope: 'openid admin' }, 'invalid_scope'],
+    ['a scope the client did not register', { scope: 'openid profile' }, 'invalid_scope'],
+    ['offline_access without the refresh_token grant', { scope: 'openid offline_access' }, 'invalid_scope', { ...client, grantTypes: ['authorization_code'] }],
+    ['an unregistered resource', { resource: 'https://other.example.com' }, 'invalid_target'],
+    ['an unknown prompt', { prompt: 'select_account' }, 'invalid_request'],
+    ['prompt=none with another value', { prompt: 'none login' }, 'invalid_request'],
+    ['a negative max_age', { max_age: '-1' }, 'invalid_request'],
+    ['a non-numeric max_age', { max_age: '1e3' }, 'invalid_request'],
+    ['overlong acr_values', { acr_values: 'passkey '.repeat(100) }, 'invalid_request'],
+    ['a dpop_jkt that is no thumbprint', { dpop_jkt: 'abc' }, 'invalid_request'],
+    ['an empty nonce', { nonce: '' }, 'invalid_request'],
+    ['an overlong nonce', { nonce: 'n'.repeat(513) }, 'invalid_request'],
+  ];
+  for (const [name, change, error, forClient] of cases) {
+    const check = checkAuthorizationRequest({ ...good, ...change }, forClient ?? client);
+    t.match(check, { ok: false, error, target: { redirectUri: 'https://app.example.com/cb', responseMode: 'query' } }, name);
+  }
+  t.match(checkAuthorizationRequest({ ...good, prompt: 'none' }, client), { ok: true }, 'the good request with one change still passes');
+  t.match(checkAuthorizationRequest({ ...good, scope: 'openid bogus' }, client), { ok: false, target: { state: 's' } }, 'state rides along on the error');
+  t.match(checkAuthorizationRequest({ ...good, response_mode: 'web_message', scope: 'openid bogus' }, client), { ok: false, target: { responseMode: 'web_message' } });
+  t.notOk('state' in ((checkAuthorizationRequest({ ...good, state: 's'.repeat(2049) }, client) as { target: object }).target), 'an overlong state is not echoed');
+  t.match(checkAuthorizationRequest({ ...good, redirect_uri: undefined }, client), { ok: false, target: null }, 'no redirect_uri: an error page');
+});

@@ -1,15 +1,8 @@
 import t from 'tap';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
+import { reasonOf } from '../../helpers/reason-of.js';
 
-function reasonOf(body: unknown): string | undefined {
-  try {
-    validateClientMetadata(body);
-  } catch (error) {
-    return isKeyplaneError(error) ? error.reason : 'not a KeyplaneError';
-  }
-  return undefined;
-}
+const refusalOf = (body: unknown) => reasonOf(() => validateClientMetadata(body));
 
 t.test('applies the documented defaults', async (t) => {
   t.same(validateClientMetadata({ redirect_uris: ['https://a.example.com/cb'], unknown_field: 'ignored' }), {
@@ -38,16 +31,16 @@ t.test('keeps optional descriptive fields and dedupes lists', async (t) => {
 
 t.test('refuses malformed descriptive fields', async (t) => {
   const base = { redirect_uris: ['https://a.example.com/cb'] };
-  t.equal(reasonOf({ ...base, client_name: '' }), 'invalid_client_metadata');
-  t.equal(reasonOf({ ...base, client_uri: 'http://a.example.com' }), 'invalid_client_metadata');
-  t.equal(reasonOf({ ...base, logo_uri: 'not a url' }), 'invalid_client_metadata');
-  t.equal(reasonOf({ ...base, dpop_bound_access_tokens: 'yes' }), 'invalid_client_metadata');
-  t.equal(reasonOf({ ...base, scope: '' }), 'invalid_client_metadata');
-  t.equal(reasonOf({ ...base, redirect_uris: ['https://a.example.com/cb'], grant_types: 'authorization_code' }), 'invalid_client_metadata');
-  t.equal(reasonOf([]), 'invalid_client_metadata');
-  t.equal(reasonOf({ redirect_uris: Array.from({ length: 21 }, (_v, i) => `https://a.example.com/${i}`) }), 'invalid_redirect_uri');
-  t.equal(reasonOf({ ...base, gateway: { mode: 'enforce', routes: [{ path: '/', scopes: ['a b'] }] } }), 'invalid_client_metadata');
-  t.equal(reasonOf({ ...base, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://keys.example.com' }), 'invalid_client_metadata');
+  t.equal(refusalOf({ ...base, client_name: '' }), 'invalid_client_metadata');
+  t.equal(refusalOf({ ...base, client_uri: 'http://a.example.com' }), 'invalid_client_metadata');
+  t.equal(refusalOf({ ...base, logo_uri: 'not a url' }), 'invalid_client_metadata');
+  t.equal(refusalOf({ ...base, dpop_bound_access_tokens: 'yes' }), 'invalid_client_metadata');
+  t.equal(refusalOf({ ...base, scope: '' }), 'invalid_client_metadata');
+  t.equal(refusalOf({ ...base, redirect_uris: ['https://a.example.com/cb'], grant_types: 'authorization_code' }), 'invalid_client_metadata');
+  t.equal(refusalOf([]), 'invalid_client_metadata');
+  t.equal(refusalOf({ redirect_uris: Array.from({ length: 21 }, (_v, i) => `https://a.example.com/${i}`) }), 'invalid_redirect_uri');
+  t.equal(refusalOf({ ...base, gateway: { mode: 'enforce', routes: [{ path: '/', scopes: ['a b'] }] } }), 'invalid_client_metadata');
+  t.equal(refusalOf({ ...base, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://keys.example.com' }), 'invalid_client_metadata');
 });
 
 t.test('accepts private_key_jwt with a jwks_uri', async (t) => {

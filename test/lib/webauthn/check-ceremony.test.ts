@@ -1,17 +1,9 @@
 import t from 'tap';
-import { checkAssertion, checkAuthenticatorData, checkOrigin, readCredentialResponse } from '../../../lib/webauthn/check-ceremony.js';
+import { checkAssertion, checkAttestation, checkAuthenticatorData, checkOrigin, readCredentialResponse } from '../../../lib/webauthn/check-ceremony.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
+import { reasonOf } from '../../helpers/reason-of.js';
 
 const ORIGIN = 'http://localhost:4400';
-
-function reasonOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-    return undefined;
-  } catch (error) {
-    return (error as { reason?: string }).reason;
-  }
-}
 
 t.test('reads client data and checks origins as a list', async (t) => {
   const a = new SoftAuthenticator(ORIGIN);
@@ -38,4 +30,23 @@ t.test('checks RP ID hash, presence and verification, and the counter', async (t
   t.equal(reasonOf(() => checkAssertion(fields({ counter: 5 }), 'localhost', 5)), 'credential_counter_regressed');
   t.equal(checkAssertion(fields({ counter: 0 }), 'localhost', 0).counter, 0, 'authenticators without counters (both zero) pass');
   t.equal(reasonOf(() => checkAuthenticatorData(new Uint8Array(10) as never, 'localhost')), 'webauthn_malformed');
+});
+
+t.test('checks a registration: attestation, RP ID hash, user verification', async (t) => {
+  const a = new SoftAuthenticator(ORIGIN);
+  const options = { rp: { id: 'localhost' }, user: { id: 'dXNy' }, challenge: 'AA' };
+  const fields = (tweaks = {}) => a.create(options, tweaks).response as Record<string, unknown>;
+  t.match(checkAttestation(fields(), 'localhost'), { credentialId: String });
+  t.equal(reasonOf(() => checkAttestation(fields(), 'example.com')), 'webauthn_rp_mismatch');
+  t.equal(reasonOf(() => checkAttestation(fields({ rpId: 'example.com' }), 'localhost')), 'webauthn_rp_mismatch', 'signed for another RP ID');
+  t.equal(reasonOf(() => checkAttestation(fields({ noUserVerification: true }), 'localhost')), 'user_verification_required');
+  t.equal(reasonOf(() => checkAttestation({ ...fields(), attestationObject: 'AAAA' }, 'localhost')), 'webauthn_malformed', 'not CBOR');
+  t.equal(reasonOf(() => checkAttestation({ ...fields(), attestationObject: 'not base64url!' }, 'localhost')), 'webauthn_malformed');
+  t.equal(reasonOf(() => checkAttestation({}, 'localhost')), 'webauthn_malformed', 'no attestationObject');
+});
+
+t.test('refuses a cross-origin ceremony', async (t) => {
+  const a = new SoftAuthenticator(ORIGIN);
+  const read = readCredentialResponse(a.create({ rp: { id: 'localhost' }, user: { id: 'dXNy' }, challenge: 'AA' }, { crossOrigin: true }), 'webauthn.create');
+  t.equal(reasonOf(() => checkOrigin(read.clientData, [ORIGIN])), 'webauthn_origin_mismatch');
 });
