@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { escapeHtml } from '../../control-plane/src/pages/layout.js';
+import { IDENTITY_HEADERS } from '../../lib/gateway/identity-headers.js';
 import type { GatewayPolicy } from '../../lib/oauth/client-metadata.js';
 import { listen } from '../../lib/runtime/listen.js';
 
@@ -26,7 +28,8 @@ export interface DemoApp {
   close(): Promise<void>;
 }
 
-const IDENTITY_HEADERS = ['x-auth-subject', 'x-auth-principal-type', 'x-auth-assurance', 'x-auth-email'] as const;
+/** Shown on the page; the assertion is checked rather than shown. */
+const SHOWN_HEADERS = [IDENTITY_HEADERS.subject, IDENTITY_HEADERS.principalType, IDENTITY_HEADERS.assurance, IDENTITY_HEADERS.email];
 
 export async function startDemoApp(options: { port: number; host: string; gatewayUrl: string }): Promise<DemoApp> {
   const jwks = createRemoteJWKSet(new URL(`${options.gatewayUrl}/_gate/jwks`), { timeoutDuration: 3_000, cooldownDuration: 30_000 });
@@ -37,8 +40,8 @@ export async function startDemoApp(options: { port: number; host: string; gatewa
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://demo').pathname;
     if (path === '/favicon.ico') return send(res, 204, 'text/plain', '');
-    const identity = Object.fromEntries(IDENTITY_HEADERS.map((name) => [name, headerValue(req, name)]));
-    const assertion = await checkAssertion(headerValue(req, 'x-auth-assertion'));
+    const identity = Object.fromEntries(SHOWN_HEADERS.map((name) => [name, headerValue(req, name)]));
+    const assertion = await checkAssertion(headerValue(req, IDENTITY_HEADERS.assertion));
     if (path === '/api/whoami' || (req.headers.accept ?? '').startsWith('application/json')) {
       return send(res, 200, 'application/json', JSON.stringify({ ok: true, path, identity, assertion }));
     }
@@ -82,10 +85,6 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
     'referrer-policy': 'same-origin',
   });
   res.end(body);
-}
-
-function escapeHtml(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function page(path: string, identity: Record<string, string | undefined>, assertion: { verified: boolean; claims?: JWTPayload; problem?: string }, gatewayUrl: string): string {

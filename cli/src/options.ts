@@ -1,3 +1,4 @@
+import type { Command } from 'commander';
 import { coerce, leaves } from '../../config/load.js';
 import { schemas, type ConfigKind } from '../../config/schema.js';
 
@@ -16,4 +17,20 @@ export function flagsToConfig(kind: ConfigKind, options: Record<string, unknown>
     out[path] = typeof raw === 'string' ? (coerce(raw, leaf) ?? raw) : raw;
   }
   return out;
+}
+
+/** The options every server command takes: `--config`, `--host`, `--port` (its default from the schema), then the command's own. */
+export function serverOptions(command: Command, kind: ConfigKind): Command {
+  const defaultPort = (schemas[kind].properties['port'] as { default?: unknown }).default;
+  return command
+    .option('--config <file>', 'YAML config file (also KEYPLANE_CONFIG)')
+    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+    .option('--port <port>', `port to listen on; 0 picks a free one (default ${defaultPort})`);
+}
+
+/** The options of a command that works offline on a control plane's data directory (`keys`, `ledger`). */
+export function dataDirOptions(command: Command): Command {
+  return command
+    .option('--config <file>', 'YAML config file')
+    .option('--data <dir>', 'data directory (default ./data)');
 }

@@ -13,9 +13,9 @@ import { applyForwardedHeaders, type ClientView } from '../../lib/gateway/forwar
 import { buildIdentityHeaders, stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import { evaluatePolicy, findRoute, type Caller, type Decision } from '../../lib/gateway/policy.js';
 import { normalizeRequestTarget, type RequestTarget } from '../../lib/gateway/request-path.js';
-import { validateReturnUrl } from '../../lib/gateway/return-url.js';
+import { validateReturnUrl } from '../../lib/util/return-url.js';
 import {
-  LOGIN_COOKIE, SESSION_COOKIE, clearCookie, clearSessionCookies, loginCookieName, parseCookieHeader, readLoginCookie, readSessionCookies,
+  clearCookie, clearSessionCookies, loginCookieName, parseCookieHeader, readLoginCookie, readSessionCookies,
   writeLoginCookie, writeSessionCookies, type CookieKey, type GateSession,
 } from '../../lib/gateway/session-cookie.js';
 import { forgetSingleFlight, runSingleFlight } from '../../lib/gateway/single-flight.js';
@@ -75,7 +75,7 @@ const SESSION_CACHE_MS = 60_000;
 /** Verified access tokens and imported DPoP proof keys (each saves an ES256 verification or a key import per request). */
 const TOKEN_CACHE_LIMIT = 10_000;
 /** A session's access token is refreshed this many seconds before it expires (clock skew, requests in flight). */
-export const REFRESH_SKEW_SECONDS = 30;
+const REFRESH_SKEW_SECONDS = 30;
 /**
  * Single-flight settings of a refresh: the lock outlives the token request's own timeout; waiters
  * give up (503, retry) after 10 s; the result stays readable for 60 s, so a request still carrying
@@ -128,6 +128,9 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     }
     return trusted;
   };
+  /** Forwarded headers kept only from a trusted peer (STYLE 12), and what they say about the client. */
+  const applyForwarded = (req: IncomingMessage): ClientView =>
+    applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req));
   const controlPlane = config.controlPlane.replace(/\/$/, '');
   const keys = deps.controlPlaneKeys ?? remoteControlPlaneKeys(controlPlane);
   // The code exchange and refreshes need the client's secret (client_secret_basic).
@@ -158,9 +161,18 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     res.end(JSON.stringify(body));
   }
 
-  function sendError(res: ServerResponse, error: KeyplaneError, extraHeaders: Record<string, string | string[]> = {}): void {
-    metrics.refusals.inc({ reason: error.reason });
+  function countRefusal(reason: Reason): void {
+    metrics.refusals.inc({ reason });
     metrics.requests.inc({ outcome: 'refused' });
+  }
+
+  /** A request let through: `observed` when the policy would have refused it (observe, canary). */
+  function countPassed(decision: Decision): void {
+    metrics.requests.inc({ outcome: decision.outcome === 'allow' && decision.wouldRefuse ? 'observed' : 'allowed' });
+  }
+
+  function sendError(res: ServerResponse, error: KeyplaneError, extraHeaders: Record<string, string | string[]> = {}): void {
+    countRefusal(error.reason);
     sendJson(res, error.status, error.toEnvelope(), { ...error.headers, ...extraHeaders });
   }
 
@@ -310,6 +322,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     }
     if (!Array.isArray(cookies) || !cookies.every((line) => typeof line === 'string')) return null;
     const jar: Record<string, string> = {};
+    // Not parseCookieHeader: the list also clears stale names (`name=`), and a cleared single
+    // cookie must not stand in for the chunks written beside it.
     for (const line of cookies as string[]) {
       const pair = line.split(';')[0] ?? '';
       const eq = pair.indexOf('=');
@@ -442,7 +456,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   }
 
   // ---------- the gateway's own routes ----------
-  async function ownRoute(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  async function ownRoute(res: ServerResponse, path: string): Promise<void> {
     if (path === '/healthz') return sendJson(res, 200, { ok: true });
     if (path === '/readyz') {
       const held = configHolder.current;
@@ -476,13 +490,11 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     }
   }
 
-  /** Answers a refused request: a redirect (sign-in or step-up, counted here) or the envelope. */
   /** Sends the refusal: a browser straight to the control plane's authorize (CONTRACT), anyone else the envelope. */
   async function refuse(req: IncomingMessage, res: ServerResponse, refused: Refusal): Promise<void> {
     if (refused.signIn === undefined) return sendError(res, refused.error);
     if (!config.clientId) return sendError(res, fail('not_ready', 'the gateway has no client id at the control plane'));
-    metrics.requests.inc({ outcome: 'refused' });
-    metrics.refusals.inc({ reason: refused.reason });
+    countRefusal(refused.reason);
     // The request's own path, but held to the same rule as `rd`: `//host/…` must never become a Location.
     const returnTo = validateReturnUrl(refused.signIn.returnTo, publicUrl) ?? '/';
     const { location, cookies } = await startSignIn(req.headers['cookie'], returnTo, refused.signIn.acr);
@@ -497,7 +509,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     if (!target) return sendError(res, fail('invalid_path', 'the original URI is not acceptable'));
     const result = await authorize(req, method, target, true, wantsRedirect, res);
     if ('refused' in result) return refuse(req, res, result.refused);
-    metrics.requests.inc({ outcome: result.decision.outcome === 'allow' && result.decision.wouldRefuse ? 'observed' : 'allowed' });
+    countPassed(result.decision);
     // The assertion names the app the original URI belongs to when the gateway knows it, else the gateway itself.
     const headers = result.who.caller ? await identityHeaders(result.who.caller, result.who.session, upstreams.find(target.path)?.origin ?? publicUrl) : {};
     res.writeHead(200, { ...headers, 'cache-control': 'no-store', 'content-length': '0' });
@@ -597,7 +609,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
   }
 
   // ---------- the proxy path ----------
-  function upstreamHeaders(req: IncomingMessage): Record<string, string | string[] | undefined> {
+  /** The request's headers as the upstream gets them: the gateway's cookies out, its identity headers in. */
+  async function upstreamHeaders(req: IncomingMessage, who: Identified, origin: string): Promise<Record<string, string | string[] | undefined>> {
     const headers = { ...req.headers };
     // The gateway's own cookies stay at the edge: the upstream never sees session tokens.
     const cookie = headers['cookie'];
@@ -606,6 +619,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       if (kept.length > 0) headers['cookie'] = kept.join('; ');
       else delete headers['cookie'];
     }
+    if (who.caller) Object.assign(headers, await identityHeaders(who.caller, who.session, origin));
     return headers;
   }
 
@@ -618,17 +632,16 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const target = normalizeRequestTarget(req.url);
     if (!target) return sendError(res, fail('invalid_path', 'the request path is not acceptable'));
     const method = req.method ?? 'GET';
-    if ((method === 'GET' || method === 'HEAD') && OWN_PATHS.has(target.path)) return ownRoute(req, res, target.path);
-    const view = applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req));
+    if ((method === 'GET' || method === 'HEAD') && OWN_PATHS.has(target.path)) return ownRoute(res, target.path);
+    const view = applyForwarded(req);
     if (target.path === '/_gate' || target.path.startsWith('/_gate/')) return gateRoute(req, res, target, view);
 
     const result = await authorize(req, method, target, false, false, res);
     if ('refused' in result) return refuse(req, res, result.refused);
     const upstream = upstreams.find(target.path);
     if (!upstream) return sendError(res, fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
-    const headers = upstreamHeaders(req);
-    if (result.who.caller) Object.assign(headers, await identityHeaders(result.who.caller, result.who.session, upstream.origin));
-    metrics.requests.inc({ outcome: result.decision.outcome === 'allow' && result.decision.wouldRefuse ? 'observed' : 'allowed' });
+    const headers = await upstreamHeaders(req, result.who, upstream.origin);
+    countPassed(result.decision);
     await upstream.proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body });
   }
 
@@ -637,25 +650,23 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     const upgradeTo = req.headers['upgrade'];
     dropHopByHop(req.headers);
     const refuse = (error: KeyplaneError) => {
-      metrics.refusals.inc({ reason: error.reason });
-      metrics.requests.inc({ outcome: 'refused' });
+      countRefusal(error.reason);
       const body = JSON.stringify(error.toEnvelope());
       socket.end(`HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     };
     const target = normalizeRequestTarget(req.url);
     if (!target) return refuse(fail('invalid_path'));
-    applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req));
+    applyForwarded(req);
     const result = await authorize(req, req.method ?? 'GET', target, false, false);
     if ('refused' in result) return refuse(result.refused.signIn === undefined ? result.refused.error : fail('unauthorized', 'sign in first'));
     const upstream = upstreams.find(target.path);
-    if (!upstream) return refuse(fail('upstream_unavailable', 'no upstream serves this path'));
-    const headers = upstreamHeaders(req);
-    if (result.who.caller) Object.assign(headers, await identityHeaders(result.who.caller, result.who.session, upstream.origin));
+    if (!upstream) return refuse(fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
+    const headers = await upstreamHeaders(req, result.who, upstream.origin);
     headers['connection'] = 'Upgrade';
     if (upgradeTo) headers['upgrade'] = upgradeTo;
     req.headers = headers as IncomingMessage['headers'];
     req.url = `${target.path}${target.search}`;
-    metrics.requests.inc({ outcome: 'allowed' });
+    countPassed(result.decision);
     upstream.proxy.upgrade(req, socket, head);
   }
 
@@ -727,5 +738,3 @@ function routeUpstreams(config: GatewayConfig, open: (origin: string) => Upstrea
     },
   };
 }
-
-export { SESSION_COOKIE, LOGIN_COOKIE };

@@ -1,6 +1,5 @@
 import { hkdfSync } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
 import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import { isDpopError } from '../../lib/dpop/errors.js';
 import { checkDpopNonce, issueDpopNonce } from '../../lib/dpop/nonce.js';
@@ -10,6 +9,7 @@ import type { Caller } from '../../lib/gateway/policy.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import type { DpopKeyCache } from '../../lib/dpop/key-cache.js';
+import { readPrincipalClaims } from './id-token.js';
 
 /** jose remote JWKS settings (STYLE 11): never hang on the control plane, refetch on an unknown kid at most every 30 s. */
 export const JWKS_TIMEOUT_MS = 3_000;
@@ -150,10 +150,8 @@ export async function authenticateApiCaller(
       });
     }
   }
-  const svc = (claims['svc'] ?? {}) as { assurance?: unknown; principal?: { type?: unknown } };
-  const principalType = svc.principal?.type;
-  const assurance = isAssuranceLevel(svc.assurance) ? svc.assurance : isAssuranceLevel(claims['acr']) ? claims['acr'] : undefined;
-  if ((principalType !== 'human' && principalType !== 'agent') || !assurance) throw invalidToken(parsed.scheme, realm, 'the access token lacks its principal or assurance');
+  const { assurance, principalType } = readPrincipalClaims(claims);
+  if (!principalType || !assurance) throw invalidToken(parsed.scheme, realm, 'the access token lacks its principal or assurance');
   const scope = typeof claims['scope'] === 'string' ? claims['scope'] : '';
   return {
     kind: parsed.scheme === 'DPoP' ? 'dpop' : 'bearer',

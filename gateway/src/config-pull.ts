@@ -1,3 +1,4 @@
+import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
 import type { JSONWebKeySet } from 'jose';
 import { request } from 'undici';
 import { GatewayConfigError, type GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
@@ -33,12 +34,6 @@ export interface ConfigPull {
   stop(): Promise<void>;
 }
 
-export function basicAuth(id: string, secret: string): string {
-  // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
-  const encode = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');
-  return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
-}
-
 export function createConfigPull(options: ConfigPullOptions): ConfigPull {
   const base = options.controlPlane.replace(/\/$/, '');
   const timeout = options.timeoutMs ?? 5_000;
@@ -57,7 +52,7 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
     let result: PullResult;
     try {
       const res = await request(`${base}/gateway/config`, {
-        headers: { authorization: basicAuth(options.clientId, options.clientSecret), accept: 'application/jwt', ...(etag ? { 'if-none-match': etag } : {}) },
+        headers: { authorization: formatClientSecretBasic(options.clientId, options.clientSecret), accept: 'application/jwt', ...(etag ? { 'if-none-match': etag } : {}) },
         headersTimeout: timeout,
         bodyTimeout: timeout,
       });

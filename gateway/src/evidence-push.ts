@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { basicAuth } from './config-pull.js';
+import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
 import { repeat } from './repeat.js';
 
 /**
@@ -40,7 +40,7 @@ export function createEvidencePush(options: EvidencePushOptions): EvidencePush {
     try {
       const res = await request(url, {
         method: 'POST',
-        headers: { authorization: basicAuth(options.clientId, options.clientSecret), 'content-type': 'application/jwt' },
+        headers: { authorization: formatClientSecretBasic(options.clientId, options.clientSecret), 'content-type': 'application/jwt' },
         body: await options.evidence(options.ttlSeconds),
         headersTimeout: timeout,
         bodyTimeout: timeout,

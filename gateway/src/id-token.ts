@@ -31,6 +31,20 @@ export interface VerifyIdTokenOptions {
   subject?: string;
 }
 
+/**
+ * The assurance and principal type a control-plane token states: `svc.assurance` (`acr` when
+ * absent) and `svc.principal.type`; undefined for what is missing or unknown. ID and access
+ * tokens carry them alike.
+ */
+export function readPrincipalClaims(claims: Record<string, unknown>): { assurance: AssuranceLevel | undefined; principalType: 'human' | 'agent' | undefined } {
+  const svc = (claims['svc'] ?? {}) as { assurance?: unknown; principal?: { type?: unknown } };
+  const type = svc.principal?.type;
+  return {
+    assurance: isAssuranceLevel(svc.assurance) ? svc.assurance : isAssuranceLevel(claims['acr']) ? claims['acr'] : undefined,
+    principalType: type === 'human' || type === 'agent' ? type : undefined,
+  };
+}
+
 function invalid(message: string): KeyplaneError {
   return fail('invalid_id_token', message);
 }
@@ -60,11 +74,9 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
   }
   const sub = claims['sub'] as string;
   if (options.subject !== undefined && sub !== options.subject) throw invalid('the refreshed ID token names another subject');
-  const svc = (claims['svc'] ?? {}) as { assurance?: unknown; principal?: { type?: unknown; id?: unknown } };
-  const assurance = isAssuranceLevel(svc.assurance) ? svc.assurance : isAssuranceLevel(claims['acr']) ? claims['acr'] : undefined;
-  const principalType = svc.principal?.type;
+  const { assurance, principalType } = readPrincipalClaims(claims);
   if (!assurance) throw invalid('the ID token states no assurance');
-  if (principalType !== 'human' && principalType !== 'agent') throw invalid('the ID token states no principal');
+  if (!principalType) throw invalid('the ID token states no principal');
   const email = typeof claims['email'] === 'string' ? claims['email'] : undefined;
   const authTime = typeof claims['auth_time'] === 'number' ? claims['auth_time'] : undefined;
   return {

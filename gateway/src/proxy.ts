@@ -67,6 +67,7 @@ export class UpstreamProxy {
   readonly #pool: Pool;
   readonly #ws: httpProxy;
   readonly #options: UpstreamProxyOptions;
+  #closing: Promise<void> | undefined;
 
   constructor(options: UpstreamProxyOptions) {
     this.#options = options;
@@ -136,9 +137,13 @@ export class UpstreamProxy {
     this.#ws.ws(req, socket, head);
   }
 
-  async close(): Promise<void> {
-    this.#ws.close();
-    await this.#pool.close();
+  /** Lets in-flight requests finish; calling it again waits for the same close (undici refuses a second one). */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#ws.close();
+      await this.#pool.close();
+    })();
+    return this.#closing;
   }
 
   /** Ends in-flight upstream work at once (after the drain window). */

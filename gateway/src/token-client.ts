@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { basicAuth } from './config-pull.js';
+import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
 
 /**
  * The gateway as a confidential client at the control plane's token endpoint (RFC 6749 §3.2):
@@ -47,7 +47,7 @@ export interface TokenClient {
 export function createTokenClient(options: TokenClientOptions): TokenClient {
   const endpoint = `${options.controlPlane.replace(/\/$/, '')}/auth/token`;
   const timeout = options.timeoutMs ?? TOKEN_TIMEOUT_MS;
-  const authorization = basicAuth(options.clientId, options.clientSecret);
+  const authorization = formatClientSecretBasic(options.clientId, options.clientSecret);
 
   async function call(form: Record<string, string>): Promise<TokenSet> {
     let status: number;

@@ -63,10 +63,6 @@ export interface LoginState {
 
 type Use = 'session' | 'login';
 
-export interface CookieNames {
-  secure: boolean;
-}
-
 /** `__Host-` pins a cookie to this host, https and Path=/ (RFC 6265bis §4.1.3.2). */
 export function cookieName(base: string, secure: boolean): string {
   return secure ? `__Host-${base}` : base;

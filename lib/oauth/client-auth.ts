@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { constantEquals } from '../util/constant-equals.js';
+import { sha256Hex } from '../util/sha256.js';
 
 /**
  * RFC 6749 §2.3.1 `client_secret_basic`: the client id and secret are each
@@ -21,14 +22,19 @@ export function parseClientSecretBasic(authorization: string | undefined): { cli
   }
 }
 
+/** The `Authorization` value for `client_secret_basic` (RFC 6749 §2.3.1), the inverse of parseClientSecretBasic. */
+export function formatClientSecretBasic(clientId: string, clientSecret: string): string {
+  const encode = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${encode(clientId)}:${encode(clientSecret)}`).toString('base64')}`;
+}
+
 /** SHA-256 (hex) of a client secret: what the client store keeps. */
 export function hashClientSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return sha256Hex(secret);
 }
 
 /** Constant-time check of a presented secret against the stored hash. */
 export function verifyClientSecret(presented: unknown, storedHash: string | null): boolean {
   if (typeof presented !== 'string' || storedHash === null || !/^[0-9a-f]{64}$/.test(storedHash)) return false;
-  const given = Buffer.from(hashClientSecret(presented), 'hex');
-  return timingSafeEqual(given, Buffer.from(storedHash, 'hex'));
+  return constantEquals(hashClientSecret(presented), storedHash);
 }

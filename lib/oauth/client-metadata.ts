@@ -1,4 +1,5 @@
 import type { JWK } from 'jose';
+import type { GatewayPolicy, RoutePolicy } from '../gateway/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
@@ -19,20 +20,13 @@ export type ClientType = 'public' | 'confidential';
 const ASSURANCE = ['recovery', 'email', 'passkey', 'sensitive'] as const;
 const PRINCIPAL_TYPES = ['human', 'agent'] as const;
 
-export interface GatewayRoute {
-  path: string;
-  min_assurance?: (typeof ASSURANCE)[number];
-  principals?: Array<(typeof PRINCIPAL_TYPES)[number]>;
-  scopes?: string[];
-  dpop?: 'required' | 'allowed';
-  public?: true;
-}
-
-export interface GatewayPolicy {
-  mode: 'observe' | 'canary' | 'enforce';
-  canary_percent?: number;
-  routes: GatewayRoute[];
-}
+/**
+ * The `gateway` member's type is the gateway's own (lib/gateway/policy.ts). Registration checks it
+ * more strictly than the gateway does (no repeated paths, nothing under /_gate/, canary needs a
+ * percentage, public routes demand nothing): the gateway only needs a document it can enforce,
+ * signed by the control plane, and never refuses what registration accepted.
+ */
+export type { GatewayPolicy } from '../gateway/policy.js';
 
 export interface ClientMetadata {
   client_name?: string;
@@ -161,15 +155,15 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
     if (path === '/_gate' || path.startsWith('/_gate/')) bad(`${at}.path must not be under the reserved /_gate/`);
     if (seen.has(path)) bad(`${at}.path repeats another route`);
     seen.add(path);
-    const route: GatewayRoute = { path };
+    const route: RoutePolicy = { path };
     if (raw.min_assurance !== undefined) {
       if (!(ASSURANCE as readonly unknown[]).includes(raw.min_assurance)) bad(`${at}.min_assurance must be one of ${ASSURANCE.join(', ')}`);
-      route.min_assurance = raw.min_assurance as GatewayRoute['min_assurance'];
+      route.min_assurance = raw.min_assurance as RoutePolicy['min_assurance'];
     }
     if (raw.principals !== undefined) {
       const principals = Array.isArray(raw.principals) ? raw.principals : [null];
       if (principals.length === 0 || principals.some((p) => !(PRINCIPAL_TYPES as readonly unknown[]).includes(p))) bad(`${at}.principals must list human and/or agent`);
-      route.principals = [...new Set(principals)] as GatewayRoute['principals'];
+      route.principals = [...new Set(principals)] as RoutePolicy['principals'];
     }
     if (raw.scopes !== undefined) {
       if (!Array.isArray(raw.scopes) || raw.scopes.some((s) => typeof s !== 'string' || s.includes(' '))) bad(`${at}.scopes must be an array of scope tokens`);

@@ -178,11 +178,23 @@ t.test('DPoP at the edge: accepted once, replay refused on another replica shari
     const res = await request(`${b.local}/agents/run`, { method: 'POST', headers, body: '{}' });
     t.equal(res.statusCode, 401, name);
     t.match(await res.body.json(), { reason }, name);
+    // RFC 9449 §7.1: a refusal that a DPoP proof would cure carries a DPoP challenge.
+    if (reason === 'dpop_required') t.match(String(res.headers['www-authenticate']), /^DPoP algs="ES256 EdDSA"/, `${name}: a DPoP challenge`);
   }
   const human = await signAccessToken({ audience: publicUrl, jkt: client.jkt });
   const wrongPrincipal = await request(`${b.local}/agents/run`, { method: 'POST', headers: { authorization: `DPoP ${human}`, dpop: await client.proof('POST', htu, human) }, body: '{}' });
   t.equal(wrongPrincipal.statusCode, 403);
   t.match(await wrongPrincipal.body.json(), { reason: 'principal_not_allowed' });
+});
+
+t.test('a page load by the wrong kind of principal is a 403, never a sign-in redirect', async (t) => {
+  const upstream = await startUpstream(t);
+  const gw = await startTestGateway(t, { upstream: upstream.url, policy: { ...POLICY, routes: POLICY.routes.map((route) => (route.path === '/agents' ? { path: '/agents', principals: ['agent' as const] } : route)) } });
+  const res = await request(`${gw.url}/agents/run`, { headers: { ...HTML, cookie: await gw.sessionCookie() } });
+  t.equal(res.statusCode, 403);
+  t.match(await res.body.json(), { ok: false, reason: 'principal_not_allowed' });
+  t.notOk(res.headers['location'], 'signing in again would not make a human an agent');
+  t.equal(upstream.seen.length, 0);
 });
 
 t.test('forward auth answers 2xx with identity, 401, 403 or 302 when asked', async (t) => {

@@ -1,30 +1,15 @@
 import t from 'tap';
-import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import { SignJWT, calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
+import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { computeAth } from '../../lib/dpop/verify-dpop-proof.js';
 import { issueDpopNonce } from '../../lib/dpop/nonce.js';
 import { MemorySharedState } from '../../lib/runtime/shared-state/index.js';
 import { currentDpopNonce, deriveDpopNonceKeys } from '../../gateway/src/bearer.js';
-import { signAccessToken, startTestGateway, startUpstream } from './helpers.js';
+import { dpopClient, signAccessToken, startTestGateway, startUpstream } from './helpers.js';
 
 const POLICY = { mode: 'enforce' as const, routes: [{ path: '/', dpop: 'required' as const }] };
 const PUBLIC_URL = 'http://gate.example.test';
 const NONCE_FORM = /^\d+\.[\w-]{43}$/;
 const cookieKey = (): string => randomBytes(32).toString('base64url');
-
-/** A DPoP client whose proofs may carry a server nonce (RFC 9449 §8). */
-async function nonceClient(): Promise<{ jkt: string; proof(htm: string, htu: string, accessToken: string, nonce?: string): Promise<string> }> {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const jwk = (await exportJWK(publicKey)) as JWK;
-  return {
-    jkt: await calculateJwkThumbprint(jwk),
-    proof: (htm, htu, accessToken, nonce) => new SignJWT({ htm, htu, jti: randomUUID(), ath: computeAth(accessToken), ...(nonce ? { nonce } : {}) })
-      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
-      .setIssuedAt()
-      .sign(privateKey),
-  };
-}
 
 t.test('with dpopNonce on, a proof without the server nonce gets use_dpop_nonce and a nonce any replica accepts', async (t) => {
   const upstream = await startUpstream(t);
@@ -33,7 +18,7 @@ t.test('with dpopNonce on, a proof without the server nonce gets use_dpop_nonce 
   const overrides = { publicUrl: PUBLIC_URL, dpopNonce: true, cookieKeys: [cookieKey()] };
   const a = await startTestGateway(t, { upstream: upstream.url, policy: POLICY, overrides, state });
   const b = await startTestGateway(t, { upstream: upstream.url, policy: POLICY, overrides, state });
-  const client = await nonceClient();
+  const client = await dpopClient();
   const token = await signAccessToken({ audience: PUBLIC_URL, jkt: client.jkt });
   const htu = `${PUBLIC_URL}/api/items`;
   const call = (base: string, dpop: string) => request(`${base}/api/items`, { method: 'POST', headers: { authorization: `DPoP ${token}`, dpop }, body: '{}' });
@@ -79,7 +64,7 @@ t.test('nonces survive a cookie-key rotation: the newest key issues, every liste
   const newKey = cookieKey();
   const before = await startTestGateway(t, { upstream: upstream.url, policy: POLICY, overrides: { publicUrl: PUBLIC_URL, dpopNonce: true, cookieKeys: [oldKey] } });
   const after = await startTestGateway(t, { upstream: upstream.url, policy: POLICY, overrides: { publicUrl: PUBLIC_URL, dpopNonce: true, cookieKeys: [newKey, oldKey] } });
-  const client = await nonceClient();
+  const client = await dpopClient();
   const token = await signAccessToken({ audience: PUBLIC_URL, jkt: client.jkt });
   const htu = `${PUBLIC_URL}/x`;
   const call = async (base: string, nonce?: string) => request(`${base}/x`, { headers: { authorization: `DPoP ${token}`, dpop: await client.proof('GET', htu, token, nonce) } });
@@ -93,7 +78,7 @@ t.test('nonces survive a cookie-key rotation: the newest key issues, every liste
 
 t.test('forward auth asks for the nonce the same way', async (t) => {
   const gw = await startTestGateway(t, { policy: POLICY, overrides: { dpopNonce: true } });
-  const client = await nonceClient();
+  const client = await dpopClient();
   const token = await signAccessToken({ audience: gw.url, jkt: client.jkt });
   const htu = `${gw.url}/api/items`;
   const ask = async (nonce?: string) => request(`${gw.url}/_gate/auth`, {
@@ -113,7 +98,7 @@ t.test('forward auth asks for the nonce the same way', async (t) => {
 t.test('with dpopNonce off (the default), proofs need no nonce and no DPoP-Nonce is sent', async (t) => {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: POLICY, overrides: { publicUrl: PUBLIC_URL } });
-  const client = await nonceClient();
+  const client = await dpopClient();
   const token = await signAccessToken({ audience: PUBLIC_URL, jkt: client.jkt });
   const ok = await request(`${gw.local}/x`, { headers: { authorization: `DPoP ${token}`, dpop: await client.proof('GET', `${PUBLIC_URL}/x`, token) } });
   t.equal(ok.statusCode, 200);

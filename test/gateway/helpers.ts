@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import type { Duplex } from 'node:stream';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { SignJWT, calculateJwkThumbprint, createLocalJWKSet, exportJWK, type JSONWebKeySet, type JWK } from 'jose';
+import { SignJWT, createLocalJWKSet, exportJWK, type JSONWebKeySet } from 'jose';
 import { loadGatewayConfig } from '../../config/load.js';
-import { computeAth } from '../../lib/dpop/verify-dpop-proof.js';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
 import { GATEWAY_CONFIG_TYP } from '../../lib/gateway/signed-config.js';
 import { parseCookieHeader, readLoginCookie, writeSessionCookies, type CookieKey, type GateSession } from '../../lib/gateway/session-cookie.js';
@@ -13,6 +13,7 @@ import { startGateway, type RunningGateway } from '../../gateway/src/server.js';
 import type { GatewayDeps } from '../../gateway/src/app.js';
 import type { SharedState } from '../../lib/runtime/shared-state/index.js';
 import { tempDir } from '../helpers/build.js';
+import { dpopKey } from '../helpers/oidc.js';
 
 interface Tap {
   teardown(fn: () => unknown): void;
@@ -73,17 +74,33 @@ export async function signIdToken(claims: Record<string, unknown>, header: Recor
   }).setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: 'JWT', ...header }).sign(cp.privateKey);
 }
 
-/** A client's DPoP key and a proof maker for it. */
-export async function dpopClient(): Promise<{ jkt: string; proof(htm: string, htu: string, accessToken?: string): Promise<string> }> {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const jwk = (await exportJWK(publicKey)) as JWK;
+/** A client's DPoP key and a proof maker for it; `nonce` is a server nonce (RFC 9449 §8). */
+export async function dpopClient(): Promise<{ jkt: string; proof(htm: string, htu: string, accessToken?: string, nonce?: string): Promise<string> }> {
+  const key = await dpopKey();
   return {
-    jkt: await calculateJwkThumbprint(jwk),
-    proof: (htm, htu, accessToken) => new SignJWT({ htm, htu, jti: randomUUID(), ...(accessToken ? { ath: computeAth(accessToken) } : {}) })
-      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
-      .setIssuedAt()
-      .sign(privateKey),
+    jkt: key.jkt,
+    proof: (htm, htu, accessToken, nonce) => key.proof({ htm, htu, ...(accessToken ? { accessToken } : {}), ...(nonce ? { nonce } : {}) }),
   };
+}
+
+/**
+ * The identity headers the upstream receives for the default `sessionCookie()` session
+ * (X-Auth-Assertion aside: it is a fresh JWT, checked on its own).
+ */
+export const DEFAULT_IDENTITY = {
+  'x-auth-subject': 'user-1', 'x-auth-principal-type': 'human', 'x-auth-assurance': 'passkey', 'x-auth-email': 'ada@example.test',
+} as const;
+
+/** Sends raw bytes and returns the raw response (header names exactly as typed); end `text` with `Connection: close`. */
+export async function rawHttp(url: string, text: string): Promise<string> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  await once(socket, 'connect');
+  // Not end(): a server sees a half-closed socket as gone before it answers. `Connection: close` ends it.
+  socket.write(text);
+  let out = '';
+  socket.setEncoding('utf8');
+  for await (const chunk of socket) out += chunk;
+  return out;
 }
 
 export interface Seen {

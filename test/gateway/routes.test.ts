@@ -1,20 +1,9 @@
 import t from 'tap';
-import { connect } from 'node:net';
-import { once } from 'node:events';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import { request } from 'undici';
-import { startTestGateway } from './helpers.js';
+import { rawHttp, startTestGateway } from './helpers.js';
 
 const POLICY = { mode: 'enforce' as const, routes: [{ path: '/', min_assurance: 'email' as const }] };
-
-async function raw(url: string, text: string): Promise<string> {
-  const socket = connect(Number(new URL(url).port), '127.0.0.1');
-  await once(socket, 'connect');
-  socket.write(text);
-  let out = '';
-  socket.setEncoding('utf8');
-  for await (const chunk of socket) out += chunk;
-  return out;
-}
 
 t.test('reserved /_gate paths answer with envelopes', async (t) => {
   const gw = await startTestGateway(t, { policy: POLICY });
@@ -48,15 +37,14 @@ t.test('without a client id sign-in is not ready; without an upstream only forwa
   t.equal(proxied.statusCode, 502);
   t.match(await proxied.body.json(), { reason: 'upstream_unavailable' });
   t.equal((await request(`${gw.url}/_gate/auth`, { headers: { cookie } })).statusCode, 200);
-  const upgrade = await raw(gw.url, `GET /socket HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nCookie: ${cookie}\r\n\r\n`);
+  const upgrade = await rawHttp(gw.url, `GET /socket HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nCookie: ${cookie}\r\n\r\n`);
   t.match(upgrade, /^HTTP\/1\.1 502 /);
-  const badPath = await raw(gw.url, 'GET /a/../b HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  const badPath = await rawHttp(gw.url, 'GET /a/../b HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
   t.match(badPath, /^HTTP\/1\.1 400 /);
   t.match(badPath, /"reason":"invalid_path"/);
 });
 
 t.test('signed evidence reports the held config, counts by reason and the last enforcement', async (t) => {
-  const { createLocalJWKSet, jwtVerify } = await import('jose');
   const gw = await startTestGateway(t);
   const jwks = createLocalJWKSet((await (await request(`${gw.url}/_gate/jwks`)).body.json()) as { keys: [] });
   const before = await jwtVerify(await gw.running.gateway.evidence(), jwks, { issuer: gw.url, audience: 'http://localhost:4400', typ: 'keyplane-gateway-evidence+jwt' });

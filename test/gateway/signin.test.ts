@@ -185,6 +185,7 @@ t.test('an anonymous navigation signs in at the control plane and lands where it
   t.equal(logout.searchParams.get('post_logout_redirect_uri'), `${w.gw.url}/`);
 
   const logged = w.gw.logs.join('');
+  t.match(logged, /"event":"gateway\.signed_in"/, 'the gateway logged this sign-in, so the checks below look at real lines');
   const secrets = { code: callback.searchParams.get('code')!, accessToken: session.accessToken!, refreshToken: session.refreshToken!, idToken: session.idToken!, cookie: jar.header() };
   for (const [name, value] of Object.entries(secrets)) t.notOk(logged.includes(value), `the gateway's logs never hold the ${name}`);
 });

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
 import { computeAth } from '../../lib/dpop/verify-dpop-proof.js';
+import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
 import { TEST_ISSUER } from './build.js';
 import type { Browser } from './signed-in.js';
 
@@ -39,7 +40,7 @@ export function pkcePair(): { verifier: string; challenge: string } {
 }
 
 export function basicAuth(client: Registered): string {
-  return `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret ?? '')}`).toString('base64')}`;
+  return formatClientSecretBasic(client.client_id, client.client_secret ?? '');
 }
 
 export function authorizeUrl(params: Record<string, string | undefined>): string {

@@ -1,16 +1,11 @@
 import type { Command } from 'commander';
 import { loadGatewayConfig } from '../../../config/load.js';
 import { startGateway } from '../../../gateway/src/server.js';
-import { flagsToConfig } from '../options.js';
-import { runUntilSignal, say } from '../io.js';
+import { flagsToConfig, serverOptions } from '../options.js';
+import { serveUntilSignal } from '../io.js';
 
 export function gatewayCommand(program: Command): void {
-  program
-    .command('gateway')
-    .description('Run the edge-gate: forward-auth reverse proxy in front of an upstream app.')
-    .option('--config <file>', 'YAML config file (also KEYPLANE_CONFIG)')
-    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
-    .option('--port <port>', 'port to listen on; 0 picks a free one (default 4480)')
+  serverOptions(program.command('gateway').description('Run the edge-gate: forward-auth reverse proxy in front of an upstream app.'), 'gateway')
     .option('--public-url <url>', 'public URL of the gateway (default: the listening URL)')
     .option('--control-plane <url>', 'base URL (issuer) of the control plane (default http://localhost:4400)')
     .option('--upstream <url>', 'URL of the protected app')
@@ -20,8 +15,6 @@ export function gatewayCommand(program: Command): void {
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
       const config = loadGatewayConfig({ flags: flagsToConfig('gateway', options) });
-      const running = await startGateway(config, { logStream: process.stderr });
-      say(`listening ${running.url}`);
-      await runUntilSignal(() => running.close());
+      await serveUntilSignal(await startGateway(config, { logStream: process.stderr }));
     });
 }

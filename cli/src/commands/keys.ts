@@ -3,7 +3,7 @@ import { loadControlPlaneConfig } from '../../../config/load.js';
 import { KeyRing, rotationPolicy } from '../../../control-plane/src/keys/key-ring.js';
 import { resolveMasterKey } from '../../../control-plane/src/keys/master-key.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
-import { flagsToConfig } from '../options.js';
+import { dataDirOptions, flagsToConfig } from '../options.js';
 import { say } from '../io.js';
 
 async function withRing<T>(options: Record<string, unknown>, work: (ring: KeyRing) => Promise<T>): Promise<T> {
@@ -20,20 +20,16 @@ async function withRing<T>(options: Record<string, unknown>, work: (ring: KeyRin
 
 export function keysCommand(program: Command): void {
   const keys = program.command('keys').description('Manage the ES256 signing key ring.');
-  keys
+  dataDirOptions(keys
     .command('rotate')
-    .description('Retire the current key, start signing with the published next key, publish a new next key. Running servers pick it up within 10 s.')
-    .option('--config <file>', 'YAML config file')
-    .option('--data <dir>', 'data directory (default ./data)')
+    .description('Retire the current key, start signing with the published next key, publish a new next key. Running servers pick it up within 10 s.'))
     .action(async (options: Record<string, unknown>) => {
       const result = await withRing(options, (ring) => ring.rotate());
       say(`rotated: ${result.current} now signs; ${result.next} is published as next; ${result.retired} retired (still published for verification)`);
     });
-  keys
+  dataDirOptions(keys
     .command('list')
-    .description('List the published keys with their states.')
-    .option('--config <file>', 'YAML config file')
-    .option('--data <dir>', 'data directory (default ./data)')
+    .description('List the published keys with their states.'))
     .action(async (options: Record<string, unknown>) => {
       await withRing(options, async (ring) => {
         const current = ring.current().kid;

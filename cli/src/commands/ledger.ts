@@ -5,7 +5,7 @@ import { auditEpoch } from '../../../lib/ledger/audit-epoch.js';
 import { CheckpointError, isPreviousCheckpoint, verifyCheckpoint, type CheckpointPayload } from '../../../lib/ledger/checkpoint.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { CliError, EXIT } from '../exit.js';
-import { flagsToConfig } from '../options.js';
+import { dataDirOptions, flagsToConfig } from '../options.js';
 import { progress, say } from '../io.js';
 
 /**
@@ -52,11 +52,9 @@ export async function auditLedger(dataDir: string): Promise<{ epochs: number; re
 
 export function ledgerCommand(program: Command): void {
   const ledger = program.command('ledger').description('Inspect the receipt ledger offline.');
-  ledger
+  dataDirOptions(ledger
     .command('audit')
-    .description('Recompute every epoch from the stored receipts; report the first epoch whose root (or signature, or chain link) differs. Exit 0 intact, 1 not.')
-    .option('--config <file>', 'YAML config file')
-    .option('--data <dir>', 'data directory (default ./data)')
+    .description('Recompute every epoch from the stored receipts; report the first epoch whose root (or signature, or chain link) differs. Exit 0 intact, 1 not.'))
     .action(async (options: Record<string, unknown>) => {
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       progress(`auditing the ledger in ${config.dataDir}`);

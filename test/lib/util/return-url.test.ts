@@ -1,5 +1,5 @@
 import t from 'tap';
-import { validateReturnUrl } from '../../../lib/gateway/return-url.js';
+import { validateReturnUrl } from '../../../lib/util/return-url.js';
 
 const ORIGIN = 'https://gate.example.test';
 
