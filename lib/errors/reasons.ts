@@ -21,7 +21,7 @@ export const REASONS = {
   origin_mismatch: { status: 403, description: 'A state-changing request came from an origin other than the issuer (or a registered one).' },
   // OAuth 2.0 / OIDC (issue 5): the reason equals the RFC `error` code where one exists
   invalid_scope: { status: 400, description: 'A requested scope is malformed, unknown or not registered for the client (RFC 6749 §5.2).' },
-  invalid_target: { status: 400, description: 'The `resource` is not one of the exact resource URIs registered for the client (RFC 8707 §2).' },
+  invalid_target: { status: 400, description: 'The `resource` is not one of the exact resource URIs registered for the client (RFC 8707 §2); at registration, a resource that is the URL of a gateway registered by someone else.' },
   invalid_redirect_uri: { status: 400, description: 'A redirect URI is not https (or http on a loopback host), has a fragment or a wildcard, or is not a registered exact match (RFC 7591 §3.2.2).' },
   invalid_client_metadata: { status: 400, description: 'A client metadata field is invalid or inconsistent with the others (RFC 7591 §3.2.2).' },
   stale_revision: { status: 409, description: 'The client registration changed since the `revision` this update was based on; read it again and retry.' },
@@ -34,6 +34,7 @@ export const REASONS = {
   unsupported_response_type: { status: 400, description: 'Only `response_type=code` is offered: implicit and hybrid flows are refused (RFC 6749 §4.1.2.1).' },
   unknown_client: { status: 400, description: 'The authorization request names no registered client, or a redirect URI that is not registered for it exactly; shown on a page, never redirected.' },
   login_required: { status: 401, description: '`prompt=none` was asked but there is no usable session (OIDC Core §3.1.2.6).' },
+  consent_required: { status: 401, description: '`prompt=none` was asked but no earlier approval of this account covers the client, scopes and resource (OIDC Core §3.1.2.6); sent as a redirect error.' },
   interaction_required: { status: 401, description: '`prompt=none` was asked but the session does not meet `acr_values` or `max_age` without user interaction (OIDC Core §3.1.2.6).' },
   access_denied: { status: 403, description: 'The user declined the request, or the one-tap approval is unknown, expired or belongs to another session.' },
   // passkey accounts (issue 3)

@@ -41,7 +41,7 @@ export type DomainEvent =
   // Edge-gate (issue 6): a new version of a gateway client's signed config
   | (EventBase & { type: 'gateway.config_issued'; clientId: string; version: number; configHash: string; policyHash: string; mode: 'observe' | 'canary' | 'enforce'; kid: string })
   // OIDC provider (issue 5); `grantId` names the family of everything issued from one code
-  | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' })
+  | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' })
   | (EventBase & { type: 'token.issued'; clientId: string; identityId: string; grantId: string; dpop: boolean; refresh: boolean; resource: string | null })
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
   | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' })

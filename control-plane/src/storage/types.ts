@@ -2,6 +2,7 @@ import type { JWK } from 'jose';
 import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
 import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
 import type { LinkRecord } from '../../../lib/magic/magic-link.js';
+import type { Approval } from '../../../lib/oauth/authorization-request.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend
@@ -302,6 +303,8 @@ export interface ClientStore {
   listByOwner(ownerId: string): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
+  /** Every client whose metadata carries a `gateway` policy. */
+  listGateways(): Promise<StoredClient[]>;
 }
 
 // ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----
@@ -383,10 +386,10 @@ export interface OidcStore {
   /** Remembers a revoked access token (by jti) until it would have expired anyway. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
   isAccessTokenRevoked(jti: string): Promise<boolean>;
-  /** Remembers that the account approved the client for these scopes. */
-  recordApproval(identityId: string, clientId: string, scope: string, at: number): Promise<void>;
-  /** The scopes the account approved for the client, or null. */
-  approvedScopes(identityId: string, clientId: string): Promise<string[] | null>;
+  /** Remembers what the account approved for the client (replacing the earlier approval). */
+  recordApproval(identityId: string, clientId: string, approval: Approval, at: number): Promise<void>;
+  /** The scopes and resources the account approved for the client, or null. */
+  approval(identityId: string, clientId: string): Promise<Approval | null>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
   purgeExpired(before: number): Promise<number>;
 }

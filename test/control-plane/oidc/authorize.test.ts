@@ -107,12 +107,18 @@ t.test('acr_values=sensitive with a passkey session: prompt=none is interaction_
   t.match(resumed.body, /data-action="continue"/);
 });
 
-t.test('prompt=none with a session issues a code at once; acr passkey is met by a passkey session', async (t) => {
+t.test('prompt=none with a session but no approval is consent_required; once approved it issues a code at once', async (t) => {
   const { app, client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice' });
+  const refused = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })));
+  t.equal(refused.statusCode, 302);
+  t.equal(redirectParams(refused).get('error'), 'consent_required', 'OIDC Core §3.1.2.6: never a code without an approval');
+  t.notOk(redirectParams(refused).get('code'));
+  t.equal(redirectParams(refused).get('state'), 'st-123');
+  await obtainCode(browser, goodRequest(client, challenge));
   const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })));
   t.equal(res.statusCode, 302);
-  t.ok(redirectParams(res).get('code'));
+  t.ok(redirectParams(res).get('code'), 'acr passkey is met by a passkey session');
   t.equal(redirectParams(res).get('state'), 'st-123');
 });
 

@@ -42,10 +42,11 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
 
   t.test('approvals, revoked access tokens and purging', async (t) => {
     const storage = await open();
-    t.equal(await storage.oidc.approvedScopes('usr_1', 'cl_1'), null);
-    await storage.oidc.recordApproval('usr_1', 'cl_1', 'openid email', 1000);
-    await storage.oidc.recordApproval('usr_1', 'cl_1', 'openid email profile', 2000);
-    t.same(await storage.oidc.approvedScopes('usr_1', 'cl_1'), ['openid', 'email', 'profile']);
+    t.equal(await storage.oidc.approval('usr_1', 'cl_1'), null);
+    await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid', 'email'], resources: [] }, 1000);
+    await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 2000);
+    t.same(await storage.oidc.approval('usr_1', 'cl_1'), { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 'scopes and resources approved');
+    t.equal(await storage.oidc.approval('usr_1', 'cl_2'), null, 'per client');
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     t.equal(await storage.oidc.isAccessTokenRevoked('gr_1.x'), true);

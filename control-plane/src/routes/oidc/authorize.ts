@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
 import {
-  buildRedirect, checkAuthorizationRequest, decideAuthorization, readClientId,
+  buildRedirect, checkAuthorizationRequest, decideAuthorization, mergeApproval, readClientId,
   type AuthorizationRequest, type ErrorTarget, type RawParams,
 } from '../../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../../lib/oauth/scope.js';
@@ -106,7 +106,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     return { client, authz: check.request, target: targetOf(check.request) };
   }
 
-  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: 'new' | 'remembered' | 'prompt_none'): Promise<FastifyReply> {
+  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: 'new' | 'remembered' | 'prompt_none' | 'first_party'): Promise<FastifyReply> {
     const session = request.kp.session!;
     const now = app.kp.now();
     const code = randomToken(32);
@@ -131,8 +131,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         grantId: null,
       });
       if (approval === 'new') {
-        const before = (await tx.oidc.approvedScopes(session.identityId, client.clientId)) ?? [];
-        await tx.oidc.recordApproval(session.identityId, client.clientId, formatScope([...before, ...authz.scopes]), now);
+        // The approval covers exactly what the page named: these scopes and this resource.
+        const before = await tx.oidc.approval(session.identityId, client.clientId);
+        await tx.oidc.recordApproval(session.identityId, client.clientId, mergeApproval(before, authz), now);
       }
       await events.record(tx, {
         type: 'authorization.code_issued', at: now, outcome: 'success',
@@ -166,9 +167,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const { client, authz, target } = checked;
     const session = request.kp.session;
     const now = app.kp.now();
-    const approved = session ? await storage.oidc.approvedScopes(session.identityId, client.clientId) : null;
+    const approval = session ? await storage.oidc.approval(session.identityId, client.clientId) : null;
     const decision = decideAuthorization({
-      request: authz, now, approvedScopes: approved,
+      request: authz, now, approval,
       session: session ? { assurance: session.assurance, authTime: session.authTime } : undefined,
       ...(loginAfter !== undefined ? { loginAfter } : {}),
     });
@@ -197,6 +198,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
           clientOrigin: origin,
           username: identity?.username ?? session!.identityId,
           scopes: authz.scopes,
+          resources: authz.resource !== undefined ? [authz.resource] : [],
           hidden: { ...hidden, approval },
           formAction: [origin],
         });
@@ -219,7 +221,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     }
     if (body.decision === 'deny') return respondError(request, reply, target, 'access_denied', 'the user declined');
     // The session may have changed since the page was shown: decide again, but the approval now counts.
-    const decision = decideAuthorization({ request: { ...authz, prompt: [] }, session: { assurance: session.assurance, authTime: session.authTime }, now: app.kp.now(), approvedScopes: authz.scopes });
+    const decision = decideAuthorization({ request: { ...authz, prompt: [] }, session: { assurance: session.assurance, authTime: session.authTime }, now: app.kp.now(), approval: mergeApproval(null, authz) });
     if (decision.action !== 'issue') return sendErrorPage(request, reply, 'The sign-in changed while this page was open. Go back to the app and start again.', 403);
     return issueCode(request, reply, client, authz, 'new');
   }

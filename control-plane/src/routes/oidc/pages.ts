@@ -62,6 +62,8 @@ export interface OneTapView {
   clientOrigin: string;
   username: string;
   scopes: string[];
+  /** Every resource (RFC 8707) the token would be for: the user approves those by name. */
+  resources: string[];
   hidden: Record<string, string>;
   /** Origins the form may end at (the redirect URI's), for CSP form-action. */
   formAction: string[];
@@ -85,7 +87,9 @@ export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: O
     body: html`<h1>Continue to ${view.clientName}?</h1>
 <p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
 <ul>${view.scopes.map((scope) => html`<li>${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul>
-<form method="post" action="/auth/authorize" data-action="continue">
+${view.resources.length ? html`<p>and to act for you at:</p>
+<ul data-field="resources">${view.resources.map((resource) => html`<li><code>${resource}</code></li>`)}</ul>
+` : ''}<form method="post" action="/auth/authorize" data-action="continue">
 ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
 <button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
 </form>

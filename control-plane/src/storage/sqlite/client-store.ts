@@ -83,6 +83,10 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       runner.run((db) =>
         (db.prepare('SELECT * FROM oidc_clients WHERE owner_id = ? ORDER BY created_at, client_id').all(ownerId) as ClientRow[]).map(fromRow),
       ),
+    listGateways: () =>
+      runner.run((db) =>
+        (db.prepare("SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.gateway') IS NOT NULL ORDER BY created_at, client_id").all() as ClientRow[]).map(fromRow),
+      ),
     allRedirectUris: () =>
       runner.run((db) => {
         const rows = db.prepare('SELECT metadata FROM oidc_clients').all() as Array<{ metadata: string }>;

@@ -278,4 +278,13 @@ export const migrations: Migration[] = [
       CREATE INDEX gateway_evidence_by_received ON gateway_evidence (client_id, received_at);
     `,
   },
+  {
+    version: 15,
+    name: 'approvals remember the resources approved',
+    sql: `
+      -- An approval covers a request only for the resources the user saw named (RFC 8707):
+      -- earlier approvals named none, so a request with a resource asks again.
+      ALTER TABLE oidc_approvals ADD COLUMN resources TEXT NOT NULL DEFAULT '[]';
+    `,
+  },
 ];

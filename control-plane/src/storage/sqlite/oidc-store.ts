@@ -167,17 +167,17 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     isAccessTokenRevoked: (jti) =>
       runner.run((db) => db.prepare('SELECT 1 AS yes FROM oidc_revoked_access_tokens WHERE jti = ?').get(jti) !== undefined),
-    recordApproval: (identityId, clientId, scope, at) =>
+    recordApproval: (identityId, clientId, approval, at) =>
       runner.run((db) => {
         db.prepare(
-          `INSERT INTO oidc_approvals (identity_id, client_id, scope, approved_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, approved_at = excluded.approved_at`,
-        ).run(identityId, clientId, scope, at);
+          `INSERT INTO oidc_approvals (identity_id, client_id, scope, resources, approved_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, resources = excluded.resources, approved_at = excluded.approved_at`,
+        ).run(identityId, clientId, approval.scopes.join(' '), JSON.stringify(approval.resources), at);
       }),
-    approvedScopes: (identityId, clientId) =>
+    approval: (identityId, clientId) =>
       runner.run((db) => {
-        const row = db.prepare('SELECT scope FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string } | undefined;
-        return row ? row.scope.split(' ').filter(Boolean) : null;
+        const row = db.prepare('SELECT scope, resources FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string; resources: string } | undefined;
+        return row ? { scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] } : null;
       }),
     purgeExpired: (before) =>
       runner.run((db) => {
