@@ -257,6 +257,15 @@ export function decideAuthorization(input: {
   return { action: 'consent' };
 }
 
+/**
+ * Whether a grant may outlive the session that started it: only when the user approved
+ * `offline_access` on the approval page (now or before) for a client that is not a gateway. A
+ * gateway's refresh token stands for a browser session, and a first-party skip is no approval.
+ */
+export function outlivesSession(input: { scopes: readonly string[]; gatewayClient: boolean; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' }): boolean {
+  return input.scopes.includes('offline_access') && !input.gatewayClient && input.approval !== 'first_party';
+}
+
 /** The redirect URI with response parameters added to its query (RFC 6749 §4.1.2; existing query kept). */
 export function buildRedirect(redirectUri: string, params: Record<string, string>): string {
   const url = new URL(redirectUri);

@@ -44,7 +44,7 @@ export type DomainEvent =
   | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' })
   | (EventBase & { type: 'token.issued'; clientId: string; identityId: string; grantId: string; dpop: boolean; refresh: boolean; resource: string | null })
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
-  | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' })
+  | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' | 'session_ended' | 'client_revoked' })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
   | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null });
 

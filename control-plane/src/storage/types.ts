@@ -119,6 +119,8 @@ export interface SessionStore {
   /** The session with this cookie hash when it is live at `now` (not revoked, not expired). */
   findLive(tokenHash: string, now: number): Promise<StoredSession | null>;
   listLive(identityId: string, now: number): Promise<StoredSession[]>;
+  /** Whether the session is live at `now` (not revoked, not expired). */
+  isLive(sessionId: string, now: number): Promise<boolean>;
   touch(sessionId: string, at: number, idleExpiresAt: number): Promise<void>;
   stepUp(sessionId: string, update: { at: number; assurance: SessionAssurance; amr: string[]; credId: string }): Promise<void>;
   /** Revokes one live session of the identity; false when there is none with that id. */
@@ -331,6 +333,11 @@ export interface StoredAuthorizationCode {
   consumedAt: number | null;
   /** The grant (token family) created by the exchange; set once exchanged. */
   grantId: string | null;
+  /**
+   * The user approved `offline_access` on the one-tap page for a client that is not a gateway:
+   * the grant outlives the session that started it (docs/security.md "Sign-out").
+   */
+  offline: boolean;
 }
 
 export type CodeConsumption =
@@ -353,6 +360,8 @@ export interface StoredGrant {
   /** The refresh family's absolute end. */
   expiresAt: number;
   revokedAt: number | null;
+  /** Outlives its session (see StoredAuthorizationCode.offline); otherwise it ends with it. */
+  offline: boolean;
 }
 
 export interface StoredRefreshToken {
@@ -379,6 +388,13 @@ export interface OidcStore {
   getGrant(grantId: string): Promise<StoredGrant | null>;
   /** Revokes the grant (its whole family); false when it was revoked already or is unknown. */
   revokeGrant(grantId: string, at: number): Promise<boolean>;
+  /**
+   * A session ended: revokes the live grants those sessions started (offline ones excepted) and
+   * deletes their codes not yet exchanged. Returns the grants revoked now.
+   */
+  endSessionGrants(sessionIds: readonly string[], at: number): Promise<StoredGrant[]>;
+  /** A client was revoked: revokes every live grant of it and deletes its codes not yet exchanged. */
+  revokeClientGrants(clientId: string, at: number): Promise<StoredGrant[]>;
   insertRefreshToken(token: StoredRefreshToken): Promise<void>;
   findRefreshToken(tokenHash: string): Promise<StoredRefreshToken | null>;
   /** Marks the refresh token used if it is unused (one conditional UPDATE). */

@@ -5,6 +5,7 @@ import { hashClientSecret, verifyClientSecret } from '../../../../lib/oauth/clie
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { checkResourceOwnership, type ResourceRegistrar } from '../../../../lib/oauth/resource-ownership.js';
 import type { ControlPlaneServices } from '../../context.js';
+import { endGrantsOfClient } from '../../grants/end-grants.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
@@ -200,6 +201,8 @@ export async function deleteClient(app: FastifyInstance, clientId: string): Prom
   const now = app.kp.now();
   return app.kp.storage.transaction(async (tx) => {
     if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'the client was deleted meanwhile');
+    // Its refresh families end and its access tokens turn inactive at introspection and userinfo.
+    await endGrantsOfClient(app.kp, tx, clientId, now);
     return app.kp.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
 import {
-  buildRedirect, checkAuthorizationRequest, decideAuthorization, mergeApproval, readClientId,
+  buildRedirect, checkAuthorizationRequest, decideAuthorization, mergeApproval, outlivesSession, readClientId,
   type AuthorizationRequest, type ErrorTarget, type RawParams,
 } from '../../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../../lib/oauth/scope.js';
@@ -129,6 +129,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         expiresAt: now + config.lifetimes.authorizationCode * 1000,
         consumedAt: null,
         grantId: null,
+        offline: outlivesSession({ scopes: authz.scopes, gatewayClient: client.metadata.gateway !== undefined, approval }),
       });
       if (approval === 'new') {
         // The approval covers exactly what the page named: these scopes and this resource.

@@ -104,7 +104,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
   }
 
   /** Revokes a grant (its whole family) with a receipt. */
-  async function revokeFamily(grant: StoredGrant, cause: 'code_replay' | 'refresh_reuse'): Promise<void> {
+  async function revokeFamily(grant: StoredGrant, cause: 'code_replay' | 'refresh_reuse' | 'session_ended'): Promise<void> {
     const now = app.kp.now();
     await storage.transaction(async (tx) => {
       if (!(await tx.oidc.revokeGrant(grant.grantId, now))) return;
@@ -151,6 +151,8 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     if (stored.dpopJkt !== null && (!proof || proof.jkt !== stored.dpopJkt)) {
       throw oauthError('invalid_dpop_proof', 'the DPoP key differs from the dpop_jkt of the authorization request', { status: 400 });
     }
+    // A code redeemed after its sign-in ended (sign-out, revocation) is refused.
+    if (!(await storage.sessions.isLive(stored.sessionId, now))) throw oauthError('invalid_grant', 'the sign-in that issued this code has ended');
     const resource = resourceFor(client, body, stored.resource);
     const scopes = parseScope(stored.scope);
     const withRefresh = scopes.includes('offline_access') && client.metadata.grant_types.includes('refresh_token');
@@ -167,6 +169,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       createdAt: now,
       expiresAt: now + config.lifetimes.refreshTokenAbsolute * 1000,
       revokedAt: null,
+      offline: stored.offline,
     };
     const minted = await mintTokens(app, { grant, scopes, resource, dpopJkt: proof?.jkt ?? null, nonce: stored.nonce, idToken: scopes.includes('openid') });
     const refreshToken = withRefresh ? randomToken(32) : undefined;
@@ -210,6 +213,12 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
     if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token')) throw oauthError('invalid_grant', 'the grant does not allow refresh');
     const resource = resourceFor(client, body, grant.resource);
+    // A grant ends with the session that started it, unless the user approved offline access.
+    const sessionLive = grant.offline || (await storage.sessions.isLive(grant.sessionId, now));
+    if (!sessionLive) {
+      await revokeFamily(grant, 'session_ended');
+      throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
+    }
     const consumed = await storage.oidc.consumeRefreshToken(hash, now);
     if (consumed.status !== 'consumed') {
       // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
@@ -220,6 +229,8 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     const minted = await mintTokens(app, { grant, scopes: requested, resource, dpopJkt: proof?.jkt ?? null, nonce: null, idToken: requested.includes('openid') });
     const refreshToken = randomToken(32);
     const { receipt } = await storage.transaction(async (tx) => {
+      // Use at the app is use of the sign-in: the session's idle limit moves on (never its absolute one).
+      if (!grant.offline) await tx.sessions.touch(grant.sessionId, now, now + config.lifetimes.sessionIdle * 1000);
       await tx.oidc.insertRefreshToken({
         tokenHash: sha256Hex(refreshToken), grantId: grant.grantId, dpopJkt: found.dpopJkt,
         createdAt: now, idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000), usedAt: null,
