@@ -1,11 +1,11 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, authorizeUrl, obtainCode, pkcePair, redirectParams } from '../../helpers/oidc.js';
 
 const GATEWAY = 'https://gw.example.com';
 const ATTACKER_CALLBACK = 'https://attacker.example.net/cb';
 
-async function setup(t: Parameters<typeof buildSignedIn>[0]) {
+async function setup(t: Test) {
   const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
   // The operator's gateway (as `keyplane up` registers it): its public URL is its resource.
   const gateway = await built.app.inject({

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { reasonOf } from '../../helpers/reason-of.js';
 import { checkResourceOwnership, findForeignGatewayResource } from '../../../lib/oauth/resource-ownership.js';
 
 const gateways = [
@@ -15,6 +16,6 @@ t.test('a resource on a gateway\'s origin belongs to that gateway\'s owner', asy
   t.equal(findForeignGatewayResource(['https://gw.example.com'], gateways, { admin: true }), null, 'the operator');
   t.equal(findForeignGatewayResource(['https://gw.example.com:8443', 'http://gw.example.com'], gateways, mallory), null, 'another origin');
   t.equal(findForeignGatewayResource(['not a url'], gateways, mallory), null);
-  t.throws(() => checkResourceOwnership(['https://gw.example.com'], gateways, mallory), { reason: 'invalid_target' });
+  t.equal(reasonOf(() => checkResourceOwnership(['https://gw.example.com'], gateways, mallory)), 'invalid_target');
   t.doesNotThrow(() => checkResourceOwnership([], gateways, mallory));
 });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { validateReturnUrl } from '../../../../lib/util/return-url.js';
 import { html, page } from '../../pages/layout.js';
 
 /** The sign-in and sign-up page. */
@@ -16,6 +17,9 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
     },
   }, async (request, reply) => {
     const founderSetup = typeof (request.query as { setup?: string }).setup === 'string';
+    // The one strict return-URL rule (docs/security.md "Open redirects"), applied here so the
+    // page script never judges a URL itself: only a path on this origin reaches data-return.
+    const back = validateReturnUrl((request.query as { return?: string }).return, app.kp.config.issuer) ?? '';
     reply.type('text/html; charset=utf-8');
     return page({
       title: 'Sign in',
@@ -24,7 +28,7 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
       body: html`<h1>Sign in to Keyplane</h1>
 ${request.kp.session ? html`<p>You are signed in already: <a href="/account">go to your account</a>, or sign in to another one below.</p>` : ''}
 ${founderSetup ? html`<p><strong>First run:</strong> choose the username of the founder (operator) account and create its passkey.</p>` : ''}
-<form id="auth-form" novalidate>
+<form id="auth-form" data-return="${back}" novalidate>
   <label for="username">Username</label>
   <input id="username" name="username" autocomplete="username webauthn" autocapitalize="none" spellcheck="false" aria-describedby="username-help">
   <p id="username-help" class="muted">Leave it empty to choose a passkey saved on this device.</p>

@@ -110,7 +110,9 @@ ${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="
   })));
 }
 
-export function sendSignedOut(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+/** The signed-out page; `next` is a link back to the app (never an automatic redirect). */
+export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, next?: { href: string; label: string }): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
-  return reply.send(page({ title: 'Signed out', nonce: request.kp.cspNonce, body: html`<h1>You are signed out</h1><p><a href="/auth">Sign in again</a></p>` }));
+  const back = next ? html`<p><a href="${next.href}" data-action="return" rel="noreferrer">Return to ${next.label}</a></p>` : '';
+  return reply.send(page({ title: 'Signed out', nonce: request.kp.cspNonce, body: html`<h1>You are signed out</h1>${back}<p><a href="/auth">Sign in again</a></p>` }));
 }
