@@ -8,6 +8,7 @@ import { formatScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient } from '../../storage/types.js';
+import { limitPerIp } from '../code-guard.js';
 import { errorResponses } from '../schemas.js';
 import { WEB_MESSAGE_JS, WEB_MESSAGE_SCRIPT, sendErrorPage, sendOneTap, sendWebMessage } from './pages.js';
 
@@ -90,7 +91,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   async function checkRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
     const clientId = readClientId(params);
     const client = clientId ? await storage.clients.get(clientId) : null;
-    if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).') };
+    if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).', { reason: 'unknown_client' }) };
     const check = checkAuthorizationRequest(params, {
       clientId: client.clientId,
       redirectUris: client.metadata.redirect_uris,
@@ -100,7 +101,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       allowsHumans: client.metadata.access.humans,
     });
     if (!check.ok) {
-      if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`) };
+      if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`, { reason: 'unknown_client' }) };
       return { refused: respondError(request, reply, check.target, check.error, check.description) };
     }
     return { client, authz: check.request, target: targetOf(check.request) };
@@ -152,6 +153,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply, incoming: RawParams): Promise<FastifyReply> {
+    // Its own per-address bucket in shared state, like every credential path (docs/security.md).
+    await limitPerIp(app, request, 'authorize');
     let params: RawParams = incoming;
     let loginAfter: number | undefined;
     const resume = incoming.resume;
@@ -209,6 +212,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
 
   /** The one-tap form came back: check its approval token (one use, this session, these exact parameters). */
   async function approve(request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<FastifyReply> {
+    await limitPerIp(app, request, 'authorize');
     const params = carried(body);
     const checked = await checkRequest(request, reply, params);
     if ('refused' in checked) return checked.refused;
@@ -218,12 +222,12 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const session = request.kp.session;
     const grant = stored ? (JSON.parse(stored) as { sessionId: string; digest: string }) : null;
     if (!session || !grant || grant.sessionId !== session.id || grant.digest !== digestOf(params)) {
-      return sendErrorPage(request, reply, 'This approval has expired or belongs to another sign-in. Go back to the app and start again.', 403);
+      return sendErrorPage(request, reply, 'This approval has expired or belongs to another sign-in. Go back to the app and start again.', { reason: 'access_denied' });
     }
     if (body.decision === 'deny') return respondError(request, reply, target, 'access_denied', 'the user declined');
     // The session may have changed since the page was shown: decide again, but the approval now counts.
     const decision = decideAuthorization({ request: { ...authz, prompt: [] }, session: { assurance: session.assurance, authTime: session.authTime }, now: app.kp.now(), approval: mergeApproval(null, authz) });
-    if (decision.action !== 'issue') return sendErrorPage(request, reply, 'The sign-in changed while this page was open. Go back to the app and start again.', 403);
+    if (decision.action !== 'issue') return sendErrorPage(request, reply, 'The sign-in changed while this page was open. Go back to the app and start again.', { reason: 'access_denied' });
     return issueCode(request, reply, client, authz, 'new');
   }
 

@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page } from '../../pages/layout.js';
+import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
+import { wantsJson } from '../negotiate.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
 export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';
@@ -32,15 +34,22 @@ function formPage(reply: FastifyReply, html: string): string {
   return html.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
 }
 
-/** An authorization error shown here because the client or its redirect URI cannot be trusted. */
-export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, description: string, status = 400): FastifyReply {
-  reply.code(status).type('text/html; charset=utf-8');
+/**
+ * An authorization error shown here because the client or its redirect URI cannot be trusted
+ * (never redirected). The page names its `reason`; a caller that asked for JSON gets the envelope.
+ */
+export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, description: string, options: { status?: number; reason?: Reason } = {}): FastifyReply {
+  const reason = options.reason ?? 'invalid_request';
+  reply.code(options.status ?? REASONS[reason].status);
+  if (wantsJson(request)) return reply.send({ ok: false, reason, message: description });
+  reply.type('text/html; charset=utf-8');
   return reply.send(page({
     title: 'Sign-in request refused',
     nonce: request.kp.cspNonce,
     body: html`<h1>This sign-in request cannot continue</h1>
 <p class="error" role="alert">${description}</p>
-<p class="muted">The app that sent you here is not set up correctly, so Keyplane will not send you back to it. Close this page and tell the app's team.</p>`,
+<p class="muted">The app that sent you here is not set up correctly, so Keyplane will not send you back to it. Close this page and tell the app's team.</p>
+<p class="muted">Reason: <code data-reason="${reason}">${reason}</code></p>`,
   }));
 }
 
