@@ -5,10 +5,10 @@ import { checkDpopNonce, issueDpopNonce } from '../../../../lib/dpop/nonce.js';
 import { sharedReplayCheck } from '../../../../lib/dpop/replay.js';
 import { DPOP_ALGORITHMS, verifyDpopProof, type VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { checkCodeExchange } from '../../../../lib/oauth/code-exchange.js';
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { checkResource } from '../../../../lib/oauth/resource.js';
 import { formatScope, parseScope } from '../../../../lib/oauth/scope.js';
-import { checkPkce } from '../../../../lib/pkce/check-pkce.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
@@ -143,16 +143,10 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the authorization code was used already; tokens issued from it are revoked');
     }
     const stored = consumed.code;
-    if (stored.expiresAt <= now) throw oauthError('invalid_grant', 'the authorization code has expired');
-    if (stored.clientId !== client.clientId) throw oauthError('invalid_grant', 'the authorization code was issued to another client');
-    if (stored.redirectUri !== redirectUri) throw oauthError('invalid_grant', 'redirect_uri differs from the authorization request');
-    const pkce = checkPkce({ challenge: stored.codeChallenge, method: 'S256', verifier });
-    if (!pkce.ok) throw oauthError('invalid_grant', pkce.failure === 'invalid_verifier' ? 'code_verifier is malformed' : 'code_verifier does not match the code_challenge');
-    if (stored.dpopJkt !== null && (!proof || proof.jkt !== stored.dpopJkt)) {
-      throw oauthError('invalid_dpop_proof', 'the DPoP key differs from the dpop_jkt of the authorization request', { status: 400 });
-    }
-    // A code redeemed after its sign-in ended (sign-out, revocation) is refused.
-    if (!(await storage.sessions.isLive(stored.sessionId, now))) throw oauthError('invalid_grant', 'the sign-in that issued this code has ended');
+    checkCodeExchange(stored, {
+      clientId: client.clientId, redirectUri, verifier, proofJkt: proof?.jkt ?? null, now,
+      sessionLive: await storage.sessions.isLive(stored.sessionId, now),
+    });
     const resource = resourceFor(client, body, stored.resource);
     const scopes = parseScope(stored.scope);
     const withRefresh = scopes.includes('offline_access') && client.metadata.grant_types.includes('refresh_token');
