@@ -147,8 +147,14 @@ export async function checkOwnedResources(services: Pick<ControlPlaneServices, '
   checkResourceOwnership(metadata.resources, gateways, registrar);
 }
 
+/** `first_party` skips the approval page, so only the operator (a client without owner) has it. */
+export function checkOperatorOnlyMetadata(metadata: ClientMetadata, ownerId: string | null): void {
+  if (metadata.first_party === true && ownerId !== null) throw oauthError('invalid_client_metadata', 'first_party can only be set with the admin token');
+}
+
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
 export async function registerClient(app: FastifyInstance, metadata: ClientMetadata, registrar: Registrar): Promise<ClientChange> {
+  checkOperatorOnlyMetadata(metadata, registrar.ownerId);
   await checkOwnedResources(app.kp, metadata, registrar.ownerId);
   const now = app.kp.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
@@ -178,6 +184,7 @@ export async function registerClient(app: FastifyInstance, metadata: ClientMetad
  */
 export async function updateClient(app: FastifyInstance, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
+  checkOperatorOnlyMetadata(metadata, client.ownerId);
   await checkOwnedResources(app.kp, metadata, client.ownerId);
   const now = app.kp.now();
   const secret = secretAfterUpdate(client, metadata, now);

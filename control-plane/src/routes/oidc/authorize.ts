@@ -173,7 +173,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const now = app.kp.now();
     const approval = session ? await storage.oidc.approval(session.identityId, client.clientId) : null;
     const decision = decideAuthorization({
-      request: authz, now, approval,
+      request: authz, now, approval, firstParty: client.metadata.first_party === true,
       session: session ? { assurance: session.assurance, authTime: session.authTime } : undefined,
       ...(loginAfter !== undefined ? { loginAfter } : {}),
     });
