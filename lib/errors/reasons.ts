@@ -35,6 +35,7 @@ export const REASONS = {
   unknown_client: { status: 400, description: 'The authorization request names no registered client, or a redirect URI that is not registered for it exactly; shown on a page, never redirected.' },
   login_required: { status: 401, description: '`prompt=none` was asked but there is no usable session (OIDC Core §3.1.2.6).' },
   interaction_required: { status: 401, description: '`prompt=none` was asked but the session does not meet `acr_values` or `max_age` without user interaction (OIDC Core §3.1.2.6).' },
+  invalid_session_token: { status: 401, description: 'The deprecated v1 session token (macaroon) is malformed, forged, expired, for a client without the v1 bridge, or for a session that ended.' },
   access_denied: { status: 403, description: 'The user declined the request, or the one-tap approval is unknown, expired or belongs to another session.' },
   // passkey accounts (issue 3)
   invalid_username: { status: 400, description: 'The username does not match `^[a-z0-9][a-z0-9._-]{2,31}$` after case-folding.' },
