@@ -24,15 +24,21 @@ function describe(session: Session | null) {
   return { sub: session?.sub, assurance: session?.assurance, principal: session?.principal?.type };
 }
 
-async function fastifyApp(t: Teardown, issuer: string, options: { refreshLeewaySeconds?: number } = {}): Promise<AppUnderTest> {
+interface AppOptions {
+  refreshLeewaySeconds?: number;
+  dpop?: boolean;
+}
+
+async function fastifyApp(t: Teardown, issuer: string, { dpop, ...options }: AppOptions = {}): Promise<AppUnderTest> {
   const port = await findFreePort();
   const base = `http://127.0.0.1:${port}`;
   const registered = await registerLiveClient(issuer, { redirect_uris: [`${base}/callback`], token_endpoint_auth_method: 'client_secret_basic' });
-  const client = createClient({ issuer, clientId: registered.client_id, clientSecret: registered.client_secret, redirectUri: `${base}/callback` });
+  const client = createClient({ issuer, clientId: registered.client_id, clientSecret: registered.client_secret, redirectUri: `${base}/callback`, jwksCooldownMs: 0, ...(dpop ? { dpop } : {}) });
   const kp = keyplaneFastify(client, { cookieSecrets: SECRETS, ...options });
   const app = Fastify();
   await app.register(kp.plugin);
   app.get('/', async (request) => ({ page: 'home', ...describe(request.keyplane) }));
+  app.get('/me', { preHandler: kp.requireAuth }, async (request) => client.userinfo(request.keyplane!));
   app.get('/private', { preHandler: kp.requireAuth }, async (request) => ({ page: 'private', ...describe(request.keyplane) }));
   app.get('/admin', { preHandler: kp.requireAssurance('sensitive') }, async (request) => ({ page: 'admin', ...describe(request.keyplane) }));
   await app.listen({ port, host: '127.0.0.1' });
@@ -40,15 +46,16 @@ async function fastifyApp(t: Teardown, issuer: string, options: { refreshLeewayS
   return { base, client };
 }
 
-async function expressApp(t: Teardown, issuer: string, options: { refreshLeewaySeconds?: number } = {}): Promise<AppUnderTest> {
+async function expressApp(t: Teardown, issuer: string, { dpop, ...options }: AppOptions = {}): Promise<AppUnderTest> {
   const port = await findFreePort();
   const base = `http://127.0.0.1:${port}`;
   const registered = await registerLiveClient(issuer, { redirect_uris: [`${base}/callback`], token_endpoint_auth_method: 'client_secret_basic' });
-  const client = createClient({ issuer, clientId: registered.client_id, clientSecret: registered.client_secret, redirectUri: `${base}/callback` });
+  const client = createClient({ issuer, clientId: registered.client_id, clientSecret: registered.client_secret, redirectUri: `${base}/callback`, jwksCooldownMs: 0, ...(dpop ? { dpop } : {}) });
   const kp = keyplaneExpress(client, { cookieSecrets: SECRETS, ...options });
   const app = express();
   app.use(kp.middleware);
   app.get('/', (req, res) => { res.json({ page: 'home', ...describe((req as { keyplane?: Session | null }).keyplane ?? null) }); });
+  app.get('/me', kp.requireAuth, (req, res, next) => { client.userinfo((req as { keyplane?: Session }).keyplane!).then((info) => res.json(info), next); });
   app.get('/private', kp.requireAuth, (req, res) => { res.json({ page: 'private', ...describe((req as { keyplane?: Session | null }).keyplane ?? null) }); });
   app.get('/admin', kp.requireAssurance('sensitive'), (req, res) => { res.json({ page: 'admin', ...describe((req as { keyplane?: Session | null }).keyplane ?? null) }); });
   const server: Server = createServer(app);
@@ -92,13 +99,19 @@ for (const [name, start] of Object.entries(frameworks)) {
     t.match(JSON.parse(admin.body), { page: 'admin', assurance: 'sensitive' });
   });
 
-  t.test(`${name}: concurrent requests with a due refresh spend the refresh token once; sign-out needs the app's origin and revokes`, async (t) => {
-    const server = await startLiveControlPlane(t);
+  t.test(`${name}: with DPoP nonces and rotated keys, concurrent requests with a due refresh spend the refresh token once; sign-out needs the app's origin and revokes`, async (t) => {
+    const server = await startLiveControlPlane(t, { 'oidc.dpopNonce': true });
     // A leeway longer than the access token's life: every request finds the session due for refresh.
-    const { base } = await start(t, server.url, { refreshLeewaySeconds: 3600 });
+    const { base } = await start(t, server.url, { refreshLeewaySeconds: 3600, dpop: true });
     const browser = new LiveBrowser(server.url);
     await browser.signUp(`${name}-bob`);
     await browser.navigate(`${base}/private`);
+    const me = await browser.request(`${base}/me`, { headers: { accept: 'application/json' } });
+    t.equal(me.status, 200, 'userinfo with the DPoP-bound token, after a nonce round');
+    t.match(JSON.parse(me.body), { sub: /^usr_/ });
+    // Two rotations: the refreshed ID tokens are signed by a key the app has never seen.
+    await server.services.keys.rotate();
+    await server.services.keys.rotate();
     let refreshed = 0;
     let revoked = 0;
     server.services.events.subscribe(async (_tx, event) => {
