@@ -307,6 +307,8 @@ export interface ClientStore {
   allRedirectUris(): Promise<string[]>;
   /** Every client whose metadata carries a `gateway` policy. */
   listGateways(): Promise<StoredClient[]>;
+  /** The clients that registered exactly this redirect URI. */
+  findByRedirectUri(uri: string): Promise<StoredClient[]>;
 }
 
 // ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----
