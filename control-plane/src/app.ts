@@ -27,6 +27,7 @@ import receiptRoutes from './routes/receipts/index.js';
 import oidcRoutes from './routes/oidc/index.js';
 import gatewayRoutes from './routes/gateway/index.js';
 import agentRoutes from './routes/agents/index.js';
+import agentProofRoutes from './routes/agents/proof.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -97,5 +98,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(oidcRoutes);
   await app.register(gatewayRoutes);
   await app.register(agentRoutes);
+  await app.register(agentProofRoutes);
   return app;
 }
