@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { approveEnrollment, beginEnrollment, completeEnrollment, enrollmentStatus, proofUrl } from '../../agents/enrollment.js';
+import { approveAgentGrant, revokeAgentGrant } from '../../agents/grants.js';
 import { acceptTransfer, beginTransfer, changeAgentState, rotateAgentKey, setAgentVisibility } from '../../agents/lifecycle.js';
 import type { KeyProofRequest } from '../../agents/key-proof.js';
 import { requireAssurance, requireSession } from '../../plugins/session.js';
@@ -152,5 +153,27 @@ export default async function agentRoutes(app: FastifyInstance): Promise<void> {
       const body = request.body as { agent_id: string; visibility: AgentVisibility };
       return { ok: true, ...(await setAgentVisibility(services, request.kp.session!, { agentId: body.agent_id, visibility: body.visibility })) };
     });
+    owner.post('/auth/agents/proof/grants', {
+      schema: {
+        tags: ['agents'], security: session, summary: 'Approve one scoped runtime credential for an agent at a client that admits agents (OIDC rule 8); needs sensitive',
+        body: {
+          type: 'object', required: ['agent_id', 'client_id', 'scope'], additionalProperties: false,
+          properties: { agent_id: agentId, client_id: { type: 'string', minLength: 1, maxLength: 100 }, resource: { type: 'string', minLength: 1, maxLength: 2000 }, scope: { type: 'string', minLength: 1, maxLength: 1000 } },
+        },
+        response: { 200: okObject({ grant_id: { type: 'string' }, receipt: receiptField }, ['grant_id']), ...errorResponses },
+      },
+    }, async (request) => {
+      const body = request.body as { agent_id: string; client_id: string; resource?: string; scope: string };
+      const approved = await approveAgentGrant(services, request.kp.session!, { agentId: body.agent_id, clientId: body.client_id, scope: body.scope, ...(body.resource ? { resource: body.resource } : {}) });
+      return { ok: true, grant_id: approved.grantId, ...(approved.receipt ? { receipt: approved.receipt } : {}) };
+    });
+
+    owner.post('/auth/agents/proof/grants/revoke', {
+      schema: {
+        tags: ['agents'], security: session, summary: 'Revoke an agent grant; tokens issued under it stop at once',
+        body: { type: 'object', required: ['grant_id'], additionalProperties: false, properties: { grant_id: { type: 'string', pattern: '^agg_[A-Za-z0-9_-]{1,64}$' } } },
+        response: { 200: okObject({ receipt: receiptField }), ...errorResponses },
+      },
+    }, async (request) => ({ ok: true, ...(await revokeAgentGrant(services, request.kp.session!, (request.body as { grant_id: string }).grant_id)) }));
   });
 }
