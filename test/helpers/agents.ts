@@ -10,7 +10,7 @@ export interface AgentKey {
   jkt: string;
   alg: 'ES256' | 'EdDSA';
   privateKey: CryptoKey;
-  /** A DPoP proof for `path` on the test issuer. */
+  /** A DPoP proof for `path` on the test issuer (or for an absolute URL). */
   proof(path: string, o?: { nonce?: string; htm?: string; iat?: number; accessToken?: string }): Promise<string>;
 }
 
@@ -23,7 +23,7 @@ export async function agentKey(alg: 'ES256' | 'EdDSA' = 'ES256'): Promise<AgentK
     proof: async (path, o = {}) => {
       const { computeAth } = await import('../../lib/dpop/verify-dpop-proof.js');
       return new SignJWT({
-        htm: o.htm ?? 'POST', htu: `${TEST_ISSUER}${path}`, jti: randomBytes(12).toString('base64url'), iat: o.iat ?? Math.floor(Date.now() / 1000),
+        htm: o.htm ?? 'POST', htu: path.startsWith('http') ? path : `${TEST_ISSUER}${path}`, jti: randomBytes(12).toString('base64url'), iat: o.iat ?? Math.floor(Date.now() / 1000),
         ...(o.nonce ? { nonce: o.nonce } : {}), ...(o.accessToken ? { ath: computeAth(o.accessToken) } : {}),
       }).setProtectedHeader({ alg, typ: 'dpop+jwt', jwk }).sign(privateKey);
     },
