@@ -56,6 +56,7 @@ export type DomainEvent =
   | (EventBase & { type: 'agent.transfer_begun'; agentId: string; ownerId: string; toIdentityId: string; from: string })
   | (EventBase & { type: 'agent.transfer_accepted'; agentId: string; ownerId: string; previousOwnerId: string; jkt: string; grantsRevoked: number })
   | (EventBase & { type: 'agent.visibility_changed'; agentId: string; ownerId: string; visibility: string })
+  | (EventBase & { type: 'agent.evidence_added'; agentId: string; ownerId: string; evidence: 'domain-control' | 'descriptor-integrity'; subject: string })
   | (EventBase & { type: 'agent.grant_approved'; agentId: string; ownerId: string; grantId: string; clientId: string; resource: string | null; scope: string })
   | (EventBase & { type: 'agent.grant_revoked'; agentId: string; ownerId: string; grantId: string })
   | (EventBase & { type: 'agent.token_issued'; agentId: string; ownerId: string; grantId: string; clientId: string; jkt: string });

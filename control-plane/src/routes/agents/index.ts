@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { approveEnrollment, beginEnrollment, completeEnrollment, enrollmentStatus, proofUrl } from '../../agents/enrollment.js';
+import { dnsChallenge, dnsVerify } from '../../agents/dns.js';
 import { approveAgentGrant, revokeAgentGrant } from '../../agents/grants.js';
 import { acceptTransfer, beginTransfer, changeAgentState, rotateAgentKey, setAgentVisibility } from '../../agents/lifecycle.js';
 import type { KeyProofRequest } from '../../agents/key-proof.js';
@@ -153,6 +154,30 @@ export default async function agentRoutes(app: FastifyInstance): Promise<void> {
       const body = request.body as { agent_id: string; visibility: AgentVisibility };
       return { ok: true, ...(await setAgentVisibility(services, request.kp.session!, { agentId: body.agent_id, visibility: body.visibility })) };
     });
+    const dnsBody = { type: 'object', required: ['agent_id', 'domain'], additionalProperties: false, properties: { agent_id: agentId, domain: { type: 'string', minLength: 3, maxLength: 253 } } } as const;
+    owner.post('/auth/agents/proof/dns-challenge', {
+      schema: {
+        tags: ['agents'], security: session, summary: 'The TXT record proving domain control: the same value for the same agent and domain',
+        body: dnsBody,
+        response: { 200: okObject({ name: { type: 'string' }, type: { const: 'TXT' }, value: { type: 'string' } }, ['name', 'type', 'value']), ...errorResponses },
+      },
+    }, async (request) => {
+      const body = request.body as { agent_id: string; domain: string };
+      return { ok: true, ...(await dnsChallenge(services, request.kp.session!, { agentId: body.agent_id, domain: body.domain })) };
+    });
+
+    owner.post('/auth/agents/proof/dns-verify', {
+      schema: {
+        tags: ['agents'], security: session, summary: 'Resolve _svc-agent.<domain> through the configured resolvers; on a match append domain-control evidence',
+        body: dnsBody,
+        response: { 200: okObject({ evidence: { type: 'object', additionalProperties: true }, receipt: receiptField }, ['evidence']), ...errorResponses },
+      },
+    }, async (request) => {
+      const body = request.body as { agent_id: string; domain: string };
+      await limit('agents:dns', request.kp.session!.identityId, services.config.limits.authPerAccountPerMinute);
+      return { ok: true, ...(await dnsVerify(services, request.kp.session!, { agentId: body.agent_id, domain: body.domain })) };
+    });
+
     owner.post('/auth/agents/proof/grants', {
       schema: {
         tags: ['agents'], security: session, summary: 'Approve one scoped runtime credential for an agent at a client that admits agents (OIDC rule 8); needs sensitive',
