@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { SignJWT } from 'jose';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { issueChallenge, proofVector, proveAgent, visibleAgent } from '../../agents/proof.js';
 import { html, page } from '../../pages/layout.js';
@@ -85,5 +86,30 @@ export default async function agentProofRoutes(app: FastifyInstance): Promise<vo
     const body = request.body as { proof_id: string; challenge_id: string; audience?: string; run_proof: unknown };
     const proved = await proveAgent(services, 'run', { proofId: body.proof_id, challengeId: body.challenge_id, runProof: body.run_proof, ...(body.audience ? { audience: body.audience } : {}) }, keyProofOf(request, '/api/agent-proof/run'));
     return { ok: true, token: proved.token, expires_in: proved.expiresIn };
+  });
+  app.get('/api/agent-trust/bundle', {
+    schema: {
+      tags: ['agents'], summary: 'The claim registry as a signed trust bundle (compact JWS, typ agent-trust-bundle+jwt, ES256, key via jwks_uri) for federation peers',
+      response: { 200: okObject({ bundle: { type: 'string' } }, ['bundle']), ...errorResponses },
+    },
+  }, async () => {
+    const now = Math.floor(services.now() / 1000);
+    const key = services.keys.current();
+    // What a peer needs to read our proofs: the claims, their evidence and lifetimes, the token types.
+    const bundle = await new SignJWT({
+      claims: {
+        key_control: { evidence: 'DPoP proof by the agent key (enrollment, rotation, verify, run)' },
+        owner_accountability: { evidence: 'owner approval with a passkey session' },
+        channel_control: { evidence: 'domain-control', lifetime_days: 30 },
+        descriptor_integrity: { evidence: 'descriptor-integrity', lifetime_days: 7 },
+      },
+      token_types: ['agent-proof+jwt', 'agent-run+jwt', 'vc+jwt'],
+      run_proof_formats: ['svc-agent-run-proof-v1'],
+      jwks_uri: `${services.config.issuer}/.well-known/jwks.json`,
+    })
+      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'agent-trust-bundle+jwt' })
+      .setIssuer(services.config.issuer).setIssuedAt(now).setExpirationTime(now + 86_400)
+      .sign(key.privateKey);
+    return { ok: true, bundle };
   });
 }
