@@ -28,6 +28,7 @@ import oidcRoutes from './routes/oidc/index.js';
 import gatewayRoutes from './routes/gateway/index.js';
 import agentRoutes from './routes/agents/index.js';
 import agentProofRoutes from './routes/agents/proof.js';
+import agentPages from './routes/agents/pages.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -99,5 +100,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(gatewayRoutes);
   await app.register(agentRoutes);
   await app.register(agentProofRoutes);
+  await app.register(agentPages);
   return app;
 }
