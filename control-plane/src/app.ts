@@ -29,6 +29,7 @@ import gatewayRoutes from './routes/gateway/index.js';
 import agentRoutes from './routes/agents/index.js';
 import agentProofRoutes from './routes/agents/proof.js';
 import agentPages from './routes/agents/pages.js';
+import v1Routes from './routes/v1/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -101,5 +102,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(agentRoutes);
   await app.register(agentProofRoutes);
   await app.register(agentPages);
+  await app.register(v1Routes);
   return app;
 }

@@ -59,6 +59,8 @@ export type DomainEvent =
   | (EventBase & { type: 'agent.evidence_added'; agentId: string; ownerId: string; evidence: 'domain-control' | 'descriptor-integrity'; subject: string })
   | (EventBase & { type: 'agent.grant_approved'; agentId: string; ownerId: string; grantId: string; clientId: string; resource: string | null; scope: string })
   | (EventBase & { type: 'agent.grant_revoked'; agentId: string; ownerId: string; grantId: string })
-  | (EventBase & { type: 'agent.token_issued'; agentId: string; ownerId: string; grantId: string; clientId: string; jkt: string });
+  | (EventBase & { type: 'agent.token_issued'; agentId: string; ownerId: string; grantId: string; clientId: string; jkt: string })
+  // the deprecated v1 bridge (docs/v1-bridge.md)
+  | (EventBase & { type: 'v1.session_issued'; clientId: string; identityId: string });
 
 export type DomainEventType = DomainEvent['type'];
