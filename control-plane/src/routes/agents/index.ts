@@ -1,23 +1,17 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { approveEnrollment, beginEnrollment, completeEnrollment, enrollmentStatus, proofUrl } from '../../agents/enrollment.js';
 import { dnsChallenge, dnsVerify } from '../../agents/dns.js';
 import { approveAgentGrant, revokeAgentGrant } from '../../agents/grants.js';
 import { acceptTransfer, beginTransfer, changeAgentState, rotateAgentKey, setAgentVisibility } from '../../agents/lifecycle.js';
-import type { KeyProofRequest } from '../../agents/key-proof.js';
 import { requireAssurance, requireSession } from '../../plugins/session.js';
 import type { AgentVisibility, SubjectKind } from '../../storage/types.js';
 import { errorResponses, okObject, receiptField } from '../schemas.js';
-import { agentId, agentState, code, enrollmentId, publicJwk, rfc3339, SUBJECT_KINDS, VISIBILITIES } from './schemas.js';
+import { agentId, agentState, code, enrollmentId, keyProofOf, publicJwk, rfc3339, SUBJECT_KINDS, VISIBILITIES } from './schemas.js';
 
 const session = [{ sessionCookie: [] }];
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** The DPoP header of a request, with the method and the path its `htu` must name. */
-export function keyProofOf(request: FastifyRequest, path: string): KeyProofRequest {
-  return { header: request.headers.dpop, method: request.method, path };
-}
 
 /**
  * Agent enrollment and management (docs/agents.md). Enrollment begin, complete and status are

@@ -4,8 +4,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { issueChallenge, proofVector, proveAgent, visibleAgent } from '../../agents/proof.js';
 import { html, page } from '../../pages/layout.js';
 import { anyObject, errorResponses, okObject } from '../schemas.js';
-import { keyProofOf } from './index.js';
-import { challengeId, rfc3339 } from './schemas.js';
+import { challengeId, keyProofOf, rfc3339 } from './schemas.js';
 
 const PROOF_REF = /^([A-Za-z0-9_-]{22,64})(\.json)?$/;
 const tokenAnswer = { 200: okObject({ token: { type: 'string' }, expires_in: { type: 'integer', maximum: 300 } }, ['token', 'expires_in']), ...errorResponses };

@@ -1,3 +1,6 @@
+import type { FastifyRequest } from 'fastify';
+import type { KeyProofRequest } from '../../agents/key-proof.js';
+
 /** Shared pieces of the agent route schemas (names fixed by the spec's agent identity tables). */
 export const SUBJECT_KINDS = ['service_bot', 'automation', 'ai_agent', 'hybrid_agent', 'robot', 'device', 'agent_team', 'ephemeral_subagent'] as const;
 export const VISIBILITIES = ['private', 'unlisted', 'public'] as const;
@@ -11,3 +14,8 @@ export const publicJwk = { type: 'object', additionalProperties: true, maxProper
 export const code = { type: 'string', minLength: 8, maxLength: 12, description: 'XXXX-XXXX (case, spaces and the dash are forgiven)' } as const;
 export const rfc3339 = { type: 'string', format: 'date-time' } as const;
 export const agentState = { enum: ['active', 'suspended', 'compromised', 'revoked'] } as const;
+
+/** The DPoP header of a request, with the method and the path its `htu` must name. */
+export function keyProofOf(request: FastifyRequest, path: string): KeyProofRequest {
+  return { header: request.headers.dpop, method: request.method, path };
+}
