@@ -56,6 +56,12 @@ export const controlPlaneSchema: Group = group('Control plane', {
       description: 'Addresses (IPs or CIDR ranges) whose X-Forwarded-* headers are believed.',
     },
   }),
+  dns: group('DNS look-ups (agent domain control)', {
+    resolvers: {
+      type: 'array', items: { type: 'string', minLength: 1, maxLength: 100 }, default: [],
+      description: 'Resolvers (`host` or `host:port`) asked for `_svc-agent.<domain>` TXT records; empty uses the system\'s.',
+    },
+  }),
   keys: group('Signing keys', {
     rotateEveryDays: { type: 'integer', minimum: 0, maximum: 3650, default: 90, description: 'Rotate the ES256 signing key after this many days; 0 rotates only on `keyplane keys rotate`.' },
     retainRetiredDays: { type: 'integer', minimum: 1, maximum: 36_500, default: 3650, description: 'Keep a retired key in the JWKS this long, so tokens and ledger checkpoints it signed still verify.' },

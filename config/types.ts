@@ -12,6 +12,7 @@ export interface ControlPlaneSettings {
   adminToken?: string;
   logLevel: LogLevel;
   http: { bodyLimit: number; trustedProxies: string[] };
+  dns: { resolvers: string[] };
   keys: { rotateEveryDays: number; retainRetiredDays: number };
   lifetimes: {
     authorizationCode: number;

@@ -105,6 +105,16 @@ export const REASONS = {
   invalid_id_token: { status: 401, description: 'The ID token from the control plane failed verification at the gateway (signature, `iss`, `aud`, `nonce`, expiry, algorithm, or no assurance).' },
   control_plane_unavailable: { status: 503, description: 'The gateway got no usable answer from the control plane\'s token endpoint in time; retry shortly.' },
   session_refresh_pending: { status: 503, description: 'Another request is refreshing this gateway session and did not finish in time; retry shortly (`Retry-After`).' },
+  // agent identity: see docs/agents.md
+  private_key_material: { status: 400, description: 'The JWK carries private key members (`d`, `p`, `q`, `dp`, `dq`, `qi`, `k`); an agent sends its public key only.' },
+  unsupported_key: { status: 400, description: 'The agent key is not an EC P-256 (ES256) or OKP Ed25519 (EdDSA) public JWK.' },
+  agent_state: { status: 409, description: 'The agent\'s current state (named in the message and in `state`) does not allow this transition.' },
+  enrollment_unknown: { status: 404, description: 'No enrollment with this id is waiting: unknown, expired, completed already, or the owner code does not match.' },
+  enrollment_not_approved: { status: 409, description: 'The enrollment has not been approved by its owner yet; poll `enroll/status`.' },
+  transfer_unknown: { status: 403, description: 'No transfer of this agent to the signed-in account matches this code (unknown, expired, used, or meant for someone else).' },
+  run_proof_invalid: { status: 400, description: 'The run proof is not a valid `svc-agent-run-proof-v1`: raw content fields, unknown members, a bad commitment, another agent or challenge, or a bad signature.' },
+  agent_key_mismatch: { status: 401, description: 'The DPoP proof or assertion was signed by another key than the agent\'s current key.' },
+  dns_record_missing: { status: 400, description: 'No TXT record at `_svc-agent.<domain>` carries this agent\'s value (or the name did not resolve).' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

@@ -15,6 +15,7 @@ import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import { errorResponses } from '../schemas.js';
 import { authenticateClient } from './client-auth.js';
+import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
 import { mintTokens } from './tokens.js';
 
 const tokenResponse = {
@@ -239,7 +240,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       discovery: {
         endpoint: 'token_endpoint',
         metadata: {
-          grant_types_supported: ['authorization_code', 'refresh_token'],
+          grant_types_supported: ['authorization_code', 'refresh_token', JWT_BEARER],
           token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
           token_endpoint_auth_signing_alg_values_supported: ['ES256', 'EdDSA', 'PS256', 'RS256'],
           dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
@@ -263,6 +264,12 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     await limit('token:client', client.clientId, config.limits.authPerIpPerMinute * 10);
     const grantType = str(body, 'grant_type');
     if (!grantType) throw oauthError('invalid_request', 'grant_type is required');
+    if (grantType === JWT_BEARER) {
+      // Agents (RFC 7523 §2.1): admitted by the client's access declaration, not its grant_types.
+      if (!client.metadata.access.agents) throw oauthError('unauthorized_client', 'this client does not admit agents');
+      const issued = await jwtBearerGrant(app.kp, client, body, await checkDpopHeader(app, request, reply, '/auth/token', 'token'));
+      return { ok: true, access_token: issued.accessToken, token_type: 'DPoP', expires_in: issued.expiresIn, scope: issued.scope, ...(issued.receipt ? { receipt: issued.receipt } : {}) };
+    }
     if (grantType !== 'authorization_code' && grantType !== 'refresh_token') throw oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
     if (!client.metadata.grant_types.includes(grantType)) throw oauthError('unauthorized_client', `this client is not registered for ${grantType}`);
     const proof = await checkDpopHeader(app, request, reply, '/auth/token', 'token');
