@@ -1,6 +1,8 @@
 import t from 'tap';
-import Database from 'better-sqlite3';
+import { Database, driverPackage } from '../../../control-plane/src/storage/sqlite/driver.js';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { DATABASE_FILE, MigrationError, backupDatabase, migrate, openDatabase } from '../../../control-plane/src/storage/sqlite/database.js';
 import { migrations } from '../../../control-plane/src/storage/sqlite/migrations.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
@@ -11,6 +13,18 @@ keyStoreConformance(t, async () => {
   const storage = openSqliteStorage(tempDir(t));
   t.teardown(() => storage.close());
   return storage;
+});
+
+t.test('Node-API 10 runtimes load better-sqlite3 13, older ones the Node 20 build', async (t) => {
+  t.equal(driverPackage(10), 'better-sqlite3');
+  t.equal(driverPackage(9), 'better-sqlite3-node20');
+});
+
+t.test('statements freed by the garbage collector do not abort the process', { timeout: 60_000 }, async (t) => {
+  // On Node 24.19 and later, better-sqlite3 12 aborted here (docs/platform.md#nodejs-versions).
+  const fixture = join(import.meta.dirname, 'fixtures', 'collect-statements.mjs');
+  const { stdout } = await promisify(execFile)(process.execPath, [fixture, driverPackage()]);
+  t.equal(stdout.trim(), `sum ${2_000 * 19_900}`);
 });
 
 const latest = Math.max(...migrations.map((m) => m.version));
