@@ -32,7 +32,8 @@ export function formatLogLine(line: string, label: string): string | null {
   if (level < WARN || record.setupUrl !== undefined) return null;
   const name = LEVEL_NAMES[Math.min(60, Math.floor(level / 10) * 10)] ?? 'warning';
   const message = typeof record.msg === 'string' ? record.msg : '(no message)';
-  const cause = typeof record.err?.message === 'string' && record.err.message !== message ? `: ${record.err.message}` : '';
+  const cause =
+    typeof record.err?.message === 'string' && record.err.message !== message ? `: ${record.err.message}` : '';
   return `${name} [${label}] ${message}${cause}`;
 }
 
