@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Database, driverPackage } from '../../../control-plane/src/storage/sqlite/driver.js';
+import { Database, driverPackage, loadDriver } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +18,19 @@ keyStoreConformance(t, async () => {
 t.test('Node-API 10 runtimes load better-sqlite3 13, older ones the Node 20 build', async (t) => {
   t.equal(driverPackage(10), 'better-sqlite3');
   t.equal(driverPackage(9), 'better-sqlite3-node20');
+});
+
+t.test('a missing Node 20 build is reported with what to do; other load failures pass through', async (t) => {
+  const missing = () => {
+    throw Object.assign(new Error('Cannot find module'), { code: 'MODULE_NOT_FOUND' });
+  };
+  t.throws(() => loadDriver('better-sqlite3-node20', missing), /needs the optional dependency better-sqlite3-node20.*Node\.js 22\.14 or later/);
+  t.throws(() => loadDriver('better-sqlite3', missing), /Cannot find module/);
+  const broken = () => {
+    throw new Error('invalid ELF header');
+  };
+  t.throws(() => loadDriver('better-sqlite3-node20', broken), /invalid ELF header/);
+  t.equal(loadDriver('better-sqlite3', () => Database), Database);
 });
 
 t.test('statements freed by the garbage collector do not abort the process', { timeout: 60_000 }, async (t) => {

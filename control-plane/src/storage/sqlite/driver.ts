@@ -23,5 +23,19 @@ export function driverPackage(napiVersion: number = Number(process.versions.napi
   return napiVersion >= NAPI_FOR_CURRENT_DRIVER ? 'better-sqlite3' : 'better-sqlite3-node20';
 }
 
-export const Database = require(driverPackage()) as typeof BetterSqlite3;
+/** Loads the driver, saying what to do when the optional Node.js 20 build is missing (it did not compile). */
+export function loadDriver(name: string, load: (id: string) => unknown = require): typeof BetterSqlite3 {
+  try {
+    return load(name) as typeof BetterSqlite3;
+  } catch (error) {
+    if (name === 'better-sqlite3' || (error as { code?: unknown }).code !== 'MODULE_NOT_FOUND') throw error;
+    throw new Error(
+      `Node.js ${process.versions.node} needs the optional dependency ${name} (better-sqlite3 12, built by npm ci), ` +
+        'which is not installed: install a C++ toolchain and run npm ci again, or use Node.js 22.14 or later',
+      { cause: error },
+    );
+  }
+}
+
+export const Database = loadDriver(driverPackage());
 export type Database = BetterSqlite3.Database;
