@@ -45,6 +45,13 @@ const NO_CLI_IN_CONTROL_PLANE_TESTS = [
   ),
 ];
 
+const NO_SERVER_CODE_IN_SDK = [
+  boundary(
+    '(^|/)(lib|control-plane|gateway|cli|config)/',
+    'The SDK is published on its own: it imports nothing of ours outside sdk/ (relying parties install only it).',
+  ),
+];
+
 /** better-sqlite3 is loaded in one place, which picks the build for the running Node.js. */
 const SQLITE_DRIVER = {
   name: 'better-sqlite3',
@@ -69,6 +76,7 @@ export const boundaries = {
   'test/**/*.ts': restricted([]),
   'test/control-plane/**/*.ts': restricted(NO_CLI_IN_CONTROL_PLANE_TESTS),
   'bench/**/*.ts': restricted([]),
+  'sdk/**/*.ts': restricted(NO_SERVER_CODE_IN_SDK),
   'config/**/*.ts': restricted([]),
 };
 
@@ -92,7 +100,7 @@ const byFile = (table) =>
   Object.entries(table).map(([file, rule]) => ({ files: [file], rules: { 'no-restricted-imports': rule } }));
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.tap/**', 'data/**', '**/*.d.ts'] },
+  { ignores: ['dist/**', '**/dist/**', 'node_modules/**', 'coverage/**', '.tap/**', 'data/**', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -91,6 +91,11 @@ export const controlPlaneSchema: Group = group('Control plane', {
     sealIntervalMs: { type: 'integer', minimum: 50, maximum: 60_000, default: 1000, description: 'Seal pending receipts into an epoch at most this often (milliseconds).' },
     sealMaxReceipts: count(10_000, 'Seal at once when this many receipts are pending.'),
   }),
+  v1: group('Deprecated v1 script bridge (off unless a client registers `v1_bridge: true`)', {
+    sessionTokenLifetime: { type: 'integer', minimum: 30, maximum: 3600, default: 300, description: 'Lifetime of a v1 session token (macaroon) handed to a v1 return URL (seconds); the relying party redeems it at once with `POST /auth/verify-session`.' },
+    deprecatedAt: { type: 'string', format: 'date', default: '2026-11-23', description: 'Date announced in the `Deprecation` header of every v1 response (RFC 9745).' },
+    sunset: { type: 'string', format: 'date', default: '2027-06-30', description: 'Date announced in the `Sunset` header of every v1 response (RFC 8594), after which the bridge may be removed.' },
+  }),
   oidc: group('OpenID Connect provider', {
     dpopNonce: {
       type: 'boolean', default: false,

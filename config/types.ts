@@ -36,6 +36,7 @@ export interface ControlPlaneSettings {
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
+  v1: { sessionTokenLifetime: number; deprecatedAt: string; sunset: string };
   oidc: { dpopNonce: boolean };
 }
 

@@ -35,6 +35,12 @@ export const REASONS = {
   unknown_client: { status: 400, description: 'The authorization request names no registered client, or a redirect URI that is not registered for it exactly; shown on a page, never redirected.' },
   login_required: { status: 401, description: '`prompt=none` was asked but there is no usable session (OIDC Core §3.1.2.6).' },
   interaction_required: { status: 401, description: '`prompt=none` was asked but the session does not meet `acr_values` or `max_age` without user interaction (OIDC Core §3.1.2.6).' },
+  saml_request_invalid: { status: 400, description: 'The SAML message is malformed, declares a DTD, is too large, stale (IssueInstant outside ±5 minutes), for another Destination, or uses an unsupported binding.' },
+  saml_signature_invalid: { status: 403, description: 'The SAML request is unsigned although its service provider signs, or its signature does not verify against the pinned certificate (another key, a wrapped or second signature).' },
+  saml_unknown_provider: { status: 400, description: 'The SAML request names an Issuer that is no registered service provider (or IdP-initiated sign-in is off for it).' },
+  saml_acs_not_registered: { status: 400, description: 'The AssertionConsumerServiceURL (or index) is not one the service provider registered; nothing is ever posted to it.' },
+  saml_request_replayed: { status: 400, description: 'A SAML request with this ID was seen already.' },
+  invalid_session_token: { status: 401, description: 'The deprecated v1 session token (macaroon) is malformed, forged, expired, for a client without the v1 bridge, or for a session that ended.' },
   access_denied: { status: 403, description: 'The user declined the request, or the one-tap approval is unknown, expired or belongs to another session.' },
   // passkey accounts (issue 3)
   invalid_username: { status: 400, description: 'The username does not match `^[a-z0-9][a-z0-9._-]{2,31}$` after case-folding.' },

@@ -47,6 +47,8 @@ export interface ClientMetadata {
   /** RFC 9449 §5.2: when true, the client always asks for DPoP-bound tokens. */
   dpop_bound_access_tokens: boolean;
   gateway?: GatewayPolicy;
+  /** Turns on the deprecated v1 script bridge for this client (its redirect URIs are its v1 return URLs). */
+  v1_bridge?: true;
 }
 
 /** Defaults applied to omitted fields (documented in docs/oidc.md). */
@@ -259,6 +261,11 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   if (hasJwksUri) {
     const uri = optionalHttpsUri(body, 'jwks_uri');
     if (uri !== undefined) metadata.jwks_uri = uri;
+  }
+
+  if (body.v1_bridge !== undefined && body.v1_bridge !== false) {
+    if (body.v1_bridge !== true) bad('v1_bridge must be a boolean');
+    metadata.v1_bridge = true;
   }
 
   if (body.gateway !== undefined && body.gateway !== null) {

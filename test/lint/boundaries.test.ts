@@ -30,6 +30,7 @@ const refused: Array<[string, string, RegExp]> = [
     /Control-plane tests test the control plane/,
   ],
   ['control-plane/src/storage/sqlite/example.ts', 'better-sqlite3', /driver\.ts/],
+  ['sdk/src/example.ts', '../../lib/dpop/verify-dpop-proof.js', /The SDK is published on its own/],
   ['test/control-plane/storage/example.test.ts', 'better-sqlite3', /driver\.ts/],
 ];
 
@@ -48,6 +49,7 @@ const allowed: Array<[string, string]> = [
   ['cli/src/commands/example.ts', '../../../control-plane/src/server.js'],
   ['test/gateway/example.test.ts', '../../cli/src/demo-app.js'],
   ['control-plane/src/storage/sqlite/driver.ts', 'better-sqlite3'],
+  ['sdk/src/example.ts', './dpop.js'],
 ];
 
 for (const [file, specifier] of allowed) {

@@ -46,6 +46,8 @@ export type DomainEvent =
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
   | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
-  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null });
+  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null })
+  // the deprecated v1 bridge (docs/v1-bridge.md)
+  | (EventBase & { type: 'v1.session_issued'; clientId: string; identityId: string });
 
 export type DomainEventType = DomainEvent['type'];

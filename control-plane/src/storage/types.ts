@@ -302,6 +302,8 @@ export interface ClientStore {
   listByOwner(ownerId: string): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
+  /** The clients that registered exactly this redirect URI. */
+  findByRedirectUri(uri: string): Promise<StoredClient[]>;
 }
 
 // ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----

@@ -30,6 +30,8 @@ export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): vo
     t.equal(await storage.clients.get('cl_nope'), null);
     t.same((await storage.clients.listByOwner('usr_a')).map((c) => c.clientId), ['cl_1']);
     t.same((await storage.clients.allRedirectUris()).sort(), ['https://one.example.com/cb', 'https://two.example.com/cb']);
+    t.same((await storage.clients.findByRedirectUri('https://two.example.com/cb')).map((c) => c.clientId), ['cl_2']);
+    t.same(await storage.clients.findByRedirectUri('https://two.example.com/cb/'), [], 'exact match only');
     await t.rejects(storage.clients.insert(one), 'client ids are unique');
   });
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { html, page } from '../../pages/layout.js';
+import { v1DeprecationHeaders, v1RequestCounter } from '../../v1/bridge.js';
 
 /** The sign-in and sign-up page. */
 export default async function authPageRoutes(app: FastifyInstance): Promise<void> {
@@ -10,11 +11,17 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
         type: 'object',
         properties: {
           setup: { type: 'string', description: 'Founder setup token from the first-run link' },
-          return: { type: 'string', description: 'A path on this server to open after sign-in (default /account)' },
+          return: { type: 'string', description: 'A path on this server to open after sign-in (default /account); an absolute URL is a registered v1 return URL (deprecated v1 bridge, see /auth/v1/migrate)' },
         },
       },
     },
   }, async (request, reply) => {
+    const back = (request.query as { return?: string }).return;
+    if (typeof back === 'string' && /^https?:\/\//i.test(back)) {
+      // The deprecated v1 `return=` flow: its own route checks the URL and hands over the token.
+      v1RequestCounter(app.kp.metrics).inc({ endpoint: '/auth', outcome: 'ok' });
+      return reply.code(303).headers(v1DeprecationHeaders(app.kp.config)).redirect(`/auth/v1/return?to=${encodeURIComponent(back)}`);
+    }
     const founderSetup = typeof (request.query as { setup?: string }).setup === 'string';
     reply.type('text/html; charset=utf-8');
     return page({
