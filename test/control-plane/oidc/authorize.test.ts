@@ -248,7 +248,7 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
   });
-  t.same(doc.grant_types_supported.sort(), ['authorization_code', 'refresh_token']);
+  t.same(doc.grant_types_supported.sort(), ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer']);
   t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'offline_access']);
   t.ok(doc.token_endpoint_auth_methods_supported.includes('none'));
 });
