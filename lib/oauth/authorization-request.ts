@@ -4,6 +4,7 @@ import type { AssuranceLevel } from '../assurance/assurance.js';
 import { isAssuranceLevel, rankAssurance } from '../assurance/assurance.js';
 import { isJwkThumbprint } from './access-token-header.js';
 import type { OAuthErrorCode } from './errors.js';
+import { coversScopes } from './in-place.js';
 import { matchRedirectUri } from './redirect-uri.js';
 import { checkResource } from './resource.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';
@@ -226,8 +227,8 @@ export function decideAuthorization(input: {
   }
   if (silent) return { action: 'issue', approval: 'prompt_none' };
   if (request.prompt.includes('consent')) return { action: 'consent' };
-  const approved = input.approvedScopes;
-  if (approved && request.scopes.every((scope) => approved.includes(scope))) return { action: 'issue', approval: 'remembered' };
+  // The in-place consent rule (lib/oauth/in-place.ts): an approval covering the scopes needs no page.
+  if (coversScopes(input.approvedScopes, request.scopes)) return { action: 'issue', approval: 'remembered' };
   return { action: 'consent' };
 }
 

@@ -47,6 +47,13 @@ export interface ClientMetadata {
   /** RFC 9449 §5.2: when true, the client always asks for DPoP-bound tokens. */
   dpop_bound_access_tokens: boolean;
   gateway?: GatewayPolicy;
+  /** In-place sign-in (popup, FedCM, direct grant) from the origins of `redirect_uris` (docs/in-place.md). */
+  in_place: boolean;
+  /**
+   * The operator's own app: the direct grant needs no prior approval. Set only with the admin
+   * token; an owner's registration or update can never turn it on (docs/in-place.md#consent).
+   */
+  first_party: boolean;
 }
 
 /** Defaults applied to omitted fields (documented in docs/oidc.md). */
@@ -59,6 +66,8 @@ export const CLIENT_DEFAULTS = {
   post_logout_redirect_uris: [],
   access: { humans: true, agents: false },
   dpop_bound_access_tokens: false,
+  in_place: false,
+  first_party: false,
 } as const;
 
 const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200 };
@@ -227,6 +236,11 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   const dpop = body.dpop_bound_access_tokens ?? false;
   if (typeof dpop !== 'boolean') bad('dpop_bound_access_tokens must be a boolean');
 
+  const inPlace = body.in_place ?? false;
+  if (typeof inPlace !== 'boolean') bad('in_place must be a boolean');
+  const firstParty = body.first_party ?? false;
+  if (typeof firstParty !== 'boolean') bad('first_party must be a boolean');
+
   const metadata: ClientMetadata = {
     redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
     post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
@@ -237,6 +251,8 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
     access,
     token_endpoint_auth_method: method as ClientAuthMethod,
     dpop_bound_access_tokens: dpop,
+    in_place: inPlace,
+    first_party: firstParty,
   };
   for (const field of ['client_name'] as const) {
     const value = optionalText(body, field);

@@ -1,3 +1,6 @@
+import type { InPlaceTransport } from '../../../lib/oauth/in-place.js';
+import type { Assurance } from '../context.js';
+
 /**
  * Typed domain events. Handlers record what happened; the ledger turns events into receipts
  * and metrics count them, by subscribing here rather than being called from handlers.
@@ -46,6 +49,9 @@ export type DomainEvent =
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
   | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
-  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null });
+  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null })
+  // In-place sign-in (docs/in-place.md): one receipt type for every transport; the field names are the CONTRACT's
+  | (EventBase & { type: 'signin.in_place'; client_id: string; transport: InPlaceTransport; identityId: string; assurance: Assurance })
+  | (EventBase & { type: 'fedcm.disconnected'; client_id: string; identityId: string });
 
 export type DomainEventType = DomainEvent['type'];

@@ -287,3 +287,28 @@ t.test('records client events with opaque ids only, in the same transaction', as
   t.equal(count, 2, 'the event was attempted');
   t.same(await services.storage.clients.allRedirectUris(), [], 'the failed registration left no client behind');
 });
+
+t.test('first_party is the operator\'s: set with the admin token, never by an owner, kept across updates', async (t) => {
+  const { app, signIn } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const { browser } = await signIn({ username: 'ada' });
+  const owned = await browser.post('/register', { redirect_uris: ['https://ada.example.com/cb'], token_endpoint_auth_method: 'none', in_place: true, first_party: true });
+  t.equal(owned.statusCode, 400);
+  t.equal(owned.json().reason, 'invalid_client_metadata');
+  const plain = await browser.post('/register', { redirect_uris: ['https://ada.example.com/cb'], token_endpoint_auth_method: 'none', in_place: true });
+  t.match(plain.json(), { in_place: true, first_party: false });
+  const promote = await app.inject({
+    method: 'PUT', url: `/register/${plain.json().client_id}`, headers: { authorization: `Bearer ${plain.json().registration_access_token}` },
+    payload: { redirect_uris: ['https://ada.example.com/cb'], token_endpoint_auth_method: 'none', client_id: plain.json().client_id, revision: 1, first_party: true },
+  });
+  t.equal(promote.json().reason, 'invalid_client_metadata', 'an update cannot turn it on');
+
+  const operator = await app.inject({ method: 'POST', url: '/register', headers: admin, payload: { ...webClient, in_place: true, first_party: true } });
+  t.match(operator.json(), { in_place: true, first_party: true });
+  const { client_id: clientId, registration_access_token: token } = operator.json();
+  const kept = await app.inject({ method: 'PUT', url: `/register/${clientId}`, headers: { authorization: `Bearer ${token}` }, payload: { ...webClient, client_id: clientId, revision: 1 } });
+  t.match(kept.json(), { revision: 2, first_party: true, in_place: false }, 'an update that leaves first_party out keeps it');
+  const bad = await app.inject({ method: 'POST', url: '/register', headers: admin, payload: { ...webClient, in_place: 'yes' } });
+  t.equal(bad.json().reason, 'invalid_client_metadata');
+  const badFirst = await app.inject({ method: 'POST', url: '/register', headers: admin, payload: { ...webClient, first_party: 1 } });
+  t.equal(badFirst.json().reason, 'invalid_client_metadata');
+});

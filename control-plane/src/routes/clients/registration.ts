@@ -122,6 +122,11 @@ export function describeClient(app: FastifyInstance, client: StoredClient, issue
   };
 }
 
+/** first_party (docs/in-place.md#consent) is the operator's statement, made with the admin token only. */
+function firstPartyRefused() {
+  return oauthError('invalid_client_metadata', 'first_party is set by the operator (admin token) only');
+}
+
 export function staleRevision(): never {
   throw fail('stale_revision', 'the client changed since that revision; read it again and retry', { fields: { error: 'invalid_request', error_description: 'stale revision' } });
 }
@@ -135,6 +140,7 @@ export interface ClientChange {
 
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
 export async function registerClient(app: FastifyInstance, metadata: ClientMetadata, registrar: Registrar): Promise<ClientChange> {
+  if (metadata.first_party && registrar.by !== 'admin') throw firstPartyRefused();
   const now = app.kp.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
   const token = newSecret();
@@ -161,8 +167,12 @@ export async function registerClient(app: FastifyInstance, metadata: ClientMetad
  * Replaces the client's metadata if it is still at `revision` (one conditional update, so a
  * concurrent edit is a `stale_revision`) and records `client.updated`.
  */
-export async function updateClient(app: FastifyInstance, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
+export async function updateClient(app: FastifyInstance, client: StoredClient, revision: number, requested: ClientMetadata): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
+  // Updates authenticate with the client's own credentials, never the admin token: first_party
+  // cannot be turned on here, and an update that leaves it out keeps what the operator set.
+  if (requested.first_party && client.metadata.first_party !== true) throw firstPartyRefused();
+  const metadata: ClientMetadata = { ...requested, first_party: client.metadata.first_party === true };
   const now = app.kp.now();
   const secret = secretAfterUpdate(client, metadata, now);
   const { updated, receipt } = await app.kp.storage.transaction(async (tx) => {
