@@ -98,6 +98,13 @@ export const REASONS = {
   invalid_id_token: { status: 401, description: 'The ID token from the control plane failed verification at the gateway (signature, `iss`, `aud`, `nonce`, expiry, algorithm, or no assurance).' },
   control_plane_unavailable: { status: 503, description: 'The gateway got no usable answer from the control plane\'s token endpoint in time; retry shortly.' },
   session_refresh_pending: { status: 503, description: 'Another request is refreshing this gateway session and did not finish in time; retry shortly (`Retry-After`).' },
+  // in-place sign-in: popup, FedCM and the direct grant (docs/in-place.md)
+  in_place_disabled: { status: 403, description: 'The client has not turned on in-place sign-in (client metadata `in_place: true`), so FedCM and the direct grant refuse it.' },
+  webidentity_required: { status: 400, description: 'A FedCM endpoint was called without `Sec-Fetch-Dest: webidentity`: only the browser\'s FedCM machinery may call it.' },
+  nonce_replayed: { status: 400, description: 'This nonce was used for this client already; every in-place sign-in needs a fresh nonce.' },
+  account_mismatch: { status: 403, description: 'The FedCM `account_id` is not the signed-in account.' },
+  consent_required: { status: 403, description: 'The account has not approved this client for these scopes and the transport cannot ask: sign in through `popup` (in the envelope) once.' },
+  step_up_required: { status: 403, description: 'The account has TOTP active, which the direct grant cannot ask for: sign in through `popup` (in the envelope), the authorization URL with `response_mode=web_message`.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

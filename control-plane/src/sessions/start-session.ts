@@ -61,10 +61,13 @@ export async function startSession(
     identityId: input.identityId, sessionId, deviceId, method: METHOD[input.assurance], assurance: input.assurance,
   });
   reply.setCookie(sessionCookieName(app), token, cookieOptions(app, lifetimes.sessionAbsolute));
+  // Login Status API (https://w3c-fedid.github.io/login-status/): FedCM asks for accounts only while logged in.
+  reply.header('set-login', 'logged-in');
   return receipt === undefined ? { sessionId } : { sessionId, receipt };
 }
 
 /** Expires the session cookie on the reply. */
 export function clearSessionCookie(app: FastifyInstance, reply: FastifyReply): void {
   reply.clearCookie(sessionCookieName(app), { path: '/', httpOnly: true, sameSite: 'lax', secure: cookieOptions(app, 0).secure });
+  reply.header('set-login', 'logged-out');
 }

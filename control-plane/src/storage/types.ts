@@ -302,6 +302,8 @@ export interface ClientStore {
   listByOwner(ownerId: string): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
+  /** The registered redirect URIs of clients with in-place sign-in on (`in_place: true`). */
+  inPlaceRedirectUris(): Promise<string[]>;
 }
 
 // ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----
@@ -387,6 +389,10 @@ export interface OidcStore {
   recordApproval(identityId: string, clientId: string, scope: string, at: number): Promise<void>;
   /** The scopes the account approved for the client, or null. */
   approvedScopes(identityId: string, clientId: string): Promise<string[] | null>;
+  /** The clients the account approved, in id order (FedCM `approved_clients`). */
+  approvedClients(identityId: string): Promise<string[]>;
+  /** Forgets the account's approval of the client; false when there was none. */
+  removeApproval(identityId: string, clientId: string): Promise<boolean>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
   purgeExpired(before: number): Promise<number>;
 }

@@ -31,6 +31,10 @@ export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): vo
     t.same((await storage.clients.listByOwner('usr_a')).map((c) => c.clientId), ['cl_1']);
     t.same((await storage.clients.allRedirectUris()).sort(), ['https://one.example.com/cb', 'https://two.example.com/cb']);
     await t.rejects(storage.clients.insert(one), 'client ids are unique');
+    t.same(await storage.clients.inPlaceRedirectUris(), [], 'no client turned in-place sign-in on');
+    const inPlace = client('cl_3', null, 'https://three.example.com/cb');
+    await storage.clients.insert({ ...inPlace, metadata: { ...inPlace.metadata, in_place: true } });
+    t.same(await storage.clients.inPlaceRedirectUris(), ['https://three.example.com/cb']);
   });
 
   t.test('client store: an update applies only on the expected revision', async (t) => {

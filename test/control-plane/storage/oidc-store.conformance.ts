@@ -46,6 +46,13 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     await storage.oidc.recordApproval('usr_1', 'cl_1', 'openid email', 1000);
     await storage.oidc.recordApproval('usr_1', 'cl_1', 'openid email profile', 2000);
     t.same(await storage.oidc.approvedScopes('usr_1', 'cl_1'), ['openid', 'email', 'profile']);
+    await storage.oidc.recordApproval('usr_1', 'cl_0', 'openid', 2000);
+    await storage.oidc.recordApproval('usr_2', 'cl_2', 'openid', 2000);
+    t.same(await storage.oidc.approvedClients('usr_1'), ['cl_0', 'cl_1']);
+    t.equal(await storage.oidc.removeApproval('usr_1', 'cl_0'), true);
+    t.equal(await storage.oidc.removeApproval('usr_1', 'cl_0'), false, 'gone already');
+    t.same(await storage.oidc.approvedClients('usr_1'), ['cl_1']);
+    t.same(await storage.oidc.approvedClients('usr_9'), []);
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     t.equal(await storage.oidc.isAccessTokenRevoked('gr_1.x'), true);

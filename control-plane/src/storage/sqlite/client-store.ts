@@ -88,5 +88,10 @@ export function sqliteClientStore(runner: Runner): ClientStore {
         const rows = db.prepare('SELECT metadata FROM oidc_clients').all() as Array<{ metadata: string }>;
         return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
       }),
+    inPlaceRedirectUris: () =>
+      runner.run((db) => {
+        const rows = db.prepare("SELECT metadata FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1").all() as Array<{ metadata: string }>;
+        return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
+      }),
   };
 }
