@@ -50,10 +50,12 @@ export interface ClientMetadata {
   /** In-place sign-in (popup, FedCM, direct grant) from the origins of `redirect_uris` (docs/in-place.md). */
   in_place: boolean;
   /**
-   * The operator's own app: the direct grant needs no prior approval. Set only with the admin
-   * token; an owner's registration or update can never turn it on (docs/in-place.md#consent).
+   * The operator's own app: no approval page (as Hydra's `skip_consent`). Present only when true;
+   * only the admin token may set it (the registration route checks who registers).
    */
-  first_party: boolean;
+  first_party?: true;
+  /** Turns on the deprecated v1 script bridge for this client (its redirect URIs are its v1 return URLs). */
+  v1_bridge?: true;
 }
 
 /** Defaults applied to omitted fields (documented in docs/oidc.md). */
@@ -67,7 +69,6 @@ export const CLIENT_DEFAULTS = {
   access: { humans: true, agents: false },
   dpop_bound_access_tokens: false,
   in_place: false,
-  first_party: false,
 } as const;
 
 const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200 };
@@ -238,8 +239,6 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
 
   const inPlace = body.in_place ?? false;
   if (typeof inPlace !== 'boolean') bad('in_place must be a boolean');
-  const firstParty = body.first_party ?? false;
-  if (typeof firstParty !== 'boolean') bad('first_party must be a boolean');
 
   const metadata: ClientMetadata = {
     redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
@@ -252,7 +251,6 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
     token_endpoint_auth_method: method as ClientAuthMethod,
     dpop_bound_access_tokens: dpop,
     in_place: inPlace,
-    first_party: firstParty,
   };
   for (const field of ['client_name'] as const) {
     const value = optionalText(body, field);
@@ -275,6 +273,16 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   if (hasJwksUri) {
     const uri = optionalHttpsUri(body, 'jwks_uri');
     if (uri !== undefined) metadata.jwks_uri = uri;
+  }
+
+  if (body.first_party !== undefined && body.first_party !== null && body.first_party !== false) {
+    if (body.first_party !== true) bad('first_party must be a boolean');
+    metadata.first_party = true;
+  }
+
+  if (body.v1_bridge !== undefined && body.v1_bridge !== false) {
+    if (body.v1_bridge !== true) bad('v1_bridge must be a boolean');
+    metadata.v1_bridge = true;
   }
 
   if (body.gateway !== undefined && body.gateway !== null) {

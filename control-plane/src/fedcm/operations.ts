@@ -1,7 +1,7 @@
 import type { AssertionRequest } from '../../../lib/fedcm/identity-provider.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { decideInPlaceConsent } from '../../../lib/oauth/in-place.js';
-import { formatScope, parseScope } from '../../../lib/oauth/scope.js';
+import { parseScope } from '../../../lib/oauth/scope.js';
 import { buildIdTokenClaims } from '../../../lib/tokens/claims.js';
 import { signIdToken } from '../../../lib/tokens/sign-token.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
@@ -39,11 +39,12 @@ export async function issueFedcmAssertion(services: Services, input: { session: 
   const { session, client, request } = input;
   if (request.accountId !== session.identityId) throw fail('account_mismatch', 'account_id is not the signed-in account');
   const scopes = fedcmScopesOf(client);
-  const approved = await services.storage.oidc.approvedScopes(session.identityId, client.clientId);
+  const before = await services.storage.oidc.approval(session.identityId, client.clientId);
+  const approved = before?.scopes ?? null;
   const consent = decideInPlaceConsent({
     transport: 'fedcm', requestedScopes: scopes, approvedScopes: approved, firstParty: client.metadata.first_party === true, disclosureShown: request.disclosureShown,
   });
-  if (!consent.allowed) throw fail('consent_required', 'the browser showed no disclosure and the account has not approved this client');
+  if (!consent.allowed) throw fail('consent_required', 'the browser showed no disclosure and the account has not approved this client', { status: 403 });
   await claimNonce(services, client.clientId, request.nonce);
   const now = services.now();
   const claims = buildIdTokenClaims({
@@ -63,7 +64,7 @@ export async function issueFedcmAssertion(services: Services, input: { session: 
   });
   const token = await signIdToken(claims, services.keys.current());
   const receipt = await services.storage.transaction(async (tx) => {
-    if (consent.recordApproval) await tx.oidc.recordApproval(session.identityId, client.clientId, formatScope([...(approved ?? []), ...scopes]), now);
+    if (consent.recordApproval) await tx.oidc.recordApproval(session.identityId, client.clientId, { scopes: [...new Set([...(approved ?? []), ...scopes])], resources: before?.resources ?? [] }, now);
     const recorded = await services.events.record(tx, {
       type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId, transport: 'fedcm', identityId: session.identityId, assurance: session.assurance,
     });

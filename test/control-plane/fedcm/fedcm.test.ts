@@ -61,7 +61,7 @@ t.test('accounts: the signed-in account with its approved clients, only for the 
   t.equal(anonymous.statusCode, 401);
   t.match(anonymous.json().error, { code: 'access_denied' });
 
-  await services.storage.oidc.recordApproval(identityId, client.client_id, 'openid', 1);
+  await services.storage.oidc.recordApproval(identityId, client.client_id, { scopes: ['openid'], resources: [] }, 1);
   const res = await browser.get('/fedcm/accounts', WEBIDENTITY);
   t.equal(res.statusCode, 200);
   t.same(res.json(), { accounts: [{ id: identityId, name: 'alice', username: 'alice', approved_clients: [client.client_id], login_hints: ['alice'] }] });
@@ -103,7 +103,7 @@ t.test('assertion: an ES256 ID token for the one client, bound to the nonce, wit
   t.match(receipt, /^[0-9a-f]{64}$/);
   const stored = await services.storage.receipts.get(receipt);
   t.match(JSON.parse(stored!.body), { kind: 'signin.in_place', client_id: client.client_id, transport: 'fedcm', identityId, assurance: 'passkey' });
-  t.same(await services.storage.oidc.approvedScopes(identityId, client.client_id), ['openid', 'email', 'profile'], 'the browser\'s disclosure is recorded as the approval');
+  t.same((await services.storage.oidc.approval(identityId, client.client_id))?.scopes, ['openid', 'email', 'profile'], 'the browser\'s disclosure is recorded as the approval');
   const accounts = await browser.get('/fedcm/accounts', WEBIDENTITY);
   t.same(accounts.json().accounts[0].approved_clients, [client.client_id]);
 
@@ -158,7 +158,7 @@ t.test('assertion: refusals give the FedCM error, issue nothing, and answer fore
 
 t.test('disconnect forgets the approval and leaves a receipt', async (t) => {
   const { browser, client, identityId, services } = await setup(t);
-  await services.storage.oidc.recordApproval(identityId, client.client_id, 'openid', 1);
+  await services.storage.oidc.recordApproval(identityId, client.client_id, { scopes: ['openid'], resources: [] }, 1);
   const headers = { ...WEBIDENTITY, origin: RP, 'content-type': 'application/x-www-form-urlencoded' };
   const foreign = await browser.request('POST', '/fedcm/disconnect', form({ client_id: client.client_id, account_hint: identityId }), { ...headers, origin: 'https://evil.example.com' });
   t.equal(foreign.statusCode, 403);
@@ -167,7 +167,7 @@ t.test('disconnect forgets the approval and leaves a receipt', async (t) => {
   t.match(res.json(), { account_id: identityId, receipt: /^[0-9a-f]{64}$/ });
   t.equal(res.headers['access-control-allow-origin'], RP);
   t.match(JSON.parse((await services.storage.receipts.get(res.json().receipt))!.body), { kind: 'fedcm.disconnected', client_id: client.client_id, identityId });
-  t.equal(await services.storage.oidc.approvedScopes(identityId, client.client_id), null);
+  t.equal(await services.storage.oidc.approval(identityId, client.client_id), null);
   const anonymous = await services.storage.oidc.approvedClients(identityId);
   t.same(anonymous, []);
 });

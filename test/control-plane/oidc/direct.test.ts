@@ -74,7 +74,7 @@ t.test('an existing passkey signs in on the RP origin; without an approval a thi
   t.equal(popup.searchParams.get('code_challenge'), pkce.challenge);
 
   const identity = await services.storage.identities.findByUsername('ada');
-  await services.storage.oidc.recordApproval(identity!.identityId, other.client_id, 'openid profile', 1);
+  await services.storage.oidc.recordApproval(identity!.identityId, other.client_id, { scopes: ['openid', 'profile'], resources: [] }, 1);
   const ok = await post(app, '/auth/authorize/direct', grantBody(other, pkce.challenge, { assertion: await assertionBody(app, other, authenticator) }));
   t.equal(ok.statusCode, 200, ok.body);
   const tokens = await exchangeCode(app, other, ok.json().code, pkce.verifier);

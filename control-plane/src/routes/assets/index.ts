@@ -4,6 +4,7 @@ import { dirname, join, normalize, sep } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { ACCOUNT_JS } from '../../pages/scripts/account.js';
+import { AGENTS_JS } from '../../pages/scripts/agents.js';
 import { AUTH_JS } from '../../pages/scripts/auth.js';
 import { COMMON_JS } from '../../pages/scripts/common.js';
 import { STEP_UP_JS } from '../../pages/scripts/step-up.js';
@@ -22,6 +23,7 @@ export default async function assetRoutes(app: FastifyInstance): Promise<void> {
     '/assets/common.js': COMMON_JS,
     '/assets/auth.js': AUTH_JS,
     '/assets/account.js': ACCOUNT_JS,
+    '/assets/agents.js': AGENTS_JS,
     '/assets/step-up.js': STEP_UP_JS,
   };
   for (const [path, source] of Object.entries(scripts)) {

@@ -47,8 +47,8 @@ const directBody = {
  * page (WebAuthn related origins, `/.well-known/webauthn`), answered with a one-time
  * authorization code bound to the client, the redirect URI and the PKCE challenge, exchanged at
  * `/auth/token` like any other. CORS-scoped to the client's registered origins and throttled
- * like every credential path. No session is started at the issuer: its cookie never reaches the
- * relying party's page.
+ * like every credential path. No cookie is set: the issuer's cookie never reaches the relying
+ * party's page.
  */
 export default async function directGrantRoutes(app: FastifyInstance): Promise<void> {
   const { storage, state, config, events } = app.kp;
@@ -95,7 +95,7 @@ export default async function directGrantRoutes(app: FastifyInstance): Promise<v
       await limits.perAccount('signup', username);
       if (!config.signup.selfService) throw fail('signup_closed', 'sign-up is closed on this server; ask its operator');
       // A new account has approved nothing, so only a first-party client may create it in place.
-      if (client.metadata.first_party !== true) throw fail('consent_required', 'sign up in the popup: this app is not first-party');
+      if (client.metadata.first_party !== true) throw fail('consent_required', 'sign up in the popup: this app is not first-party', { status: 403 });
       if (await storage.identities.findByUsername(username)) throw fail('username_taken', 'that username is taken');
       const identityId = randomId('usr');
       const options = await creationOptions(app, { identityId, username, displayName: '' }, []);
@@ -196,18 +196,32 @@ export default async function directGrantRoutes(app: FastifyInstance): Promise<v
     // The direct grant cannot ask for a TOTP code: the popup can (spec, Errors 6).
     const totp = await storage.totp.get(identityId);
     if (totp?.state === 'active') throw fail('step_up_required', 'this account also needs its TOTP code: sign in through the popup', { fields: { popup } });
-    const approved = await storage.oidc.approvedScopes(identityId, client.clientId);
-    const consent = decideInPlaceConsent({ transport: 'direct', requestedScopes: authz.scopes, approvedScopes: approved, firstParty: client.metadata.first_party === true });
-    if (!consent.allowed) throw fail('consent_required', 'approve this app once in the popup', { fields: { popup } });
+    const approval = await storage.oidc.approval(identityId, client.clientId);
+    // A resource must have been approved too (the one-tap page approves scopes and resource together).
+    const resourceApproved = authz.resource === undefined || (approval?.resources.includes(authz.resource) ?? false);
+    const consent = decideInPlaceConsent({
+      transport: 'direct', requestedScopes: authz.scopes, approvedScopes: resourceApproved ? (approval?.scopes ?? null) : null, firstParty: client.metadata.first_party === true,
+    });
+    if (!consent.allowed) throw fail('consent_required', 'approve this app once in the popup', { status: 403, fields: { popup } });
 
     const now = app.kp.now();
     const code = randomToken(32);
     const receipt = await storage.transaction(async (tx) => {
+      // The grant's own session at the issuer, with no cookie anywhere: it shows on the account
+      // page, can be revoked there, and ends the grant like any other session would.
+      const sessionId = randomId('ses');
+      const deviceId = randomId('dev');
+      const absoluteExpiresAt = now + config.lifetimes.sessionAbsolute * 1000;
+      await tx.sessions.insert({
+        sessionId, tokenHash: sha256Hex(randomToken(32)), identityId, deviceId, assurance: 'passkey', amr: [...PASSKEY_AMR], authTime: now, stepUpAt: null,
+        credId: null, createdAt: now, lastSeenAt: now, idleExpiresAt: Math.min(absoluteExpiresAt, now + config.lifetimes.sessionIdle * 1000), absoluteExpiresAt, revokedAt: null,
+      });
+      await tx.devices.upsert(identityId, deviceId, now);
       await tx.oidc.insertCode({
         codeHash: sha256Hex(code), clientId: client.clientId, redirectUri: authz.redirectUri, identityId,
-        // No session exists at the issuer for a direct grant; `sid` names this grant instead.
-        sessionId: randomId('dgr'),
+        sessionId,
         scope: formatScope(authz.scopes), resource: authz.resource ?? null, nonce: authz.nonce ?? null, codeChallenge: authz.codeChallenge, dpopJkt: null,
+        offline: false,
         assurance: 'passkey', amr: PASSKEY_AMR, authTime: now, createdAt: now, expiresAt: now + config.lifetimes.authorizationCode * 1000, consumedAt: null, grantId: null,
       });
       const recorded = await events.record(tx, { type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId, transport: 'direct', identityId, assurance: 'passkey' });
