@@ -115,7 +115,7 @@ t.test('prompt=none without a session is login_required', async (t) => {
 });
 
 t.test('acr_values=sensitive with a passkey session: prompt=none is interaction_required, otherwise a step-up and back', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice', assurance: 'passkey' });
   const silent = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'sensitive' })));
   t.equal(redirectParams(silent).get('error'), 'interaction_required');
@@ -134,7 +134,7 @@ t.test('acr_values=sensitive with a passkey session: prompt=none is interaction_
 });
 
 t.test('prompt=none with a session but no approval is consent_required; once approved it issues a code at once', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice' });
   const refused = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })));
   t.equal(refused.statusCode, 302);
@@ -171,7 +171,7 @@ t.test('without a session the sign-in page is shown and the request resumes afte
 });
 
 t.test('prompt=login sends a signed-in user through sign-in once, then continues', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice' });
   const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'login' })));
   t.equal(res.statusCode, 303);
@@ -185,7 +185,7 @@ t.test('prompt=login sends a signed-in user through sign-in once, then continues
 });
 
 t.test('the one-tap form: deny, a forged approval, and another session are refused', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice' });
   const page = await browser.get(authorizeUrl(goodRequest(client, challenge)));
   const form: Record<string, string> = {};

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { reasonOf, rejectionReason } from '../../helpers/reason-of.js';
+import { reasonOf } from '../../helpers/reason-of.js';
 import { exportJWK, generateKeyPair } from 'jose';
 import { checkAgentJwk } from '../../../lib/agents/jwk.js';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { reasonOf, rejectionReason } from '../../helpers/reason-of.js';
+import { reasonOf } from '../../helpers/reason-of.js';
 import { AGENT_STATES, enrollmentState, nextAgentState, transitionAgent, type AgentAction } from '../../../lib/agents/lifecycle.js';
 import { KeyplaneError } from '../../../lib/errors/keyplane-error.js';
 
