@@ -26,6 +26,7 @@ import magicRoutes from './routes/magic/index.js';
 import receiptRoutes from './routes/receipts/index.js';
 import oidcRoutes from './routes/oidc/index.js';
 import gatewayRoutes from './routes/gateway/index.js';
+import fedcmRoutes from './routes/fedcm/index.js';
 import agentRoutes from './routes/agents/index.js';
 import agentProofRoutes from './routes/agents/proof.js';
 import agentPages from './routes/agents/pages.js';
@@ -99,6 +100,7 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(clientRoutes);
   await app.register(oidcRoutes);
   await app.register(gatewayRoutes);
+  await app.register(fedcmRoutes);
   await app.register(agentRoutes);
   await app.register(agentProofRoutes);
   await app.register(agentPages);

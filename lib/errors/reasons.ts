@@ -34,7 +34,7 @@ export const REASONS = {
   unsupported_response_type: { status: 400, description: 'Only `response_type=code` is offered: implicit and hybrid flows are refused (RFC 6749 §4.1.2.1).' },
   unknown_client: { status: 400, description: 'The authorization request names no registered client, or a redirect URI that is not registered for it exactly; shown on a page, never redirected.' },
   login_required: { status: 401, description: '`prompt=none` was asked but there is no usable session (OIDC Core §3.1.2.6).' },
-  consent_required: { status: 401, description: '`prompt=none` was asked but no earlier approval of this account covers the client, scopes and resource (OIDC Core §3.1.2.6); sent as a redirect error.' },
+  consent_required: { status: 401, description: '`prompt=none` was asked but no earlier approval of this account covers the client, scopes and resource (OIDC Core §3.1.2.6); sent as a redirect error. FedCM and the direct grant answer it with 403 when nothing approved the client and the transport cannot ask (the direct grant adds `popup`).' },
   interaction_required: { status: 401, description: '`prompt=none` was asked but the session does not meet `acr_values` or `max_age` without user interaction (OIDC Core §3.1.2.6).' },
   saml_request_invalid: { status: 400, description: 'The SAML message is malformed, declares a DTD, is too large, stale (IssueInstant outside ±5 minutes), for another Destination, or uses an unsupported binding.' },
   saml_signature_invalid: { status: 403, description: 'The SAML request is unsigned although its service provider signs, or its signature does not verify against the pinned certificate (another key, a wrapped or second signature).' },
@@ -115,6 +115,12 @@ export const REASONS = {
   run_proof_invalid: { status: 400, description: 'The run proof is not a valid `svc-agent-run-proof-v1`: raw content fields, unknown members, a bad commitment, another agent or challenge, or a bad signature.' },
   agent_key_mismatch: { status: 401, description: 'The DPoP proof or assertion was signed by another key than the agent\'s current key.' },
   dns_record_missing: { status: 400, description: 'No TXT record at `_svc-agent.<domain>` carries this agent\'s value (or the name did not resolve).' },
+  // in-place sign-in: popup, FedCM and the direct grant (docs/in-place.md)
+  in_place_disabled: { status: 403, description: 'The client has not turned on in-place sign-in (client metadata `in_place: true`), so FedCM and the direct grant refuse it.' },
+  webidentity_required: { status: 400, description: 'A FedCM endpoint was called without `Sec-Fetch-Dest: webidentity`: only the browser\'s FedCM machinery may call it.' },
+  nonce_replayed: { status: 400, description: 'This nonce was used for this client already; every in-place sign-in needs a fresh nonce.' },
+  account_mismatch: { status: 403, description: 'The FedCM `account_id` is not the signed-in account.' },
+  step_up_required: { status: 403, description: 'The account has TOTP active, which the direct grant cannot ask for: sign in through `popup` (in the envelope), the authorization URL with `response_mode=web_message`.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

@@ -47,6 +47,8 @@ export interface ClientMetadata {
   /** RFC 9449 §5.2: when true, the client always asks for DPoP-bound tokens. */
   dpop_bound_access_tokens: boolean;
   gateway?: GatewayPolicy;
+  /** In-place sign-in (popup, FedCM, direct grant) from the origins of `redirect_uris` (docs/in-place.md). */
+  in_place: boolean;
   /**
    * The operator's own app: no approval page (as Hydra's `skip_consent`). Present only when true;
    * only the admin token may set it (the registration route checks who registers).
@@ -66,6 +68,7 @@ export const CLIENT_DEFAULTS = {
   post_logout_redirect_uris: [],
   access: { humans: true, agents: false },
   dpop_bound_access_tokens: false,
+  in_place: false,
 } as const;
 
 const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200 };
@@ -234,6 +237,9 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   const dpop = body.dpop_bound_access_tokens ?? false;
   if (typeof dpop !== 'boolean') bad('dpop_bound_access_tokens must be a boolean');
 
+  const inPlace = body.in_place ?? false;
+  if (typeof inPlace !== 'boolean') bad('in_place must be a boolean');
+
   const metadata: ClientMetadata = {
     redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
     post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
@@ -244,6 +250,7 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
     access,
     token_endpoint_auth_method: method as ClientAuthMethod,
     dpop_bound_access_tokens: dpop,
+    in_place: inPlace,
   };
   for (const field of ['client_name'] as const) {
     const value = optionalText(body, field);

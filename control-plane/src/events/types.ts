@@ -1,3 +1,6 @@
+import type { InPlaceTransport } from '../../../lib/oauth/in-place.js';
+import type { Assurance } from '../context.js';
+
 /**
  * Typed domain events. Handlers record what happened; the ledger turns events into receipts
  * and metrics count them, by subscribing here rather than being called from handlers.
@@ -61,6 +64,9 @@ export type DomainEvent =
   | (EventBase & { type: 'agent.grant_revoked'; agentId: string; ownerId: string; grantId: string })
   | (EventBase & { type: 'agent.token_issued'; agentId: string; ownerId: string; grantId: string; clientId: string; jkt: string })
   // the deprecated v1 bridge (docs/v1-bridge.md)
-  | (EventBase & { type: 'v1.session_issued'; clientId: string; identityId: string });
+  | (EventBase & { type: 'v1.session_issued'; clientId: string; identityId: string })
+  // In-place sign-in (docs/in-place.md): one receipt type for every transport; the field names are the CONTRACT's
+  | (EventBase & { type: 'signin.in_place'; client_id: string; transport: InPlaceTransport; identityId: string; assurance: Assurance })
+  | (EventBase & { type: 'fedcm.disconnected'; client_id: string; identityId: string });
 
 export type DomainEventType = DomainEvent['type'];

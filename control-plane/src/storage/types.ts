@@ -305,6 +305,8 @@ export interface ClientStore {
   listByOwner(ownerId: string): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
+  /** The registered redirect URIs of clients with in-place sign-in on (`in_place: true`). */
+  inPlaceRedirectUris(): Promise<string[]>;
   /** Every client whose metadata carries a `gateway` policy. */
   listGateways(): Promise<StoredClient[]>;
   /** The clients that registered exactly this redirect URI. */
@@ -408,6 +410,10 @@ export interface OidcStore {
   recordApproval(identityId: string, clientId: string, approval: Approval, at: number): Promise<void>;
   /** The scopes and resources the account approved for the client, or null. */
   approval(identityId: string, clientId: string): Promise<Approval | null>;
+  /** The clients the account approved, in id order (FedCM `approved_clients`). */
+  approvedClients(identityId: string): Promise<string[]>;
+  /** Forgets the account's approval of the client; false when there was none. */
+  removeApproval(identityId: string, clientId: string): Promise<boolean>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
   purgeExpired(before: number): Promise<number>;
 }

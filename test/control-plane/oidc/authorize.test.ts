@@ -214,7 +214,7 @@ t.test('the one-tap form: deny, a forged approval, and another session are refus
 });
 
 t.test('response_mode=web_message answers with a page that posts to the redirect URI origin only', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { app, client, challenge, signIn } = await setup(t, { in_place: true });
   const { browser } = await signIn({ username: 'alice' });
   await obtainCode(browser, goodRequest(client, challenge));
   const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message' })));
@@ -230,6 +230,17 @@ t.test('response_mode=web_message answers with a page that posts to the redirect
 
   const error = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message', response_type: 'token' })));
   t.match(error.body, /unsupported_response_type/);
+});
+
+t.test('response_mode=web_message is refused (by a query redirect) for a client without in-place sign-in', async (t) => {
+  const { client, challenge, signIn } = await setup(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message' })));
+  const params = redirectParams(res);
+  t.equal(params.base, REDIRECT);
+  t.equal(params.get('error'), 'invalid_request');
+  t.match(params.get('error_description'), /in_place/);
+  t.equal(params.get('code'), null);
 });
 
 t.test('discovery advertises the provider endpoints and capabilities', async (t) => {

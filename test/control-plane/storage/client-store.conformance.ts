@@ -36,6 +36,10 @@ export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): vo
     const plain = { ...client('cl_3', 'usr_a', 'https://three.example.com/cb'), metadata: validateClientMetadata({ redirect_uris: ['https://three.example.com/cb'] }) };
     await storage.clients.insert(plain);
     t.same((await storage.clients.listGateways()).map((c) => c.clientId), ['cl_1', 'cl_2'], 'only clients with a gateway policy');
+    t.same(await storage.clients.inPlaceRedirectUris(), [], 'no client turned in-place sign-in on');
+    const inPlace = client('cl_4', null, 'https://four.example.com/cb');
+    await storage.clients.insert({ ...inPlace, metadata: { ...inPlace.metadata, in_place: true } });
+    t.same(await storage.clients.inPlaceRedirectUris(), ['https://four.example.com/cb']);
   });
 
   t.test('client store: an update applies only on the expected revision', async (t) => {

@@ -69,6 +69,13 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 2000);
     t.same(await storage.oidc.approval('usr_1', 'cl_1'), { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 'scopes and resources approved');
     t.equal(await storage.oidc.approval('usr_1', 'cl_2'), null, 'per client');
+    await storage.oidc.recordApproval('usr_1', 'cl_0', { scopes: ['openid'], resources: [] }, 2000);
+    await storage.oidc.recordApproval('usr_2', 'cl_2', { scopes: ['openid'], resources: [] }, 2000);
+    t.same(await storage.oidc.approvedClients('usr_1'), ['cl_0', 'cl_1']);
+    t.equal(await storage.oidc.removeApproval('usr_1', 'cl_0'), true);
+    t.equal(await storage.oidc.removeApproval('usr_1', 'cl_0'), false, 'gone already');
+    t.same(await storage.oidc.approvedClients('usr_1'), ['cl_1']);
+    t.same(await storage.oidc.approvedClients('usr_9'), []);
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     t.equal(await storage.oidc.isAccessTokenRevoked('gr_1.x'), true);

@@ -15,6 +15,7 @@ t.test('applies the documented defaults', async (t) => {
     access: { humans: true, agents: false },
     token_endpoint_auth_method: 'client_secret_basic',
     dpop_bound_access_tokens: false,
+    in_place: false,
   });
 });
 

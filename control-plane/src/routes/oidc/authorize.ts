@@ -104,6 +104,10 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`, { reason: 'unknown_client' }) };
       return { refused: respondError(request, reply, check.target, check.error, check.description) };
     }
+    // The popup is in-place sign-in: only for a client that turned it on (docs/in-place.md).
+    if (check.request.responseMode === 'web_message' && client.metadata.in_place !== true) {
+      return { refused: respondError(request, reply, { ...targetOf(check.request), responseMode: 'query' }, 'invalid_request', 'response_mode=web_message needs in-place sign-in turned on (client metadata in_place: true)') };
+    }
     return { client, authz: check.request, target: targetOf(check.request) };
   }
 
@@ -140,6 +144,10 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       await events.record(tx, {
         type: 'authorization.code_issued', at: now, outcome: 'success',
         clientId: client.clientId, identityId: session.identityId, sessionId: session.id, approval,
+      });
+      await events.record(tx, {
+        type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId,
+        transport: authz.responseMode === 'web_message' ? 'popup' : 'redirect', identityId: session.identityId, assurance: session.assurance,
       });
     });
     return respond(request, reply, targetOf(authz), { code, ...(authz.state !== undefined ? { state: authz.state } : {}), iss: issuer });

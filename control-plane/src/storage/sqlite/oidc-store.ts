@@ -200,6 +200,10 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
         const row = db.prepare('SELECT scope, resources FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string; resources: string } | undefined;
         return row ? { scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] } : null;
       }),
+    approvedClients: (identityId) =>
+      runner.run((db) => (db.prepare('SELECT client_id FROM oidc_approvals WHERE identity_id = ? ORDER BY client_id').all(identityId) as Array<{ client_id: string }>).map((row) => row.client_id)),
+    removeApproval: (identityId, clientId) =>
+      runner.run((db) => db.prepare('DELETE FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').run(identityId, clientId).changes > 0),
     purgeExpired: (before) =>
       runner.run((db) => {
         let removed = db.prepare('DELETE FROM oidc_codes WHERE expires_at < ? AND (consumed_at IS NULL OR grant_id IS NULL)').run(before).changes;
