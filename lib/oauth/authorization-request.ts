@@ -4,7 +4,6 @@ import type { AssuranceLevel } from '../assurance/assurance.js';
 import { isAssuranceLevel, rankAssurance } from '../assurance/assurance.js';
 import { isJwkThumbprint } from './access-token-header.js';
 import type { OAuthErrorCode } from './errors.js';
-import { coversScopes } from './in-place.js';
 import { matchRedirectUri } from './redirect-uri.js';
 import { checkResource } from './resource.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';

@@ -125,11 +125,6 @@ export function describeClient(app: FastifyInstance, client: StoredClient, issue
   };
 }
 
-/** first_party (docs/in-place.md#consent) is the operator's statement, made with the admin token only. */
-function firstPartyRefused() {
-  return oauthError('invalid_client_metadata', 'first_party is set by the operator (admin token) only');
-}
-
 export function staleRevision(): never {
   throw fail('stale_revision', 'the client changed since that revision; read it again and retry', { fields: { error: 'invalid_request', error_description: 'stale revision' } });
 }
