@@ -9,3 +9,4 @@ export { testCrossOriginResourceSharing, allowsAnyOrigin } from './tests/cors.js
 export { testCrossOriginResourcePolicy, testReferrerPolicy, testXContentTypeOptions, testXFrameOptions } from './tests/headers.js';
 export { testSubresourceIntegrity } from './tests/sri.js';
 export { testRedirection, testStrictTransportSecurity, parseHsts } from './tests/transport.js';
+export * from './rating.js';
