@@ -26,6 +26,7 @@ import magicRoutes from './routes/magic/index.js';
 import receiptRoutes from './routes/receipts/index.js';
 import oidcRoutes from './routes/oidc/index.js';
 import gatewayRoutes from './routes/gateway/index.js';
+import orgRoutes from './routes/orgs/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -95,5 +96,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(clientRoutes);
   await app.register(oidcRoutes);
   await app.register(gatewayRoutes);
+  await app.register(orgRoutes);
   return app;
 }

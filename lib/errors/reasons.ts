@@ -98,6 +98,13 @@ export const REASONS = {
   invalid_id_token: { status: 401, description: 'The ID token from the control plane failed verification at the gateway (signature, `iss`, `aud`, `nonce`, expiry, algorithm, or no assurance).' },
   control_plane_unavailable: { status: 503, description: 'The gateway got no usable answer from the control plane\'s token endpoint in time; retry shortly.' },
   session_refresh_pending: { status: 503, description: 'Another request is refreshing this gateway session and did not finish in time; retry shortly (`Retry-After`).' },
+  // organizations, posture scan and seal (docs/orgs.md, docs/scan.md)
+  last_owner: { status: 409, description: 'The org would be left without an owner: the last owner can be neither demoted nor removed.' },
+  already_member: { status: 409, description: 'That account is a member of the org already.' },
+  invalid_site_url: { status: 400, description: 'A site URL must be an absolute https URL with a host name, no credentials, no IP literal and no fragment.' },
+  scan_target_refused: { status: 400, description: 'The scan was not run: the URL is not https, carries credentials, names an IP literal, or resolves to a loopback, private, link-local or metadata address.' },
+  scan_failed: { status: 502, description: 'The site could not be graded: it did not answer in time, answered with an error status, or sent something unreadable.' },
+  domain_not_verified: { status: 409, description: 'The org has not proved control of the site\'s domain (DNS TXT or /.well-known/keyplane-site.txt), so no seal is shown.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

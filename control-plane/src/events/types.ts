@@ -46,6 +46,17 @@ export type DomainEvent =
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
   | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
-  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null });
+  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null })
+  // organizations, sites and the posture scan (docs/orgs.md, docs/scan.md); `by` is the acting identity
+  | (EventBase & { type: 'org.created'; orgId: string; by: string })
+  | (EventBase & { type: 'org.member_invited'; orgId: string; identityId: string; role: 'member' | 'admin' | 'owner'; by: string })
+  | (EventBase & { type: 'org.member_joined'; orgId: string; identityId: string; role: 'member' | 'admin' | 'owner' })
+  | (EventBase & { type: 'org.member_role_changed'; orgId: string; identityId: string; from: 'member' | 'admin' | 'owner'; role: 'member' | 'admin' | 'owner'; by: string })
+  | (EventBase & { type: 'org.member_removed'; orgId: string; identityId: string; by: string })
+  | (EventBase & { type: 'org.site_added'; orgId: string; siteId: string; primary: boolean; by: string })
+  | (EventBase & { type: 'org.site_removed'; orgId: string; siteId: string; by: string })
+  | (EventBase & { type: 'org.site_promoted'; orgId: string; siteId: string; by: string })
+  | (EventBase & { type: 'org.site_verified'; orgId: string; siteId: string; method: 'dns' | 'well-known'; by: string })
+  | (EventBase & { type: 'scan.completed'; scanId: string; siteId: string | null; grade: string; score: number; algorithm: string; trigger: 'org' | 'public' | 'schedule' });
 
 export type DomainEventType = DomainEvent['type'];
