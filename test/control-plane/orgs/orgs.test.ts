@@ -1,8 +1,8 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { build } from '../../helpers/build.js';
 import { signUp, type TestAccount } from '../../helpers/accounts.js';
 
-async function setUp(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function setUp(t: Test) {
   const { app } = await build(t);
   const alice = await signUp(app, 'alice');
   const bob = await signUp(app, 'bob');
