@@ -80,6 +80,12 @@ export const controlPlaneSchema: Group = group('Control plane', {
     lockoutSeconds: seconds(900, 'Length of a lockout'),
     magicLinksPerAddressPerHour: count(5, 'Magic links sent to one address per hour.'),
   }),
+  scan: group('Website posture scan (docs/scan.md)', {
+    publicPerIpPerHour: count(10, 'Anonymous `POST /scan` requests per client IP per hour.'),
+    publicPerHostPerHour: count(6, 'Scans of one target host per hour through the public scan, whoever asks (cached results do not count).'),
+    cacheSeconds: seconds(300, 'A public scan of the same URL within this time answers with the stored Rating instead of fetching the site again'),
+    rescanIntervalHours: { type: 'integer', minimum: 0, maximum: 8760, default: 24, description: 'Rescan every org\'s primary site this often (hours); 0 turns the schedule off.' },
+  }),
   signup: group('Account creation', {
     selfService: { type: 'boolean', default: true, description: 'Allow anyone to create an account with a passkey; false leaves only the founder link and invitations.' },
   }),

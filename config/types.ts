@@ -33,6 +33,7 @@ export interface ControlPlaneSettings {
     lockoutSeconds: number;
     magicLinksPerAddressPerHour: number;
   };
+  scan: { publicPerIpPerHour: number; publicPerHostPerHour: number; cacheSeconds: number; rescanIntervalHours: number };
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };

@@ -27,6 +27,7 @@ import receiptRoutes from './routes/receipts/index.js';
 import oidcRoutes from './routes/oidc/index.js';
 import gatewayRoutes from './routes/gateway/index.js';
 import orgRoutes from './routes/orgs/index.js';
+import scanRoutes from './routes/scan/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -97,5 +98,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(oidcRoutes);
   await app.register(gatewayRoutes);
   await app.register(orgRoutes);
+  await app.register(scanRoutes);
   return app;
 }

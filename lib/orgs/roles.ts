@@ -58,3 +58,20 @@ export function checkSiteUrl(raw: unknown): { ok: true; url: string; origin: str
   if (!host.includes('.') && host !== 'localhost') return { ok: false, refusal: 'malformed' };
   return { ok: true, url: url.href, origin: url.origin, host };
 }
+
+/** The value an org publishes to prove control of a site's domain. */
+export function domainProofValue(token: string): string {
+  return `keyplane-site=${token}`;
+}
+
+/** Whether any TXT record (its strings joined, RFC 7208 §3.3 style) is exactly the proof value. */
+export function txtRecordsProve(records: string[][], token: string): boolean {
+  const expected = domainProofValue(token);
+  return records.some((chunks) => chunks.join('') === expected);
+}
+
+/** Whether `/.well-known/keyplane-site.txt` carries the proof value on a line of its own. */
+export function wellKnownFileProves(body: string, token: string): boolean {
+  const expected = domainProofValue(token);
+  return body.split(/\r?\n/).some((line) => line.trim() === expected);
+}

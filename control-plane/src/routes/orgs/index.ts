@@ -9,6 +9,8 @@ import {
 import { isHtmlFormPost, wantsJson } from '../negotiate.js';
 import { errorResponses, okObject, receiptField } from '../schemas.js';
 import { ratingSchema } from './schemas.js';
+import { proveSiteDomain } from '../../orgs/domain-proof.js';
+import { scanOrgSite } from '../../orgs/scan-site.js';
 
 const session = [{ sessionCookie: [] }];
 const slugParams = { type: 'object', required: ['slug'], properties: { slug: { type: 'string', maxLength: 64 } } } as const;
@@ -112,6 +114,21 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     const { identityId, receipt } = await inviteMember(services, await member(request, slug), actor(request), username, role);
     return { user: identityId, ...(receipt ? { receipt } : {}) };
   });
+  mutation('websites/verify', 'Prove control of a site\'s domain (DNS TXT _keyplane.<host> or /.well-known/keyplane-site.txt); only then is a seal shown', siteIdBody, async (request, slug) =>
+    proveSiteDomain(services, await member(request, slug), actor(request), (request.body as { siteId: string }).siteId));
+
+  app.post('/org/:slug/scan', {
+    schema: {
+      tags: ['orgs'], summary: 'Scan the primary site (or `siteId`, or a `website` override) and answer with the signed Rating', security: session, params: slugParams,
+      body: { type: 'object', properties: { siteId: { type: 'string', maxLength: 100 }, website: { type: 'string', maxLength: 2048 } } },
+      response: { 200: okObject({ rating: ratingSchema, siteId: { type: ['string', 'null'] }, receipt: receiptField }, ['rating']), ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const { slug } = request.params as { slug: string };
+    const result = await scanOrgSite(services, await member(request, slug), (request.body ?? {}) as { siteId?: string; website?: string });
+    return answer(request, reply, slug, result);
+  });
+
   mutation('members/accept', 'Accept the caller\'s invite to this organization', null, async (request, slug) => {
     const { role, receipt } = await acceptInvite(services, slug, actor(request));
     return { role, ...(receipt ? { receipt } : {}) };
