@@ -98,6 +98,16 @@ export const REASONS = {
   invalid_id_token: { status: 401, description: 'The ID token from the control plane failed verification at the gateway (signature, `iss`, `aud`, `nonce`, expiry, algorithm, or no assurance).' },
   control_plane_unavailable: { status: 503, description: 'The gateway got no usable answer from the control plane\'s token endpoint in time; retry shortly.' },
   session_refresh_pending: { status: 503, description: 'Another request is refreshing this gateway session and did not finish in time; retry shortly (`Retry-After`).' },
+  // the guarded fetcher: every server-side fetch of a URL a user gave (docs/fetch.md)
+  fetch_invalid_url: { status: 400, description: 'The URL to fetch is not an absolute URL.' },
+  fetch_not_https: { status: 400, description: 'Server-side fetches go to https URLs only.' },
+  fetch_credentials_in_url: { status: 400, description: 'The URL to fetch carries a user name or password; server-side fetches send no credentials.' },
+  fetch_private_address: { status: 400, description: 'The URL\'s host is, or resolves to, a loopback, private, link-local, metadata, shared (CGNAT), multicast, unspecified or reserved address (`addressClass` says which); nothing is sent to it.' },
+  fetch_unresolvable: { status: 502, description: 'The URL\'s host name does not resolve.' },
+  fetch_too_many_redirects: { status: 502, description: 'The target redirected more often than allowed, or in a loop.' },
+  fetch_too_large: { status: 502, description: 'The target\'s answer is larger than the fetch allows; it was cut off.' },
+  fetch_timeout: { status: 504, description: 'The target did not answer completely within the fetch\'s deadline.' },
+  fetch_failed: { status: 502, description: 'The target could not be reached or its TLS certificate did not verify.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;
