@@ -103,6 +103,13 @@ export const controlPlaneSchema: Group = group('Control plane', {
       description: 'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in proofs at the token and userinfo endpoints. Stateless: any replica with the master key accepts them.',
     },
   }),
+  fetch: group('Server-side fetches of URLs users give (a client\'s `jwks_uri`, agent cards, scans)', {
+    allowPrivateTargets: {
+      type: 'boolean', default: false,
+      description: 'Let server-side fetches and registered `jwks_uri` values reach loopback, private, link-local and metadata addresses. For tests only: it opens the control plane to server-side request forgery.',
+    },
+    caFile: { type: 'string', minLength: 1, description: 'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.' },
+  }),
 });
 
 export const gatewaySchema: Group = group('Edge-gate', {

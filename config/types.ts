@@ -38,6 +38,7 @@ export interface ControlPlaneSettings {
   mail: { smtpUrl?: string; from: string };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
   oidc: { dpopNonce: boolean };
+  fetch: { allowPrivateTargets: boolean; caFile?: string };
 }
 
 export interface GatewaySettings {

@@ -6,6 +6,7 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { checkJwksUri } from '../../clients/remote-key-sets.js';
 import type { StoredClient } from '../../storage/types.js';
 
 /**
@@ -135,6 +136,7 @@ export interface ClientChange {
 
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
 export async function registerClient(app: FastifyInstance, metadata: ClientMetadata, registrar: Registrar): Promise<ClientChange> {
+  await checkJwksUri(app.kp, metadata);
   const now = app.kp.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
   const token = newSecret();
@@ -163,6 +165,7 @@ export async function registerClient(app: FastifyInstance, metadata: ClientMetad
  */
 export async function updateClient(app: FastifyInstance, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
+  await checkJwksUri(app.kp, metadata);
   const now = app.kp.now();
   const secret = secretAfterUpdate(client, metadata, now);
   const { updated, receipt } = await app.kp.storage.transaction(async (tx) => {
