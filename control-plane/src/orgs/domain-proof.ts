@@ -14,7 +14,7 @@ export type TxtLookup = (name: string) => Promise<string[][]>;
  * (docs/orgs.md "Proving a domain"). Only a proved site shows a seal.
  */
 export async function proveSiteDomain(
-  services: OrgServices & Pick<ControlPlaneServices, 'config'>,
+  services: OrgServices & Pick<ControlPlaneServices, 'fetcher'>,
   m: Membership,
   actor: string,
   siteId: string,

@@ -42,8 +42,12 @@ export interface CaptureOptions {
   budgetMs?: number;
 }
 
+// The fetcher's refusals of the target itself; anything else (timeouts, resets, oversize bodies)
+// means that leg did not answer usably.
+const TARGET_REFUSALS = new Set(['fetch_invalid_url', 'fetch_not_https', 'fetch_credentials_in_url', 'fetch_private_address', 'scan_target_refused']);
+
 function isRefusal(error: unknown): boolean {
-  return isKeyplaneError(error) && (error.reason.startsWith('fetch_') || error.reason === 'scan_target_refused');
+  return isKeyplaneError(error) && TARGET_REFUSALS.has(error.reason);
 }
 
 /** Turns the fetcher's refusal of a target into the scan's refusal; everything else is passed on. */

@@ -7,16 +7,16 @@ import type { ControlPlaneServices } from '../context.js';
 import { captureSite, type ScanFetch } from './capture-site.js';
 import { createScanFetch } from './scan-fetch.js';
 
-export type ScanServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now' | 'keys' | 'config' | 'metrics'>;
+export type ScanServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now' | 'keys' | 'config' | 'metrics' | 'fetcher'>;
 
 const fetchers = new WeakMap<object, ScanFetch>();
 
-/** The guarded scan fetch for this configuration (`fetch.allowPrivateTargets`, `fetch.caFile`). */
-export function scanFetchFor(services: Pick<ControlPlaneServices, 'config'>): ScanFetch {
-  let fetch = fetchers.get(services.config);
+/** The scan's fetch over the control plane's guarded fetcher (`fetch.allowPrivateTargets`, `fetch.caFile`). */
+export function scanFetchFor(services: Pick<ControlPlaneServices, 'fetcher'>): ScanFetch {
+  let fetch = fetchers.get(services.fetcher);
   if (!fetch) {
-    fetch = createScanFetch(services.config);
-    fetchers.set(services.config, fetch);
+    fetch = createScanFetch(services.fetcher);
+    fetchers.set(services.fetcher, fetch);
   }
   return fetch;
 }
