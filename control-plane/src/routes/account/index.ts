@@ -56,7 +56,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       title: 'Your account',
       nonce: request.kp.cspNonce,
       lang: view.preferences['lang'] ?? 'en',
-      scripts: ['/assets/account.js', ...(extras.scripts ?? [])],
+      scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
       body: accountPage(view, current.assurance, [...(extras.sections ?? []), orgsSection(view)]),
     });
   });
@@ -251,9 +251,10 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 function orgsSection(view: AccountView) {
   return html`<h2 id="orgs-h">Organizations</h2>
 ${view.orgs.length ? html`<ul aria-labelledby="orgs-h">${view.orgs.map((o) => html`<li><a href="/org/${encodeURIComponent(o.slug)}">${o.name}</a> · ${o.role}</li>`)}</ul>` : html`<p class="muted">You belong to no organization yet.</p>`}
-${view.invites.map((i) => html`<form method="post" action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
+${view.invites.map((i) => html`<form method="post" data-kp-post action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
 <p>You are invited to <strong>${i.name}</strong> as ${i.role}. <button type="submit" data-action="accept-invite">Accept</button></p></form>`)}
-<form method="post" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">Create an organization</h3>
+<p id="form-status" role="status" aria-live="polite"></p>
+<form method="post" data-kp-post data-then="org" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">Create an organization</h3>
 <label for="org-name">Name</label> <input id="org-name" name="name" type="text" required maxlength="80">
 <button type="submit" data-action="create-org">Create</button></form>`;
 }

@@ -9,6 +9,7 @@ import {
 import { isHtmlFormPost, wantsJson } from '../negotiate.js';
 import { errorResponses, okObject, receiptField } from '../schemas.js';
 import { ratingSchema } from './schemas.js';
+import { FORMS_JS } from '../../pages/scripts/forms.js';
 import { proveSiteDomain } from '../../orgs/domain-proof.js';
 import { scanOrgSite } from '../../orgs/scan-site.js';
 
@@ -48,6 +49,13 @@ function answer(request: FastifyRequest, reply: FastifyReply, slug: string, body
 /** Organizations: create, dashboard, sites, members and invites (spec "Organizations"; docs/orgs.md). */
 export default async function orgRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
+  await app.register(async (assets) => {
+    assets.get('/assets/forms.js', { config: { cache: 'no-cache' }, schema: { tags: ['pages'], summary: 'Page script (ES module): the org and scan forms' } }, async (_request, reply) => {
+      reply.type('text/javascript; charset=utf-8');
+      return FORMS_JS;
+    });
+  });
+  await app.register(async (app) => {
   app.addHook('onRequest', requireSession);
 
   app.post('/auth/orgs/create', {
@@ -73,7 +81,7 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     const view = await loadOrgView(services, m);
     if (wantsJson(request)) return { ok: true, ...view };
     reply.type('text/html; charset=utf-8');
-    return page({ title: `${view.name} · organization`, nonce: request.kp.cspNonce, body: dashboard(view, services.now()) });
+    return page({ title: `${view.name} · organization`, nonce: request.kp.cspNonce, scripts: ['/assets/forms.js'], body: dashboard(view, services.now()) });
   });
 
   const mutation = (path: string, summary: string, body: object | null, handler: (request: FastifyRequest, slug: string) => Promise<Record<string, unknown>>) =>
@@ -133,6 +141,7 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     const { role, receipt } = await acceptInvite(services, slug, actor(request));
     return { role, ...(receipt ? { receipt } : {}) };
   });
+  });
 }
 
 function when(iso: string): string {
@@ -150,6 +159,7 @@ function dashboard(view: OrgView, now: number) {
     return html`<strong data-field="grade">${r.grade}</strong> (${r.score}) · ${when(r.scanned_at)}${stale ? html` · <strong>stale</strong>` : ''}`;
   };
   return html`<h1>${view.name}</h1>
+<p id="form-status" role="status" aria-live="polite"></p>
 <p>Your role: <strong data-field="role">${view.role}</strong>. Headline rating: ${gradeOf(view.rating)}</p>
 <h2 id="sites-h">Sites</h2>
 <table aria-labelledby="sites-h"><thead><tr><th scope="col">Site</th><th scope="col">Rating</th><th scope="col">Domain</th>${manager ? html`<th scope="col">Actions</th>` : ''}</tr></thead><tbody>
@@ -157,19 +167,19 @@ ${view.sites.map((s) => html`<tr data-site="${s.siteId}"><td>${s.label ? html`${
 <td>${gradeOf(s.rating)}</td>
 <td>${s.verified ? 'verified' : html`not verified: publish <code>${s.proof.dns.value}</code> as TXT at <code>${s.proof.dns.name}</code> or in <code>${s.proof.wellKnown.url}</code>`}</td>
 ${manager ? html`<td>
-<form method="post" action="/org/${slug}/scan"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" data-action="scan">Scan now</button></form>
-${s.verified ? '' : html`<form method="post" action="/org/${slug}/websites/verify"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Check domain</button></form>`}
-${s.primary ? '' : html`<form method="post" action="/org/${slug}/websites/primary"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Make primary</button></form>`}
-<form method="post" action="/org/${slug}/websites/remove"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Remove</button></form>
+<form method="post" data-kp-post action="/org/${slug}/scan"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" data-action="scan">Scan now</button></form>
+${s.verified ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/verify"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Check domain</button></form>`}
+${s.primary ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/primary"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Make primary</button></form>`}
+<form method="post" data-kp-post action="/org/${slug}/websites/remove"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Remove</button></form>
 </td>` : ''}</tr>`)}
 </tbody></table>
-${manager ? html`<form method="post" action="/org/${slug}/websites/add" aria-labelledby="add-site-h"><h3 id="add-site-h">Add a site</h3>
+${manager ? html`<form method="post" data-kp-post action="/org/${slug}/websites/add" aria-labelledby="add-site-h"><h3 id="add-site-h">Add a site</h3>
 <label for="site-url">URL (https)</label> <input id="site-url" name="url" type="url" required placeholder="https://www.example.com/">
 <label for="site-label">Label (optional)</label> <input id="site-label" name="label" type="text">
 <button type="submit" data-action="add-site">Add site</button></form>` : ''}
 <h2 id="members-h">Members</h2>
 <ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${x.role}</li>`)}</ul>
-${manager ? html`<form method="post" action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
+${manager ? html`<form method="post" data-kp-post action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
 <label for="invite-username">Username</label> <input id="invite-username" name="username" type="text" required>
 <label for="invite-role">Role</label> <select id="invite-role" name="role"><option value="member">member</option><option value="admin">admin</option>${view.role === 'owner' ? html`<option value="owner">owner</option>` : ''}</select>
 <button type="submit">Invite</button></form>` : ''}`;

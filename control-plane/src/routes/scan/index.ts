@@ -17,10 +17,12 @@ function scanPage(nonce: string, url: string, rating: Rating | null, note: strin
   return page({
     title: 'Website posture scan',
     nonce,
+    scripts: ['/assets/forms.js'],
     body: html`<h1>Website posture scan</h1>
 <p>Grades a site's HTTP security headers, cookies, redirects and scripts the way the MDN HTTP Observatory does, and signs the result.
 Results are kept for a few minutes; scans are limited per address and per site.</p>
-<form method="post" action="/scan" aria-labelledby="scan-h"><h2 id="scan-h">Scan a site</h2>
+<p id="form-status" role="status" aria-live="polite"></p>
+<form method="post" data-kp-post data-then="scan" action="/scan" aria-labelledby="scan-h"><h2 id="scan-h">Scan a site</h2>
 <label for="scan-url">Site URL (https)</label> <input id="scan-url" name="url" type="url" required placeholder="https://www.example.com/" value="${url}">
 <button type="submit" data-action="scan">Scan</button></form>
 ${note ? html`<p role="status">${note}</p>` : ''}
