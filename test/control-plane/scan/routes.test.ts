@@ -44,7 +44,7 @@ t.test('public scan: a signed Rating, cached for a few minutes, readable as a pa
   t.match(page.body, /data-test="x-content-type-options"/);
   t.match(page.headers['content-security-policy'], /default-src 'none'/);
   const empty = await server.inject({ method: 'GET', url: '/scan', headers: { accept: 'text/html' } });
-  t.match(empty.body, /<form method="post" action="\/scan"/);
+  t.match(empty.body, /<form method="post" data-kp-post data-then="scan" action="\/scan"/);
   const bad = await server.inject({ method: 'GET', url: '/scan?url=http%3A%2F%2Fx', headers: { accept: 'text/html' } });
   t.match(bad.body, /cannot be scanned/);
   const unknown = await server.inject({ method: 'GET', url: '/scan?url=https%3A%2F%2Fnever.example%2F', headers: { accept: 'text/html' } });
