@@ -86,6 +86,12 @@ export const controlPlaneSchema: Group = group('Control plane', {
     lockoutSeconds: seconds(900, 'Length of a lockout'),
     magicLinksPerAddressPerHour: count(5, 'Magic links sent to one address per hour.'),
   }),
+  scan: group('Website posture scan (docs/scan.md)', {
+    publicPerIpPerHour: count(10, 'Anonymous `POST /scan` requests per client IP per hour.'),
+    publicPerHostPerHour: count(6, 'Scans of one target host per hour through the public scan, whoever asks (cached results do not count).'),
+    cacheSeconds: seconds(300, 'A public scan of the same URL within this time answers with the stored Rating instead of fetching the site again'),
+    rescanIntervalHours: { type: 'integer', minimum: 0, maximum: 8760, default: 24, description: 'Rescan every org\'s primary site this often (hours); 0 turns the schedule off.' },
+  }),
   signup: group('Account creation', {
     selfService: { type: 'boolean', default: true, description: 'Allow anyone to create an account with a passkey; false leaves only the founder link and invitations.' },
   }),
@@ -107,6 +113,13 @@ export const controlPlaneSchema: Group = group('Control plane', {
       type: 'boolean', default: false,
       description: 'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in proofs at the token and userinfo endpoints. Stateless: any replica with the master key accepts them.',
     },
+  }),
+  fetch: group('Server-side fetches of URLs users give (a client\'s `jwks_uri`, agent cards, scans)', {
+    allowPrivateTargets: {
+      type: 'boolean', default: false,
+      description: 'Let server-side fetches and registered `jwks_uri` values reach loopback, private, link-local and metadata addresses. For tests only: it opens the control plane to server-side request forgery.',
+    },
+    caFile: { type: 'string', minLength: 1, description: 'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.' },
   }),
 });
 

@@ -31,6 +31,8 @@ import agentRoutes from './routes/agents/index.js';
 import agentProofRoutes from './routes/agents/proof.js';
 import agentPages from './routes/agents/pages.js';
 import v1Routes from './routes/v1/index.js';
+import orgRoutes from './routes/orgs/index.js';
+import scanRoutes from './routes/scan/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -105,5 +107,7 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(agentProofRoutes);
   await app.register(agentPages);
   await app.register(v1Routes);
+  await app.register(orgRoutes);
+  await app.register(scanRoutes);
   return app;
 }

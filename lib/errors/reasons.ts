@@ -121,6 +121,23 @@ export const REASONS = {
   nonce_replayed: { status: 400, description: 'This nonce was used for this client already; every in-place sign-in needs a fresh nonce.' },
   account_mismatch: { status: 403, description: 'The FedCM `account_id` is not the signed-in account.' },
   step_up_required: { status: 403, description: 'The account has TOTP active, which the direct grant cannot ask for: sign in through `popup` (in the envelope), the authorization URL with `response_mode=web_message`.' },
+  // organizations, posture scan and seal (docs/orgs.md, docs/scan.md)
+  last_owner: { status: 409, description: 'The org would be left without an owner: the last owner can be neither demoted nor removed.' },
+  already_member: { status: 409, description: 'That account is a member of the org already.' },
+  invalid_site_url: { status: 400, description: 'A site URL must be an absolute https URL with a host name, no credentials, no IP literal and no fragment.' },
+  scan_target_refused: { status: 400, description: 'The scan was not run: the URL is not https, carries credentials, names an IP literal, or resolves to a loopback, private, link-local or metadata address.' },
+  scan_failed: { status: 502, description: 'The site could not be graded: it did not answer in time, answered with an error status, or sent something unreadable.' },
+  domain_not_verified: { status: 409, description: 'The org has not proved control of the site\'s domain (DNS TXT or /.well-known/keyplane-site.txt), so no seal is shown.' },
+  // the guarded fetcher: every server-side fetch of a URL a user gave (docs/fetch.md)
+  fetch_invalid_url: { status: 400, description: 'The URL to fetch is not an absolute URL.' },
+  fetch_not_https: { status: 400, description: 'Server-side fetches go to https URLs only.' },
+  fetch_credentials_in_url: { status: 400, description: 'The URL to fetch carries a user name or password; server-side fetches send no credentials.' },
+  fetch_private_address: { status: 400, description: 'The URL\'s host is, or resolves to, a loopback, private, link-local, metadata, shared (CGNAT), multicast, unspecified or reserved address (`addressClass` says which); nothing is sent to it.' },
+  fetch_unresolvable: { status: 502, description: 'The URL\'s host name does not resolve.' },
+  fetch_too_many_redirects: { status: 502, description: 'The target redirected more often than allowed, or in a loop.' },
+  fetch_too_large: { status: 502, description: 'The target\'s answer is larger than the fetch allows; it was cut off.' },
+  fetch_timeout: { status: 504, description: 'The target did not answer completely within the fetch\'s deadline.' },
+  fetch_failed: { status: 502, description: 'The target could not be reached or its TLS certificate did not verify.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

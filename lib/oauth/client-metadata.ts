@@ -99,7 +99,7 @@ function optionalText(body: Record<string, unknown>, field: string): string | un
   return value;
 }
 
-function optionalHttpsUri(body: Record<string, unknown>, field: string): string | undefined {
+function optionalHttpsUri(body: Record<string, unknown>, field: string, loopbackHttp = true): string | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string' || value.length > 2000) bad(`${field} must be a URL`);
@@ -110,7 +110,7 @@ function optionalHttpsUri(body: Record<string, unknown>, field: string): string 
     bad(`${field} must be an absolute URL`);
   }
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) bad(`${field} must use https`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && loopbackHttp)) bad(`${field} must use https`);
   return value;
 }
 
@@ -271,7 +271,8 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   }
   if (hasJwks) metadata.jwks = validateJwks(body.jwks);
   if (hasJwksUri) {
-    const uri = optionalHttpsUri(body, 'jwks_uri');
+    // The server fetches this one itself, so plain http is never accepted (docs/fetch.md).
+    const uri = optionalHttpsUri(body, 'jwks_uri', false);
     if (uri !== undefined) metadata.jwks_uri = uri;
   }
 

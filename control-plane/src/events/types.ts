@@ -67,6 +67,17 @@ export type DomainEvent =
   | (EventBase & { type: 'v1.session_issued'; clientId: string; identityId: string })
   // In-place sign-in (docs/in-place.md): one receipt type for every transport; the field names are the CONTRACT's
   | (EventBase & { type: 'signin.in_place'; client_id: string; transport: InPlaceTransport; identityId: string; assurance: Assurance })
-  | (EventBase & { type: 'fedcm.disconnected'; client_id: string; identityId: string });
+  | (EventBase & { type: 'fedcm.disconnected'; client_id: string; identityId: string })
+  // organizations, sites and the posture scan (docs/orgs.md, docs/scan.md); `by` is the acting identity
+  | (EventBase & { type: 'org.created'; orgId: string; by: string })
+  | (EventBase & { type: 'org.member_invited'; orgId: string; identityId: string; role: 'member' | 'admin' | 'owner'; by: string })
+  | (EventBase & { type: 'org.member_joined'; orgId: string; identityId: string; role: 'member' | 'admin' | 'owner' })
+  | (EventBase & { type: 'org.member_role_changed'; orgId: string; identityId: string; from: 'member' | 'admin' | 'owner'; role: 'member' | 'admin' | 'owner'; by: string })
+  | (EventBase & { type: 'org.member_removed'; orgId: string; identityId: string; by: string })
+  | (EventBase & { type: 'org.site_added'; orgId: string; siteId: string; primary: boolean; by: string })
+  | (EventBase & { type: 'org.site_removed'; orgId: string; siteId: string; by: string })
+  | (EventBase & { type: 'org.site_promoted'; orgId: string; siteId: string; by: string })
+  | (EventBase & { type: 'org.site_verified'; orgId: string; siteId: string; method: 'dns' | 'well-known'; by: string })
+  | (EventBase & { type: 'scan.completed'; scanId: string; siteId: string | null; grade: string; score: number; algorithm: string; trigger: 'org' | 'public' | 'schedule' });
 
 export type DomainEventType = DomainEvent['type'];

@@ -568,6 +568,99 @@ export interface AgentStore {
   revokeGrants(agentId: string, at: number): Promise<number>;
 }
 
+// ---- organizations, sites and scans (docs/orgs.md) ----
+
+export type OrgRole = 'member' | 'admin' | 'owner';
+
+export interface StoredOrg {
+  orgId: string;
+  slug: string;
+  name: string;
+  website: string | null;
+  createdAt: number;
+}
+
+export interface OrgMember {
+  identityId: string;
+  role: OrgRole;
+  addedAt: number;
+}
+
+export interface OrgSite {
+  siteId: string;
+  orgId: string;
+  /** An https origin plus path, as registered. */
+  url: string;
+  label: string | null;
+  primary: boolean;
+  /** The value the org publishes to prove control of the domain (DNS TXT or the well-known file). */
+  proofToken: string;
+  /** When control of the domain was last proved; null until then. */
+  verifiedAt: number | null;
+  createdAt: number;
+}
+
+export interface OrgInvite {
+  orgId: string;
+  identityId: string;
+  role: OrgRole;
+  invitedBy: string;
+  createdAt: number;
+}
+
+export interface OrgStore {
+  /** False when the slug is taken. The creator is stored as the first owner. */
+  create(org: StoredOrg, ownerId: string): Promise<boolean>;
+  getBySlug(slug: string): Promise<StoredOrg | null>;
+  get(orgId: string): Promise<StoredOrg | null>;
+  /** The orgs an identity belongs to, with its role. */
+  listForMember(identityId: string): Promise<Array<StoredOrg & { role: OrgRole }>>;
+  members(orgId: string): Promise<OrgMember[]>;
+  member(orgId: string, identityId: string): Promise<OrgMember | null>;
+  /** False when the identity is a member already. */
+  addMember(orgId: string, member: OrgMember): Promise<boolean>;
+  setRole(orgId: string, identityId: string, role: OrgRole): Promise<boolean>;
+  removeMember(orgId: string, identityId: string): Promise<boolean>;
+  countOwners(orgId: string): Promise<number>;
+  /** One open invite per (org, identity): a new one replaces the old. */
+  putInvite(invite: OrgInvite): Promise<void>;
+  invitesFor(identityId: string): Promise<OrgInvite[]>;
+  /** Removes and returns the invite (atomic: an invite is accepted once). */
+  takeInvite(orgId: string, identityId: string): Promise<OrgInvite | null>;
+  sites(orgId: string): Promise<OrgSite[]>;
+  site(siteId: string): Promise<OrgSite | null>;
+  addSite(site: OrgSite): Promise<void>;
+  /** Makes `siteId` the org's only primary site; false when it is not the org's. */
+  setPrimary(orgId: string, siteId: string): Promise<boolean>;
+  removeSite(orgId: string, siteId: string): Promise<boolean>;
+  markSiteVerified(siteId: string, at: number): Promise<void>;
+  /** Every registered site whose URL has this origin (a seal looks its page's origin up). */
+  sitesByOrigin(origin: string): Promise<OrgSite[]>;
+  /** Every primary site, for the scheduled rescans. */
+  primarySites(): Promise<OrgSite[]>;
+}
+
+export interface StoredScan {
+  scanId: string;
+  /** The registered site scanned, or null for a public scan. */
+  siteId: string | null;
+  url: string;
+  grade: string;
+  score: number;
+  /** The signed Rating as served (JSON). */
+  rating: string;
+  scannedAt: number;
+}
+
+export interface ScanStore {
+  record(scan: StoredScan): Promise<void>;
+  latestForSite(siteId: string): Promise<StoredScan | null>;
+  /** The site's scans, newest first. */
+  historyForSite(siteId: string, limit: number): Promise<StoredScan[]>;
+  /** The newest public scan of exactly this URL. */
+  latestPublic(url: string): Promise<StoredScan | null>;
+}
+
 export interface Stores {
   keys: KeyStore;
   identities: IdentityStore;
@@ -583,6 +676,8 @@ export interface Stores {
   oidc: OidcStore;
   gateway: GatewayStore;
   agents: AgentStore;
+  orgs: OrgStore;
+  scans: ScanStore;
 }
 
 export interface Storage extends Stores {

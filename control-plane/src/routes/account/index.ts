@@ -26,6 +26,8 @@ const accountSchema = {
       items: { type: 'object', additionalProperties: true, properties: { identifier: { type: 'string' }, deviceId: { type: 'string' }, assurance: { type: 'string' }, current: { type: 'boolean' } } },
     },
     devices: { type: 'array', items: { type: 'object', additionalProperties: true, properties: { deviceId: { type: 'string' } } } },
+    orgs: { type: 'array', items: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } } } },
+    invites: { type: 'array', items: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } } } },
   },
   additionalProperties: true,
 } as const;
@@ -55,8 +57,8 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       title: 'Your account',
       nonce: request.kp.cspNonce,
       lang: view.preferences['lang'] ?? 'en',
-      scripts: ['/assets/account.js', ...(extras.scripts ?? [])],
-      body: accountPage(view, current.assurance, extras.sections ?? []),
+      scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
+      body: accountPage(view, current.assurance, [...(extras.sections ?? []), orgsSection(view)]),
     });
   });
 
@@ -249,4 +251,15 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 <input id="pref-lang" name="lang" value="${prefs['lang'] ?? ''}" placeholder="en" autocapitalize="none" spellcheck="false">
 <button type="submit">Save preferences</button>
 </form>`;
+}
+
+function orgsSection(view: AccountView) {
+  return html`<h2 id="orgs-h">Organizations</h2>
+${view.orgs.length ? html`<ul aria-labelledby="orgs-h">${view.orgs.map((o) => html`<li><a href="/org/${encodeURIComponent(o.slug)}">${o.name}</a> · ${o.role}</li>`)}</ul>` : html`<p class="muted">You belong to no organization yet.</p>`}
+${view.invites.map((i) => html`<form method="post" data-kp-post action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
+<p>You are invited to <strong>${i.name}</strong> as ${i.role}. <button type="submit" data-action="accept-invite">Accept</button></p></form>`)}
+<p id="form-status" role="status" aria-live="polite"></p>
+<form method="post" data-kp-post data-then="org" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">Create an organization</h3>
+<label for="org-name">Name</label> <input id="org-name" name="name" type="text" required maxlength="80">
+<button type="submit" data-action="create-org">Create</button></form>`;
 }

@@ -9,6 +9,7 @@ import { endGrantsOfClient } from '../../grants/end-grants.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { checkJwksUri } from '../../clients/remote-key-sets.js';
 import type { StoredClient } from '../../storage/types.js';
 
 /**
@@ -156,6 +157,7 @@ export function checkOperatorOnlyMetadata(metadata: ClientMetadata, ownerId: str
 export async function registerClient(app: FastifyInstance, metadata: ClientMetadata, registrar: Registrar): Promise<ClientChange> {
   checkOperatorOnlyMetadata(metadata, registrar.ownerId);
   await checkOwnedResources(app.kp, metadata, registrar.ownerId);
+  await checkJwksUri(app.kp, metadata);
   const now = app.kp.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
   const token = newSecret();
@@ -186,6 +188,7 @@ export async function updateClient(app: FastifyInstance, client: StoredClient, r
   if (revision !== client.revision) staleRevision();
   checkOperatorOnlyMetadata(metadata, client.ownerId);
   await checkOwnedResources(app.kp, metadata, client.ownerId);
+  await checkJwksUri(app.kp, metadata);
   const now = app.kp.now();
   const secret = secretAfterUpdate(client, metadata, now);
   const { updated, receipt } = await app.kp.storage.transaction(async (tx) => {

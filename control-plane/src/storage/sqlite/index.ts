@@ -14,6 +14,7 @@ import { sqliteClientStore } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
 import { sqliteGatewayStore } from './gateway-store.js';
 import { sqliteAgentStore } from './agent-store.js';
+import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
 import { SerialRunner, type Runner } from './serial-runner.js';
 
 function storesOn(runner: Runner): Stores {
@@ -32,6 +33,8 @@ function storesOn(runner: Runner): Stores {
     oidc: sqliteOidcStore(runner),
     gateway: sqliteGatewayStore(runner),
     agents: sqliteAgentStore(runner),
+    orgs: sqliteOrgStore(runner),
+    scans: sqliteScanStore(runner),
   };
 }
 
