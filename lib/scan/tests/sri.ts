@@ -53,7 +53,7 @@ export function testSubresourceIntegrity(capture: Capture): TestOutcome {
     let sameDomain = true;
     let scheme: string | null = null;
     if (absolute) {
-      let url: URL | null = null;
+      let url: URL | null;
       try {
         url = new URL(src);
       } catch {

@@ -147,7 +147,7 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
       };
     }
     const referer = request.headers.referer;
-    let arrivedFrom: string | null = null;
+    let arrivedFrom: string | null;
     try {
       arrivedFrom = referer ? new URL(referer).origin : null;
     } catch {
