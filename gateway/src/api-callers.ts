@@ -1,0 +1,21 @@
+import type { IncomingMessage } from 'node:http';
+import { authenticateApiCaller } from './bearer.js';
+import type { GatewayContext, Identified } from './context.js';
+
+/** Only Bearer and DPoP are API credentials; another scheme (Basic for the app itself) is left to the upstream. */
+export function isApiCaller(req: IncomingMessage): boolean {
+  const authorization = req.headers['authorization'];
+  return authorization !== undefined && /^(bearer|dpop)(\s|$)/i.test(authorization);
+}
+
+/** An API caller by its access token (and DPoP proof): verified locally against the control plane's keys. */
+export async function identifyApiCaller(ctx: GatewayContext, req: IncomingMessage, method: string, path: string): Promise<Identified> {
+  const caller = await authenticateApiCaller(
+    { method, path, authorization: req.headers['authorization']!, dpop: req.headers['dpop'] },
+    {
+      issuer: ctx.controlPlane, audience: ctx.publicUrl, publicUrl: ctx.publicUrl, keys: ctx.keys, state: ctx.state, now: ctx.now,
+      verifiedTokens: ctx.caches.verifiedTokens, dpopKeys: ctx.caches.dpopKeys, ...(ctx.dpopNonceKeys ? { dpopNonceKeys: ctx.dpopNonceKeys } : {}),
+    },
+  );
+  return { caller, session: null, api: true };
+}

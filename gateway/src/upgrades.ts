@@ -1,0 +1,36 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
+import { normalizeRequestTarget } from '../../lib/gateway/request-path.js';
+import { authorize } from './authorize.js';
+import type { GatewayContext } from './context.js';
+import { dropHopByHop } from './proxy.js';
+import { countPassed, countRefusal } from './respond.js';
+import { upstreamHeaders } from './upstreams.js';
+
+/** A WebSocket (or other) upgrade: the same identification and policy as a request, then a spliced socket. */
+export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  stripIdentityHeaders(req.headers);
+  const upgradeTo = req.headers['upgrade'];
+  dropHopByHop(req.headers);
+  const refuse = (error: KeyplaneError) => {
+    countRefusal(ctx.metrics, error.reason);
+    const body = JSON.stringify(error.toEnvelope());
+    socket.end(`HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  };
+  const target = normalizeRequestTarget(req.url);
+  if (!target) return refuse(fail('invalid_path'));
+  ctx.applyForwarded(req);
+  const result = await authorize(ctx, req, { method: req.method ?? 'GET', target });
+  if ('refused' in result) return refuse(result.refused.signIn === undefined ? result.refused.error : fail('unauthorized', 'sign in first'));
+  const upstream = ctx.upstreams.find(target.path);
+  if (!upstream) return refuse(fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
+  const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin);
+  headers['connection'] = 'Upgrade';
+  if (upgradeTo) headers['upgrade'] = upgradeTo;
+  req.headers = headers as IncomingMessage['headers'];
+  req.url = `${target.path}${target.search}`;
+  countPassed(ctx.metrics, result.decision);
+  upstream.proxy.upgrade(req, socket, head);
+}
