@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import { isAssuranceLevel, meetsAssurance, type AssuranceLevel } from '../assurance/assurance.js';
+import { findRoute } from './request-path.js';
+
+export { findRoute, pathSegments } from './request-path.js';
 
 /**
  * Per-route policy of the edge-gate (CONTRACT "Gateway"): the `gateway` member of the
@@ -47,28 +50,6 @@ export type RefusalReason =
 export type Decision =
   | { outcome: 'allow'; route: RoutePolicy | null; enforced: boolean; wouldRefuse?: RefusalReason }
   | { outcome: 'refuse'; route: RoutePolicy | null; reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] };
-
-/** Splits a path into its non-empty segments, so `/api` never matches `/apix` and `//a` reads as `/a`. */
-export function pathSegments(path: string): string[] {
-  const end = path.search(/[?#]/);
-  return (end === -1 ? path : path.slice(0, end)).split('/').filter((segment) => segment.length > 0);
-}
-
-/** The route (policy or upstream) whose path is the longest segment-wise prefix of `path`, or null when none matches. */
-export function findRoute<T extends { path: string }>(routes: readonly T[], path: string): T | null {
-  const segments = pathSegments(path);
-  let best: T | null = null;
-  let bestLength = -1;
-  for (const route of routes) {
-    const prefix = pathSegments(route.path);
-    if (prefix.length > segments.length || prefix.length <= bestLength) continue;
-    if (prefix.every((segment, index) => segments[index] === segment)) {
-      best = route;
-      bestLength = prefix.length;
-    }
-  }
-  return best;
-}
 
 /** A stable bucket 0..99 for an id (first 32 bits of SHA-256), so a session stays in or out of the canary. */
 export function canaryBucket(id: string): number {
