@@ -20,11 +20,19 @@ export interface RoutePolicy {
   scopes?: string[];
   dpop?: 'required' | 'allowed';
   public?: boolean;
+  /**
+   * The resource (RFC 8707) that access tokens for this route must name as `aud`; set by the
+   * control plane when `<gateway public URL><path>` is one of the client's registered resources.
+   * Without it the gateway's public URL is the audience.
+   */
+  resource?: string;
 }
 
 export interface GatewayPolicy {
   mode: GatewayMode;
   canary_percent?: number;
+  /** Clients besides the gateway's own whose access tokens it accepts (default: none). */
+  accept_clients?: string[];
   routes: RoutePolicy[];
 }
 
@@ -102,6 +110,8 @@ export function checkGatewayPolicy(value: unknown): string[] {
   if (!['observe', 'canary', 'enforce'].includes(policy['mode'] as string)) problems.push('gateway.mode must be one of: observe, canary, enforce');
   const percent = policy['canary_percent'];
   if (percent !== undefined && !(Number.isInteger(percent) && (percent as number) >= 0 && (percent as number) <= 100)) problems.push('gateway.canary_percent must be an integer 0..100');
+  const accept = policy['accept_clients'];
+  if (accept !== undefined && !(Array.isArray(accept) && accept.every((id) => typeof id === 'string' && id.length > 0))) problems.push('gateway.accept_clients must be a list of client ids');
   if (!Array.isArray(policy['routes'])) return [...problems, 'gateway.routes must be an array'];
   (policy['routes'] as unknown[]).forEach((entry, index) => {
     const where = `gateway.routes[${index}]`;
@@ -110,8 +120,9 @@ export function checkGatewayPolicy(value: unknown): string[] {
       return;
     }
     const route = entry as Record<string, unknown>;
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public'];
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'resource'];
     for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
+    if (route['resource'] !== undefined && !(typeof route['resource'] === 'string' && /^https?:\/\//.test(route['resource']))) problems.push(`${where}.resource must be an absolute URL`);
     if (typeof route['path'] !== 'string' || !route['path'].startsWith('/')) problems.push(`${where}.path must be a path starting with /`);
     if (route['min_assurance'] !== undefined && !isAssuranceLevel(route['min_assurance'])) problems.push(`${where}.min_assurance must be one of: recovery, email, passkey, sensitive`);
     if (route['principals'] !== undefined && !(Array.isArray(route['principals']) && route['principals'].every((p) => p === 'human' || p === 'agent'))) problems.push(`${where}.principals must list human and/or agent`);
