@@ -118,6 +118,7 @@ export async function callback(ctx: GatewayContext, req: IncomingMessage, res: S
     ...(facts.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
     scopes: set.scope,
     ...(facts.authTime !== undefined ? { authTime: facts.authTime } : {}),
+    ...(facts.sid !== undefined ? { idpSid: facts.sid } : {}),
     accessToken: set.accessToken,
     accessTokenExpiresAt: Math.floor(at / 1000) + set.expiresIn,
     ...(set.refreshToken ? { refreshToken: set.refreshToken } : {}),

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
-import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import { clearSessionCookies, parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
 import type { GatewayContext, Identified } from './context.js';
 import { renewedSession } from './refresh.js';
 
@@ -55,18 +55,28 @@ export async function openSealedCookies(ctx: GatewayContext, value: string): Pro
 }
 
 /**
- * The browser's session, refreshed first when its access token is due. Only where the answer can
- * carry the new cookie: an upgrade (no Set-Cookie through the splice) goes on with the session as
- * it is rather than spend the refresh token unseen.
+ * The browser's session, refreshed first when its access token is due, so freshness, the step-up
+ * window (a refreshed ID token may state less) and revocation at the control plane hold alike
+ * for requests and upgrades. An upgrade cannot carry Set-Cookie through the splice, but the
+ * refreshed state is kept in shared state (`latestSessionKey`), so the browser's next request
+ * with its old cookie moves on to it instead of spending the rotated refresh token again.
  */
 export async function identifySession(ctx: GatewayContext, req: IncomingMessage, res?: ServerResponse): Promise<Identified> {
   const cookieHeader = req.headers['cookie'];
   let session = await openSession(ctx, cookieHeader);
-  if (!session) return { caller: null, session: null, api: false };
-  if (res && cookieHeader && refreshDue(ctx, session)) {
+  if (!session || !cookieHeader) return { caller: null, session: null, api: false };
+  const present = () => Object.keys(parseCookieHeader(cookieHeader));
+  if (session.idpSid !== undefined && ctx.holder.current?.revokedSessions.has(session.idpSid)) {
+    // Signed out or revoked at the control plane: the session ends here at once, not at its next refresh.
     ctx.caches.sessions.delete(cookieHeader);
-    const outcome = await renewedSession(ctx, session, Object.keys(parseCookieHeader(cookieHeader)));
-    res.setHeader('set-cookie', outcome.cookies);
+    await ctx.state.del(latestSessionKey(session.sid));
+    res?.setHeader('set-cookie', clearSessionCookies(present(), ctx.secure));
+    return { caller: null, session: null, api: false };
+  }
+  if (refreshDue(ctx, session)) {
+    ctx.caches.sessions.delete(cookieHeader);
+    const outcome = await renewedSession(ctx, session, present());
+    res?.setHeader('set-cookie', outcome.cookies);
     if (!outcome.session) return { caller: null, session: null, api: false };
     session = outcome.session;
   }

@@ -23,7 +23,13 @@ export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket:
   if (!target) return refuse(fail('invalid_path'));
   ctx.applyForwarded(req);
   const result = await authorize(ctx, req, { method: req.method ?? 'GET', target });
-  if ('refused' in result) return refuse(result.refused.signIn === undefined ? result.refused.error : fail('unauthorized', 'sign in first'));
+  if ('refused' in result) {
+    const refused = result.refused;
+    if (refused.signIn !== undefined) return refuse(fail('unauthorized', 'sign in first'));
+    // A refresh that is due but could not be done now: the socket would outlive what the session may prove.
+    if (refused.error.reason === 'session_refresh_pending' || refused.error.reason === 'control_plane_unavailable') return refuse(fail('unauthorized', 'the session is due for a refresh that could not be done; reconnect'));
+    return refuse(refused.error);
+  }
   const upstream = ctx.upstreams.find(target.path);
   if (!upstream) return refuse(fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
   const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin);

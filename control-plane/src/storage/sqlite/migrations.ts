@@ -278,4 +278,12 @@ export const migrations: Migration[] = [
       CREATE INDEX gateway_evidence_by_received ON gateway_evidence (client_id, received_at);
     `,
   },
+  {
+    version: 10,
+    name: 'sessions by revocation time (gateway deny lists)',
+    sql: `
+      CREATE INDEX sessions_by_revoked_at ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
+      CREATE INDEX oidc_grants_by_session ON oidc_grants (session_id, client_id);
+    `,
+  },
 ];
