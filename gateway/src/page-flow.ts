@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel, meetsAssurance } from '../../lib/assurance/assurance.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
@@ -6,6 +7,7 @@ import {
   writeLoginCookie, writeSessionCookies, type GateSession,
 } from '../../lib/gateway/session-cookie.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
+import { constantEquals } from '../../lib/util/constant-equals.js';
 import { randomToken } from '../../lib/util/random.js';
 import { validateReturnUrl } from '../../lib/util/return-url.js';
 import type { Refusal } from './authorize.js';
@@ -130,19 +132,71 @@ export async function callback(ctx: GatewayContext, req: IncomingMessage, res: S
   redirect(res, `${ctx.publicUrl}${login.returnTo}`, [...cleared, ...written]);
 }
 
-/** `/_gate/signout`: the session cookies cleared, then RP-initiated logout at the control plane. */
+/** The sign-out form's CSRF token: bound to the session (HMAC with the newest cookie key), so another site cannot know it. */
+function signoutToken(ctx: GatewayContext, session: GateSession): string {
+  return createHmac('sha256', ctx.cookieKeys[0]!.key).update(`keyplane:gateway:signout:${session.sid}`).digest('base64url');
+}
+
+/** Reads a small urlencoded form body (the sign-out form); null when it is too large or not a form. */
+async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
+  if (!/^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '')) return new URLSearchParams();
+  let body = '';
+  for await (const chunk of req) {
+    body += String(chunk);
+    if (body.length > SIGNOUT_FORM_LIMIT) return null;
+  }
+  return new URLSearchParams(body);
+}
+
+const SIGNOUT_FORM_LIMIT = 4096;
+
+function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+/** GET: the confirmation page, a plain POST form (no script), so a link or an image on another site signs nobody out. */
+function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSession, returnTo: string): void {
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign out</title><meta name="viewport" content="width=device-width"></head>
+<body><main><h1>Sign out?</h1><p>This ends your session here and at the identity provider.</p>
+<form method="post" action="/_gate/signout" data-action="signout-form"><input type="hidden" name="csrf" value="${escapeHtml(signoutToken(ctx, session))}"><input type="hidden" name="rd" value="${escapeHtml(returnTo)}">
+<button type="submit" data-action="signout">Sign out</button></form></main></body></html>`;
+  res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store',
+    // The form posts here and is redirected to the control plane's logout: form-action covers both (CSP 3 follows redirects).
+    'content-security-policy': `default-src 'none'; form-action 'self' ${new URL(ctx.controlPlane).origin}; frame-ancestors 'none'; base-uri 'none'`,
+    'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer', 'x-content-type-options': 'nosniff',
+  });
+  res.end(html);
+}
+
+/**
+ * `/_gate/signout`. GET shows a confirmation form; only a POST carrying the session's CSRF token
+ * ends anything: the session cookies are cleared, its newest state forgotten, its refresh token
+ * revoked at the control plane (RFC 7009, so a copied cookie cannot be refreshed), and the
+ * browser goes on to RP-initiated logout. Without a session there is nothing to protect: the
+ * cookies are cleared and the browser returns to `rd`.
+ */
 export async function signout(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
   const cookies = parseCookieHeader(req.headers['cookie']);
   const session = await readSessionCookies(cookies, { keys: ctx.cookieKeys, now: ctx.now(), secure: ctx.secure });
   const cleared = clearSessionCookies(Object.keys(cookies), ctx.secure);
-  // A copy of an older cookie must not move on to the newest state of this session.
-  if (session) await ctx.state.del(latestSessionKey(session.sid));
-  const returnTo = validateReturnUrl(query.get('rd') ?? '/', ctx.publicUrl) ?? '/';
-  if (session && ctx.config.clientId) {
-    // RP-initiated logout at the control plane, which comes back to this gateway's root.
-    const params = new URLSearchParams({ client_id: ctx.config.clientId, post_logout_redirect_uri: `${ctx.publicUrl}/` });
-    if (session.idToken) params.set('id_token_hint', session.idToken);
-    return redirect(res, `${ctx.controlPlane}/auth/logout?${params}`, cleared);
+  const form = req.method === 'POST' ? await readForm(req) : new URLSearchParams();
+  if (form === null) return sendError(ctx.metrics, res, fail('payload_too_large', 'the sign-out form is too large'));
+  const returnTo = validateReturnUrl(form.get('rd') ?? query.get('rd') ?? '/', ctx.publicUrl) ?? '/';
+  if (!session) return redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
+  if (req.method !== 'POST') return signoutPage(ctx, res, session, returnTo);
+  if (!constantEquals(form.get('csrf') ?? '', signoutToken(ctx, session))) {
+    return sendError(ctx.metrics, res, fail('origin_mismatch', 'sign out from the gateway\'s own sign-out page'));
   }
-  redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
+  // A copy of an older cookie must not move on to the newest state of this session, nor refresh.
+  await ctx.state.del(latestSessionKey(session.sid));
+  if (session.refreshToken && ctx.tokens?.revoke) {
+    const revoked = await ctx.tokens.revoke(session.refreshToken);
+    if (!revoked) ctx.log.warn({ event: 'gateway.revoke_failed' }, 'the control plane did not confirm the refresh token revocation');
+  }
+  if (!ctx.config.clientId) return redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
+  // RP-initiated logout at the control plane, which comes back to this gateway's root.
+  const params = new URLSearchParams({ client_id: ctx.config.clientId, post_logout_redirect_uri: `${ctx.publicUrl}/` });
+  if (session.idToken) params.set('id_token_hint', session.idToken);
+  return redirect(res, `${ctx.controlPlane}/auth/logout?${params}`, cleared);
 }

@@ -97,7 +97,7 @@ export async function world(t: Tap, policy: GatewayPolicy = POLICY, options: { r
   const refreshes = { count: 0 };
   const real = createTokenClient({ controlPlane: cp.url, clientId: client.client_id, clientSecret: client.client_secret });
   // The real client, counting the refreshes that reach the control plane.
-  const tokenClient: TokenClient = { exchangeCode: real.exchangeCode, refresh: (token) => { refreshes.count++; return real.refresh(token); } };
+  const tokenClient: TokenClient = { exchangeCode: real.exchangeCode, refresh: (token) => { refreshes.count++; return real.refresh(token); }, revoke: real.revoke! };
   const clock = { offset: 0 };
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, {
@@ -150,4 +150,14 @@ export async function sessionIn(w: World, jar: Jar): Promise<GateSession> {
   const session = await readSessionCookies(parseCookieHeader(jar.header()), { keys: w.gw.running.gateway.cookieKeys, now: Date.now(), secure: false });
   if (!session) throw new Error('no session in the jar');
   return session;
+}
+
+/** Signs out as a browser does: the confirmation page, then its form posted with the CSRF token. */
+export async function signOut(w: World, jar: Jar): Promise<Awaited<ReturnType<typeof get>>> {
+  const page = await get(`${w.gw.url}/_gate/signout`, { ...HTML, cookie: jar.header() });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)?.[1];
+  if (!csrf) throw new Error(`no sign-out form: ${page.status}`);
+  const res = await request(`${w.gw.url}/_gate/signout`, { method: 'POST', headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf }).toString() });
+  const body = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, body, location: typeof res.headers['location'] === 'string' ? res.headers['location'] : undefined, setCookie: res.headers['set-cookie'] as string | string[] | undefined };
 }

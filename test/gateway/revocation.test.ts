@@ -1,7 +1,8 @@
 import t from 'tap';
 import { request } from 'undici';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
-import { get, HTML, sessionIn, signIn, world } from './real-world.js';
+import { createTokenClient } from '../../gateway/src/token-client.js';
+import { get, HTML, sessionIn, signIn, signOut, world } from './real-world.js';
 
 const POLICY: GatewayPolicy = { mode: 'enforce', routes: [{ path: '/', min_assurance: 'passkey' }] };
 
@@ -33,4 +34,20 @@ t.test('a session revoked at the control plane ends at the gateway with the next
   t.ok(page.location?.startsWith(`${w.cp.url}/auth/authorize?`));
   t.equal(w.refreshes.count, refreshesBefore, 'no refresh was needed to find out');
   t.equal(w.upstream.seen.length, 1);
+});
+
+t.test('/_gate/signout revokes the session\'s refresh token at the control plane: a copied cookie cannot be refreshed', async (t) => {
+  const w = await world(t, POLICY);
+  const { jar } = await signIn(w);
+  const copied = jar.header();
+  const session = await sessionIn(w, jar);
+  const out = await signOut(w, jar);
+  t.equal(out.status, 302);
+  const client = createTokenClient({ controlPlane: w.cp.url, clientId: w.client.client_id, clientSecret: w.client.client_secret });
+  await t.rejects(client.refresh(session.refreshToken!), { name: 'TokenEndpointError', error: 'invalid_grant' }, 'the refresh token is revoked');
+  // The copy's access token is due: its refresh is refused and the session is over.
+  w.clock.offset = 3_600_000;
+  const later = await get(`${w.gw.url}/app`, { cookie: copied, accept: 'application/json' });
+  t.equal(later.status, 401);
+  t.equal(w.upstream.seen.length, 0);
 });

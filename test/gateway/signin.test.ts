@@ -11,7 +11,7 @@ import { findFreePort } from '../../lib/runtime/listen.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { SoftAuthenticator } from '../helpers/soft-authenticator.js';
 import { startTestGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
-import { ADMIN, HTML, Jar, authorizeAt, get, sessionIn, signIn, world, type World } from './real-world.js';
+import { ADMIN, HTML, Jar, authorizeAt, get, sessionIn, signIn, signOut, world, type World } from './real-world.js';
 
 
 t.test('an anonymous navigation signs in at the control plane and lands where it started, with identity upstream', async (t) => {
@@ -46,7 +46,7 @@ t.test('an anonymous navigation signs in at the control plane and lands where it
   t.notOk(String(seen.headers['cookie'] ?? '').includes('kp_gate'), 'the session cookie stays at the edge');
 
   // Sign-out sends the real ID token as id_token_hint.
-  const out = await get(`${w.gw.url}/_gate/signout`, { cookie: jar.header() });
+  const out = await signOut(w, jar);
   const logout = new URL(out.location!);
   t.equal(`${logout.origin}${logout.pathname}`, `${w.cp.url}/auth/logout`);
   t.equal(logout.searchParams.get('id_token_hint'), session.idToken);
@@ -156,7 +156,7 @@ t.test('behind forward auth a browser that never receives the renewed cookie mov
   t.ok(newest.accessTokenExpiresAt! > before.accessTokenExpiresAt!, 'and is offered the renewed cookie again');
 
   // Signing out forgets the newest state: a copy of the old cookie cannot move on any more.
-  await get(`${w.gw.url}/_gate/signout`, { cookie: renewed.header() });
+  await signOut(w, renewed);
   await forgetSingleFlight(w.gw.running.gateway.state, `refresh:${before.sid}:${before.accessTokenExpiresAt}`);
   const copied = await auth();
   t.equal(copied.status, 401, 'the old refresh token is spent: the control plane refuses it and the session is over');
