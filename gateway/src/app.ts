@@ -102,7 +102,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
       assertions: new ExpiringCache(ASSERTION_CACHE_LIMIT),
     },
     enforcement: { lastAt: null },
-    applyForwarded: createForwardedReader(config.trustedProxies),
+    applyForwarded: createForwardedReader(config.trustedProxies, publicUrl),
   };
 }
 

@@ -68,7 +68,7 @@ export interface Identified {
 }
 
 /** `applyForwarded` with one trust look-up per connection, not per request: a keep-alive socket keeps its peer. */
-export function createForwardedReader(trustedProxies: readonly string[]): (req: IncomingMessage) => ClientView {
+export function createForwardedReader(trustedProxies: readonly string[], publicUrl: string): (req: IncomingMessage) => ClientView {
   const trustedList = compileAddressList(trustedProxies);
   const trustBySocket = new WeakMap<object, boolean>();
   const trustOf = (req: IncomingMessage): ((address: string) => boolean) => (address) => {
@@ -79,5 +79,5 @@ export function createForwardedReader(trustedProxies: readonly string[]): (req: 
     }
     return trusted;
   };
-  return (req) => applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req));
+  return (req) => applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req), publicUrl);
 }

@@ -33,13 +33,23 @@ export function routeUpstreams(config: GatewayConfig, open: (origin: string) => 
   };
 }
 
-/** The request's headers as the upstream gets them: the gateway's cookies out, its identity headers in. */
+/**
+ * Keyplane's own cookies: the gateway's `kp_gate_*` and the control plane's `kp_session`,
+ * `kp_device` (with `__Host-`/`__Secure-` prefixes on https). Any `kp_` name is Keyplane's:
+ * browsers send every cookie of a host to every port (RFC 6265 §8.5), so where the control plane
+ * shares the gateway's host (`npm start`) its session would otherwise reach every app.
+ */
+export function isKeyplaneCookie(name: string): boolean {
+  return /^(__Host-|__Secure-)?kp_/i.test(name);
+}
+
+/** The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity headers in. */
 export async function upstreamHeaders(ctx: GatewayContext, req: IncomingMessage, who: Identified, origin: string): Promise<Record<string, string | string[] | undefined>> {
   const headers = { ...req.headers };
-  // The gateway's own cookies stay at the edge: the upstream never sees session tokens.
+  // Session cookies stay at the edge: the upstream never sees the gateway's tokens or the control plane's session.
   const cookie = headers['cookie'];
   if (cookie) {
-    const kept = cookie.split(';').map((part) => part.trim()).filter((part) => part && !/^(__Host-)?kp_gate_/.test(part));
+    const kept = cookie.split(';').map((part) => part.trim()).filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim()));
     if (kept.length > 0) headers['cookie'] = kept.join('; ');
     else delete headers['cookie'];
   }
