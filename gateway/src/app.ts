@@ -22,7 +22,7 @@ import { loadCookieKeys, loadOrCreateSigningKey, type GatewaySigningKey } from '
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 import { callback, refuse, signin, signout } from './page-flow.js';
 import { UpstreamProxy, dropHopByHop, hasBody } from './proxy.js';
-import { countPassed, sendError, sendJson } from './respond.js';
+import { countPassed, countUpstreamFailure, sendError, sendJson } from './respond.js';
 import { createTokenClient, type TokenClient } from './token-client.js';
 import { upgrade } from './upgrades.js';
 import { routeUpstreams, upstreamHeaders } from './upstreams.js';
@@ -162,8 +162,10 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
   const upstream = ctx.upstreams.find(target.path);
   if (!upstream) return sendError(ctx.metrics, res, fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
   const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin);
-  countPassed(ctx.metrics, result.decision);
-  await upstream.proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body });
+  // Counted once the upstream answered: a request that never reached the app was not `allowed` through.
+  const forwarded = await upstream.proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body });
+  if (forwarded.ok) countPassed(ctx.metrics, result.decision);
+  else countUpstreamFailure(ctx.metrics, forwarded.reason);
 }
 
 /** Builds the edge-gate: request and upgrade handlers over its upstreams, with the policy from the signed config. */

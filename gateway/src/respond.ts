@@ -21,6 +21,12 @@ export function countPassed(metrics: GatewayMetrics, decision: Decision): void {
   metrics.requests.inc({ outcome: decision.outcome === 'allow' && decision.wouldRefuse ? 'observed' : 'allowed' });
 }
 
+/** A request the policy let through that the upstream failed (502/503/504): neither allowed through nor refused by policy. */
+export function countUpstreamFailure(metrics: GatewayMetrics, reason: Reason): void {
+  metrics.upstreamFailures.inc({ reason });
+  metrics.requests.inc({ outcome: 'upstream_failed' });
+}
+
 /** The envelope of a refusal, counted under its reason. */
 export function sendError(metrics: GatewayMetrics, res: ServerResponse, error: KeyplaneError, extraHeaders: Headers = {}): void {
   countRefusal(metrics, error.reason);

@@ -218,7 +218,7 @@ t.test('in observe mode an upgrade the policy would refuse passes without identi
   t.notMatch(metrics, /kp_gate_requests_total\{outcome="allowed"\}/);
 });
 
-t.test('upstream failures become envelopes: down 502, silent 504', async (t) => {
+t.test('upstream failures become envelopes: down 502, silent 504; they are never counted as allowed', async (t) => {
   const down = await startTestGateway(t, { upstream: 'http://127.0.0.1:9', policy: OPEN });
   const cookie = await down.sessionCookie();
   const res = await request(`${down.url}/x`, { headers: { cookie } });
@@ -230,6 +230,14 @@ t.test('upstream failures become envelopes: down 502, silent 504', async (t) => 
   const res2 = await request(`${slow.url}/x`, { headers: { cookie: await slow.sessionCookie() } });
   t.equal(res2.statusCode, 504);
   t.match(await res2.body.json(), { ok: false, reason: 'upstream_timeout' });
+  for (const [gw, reason] of [[down, 'upstream_unavailable'], [slow, 'upstream_timeout']] as const) {
+    const metrics = await (await request(`${gw.url}/metrics`)).body.text();
+    t.notMatch(metrics, /kp_gate_requests_total\{outcome="allowed"\}/, `${reason}: not allowed`);
+    t.match(metrics, /kp_gate_requests_total\{outcome="upstream_failed"\} 1/);
+    t.match(metrics, new RegExp(`kp_gate_upstream_failures_total\\{reason="${reason}"\\} 1`));
+  }
+  const jws = await down.running.gateway.evidence();
+  t.match(JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString()), { counts: { allowed: 0 } }, 'evidence counts no failure as allowed');
 });
 
 t.test('a request that arrives while the gateway is closing its upstream pool is a 503 to retry', async (t) => {
