@@ -12,6 +12,7 @@ export interface ControlPlaneSettings {
   adminToken?: string;
   logLevel: LogLevel;
   http: { bodyLimit: number; trustedProxies: string[] };
+  dns: { resolvers: string[] };
   keys: { rotateEveryDays: number; retainRetiredDays: number };
   lifetimes: {
     authorizationCode: number;
@@ -36,6 +37,7 @@ export interface ControlPlaneSettings {
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
+  v1: { sessionTokenLifetime: number; deprecatedAt: string; sunset: string };
   oidc: { dpopNonce: boolean };
 }
 

@@ -21,7 +21,7 @@ export const REASONS = {
   origin_mismatch: { status: 403, description: 'A state-changing request came from an origin other than the issuer (or a registered one).' },
   // OAuth 2.0 / OIDC (issue 5): the reason equals the RFC `error` code where one exists
   invalid_scope: { status: 400, description: 'A requested scope is malformed, unknown or not registered for the client (RFC 6749 §5.2).' },
-  invalid_target: { status: 400, description: 'The `resource` is not one of the exact resource URIs registered for the client (RFC 8707 §2).' },
+  invalid_target: { status: 400, description: 'The `resource` is not one of the exact resource URIs registered for the client (RFC 8707 §2); at registration, a resource that is the URL of a gateway registered by someone else.' },
   invalid_redirect_uri: { status: 400, description: 'A redirect URI is not https (or http on a loopback host), has a fragment or a wildcard, or is not a registered exact match (RFC 7591 §3.2.2).' },
   invalid_client_metadata: { status: 400, description: 'A client metadata field is invalid or inconsistent with the others (RFC 7591 §3.2.2).' },
   stale_revision: { status: 409, description: 'The client registration changed since the `revision` this update was based on; read it again and retry.' },
@@ -34,7 +34,14 @@ export const REASONS = {
   unsupported_response_type: { status: 400, description: 'Only `response_type=code` is offered: implicit and hybrid flows are refused (RFC 6749 §4.1.2.1).' },
   unknown_client: { status: 400, description: 'The authorization request names no registered client, or a redirect URI that is not registered for it exactly; shown on a page, never redirected.' },
   login_required: { status: 401, description: '`prompt=none` was asked but there is no usable session (OIDC Core §3.1.2.6).' },
+  consent_required: { status: 401, description: '`prompt=none` was asked but no earlier approval of this account covers the client, scopes and resource (OIDC Core §3.1.2.6); sent as a redirect error.' },
   interaction_required: { status: 401, description: '`prompt=none` was asked but the session does not meet `acr_values` or `max_age` without user interaction (OIDC Core §3.1.2.6).' },
+  saml_request_invalid: { status: 400, description: 'The SAML message is malformed, declares a DTD, is too large, stale (IssueInstant outside ±5 minutes), for another Destination, or uses an unsupported binding.' },
+  saml_signature_invalid: { status: 403, description: 'The SAML request is unsigned although its service provider signs, or its signature does not verify against the pinned certificate (another key, a wrapped or second signature).' },
+  saml_unknown_provider: { status: 400, description: 'The SAML request names an Issuer that is no registered service provider (or IdP-initiated sign-in is off for it).' },
+  saml_acs_not_registered: { status: 400, description: 'The AssertionConsumerServiceURL (or index) is not one the service provider registered; nothing is ever posted to it.' },
+  saml_request_replayed: { status: 400, description: 'A SAML request with this ID was seen already.' },
+  invalid_session_token: { status: 401, description: 'The deprecated v1 session token (macaroon) is malformed, forged, expired, for a client without the v1 bridge, or for a session that ended.' },
   access_denied: { status: 403, description: 'The user declined the request, or the one-tap approval is unknown, expired or belongs to another session.' },
   // passkey accounts (issue 3)
   invalid_username: { status: 400, description: 'The username does not match `^[a-z0-9][a-z0-9._-]{2,31}$` after case-folding.' },
@@ -98,6 +105,16 @@ export const REASONS = {
   invalid_id_token: { status: 401, description: 'The ID token from the control plane failed verification at the gateway (signature, `iss`, `aud`, `nonce`, expiry, algorithm, or no assurance).' },
   control_plane_unavailable: { status: 503, description: 'The gateway got no usable answer from the control plane\'s token endpoint in time; retry shortly.' },
   session_refresh_pending: { status: 503, description: 'Another request is refreshing this gateway session and did not finish in time; retry shortly (`Retry-After`).' },
+  // agent identity: see docs/agents.md
+  private_key_material: { status: 400, description: 'The JWK carries private key members (`d`, `p`, `q`, `dp`, `dq`, `qi`, `k`); an agent sends its public key only.' },
+  unsupported_key: { status: 400, description: 'The agent key is not an EC P-256 (ES256) or OKP Ed25519 (EdDSA) public JWK.' },
+  agent_state: { status: 409, description: 'The agent\'s current state (named in the message and in `state`) does not allow this transition.' },
+  enrollment_unknown: { status: 404, description: 'No enrollment with this id is waiting: unknown, expired, completed already, or the owner code does not match.' },
+  enrollment_not_approved: { status: 409, description: 'The enrollment has not been approved by its owner yet; poll `enroll/status`.' },
+  transfer_unknown: { status: 403, description: 'No transfer of this agent to the signed-in account matches this code (unknown, expired, used, or meant for someone else).' },
+  run_proof_invalid: { status: 400, description: 'The run proof is not a valid `svc-agent-run-proof-v1`: raw content fields, unknown members, a bad commitment, another agent or challenge, or a bad signature.' },
+  agent_key_mismatch: { status: 401, description: 'The DPoP proof or assertion was signed by another key than the agent\'s current key.' },
+  dns_record_missing: { status: 400, description: 'No TXT record at `_svc-agent.<domain>` carries this agent\'s value (or the name did not resolve).' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

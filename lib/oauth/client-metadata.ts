@@ -47,6 +47,13 @@ export interface ClientMetadata {
   /** RFC 9449 §5.2: when true, the client always asks for DPoP-bound tokens. */
   dpop_bound_access_tokens: boolean;
   gateway?: GatewayPolicy;
+  /**
+   * The operator's own app: no approval page (as Hydra's `skip_consent`). Present only when true;
+   * only the admin token may set it (the registration route checks who registers).
+   */
+  first_party?: true;
+  /** Turns on the deprecated v1 script bridge for this client (its redirect URIs are its v1 return URLs). */
+  v1_bridge?: true;
 }
 
 /** Defaults applied to omitted fields (documented in docs/oidc.md). */
@@ -264,6 +271,16 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   if (hasJwksUri) {
     const uri = optionalHttpsUri(body, 'jwks_uri');
     if (uri !== undefined) metadata.jwks_uri = uri;
+  }
+
+  if (body.first_party !== undefined && body.first_party !== null && body.first_party !== false) {
+    if (body.first_party !== true) bad('first_party must be a boolean');
+    metadata.first_party = true;
+  }
+
+  if (body.v1_bridge !== undefined && body.v1_bridge !== false) {
+    if (body.v1_bridge !== true) bad('v1_bridge must be a boolean');
+    metadata.v1_bridge = true;
   }
 
   if (body.gateway !== undefined && body.gateway !== null) {

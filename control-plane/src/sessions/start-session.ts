@@ -3,6 +3,7 @@ import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
 import { cookieOptions, ensureDeviceId, sessionCookieName } from './cookies.js';
+import { endGrantsOfSessions } from '../grants/end-grants.js';
 
 export interface StartSessionInput {
   identityId: string;
@@ -34,7 +35,10 @@ export async function startSession(
   const { lifetimes } = app.kp.config;
   const deviceId = input.deviceId ?? ensureDeviceId(app, request, reply);
   const previous = request.kp.session;
-  if (previous) await tx.sessions.revoke(previous.identityId, previous.id, now);
+  if (previous) {
+    await tx.sessions.revoke(previous.identityId, previous.id, now);
+    await endGrantsOfSessions(app.kp, tx, [previous.id], now);
+  }
 
   const token = randomToken(32);
   const sessionId = randomId('ses');

@@ -2,6 +2,7 @@ import type { JWK } from 'jose';
 import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
 import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
 import type { LinkRecord } from '../../../lib/magic/magic-link.js';
+import type { Approval } from '../../../lib/oauth/authorization-request.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend
@@ -118,6 +119,8 @@ export interface SessionStore {
   /** The session with this cookie hash when it is live at `now` (not revoked, not expired). */
   findLive(tokenHash: string, now: number): Promise<StoredSession | null>;
   listLive(identityId: string, now: number): Promise<StoredSession[]>;
+  /** Whether the session is live at `now` (not revoked, not expired). */
+  isLive(sessionId: string, now: number): Promise<boolean>;
   touch(sessionId: string, at: number, idleExpiresAt: number): Promise<void>;
   stepUp(sessionId: string, update: { at: number; assurance: SessionAssurance; amr: string[]; credId: string }): Promise<void>;
   /** Revokes one live session of the identity; false when there is none with that id. */
@@ -307,6 +310,10 @@ export interface ClientStore {
   listByOwner(ownerId: string): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
+  /** Every client whose metadata carries a `gateway` policy. */
+  listGateways(): Promise<StoredClient[]>;
+  /** The clients that registered exactly this redirect URI. */
+  findByRedirectUri(uri: string): Promise<StoredClient[]>;
 }
 
 // ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----
@@ -333,6 +340,11 @@ export interface StoredAuthorizationCode {
   consumedAt: number | null;
   /** The grant (token family) created by the exchange; set once exchanged. */
   grantId: string | null;
+  /**
+   * The user approved `offline_access` on the one-tap page for a client that is not a gateway:
+   * the grant outlives the session that started it (docs/security.md "Sign-out").
+   */
+  offline: boolean;
 }
 
 export type CodeConsumption =
@@ -355,6 +367,8 @@ export interface StoredGrant {
   /** The refresh family's absolute end. */
   expiresAt: number;
   revokedAt: number | null;
+  /** Outlives its session (see StoredAuthorizationCode.offline); otherwise it ends with it. */
+  offline: boolean;
 }
 
 export interface StoredRefreshToken {
@@ -381,6 +395,13 @@ export interface OidcStore {
   getGrant(grantId: string): Promise<StoredGrant | null>;
   /** Revokes the grant (its whole family); false when it was revoked already or is unknown. */
   revokeGrant(grantId: string, at: number): Promise<boolean>;
+  /**
+   * A session ended: revokes the live grants those sessions started (offline ones excepted) and
+   * deletes their codes not yet exchanged. Returns the grants revoked now.
+   */
+  endSessionGrants(sessionIds: readonly string[], at: number): Promise<StoredGrant[]>;
+  /** A client was revoked: revokes every live grant of it and deletes its codes not yet exchanged. */
+  revokeClientGrants(clientId: string, at: number): Promise<StoredGrant[]>;
   insertRefreshToken(token: StoredRefreshToken): Promise<void>;
   findRefreshToken(tokenHash: string): Promise<StoredRefreshToken | null>;
   /** Marks the refresh token used if it is unused (one conditional UPDATE). */
@@ -388,10 +409,10 @@ export interface OidcStore {
   /** Remembers a revoked access token (by jti) until it would have expired anyway. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
   isAccessTokenRevoked(jti: string): Promise<boolean>;
-  /** Remembers that the account approved the client for these scopes. */
-  recordApproval(identityId: string, clientId: string, scope: string, at: number): Promise<void>;
-  /** The scopes the account approved for the client, or null. */
-  approvedScopes(identityId: string, clientId: string): Promise<string[] | null>;
+  /** Remembers what the account approved for the client (replacing the earlier approval). */
+  recordApproval(identityId: string, clientId: string, approval: Approval, at: number): Promise<void>;
+  /** The scopes and resources the account approved for the client, or null. */
+  approval(identityId: string, clientId: string): Promise<Approval | null>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
   purgeExpired(before: number): Promise<number>;
 }
@@ -438,6 +459,114 @@ export interface GatewayStore {
   forgetEvidence(clientId: string, expiredBefore: number): Promise<number>;
 }
 
+// ---- agent identity (docs/agents.md) ----
+
+export type AgentVisibility = 'private' | 'unlisted' | 'public';
+export type SubjectKind = 'service_bot' | 'automation' | 'ai_agent' | 'hybrid_agent' | 'robot' | 'device' | 'agent_team' | 'ephemeral_subagent';
+
+export interface StoredEnrollment {
+  enrollmentId: string;
+  name: string;
+  subjectKind: SubjectKind;
+  publicJwk: JWK;
+  jkt: string;
+  alg: 'ES256' | 'EdDSA';
+  visibility: AgentVisibility;
+  /** SHA-256 (hex) of the canonical owner code; the code itself is never stored. */
+  ownerCodeHash: string;
+  state: 'pending_approval' | 'approved' | 'completed' | 'expired';
+  ownerId: string | null;
+  approvedAt: number | null;
+  agentId: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface StoredAgent {
+  agentId: string;
+  /** Opaque public id of the Proof Link (128 bits, no prefix). */
+  proofId: string;
+  ownerId: string;
+  name: string;
+  subjectKind: SubjectKind;
+  publicJwk: JWK;
+  jkt: string;
+  alg: 'ES256' | 'EdDSA';
+  state: 'active' | 'suspended' | 'compromised' | 'revoked';
+  visibility: AgentVisibility;
+  /** Declared facts (a2aCardUrl, capabilities); a card discovery fills them only where empty. */
+  declared: { a2aCardUrl?: string; capabilities?: string[] };
+  /** Set by a transfer acceptance or a compromise recovery: resuming then needs the owner at `sensitive` and the agent key together. */
+  resumeNeedsKey: boolean;
+  keyProvenAt: number | null;
+  ownerApprovedAt: number | null;
+  lastProofAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface StoredAgentEvidence {
+  agentId: string;
+  type: 'domain-control' | 'descriptor-integrity';
+  at: number;
+  expiresAt: number;
+  detail: Record<string, string>;
+}
+
+export interface StoredAgentTransfer {
+  agentId: string;
+  fromOwnerId: string;
+  toIdentityId: string;
+  codeHash: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface StoredAgentGrant {
+  /** `agg_…`; the prefix of the jti of every access token issued under it. */
+  grantId: string;
+  agentId: string;
+  ownerId: string;
+  clientId: string;
+  resource: string | null;
+  scope: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface AgentStore {
+  insertEnrollment(enrollment: StoredEnrollment): Promise<void>;
+  getEnrollment(enrollmentId: string): Promise<StoredEnrollment | null>;
+  /** pending_approval → approved by `ownerId`, only while unexpired; false otherwise. */
+  approveEnrollment(enrollmentId: string, ownerId: string, at: number): Promise<boolean>;
+  /** approved → completed (one use), only while unexpired; false otherwise. */
+  completeEnrollment(enrollmentId: string, agentId: string, at: number): Promise<boolean>;
+  /** Enrollments this owner approved that are not completed or expired yet. */
+  listApprovedEnrollments(ownerId: string, now: number): Promise<StoredEnrollment[]>;
+  insertAgent(agent: StoredAgent): Promise<void>;
+  get(agentId: string): Promise<StoredAgent | null>;
+  getByProofId(proofId: string): Promise<StoredAgent | null>;
+  listByOwner(ownerId: string): Promise<StoredAgent[]>;
+  /** Writes `agent` only when the stored state is still `expectedState` (compare-and-set). */
+  update(agent: StoredAgent, expectedState: StoredAgent['state']): Promise<boolean>;
+  /** Records a successful key proof (verify, run) without touching anything else. */
+  recordProof(agentId: string, at: number): Promise<void>;
+  appendEvidence(entry: StoredAgentEvidence): Promise<void>;
+  listEvidence(agentId: string): Promise<StoredAgentEvidence[]>;
+  /** One pending transfer per agent: a new one replaces the old. */
+  putTransfer(transfer: StoredAgentTransfer): Promise<void>;
+  getTransfer(agentId: string): Promise<StoredAgentTransfer | null>;
+  /** Deletes the transfer when it matches; true for exactly one caller. */
+  consumeTransfer(agentId: string, codeHash: string, toIdentityId: string, now: number): Promise<boolean>;
+  deleteTransfer(agentId: string): Promise<void>;
+  insertGrant(grant: StoredAgentGrant): Promise<void>;
+  getGrant(grantId: string): Promise<StoredAgentGrant | null>;
+  listGrants(agentId: string): Promise<StoredAgentGrant[]>;
+  revokeGrant(grantId: string, at: number): Promise<boolean>;
+  /** Revokes every live grant of the agent; returns how many. */
+  revokeGrants(agentId: string, at: number): Promise<number>;
+}
+
 export interface Stores {
   keys: KeyStore;
   identities: IdentityStore;
@@ -452,6 +581,7 @@ export interface Stores {
   clients: ClientStore;
   oidc: OidcStore;
   gateway: GatewayStore;
+  agents: AgentStore;
 }
 
 export interface Storage extends Stores {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import Database from 'better-sqlite3';
+import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { build, tempDir, TEST_ISSUER } from '../../helpers/build.js';

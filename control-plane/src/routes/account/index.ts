@@ -4,6 +4,7 @@ import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '../../../../lib/
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
+import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import { errorResponses, okObject } from '../schemas.js';
 import { loadAccountView, type AccountView } from './view.js';
@@ -138,6 +139,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     const now = app.kp.now();
     const { receipt } = await storage.transaction(async (tx) => {
       if (!(await tx.sessions.revoke(current.identityId, identifier, now))) throw fail('unknown_session', 'no live session with this identifier');
+      await endGrantsOfSessions(app.kp, tx, [identifier], now);
       return app.kp.events.record(tx, { type: 'session.revoked', at: now, outcome: 'success', identityId: current.identityId, sessionId: identifier, by: current.id });
     });
     if (identifier === current.id) clearSessionCookie(app, reply);
@@ -157,7 +159,9 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     const result = await storage.transaction(async (tx) => {
       const known = (await tx.devices.list(current.identityId)).some((d) => d.deviceId === deviceId);
       if (!known) throw fail('unknown_device', 'no device with this id on the account');
+      const onDevice = (await tx.sessions.listLive(current.identityId, now)).filter((s) => s.deviceId === deviceId).map((s) => s.sessionId);
       const sessions = await tx.sessions.revokeDevice(current.identityId, deviceId, now);
+      await endGrantsOfSessions(app.kp, tx, onDevice, now);
       await tx.devices.remove(current.identityId, deviceId);
       const { receipt } = await app.kp.events.record(tx, { type: 'device.revoked', at: now, outcome: 'success', identityId: current.identityId, deviceId, sessions, by: current.id });
       return { sessions, receipt };
@@ -173,6 +177,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     const now = app.kp.now();
     const { receipt } = await storage.transaction(async (tx) => {
       await tx.sessions.revoke(current.identityId, current.id, now);
+      await endGrantsOfSessions(app.kp, tx, [current.id], now);
       return app.kp.events.record(tx, { type: 'session.ended', at: now, outcome: 'success', identityId: current.identityId, sessionId: current.id });
     });
     clearSessionCookie(app, reply);

@@ -13,6 +13,7 @@ import { sqliteReceiptStore } from './receipt-store.js';
 import { sqliteClientStore } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
 import { sqliteGatewayStore } from './gateway-store.js';
+import { sqliteAgentStore } from './agent-store.js';
 import { SerialRunner, type Runner } from './serial-runner.js';
 
 function storesOn(runner: Runner): Stores {
@@ -30,6 +31,7 @@ function storesOn(runner: Runner): Stores {
     clients: sqliteClientStore(runner),
     oidc: sqliteOidcStore(runner),
     gateway: sqliteGatewayStore(runner),
+    agents: sqliteAgentStore(runner),
   };
 }
 
