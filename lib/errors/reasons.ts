@@ -91,7 +91,7 @@ export const REASONS = {
   upstream_unavailable: { status: 502, description: 'The gateway could not reach the upstream app or the connection failed mid-request.' },
   upstream_busy: { status: 503, description: 'The gateway is closing or its connection pool to the upstream is full; retry shortly.' },
   upstream_timeout: { status: 504, description: 'The upstream app did not answer within the gateway\'s timeout.' },
-  invalid_path: { status: 400, description: 'The request path carries encoded slashes, backslashes or dot segments that could read differently upstream.' },
+  invalid_path: { status: 400, description: 'The request path carries a form that a common upstream could read as another path (encoded separators, backslashes, dot segments, `;` parameters, double encoding, invalid or compatibility UTF-8; docs/gateway.md#path-rule).' },
   invalid_token: { status: 401, description: 'The access token is malformed, expired, revoked, for another audience or not signed by the control plane (RFC 6750 §3.1).' },
   insufficient_scope: { status: 403, description: 'The access token lacks a scope this route requires (RFC 6750 §3.1).' },
   insufficient_user_authentication: { status: 401, description: 'The authentication is weaker than this route requires; ask again with the `acr_values` in `WWW-Authenticate` (RFC 9470).' },

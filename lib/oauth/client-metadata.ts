@@ -71,7 +71,7 @@ export const CLIENT_DEFAULTS = {
   in_place: false,
 } as const;
 
-const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200 };
+const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200, acceptClients: 50 };
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 function bad(message: string): never {
@@ -150,6 +150,11 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
     policy.canary_percent = percent;
   } else if (mode === 'canary') {
     bad('gateway.canary_percent is required in canary mode');
+  }
+  if (value.accept_clients !== undefined) {
+    const accept = stringArray(value.accept_clients, 'gateway.accept_clients', LIMITS.acceptClients);
+    if (accept.some((id) => id.length === 0 || id.length > LIMITS.text)) bad('gateway.accept_clients must list client ids');
+    if (accept.length > 0) policy.accept_clients = [...new Set(accept)];
   }
   if (!Array.isArray(value.routes)) bad('gateway.routes must be an array');
   if (value.routes.length > LIMITS.routes) bad(`gateway.routes has more than ${LIMITS.routes} entries`);

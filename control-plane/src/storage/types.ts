@@ -127,6 +127,11 @@ export interface SessionStore {
   revoke(identityId: string, sessionId: string, at: number): Promise<boolean>;
   /** Revokes every live session of the identity on the device; returns how many. */
   revokeDevice(identityId: string, deviceId: string, at: number): Promise<number>;
+  /**
+   * Ids of sessions revoked at or after `since` that started a grant for the client (the sids its
+   * ID tokens named), newest revocation first, at most `limit`: a gateway's deny list.
+   */
+  listRevokedForClient(clientId: string, since: number, limit: number): Promise<string[]>;
 }
 
 export interface Device {

@@ -279,6 +279,13 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    version: 10,
+    name: 'sessions by revocation time (gateway deny lists)',
+    sql: `
+      CREATE INDEX sessions_by_revoked_at ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
+    `,
+  },
+  {
     version: 15,
     name: 'approvals remember the resources approved',
     sql: `

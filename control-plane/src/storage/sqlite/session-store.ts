@@ -96,5 +96,12 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
         db.prepare(`UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND device_id = @deviceId AND ${LIVE}`)
           .run({ at, identityId, deviceId, now: at }).changes,
       ),
+    listRevokedForClient: (clientId, since, limit) =>
+      runner.run((db) =>
+        (db.prepare(`SELECT s.session_id AS id FROM sessions s
+             WHERE s.revoked_at >= @since AND EXISTS (SELECT 1 FROM oidc_grants g WHERE g.session_id = s.session_id AND g.client_id = @clientId)
+             ORDER BY s.revoked_at DESC, s.session_id LIMIT @limit`)
+          .all({ clientId, since, limit }) as Array<{ id: string }>).map((row) => row.id),
+      ),
   };
 }
