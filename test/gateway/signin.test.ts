@@ -1,18 +1,7 @@
 import t from 'tap';
-import { Writable } from 'node:stream';
-import { request } from 'undici';
-import { loadControlPlaneConfig } from '../../config/load.js';
-import { startControlPlane, type RunningControlPlane } from '../../control-plane/src/server.js';
-import { createTokenClient, type TokenClient } from '../../gateway/src/token-client.js';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
-import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import { createTokenClient } from '../../gateway/src/token-client.js';
 import { forgetSingleFlight } from '../../lib/gateway/single-flight.js';
-import { findFreePort } from '../../lib/runtime/listen.js';
-import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
-import { SoftAuthenticator } from '../helpers/soft-authenticator.js';
-import { startTestGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
-import { ADMIN, HTML, Jar, authorizeAt, get, sessionIn, signIn, signOut, world, type World } from './real-world.js';
-
+import { HTML, Jar, authorizeAt, get, sessionIn, signIn, signOut, world } from './real-world.js';
 
 t.test('an anonymous navigation signs in at the control plane and lands where it started, with identity upstream', async (t) => {
   const w = await world(t);
