@@ -58,7 +58,19 @@ export interface IdentityStore {
   setPreferences(identityId: string, preferences: Record<string, string>, at: number): Promise<void>;
   count(): Promise<number>;
   founderExists(): Promise<boolean>;
+  /** The account's state; null when there is no such identity (never was, or deleted). */
+  state(identityId: string): Promise<AccountState | null>;
+  /** Sets the state; false when the identity is unknown or already in that state. */
+  setState(identityId: string, state: AccountState, at: number): Promise<boolean>;
+  /**
+   * Deletes the identity with everything that hangs on it by foreign key: names and aliases (the
+   * username is free again), passkeys, sessions, devices, TOTP, recovery codes, emails, links.
+   */
+  remove(identityId: string): Promise<boolean>;
 }
+
+/** `active`, or `disabled` by an operator: a disabled account cannot sign in and none of its grants work. */
+export type AccountState = 'active' | 'disabled';
 
 export interface StoredCredential {
   /** base64url credential id. */
@@ -124,6 +136,8 @@ export interface SessionStore {
   revoke(identityId: string, sessionId: string, at: number): Promise<boolean>;
   /** Revokes every live session of the identity on the device; returns how many. */
   revokeDevice(identityId: string, deviceId: string, at: number): Promise<number>;
+  /** Revokes every live session of the account; returns how many. */
+  revokeAll(identityId: string, at: number): Promise<number>;
 }
 
 export interface Device {
@@ -387,6 +401,10 @@ export interface OidcStore {
   recordApproval(identityId: string, clientId: string, scope: string, at: number): Promise<void>;
   /** The scopes the account approved for the client, or null. */
   approvedScopes(identityId: string, clientId: string): Promise<string[] | null>;
+  /** Revokes every live grant (refresh family) of the account; returns how many. */
+  revokeGrantsOf(identityId: string, at: number): Promise<number>;
+  /** Deletes the account's codes, grants (with their refresh tokens) and approvals. */
+  forgetIdentity(identityId: string): Promise<void>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
   purgeExpired(before: number): Promise<number>;
 }

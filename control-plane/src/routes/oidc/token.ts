@@ -16,6 +16,7 @@ import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import { errorResponses } from '../schemas.js';
 import { authenticateClient } from './client-auth.js';
 import { mintTokens } from './tokens.js';
+import { isAccountActive } from '../../accounts/lifecycle.js';
 
 const tokenResponse = {
   type: 'object',
@@ -143,6 +144,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the authorization code was used already; tokens issued from it are revoked');
     }
     const stored = consumed.code;
+    if (!(await isAccountActive(storage, stored.identityId))) throw oauthError('invalid_grant', 'the account is disabled or deleted');
     if (stored.expiresAt <= now) throw oauthError('invalid_grant', 'the authorization code has expired');
     if (stored.clientId !== client.clientId) throw oauthError('invalid_grant', 'the authorization code was issued to another client');
     if (stored.redirectUri !== redirectUri) throw oauthError('invalid_grant', 'redirect_uri differs from the authorization request');
@@ -203,6 +205,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the refresh token is bound to a DPoP key: send a proof made with that key');
     }
     if (grant.revokedAt !== null) throw oauthError('invalid_grant', 'the refresh token was revoked');
+    if (!(await isAccountActive(storage, grant.identityId))) throw oauthError('invalid_grant', 'the account is disabled or deleted');
     // Also before it is used up: a request the grant does not allow leaves the token working.
     const granted = parseScope(grant.scope);
     const requested = body.scope === undefined ? granted : parseScope(body.scope);

@@ -6,6 +6,7 @@ import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel } from 
 import { signAccessToken, signIdToken } from '../../../../lib/tokens/sign-token.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import type { StoredGrant } from '../../storage/types.js';
+import { isAccountActive } from '../../accounts/lifecycle.js';
 
 /**
  * Minting and checking the tokens of the OIDC provider. Access tokens are RFC 9068 JWTs whose
@@ -138,6 +139,7 @@ export async function verifyAccessToken(app: FastifyInstance, token: string): Pr
   const grantId = grantIdOfJti(claims.jti);
   const grant = grantId ? await app.kp.storage.oidc.getGrant(grantId) : null;
   if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id) throw fail('invalid_token', 'the access token was revoked');
+  if (!(await isAccountActive(app.kp.storage, grant.identityId))) throw fail('invalid_token', 'the account is disabled or deleted');
   if (await app.kp.storage.oidc.isAccessTokenRevoked(claims.jti)) throw fail('invalid_token', 'the access token was revoked');
   return claims;
 }

@@ -179,6 +179,15 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
         const row = db.prepare('SELECT scope FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string } | undefined;
         return row ? row.scope.split(' ').filter(Boolean) : null;
       }),
+    revokeGrantsOf: (identityId, at) =>
+      runner.run((db) => db.prepare('UPDATE oidc_grants SET revoked_at = ? WHERE identity_id = ? AND revoked_at IS NULL').run(at, identityId).changes),
+    forgetIdentity: (identityId) =>
+      runner.run((db) => {
+        db.prepare('DELETE FROM oidc_codes WHERE identity_id = ?').run(identityId);
+        // Refresh tokens go with their grant (ON DELETE CASCADE).
+        db.prepare('DELETE FROM oidc_grants WHERE identity_id = ?').run(identityId);
+        db.prepare('DELETE FROM oidc_approvals WHERE identity_id = ?').run(identityId);
+      }),
     purgeExpired: (before) =>
       runner.run((db) => {
         let removed = db.prepare('DELETE FROM oidc_codes WHERE expires_at < ? AND (consumed_at IS NULL OR grant_id IS NULL)').run(before).changes;
