@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
+import { request as plainRequest } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
@@ -35,6 +36,18 @@ export interface GuardedFetchOptions {
   resolver?: Resolver;
   /** The `Accept` header (default `application/json, *\/*;q=0.5`). */
   accept?: string;
+  /** The method (default GET). The posture scan also sends a CORS preflight (`OPTIONS`). */
+  method?: 'GET' | 'OPTIONS';
+  /** Extra request headers (the scan's CORS probe: `Origin`, `Access-Control-Request-Method`); never credentials. */
+  headers?: Record<string, string>;
+  /** Also fetch `http:` URLs, with the same address checks: only the posture scan's plain-http leg. */
+  allowHttp?: boolean;
+  /** False accepts a certificate that does not verify: only the posture scan, to grade such a site. */
+  verifyCertificate?: boolean;
+  /** False answers a redirect as it is instead of following it (the scan records each hop). */
+  followRedirects?: boolean;
+  /** Aborts the fetch from outside (the scan's one budget over many requests). */
+  signal?: AbortSignal;
 }
 
 export interface FetchHop {
@@ -74,14 +87,14 @@ const systemResolver: Resolver = async (hostname) => {
   return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
 };
 
-function parseTarget(input: string | URL): URL {
+function parseTarget(input: string | URL, allowHttp = false): URL {
   let url: URL;
   try {
     url = new URL(input);
   } catch {
     throw fail('fetch_invalid_url', 'the URL is not an absolute URL');
   }
-  if (url.protocol !== 'https:') throw fail('fetch_not_https', 'only https URLs are fetched');
+  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) throw fail('fetch_not_https', 'only https URLs are fetched');
   // No credentials ever leave with a server-side fetch (RFC 3986 §3.2.1 deprecates userinfo).
   if (url.username !== '' || url.password !== '') throw fail('fetch_credentials_in_url', 'the URL must not carry a user name or password');
   return url;
@@ -155,25 +168,28 @@ function requestOnce(url: URL, pinned: ResolvedAddress, ca: Array<string | Buffe
     if (lookupOptions?.all) callback(null, [pinned]);
     else callback(null, pinned.address, pinned.family);
   }) as unknown as LookupFunction;
+  const plain = url.protocol === 'http:';
+  // Only credential-free headers are passed on: nothing may carry a user's identity to the target.
+  const extra = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([name]) => !/^(cookie|authorization|proxy-authorization)$/i.test(name)));
   const requestOptions: RequestOptions = {
-    method: 'GET',
+    method: options.method ?? 'GET',
     hostname: host,
-    port: url.port || 443,
+    port: url.port || (plain ? 80 : 443),
     path: `${url.pathname}${url.search}`,
     lookup,
     // TLS still verifies the certificate for the host name (SNI is never sent for an IP literal).
     ...(isIP(host) === 0 ? { servername: host } : {}),
     ...(ca ? { ca } : {}),
-    rejectUnauthorized: true,
+    rejectUnauthorized: options.verifyCertificate ?? true,
     agent: false,
     signal,
-    headers: { accept: options.accept ?? 'application/json, */*;q=0.5', 'user-agent': USER_AGENT, 'accept-encoding': 'identity' },
+    headers: { ...extra, accept: options.accept ?? 'application/json, */*;q=0.5', 'user-agent': USER_AGENT, 'accept-encoding': 'identity' },
   };
   const maxBytes = options.maxBytes ?? FETCH_DEFAULTS.maxBytes;
   return new Promise((resolve, reject) => {
-    const req = request(requestOptions, (response) => {
+    const req = (plain ? plainRequest : request)(requestOptions, (response) => {
       const status = response.statusCode ?? 0;
-      if (REDIRECTS.has(status) && response.headers.location) {
+      if (REDIRECTS.has(status) && response.headers.location && options.followRedirects !== false) {
         response.destroy();
         resolve({ response });
         return;
@@ -209,7 +225,7 @@ function requestOnce(url: URL, pinned: ResolvedAddress, ca: Array<string | Buffe
 function networkError(error: Error, signal: AbortSignal): KeyplaneError {
   if (signal.aborted) return timeoutError();
   const code = (error as NodeJS.ErrnoException).code;
-  return fail('fetch_failed', `the target could not be fetched${code ? ` (${code})` : ''}`);
+  return fail('fetch_failed', `the target could not be fetched${code ? ` (${code})` : ''}`, { cause: error });
 }
 
 /**
@@ -222,12 +238,16 @@ function networkError(error: Error, signal: AbortSignal): KeyplaneError {
 export async function fetchGuarded(input: string | URL, options: GuardedFetchOptions = {}): Promise<FetchedResponse> {
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), options.timeoutMs ?? FETCH_DEFAULTS.timeoutMs);
+  const outer = options.signal;
+  const onOuterAbort = () => deadline.abort();
+  if (outer?.aborted) deadline.abort();
+  outer?.addEventListener('abort', onOuterAbort, { once: true });
   const ca = trustedCa(options);
   const maxRedirects = options.maxRedirects ?? FETCH_DEFAULTS.maxRedirects;
   const redirects: FetchHop[] = [];
   const seen = new Set<string>();
   try {
-    let url = parseTarget(input);
+    let url = parseTarget(input, options.allowHttp);
     for (;;) {
       url.hash = '';
       seen.add(url.href);
@@ -243,12 +263,13 @@ export async function fetchGuarded(input: string | URL, options: GuardedFetchOpt
       } catch {
         throw fail('fetch_failed', 'a redirect names no valid URL');
       }
-      url = parseTarget(next);
+      url = parseTarget(next, options.allowHttp);
       url.hash = '';
       if (seen.has(url.href)) throw fail('fetch_too_many_redirects', 'the redirects loop');
     }
   } finally {
     clearTimeout(timer);
+    outer?.removeEventListener('abort', onOuterAbort);
   }
 }
 

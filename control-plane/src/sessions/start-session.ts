@@ -4,7 +4,8 @@ import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
-import { cookieOptions, ensureDeviceId, sessionCookieName } from './cookies.js';
+import { cookieOptions, ensureDeviceId, fedcmCookieName, fedcmCookieOptions, sessionCookieName } from './cookies.js';
+import { endGrantsOfSessions } from '../grants/end-grants.js';
 
 export interface StartSessionInput {
   identityId: string;
@@ -38,7 +39,10 @@ export async function startSession(
   // Every sign-in (passkey, backup code, magic link) ends here, so this one check covers them all.
   if (!(await isAccountActive(tx, input.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const previous = request.kp.session;
-  if (previous) await tx.sessions.revoke(previous.identityId, previous.id, now);
+  if (previous) {
+    await tx.sessions.revoke(previous.identityId, previous.id, now);
+    await endGrantsOfSessions(app.kp, tx, [previous.id], now);
+  }
 
   const token = randomToken(32);
   const sessionId = randomId('ses');
@@ -65,10 +69,15 @@ export async function startSession(
     identityId: input.identityId, sessionId, deviceId, method: METHOD[input.assurance], assurance: input.assurance,
   });
   reply.setCookie(sessionCookieName(app), token, cookieOptions(app, lifetimes.sessionAbsolute));
+  reply.setCookie(fedcmCookieName(app), token, fedcmCookieOptions(lifetimes.sessionAbsolute));
+  // Login Status API (https://w3c-fedid.github.io/login-status/): FedCM asks for accounts only while logged in.
+  reply.header('set-login', 'logged-in');
   return receipt === undefined ? { sessionId } : { sessionId, receipt };
 }
 
 /** Expires the session cookie on the reply. */
 export function clearSessionCookie(app: FastifyInstance, reply: FastifyReply): void {
   reply.clearCookie(sessionCookieName(app), { path: '/', httpOnly: true, sameSite: 'lax', secure: cookieOptions(app, 0).secure });
+  reply.clearCookie(fedcmCookieName(app), { ...fedcmCookieOptions(0), maxAge: undefined });
+  reply.header('set-login', 'logged-out');
 }

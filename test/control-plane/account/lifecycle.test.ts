@@ -190,7 +190,7 @@ t.test('a user deletes their own account at sensitive assurance with their usern
   t.same(await storage.devices.list(identityId), []);
   t.equal(await storage.clients.get(owned.json().client_id), null, 'personal clients go');
   t.ok(await storage.clients.get(rp.client_id), 'other clients stay');
-  t.equal(await storage.oidc.approvedScopes(identityId, rp.client_id), null);
+  t.equal(await storage.oidc.approval(identityId, rp.client_id), null);
   t.equal((await laptop.get('/account?format=json')).statusCode, 401, 'other sessions end');
   t.equal((await refresh(app, rp, tokens.refresh_token)).json().reason, 'invalid_grant', 'refresh families go');
   const receipt = await app.inject({ method: 'GET', url: `/receipts/${res.json().receipt}` });

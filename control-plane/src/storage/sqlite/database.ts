@@ -1,9 +1,9 @@
-import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { Database } from './driver.js';
 import { migrations as allMigrations, type Migration } from './migrations.js';
 
-export type Sqlite = Database.Database;
+export type Sqlite = Database;
 
 export class MigrationError extends Error {
   override name = 'MigrationError';

@@ -74,6 +74,8 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
       runner.run((db) =>
         (db.prepare(`SELECT * FROM sessions WHERE identity_id = @identityId AND ${LIVE} ORDER BY created_at, session_id`).all({ identityId, now }) as SessionRow[]).map(fromRow),
       ),
+    isLive: (sessionId, now) =>
+      runner.run((db) => db.prepare(`SELECT 1 AS live FROM sessions WHERE session_id = @sessionId AND ${LIVE}`).get({ sessionId, now }) !== undefined),
     touch: (sessionId, at, idleExpiresAt) =>
       runner.run((db) => {
         // The idle expiry never outgrows the absolute one.
