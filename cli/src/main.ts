@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../config/load.js';
 import { MigrationError } from '../../control-plane/src/storage/sqlite/database.js';
+import { accountsCommands } from './commands/accounts.js';
 import { backupCommand } from './commands/backup.js';
 import { controlPlaneCommand } from './commands/control-plane.js';
 import { gatewayCommand } from './commands/gateway.js';
@@ -25,6 +26,7 @@ backupCommand(program);
 keysCommand(program);
 receiptCommand(program);
 ledgerCommand(program);
+accountsCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,4 +1,4 @@
-import type { Identity, IdentityStore } from '../types.js';
+import type { AccountState, Identity, IdentityStore } from '../types.js';
 import type { Runner } from './serial-runner.js';
 
 interface IdentityRow {
@@ -88,5 +88,10 @@ export function sqliteIdentityStore(runner: Runner): IdentityStore {
       }),
     count: () => runner.run((db) => (db.prepare('SELECT COUNT(*) AS n FROM identities').get() as { n: number }).n),
     founderExists: () => runner.run((db) => db.prepare('SELECT 1 FROM identities WHERE founder = 1').get() !== undefined),
+    state: (identityId) =>
+      runner.run((db) => (db.prepare('SELECT state FROM identities WHERE identity_id = ?').get(identityId) as { state: AccountState } | undefined)?.state ?? null),
+    setState: (identityId, state, at) =>
+      runner.run((db) => db.prepare('UPDATE identities SET state = ?, updated_at = ? WHERE identity_id = ? AND state <> ?').run(state, at, identityId, state).changes === 1),
+    remove: (identityId) => runner.run((db) => db.prepare('DELETE FROM identities WHERE identity_id = ?').run(identityId).changes === 1),
   };
 }

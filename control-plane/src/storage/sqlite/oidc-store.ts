@@ -200,6 +200,15 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
         const row = db.prepare('SELECT scope, resources FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string; resources: string } | undefined;
         return row ? { scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] } : null;
       }),
+    revokeGrantsOf: (identityId, at) =>
+      runner.run((db) => db.prepare('UPDATE oidc_grants SET revoked_at = ? WHERE identity_id = ? AND revoked_at IS NULL').run(at, identityId).changes),
+    forgetIdentity: (identityId) =>
+      runner.run((db) => {
+        db.prepare('DELETE FROM oidc_codes WHERE identity_id = ?').run(identityId);
+        // Refresh tokens go with their grant (ON DELETE CASCADE).
+        db.prepare('DELETE FROM oidc_grants WHERE identity_id = ?').run(identityId);
+        db.prepare('DELETE FROM oidc_approvals WHERE identity_id = ?').run(identityId);
+      }),
     approvedClients: (identityId) =>
       runner.run((db) => (db.prepare('SELECT client_id FROM oidc_approvals WHERE identity_id = ? ORDER BY client_id').all(identityId) as Array<{ client_id: string }>).map((row) => row.client_id)),
     removeApproval: (identityId, clientId) =>

@@ -91,6 +91,8 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
         db.prepare(`UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND session_id = @sessionId AND ${LIVE}`)
           .run({ at, identityId, sessionId, now: at }).changes === 1,
       ),
+    revokeAll: (identityId, at) =>
+      runner.run((db) => db.prepare(`UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND ${LIVE}`).run({ at, identityId, now: at }).changes),
     revokeDevice: (identityId, deviceId, at) =>
       runner.run((db) =>
         db.prepare(`UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND device_id = @deviceId AND ${LIVE}`)
