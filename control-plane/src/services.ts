@@ -56,17 +56,22 @@ export async function openControlPlaneServices(config: ControlPlaneConfig & { is
       smtpUrl: config.mail.smtpUrl, from: config.mail.from, dataDir: config.dataDir,
       onError: (error) => options.warn?.(`outgoing mail failed: ${(error as Error).message}`),
     });
+    let closing: Promise<void> | undefined;
     return {
       config, storage, state: opened, keys, metrics, events, ledger, secrets: createSecrets(master.key), mailer, now,
       fetcher: createGuardedFetcher({ allowPrivateTargets: config.fetch.allowPrivateTargets, ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}) }),
       notify: options.notify ?? (() => undefined),
-      async close() {
-        await ledger.close();
-        clearInterval(reload);
-        clearInterval(schedule);
-        await mailer.close();
-        if (!options.state) await opened.close();
-        await storage.close();
+      close() {
+        // Idempotent: a test (or a signal handler) may close before the owner's own teardown does.
+        closing ??= (async () => {
+          await ledger.close();
+          clearInterval(reload);
+          clearInterval(schedule);
+          await mailer.close();
+          if (!options.state) await opened.close();
+          await storage.close();
+        })();
+        return closing;
       },
     };
   } catch (error) {

@@ -8,7 +8,7 @@ const founderOf = async (app: Awaited<ReturnType<typeof build>>['app'], headers:
 
 t.test('a fresh install logs a one-time setup link that creates the founder', async (t) => {
   const dataDir = tempDir(t);
-  const { app, logs } = await build(t, { dataDir, config: { 'signup.selfService': false } });
+  const { app, logs, services } = await build(t, { dataDir, config: { 'signup.selfService': false } });
   const line = logs.find((l) => l.includes('setupUrl'));
   t.ok(line, 'the setup link is logged');
   t.match(JSON.parse(line!).setupUrl, new RegExp(`^${TEST_ISSUER}/auth\\?setup=[A-Za-z0-9_-]{43}$`));
@@ -29,7 +29,9 @@ t.test('a fresh install logs a one-time setup link that creates the founder', as
   const wrong = await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'second', setupToken: 'x'.repeat(43) } });
   t.equal(wrong.json().reason, 'invalid_setup_token');
 
+  // A restart: the first process lets go of the database before the second opens it.
   await app.close();
+  await services.close();
   const restarted = await build(t, { dataDir });
   t.notOk(restarted.logs.some((l) => l.includes('setupUrl')), 'no setup link once a founder exists');
 });
