@@ -5,13 +5,6 @@ import { DATABASE_FILE, MigrationError, backupDatabase, migrate, openDatabase } 
 import { migrations } from '../../../control-plane/src/storage/sqlite/migrations.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { tempDir } from '../../helpers/build.js';
-import { keyStoreConformance } from './key-store.conformance.js';
-
-keyStoreConformance(t, async () => {
-  const storage = openSqliteStorage(tempDir(t));
-  t.teardown(() => storage.close());
-  return storage;
-});
 
 const latest = Math.max(...migrations.map((m) => m.version));
 

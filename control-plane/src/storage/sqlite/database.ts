@@ -1,13 +1,12 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { MigrationError } from '../migration-error.js';
 import { migrations as allMigrations, type Migration } from './migrations.js';
 
 export type Sqlite = Database.Database;
 
-export class MigrationError extends Error {
-  override name = 'MigrationError';
-}
+export { MigrationError };
 
 export const DATABASE_FILE = 'keyplane.db';
 

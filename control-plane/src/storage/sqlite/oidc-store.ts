@@ -1,107 +1,12 @@
 import type { OidcStore, StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from '../types.js';
-import type { Runner } from './serial-runner.js';
-
-interface CodeRow {
-  code_hash: string;
-  client_id: string;
-  redirect_uri: string;
-  identity_id: string;
-  session_id: string;
-  scope: string;
-  resource: string | null;
-  nonce: string | null;
-  code_challenge: string;
-  dpop_jkt: string | null;
-  assurance: string;
-  amr: string;
-  auth_time: number;
-  created_at: number;
-  expires_at: number;
-  consumed_at: number | null;
-  grant_id: string | null;
-}
-
-interface GrantRow {
-  grant_id: string;
-  client_id: string;
-  identity_id: string;
-  session_id: string;
-  scope: string;
-  resource: string | null;
-  assurance: string;
-  amr: string;
-  auth_time: number;
-  created_at: number;
-  expires_at: number;
-  revoked_at: number | null;
-}
-
-interface RefreshRow {
-  token_hash: string;
-  grant_id: string;
-  dpop_jkt: string | null;
-  created_at: number;
-  idle_expires_at: number;
-  used_at: number | null;
-}
-
-/** The columns a code hands on to its grant: who signed in, to which client, with what. */
-type SignInColumns = Pick<GrantRow, 'client_id' | 'identity_id' | 'session_id' | 'scope' | 'resource' | 'assurance' | 'amr' | 'auth_time'>;
-
-function signInFromRow(row: SignInColumns) {
-  return {
-    clientId: row.client_id,
-    identityId: row.identity_id,
-    sessionId: row.session_id,
-    scope: row.scope,
-    resource: row.resource,
-    assurance: row.assurance as StoredGrant['assurance'],
-    amr: JSON.parse(row.amr) as string[],
-    authTime: row.auth_time,
-  };
-}
-
-function codeFromRow(row: CodeRow): StoredAuthorizationCode {
-  return {
-    ...signInFromRow(row),
-    codeHash: row.code_hash,
-    redirectUri: row.redirect_uri,
-    nonce: row.nonce,
-    codeChallenge: row.code_challenge,
-    dpopJkt: row.dpop_jkt,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    consumedAt: row.consumed_at,
-    grantId: row.grant_id,
-  };
-}
-
-function grantFromRow(row: GrantRow): StoredGrant {
-  return {
-    ...signInFromRow(row),
-    grantId: row.grant_id,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-  };
-}
-
-function refreshFromRow(row: RefreshRow): StoredRefreshToken {
-  return {
-    tokenHash: row.token_hash,
-    grantId: row.grant_id,
-    dpopJkt: row.dpop_jkt,
-    createdAt: row.created_at,
-    idleExpiresAt: row.idle_expires_at,
-    usedAt: row.used_at,
-  };
-}
+import { cached, type Runner } from './serial-runner.js';
+import { codeFromRow, grantFromRow, refreshFromRow, type CodeRow, type GrantRow, type RefreshRow } from '../rows.js';
 
 export function sqliteOidcStore(runner: Runner): OidcStore {
   return {
     insertCode: (code) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_codes (code_hash, client_id, redirect_uri, identity_id, session_id, scope, resource, nonce, code_challenge,
              dpop_jkt, assurance, amr, auth_time, created_at, expires_at, consumed_at, grant_id)
            VALUES (@code_hash, @client_id, @redirect_uri, @identity_id, @session_id, @scope, @resource, @nonce, @code_challenge,
@@ -115,18 +20,18 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     consumeCode: (codeHash, at) =>
       runner.run((db) => {
-        const row = db.prepare('UPDATE oidc_codes SET consumed_at = ? WHERE code_hash = ? AND consumed_at IS NULL RETURNING *').get(at, codeHash) as CodeRow | undefined;
+        const row = cached(db, 'UPDATE oidc_codes SET consumed_at = ? WHERE code_hash = ? AND consumed_at IS NULL RETURNING *').get(at, codeHash) as CodeRow | undefined;
         if (row) return { status: 'consumed' as const, code: codeFromRow(row) };
-        const used = db.prepare('SELECT * FROM oidc_codes WHERE code_hash = ?').get(codeHash) as CodeRow | undefined;
+        const used = cached(db, 'SELECT * FROM oidc_codes WHERE code_hash = ?').get(codeHash) as CodeRow | undefined;
         return used ? { status: 'replayed' as const, code: codeFromRow(used) } : { status: 'unknown' as const };
       }),
     setCodeGrant: (codeHash, grantId) =>
       runner.run((db) => {
-        db.prepare('UPDATE oidc_codes SET grant_id = ? WHERE code_hash = ?').run(grantId, codeHash);
+        cached(db, 'UPDATE oidc_codes SET grant_id = ? WHERE code_hash = ?').run(grantId, codeHash);
       }),
     insertGrant: (grant) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_grants (grant_id, client_id, identity_id, session_id, scope, resource, assurance, amr, auth_time, created_at, expires_at, revoked_at)
            VALUES (@grant_id, @client_id, @identity_id, @session_id, @scope, @resource, @assurance, @amr, @auth_time, @created_at, @expires_at, NULL)`,
         ).run({
@@ -137,53 +42,53 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     getGrant: (grantId) =>
       runner.run((db) => {
-        const row = db.prepare('SELECT * FROM oidc_grants WHERE grant_id = ?').get(grantId) as GrantRow | undefined;
+        const row = cached(db, 'SELECT * FROM oidc_grants WHERE grant_id = ?').get(grantId) as GrantRow | undefined;
         return row ? grantFromRow(row) : null;
       }),
     revokeGrant: (grantId, at) =>
-      runner.run((db) => db.prepare('UPDATE oidc_grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL').run(at, grantId).changes === 1),
+      runner.run((db) => cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL').run(at, grantId).changes === 1),
     insertRefreshToken: (token) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_refresh_tokens (token_hash, grant_id, dpop_jkt, created_at, idle_expires_at, used_at)
            VALUES (@token_hash, @grant_id, @dpop_jkt, @created_at, @idle_expires_at, NULL)`,
         ).run({ token_hash: token.tokenHash, grant_id: token.grantId, dpop_jkt: token.dpopJkt, created_at: token.createdAt, idle_expires_at: token.idleExpiresAt });
       }),
     findRefreshToken: (tokenHash) =>
       runner.run((db) => {
-        const row = db.prepare('SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
+        const row = cached(db, 'SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
         return row ? refreshFromRow(row) : null;
       }),
     consumeRefreshToken: (tokenHash, at) =>
       runner.run((db) => {
-        const row = db.prepare('UPDATE oidc_refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL RETURNING *').get(at, tokenHash) as RefreshRow | undefined;
+        const row = cached(db, 'UPDATE oidc_refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL RETURNING *').get(at, tokenHash) as RefreshRow | undefined;
         if (row) return { status: 'consumed' as const, token: refreshFromRow(row) };
-        const used = db.prepare('SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
+        const used = cached(db, 'SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
         return used ? { status: 'reused' as const, token: refreshFromRow(used) } : { status: 'unknown' as const };
       }),
     revokeAccessToken: (jti, expiresAt) =>
       runner.run((db) => {
-        db.prepare('INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING').run(jti, expiresAt);
+        cached(db, 'INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING').run(jti, expiresAt);
       }),
     isAccessTokenRevoked: (jti) =>
-      runner.run((db) => db.prepare('SELECT 1 AS yes FROM oidc_revoked_access_tokens WHERE jti = ?').get(jti) !== undefined),
+      runner.run((db) => cached(db, 'SELECT 1 AS yes FROM oidc_revoked_access_tokens WHERE jti = ?').get(jti) !== undefined),
     recordApproval: (identityId, clientId, scope, at) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_approvals (identity_id, client_id, scope, approved_at) VALUES (?, ?, ?, ?)
            ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, approved_at = excluded.approved_at`,
         ).run(identityId, clientId, scope, at);
       }),
     approvedScopes: (identityId, clientId) =>
       runner.run((db) => {
-        const row = db.prepare('SELECT scope FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string } | undefined;
+        const row = cached(db, 'SELECT scope FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string } | undefined;
         return row ? row.scope.split(' ').filter(Boolean) : null;
       }),
     purgeExpired: (before) =>
       runner.run((db) => {
-        let removed = db.prepare('DELETE FROM oidc_codes WHERE expires_at < ? AND (consumed_at IS NULL OR grant_id IS NULL)').run(before).changes;
-        removed += db.prepare('DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < ?').run(before).changes;
-        removed += db.prepare('DELETE FROM oidc_revoked_access_tokens WHERE expires_at < ?').run(before).changes;
+        let removed = cached(db, 'DELETE FROM oidc_codes WHERE expires_at < ? AND (consumed_at IS NULL OR grant_id IS NULL)').run(before).changes;
+        removed += cached(db, 'DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < ?').run(before).changes;
+        removed += cached(db, 'DELETE FROM oidc_revoked_access_tokens WHERE expires_at < ?').run(before).changes;
         return removed;
       }),
   };
