@@ -3,7 +3,9 @@ import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { loadControlPlaneConfig } from '../../../config/load.js';
 import { auditEpoch } from '../../../lib/ledger/audit-epoch.js';
 import { CheckpointError, isPreviousCheckpoint, verifyCheckpoint, type CheckpointPayload } from '../../../lib/ledger/checkpoint.js';
-import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
+import { openOfflineServices } from '../../../control-plane/src/services.js';
+import { describeStorage } from '../../../control-plane/src/storage/open-storage.js';
+import type { Storage } from '../../../control-plane/src/storage/types.js';
 import { CliError, EXIT } from '../exit.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
 import { progress, say } from '../io.js';
@@ -13,9 +15,8 @@ import { progress, say } from '../io.js';
  * signature (against every key the ring ever published, read without the master key) and
  * its link to the one before. Stops at the first epoch that differs.
  */
-export async function auditLedger(dataDir: string): Promise<{ epochs: number; receipts: number; pending: number; failure?: string }> {
-  const storage = openSqliteStorage(dataDir);
-  try {
+export async function auditLedger(storage: Storage): Promise<{ epochs: number; receipts: number; pending: number; failure?: string }> {
+  {
     const published = await storage.keys.list();
     const keys = createLocalJWKSet({ keys: published.map((k) => ({ ...k.publicJwk, kid: k.kid, alg: 'ES256' })) } as JSONWebKeySet);
     const latest = await storage.receipts.latestCheckpoint();
@@ -45,8 +46,6 @@ export async function auditLedger(dataDir: string): Promise<{ epochs: number; re
       progress(`epoch ${epoch}: ${rows.length} receipts, root ${audit.root} ok`);
     }
     return { epochs: latest?.epoch ?? 0, receipts, pending };
-  } finally {
-    await storage.close();
   }
 }
 
@@ -57,8 +56,9 @@ export function ledgerCommand(program: Command): void {
     .description('Recompute every epoch from the stored receipts; report the first epoch whose root (or signature, or chain link) differs. Exit 0 intact, 1 not.'))
     .action(async (options: Record<string, unknown>) => {
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
-      progress(`auditing the ledger in ${config.dataDir}`);
-      const result = await auditLedger(config.dataDir);
+      progress(`auditing the ledger in ${describeStorage(config)}`);
+      const offline = await openOfflineServices(config);
+      const result = await auditLedger(offline.storage).finally(() => offline.close());
       if (result.failure) {
         say(`ledger audit failed at ${result.failure}`);
         throw new CliError(`ledger audit failed (${result.epochs} epoch(s) before it are intact)`, EXIT.failed);
