@@ -10,7 +10,7 @@
  */
 import * as nodeCrypto from 'node:crypto';
 import { randomBytes, type webcrypto } from 'node:crypto';
-import Database from 'better-sqlite3';
+import { Database } from '../control-plane/src/storage/sqlite/driver.js';
 import { generateKeyPair } from 'jose';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';

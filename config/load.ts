@@ -129,6 +129,16 @@ function semanticProblems(config: Record<string, unknown>): string[] {
       if (!isValidAddressEntry(entry)) problems.push(`${path}[${index}] must be an IP address or CIDR range (got "${entry}")`);
     });
   }
+  const caFile = (config['fetch'] as Record<string, unknown> | undefined)?.['caFile'];
+  if (typeof caFile === 'string') {
+    let pem = '';
+    try {
+      pem = readFileSync(resolve(caFile), 'utf8');
+    } catch {
+      problems.push(`fetch.caFile ${caFile} cannot be read`);
+    }
+    if (pem && !pem.includes('-----BEGIN CERTIFICATE-----')) problems.push(`fetch.caFile ${caFile} holds no PEM certificate`);
+  }
   return problems;
 }
 

@@ -67,6 +67,12 @@ export const controlPlaneSchema: Group = group('Control plane', {
       description: 'Addresses (IPs or CIDR ranges) whose X-Forwarded-* headers are believed.',
     },
   }),
+  dns: group('DNS look-ups (agent domain control)', {
+    resolvers: {
+      type: 'array', items: { type: 'string', minLength: 1, maxLength: 100 }, default: [],
+      description: 'Resolvers (`host` or `host:port`) asked for `_svc-agent.<domain>` TXT records; empty uses the system\'s.',
+    },
+  }),
   keys: group('Signing keys', {
     rotateEveryDays: { type: 'integer', minimum: 0, maximum: 3650, default: 90, description: 'Rotate the ES256 signing key after this many days; 0 rotates only on `keyplane keys rotate`.' },
     retainRetiredDays: { type: 'integer', minimum: 1, maximum: 36_500, default: 3650, description: 'Keep a retired key in the JWKS this long, so tokens and ledger checkpoints it signed still verify.' },
@@ -91,6 +97,12 @@ export const controlPlaneSchema: Group = group('Control plane', {
     lockoutSeconds: seconds(900, 'Length of a lockout'),
     magicLinksPerAddressPerHour: count(5, 'Magic links sent to one address per hour.'),
   }),
+  scan: group('Website posture scan (docs/scan.md)', {
+    publicPerIpPerHour: count(10, 'Anonymous `POST /scan` requests per client IP per hour.'),
+    publicPerHostPerHour: count(6, 'Scans of one target host per hour through the public scan, whoever asks (cached results do not count).'),
+    cacheSeconds: seconds(300, 'A public scan of the same URL within this time answers with the stored Rating instead of fetching the site again'),
+    rescanIntervalHours: { type: 'integer', minimum: 0, maximum: 8760, default: 24, description: 'Rescan every org\'s primary site this often (hours); 0 turns the schedule off.' },
+  }),
   signup: group('Account creation', {
     selfService: { type: 'boolean', default: true, description: 'Allow anyone to create an account with a passkey; false leaves only the founder link and invitations.' },
   }),
@@ -102,11 +114,23 @@ export const controlPlaneSchema: Group = group('Control plane', {
     sealIntervalMs: { type: 'integer', minimum: 50, maximum: 60_000, default: 1000, description: 'Seal pending receipts into an epoch at most this often (milliseconds).' },
     sealMaxReceipts: count(10_000, 'Seal at once when this many receipts are pending.'),
   }),
+  v1: group('Deprecated v1 script bridge (off unless a client registers `v1_bridge: true`)', {
+    sessionTokenLifetime: { type: 'integer', minimum: 30, maximum: 3600, default: 300, description: 'Lifetime of a v1 session token (macaroon) handed to a v1 return URL (seconds); the relying party redeems it at once with `POST /auth/verify-session`.' },
+    deprecatedAt: { type: 'string', format: 'date', default: '2026-11-23', description: 'Date announced in the `Deprecation` header of every v1 response (RFC 9745).' },
+    sunset: { type: 'string', format: 'date', default: '2027-06-30', description: 'Date announced in the `Sunset` header of every v1 response (RFC 8594), after which the bridge may be removed.' },
+  }),
   oidc: group('OpenID Connect provider', {
     dpopNonce: {
       type: 'boolean', default: false,
       description: 'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in proofs at the token and userinfo endpoints. Stateless: any replica with the master key accepts them.',
     },
+  }),
+  fetch: group('Server-side fetches of URLs users give (a client\'s `jwks_uri`, agent cards, scans)', {
+    allowPrivateTargets: {
+      type: 'boolean', default: false,
+      description: 'Let server-side fetches and registered `jwks_uri` values reach loopback, private, link-local and metadata addresses. For tests only: it opens the control plane to server-side request forgery.',
+    },
+    caFile: { type: 'string', minLength: 1, description: 'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.' },
   }),
 });
 

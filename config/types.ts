@@ -14,6 +14,7 @@ export interface ControlPlaneSettings {
   adminToken?: string;
   logLevel: LogLevel;
   http: { bodyLimit: number; trustedProxies: string[] };
+  dns: { resolvers: string[] };
   keys: { rotateEveryDays: number; retainRetiredDays: number };
   lifetimes: {
     authorizationCode: number;
@@ -35,10 +36,13 @@ export interface ControlPlaneSettings {
     lockoutSeconds: number;
     magicLinksPerAddressPerHour: number;
   };
+  scan: { publicPerIpPerHour: number; publicPerHostPerHour: number; cacheSeconds: number; rescanIntervalHours: number };
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
+  v1: { sessionTokenLifetime: number; deprecatedAt: string; sunset: string };
   oidc: { dpopNonce: boolean };
+  fetch: { allowPrivateTargets: boolean; caFile?: string };
 }
 
 export interface GatewaySettings {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { escapeHtml } from '../../control-plane/src/pages/layout.js';
+import { FAVICON_SVG } from '../../lib/util/favicon.js';
 import { IDENTITY_HEADERS } from '../../lib/gateway/identity-headers.js';
 import type { GatewayPolicy } from '../../lib/oauth/client-metadata.js';
 import { listen } from '../../lib/runtime/listen.js';
@@ -19,6 +20,7 @@ export const DEMO_POLICY: GatewayPolicy = {
     { path: '/admin', min_assurance: 'sensitive', principals: ['human'] },
     { path: '/public', public: true },
     { path: '/favicon.ico', public: true },
+    { path: '/favicon.svg', public: true },
   ],
 };
 
@@ -39,7 +41,7 @@ export async function startDemoApp(options: { port: number; host: string; gatewa
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://demo').pathname;
-    if (path === '/favicon.ico') return send(res, 204, 'text/plain', '');
+    if (path === '/favicon.ico' || path === '/favicon.svg') return send(res, 200, 'image/svg+xml', FAVICON_SVG);
     const identity = Object.fromEntries(SHOWN_HEADERS.map((name) => [name, headerValue(req, name)]));
     const assertion = await checkAssertion(headerValue(req, IDENTITY_HEADERS.assertion));
     if (path === '/api/whoami' || (req.headers.accept ?? '').startsWith('application/json')) {
@@ -80,7 +82,7 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
   res.writeHead(status, {
     'content-type': type,
     'cache-control': 'no-store',
-    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'same-origin',
   });
@@ -98,6 +100,7 @@ function page(path: string, identity: Record<string, string | undefined>, assert
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Keyplane demo app</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #ddd}
 .good{color:#0a6b2d}.note{color:#6b4e0a}nav a{margin-right:1rem}pre{overflow:auto;background:#f5f5f5;padding:.5rem}</style>

@@ -26,6 +26,13 @@ import magicRoutes from './routes/magic/index.js';
 import receiptRoutes from './routes/receipts/index.js';
 import oidcRoutes from './routes/oidc/index.js';
 import gatewayRoutes from './routes/gateway/index.js';
+import fedcmRoutes from './routes/fedcm/index.js';
+import agentRoutes from './routes/agents/index.js';
+import agentProofRoutes from './routes/agents/proof.js';
+import agentPages from './routes/agents/pages.js';
+import v1Routes from './routes/v1/index.js';
+import orgRoutes from './routes/orgs/index.js';
+import scanRoutes from './routes/scan/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -95,5 +102,12 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(clientRoutes);
   await app.register(oidcRoutes);
   await app.register(gatewayRoutes);
+  await app.register(fedcmRoutes);
+  await app.register(agentRoutes);
+  await app.register(agentProofRoutes);
+  await app.register(agentPages);
+  await app.register(v1Routes);
+  await app.register(orgRoutes);
+  await app.register(scanRoutes);
   return app;
 }

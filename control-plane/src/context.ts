@@ -1,5 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { ControlPlaneConfig } from '../../config/types.js';
+import type { GuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { EventBus } from './events/bus.js';
 import type { KeyRing } from './keys/key-ring.js';
@@ -22,6 +23,8 @@ export interface ControlPlaneServices {
   secrets: SecretsService;
   /** Outgoing mail: SMTP, or RFC 5322 files in <dataDir>/outbox/. */
   mailer: Mailer;
+  /** The one way to fetch a URL a user gave (https, public addresses, capped): docs/fetch.md. */
+  fetcher: GuardedFetcher;
   now: () => number;
   /** Tells the operator something they must act on (the CLI prints it as a plain line on stderr). */
   notify: (line: string) => void;

@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
 import type { ControlPlaneConfig } from '../../config/types.js';
+import { createGuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
 import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { ControlPlaneServices } from './context.js';
@@ -57,6 +58,7 @@ export async function openControlPlaneServices(config: ControlPlaneConfig & { is
     });
     return {
       config, storage, state: opened, keys, metrics, events, ledger, secrets: createSecrets(master.key), mailer, now,
+      fetcher: createGuardedFetcher({ allowPrivateTargets: config.fetch.allowPrivateTargets, ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}) }),
       notify: options.notify ?? (() => undefined),
       async close() {
         await ledger.close();

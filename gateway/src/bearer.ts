@@ -29,8 +29,10 @@ export function remoteControlPlaneKeys(controlPlane: string): JWTVerifyGetKey {
 export interface ApiAuthContext {
   /** The control plane's issuer. */
   issuer: string;
-  /** The audience access tokens must name: the gateway's public URL (the resource it fronts). */
+  /** The audience access tokens must name: the route's resource, else the gateway's public URL (RFC 8707). */
   audience: string;
+  /** Clients whose tokens are accepted: the gateway's own and the policy's `accept_clients`. */
+  acceptClients: readonly string[];
   /** The gateway's public URL, from which `htu` is rebuilt (never from client headers). */
   publicUrl: string;
   keys: JWTVerifyGetKey;
@@ -72,10 +74,10 @@ function invalidToken(scheme: 'Bearer' | 'DPoP', realm: string, message: string)
 }
 
 /**
- * ES256, `typ: at+jwt`, issuer, audience, `exp`. A token that verified once is taken from the
- * cache until its `exp`: the gateway checks tokens locally and asks nobody about revocation, so
- * the answer cannot change before then, and its ES256 verification was the costliest step of an
- * API request.
+ * ES256, `typ: at+jwt`, issuer, `exp`. A token that verified once is taken from the cache until
+ * its `exp`: its signature cannot change before then, and its ES256 verification was the
+ * costliest step of an API request. Audience and client are checked on every request (they
+ * depend on the route and the held policy).
  */
 async function verifyAccessToken(token: string, context: ApiAuthContext): Promise<Record<string, unknown>> {
   const now = context.now();
@@ -85,7 +87,6 @@ async function verifyAccessToken(token: string, context: ApiAuthContext): Promis
     algorithms: ['ES256'],
     typ: 'at+jwt',
     issuer: context.issuer,
-    audience: context.audience,
     currentDate: new Date(now),
     requiredClaims: ['exp', 'iat', 'sub'],
   });
@@ -116,6 +117,12 @@ export async function authenticateApiCaller(
   const claims = await verifyAccessToken(parsed.token, context).catch(() => {
     throw invalidToken(parsed.scheme, realm, 'the access token is not valid here');
   });
+  // RFC 8707 / RFC 9068 §4: a token for another resource (another route's API) is not for this one.
+  const aud = claims['aud'];
+  if (!(aud === context.audience || (Array.isArray(aud) && aud.includes(context.audience)))) throw invalidToken(parsed.scheme, realm, 'the access token is for another resource');
+  // RFC 9068 §2.2 client_id: a token minted for another client is not the gateway's to accept,
+  // whoever its subject is (a client a victim signed in to would otherwise speak for them here).
+  if (typeof claims['client_id'] !== 'string' || !context.acceptClients.includes(claims['client_id'])) throw invalidToken(parsed.scheme, realm, 'the access token was issued to a client this gateway does not accept');
   const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
   if (parsed.scheme === 'Bearer' && jkt !== undefined) throw invalidToken('DPoP', realm, 'this token is DPoP-bound: present it with the DPoP scheme and a proof');
   if (parsed.scheme === 'DPoP') {

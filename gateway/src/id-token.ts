@@ -18,6 +18,8 @@ export interface IdTokenFacts {
   emailVerified?: boolean;
   /** Seconds. */
   authTime?: number;
+  /** The control plane's session (OIDC Front-Channel Logout §2 `sid`). */
+  sid?: string;
 }
 
 export interface VerifyIdTokenOptions {
@@ -85,5 +87,6 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
     principalType,
     ...(email !== undefined ? { email, emailVerified: claims['email_verified'] === true } : {}),
     ...(authTime !== undefined ? { authTime } : {}),
+    ...(typeof claims['sid'] === 'string' ? { sid: claims['sid'] } : {}),
   };
 }

@@ -5,8 +5,9 @@ export function createGatewayMetrics(configVersion: () => number) {
   const registry = new Registry();
   return {
     registry,
-    requests: new Counter({ name: 'kp_gate_requests_total', help: 'Requests handled, by outcome (allowed, refused, observed, internal).', labelNames: ['outcome'] as const, registers: [registry] }),
+    requests: new Counter({ name: 'kp_gate_requests_total', help: 'Requests handled, by outcome (allowed, refused, observed, upstream_failed, internal); a request is counted allowed only once the upstream answered.', labelNames: ['outcome'] as const, registers: [registry] }),
     refusals: new Counter({ name: 'kp_gate_refusals_total', help: 'Requests refused, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
+    upstreamFailures: new Counter({ name: 'kp_gate_upstream_failures_total', help: 'Requests the policy let through that the upstream failed, by reason (upstream_unavailable, upstream_timeout, upstream_busy).', labelNames: ['reason'] as const, registers: [registry] }),
     observed: new Counter({ name: 'kp_gate_observed_refusals_total', help: 'Requests passed through that the policy would refuse (observe and canary modes), by reason.', labelNames: ['reason'] as const, registers: [registry] }),
     upstreamSeconds: new Histogram({
       name: 'kp_gate_upstream_duration_seconds', help: 'Time from sending a request upstream to its response headers.',

@@ -1,3 +1,4 @@
+import type { Reason } from '../../lib/errors/reasons.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
@@ -86,8 +87,11 @@ export class UpstreamProxy {
     });
   }
 
-  /** Forwards one request; resolves when the response has been written (or failed and answered). */
-  async forward(input: ForwardInput): Promise<void> {
+  /**
+   * Forwards one request; resolves when the response has been written (or failed and answered)
+   * with what happened: the upstream answered, or the reason it failed.
+   */
+  async forward(input: ForwardInput): Promise<{ ok: true } | { ok: false; reason: Reason }> {
     const { req, res } = input;
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(input.headers)) {
@@ -122,14 +126,16 @@ export class UpstreamProxy {
         },
       );
     } catch (error) {
+      const failure = upstreamFailure(error);
       if (!res.headersSent) {
-        const failure = upstreamFailure(error);
         res.writeHead(failure.status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
         res.end(JSON.stringify(failure.toEnvelope()));
       } else if (!res.destroyed) {
         res.destroy();
       }
+      return { ok: false, reason: failure.reason };
     }
+    return { ok: true };
   }
 
   /** Splices a WebSocket (or other upgrade) to the upstream; headers are already final. */

@@ -42,6 +42,8 @@ export interface TokenClientOptions {
 export interface TokenClient {
   exchangeCode(input: { code: string; codeVerifier: string; redirectUri: string }): Promise<TokenSet>;
   refresh(refreshToken: string): Promise<TokenSet>;
+  /** RFC 7009 revocation of a refresh token at the control plane's `/auth/revoke`; never throws. */
+  revoke?(refreshToken: string): Promise<boolean>;
 }
 
 export function createTokenClient(options: TokenClientOptions): TokenClient {
@@ -85,7 +87,24 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
     };
   }
 
+  async function revoke(token: string): Promise<boolean> {
+    try {
+      const res = await request(`${options.controlPlane.replace(/\/$/, '')}/auth/revoke`, {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: new URLSearchParams({ token, token_type_hint: 'refresh_token' }).toString(),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+      await res.body.dump();
+      return res.statusCode === 200;
+    } catch {
+      return false;
+    }
+  }
+
   return {
+    revoke,
     exchangeCode: ({ code, codeVerifier, redirectUri }) => call({ grant_type: 'authorization_code', code, code_verifier: codeVerifier, redirect_uri: redirectUri }),
     refresh: (refreshToken) => call({ grant_type: 'refresh_token', refresh_token: refreshToken }),
   };

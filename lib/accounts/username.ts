@@ -26,10 +26,9 @@ export const DISPLAY_NAME_MAX = 64;
 export const PASSKEY_LABEL_MAX = 64;
 
 /** Trims a free-text name and refuses control characters and anything longer than `max`. */
-export function checkFreeText(raw: unknown, max: number, reason: 'display_name_invalid' | 'label_invalid', what: string): string {
+export function checkFreeText(raw: unknown, max: number, reason: 'display_name_invalid' | 'label_invalid' | 'invalid_request', what: string): string {
   if (typeof raw !== 'string') throw fail(reason, `${what} must be a string`);
   const value = raw.normalize('NFC').trim();
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(value)) throw fail(reason, `${what} may not contain control characters`);
   if ([...value].length > max) throw fail(reason, `${what} is longer than ${max} characters`);
   if (reason === 'label_invalid' && value.length === 0) throw fail(reason, `${what} may not be empty`);

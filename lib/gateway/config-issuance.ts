@@ -6,13 +6,16 @@ import type { GatewayPolicy } from './policy.js';
 import { GATEWAY_CONFIG_TYP } from './signed-config.js';
 
 /**
- * The control plane's side of the signed gateway config (issue 6 item 8). The gateway refuses
+ * The control plane's side of the signed gateway config. The gateway refuses
  * an older version (rollback) and the same version with other bytes (equivocation), so a
  * version, once issued, is kept and served unchanged until something makes a new one necessary.
  */
 
 /** How long an issued config is valid (seconds); it is re-signed once half of that has passed. */
 export const GATEWAY_CONFIG_LIFETIME_SECONDS = 86_400;
+
+/** At most this many revoked sessions in one config (newest first); older ones end at their next refresh. */
+export const REVOKED_SESSIONS_LIMIT = 1_000;
 
 /** What decides whether the newest issued config can be served again. */
 export interface IssuedConfigFacts {
@@ -27,6 +30,43 @@ export interface IssuedConfigFacts {
 /** SHA-256 hex of the RFC 8785 canonical JSON of a policy: equal policies hash equally whatever their member order. */
 export function hashGatewayPolicy(policy: GatewayPolicy): string {
   return sha256Hex(canonicalJson(policy));
+}
+
+/**
+ * What a config states besides the registered policy: the deny list of revoked control-plane
+ * sessions. Its hash decides reuse, so a change to either mints a new version.
+ */
+export function hashIssuedContent(policy: GatewayPolicy, revokedSessions: readonly string[]): string {
+  return revokedSessions.length === 0 ? hashGatewayPolicy(policy) : sha256Hex(canonicalJson({ policy, revoked_sessions: [...revokedSessions].sort() }));
+}
+
+/** The public URLs of a gateway client: its redirect URIs `<public-url>/_gate/callback` (CONTRACT "Gateway"). */
+export function gatewayPublicUrls(redirectUris: readonly string[]): string[] {
+  const suffix = '/_gate/callback';
+  return redirectUris.filter((uri) => uri.endsWith(suffix)).map((uri) => uri.slice(0, -suffix.length));
+}
+
+const withoutTrailingSlash = (uri: string) => (uri.endsWith('/') ? uri.slice(0, -1) : uri);
+
+/**
+ * The policy as issued: each route whose public URL `<public-url><path>` is one of the client's
+ * registered `resources` carries it as `resource`, the audience its access tokens must name
+ * (RFC 8707); a trailing slash on either side is ignored. Routes without one keep the
+ * gateway's public URL as their audience.
+ */
+export function deriveIssuedPolicy(policy: GatewayPolicy, client: { redirectUris: readonly string[]; resources: readonly string[] }): GatewayPolicy {
+  const bases = gatewayPublicUrls(client.redirectUris);
+  const registered = new Map(client.resources.map((resource) => [withoutTrailingSlash(resource), resource]));
+  return {
+    ...policy,
+    routes: policy.routes.map(({ resource: _ignored, ...route }) => {
+      for (const base of bases) {
+        const resource = registered.get(withoutTrailingSlash(`${base}${route.path}`));
+        if (resource !== undefined) return { ...route, resource };
+      }
+      return route;
+    }),
+  };
 }
 
 /**
@@ -45,6 +85,8 @@ export interface SignGatewayConfigInput {
   clientId: string;
   version: number;
   policy: GatewayPolicy;
+  /** Control-plane session ids (`sid` of ID tokens) the gateway must refuse at once. */
+  revokedSessions?: readonly string[];
   /** Milliseconds. */
   now: number;
   lifetimeSeconds: number;
@@ -58,7 +100,8 @@ export async function signGatewayConfig(
   if (!Number.isSafeInteger(input.version) || input.version < 1) throw new RangeError('version must be a positive integer');
   const iat = Math.floor(input.now / 1000);
   const exp = iat + input.lifetimeSeconds;
-  const jws = await new SignJWT({ version: input.version, gateway: input.policy })
+  const revoked = input.revokedSessions && input.revokedSessions.length > 0 ? { revoked_sessions: [...input.revokedSessions].sort() } : {};
+  const jws = await new SignJWT({ version: input.version, gateway: input.policy, ...revoked })
     .setProtectedHeader({ alg: 'ES256', typ: GATEWAY_CONFIG_TYP, kid: key.kid })
     .setIssuer(input.issuer)
     .setAudience(input.clientId)

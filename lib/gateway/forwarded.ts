@@ -39,18 +39,22 @@ function first(value: string | string[] | undefined): string | undefined {
 /**
  * Reads the client's view and rewrites `headers` (node's lower-cased object, in place): from an
  * untrusted peer every forwarding header in every spelling is dropped; from a trusted one only
- * the non-canonical spellings are. Then X-Forwarded-For/-Proto/-Host are set.
+ * the non-canonical spellings are. Then X-Forwarded-For/-Proto/-Host are set: host and proto
+ * from a trusted proxy, else from the gateway's public URL, never from the client's `Host`
+ * (an app building links or redirects from it would point them at whatever host the client named).
  */
 export function applyForwardedHeaders(
   headers: Record<string, string | string[] | undefined>,
   peer: { remoteAddress: string; encrypted: boolean },
   isTrusted: (address: string) => boolean,
+  publicUrl: string,
 ): ClientView {
   const trusted = isTrusted(peer.remoteAddress);
+  const own = new URL(publicUrl);
   const view: ClientView = {
     clientIp: peer.remoteAddress,
-    proto: peer.encrypted ? 'https' : 'http',
-    host: first(headers['host']) ?? '',
+    proto: own.protocol === 'https:' ? 'https' : 'http',
+    host: own.host,
     forwardedFor: peer.remoteAddress,
     trusted,
   };

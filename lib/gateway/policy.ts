@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import { isAssuranceLevel, meetsAssurance, type AssuranceLevel } from '../assurance/assurance.js';
+import { findRoute } from './request-path.js';
+
+export { findRoute, pathSegments } from './request-path.js';
 
 /**
  * Per-route policy of the edge-gate (CONTRACT "Gateway"): the `gateway` member of the
@@ -17,11 +20,19 @@ export interface RoutePolicy {
   scopes?: string[];
   dpop?: 'required' | 'allowed';
   public?: boolean;
+  /**
+   * The resource (RFC 8707) that access tokens for this route must name as `aud`; set by the
+   * control plane when `<gateway public URL><path>` is one of the client's registered resources.
+   * Without it the gateway's public URL is the audience.
+   */
+  resource?: string;
 }
 
 export interface GatewayPolicy {
   mode: GatewayMode;
   canary_percent?: number;
+  /** Clients besides the gateway's own whose access tokens it accepts (default: none). */
+  accept_clients?: string[];
   routes: RoutePolicy[];
 }
 
@@ -47,28 +58,6 @@ export type RefusalReason =
 export type Decision =
   | { outcome: 'allow'; route: RoutePolicy | null; enforced: boolean; wouldRefuse?: RefusalReason }
   | { outcome: 'refuse'; route: RoutePolicy | null; reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] };
-
-/** Splits a path into its non-empty segments, so `/api` never matches `/apix` and `//a` reads as `/a`. */
-export function pathSegments(path: string): string[] {
-  const end = path.search(/[?#]/);
-  return (end === -1 ? path : path.slice(0, end)).split('/').filter((segment) => segment.length > 0);
-}
-
-/** The route (policy or upstream) whose path is the longest segment-wise prefix of `path`, or null when none matches. */
-export function findRoute<T extends { path: string }>(routes: readonly T[], path: string): T | null {
-  const segments = pathSegments(path);
-  let best: T | null = null;
-  let bestLength = -1;
-  for (const route of routes) {
-    const prefix = pathSegments(route.path);
-    if (prefix.length > segments.length || prefix.length <= bestLength) continue;
-    if (prefix.every((segment, index) => segments[index] === segment)) {
-      best = route;
-      bestLength = prefix.length;
-    }
-  }
-  return best;
-}
 
 /** A stable bucket 0..99 for an id (first 32 bits of SHA-256), so a session stays in or out of the canary. */
 export function canaryBucket(id: string): number {
@@ -121,6 +110,8 @@ export function checkGatewayPolicy(value: unknown): string[] {
   if (!['observe', 'canary', 'enforce'].includes(policy['mode'] as string)) problems.push('gateway.mode must be one of: observe, canary, enforce');
   const percent = policy['canary_percent'];
   if (percent !== undefined && !(Number.isInteger(percent) && (percent as number) >= 0 && (percent as number) <= 100)) problems.push('gateway.canary_percent must be an integer 0..100');
+  const accept = policy['accept_clients'];
+  if (accept !== undefined && !(Array.isArray(accept) && accept.every((id) => typeof id === 'string' && id.length > 0))) problems.push('gateway.accept_clients must be a list of client ids');
   if (!Array.isArray(policy['routes'])) return [...problems, 'gateway.routes must be an array'];
   (policy['routes'] as unknown[]).forEach((entry, index) => {
     const where = `gateway.routes[${index}]`;
@@ -129,8 +120,9 @@ export function checkGatewayPolicy(value: unknown): string[] {
       return;
     }
     const route = entry as Record<string, unknown>;
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public'];
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'resource'];
     for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
+    if (route['resource'] !== undefined && !(typeof route['resource'] === 'string' && /^https?:\/\//.test(route['resource']))) problems.push(`${where}.resource must be an absolute URL`);
     if (typeof route['path'] !== 'string' || !route['path'].startsWith('/')) problems.push(`${where}.path must be a path starting with /`);
     if (route['min_assurance'] !== undefined && !isAssuranceLevel(route['min_assurance'])) problems.push(`${where}.min_assurance must be one of: recovery, email, passkey, sensitive`);
     if (route['principals'] !== undefined && !(Array.isArray(route['principals']) && route['principals'].every((p) => p === 'human' || p === 'agent'))) problems.push(`${where}.principals must list human and/or agent`);

@@ -43,6 +43,8 @@ export interface GateSession {
   scopes: string[];
   /** When the user authenticated at the control plane (seconds). */
   authTime?: number;
+  /** The control-plane session this one came from (`sid` of its ID token): the signed config's deny list names it when revoked. */
+  idpSid?: string;
   /** When the cookie expires (seconds); set by the codec from `ttlSeconds`, ignored when writing. */
   exp?: number;
   /** Tokens from the control plane, for refresh and logout; never logged. */

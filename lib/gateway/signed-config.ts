@@ -13,6 +13,8 @@ export const GATEWAY_CONFIG_TYP = 'keyplane-gateway-config+jwt';
 export interface GatewayConfigDocument {
   version: number;
   policy: GatewayPolicy;
+  /** Control-plane session ids (`sid`) revoked recently: a gateway session of one of them ends at once. */
+  revokedSessions: ReadonlySet<string>;
   /** Seconds; a document received after this is refused. */
   exp: number;
   /** SHA-256 hex of the compact JWS: what evidence reports. */
@@ -68,7 +70,9 @@ export async function verifyGatewayConfig(jws: string, options: VerifyConfigOpti
   if (!Number.isSafeInteger(version) || (version as number) < 1) throw new GatewayConfigError('malformed', 'version must be a positive integer');
   const problems = checkGatewayPolicy(payload['gateway']);
   if (problems.length > 0) throw new GatewayConfigError('malformed', problems.join('; '));
-  return { version: version as number, policy: payload['gateway'] as GatewayPolicy, exp: payload['exp'] as number, hash: sha256Hex(jws), jws };
+  const revoked = payload['revoked_sessions'] ?? [];
+  if (!Array.isArray(revoked) || !revoked.every((sid) => typeof sid === 'string')) throw new GatewayConfigError('malformed', 'revoked_sessions must be a list of session ids');
+  return { version: version as number, policy: payload['gateway'] as GatewayPolicy, revokedSessions: new Set(revoked as string[]), exp: payload['exp'] as number, hash: sha256Hex(jws), jws };
 }
 
 /** Where the last good copy is kept (the gateway's data dir); the JWKS is kept beside it so it verifies offline. */

@@ -95,15 +95,24 @@ export interface RedeemOptions {
  * update, so of two concurrent redemptions exactly one succeeds.
  */
 export async function redeemMagicLink(token: string, options: RedeemOptions): Promise<Redemption> {
+  const checked = await checkMagicLink(token, options);
+  if (!checked.ok) return checked;
+  if (!(await options.consume(checked.record.tokenHash, options.now))) return { ok: false, why: 'used', record: checked.record };
+  return { ok: true, record: { ...checked.record, usedAt: options.now } };
+}
+
+/**
+ * Every check of `redeemMagicLink` without using the link up: what a page that only asks for
+ * confirmation (mail scanners open links by GET) shows before the POST that redeems.
+ */
+export async function checkMagicLink(token: string, options: Omit<RedeemOptions, 'consume'>): Promise<Redemption> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return { ok: false, why: 'unknown' };
-  const tokenHash = hashLinkToken(token);
-  const record = await options.find(tokenHash);
+  const record = await options.find(hashLinkToken(token));
   if (!record || record.purpose !== options.purpose) return { ok: false, why: 'unknown' };
   if (record.usedAt !== null) return { ok: false, why: 'used', record };
   if (options.now >= record.expiresAt) return { ok: false, why: 'expired', record };
   if (record.deviceId !== null && record.deviceId !== options.deviceId) return { ok: false, why: 'wrong_device', record };
-  if (!(await options.consume(tokenHash, options.now))) return { ok: false, why: 'used', record };
-  return { ok: true, record: { ...record, usedAt: options.now } };
+  return { ok: true, record };
 }
 
 /**

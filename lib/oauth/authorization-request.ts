@@ -181,19 +181,43 @@ export interface SessionFacts {
   authTime: number;
 }
 
+/** What the account approved for a client before: scopes and RFC 8707 resources, each a set. */
+export interface Approval {
+  scopes: readonly string[];
+  resources: readonly string[];
+}
+
+/**
+ * Whether an earlier approval covers the request: every requested scope, and the requested
+ * resource (a token for a resource the user never saw named is never issued silently).
+ */
+export function coversRequest(approval: Approval | null, request: Pick<AuthorizationRequest, 'scopes' | 'resource'>): boolean {
+  if (!approval) return false;
+  if (!request.scopes.every((scope) => approval.scopes.includes(scope))) return false;
+  return request.resource === undefined || approval.resources.includes(request.resource);
+}
+
+/** An approval with the request's scopes and resource added (what the one-tap page approves). */
+export function mergeApproval(before: Approval | null, request: Pick<AuthorizationRequest, 'scopes' | 'resource'>): Approval {
+  const scopes = [...new Set([...(before?.scopes ?? []), ...request.scopes])];
+  const resources = [...new Set([...(before?.resources ?? []), ...(request.resource !== undefined ? [request.resource] : [])])];
+  return { scopes, resources };
+}
+
 export type AuthorizationDecision =
-  | { action: 'issue'; approval: 'remembered' | 'prompt_none' }
+  | { action: 'issue'; approval: 'remembered' | 'prompt_none' | 'first_party' }
   | { action: 'consent' }
   | { action: 'login' }
   | { action: 'step_up' }
-  | { action: 'refuse'; error: 'login_required' | 'interaction_required'; description: string };
+  | { action: 'refuse'; error: 'login_required' | 'interaction_required' | 'consent_required'; description: string };
 
 /**
  * What to do with a valid request (OIDC Core §3.1.2.3-§3.1.2.6): sign in (no session,
  * `prompt=login` not yet honoured, or `max_age` exceeded), step up (`acr_values` unmet), ask for
- * approval (the one-tap page), or issue a code at once. Under `prompt=none` every interaction
- * becomes `login_required` or `interaction_required`; and, per the CONTRACT, a session that
- * meets the request gets its code without the approval page.
+ * approval (the one-tap page), or issue a code at once. A code is issued without the page only
+ * when an earlier approval covers the scopes and resource, or the operator marked the client
+ * first-party; under `prompt=none` every interaction becomes `login_required`,
+ * `interaction_required` or `consent_required` (§3.1.2.6), never a code.
  */
 export function decideAuthorization(input: {
   request: AuthorizationRequest;
@@ -201,8 +225,10 @@ export function decideAuthorization(input: {
   now: number;
   /** When the request first sent the user to sign in: a sign-in at or after it honours `prompt=login` and `max_age`. */
   loginAfter?: number;
-  /** Scopes the account approved for this client before, or null. */
-  approvedScopes: readonly string[] | null;
+  /** What the account approved for this client before, or null. */
+  approval: Approval | null;
+  /** The operator marked the client first-party (`first_party: true`): no approval page. */
+  firstParty?: boolean;
 }): AuthorizationDecision {
   const { request, session, now } = input;
   const silent = request.prompt.includes('none');
@@ -224,11 +250,20 @@ export function decideAuthorization(input: {
   if (weak) {
     return silent ? { action: 'refuse', error: 'interaction_required', description: `acr_values ${request.acr} needs a step-up` } : { action: 'step_up' };
   }
-  if (silent) return { action: 'issue', approval: 'prompt_none' };
   if (request.prompt.includes('consent')) return { action: 'consent' };
-  const approved = input.approvedScopes;
-  if (approved && request.scopes.every((scope) => approved.includes(scope))) return { action: 'issue', approval: 'remembered' };
+  if (input.firstParty === true) return { action: 'issue', approval: 'first_party' };
+  if (coversRequest(input.approval, request)) return { action: 'issue', approval: silent ? 'prompt_none' : 'remembered' };
+  if (silent) return { action: 'refuse', error: 'consent_required', description: 'this app has not been approved for this access: ask without prompt=none' };
   return { action: 'consent' };
+}
+
+/**
+ * Whether a grant may outlive the session that started it: only when the user approved
+ * `offline_access` on the approval page (now or before) for a client that is not a gateway. A
+ * gateway's refresh token stands for a browser session, and a first-party skip is no approval.
+ */
+export function outlivesSession(input: { scopes: readonly string[]; gatewayClient: boolean; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' }): boolean {
+  return input.scopes.includes('offline_access') && !input.gatewayClient && input.approval !== 'first_party';
 }
 
 /** The redirect URI with response parameters added to its query (RFC 6749 §4.1.2; existing query kept). */

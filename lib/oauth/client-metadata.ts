@@ -47,6 +47,15 @@ export interface ClientMetadata {
   /** RFC 9449 §5.2: when true, the client always asks for DPoP-bound tokens. */
   dpop_bound_access_tokens: boolean;
   gateway?: GatewayPolicy;
+  /** In-place sign-in (popup, FedCM, direct grant) from the origins of `redirect_uris` (docs/in-place.md). */
+  in_place: boolean;
+  /**
+   * The operator's own app: no approval page (as Hydra's `skip_consent`). Present only when true;
+   * only the admin token may set it (the registration route checks who registers).
+   */
+  first_party?: true;
+  /** Turns on the deprecated v1 script bridge for this client (its redirect URIs are its v1 return URLs). */
+  v1_bridge?: true;
 }
 
 /** Defaults applied to omitted fields (documented in docs/oidc.md). */
@@ -59,9 +68,10 @@ export const CLIENT_DEFAULTS = {
   post_logout_redirect_uris: [],
   access: { humans: true, agents: false },
   dpop_bound_access_tokens: false,
+  in_place: false,
 } as const;
 
-const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200 };
+const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200, acceptClients: 50 };
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 function bad(message: string): never {
@@ -89,7 +99,7 @@ function optionalText(body: Record<string, unknown>, field: string): string | un
   return value;
 }
 
-function optionalHttpsUri(body: Record<string, unknown>, field: string): string | undefined {
+function optionalHttpsUri(body: Record<string, unknown>, field: string, loopbackHttp = true): string | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string' || value.length > 2000) bad(`${field} must be a URL`);
@@ -100,7 +110,7 @@ function optionalHttpsUri(body: Record<string, unknown>, field: string): string 
     bad(`${field} must be an absolute URL`);
   }
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) bad(`${field} must use https`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && loopbackHttp)) bad(`${field} must use https`);
   return value;
 }
 
@@ -140,6 +150,11 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
     policy.canary_percent = percent;
   } else if (mode === 'canary') {
     bad('gateway.canary_percent is required in canary mode');
+  }
+  if (value.accept_clients !== undefined) {
+    const accept = stringArray(value.accept_clients, 'gateway.accept_clients', LIMITS.acceptClients);
+    if (accept.some((id) => id.length === 0 || id.length > LIMITS.text)) bad('gateway.accept_clients must list client ids');
+    if (accept.length > 0) policy.accept_clients = [...new Set(accept)];
   }
   if (!Array.isArray(value.routes)) bad('gateway.routes must be an array');
   if (value.routes.length > LIMITS.routes) bad(`gateway.routes has more than ${LIMITS.routes} entries`);
@@ -227,6 +242,9 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   const dpop = body.dpop_bound_access_tokens ?? false;
   if (typeof dpop !== 'boolean') bad('dpop_bound_access_tokens must be a boolean');
 
+  const inPlace = body.in_place ?? false;
+  if (typeof inPlace !== 'boolean') bad('in_place must be a boolean');
+
   const metadata: ClientMetadata = {
     redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
     post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
@@ -237,6 +255,7 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
     access,
     token_endpoint_auth_method: method as ClientAuthMethod,
     dpop_bound_access_tokens: dpop,
+    in_place: inPlace,
   };
   for (const field of ['client_name'] as const) {
     const value = optionalText(body, field);
@@ -257,8 +276,19 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   }
   if (hasJwks) metadata.jwks = validateJwks(body.jwks);
   if (hasJwksUri) {
-    const uri = optionalHttpsUri(body, 'jwks_uri');
+    // The server fetches this one itself, so plain http is never accepted (docs/fetch.md).
+    const uri = optionalHttpsUri(body, 'jwks_uri', false);
     if (uri !== undefined) metadata.jwks_uri = uri;
+  }
+
+  if (body.first_party !== undefined && body.first_party !== null && body.first_party !== false) {
+    if (body.first_party !== true) bad('first_party must be a boolean');
+    metadata.first_party = true;
+  }
+
+  if (body.v1_bridge !== undefined && body.v1_bridge !== false) {
+    if (body.v1_bridge !== true) bad('v1_bridge must be a boolean');
+    metadata.v1_bridge = true;
   }
 
   if (body.gateway !== undefined && body.gateway !== null) {

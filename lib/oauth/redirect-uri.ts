@@ -47,7 +47,6 @@ export function validateRedirectUriForRegistration(uri: unknown): { problem: Red
 function findProblem(uri: unknown): RedirectUriProblem | null {
   if (typeof uri !== 'string') return 'not_a_string';
   if (uri.length > MAX_LENGTH) return 'too_long';
-  // eslint-disable-next-line no-control-regex
   if (/[\s\u0000-\u001f\u007f]/.test(uri)) return 'whitespace';
   if (uri.includes('#')) return 'fragment';
   if (uri.includes('*')) return 'wildcard';

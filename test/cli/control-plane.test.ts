@@ -17,6 +17,11 @@ t.test('control-plane prints its URL, serves, and exits 0 on SIGTERM', async (t)
   t.match(server.stderr(), /KEYPLANE_MASTER_KEY is not set/, 'the dev key warning is visible');
   t.match(server.stderr(), new RegExp(`^No founder account yet\\. Create it within 24 hours at: ${server.url}/auth\\?setup=`, 'm'), 'the founder link is a plain line');
   t.equal(statSync(join(data, 'master.key')).mode & 0o777, 0o600);
+  // Unlike `up`, the server command keeps JSON log lines for a log collector, one per request.
+  const requestLogged = () => server.stderr().split('\n').filter((line) => line.startsWith('{'))
+    .some((line) => (JSON.parse(line) as { req?: { url?: string } }).req?.url === '/.well-known/openid-configuration');
+  for (let i = 0; i < 100 && !requestLogged(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  t.ok(requestLogged(), 'requests are logged as JSON lines');
   t.equal(await server.stop('SIGTERM'), 0);
 });
 

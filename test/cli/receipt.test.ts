@@ -2,7 +2,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from '../../control-plane/src/storage/sqlite/driver.js';
 import type { FastifyInstance } from 'fastify';
 import { buildCheckpointPayload, decodeCheckpoint, signCheckpoint } from '../../lib/ledger/checkpoint.js';
 import { verifyReceiptCommand } from '../../cli/src/commands/receipt.js';

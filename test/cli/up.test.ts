@@ -35,5 +35,17 @@ t.test('keyplane up runs three servers: the gateway holds its config and protect
 
   const status = await fetch(`${controlPlane}/.well-known/openid-configuration`);
   t.equal(status.status, 200);
+  const icon = await fetch(`${gateway}/favicon.ico`);
+  t.equal(icon.status, 200, 'the demo app\'s icon is public behind the gateway');
+  t.match(icon.headers.get('content-type'), /^image\/svg\+xml/);
+
+  // What a person sees on the terminal: each URL and the founder link once, no JSON request logs.
+  const stderr = up.stderr();
+  t.notMatch(stderr, /^\{/m, 'no JSON log line reaches the terminal, though requests were served');
+  t.equal(stderr.match(/\/auth\?setup=/g)?.length, 1, 'the founder link is printed once');
+  t.equal(stderr.split(`${gateway}/ `).length - 1, 1, 'the gateway URL is printed once');
+  t.equal(stderr.split(`${controlPlane}/auth\n`).length - 1, 1, 'the control plane URL is printed once');
+  t.equal(stderr.split(`${demo}/`).length - 1, 1, 'the demo app URL is printed once');
+  t.match(stderr, /Keyplane is up\.[\s\S]*No founder account yet[\s\S]*Only warnings and errors are logged here/, 'the founder link comes with the summary');
   t.equal(await up.stop(), 0, 'SIGTERM drains all three and exits 0');
 });

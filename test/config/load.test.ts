@@ -81,6 +81,19 @@ t.test('every problem is listed at once, each with its key path', async (t) => {
   }
 });
 
+t.test('fetch.caFile must be a readable PEM certificate file', async (t) => {
+  const dir = tempDir(t);
+  const notPem = join(dir, 'ca.txt');
+  writeFileSync(notPem, 'hello');
+  const pem = join(dir, 'ca.pem');
+  writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
+  const load = (caFile: string) => problemsOf(() => loadControlPlaneConfig({ env: {}, overrides: { fetch: { caFile } } }));
+  t.same(load(join(dir, 'missing.pem')), [`fetch.caFile ${join(dir, 'missing.pem')} cannot be read`]);
+  t.same(load(notPem), [`fetch.caFile ${notPem} holds no PEM certificate`]);
+  t.same(load(pem), []);
+  t.equal(loadControlPlaneConfig({ env: {} }).fetch.allowPrivateTargets, false, 'private targets are refused by default');
+});
+
 t.test('an unreadable or invalid YAML file is a problem, not a crash', async (t) => {
   const dir = tempDir(t);
   t.match(problemsOf(() => loadControlPlaneConfig({ env: { KEYPLANE_CONFIG: join(dir, 'missing.yaml') } })), [/cannot be read \(ENOENT\)/]);

@@ -62,10 +62,27 @@ t.test('sign-in redirects to authorize with PKCE S256 and a per-state login cook
   t.equal((await request(`${gw.url}/_gate/callback?code=x&state=y`)).statusCode, 503, 'without a client secret the callback cannot exchange a code: not_ready');
 });
 
-t.test('sign-out clears the session and calls RP-initiated logout', async (t) => {
+t.test('sign-out: a GET only shows a confirmation form; the POST with its CSRF token clears the session and calls RP-initiated logout', async (t) => {
   const gw = await startTestGateway(t, { policy: POLICY });
   const cookie = await gw.sessionCookie({ idToken: 'id.token.value' });
-  const res = await request(`${gw.url}/_gate/signout`, { headers: { cookie } });
+  const page = await request(`${gw.url}/_gate/signout?rd=/later`, { headers: { cookie, 'sec-fetch-site': 'cross-site' } });
+  t.equal(page.statusCode, 200, 'a cross-site GET (a link, an image) signs nobody out');
+  t.notOk(page.headers['set-cookie'], 'and clears no cookie');
+  t.match(String(page.headers['content-security-policy']), /default-src 'none'.*form-action 'self' http:\/\/localhost:4400/);
+  const html = await page.body.text();
+  t.match(html, /<form method="post" action="\/_gate\/signout"/);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+  t.match(html, /name="rd" value="\/later"/);
+
+  const form = { 'content-type': 'application/x-www-form-urlencoded', cookie };
+  const forged = await request(`${gw.url}/_gate/signout`, { method: 'POST', headers: form, body: 'rd=/' });
+  t.equal(forged.statusCode, 403, 'a cross-site POST without the token');
+  t.match(await forged.body.json(), { reason: 'origin_mismatch' });
+  const other = await gw.sessionCookie({ idToken: 'other' });
+  t.equal((await request(`${gw.url}/_gate/signout`, { method: 'POST', headers: { ...form, cookie: other }, body: `csrf=${csrf}` })).statusCode, 403, 'another session\'s token');
+  t.equal((await request(`${gw.url}/_gate/signout`, { method: 'POST', headers: form, body: `csrf=${'x'.repeat(5000)}` })).statusCode, 413, 'a large body');
+
+  const res = await request(`${gw.url}/_gate/signout`, { method: 'POST', headers: form, body: `csrf=${csrf}&rd=/later` });
   t.equal(res.statusCode, 302);
   const location = new URL(String(res.headers['location']));
   t.equal(`${location.origin}${location.pathname}`, `${CONTROL_PLANE}/auth/logout`);

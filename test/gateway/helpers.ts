@@ -47,13 +47,15 @@ export interface TokenInput {
   jkt?: string;
   issuer?: string;
   expiresIn?: number;
+  /** The token's `client_id`; the gateway's own client by default. */
+  clientId?: string;
 }
 
 export async function signAccessToken(input: TokenInput): Promise<string> {
   const iat = Math.floor(Date.now() / 1000);
   const sub = input.sub ?? 'user-1';
   const claims: Record<string, unknown> = {
-    client_id: 'api-client', scope: input.scope ?? 'read', acr: input.assurance ?? 'passkey', amr: ['hwk'], auth_time: iat,
+    client_id: input.clientId ?? CLIENT_ID, scope: input.scope ?? 'read', acr: input.assurance ?? 'passkey', amr: ['hwk'], auth_time: iat,
     svc: { assurance: input.assurance ?? 'passkey', principal: input.principal === 'agent' ? { type: 'agent', id: 'agt_x', owner: 'user-9', kind: 'bot' } : { type: 'human', id: sub } },
   };
   if (input.jkt) claims['cnf'] = { jkt: input.jkt };

@@ -106,6 +106,14 @@ t.test('hop-by-hop headers and the headers Connection names are dropped, never t
   t.equal(seen['x-forwarded-for'], '127.0.0.1');
 });
 
+t.test('the control plane\'s cookies never reach the upstream, the app\'s own do', async (t) => {
+  const upstream = await startUpstream(t);
+  const gw = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
+  const cookie = `${await gw.sessionCookie()}; kp_session=cp-session; kp_device=cp-device; __Host-kp_session=cp; __Secure-kp_device=cp; KP_Other=x; app=1; theme=dark`;
+  await (await request(`${gw.url}/p`, { headers: { cookie } })).body.text();
+  t.equal(upstream.last().headers['cookie'], 'app=1; theme=dark');
+});
+
 t.test('forwarded headers are believed only from trusted proxies', async (t) => {
   const upstream = await startUpstream(t);
   const trusted = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
@@ -124,6 +132,13 @@ t.test('forwarded headers are believed only from trusted proxies', async (t) => 
   t.equal(seen['x-forwarded-for'], '127.0.0.1', 'rebuilt from the connection');
   t.equal(seen['x-forwarded-proto'], 'http');
   t.equal(seen['x-forwarded-host'], new URL(untrusted.url).host);
+  await (await request(`${untrusted.url}/p`, { headers: { cookie: cookie2, host: 'evil.example' } })).body.text();
+  t.equal(upstream.last().headers['x-forwarded-host'], new URL(untrusted.url).host, 'the client\'s Host never becomes X-Forwarded-Host');
+  const https = await startTestGateway(t, { upstream: upstream.url, policy: OPEN, overrides: { trustedProxies: ['10.0.0.0/8'], publicUrl: 'https://gate.example.test' } });
+  const cookie3 = (await https.sessionCookie()).replace(/kp_gate_/g, '__Host-kp_gate_');
+  await rawHttp(https.local, ['GET /p HTTP/1.1', 'Host: evil.example', 'Connection: close', `Cookie: ${cookie3}`, '', ''].join('\r\n'));
+  t.equal(upstream.last().headers['x-forwarded-host'], 'gate.example.test', 'host and proto from the public URL');
+  t.equal(upstream.last().headers['x-forwarded-proto'], 'https');
   for (const name of ['x-forwarded-prefix', 'forwarded', 'x-real-ip']) t.notOk(name in seen, `${name} from an untrusted client is dropped`);
   await rawHttp(untrusted.url, ['GET /p HTTP/1.1', 'Host: localhost', 'Connection: close', `Cookie: ${cookie2}`, 'X_Forwarded_For: 6.6.6.6', 'X.Forwarded.Host: evil', '', ''].join('\r\n'));
   t.notOk(upstream.last().rawHeaders.some((value) => value === '6.6.6.6' || value === 'evil'), 'variant spellings are dropped too');
@@ -203,7 +218,7 @@ t.test('in observe mode an upgrade the policy would refuse passes without identi
   t.notMatch(metrics, /kp_gate_requests_total\{outcome="allowed"\}/);
 });
 
-t.test('upstream failures become envelopes: down 502, silent 504', async (t) => {
+t.test('upstream failures become envelopes: down 502, silent 504; they are never counted as allowed', async (t) => {
   const down = await startTestGateway(t, { upstream: 'http://127.0.0.1:9', policy: OPEN });
   const cookie = await down.sessionCookie();
   const res = await request(`${down.url}/x`, { headers: { cookie } });
@@ -215,6 +230,14 @@ t.test('upstream failures become envelopes: down 502, silent 504', async (t) => 
   const res2 = await request(`${slow.url}/x`, { headers: { cookie: await slow.sessionCookie() } });
   t.equal(res2.statusCode, 504);
   t.match(await res2.body.json(), { ok: false, reason: 'upstream_timeout' });
+  for (const [gw, reason] of [[down, 'upstream_unavailable'], [slow, 'upstream_timeout']] as const) {
+    const metrics = await (await request(`${gw.url}/metrics`)).body.text();
+    t.notMatch(metrics, /kp_gate_requests_total\{outcome="allowed"\}/, `${reason}: not allowed`);
+    t.match(metrics, /kp_gate_requests_total\{outcome="upstream_failed"\} 1/);
+    t.match(metrics, new RegExp(`kp_gate_upstream_failures_total\\{reason="${reason}"\\} 1`));
+  }
+  const jws = await down.running.gateway.evidence();
+  t.match(JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString()), { counts: { allowed: 0 } }, 'evidence counts no failure as allowed');
 });
 
 t.test('a request that arrives while the gateway is closing its upstream pool is a 503 to retry', async (t) => {

@@ -12,3 +12,13 @@ export function reasonOf(fn: () => unknown): string | undefined {
   }
   return undefined;
 }
+
+/** The `reason` a promise rejects with, on the same terms as `reasonOf`. */
+export async function rejectionReason(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise;
+  } catch (error) {
+    return isKeyplaneError(error) ? error.reason : 'not a KeyplaneError';
+  }
+  return undefined;
+}

@@ -14,7 +14,7 @@ export async function redisAvailability(): Promise<{ run: true } | { run: false;
     return { run: true };
   } catch (error) {
     const reason = `Redis at ${REDIS_URL} does not answer (${(error as Error).message})`;
-    if (process.env['KEYPLANE_REQUIRE_ALL'] === '1') throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`);
+    if (process.env['KEYPLANE_REQUIRE_ALL'] === '1') throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`, { cause: error });
     return { run: false, reason };
   } finally {
     probe.disconnect();

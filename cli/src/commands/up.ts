@@ -7,6 +7,7 @@ import { startGateway } from '../../../gateway/src/server.js';
 import { defaultPublicUrl, findFreePort } from '../../../lib/runtime/listen.js';
 import { DEMO_POLICY, startDemoApp } from '../demo-app.js';
 import { CliError, EXIT } from '../exit.js';
+import { humanLogStream } from '../human-log.js';
 import { flagsToConfig } from '../options.js';
 import { progress, runUntilSignal, say, warn } from '../io.js';
 
@@ -27,7 +28,9 @@ export function upCommand(program: Command): void {
       const gatewayPort = await resolvePort(portOption(options['gatewayPort'], '--gateway-port', DEFAULT_GATEWAY_PORT), config.host);
       const gatewayUrl = defaultPublicUrl(config.host, gatewayPort);
 
-      const controlPlane = await startControlPlane(config, { warn, notify: progress, logStream: process.stderr });
+      // Notices (the founder setup link) wait for the summary, so each is shown once, after the URLs.
+      const notices: string[] = [];
+      const controlPlane = await startControlPlane(config, { warn, notify: (line) => notices.push(line), logStream: humanLogStream(process.stderr, 'control plane') });
       const closers: Array<() => Promise<void>> = [() => controlPlane.close()];
       const closeAll = async () => {
         for (const close of closers.reverse()) await close();
@@ -42,25 +45,39 @@ export function upCommand(program: Command): void {
             clientId: client.clientId, clientSecret: client.clientSecret, dataDir: join(config.dataDir, 'gateway'), logLevel: config.logLevel,
           },
         });
-        const gateway = await startGateway(gatewayConfig, { logStream: process.stderr });
+        const gateway = await startGateway(gatewayConfig, { logStream: humanLogStream(process.stderr, 'gateway') });
         closers.push(() => gateway.close());
 
         say(`listening ${controlPlane.url}`);
         say(`listening ${gateway.url}`);
         say(`listening ${demo.url}`);
-        progress([
-          'Keyplane is up.',
-          `  Open ${gateway.url}/ : the demo app behind the gateway. Sign up or sign in with a passkey when asked.`,
-          `  ${gateway.url}/admin asks for a step-up; ${gateway.url}/public needs no sign-in.`,
-          `  Control plane (OIDC provider, accounts): ${controlPlane.url}/auth`,
-          `  Gateway client ${client.clientId} ${client.created ? 'registered' : 'found'}; its secret was issued for this run only.`,
-        ].join('\n'));
+        progress(upSummary({ controlPlane: controlPlane.url, gateway: gateway.url, demo: demo.url }, notices, client));
       } catch (error) {
         await closeAll();
         throw error;
       }
       await runUntilSignal(closeAll);
     });
+}
+
+/** What a person reads after `npm start`: where to go, each URL once, then the one-time notices. */
+export function upSummary(
+  urls: { controlPlane: string; gateway: string; demo: string },
+  notices: string[],
+  client: { clientId: string; created: boolean },
+): string {
+  return [
+    '',
+    'Keyplane is up.',
+    `  Open ${urls.gateway}/ : the demo app behind the gateway. Sign up or sign in with a passkey when asked;`,
+    '  /admin there asks for a step-up, /public needs no sign-in.',
+    `  Control plane (OIDC provider, accounts): ${urls.controlPlane}/auth`,
+    `  Demo app without the gateway (what the gateway forwards to): ${urls.demo}/`,
+    ...notices.map((line) => `  ${line}`),
+    `  Gateway client ${client.clientId} ${client.created ? 'registered' : 'found'}; its secret was issued for this run only.`,
+    'Only warnings and errors are logged here; Ctrl-C stops all three.',
+    '',
+  ].join('\n');
 }
 
 function portOption(raw: unknown, flag: string, fallback: number): number {

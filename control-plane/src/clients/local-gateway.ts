@@ -41,6 +41,8 @@ export async function ensureLocalGatewayClient(services: ControlPlaneServices, o
     resources: [options.gatewayUrl],
     access: { humans: true, agents: true },
     gateway: options.policy,
+    // The operator's own demo: no approval page, as an operator marks any first-party app.
+    first_party: true,
   });
   const secret = randomToken(32);
   const secretHash = hashClientSecret(secret);

@@ -1,3 +1,6 @@
+import type { InPlaceTransport } from '../../../lib/oauth/in-place.js';
+import type { Assurance } from '../context.js';
+
 /**
  * Typed domain events. Handlers record what happened; the ledger turns events into receipts
  * and metrics count them, by subscribing here rather than being called from handlers.
@@ -41,11 +44,40 @@ export type DomainEvent =
   // Edge-gate (issue 6): a new version of a gateway client's signed config
   | (EventBase & { type: 'gateway.config_issued'; clientId: string; version: number; configHash: string; policyHash: string; mode: 'observe' | 'canary' | 'enforce'; kid: string })
   // OIDC provider (issue 5); `grantId` names the family of everything issued from one code
-  | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' })
+  | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' })
   | (EventBase & { type: 'token.issued'; clientId: string; identityId: string; grantId: string; dpop: boolean; refresh: boolean; resource: string | null })
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
-  | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' })
+  | (EventBase & { type: 'token.family_revoked'; clientId: string; identityId: string; grantId: string; cause: 'code_replay' | 'refresh_reuse' | 'revocation' | 'session_ended' | 'client_revoked' })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
-  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null });
+  | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null })
+  // agent identity (docs/agents.md); keys appear only as RFC 7638 thumbprints, codes never
+  | (EventBase & { type: 'agent.enrollment_begun'; enrollmentId: string; subjectKind: string; jkt: string })
+  | (EventBase & { type: 'agent.enrollment_approved'; enrollmentId: string; ownerId: string; sessionId: string })
+  | (EventBase & { type: 'agent.enrolled'; agentId: string; enrollmentId: string; ownerId: string; jkt: string })
+  | (EventBase & { type: 'agent.state_changed'; agentId: string; ownerId: string; action: string; from: string; to: string; grantsRevoked: number })
+  | (EventBase & { type: 'agent.key_rotated'; agentId: string; ownerId: string; jkt: string; previousJkt: string; from: string; to: string })
+  | (EventBase & { type: 'agent.transfer_begun'; agentId: string; ownerId: string; toIdentityId: string; from: string })
+  | (EventBase & { type: 'agent.transfer_accepted'; agentId: string; ownerId: string; previousOwnerId: string; jkt: string; grantsRevoked: number })
+  | (EventBase & { type: 'agent.visibility_changed'; agentId: string; ownerId: string; visibility: string })
+  | (EventBase & { type: 'agent.evidence_added'; agentId: string; ownerId: string; evidence: 'domain-control' | 'descriptor-integrity'; subject: string })
+  | (EventBase & { type: 'agent.grant_approved'; agentId: string; ownerId: string; grantId: string; clientId: string; resource: string | null; scope: string })
+  | (EventBase & { type: 'agent.grant_revoked'; agentId: string; ownerId: string; grantId: string })
+  | (EventBase & { type: 'agent.token_issued'; agentId: string; ownerId: string; grantId: string; clientId: string; jkt: string })
+  // the deprecated v1 bridge (docs/v1-bridge.md)
+  | (EventBase & { type: 'v1.session_issued'; clientId: string; identityId: string })
+  // In-place sign-in (docs/in-place.md): one receipt type for every transport; the field names are the CONTRACT's
+  | (EventBase & { type: 'signin.in_place'; client_id: string; transport: InPlaceTransport; identityId: string; assurance: Assurance })
+  | (EventBase & { type: 'fedcm.disconnected'; client_id: string; identityId: string })
+  // organizations, sites and the posture scan (docs/orgs.md, docs/scan.md); `by` is the acting identity
+  | (EventBase & { type: 'org.created'; orgId: string; by: string })
+  | (EventBase & { type: 'org.member_invited'; orgId: string; identityId: string; role: 'member' | 'admin' | 'owner'; by: string })
+  | (EventBase & { type: 'org.member_joined'; orgId: string; identityId: string; role: 'member' | 'admin' | 'owner' })
+  | (EventBase & { type: 'org.member_role_changed'; orgId: string; identityId: string; from: 'member' | 'admin' | 'owner'; role: 'member' | 'admin' | 'owner'; by: string })
+  | (EventBase & { type: 'org.member_removed'; orgId: string; identityId: string; by: string })
+  | (EventBase & { type: 'org.site_added'; orgId: string; siteId: string; primary: boolean; by: string })
+  | (EventBase & { type: 'org.site_removed'; orgId: string; siteId: string; by: string })
+  | (EventBase & { type: 'org.site_promoted'; orgId: string; siteId: string; by: string })
+  | (EventBase & { type: 'org.site_verified'; orgId: string; siteId: string; method: 'dns' | 'well-known'; by: string })
+  | (EventBase & { type: 'scan.completed'; scanId: string; siteId: string | null; grade: string; score: number; algorithm: string; trigger: 'org' | 'public' | 'schedule' });
 
 export type DomainEventType = DomainEvent['type'];

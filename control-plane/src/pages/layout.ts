@@ -68,6 +68,7 @@ export function page(options: PageOptions): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(options.title)} · Keyplane</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <style nonce="${escapeHtml(options.nonce)}">${STYLES}</style>
 </head>
 <body>

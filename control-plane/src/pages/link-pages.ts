@@ -42,6 +42,34 @@ export function projectLine(project: string | undefined): SafeHtml {
   return project ? html`<p>You were signing in to continue to <strong>${project}</strong>.</p>\n` : html``;
 }
 
+/** After a magic sign-in whose return is a relying party's URI: a link to it, never a redirect. */
+export function signedInContinuePage(nonce: string, href: string, project: string | undefined): string {
+  return page({
+    title: 'Signed in',
+    nonce,
+    body: html`<h1>You are signed in</h1>
+${projectLine(project)}<p><a href="${href}" data-action="continue" rel="noreferrer">Continue to ${new URL(href).host}</a></p>
+<p class="muted">Only continue if you started this sign-in. <a href="/account">Go to your account</a> instead.</p>`,
+  });
+}
+
+/**
+ * What the mailed verification link shows: a button that POSTs the token. Mail scanners and link
+ * previews open links by GET, so the GET alone must verify nothing.
+ */
+export function emailConfirmPage(nonce: string, token: string): string {
+  return page({
+    title: 'Confirm your address',
+    nonce,
+    body: html`<h1>Confirm your email address</h1>
+<p>Press the button to confirm this address on your Keyplane account. This does not sign you in.</p>
+<form method="post" action="/auth/email/verify" data-action="verify-email">
+<input type="hidden" name="token" value="${token}">
+<button type="submit">Confirm this address</button>
+</form>`,
+  }).replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+}
+
 /** The page after an address was verified: verified, and explicitly not signed in by it. */
 export function emailVerifiedPage(nonce: string, already: boolean): string {
   return page({

@@ -5,7 +5,7 @@ import { effectiveAssurance, meetsAssurance, type AssuranceLevel } from '../../.
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { SessionView } from '../context.js';
-import { sessionCookieName, wellFormedToken } from '../sessions/cookies.js';
+import { FEDCM_COOKIE_PATH, fedcmCookieName, sessionCookieName, wellFormedToken } from '../sessions/cookies.js';
 import { clearSessionCookie } from '../sessions/start-session.js';
 
 declare module 'fastify' {
@@ -34,7 +34,9 @@ export const sessionPlugin = fp(
     const issuerOrigin = new URL(app.kp.config.issuer).origin;
 
     app.addHook('onRequest', async (request, reply) => {
-      const token = request.cookies[sessionCookieName(app)];
+      // The FedCM cookie counts only on the FedCM endpoints (its path), whatever the browser sends.
+      const token = request.cookies[sessionCookieName(app)]
+        ?? (request.url.startsWith(FEDCM_COOKIE_PATH) ? request.cookies[fedcmCookieName(app)] : undefined);
       if (token === undefined) return;
       if (!wellFormedToken(token)) {
         clearSessionCookie(app, reply);

@@ -18,6 +18,24 @@ export function deviceCookieName(app: FastifyInstance): string {
   return isHttpsIssuer(app) ? '__Host-kp_device' : 'kp_device';
 }
 
+/**
+ * The session's second cookie for FedCM (docs/in-place.md#cookies): Chromium's FedCM fetches of
+ * the accounts and assertion endpoints carry only `SameSite=None` cookies, while the session
+ * cookie stays `Lax`. This one holds the same value but is scoped to `Path=/fedcm/`, so it reaches
+ * nothing but the FedCM endpoints, which each demand `Sec-Fetch-Dest: webidentity` or a
+ * registered Origin. `SameSite=None` needs `Secure`, which Chromium honours on http://localhost too;
+ * `__Host-` needs `Path=/`, hence `__Secure-`.
+ */
+export const FEDCM_COOKIE_PATH = '/fedcm/';
+
+export function fedcmCookieName(app: FastifyInstance): string {
+  return isHttpsIssuer(app) ? '__Secure-kp_fedcm' : 'kp_fedcm';
+}
+
+export function fedcmCookieOptions(maxAgeSeconds: number) {
+  return { httpOnly: true, sameSite: 'none' as const, secure: true, path: FEDCM_COOKIE_PATH, maxAge: maxAgeSeconds };
+}
+
 /** 400 days: the longest lifetime browsers keep a cookie. */
 export const DEVICE_COOKIE_MAX_AGE = 400 * 24 * 3600;
 

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
-import { cookieOptions, ensureDeviceId, sessionCookieName } from './cookies.js';
+import { cookieOptions, ensureDeviceId, fedcmCookieName, fedcmCookieOptions, sessionCookieName } from './cookies.js';
+import { endGrantsOfSessions } from '../grants/end-grants.js';
 
 export interface StartSessionInput {
   identityId: string;
@@ -34,7 +35,10 @@ export async function startSession(
   const { lifetimes } = app.kp.config;
   const deviceId = input.deviceId ?? ensureDeviceId(app, request, reply);
   const previous = request.kp.session;
-  if (previous) await tx.sessions.revoke(previous.identityId, previous.id, now);
+  if (previous) {
+    await tx.sessions.revoke(previous.identityId, previous.id, now);
+    await endGrantsOfSessions(app.kp, tx, [previous.id], now);
+  }
 
   const token = randomToken(32);
   const sessionId = randomId('ses');
@@ -61,10 +65,15 @@ export async function startSession(
     identityId: input.identityId, sessionId, deviceId, method: METHOD[input.assurance], assurance: input.assurance,
   });
   reply.setCookie(sessionCookieName(app), token, cookieOptions(app, lifetimes.sessionAbsolute));
+  reply.setCookie(fedcmCookieName(app), token, fedcmCookieOptions(lifetimes.sessionAbsolute));
+  // Login Status API (https://w3c-fedid.github.io/login-status/): FedCM asks for accounts only while logged in.
+  reply.header('set-login', 'logged-in');
   return receipt === undefined ? { sessionId } : { sessionId, receipt };
 }
 
 /** Expires the session cookie on the reply. */
 export function clearSessionCookie(app: FastifyInstance, reply: FastifyReply): void {
   reply.clearCookie(sessionCookieName(app), { path: '/', httpOnly: true, sameSite: 'lax', secure: cookieOptions(app, 0).secure });
+  reply.clearCookie(fedcmCookieName(app), { ...fedcmCookieOptions(0), maxAge: undefined });
+  reply.header('set-login', 'logged-out');
 }

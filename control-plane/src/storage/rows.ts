@@ -369,6 +369,8 @@ export interface CodeRow {
   expires_at: number;
   consumed_at: Nullable<number>;
   grant_id: Nullable<string>;
+  /** 1 when the code carries offline_access (its grant outlives the session), else 0. */
+  offline: number;
 }
 
 export interface GrantRow {
@@ -384,6 +386,7 @@ export interface GrantRow {
   created_at: number;
   expires_at: number;
   revoked_at: Nullable<number>;
+  offline: number;
 }
 
 export interface RefreshRow {
@@ -432,6 +435,7 @@ export const codeToRow = (c: StoredAuthorizationCode): CodeRow => ({
   expires_at: c.expiresAt,
   consumed_at: c.consumedAt,
   grant_id: c.grantId,
+  offline: c.offline ? 1 : 0,
 });
 
 export const codeFromRow = (row: CodeRow): StoredAuthorizationCode => ({
@@ -445,6 +449,7 @@ export const codeFromRow = (row: CodeRow): StoredAuthorizationCode => ({
   expiresAt: row.expires_at,
   consumedAt: row.consumed_at,
   grantId: row.grant_id,
+  offline: row.offline === 1,
 });
 
 export const grantToRow = (g: StoredGrant): GrantRow => ({
@@ -453,6 +458,7 @@ export const grantToRow = (g: StoredGrant): GrantRow => ({
   created_at: g.createdAt,
   expires_at: g.expiresAt,
   revoked_at: g.revokedAt,
+  offline: g.offline ? 1 : 0,
 });
 
 export const grantFromRow = (row: GrantRow): StoredGrant => ({
@@ -461,6 +467,7 @@ export const grantFromRow = (row: GrantRow): StoredGrant => ({
   createdAt: row.created_at,
   expiresAt: row.expires_at,
   revokedAt: row.revoked_at,
+  offline: row.offline === 1,
 });
 
 export const refreshToRow = (t: StoredRefreshToken): RefreshRow => ({
@@ -564,3 +571,11 @@ export const evidenceFromRow = (row: EvidenceRow): StoredGatewayEvidence => ({
   startedAt: row.started_at,
   jws: row.jws,
 });
+
+/** A consent: the scopes as one space-separated string, the resources (RFC 8707) as a JSON array. */
+export interface ApprovalRow {
+  scope: string;
+  resources: string;
+}
+
+export const approvalFromRow = (row: ApprovalRow) => ({ scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] });

@@ -2,6 +2,7 @@ import type { JWK } from 'jose';
 import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
 import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
 import type { LinkRecord } from '../../../lib/magic/magic-link.js';
+import type { Approval } from '../../../lib/oauth/authorization-request.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend
@@ -118,12 +119,19 @@ export interface SessionStore {
   /** The session with this cookie hash when it is live at `now` (not revoked, not expired). */
   findLive(tokenHash: string, now: number): Promise<StoredSession | null>;
   listLive(identityId: string, now: number): Promise<StoredSession[]>;
+  /** Whether the session is live at `now` (not revoked, not expired). */
+  isLive(sessionId: string, now: number): Promise<boolean>;
   touch(sessionId: string, at: number, idleExpiresAt: number): Promise<void>;
   stepUp(sessionId: string, update: { at: number; assurance: SessionAssurance; amr: string[]; credId: string }): Promise<void>;
   /** Revokes one live session of the identity; false when there is none with that id. */
   revoke(identityId: string, sessionId: string, at: number): Promise<boolean>;
   /** Revokes every live session of the identity on the device; returns how many. */
   revokeDevice(identityId: string, deviceId: string, at: number): Promise<number>;
+  /**
+   * Ids of sessions revoked at or after `since` that started a grant for the client (the sids its
+   * ID tokens named), newest revocation first, at most `limit`: a gateway's deny list.
+   */
+  listRevokedForClient(clientId: string, since: number, limit: number): Promise<string[]>;
 }
 
 export interface Device {
@@ -308,6 +316,12 @@ export interface ClientStore {
   listByOwner(ownerId: string): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
+  /** The registered redirect URIs of clients with in-place sign-in on (`in_place: true`). */
+  inPlaceRedirectUris(): Promise<string[]>;
+  /** Every client whose metadata carries a `gateway` policy. */
+  listGateways(): Promise<StoredClient[]>;
+  /** The clients that registered exactly this redirect URI. */
+  findByRedirectUri(uri: string): Promise<StoredClient[]>;
 }
 
 // ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----
@@ -334,6 +348,11 @@ export interface StoredAuthorizationCode {
   consumedAt: number | null;
   /** The grant (token family) created by the exchange; set once exchanged. */
   grantId: string | null;
+  /**
+   * The user approved `offline_access` on the one-tap page for a client that is not a gateway:
+   * the grant outlives the session that started it (docs/security.md "Sign-out").
+   */
+  offline: boolean;
 }
 
 export type CodeConsumption =
@@ -356,6 +375,8 @@ export interface StoredGrant {
   /** The refresh family's absolute end. */
   expiresAt: number;
   revokedAt: number | null;
+  /** Outlives its session (see StoredAuthorizationCode.offline); otherwise it ends with it. */
+  offline: boolean;
 }
 
 export interface StoredRefreshToken {
@@ -382,6 +403,13 @@ export interface OidcStore {
   getGrant(grantId: string): Promise<StoredGrant | null>;
   /** Revokes the grant (its whole family); false when it was revoked already or is unknown. */
   revokeGrant(grantId: string, at: number): Promise<boolean>;
+  /**
+   * A session ended: revokes the live grants those sessions started (offline ones excepted) and
+   * deletes their codes not yet exchanged. Returns the grants revoked now.
+   */
+  endSessionGrants(sessionIds: readonly string[], at: number): Promise<StoredGrant[]>;
+  /** A client was revoked: revokes every live grant of it and deletes its codes not yet exchanged. */
+  revokeClientGrants(clientId: string, at: number): Promise<StoredGrant[]>;
   insertRefreshToken(token: StoredRefreshToken): Promise<void>;
   findRefreshToken(tokenHash: string): Promise<StoredRefreshToken | null>;
   /** Marks the refresh token used if it is unused (one conditional UPDATE). */
@@ -389,10 +417,14 @@ export interface OidcStore {
   /** Remembers a revoked access token (by jti) until it would have expired anyway. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
   isAccessTokenRevoked(jti: string): Promise<boolean>;
-  /** Remembers that the account approved the client for these scopes. */
-  recordApproval(identityId: string, clientId: string, scope: string, at: number): Promise<void>;
-  /** The scopes the account approved for the client, or null. */
-  approvedScopes(identityId: string, clientId: string): Promise<string[] | null>;
+  /** Remembers what the account approved for the client (replacing the earlier approval). */
+  recordApproval(identityId: string, clientId: string, approval: Approval, at: number): Promise<void>;
+  /** The scopes and resources the account approved for the client, or null. */
+  approval(identityId: string, clientId: string): Promise<Approval | null>;
+  /** The clients the account approved, in id order (FedCM `approved_clients`). */
+  approvedClients(identityId: string): Promise<string[]>;
+  /** Forgets the account's approval of the client; false when there was none. */
+  removeApproval(identityId: string, clientId: string): Promise<boolean>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
   purgeExpired(before: number): Promise<number>;
 }
@@ -439,6 +471,207 @@ export interface GatewayStore {
   forgetEvidence(clientId: string, expiredBefore: number): Promise<number>;
 }
 
+// ---- agent identity (docs/agents.md) ----
+
+export type AgentVisibility = 'private' | 'unlisted' | 'public';
+export type SubjectKind = 'service_bot' | 'automation' | 'ai_agent' | 'hybrid_agent' | 'robot' | 'device' | 'agent_team' | 'ephemeral_subagent';
+
+export interface StoredEnrollment {
+  enrollmentId: string;
+  name: string;
+  subjectKind: SubjectKind;
+  publicJwk: JWK;
+  jkt: string;
+  alg: 'ES256' | 'EdDSA';
+  visibility: AgentVisibility;
+  /** SHA-256 (hex) of the canonical owner code; the code itself is never stored. */
+  ownerCodeHash: string;
+  state: 'pending_approval' | 'approved' | 'completed' | 'expired';
+  ownerId: string | null;
+  approvedAt: number | null;
+  agentId: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface StoredAgent {
+  agentId: string;
+  /** Opaque public id of the Proof Link (128 bits, no prefix). */
+  proofId: string;
+  ownerId: string;
+  name: string;
+  subjectKind: SubjectKind;
+  publicJwk: JWK;
+  jkt: string;
+  alg: 'ES256' | 'EdDSA';
+  state: 'active' | 'suspended' | 'compromised' | 'revoked';
+  visibility: AgentVisibility;
+  /** Declared facts (a2aCardUrl, capabilities); a card discovery fills them only where empty. */
+  declared: { a2aCardUrl?: string; capabilities?: string[] };
+  /** Set by a transfer acceptance or a compromise recovery: resuming then needs the owner at `sensitive` and the agent key together. */
+  resumeNeedsKey: boolean;
+  keyProvenAt: number | null;
+  ownerApprovedAt: number | null;
+  lastProofAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface StoredAgentEvidence {
+  agentId: string;
+  type: 'domain-control' | 'descriptor-integrity';
+  at: number;
+  expiresAt: number;
+  detail: Record<string, string>;
+}
+
+export interface StoredAgentTransfer {
+  agentId: string;
+  fromOwnerId: string;
+  toIdentityId: string;
+  codeHash: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface StoredAgentGrant {
+  /** `agg_…`; the prefix of the jti of every access token issued under it. */
+  grantId: string;
+  agentId: string;
+  ownerId: string;
+  clientId: string;
+  resource: string | null;
+  scope: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface AgentStore {
+  insertEnrollment(enrollment: StoredEnrollment): Promise<void>;
+  getEnrollment(enrollmentId: string): Promise<StoredEnrollment | null>;
+  /** pending_approval → approved by `ownerId`, only while unexpired; false otherwise. */
+  approveEnrollment(enrollmentId: string, ownerId: string, at: number): Promise<boolean>;
+  /** approved → completed (one use), only while unexpired; false otherwise. */
+  completeEnrollment(enrollmentId: string, agentId: string, at: number): Promise<boolean>;
+  /** Enrollments this owner approved that are not completed or expired yet. */
+  listApprovedEnrollments(ownerId: string, now: number): Promise<StoredEnrollment[]>;
+  insertAgent(agent: StoredAgent): Promise<void>;
+  get(agentId: string): Promise<StoredAgent | null>;
+  getByProofId(proofId: string): Promise<StoredAgent | null>;
+  listByOwner(ownerId: string): Promise<StoredAgent[]>;
+  /** Writes `agent` only when the stored state is still `expectedState` (compare-and-set). */
+  update(agent: StoredAgent, expectedState: StoredAgent['state']): Promise<boolean>;
+  /** Records a successful key proof (verify, run) without touching anything else. */
+  recordProof(agentId: string, at: number): Promise<void>;
+  appendEvidence(entry: StoredAgentEvidence): Promise<void>;
+  listEvidence(agentId: string): Promise<StoredAgentEvidence[]>;
+  /** One pending transfer per agent: a new one replaces the old. */
+  putTransfer(transfer: StoredAgentTransfer): Promise<void>;
+  getTransfer(agentId: string): Promise<StoredAgentTransfer | null>;
+  /** Deletes the transfer when it matches; true for exactly one caller. */
+  consumeTransfer(agentId: string, codeHash: string, toIdentityId: string, now: number): Promise<boolean>;
+  deleteTransfer(agentId: string): Promise<void>;
+  insertGrant(grant: StoredAgentGrant): Promise<void>;
+  getGrant(grantId: string): Promise<StoredAgentGrant | null>;
+  listGrants(agentId: string): Promise<StoredAgentGrant[]>;
+  revokeGrant(grantId: string, at: number): Promise<boolean>;
+  /** Revokes every live grant of the agent; returns how many. */
+  revokeGrants(agentId: string, at: number): Promise<number>;
+}
+
+// ---- organizations, sites and scans (docs/orgs.md) ----
+
+export type OrgRole = 'member' | 'admin' | 'owner';
+
+export interface StoredOrg {
+  orgId: string;
+  slug: string;
+  name: string;
+  website: string | null;
+  createdAt: number;
+}
+
+export interface OrgMember {
+  identityId: string;
+  role: OrgRole;
+  addedAt: number;
+}
+
+export interface OrgSite {
+  siteId: string;
+  orgId: string;
+  /** An https origin plus path, as registered. */
+  url: string;
+  label: string | null;
+  primary: boolean;
+  /** The value the org publishes to prove control of the domain (DNS TXT or the well-known file). */
+  proofToken: string;
+  /** When control of the domain was last proved; null until then. */
+  verifiedAt: number | null;
+  createdAt: number;
+}
+
+export interface OrgInvite {
+  orgId: string;
+  identityId: string;
+  role: OrgRole;
+  invitedBy: string;
+  createdAt: number;
+}
+
+export interface OrgStore {
+  /** False when the slug is taken. The creator is stored as the first owner. */
+  create(org: StoredOrg, ownerId: string): Promise<boolean>;
+  getBySlug(slug: string): Promise<StoredOrg | null>;
+  get(orgId: string): Promise<StoredOrg | null>;
+  /** The orgs an identity belongs to, with its role. */
+  listForMember(identityId: string): Promise<Array<StoredOrg & { role: OrgRole }>>;
+  members(orgId: string): Promise<OrgMember[]>;
+  member(orgId: string, identityId: string): Promise<OrgMember | null>;
+  /** False when the identity is a member already. */
+  addMember(orgId: string, member: OrgMember): Promise<boolean>;
+  setRole(orgId: string, identityId: string, role: OrgRole): Promise<boolean>;
+  removeMember(orgId: string, identityId: string): Promise<boolean>;
+  countOwners(orgId: string): Promise<number>;
+  /** One open invite per (org, identity): a new one replaces the old. */
+  putInvite(invite: OrgInvite): Promise<void>;
+  invitesFor(identityId: string): Promise<OrgInvite[]>;
+  /** Removes and returns the invite (atomic: an invite is accepted once). */
+  takeInvite(orgId: string, identityId: string): Promise<OrgInvite | null>;
+  sites(orgId: string): Promise<OrgSite[]>;
+  site(siteId: string): Promise<OrgSite | null>;
+  addSite(site: OrgSite): Promise<void>;
+  /** Makes `siteId` the org's only primary site; false when it is not the org's. */
+  setPrimary(orgId: string, siteId: string): Promise<boolean>;
+  removeSite(orgId: string, siteId: string): Promise<boolean>;
+  markSiteVerified(siteId: string, at: number): Promise<void>;
+  /** Every registered site whose URL has this origin (a seal looks its page's origin up). */
+  sitesByOrigin(origin: string): Promise<OrgSite[]>;
+  /** Every primary site, for the scheduled rescans. */
+  primarySites(): Promise<OrgSite[]>;
+}
+
+export interface StoredScan {
+  scanId: string;
+  /** The registered site scanned, or null for a public scan. */
+  siteId: string | null;
+  url: string;
+  grade: string;
+  score: number;
+  /** The signed Rating as served (JSON). */
+  rating: string;
+  scannedAt: number;
+}
+
+export interface ScanStore {
+  record(scan: StoredScan): Promise<void>;
+  latestForSite(siteId: string): Promise<StoredScan | null>;
+  /** The site's scans, newest first. */
+  historyForSite(siteId: string, limit: number): Promise<StoredScan[]>;
+  /** The newest public scan of exactly this URL. */
+  latestPublic(url: string): Promise<StoredScan | null>;
+}
+
 export interface Stores {
   keys: KeyStore;
   identities: IdentityStore;
@@ -453,6 +686,9 @@ export interface Stores {
   clients: ClientStore;
   oidc: OidcStore;
   gateway: GatewayStore;
+  agents: AgentStore;
+  orgs: OrgStore;
+  scans: ScanStore;
 }
 
 export interface Storage extends Stores {

@@ -18,7 +18,7 @@ t.test('keyplane up registers its gateway once and issues a fresh secret at ever
     metadata: {
       redirect_uris: ['http://localhost:4480/_gate/callback'], post_logout_redirect_uris: ['http://localhost:4480/'],
       grant_types: ['authorization_code', 'refresh_token'], token_endpoint_auth_method: 'client_secret_basic', resources: ['http://localhost:4480'],
-      gateway: DEMO_POLICY,
+      gateway: DEMO_POLICY, first_party: true,
     },
   });
   t.ok(verifyClientSecret(first.clientSecret, stored!.secretHash));

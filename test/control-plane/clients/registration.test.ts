@@ -1,5 +1,5 @@
 import t from 'tap';
-import Database from 'better-sqlite3';
+import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { join } from 'node:path';
 import { build, TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
@@ -64,7 +64,7 @@ t.test('registers a public client without a secret and advertises the endpoint',
   const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
   t.equal(discovery.registration_endpoint, `${TEST_ISSUER}/register`);
   const related = (await app.inject({ method: 'GET', url: '/.well-known/webauthn' })).json();
-  t.same(related.origins, [TEST_ISSUER, 'http://localhost:5173'], 'redirect URI origins become related origins');
+  t.same(related.origins, [], 'only clients with in-place sign-in contribute related origins (docs/in-place.md)');
 });
 
 t.test('refuses registration without a valid admin token', async (t) => {
@@ -286,4 +286,19 @@ t.test('records client events with opaque ids only, in the same transaction', as
   const count = seen.filter((e) => e.type === 'client.registered').length;
   t.equal(count, 2, 'the event was attempted');
   t.same(await services.storage.clients.allRedirectUris(), [], 'the failed registration left no client behind');
+});
+
+t.test('in_place is client metadata an owner may set; first_party stays the operator\'s', async (t) => {
+  const { app, signIn } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const { browser } = await signIn({ username: 'ada' });
+  const owned = await browser.post('/register', { redirect_uris: ['https://ada.example.com/cb'], token_endpoint_auth_method: 'none', in_place: true, first_party: true });
+  t.equal(owned.statusCode, 400);
+  t.equal(owned.json().reason, 'invalid_client_metadata');
+  const plain = await browser.post('/register', { redirect_uris: ['https://ada.example.com/cb'], token_endpoint_auth_method: 'none', in_place: true });
+  t.match(plain.json(), { in_place: true });
+  t.notOk(plain.json().first_party);
+  const operator = await app.inject({ method: 'POST', url: '/register', headers: admin, payload: { ...webClient, in_place: true, first_party: true } });
+  t.match(operator.json(), { in_place: true, first_party: true });
+  const bad = await app.inject({ method: 'POST', url: '/register', headers: admin, payload: { ...webClient, in_place: 'yes' } });
+  t.equal(bad.json().reason, 'invalid_client_metadata');
 });

@@ -3,6 +3,14 @@ import { Browser } from '../../helpers/signed-in.js';
 import { linkIn } from '../../helpers/smtp.js';
 import { buildWatched } from '../../helpers/watched.js';
 
+/** What the confirmation page's button does: POST the token (JSON, or the form as a browser sends it). */
+function confirm(browser: Browser, link: URL, form = false) {
+  const token = link.searchParams.get('token') ?? '';
+  return form
+    ? browser.post('/auth/email/verify', `token=${encodeURIComponent(token)}`, { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' })
+    : browser.post('/auth/email/verify', { token }, { accept: 'application/json' });
+}
+
 t.test('adding an address mails a verification link; opening it verifies without touching sessions', async (t) => {
   const { app, signIn, services, events, mails } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'ada' });
@@ -20,7 +28,12 @@ t.test('adding an address mails a verification link; opening it verifies without
   // Opened in another browser that has no session: verified, and still no session.
   const other = new Browser(app);
   const sessionsBefore = (await services.storage.sessions.listLive(identityId, services.now())).length;
-  const page = await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'text/html' });
+  const opened = await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'text/html' });
+  t.equal(opened.statusCode, 200);
+  t.match(opened.body, /<form method="post" action="\/auth\/email\/verify" data-action="verify-email">/, 'a GET shows a button');
+  t.same((await services.storage.emails.listByIdentity(identityId)).map((e) => e.verifiedAt), [null], 'a GET (a mail scanner) verifies nothing');
+  t.equal((await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'text/html' })).statusCode, 200, 'nor uses the link up');
+  const page = await confirm(other, new URL(link!), true);
   t.equal(page.statusCode, 200);
   t.match(page.headers['content-type'], /^text\/html/);
   t.match(page.body, /Address verified/);
@@ -30,8 +43,9 @@ t.test('adding an address mails a verification link; opening it verifies without
   t.same((await services.storage.emails.listByIdentity(identityId)).map((e) => e.verifiedAt !== null), [true]);
   t.ok(events.some((e) => e.type === 'email.verified' && e.identityId === identityId));
 
-  const again = await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'application/json' });
+  const again = await confirm(other, new URL(link!));
   t.equal(again.statusCode, 410);
+  t.equal((await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'application/json' })).json().reason, 'link_used', 'the page says so too');
   t.equal(again.json().reason, 'link_used');
 });
 
@@ -42,7 +56,8 @@ t.test('verification answers JSON when asked, and refuses unknown or expired lin
   await browser.post('/auth/email/add', { email: 'bob2@example.com' });
   const [first, second] = await mails();
   const url = new URL(linkIn(first!, '/auth/email/verify')!);
-  const json = await new Browser(app).get(url.pathname + url.search, { accept: 'application/json' });
+  t.match((await new Browser(app).get(url.pathname + url.search, { accept: 'application/json' })).json(), { ok: true, verified: false, confirm: 'POST /auth/email/verify' });
+  const json = await confirm(new Browser(app), url);
   t.equal(json.statusCode, 200);
   t.match(json.json(), { ok: true, verified: true, already: false, receipt: /^[0-9a-f]{64}$/ });
 
@@ -68,9 +83,9 @@ t.test('an address verified by one account cannot be verified by another', async
   await ada.post('/auth/email/add', { email: 'shared@example.com' });
   const [toMallory, toAda] = await mails();
   const adaLink = new URL(linkIn(toAda!, '/auth/email/verify')!);
-  t.equal((await new Browser(app).get(adaLink.pathname + adaLink.search, { accept: 'application/json' })).statusCode, 200);
+  t.equal((await confirm(new Browser(app), adaLink)).statusCode, 200);
   const malloryLink = new URL(linkIn(toMallory!, '/auth/email/verify')!);
-  const taken = await new Browser(app).get(malloryLink.pathname + malloryLink.search, { accept: 'application/json' });
+  const taken = await confirm(new Browser(app), malloryLink);
   t.equal(taken.statusCode, 409);
   t.equal(taken.json().reason, 'email_taken');
 });
@@ -95,7 +110,7 @@ t.test('re-adding a verified address sends nothing', async (t) => {
   const { browser } = await signIn({ username: 'dee' });
   await browser.post('/auth/email/add', { email: 'dee@example.com' });
   const link = new URL(linkIn((await mails())[0]!, '/auth/email/verify')!);
-  await new Browser(app).get(link.pathname + link.search);
+  await confirm(new Browser(app), link);
   const again = await browser.post('/auth/email/add', { email: 'DEE@example.com' });
   t.match(again.json(), { ok: true, verified: true, sent: false });
   t.equal((await mails()).length, 1);

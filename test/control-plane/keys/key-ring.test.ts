@@ -1,5 +1,5 @@
 import t from 'tap';
-import Database from 'better-sqlite3';
+import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { join } from 'node:path';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
 import { statSync } from 'node:fs';

@@ -166,7 +166,7 @@ t.test('validates return: same-origin paths only; a bad one is refused and leave
   t.equal(good.headers.location, '/account?tab=emails');
 });
 
-t.test('return may be a redirect URI a relying party registered, matched exactly', async (t) => {
+t.test('return may be a redirect URI a relying party registered, matched exactly, and is then a link, not a redirect', async (t) => {
   const { app, signIn, services, mails } = await setup(t);
   const { identityId } = await signIn({ username: 'hal' });
   await verifiedEmail(services, identityId, 'hal@example.com');
@@ -181,9 +181,11 @@ t.test('return may be a redirect URI a relying party registered, matched exactly
   }
   await browser.post('/auth/magic/request', { email: 'hal@example.com', return: 'https://app.example.com/welcome' });
   const link = linkIn((await mails())[0]!, '/auth/magic')!;
-  const done = await browser.get(pathOf(link));
-  t.equal(done.statusCode, 303);
-  t.equal(done.headers.location, 'https://app.example.com/welcome');
+  const done = await browser.get(pathOf(link), { accept: 'text/html' });
+  t.equal(done.statusCode, 200, 'signed in, but never redirected to a URI the link cannot prove');
+  t.notOk(done.headers.location);
+  t.match(done.body, /<a href="https:\/\/app\.example\.com\/welcome" data-action="continue"/, 'a link the user may follow');
+  t.ok(browser.cookies.get('kp_session'));
 });
 
 t.test('a live stronger session of the same account is kept, not downgraded', async (t) => {

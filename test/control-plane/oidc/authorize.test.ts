@@ -37,6 +37,32 @@ t.test('an unknown client or an unregistered redirect URI is shown on a page, ne
   t.ok(isErrorPage(twice), 'a repeated redirect_uri is not trusted either');
 });
 
+t.test('an unknown client says unknown_client: on the page, and as the envelope to a JSON caller', async (t) => {
+  const { app, client, challenge } = await setup(t);
+  const browser = new Browser(app);
+  const page = await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)), { accept: 'text/html' });
+  t.match(page.body, /<code data-reason="unknown_client">unknown_client<\/code>/);
+  const json = await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)), { accept: 'application/json' });
+  t.equal(json.statusCode, 400);
+  t.match(json.json(), { ok: false, reason: 'unknown_client' });
+  const redirect = await browser.get(authorizeUrl(goodRequest(client, challenge, { redirect_uri: 'https://evil.example.com/cb' })), { accept: 'application/json' });
+  t.match(redirect.json(), { ok: false, reason: 'unknown_client' }, 'an unregistered redirect URI too');
+  t.notOk(redirect.headers.location);
+});
+
+t.test('authorize has a per-address throttle of its own', async (t) => {
+  const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'limits.authPerIpPerMinute': 3 } });
+  const client = await registerClient(built.app);
+  const browser = new Browser(built.app);
+  const { challenge } = pkcePair();
+  for (let i = 0; i < 3; i++) t.equal((await browser.get(authorizeUrl(goodRequest(client, challenge)))).statusCode, 303, `request ${i + 1}`);
+  const limited = await browser.get(authorizeUrl(goodRequest(client, challenge)));
+  t.equal(limited.statusCode, 429);
+  t.equal(limited.json().reason, 'rate_limited');
+  t.ok(Number(limited.headers['retry-after']) >= 1);
+  t.equal((await built.app.inject({ method: 'POST', url: '/auth/authorize', payload: { approval: 'x' } })).statusCode, 429, 'the one-tap POST counts too');
+});
+
 t.test('refusals after the redirect URI is known go back to it with error, state and iss', async (t) => {
   const { app, client, challenge } = await setup(t);
   const browser = new Browser(app);
@@ -89,7 +115,7 @@ t.test('prompt=none without a session is login_required', async (t) => {
 });
 
 t.test('acr_values=sensitive with a passkey session: prompt=none is interaction_required, otherwise a step-up and back', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice', assurance: 'passkey' });
   const silent = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'sensitive' })));
   t.equal(redirectParams(silent).get('error'), 'interaction_required');
@@ -107,12 +133,18 @@ t.test('acr_values=sensitive with a passkey session: prompt=none is interaction_
   t.match(resumed.body, /data-action="continue"/);
 });
 
-t.test('prompt=none with a session issues a code at once; acr passkey is met by a passkey session', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+t.test('prompt=none with a session but no approval is consent_required; once approved it issues a code at once', async (t) => {
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice' });
+  const refused = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })));
+  t.equal(refused.statusCode, 302);
+  t.equal(redirectParams(refused).get('error'), 'consent_required', 'OIDC Core §3.1.2.6: never a code without an approval');
+  t.notOk(redirectParams(refused).get('code'));
+  t.equal(redirectParams(refused).get('state'), 'st-123');
+  await obtainCode(browser, goodRequest(client, challenge));
   const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })));
   t.equal(res.statusCode, 302);
-  t.ok(redirectParams(res).get('code'));
+  t.ok(redirectParams(res).get('code'), 'acr passkey is met by a passkey session');
   t.equal(redirectParams(res).get('state'), 'st-123');
 });
 
@@ -139,7 +171,7 @@ t.test('without a session the sign-in page is shown and the request resumes afte
 });
 
 t.test('prompt=login sends a signed-in user through sign-in once, then continues', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice' });
   const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'login' })));
   t.equal(res.statusCode, 303);
@@ -153,7 +185,7 @@ t.test('prompt=login sends a signed-in user through sign-in once, then continues
 });
 
 t.test('the one-tap form: deny, a forged approval, and another session are refused', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { client, challenge, signIn } = await setup(t);
   const { browser } = await signIn({ username: 'alice' });
   const page = await browser.get(authorizeUrl(goodRequest(client, challenge)));
   const form: Record<string, string> = {};
@@ -182,7 +214,7 @@ t.test('the one-tap form: deny, a forged approval, and another session are refus
 });
 
 t.test('response_mode=web_message answers with a page that posts to the redirect URI origin only', async (t) => {
-  const { app, client, challenge, signIn } = await setup(t);
+  const { app, client, challenge, signIn } = await setup(t, { in_place: true });
   const { browser } = await signIn({ username: 'alice' });
   await obtainCode(browser, goodRequest(client, challenge));
   const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message' })));
@@ -198,6 +230,17 @@ t.test('response_mode=web_message answers with a page that posts to the redirect
 
   const error = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message', response_type: 'token' })));
   t.match(error.body, /unsupported_response_type/);
+});
+
+t.test('response_mode=web_message is refused (by a query redirect) for a client without in-place sign-in', async (t) => {
+  const { client, challenge, signIn } = await setup(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message' })));
+  const params = redirectParams(res);
+  t.equal(params.base, REDIRECT);
+  t.equal(params.get('error'), 'invalid_request');
+  t.match(params.get('error_description'), /in_place/);
+  t.equal(params.get('code'), null);
 });
 
 t.test('discovery advertises the provider endpoints and capabilities', async (t) => {
@@ -216,7 +259,7 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
   });
-  t.same(doc.grant_types_supported.sort(), ['authorization_code', 'refresh_token']);
+  t.same(doc.grant_types_supported.sort(), ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer']);
   t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'offline_access']);
   t.ok(doc.token_endpoint_auth_methods_supported.includes('none'));
 });

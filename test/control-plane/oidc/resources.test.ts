@@ -1,7 +1,7 @@
 import t from 'tap';
 import { SignJWT, UnsecuredJWT, decodeJwt, decodeProtectedHeader, generateKeyPair, type CryptoKey } from 'jose';
 import { TEST_ISSUER } from '../../helpers/build.js';
-import { buildSignedIn } from '../../helpers/signed-in.js';
+import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, RESOURCE, basicAuth, exchangeCode, goodRequest, obtainCode, pkcePair, redirectParams, refresh, registerClient } from '../../helpers/oidc.js';
 
 async function setup(t: Parameters<typeof buildSignedIn>[0]) {
@@ -139,6 +139,20 @@ t.test('logout without a hint asks for confirmation with a same-origin form', as
   t.equal(done.statusCode, 200);
   const after = await browser.get(`/auth/authorize?${new URLSearchParams(goodRequest(client, challenge, { prompt: 'none' }) as Record<string, string>)}`);
   t.equal(redirectParams(after).get('error'), 'login_required');
+});
+
+t.test('logout never redirects to a post_logout_redirect_uri that no id_token_hint proves: the signed-out page links to it', async (t) => {
+  const { app, client } = await setup(t);
+  // Anyone may register a client whose post-logout URI is their own site.
+  const evil = await registerClient(app, { redirect_uris: ['https://evil.example/cb'], post_logout_redirect_uris: ['https://evil.example/'] });
+  const anonymous = await app.inject({ method: 'GET', url: `/auth/logout?client_id=${evil.client_id}&post_logout_redirect_uri=${encodeURIComponent('https://evil.example/')}` });
+  t.equal(anonymous.statusCode, 200, 'no session: the signed-out page');
+  t.notOk(anonymous.headers.location, 'no redirect');
+  t.match(anonymous.body, /<a href="https:\/\/evil\.example\/" data-action="return"/);
+  const confirmed = await new Browser(app).post('/auth/logout', { client_id: client.client_id, post_logout_redirect_uri: 'https://notes.example.com/', state: 'x' });
+  t.equal(confirmed.statusCode, 200, 'a bare client_id, even confirmed, is not proof');
+  t.notOk(confirmed.headers.location);
+  t.match(confirmed.body, /href="https:\/\/notes\.example\.com\/\?state=x"/);
 });
 
 t.test('CORS for browser clients: registered redirect-URI origins only, no credentials', async (t) => {

@@ -46,12 +46,20 @@ t.test('signs in usernameless and with a username, each time a new session', asy
   t.ok(view.json().passkeys[0].lastUsedAt, 'last use is recorded');
 });
 
-t.test('an unknown username gets options like any other, then cannot sign in', async (t) => {
+t.test('an unknown username gets options of the same shape with stable decoy credential ids, then cannot sign in', async (t) => {
   const { app } = await build(t);
   const account = await signUp(app, 'ada');
   const res = await options(app, 'nobody');
   t.equal(res.statusCode, 200, 'no hint that the name does not exist');
-  t.same(res.json().options.allowCredentials, []);
+  const known = (await options(app, 'ada')).json().options;
+  const decoy = res.json().options;
+  t.same(Object.keys(decoy).sort(), Object.keys(known).sort(), 'the same members as for a real account');
+  t.equal(decoy.allowCredentials.length, 1, 'an unknown name lists a credential too, like an account with one passkey');
+  t.same(Object.keys(decoy.allowCredentials[0]).sort(), Object.keys(known.allowCredentials[0]).sort(), 'each descriptor has the same shape');
+  t.match(decoy.allowCredentials[0].id, /^[A-Za-z0-9_-]{22}$/, 'a 16-byte credential id');
+  t.same((await options(app, 'nobody')).json().options.allowCredentials, decoy.allowCredentials, 'the same name always gets the same decoy');
+  t.not((await options(app, 'somebody')).json().options.allowCredentials[0].id, decoy.allowCredentials[0].id, 'another name another decoy');
+  t.not(decoy.allowCredentials[0].id, account.authenticator.credentials[0]!.id);
   const attempt = await verify(app, { response: account.authenticator.get(res.json().options, { credId: account.authenticator.credentials[0]!.id }) });
   t.equal(attempt.statusCode, 401);
   t.equal(attempt.json().reason, 'unknown_credential');

@@ -2,7 +2,7 @@ import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { createLocalJWKSet } from 'jose';
 import { decodeCheckpoint } from '../../../lib/ledger/checkpoint.js';
 import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';

@@ -95,6 +95,10 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.ok(await s.sessions.revoke('usr_a', 's2', 150));
     t.notOk(await s.sessions.revoke('usr_a', 's2', 151), 'revoking twice finds nothing');
     t.equal(await s.sessions.findLive('hash-s2', 151), null);
+    t.equal(await s.sessions.isLive('s2', 151), false, 'a revoked session is not live');
+    t.equal(await s.sessions.isLive('s3', 151), true);
+    t.equal(await s.sessions.isLive('s3', 200), false, 'nor an expired one');
+    t.equal(await s.sessions.isLive('nope', 151), false);
     t.equal(await s.sessions.revokeDevice('usr_a', 'd1', 160), 1, 'revokes the device\'s remaining live session');
     t.same((await s.sessions.listLive('usr_a', 161)).map((x) => x.sessionId), ['s3']);
   });

@@ -30,7 +30,16 @@ export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): vo
     t.equal(await storage.clients.get('cl_nope'), null);
     t.same((await storage.clients.listByOwner('usr_a')).map((c) => c.clientId), ['cl_1']);
     t.same((await storage.clients.allRedirectUris()).sort(), ['https://one.example.com/cb', 'https://two.example.com/cb']);
+    t.same((await storage.clients.findByRedirectUri('https://two.example.com/cb')).map((c) => c.clientId), ['cl_2']);
+    t.same(await storage.clients.findByRedirectUri('https://two.example.com/cb/'), [], 'exact match only');
     await t.rejects(storage.clients.insert(one), 'client ids are unique');
+    const plain = { ...client('cl_3', 'usr_a', 'https://three.example.com/cb'), metadata: validateClientMetadata({ redirect_uris: ['https://three.example.com/cb'] }) };
+    await storage.clients.insert(plain);
+    t.same((await storage.clients.listGateways()).map((c) => c.clientId), ['cl_1', 'cl_2'], 'only clients with a gateway policy');
+    t.same(await storage.clients.inPlaceRedirectUris(), [], 'no client turned in-place sign-in on');
+    const inPlace = client('cl_4', null, 'https://four.example.com/cb');
+    await storage.clients.insert({ ...inPlace, metadata: { ...inPlace.metadata, in_place: true } });
+    t.same(await storage.clients.inPlaceRedirectUris(), ['https://four.example.com/cb']);
   });
 
   t.test('client store: an update applies only on the expected revision', async (t) => {

@@ -7,12 +7,12 @@ interface Tap {
 const code = (hash: string, at: number): StoredAuthorizationCode => ({
   codeHash: hash, clientId: 'cl_1', redirectUri: 'https://app.example.com/cb', identityId: 'usr_1', sessionId: 'ses_1', scope: 'openid offline_access',
   resource: null, nonce: 'n', codeChallenge: 'c', dpopJkt: null, assurance: 'passkey', amr: ['pop', 'user'], authTime: at, createdAt: at, expiresAt: at + 60_000,
-  consumedAt: null, grantId: null,
+  consumedAt: null, grantId: null, offline: false,
 });
 
 const grant = (id: string, at: number): StoredGrant => ({
   grantId: id, clientId: 'cl_1', identityId: 'usr_1', sessionId: 'ses_1', scope: 'openid offline_access', resource: null, assurance: 'passkey',
-  amr: ['pop'], authTime: at, createdAt: at, expiresAt: at + 86_400_000, revokedAt: null,
+  amr: ['pop'], authTime: at, createdAt: at, expiresAt: at + 86_400_000, revokedAt: null, offline: false,
 });
 
 /** The OIDC store's contract, for every backend: one-time codes and refresh tokens are consumed exactly once. */
@@ -40,12 +40,42 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     t.equal((await storage.oidc.getGrant('gr_1'))?.revokedAt, 3000);
   });
 
+  t.test('a session\'s end revokes its grants (offline ones excepted) and drops its pending codes; a client\'s revocation revokes all of its grants', async (t) => {
+    const storage = await open();
+    await storage.oidc.insertGrant(grant('gr_a', 1000));
+    await storage.oidc.insertGrant({ ...grant('gr_offline', 1000), offline: true });
+    await storage.oidc.insertGrant({ ...grant('gr_other', 1000), sessionId: 'ses_2' });
+    await storage.oidc.insertGrant({ ...grant('gr_client2', 1000), clientId: 'cl_2', sessionId: 'ses_3' });
+    await storage.oidc.insertCode(code('pending', 1000));
+    await storage.oidc.insertCode({ ...code('pending2', 1000), sessionId: 'ses_2' });
+    const ended = await storage.oidc.endSessionGrants(['ses_1', 'ses_1'], 2000);
+    t.same(ended.map((g) => g.grantId), ['gr_a']);
+    t.equal(ended[0]!.revokedAt, 2000);
+    t.equal((await storage.oidc.getGrant('gr_offline'))?.revokedAt, null, 'an offline grant outlives its session');
+    t.equal((await storage.oidc.getGrant('gr_offline'))?.offline, true);
+    t.equal((await storage.oidc.getGrant('gr_other'))?.revokedAt, null, 'other sessions untouched');
+    t.same(await storage.oidc.consumeCode('pending', 2000), { status: 'unknown' }, 'a pending code of the session is gone');
+    t.equal((await storage.oidc.consumeCode('pending2', 2000)).status, 'consumed', 'another session\'s code stays');
+    t.same(await storage.oidc.endSessionGrants(['ses_1'], 3000), [], 'nothing twice');
+    const client = await storage.oidc.revokeClientGrants('cl_1', 4000);
+    t.same(client.map((g) => g.grantId).sort(), ['gr_offline', 'gr_other']);
+    t.equal((await storage.oidc.getGrant('gr_client2'))?.revokedAt, null);
+  });
+
   t.test('approvals, revoked access tokens and purging', async (t) => {
     const storage = await open();
-    t.equal(await storage.oidc.approvedScopes('usr_1', 'cl_1'), null);
-    await storage.oidc.recordApproval('usr_1', 'cl_1', 'openid email', 1000);
-    await storage.oidc.recordApproval('usr_1', 'cl_1', 'openid email profile', 2000);
-    t.same(await storage.oidc.approvedScopes('usr_1', 'cl_1'), ['openid', 'email', 'profile']);
+    t.equal(await storage.oidc.approval('usr_1', 'cl_1'), null);
+    await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid', 'email'], resources: [] }, 1000);
+    await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 2000);
+    t.same(await storage.oidc.approval('usr_1', 'cl_1'), { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 'scopes and resources approved');
+    t.equal(await storage.oidc.approval('usr_1', 'cl_2'), null, 'per client');
+    await storage.oidc.recordApproval('usr_1', 'cl_0', { scopes: ['openid'], resources: [] }, 2000);
+    await storage.oidc.recordApproval('usr_2', 'cl_2', { scopes: ['openid'], resources: [] }, 2000);
+    t.same(await storage.oidc.approvedClients('usr_1'), ['cl_0', 'cl_1']);
+    t.equal(await storage.oidc.removeApproval('usr_1', 'cl_0'), true);
+    t.equal(await storage.oidc.removeApproval('usr_1', 'cl_0'), false, 'gone already');
+    t.same(await storage.oidc.approvedClients('usr_1'), ['cl_1']);
+    t.same(await storage.oidc.approvedClients('usr_9'), []);
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     await storage.oidc.revokeAccessToken('gr_1.x', 5000);
     t.equal(await storage.oidc.isAccessTokenRevoked('gr_1.x'), true);

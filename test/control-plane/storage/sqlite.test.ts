@@ -1,10 +1,39 @@
 import t from 'tap';
-import Database from 'better-sqlite3';
+import { Database, driverPackage, loadDriver } from '../../../control-plane/src/storage/sqlite/driver.js';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { DATABASE_FILE, MigrationError, backupDatabase, migrate, openDatabase } from '../../../control-plane/src/storage/sqlite/database.js';
 import { migrations } from '../../../control-plane/src/storage/sqlite/migrations.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { tempDir } from '../../helpers/build.js';
+
+t.test('Node-API 10 runtimes load better-sqlite3 13, older ones the Node 20 build', async (t) => {
+  t.equal(driverPackage(10), 'better-sqlite3');
+  t.equal(driverPackage(9), 'better-sqlite3-node20');
+});
+
+t.test('a missing Node 20 build is reported with what to do; other load failures pass through', async (t) => {
+  const missing = () => {
+    throw Object.assign(new Error('Cannot find module'), { code: 'MODULE_NOT_FOUND' });
+  };
+  t.throws(() => loadDriver('better-sqlite3-node20', missing), /needs the optional dependency better-sqlite3-node20.*Node\.js 22\.14 or later/);
+  t.throws(() => loadDriver('better-sqlite3', missing), /Cannot find module/);
+  const broken = () => {
+    throw new Error('invalid ELF header');
+  };
+  t.throws(() => loadDriver('better-sqlite3-node20', broken), /invalid ELF header/);
+  t.equal(loadDriver('better-sqlite3', () => Database), Database);
+});
+
+t.test('statements freed by the garbage collector do not abort the process', { timeout: 60_000 }, async (t) => {
+  // On Node 24.19 and later, better-sqlite3 12 aborted here (docs/platform.md#nodejs-versions).
+  const fixture = join(import.meta.dirname, 'fixtures', 'collect-statements.mjs');
+  // Not instrumented for coverage: the child only exercises the driver package.
+  const env = { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' };
+  const { stdout } = await promisify(execFile)(process.execPath, [fixture, driverPackage()], { env });
+  t.equal(stdout.trim(), `sum ${300 * 19_900}`);
+});
 
 const latest = Math.max(...migrations.map((m) => m.version));
 

@@ -56,7 +56,7 @@ t.test('OIDC in Chromium', { skip }, async (t) => {
 
   const reg = await fetch(`${server.url}/register`, {
     method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'Browser RP', redirect_uris: [callback], token_endpoint_auth_method: 'none', scope: 'openid profile' }),
+    body: JSON.stringify({ client_name: 'Browser RP', redirect_uris: [callback], token_endpoint_auth_method: 'none', scope: 'openid profile', in_place: true }),
   });
   t.equal(reg.status, 201);
   const clientId = (await reg.json() as { client_id: string }).client_id;

@@ -87,6 +87,8 @@ t.test('keyplane up: a passkey in the browser reaches the demo app through the g
 
   await t.test('sign-out ends the gateway session and the control plane session', async (t) => {
     await page.goto(`${gateway}/_gate/signout`);
+    // A GET only shows the confirmation form; its button posts the sign-out.
+    await page.click('button[data-action="signout"]');
     await page.waitForURL((url) => url.origin === controlPlane && url.pathname === '/auth', { timeout: 20_000 })
       .catch((error) => { throw new Error(`not at the sign-in page after sign-out ${why()}; ${error}`); });
     const after = await fetch(`${gateway}/api/whoami`, { headers: { accept: 'application/json' } });

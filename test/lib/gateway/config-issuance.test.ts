@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { exportJWK } from 'jose';
-import { canReuseIssuedConfig, hashGatewayPolicy, signGatewayConfig } from '../../../lib/gateway/config-issuance.js';
+import { canReuseIssuedConfig, deriveIssuedPolicy, gatewayPublicUrls, hashGatewayPolicy, hashIssuedContent, signGatewayConfig } from '../../../lib/gateway/config-issuance.js';
 import { verifyGatewayConfig } from '../../../lib/gateway/signed-config.js';
 
 const policy = { mode: 'enforce' as const, routes: [{ path: '/api', scopes: ['read'], min_assurance: 'passkey' as const }] };
@@ -31,4 +31,20 @@ t.test('a signed config verifies with the gateway\'s verifier', async (t) => {
   t.equal(document.hash, signed.hash);
   t.equal(signed.expiresAt - signed.issuedAt, 60_000);
   await t.rejects(signGatewayConfig({ issuer: 'x', clientId: 'c', version: 0, policy, now, lifetimeSeconds: 60 }, { kid: 'k1', privateKey }), RangeError);
+});
+
+t.test('a route whose public URL is a registered resource carries it; others keep the gateway URL', async (t) => {
+  const policy = { mode: 'enforce' as const, routes: [{ path: '/' }, { path: '/api' }, { path: '/billing/' }, { path: '/other', resource: 'https://forged.example/' }] };
+  const issued = deriveIssuedPolicy(policy, {
+    redirectUris: ['https://app.example/cb', 'https://gw.example/_gate/callback'],
+    resources: ['https://gw.example/api/', 'https://gw.example/billing', 'https://elsewhere.example/other'],
+  });
+  t.same(issued.routes, [{ path: '/' }, { path: '/api', resource: 'https://gw.example/api/' }, { path: '/billing/', resource: 'https://gw.example/billing' }, { path: '/other' }]);
+  t.same(gatewayPublicUrls(['https://gw.example/_gate/callback', 'https://x.example/cb']), ['https://gw.example']);
+});
+
+t.test('the deny list changes the issued content hash; the same list in any order does not', async (t) => {
+  t.equal(hashIssuedContent(policy, []), hashGatewayPolicy(policy));
+  t.not(hashIssuedContent(policy, ['a']), hashGatewayPolicy(policy));
+  t.equal(hashIssuedContent(policy, ['a', 'b']), hashIssuedContent(policy, ['b', 'a']));
 });

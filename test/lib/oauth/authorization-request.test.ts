@@ -1,5 +1,5 @@
 import t from 'tap';
-import { buildRedirect, checkAuthorizationRequest, decideAuthorization, readClientId, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
+import { buildRedirect, checkAuthorizationRequest, coversRequest, decideAuthorization, mergeApproval, readClientId, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
 
 const client = {
   clientId: 'cl_1',
@@ -35,23 +35,46 @@ const base: AuthorizationRequest = { clientId: 'cl_1', redirectUri: 'https://app
 const session = { assurance: 'passkey' as const, authTime: 1_000_000 };
 
 t.test('decides: sign in, step up, approve, or issue', async (t) => {
-  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approvedScopes: null }), { action: 'login' });
-  t.match(decideAuthorization({ request: { ...base, prompt: ['none'] }, session: undefined, now: 2_000_000, approvedScopes: null }), { action: 'refuse', error: 'login_required' });
-  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approvedScopes: null }), { action: 'consent' });
-  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approvedScopes: ['openid', 'email'] }), { action: 'issue', approval: 'remembered' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['consent'] }, session, now: 2_000_000, approvedScopes: ['openid'] }), { action: 'consent' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approvedScopes: null }), { action: 'issue', approval: 'prompt_none' });
-  t.same(decideAuthorization({ request: { ...base, acr: 'sensitive' }, session, now: 2_000_000, approvedScopes: null }), { action: 'step_up' });
-  t.match(decideAuthorization({ request: { ...base, acr: 'sensitive', prompt: ['none'] }, session, now: 2_000_000, approvedScopes: null }), { action: 'refuse', error: 'interaction_required' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 11_000, approvedScopes: ['openid'] }), { action: 'login' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 9_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, approvedScopes: ['openid'] }), { action: 'login' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, loginAfter: 900_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'login' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, loginAfter: 1_000_000, approvedScopes: ['openid'] }), { action: 'issue', approval: 'remembered' }, 'max_age=0 is met by the sign-in it asked for');
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive' }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'step_up' }, 'max_age=0 with a higher acr: one step-up is the fresh authentication');
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'passkey' }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'login' }, 'acr already met: a plain fresh sign-in');
-  t.match(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive', prompt: ['none'] }, session, now: 1_000_001, approvedScopes: ['openid'] }), { action: 'refuse', error: 'login_required' });
+  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approval: null }), { action: 'login' });
+  t.match(decideAuthorization({ request: { ...base, prompt: ['none'] }, session: undefined, now: 2_000_000, approval: null }), { action: 'refuse', error: 'login_required' });
+  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approval: null }), { action: 'consent' });
+  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approval: { scopes: ['openid', 'email'], resources: [] } }), { action: 'issue', approval: 'remembered' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['consent'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'consent' });
+  t.match(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approval: null }), { action: 'refuse', error: 'consent_required' }, 'OIDC Core §3.1.2.6: prompt=none never issues without an approval');
+  t.same(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'prompt_none' });
+  t.same(decideAuthorization({ request: { ...base, acr: 'sensitive' }, session, now: 2_000_000, approval: null }), { action: 'step_up' });
+  t.match(decideAuthorization({ request: { ...base, acr: 'sensitive', prompt: ['none'] }, session, now: 2_000_000, approval: null }), { action: 'refuse', error: 'interaction_required' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 11_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 9_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'remembered' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, loginAfter: 900_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'remembered' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' });
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, loginAfter: 1_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'remembered' }, 'max_age=0 is met by the sign-in it asked for');
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive' }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'step_up' }, 'max_age=0 with a higher acr: one step-up is the fresh authentication');
+  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'passkey' }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' }, 'acr already met: a plain fresh sign-in');
+  t.match(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive', prompt: ['none'] }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'refuse', error: 'login_required' });
+});
+
+t.test('an approval covers a request only with every scope and the resource it names', async (t) => {
+  const approval = { scopes: ['openid', 'email'], resources: ['https://api.example.com'] };
+  t.ok(coversRequest(approval, { scopes: ['openid'] }));
+  t.ok(coversRequest(approval, { scopes: ['openid'], resource: 'https://api.example.com' }));
+  t.notOk(coversRequest(approval, { scopes: ['openid'], resource: 'https://gw.example.com' }), 'a resource never approved');
+  t.notOk(coversRequest(approval, { scopes: ['openid', 'profile'] }), 'a scope never approved');
+  t.notOk(coversRequest(null, { scopes: [] }));
+  const withResource = { ...base, resource: 'https://gw.example.com' };
+  t.match(decideAuthorization({ request: { ...withResource, prompt: ['none'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'refuse', error: 'consent_required' });
+  t.same(decideAuthorization({ request: withResource, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'consent' });
+  t.same(mergeApproval(approval, { scopes: ['profile', 'openid'], resource: 'https://gw.example.com' }), { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com', 'https://gw.example.com'] });
+  t.same(mergeApproval(null, { scopes: ['openid'] }), { scopes: ['openid'], resources: [] });
+});
+
+t.test('a first-party client skips the approval page, but not a sign-in, a step-up or prompt=consent', async (t) => {
+  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'issue', approval: 'first_party' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'issue', approval: 'first_party' });
+  t.same(decideAuthorization({ request: { ...base, prompt: ['consent'] }, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'consent' });
+  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approval: null, firstParty: true }), { action: 'login' });
+  t.same(decideAuthorization({ request: { ...base, acr: 'sensitive' }, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'step_up' });
 });
 
 t.test('buildRedirect keeps the registered query and appends parameters', async (t) => {

@@ -15,6 +15,7 @@ t.test('applies the documented defaults', async (t) => {
     access: { humans: true, agents: false },
     token_endpoint_auth_method: 'client_secret_basic',
     dpop_bound_access_tokens: false,
+    in_place: false,
   });
 });
 
@@ -54,4 +55,12 @@ t.test('derives the client type and secret use from the auth method', async (t) 
   t.ok(usesClientSecret('client_secret_post'));
   t.notOk(usesClientSecret('private_key_jwt'));
   t.notOk(usesClientSecret('none'));
+});
+
+t.test('first_party: true is kept, false or absent leaves it out, anything else is refused', async (t) => {
+  const base = { redirect_uris: ['https://a.example.com/cb'] };
+  t.equal(validateClientMetadata({ ...base, first_party: true }).first_party, true);
+  t.notOk('first_party' in validateClientMetadata({ ...base, first_party: false }));
+  t.notOk('first_party' in validateClientMetadata(base));
+  t.equal(refusalOf({ ...base, first_party: 'true' }), 'invalid_client_metadata');
 });

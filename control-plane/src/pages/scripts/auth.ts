@@ -8,9 +8,14 @@ const input = document.getElementById('username');
 const status = document.getElementById('status');
 const params = new URLSearchParams(location.search);
 const setupToken = params.get('setup');
-// ?return=/path resumes where the user came from (same-origin paths only, e.g. a pending authorize request)
-const back = params.get('return');
-const destination = (home) => (back && back.startsWith('/') && !back.startsWith('//') && !back.startsWith('/\\') ? back : home);
+// Where to go after sign-in (e.g. a pending authorize request): the server puts only a path on
+// this origin in data-return (lib/util/return-url.ts); resolving it again here is a second fence.
+const back = form.dataset.return;
+function destination(home) {
+  if (!back) return home;
+  const url = new URL(back, location.origin);
+  return url.origin === location.origin ? url.pathname + url.search + url.hash : home;
+}
 let busy = false;
 
 if (!browserSupportsWebAuthn()) say(status, 'This browser does not support passkeys.', true);

@@ -4,6 +4,7 @@ import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '../../../../lib/
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
+import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import { errorResponses, okObject } from '../schemas.js';
 import { loadAccountView, type AccountView } from './view.js';
@@ -25,6 +26,8 @@ const accountSchema = {
       items: { type: 'object', additionalProperties: true, properties: { identifier: { type: 'string' }, deviceId: { type: 'string' }, assurance: { type: 'string' }, current: { type: 'boolean' } } },
     },
     devices: { type: 'array', items: { type: 'object', additionalProperties: true, properties: { deviceId: { type: 'string' } } } },
+    orgs: { type: 'array', items: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } } } },
+    invites: { type: 'array', items: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } } } },
   },
   additionalProperties: true,
 } as const;
@@ -54,8 +57,8 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       title: 'Your account',
       nonce: request.kp.cspNonce,
       lang: view.preferences['lang'] ?? 'en',
-      scripts: ['/assets/account.js', ...(extras.scripts ?? [])],
-      body: accountPage(view, current.assurance, extras.sections ?? []),
+      scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
+      body: accountPage(view, current.assurance, [...(extras.sections ?? []), orgsSection(view)]),
     });
   });
 
@@ -138,6 +141,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     const now = app.kp.now();
     const { receipt } = await storage.transaction(async (tx) => {
       if (!(await tx.sessions.revoke(current.identityId, identifier, now))) throw fail('unknown_session', 'no live session with this identifier');
+      await endGrantsOfSessions(app.kp, tx, [identifier], now);
       return app.kp.events.record(tx, { type: 'session.revoked', at: now, outcome: 'success', identityId: current.identityId, sessionId: identifier, by: current.id });
     });
     if (identifier === current.id) clearSessionCookie(app, reply);
@@ -157,7 +161,9 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     const result = await storage.transaction(async (tx) => {
       const known = (await tx.devices.list(current.identityId)).some((d) => d.deviceId === deviceId);
       if (!known) throw fail('unknown_device', 'no device with this id on the account');
+      const onDevice = (await tx.sessions.listLive(current.identityId, now)).filter((s) => s.deviceId === deviceId).map((s) => s.sessionId);
       const sessions = await tx.sessions.revokeDevice(current.identityId, deviceId, now);
+      await endGrantsOfSessions(app.kp, tx, onDevice, now);
       await tx.devices.remove(current.identityId, deviceId);
       const { receipt } = await app.kp.events.record(tx, { type: 'device.revoked', at: now, outcome: 'success', identityId: current.identityId, deviceId, sessions, by: current.id });
       return { sessions, receipt };
@@ -173,6 +179,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     const now = app.kp.now();
     const { receipt } = await storage.transaction(async (tx) => {
       await tx.sessions.revoke(current.identityId, current.id, now);
+      await endGrantsOfSessions(app.kp, tx, [current.id], now);
       return app.kp.events.record(tx, { type: 'session.ended', at: now, outcome: 'success', identityId: current.identityId, sessionId: current.id });
     });
     clearSessionCookie(app, reply);
@@ -244,4 +251,15 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 <input id="pref-lang" name="lang" value="${prefs['lang'] ?? ''}" placeholder="en" autocapitalize="none" spellcheck="false">
 <button type="submit">Save preferences</button>
 </form>`;
+}
+
+function orgsSection(view: AccountView) {
+  return html`<h2 id="orgs-h">Organizations</h2>
+${view.orgs.length ? html`<ul aria-labelledby="orgs-h">${view.orgs.map((o) => html`<li><a href="/org/${encodeURIComponent(o.slug)}">${o.name}</a> · ${o.role}</li>`)}</ul>` : html`<p class="muted">You belong to no organization yet.</p>`}
+${view.invites.map((i) => html`<form method="post" data-kp-post action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
+<p>You are invited to <strong>${i.name}</strong> as ${i.role}. <button type="submit" data-action="accept-invite">Accept</button></p></form>`)}
+<p id="form-status" role="status" aria-live="polite"></p>
+<form method="post" data-kp-post data-then="org" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">Create an organization</h3>
+<label for="org-name">Name</label> <input id="org-name" name="name" type="text" required maxlength="80">
+<button type="submit" data-action="create-org">Create</button></form>`;
 }

@@ -16,6 +16,9 @@ export interface AccountView {
   devices: Array<{ deviceId: string; createdAt: number; lastSeenAt: number; current: boolean }>;
   founder: boolean;
   createdAt: number;
+  /** The organizations the account belongs to, and open invitations to others (docs/orgs.md). */
+  orgs: Array<{ slug: string; name: string; role: string }>;
+  invites: Array<{ slug: string; name: string; role: string }>;
 }
 
 /** The account as CONTRACT "/account?format=json" lists it (plus a few timestamps). Secret-free. */
@@ -24,13 +27,16 @@ export async function loadAccountView(app: FastifyInstance, identityId: string, 
   const now = app.kp.now();
   const identity = await storage.identities.get(identityId);
   if (!identity) throw fail('unauthorized', 'sign in first');
-  const [aliases, passkeys, sessions, devices, extras] = await Promise.all([
+  const [aliases, passkeys, sessions, devices, extras, orgs, invites] = await Promise.all([
     storage.identities.aliases(identityId),
     storage.credentials.listByIdentity(identityId),
     storage.sessions.listLive(identityId, now),
     storage.devices.list(identityId),
     accountExtras(app, identityId),
+    storage.orgs.listForMember(identityId),
+    storage.orgs.invitesFor(identityId),
   ]);
+  const invitedTo = await Promise.all(invites.map((i) => storage.orgs.get(i.orgId)));
   const stepUpMs = app.kp.config.lifetimes.stepUp * 1000;
   return {
     extras,
@@ -50,6 +56,8 @@ export async function loadAccountView(app: FastifyInstance, identityId: string, 
       devices: devices.map((d) => ({ deviceId: d.deviceId, createdAt: d.createdAt, lastSeenAt: d.lastSeenAt, current: d.deviceId === current.deviceId })),
       founder: identity.founder,
       createdAt: identity.createdAt,
+      orgs: orgs.map((o) => ({ slug: o.slug, name: o.name, role: o.role })),
+      invites: invites.flatMap((i, n) => (invitedTo[n] ? [{ slug: invitedTo[n]!.slug, name: invitedTo[n]!.name, role: i.role }] : [])),
     },
   };
 }

@@ -3,7 +3,9 @@ import { createRequire } from 'node:module';
 import { dirname, join, normalize, sep } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { FAVICON_SVG } from '../../../../lib/util/favicon.js';
 import { ACCOUNT_JS } from '../../pages/scripts/account.js';
+import { AGENTS_JS } from '../../pages/scripts/agents.js';
 import { AUTH_JS } from '../../pages/scripts/auth.js';
 import { COMMON_JS } from '../../pages/scripts/common.js';
 import { STEP_UP_JS } from '../../pages/scripts/step-up.js';
@@ -22,12 +24,24 @@ export default async function assetRoutes(app: FastifyInstance): Promise<void> {
     '/assets/common.js': COMMON_JS,
     '/assets/auth.js': AUTH_JS,
     '/assets/account.js': ACCOUNT_JS,
+    '/assets/agents.js': AGENTS_JS,
     '/assets/step-up.js': STEP_UP_JS,
   };
   for (const [path, source] of Object.entries(scripts)) {
     app.get(path, { config: { cache: 'no-cache' }, schema: { tags: ['pages'], summary: 'Page script (ES module)', produces: ['text/javascript'] } }, async (_request, reply) => {
       reply.type(JS);
       return source;
+    });
+  }
+
+  // Pages link /favicon.svg; browsers still ask for /favicon.ico on their own (JSON pages, older ones).
+  for (const path of ['/favicon.svg', '/favicon.ico']) {
+    app.get(path, {
+      config: { cache: 'public, max-age=86400' },
+      schema: { tags: ['pages'], summary: 'The Keyplane icon (SVG)', produces: ['image/svg+xml'] },
+    }, async (_request, reply) => {
+      reply.type('image/svg+xml');
+      return FAVICON_SVG;
     });
   }
 

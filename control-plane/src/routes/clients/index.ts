@@ -32,6 +32,7 @@ const clientResponse = {
     token_endpoint_auth_method: { type: 'string' },
     dpop_bound_access_tokens: { type: 'boolean' },
     gateway: { type: 'object', additionalProperties: true },
+    first_party: { type: 'boolean', description: 'The operator\'s own app: no approval page. Only with the admin token.' },
     jwks: { type: 'object', additionalProperties: true },
   },
   additionalProperties: true,

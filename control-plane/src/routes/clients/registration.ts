@@ -3,9 +3,13 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata, type ClientMetadata } from '../../../../lib/oauth/client-metadata.js';
 import { hashClientSecret, verifyClientSecret } from '../../../../lib/oauth/client-auth.js';
 import { oauthError } from '../../../../lib/oauth/errors.js';
+import { checkResourceOwnership, type ResourceRegistrar } from '../../../../lib/oauth/resource-ownership.js';
+import type { ControlPlaneServices } from '../../context.js';
+import { endGrantsOfClient } from '../../grants/end-grants.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { checkJwksUri } from '../../clients/remote-key-sets.js';
 import type { StoredClient } from '../../storage/types.js';
 
 /**
@@ -133,8 +137,27 @@ export interface ClientChange {
   receipt?: string;
 }
 
+/**
+ * Refuses resources that are another owner's gateway URL (docs/security.md "Cross-client
+ * tokens"). An update acts for the client's owner (the operator for a client without one).
+ */
+export async function checkOwnedResources(services: Pick<ControlPlaneServices, 'storage'>, metadata: ClientMetadata, ownerId: string | null): Promise<void> {
+  if (metadata.resources.length === 0) return;
+  const registrar: ResourceRegistrar = ownerId === null ? { admin: true } : { admin: false, ownerId };
+  const gateways = (await services.storage.clients.listGateways()).map((client) => ({ clientId: client.clientId, ownerId: client.ownerId, redirectUris: client.metadata.redirect_uris }));
+  checkResourceOwnership(metadata.resources, gateways, registrar);
+}
+
+/** `first_party` skips the approval page, so only the operator (a client without owner) has it. */
+export function checkOperatorOnlyMetadata(metadata: ClientMetadata, ownerId: string | null): void {
+  if (metadata.first_party === true && ownerId !== null) throw oauthError('invalid_client_metadata', 'first_party can only be set with the admin token');
+}
+
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
 export async function registerClient(app: FastifyInstance, metadata: ClientMetadata, registrar: Registrar): Promise<ClientChange> {
+  checkOperatorOnlyMetadata(metadata, registrar.ownerId);
+  await checkOwnedResources(app.kp, metadata, registrar.ownerId);
+  await checkJwksUri(app.kp, metadata);
   const now = app.kp.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
   const token = newSecret();
@@ -163,6 +186,9 @@ export async function registerClient(app: FastifyInstance, metadata: ClientMetad
  */
 export async function updateClient(app: FastifyInstance, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
+  checkOperatorOnlyMetadata(metadata, client.ownerId);
+  await checkOwnedResources(app.kp, metadata, client.ownerId);
+  await checkJwksUri(app.kp, metadata);
   const now = app.kp.now();
   const secret = secretAfterUpdate(client, metadata, now);
   const { updated, receipt } = await app.kp.storage.transaction(async (tx) => {
@@ -185,6 +211,8 @@ export async function deleteClient(app: FastifyInstance, clientId: string): Prom
   const now = app.kp.now();
   return app.kp.storage.transaction(async (tx) => {
     if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'the client was deleted meanwhile');
+    // Its refresh families end and its access tokens turn inactive at introspection and userinfo.
+    await endGrantsOfClient(app.kp, tx, clientId, now);
     return app.kp.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
   });
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
+import { buildWebIdentity } from '../../../../lib/fedcm/identity-provider.js';
 import { anyObject, errorResponses } from '../schemas.js';
 
 declare module 'fastify' {
@@ -74,16 +75,18 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
 
   app.get('/.well-known/web-identity', {
     config: { cache },
-    schema: { tags: ['discovery'], summary: 'FedCM well-known file: the provider configuration URLs', response: { 200: anyObject, ...errorResponses } },
-  }, async () => ({ provider_urls: [`${issuer}/fedcm/config.json`] }));
+    schema: {
+      tags: ['discovery'], summary: 'FedCM well-known file: the provider configuration URL, the accounts endpoint and the login URL',
+      response: { 200: { type: 'object', required: ['provider_urls'], properties: { provider_urls: { type: 'array', items: { type: 'string' } }, accounts_endpoint: { type: 'string' }, login_url: { type: 'string' } } }, ...errorResponses },
+    },
+  }, async () => buildWebIdentity(issuer));
 
   app.get('/.well-known/webauthn', {
     config: { cache },
-    schema: { tags: ['discovery'], summary: 'WebAuthn related origins: origins that may use this RP ID', response: { 200: anyObject, ...errorResponses } },
-  }, async () => ({ origins: await relatedOrigins(app) }));
-}
-
-/** The issuer's origin and the origins of registered clients' redirect URIs: they may use our RP ID. */
-async function relatedOrigins(app: FastifyInstance): Promise<string[]> {
-  return [...new Set([new URL(app.kp.config.issuer).origin, ...originsOf(await app.kp.storage.clients.allRedirectUris())])];
+    schema: {
+      tags: ['discovery'],
+      summary: 'WebAuthn related origins (WebAuthn L3 §5.11): the registered origins of clients with in-place sign-in on, which may use this RP ID',
+      response: { 200: { type: 'object', required: ['origins'], properties: { origins: { type: 'array', items: { type: 'string' } } } }, ...errorResponses },
+    },
+  }, async () => ({ origins: originsOf(await app.kp.storage.clients.inPlaceRedirectUris()) }));
 }

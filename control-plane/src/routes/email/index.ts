@@ -1,14 +1,14 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { normalizeEmailAddress } from '../../../../lib/magic/email-address.js';
-import { issueEmailVerificationLink, redeemMagicLink, type RedeemFailure } from '../../../../lib/magic/magic-link.js';
+import { checkMagicLink, issueEmailVerificationLink, redeemMagicLink, type RedeemFailure } from '../../../../lib/magic/magic-link.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { randomId } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { verificationMail } from '../../mail/templates.js';
-import { emailVerifiedPage, linkRefusalPage } from '../../pages/link-pages.js';
+import { emailConfirmPage, emailVerifiedPage, linkRefusalPage } from '../../pages/link-pages.js';
 import { requireSession } from '../../plugins/session.js';
-import { wantsJson } from '../negotiate.js';
+import { isHtmlFormPost, wantsJson } from '../negotiate.js';
 import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
 
 /** Addresses one account may hold. */
@@ -83,19 +83,57 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
+  // The confirmation page posts back with the session cookie when the browser has one: under the
+  // app-wide `no-referrer` Chromium would send `Origin: null`, which the session plugin refuses.
+  const sameOriginReferrer = new WeakSet<FastifyReply>();
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
+    return payload;
+  });
+
+  function refusalPage(request: FastifyRequest, reply: FastifyReply, error: unknown): string {
+    if (!isKeyplaneError(error) || wantsJson(request)) throw error;
+    reply.code(error.status).type('text/html; charset=utf-8');
+    return linkRefusalPage({ nonce: request.kp.cspNonce, reason: error.reason, retryHref: '/account', retryLabel: 'Go to your account (add the address again for a new link)' });
+  }
+
   app.get('/auth/email/verify', {
-    // A HEAD (link preview, scanner) must never consume a one-time link.
+    // A HEAD (link preview, scanner) must never consume a one-time link; nor does a GET.
     exposeHeadRoute: false,
     schema: {
       tags: ['accounts'],
-      summary: 'Marks an address verified from its mailed link; creates, merges or upgrades no session. HTML, or JSON with Accept: application/json',
+      summary: 'The mailed link: checks it and shows a confirmation page whose button POSTs to verify (mail scanners open links by GET, so a GET verifies nothing). JSON with Accept: application/json',
       querystring: { type: 'object', properties: { token: { type: 'string', maxLength: 200 } } },
+      produces: ['text/html', 'application/json'],
+      response: { 200: okObject({ verified: { const: false }, confirm: { type: 'string', description: 'POST /auth/email/verify with {token} verifies.' } }), ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const token = (request.query as { token?: string }).token ?? '';
+    try {
+      const checked = await checkMagicLink(token, { purpose: 'verify_email', now: app.kp.now(), find: (hash) => app.kp.storage.links.find(hash) });
+      if (!checked.ok) throw fail(LINK_REASONS[checked.why]);
+    } catch (error) {
+      return refusalPage(request, reply, error);
+    }
+    if (wantsJson(request)) return { ok: true, verified: false, confirm: 'POST /auth/email/verify' };
+    sameOriginReferrer.add(reply);
+    reply.type('text/html; charset=utf-8');
+    return emailConfirmPage(request.kp.cspNonce, token);
+  });
+
+  app.post('/auth/email/verify', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'Marks an address verified (the confirmation page\'s button, or JSON {token}); creates, merges or upgrades no session',
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: { type: 'object', required: ['token'], properties: { token: { type: 'string', maxLength: 200 } } },
       produces: ['text/html', 'application/json'],
       response: { 200: okObject({ verified: { const: true }, already: { type: 'boolean' }, receipt }), ...errorResponses },
     },
   }, async (request, reply) => {
-    const token = (request.query as { token?: string }).token ?? '';
+    const token = (request.body as { token: string }).token;
     const at = app.kp.now();
+    const html = isHtmlFormPost(request);
     try {
       const result = await app.kp.storage.transaction(async (tx) => {
         const redemption = await redeemMagicLink(token, {
@@ -110,13 +148,12 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
         const recorded = await app.kp.events.record(tx, { type: 'email.verified', at, outcome: 'success', identityId: record.identityId, emailId: record.emailId });
         return { already: false, ...recorded };
       });
-      if (wantsJson(request)) return { ok: true, verified: true, ...result };
+      if (!html) return { ok: true, verified: true, ...result };
       reply.type('text/html; charset=utf-8');
       return emailVerifiedPage(request.kp.cspNonce, result.already);
     } catch (error) {
-      if (!isKeyplaneError(error) || wantsJson(request)) throw error;
-      reply.code(error.status).type('text/html; charset=utf-8');
-      return linkRefusalPage({ nonce: request.kp.cspNonce, reason: error.reason, retryHref: '/account', retryLabel: 'Go to your account (add the address again for a new link)' });
+      if (!html) throw error;
+      return refusalPage(request, reply, error);
     }
   });
 }

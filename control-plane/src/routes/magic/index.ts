@@ -5,7 +5,7 @@ import { normalizeEmailAddress } from '../../../../lib/magic/email-address.js';
 import { issueMagicLink, redeemMagicLink } from '../../../../lib/magic/magic-link.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { magicLinkMail } from '../../mail/templates.js';
-import { linkRefusalPage, magicRequestedPage, magicRequestPage } from '../../pages/link-pages.js';
+import { linkRefusalPage, magicRequestedPage, magicRequestPage, signedInContinuePage } from '../../pages/link-pages.js';
 import { checkSignInOrigin } from '../../plugins/session.js';
 import { currentDeviceId, ensureDeviceId } from '../../sessions/cookies.js';
 import { startSession } from '../../sessions/start-session.js';
@@ -178,7 +178,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     const query = request.query as { token?: string; return?: string; project?: string };
     const project = cleanProject(query.project);
     try {
-      return await redeem(request, reply, query.token ?? '', query.return);
+      return await redeem(request, reply, query.token ?? '', query.return, project);
     } catch (error) {
       if (!isKeyplaneError(error) || wantsJson(request)) throw error;
       reply.code(error.status).type('text/html; charset=utf-8');
@@ -191,7 +191,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     }
   });
 
-  async function redeem(request: FastifyRequest, reply: FastifyReply, token: string, rawReturn: string | undefined) {
+  async function redeem(request: FastifyRequest, reply: FastifyReply, token: string, rawReturn: string | undefined, project: string | undefined) {
     // Validated before the token is touched: a link with a bad return is refused and stays unused.
     let target = '/account';
     if (rawReturn !== undefined && rawReturn !== '') {
@@ -222,6 +222,11 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
         type: 'magic_link.redeemed', at, outcome: 'success', identityId: record.identityId, emailId: record.emailId, deviceId: record.deviceId!, sessionId,
       });
     });
-    return reply.redirect(target, 303);
+    // A path on this server (a pending authorize request hands off to its client from there) is
+    // followed; a relying-party URI is only linked: anyone can register one, and the link proves
+    // no client (docs/security.md "Open redirects").
+    if (target.startsWith('/')) return reply.redirect(target, 303);
+    reply.type('text/html; charset=utf-8');
+    return signedInContinuePage(request.kp.cspNonce, target, project);
   }
 }

@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
 import {
-  buildRedirect, checkAuthorizationRequest, decideAuthorization, readClientId,
+  buildRedirect, checkAuthorizationRequest, decideAuthorization, mergeApproval, outlivesSession, readClientId,
   type AuthorizationRequest, type ErrorTarget, type RawParams,
 } from '../../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient } from '../../storage/types.js';
+import { limitPerIp } from '../code-guard.js';
 import { errorResponses } from '../schemas.js';
 import { WEB_MESSAGE_JS, WEB_MESSAGE_SCRIPT, sendErrorPage, sendOneTap, sendWebMessage } from './pages.js';
 
@@ -90,7 +91,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   async function checkRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
     const clientId = readClientId(params);
     const client = clientId ? await storage.clients.get(clientId) : null;
-    if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).') };
+    if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).', { reason: 'unknown_client' }) };
     const check = checkAuthorizationRequest(params, {
       clientId: client.clientId,
       redirectUris: client.metadata.redirect_uris,
@@ -100,13 +101,17 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       allowsHumans: client.metadata.access.humans,
     });
     if (!check.ok) {
-      if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`) };
+      if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`, { reason: 'unknown_client' }) };
       return { refused: respondError(request, reply, check.target, check.error, check.description) };
+    }
+    // The popup is in-place sign-in: only for a client that turned it on (docs/in-place.md).
+    if (check.request.responseMode === 'web_message' && client.metadata.in_place !== true) {
+      return { refused: respondError(request, reply, { ...targetOf(check.request), responseMode: 'query' }, 'invalid_request', 'response_mode=web_message needs in-place sign-in turned on (client metadata in_place: true)') };
     }
     return { client, authz: check.request, target: targetOf(check.request) };
   }
 
-  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: 'new' | 'remembered' | 'prompt_none'): Promise<FastifyReply> {
+  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: 'new' | 'remembered' | 'prompt_none' | 'first_party'): Promise<FastifyReply> {
     const session = request.kp.session!;
     const now = app.kp.now();
     const code = randomToken(32);
@@ -129,14 +134,20 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         expiresAt: now + config.lifetimes.authorizationCode * 1000,
         consumedAt: null,
         grantId: null,
+        offline: outlivesSession({ scopes: authz.scopes, gatewayClient: client.metadata.gateway !== undefined, approval }),
       });
       if (approval === 'new') {
-        const before = (await tx.oidc.approvedScopes(session.identityId, client.clientId)) ?? [];
-        await tx.oidc.recordApproval(session.identityId, client.clientId, formatScope([...before, ...authz.scopes]), now);
+        // The approval covers exactly what the page named: these scopes and this resource.
+        const before = await tx.oidc.approval(session.identityId, client.clientId);
+        await tx.oidc.recordApproval(session.identityId, client.clientId, mergeApproval(before, authz), now);
       }
       await events.record(tx, {
         type: 'authorization.code_issued', at: now, outcome: 'success',
         clientId: client.clientId, identityId: session.identityId, sessionId: session.id, approval,
+      });
+      await events.record(tx, {
+        type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId,
+        transport: authz.responseMode === 'web_message' ? 'popup' : 'redirect', identityId: session.identityId, assurance: session.assurance,
       });
     });
     return respond(request, reply, targetOf(authz), { code, ...(authz.state !== undefined ? { state: authz.state } : {}), iss: issuer });
@@ -150,6 +161,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply, incoming: RawParams): Promise<FastifyReply> {
+    // Its own per-address bucket in shared state, like every credential path (docs/security.md).
+    await limitPerIp(app, request, 'authorize');
     let params: RawParams = incoming;
     let loginAfter: number | undefined;
     const resume = incoming.resume;
@@ -166,9 +179,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const { client, authz, target } = checked;
     const session = request.kp.session;
     const now = app.kp.now();
-    const approved = session ? await storage.oidc.approvedScopes(session.identityId, client.clientId) : null;
+    const approval = session ? await storage.oidc.approval(session.identityId, client.clientId) : null;
     const decision = decideAuthorization({
-      request: authz, now, approvedScopes: approved,
+      request: authz, now, approval, firstParty: client.metadata.first_party === true,
       session: session ? { assurance: session.assurance, authTime: session.authTime } : undefined,
       ...(loginAfter !== undefined ? { loginAfter } : {}),
     });
@@ -197,6 +210,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
           clientOrigin: origin,
           username: identity?.username ?? session!.identityId,
           scopes: authz.scopes,
+          resources: authz.resource !== undefined ? [authz.resource] : [],
           hidden: { ...hidden, approval },
           formAction: [origin],
         });
@@ -206,6 +220,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
 
   /** The one-tap form came back: check its approval token (one use, this session, these exact parameters). */
   async function approve(request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<FastifyReply> {
+    await limitPerIp(app, request, 'authorize');
     const params = carried(body);
     const checked = await checkRequest(request, reply, params);
     if ('refused' in checked) return checked.refused;
@@ -215,12 +230,12 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const session = request.kp.session;
     const grant = stored ? (JSON.parse(stored) as { sessionId: string; digest: string }) : null;
     if (!session || !grant || grant.sessionId !== session.id || grant.digest !== digestOf(params)) {
-      return sendErrorPage(request, reply, 'This approval has expired or belongs to another sign-in. Go back to the app and start again.', 403);
+      return sendErrorPage(request, reply, 'This approval has expired or belongs to another sign-in. Go back to the app and start again.', { reason: 'access_denied' });
     }
     if (body.decision === 'deny') return respondError(request, reply, target, 'access_denied', 'the user declined');
     // The session may have changed since the page was shown: decide again, but the approval now counts.
-    const decision = decideAuthorization({ request: { ...authz, prompt: [] }, session: { assurance: session.assurance, authTime: session.authTime }, now: app.kp.now(), approvedScopes: authz.scopes });
-    if (decision.action !== 'issue') return sendErrorPage(request, reply, 'The sign-in changed while this page was open. Go back to the app and start again.', 403);
+    const decision = decideAuthorization({ request: { ...authz, prompt: [] }, session: { assurance: session.assurance, authTime: session.authTime }, now: app.kp.now(), approval: mergeApproval(null, authz) });
+    if (decision.action !== 'issue') return sendErrorPage(request, reply, 'The sign-in changed while this page was open. Go back to the app and start again.', { reason: 'access_denied' });
     return issueCode(request, reply, client, authz, 'new');
   }
 

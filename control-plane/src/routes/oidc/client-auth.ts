@@ -1,9 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { parseClientSecretBasic, verifyClientSecret } from '../../../../lib/oauth/client-auth.js';
 import type { ClientAuthMethod } from '../../../../lib/oauth/client-metadata.js';
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { RemoteKeySets } from '../../clients/remote-key-sets.js';
+import type { ControlPlaneServices } from '../../context.js';
 import type { StoredClient } from '../../storage/types.js';
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -15,18 +18,23 @@ function invalidClient(message: string, basic: boolean) {
   return oauthError('invalid_client', message, { status: 401, ...(basic ? { headers: { 'www-authenticate': 'Basic realm="keyplane"' } } : {}) });
 }
 
-const remoteSets = new Map<string, JWTVerifyGetKey>();
+const remoteSets = new WeakMap<ControlPlaneServices, RemoteKeySets>();
 
-function keySetOf(client: StoredClient): JWTVerifyGetKey | null {
+/** The client's registered keys; a `jwks_uri` is fetched through the guarded fetcher and cached. */
+async function keySetOf(services: ControlPlaneServices, client: StoredClient, refresh: boolean): Promise<JWTVerifyGetKey | null> {
   if (client.metadata.jwks) return createLocalJWKSet(client.metadata.jwks);
   const uri = client.metadata.jwks_uri;
   if (!uri) return null;
-  let set = remoteSets.get(uri);
-  if (!set) {
-    set = createRemoteJWKSet(new URL(uri), { timeoutDuration: 3000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
-    remoteSets.set(uri, set);
+  let sets = remoteSets.get(services);
+  if (!sets) {
+    sets = new RemoteKeySets(services);
+    remoteSets.set(services, sets);
   }
-  return set;
+  try {
+    return await sets.get(uri, refresh);
+  } catch {
+    throw invalidClient('the client\'s key set could not be fetched', false);
+  }
 }
 
 /**
@@ -89,14 +97,18 @@ export async function authenticateClient(app: FastifyInstance, request: FastifyR
   }
 }
 
+function rethrowUnverified(error: unknown): never {
+  if (isKeyplaneError(error)) throw error;
+  throw invalidClient('the client assertion does not verify', false);
+}
+
 async function verifyClientAssertion(app: FastifyInstance, client: StoredClient, assertion: string): Promise<void> {
-  const keys = keySetOf(client);
-  if (!keys) throw invalidClient('the client has no registered keys', false);
   const { issuer } = app.kp.config;
   const now = app.kp.now();
-  let payload;
-  try {
-    ({ payload } = await jwtVerify(assertion, keys, {
+  const verify = async (refresh: boolean) => {
+    const keys = await keySetOf(app.kp, client, refresh);
+    if (!keys) throw invalidClient('the client has no registered keys', false);
+    return jwtVerify(assertion, keys, {
       issuer: client.clientId,
       subject: client.clientId,
       // RFC 7523 §3: the token endpoint URL; the issuer is accepted too (OIDC Core §9).
@@ -105,9 +117,20 @@ async function verifyClientAssertion(app: FastifyInstance, client: StoredClient,
       currentDate: new Date(now),
       maxTokenAge: ASSERTION_MAX_AGE_SECONDS,
       requiredClaims: ['exp', 'jti', 'iat'],
-    }));
-  } catch {
-    throw invalidClient('the client assertion does not verify', false);
+    });
+  };
+  let payload;
+  try {
+    ({ payload } = await verify(false));
+  } catch (error) {
+    // A key the cached set lacks: the client may have rotated, so its jwks_uri is read again once.
+    const rotated = (error as { code?: unknown }).code === 'ERR_JWKS_NO_MATCHING_KEY' && client.metadata.jwks_uri !== undefined;
+    if (!rotated) rethrowUnverified(error);
+    try {
+      ({ payload } = await verify(true));
+    } catch (again) {
+      rethrowUnverified(again);
+    }
   }
   const jti = String(payload.jti);
   const fresh = await app.kp.state.setIfAbsent(`oidc:assertion:${client.clientId}:${sha256Hex(jti)}`, '1', ASSERTION_MAX_AGE_SECONDS * 1000 + 60_000);

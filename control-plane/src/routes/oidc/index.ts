@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import authorizeRoutes from './authorize.js';
+import directGrantRoutes from './direct.js';
 import logoutRoutes from './logout.js';
 import oidcResourceRoutes from './resources.js';
 import tokenRoutes from './token.js';
@@ -67,6 +68,7 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
     });
   }
   await app.register(authorizeRoutes);
+  await app.register(directGrantRoutes);
   await app.register(tokenRoutes);
   await app.register(oidcResourceRoutes);
   await app.register(logoutRoutes);

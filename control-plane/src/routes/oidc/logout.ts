@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { buildRedirect } from '../../../../lib/oauth/authorization-request.js';
 import { matchRedirectUri } from '../../../../lib/oauth/redirect-uri.js';
+import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../schemas.js';
@@ -19,7 +20,8 @@ function text(params: Params, name: string): string | undefined {
  * `id_token_hint`, `post_logout_redirect_uri` (exact match against the client's registered
  * `post_logout_redirect_uris`), `client_id` and `state`. A hint for the signed-in account ends the
  * session at once; without one the user confirms on a page, so a third-party link cannot sign
- * anyone out.
+ * anyone out. The browser is redirected to the client only when the hint proves the client;
+ * otherwise the signed-out page links to it (docs/security.md "Open redirects").
  */
 export default async function logoutRoutes(app: FastifyInstance): Promise<void> {
   const { storage, events } = app.kp;
@@ -53,12 +55,17 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
       const now = app.kp.now();
       await storage.transaction(async (tx) => {
         await tx.sessions.revoke(session.identityId, session.id, now);
+        await endGrantsOfSessions(app.kp, tx, [session.id], now);
         await events.record(tx, { type: 'session.logged_out', at: now, outcome: 'success', identityId: session.identityId, sessionId: session.id, clientId: client?.clientId ?? null });
       });
       clearSessionCookie(app, reply);
     }
-    if (redirect !== undefined) return reply.redirect(buildRedirect(redirect, state !== undefined ? { state } : {}), request.method === 'POST' ? 303 : 302);
-    return sendSignedOut(request, reply);
+    if (redirect === undefined) return sendSignedOut(request, reply);
+    const target = buildRedirect(redirect, state !== undefined ? { state } : {});
+    // Anyone may register a client with any post_logout_redirect_uri, so only an id_token_hint
+    // (which proves the client) earns a redirect; a bare client_id gets a link the user may follow.
+    if (hint) return reply.redirect(target, request.method === 'POST' ? 303 : 302);
+    return sendSignedOut(request, reply, { href: target, label: client!.metadata.client_name ?? new URL(redirect).origin });
   }
 
   const schema = {

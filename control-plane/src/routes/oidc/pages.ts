@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page } from '../../pages/layout.js';
+import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
+import { wantsJson } from '../negotiate.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
 export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';
@@ -32,15 +34,22 @@ function formPage(reply: FastifyReply, html: string): string {
   return html.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
 }
 
-/** An authorization error shown here because the client or its redirect URI cannot be trusted. */
-export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, description: string, status = 400): FastifyReply {
-  reply.code(status).type('text/html; charset=utf-8');
+/**
+ * An authorization error shown here because the client or its redirect URI cannot be trusted
+ * (never redirected). The page names its `reason`; a caller that asked for JSON gets the envelope.
+ */
+export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, description: string, options: { status?: number; reason?: Reason } = {}): FastifyReply {
+  const reason = options.reason ?? 'invalid_request';
+  reply.code(options.status ?? REASONS[reason].status);
+  if (wantsJson(request)) return reply.send({ ok: false, reason, message: description });
+  reply.type('text/html; charset=utf-8');
   return reply.send(page({
     title: 'Sign-in request refused',
     nonce: request.kp.cspNonce,
     body: html`<h1>This sign-in request cannot continue</h1>
 <p class="error" role="alert">${description}</p>
-<p class="muted">The app that sent you here is not set up correctly, so Keyplane will not send you back to it. Close this page and tell the app's team.</p>`,
+<p class="muted">The app that sent you here is not set up correctly, so Keyplane will not send you back to it. Close this page and tell the app's team.</p>
+<p class="muted">Reason: <code data-reason="${reason}">${reason}</code></p>`,
   }));
 }
 
@@ -62,6 +71,8 @@ export interface OneTapView {
   clientOrigin: string;
   username: string;
   scopes: string[];
+  /** Every resource (RFC 8707) the token would be for: the user approves those by name. */
+  resources: string[];
   hidden: Record<string, string>;
   /** Origins the form may end at (the redirect URI's), for CSP form-action. */
   formAction: string[];
@@ -85,7 +96,9 @@ export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: O
     body: html`<h1>Continue to ${view.clientName}?</h1>
 <p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
 <ul>${view.scopes.map((scope) => html`<li>${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul>
-<form method="post" action="/auth/authorize" data-action="continue">
+${view.resources.length ? html`<p>and to act for you at:</p>
+<ul data-field="resources">${view.resources.map((resource) => html`<li><code>${resource}</code></li>`)}</ul>
+` : ''}<form method="post" action="/auth/authorize" data-action="continue">
 ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
 <button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
 </form>
@@ -106,7 +119,9 @@ ${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="
   })));
 }
 
-export function sendSignedOut(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+/** The signed-out page; `next` is a link back to the app (never an automatic redirect). */
+export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, next?: { href: string; label: string }): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
-  return reply.send(page({ title: 'Signed out', nonce: request.kp.cspNonce, body: html`<h1>You are signed out</h1><p><a href="/auth">Sign in again</a></p>` }));
+  const back = next ? html`<p><a href="${next.href}" data-action="return" rel="noreferrer">Return to ${next.label}</a></p>` : '';
+  return reply.send(page({ title: 'Signed out', nonce: request.kp.cspNonce, body: html`<h1>You are signed out</h1>${back}<p><a href="/auth">Sign in again</a></p>` }));
 }

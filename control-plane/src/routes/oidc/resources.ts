@@ -61,7 +61,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
     if (!aud.includes(claims.client_id) && !aud.includes(config.issuer)) throw resourceRefusal('invalid_token', 'this access token is for another resource');
     const scopes = parseScope(claims.scope);
     if (!scopes.includes('openid')) throw resourceRefusal('insufficient_scope', 'userinfo needs the openid scope');
-    const facts = await userClaims(app, claims.sub);
+    const facts = await userClaims(app.kp, claims.sub);
     return {
       ok: true,
       sub: claims.sub,

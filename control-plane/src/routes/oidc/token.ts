@@ -5,16 +5,17 @@ import { checkDpopNonce, issueDpopNonce } from '../../../../lib/dpop/nonce.js';
 import { sharedReplayCheck } from '../../../../lib/dpop/replay.js';
 import { DPOP_ALGORITHMS, verifyDpopProof, type VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { checkCodeExchange } from '../../../../lib/oauth/code-exchange.js';
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { checkResource } from '../../../../lib/oauth/resource.js';
 import { formatScope, parseScope } from '../../../../lib/oauth/scope.js';
-import { checkPkce } from '../../../../lib/pkce/check-pkce.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import { errorResponses } from '../schemas.js';
 import { authenticateClient } from './client-auth.js';
+import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
 import { mintTokens } from './tokens.js';
 
 const tokenResponse = {
@@ -104,7 +105,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
   }
 
   /** Revokes a grant (its whole family) with a receipt. */
-  async function revokeFamily(grant: StoredGrant, cause: 'code_replay' | 'refresh_reuse'): Promise<void> {
+  async function revokeFamily(grant: StoredGrant, cause: 'code_replay' | 'refresh_reuse' | 'session_ended'): Promise<void> {
     const now = app.kp.now();
     await storage.transaction(async (tx) => {
       if (!(await tx.oidc.revokeGrant(grant.grantId, now))) return;
@@ -143,14 +144,10 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the authorization code was used already; tokens issued from it are revoked');
     }
     const stored = consumed.code;
-    if (stored.expiresAt <= now) throw oauthError('invalid_grant', 'the authorization code has expired');
-    if (stored.clientId !== client.clientId) throw oauthError('invalid_grant', 'the authorization code was issued to another client');
-    if (stored.redirectUri !== redirectUri) throw oauthError('invalid_grant', 'redirect_uri differs from the authorization request');
-    const pkce = checkPkce({ challenge: stored.codeChallenge, method: 'S256', verifier });
-    if (!pkce.ok) throw oauthError('invalid_grant', pkce.failure === 'invalid_verifier' ? 'code_verifier is malformed' : 'code_verifier does not match the code_challenge');
-    if (stored.dpopJkt !== null && (!proof || proof.jkt !== stored.dpopJkt)) {
-      throw oauthError('invalid_dpop_proof', 'the DPoP key differs from the dpop_jkt of the authorization request', { status: 400 });
-    }
+    checkCodeExchange(stored, {
+      clientId: client.clientId, redirectUri, verifier, proofJkt: proof?.jkt ?? null, now,
+      sessionLive: await storage.sessions.isLive(stored.sessionId, now),
+    });
     const resource = resourceFor(client, body, stored.resource);
     const scopes = parseScope(stored.scope);
     const withRefresh = scopes.includes('offline_access') && client.metadata.grant_types.includes('refresh_token');
@@ -167,6 +164,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       createdAt: now,
       expiresAt: now + config.lifetimes.refreshTokenAbsolute * 1000,
       revokedAt: null,
+      offline: stored.offline,
     };
     const minted = await mintTokens(app, { grant, scopes, resource, dpopJkt: proof?.jkt ?? null, nonce: stored.nonce, idToken: scopes.includes('openid') });
     const refreshToken = withRefresh ? randomToken(32) : undefined;
@@ -210,6 +208,12 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
     if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token')) throw oauthError('invalid_grant', 'the grant does not allow refresh');
     const resource = resourceFor(client, body, grant.resource);
+    // A grant ends with the session that started it, unless the user approved offline access.
+    const sessionLive = grant.offline || (await storage.sessions.isLive(grant.sessionId, now));
+    if (!sessionLive) {
+      await revokeFamily(grant, 'session_ended');
+      throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
+    }
     const consumed = await storage.oidc.consumeRefreshToken(hash, now);
     if (consumed.status !== 'consumed') {
       // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
@@ -220,6 +224,8 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     const minted = await mintTokens(app, { grant, scopes: requested, resource, dpopJkt: proof?.jkt ?? null, nonce: null, idToken: requested.includes('openid') });
     const refreshToken = randomToken(32);
     const { receipt } = await storage.transaction(async (tx) => {
+      // Use at the app is use of the sign-in: the session's idle limit moves on (never its absolute one).
+      if (!grant.offline) await tx.sessions.touch(grant.sessionId, now, now + config.lifetimes.sessionIdle * 1000);
       await tx.oidc.insertRefreshToken({
         tokenHash: sha256Hex(refreshToken), grantId: grant.grantId, dpopJkt: found.dpopJkt,
         createdAt: now, idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000), usedAt: null,
@@ -234,7 +240,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       discovery: {
         endpoint: 'token_endpoint',
         metadata: {
-          grant_types_supported: ['authorization_code', 'refresh_token'],
+          grant_types_supported: ['authorization_code', 'refresh_token', JWT_BEARER],
           token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
           token_endpoint_auth_signing_alg_values_supported: ['ES256', 'EdDSA', 'PS256', 'RS256'],
           dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
@@ -258,6 +264,12 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     await limit('token:client', client.clientId, config.limits.authPerIpPerMinute * 10);
     const grantType = str(body, 'grant_type');
     if (!grantType) throw oauthError('invalid_request', 'grant_type is required');
+    if (grantType === JWT_BEARER) {
+      // Agents (RFC 7523 §2.1): admitted by the client's access declaration, not its grant_types.
+      if (!client.metadata.access.agents) throw oauthError('unauthorized_client', 'this client does not admit agents');
+      const issued = await jwtBearerGrant(app.kp, client, body, await checkDpopHeader(app, request, reply, '/auth/token', 'token'));
+      return { ok: true, access_token: issued.accessToken, token_type: 'DPoP', expires_in: issued.expiresIn, scope: issued.scope, ...(issued.receipt ? { receipt: issued.receipt } : {}) };
+    }
     if (grantType !== 'authorization_code' && grantType !== 'refresh_token') throw oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
     if (!client.metadata.grant_types.includes(grantType)) throw oauthError('unauthorized_client', `this client is not registered for ${grantType}`);
     const proof = await checkDpopHeader(app, request, reply, '/auth/token', 'token');

@@ -5,7 +5,9 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel } from '../../../../lib/tokens/claims.js';
 import { signAccessToken, signIdToken } from '../../../../lib/tokens/sign-token.js';
 import { randomToken } from '../../../../lib/util/random.js';
+import type { ControlPlaneServices } from '../../context.js';
 import type { StoredGrant } from '../../storage/types.js';
+import { agentGrantStands } from '../../agents/grants.js';
 
 /**
  * Minting and checking the tokens of the OIDC provider. Access tokens are RFC 9068 JWTs whose
@@ -68,7 +70,7 @@ export async function mintTokens(app: FastifyInstance, input: MintInput): Promis
       scopes: input.scopes,
       sid: grant.sessionId,
       ...(input.nonce !== null ? { nonce: input.nonce } : {}),
-      ...(await userClaims(app, grant.identityId)),
+      ...(await userClaims(app.kp, grant.identityId)),
     });
     minted.idToken = await signIdToken(claims, key);
   }
@@ -76,9 +78,9 @@ export async function mintTokens(app: FastifyInstance, input: MintInput): Promis
 }
 
 /** Profile and email facts of an identity, as ID token and userinfo state them (by scope). */
-export async function userClaims(app: FastifyInstance, identityId: string): Promise<{ email?: { address: string; verified: boolean }; profile?: { name?: string; preferred_username?: string } }> {
-  const identity = await app.kp.storage.identities.get(identityId);
-  const emails = await app.kp.storage.emails.listByIdentity(identityId);
+export async function userClaims(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<{ email?: { address: string; verified: boolean }; profile?: { name?: string; preferred_username?: string } }> {
+  const identity = await services.storage.identities.get(identityId);
+  const emails = await services.storage.emails.listByIdentity(identityId);
   // A verified address first; an unverified one is stated with email_verified: false.
   const chosen = emails.find((e) => e.verifiedAt !== null) ?? emails[0];
   const out: { email?: { address: string; verified: boolean }; profile?: { name?: string; preferred_username?: string } } = {};
@@ -136,8 +138,12 @@ export async function verifyAccessToken(app: FastifyInstance, token: string): Pr
     throw fail('invalid_token', 'the access token is missing claims');
   }
   const grantId = grantIdOfJti(claims.jti);
-  const grant = grantId ? await app.kp.storage.oidc.getGrant(grantId) : null;
-  if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id) throw fail('invalid_token', 'the access token was revoked');
+  if (grantId?.startsWith('agg_')) {
+    if (!(await agentGrantStands(app.kp, grantId, claims.client_id, claims.cnf?.jkt))) throw fail('invalid_token', 'the access token was revoked');
+  } else {
+    const grant = grantId ? await app.kp.storage.oidc.getGrant(grantId) : null;
+    if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id) throw fail('invalid_token', 'the access token was revoked');
+  }
   if (await app.kp.storage.oidc.isAccessTokenRevoked(claims.jti)) throw fail('invalid_token', 'the access token was revoked');
   return claims;
 }

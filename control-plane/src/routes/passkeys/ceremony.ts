@@ -36,12 +36,12 @@ export function rpIdOf(app: FastifyInstance): string {
   return new URL(app.kp.config.issuer).hostname;
 }
 
-/** Origins a response may come from. A list: FedCM and the direct grant will add relying-party origins. */
+/** Origins a response may come from on the issuer's own pages (the direct grant passes the RP's origin instead). */
 export function expectedOriginsOf(app: FastifyInstance): string[] {
   return [new URL(app.kp.config.issuer).origin];
 }
 
-export type ChallengePurpose = 'signin' | 'add' | 'step-up';
+export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct';
 
 export interface ChallengeState {
   purpose: ChallengePurpose;
@@ -49,6 +49,9 @@ export interface ChallengeState {
   identityId?: string;
   /** For `add` and `step-up`: the session that asked. */
   sessionId?: string;
+  /** For `direct`: the client and the exact relying-party origin the ceremony runs on. */
+  clientId?: string;
+  origin?: string;
 }
 
 const challengeKey = (challenge: string) => `webauthn:challenge:${challenge}`;
@@ -132,9 +135,9 @@ export interface VerifiedRegistration {
 }
 
 /** Verifies an attestation (registration) response against `expectedChallenge`. */
-export async function verifyRegistration(app: FastifyInstance, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string): Promise<VerifiedRegistration> {
+export async function verifyRegistration(app: FastifyInstance, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins: string[] = expectedOriginsOf(app)): Promise<VerifiedRegistration> {
   if (clientData.challenge !== expectedChallenge) throw fail('challenge_mismatch', 'the response answers a different challenge');
-  checkOrigin(clientData, expectedOriginsOf(app));
+  checkOrigin(clientData, origins);
   const facts = checkAttestation(fields, rpIdOf(app));
   if (facts.credentialId !== (response as { id?: unknown }).id) throw fail('webauthn_malformed', 'response.id is not the attested credential id');
   let result: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
@@ -142,7 +145,7 @@ export async function verifyRegistration(app: FastifyInstance, response: unknown
     result = await verifyRegistrationResponse({
       response: response as RegistrationResponseJSON,
       expectedChallenge,
-      expectedOrigin: expectedOriginsOf(app),
+      expectedOrigin: origins,
       expectedRPID: rpIdOf(app),
       requireUserVerification: true,
       supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
@@ -189,15 +192,16 @@ export async function verifyAssertion(
   clientData: ClientData,
   fields: Record<string, unknown>,
   credential: StoredCredential,
+  origins: string[] = expectedOriginsOf(app),
 ): Promise<{ counter: number; backedUp: boolean }> {
-  checkOrigin(clientData, expectedOriginsOf(app));
+  checkOrigin(clientData, origins);
   const facts = checkAssertion(fields, rpIdOf(app), credential.counter);
   let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
   try {
     result = await verifyAuthenticationResponse({
       response: response as AuthenticationResponseJSON,
       expectedChallenge: clientData.challenge,
-      expectedOrigin: expectedOriginsOf(app),
+      expectedOrigin: origins,
       expectedRPID: rpIdOf(app),
       requireUserVerification: true,
       credential: {

@@ -19,6 +19,7 @@ import {
   verifyAssertion,
   verifyRegistration,
 } from './ceremony.js';
+import { decoyCredentials } from './decoy.js';
 import { checkSetupToken, consumeSetupToken, issueSetupLink } from './founder.js';
 
 /** Where the browser goes after signing in or up. */
@@ -146,10 +147,13 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     const username = checkUsername(user);
     await limits.perAccount('signin-options', username);
     const identity = await storage.identities.findByUsername(username);
-    // An unknown name gets options like any other (with no credentials to offer), so that this
-    // endpoint does not tell which usernames exist; the verify step then refuses.
-    const allow = identity ? await storage.credentials.listByIdentity(identity.identityId) : [];
-    return { ok: true, options: await requestOptions(app, allow, { purpose: 'signin', identityId: identity?.identityId ?? randomId('usr') }) };
+    // An unknown name gets the same shape, work and answer every time: decoy credential ids
+    // derived from a keyed hash of the name, so this endpoint tells neither which usernames exist
+    // nor their credential ids (docs/security.md "Account enumeration"); the verify step refuses.
+    const identityId = identity?.identityId ?? randomId('usr');
+    const real = await storage.credentials.listByIdentity(identityId);
+    const allow = identity ? real : decoyCredentials(app.kp.secrets.macKey('assertion-decoy'), username);
+    return { ok: true, options: await requestOptions(app, allow, { purpose: 'signin', identityId }) };
   });
 
   app.post('/auth/assertion-verify', {

@@ -55,10 +55,24 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       runner.run((db) =>
         (cached(db, 'SELECT * FROM oidc_clients WHERE owner_id = ? ORDER BY created_at, client_id').all(ownerId) as ClientRow[]).map(fromRow),
       ),
+    listGateways: () =>
+      runner.run((db) =>
+        (db.prepare("SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.gateway') IS NOT NULL ORDER BY created_at, client_id").all() as ClientRow[]).map(fromRow),
+      ),
     allRedirectUris: () =>
       runner.run((db) => {
         const rows = cached(db, 'SELECT metadata FROM oidc_clients').all() as Array<{ metadata: string }>;
         return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
       }),
+    inPlaceRedirectUris: () =>
+      runner.run((db) => {
+        const rows = db.prepare("SELECT metadata FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1").all() as Array<{ metadata: string }>;
+        return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
+      }),
+    findByRedirectUri: (uri) =>
+      runner.run((db) =>
+        (db.prepare(`SELECT DISTINCT c.* FROM oidc_clients c, json_each(c.metadata, '$.redirect_uris') r WHERE r.value = ? ORDER BY c.created_at, c.client_id`)
+          .all(uri) as ClientRow[]).map(fromRow),
+      ),
   };
 }

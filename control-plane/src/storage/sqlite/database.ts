@@ -1,10 +1,10 @@
-import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MigrationError } from '../migration-error.js';
+import { Database } from './driver.js';
 import { migrations as allMigrations, type Migration } from './migrations.js';
 
-export type Sqlite = Database.Database;
+export type Sqlite = Database;
 
 export { MigrationError };
 

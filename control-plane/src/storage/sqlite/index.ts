@@ -13,6 +13,8 @@ import { sqliteReceiptStore } from './receipt-store.js';
 import { sqliteClientStore } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
 import { sqliteGatewayStore } from './gateway-store.js';
+import { sqliteAgentStore } from './agent-store.js';
+import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
 import { SerialRunner, type Runner } from './serial-runner.js';
 
 function storesOn(runner: Runner): Stores {
@@ -30,6 +32,9 @@ function storesOn(runner: Runner): Stores {
     clients: sqliteClientStore(runner),
     oidc: sqliteOidcStore(runner),
     gateway: sqliteGatewayStore(runner),
+    agents: sqliteAgentStore(runner),
+    orgs: sqliteOrgStore(runner),
+    scans: sqliteScanStore(runner),
   };
 }
 

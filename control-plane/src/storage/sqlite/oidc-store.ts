@@ -1,6 +1,6 @@
-import type { OidcStore, StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from '../types.js';
+import type { OidcStore, StoredGrant } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
-import { codeFromRow, grantFromRow, refreshFromRow, type CodeRow, type GrantRow, type RefreshRow } from '../rows.js';
+import { approvalFromRow, codeFromRow, grantFromRow, refreshFromRow, type CodeRow, type GrantRow, type RefreshRow } from '../rows.js';
 
 export function sqliteOidcStore(runner: Runner): OidcStore {
   return {
@@ -8,14 +8,14 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       runner.run((db) => {
         cached(db, 
           `INSERT INTO oidc_codes (code_hash, client_id, redirect_uri, identity_id, session_id, scope, resource, nonce, code_challenge,
-             dpop_jkt, assurance, amr, auth_time, created_at, expires_at, consumed_at, grant_id)
+             dpop_jkt, assurance, amr, auth_time, created_at, expires_at, consumed_at, grant_id, offline)
            VALUES (@code_hash, @client_id, @redirect_uri, @identity_id, @session_id, @scope, @resource, @nonce, @code_challenge,
-             @dpop_jkt, @assurance, @amr, @auth_time, @created_at, @expires_at, NULL, NULL)`,
+             @dpop_jkt, @assurance, @amr, @auth_time, @created_at, @expires_at, NULL, NULL, @offline)`,
         ).run({
           code_hash: code.codeHash, client_id: code.clientId, redirect_uri: code.redirectUri, identity_id: code.identityId,
           session_id: code.sessionId, scope: code.scope, resource: code.resource, nonce: code.nonce, code_challenge: code.codeChallenge,
           dpop_jkt: code.dpopJkt, assurance: code.assurance, amr: JSON.stringify(code.amr), auth_time: code.authTime,
-          created_at: code.createdAt, expires_at: code.expiresAt,
+          created_at: code.createdAt, expires_at: code.expiresAt, offline: code.offline ? 1 : 0,
         });
       }),
     consumeCode: (codeHash, at) =>
@@ -32,12 +32,12 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
     insertGrant: (grant) =>
       runner.run((db) => {
         cached(db, 
-          `INSERT INTO oidc_grants (grant_id, client_id, identity_id, session_id, scope, resource, assurance, amr, auth_time, created_at, expires_at, revoked_at)
-           VALUES (@grant_id, @client_id, @identity_id, @session_id, @scope, @resource, @assurance, @amr, @auth_time, @created_at, @expires_at, NULL)`,
+          `INSERT INTO oidc_grants (grant_id, client_id, identity_id, session_id, scope, resource, assurance, amr, auth_time, created_at, expires_at, revoked_at, offline)
+           VALUES (@grant_id, @client_id, @identity_id, @session_id, @scope, @resource, @assurance, @amr, @auth_time, @created_at, @expires_at, NULL, @offline)`,
         ).run({
           grant_id: grant.grantId, client_id: grant.clientId, identity_id: grant.identityId, session_id: grant.sessionId, scope: grant.scope,
           resource: grant.resource, assurance: grant.assurance, amr: JSON.stringify(grant.amr), auth_time: grant.authTime,
-          created_at: grant.createdAt, expires_at: grant.expiresAt,
+          created_at: grant.createdAt, expires_at: grant.expiresAt, offline: grant.offline ? 1 : 0,
         });
       }),
     getGrant: (grantId) =>
@@ -47,6 +47,23 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     revokeGrant: (grantId, at) =>
       runner.run((db) => cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL').run(at, grantId).changes === 1),
+    endSessionGrants: (sessionIds, at) =>
+      runner.run((db) => {
+        const revoked: StoredGrant[] = [];
+        const revoke = cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE session_id = ? AND revoked_at IS NULL AND offline = 0 RETURNING *');
+        const dropCodes = cached(db, 'DELETE FROM oidc_codes WHERE session_id = ? AND consumed_at IS NULL');
+        for (const sessionId of new Set(sessionIds)) {
+          revoked.push(...(revoke.all(at, sessionId) as GrantRow[]).map(grantFromRow));
+          dropCodes.run(sessionId);
+        }
+        return revoked;
+      }),
+    revokeClientGrants: (clientId, at) =>
+      runner.run((db) => {
+        const rows = cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL RETURNING *').all(at, clientId) as GrantRow[];
+        cached(db, 'DELETE FROM oidc_codes WHERE client_id = ? AND consumed_at IS NULL').run(clientId);
+        return rows.map(grantFromRow);
+      }),
     insertRefreshToken: (token) =>
       runner.run((db) => {
         cached(db, 
@@ -72,18 +89,22 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     isAccessTokenRevoked: (jti) =>
       runner.run((db) => cached(db, 'SELECT 1 AS yes FROM oidc_revoked_access_tokens WHERE jti = ?').get(jti) !== undefined),
-    recordApproval: (identityId, clientId, scope, at) =>
+    recordApproval: (identityId, clientId, approval, at) =>
       runner.run((db) => {
         cached(db, 
-          `INSERT INTO oidc_approvals (identity_id, client_id, scope, approved_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, approved_at = excluded.approved_at`,
-        ).run(identityId, clientId, scope, at);
+          `INSERT INTO oidc_approvals (identity_id, client_id, scope, resources, approved_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, resources = excluded.resources, approved_at = excluded.approved_at`,
+        ).run(identityId, clientId, approval.scopes.join(' '), JSON.stringify(approval.resources), at);
       }),
-    approvedScopes: (identityId, clientId) =>
+    approval: (identityId, clientId) =>
       runner.run((db) => {
-        const row = cached(db, 'SELECT scope FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string } | undefined;
-        return row ? row.scope.split(' ').filter(Boolean) : null;
+        const row = cached(db, 'SELECT scope, resources FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string; resources: string } | undefined;
+        return row ? approvalFromRow(row) : null;
       }),
+    approvedClients: (identityId) =>
+      runner.run((db) => (cached(db, 'SELECT client_id FROM oidc_approvals WHERE identity_id = ? ORDER BY client_id').all(identityId) as Array<{ client_id: string }>).map((row) => row.client_id)),
+    removeApproval: (identityId, clientId) =>
+      runner.run((db) => cached(db, 'DELETE FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').run(identityId, clientId).changes > 0),
     purgeExpired: (before) =>
       runner.run((db) => {
         let removed = cached(db, 'DELETE FROM oidc_codes WHERE expires_at < ? AND (consumed_at IS NULL OR grant_id IS NULL)').run(before).changes;

@@ -1,0 +1,33 @@
+/**
+ * /assets/forms.js: sends the org and scan pages' forms as JSON with fetch, so the request
+ * carries the page's Origin (a plain form post under `Referrer-Policy: no-referrer` sends
+ * `Origin: null`, which signed-in requests refuse), then reloads or moves on.
+ */
+export const FORMS_JS = `
+const status = document.getElementById('form-status');
+for (const form of document.querySelectorAll('form[data-kp-post]')) {
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const button = form.querySelector('button[type="submit"]');
+    if (button) button.disabled = true;
+    if (status) status.textContent = 'Working…';
+    try {
+      const body = Object.fromEntries(new FormData(form));
+      const res = await fetch(form.action, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) });
+      const data = await res.json().catch(() => ({}));
+      if (!res.ok || !data.ok) {
+        if (status) status.textContent = data.message || data.reason || 'That did not work.';
+        return;
+      }
+      const then = form.dataset.then;
+      if (then === 'org' && data.slug) location.assign('/org/' + encodeURIComponent(data.slug));
+      else if (then === 'scan' && data.rating) location.assign('/scan?url=' + encodeURIComponent(data.rating.url));
+      else location.reload();
+    } catch {
+      if (status) status.textContent = 'The network failed; try again.';
+    } finally {
+      if (button) button.disabled = false;
+    }
+  });
+}
+`;

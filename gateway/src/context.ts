@@ -1,0 +1,83 @@
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { JWTVerifyGetKey } from 'jose';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../../config/types.js';
+import type { DpopKeyCache } from '../../lib/dpop/key-cache.js';
+import { applyForwardedHeaders, type ClientView } from '../../lib/gateway/forwarded.js';
+import type { Caller } from '../../lib/gateway/policy.js';
+import type { CookieKey, GateSession } from '../../lib/gateway/session-cookie.js';
+import type { GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
+import type { SharedState } from '../../lib/runtime/shared-state/index.js';
+import { compileAddressList } from '../../lib/util/cidr.js';
+import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
+import type { GatewaySigningKey } from './keys.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { TokenClient } from './token-client.js';
+import type { UpstreamRoutes } from './upstreams.js';
+
+/** A gateway config whose public URL is known (startGateway fills it in after binding). */
+export type ResolvedGatewayConfig = GatewayConfig & { publicUrl: string };
+
+/**
+ * Everything one gateway instance holds, built once by `buildGateway` and handed to each
+ * concern (sessions, refresh, page flow, forward auth, upgrades) as their only dependency.
+ */
+export interface GatewayContext {
+  config: ResolvedGatewayConfig;
+  /** The public URL without a trailing slash. */
+  publicUrl: string;
+  /** The control plane's issuer without a trailing slash. */
+  controlPlane: string;
+  /** Cookies are `__Host-` and Secure on https. */
+  secure: boolean;
+  redirectUri: string;
+  now: () => number;
+  log: Logger;
+  metrics: GatewayMetrics;
+  state: SharedState;
+  /** The control plane's signing keys. */
+  keys: JWTVerifyGetKey;
+  cookieKeys: readonly CookieKey[];
+  signingKey: GatewaySigningKey;
+  dpopNonceKeys?: readonly Uint8Array[];
+  holder: GatewayConfigHolder;
+  /** Absent without client credentials: no code exchange, no refresh. */
+  tokens?: TokenClient;
+  upstreams: UpstreamRoutes;
+  caches: {
+    /** Opened session cookies by the exact Cookie header. */
+    sessions: ExpiringCache<string, GateSession>;
+    verifiedTokens: ExpiringCache<string, Record<string, unknown>>;
+    dpopKeys: DpopKeyCache;
+    /** Upstream assertions by identity and audience. */
+    assertions: ExpiringCache<string, string>;
+  };
+  /** When a decision last held against a refusal (evidence reports it). */
+  enforcement: { lastAt: number | null };
+  /** Forwarded headers kept only from a trusted peer (STYLE 12), and what they say about the client. */
+  applyForwarded(req: IncomingMessage): ClientView;
+}
+
+/** Who is asking, as identification established it. */
+export interface Identified {
+  caller: Caller | null;
+  session: GateSession | null;
+  /** The caller sent Bearer or DPoP: never redirected. */
+  api: boolean;
+}
+
+/** `applyForwarded` with one trust look-up per connection, not per request: a keep-alive socket keeps its peer. */
+export function createForwardedReader(trustedProxies: readonly string[], publicUrl: string): (req: IncomingMessage) => ClientView {
+  const trustedList = compileAddressList(trustedProxies);
+  const trustBySocket = new WeakMap<object, boolean>();
+  const trustOf = (req: IncomingMessage): ((address: string) => boolean) => (address) => {
+    let trusted = trustBySocket.get(req.socket);
+    if (trusted === undefined) {
+      trusted = trustedList(address);
+      trustBySocket.set(req.socket, trusted);
+    }
+    return trusted;
+  };
+  return (req) => applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req), publicUrl);
+}

@@ -1,0 +1,89 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
+import { clearSessionCookies, parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import type { GatewayContext, Identified } from './context.js';
+import { renewedSession } from './refresh.js';
+
+const SESSION_CACHE_MS = 60_000;
+/** A session's access token is refreshed this many seconds before it expires (clock skew, requests in flight). */
+export const REFRESH_SKEW_SECONDS = 30;
+
+/** Where the newest sealed state of a session is kept (shared state), until the session ends. */
+export const latestSessionKey = (sid: string) => `session:latest:${sid}`;
+
+/**
+ * Opens the session cookie, remembering recent openings by the exact Cookie header (bounded,
+ * until the session's own expiry): a browser sends the same header on every request, and
+ * decrypting it each time is the largest part of the gateway's own work per request.
+ */
+export async function openSession(ctx: GatewayContext, header: string | undefined): Promise<GateSession | null> {
+  if (!header) return null;
+  const at = ctx.now();
+  const cached = ctx.caches.sessions.get(header, at);
+  if (cached) return cached;
+  const session = await readSessionCookies(parseCookieHeader(header), { keys: ctx.cookieKeys, now: at, secure: ctx.secure });
+  if (!session) return null;
+  // Never cached past the moment its access token is due for refresh.
+  const due = session.accessTokenExpiresAt !== undefined ? (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000 : Infinity;
+  ctx.caches.sessions.set(header, session, Math.min((session.exp ?? 0) * 1000, at + SESSION_CACHE_MS, due), at);
+  return session;
+}
+
+export function refreshDue(ctx: GatewayContext, session: GateSession): boolean {
+  return session.accessTokenExpiresAt !== undefined && ctx.now() >= (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000;
+}
+
+/** Opens the Set-Cookie values of a sealed session as stored in shared state (JSON list). */
+export async function openSealedCookies(ctx: GatewayContext, value: string): Promise<{ session: GateSession; cookies: string[] } | null> {
+  let cookies: unknown;
+  try {
+    cookies = JSON.parse(value);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(cookies) || !cookies.every((line) => typeof line === 'string')) return null;
+  const jar: Record<string, string> = {};
+  // Not parseCookieHeader: the list also clears stale names (`name=`), and a cleared single
+  // cookie must not stand in for the chunks written beside it.
+  for (const line of cookies as string[]) {
+    const pair = line.split(';')[0] ?? '';
+    const eq = pair.indexOf('=');
+    if (eq > 0 && eq < pair.length - 1) jar[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const session = await readSessionCookies(jar, { keys: ctx.cookieKeys, now: ctx.now(), secure: ctx.secure });
+  return session ? { session, cookies: cookies as string[] } : null;
+}
+
+/**
+ * The browser's session, refreshed first when its access token is due, so freshness, the step-up
+ * window (a refreshed ID token may state less) and revocation at the control plane hold alike
+ * for requests and upgrades. An upgrade cannot carry Set-Cookie through the splice, but the
+ * refreshed state is kept in shared state (`latestSessionKey`), so the browser's next request
+ * with its old cookie moves on to it instead of spending the rotated refresh token again.
+ */
+export async function identifySession(ctx: GatewayContext, req: IncomingMessage, res?: ServerResponse): Promise<Identified> {
+  const cookieHeader = req.headers['cookie'];
+  let session = await openSession(ctx, cookieHeader);
+  if (!session || !cookieHeader) return { caller: null, session: null, api: false };
+  const present = () => Object.keys(parseCookieHeader(cookieHeader));
+  if (session.idpSid !== undefined && ctx.holder.current?.revokedSessions.has(session.idpSid)) {
+    // Signed out or revoked at the control plane: the session ends here at once, not at its next refresh.
+    ctx.caches.sessions.delete(cookieHeader);
+    await ctx.state.del(latestSessionKey(session.sid));
+    res?.setHeader('set-cookie', clearSessionCookies(present(), ctx.secure));
+    return { caller: null, session: null, api: false };
+  }
+  if (refreshDue(ctx, session)) {
+    ctx.caches.sessions.delete(cookieHeader);
+    const outcome = await renewedSession(ctx, session, present());
+    res?.setHeader('set-cookie', outcome.cookies);
+    if (!outcome.session) return { caller: null, session: null, api: false };
+    session = outcome.session;
+  }
+  const assurance = isAssuranceLevel(session.assurance) ? session.assurance : 'recovery';
+  return {
+    caller: { kind: 'session', subject: session.sub, principalType: session.principalType, assurance, scopes: session.scopes ?? [], bucketId: session.sid },
+    session,
+    api: false,
+  };
+}

@@ -1,0 +1,42 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
+import { normalizeRequestTarget } from '../../lib/gateway/request-path.js';
+import { authorize } from './authorize.js';
+import type { GatewayContext } from './context.js';
+import { dropHopByHop } from './proxy.js';
+import { countPassed, countRefusal } from './respond.js';
+import { upstreamHeaders } from './upstreams.js';
+
+/** A WebSocket (or other) upgrade: the same identification and policy as a request, then a spliced socket. */
+export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  stripIdentityHeaders(req.headers);
+  const upgradeTo = req.headers['upgrade'];
+  dropHopByHop(req.headers);
+  const refuse = (error: KeyplaneError) => {
+    countRefusal(ctx.metrics, error.reason);
+    const body = JSON.stringify(error.toEnvelope());
+    socket.end(`HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  };
+  const target = normalizeRequestTarget(req.url);
+  if (!target) return refuse(fail('invalid_path'));
+  ctx.applyForwarded(req);
+  const result = await authorize(ctx, req, { method: req.method ?? 'GET', target });
+  if ('refused' in result) {
+    const refused = result.refused;
+    if (refused.signIn !== undefined) return refuse(fail('unauthorized', 'sign in first'));
+    // A refresh that is due but could not be done now: the socket would outlive what the session may prove.
+    if (refused.error.reason === 'session_refresh_pending' || refused.error.reason === 'control_plane_unavailable') return refuse(fail('unauthorized', 'the session is due for a refresh that could not be done; reconnect'));
+    return refuse(refused.error);
+  }
+  const upstream = ctx.upstreams.find(target.path);
+  if (!upstream) return refuse(fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
+  const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin);
+  headers['connection'] = 'Upgrade';
+  if (upgradeTo) headers['upgrade'] = upgradeTo;
+  req.headers = headers as IncomingMessage['headers'];
+  req.url = `${target.path}${target.search}`;
+  countPassed(ctx.metrics, result.decision);
+  upstream.proxy.upgrade(req, socket, head);
+}

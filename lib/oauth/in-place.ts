@@ -1,0 +1,118 @@
+import { originsOf } from './redirect-uri.js';
+
+/**
+ * In-place sign-in (docs/in-place.md): the popup, FedCM and the direct grant are one capability,
+ * turned on by client metadata `in_place: true`, with one origin rule, one CORS rule and one
+ * consent rule. Pure: callers pass the client's metadata and the stored approval.
+ */
+
+/** How a sign-in reached the client; every transport leaves the same `signin.in_place` receipt. */
+export type InPlaceTransport = 'redirect' | 'popup' | 'fedcm' | 'direct';
+
+/** What the origin rule needs of a client. */
+export interface InPlaceClient {
+  redirect_uris: readonly string[];
+  in_place?: boolean;
+  first_party?: boolean;
+}
+
+/** A client's registered origins: the origins of its registered redirect URIs, nothing else. */
+export function registeredOriginsOf(client: Pick<InPlaceClient, 'redirect_uris'>): string[] {
+  return originsOf(client.redirect_uris);
+}
+
+/**
+ * Whether `origin` (the request's `Origin` header) is exactly one of the client's registered
+ * origins. A missing header and the opaque `null` origin never match.
+ */
+export function isRegisteredOrigin(client: Pick<InPlaceClient, 'redirect_uris'>, origin: string | undefined): origin is string {
+  if (origin === undefined || origin === 'null') return false;
+  return registeredOriginsOf(client).includes(origin);
+}
+
+export interface CorsOptions {
+  /** Methods a preflight allows. */
+  methods?: string;
+  /** Request headers a preflight allows. */
+  headers?: string;
+}
+
+/**
+ * CORS response headers for a credentialed cross-origin call (Fetch §3.2.5): the exact origin
+ * and `Access-Control-Allow-Credentials: true` when `allowed`, else nothing at all, so that the
+ * browser hides the answer from any other origin. `Vary: Origin` always, for caches.
+ */
+export function buildCorsHeaders(origin: string | undefined, allowed: boolean, options: CorsOptions = {}): Record<string, string> {
+  if (!allowed || origin === undefined) return { vary: 'Origin' };
+  return {
+    vary: 'Origin',
+    'access-control-allow-origin': origin,
+    'access-control-allow-credentials': 'true',
+    ...(options.methods ? { 'access-control-allow-methods': options.methods } : {}),
+    ...(options.headers ? { 'access-control-allow-headers': options.headers, 'access-control-max-age': '600' } : {}),
+  };
+}
+
+/** Whether the approved scopes cover every requested one. */
+export function coversScopes(approved: readonly string[] | null, requested: readonly string[]): boolean {
+  return approved !== null && requested.every((scope) => approved.includes(scope));
+}
+
+export type ConsentDecision =
+  | { allowed: true; recordApproval: boolean }
+  /** `consent_page`: the popup shows the one-tap page; `refuse`: the transport cannot ask, so it points to the popup. */
+  | { allowed: false; next: 'consent_page' | 'refuse' };
+
+/**
+ * The one consent rule of every transport: an earlier approval covering the scopes, or a
+ * first-party client, signs in without asking. Otherwise the redirect and the popup show the
+ * one-tap page; FedCM counts the browser's own disclosure (the account chooser told the person
+ * what is shared) as the approval and records it; the direct grant cannot ask and is refused.
+ */
+export function decideInPlaceConsent(input: {
+  transport: InPlaceTransport;
+  requestedScopes: readonly string[];
+  approvedScopes: readonly string[] | null;
+  firstParty: boolean;
+  /** FedCM: the browser reported that it showed its disclosure text. */
+  disclosureShown?: boolean;
+}): ConsentDecision {
+  if (input.firstParty || coversScopes(input.approvedScopes, input.requestedScopes)) return { allowed: true, recordApproval: false };
+  switch (input.transport) {
+    case 'redirect':
+    case 'popup':
+      return { allowed: false, next: 'consent_page' };
+    case 'fedcm':
+      return input.disclosureShown === true ? { allowed: true, recordApproval: true } : { allowed: false, next: 'refuse' };
+    case 'direct':
+      return { allowed: false, next: 'refuse' };
+  }
+}
+
+/**
+ * The popup URL a refused in-place request points to: the same authorization request with
+ * `response_mode=web_message`, where sign-in, consent and step-up can happen.
+ */
+export function buildPopupUrl(issuer: string, request: {
+  clientId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  state?: string;
+  nonce?: string;
+  scope: string;
+}): string {
+  const url = new URL(`${issuer}/auth/authorize`);
+  const params: Record<string, string | undefined> = {
+    client_id: request.clientId,
+    redirect_uri: request.redirectUri,
+    response_type: 'code',
+    response_mode: 'web_message',
+    scope: request.scope,
+    code_challenge: request.codeChallenge,
+    code_challenge_method: 'S256',
+    state: request.state,
+    nonce: request.nonce,
+  };
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value);
+  return url.toString();
+}

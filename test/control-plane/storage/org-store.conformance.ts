@@ -1,0 +1,85 @@
+import type { Test } from 'tap';
+import type { OrgSite, Storage, StoredOrg } from '../../../control-plane/src/storage/types.js';
+
+const org = (slug: string, orgId = `org_${slug}`): StoredOrg => ({ orgId, slug, name: slug.toUpperCase(), website: null, createdAt: 1000 });
+const site = (siteId: string, orgId: string, url: string, primary = false, createdAt = 2000): OrgSite => ({
+  siteId, orgId, url, label: null, primary, proofToken: `tok-${siteId}`, verifiedAt: null, createdAt,
+});
+
+/** Behaviour every OrgStore and ScanStore backend must show. */
+export function orgStoreConformance(t: Test, open: () => Promise<Storage>): void {
+  t.test('org store: a slug is taken once and the creator is the first owner', async (t) => {
+    const { orgs } = await open();
+    t.equal(await orgs.create(org('acme'), 'id_a'), true);
+    t.equal(await orgs.create(org('acme', 'org_other'), 'id_b'), false);
+    t.same(await orgs.getBySlug('acme'), org('acme'));
+    t.same(await orgs.get('org_acme'), org('acme'));
+    t.equal(await orgs.getBySlug('nope'), null);
+    t.equal(await orgs.get('nope'), null);
+    t.same(await orgs.members('org_acme'), [{ identityId: 'id_a', role: 'owner', addedAt: 1000 }]);
+    t.same(await orgs.listForMember('id_a'), [{ ...org('acme'), role: 'owner' }]);
+    t.same(await orgs.listForMember('id_b'), []);
+  });
+
+  t.test('org store: members join once, change role and leave; owners are counted', async (t) => {
+    const { orgs } = await open();
+    await orgs.create(org('acme'), 'id_a');
+    t.equal(await orgs.addMember('org_acme', { identityId: 'id_b', role: 'member', addedAt: 1100 }), true);
+    t.equal(await orgs.addMember('org_acme', { identityId: 'id_b', role: 'admin', addedAt: 1200 }), false);
+    t.equal(await orgs.countOwners('org_acme'), 1);
+    t.equal(await orgs.setRole('org_acme', 'id_b', 'owner'), true);
+    t.equal(await orgs.setRole('org_acme', 'id_x', 'owner'), false);
+    t.equal(await orgs.countOwners('org_acme'), 2);
+    t.same(await orgs.member('org_acme', 'id_b'), { identityId: 'id_b', role: 'owner', addedAt: 1100 });
+    t.equal(await orgs.member('org_acme', 'id_x'), null);
+    t.equal(await orgs.removeMember('org_acme', 'id_b'), true);
+    t.equal(await orgs.removeMember('org_acme', 'id_b'), false);
+  });
+
+  t.test('org store: an invite is replaced by a newer one and taken once', async (t) => {
+    const { orgs } = await open();
+    await orgs.create(org('acme'), 'id_a');
+    await orgs.putInvite({ orgId: 'org_acme', identityId: 'id_b', role: 'member', invitedBy: 'id_a', createdAt: 1 });
+    await orgs.putInvite({ orgId: 'org_acme', identityId: 'id_b', role: 'admin', invitedBy: 'id_a', createdAt: 2 });
+    t.same(await orgs.invitesFor('id_b'), [{ orgId: 'org_acme', identityId: 'id_b', role: 'admin', invitedBy: 'id_a', createdAt: 2 }]);
+    t.match(await orgs.takeInvite('org_acme', 'id_b'), { role: 'admin' });
+    t.equal(await orgs.takeInvite('org_acme', 'id_b'), null);
+    t.same(await orgs.invitesFor('id_b'), []);
+  });
+
+  t.test('org store: sites in order, one primary, found by origin, verified, removed', async (t) => {
+    const { orgs } = await open();
+    await orgs.create(org('acme'), 'id_a');
+    await orgs.create(org('beta'), 'id_b');
+    await orgs.addSite(site('s1', 'org_acme', 'https://shop.example/', true, 2000));
+    await orgs.addSite(site('s2', 'org_acme', 'https://blog.example/news', false, 2001));
+    await orgs.addSite(site('s3', 'org_beta', 'https://shop.example/other', true, 2002));
+    t.same((await orgs.sites('org_acme')).map((s) => [s.siteId, s.primary]), [['s1', true], ['s2', false]]);
+    t.equal(await orgs.setPrimary('org_acme', 's3'), false, 'another org\'s site');
+    t.equal(await orgs.setPrimary('org_acme', 's2'), true);
+    t.same((await orgs.sites('org_acme')).map((s) => [s.siteId, s.primary]), [['s1', false], ['s2', true]]);
+    t.same((await orgs.primarySites()).map((s) => s.siteId), ['s2', 's3']);
+    t.same((await orgs.sitesByOrigin('https://shop.example')).map((s) => s.siteId), ['s1', 's3']);
+    await orgs.markSiteVerified('s1', 5000);
+    t.equal((await orgs.site('s1'))!.verifiedAt, 5000);
+    t.equal(await orgs.site('nope'), null);
+    t.equal(await orgs.removeSite('org_beta', 's1'), false);
+    t.equal(await orgs.removeSite('org_acme', 's1'), true);
+    t.same((await orgs.sites('org_acme')).map((s) => s.siteId), ['s2']);
+  });
+
+  t.test('scan store: history per site newest first, public scans by URL', async (t) => {
+    const { scans } = await open();
+    const scan = (scanId: string, siteId: string | null, url: string, scannedAt: number) => ({ scanId, siteId, url, grade: 'B', score: 70, rating: '{}', scannedAt });
+    await scans.record(scan('a', 's1', 'https://shop.example/', 1));
+    await scans.record(scan('b', 's1', 'https://shop.example/', 3));
+    await scans.record(scan('c', null, 'https://shop.example/', 5));
+    await scans.record(scan('d', null, 'https://shop.example/', 4));
+    t.equal((await scans.latestForSite('s1'))!.scanId, 'b');
+    t.same((await scans.historyForSite('s1', 10)).map((s) => s.scanId), ['b', 'a']);
+    t.same((await scans.historyForSite('s1', 1)).map((s) => s.scanId), ['b']);
+    t.equal(await scans.latestForSite('s9'), null);
+    t.same(await scans.latestPublic('https://shop.example/'), scan('c', null, 'https://shop.example/', 5));
+    t.equal(await scans.latestPublic('https://other.example/'), null);
+  });
+}

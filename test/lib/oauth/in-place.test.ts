@@ -1,0 +1,47 @@
+import t from 'tap';
+import { buildCorsHeaders, buildPopupUrl, coversScopes, decideInPlaceConsent, isRegisteredOrigin, registeredOriginsOf } from '../../../lib/oauth/in-place.js';
+
+const client = { redirect_uris: ['https://rp.example/cb', 'https://rp.example/other', 'http://127.0.0.1:8080/cb'] };
+
+t.test('a client\'s registered origins are the origins of its redirect URIs, matched exactly', async (t) => {
+  t.same(registeredOriginsOf(client), ['https://rp.example', 'http://127.0.0.1:8080']);
+  t.ok(isRegisteredOrigin(client, 'https://rp.example'));
+  t.ok(isRegisteredOrigin(client, 'http://127.0.0.1:8080'));
+  for (const origin of [undefined, 'null', 'https://rp.example:443x', 'https://RP.example', 'https://rp.example/', 'http://rp.example', 'https://evil.rp.example', 'http://127.0.0.1:8081']) {
+    t.notOk(isRegisteredOrigin(client, origin), `refuses ${origin}`);
+  }
+});
+
+t.test('CORS names the exact origin with credentials for a registered origin, and nothing for others', async (t) => {
+  t.same(buildCorsHeaders('https://rp.example', true), { vary: 'Origin', 'access-control-allow-origin': 'https://rp.example', 'access-control-allow-credentials': 'true' });
+  t.same(buildCorsHeaders('https://evil.example', false, { methods: 'POST', headers: 'Content-Type' }), { vary: 'Origin' });
+  t.same(buildCorsHeaders(undefined, true), { vary: 'Origin' });
+  t.match(buildCorsHeaders('https://rp.example', true, { methods: 'POST', headers: 'Content-Type' }), {
+    'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'Content-Type', 'access-control-max-age': '600',
+  });
+});
+
+t.test('one consent rule for every transport', async (t) => {
+  const base = { requestedScopes: ['openid', 'email'], approvedScopes: null, firstParty: false };
+  t.ok(coversScopes(['openid', 'email', 'profile'], ['openid', 'email']));
+  t.notOk(coversScopes(['openid'], ['openid', 'email']));
+  t.notOk(coversScopes(null, []));
+  for (const transport of ['redirect', 'popup', 'fedcm', 'direct'] as const) {
+    t.same(decideInPlaceConsent({ ...base, transport, firstParty: true }), { allowed: true, recordApproval: false }, `${transport}: first party`);
+    t.same(decideInPlaceConsent({ ...base, transport, approvedScopes: ['openid', 'email'] }), { allowed: true, recordApproval: false }, `${transport}: approved before`);
+  }
+  t.same(decideInPlaceConsent({ ...base, transport: 'popup' }), { allowed: false, next: 'consent_page' });
+  t.same(decideInPlaceConsent({ ...base, transport: 'redirect', approvedScopes: ['openid'] }), { allowed: false, next: 'consent_page' }, 'a narrower approval asks again');
+  t.same(decideInPlaceConsent({ ...base, transport: 'fedcm', disclosureShown: true }), { allowed: true, recordApproval: true }, 'the browser\'s disclosure counts and is recorded');
+  t.same(decideInPlaceConsent({ ...base, transport: 'fedcm' }), { allowed: false, next: 'refuse' });
+  t.same(decideInPlaceConsent({ ...base, transport: 'direct' }), { allowed: false, next: 'refuse' });
+});
+
+t.test('the popup URL repeats the request with response_mode=web_message', async (t) => {
+  const url = new URL(buildPopupUrl('https://id.example', { clientId: 'cl_1', redirectUri: 'https://rp.example/cb', codeChallenge: 'c'.repeat(43), state: 's', scope: 'openid' }));
+  t.equal(url.origin + url.pathname, 'https://id.example/auth/authorize');
+  t.same(Object.fromEntries(url.searchParams), {
+    client_id: 'cl_1', redirect_uri: 'https://rp.example/cb', response_type: 'code', response_mode: 'web_message', scope: 'openid',
+    code_challenge: 'c'.repeat(43), code_challenge_method: 'S256', state: 's',
+  });
+});

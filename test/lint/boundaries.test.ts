@@ -1,0 +1,66 @@
+import t from 'tap';
+import { ESLint } from 'eslint';
+
+// The layer arrows of docs/architecture.md#layout, enforced by eslint.config.js: each case lints
+// one import as if it were written in the given file.
+const eslint = new ESLint({ cwd: process.cwd() });
+
+async function importErrors(filePath: string, specifier: string): Promise<string[]> {
+  const [result] = await eslint.lintText(`import x from '${specifier}';\nexport default x;\n`, { filePath });
+  return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+}
+
+const refused: Array<[string, string, RegExp]> = [
+  ['lib/oauth/example.ts', '../../control-plane/src/app.js', /lib\/ imports nothing of ours but lib\//],
+  ['lib/oauth/example.ts', '../../gateway/src/app.js', /pure parts live in lib\/gateway/],
+  ['lib/oauth/example.ts', '../../cli/src/io.js', /lib\/ imports nothing of ours/],
+  ['lib/oauth/example.ts', '../../config/load.js', /lib\/ imports nothing of ours/],
+  ['lib/oauth/example.ts', 'fastify', /servers and storage stay outside/],
+  ['gateway/src/example.ts', '../../control-plane/src/services.js', /over HTTP only/],
+  ['control-plane/src/example.ts', '../../gateway/src/server.js', /does not import the CLI or the gateway service/],
+  ['control-plane/src/routes/x/example.ts', '../../../../cli/src/demo-app.js', /does not import the CLI/],
+  [
+    'cli/src/commands/example.ts',
+    '../../../control-plane/src/storage/sqlite/index.js',
+    /through the control plane's services/,
+  ],
+  [
+    'test/control-plane/oidc/example.test.ts',
+    '../../../cli/src/commands/ledger.js',
+    /Control-plane tests test the control plane/,
+  ],
+  ['control-plane/src/storage/sqlite/example.ts', 'better-sqlite3', /driver\.ts/],
+  ['sdk/src/example.ts', '../../lib/dpop/verify-dpop-proof.js', /The SDK is published on its own/],
+  ['test/control-plane/storage/example.test.ts', 'better-sqlite3', /driver\.ts/],
+];
+
+for (const [file, specifier, message] of refused) {
+  t.test(`refuses ${specifier} in ${file}`, async (t) => {
+    const errors = await importErrors(file, specifier);
+    t.equal(errors.length, 1, errors.join('; '));
+    t.match(errors[0], message);
+  });
+}
+
+const allowed: Array<[string, string]> = [
+  ['lib/oauth/example.ts', '../gateway/policy.js'],
+  ['lib/runtime/shared-state/example.ts', 'ioredis'],
+  ['gateway/src/example.ts', '../../lib/gateway/policy.js'],
+  ['cli/src/commands/example.ts', '../../../control-plane/src/server.js'],
+  ['test/gateway/example.test.ts', '../../cli/src/demo-app.js'],
+  ['control-plane/src/storage/sqlite/driver.ts', 'better-sqlite3'],
+  ['sdk/src/example.ts', './dpop.js'],
+];
+
+for (const [file, specifier] of allowed) {
+  t.test(`allows ${specifier} in ${file}`, async (t) => {
+    t.same(await importErrors(file, specifier), []);
+  });
+}
+
+t.test('files past 400 lines draw a max-lines warning', async (t) => {
+  const long = Array.from({ length: 401 }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n';
+  const [result] = await eslint.lintText(long, { filePath: 'lib/oauth/long.ts' });
+  const warning = result?.messages.find((m) => m.ruleId === 'max-lines');
+  t.equal(warning?.severity, 1, 'a warning, not an error');
+});
