@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlaneConfig } from '../../../config/types.js';
@@ -7,6 +6,7 @@ import { openPostgresStorage } from './postgres/index.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
 import { createPool } from './postgres/sql.js';
 import { DATABASE_FILE, migrate as migrateSqlite, openDatabase } from './sqlite/database.js';
+import { Database } from './sqlite/driver.js';
 import { openSqliteStorage } from './sqlite/index.js';
 import { migrations as sqliteMigrations } from './sqlite/migrations.js';
 import type { Storage } from './types.js';

@@ -18,6 +18,17 @@ import type {
   StoredSigningKey,
   StoredTotp,
   TotpState,
+  OrgInvite,
+  OrgMember,
+  OrgRole,
+  OrgSite,
+  StoredAgent,
+  StoredAgentEvidence,
+  StoredAgentGrant,
+  StoredAgentTransfer,
+  StoredEnrollment,
+  StoredOrg,
+  StoredScan,
 } from './types.js';
 
 /**
@@ -579,3 +590,67 @@ export interface ApprovalRow {
 }
 
 export const approvalFromRow = (row: ApprovalRow) => ({ scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] });
+
+// Agents (docs/agents.md).
+
+export interface EnrollmentRow {
+  enrollment_id: string; name: string; subject_kind: string; public_jwk: string; jkt: string; alg: string; visibility: string;
+  owner_code_hash: string; state: string; owner_id: string | null; approved_at: number | null; agent_id: string | null; created_at: number; expires_at: number;
+}
+
+export interface AgentRow {
+  agent_id: string; proof_id: string; owner_id: string; name: string; subject_kind: string; public_jwk: string; jkt: string; alg: string;
+  state: string; visibility: string; declared: string; resume_needs_key: number; key_proven_at: number | null; owner_approved_at: number | null;
+  last_proof_at: number | null; created_at: number; updated_at: number;
+}
+
+export interface AgentEvidenceRow { agent_id: string; type: string; at: number; expires_at: number; detail: string }
+export interface TransferRow { agent_id: string; from_owner_id: string; to_identity_id: string; code_hash: string; created_at: number; expires_at: number }
+export interface AgentGrantRow { grant_id: string; agent_id: string; owner_id: string; client_id: string; resource: string | null; scope: string; created_at: number; revoked_at: number | null }
+
+export const enrollmentFromRow = (row: EnrollmentRow): StoredEnrollment => ({
+  enrollmentId: row.enrollment_id, name: row.name, subjectKind: row.subject_kind as StoredEnrollment['subjectKind'], publicJwk: JSON.parse(row.public_jwk),
+  jkt: row.jkt, alg: row.alg as StoredEnrollment['alg'], visibility: row.visibility as StoredEnrollment['visibility'], ownerCodeHash: row.owner_code_hash,
+  state: row.state as StoredEnrollment['state'], ownerId: row.owner_id, approvedAt: row.approved_at, agentId: row.agent_id, createdAt: row.created_at, expiresAt: row.expires_at,
+});
+
+export const agentFromRow = (row: AgentRow): StoredAgent => ({
+  agentId: row.agent_id, proofId: row.proof_id, ownerId: row.owner_id, name: row.name, subjectKind: row.subject_kind as StoredAgent['subjectKind'],
+  publicJwk: JSON.parse(row.public_jwk), jkt: row.jkt, alg: row.alg as StoredAgent['alg'], state: row.state as StoredAgent['state'],
+  visibility: row.visibility as StoredAgent['visibility'], declared: JSON.parse(row.declared), resumeNeedsKey: row.resume_needs_key === 1,
+  keyProvenAt: row.key_proven_at, ownerApprovedAt: row.owner_approved_at, lastProofAt: row.last_proof_at, createdAt: row.created_at, updatedAt: row.updated_at,
+});
+
+export const agentGrantFromRow = (row: AgentGrantRow): StoredAgentGrant => ({
+  grantId: row.grant_id, agentId: row.agent_id, ownerId: row.owner_id, clientId: row.client_id, resource: row.resource, scope: row.scope, createdAt: row.created_at, revokedAt: row.revoked_at,
+});
+
+export const agentEvidenceFromRow = (row: AgentEvidenceRow): StoredAgentEvidence => ({
+  agentId: row.agent_id, type: row.type as StoredAgentEvidence['type'], at: row.at, expiresAt: row.expires_at, detail: JSON.parse(row.detail),
+});
+
+export const transferFromRow = (row: TransferRow): StoredAgentTransfer => ({
+  agentId: row.agent_id, fromOwnerId: row.from_owner_id, toIdentityId: row.to_identity_id, codeHash: row.code_hash, createdAt: row.created_at, expiresAt: row.expires_at,
+});
+
+// Organizations, their sites and scans (docs/orgs.md).
+
+export interface OrgRow { org_id: string; slug: string; name: string; website: string | null; created_at: number }
+export interface MemberRow { identity_id: string; role: OrgRole; added_at: number }
+export interface InviteRow { org_id: string; identity_id: string; role: OrgRole; invited_by: string; created_at: number }
+export interface SiteRow {
+  site_id: string; org_id: string; url: string; origin: string; label: string | null; is_primary: number;
+  proof_token: string; verified_at: number | null; created_at: number;
+}
+export interface ScanRow { scan_id: string; site_id: string | null; url: string; grade: string; score: number; rating: string; scanned_at: number }
+
+export const orgFromRow = (r: OrgRow): StoredOrg => ({ orgId: r.org_id, slug: r.slug, name: r.name, website: r.website, createdAt: r.created_at });
+export const memberFromRow = (r: MemberRow): OrgMember => ({ identityId: r.identity_id, role: r.role, addedAt: r.added_at });
+export const inviteFromRow = (r: InviteRow): OrgInvite => ({ orgId: r.org_id, identityId: r.identity_id, role: r.role, invitedBy: r.invited_by, createdAt: r.created_at });
+export const siteFromRow = (r: SiteRow): OrgSite => ({
+  siteId: r.site_id, orgId: r.org_id, url: r.url, label: r.label, primary: r.is_primary === 1,
+  proofToken: r.proof_token, verifiedAt: r.verified_at, createdAt: r.created_at,
+});
+export const scanFromRow = (r: ScanRow): StoredScan => ({
+  scanId: r.scan_id, siteId: r.site_id, url: r.url, grade: r.grade, score: r.score, rating: r.rating, scannedAt: r.scanned_at,
+});

@@ -27,5 +27,17 @@ export function postgresClientStore(sql: Sql): ClientStore {
     allRedirectUris: async () =>
       (await sql.rows<{ metadata: string }>('SELECT metadata FROM oidc_clients'))
         .flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris),
+    // metadata is JSON text (as in SQLite): read as jsonb for the filters below.
+    listGateways: async () =>
+      (await sql.rows<ClientRow>(
+        `SELECT * FROM oidc_clients WHERE jsonb_typeof(metadata::jsonb -> 'gateway') <> 'null'
+         ORDER BY created_at, client_id`,
+      )).map(clientFromRow),
+    inPlaceRedirectUris: async () =>
+      (await sql.rows<{ metadata: string }>(`SELECT metadata FROM oidc_clients WHERE metadata::jsonb -> 'in_place' = 'true'::jsonb`))
+        .flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris),
+    // jsonb `?` on an array: does it hold this string as an element (exact match, as json_each in SQLite).
+    findByRedirectUri: async (uri) =>
+      (await sql.rows<ClientRow>(`SELECT * FROM oidc_clients WHERE metadata::jsonb -> 'redirect_uris' ? $1 ORDER BY created_at, client_id`, [uri])).map(clientFromRow),
   };
 }

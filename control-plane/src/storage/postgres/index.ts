@@ -1,5 +1,6 @@
 import type { Migration } from '../sqlite/migrations.js';
 import type { Storage, Stores } from '../types.js';
+import { postgresAgentStore } from './agent-store.js';
 import { postgresClientStore } from './client-store.js';
 import { postgresCredentialStore } from './credential-store.js';
 import { checkPostgresVersion, migratePostgres } from './database.js';
@@ -11,6 +12,7 @@ import { postgresKeyStore } from './key-store.js';
 import { postgresLinkStore } from './link-store.js';
 import { migrations as allMigrations } from './migrations.js';
 import { postgresOidcStore } from './oidc-store.js';
+import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
 import { postgresRecoveryCodeStore } from './recovery-code-store.js';
 import { postgresSessionStore } from './session-store.js';
@@ -32,6 +34,9 @@ function storesOn(sql: Sql): Stores {
     clients: postgresClientStore(sql),
     oidc: postgresOidcStore(sql),
     gateway: postgresGatewayStore(sql),
+    agents: postgresAgentStore(sql),
+    orgs: postgresOrgStore(sql),
+    scans: postgresScanStore(sql),
   };
 }
 

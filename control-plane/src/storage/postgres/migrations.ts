@@ -272,4 +272,162 @@ export const migrations: Migration[] = [
       CREATE INDEX gateway_evidence_by_received ON gateway_evidence (client_id, received_at);
     `,
   },
+  {
+    version: 10,
+    name: 'sessions by revocation time (gateway deny lists)',
+    sql: `
+      CREATE INDEX sessions_by_revoked_at ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
+    `,
+  },
+  {
+    version: 15,
+    name: 'approvals remember the resources approved',
+    sql: `
+      -- An approval covers a request only for the resources the user saw named (RFC 8707):
+      -- earlier approvals named none, so a request with a resource asks again.
+      ALTER TABLE oidc_approvals ADD COLUMN resources TEXT NOT NULL DEFAULT '[]';
+    `,
+  },
+  {
+    version: 16,
+    name: 'grants end with the session that started them',
+    sql: `
+      -- offline = 1 only where the user approved offline_access for a client that is not a
+      -- gateway; every other grant is revoked when its session ends, or its client is revoked.
+      ALTER TABLE oidc_codes ADD COLUMN offline INTEGER NOT NULL DEFAULT 0 CHECK (offline IN (0, 1));
+      ALTER TABLE oidc_grants ADD COLUMN offline INTEGER NOT NULL DEFAULT 0 CHECK (offline IN (0, 1));
+      CREATE INDEX oidc_codes_by_session ON oidc_codes (session_id);
+      CREATE INDEX oidc_codes_by_client ON oidc_codes (client_id);
+      CREATE INDEX oidc_grants_by_session ON oidc_grants (session_id);
+      CREATE INDEX oidc_grants_by_client ON oidc_grants (client_id);
+    `,
+  },
+  {
+    version: 30,
+    name: 'agent identity',
+    sql: `
+      CREATE TABLE agent_enrollments (
+        enrollment_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        subject_kind TEXT NOT NULL,
+        public_jwk TEXT NOT NULL,
+        jkt TEXT NOT NULL,
+        alg TEXT NOT NULL CHECK (alg IN ('ES256', 'EdDSA')),
+        visibility TEXT NOT NULL CHECK (visibility IN ('private', 'unlisted', 'public')),
+        owner_code_hash TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending_approval', 'approved', 'completed', 'expired')),
+        owner_id TEXT,
+        approved_at BIGINT,
+        agent_id TEXT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX agent_enrollments_by_owner ON agent_enrollments (owner_id, state);
+      CREATE TABLE agents (
+        agent_id TEXT PRIMARY KEY,
+        proof_id TEXT NOT NULL UNIQUE,
+        owner_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        subject_kind TEXT NOT NULL,
+        public_jwk TEXT NOT NULL,
+        jkt TEXT NOT NULL,
+        alg TEXT NOT NULL CHECK (alg IN ('ES256', 'EdDSA')),
+        state TEXT NOT NULL CHECK (state IN ('active', 'suspended', 'compromised', 'revoked')),
+        visibility TEXT NOT NULL CHECK (visibility IN ('private', 'unlisted', 'public')),
+        declared TEXT NOT NULL DEFAULT '{}',
+        resume_needs_key INTEGER NOT NULL DEFAULT 0 CHECK (resume_needs_key IN (0, 1)),
+        key_proven_at BIGINT,
+        owner_approved_at BIGINT,
+        last_proof_at BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE INDEX agents_by_owner ON agents (owner_id, created_at);
+      -- Appended, never updated: each entry ages on its own.
+      CREATE TABLE agent_evidence (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('domain-control', 'descriptor-integrity')),
+        at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        detail TEXT NOT NULL
+      );
+      CREATE INDEX agent_evidence_by_agent ON agent_evidence (agent_id, seq);
+      CREATE TABLE agent_transfers (
+        agent_id TEXT PRIMARY KEY,
+        from_owner_id TEXT NOT NULL,
+        to_identity_id TEXT NOT NULL,
+        code_hash TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE TABLE agent_grants (
+        grant_id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        resource TEXT,
+        scope TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE INDEX agent_grants_by_agent ON agent_grants (agent_id);
+    `,
+  },
+  {
+    version: 50,
+    name: 'organizations, members, invites, sites and scans',
+    sql: `
+      CREATE TABLE orgs (
+        org_id TEXT PRIMARY KEY,
+        slug TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        website TEXT,
+        created_at BIGINT NOT NULL
+      );
+      CREATE TABLE org_members (
+        org_id TEXT NOT NULL REFERENCES orgs (org_id) ON DELETE CASCADE,
+        identity_id TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('member', 'admin', 'owner')),
+        added_at BIGINT NOT NULL,
+        PRIMARY KEY (org_id, identity_id)
+      );
+      CREATE INDEX org_members_by_identity ON org_members (identity_id);
+      CREATE TABLE org_invites (
+        org_id TEXT NOT NULL REFERENCES orgs (org_id) ON DELETE CASCADE,
+        identity_id TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('member', 'admin', 'owner')),
+        invited_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (org_id, identity_id)
+      );
+      CREATE INDEX org_invites_by_identity ON org_invites (identity_id);
+      CREATE TABLE org_sites (
+        site_id TEXT PRIMARY KEY,
+        org_id TEXT NOT NULL REFERENCES orgs (org_id) ON DELETE CASCADE,
+        url TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        label TEXT,
+        is_primary INTEGER NOT NULL DEFAULT 0 CHECK (is_primary IN (0, 1)),
+        proof_token TEXT NOT NULL,
+        verified_at BIGINT,
+        created_at BIGINT NOT NULL
+      );
+      CREATE INDEX org_sites_by_org ON org_sites (org_id, created_at);
+      CREATE INDEX org_sites_by_origin ON org_sites (origin);
+      -- At most one primary site per org.
+      CREATE UNIQUE INDEX org_sites_one_primary ON org_sites (org_id) WHERE is_primary = 1;
+      CREATE TABLE scans (
+        scan_id TEXT PRIMARY KEY,
+        site_id TEXT,
+        url TEXT NOT NULL,
+        grade TEXT NOT NULL,
+        score INTEGER NOT NULL,
+        rating TEXT NOT NULL,
+        scanned_at BIGINT NOT NULL
+      );
+      CREATE INDEX scans_by_site ON scans (site_id, scanned_at);
+      CREATE INDEX scans_public_by_url ON scans (url, scanned_at) WHERE site_id IS NULL;
+    `,
+  },
 ];

@@ -1,4 +1,4 @@
-import { codeFromRow, codeToRow, grantFromRow, grantToRow, refreshFromRow, refreshToRow, type CodeRow, type RefreshRow, type GrantRow } from '../rows.js';
+import { approvalFromRow, codeFromRow, codeToRow, grantFromRow, grantToRow, refreshFromRow, refreshToRow, type ApprovalRow, type CodeRow, type RefreshRow, type GrantRow } from '../rows.js';
 import type { OidcStore } from '../types.js';
 import { insertOf, type Sql } from './sql.js';
 
@@ -37,6 +37,24 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       return row ? grantFromRow(row) : null;
     },
     revokeGrant: async (grantId, at) => (await sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [grantId, at])) === 1,
+    // One transaction: the grants revoked and the unspent codes of those sessions dropped together.
+    endSessionGrants: (sessionIds, at) =>
+      sql.atomic(async (tx) => {
+        const ids = [...new Set(sessionIds)];
+        if (ids.length === 0) return [];
+        const rows = await tx.rows<GrantRow>(
+          'UPDATE oidc_grants SET revoked_at = $2 WHERE session_id = ANY($1::text[]) AND revoked_at IS NULL AND offline = 0 RETURNING *',
+          [ids, at],
+        );
+        await tx.count('DELETE FROM oidc_codes WHERE session_id = ANY($1::text[]) AND consumed_at IS NULL', [ids]);
+        return rows.map(grantFromRow);
+      }),
+    revokeClientGrants: (clientId, at) =>
+      sql.atomic(async (tx) => {
+        const rows = await tx.rows<GrantRow>('UPDATE oidc_grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL RETURNING *', [clientId, at]);
+        await tx.count('DELETE FROM oidc_codes WHERE client_id = $1 AND consumed_at IS NULL', [clientId]);
+        return rows.map(grantFromRow);
+      }),
     insertRefreshToken: async (token) => {
       await sql.count(...insertOf('oidc_refresh_tokens', refreshToRow({ ...token, usedAt: null })));
     },
@@ -53,17 +71,20 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       await sql.count('INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING', [jti, expiresAt]);
     },
     isAccessTokenRevoked: async (jti) => (await sql.rows('SELECT 1 FROM oidc_revoked_access_tokens WHERE jti = $1', [jti])).length > 0,
-    recordApproval: async (identityId, clientId, scope, at) => {
+    recordApproval: async (identityId, clientId, approval, at) => {
       await sql.count(
-        `INSERT INTO oidc_approvals (identity_id, client_id, scope, approved_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, approved_at = excluded.approved_at`,
-        [identityId, clientId, scope, at],
+        `INSERT INTO oidc_approvals (identity_id, client_id, scope, resources, approved_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, resources = excluded.resources, approved_at = excluded.approved_at`,
+        [identityId, clientId, approval.scopes.join(' '), JSON.stringify(approval.resources), at],
       );
     },
-    approvedScopes: async (identityId, clientId) => {
-      const [row] = await sql.rows<{ scope: string }>('SELECT scope FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId]);
-      return row ? row.scope.split(' ').filter(Boolean) : null;
+    approval: async (identityId, clientId) => {
+      const [row] = await sql.rows<ApprovalRow>('SELECT scope, resources FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId]);
+      return row ? approvalFromRow(row) : null;
     },
+    approvedClients: async (identityId) =>
+      (await sql.rows<{ client_id: string }>('SELECT client_id FROM oidc_approvals WHERE identity_id = $1 ORDER BY client_id', [identityId])).map((row) => row.client_id),
+    removeApproval: async (identityId, clientId) => (await sql.count('DELETE FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId])) > 0,
     purgeExpired: async (before) => {
       let removed = await sql.count('DELETE FROM oidc_codes WHERE expires_at < $1 AND (consumed_at IS NULL OR grant_id IS NULL)', [before]);
       removed += await sql.count('DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < $1', [before]);

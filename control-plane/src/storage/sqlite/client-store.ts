@@ -57,7 +57,7 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       ),
     listGateways: () =>
       runner.run((db) =>
-        (db.prepare("SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.gateway') IS NOT NULL ORDER BY created_at, client_id").all() as ClientRow[]).map(fromRow),
+        (cached(db, "SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.gateway') IS NOT NULL ORDER BY created_at, client_id").all() as ClientRow[]).map(fromRow),
       ),
     allRedirectUris: () =>
       runner.run((db) => {
@@ -66,12 +66,12 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       }),
     inPlaceRedirectUris: () =>
       runner.run((db) => {
-        const rows = db.prepare("SELECT metadata FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1").all() as Array<{ metadata: string }>;
+        const rows = cached(db, "SELECT metadata FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1").all() as Array<{ metadata: string }>;
         return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
       }),
     findByRedirectUri: (uri) =>
       runner.run((db) =>
-        (db.prepare(`SELECT DISTINCT c.* FROM oidc_clients c, json_each(c.metadata, '$.redirect_uris') r WHERE r.value = ? ORDER BY c.created_at, c.client_id`)
+        (cached(db, `SELECT DISTINCT c.* FROM oidc_clients c, json_each(c.metadata, '$.redirect_uris') r WHERE r.value = ? ORDER BY c.created_at, c.client_id`)
           .all(uri) as ClientRow[]).map(fromRow),
       ),
   };

@@ -40,7 +40,7 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
         (cached(db, `SELECT * FROM sessions WHERE identity_id = @identityId AND ${LIVE} ORDER BY created_at, session_id`).all({ identityId, now }) as SessionRow[]).map(fromRow),
       ),
     isLive: (sessionId, now) =>
-      runner.run((db) => db.prepare(`SELECT 1 AS live FROM sessions WHERE session_id = @sessionId AND ${LIVE}`).get({ sessionId, now }) !== undefined),
+      runner.run((db) => cached(db, `SELECT 1 AS live FROM sessions WHERE session_id = @sessionId AND ${LIVE}`).get({ sessionId, now }) !== undefined),
     touch: (sessionId, at, idleExpiresAt) =>
       runner.run((db) => {
         // The idle expiry never outgrows the absolute one.
@@ -63,7 +63,7 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
       ),
     listRevokedForClient: (clientId, since, limit) =>
       runner.run((db) =>
-        (db.prepare(`SELECT s.session_id AS id FROM sessions s
+        (cached(db, `SELECT s.session_id AS id FROM sessions s
              WHERE s.revoked_at >= @since AND EXISTS (SELECT 1 FROM oidc_grants g WHERE g.session_id = s.session_id AND g.client_id = @clientId)
              ORDER BY s.revoked_at DESC, s.session_id LIMIT @limit`)
           .all({ clientId, since, limit }) as Array<{ id: string }>).map((row) => row.id),
