@@ -42,6 +42,17 @@ export function loadGatewayConfig(options: LoadOptions = {}): GatewayConfig {
   return load('gateway', options) as GatewayConfig;
 }
 
+/**
+ * The operator's admin token for commands that call a running control plane's admin API
+ * (`keyplane accounts`): the same variable the control plane reads, never a flag (flags show up
+ * in process listings). Undefined when unset or empty.
+ */
+export function readAdminToken(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const name = (schemas['control-plane'].properties['adminToken'] as { env?: string }).env!;
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
 /** Every key with its default, as the schema declares them. */
 export function defaultsOf(kind: ConfigKind): Record<string, unknown> {
   return collectDefaults(schemas[kind]) as Record<string, unknown>;

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../config/load.js';
 import { MigrationError } from '../../control-plane/src/storage/migration-error.js';
+import { accountsCommands } from './commands/accounts.js';
 import { backupCommand } from './commands/backup.js';
 import { controlPlaneCommand } from './commands/control-plane.js';
 import { gatewayCommand } from './commands/gateway.js';
@@ -27,6 +28,7 @@ migrateCommand(program);
 keysCommand(program);
 receiptCommand(program);
 ledgerCommand(program);
+accountsCommands(program);
 
 try {
   await program.parseAsync(process.argv);

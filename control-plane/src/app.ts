@@ -12,6 +12,7 @@ import { sessionPlugin } from './plugins/session.js';
 import { loggerOptions } from './logging.js';
 import authPageRoutes from './routes/auth-page/index.js';
 import accountRoutes from './routes/account/index.js';
+import adminRoutes from './routes/admin/index.js';
 import assetRoutes from './routes/assets/index.js';
 import passkeyRoutes from './routes/passkeys/index.js';
 import stepUpRoutes from './routes/step-up/index.js';
@@ -98,6 +99,7 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(passkeyRoutes);
   await app.register(stepUpRoutes);
   await app.register(accountRoutes);
+  await app.register(adminRoutes);
   await app.register(receiptRoutes);
   await app.register(clientRoutes);
   await app.register(oidcRoutes);

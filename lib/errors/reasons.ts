@@ -65,6 +65,8 @@ export const REASONS = {
   unknown_passkey: { status: 404, description: 'The account has no passkey with this credential id.' },
   unknown_session: { status: 404, description: 'The account has no live session with this identifier.' },
   unknown_device: { status: 404, description: 'The account has no device with this id in its ledger.' },
+  account_disabled: { status: 403, description: 'An operator disabled this account: it cannot sign in, and its sessions and grants stopped working.' },
+  confirmation_mismatch: { status: 400, description: 'Deleting the account needs `confirm` set to the account\'s current username.' },
   insufficient_assurance: { status: 403, description: 'The session\'s assurance is too low for this action; step up at `/auth/step-up` first.' },
   // TOTP, recovery codes, email addresses and magic links (issue 3)
   totp_required: { status: 401, description: 'TOTP is active on the account: this step needs its current 6-digit code.' },

@@ -18,6 +18,10 @@ export type DomainEvent =
   // passkey accounts, sessions and devices (issue 3); see docs/events.md
   | (EventBase & { type: 'account.created'; identityId: string; founder: boolean; credId: string })
   | (EventBase & { type: 'account.renamed'; identityId: string })
+  // account lifecycle: an operator's pause, and deletion by the user or an operator (docs/accounts.md)
+  | (EventBase & { type: 'account.disabled'; identityId: string; by: 'admin'; sessions: number; grants: number })
+  | (EventBase & { type: 'account.enabled'; identityId: string; by: 'admin' })
+  | (EventBase & { type: 'account.deleted'; identityId: string; by: 'self' | 'admin'; clients: number })
   | (EventBase & { type: 'session.started'; identityId: string; sessionId: string; deviceId: string; method: 'passkey' | 'recovery' | 'email'; assurance: 'recovery' | 'email' | 'passkey' })
   | (EventBase & { type: 'session.ended'; identityId: string; sessionId: string })
   | (EventBase & { type: 'session.revoked'; identityId: string; sessionId: string; by: string })

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
+import { isAccountActive } from '../accounts/lifecycle.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
 import { cookieOptions, ensureDeviceId, fedcmCookieName, fedcmCookieOptions, sessionCookieName } from './cookies.js';
 import { endGrantsOfSessions } from '../grants/end-grants.js';
@@ -34,6 +36,8 @@ export async function startSession(
   const now = app.kp.now();
   const { lifetimes } = app.kp.config;
   const deviceId = input.deviceId ?? ensureDeviceId(app, request, reply);
+  // Every sign-in (passkey, backup code, magic link) ends here, so this one check covers them all.
+  if (!(await isAccountActive(tx, input.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const previous = request.kp.session;
   if (previous) {
     await tx.sessions.revoke(previous.identityId, previous.id, now);

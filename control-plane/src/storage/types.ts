@@ -59,7 +59,19 @@ export interface IdentityStore {
   setPreferences(identityId: string, preferences: Record<string, string>, at: number): Promise<void>;
   count(): Promise<number>;
   founderExists(): Promise<boolean>;
+  /** The account's state; null when there is no such identity (never was, or deleted). */
+  state(identityId: string): Promise<AccountState | null>;
+  /** Sets the state; false when the identity is unknown or already in that state. */
+  setState(identityId: string, state: AccountState, at: number): Promise<boolean>;
+  /**
+   * Deletes the identity with everything that hangs on it by foreign key: names and aliases (the
+   * username is free again), passkeys, sessions, devices, TOTP, recovery codes, emails, links.
+   */
+  remove(identityId: string): Promise<boolean>;
 }
+
+/** `active`, or `disabled` by an operator: a disabled account cannot sign in and none of its grants work. */
+export type AccountState = 'active' | 'disabled';
 
 export interface StoredCredential {
   /** base64url credential id. */
@@ -132,6 +144,8 @@ export interface SessionStore {
    * ID tokens named), newest revocation first, at most `limit`: a gateway's deny list.
    */
   listRevokedForClient(clientId: string, since: number, limit: number): Promise<string[]>;
+  /** Revokes every live session of the account; returns how many. */
+  revokeAll(identityId: string, at: number): Promise<number>;
 }
 
 export interface Device {
@@ -425,6 +439,10 @@ export interface OidcStore {
   approvedClients(identityId: string): Promise<string[]>;
   /** Forgets the account's approval of the client; false when there was none. */
   removeApproval(identityId: string, clientId: string): Promise<boolean>;
+  /** Revokes every live grant (refresh family) of the account; returns how many. */
+  revokeGrantsOf(identityId: string, at: number): Promise<number>;
+  /** Deletes the account's codes, grants (with their refresh tokens) and approvals. */
+  forgetIdentity(identityId: string): Promise<void>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */
   purgeExpired(before: number): Promise<number>;
 }

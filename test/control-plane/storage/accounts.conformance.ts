@@ -101,6 +101,37 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.equal(await s.sessions.isLive('nope', 151), false);
     t.equal(await s.sessions.revokeDevice('usr_a', 'd1', 160), 1, 'revokes the device\'s remaining live session');
     t.same((await s.sessions.listLive('usr_a', 161)).map((x) => x.sessionId), ['s3']);
+    t.equal(await s.sessions.revokeAll('usr_b', 162), 0, 'only the account\'s own sessions');
+    t.equal(await s.sessions.revokeAll('usr_a', 162), 1);
+    t.same(await s.sessions.listLive('usr_a', 163), []);
+  });
+
+  t.test('identity store: account state, and deletion that takes everything hanging on the identity', async (t) => {
+    const s = await open();
+    await s.identities.create(identity('usr_a', 'ada'));
+    t.equal(await s.identities.state('usr_a'), 'active', 'a new account is active');
+    t.equal(await s.identities.state('usr_x'), null);
+    t.ok(await s.identities.setState('usr_a', 'disabled', 20));
+    t.notOk(await s.identities.setState('usr_a', 'disabled', 21), 'already disabled');
+    t.notOk(await s.identities.setState('usr_x', 'disabled', 21), 'unknown identity');
+    t.equal(await s.identities.state('usr_a'), 'disabled');
+    t.ok(await s.identities.setState('usr_a', 'active', 22));
+    t.ok(await s.identities.rename('usr_a', 'ada2', 23));
+    await s.credentials.insert({ credId: 'c1', identityId: 'usr_a', publicKey: new Uint8Array([1]), counter: 0, transports: [], backupEligible: true, backedUp: true, label: 'x', createdAt: 1, lastUsedAt: null });
+    await s.sessions.insert({
+      sessionId: 's1', tokenHash: 'h1', identityId: 'usr_a', deviceId: 'd1', assurance: 'passkey', amr: [], authTime: 1, stepUpAt: null, credId: null,
+      createdAt: 1, lastSeenAt: 1, idleExpiresAt: 100, absoluteExpiresAt: 100, revokedAt: null,
+    });
+    await s.devices.upsert('usr_a', 'd1', 1);
+    t.ok(await s.identities.remove('usr_a'));
+    t.notOk(await s.identities.remove('usr_a'), 'removing twice finds nothing');
+    t.equal(await s.identities.get('usr_a'), null);
+    t.equal(await s.identities.state('usr_a'), null);
+    t.equal(await s.credentials.get('c1'), null);
+    t.equal(await s.sessions.findLive('h1', 2), null);
+    t.same(await s.devices.list('usr_a'), []);
+    t.ok(await s.identities.create(identity('usr_b', 'ada')), 'the name and its aliases are free again');
+    t.ok(await s.identities.create(identity('usr_c', 'ada2')));
   });
 
   t.test('device store: upsert keeps first seen, per identity', async (t) => {

@@ -40,6 +40,29 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     t.equal((await storage.oidc.getGrant('gr_1'))?.revokedAt, 3000);
   });
 
+  t.test('an account\'s grants revoke together and its codes, grants, tokens and approvals can be forgotten', async (t) => {
+    const storage = await open();
+    await storage.oidc.insertGrant(grant('gr_1', 1000));
+    await storage.oidc.insertGrant(grant('gr_2', 1000));
+    await storage.oidc.insertGrant({ ...grant('gr_3', 1000), identityId: 'usr_2' });
+    await storage.oidc.revokeGrant('gr_2', 1500);
+    t.equal(await storage.oidc.revokeGrantsOf('usr_1', 2000), 1, 'only live grants');
+    t.equal((await storage.oidc.getGrant('gr_1'))?.revokedAt, 2000);
+    t.equal((await storage.oidc.getGrant('gr_2'))?.revokedAt, 1500);
+    t.equal((await storage.oidc.getGrant('gr_3'))?.revokedAt, null, 'another account\'s grant stays');
+    await storage.oidc.insertRefreshToken({ tokenHash: 'r1', grantId: 'gr_1', dpopJkt: null, createdAt: 1000, idleExpiresAt: 5000, usedAt: null });
+    await storage.oidc.insertCode(code('c1', 1000));
+    await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid'], resources: [] }, 1000);
+    await storage.oidc.recordApproval('usr_2', 'cl_1', { scopes: ['openid'], resources: [] }, 1000);
+    await storage.oidc.forgetIdentity('usr_1');
+    t.equal(await storage.oidc.getGrant('gr_1'), null);
+    t.equal(await storage.oidc.findRefreshToken('r1'), null);
+    t.same(await storage.oidc.consumeCode('c1', 2000), { status: 'unknown' });
+    t.equal(await storage.oidc.approval('usr_1', 'cl_1'), null);
+    t.same(await storage.oidc.approval('usr_2', 'cl_1'), { scopes: ['openid'], resources: [] });
+    t.ok(await storage.oidc.getGrant('gr_3'));
+  });
+
   t.test('a session\'s end revokes its grants (offline ones excepted) and drops its pending codes; a client\'s revocation revokes all of its grants', async (t) => {
     const storage = await open();
     await storage.oidc.insertGrant(grant('gr_a', 1000));

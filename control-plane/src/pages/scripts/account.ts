@@ -59,8 +59,23 @@ const forms = {
   },
 };
 
+async function deleteAccount(data) {
+  if (!confirm('Delete your account for good? This cannot be undone.')) return;
+  try {
+    await call('POST', '/account/delete', { confirm: data.get('confirm') });
+    say(status, 'Your account was deleted.');
+    location.assign('/auth');
+  } catch (error) {
+    say(status, describe(error), true);
+  }
+}
+
 document.addEventListener('submit', (event) => {
   const form = event.target;
+  if (form.dataset.form === 'delete-account') {
+    event.preventDefault();
+    return deleteAccount(new FormData(form));
+  }
   const send = forms[form.dataset.form];
   if (!send) return;
   event.preventDefault();

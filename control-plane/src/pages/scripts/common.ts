@@ -24,6 +24,8 @@ const MESSAGES = {
   display_name_invalid: 'Display names are up to 64 characters.',
   invalid_preferences: 'One of the preferences has a value this server does not know.',
   insufficient_assurance: 'Please confirm it is you first (step up).',
+  confirmation_mismatch: 'Type your username exactly to confirm.',
+  account_disabled: 'This account is disabled. Ask the operator of this server.',
   rate_limited: 'Too many attempts. Wait a minute and try again.',
   locked_out: 'Too many wrong codes. Try again later.',
   totp_required: 'Enter the 6-digit code from your authenticator app.',

@@ -3,7 +3,8 @@ import { mergePreferences, type Preferences } from '../../../../lib/accounts/pre
 import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '../../../../lib/accounts/username.js';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
-import { requireSession } from '../../plugins/session.js';
+import { requireAssurance, requireSession } from '../../plugins/session.js';
+import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import { errorResponses, okObject } from '../schemas.js';
@@ -172,6 +173,21 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     return { ok: true, sessions: result.sessions, ...(result.receipt ? { receipt: result.receipt } : {}) };
   });
 
+  app.post('/account/delete', {
+    onRequest: requireAssurance('sensitive'),
+    schema: {
+      tags: ['accounts'],
+      summary: 'Delete this account (sensitive session; `confirm` is the username): passkeys, TOTP, backup codes, e-mails, sessions, grants and personal clients go; receipts keep only the pseudonymous id',
+      security: session,
+      body: { type: 'object', required: ['confirm'], properties: { confirm: { type: 'string', maxLength: 200 } } },
+      response: receiptOnly,
+    },
+  }, async (request, reply) => {
+    const { receipt } = await deleteOwnAccount(app.kp, request.kp.session!.identityId, (request.body as { confirm: string }).confirm);
+    clearSessionCookie(app, reply);
+    return { ok: true, ...(receipt ? { receipt } : {}) };
+  });
+
   app.post('/auth/signout', {
     schema: { tags: ['accounts'], summary: 'Sign out: ends this session and clears its cookie', security: session, response: receiptOnly },
   }, async (request, reply) => {
@@ -250,6 +266,14 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 <label for="pref-lang">Language</label>
 <input id="pref-lang" name="lang" value="${prefs['lang'] ?? ''}" placeholder="en" autocapitalize="none" spellcheck="false">
 <button type="submit">Save preferences</button>
+</form>
+
+<h2 id="delete-h">Delete my account</h2>
+<form data-form="delete-account" aria-labelledby="delete-h" aria-describedby="delete-help">
+<p id="delete-help">This deletes your passkeys, authenticator app, backup codes, e-mail addresses, sessions, the sign-ins you gave apps and the apps you registered. It cannot be undone. Receipts of past events stay, naming only your account id, never your name.${assurance === 'sensitive' ? '' : html` First <a href="/auth/step-up?return=/account">confirm it is you</a>.`}</p>
+<label for="delete-confirm">To confirm, type your username: <strong>${view.username}</strong></label>
+<input id="delete-confirm" name="confirm" required autocomplete="off" autocapitalize="none" spellcheck="false">
+<button type="submit">Delete my account</button>
 </form>`;
 }
 

@@ -6,6 +6,7 @@ import { oauthError, oauthFields } from '../../../../lib/oauth/errors.js';
 import { parseScope } from '../../../../lib/oauth/scope.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient } from '../../storage/types.js';
+import { isAccountActive } from '../../accounts/lifecycle.js';
 import { anyObject, errorResponses } from '../schemas.js';
 import { authenticateClient } from './client-auth.js';
 import { checkDpopHeader, readBody } from './token.js';
@@ -162,6 +163,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
     const refresh = await storage.oidc.findRefreshToken(sha256Hex(token));
     const grant = await storage.oidc.getGrant(found.grantId);
     if (!refresh || !grant || grant.revokedAt !== null || refresh.usedAt !== null || refresh.idleExpiresAt <= now || grant.expiresAt <= now) return inactive;
+    if (!(await isAccountActive(storage, grant.identityId))) return inactive;
     if (!mayIntrospect(client, grant.clientId, [])) return inactive;
     return {
       ok: true, active: true, token_type: 'refresh_token', iss: config.issuer, sub: grant.identityId, client_id: grant.clientId, scope: grant.scope,

@@ -17,6 +17,7 @@ import { errorResponses } from '../schemas.js';
 import { authenticateClient } from './client-auth.js';
 import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
 import { mintTokens } from './tokens.js';
+import { isAccountActive } from '../../accounts/lifecycle.js';
 
 const tokenResponse = {
   type: 'object',
@@ -144,6 +145,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the authorization code was used already; tokens issued from it are revoked');
     }
     const stored = consumed.code;
+    if (!(await isAccountActive(storage, stored.identityId))) throw oauthError('invalid_grant', 'the account is disabled or deleted');
     checkCodeExchange(stored, {
       clientId: client.clientId, redirectUri, verifier, proofJkt: proof?.jkt ?? null, now,
       sessionLive: await storage.sessions.isLive(stored.sessionId, now),
@@ -201,6 +203,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       throw oauthError('invalid_grant', 'the refresh token is bound to a DPoP key: send a proof made with that key');
     }
     if (grant.revokedAt !== null) throw oauthError('invalid_grant', 'the refresh token was revoked');
+    if (!(await isAccountActive(storage, grant.identityId))) throw oauthError('invalid_grant', 'the account is disabled or deleted');
     // Also before it is used up: a request the grant does not allow leaves the token working.
     const granted = parseScope(grant.scope);
     const requested = body.scope === undefined ? granted : parseScope(body.scope);

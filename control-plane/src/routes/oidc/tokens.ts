@@ -7,6 +7,7 @@ import { signAccessToken, signIdToken } from '../../../../lib/tokens/sign-token.
 import { randomToken } from '../../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../../context.js';
 import type { StoredGrant } from '../../storage/types.js';
+import { isAccountActive } from '../../accounts/lifecycle.js';
 import { agentGrantStands } from '../../agents/grants.js';
 
 /**
@@ -143,6 +144,7 @@ export async function verifyAccessToken(app: FastifyInstance, token: string): Pr
   } else {
     const grant = grantId ? await app.kp.storage.oidc.getGrant(grantId) : null;
     if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id) throw fail('invalid_token', 'the access token was revoked');
+    if (!(await isAccountActive(app.kp.storage, grant.identityId))) throw fail('invalid_token', 'the account is disabled or deleted');
   }
   if (await app.kp.storage.oidc.isAccessTokenRevoked(claims.jti)) throw fail('invalid_token', 'the access token was revoked');
   return claims;

@@ -1,5 +1,5 @@
 import { identityFromRow, identityToRow, type IdentityRow } from '../rows.js';
-import type { IdentityStore } from '../types.js';
+import type { AccountState, IdentityStore } from '../types.js';
 import { Rollback, insertOf, type Sql } from './sql.js';
 
 const CLAIM = 'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES ($1, $2, 1, $3) ON CONFLICT (name) DO NOTHING';
@@ -42,5 +42,10 @@ export function postgresIdentityStore(sql: Sql): IdentityStore {
     },
     count: async () => (await sql.rows<{ n: number }>('SELECT count(*) AS n FROM identities'))[0]!.n,
     founderExists: async () => (await sql.rows('SELECT 1 FROM identities WHERE founder = 1')).length > 0,
+    state: async (identityId) => (await sql.rows<{ state: AccountState }>('SELECT state FROM identities WHERE identity_id = $1', [identityId]))[0]?.state ?? null,
+    setState: async (identityId, state, at) =>
+      (await sql.count('UPDATE identities SET state = $2, updated_at = $3 WHERE identity_id = $1 AND state <> $2', [identityId, state, at])) === 1,
+    // Names, aliases, passkeys, sessions, devices, TOTP, recovery codes, emails and links go by ON DELETE CASCADE.
+    remove: async (identityId) => (await sql.count('DELETE FROM identities WHERE identity_id = $1', [identityId])) === 1,
   };
 }

@@ -85,6 +85,15 @@ export function postgresOidcStore(sql: Sql): OidcStore {
     approvedClients: async (identityId) =>
       (await sql.rows<{ client_id: string }>('SELECT client_id FROM oidc_approvals WHERE identity_id = $1 ORDER BY client_id', [identityId])).map((row) => row.client_id),
     removeApproval: async (identityId, clientId) => (await sql.count('DELETE FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId])) > 0,
+    revokeGrantsOf: (identityId, at) => sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE identity_id = $1 AND revoked_at IS NULL', [identityId, at]),
+    forgetIdentity: async (identityId) => {
+      await sql.atomic(async (tx) => {
+        await tx.count('DELETE FROM oidc_codes WHERE identity_id = $1', [identityId]);
+        // Refresh tokens go with their grant (ON DELETE CASCADE).
+        await tx.count('DELETE FROM oidc_grants WHERE identity_id = $1', [identityId]);
+        await tx.count('DELETE FROM oidc_approvals WHERE identity_id = $1', [identityId]);
+      });
+    },
     purgeExpired: async (before) => {
       let removed = await sql.count('DELETE FROM oidc_codes WHERE expires_at < $1 AND (consumed_at IS NULL OR grant_id IS NULL)', [before]);
       removed += await sql.count('DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < $1', [before]);

@@ -27,6 +27,7 @@ export function postgresSessionStore(sql: Sql): SessionStore {
     },
     revoke: async (identityId, sessionId, at) =>
       (await sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND session_id = $3 AND ${LIVE}`, [identityId, at, sessionId])) === 1,
+    revokeAll: (identityId, at) => sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND ${LIVE}`, [identityId, at]),
     revokeDevice: (identityId, deviceId, at) =>
       sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND device_id = $3 AND ${LIVE}`, [identityId, at, deviceId]),
     listRevokedForClient: async (clientId, since, limit) =>

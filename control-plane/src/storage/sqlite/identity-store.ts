@@ -1,4 +1,4 @@
-import type { Identity, IdentityStore } from '../types.js';
+import type { AccountState, Identity, IdentityStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { identityFromRow as fromRow, type IdentityRow } from '../rows.js';
 
@@ -67,5 +67,10 @@ export function sqliteIdentityStore(runner: Runner): IdentityStore {
       }),
     count: () => runner.run((db) => (cached(db, 'SELECT COUNT(*) AS n FROM identities').get() as { n: number }).n),
     founderExists: () => runner.run((db) => cached(db, 'SELECT 1 FROM identities WHERE founder = 1').get() !== undefined),
+    state: (identityId) =>
+      runner.run((db) => (cached(db, 'SELECT state FROM identities WHERE identity_id = ?').get(identityId) as { state: AccountState } | undefined)?.state ?? null),
+    setState: (identityId, state, at) =>
+      runner.run((db) => cached(db, 'UPDATE identities SET state = ?, updated_at = ? WHERE identity_id = ? AND state <> ?').run(state, at, identityId, state).changes === 1),
+    remove: (identityId) => runner.run((db) => cached(db, 'DELETE FROM identities WHERE identity_id = ?').run(identityId).changes === 1),
   };
 }

@@ -101,6 +101,15 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
         const row = cached(db, 'SELECT scope, resources FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string; resources: string } | undefined;
         return row ? approvalFromRow(row) : null;
       }),
+    revokeGrantsOf: (identityId, at) =>
+      runner.run((db) => cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE identity_id = ? AND revoked_at IS NULL').run(at, identityId).changes),
+    forgetIdentity: (identityId) =>
+      runner.run((db) => {
+        cached(db, 'DELETE FROM oidc_codes WHERE identity_id = ?').run(identityId);
+        // Refresh tokens go with their grant (ON DELETE CASCADE).
+        cached(db, 'DELETE FROM oidc_grants WHERE identity_id = ?').run(identityId);
+        cached(db, 'DELETE FROM oidc_approvals WHERE identity_id = ?').run(identityId);
+      }),
     approvedClients: (identityId) =>
       runner.run((db) => (cached(db, 'SELECT client_id FROM oidc_approvals WHERE identity_id = ? ORDER BY client_id').all(identityId) as Array<{ client_id: string }>).map((row) => row.client_id)),
     removeApproval: (identityId, clientId) =>

@@ -56,6 +56,8 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
         cached(db, `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND session_id = @sessionId AND ${LIVE}`)
           .run({ at, identityId, sessionId, now: at }).changes === 1,
       ),
+    revokeAll: (identityId, at) =>
+      runner.run((db) => cached(db, `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND ${LIVE}`).run({ at, identityId, now: at }).changes),
     revokeDevice: (identityId, deviceId, at) =>
       runner.run((db) =>
         cached(db, `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND device_id = @deviceId AND ${LIVE}`)

@@ -1,0 +1,109 @@
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { AccountState, Stores } from '../storage/types.js';
+
+/** What the account lifecycle needs: storage, the event bus (receipts) and the clock. */
+export type AccountServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
+
+export interface AccountSummary {
+  identityId: string;
+  username: string;
+  state: AccountState;
+}
+
+export interface AccountChange {
+  account: AccountSummary;
+  /** False when the account was in the asked state already (nothing recorded). */
+  changed: boolean;
+  receipt?: string;
+}
+
+async function summaryOf(tx: Stores, identityId: string): Promise<AccountSummary | null> {
+  const identity = await tx.identities.get(identityId);
+  const state = identity ? await tx.identities.state(identityId) : null;
+  return identity && state ? { identityId, username: identity.username, state } : null;
+}
+
+function unknownAccount(): never {
+  throw fail('not_found', 'no account has this id or username');
+}
+
+/**
+ * Finds an account by identity id or by username (a previous username, kept as an alias, works
+ * too). An identity id is tried first: ids and usernames come from the same alphabet.
+ */
+export async function findAccount(services: Pick<AccountServices, 'storage'>, ref: string): Promise<AccountSummary> {
+  if (ref.length === 0 || ref.length > 100) unknownAccount();
+  const byId = await summaryOf(services.storage, ref);
+  if (byId) return byId;
+  const byName = await services.storage.identities.findByUsername(ref.toLowerCase());
+  return (byName && (await summaryOf(services.storage, byName.identityId))) || unknownAccount();
+}
+
+/** True when the account exists and is not disabled: checked on every sign-in and every grant. */
+export async function isAccountActive(storage: Pick<Stores, 'identities'>, identityId: string): Promise<boolean> {
+  return (await storage.identities.state(identityId)) === 'active';
+}
+
+/**
+ * An operator's pause: the account can no longer sign in, every session ends and every grant
+ * (refresh family, and with it the access tokens issued under it) is revoked at once, so
+ * enabling it again brings none of them back.
+ */
+export async function disableAccount(services: AccountServices, identityId: string): Promise<AccountChange> {
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
+    const account = (await summaryOf(tx, identityId)) ?? unknownAccount();
+    if (!(await tx.identities.setState(identityId, 'disabled', now))) return { account, changed: false };
+    const sessions = await tx.sessions.revokeAll(identityId, now);
+    const grants = await tx.oidc.revokeGrantsOf(identityId, now);
+    const { receipt } = await services.events.record(tx, { type: 'account.disabled', at: now, outcome: 'success', identityId, by: 'admin', sessions, grants });
+    return { account: { ...account, state: 'disabled' }, changed: true, ...(receipt ? { receipt } : {}) };
+  });
+}
+
+/** Lifts the pause: the user can sign in again (nothing that was ended comes back). */
+export async function enableAccount(services: AccountServices, identityId: string): Promise<AccountChange> {
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
+    const account = (await summaryOf(tx, identityId)) ?? unknownAccount();
+    if (!(await tx.identities.setState(identityId, 'active', now))) return { account, changed: false };
+    const { receipt } = await services.events.record(tx, { type: 'account.enabled', at: now, outcome: 'success', identityId, by: 'admin' });
+    return { account: { ...account, state: 'active' }, changed: true, ...(receipt ? { receipt } : {}) };
+  });
+}
+
+/**
+ * Deletes the account in one transaction: its personal clients (each with `client.deleted`),
+ * its codes, grants, refresh tokens and approvals, then the identity row, which takes passkeys,
+ * TOTP, recovery codes, emails, links, sessions, devices and usernames with it. Receipts stay:
+ * they name the account only by its pseudonymous identity id.
+ */
+export async function deleteAccount(services: AccountServices, identityId: string, by: 'self' | 'admin'): Promise<{ identityId: string; receipt?: string }> {
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
+    if (!(await tx.identities.get(identityId))) unknownAccount();
+    const clients = await tx.clients.listByOwner(identityId);
+    for (const client of clients) {
+      await tx.clients.remove(client.clientId);
+      await services.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId: client.clientId });
+    }
+    await tx.oidc.forgetIdentity(identityId);
+    await tx.identities.remove(identityId);
+    const { receipt } = await services.events.record(tx, { type: 'account.deleted', at: now, outcome: 'success', identityId, by, clients: clients.length });
+    return { identityId, ...(receipt ? { receipt } : {}) };
+  });
+}
+
+/**
+ * The user's own deletion: `confirm` must be the account's current username (case-folded), so a
+ * stray click or a forged request without it deletes nothing.
+ */
+export async function deleteOwnAccount(services: AccountServices, identityId: string, confirm: unknown): Promise<{ identityId: string; receipt?: string }> {
+  const identity = await services.storage.identities.get(identityId);
+  if (!identity) unknownAccount();
+  if (typeof confirm !== 'string' || confirm.trim().toLowerCase() !== identity.username) {
+    throw fail('confirmation_mismatch', 'type your username to confirm the deletion');
+  }
+  return deleteAccount(services, identityId, 'self');
+}
