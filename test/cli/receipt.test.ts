@@ -6,7 +6,7 @@ import { Database } from '../../control-plane/src/storage/sqlite/driver.js';
 import type { FastifyInstance } from 'fastify';
 import { buildCheckpointPayload, decodeCheckpoint, signCheckpoint } from '../../lib/ledger/checkpoint.js';
 import { verifyReceiptCommand } from '../../cli/src/commands/receipt.js';
-import { auditLedger } from '../../cli/src/commands/ledger.js';
+import { auditLedger } from '../../control-plane/src/ledger/audit-ledger.js';
 import { CliError } from '../../cli/src/exit.js';
 import { DATABASE_FILE } from '../../control-plane/src/storage/sqlite/database.js';
 import { build, tempDir } from '../helpers/build.js';

@@ -16,7 +16,7 @@ export async function postgresAvailability(): Promise<{ run: true } | { run: fal
     return { run: true };
   } catch (error) {
     const reason = `PostgreSQL at ${POSTGRES_URL} does not answer (${(error as Error).message})`;
-    if (process.env['KEYPLANE_REQUIRE_ALL'] === '1') throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`);
+    if (process.env['KEYPLANE_REQUIRE_ALL'] === '1') throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`, { cause: error });
     return { run: false, reason };
   } finally {
     await probe.end().catch(() => undefined);

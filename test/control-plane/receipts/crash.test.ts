@@ -7,7 +7,7 @@ import { createLocalJWKSet } from 'jose';
 import { decodeCheckpoint } from '../../../lib/ledger/checkpoint.js';
 import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
 import { verifyReceiptProof } from '../../../lib/ledger/verify-receipt.js';
-import { auditLedger } from '../../../cli/src/commands/ledger.js';
+import { auditLedger } from '../../../control-plane/src/ledger/audit-ledger.js';
 import { DATABASE_FILE } from '../../../control-plane/src/storage/sqlite/database.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLocalJWKSet } from 'jose';
-import { auditLedger } from '../../../cli/src/commands/ledger.js';
+import { auditLedger } from '../../../control-plane/src/ledger/audit-ledger.js';
 import { openPostgresStorage } from '../../../control-plane/src/storage/postgres/index.js';
 import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
 import { verifyReceiptProof } from '../../../lib/ledger/verify-receipt.js';

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { createLocalJWKSet } from 'jose';
-import { auditLedger } from '../../../cli/src/commands/ledger.js';
+import { auditLedger } from '../../../control-plane/src/ledger/audit-ledger.js';
 import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
 import { RedisSharedState } from '../../../lib/runtime/shared-state/redis.js';
 import { build, type Built } from '../../helpers/build.js';

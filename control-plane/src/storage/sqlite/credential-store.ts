@@ -1,4 +1,4 @@
-import type { CredentialStore, CredentialSummary, StoredCredential } from '../types.js';
+import type { CredentialStore, StoredCredential } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { CREDENTIAL_SUMMARY_COLUMNS as SUMMARY_COLUMNS, credentialSummaryFromRow as summaryOf, type CredentialRow } from '../rows.js';
 

@@ -1,6 +1,6 @@
 import type { Device, DeviceStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
-import { deviceFromRow, type DeviceRow } from '../rows.js';
+import { type DeviceRow } from '../rows.js';
 
 export function sqliteDeviceStore(runner: Runner): DeviceStore {
   return {

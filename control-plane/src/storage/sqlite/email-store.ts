@@ -1,4 +1,4 @@
-import type { EmailStore, StoredEmail } from '../types.js';
+import type { EmailStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { emailFromRow as fromRow, type EmailRow } from '../rows.js';
 

@@ -1,4 +1,4 @@
-import type { GatewayStore, IssuedGatewayConfig, StoredGatewayEvidence } from '../types.js';
+import type { GatewayStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { evidenceFromRow, gatewayConfigFromRow as configFromRow, type ConfigRow, type EvidenceRow } from '../rows.js';
 

@@ -1,4 +1,4 @@
-import type { AccountState, Identity, IdentityStore } from '../types.js';
+import type { AccountState, IdentityStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { identityFromRow as fromRow, type IdentityRow } from '../rows.js';
 

@@ -1,4 +1,4 @@
-import type { KeyState, KeyStore, StoredSigningKey } from '../types.js';
+import type { KeyState, KeyStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { keyFromRow as fromRow, type KeyRow } from '../rows.js';
 

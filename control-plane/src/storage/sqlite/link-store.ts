@@ -1,4 +1,4 @@
-import type { LinkStore, StoredLink } from '../types.js';
+import type { LinkStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { linkFromRow as fromRow, type LinkRow } from '../rows.js';
 

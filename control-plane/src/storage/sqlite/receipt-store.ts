@@ -1,6 +1,6 @@
 import { canonicalJson } from '../../../../lib/ledger/canonical-json.js';
 import { treeKeyOf } from '../../../../lib/ledger/receipt.js';
-import type { PlacedKey, ReceiptStore, StoredCheckpoint, StoredReceipt } from '../types.js';
+import type { PlacedKey, ReceiptStore } from '../types.js';
 import type { Sqlite } from './database.js';
 import type { Runner } from './serial-runner.js';
 import { checkpointFromRow, receiptFromRow, splitPath, type CheckpointRow, type ReceiptRow } from '../rows.js';

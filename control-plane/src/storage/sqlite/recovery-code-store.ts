@@ -1,4 +1,4 @@
-import type { RecoveryCodeStore, StoredRecoveryCode } from '../types.js';
+import type { RecoveryCodeStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { recoveryFromRow as fromRow, type RecoveryRow } from '../rows.js';
 

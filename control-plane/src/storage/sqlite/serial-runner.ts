@@ -1,5 +1,5 @@
-import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from './database.js';
+import type { Statement } from './driver.js';
 
 /**
  * better-sqlite3 is synchronous, so a statement never interleaves with another; a transaction

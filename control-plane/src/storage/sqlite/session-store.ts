@@ -1,4 +1,4 @@
-import type { SessionAssurance, SessionStore, StoredSession } from '../types.js';
+import type { SessionStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { sessionFromRow as fromRow, type SessionRow } from '../rows.js';
 

@@ -1,4 +1,4 @@
-import type { StoredTotp, TotpState, TotpStore } from '../types.js';
+import type { TotpStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { totpFromRow as fromRow, type TotpRow } from '../rows.js';
 
