@@ -40,6 +40,17 @@ export const controlPlaneSchema: Group = group('Control plane', {
   },
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,
+  databaseUrl: {
+    type: 'string', pattern: '^postgres(ql)?://', env: 'KEYPLANE_DATABASE_URL', flag: '--database', secret: true,
+    description: 'PostgreSQL URL (postgres://user:pass@host:5432/db) for durable state; several control planes may share it. Unset keeps embedded SQLite in the data dir.',
+  },
+  database: group('Durable storage', {
+    migrateOnStart: {
+      type: 'boolean', default: true,
+      description: 'Apply pending schema migrations when the control plane starts. Off: start refuses an outdated schema and `keyplane migrate` applies it.',
+    },
+    poolSize: { type: 'integer', minimum: 1, maximum: 200, default: 10, description: 'PostgreSQL connections each control plane keeps (unused with SQLite).' },
+  }),
   masterKey: {
     type: 'string', minLength: 32, env: 'KEYPLANE_MASTER_KEY', secret: true,
     description: 'Key (32 characters or more) that encrypts private keys and secrets at rest. Unset: a dev key is generated in the data dir (mode 0600) with a warning.',

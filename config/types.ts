@@ -8,6 +8,8 @@ export interface ControlPlaneSettings {
   issuer?: string;
   dataDir: string;
   redisUrl?: string;
+  databaseUrl?: string;
+  database: { migrateOnStart: boolean; poolSize: number };
   masterKey?: string;
   adminToken?: string;
   logLevel: LogLevel;

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../config/load.js';
-import { MigrationError } from '../../control-plane/src/storage/sqlite/database.js';
+import { MigrationError } from '../../control-plane/src/storage/migration-error.js';
 import { accountsCommands } from './commands/accounts.js';
 import { backupCommand } from './commands/backup.js';
 import { controlPlaneCommand } from './commands/control-plane.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { keysCommand } from './commands/keys.js';
 import { ledgerCommand } from './commands/ledger.js';
+import { migrateCommand } from './commands/migrate.js';
 import { receiptCommand } from './commands/receipt.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit.js';
@@ -23,6 +24,7 @@ controlPlaneCommand(program);
 gatewayCommand(program);
 upCommand(program);
 backupCommand(program);
+migrateCommand(program);
 keysCommand(program);
 receiptCommand(program);
 ledgerCommand(program);

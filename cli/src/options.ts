@@ -28,9 +28,10 @@ export function serverOptions(command: Command, kind: ConfigKind): Command {
     .option('--port <port>', `port to listen on; 0 picks a free one (default ${defaultPort})`);
 }
 
-/** The options of a command that works offline on a control plane's data directory (`keys`, `ledger`). */
+/** The options of a command that works offline on a control plane's storage (`keys`, `ledger`, `migrate`, `backup`). */
 export function dataDirOptions(command: Command): Command {
   return command
     .option('--config <file>', 'YAML config file')
-    .option('--data <dir>', 'data directory (default ./data)');
+    .option('--data <dir>', 'data directory (default ./data)')
+    .option('--database <url>', 'PostgreSQL URL (also KEYPLANE_DATABASE_URL); unset uses SQLite in the data directory');
 }

@@ -10,7 +10,7 @@ import { resolveMasterKey } from './keys/master-key.js';
 import { Ledger } from './ledger/ledger.js';
 import { createSecrets } from './keys/secrets.js';
 import { createMailer } from './mail/mailer.js';
-import { openSqliteStorage } from './storage/sqlite/index.js';
+import { openStorage, type StorageConfig } from './storage/open-storage.js';
 import type { Storage } from './storage/types.js';
 
 export interface OpenOptions {
@@ -32,7 +32,7 @@ export async function openControlPlaneServices(config: ControlPlaneConfig & { is
   if (master.devKeyFile) {
     options.warn?.(`KEYPLANE_MASTER_KEY is not set: using the generated dev key ${master.devKeyFile}. Set a master key in production.`);
   }
-  const storage: Storage = openSqliteStorage(config.dataDir);
+  const storage: Storage = await openStorage(config);
   let state: SharedState | undefined;
   try {
     state = options.state ?? (await openSharedState(config.redisUrl));
@@ -79,4 +79,19 @@ export async function openControlPlaneServices(config: ControlPlaneConfig & { is
     await storage.close();
     throw error;
   }
+}
+
+export interface OfflineServices {
+  config: ControlPlaneConfig;
+  storage: Storage;
+  close(): Promise<void>;
+}
+
+/**
+ * Storage for the offline CLI commands (keys, ledger audit): the same factory as the server, so
+ * they work on SQLite and PostgreSQL alike, without the key schedule, sealer or shared state.
+ */
+export async function openOfflineServices(config: ControlPlaneConfig & StorageConfig): Promise<OfflineServices> {
+  const storage = await openStorage(config);
+  return { config, storage, close: () => storage.close() };
 }

@@ -6,7 +6,7 @@ import { Database } from '../../control-plane/src/storage/sqlite/driver.js';
 import type { FastifyInstance } from 'fastify';
 import { buildCheckpointPayload, decodeCheckpoint, signCheckpoint } from '../../lib/ledger/checkpoint.js';
 import { verifyReceiptCommand } from '../../cli/src/commands/receipt.js';
-import { auditLedger } from '../../cli/src/commands/ledger.js';
+import { auditLedger } from '../../control-plane/src/ledger/audit-ledger.js';
 import { CliError } from '../../cli/src/exit.js';
 import { DATABASE_FILE } from '../../control-plane/src/storage/sqlite/database.js';
 import { build, tempDir } from '../helpers/build.js';
@@ -116,7 +116,7 @@ t.test('ledger audit names the first epoch whose root differs after a receipt ro
     byEpoch.push(hashes);
   }
   await cp.receipt();
-  const intact = await auditLedger(dir);
+  const intact = await auditLedger(cp.services.storage);
   t.same(intact, { epochs: 3, receipts: 12, pending: 1 });
 
   const db = new Database(join(dir, DATABASE_FILE));
@@ -127,5 +127,5 @@ t.test('ledger audit names the first epoch whose root differs after a receipt ro
   t.match(broken.stdout, /^ledger audit failed at epoch 2: root differs/);
   t.match(broken.stdout, new RegExp(`receipt ${byEpoch[1]![2]} now hashes to`));
   t.match(broken.stderr, /epoch 1: 4 receipts, root [0-9a-f]{64} ok/);
-  t.match((await auditLedger(dir)).failure, /^epoch 2: /, 'the same from the function');
+  t.match((await auditLedger(cp.services.storage)).failure, /^epoch 2: /, 'the same from the function');
 });

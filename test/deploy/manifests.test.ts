@@ -115,3 +115,31 @@ t.test('the gateway replicas share cookie keys and the assertion signing key', a
   const mounts = container['volumeMounts'] as Array<{ mountPath: string; subPath?: string }>;
   t.ok(mounts.some((m) => m.mountPath === '/var/lib/keyplane/gateway-signing-key.json' && m.subPath), 'the signing key is one file from the Secret');
 });
+
+t.test('the PostgreSQL variant runs several control planes on one database, migrated once per rollout', async (t) => {
+  const file = join(DEPLOY, 'kubernetes-postgres', 'control-plane.yaml');
+  const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as K8sObject);
+  const deployment = docs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'keyplane-control-plane')!;
+  t.ok(deployment.spec.replicas > 1, 'more than one replica');
+  t.equal(deployment.spec.strategy.type, 'RollingUpdate');
+  const pod = deployment.spec.template.spec;
+  t.notOk((pod.volumes as Array<Record<string, unknown>>).some((v) => v['persistentVolumeClaim']), 'no volume: nothing durable in the pod');
+  const [migrate] = pod.initContainers as Container[];
+  t.same(migrate!.command!.slice(-1), ['migrate'], 'an init container runs keyplane migrate');
+  const [container] = pod.containers as Container[];
+  const names = (container!.env ?? []).map((e) => e.name);
+  t.ok(names.includes('KEYPLANE_DATABASE_URL') && names.includes('KEYPLANE_MASTER_KEY'), 'database URL and the shared master key');
+  const known = envNames('control-plane');
+  for (const name of [...names, ...(migrate!.env ?? []).map((e) => e.name)]) t.ok(known.has(name), `reads ${name} (config/schema.ts)`);
+  const args = container!.args ?? [];
+  t.ok(args.includes('--redis'), 'shares Redis');
+  const map = docs.find((o) => o.kind === 'ConfigMap')!;
+  const dir = tempDir(t, 'keyplane-deploy-');
+  writeFileSync(join(dir, 'control-plane.yaml'), map.data!['control-plane.yaml']!);
+  const config = loadControlPlaneConfig({
+    flags: flagsToConfig('control-plane', { ...parseArgs(args), config: join(dir, 'control-plane.yaml') }),
+    env: { ...sampleEnv(names.filter((n) => n !== 'KEYPLANE_DATABASE_URL' && n !== 'KEYPLANE_DATA_DIR')), KEYPLANE_DATABASE_URL: 'postgres://keyplane@db/keyplane' },
+  });
+  t.equal(config.database.migrateOnStart, false, 'replicas leave migrations to the init container');
+  t.equal(config.databaseUrl, 'postgres://keyplane@db/keyplane');
+});

@@ -1,21 +1,60 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { loadControlPlaneConfig } from '../../../config/load.js';
+import { describeStorage } from '../../../control-plane/src/storage/open-storage.js';
 import { DATABASE_FILE, backupDatabase } from '../../../control-plane/src/storage/sqlite/database.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
+import { dataDirOptions, flagsToConfig } from '../options.js';
 
 export function backupCommand(program: Command): void {
-  program
+  dataDirOptions(program
     .command('backup')
-    .description('Copy the embedded database while the server runs (SQLite online backup). Keys stay encrypted; keep the master key separately.')
-    .requiredOption('--data <dir>', 'data directory of the control plane')
+    .description('Copy the database while the server runs: SQLite through its online backup API, PostgreSQL through pg_dump (custom format). Keys stay encrypted; keep the master key separately.'))
     .requiredOption('--out <file>', 'file to write the backup to')
-    .action(async (options: { data: string; out: string }) => {
-      if (!existsSync(join(options.data, DATABASE_FILE))) throw new CliError(`no Keyplane database in ${options.data}`, EXIT.usage);
+    .action(async (options: Record<string, unknown> & { out: string }) => {
+      const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       if (existsSync(options.out)) throw new CliError(`${options.out} exists; choose a new file`, EXIT.usage);
-      progress(`backing up ${join(options.data, DATABASE_FILE)} …`);
-      const { pages } = await backupDatabase(options.data, options.out);
-      say(`backup written to ${options.out} (${pages} pages). Restore: stop the server, copy it to ${join(options.data, DATABASE_FILE)}.`);
+      if (config.databaseUrl) {
+        progress(`backing up ${describeStorage(config)} with pg_dump …`);
+        await pgDump(config.databaseUrl, options.out);
+        say(`backup written to ${options.out} (pg_dump custom format). Restore: pg_restore --clean --dbname <url> ${options.out}`);
+        return;
+      }
+      if (!existsSync(join(config.dataDir, DATABASE_FILE))) throw new CliError(`no Keyplane database in ${config.dataDir}`, EXIT.usage);
+      progress(`backing up ${join(config.dataDir, DATABASE_FILE)} …`);
+      const { pages } = await backupDatabase(config.dataDir, options.out);
+      say(`backup written to ${options.out} (${pages} pages). Restore: stop the server, copy it to ${join(config.dataDir, DATABASE_FILE)}.`);
     });
+}
+
+/** pg_dump takes a consistent snapshot while replicas keep writing; the URL goes by environment, not argv. */
+function pgDump(url: string, out: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const { password, ...rest } = splitPassword(url);
+    const child = spawn('pg_dump', ['--format=custom', '--no-owner', `--file=${out}`, `--dbname=${rest.url}`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...(password ? { PGPASSWORD: password } : {}) },
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      reject(error.code === 'ENOENT'
+        ? new CliError('pg_dump is not installed or not on PATH; install the PostgreSQL client tools (Debian: postgresql-client) matching the server version', EXIT.failed)
+        : error);
+    });
+    child.on('close', (code) => {
+      if (code === 0) resolve();
+      else reject(new CliError(`pg_dump failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`, EXIT.failed));
+    });
+  });
+}
+
+function splitPassword(url: string): { url: string; password: string } {
+  const parsed = new URL(url);
+  const password = decodeURIComponent(parsed.password);
+  parsed.password = '';
+  return { url: parsed.toString(), password };
 }

@@ -2,19 +2,19 @@ import type { Command } from 'commander';
 import { loadControlPlaneConfig } from '../../../config/load.js';
 import { KeyRing, rotationPolicy } from '../../../control-plane/src/keys/key-ring.js';
 import { resolveMasterKey } from '../../../control-plane/src/keys/master-key.js';
-import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
+import { openOfflineServices } from '../../../control-plane/src/services.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
 import { say } from '../io.js';
 
 async function withRing<T>(options: Record<string, unknown>, work: (ring: KeyRing) => Promise<T>): Promise<T> {
   const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
-  const storage = openSqliteStorage(config.dataDir);
+  const offline = await openOfflineServices(config);
   try {
-    const ring = new KeyRing(storage, resolveMasterKey(config.masterKey, config.dataDir).key, rotationPolicy(config.keys));
+    const ring = new KeyRing(offline.storage, resolveMasterKey(config.masterKey, config.dataDir).key, rotationPolicy(config.keys));
     await ring.ensure();
     return await work(ring);
   } finally {
-    await storage.close();
+    await offline.close();
   }
 }
 

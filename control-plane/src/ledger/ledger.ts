@@ -26,7 +26,7 @@ export interface LedgerOptions {
  * Sealing runs at most every `sealIntervalMs`, or as soon as `sealMaxReceipts` are pending.
  * One epoch is sealed in one transaction (tree, checkpoint and placements land together), and
  * the next epoch number and `prev` are read inside it, so a crash loses no epoch and no two
- * sealers can seal the same one; whatever was pending at a crash is sealed at the next start.
+ * sealers can seal the same one (the sealing lock makes replicas take turns); whatever was pending at a crash is sealed at the next start.
  */
 export class Ledger {
   private timer: NodeJS.Timeout | null = null;
@@ -113,6 +113,9 @@ export class Ledger {
     this.appendedSinceSeal = 0;
     const { storage, sealMaxReceipts, now, signingKey } = this.options;
     const epoch = await storage.transaction(async (tx) => {
+      // Replicas sharing one database seal one at a time; whoever waited reads the epoch the
+      // other just sealed, and the receipts it left, after the lock is granted.
+      await tx.receipts.lockSealing();
       const pending = await tx.receipts.pending(sealMaxReceipts);
       if (pending.length === 0) return null;
       const latest = await tx.receipts.latestCheckpoint();

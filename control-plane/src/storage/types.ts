@@ -280,6 +280,12 @@ export interface ReceiptStore {
   /** Up to `limit` unsealed receipts, oldest first. */
   pending(limit: number): Promise<Array<{ hash: string; treeKey: Buffer }>>;
   pendingCount(): Promise<number>;
+  /**
+   * Inside a transaction: waits for, then holds until the transaction ends, the one lock that
+   * lets a single control plane seal at a time (PostgreSQL advisory lock; SQLite's write
+   * transaction already excludes every other writer, so there it returns at once).
+   */
+  lockSealing(): Promise<void>;
   /** Places receipts in a sealed epoch; refuses any that is missing or already sealed. */
   assignEpoch(epoch: number, placements: Array<{ hash: string; index: number; path: Buffer[] }>): Promise<void>;
   insertCheckpoint(checkpoint: StoredCheckpoint): Promise<void>;

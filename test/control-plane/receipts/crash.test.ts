@@ -7,8 +7,9 @@ import { createLocalJWKSet } from 'jose';
 import { decodeCheckpoint } from '../../../lib/ledger/checkpoint.js';
 import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
 import { verifyReceiptProof } from '../../../lib/ledger/verify-receipt.js';
-import { auditLedger } from '../../../cli/src/commands/ledger.js';
+import { auditLedger } from '../../../control-plane/src/ledger/audit-ledger.js';
 import { DATABASE_FILE } from '../../../control-plane/src/storage/sqlite/database.js';
+import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import { TEST_MASTER_KEY, tempDir } from '../../helpers/build.js';
 import { startCli, type Server } from '../../helpers/cli.js';
@@ -135,7 +136,8 @@ t.test('every receipt hash a client was given survives SIGKILL in the middle of 
 
   t.equal(await server.stop('SIGTERM'), 0, 'the restarted server stops cleanly');
   server = undefined;
-  const audit = await auditLedger(dir);
+  const stored = openSqliteStorage(dir);
+  const audit = await auditLedger(stored).finally(() => stored.close());
   t.equal(audit.failure, undefined, 'the offline audit recomputes every epoch');
   t.equal(audit.pending, 0);
   t.ok(audit.receipts >= new Set(given).size, 'every receipt handed out is in a sealed epoch');

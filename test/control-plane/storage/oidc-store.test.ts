@@ -1,10 +1,4 @@
-import t from 'tap';
-import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
-import { tempDir } from '../../helpers/build.js';
+import { onEveryBackend } from '../../helpers/storage-backends.js';
 import { oidcStoreConformance } from './oidc-store.conformance.js';
 
-oidcStoreConformance(t, async () => {
-  const storage = openSqliteStorage(tempDir(t));
-  t.teardown(() => storage.close());
-  return storage;
-});
+onEveryBackend(oidcStoreConformance as never);

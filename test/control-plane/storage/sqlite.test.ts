@@ -7,13 +7,6 @@ import { DATABASE_FILE, MigrationError, backupDatabase, migrate, openDatabase } 
 import { migrations } from '../../../control-plane/src/storage/sqlite/migrations.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { tempDir } from '../../helpers/build.js';
-import { keyStoreConformance } from './key-store.conformance.js';
-
-keyStoreConformance(t, async () => {
-  const storage = openSqliteStorage(tempDir(t));
-  t.teardown(() => storage.close());
-  return storage;
-});
 
 t.test('Node-API 10 runtimes load better-sqlite3 13, older ones the Node 20 build', async (t) => {
   t.equal(driverPackage(10), 'better-sqlite3');

@@ -1,17 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { MigrationError } from '../migration-error.js';
 import { Database } from './driver.js';
 import { migrations as allMigrations, type Migration } from './migrations.js';
 
 export type Sqlite = Database;
 
-export class MigrationError extends Error {
-  override name = 'MigrationError';
-}
+export { MigrationError };
 
 export const DATABASE_FILE = 'keyplane.db';
 
-export function openDatabase(dataDir: string, migrations: Migration[] = allMigrations): Sqlite {
+export function openDatabase(dataDir: string, migrations: Migration[] = allMigrations, options: { migrate?: boolean } = {}): Sqlite {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const db = new Database(join(dataDir, DATABASE_FILE));
   db.pragma('journal_mode = WAL');
@@ -19,7 +18,8 @@ export function openDatabase(dataDir: string, migrations: Migration[] = allMigra
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   try {
-    migrate(db, migrations);
+    if (options.migrate ?? true) migrate(db, migrations);
+    else checkVersion(db, migrations);
   } catch (error) {
     db.close();
     throw error;
@@ -44,6 +44,16 @@ export function migrate(db: Sqlite, migrations: Migration[]): number {
     })();
   }
   return latest;
+}
+
+/** Refuses a schema that is behind the code (migrations off at start) or ahead of it. */
+function checkVersion(db: Sqlite, migrations: Migration[]): void {
+  const latest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > latest) migrate(db, migrations);
+  if (current < latest) {
+    throw new MigrationError(`the database is at schema version ${current}, this Keyplane needs ${latest}; run \`keyplane migrate\` (migrations at start are off)`);
+  }
 }
 
 /** Online backup through SQLite's backup API: consistent while the server keeps writing. */

@@ -1,29 +1,23 @@
 import type { Device, DeviceStore } from '../types.js';
-import type { Runner } from './serial-runner.js';
-
-interface DeviceRow {
-  identity_id: string;
-  device_id: string;
-  created_at: number;
-  last_seen_at: number;
-}
+import { cached, type Runner } from './serial-runner.js';
+import { type DeviceRow } from '../rows.js';
 
 export function sqliteDeviceStore(runner: Runner): DeviceStore {
   return {
     upsert: (identityId, deviceId, at) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO devices (identity_id, device_id, created_at, last_seen_at) VALUES (?, ?, ?, ?)
            ON CONFLICT (identity_id, device_id) DO UPDATE SET last_seen_at = excluded.last_seen_at`,
         ).run(identityId, deviceId, at, at);
       }),
     list: (identityId) =>
       runner.run((db) =>
-        (db.prepare('SELECT * FROM devices WHERE identity_id = ? ORDER BY created_at, device_id').all(identityId) as DeviceRow[]).map(
+        (cached(db, 'SELECT * FROM devices WHERE identity_id = ? ORDER BY created_at, device_id').all(identityId) as DeviceRow[]).map(
           (row): Device => ({ deviceId: row.device_id, identityId: row.identity_id, createdAt: row.created_at, lastSeenAt: row.last_seen_at }),
         ),
       ),
     remove: (identityId, deviceId) =>
-      runner.run((db) => db.prepare('DELETE FROM devices WHERE identity_id = ? AND device_id = ?').run(identityId, deviceId).changes === 1),
+      runner.run((db) => cached(db, 'DELETE FROM devices WHERE identity_id = ? AND device_id = ?').run(identityId, deviceId).changes === 1),
   };
 }

@@ -39,3 +39,4 @@ export function loadDriver(name: string, load: (id: string) => unknown = require
 
 export const Database = loadDriver(driverPackage());
 export type Database = BetterSqlite3.Database;
+export type Statement = BetterSqlite3.Statement;

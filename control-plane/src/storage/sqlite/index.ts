@@ -38,8 +38,8 @@ function storesOn(runner: Runner): Stores {
   };
 }
 
-export function openSqliteStorage(dataDir: string): Storage {
-  const db = openDatabase(dataDir);
+export function openSqliteStorage(dataDir: string, options: { migrate?: boolean } = {}): Storage {
+  const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
   return {
     ...storesOn(runner),

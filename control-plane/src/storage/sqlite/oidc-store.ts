@@ -1,111 +1,12 @@
-import type { OidcStore, StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from '../types.js';
-import type { Runner } from './serial-runner.js';
-
-interface CodeRow {
-  code_hash: string;
-  client_id: string;
-  redirect_uri: string;
-  identity_id: string;
-  session_id: string;
-  scope: string;
-  resource: string | null;
-  nonce: string | null;
-  code_challenge: string;
-  dpop_jkt: string | null;
-  assurance: string;
-  amr: string;
-  auth_time: number;
-  created_at: number;
-  expires_at: number;
-  consumed_at: number | null;
-  grant_id: string | null;
-  offline: number;
-}
-
-interface GrantRow {
-  grant_id: string;
-  client_id: string;
-  identity_id: string;
-  session_id: string;
-  scope: string;
-  resource: string | null;
-  assurance: string;
-  amr: string;
-  auth_time: number;
-  created_at: number;
-  expires_at: number;
-  revoked_at: number | null;
-  offline: number;
-}
-
-interface RefreshRow {
-  token_hash: string;
-  grant_id: string;
-  dpop_jkt: string | null;
-  created_at: number;
-  idle_expires_at: number;
-  used_at: number | null;
-}
-
-/** The columns a code hands on to its grant: who signed in, to which client, with what. */
-type SignInColumns = Pick<GrantRow, 'client_id' | 'identity_id' | 'session_id' | 'scope' | 'resource' | 'assurance' | 'amr' | 'auth_time'>;
-
-function signInFromRow(row: SignInColumns) {
-  return {
-    clientId: row.client_id,
-    identityId: row.identity_id,
-    sessionId: row.session_id,
-    scope: row.scope,
-    resource: row.resource,
-    assurance: row.assurance as StoredGrant['assurance'],
-    amr: JSON.parse(row.amr) as string[],
-    authTime: row.auth_time,
-  };
-}
-
-function codeFromRow(row: CodeRow): StoredAuthorizationCode {
-  return {
-    ...signInFromRow(row),
-    codeHash: row.code_hash,
-    redirectUri: row.redirect_uri,
-    nonce: row.nonce,
-    codeChallenge: row.code_challenge,
-    dpopJkt: row.dpop_jkt,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    consumedAt: row.consumed_at,
-    grantId: row.grant_id,
-    offline: row.offline === 1,
-  };
-}
-
-function grantFromRow(row: GrantRow): StoredGrant {
-  return {
-    ...signInFromRow(row),
-    grantId: row.grant_id,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-    offline: row.offline === 1,
-  };
-}
-
-function refreshFromRow(row: RefreshRow): StoredRefreshToken {
-  return {
-    tokenHash: row.token_hash,
-    grantId: row.grant_id,
-    dpopJkt: row.dpop_jkt,
-    createdAt: row.created_at,
-    idleExpiresAt: row.idle_expires_at,
-    usedAt: row.used_at,
-  };
-}
+import type { OidcStore, StoredGrant } from '../types.js';
+import { cached, type Runner } from './serial-runner.js';
+import { approvalFromRow, codeFromRow, grantFromRow, refreshFromRow, type CodeRow, type GrantRow, type RefreshRow } from '../rows.js';
 
 export function sqliteOidcStore(runner: Runner): OidcStore {
   return {
     insertCode: (code) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_codes (code_hash, client_id, redirect_uri, identity_id, session_id, scope, resource, nonce, code_challenge,
              dpop_jkt, assurance, amr, auth_time, created_at, expires_at, consumed_at, grant_id, offline)
            VALUES (@code_hash, @client_id, @redirect_uri, @identity_id, @session_id, @scope, @resource, @nonce, @code_challenge,
@@ -119,18 +20,18 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     consumeCode: (codeHash, at) =>
       runner.run((db) => {
-        const row = db.prepare('UPDATE oidc_codes SET consumed_at = ? WHERE code_hash = ? AND consumed_at IS NULL RETURNING *').get(at, codeHash) as CodeRow | undefined;
+        const row = cached(db, 'UPDATE oidc_codes SET consumed_at = ? WHERE code_hash = ? AND consumed_at IS NULL RETURNING *').get(at, codeHash) as CodeRow | undefined;
         if (row) return { status: 'consumed' as const, code: codeFromRow(row) };
-        const used = db.prepare('SELECT * FROM oidc_codes WHERE code_hash = ?').get(codeHash) as CodeRow | undefined;
+        const used = cached(db, 'SELECT * FROM oidc_codes WHERE code_hash = ?').get(codeHash) as CodeRow | undefined;
         return used ? { status: 'replayed' as const, code: codeFromRow(used) } : { status: 'unknown' as const };
       }),
     setCodeGrant: (codeHash, grantId) =>
       runner.run((db) => {
-        db.prepare('UPDATE oidc_codes SET grant_id = ? WHERE code_hash = ?').run(grantId, codeHash);
+        cached(db, 'UPDATE oidc_codes SET grant_id = ? WHERE code_hash = ?').run(grantId, codeHash);
       }),
     insertGrant: (grant) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_grants (grant_id, client_id, identity_id, session_id, scope, resource, assurance, amr, auth_time, created_at, expires_at, revoked_at, offline)
            VALUES (@grant_id, @client_id, @identity_id, @session_id, @scope, @resource, @assurance, @amr, @auth_time, @created_at, @expires_at, NULL, @offline)`,
         ).run({
@@ -141,16 +42,16 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     getGrant: (grantId) =>
       runner.run((db) => {
-        const row = db.prepare('SELECT * FROM oidc_grants WHERE grant_id = ?').get(grantId) as GrantRow | undefined;
+        const row = cached(db, 'SELECT * FROM oidc_grants WHERE grant_id = ?').get(grantId) as GrantRow | undefined;
         return row ? grantFromRow(row) : null;
       }),
     revokeGrant: (grantId, at) =>
-      runner.run((db) => db.prepare('UPDATE oidc_grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL').run(at, grantId).changes === 1),
+      runner.run((db) => cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL').run(at, grantId).changes === 1),
     endSessionGrants: (sessionIds, at) =>
       runner.run((db) => {
         const revoked: StoredGrant[] = [];
-        const revoke = db.prepare('UPDATE oidc_grants SET revoked_at = ? WHERE session_id = ? AND revoked_at IS NULL AND offline = 0 RETURNING *');
-        const dropCodes = db.prepare('DELETE FROM oidc_codes WHERE session_id = ? AND consumed_at IS NULL');
+        const revoke = cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE session_id = ? AND revoked_at IS NULL AND offline = 0 RETURNING *');
+        const dropCodes = cached(db, 'DELETE FROM oidc_codes WHERE session_id = ? AND consumed_at IS NULL');
         for (const sessionId of new Set(sessionIds)) {
           revoked.push(...(revoke.all(at, sessionId) as GrantRow[]).map(grantFromRow));
           dropCodes.run(sessionId);
@@ -159,65 +60,65 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       }),
     revokeClientGrants: (clientId, at) =>
       runner.run((db) => {
-        const rows = db.prepare('UPDATE oidc_grants SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL RETURNING *').all(at, clientId) as GrantRow[];
-        db.prepare('DELETE FROM oidc_codes WHERE client_id = ? AND consumed_at IS NULL').run(clientId);
+        const rows = cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL RETURNING *').all(at, clientId) as GrantRow[];
+        cached(db, 'DELETE FROM oidc_codes WHERE client_id = ? AND consumed_at IS NULL').run(clientId);
         return rows.map(grantFromRow);
       }),
     insertRefreshToken: (token) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_refresh_tokens (token_hash, grant_id, dpop_jkt, created_at, idle_expires_at, used_at)
            VALUES (@token_hash, @grant_id, @dpop_jkt, @created_at, @idle_expires_at, NULL)`,
         ).run({ token_hash: token.tokenHash, grant_id: token.grantId, dpop_jkt: token.dpopJkt, created_at: token.createdAt, idle_expires_at: token.idleExpiresAt });
       }),
     findRefreshToken: (tokenHash) =>
       runner.run((db) => {
-        const row = db.prepare('SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
+        const row = cached(db, 'SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
         return row ? refreshFromRow(row) : null;
       }),
     consumeRefreshToken: (tokenHash, at) =>
       runner.run((db) => {
-        const row = db.prepare('UPDATE oidc_refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL RETURNING *').get(at, tokenHash) as RefreshRow | undefined;
+        const row = cached(db, 'UPDATE oidc_refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL RETURNING *').get(at, tokenHash) as RefreshRow | undefined;
         if (row) return { status: 'consumed' as const, token: refreshFromRow(row) };
-        const used = db.prepare('SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
+        const used = cached(db, 'SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
         return used ? { status: 'reused' as const, token: refreshFromRow(used) } : { status: 'unknown' as const };
       }),
     revokeAccessToken: (jti, expiresAt) =>
       runner.run((db) => {
-        db.prepare('INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING').run(jti, expiresAt);
+        cached(db, 'INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING').run(jti, expiresAt);
       }),
     isAccessTokenRevoked: (jti) =>
-      runner.run((db) => db.prepare('SELECT 1 AS yes FROM oidc_revoked_access_tokens WHERE jti = ?').get(jti) !== undefined),
+      runner.run((db) => cached(db, 'SELECT 1 AS yes FROM oidc_revoked_access_tokens WHERE jti = ?').get(jti) !== undefined),
     recordApproval: (identityId, clientId, approval, at) =>
       runner.run((db) => {
-        db.prepare(
+        cached(db, 
           `INSERT INTO oidc_approvals (identity_id, client_id, scope, resources, approved_at) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, resources = excluded.resources, approved_at = excluded.approved_at`,
         ).run(identityId, clientId, approval.scopes.join(' '), JSON.stringify(approval.resources), at);
       }),
     approval: (identityId, clientId) =>
       runner.run((db) => {
-        const row = db.prepare('SELECT scope, resources FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string; resources: string } | undefined;
-        return row ? { scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] } : null;
+        const row = cached(db, 'SELECT scope, resources FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').get(identityId, clientId) as { scope: string; resources: string } | undefined;
+        return row ? approvalFromRow(row) : null;
       }),
     revokeGrantsOf: (identityId, at) =>
-      runner.run((db) => db.prepare('UPDATE oidc_grants SET revoked_at = ? WHERE identity_id = ? AND revoked_at IS NULL').run(at, identityId).changes),
+      runner.run((db) => cached(db, 'UPDATE oidc_grants SET revoked_at = ? WHERE identity_id = ? AND revoked_at IS NULL').run(at, identityId).changes),
     forgetIdentity: (identityId) =>
       runner.run((db) => {
-        db.prepare('DELETE FROM oidc_codes WHERE identity_id = ?').run(identityId);
+        cached(db, 'DELETE FROM oidc_codes WHERE identity_id = ?').run(identityId);
         // Refresh tokens go with their grant (ON DELETE CASCADE).
-        db.prepare('DELETE FROM oidc_grants WHERE identity_id = ?').run(identityId);
-        db.prepare('DELETE FROM oidc_approvals WHERE identity_id = ?').run(identityId);
+        cached(db, 'DELETE FROM oidc_grants WHERE identity_id = ?').run(identityId);
+        cached(db, 'DELETE FROM oidc_approvals WHERE identity_id = ?').run(identityId);
       }),
     approvedClients: (identityId) =>
-      runner.run((db) => (db.prepare('SELECT client_id FROM oidc_approvals WHERE identity_id = ? ORDER BY client_id').all(identityId) as Array<{ client_id: string }>).map((row) => row.client_id)),
+      runner.run((db) => (cached(db, 'SELECT client_id FROM oidc_approvals WHERE identity_id = ? ORDER BY client_id').all(identityId) as Array<{ client_id: string }>).map((row) => row.client_id)),
     removeApproval: (identityId, clientId) =>
-      runner.run((db) => db.prepare('DELETE FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').run(identityId, clientId).changes > 0),
+      runner.run((db) => cached(db, 'DELETE FROM oidc_approvals WHERE identity_id = ? AND client_id = ?').run(identityId, clientId).changes > 0),
     purgeExpired: (before) =>
       runner.run((db) => {
-        let removed = db.prepare('DELETE FROM oidc_codes WHERE expires_at < ? AND (consumed_at IS NULL OR grant_id IS NULL)').run(before).changes;
-        removed += db.prepare('DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < ?').run(before).changes;
-        removed += db.prepare('DELETE FROM oidc_revoked_access_tokens WHERE expires_at < ?').run(before).changes;
+        let removed = cached(db, 'DELETE FROM oidc_codes WHERE expires_at < ? AND (consumed_at IS NULL OR grant_id IS NULL)').run(before).changes;
+        removed += cached(db, 'DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < ?').run(before).changes;
+        removed += cached(db, 'DELETE FROM oidc_revoked_access_tokens WHERE expires_at < ?').run(before).changes;
         return removed;
       }),
   };

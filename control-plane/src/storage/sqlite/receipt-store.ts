@@ -1,29 +1,9 @@
 import { canonicalJson } from '../../../../lib/ledger/canonical-json.js';
 import { treeKeyOf } from '../../../../lib/ledger/receipt.js';
-import type { PlacedKey, ReceiptStore, StoredCheckpoint, StoredReceipt } from '../types.js';
+import type { PlacedKey, ReceiptStore } from '../types.js';
 import type { Sqlite } from './database.js';
 import type { Runner } from './serial-runner.js';
-
-interface ReceiptRow {
-  hash: string;
-  body: string;
-  tree_key: Buffer;
-  created_at: number;
-  epoch: number | null;
-  tree_index: number | null;
-  path: Buffer | null;
-}
-
-interface CheckpointRow {
-  epoch: number;
-  jws: string;
-  root: string;
-  size: number;
-  prev: string | null;
-  sealed_at: number;
-}
-
-const HASH_SIZE = 32;
+import { checkpointFromRow, receiptFromRow, splitPath, type CheckpointRow, type ReceiptRow } from '../rows.js';
 
 // Prepared once per database: the append path runs inside every receipted request.
 const statementCache = new WeakMap<Sqlite, ReturnType<typeof prepare>>();
@@ -69,6 +49,8 @@ export function sqliteReceiptStore(runner: Runner): ReceiptStore {
       runner.run((db) =>
         (statements(db).pending.all(limit) as Array<{ hash: string; tree_key: Buffer }>).map((r) => ({ hash: r.hash, treeKey: r.tree_key })),
       ),
+    // BEGIN IMMEDIATE holds the database's one write lock: no other sealer can run meanwhile.
+    lockSealing: () => Promise.resolve(),
     pendingCount: () => runner.run((db) => (statements(db).pendingCount.get() as { n: number }).n),
     assignEpoch: (epoch, placements) =>
       runner.run((db) => {
@@ -119,24 +101,3 @@ export function sqliteReceiptStore(runner: Runner): ReceiptStore {
   };
 }
 
-function splitPath(blob: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let i = 0; i < blob.length; i += HASH_SIZE) out.push(Buffer.from(blob.subarray(i, i + HASH_SIZE)));
-  return out;
-}
-
-function receiptFromRow(row: ReceiptRow): StoredReceipt {
-  return {
-    hash: row.hash,
-    body: row.body,
-    treeKey: row.tree_key,
-    createdAt: row.created_at,
-    epoch: row.epoch,
-    index: row.tree_index,
-    path: row.path === null ? null : splitPath(row.path),
-  };
-}
-
-function checkpointFromRow(row: CheckpointRow): StoredCheckpoint {
-  return { epoch: row.epoch, jws: row.jws, root: row.root, size: row.size, prev: row.prev, sealedAt: row.sealed_at };
-}

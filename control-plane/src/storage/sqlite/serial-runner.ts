@@ -1,4 +1,5 @@
 import type { Sqlite } from './database.js';
+import type { Statement } from './driver.js';
 
 /**
  * better-sqlite3 is synchronous, so a statement never interleaves with another; a transaction
@@ -37,6 +38,17 @@ export class SerialRunner {
   private afterOpen(): Promise<void> {
     return this.open ?? Promise.resolve();
   }
+}
+
+const statements = new WeakMap<Sqlite, Map<string, Statement>>();
+
+/** Prepares `sql` once per connection and hands back the same statement afterwards. */
+export function cached(db: Sqlite, sql: string): Statement {
+  let byText = statements.get(db);
+  if (!byText) statements.set(db, (byText = new Map()));
+  let statement = byText.get(sql);
+  if (!statement) byText.set(sql, (statement = db.prepare(sql)));
+  return statement;
 }
 
 export interface Runner {

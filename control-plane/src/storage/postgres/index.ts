@@ -1,0 +1,75 @@
+import type { Migration } from '../sqlite/migrations.js';
+import type { Storage, Stores } from '../types.js';
+import { postgresAgentStore } from './agent-store.js';
+import { postgresClientStore } from './client-store.js';
+import { postgresCredentialStore } from './credential-store.js';
+import { checkPostgresVersion, migratePostgres } from './database.js';
+import { postgresDeviceStore } from './device-store.js';
+import { postgresEmailStore } from './email-store.js';
+import { postgresGatewayStore } from './gateway-store.js';
+import { postgresIdentityStore } from './identity-store.js';
+import { postgresKeyStore } from './key-store.js';
+import { postgresLinkStore } from './link-store.js';
+import { migrations as allMigrations } from './migrations.js';
+import { postgresOidcStore } from './oidc-store.js';
+import { postgresOrgStore, postgresScanStore } from './org-store.js';
+import { postgresReceiptStore } from './receipt-store.js';
+import { postgresRecoveryCodeStore } from './recovery-code-store.js';
+import { postgresSessionStore } from './session-store.js';
+import { clientSql, createPool, inTransaction, poolSql, type Sql } from './sql.js';
+import { postgresTotpStore } from './totp-store.js';
+
+function storesOn(sql: Sql): Stores {
+  return {
+    keys: postgresKeyStore(sql),
+    identities: postgresIdentityStore(sql),
+    credentials: postgresCredentialStore(sql),
+    sessions: postgresSessionStore(sql),
+    devices: postgresDeviceStore(sql),
+    totp: postgresTotpStore(sql),
+    recoveryCodes: postgresRecoveryCodeStore(sql),
+    emails: postgresEmailStore(sql),
+    links: postgresLinkStore(sql),
+    receipts: postgresReceiptStore(sql),
+    clients: postgresClientStore(sql),
+    oidc: postgresOidcStore(sql),
+    gateway: postgresGatewayStore(sql),
+    agents: postgresAgentStore(sql),
+    orgs: postgresOrgStore(sql),
+    scans: postgresScanStore(sql),
+  };
+}
+
+export interface PostgresOptions {
+  /** Apply pending migrations first (default); otherwise refuse a schema that is not exactly current. */
+  migrate?: boolean;
+  poolSize?: number;
+  migrations?: Migration[];
+}
+
+export async function openPostgresStorage(url: string, options: PostgresOptions = {}): Promise<Storage> {
+  const pool = createPool(url, options.poolSize ?? 10);
+  // An idle connection the server drops (restart, failover) must not crash the process.
+  pool.on('error', () => undefined);
+  const migrations = options.migrations ?? allMigrations;
+  try {
+    if (options.migrate ?? true) await migratePostgres(pool, migrations);
+    else await checkPostgresVersion(pool, migrations);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  return {
+    ...storesOn(poolSql(pool)),
+    transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client)))),
+    ping: async () => {
+      try {
+        await pool.query('SELECT 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: () => pool.end(),
+  };
+}

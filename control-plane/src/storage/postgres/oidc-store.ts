@@ -1,0 +1,104 @@
+import { approvalFromRow, codeFromRow, codeToRow, grantFromRow, grantToRow, refreshFromRow, refreshToRow, type ApprovalRow, type CodeRow, type RefreshRow, type GrantRow } from '../rows.js';
+import type { OidcStore } from '../types.js';
+import { insertOf, type Sql } from './sql.js';
+
+/**
+ * Spends a one-time row in one round trip: the conditional UPDATE marks it for exactly one
+ * caller (a concurrent one on another replica waits for the row lock, re-reads the committed
+ * row under READ COMMITTED and matches nothing); everyone else gets the row as it stood.
+ */
+const spendOnce = (table: string, key: string, column: string) => `
+  WITH spent AS (UPDATE ${table} SET ${column} = $2 WHERE ${key} = $1 AND ${column} IS NULL RETURNING *)
+  SELECT true AS fresh, * FROM spent
+  UNION ALL
+  SELECT false AS fresh, * FROM ${table} WHERE ${key} = $1 AND NOT EXISTS (SELECT 1 FROM spent)`;
+
+const SPEND_CODE = spendOnce('oidc_codes', 'code_hash', 'consumed_at');
+const SPEND_REFRESH = spendOnce('oidc_refresh_tokens', 'token_hash', 'used_at');
+
+export function postgresOidcStore(sql: Sql): OidcStore {
+  return {
+    insertCode: async (code) => {
+      await sql.count(...insertOf('oidc_codes', codeToRow({ ...code, consumedAt: null, grantId: null })));
+    },
+    consumeCode: async (codeHash, at) => {
+      const [row] = await sql.rows<CodeRow & { fresh: boolean }>(SPEND_CODE, [codeHash, at]);
+      if (!row) return { status: 'unknown' };
+      return { status: row.fresh ? 'consumed' : 'replayed', code: codeFromRow(row) };
+    },
+    setCodeGrant: async (codeHash, grantId) => {
+      await sql.count('UPDATE oidc_codes SET grant_id = $2 WHERE code_hash = $1', [codeHash, grantId]);
+    },
+    insertGrant: async (grant) => {
+      await sql.count(...insertOf('oidc_grants', grantToRow({ ...grant, revokedAt: null })));
+    },
+    getGrant: async (grantId) => {
+      const [row] = await sql.rows<GrantRow>('SELECT * FROM oidc_grants WHERE grant_id = $1', [grantId]);
+      return row ? grantFromRow(row) : null;
+    },
+    revokeGrant: async (grantId, at) => (await sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [grantId, at])) === 1,
+    // One transaction: the grants revoked and the unspent codes of those sessions dropped together.
+    endSessionGrants: (sessionIds, at) =>
+      sql.atomic(async (tx) => {
+        const ids = [...new Set(sessionIds)];
+        if (ids.length === 0) return [];
+        const rows = await tx.rows<GrantRow>(
+          'UPDATE oidc_grants SET revoked_at = $2 WHERE session_id = ANY($1::text[]) AND revoked_at IS NULL AND offline = 0 RETURNING *',
+          [ids, at],
+        );
+        await tx.count('DELETE FROM oidc_codes WHERE session_id = ANY($1::text[]) AND consumed_at IS NULL', [ids]);
+        return rows.map(grantFromRow);
+      }),
+    revokeClientGrants: (clientId, at) =>
+      sql.atomic(async (tx) => {
+        const rows = await tx.rows<GrantRow>('UPDATE oidc_grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL RETURNING *', [clientId, at]);
+        await tx.count('DELETE FROM oidc_codes WHERE client_id = $1 AND consumed_at IS NULL', [clientId]);
+        return rows.map(grantFromRow);
+      }),
+    insertRefreshToken: async (token) => {
+      await sql.count(...insertOf('oidc_refresh_tokens', refreshToRow({ ...token, usedAt: null })));
+    },
+    findRefreshToken: async (tokenHash) => {
+      const [row] = await sql.rows<RefreshRow>('SELECT * FROM oidc_refresh_tokens WHERE token_hash = $1', [tokenHash]);
+      return row ? refreshFromRow(row) : null;
+    },
+    consumeRefreshToken: async (tokenHash, at) => {
+      const [row] = await sql.rows<RefreshRow & { fresh: boolean }>(SPEND_REFRESH, [tokenHash, at]);
+      if (!row) return { status: 'unknown' };
+      return { status: row.fresh ? 'consumed' : 'reused', token: refreshFromRow(row) };
+    },
+    revokeAccessToken: async (jti, expiresAt) => {
+      await sql.count('INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING', [jti, expiresAt]);
+    },
+    isAccessTokenRevoked: async (jti) => (await sql.rows('SELECT 1 FROM oidc_revoked_access_tokens WHERE jti = $1', [jti])).length > 0,
+    recordApproval: async (identityId, clientId, approval, at) => {
+      await sql.count(
+        `INSERT INTO oidc_approvals (identity_id, client_id, scope, resources, approved_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (identity_id, client_id) DO UPDATE SET scope = excluded.scope, resources = excluded.resources, approved_at = excluded.approved_at`,
+        [identityId, clientId, approval.scopes.join(' '), JSON.stringify(approval.resources), at],
+      );
+    },
+    approval: async (identityId, clientId) => {
+      const [row] = await sql.rows<ApprovalRow>('SELECT scope, resources FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId]);
+      return row ? approvalFromRow(row) : null;
+    },
+    approvedClients: async (identityId) =>
+      (await sql.rows<{ client_id: string }>('SELECT client_id FROM oidc_approvals WHERE identity_id = $1 ORDER BY client_id', [identityId])).map((row) => row.client_id),
+    removeApproval: async (identityId, clientId) => (await sql.count('DELETE FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId])) > 0,
+    revokeGrantsOf: (identityId, at) => sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE identity_id = $1 AND revoked_at IS NULL', [identityId, at]),
+    forgetIdentity: async (identityId) => {
+      await sql.atomic(async (tx) => {
+        await tx.count('DELETE FROM oidc_codes WHERE identity_id = $1', [identityId]);
+        // Refresh tokens go with their grant (ON DELETE CASCADE).
+        await tx.count('DELETE FROM oidc_grants WHERE identity_id = $1', [identityId]);
+        await tx.count('DELETE FROM oidc_approvals WHERE identity_id = $1', [identityId]);
+      });
+    },
+    purgeExpired: async (before) => {
+      let removed = await sql.count('DELETE FROM oidc_codes WHERE expires_at < $1 AND (consumed_at IS NULL OR grant_id IS NULL)', [before]);
+      removed += await sql.count('DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < $1', [before]);
+      removed += await sql.count('DELETE FROM oidc_revoked_access_tokens WHERE expires_at < $1', [before]);
+      return removed;
+    },
+  };
+}

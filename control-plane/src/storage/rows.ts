@@ -1,0 +1,656 @@
+import type {
+  CredentialSummary,
+  Identity,
+  IssuedGatewayConfig,
+  KeyState,
+  SessionAssurance,
+  StoredAuthorizationCode,
+  StoredCheckpoint,
+  StoredClient,
+  StoredEmail,
+  StoredGatewayEvidence,
+  StoredGrant,
+  StoredLink,
+  StoredReceipt,
+  StoredRecoveryCode,
+  StoredRefreshToken,
+  StoredSession,
+  StoredSigningKey,
+  StoredTotp,
+  TotpState,
+  OrgInvite,
+  OrgMember,
+  OrgRole,
+  OrgSite,
+  StoredAgent,
+  StoredAgentEvidence,
+  StoredAgentGrant,
+  StoredAgentTransfer,
+  StoredEnrollment,
+  StoredOrg,
+  StoredScan,
+} from './types.js';
+
+/**
+ * The row shape of every table, shared by both backends: the SQLite and PostgreSQL schemas use
+ * the same column names and the same encodings (epoch milliseconds as integers, booleans as
+ * 0/1, JSON as text, byte strings as BLOB/BYTEA), so one mapper per resource serves both.
+ * `…ToRow` gives the insert parameters keyed by column; `…FromRow` reads a selected row back.
+ */
+
+type Nullable<T> = T | null;
+
+export interface KeyRow {
+  kid: string;
+  alg: string;
+  state: string;
+  public_jwk: string;
+  sealed_private_jwk: Buffer;
+  created_at: number;
+  activated_at: Nullable<number>;
+  retired_at: Nullable<number>;
+}
+
+export const keyToRow = (key: StoredSigningKey): KeyRow => ({
+  kid: key.kid,
+  alg: key.alg,
+  state: key.state,
+  public_jwk: JSON.stringify(key.publicJwk),
+  sealed_private_jwk: key.sealedPrivateJwk,
+  created_at: key.createdAt,
+  activated_at: key.activatedAt,
+  retired_at: key.retiredAt,
+});
+
+export const keyFromRow = (row: KeyRow): StoredSigningKey => ({
+  kid: row.kid,
+  alg: 'ES256',
+  state: row.state as KeyState,
+  publicJwk: JSON.parse(row.public_jwk),
+  sealedPrivateJwk: row.sealed_private_jwk,
+  createdAt: row.created_at,
+  activatedAt: row.activated_at,
+  retiredAt: row.retired_at,
+});
+
+export interface IdentityRow {
+  identity_id: string;
+  username: string;
+  display_name: string;
+  preferences: string;
+  founder: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export const identityToRow = (identity: Identity): IdentityRow => ({
+  identity_id: identity.identityId,
+  username: identity.username,
+  display_name: identity.displayName,
+  preferences: JSON.stringify(identity.preferences),
+  founder: identity.founder ? 1 : 0,
+  created_at: identity.createdAt,
+  updated_at: identity.updatedAt,
+});
+
+export const identityFromRow = (row: IdentityRow): Identity => ({
+  identityId: row.identity_id,
+  username: row.username,
+  displayName: row.display_name,
+  preferences: JSON.parse(row.preferences) as Record<string, string>,
+  founder: row.founder === 1,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+export interface CredentialRow {
+  cred_id: string;
+  identity_id: string;
+  public_key: Buffer;
+  counter: number;
+  transports: string;
+  backup_eligible: number;
+  backed_up: number;
+  label: string;
+  created_at: number;
+  last_used_at: Nullable<number>;
+}
+
+/** Listings never select the public key column. */
+export const CREDENTIAL_SUMMARY_COLUMNS = 'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at';
+
+export const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): CredentialRow => ({
+  cred_id: c.credId,
+  identity_id: c.identityId,
+  public_key: Buffer.from(c.publicKey),
+  counter: c.counter,
+  transports: JSON.stringify(c.transports),
+  backup_eligible: c.backupEligible ? 1 : 0,
+  backed_up: c.backedUp ? 1 : 0,
+  label: c.label,
+  created_at: c.createdAt,
+  last_used_at: c.lastUsedAt,
+});
+
+export const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): CredentialSummary => ({
+  credId: row.cred_id,
+  identityId: row.identity_id,
+  counter: row.counter,
+  transports: JSON.parse(row.transports) as string[],
+  backupEligible: row.backup_eligible === 1,
+  backedUp: row.backed_up === 1,
+  label: row.label,
+  createdAt: row.created_at,
+  lastUsedAt: row.last_used_at,
+});
+
+export interface SessionRow {
+  session_id: string;
+  token_hash: string;
+  identity_id: string;
+  device_id: string;
+  assurance: string;
+  amr: string;
+  auth_time: number;
+  step_up_at: Nullable<number>;
+  cred_id: Nullable<string>;
+  created_at: number;
+  last_seen_at: number;
+  idle_expires_at: number;
+  absolute_expires_at: number;
+  revoked_at: Nullable<number>;
+}
+
+export const sessionToRow = (s: StoredSession): SessionRow => ({
+  session_id: s.sessionId,
+  token_hash: s.tokenHash,
+  identity_id: s.identityId,
+  device_id: s.deviceId,
+  assurance: s.assurance,
+  amr: JSON.stringify(s.amr),
+  auth_time: s.authTime,
+  step_up_at: s.stepUpAt,
+  cred_id: s.credId,
+  created_at: s.createdAt,
+  last_seen_at: s.lastSeenAt,
+  idle_expires_at: s.idleExpiresAt,
+  absolute_expires_at: s.absoluteExpiresAt,
+  revoked_at: s.revokedAt,
+});
+
+export const sessionFromRow = (row: SessionRow): StoredSession => ({
+  sessionId: row.session_id,
+  tokenHash: row.token_hash,
+  identityId: row.identity_id,
+  deviceId: row.device_id,
+  assurance: row.assurance as SessionAssurance,
+  amr: JSON.parse(row.amr) as string[],
+  authTime: row.auth_time,
+  stepUpAt: row.step_up_at,
+  credId: row.cred_id,
+  createdAt: row.created_at,
+  lastSeenAt: row.last_seen_at,
+  idleExpiresAt: row.idle_expires_at,
+  absoluteExpiresAt: row.absolute_expires_at,
+  revokedAt: row.revoked_at,
+});
+
+export interface DeviceRow {
+  identity_id: string;
+  device_id: string;
+  created_at: number;
+  last_seen_at: number;
+}
+
+export const deviceFromRow = (row: DeviceRow) => ({ deviceId: row.device_id, identityId: row.identity_id, createdAt: row.created_at, lastSeenAt: row.last_seen_at });
+
+export interface TotpRow {
+  identity_id: string;
+  state: string;
+  sealed_secret: Buffer;
+  last_used_step: Nullable<number>;
+  created_at: number;
+  activated_at: Nullable<number>;
+}
+
+export const totpFromRow = (row: TotpRow): StoredTotp => ({
+  identityId: row.identity_id,
+  state: row.state as TotpState,
+  sealedSecret: row.sealed_secret,
+  lastUsedStep: row.last_used_step,
+  createdAt: row.created_at,
+  activatedAt: row.activated_at,
+});
+
+export interface RecoveryRow {
+  code_id: string;
+  identity_id: string;
+  code_hash: string;
+  created_at: number;
+  used_at: Nullable<number>;
+}
+
+export const recoveryFromRow = (row: RecoveryRow): StoredRecoveryCode => ({
+  codeId: row.code_id, identityId: row.identity_id, codeHash: row.code_hash, createdAt: row.created_at, usedAt: row.used_at,
+});
+
+export interface EmailRow {
+  email_id: string;
+  identity_id: string;
+  email: string;
+  created_at: number;
+  verified_at: Nullable<number>;
+}
+
+export const emailFromRow = (row: EmailRow): StoredEmail => ({
+  emailId: row.email_id, identityId: row.identity_id, email: row.email, createdAt: row.created_at, verifiedAt: row.verified_at,
+});
+
+export interface LinkRow {
+  token_hash: string;
+  purpose: string;
+  identity_id: string;
+  email_id: string;
+  device_id: Nullable<string>;
+  created_at: number;
+  expires_at: number;
+  used_at: Nullable<number>;
+}
+
+export const linkToRow = (l: StoredLink): LinkRow => ({
+  token_hash: l.tokenHash,
+  purpose: l.purpose,
+  identity_id: l.identityId,
+  email_id: l.emailId,
+  device_id: l.deviceId,
+  created_at: l.createdAt,
+  expires_at: l.expiresAt,
+  used_at: l.usedAt,
+});
+
+export const linkFromRow = (row: LinkRow): StoredLink => ({
+  tokenHash: row.token_hash,
+  purpose: row.purpose as StoredLink['purpose'],
+  identityId: row.identity_id,
+  emailId: row.email_id,
+  deviceId: row.device_id,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  usedAt: row.used_at,
+});
+
+export interface ReceiptRow {
+  hash: string;
+  body: string;
+  tree_key: Buffer;
+  created_at: number;
+  epoch: Nullable<number>;
+  tree_index: Nullable<number>;
+  path: Nullable<Buffer>;
+}
+
+export const receiptFromRow = (row: ReceiptRow): StoredReceipt => ({
+  hash: row.hash,
+  body: row.body,
+  treeKey: row.tree_key,
+  createdAt: row.created_at,
+  epoch: row.epoch,
+  index: row.tree_index,
+  path: row.path === null ? null : splitPath(row.path),
+});
+
+export interface CheckpointRow {
+  epoch: number;
+  jws: string;
+  root: string;
+  size: number;
+  prev: Nullable<string>;
+  sealed_at: number;
+}
+
+export const checkpointFromRow = (row: CheckpointRow): StoredCheckpoint => ({
+  epoch: row.epoch, jws: row.jws, root: row.root, size: row.size, prev: row.prev, sealedAt: row.sealed_at,
+});
+
+/** Audit paths are stored as one byte string: the 32-byte hashes back to back. */
+export const HASH_SIZE = 32;
+
+export function splitPath(blob: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i < blob.length; i += HASH_SIZE) out.push(Buffer.from(blob.subarray(i, i + HASH_SIZE)));
+  return out;
+}
+
+export interface ClientRow {
+  client_id: string;
+  client_type: string;
+  auth_method: string;
+  secret_hash: Nullable<string>;
+  secret_issued_at: Nullable<number>;
+  metadata: string;
+  owner_id: Nullable<string>;
+  registration_token_hash: string;
+  revision: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export const clientToRow = (c: StoredClient): ClientRow => ({
+  client_id: c.clientId,
+  client_type: c.type,
+  auth_method: c.metadata.token_endpoint_auth_method,
+  secret_hash: c.secretHash,
+  secret_issued_at: c.secretIssuedAt,
+  metadata: JSON.stringify(c.metadata),
+  owner_id: c.ownerId,
+  registration_token_hash: c.registrationTokenHash,
+  revision: c.revision,
+  created_at: c.createdAt,
+  updated_at: c.updatedAt,
+});
+
+export const clientFromRow = (row: ClientRow): StoredClient => ({
+  clientId: row.client_id,
+  type: row.client_type as StoredClient['type'],
+  metadata: JSON.parse(row.metadata),
+  secretHash: row.secret_hash,
+  secretIssuedAt: row.secret_issued_at,
+  ownerId: row.owner_id,
+  registrationTokenHash: row.registration_token_hash,
+  revision: row.revision,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+export interface CodeRow {
+  code_hash: string;
+  client_id: string;
+  redirect_uri: string;
+  identity_id: string;
+  session_id: string;
+  scope: string;
+  resource: Nullable<string>;
+  nonce: Nullable<string>;
+  code_challenge: string;
+  dpop_jkt: Nullable<string>;
+  assurance: string;
+  amr: string;
+  auth_time: number;
+  created_at: number;
+  expires_at: number;
+  consumed_at: Nullable<number>;
+  grant_id: Nullable<string>;
+  /** 1 when the code carries offline_access (its grant outlives the session), else 0. */
+  offline: number;
+}
+
+export interface GrantRow {
+  grant_id: string;
+  client_id: string;
+  identity_id: string;
+  session_id: string;
+  scope: string;
+  resource: Nullable<string>;
+  assurance: string;
+  amr: string;
+  auth_time: number;
+  created_at: number;
+  expires_at: number;
+  revoked_at: Nullable<number>;
+  offline: number;
+}
+
+export interface RefreshRow {
+  token_hash: string;
+  grant_id: string;
+  dpop_jkt: Nullable<string>;
+  created_at: number;
+  idle_expires_at: number;
+  used_at: Nullable<number>;
+}
+
+/** The columns a code hands on to its grant: who signed in, to which client, with what. */
+type SignInColumns = Pick<GrantRow, 'client_id' | 'identity_id' | 'session_id' | 'scope' | 'resource' | 'assurance' | 'amr' | 'auth_time'>;
+type SignIn = Pick<StoredGrant, 'clientId' | 'identityId' | 'sessionId' | 'scope' | 'resource' | 'assurance' | 'amr' | 'authTime'>;
+
+const signInToRow = (s: SignIn): SignInColumns => ({
+  client_id: s.clientId,
+  identity_id: s.identityId,
+  session_id: s.sessionId,
+  scope: s.scope,
+  resource: s.resource,
+  assurance: s.assurance,
+  amr: JSON.stringify(s.amr),
+  auth_time: s.authTime,
+});
+
+const signInFromRow = (row: SignInColumns): SignIn => ({
+  clientId: row.client_id,
+  identityId: row.identity_id,
+  sessionId: row.session_id,
+  scope: row.scope,
+  resource: row.resource,
+  assurance: row.assurance as StoredGrant['assurance'],
+  amr: JSON.parse(row.amr) as string[],
+  authTime: row.auth_time,
+});
+
+export const codeToRow = (c: StoredAuthorizationCode): CodeRow => ({
+  ...signInToRow(c),
+  code_hash: c.codeHash,
+  redirect_uri: c.redirectUri,
+  nonce: c.nonce,
+  code_challenge: c.codeChallenge,
+  dpop_jkt: c.dpopJkt,
+  created_at: c.createdAt,
+  expires_at: c.expiresAt,
+  consumed_at: c.consumedAt,
+  grant_id: c.grantId,
+  offline: c.offline ? 1 : 0,
+});
+
+export const codeFromRow = (row: CodeRow): StoredAuthorizationCode => ({
+  ...signInFromRow(row),
+  codeHash: row.code_hash,
+  redirectUri: row.redirect_uri,
+  nonce: row.nonce,
+  codeChallenge: row.code_challenge,
+  dpopJkt: row.dpop_jkt,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  consumedAt: row.consumed_at,
+  grantId: row.grant_id,
+  offline: row.offline === 1,
+});
+
+export const grantToRow = (g: StoredGrant): GrantRow => ({
+  ...signInToRow(g),
+  grant_id: g.grantId,
+  created_at: g.createdAt,
+  expires_at: g.expiresAt,
+  revoked_at: g.revokedAt,
+  offline: g.offline ? 1 : 0,
+});
+
+export const grantFromRow = (row: GrantRow): StoredGrant => ({
+  ...signInFromRow(row),
+  grantId: row.grant_id,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  revokedAt: row.revoked_at,
+  offline: row.offline === 1,
+});
+
+export const refreshToRow = (t: StoredRefreshToken): RefreshRow => ({
+  token_hash: t.tokenHash,
+  grant_id: t.grantId,
+  dpop_jkt: t.dpopJkt,
+  created_at: t.createdAt,
+  idle_expires_at: t.idleExpiresAt,
+  used_at: t.usedAt,
+});
+
+export const refreshFromRow = (row: RefreshRow): StoredRefreshToken => ({
+  tokenHash: row.token_hash,
+  grantId: row.grant_id,
+  dpopJkt: row.dpop_jkt,
+  createdAt: row.created_at,
+  idleExpiresAt: row.idle_expires_at,
+  usedAt: row.used_at,
+});
+
+export interface ConfigRow {
+  client_id: string;
+  version: number;
+  jws: string;
+  hash: string;
+  policy_hash: string;
+  policy: string;
+  kid: string;
+  issued_at: number;
+  expires_at: number;
+}
+
+export const gatewayConfigToRow = (c: IssuedGatewayConfig): ConfigRow => ({
+  client_id: c.clientId,
+  version: c.version,
+  jws: c.jws,
+  hash: c.hash,
+  policy_hash: c.policyHash,
+  policy: JSON.stringify(c.policy),
+  kid: c.kid,
+  issued_at: c.issuedAt,
+  expires_at: c.expiresAt,
+});
+
+export const gatewayConfigFromRow = (row: ConfigRow): IssuedGatewayConfig => ({
+  clientId: row.client_id,
+  version: row.version,
+  jws: row.jws,
+  hash: row.hash,
+  policyHash: row.policy_hash,
+  policy: JSON.parse(row.policy),
+  kid: row.kid,
+  issuedAt: row.issued_at,
+  expiresAt: row.expires_at,
+});
+
+export interface EvidenceRow {
+  client_id: string;
+  instance: string;
+  gateway: string;
+  key_thumbprint: string;
+  jti: string;
+  issued_at: number;
+  expires_at: number;
+  received_at: number;
+  config: Nullable<string>;
+  counts: string;
+  last_enforcement_at: Nullable<number>;
+  started_at: number;
+  jws: string;
+}
+
+export const evidenceToRow = (e: StoredGatewayEvidence): EvidenceRow => ({
+  client_id: e.clientId,
+  instance: e.instance,
+  gateway: e.gateway,
+  key_thumbprint: e.keyThumbprint,
+  jti: e.jti,
+  issued_at: e.issuedAt,
+  expires_at: e.expiresAt,
+  received_at: e.receivedAt,
+  config: e.config === null ? null : JSON.stringify(e.config),
+  counts: JSON.stringify(e.counts),
+  last_enforcement_at: e.lastEnforcementAt,
+  started_at: e.startedAt,
+  jws: e.jws,
+});
+
+export const evidenceFromRow = (row: EvidenceRow): StoredGatewayEvidence => ({
+  clientId: row.client_id,
+  instance: row.instance,
+  gateway: row.gateway,
+  keyThumbprint: row.key_thumbprint,
+  jti: row.jti,
+  issuedAt: row.issued_at,
+  expiresAt: row.expires_at,
+  receivedAt: row.received_at,
+  config: row.config === null ? null : JSON.parse(row.config),
+  counts: JSON.parse(row.counts),
+  lastEnforcementAt: row.last_enforcement_at,
+  startedAt: row.started_at,
+  jws: row.jws,
+});
+
+/** A consent: the scopes as one space-separated string, the resources (RFC 8707) as a JSON array. */
+export interface ApprovalRow {
+  scope: string;
+  resources: string;
+}
+
+export const approvalFromRow = (row: ApprovalRow) => ({ scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] });
+
+// Agents (docs/agents.md).
+
+export interface EnrollmentRow {
+  enrollment_id: string; name: string; subject_kind: string; public_jwk: string; jkt: string; alg: string; visibility: string;
+  owner_code_hash: string; state: string; owner_id: string | null; approved_at: number | null; agent_id: string | null; created_at: number; expires_at: number;
+}
+
+export interface AgentRow {
+  agent_id: string; proof_id: string; owner_id: string; name: string; subject_kind: string; public_jwk: string; jkt: string; alg: string;
+  state: string; visibility: string; declared: string; resume_needs_key: number; key_proven_at: number | null; owner_approved_at: number | null;
+  last_proof_at: number | null; created_at: number; updated_at: number;
+}
+
+export interface AgentEvidenceRow { agent_id: string; type: string; at: number; expires_at: number; detail: string }
+export interface TransferRow { agent_id: string; from_owner_id: string; to_identity_id: string; code_hash: string; created_at: number; expires_at: number }
+export interface AgentGrantRow { grant_id: string; agent_id: string; owner_id: string; client_id: string; resource: string | null; scope: string; created_at: number; revoked_at: number | null }
+
+export const enrollmentFromRow = (row: EnrollmentRow): StoredEnrollment => ({
+  enrollmentId: row.enrollment_id, name: row.name, subjectKind: row.subject_kind as StoredEnrollment['subjectKind'], publicJwk: JSON.parse(row.public_jwk),
+  jkt: row.jkt, alg: row.alg as StoredEnrollment['alg'], visibility: row.visibility as StoredEnrollment['visibility'], ownerCodeHash: row.owner_code_hash,
+  state: row.state as StoredEnrollment['state'], ownerId: row.owner_id, approvedAt: row.approved_at, agentId: row.agent_id, createdAt: row.created_at, expiresAt: row.expires_at,
+});
+
+export const agentFromRow = (row: AgentRow): StoredAgent => ({
+  agentId: row.agent_id, proofId: row.proof_id, ownerId: row.owner_id, name: row.name, subjectKind: row.subject_kind as StoredAgent['subjectKind'],
+  publicJwk: JSON.parse(row.public_jwk), jkt: row.jkt, alg: row.alg as StoredAgent['alg'], state: row.state as StoredAgent['state'],
+  visibility: row.visibility as StoredAgent['visibility'], declared: JSON.parse(row.declared), resumeNeedsKey: row.resume_needs_key === 1,
+  keyProvenAt: row.key_proven_at, ownerApprovedAt: row.owner_approved_at, lastProofAt: row.last_proof_at, createdAt: row.created_at, updatedAt: row.updated_at,
+});
+
+export const agentGrantFromRow = (row: AgentGrantRow): StoredAgentGrant => ({
+  grantId: row.grant_id, agentId: row.agent_id, ownerId: row.owner_id, clientId: row.client_id, resource: row.resource, scope: row.scope, createdAt: row.created_at, revokedAt: row.revoked_at,
+});
+
+export const agentEvidenceFromRow = (row: AgentEvidenceRow): StoredAgentEvidence => ({
+  agentId: row.agent_id, type: row.type as StoredAgentEvidence['type'], at: row.at, expiresAt: row.expires_at, detail: JSON.parse(row.detail),
+});
+
+export const transferFromRow = (row: TransferRow): StoredAgentTransfer => ({
+  agentId: row.agent_id, fromOwnerId: row.from_owner_id, toIdentityId: row.to_identity_id, codeHash: row.code_hash, createdAt: row.created_at, expiresAt: row.expires_at,
+});
+
+// Organizations, their sites and scans (docs/orgs.md).
+
+export interface OrgRow { org_id: string; slug: string; name: string; website: string | null; created_at: number }
+export interface MemberRow { identity_id: string; role: OrgRole; added_at: number }
+export interface InviteRow { org_id: string; identity_id: string; role: OrgRole; invited_by: string; created_at: number }
+export interface SiteRow {
+  site_id: string; org_id: string; url: string; origin: string; label: string | null; is_primary: number;
+  proof_token: string; verified_at: number | null; created_at: number;
+}
+export interface ScanRow { scan_id: string; site_id: string | null; url: string; grade: string; score: number; rating: string; scanned_at: number }
+
+export const orgFromRow = (r: OrgRow): StoredOrg => ({ orgId: r.org_id, slug: r.slug, name: r.name, website: r.website, createdAt: r.created_at });
+export const memberFromRow = (r: MemberRow): OrgMember => ({ identityId: r.identity_id, role: r.role, addedAt: r.added_at });
+export const inviteFromRow = (r: InviteRow): OrgInvite => ({ orgId: r.org_id, identityId: r.identity_id, role: r.role, invitedBy: r.invited_by, createdAt: r.created_at });
+export const siteFromRow = (r: SiteRow): OrgSite => ({
+  siteId: r.site_id, orgId: r.org_id, url: r.url, label: r.label, primary: r.is_primary === 1,
+  proofToken: r.proof_token, verifiedAt: r.verified_at, createdAt: r.created_at,
+});
+export const scanFromRow = (r: ScanRow): StoredScan => ({
+  scanId: r.scan_id, siteId: r.site_id, url: r.url, grade: r.grade, score: r.score, rating: r.rating, scannedAt: r.scanned_at,
+});

@@ -1,0 +1,37 @@
+import t, { type Test } from 'tap';
+import { openPostgresStorage } from '../../control-plane/src/storage/postgres/index.js';
+import { openSqliteStorage } from '../../control-plane/src/storage/sqlite/index.js';
+import type { Storage } from '../../control-plane/src/storage/types.js';
+import { tempDir } from './build.js';
+import { createTestDatabase, postgresAvailability } from './postgres.js';
+
+type Tap = Test;
+export type Suite = (t: Tap, open: () => Promise<Storage>) => void;
+
+const postgres = await postgresAvailability();
+
+/**
+ * Runs one conformance suite against every storage backend: embedded SQLite (a fresh data dir
+ * per store) and PostgreSQL (a fresh database per store, dropped after).
+ */
+export function onEveryBackend(suite: Suite): void {
+  t.test('sqlite', async (t) => {
+    suite(t, async () => {
+      const storage = openSqliteStorage(tempDir(t));
+      t.teardown(() => storage.close());
+      return storage;
+    });
+  });
+  if (!postgres.run) {
+    t.test('postgres', { skip: postgres.reason }, () => undefined);
+    return;
+  }
+  t.test('postgres', async (t) => {
+    suite(t, async () => {
+      const storage = await openPostgresStorage(await createTestDatabase(t), { poolSize: 2 });
+      // Registered after the drop, so it runs first (teardowns run last-in first-out).
+      t.teardown(() => storage.close());
+      return storage;
+    });
+  });
+}
