@@ -1,6 +1,6 @@
 import type { CredentialStore, StoredCredential } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
-import { CREDENTIAL_SUMMARY_COLUMNS as SUMMARY_COLUMNS, credentialSummaryFromRow as summaryOf, type CredentialRow } from '../rows.js';
+import { CREDENTIAL_SUMMARY_COLUMNS as SUMMARY_COLUMNS, credentialSummaryFromRow as summaryOf, credentialToRow, type CredentialRow } from '../rows.js';
 
 export function sqliteCredentialStore(runner: Runner): CredentialStore {
   return {
@@ -10,18 +10,7 @@ export function sqliteCredentialStore(runner: Runner): CredentialStore {
           `INSERT INTO passkeys (cred_id, identity_id, public_key, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at)
            VALUES (@cred_id, @identity_id, @public_key, @counter, @transports, @backup_eligible, @backed_up, @label, @created_at, @last_used_at)
            ON CONFLICT (cred_id) DO NOTHING`,
-        ).run({
-          cred_id: credential.credId,
-          identity_id: credential.identityId,
-          public_key: Buffer.from(credential.publicKey),
-          counter: credential.counter,
-          transports: JSON.stringify(credential.transports),
-          backup_eligible: credential.backupEligible ? 1 : 0,
-          backed_up: credential.backedUp ? 1 : 0,
-          label: credential.label,
-          created_at: credential.createdAt,
-          last_used_at: credential.lastUsedAt,
-        });
+        ).run(credentialToRow(credential));
         return result.changes === 1;
       }),
     get: (credId) =>

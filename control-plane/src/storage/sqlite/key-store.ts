@@ -1,6 +1,6 @@
 import type { KeyState, KeyStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
-import { keyFromRow as fromRow, type KeyRow } from '../rows.js';
+import { keyFromRow as fromRow, keyToRow, type KeyRow } from '../rows.js';
 
 export function sqliteKeyStore(runner: Runner): KeyStore {
   return {
@@ -13,16 +13,7 @@ export function sqliteKeyStore(runner: Runner): KeyStore {
         cached(db, 
           `INSERT INTO signing_keys (kid, alg, state, public_jwk, sealed_private_jwk, created_at, activated_at, retired_at)
            VALUES (@kid, @alg, @state, @public_jwk, @sealed_private_jwk, @created_at, @activated_at, @retired_at)`,
-        ).run({
-          kid: key.kid,
-          alg: key.alg,
-          state: key.state,
-          public_jwk: JSON.stringify(key.publicJwk),
-          sealed_private_jwk: key.sealedPrivateJwk,
-          created_at: key.createdAt,
-          activated_at: key.activatedAt,
-          retired_at: key.retiredAt,
-        });
+        ).run(keyToRow(key));
       }),
     setState: (kid: string, state: KeyState, at: number) =>
       runner.run((db) => {
