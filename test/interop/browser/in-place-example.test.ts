@@ -34,14 +34,14 @@ t.test('the in-place example page served by the demo app', { skip }, async (t) =
   t.match(html.headers.get('content-security-policy'), /script-src 'self'/);
   t.same(await (await fetch(`${pageUrl}config.json`)).json(), { issuer: server.url, clientId: client.clientId });
   const bad = await fetch(`${pageUrl}token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'x', code_verifier: 'y', redirect_uri: `${pageUrl}callback` }) });
-  t.equal((await bad.json()).ok, false, 'a made-up code is refused by the control plane');
+  t.equal(((await bad.json()) as { ok: boolean }).ok, false, 'a made-up code is refused by the control plane');
 
   const { page, context, problems, addAuthenticator } = await launchChromium(t, { expectedFailures: ['/auth/token'] });
   await addAuthenticator();
   await page.goto(pageUrl);
   const status = page.locator('#status');
   const waitFor = async (pattern: RegExp) => {
-    await page.waitForFunction((source) => new RegExp(source).test(document.getElementById('status')!.textContent ?? ''), pattern.source, { timeout: 60_000 })
+    await page.waitForFunction((source) => new RegExp(source).test((globalThis as any).document.getElementById('status').textContent ?? ''), pattern.source, { timeout: 60_000 })
       .catch(async (error) => {
         throw new Error(`status "${await status.textContent()}" never matched ${pattern}: ${problems.join(' | ')} ${error}`);
       });
@@ -56,7 +56,7 @@ t.test('the in-place example page served by the demo app', { skip }, async (t) =
     const claims = JSON.parse((await page.textContent('#claims'))!);
     t.match(claims, { iss: server.url, aud: client.clientId, preferred_username: 'newt', svc: { assurance: 'passkey' } });
 
-    await page.evaluate(() => { document.getElementById('status')!.textContent = ''; });
+    await page.evaluate(() => { (globalThis as any).document.getElementById('status').textContent = ''; });
     await page.uncheck('#signup');
     await page.fill('#username', '');
     await page.click('#direct');
@@ -65,7 +65,7 @@ t.test('the in-place example page served by the demo app', { skip }, async (t) =
   });
 
   await t.test('popup: sign up in Keyplane\'s window, the code comes back by postMessage', async (t) => {
-    await page.evaluate(() => { document.getElementById('status')!.textContent = ''; });
+    await page.evaluate(() => { (globalThis as any).document.getElementById('status').textContent = ''; });
     const [popup] = await Promise.all([context.waitForEvent('page'), page.click('#popup')]);
     const cdp = await context.newCDPSession(popup);
     await cdp.send('WebAuthn.enable', { enableUI: false });
