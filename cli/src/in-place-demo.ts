@@ -44,22 +44,39 @@ export function inPlaceDemoHandler(options: InPlaceDemoOptions): InPlaceHandler 
   const dir = options.dir ?? findExampleDir();
   const jwks = createRemoteJWKSet(new URL(`${options.issuer}/.well-known/jwks.json`), { timeoutDuration: 3_000 });
   const csp = [
-    "default-src 'none'", "script-src 'self'", "style-src 'self'", `connect-src 'self' ${options.issuer}`, "img-src 'self'",
-    "form-action 'none'", "frame-ancestors 'none'", "base-uri 'none'",
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    `connect-src 'self' ${options.issuer}`,
+    "img-src 'self'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
   ].join('; ');
 
   async function verifyIdToken(token: string, nonce?: string): Promise<JWTPayload> {
-    const { payload } = await jwtVerify(token, jwks, { algorithms: ['ES256'], issuer: options.issuer, audience: options.clientId });
+    const { payload } = await jwtVerify(token, jwks, {
+      algorithms: ['ES256'],
+      issuer: options.issuer,
+      audience: options.clientId,
+    });
     if (nonce !== undefined && payload.nonce !== nonce) throw new Error('the ID token carries another nonce');
     return payload;
   }
 
   return async (req, res, path) => {
     const name = path.slice(IN_PLACE_PREFIX.length);
-    if (req.method === 'GET' && name === 'config.json') return json(res, 200, { issuer: options.issuer, clientId: options.clientId });
+    if (req.method === 'GET' && name === 'config.json')
+      return json(res, 200, { issuer: options.issuer, clientId: options.clientId });
     if (req.method === 'GET' && name === 'callback') {
       // The registered redirect URI: the popup and the direct grant never navigate here.
-      return text(res, 200, 'text/html; charset=utf-8', '<!doctype html><html lang="en"><title>Callback</title><p>Nothing to see: <a href="./">back to the example</a>.</p></html>', csp);
+      return text(
+        res,
+        200,
+        'text/html; charset=utf-8',
+        '<!doctype html><html lang="en"><title>Callback</title><p>Nothing to see: <a href="./">back to the example</a>.</p></html>',
+        csp,
+      );
     }
     if (req.method === 'GET' && FILES[name] !== undefined) {
       return text(res, 200, FILES[name]!, await readFile(join(dir, name === '' ? 'index.html' : name), 'utf8'), csp);
@@ -73,20 +90,37 @@ export function inPlaceDemoHandler(options: InPlaceDemoOptions): InPlaceHandler 
       }
       try {
         if (name === 'id-token') {
-          if (typeof body.token !== 'string' || typeof body.nonce !== 'string') return json(res, 400, { ok: false, reason: 'invalid_request', message: 'token and nonce are needed' });
+          if (typeof body.token !== 'string' || typeof body.nonce !== 'string')
+            return json(res, 400, { ok: false, reason: 'invalid_request', message: 'token and nonce are needed' });
           return json(res, 200, { ok: true, claims: await verifyIdToken(body.token, body.nonce) });
         }
         const { code, code_verifier: verifier, redirect_uri: redirectUri } = body;
         if (typeof code !== 'string' || typeof verifier !== 'string' || typeof redirectUri !== 'string') {
-          return json(res, 400, { ok: false, reason: 'invalid_request', message: 'code, code_verifier and redirect_uri are needed' });
+          return json(res, 400, {
+            ok: false,
+            reason: 'invalid_request',
+            message: 'code, code_verifier and redirect_uri are needed',
+          });
         }
         const answer = await fetch(`${options.issuer}/auth/token`, {
-          method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-          body: new URLSearchParams({ grant_type: 'authorization_code', client_id: options.clientId, code, code_verifier: verifier, redirect_uri: redirectUri }),
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+          body: new URLSearchParams({
+            grant_type: 'authorization_code',
+            client_id: options.clientId,
+            code,
+            code_verifier: verifier,
+            redirect_uri: redirectUri,
+          }),
           signal: AbortSignal.timeout(5_000),
         });
         const tokens = (await answer.json()) as Record<string, unknown>;
-        if (!answer.ok || typeof tokens.id_token !== 'string') return json(res, 400, { ok: false, reason: String(tokens.error ?? tokens.reason ?? 'invalid_grant'), message: String(tokens.error_description ?? tokens.message ?? '') });
+        if (!answer.ok || typeof tokens.id_token !== 'string')
+          return json(res, 400, {
+            ok: false,
+            reason: String(tokens.error ?? tokens.reason ?? 'invalid_grant'),
+            message: String(tokens.error_description ?? tokens.message ?? ''),
+          });
         return json(res, 200, { ok: true, claims: await verifyIdToken(tokens.id_token) });
       } catch (error) {
         return json(res, 400, { ok: false, reason: 'invalid_token', message: (error as Error).message });
@@ -120,7 +154,11 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 function text(res: ServerResponse, status: number, type: string, body: string, csp: string): void {
   res.writeHead(status, {
-    'content-type': type, 'cache-control': 'no-store', 'content-security-policy': csp, 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin',
+    'content-type': type,
+    'cache-control': 'no-store',
+    'content-security-policy': csp,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
   });
   res.end(body);
 }

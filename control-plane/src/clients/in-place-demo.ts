@@ -23,7 +23,10 @@ export interface InPlaceDemoClient {
   created: boolean;
 }
 
-export async function ensureInPlaceDemoClient(services: ControlPlaneServices, options: { origins: readonly string[] }): Promise<InPlaceDemoClient> {
+export async function ensureInPlaceDemoClient(
+  services: ControlPlaneServices,
+  options: { origins: readonly string[] },
+): Promise<InPlaceDemoClient> {
   const { storage, events } = services;
   const metadata = validateClientMetadata({
     client_name: 'Keyplane in-place example',
@@ -45,10 +48,22 @@ export async function ensureInPlaceDemoClient(services: ControlPlaneServices, op
     if (!same) {
       await storage.transaction(async (tx) => {
         const updated = await tx.clients.update(existing.clientId, existing.revision, {
-          type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: null, secretIssuedAt: null, at: now,
+          type: clientTypeOf(metadata.token_endpoint_auth_method),
+          metadata,
+          secretHash: null,
+          secretIssuedAt: null,
+          at: now,
         });
-        if (!updated) throw new Error('the in-place example client changed while keyplane up was starting; start again');
-        await events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId: existing.clientId, revision: updated.revision, secretIssued: false });
+        if (!updated)
+          throw new Error('the in-place example client changed while keyplane up was starting; start again');
+        await events.record(tx, {
+          type: 'client.updated',
+          at: now,
+          outcome: 'success',
+          clientId: existing.clientId,
+          revision: updated.revision,
+          secretIssued: false,
+        });
       });
     }
     return { clientId: existing.clientId, created: false };
@@ -68,7 +83,15 @@ export async function ensureInPlaceDemoClient(services: ControlPlaneServices, op
   };
   await storage.transaction(async (tx) => {
     await tx.clients.insert(client);
-    await events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: null, by: 'admin', revision: 1 });
+    await events.record(tx, {
+      type: 'client.registered',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      ownerId: null,
+      by: 'admin',
+      revision: 1,
+    });
   });
   await writeFile(`${stateFile}.tmp`, JSON.stringify({ clientId: client.clientId }) + '\n', { mode: 0o600 });
   await rename(`${stateFile}.tmp`, stateFile);

@@ -40,7 +40,8 @@ export async function issueFedcmAssertion(services: Services, input: { session: 
   const { session, client, request } = input;
   if (request.accountId !== session.identityId) throw fail('account_mismatch', 'account_id is not the signed-in account');
   const scopes = fedcmScopesOf(client);
-  // An operator's pause holds on every transport (docs/accounts.md); its sessions ended, this covers a lingering one.
+  // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts): disabling
+  // ends the sessions, and this covers one that lingers.
   if (!(await isAccountActive(services.storage, session.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const before = await services.storage.oidc.approval(session.identityId, client.clientId);
   const consent = decideInPlaceConsent({

@@ -12,13 +12,18 @@ import { loadMembership, type OrgServices } from './operations.js';
 
 /** The org that will own a client registered with `org: <slug>`: the caller must be its admin or owner. */
 export async function orgOwnerFor(services: OrgServices, slug: unknown, identityId: string): Promise<string> {
-  if (typeof slug !== 'string' || slug.length === 0 || slug.length > 64) throw fail('invalid_request', 'org must be the slug of an organization');
+  if (typeof slug !== 'string' || slug.length === 0 || slug.length > 64)
+    throw fail('invalid_request', 'org must be the slug of an organization');
   const m = await loadMembership(services, slug, identityId, 'admin');
   return m.org.orgId;
 }
 
 /** The clients of an org, for its admins and owners. */
-export async function listOrgClients(services: OrgServices, slug: unknown, identityId: string): Promise<StoredClient[]> {
+export async function listOrgClients(
+  services: OrgServices,
+  slug: unknown,
+  identityId: string,
+): Promise<StoredClient[]> {
   const orgId = await orgOwnerFor(services, slug, identityId);
   return services.storage.clients.listByOwner(orgId);
 }
@@ -28,12 +33,17 @@ export async function listOrgClients(services: OrgServices, slug: unknown, ident
  * owner. A member of the owning org is refused with 403; everybody else sees 404, as if the
  * client did not exist.
  */
-export async function checkClientManager(services: OrgServices, client: StoredClient | null, identityId: string): Promise<StoredClient> {
+export async function checkClientManager(
+  services: OrgServices,
+  client: StoredClient | null,
+  identityId: string,
+): Promise<StoredClient> {
   if (!client || client.ownerId === null) throw fail('not_found', 'no such client');
   if (client.ownerId === identityId) return client;
   const org = await services.storage.orgs.get(client.ownerId);
   const member = org ? await services.storage.orgs.member(org.orgId, identityId) : null;
   if (!member) throw fail('not_found', 'no such client');
-  if (!hasRole(member.role, 'admin')) throw fail('forbidden', 'managing the organization\'s apps needs the admin or owner role');
+  if (!hasRole(member.role, 'admin'))
+    throw fail('forbidden', "managing the organization's apps needs the admin or owner role");
   return client;
 }

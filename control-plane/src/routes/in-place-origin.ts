@@ -17,13 +17,21 @@ export async function inPlaceClientFor(
   reply: FastifyReply,
   clientId: unknown,
 ): Promise<{ client: StoredClient; origin: string }> {
-  const client = typeof clientId === 'string' && clientId.length > 0 && clientId.length <= 100 ? await services.storage.clients.get(clientId) : null;
+  const client =
+    typeof clientId === 'string' && clientId.length > 0 && clientId.length <= 100
+      ? await services.storage.clients.get(clientId)
+      : null;
   const origin = request.headers.origin;
   const allowed = client !== null && isRegisteredOrigin(client.metadata, origin);
   reply.headers(buildCorsHeaders(origin, allowed));
   if (!client) throw fail('not_found', 'no such client');
-  if (!allowed) throw fail('origin_mismatch', origin ? 'this origin is not registered for the client' : 'the request carries no Origin');
-  if (client.metadata.in_place !== true) throw fail('in_place_disabled', 'the client has not turned in-place sign-in on');
+  if (!allowed)
+    throw fail(
+      'origin_mismatch',
+      origin ? 'this origin is not registered for the client' : 'the request carries no Origin',
+    );
+  if (client.metadata.in_place !== true)
+    throw fail('in_place_disabled', 'the client has not turned in-place sign-in on');
   return { client, origin };
 }
 
@@ -38,6 +46,10 @@ export async function inPlacePreflight(
   options: CorsOptions,
 ): Promise<FastifyReply> {
   const origin = request.headers.origin;
-  const allowed = origin !== undefined && originsOf(await services.storage.clients.inPlaceRedirectUris()).includes(origin);
-  return reply.code(204).headers(buildCorsHeaders(origin, allowed, options)).send();
+  const allowed =
+    origin !== undefined && originsOf(await services.storage.clients.inPlaceRedirectUris()).includes(origin);
+  return reply
+    .code(204)
+    .headers(buildCorsHeaders(origin, allowed, options))
+    .send();
 }
