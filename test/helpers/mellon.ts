@@ -95,10 +95,14 @@ LoadModule authz_user_module ${MODULES}/mod_authz_user.so
 LoadModule alias_module ${MODULES}/mod_alias.so
 LoadModule cgi_module ${MODULES}/mod_cgi.so
 LoadModule headers_module ${MODULES}/mod_headers.so
+LoadModule setenvif_module ${MODULES}/mod_setenvif.so
 LoadModule auth_mellon_module ${MELLON_MODULE}
 StartServers 1
 MinSpareServers 1
 MaxSpareServers 2
+# Mellon marks its login test cookie SameSite=None, which browsers drop without Secure (plain
+# http here); without the attribute the cookie is Lax, enough because IdP and SP are same-site.
+SetEnvIf Request_URI "^" MELLON_DISABLE_SAMESITE=1
 ScriptAlias /protected/echo "${dir}/echo.cgi"
 <Directory "${dir}">
   Require all granted
@@ -111,7 +115,6 @@ ScriptAlias /protected/echo "${dir}/echo.cgi"
   MellonSPMetadataFile "${dir}/sp-metadata.xml"
   MellonIdPMetadataFile "${dir}/idp-metadata.xml"
   MellonSecureCookie Off
-  MellonCookieSameSite lax
   MellonSessionLength 600
 ${Object.entries(attributes).map(([saml, env]) => `  MellonSetEnv "${env}" "${saml}"`).join('\n')}
 </Location>
@@ -121,7 +124,8 @@ ${Object.entries(attributes).map(([saml, env]) => `  MellonSetEnv "${env}" "${sa
   Require valid-user
 </Location>
 `);
-  const child = spawn(APACHE, ['-f', join(dir, 'apache2.conf'), '-DFOREGROUND'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: on SIGTERM Apache signals its whole group, which would otherwise be ours.
+  const child = spawn(APACHE, ['-f', join(dir, 'apache2.conf'), '-DFOREGROUND'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
@@ -141,7 +145,7 @@ ${Object.entries(attributes).map(([saml, env]) => `  MellonSetEnv "${env}" "${sa
     await waitForPort(port, '127.0.0.1', 20_000);
   } catch (error) {
     await stop();
-    throw new Error(`apache2 did not start: ${(error as Error).message}\n${errorLog()}`);
+    throw new Error(`apache2 did not start: ${(error as Error).message}\n${errorLog()}`, { cause: error });
   }
   return { url, entityId, acsUrl, sloUrl, certificatePem, errorLog, stop };
 }
