@@ -69,7 +69,10 @@ export class SamlKeyRing {
       // Generated outside the transaction (slow); a concurrent replica's plan wins the state race harmlessly.
       const created = new Map<string, StoredSamlKey>();
       for (const action of actions) if (action.type === 'create') created.set(action.state, await this.generate(action.state, now));
+      const shape = (list: StoredSamlKey[]) => list.map((k) => `${k.kid}:${k.state}`).join(',');
       await storage.transaction(async (tx) => {
+        // Another replica may have acted since we read the ring: then its keys stand and ours are dropped.
+        if (shape(await tx.saml.keys()) !== shape(keys)) return;
         for (const action of actions) {
           if (action.type === 'create') await tx.saml.insertKey(created.get(action.state)!);
           else if (action.type === 'promote') await tx.saml.setKeyState(action.kid, 'current', now);
