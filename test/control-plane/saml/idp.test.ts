@@ -73,7 +73,7 @@ t.test('SAML identity provider', async (t) => {
     method: 'POST', url: '/saml/providers', headers: admin,
     payload: { entity_id: SP_ENTITY, acs_urls: [ACS], certificate: sp.certificatePem, slo_url: SLO, name: 'Mellon', attributes: { assurance: 'assurance', username: 'username', mail: 'email' } },
   });
-  t.equal(registered.statusCode, 201, registered.body);
+  t.equal(registered.statusCode, 201, registered.statusCode === 201 ? 'registered' : registered.body);
   const provider = registered.json().provider;
   t.match(registered.json().receipt, /^[0-9a-f]{64}$/);
   t.equal(provider.want_signed_requests, true, 'signed requests are the default');
@@ -232,6 +232,17 @@ t.test('SAML identity provider', async (t) => {
     t.equal((await leaving.get('/apps', { accept: 'application/json' })).statusCode, 401, 'the session has ended');
     const text = await services.metrics.getSingleMetricAsString('keyplane_receipts_total');
     t.match(text, /kind="saml\.logout"\} 1/, 'a saml.logout receipt');
+  });
+
+  await t.test('the operator rotates the IdP key; the old certificate stays in the metadata', async (t) => {
+    const before = await samlKeyRing(services).current();
+    t.equal((await browser.post('/saml/keys/rotate', {})).json().reason, 'insufficient_assurance', 'not with a session');
+    const rotated = await app.inject({ method: 'POST', url: '/saml/keys/rotate', headers: admin });
+    t.equal(rotated.statusCode, 200, rotated.body);
+    t.equal(rotated.json().retired, before.kid);
+    const metadata = (await app.inject({ url: '/saml/metadata' })).body;
+    t.ok(metadata.includes(before.certificatePem.split('\n')[1]!), 'the retired certificate is still listed');
+    t.not((await samlKeyRing(services).current()).kid, before.kid, 'a new key signs');
   });
 
   await t.test('org admins manage their org\'s providers; others see 404', async (t) => {

@@ -4,6 +4,7 @@ import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
+import { samlKeyRing } from '../../saml/key-ring.js';
 import { deleteProvider, describeProvider, getProvider, listProviders, registerProvider, updateProvider, type ProviderActor } from '../../saml/providers.js';
 import {
   completeLogout, decide, errorResponse, idpInitiated, idpMetadata, issueResponse, park, parked, parkLogout,
@@ -188,6 +189,16 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
     } catch (error) {
       return sendSamlError(request, reply, error);
     }
+  });
+
+  app.post('/saml/keys/rotate', {
+    schema: {
+      tags: ['saml'], summary: 'Rotate the IdP signing key now (admin token): the next key signs, the old certificate stays in the metadata for its retention',
+      security: [{ bearerAuth: [] }], response: { 200: okObject({ current: { type: 'string' }, retired: { type: ['string', 'null'] } }, ['current']), ...errorResponses },
+    },
+  }, async (request) => {
+    if (actorOf(request, true).kind !== 'operator') throw fail('forbidden', 'rotating the IdP key needs the admin token');
+    return { ok: true, ...(await samlKeyRing(services).rotate()) };
   });
 
   // ---- service providers: the operator (admin token) or an org admin (session) ----
