@@ -167,6 +167,19 @@ t.test('SAML identity provider', async (t) => {
     t.notMatch(answer, /Assertion/);
   });
 
+  await t.test('emailAddress NameID and the email attribute once the address is verified', async (t) => {
+    const now = Date.now();
+    const row = await services.storage.emails.add({ emailId: 'eml_ada', identityId, email: 'ada@example.com', createdAt: now, verifiedAt: null });
+    await services.storage.emails.markVerified(row.emailId, now);
+    const request = authnRequest({ format: NAMEID_FORMAT.email });
+    const page = await browser.get(`/saml/sso?${signRedirectQuery('SAMLRequest', request.xml, undefined, sp.privateKeyPem)}`);
+    const doc = parseXml(Buffer.from(formValue(page.body, 'SAMLResponse')!, 'base64').toString());
+    const nameId = doc.getElementsByTagNameNS(NS.assertion, 'NameID')[0]!;
+    t.equal(nameId.textContent, 'ada@example.com');
+    t.equal(nameId.getAttribute('Format'), NAMEID_FORMAT.email);
+    t.match(doc.toString(), /Name="mail"[^>]*><saml:AttributeValue>ada@example\.com</, 'the verified address as the mail attribute');
+  });
+
   await t.test('every refusal: a page or envelope with its reason, nothing issued', async (t) => {
     const before = await issued();
     const get = (query: string, json = false) => browser.get(`/saml/sso?${query}`, json ? { accept: 'application/json' } : {});
