@@ -34,6 +34,8 @@ import agentPages from './routes/agents/pages.js';
 import v1Routes from './routes/v1/index.js';
 import orgRoutes from './routes/orgs/index.js';
 import scanRoutes from './routes/scan/index.js';
+import samlRoutes from './routes/saml/index.js';
+import samlPages from './routes/saml/apps-page.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -111,5 +113,7 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(v1Routes);
   await app.register(orgRoutes);
   await app.register(scanRoutes);
+  await app.register(samlRoutes);
+  await app.register(samlPages);
   return app;
 }

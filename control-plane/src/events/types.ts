@@ -82,6 +82,12 @@ export type DomainEvent =
   | (EventBase & { type: 'org.site_removed'; orgId: string; siteId: string; by: string })
   | (EventBase & { type: 'org.site_promoted'; orgId: string; siteId: string; by: string })
   | (EventBase & { type: 'org.site_verified'; orgId: string; siteId: string; method: 'dns' | 'well-known'; by: string })
-  | (EventBase & { type: 'scan.completed'; scanId: string; siteId: string | null; grade: string; score: number; algorithm: string; trigger: 'org' | 'public' | 'schedule' });
+  | (EventBase & { type: 'scan.completed'; scanId: string; siteId: string | null; grade: string; score: number; algorithm: string; trigger: 'org' | 'public' | 'schedule' })
+  // SAML identity provider (docs/saml.md)
+  | (EventBase & { type: 'saml.provider_registered'; providerId: string; entityId: string; orgId: string | null; by: 'admin' | 'session' })
+  | (EventBase & { type: 'saml.provider_updated'; providerId: string; revision: number; by: 'admin' | 'session' })
+  | (EventBase & { type: 'saml.provider_deleted'; providerId: string; by: 'admin' | 'session' })
+  | (EventBase & { type: 'saml.assertion_issued'; providerId: string; identityId: string; sessionId: string; assurance: Assurance; nameIdFormat: string; initiated: 'sp' | 'idp' })
+  | (EventBase & { type: 'saml.logout'; providerId: string; identityId: string | null; sessionId: string | null });
 
 export type DomainEventType = DomainEvent['type'];

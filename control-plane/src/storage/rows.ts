@@ -29,6 +29,8 @@ import type {
   StoredEnrollment,
   StoredOrg,
   StoredScan,
+  StoredSamlKey,
+  StoredSamlProvider,
 } from './types.js';
 
 /**
@@ -653,4 +655,88 @@ export const siteFromRow = (r: SiteRow): OrgSite => ({
 });
 export const scanFromRow = (r: ScanRow): StoredScan => ({
   scanId: r.scan_id, siteId: r.site_id, url: r.url, grade: r.grade, score: r.score, rating: r.rating, scannedAt: r.scanned_at,
+});
+
+export interface SamlKeyRow {
+  kid: string;
+  state: string;
+  certificate_pem: string;
+  sealed_private_key: Buffer;
+  created_at: number;
+  activated_at: Nullable<number>;
+  retired_at: Nullable<number>;
+  not_after: number;
+}
+
+export const samlKeyToRow = (key: StoredSamlKey): SamlKeyRow => ({
+  kid: key.kid,
+  state: key.state,
+  certificate_pem: key.certificatePem,
+  sealed_private_key: key.sealedPrivateKey,
+  created_at: key.createdAt,
+  activated_at: key.activatedAt,
+  retired_at: key.retiredAt,
+  not_after: key.notAfter,
+});
+
+export const samlKeyFromRow = (row: SamlKeyRow): StoredSamlKey => ({
+  kid: row.kid,
+  state: row.state as KeyState,
+  certificatePem: row.certificate_pem,
+  sealedPrivateKey: Buffer.from(row.sealed_private_key),
+  createdAt: Number(row.created_at),
+  activatedAt: row.activated_at === null ? null : Number(row.activated_at),
+  retiredAt: row.retired_at === null ? null : Number(row.retired_at),
+  notAfter: Number(row.not_after),
+});
+
+export interface SamlProviderRow {
+  id: string;
+  entity_id: string;
+  name: Nullable<string>;
+  acs_urls: string;
+  slo_url: Nullable<string>;
+  certificate_pem: string;
+  name_id_format: string;
+  attributes: string;
+  allow_idp_initiated: number;
+  want_signed_requests: number;
+  org_id: Nullable<string>;
+  revision: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export const samlProviderToRow = (p: StoredSamlProvider): SamlProviderRow => ({
+  id: p.id,
+  entity_id: p.entityId,
+  name: p.name,
+  acs_urls: JSON.stringify(p.acsUrls),
+  slo_url: p.sloUrl,
+  certificate_pem: p.certificatePem,
+  name_id_format: p.nameIdFormat,
+  attributes: JSON.stringify(p.attributes),
+  allow_idp_initiated: p.allowIdpInitiated ? 1 : 0,
+  want_signed_requests: p.wantSignedRequests ? 1 : 0,
+  org_id: p.orgId,
+  revision: p.revision,
+  created_at: p.createdAt,
+  updated_at: p.updatedAt,
+});
+
+export const samlProviderFromRow = (row: SamlProviderRow): StoredSamlProvider => ({
+  id: row.id,
+  entityId: row.entity_id,
+  name: row.name,
+  acsUrls: JSON.parse(row.acs_urls) as string[],
+  sloUrl: row.slo_url,
+  certificatePem: row.certificate_pem,
+  nameIdFormat: row.name_id_format,
+  attributes: JSON.parse(row.attributes) as Record<string, string>,
+  allowIdpInitiated: Number(row.allow_idp_initiated) === 1,
+  wantSignedRequests: Number(row.want_signed_requests) === 1,
+  orgId: row.org_id,
+  revision: Number(row.revision),
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
 });

@@ -690,6 +690,60 @@ export interface ScanStore {
   latestPublic(url: string): Promise<StoredScan | null>;
 }
 
+
+// ---- SAML 2.0 identity provider (docs/saml.md) ----
+
+/** The IdP's RSA signing key: state as in the ES256 ring, the private key sealed with the master key. */
+export interface StoredSamlKey {
+  kid: string;
+  state: KeyState;
+  certificatePem: string;
+  /** PKCS#8 PEM sealed with the master key (AES-256-GCM, bound to the kid). */
+  sealedPrivateKey: Buffer;
+  createdAt: number;
+  activatedAt: number | null;
+  retiredAt: number | null;
+  /** The certificate's notAfter (ms). */
+  notAfter: number;
+}
+
+/** A registered service provider; its certificate is pinned. */
+export interface StoredSamlProvider {
+  /** Opaque id (`sp_…`). */
+  id: string;
+  entityId: string;
+  name: string | null;
+  acsUrls: string[];
+  sloUrl: string | null;
+  certificatePem: string;
+  nameIdFormat: string;
+  /** SAML attribute name → the source it is filled from (docs/saml.md#attributes). */
+  attributes: Record<string, string>;
+  allowIdpInitiated: boolean;
+  wantSignedRequests: boolean;
+  /** The org that owns it, or null for the operator's. */
+  orgId: string | null;
+  revision: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface SamlStore {
+  keys(): Promise<StoredSamlKey[]>;
+  insertKey(key: StoredSamlKey): Promise<void>;
+  setKeyState(kid: string, state: KeyState, at: number): Promise<void>;
+  removeKey(kid: string): Promise<void>;
+  /** False when the entityID is registered already. */
+  insertProvider(provider: StoredSamlProvider): Promise<boolean>;
+  provider(id: string): Promise<StoredSamlProvider | null>;
+  providerByEntityId(entityId: string): Promise<StoredSamlProvider | null>;
+  /** Every provider (orgId undefined), or those of the listed orgs; oldest first. */
+  listProviders(orgIds?: string[]): Promise<StoredSamlProvider[]>;
+  /** Conditional on `revision`: null when the stored revision differs (or the entityID is taken). */
+  updateProvider(provider: StoredSamlProvider, revision: number): Promise<StoredSamlProvider | null | 'taken'>;
+  removeProvider(id: string): Promise<boolean>;
+}
+
 export interface Stores {
   keys: KeyStore;
   identities: IdentityStore;
@@ -707,6 +761,7 @@ export interface Stores {
   agents: AgentStore;
   orgs: OrgStore;
   scans: ScanStore;
+  saml: SamlStore;
 }
 
 export interface Storage extends Stores {

@@ -57,7 +57,8 @@ t.test('openapi.json is a valid OpenAPI 3.1 document listing every route', async
   const result = await validator.validate(doc);
   t.same(result.errors, undefined, 'no schema errors');
   t.equal(result.valid, true);
-  for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/openapi.json', '/changelog', '/agents.json', '/agent', '/auth', '/.well-known/llms.txt']) {
+  for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/openapi.json', '/changelog', '/agents.json', '/agent', '/auth', '/.well-known/llms.txt',
+    '/saml/metadata', '/saml/sso', '/saml/slo', '/saml/providers', '/saml/providers/{id}', '/apps/saml']) {
     t.ok(doc.paths[path], `${path} is described`);
   }
   t.ok(doc.components.schemas.envelope, 'the envelope schema is a shared component');

@@ -136,6 +136,7 @@ function appsPage(clients: StoredClient[], enforcement: ReadonlyMap<string, Gate
   const sensitive = assurance === 'sensitive';
   return html`<h1>Your apps</h1>
 <p class="muted">Apps you registered to sign people in with Keyplane (OpenID Connect). The relying-party guide is <code>docs/oidc.md</code>.</p>
+<p><a href="/apps/saml">SAML service providers</a> of the organizations you administer.</p>
 ${notice ?? ''}
 ${sensitive ? '' : html`<p role="note">Editing, rotating a secret or revoking an app needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps">Confirm with your passkey</a> first.</p>`}
 <h2 id="list-heading">Registered apps</h2>

@@ -15,6 +15,7 @@ import { postgresOidcStore } from './oidc-store.js';
 import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
 import { postgresRecoveryCodeStore } from './recovery-code-store.js';
+import { postgresSamlStore } from './saml-store.js';
 import { postgresSessionStore } from './session-store.js';
 import { clientSql, createPool, inTransaction, poolSql, type Sql } from './sql.js';
 import { postgresTotpStore } from './totp-store.js';
@@ -37,6 +38,7 @@ function storesOn(sql: Sql): Stores {
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
     scans: postgresScanStore(sql),
+    saml: postgresSamlStore(sql),
   };
 }
 

@@ -15,6 +15,7 @@ import { sqliteOidcStore } from './oidc-store.js';
 import { sqliteGatewayStore } from './gateway-store.js';
 import { sqliteAgentStore } from './agent-store.js';
 import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
+import { sqliteSamlStore } from './saml-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
 
 function storesOn(runner: Runner): Stores {
@@ -35,6 +36,7 @@ function storesOn(runner: Runner): Stores {
     agents: sqliteAgentStore(runner),
     orgs: sqliteOrgStore(runner),
     scans: sqliteScanStore(runner),
+    saml: sqliteSamlStore(runner),
   };
 }
 

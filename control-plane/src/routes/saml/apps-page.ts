@@ -1,0 +1,134 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
+import { hasRole } from '../../../../lib/orgs/roles.js';
+import { NAMEID_FORMAT } from '../../../../lib/saml/constants.js';
+import { html, page, type SafeHtml } from '../../pages/layout.js';
+import { requireSession } from '../../plugins/session.js';
+import { deleteProvider, listProviders, registerProvider } from '../../saml/providers.js';
+import { samlUrls } from '../../saml/sso.js';
+import type { StoredSamlProvider } from '../../storage/types.js';
+import { errorResponses } from '../schemas.js';
+
+/**
+ * `/apps/saml`: the SAML service providers of the organizations the signed-in user administers,
+ * with plain HTML forms (no JavaScript) to register and remove them. Changes need a `sensitive`
+ * session; a form post without one is sent to the step-up page, which returns here.
+ */
+const session = [{ sessionCookie: [] }];
+const sameOriginReferrer = new WeakSet<FastifyReply>();
+const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+
+function lines(value: unknown): string[] {
+  return [value ?? []].flat().flatMap((v) => String(v).split(/\s+/)).filter((v) => v !== '');
+}
+
+function formatName(format: string): string {
+  return format === NAMEID_FORMAT.email ? 'email address (verified only)' : 'persistent (the account id)';
+}
+
+function providersPage(input: {
+  providers: StoredSamlProvider[]; orgs: Array<{ slug: string; name: string; orgId: string }>; sensitive: boolean; issuer: string; notice?: SafeHtml;
+}): SafeHtml {
+  const urls = samlUrls(input.issuer);
+  const orgName = new Map(input.orgs.map((o) => [o.orgId, o.name]));
+  return html`<h1>SAML service providers</h1>
+<p class="muted">Third-party applications that sign people in with Keyplane over SAML 2.0. The guide is <code>docs/saml.md</code>; the operator manages providers of the whole installation with the admin token (<code>/saml/providers</code>).</p>
+<p>Identity provider metadata: <a href="/saml/metadata"><code>${urls.entityId}</code></a></p>
+${input.notice ?? ''}
+${input.sensitive ? '' : html`<p role="note">Registering or removing a provider needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps%2Fsaml">Confirm with your passkey</a> first.</p>`}
+<h2 id="sp-heading">Registered providers</h2>
+${input.providers.length === 0 ? html`<p>No service provider is registered for your organizations.</p>` : html`<table aria-labelledby="sp-heading">
+<thead><tr><th scope="col">Name</th><th scope="col">Entity ID</th><th scope="col">Organization</th><th scope="col">NameID</th><th scope="col">ACS URLs</th><th scope="col">Actions</th></tr></thead>
+<tbody>
+${input.providers.map((p) => html`<tr data-provider="${p.id}">
+<td>${p.name ?? '(no name)'}</td>
+<td><code>${p.entityId}</code></td>
+<td>${p.orgId ? orgName.get(p.orgId) ?? p.orgId : 'operator'}</td>
+<td>${formatName(p.nameIdFormat)}</td>
+<td>${p.acsUrls.map((u) => html`<code>${u}</code> `)}</td>
+<td><form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="Remove ${p.name ?? p.entityId}">Remove</button></form></td>
+</tr>`)}
+</tbody>
+</table>`}
+<h2>Register a service provider</h2>
+${input.orgs.length === 0 ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>` : html`<form method="post" action="/apps/saml/register">
+<label for="org">Organization</label>
+<select id="org" name="org">${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>
+<label for="name">Name</label>
+<input id="name" name="name" type="text" maxlength="100">
+<label for="entity_id">Entity ID</label>
+<input id="entity_id" name="entity_id" type="text" required maxlength="1024">
+<label for="acs_urls">AssertionConsumerService URLs (HTTP-POST, one per line, exact)</label>
+<textarea id="acs_urls" name="acs_urls" rows="2" cols="60" required></textarea>
+<label for="slo_url">SingleLogoutService URL (HTTP-Redirect, optional)</label>
+<input id="slo_url" name="slo_url" type="url" maxlength="2000">
+<label for="certificate">The provider's signing certificate (PEM; pinned)</label>
+<textarea id="certificate" name="certificate" rows="6" cols="60" required></textarea>
+<label for="name_id_format">NameID format</label>
+<select id="name_id_format" name="name_id_format"><option value="persistent">persistent (the account id)</option><option value="email">email address (verified only)</option></select>
+<label><input type="checkbox" name="want_signed_requests" value="true" checked> Refuse unsigned requests</label>
+<label><input type="checkbox" name="allow_idp_initiated" value="true"> Allow IdP-initiated sign-in</label>
+<button type="submit">Register</button>
+</form>`}`;
+}
+
+export default async function samlAppsPage(app: FastifyInstance): Promise<void> {
+  const services = app.kp;
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
+    return payload;
+  });
+
+  async function render(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
+    const current = request.kp.session!;
+    const orgs = (await services.storage.orgs.listForMember(current.identityId)).filter((o) => hasRole(o.role, 'admin'));
+    const providers = await listProviders(services, { kind: 'member', identityId: current.identityId });
+    reply.code(status).type('text/html; charset=utf-8');
+    sameOriginReferrer.add(reply);
+    const body = providersPage({ providers, orgs, sensitive: meetsAssurance(current.assurance, 'sensitive'), issuer: services.config.issuer, ...(notice ? { notice } : {}) });
+    return page({ title: 'SAML service providers', nonce: request.kp.cspNonce, body })
+      .replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+  }
+
+  /** A change from the page: without a sensitive session, off to the step-up page and back. */
+  async function change(request: FastifyRequest, reply: FastifyReply, work: (identityId: string) => Promise<SafeHtml>): Promise<unknown> {
+    const current = request.kp.session!;
+    if (!meetsAssurance(current.assurance, 'sensitive')) return reply.redirect('/auth/step-up?return=%2Fapps%2Fsaml', 303);
+    try {
+      return await render(request, reply, await work(current.identityId));
+    } catch (error) {
+      if (!isKeyplaneError(error)) throw error;
+      return render(request, reply, html`<p class="error" role="alert">${error.message}</p>`, error.status);
+    }
+  }
+
+  app.get('/apps/saml', {
+    onRequest: requireSession,
+    schema: { tags: ['saml'], summary: 'SAML service providers of your organizations: the management page', security: session, produces: ['text/html'], response: { ...errorResponses } },
+  }, async (request, reply) => render(request, reply));
+
+  app.post('/apps/saml/register', {
+    onRequest: requireSession,
+    schema: { tags: ['saml'], summary: 'Register a service provider from the page\'s form (sensitive session)', security: session, body: { type: 'object', additionalProperties: true }, response: { ...errorResponses } },
+  }, async (request, reply) => change(request, reply, async (identityId) => {
+    const fields = (request.body ?? {}) as Record<string, unknown>;
+    if (typeof fields !== 'object') throw fail('invalid_request', 'send the form');
+    const { provider } = await registerProvider(services, { kind: 'member', identityId }, {
+      org: fields.org, entity_id: typeof fields.entity_id === 'string' ? fields.entity_id.trim() : fields.entity_id,
+      acs_urls: lines(fields.acs_urls), certificate: fields.certificate, name_id_format: fields.name_id_format,
+      ...(typeof fields.name === 'string' && fields.name.trim() ? { name: fields.name } : {}),
+      ...(typeof fields.slo_url === 'string' && fields.slo_url.trim() ? { slo_url: fields.slo_url.trim() } : {}),
+      want_signed_requests: fields.want_signed_requests === 'true', allow_idp_initiated: fields.allow_idp_initiated === 'true',
+    });
+    return html`<p role="status">Service provider <code>${provider.entityId}</code> registered.</p>`;
+  }));
+
+  app.post('/apps/saml/:id/delete', {
+    onRequest: requireSession,
+    schema: { tags: ['saml'], summary: 'Remove a service provider from the page (sensitive session)', security: session, params: idParams, response: { ...errorResponses } },
+  }, async (request, reply) => change(request, reply, async (identityId) => {
+    await deleteProvider(services, { kind: 'member', identityId }, (request.params as { id: string }).id);
+    return html`<p role="status">Service provider removed.</p>`;
+  }));
+}

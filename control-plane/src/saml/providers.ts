@@ -1,0 +1,115 @@
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { hasRole } from '../../../lib/orgs/roles.js';
+import { checkProviderSettings } from '../../../lib/saml/provider.js';
+import { randomId } from '../../../lib/util/random.js';
+import type { ControlPlaneServices } from '../context.js';
+import { loadMembership } from '../orgs/operations.js';
+import type { StoredSamlProvider } from '../storage/types.js';
+
+export type ProviderServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
+
+/** Who manages service providers: the operator (admin token) or a signed-in org admin. */
+export type ProviderActor = { kind: 'operator' } | { kind: 'member'; identityId: string };
+
+const by = (actor: ProviderActor) => (actor.kind === 'operator' ? 'admin' : 'session') as 'admin' | 'session';
+
+/** The orgs in which the member is admin or owner. */
+async function adminOrgs(services: ProviderServices, identityId: string): Promise<string[]> {
+  const orgs = await services.storage.orgs.listForMember(identityId);
+  return orgs.filter((org) => hasRole(org.role, 'admin')).map((org) => org.orgId);
+}
+
+/** The providers the actor manages: all for the operator, those of their orgs for an org admin. */
+export async function listProviders(services: ProviderServices, actor: ProviderActor): Promise<StoredSamlProvider[]> {
+  if (actor.kind === 'operator') return services.storage.saml.listProviders();
+  const orgs = await adminOrgs(services, actor.identityId);
+  return orgs.length === 0 ? [] : services.storage.saml.listProviders(orgs);
+}
+
+/** One provider the actor manages; any other answers 404 exactly like an unknown id. */
+export async function getProvider(services: ProviderServices, actor: ProviderActor, id: string): Promise<StoredSamlProvider> {
+  const provider = /^sp_[A-Za-z0-9_-]{1,64}$/.test(id) ? await services.storage.saml.provider(id) : null;
+  if (!provider) throw fail('not_found', 'no such service provider');
+  if (actor.kind === 'member') {
+    const orgs = await adminOrgs(services, actor.identityId);
+    if (provider.orgId === null || !orgs.includes(provider.orgId)) throw fail('not_found', 'no such service provider');
+  }
+  return provider;
+}
+
+/** Registers a provider; an org admin names the org (`org`, its slug), the operator may. */
+export async function registerProvider(
+  services: ProviderServices, actor: ProviderActor, input: Record<string, unknown>,
+): Promise<{ provider: StoredSamlProvider; receipt?: string }> {
+  const settings = checkProviderSettings(input);
+  let orgId: string | null = null;
+  if (input.org !== undefined && input.org !== null && input.org !== '') {
+    if (typeof input.org !== 'string') throw fail('invalid_request', 'org must be an organization slug');
+    if (actor.kind === 'member') orgId = (await loadMembership(services, input.org, actor.identityId, 'admin')).org.orgId;
+    else {
+      const org = await services.storage.orgs.getBySlug(input.org);
+      if (!org) throw fail('not_found', 'no such organization');
+      orgId = org.orgId;
+    }
+  } else if (actor.kind === 'member') {
+    throw fail('invalid_request', 'org is required: service providers are registered for an organization you administer');
+  }
+  const now = services.now();
+  const provider: StoredSamlProvider = { id: randomId('sp_'), ...settings, orgId, revision: 1, createdAt: now, updatedAt: now };
+  return services.storage.transaction(async (tx) => {
+    if (!(await tx.saml.insertProvider(provider))) throw fail('conflict', 'a service provider with this entity_id is registered already');
+    const { receipt } = await services.events.record(tx, {
+      type: 'saml.provider_registered', at: now, outcome: 'success', providerId: provider.id, entityId: provider.entityId, orgId, by: by(actor),
+    });
+    return { provider, ...(receipt ? { receipt } : {}) };
+  });
+}
+
+/** Replaces the provider's settings (the body has the POST shape); the owning org stays. */
+export async function updateProvider(
+  services: ProviderServices, actor: ProviderActor, id: string, input: Record<string, unknown>,
+): Promise<{ provider: StoredSamlProvider; receipt?: string }> {
+  const before = await getProvider(services, actor, id);
+  const settings = checkProviderSettings(input);
+  const revision = input.revision === undefined ? before.revision : input.revision;
+  if (typeof revision !== 'number' || !Number.isInteger(revision)) throw fail('invalid_request', 'revision must be an integer');
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
+    const updated = await tx.saml.updateProvider({ ...before, ...settings, updatedAt: now }, revision);
+    if (updated === 'taken') throw fail('conflict', 'a service provider with this entity_id is registered already');
+    if (!updated) throw fail('stale_revision', 'the service provider changed since this revision; read it again and retry');
+    const { receipt } = await services.events.record(tx, {
+      type: 'saml.provider_updated', at: now, outcome: 'success', providerId: id, revision: updated.revision, by: by(actor),
+    });
+    return { provider: updated, ...(receipt ? { receipt } : {}) };
+  });
+}
+
+export async function deleteProvider(services: ProviderServices, actor: ProviderActor, id: string): Promise<{ receipt?: string }> {
+  await getProvider(services, actor, id);
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
+    if (!(await tx.saml.removeProvider(id))) throw fail('not_found', 'no such service provider');
+    return services.events.record(tx, { type: 'saml.provider_deleted', at: now, outcome: 'success', providerId: id, by: by(actor) });
+  });
+}
+
+/** The public shape of a provider (the API's and the page's). */
+export function describeProvider(provider: StoredSamlProvider) {
+  return {
+    id: provider.id,
+    entity_id: provider.entityId,
+    name: provider.name,
+    acs_urls: provider.acsUrls,
+    slo_url: provider.sloUrl,
+    certificate: provider.certificatePem,
+    name_id_format: provider.nameIdFormat,
+    attributes: provider.attributes,
+    allow_idp_initiated: provider.allowIdpInitiated,
+    want_signed_requests: provider.wantSignedRequests,
+    org_id: provider.orgId,
+    revision: provider.revision,
+    created_at: new Date(provider.createdAt).toISOString(),
+    updated_at: new Date(provider.updatedAt).toISOString(),
+  };
+}
