@@ -12,42 +12,13 @@
  * Every response is checked (status 200 and the expected tokens), so a failing grant cannot
  * look fast.
  */
-import { generateKeyPairSync, randomBytes, createHash, sign } from 'node:crypto';
-import { cpus } from 'node:os';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { generateKeyPairSync, randomBytes, createHash } from 'node:crypto';
 import inject from 'light-my-request';
 import Provider from 'oidc-provider';
-import { buildSignedIn } from '../test/helpers/signed-in.js';
+import { benchControlPlane, benchTap, describeRun, es256Bound, log, measure, SECONDS } from './harness.js';
 import { ADMIN, RESOURCE, REDIRECT, basicAuth, exchangeCode, goodRequest, obtainCode, pkcePair, refresh, registerClient } from '../test/helpers/oidc.js';
 
-const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
-const BATCH = 300;
-
-const teardowns: Array<() => unknown> = [];
-const tap = { teardown: (fn: () => unknown) => void teardowns.push(fn) };
-
-function log(line: string): void {
-  process.stderr.write(`${line}\n`);
-}
-
-/** Runs `op` for SECONDS of timed work; `prepare` (untimed) makes each batch's inputs. */
-async function measure<T>(name: string, prepare: (n: number) => Promise<T[]>, op: (input: T) => Promise<void>): Promise<number> {
-  for (const input of await prepare(20)) await op(input); // warm-up
-  let count = 0;
-  let elapsedNs = 0n;
-  while (elapsedNs < BigInt(SECONDS * 1e9)) {
-    const inputs = await prepare(BATCH);
-    const start = process.hrtime.bigint();
-    for (const input of inputs) await op(input);
-    elapsedNs += process.hrtime.bigint() - start;
-    count += inputs.length;
-  }
-  const rate = count / (Number(elapsedNs) / 1e9);
-  log(`  ${name}: ${Math.round(rate)} /s (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`);
-  return rate;
-}
+const { tap, runTeardowns } = benchTap();
 
 /** A rotating refresh chain: each grant's new refresh token feeds the next. */
 async function measureChain(name: string, first: string, op: (token: string) => Promise<string>): Promise<number> {
@@ -83,24 +54,11 @@ function expectTokens(status: number, body: string, what: string): Record<string
   return json;
 }
 
-// ---- the bound: raw ES256 signatures per second (as bench:keys measures it) ----
-
-async function es256Bound(): Promise<number> {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const input = Buffer.from(`${randomBytes(40).toString('base64url')}.${randomBytes(200).toString('base64url')}`);
-  return measure('raw node:crypto ES256 sign (the bound)', async (n) => Array.from({ length: n }, () => input), async (data) => {
-    sign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' });
-  });
-}
-
 // ---- Keyplane ----
 
 async function keyplane(): Promise<{ exchange: number; refresh: number }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-token-'));
-  teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const { app, signIn } = await buildSignedIn(tap, { dataDir, config: { adminToken: ADMIN, 'limits.authPerIpPerMinute': 1_000_000 } });
+  const { app, browser } = await benchControlPlane(tap, { adminToken: ADMIN });
   const client = await registerClient(app);
-  const { browser } = await signIn({ username: 'bench', assurance: 'passkey' });
   const mint = async (n: number) => {
     const out: Array<{ code: string; verifier: string }> = [];
     for (let i = 0; i < n; i++) {
@@ -110,10 +68,10 @@ async function keyplane(): Promise<{ exchange: number; refresh: number }> {
     }
     return out;
   };
-  const exchange = await measure('Keyplane code exchange', mint, async ({ code, verifier }) => {
+  const exchange = (await measure('Keyplane code exchange', mint, async ({ code, verifier }) => {
     const res = await exchangeCode(app, client, code, verifier, {}, { resource: RESOURCE });
     expectTokens(res.statusCode, res.body, 'Keyplane exchange');
-  });
+  })).wall;
   const [first] = await mint(1);
   const initial = await exchangeCode(app, client, first!.code, first!.verifier, {}, { resource: RESOURCE });
   const refreshRate = await measureChain('Keyplane refresh (rotating)', expectTokens(initial.statusCode, initial.body, 'Keyplane exchange')['refresh_token']!, async (token) => {
@@ -183,7 +141,7 @@ async function nodeOidcProvider(): Promise<{ exchange: number; refresh: number }
     const res = await post({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier, resource: RESOURCE });
     return expectTokens(res.statusCode, res.body, 'oidc-provider exchange');
   };
-  const exchange = await measure('oidc-provider code exchange', mint, async (input) => void (await exchangeOnce(input)));
+  const exchange = (await measure('oidc-provider code exchange', mint, async (input) => void (await exchangeOnce(input)))).wall;
   const [first] = await mint(1);
   const refreshRate = await measureChain('oidc-provider refresh (rotating)', (await exchangeOnce(first!))['refresh_token']!, async (token) => {
     const res = await post({ grant_type: 'refresh_token', refresh_token: token, resource: RESOURCE });
@@ -192,9 +150,9 @@ async function nodeOidcProvider(): Promise<{ exchange: number; refresh: number }
   return { exchange, refresh: refreshRate };
 }
 
-log(`bench:token — ${SECONDS}s of timed work per case, Node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, in-process (light-my-request), one request at a time`);
+describeRun('bench:token');
 try {
-  const bound = await es256Bound();
+  const bound = (await es256Bound()).wall;
   const kp = await keyplane();
   let other: { exchange: number; refresh: number } | null = null;
   try {
@@ -208,5 +166,5 @@ try {
     process.stdout.write(`| ${name} | ${Math.round(k)} | ${o === undefined ? 'n/a' : Math.round(o)} | ${Math.round(bound / 2)} | ${((k / (bound / 2)) * 100).toFixed(1)} % |\n`);
   }
 } finally {
-  for (const fn of teardowns.reverse()) await fn();
+  await runTeardowns();
 }
