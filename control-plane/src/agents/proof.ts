@@ -79,6 +79,8 @@ interface StoredChallenge {
   agentId: string;
   nonce: string;
   purpose: 'verify' | 'run';
+  /** Checked against the control plane's clock as well as kept as the entry's TTL (ms). */
+  expiresAt: number;
 }
 
 /** `challenge`: a one-use nonce for a visible, active agent. */
@@ -87,9 +89,10 @@ export async function issueChallenge(services: AgentServices, input: { proofId: 
   if (agent.state !== 'active') throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, { fields: { state: agent.state } });
   const challengeId = randomId('apc');
   const nonce = randomToken(24);
-  const stored: StoredChallenge = { agentId: agent.agentId, nonce, purpose: input.purpose };
+  const expiresAt = services.now() + CHALLENGE_LIFETIME_MS;
+  const stored: StoredChallenge = { agentId: agent.agentId, nonce, purpose: input.purpose, expiresAt };
   await services.state.set(`agents:challenge:${challengeId}`, JSON.stringify(stored), CHALLENGE_LIFETIME_MS);
-  return { challengeId, nonce, expiresAt: services.now() + CHALLENGE_LIFETIME_MS };
+  return { challengeId, nonce, expiresAt };
 }
 
 export interface ProveInput {
@@ -108,7 +111,7 @@ export async function proveAgent(services: AgentServices, purpose: 'verify' | 'r
   const agent = await visibleAgent(services, input.proofId);
   const raw = await services.state.take(`agents:challenge:${input.challengeId}`);
   const challenge = raw === null ? null : (JSON.parse(raw) as StoredChallenge);
-  if (!challenge || challenge.agentId !== agent.agentId || challenge.purpose !== purpose) {
+  if (!challenge || challenge.agentId !== agent.agentId || challenge.purpose !== purpose || services.now() >= challenge.expiresAt) {
     throw fail('challenge_unknown', `the challenge is unknown, expired, used already, or not a ${purpose} challenge for this agent`);
   }
   if (agent.state !== 'active') throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, { fields: { state: agent.state } });
