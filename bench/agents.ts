@@ -41,6 +41,11 @@ try {
     }
     return out;
   };
+  // The request pipeline alone (routing, hooks, logging, serialising), for scale.
+  const floor = await measure('pipeline floor: GET /healthz', async (n) => Array.from({ length: n }, () => null), async () => {
+    const res = await app.inject({ method: 'GET', url: '/healthz' });
+    if (res.statusCode !== 200) throw new Error(`healthz failed: ${res.body}`);
+  });
   const verify = await measure('verify', async (n) => (await challenges(n, 'verify')).map((c) => ({ c, proof: dpop('/api/agent-proof/verify', c.nonce) })), async ({ c, proof }) => {
     const res = await app.inject({ method: 'POST', url: '/api/agent-proof/verify', headers: { dpop: proof }, payload: { proof_id: agent.proofId, challenge_id: c.challenge_id } });
     if (res.statusCode !== 200) throw new Error(`verify failed: ${res.body}`);
@@ -57,9 +62,9 @@ try {
     if (res.statusCode !== 200) throw new Error(`run failed: ${res.body}`);
   });
   const met = (rate: number) => (rate >= TARGET ? 'met' : 'NOT met');
-  process.stdout.write('\n| call | per CPU-second (one core) | wall (/s) | ES256 sign bound per CPU-second |\n|---|---|---|---|\n');
-  for (const [name, rate] of [['verify', verify], ['run', run]] as const) {
-    process.stdout.write(`| ${name} | ${Math.round(rate.cpu)} | ${Math.round(rate.wall)} | ${Math.round(bound.cpu)} |\n`);
+  process.stdout.write('\n| call | per CPU-second (one core) | wall (/s) |\n|---|---|---|\n');
+  for (const [name, rate] of [['raw ES256 sign (bound)', bound], ['GET /healthz (pipeline floor)', floor], ['verify', verify], ['run', run]] as const) {
+    process.stdout.write(`| ${name} | ${Math.round(rate.cpu)} | ${Math.round(rate.wall)} |\n`);
   }
   process.stdout.write(`\ntarget ${TARGET}/s on one core: verify ${met(verify.cpu)}, run ${met(run.cpu)}\n`);
 } finally {
