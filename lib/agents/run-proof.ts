@@ -82,7 +82,7 @@ export async function verifyRunProof(input: unknown, options: VerifyRunProofOpti
   const proof = checkRunProofShape(input);
   if (proof.agent_id !== options.agentId) throw fail('run_proof_invalid', 'run_proof.agent_id names another agent');
   if (proof.challenge_id !== options.challengeId) throw fail('run_proof_invalid', 'run_proof.challenge_id differs from the challenge answered');
-  let verified: ReturnType<typeof verifyCompactJws> = null;
+  let verified: ReturnType<typeof verifyCompactJws>;
   try {
     const key = options.importKey ? await options.importKey(options.jwk, options.alg) : importPublicJwk(options.jwk as Record<string, unknown>);
     verified = verifyCompactJws(proof.sig, key, options.alg);
