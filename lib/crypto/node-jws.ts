@@ -23,6 +23,8 @@ export function nodeKey(key: KeyObject | webcrypto.CryptoKey): KeyObject {
 
 /** A public JWK (EC P-256 or OKP Ed25519) as a KeyObject; throws when it is not a valid key. */
 export function importPublicJwk(jwk: Record<string, unknown>): KeyObject {
+  // node:crypto would quietly derive the public key from a private JWK; a public key is expected.
+  if ('d' in jwk) throw new TypeError('a private JWK where a public key is expected');
   const key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
   if (key.type !== 'public') throw new TypeError('not a public key');
   return key;
