@@ -53,6 +53,12 @@ export function readAdminToken(env: NodeJS.ProcessEnv = process.env): string | u
   return value === undefined || value === '' ? undefined : value;
 }
 
+/** The client secret `keyplane agent token` authenticates with, from KEYPLANE_CLIENT_SECRET (never from argv). */
+export function readClientSecret(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env['KEYPLANE_CLIENT_SECRET'];
+  return value === undefined || value === '' ? undefined : value;
+}
+
 /** Every key with its default, as the schema declares them. */
 export function defaultsOf(kind: ConfigKind): Record<string, unknown> {
   return collectDefaults(schemas[kind]) as Record<string, unknown>;

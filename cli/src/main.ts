@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../config/load.js';
 import { MigrationError } from '../../control-plane/src/storage/migration-error.js';
 import { accountsCommands } from './commands/accounts.js';
+import { agentCommands } from './commands/agent.js';
 import { backupCommand } from './commands/backup.js';
 import { controlPlaneCommand } from './commands/control-plane.js';
 import { gatewayCommand } from './commands/gateway.js';
@@ -29,6 +30,7 @@ keysCommand(program);
 receiptCommand(program);
 ledgerCommand(program);
 accountsCommands(program);
+agentCommands(program);
 
 try {
   await program.parseAsync(process.argv);

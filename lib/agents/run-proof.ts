@@ -1,4 +1,6 @@
-import { compactVerify, importJWK, type JWK } from 'jose';
+import type { KeyObject } from 'node:crypto';
+import type { JWK } from 'jose';
+import { importPublicJwk, verifyCompactJws } from '../crypto/node-jws.js';
 import { fail } from '../errors/keyplane-error.js';
 import { canonicalJson } from '../ledger/canonical-json.js';
 import { sha256Hex } from '../util/sha256.js';
@@ -68,6 +70,8 @@ export interface VerifyRunProofOptions {
   challengeId: string;
   jwk: JWK;
   alg: AgentKeyAlgorithm;
+  /** Imports the agent key; a cache may stand in for `importJWK` (the key is derived from `jwk` alone). */
+  importKey?: (jwk: JWK, alg: AgentKeyAlgorithm) => Promise<KeyObject>;
 }
 
 /**
@@ -78,13 +82,15 @@ export async function verifyRunProof(input: unknown, options: VerifyRunProofOpti
   const proof = checkRunProofShape(input);
   if (proof.agent_id !== options.agentId) throw fail('run_proof_invalid', 'run_proof.agent_id names another agent');
   if (proof.challenge_id !== options.challengeId) throw fail('run_proof_invalid', 'run_proof.challenge_id differs from the challenge answered');
-  let payload: Uint8Array;
+  let verified: ReturnType<typeof verifyCompactJws>;
   try {
-    const key = await importJWK(options.jwk, options.alg);
-    ({ payload } = await compactVerify(proof.sig, key, { algorithms: [options.alg] }));
+    const key = options.importKey ? await options.importKey(options.jwk, options.alg) : importPublicJwk(options.jwk as Record<string, unknown>);
+    verified = verifyCompactJws(proof.sig, key, options.alg);
   } catch {
-    throw fail('run_proof_invalid', 'run_proof.sig is not a valid signature by the agent key');
+    verified = null;
   }
+  if (!verified) throw fail('run_proof_invalid', 'run_proof.sig is not a valid signature by the agent key');
+  const { payload } = verified;
   if (Buffer.from(payload).toString('utf8') !== runProofSigningInput(proof)) throw fail('run_proof_invalid', 'run_proof.sig signs other content than the proof');
   return proof;
 }

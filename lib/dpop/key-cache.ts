@@ -1,4 +1,6 @@
-import { calculateJwkThumbprint, importJWK, type CryptoKey, type JWK } from 'jose';
+import type { KeyObject } from 'node:crypto';
+import { calculateJwkThumbprint, type JWK } from 'jose';
+import { importPublicJwk } from '../crypto/node-jws.js';
 import { ExpiringCache } from '../util/expiring-cache.js';
 
 /**
@@ -8,17 +10,17 @@ import { ExpiringCache } from '../util/expiring-cache.js';
  * key alone, so a hit can never accept what a miss would refuse.
  */
 export class DpopKeyCache {
-  readonly #keys: ExpiringCache<string, Promise<{ key: CryptoKey | Uint8Array; jkt: string }>>;
+  readonly #keys: ExpiringCache<string, Promise<{ key: KeyObject; jkt: string }>>;
 
   constructor(limit: number) {
     this.#keys = new ExpiringCache(limit);
   }
 
-  resolve(jwk: JWK, alg: string): Promise<{ key: CryptoKey | Uint8Array; jkt: string }> {
+  resolve(jwk: JWK, alg: string): Promise<{ key: KeyObject; jkt: string }> {
     const id = JSON.stringify([alg, jwk.kty, jwk.crv, jwk.x, jwk.y]);
     const known = this.#keys.get(id, 0);
     if (known) return known;
-    const imported = Promise.all([importJWK(jwk, alg), calculateJwkThumbprint(jwk, 'sha256')]).then(([key, jkt]) => ({ key, jkt }));
+    const imported = Promise.all([Promise.resolve().then(() => importPublicJwk(jwk as Record<string, unknown>)), calculateJwkThumbprint(jwk, 'sha256')]).then(([key, jkt]) => ({ key, jkt }));
     this.#keys.set(id, imported, Infinity, 0);
     // A key that does not import is not remembered.
     imported.catch(() => this.#keys.delete(id));

@@ -1,4 +1,5 @@
-import { calculateJwkThumbprint, compactVerify, decodeProtectedHeader, importJWK, type JWK } from 'jose';
+import { calculateJwkThumbprint, decodeProtectedHeader, type JWK } from 'jose';
+import { importPublicJwk, verifyCompactJws } from '../crypto/node-jws.js';
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
 import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
@@ -116,9 +117,11 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   let payload: Record<string, unknown>;
   let jkt: string | undefined;
   try {
-    const resolved = options.keyCache ? await options.keyCache.resolve(jwk as JWK, alg) : { key: await importJWK(jwk as JWK, alg), jkt: undefined };
+    const resolved = options.keyCache ? await options.keyCache.resolve(jwk as JWK, alg) : { key: importPublicJwk(jwk), jkt: undefined };
     jkt = resolved.jkt;
-    const verified = await compactVerify(value, resolved.key, { algorithms: [alg] });
+    // node:crypto checks on the calling thread (WebCrypto would queue every proof on the thread pool).
+    const verified = verifyCompactJws(value, resolved.key, alg as DpopAlgorithm);
+    if (!verified) throw new Error('bad signature');
     payload = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(verified.payload)) as Record<string, unknown>;
   } catch {
     refuse('signature', 'the DPoP proof signature does not verify with its jwk');

@@ -117,6 +117,7 @@ export const REASONS = {
   run_proof_invalid: { status: 400, description: 'The run proof is not a valid `svc-agent-run-proof-v1`: raw content fields, unknown members, a bad commitment, another agent or challenge, or a bad signature.' },
   agent_key_mismatch: { status: 401, description: 'The DPoP proof or assertion was signed by another key than the agent\'s current key.' },
   dns_record_missing: { status: 400, description: 'No TXT record at `_svc-agent.<domain>` carries this agent\'s value (or the name did not resolve).' },
+  agent_card_invalid: { status: 400, description: 'The fetched A2A agent card is not a JSON object with a `name` (not JSON, not an object, or no name); nothing is appended.' },
   // in-place sign-in: popup, FedCM and the direct grant (docs/in-place.md)
   in_place_disabled: { status: 403, description: 'The client has not turned on in-place sign-in (client metadata `in_place: true`), so FedCM and the direct grant refuse it.' },
   webidentity_required: { status: 400, description: 'A FedCM endpoint was called without `Sec-Fetch-Dest: webidentity`: only the browser\'s FedCM machinery may call it.' },

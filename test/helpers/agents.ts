@@ -30,12 +30,16 @@ export async function agentKey(alg: 'ES256' | 'EdDSA' = 'ES256'): Promise<AgentK
   };
 }
 
-/** Posts `payload` to `path` with a DPoP proof by `key`, fetching the server nonce first (RFC 9449 §8). */
-export async function postWithKeyProof(send: (headers: Record<string, string>) => Promise<{ statusCode: number; headers: Record<string, unknown>; json(): any }>, key: AgentKey, path: string) {
-  const first = await send({ dpop: await key.proof(path) });
+/**
+ * Posts `payload` to `path` with a DPoP proof by `key`, fetching the server nonce first (RFC 9449 §8).
+ * `now` is the control plane's clock: a test clock held still must not make the proof's `iat` look future.
+ */
+export async function postWithKeyProof(send: (headers: Record<string, string>) => Promise<{ statusCode: number; headers: Record<string, unknown>; json(): any }>, key: AgentKey, path: string, now?: () => number) {
+  const iat = () => (now ? { iat: Math.floor(now() / 1000) } : {});
+  const first = await send({ dpop: await key.proof(path, iat()) });
   const nonce = first.headers['dpop-nonce'];
   if (first.statusCode !== 401 || typeof nonce !== 'string') return first;
-  return send({ dpop: await key.proof(path, { nonce }) });
+  return send({ dpop: await key.proof(path, { nonce, ...iat() }) });
 }
 
 /** Enrolls an agent end to end through HTTP for the owner signed in on `owner`. */
@@ -46,7 +50,7 @@ export async function enrollAgent(app: FastifyInstance, owner: Browser, options:
   const { enrollment_id, owner_code } = begun.json();
   const approved = await owner.post('/auth/agents/proof/enroll/approve', { enrollment_id, owner_code });
   if (approved.statusCode !== 200) throw new Error(`approve: ${approved.body}`);
-  const done = await postWithKeyProof((headers) => app.inject({ method: 'POST', url: '/auth/agents/proof/enroll/complete', headers, payload: { enrollment_id } }), key, '/auth/agents/proof/enroll/complete');
+  const done = await postWithKeyProof((headers) => app.inject({ method: 'POST', url: '/auth/agents/proof/enroll/complete', headers, payload: { enrollment_id } }), key, '/auth/agents/proof/enroll/complete', () => app.kp.now());
   if (done.statusCode !== 200) throw new Error(`complete: ${JSON.stringify(done.json())}`);
   const body = done.json() as { agent_id: string; proof_id: string; proof_url: string };
   return { key, agentId: body.agent_id, proofId: body.proof_id, proofUrl: body.proof_url, enrollmentId: enrollment_id as string };

@@ -1,10 +1,18 @@
 import { isDpopError } from '../../../lib/dpop/errors.js';
+import { DpopKeyCache } from '../../../lib/dpop/key-cache.js';
 import { checkDpopNonce, issueDpopNonce } from '../../../lib/dpop/nonce.js';
 import { dpopRefusal } from '../../../lib/dpop/respond.js';
 import { sharedReplayCheck } from '../../../lib/dpop/replay.js';
 import { verifyDpopProof, type VerifiedDpopProof } from '../../../lib/dpop/verify-dpop-proof.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
+
+/**
+ * Imported agent keys and thumbprints, shared by every control plane in the process: an agent
+ * signs each proof with the same key, and importing it costs as much as checking a signature.
+ * Only public-key derivations are kept, so a hit never accepts what a miss would refuse.
+ */
+export const agentKeyCache = new DpopKeyCache(10_000);
 
 export type KeyProofServices = Pick<ControlPlaneServices, 'config' | 'secrets' | 'state' | 'now'>;
 
@@ -36,6 +44,7 @@ export async function checkAgentKeyProof(services: KeyProofServices, request: Ke
       now,
       nonce: expected.nonce ?? ((value: string) => checkDpopNonce(value, { ...nonceKey, now })),
       isReplay: sharedReplayCheck(services.state, services.now),
+      keyCache: agentKeyCache,
     });
   } catch (error) {
     if (isDpopError(error)) throw dpopRefusal(error, 'resource', fresh);

@@ -1,16 +1,19 @@
 import { SignJWT } from 'jose';
 import { computeClaims, type EvidenceEntry } from '../../../lib/agents/evidence.js';
 import { runProofHash, verifyRunProof } from '../../../lib/agents/run-proof.js';
+import { signCompactJws } from '../../../lib/crypto/node-jws.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import type { StoredAgent, StoredAgentEvidence } from '../storage/types.js';
 import type { AgentServices } from './enrollment.js';
-import { checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';
+import { agentKeyCache, checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';
 
 /** A challenge lives 60 s and is taken once. */
 export const CHALLENGE_LIFETIME_MS = 60_000;
 /** Proof and run tokens live 5 minutes at most. */
 export const PROOF_TOKEN_LIFETIME_S = 300;
+/** How precisely the last proof time is kept (the pages show it to the minute). */
+export const LAST_PROOF_RESOLUTION_MS = 60_000;
 /** The W3C VC of a Proof Link is re-signed on every read and valid for a day. */
 const VC_LIFETIME_MS = 86_400_000;
 
@@ -76,6 +79,8 @@ interface StoredChallenge {
   agentId: string;
   nonce: string;
   purpose: 'verify' | 'run';
+  /** Checked against the control plane's clock as well as kept as the entry's TTL (ms). */
+  expiresAt: number;
 }
 
 /** `challenge`: a one-use nonce for a visible, active agent. */
@@ -84,9 +89,10 @@ export async function issueChallenge(services: AgentServices, input: { proofId: 
   if (agent.state !== 'active') throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, { fields: { state: agent.state } });
   const challengeId = randomId('apc');
   const nonce = randomToken(24);
-  const stored: StoredChallenge = { agentId: agent.agentId, nonce, purpose: input.purpose };
+  const expiresAt = services.now() + CHALLENGE_LIFETIME_MS;
+  const stored: StoredChallenge = { agentId: agent.agentId, nonce, purpose: input.purpose, expiresAt };
   await services.state.set(`agents:challenge:${challengeId}`, JSON.stringify(stored), CHALLENGE_LIFETIME_MS);
-  return { challengeId, nonce, expiresAt: services.now() + CHALLENGE_LIFETIME_MS };
+  return { challengeId, nonce, expiresAt };
 }
 
 export interface ProveInput {
@@ -105,27 +111,24 @@ export async function proveAgent(services: AgentServices, purpose: 'verify' | 'r
   const agent = await visibleAgent(services, input.proofId);
   const raw = await services.state.take(`agents:challenge:${input.challengeId}`);
   const challenge = raw === null ? null : (JSON.parse(raw) as StoredChallenge);
-  if (!challenge || challenge.agentId !== agent.agentId || challenge.purpose !== purpose) {
+  if (!challenge || challenge.agentId !== agent.agentId || challenge.purpose !== purpose || services.now() >= challenge.expiresAt) {
     throw fail('challenge_unknown', `the challenge is unknown, expired, used already, or not a ${purpose} challenge for this agent`);
   }
   if (agent.state !== 'active') throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, { fields: { state: agent.state } });
   await checkAgentKeyProof(services, dpop, agent.jkt, { nonce: challenge.nonce });
   const runHash = purpose === 'run'
-    ? runProofHash(await verifyRunProof(input.runProof, { agentId: agent.agentId, challengeId: input.challengeId, jwk: agent.publicJwk, alg: agent.alg }))
+    ? runProofHash(await verifyRunProof(input.runProof, { agentId: agent.agentId, challengeId: input.challengeId, jwk: agent.publicJwk, alg: agent.alg, importKey: async (jwk, alg) => (await agentKeyCache.resolve(jwk, alg)).key }))
     : undefined;
   const now = services.now();
   const key = services.keys.current();
-  const token = await new SignJWT({
-    sub: agent.agentId, proof_id: agent.proofId, kind: agent.subjectKind, cnf: { jkt: agent.jkt }, challenge_id: input.challengeId,
+  const iat = Math.floor(now / 1000);
+  // Signed with node:crypto on this thread: one ES256 signature, no thread-pool round trip.
+  const token = signCompactJws({ kid: key.kid, typ: purpose === 'run' ? 'agent-run+jwt' : 'agent-proof+jwt' }, {
+    iss: services.config.issuer, sub: agent.agentId, aud: input.audience ?? services.config.issuer, iat, exp: iat + PROOF_TOKEN_LIFETIME_S,
+    jti: randomToken(16), proof_id: agent.proofId, kind: agent.subjectKind, cnf: { jkt: agent.jkt }, challenge_id: input.challengeId,
     ...(runHash ? { run_proof_hash: runHash } : {}),
-  })
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: purpose === 'run' ? 'agent-run+jwt' : 'agent-proof+jwt' })
-    .setIssuer(services.config.issuer)
-    .setIssuedAt(Math.floor(now / 1000))
-    .setExpirationTime(Math.floor(now / 1000) + PROOF_TOKEN_LIFETIME_S)
-    .setJti(randomToken(16))
-    .setAudience(input.audience ?? services.config.issuer)
-    .sign(key.privateKey);
-  await services.storage.agents.recordProof(agent.agentId, now);
+  }, key.privateKey, 'ES256');
+  // The last proof is shown to the minute: one write a minute per agent, not one per proof.
+  if (agent.lastProofAt === null || now - agent.lastProofAt >= LAST_PROOF_RESOLUTION_MS) await services.storage.agents.recordProof(agent.agentId, now);
   return { token, expiresIn: PROOF_TOKEN_LIFETIME_S };
 }

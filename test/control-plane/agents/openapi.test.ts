@@ -5,7 +5,7 @@ import { build } from '../../helpers/build.js';
 const PATHS = [
   '/auth/agents/proof/enroll/begin', '/auth/agents/proof/enroll/approve', '/auth/agents/proof/enroll/complete', '/auth/agents/proof/enroll/status',
   '/auth/agents/proof/lifecycle', '/auth/agents/proof/key-rotate', '/auth/agents/proof/transfer/begin', '/auth/agents/proof/transfer/accept',
-  '/auth/agents/proof/visibility', '/auth/agents/proof/dns-challenge', '/auth/agents/proof/dns-verify', '/auth/agents/proof/grants',
+  '/auth/agents/proof/visibility', '/auth/agents/proof/dns-challenge', '/auth/agents/proof/dns-verify', '/auth/agents/proof/a2a-discover', '/auth/agents/proof/grants',
   '/auth/agents/proof/grants/revoke', '/agent/{proofRef}', '/api/agent-proof/challenge', '/api/agent-proof/verify', '/api/agent-proof/run', '/api/agent-trust/bundle',
 ];
 

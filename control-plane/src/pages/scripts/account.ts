@@ -1,19 +1,9 @@
 /** The /account page: profile, preferences, passkeys, sessions, devices, sign-out. */
 export const ACCOUNT_JS = String.raw`
 import { startRegistration } from '/assets/simplewebauthn/index.js';
-import { call, describe, say } from '/assets/common.js';
+import { act, call, describe, say } from '/assets/common.js';
 
 const status = document.getElementById('status');
-
-async function act(work, done) {
-  try {
-    await work();
-    say(status, done);
-    setTimeout(() => location.reload(), 400);
-  } catch (error) {
-    say(status, describe(error), true);
-  }
-}
 
 const actions = {
   async signout() {

@@ -1,18 +1,6 @@
 /** The /account/agents pages: approve an enrollment by its owner code; suspend, resume, revoke. */
 export const AGENTS_JS = String.raw`
-import { call, describe, say } from '/assets/common.js';
-
-const status = document.getElementById('status');
-
-async function act(work, done) {
-  try {
-    await work();
-    say(status, done);
-    setTimeout(() => location.reload(), 400);
-  } catch (error) {
-    say(status, describe(error), true);
-  }
-}
+import { act, call } from '/assets/common.js';
 
 const approve = document.getElementById('approve');
 if (approve) {

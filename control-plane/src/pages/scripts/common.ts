@@ -37,6 +37,8 @@ const MESSAGES = {
   invalid_email: 'That does not look like an e-mail address.',
   unauthorized: 'Your session ended. Please sign in again.',
   origin_mismatch: 'This request came from another site and was refused.',
+  enrollment_unknown: 'No enrollment waits with this id and code: check the code the agent printed, or start again (codes last 15 minutes).',
+  agent_state: 'The agent is not in a state that allows this.',
 };
 
 export function describe(error) {
@@ -49,6 +51,17 @@ export function describe(error) {
 export function say(status, text, isError = false) {
   status.textContent = text;
   status.classList.toggle('error', isError);
+}
+
+/** Runs an action of a page: on success says so in the page's status line and reloads; else says why not. */
+export async function act(work, done, status = document.getElementById('status')) {
+  try {
+    await work();
+    say(status, done);
+    setTimeout(() => location.reload(), 400);
+  } catch (error) {
+    say(status, describe(error), true);
+  }
 }
 
 export async function call(method, url, body) {

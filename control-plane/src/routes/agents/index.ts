@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { approveEnrollment, beginEnrollment, completeEnrollment, enrollmentStatus, proofUrl } from '../../agents/enrollment.js';
+import { discoverA2aCard } from '../../agents/a2a.js';
 import { dnsChallenge, dnsVerify } from '../../agents/dns.js';
 import { approveAgentGrant, revokeAgentGrant } from '../../agents/grants.js';
 import { acceptTransfer, beginTransfer, changeAgentState, rotateAgentKey, setAgentVisibility } from '../../agents/lifecycle.js';
@@ -170,6 +171,29 @@ export default async function agentRoutes(app: FastifyInstance): Promise<void> {
       const body = request.body as { agent_id: string; domain: string };
       await limit('agents:dns', request.kp.session!.identityId, services.config.limits.authPerAccountPerMinute);
       return { ok: true, ...(await dnsVerify(services, request.kp.session!, { agentId: body.agent_id, domain: body.domain })) };
+    });
+
+    owner.post('/auth/agents/proof/a2a-discover', {
+      schema: {
+        tags: ['agents'], security: session,
+        summary: 'Fetch the agent\'s A2A card (https only, every resolved address and redirect checked, 128 KB, 5 s, no credentials); append descriptor-integrity evidence and fill the declared card URL and capabilities where empty',
+        body: { type: 'object', required: ['agent_id', 'url'], additionalProperties: false, properties: { agent_id: agentId, url: { type: 'string', minLength: 9, maxLength: 2000, description: 'https URL of the agent card' } } },
+        response: {
+          200: okObject({
+            evidence: {
+              type: 'object', required: ['type', 'url', 'sha256', 'fetched_at', 'expires_at'], additionalProperties: false,
+              properties: { type: { const: 'descriptor-integrity' }, url: { type: 'string' }, sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' }, fetched_at: rfc3339, expires_at: rfc3339 },
+            },
+            declared: { type: 'object', additionalProperties: false, properties: { a2aCardUrl: { type: 'string' }, capabilities: { type: 'array', items: { type: 'string' } } } },
+            receipt: receiptField,
+          }, ['evidence', 'declared']),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const body = request.body as { agent_id: string; url: string };
+      await limit('agents:a2a', request.kp.session!.identityId, services.config.limits.authPerAccountPerMinute);
+      return { ok: true, ...(await discoverA2aCard(services, request.kp.session!, { agentId: body.agent_id, url: body.url })) };
     });
 
     owner.post('/auth/agents/proof/grants', {

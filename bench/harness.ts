@@ -1,0 +1,87 @@
+/**
+ * What the in-process benchmarks share: the run length, a teardown list standing in for tap's,
+ * the batched measuring loop and the raw ES256 bound (the bench:keys method).
+ *
+ * `measure` reports two rates: calls per second of wall time, and calls per second of this
+ * process's CPU time (user + system, from `process.cpuUsage`). On a machine shared with other
+ * work the wall rate falls with the load while the CPU rate stays close to what one free core
+ * would do, so both are printed and the CPU rate is the one-core figure.
+ */
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildSignedIn } from '../test/helpers/signed-in.js';
+
+export const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
+
+export interface Rate {
+  /** Calls per second of wall time. */
+  wall: number;
+  /** Calls per second of this process's CPU time. */
+  cpu: number;
+  count: number;
+}
+
+export function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** A stand-in for tap's `t` for the test helpers: teardowns run by `runTeardowns`. */
+export function benchTap(): { tap: { teardown(fn: () => unknown): void }; runTeardowns(): Promise<void> } {
+  const teardowns: Array<() => unknown> = [];
+  return {
+    tap: { teardown: (fn) => void teardowns.push(fn) },
+    runTeardowns: async () => {
+      for (const fn of teardowns.reverse()) await fn();
+    },
+  };
+}
+
+/** One line naming the run's conditions (the load average says how shared the machine was). */
+export function describeRun(name: string): void {
+  const load = loadavg().map((n) => n.toFixed(1)).join(' ');
+  log(`${name} — ${SECONDS}s of timed work per case, Node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, load ${load}, in-process (light-my-request), one request at a time`);
+}
+
+/** Runs `op` for SECONDS of timed work; `prepare` (untimed) makes each batch's inputs. */
+export async function measure<T>(name: string, prepare: (n: number) => Promise<T[]>, op: (input: T) => Promise<void>, batch = 300): Promise<Rate> {
+  for (const input of await prepare(200)) await op(input); // warm-up: the JIT settles before timing
+  let count = 0;
+  let elapsedNs = 0n;
+  let cpuUs = 0;
+  while (elapsedNs < BigInt(SECONDS * 1e9)) {
+    const inputs = await prepare(batch);
+    const cpuStart = process.cpuUsage();
+    const start = process.hrtime.bigint();
+    for (const input of inputs) await op(input);
+    elapsedNs += process.hrtime.bigint() - start;
+    const used = process.cpuUsage(cpuStart);
+    cpuUs += used.user + used.system;
+    count += inputs.length;
+  }
+  const rate = { wall: count / (Number(elapsedNs) / 1e9), cpu: count / (cpuUs / 1e6), count };
+  log(`  ${name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`);
+  return rate;
+}
+
+/** Raw node:crypto ES256 signatures per second: the bound a signing endpoint is judged against. */
+export async function es256Bound(): Promise<Rate> {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const input = Buffer.from(`${randomBytes(40).toString('base64url')}.${randomBytes(200).toString('base64url')}`);
+  return measure('raw node:crypto ES256 sign (the bound)', async (n) => Array.from({ length: n }, () => input), async (data) => {
+    sign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' });
+  });
+}
+
+/**
+ * A control plane in a fresh data directory with the per-IP and per-account limits lifted (a
+ * benchmark is one client hammering one path), and a user `bench` signed in at `passkey`.
+ */
+export async function benchControlPlane(tap: { teardown(fn: () => unknown): void }, config: Record<string, unknown> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-'));
+  tap.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const built = await buildSignedIn(tap, { dataDir, config: { 'limits.authPerIpPerMinute': 1_000_000, 'limits.authPerAccountPerMinute': 1_000_000, ...config } });
+  const { browser } = await built.signIn({ username: 'bench', assurance: 'passkey' });
+  return { ...built, browser };
+}
