@@ -8,6 +8,7 @@ import {
 } from '../../lib/gateway/session-cookie.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
+import { escapeHtml } from '../../lib/util/html.js';
 import { randomToken } from '../../lib/util/random.js';
 import { validateReturnUrl } from '../../lib/util/return-url.js';
 import type { Refusal } from './authorize.js';
@@ -149,10 +150,6 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
 }
 
 const SIGNOUT_FORM_LIMIT = 4096;
-
-function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
-}
 
 /** GET: the confirmation page, a plain POST form (no script), so a link or an image on another site signs nobody out. */
 function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSession, returnTo: string): void {

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadControlPlaneConfig, loadGatewayConfig } from '../../../config/load.js';
-import { ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
+import { DEMO_POLICY, ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
 import { startControlPlane } from '../../../control-plane/src/server.js';
 import { startGateway } from '../../../gateway/src/server.js';
 import { defaultPublicUrl, findFreePort } from '../../../lib/runtime/listen.js';
-import { DEMO_POLICY, startDemoApp } from '../demo-app.js';
+import { startDemoApp } from '../demo-app.js';
 import { CliError, EXIT } from '../exit.js';
 import { humanLogStream } from '../human-log.js';
 import { flagsToConfig } from '../options.js';
