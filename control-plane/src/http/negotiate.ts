@@ -1,10 +1,21 @@
 import type { FastifyRequest } from 'fastify';
 
-/** True when the caller asked for JSON rather than a page (`Accept: application/json`, or `format=json`). */
+/**
+ * The one content-negotiation rule for routes that answer with a page or JSON: `format=json` or
+ * `format=html` in the query decides; otherwise JSON only when Accept names it and not text/html
+ * (a browser's navigation Accept names text/html, fetch() from our scripts sends application/json).
+ */
 export function wantsJson(request: FastifyRequest): boolean {
-  if ((request.query as Record<string, unknown> | undefined)?.['format'] === 'json') return true;
+  const format = (request.query as Record<string, unknown> | undefined)?.['format'];
+  if (format === 'json') return true;
+  if (format === 'html') return false;
   const accept = request.headers.accept ?? '';
   return accept.includes('application/json') && !accept.includes('text/html');
+}
+
+/** A browser navigating to a page (GET asking for text/html): guards answer it with a redirect instead of an error. */
+export function isPageNavigation(request: FastifyRequest): boolean {
+  return request.method === 'GET' && !wantsJson(request) && (request.headers.accept ?? '').includes('text/html');
 }
 
 /** A plain HTML form post (no JavaScript): answer with pages and redirects instead of JSON. */

@@ -7,7 +7,8 @@ import { requireAssurance, requireSession } from '../../plugins/session.js';
 import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import { loadAccountView, type AccountView } from './view.js';
 
 const accountSchema = {
@@ -50,9 +51,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
   }, async (request, reply) => {
     const current = request.kp.session!;
     const { view, extras } = await loadAccountView(app, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
-    const { format } = request.query as { format?: string };
-    const accept = request.headers.accept ?? '';
-    if (format === 'json' || (format !== 'html' && accept.includes('application/json') && !accept.includes('text/html'))) return { ok: true, ...view };
+    if (wantsJson(request)) return { ok: true, ...view };
     reply.type('text/html; charset=utf-8');
     return page({
       title: 'Your account',

@@ -7,7 +7,7 @@ import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import { deleteClient, describeChange, newSecret, registerClient, staleRevision, updateClient } from './registration.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses } from '../../http/schemas.js';
 import appsRoutes from './apps.js';
 import { authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, deleteClient, describeChange, describeClient, registerClient, updateClient } from './registration.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
 import { buildWebIdentity } from '../../../../lib/fedcm/identity-provider.js';
-import { anyObject, errorResponses } from '../schemas.js';
+import { anyObject, errorResponses } from '../../http/schemas.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

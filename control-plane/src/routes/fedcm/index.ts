@@ -5,7 +5,7 @@ import { buildCorsHeaders, isRegisteredOrigin } from '../../../../lib/oauth/in-p
 import { disconnectFedcm, issueFedcmAssertion } from '../../fedcm/operations.js';
 import type { StoredClient } from '../../storage/types.js';
 import { CredentialLimits } from '../passkeys/ceremony.js';
-import { anyObject, errorResponses, receiptField } from '../schemas.js';
+import { anyObject, errorResponses, receiptField } from '../../http/schemas.js';
 
 const PATHS = new Set<string>([FEDCM_PATHS.accounts, FEDCM_PATHS.clientMetadata, FEDCM_PATHS.assertion, FEDCM_PATHS.disconnect]);
 const session = [{ sessionCookie: [] }];

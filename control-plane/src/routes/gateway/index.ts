@@ -4,7 +4,7 @@ import { GatewayEvidenceError, verifyGatewayEvidence } from '../../../../lib/gat
 import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/types.js';
 import { authenticateRegistrar } from '../clients/registration.js';
 import { authenticateClient } from '../oidc/client-auth.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import { currentGatewayConfig, gatewayEnforcement } from './issue-config.js';
 
 /** A report is a small JWS; anything larger is not one. */

@@ -10,10 +10,10 @@ import { checkSignInOrigin } from '../../plugins/session.js';
 import { currentDeviceId, ensureDeviceId } from '../../sessions/cookies.js';
 import { startSession } from '../../sessions/start-session.js';
 import type { Stores } from '../../storage/types.js';
-import { limitPerIp } from '../code-guard.js';
+import { limitPerIp } from '../../http/code-guard.js';
 import { addressBucket, LINK_REASONS } from '../email/index.js';
-import { isHtmlFormPost, wantsJson } from '../negotiate.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { isAllowedReturn } from './return.js';
 
 /** RFC 8176 registers no value for a mailed link; `email` is the conventional one (documented). */

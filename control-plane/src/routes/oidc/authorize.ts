@@ -8,8 +8,8 @@ import { formatScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient } from '../../storage/types.js';
-import { limitPerIp } from '../code-guard.js';
-import { errorResponses } from '../schemas.js';
+import { limitPerIp } from '../../http/code-guard.js';
+import { errorResponses } from '../../http/schemas.js';
 import { WEB_MESSAGE_JS, WEB_MESSAGE_SCRIPT, sendErrorPage, sendOneTap, sendWebMessage } from './pages.js';
 
 /** A request waiting for sign-in or step-up lives this long (ms). */

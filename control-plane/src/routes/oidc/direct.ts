@@ -13,7 +13,7 @@ import {
   CredentialLimits, creationOptions, readAssertion, readRegistration, requestOptions, takeChallenge, verifyAssertion, verifyRegistration,
 } from '../passkeys/ceremony.js';
 import { PASSKEY_AMR, credentialRecord } from '../passkeys/index.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 export const DIRECT_PATH = '/auth/authorize/direct';
 export const DIRECT_OPTIONS_PATH = '/auth/authorize/direct/options';

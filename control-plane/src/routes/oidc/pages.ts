@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page } from '../../pages/layout.js';
 import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
-import { wantsJson } from '../negotiate.js';
+import { wantsJson } from '../../http/negotiate.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
 export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';

@@ -13,7 +13,7 @@ import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses } from '../../http/schemas.js';
 import { authenticateClient } from './client-auth.js';
 import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
 import { mintTokens } from './tokens.js';

@@ -7,7 +7,7 @@ import { requireSession } from '../../plugins/session.js';
 import { currentDeviceId } from '../../sessions/cookies.js';
 import { startSession } from '../../sessions/start-session.js';
 import type { StoredCredential } from '../../storage/types.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import {
   CredentialLimits,
   creationOptions,

@@ -7,9 +7,9 @@ import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { recoveryFormPage } from '../../pages/link-pages.js';
 import { checkSignInOrigin, requireSession } from '../../plugins/session.js';
 import { startSession } from '../../sessions/start-session.js';
-import { assertNotLocked, limitPerAccount, limitPerIp, recordCodeFailure, recordCodeSuccess } from '../code-guard.js';
-import { isHtmlFormPost } from '../negotiate.js';
-import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
+import { assertNotLocked, limitPerAccount, limitPerIp, recordCodeFailure, recordCodeSuccess } from '../../http/code-guard.js';
+import { isHtmlFormPost } from '../../http/negotiate.js';
+import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
 
 /** The HMAC key for recovery-code hashes, derived from the master key for this purpose only. */
 const MAC_PURPOSE = 'recovery-code';

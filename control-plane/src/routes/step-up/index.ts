@@ -3,7 +3,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits, readAssertion, requestOptions, takeChallenge, verifyAssertion } from '../passkeys/ceremony.js';
 import { requireTotpIfActive } from '../totp/step-up-gate.js';
 

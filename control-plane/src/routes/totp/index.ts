@@ -3,7 +3,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { buildTotpUri, generateTotpSecret, renderTotpQrSvg } from '../../../../lib/totp/totp.js';
 import { SECOND_FACTOR_JS } from '../../pages/scripts/second-factor.js';
 import { requireSession } from '../../plugins/session.js';
-import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
+import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
 import { checkTotpCode, totpSealContext } from './totp-secret.js';
 
 const security = [{ sessionCookie: [] }];

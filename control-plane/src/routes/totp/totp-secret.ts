@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { verifyTotpCode } from '../../../../lib/totp/totp.js';
 import type { StoredTotp } from '../../storage/types.js';
-import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../code-guard.js';
+import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../../http/code-guard.js';
 
 /** The sealed-box context: a TOTP secret opens only for the account it was sealed for. */
 export function totpSealContext(identityId: string): string {
