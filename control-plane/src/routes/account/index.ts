@@ -9,7 +9,7 @@ import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
-import { loadAccountView, type AccountView } from './view.js';
+import { loadAccountView, type AccountView } from '../../accounts/view.js';
 
 const accountSchema = {
   type: 'object',
@@ -50,7 +50,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     },
   }, async (request, reply) => {
     const current = request.kp.session!;
-    const { view, extras } = await loadAccountView(app, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
+    const { view, extras } = await loadAccountView(app.kp, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
     if (wantsJson(request)) return { ok: true, ...view };
     reply.type('text/html; charset=utf-8');
     return page({
@@ -69,7 +69,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     },
   }, async (request, reply) => {
     const current = request.kp.session!;
-    const { view } = await loadAccountView(app, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
+    const { view } = await loadAccountView(app.kp, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
     const { sessions: _sessions, ...rest } = view;
     reply.header('content-disposition', 'attachment; filename="keyplane-account.json"');
     return {

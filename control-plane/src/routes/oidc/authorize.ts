@@ -162,7 +162,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
 
   async function handle(request: FastifyRequest, reply: FastifyReply, incoming: RawParams): Promise<FastifyReply> {
     // Its own per-address bucket in shared state, like every credential path (docs/security.md).
-    await limitPerIp(app, request, 'authorize');
+    await limitPerIp(app.kp, request, 'authorize');
     let params: RawParams = incoming;
     let loginAfter: number | undefined;
     const resume = incoming.resume;
@@ -220,7 +220,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
 
   /** The one-tap form came back: check its approval token (one use, this session, these exact parameters). */
   async function approve(request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<FastifyReply> {
-    await limitPerIp(app, request, 'authorize');
+    await limitPerIp(app.kp, request, 'authorize');
     const params = carried(body);
     const checked = await checkRequest(request, reply, params);
     if ('refused' in checked) return checked.refused;

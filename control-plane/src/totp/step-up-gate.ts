@@ -1,6 +1,5 @@
-import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { checkTotpCode } from './totp-secret.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { checkTotpCode, type TotpServices } from './secret.js';
 
 /**
  * The TOTP half of a step-up (CONTRACT "Tokens": `sensitive` is a passkey re-verified plus TOTP
@@ -10,10 +9,10 @@ import { checkTotpCode } from './totp-secret.js';
  * Resolves to true when a code was verified (the step-up's amr then includes `otp`), false when
  * TOTP is off or only pending (a pending setup protects nothing until it is confirmed).
  */
-export async function requireTotpIfActive(app: FastifyInstance, identityId: string, totpCode: string | undefined): Promise<boolean> {
-  const record = await app.kp.storage.totp.get(identityId);
+export async function requireTotpIfActive(services: TotpServices, identityId: string, totpCode: string | undefined): Promise<boolean> {
+  const record = await services.storage.totp.get(identityId);
   if (!record || record.state !== 'active') return false;
   if (totpCode === undefined || totpCode === '') throw fail('totp_required', 'TOTP is on for this account: enter the 6-digit code from your app', { fields: { totp: 'required' } });
-  await checkTotpCode(app, record, totpCode);
+  await checkTotpCode(services, record, totpCode);
   return true;
 }
