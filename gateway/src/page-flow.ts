@@ -43,7 +43,7 @@ async function startSignIn(ctx: GatewayContext, cookieHeader: string | undefined
   return { location: `${ctx.controlPlane}/auth/authorize?${params}`, cookies };
 }
 
-/** Sends the refusal: a browser straight to the control plane's authorize (CONTRACT), anyone else the envelope. */
+/** Sends the refusal: a browser straight to the control plane's authorize (docs/gateway.md#refusals), anyone else the envelope. */
 export async function refuse(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, refused: Refusal): Promise<void> {
   if (refused.signIn === undefined) return sendError(ctx.metrics, res, refused.error);
   if (!ctx.config.clientId) return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));

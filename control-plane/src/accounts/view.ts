@@ -24,7 +24,7 @@ export interface AccountView {
   invites: Array<{ slug: string; name: string; role: string }>;
 }
 
-/** The account as CONTRACT "/account?format=json" lists it (plus a few timestamps). Secret-free. */
+/** The account as `/account?format=json` lists it (docs/accounts.md#the-account) (plus a few timestamps). Secret-free. */
 export async function loadAccountView(services: AccountViewServices, identityId: string, current: { sessionId?: string; deviceId?: string } = {}): Promise<{ view: AccountView; extras: AccountExtras }> {
   const { storage } = services;
   const now = services.now();

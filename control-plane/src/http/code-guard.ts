@@ -9,7 +9,7 @@ export type GuardServices = Pick<ControlPlaneServices, 'config' | 'state' | 'sto
 /**
  * Guessing protection shared by the code-checking routes (TOTP, recovery codes): a lockout per
  * account and method after `limits.lockoutThreshold` failures for `limits.lockoutSeconds`
- * (DESIGN "Default limits"), and a per-IP rate limit. A lockout start is an event (and so a receipt).
+ * (docs/accounts.md#rate-limits), and a per-IP rate limit. A lockout start is an event (and so a receipt).
  */
 export type CodeMethod = 'totp' | 'recovery';
 

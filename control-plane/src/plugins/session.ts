@@ -26,7 +26,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Reads the session cookie into `request.kp.session` and checks `Origin` on every state-changing
- * request that carries a live session (DESIGN "Sessions and assurance": SameSite=Lax plus an
+ * request that carries a live session (docs/accounts.md#sessions-and-devices: SameSite=Lax plus an
  * Origin check). Requests without a session are left alone: they cannot act for anyone.
  */
 export const sessionPlugin = fp(

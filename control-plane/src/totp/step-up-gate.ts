@@ -2,7 +2,7 @@ import { fail } from '../../../lib/errors/keyplane-error.js';
 import { checkTotpCode, type TotpServices } from './secret.js';
 
 /**
- * The TOTP half of a step-up (CONTRACT "Tokens": `sensitive` is a passkey re-verified plus TOTP
+ * The TOTP half of a step-up (docs/accounts.md#assurance-and-step-up: `sensitive` is a passkey re-verified plus TOTP
  * when the account has TOTP active). When TOTP is active, a missing code is `totp_required`, a
  * wrong one `totp_invalid` (counted toward lockout: 5 failures lock TOTP for 15 minutes), a code
  * of an already used time step `totp_replayed`, and a locked account `locked_out`.

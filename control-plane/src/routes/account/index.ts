@@ -44,7 +44,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
 
   app.get('/account', {
     schema: {
-      tags: ['accounts'], summary: 'The account: HTML page, or with format=json the profile as CONTRACT lists it', security: session,
+      tags: ['accounts'], summary: 'The account: HTML page, or with format=json the profile (docs/accounts.md#the-account)', security: session,
       querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
       response: { 200: accountSchema, ...errorResponses },
     },

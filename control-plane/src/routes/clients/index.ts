@@ -43,7 +43,7 @@ const anyBody = { type: 'object', additionalProperties: true } as const;
 const registrationToken = [{ bearerAuth: [] }];
 
 /**
- * Client registration for automation (CONTRACT): RFC 7591 `POST /register` with the admin
+ * Client registration for automation (docs/oidc.md#who-may-register): RFC 7591 `POST /register` with the admin
  * token or a session, and RFC 7592 read, update and delete with the registration access token.
  */
 export default async function clientRoutes(app: FastifyInstance): Promise<void> {

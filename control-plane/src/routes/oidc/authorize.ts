@@ -59,7 +59,7 @@ function digestOf(params: Record<string, string>): string {
 /**
  * `GET|POST /auth/authorize` (RFC 6749 §4.1, OIDC Core §3.1.2): code flow with PKCE S256 only,
  * exact redirect URIs, RFC 9207 `iss` on every response, `response_mode` query or web_message,
- * sign-in and step-up resumed server-side, and the CONTRACT's one-tap page.
+ * sign-in and step-up resumed server-side, and the one-tap page.
  */
 export default async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   const { storage, state, config, events } = app.kp;
