@@ -1,32 +1,46 @@
-import type { FastifyInstance } from 'fastify';
 import type { ClientData } from '../../../../lib/webauthn/check-ceremony.js';
+import type { ControlPlaneServices } from '../../context.js';
 import * as ceremony from '../../passkeys/ceremony.js';
 import type { CredentialSummary, StoredCredential } from '../../storage/types.js';
 
+/** What the adapters read: the fastify instance, or services wrapped as `{ kp: services }`. */
+export interface CeremonyHost {
+  kp: Pick<ControlPlaneServices, 'config' | 'state'>;
+}
+
 /**
- * The passkey ceremonies for route plugins that still hand over the fastify instance (the direct
- * grant and FedCM); everything else calls control-plane/src/passkeys/ceremony.ts with services.
- * Each adapter only reads `app.kp`; delete this file once those two call the services directly.
+ * The passkey ceremonies for callers that still hand over a host (`app`, or `{ kp: services }`):
+ * the direct grant and FedCM. Everything else calls control-plane/src/passkeys/ceremony.ts with
+ * services; each adapter only unwraps `host.kp`. Delete this file once those two do the same.
  */
-export { readAssertion, readRegistration, type ChallengePurpose, type ChallengeState } from '../../passkeys/ceremony.js';
+export {
+  readAssertion, readRegistration, RP_NAME, SUPPORTED_ALGORITHM_IDS, userHandleOf,
+  type ChallengePurpose, type ChallengeState, type VerifiedRegistration,
+} from '../../passkeys/ceremony.js';
 
 export class CredentialLimits extends ceremony.CredentialLimits {
-  constructor(app: FastifyInstance) {
-    super(app.kp);
+  constructor(host: CeremonyHost) {
+    super(host.kp);
   }
 }
 
-export const creationOptions = (app: FastifyInstance, user: { identityId: string; username: string; displayName: string }, existing: CredentialSummary[]) =>
-  ceremony.creationOptions(app.kp, user, existing);
+export const rpIdOf = (host: CeremonyHost) => ceremony.rpIdOf(host.kp);
+export const expectedOriginsOf = (host: CeremonyHost) => ceremony.expectedOriginsOf(host.kp);
 
-export const requestOptions = (app: FastifyInstance, allow: CredentialSummary[] | null, state: ceremony.ChallengeState) =>
-  ceremony.requestOptions(app.kp, allow, state);
+export const creationOptions = (host: CeremonyHost, user: { identityId: string; username: string; displayName: string }, existing: CredentialSummary[]) =>
+  ceremony.creationOptions(host.kp, user, existing);
 
-export const takeChallenge = (app: FastifyInstance, clientData: ClientData, purpose: ceremony.ChallengePurpose) =>
-  ceremony.takeChallenge(app.kp, clientData, purpose);
+export const creationOptionsFor = (host: CeremonyHost, user: { identityId: string; username: string; displayName: string }, existing: CredentialSummary[], state: ceremony.ChallengeState) =>
+  ceremony.creationOptionsFor(host.kp, user, existing, state);
 
-export const verifyRegistration = (app: FastifyInstance, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins?: string[]) =>
-  ceremony.verifyRegistration(app.kp, response, clientData, fields, expectedChallenge, origins);
+export const requestOptions = (host: CeremonyHost, allow: CredentialSummary[] | null, state: ceremony.ChallengeState) =>
+  ceremony.requestOptions(host.kp, allow, state);
 
-export const verifyAssertion = (app: FastifyInstance, response: unknown, clientData: ClientData, fields: Record<string, unknown>, credential: StoredCredential, origins?: string[]) =>
-  ceremony.verifyAssertion(app.kp, response, clientData, fields, credential, origins);
+export const takeChallenge = (host: CeremonyHost, clientData: ClientData, purpose: ceremony.ChallengePurpose) =>
+  ceremony.takeChallenge(host.kp, clientData, purpose);
+
+export const verifyRegistration = (host: CeremonyHost, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins?: string[]) =>
+  ceremony.verifyRegistration(host.kp, response, clientData, fields, expectedChallenge, origins);
+
+export const verifyAssertion = (host: CeremonyHost, response: unknown, clientData: ClientData, fields: Record<string, unknown>, credential: StoredCredential, origins?: string[]) =>
+  ceremony.verifyAssertion(host.kp, response, clientData, fields, credential, origins);
