@@ -81,20 +81,10 @@ export const boundaries = {
 };
 
 /**
- * Violations that exist today and are being removed by the move of the CLI onto the control
- * plane's services (offline services for `keys`, `ledger` and `backup`; the ledger audit into
- * control-plane/src/ledger/). Each entry names one file; delete it when that file is fixed.
+ * Files allowed to break a boundary for now, each named with the rule it breaks; empty since the
+ * CLI opens storage through the control plane's services. Add an entry only with a plan to remove it.
  */
-const KNOWN_VIOLATIONS = {
-  // CLI commands that open SQLite directly instead of through offline services.
-  'cli/src/main.ts': restricted([]),
-  'cli/src/commands/keys.ts': restricted([]),
-  'cli/src/commands/ledger.ts': restricted([]),
-  'cli/src/commands/backup.ts': restricted([]),
-  // Control-plane tests that import the ledger audit and the demo policy from cli/.
-  'test/control-plane/receipts/crash.test.ts': restricted([]),
-  'test/control-plane/clients/local-gateway.test.ts': restricted([]),
-};
+const KNOWN_VIOLATIONS = {};
 
 const byFile = (table) =>
   Object.entries(table).map(([file, rule]) => ({ files: [file], rules: { 'no-restricted-imports': rule } }));

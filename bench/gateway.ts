@@ -8,7 +8,7 @@
  * to the gateway's `/_gate/auth` in front of the upstream, against nginx alone; and the latency
  * of `/_gate/auth` under an open-loop load at a fixed rate (BENCH_RATE, default 1,000 req/s).
  * Each server runs in its own child process; the load generator (undici, fixed concurrency,
- * keep-alive) runs here. The target is (c)/(b) >= 0.9 (issue 6).
+ * keep-alive) runs here. The target is (c)/(b) >= 0.9 (docs/performance.md).
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';

@@ -54,5 +54,13 @@ export function renderErrorsDoc(): string {
     '|---|---|---|',
     ...rows,
     '',
+    '## OAuth endpoints',
+    '',
+    'The token, revocation and introspection endpoints mark their routes (`config.oauthErrors`), and the one error handler adds `error` and `error_description` (RFC 6749 §5.2) to every failure there that did not set them: `rate_limited` becomes `slow_down`, a 5xx `server_error`, anything else `invalid_request`. Code that knows the precise OAuth code raises it with `oauthError(reason, message, { error })` from lib/oauth/errors.ts.',
+    '',
+    '## Protocol errors',
+    '',
+    'The pure modules in lib/ (DPoP proofs, signed gateway configs and evidence, ledger checkpoints) throw a `ProtocolError` (lib/errors/protocol-error.ts) with a `code` from one closed union. Callers tell them apart with `isProtocolError(error, code)`, never by class or message, and turn them into a `KeyplaneError` with a reason from the table above.',
+    '',
   ].join('\n');
 }

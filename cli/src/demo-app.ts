@@ -1,9 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
-import { escapeHtml } from '../../control-plane/src/pages/layout.js';
+import { escapeHtml } from '../../lib/util/html.js';
 import { FAVICON_SVG } from '../../lib/util/favicon.js';
 import { IDENTITY_HEADERS } from '../../lib/gateway/identity-headers.js';
-import type { GatewayPolicy } from '../../lib/oauth/client-metadata.js';
 import { listen } from '../../lib/runtime/listen.js';
 import { IN_PLACE_PREFIX, inPlaceDemoHandler, type InPlaceDemoOptions } from './in-place-demo.js';
 
@@ -13,17 +12,6 @@ import { IN_PLACE_PREFIX, inPlaceDemoHandler, type InPlaceDemoOptions } from './
  * exactly what a real app behind the gateway should do.
  */
 
-/** The demo's routes, as the gateway enforces them (the policy registered for the demo gateway client). */
-export const DEMO_POLICY: GatewayPolicy = {
-  mode: 'enforce',
-  routes: [
-    { path: '/', min_assurance: 'passkey' },
-    { path: '/admin', min_assurance: 'sensitive', principals: ['human'] },
-    { path: '/public', public: true },
-    { path: '/favicon.ico', public: true },
-    { path: '/favicon.svg', public: true },
-  ],
-};
 
 export interface DemoApp {
   url: string;

@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import type { AssuranceLevel } from '../../lib/assurance/assurance.js';
 import type { ControlPlaneConfig } from '../../config/types.js';
 import type { GuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
@@ -30,9 +31,6 @@ export interface ControlPlaneServices {
   notify: (line: string) => void;
 }
 
-/** Assurance levels, weakest first (CONTRACT "Tokens"). */
-export type Assurance = 'recovery' | 'email' | 'passkey' | 'sensitive';
-
 /** The signed-in session as handlers see it (filled by the session plugin when a valid cookie came). */
 export interface SessionView {
   /** Opaque session identifier (never the cookie value). */
@@ -40,7 +38,7 @@ export interface SessionView {
   identityId: string;
   deviceId: string;
   /** The assurance in force now (a lapsed step-up reads as `passkey`). */
-  assurance: Assurance;
+  assurance: AssuranceLevel;
   amr: string[];
   /** When the user last authenticated (ms); raised by a step-up. */
   authTime: number;
@@ -63,5 +61,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Sent as Cache-Control; default `no-store`. */
     cache?: string;
+    /**
+     * An OAuth endpoint (token, revocation, introspection): every failure also carries the RFC 6749
+     * §5.2 `error`/`error_description` pair beside the envelope, added by the error handler.
+     */
+    oauthErrors?: boolean;
   }
 }

@@ -22,7 +22,7 @@ import { loadCookieKeys, loadOrCreateSigningKey, type GatewaySigningKey } from '
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 import { callback, refuse, signin, signout } from './page-flow.js';
 import { UpstreamProxy, dropHopByHop, hasBody } from './proxy.js';
-import { countPassed, countUpstreamFailure, sendError, sendJson } from './respond.js';
+import { countPassed, countUpstreamFailure, sendEnvelope, sendError, sendJson } from './respond.js';
 import { createTokenClient, type TokenClient } from './token-client.js';
 import { upgrade } from './upgrades.js';
 import { routeUpstreams, upstreamHeaders } from './upstreams.js';
@@ -111,14 +111,14 @@ async function ownRoute(ctx: GatewayContext, res: ServerResponse, path: string):
   if (path === '/healthz') return sendJson(res, 200, { ok: true });
   if (path === '/readyz') {
     const held = ctx.holder.current;
-    if (!held) return sendJson(res, 503, { ok: false, reason: 'gateway_not_configured', message: 'the gateway has no signed config yet' });
+    if (!held) return sendEnvelope(res, fail('gateway_not_configured', 'the gateway has no signed config yet'));
     return sendJson(res, 200, { ok: true, configVersion: held.version });
   }
   res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType, 'cache-control': 'no-store' });
   res.end(await ctx.metrics.registry.metrics());
 }
 
-/** The reserved paths under `/_gate/` (CONTRACT "Gateway"). */
+/** The reserved paths under `/_gate/` (docs/gateway.md#request-pipeline). */
 async function gateRoute(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, target: RequestTarget, view: ClientView): Promise<void> {
   const method = req.method ?? 'GET';
   const query = new URLSearchParams(target.search);
@@ -213,7 +213,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     log: ctx.log,
     handleRequest(req, res) {
       handle(ctx, req, res).catch((error: unknown) => internalError(error, () => {
-        if (!res.headersSent) sendJson(res, 500, { ok: false, reason: 'internal' });
+        if (!res.headersSent) sendEnvelope(res, fail('internal', 'something went wrong on our side'));
         else res.destroy();
       }));
     },

@@ -11,7 +11,7 @@ import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import type { DpopKeyCache } from '../../lib/dpop/key-cache.js';
 import { readPrincipalClaims } from './id-token.js';
 
-/** jose remote JWKS settings (STYLE 11): never hang on the control plane, refetch on an unknown kid at most every 30 s. */
+/** jose remote JWKS settings: never hang on the control plane, refetch on an unknown kid at most every 30 s. */
 export const JWKS_TIMEOUT_MS = 3_000;
 export const JWKS_COOLDOWN_MS = 30_000;
 export const JWKS_CACHE_MAX_AGE_MS = 10 * 60_000;

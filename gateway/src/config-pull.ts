@@ -1,11 +1,12 @@
+import { isProtocolError } from '../../lib/errors/protocol-error.js';
 import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
 import type { JSONWebKeySet } from 'jose';
 import { request } from 'undici';
-import { GatewayConfigError, type GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
+import { CONFIG_REFUSALS, type GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
 import { repeat } from './repeat.js';
 
 /**
- * Pulls the signed config from the control plane (`GET /gateway/config`, issue 6 item 8),
+ * Pulls the signed config from the control plane (`GET /gateway/config`, docs/gateway.md#pulling-it),
  * authenticated as the gateway's client (RFC 6749 §2.3.1 Basic), with `If-None-Match` so an
  * unchanged config costs a 304. A refused document (bad signature, rollback) or an unreachable
  * control plane leaves the held config in force.
@@ -23,7 +24,7 @@ export interface ConfigPullOptions {
   clientSecret: string;
   holder: GatewayConfigHolder;
   now: () => number;
-  /** Between pulls; the CONTRACT asks for a registration change to arrive within 5 s. */
+  /** Between pulls; a registration change must arrive within 5 s (docs/gateway.md#pulling-it). */
   intervalMs: number;
   timeoutMs?: number;
   onResult?: (result: PullResult) => void;
@@ -74,7 +75,7 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
         }
       }
     } catch (error) {
-      result = error instanceof GatewayConfigError ? { outcome: 'refused', reason: error.code } : { outcome: 'unavailable' };
+      result = isProtocolError(error, ...CONFIG_REFUSALS) ? { outcome: 'refused', reason: error.code } : { outcome: 'unavailable' };
     }
     options.onResult?.(result);
     return result;

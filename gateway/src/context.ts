@@ -55,7 +55,7 @@ export interface GatewayContext {
   };
   /** When a decision last held against a refusal (evidence reports it). */
   enforcement: { lastAt: number | null };
-  /** Forwarded headers kept only from a trusted peer (STYLE 12), and what they say about the client. */
+  /** Forwarded headers kept only from a trusted peer (docs/architecture.md#decisions: a client could forge them), and what they say about the client. */
   applyForwarded(req: IncomingMessage): ClientView;
 }
 

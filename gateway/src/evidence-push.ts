@@ -3,7 +3,7 @@ import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
 import { repeat } from './repeat.js';
 
 /**
- * Pushes this gateway's signed evidence to the control plane (`POST /gateway/evidence`, issue 6
+ * Pushes this gateway's signed evidence to the control plane (`POST /gateway/evidence`, docs/gateway.md#evidence
  * item 8), authenticated as the gateway's client like the config pull. A report says for how
  * long it is fresh (`ttlSeconds`); pushing several times within that keeps the control plane's
  * status green through a lost request, and a missed push simply lets the evidence go stale.

@@ -8,7 +8,7 @@ import { identityHeaders } from './identity.js';
 import { refuse } from './page-flow.js';
 import { countPassed, sendError } from './respond.js';
 
-/** `/_gate/auth` for nginx auth_request, Traefik ForwardAuth and Caddy forward_auth (CONTRACT, STYLE 12). */
+/** `/_gate/auth` for nginx auth_request, Traefik ForwardAuth and Caddy forward_auth (docs/gateway.md#forward-auth-_gateauth). */
 export async function forwardAuth(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, view: ClientView, wantsRedirect: boolean): Promise<void> {
   // Original method and URI are believed only from a trusted proxy; otherwise they were dropped.
   const method = view.originalMethod ?? 'GET';

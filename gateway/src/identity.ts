@@ -22,7 +22,7 @@ export async function assertionFor(ctx: GatewayContext, caller: Caller, session:
   return jwt;
 }
 
-/** The identity headers (CONTRACT "Gateway") for a caller the policy let through. */
+/** The identity headers (docs/gateway.md#identity-to-the-upstream) for a caller the policy let through. */
 export async function identityHeaders(ctx: GatewayContext, caller: Caller, session: GateSession | null, audience: string): Promise<Record<string, string>> {
   return buildIdentityHeaders({
     subject: caller.subject, principalType: caller.principalType, assurance: caller.assurance,

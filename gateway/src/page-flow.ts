@@ -8,6 +8,7 @@ import {
 } from '../../lib/gateway/session-cookie.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
+import { escapeHtml } from '../../lib/util/html.js';
 import { randomToken } from '../../lib/util/random.js';
 import { validateReturnUrl } from '../../lib/util/return-url.js';
 import type { Refusal } from './authorize.js';
@@ -42,7 +43,7 @@ async function startSignIn(ctx: GatewayContext, cookieHeader: string | undefined
   return { location: `${ctx.controlPlane}/auth/authorize?${params}`, cookies };
 }
 
-/** Sends the refusal: a browser straight to the control plane's authorize (CONTRACT), anyone else the envelope. */
+/** Sends the refusal: a browser straight to the control plane's authorize (docs/gateway.md#refusals), anyone else the envelope. */
 export async function refuse(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, refused: Refusal): Promise<void> {
   if (refused.signIn === undefined) return sendError(ctx.metrics, res, refused.error);
   if (!ctx.config.clientId) return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));
@@ -149,10 +150,6 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
 }
 
 const SIGNOUT_FORM_LIMIT = 4096;
-
-function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
-}
 
 /** GET: the confirmation page, a plain POST form (no script), so a link or an image on another site signs nobody out. */
 function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSession, returnTo: string): void {

@@ -6,7 +6,7 @@ import { Pool } from 'undici';
 import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 
 /**
- * The proxy hop. HTTP goes through an undici Pool with keep-alive (DESIGN: about 1.6× the
+ * The proxy hop. HTTP goes through an undici Pool with keep-alive (docs/gateway.md#decisions: about 1.6× the
  * throughput of http-proxy here), streaming both ways; `pool.stream` writes the upstream body
  * straight into the client response, so SSE passes unbuffered. WebSocket upgrades go through
  * http-proxy, which handles the 101 handshake and the socket splice.

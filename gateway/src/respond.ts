@@ -27,6 +27,11 @@ export function countUpstreamFailure(metrics: GatewayMetrics, reason: Reason): v
   metrics.requests.inc({ outcome: 'upstream_failed' });
 }
 
+/** The envelope of a failure, uncounted (the gateway's own endpoints and internal errors). */
+export function sendEnvelope(res: ServerResponse, error: KeyplaneError): void {
+  sendJson(res, error.status, error.toEnvelope(), error.headers);
+}
+
 /** The envelope of a refusal, counted under its reason. */
 export function sendError(metrics: GatewayMetrics, res: ServerResponse, error: KeyplaneError, extraHeaders: Headers = {}): void {
   countRefusal(metrics, error.reason);

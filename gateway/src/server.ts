@@ -19,7 +19,7 @@ export interface RunningGateway {
 
 /** How long SIGTERM waits for in-flight requests and streams before cutting them. */
 const DRAIN_MS = 10_000;
-/** Config poll interval: a registration change must reach running gateways within 5 s (CONTRACT). */
+/** Config poll interval: a registration change must reach running gateways within 5 s (docs/gateway.md#pulling-it). */
 const CONFIG_PULL_MS = 2_000;
 /** Evidence is pushed every 10 s and stays fresh for 30 s, so one lost push never turns the status stale. */
 const EVIDENCE_PUSH_MS = 10_000;

@@ -1,5 +1,5 @@
 /**
- * Assurance levels, weakest first (CONTRACT "Tokens"): a recovery code proves least, a step-up
+ * Assurance levels, weakest first (docs/accounts.md#assurance-and-step-up): a recovery code proves least, a step-up
  * (a passkey re-verified for the purpose, plus TOTP when active) most. Pure: no I/O, `now` passed in.
  */
 export type AssuranceLevel = 'recovery' | 'email' | 'passkey' | 'sensitive';

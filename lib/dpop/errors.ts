@@ -1,3 +1,5 @@
+import { isProtocolError, ProtocolError, type DpopErrorCode } from '../errors/protocol-error.js';
+
 /**
  * Which RFC 9449 §4.3 check refused a proof. The `code` is what goes on the wire; `check` is
  * for logs, metrics and tests.
@@ -18,21 +20,20 @@ export type DpopCheck =
   | 'binding' // 12. proof key = the key the token is bound to
   | 'replay'; // §11.1 jti seen before
 
-export type DpopErrorCode = 'invalid_dpop_proof' | 'use_dpop_nonce';
+export type { DpopErrorCode };
 
 /** A refused DPoP proof. Callers answer `code` (400 at a token endpoint, 401 at a resource). */
-export class DpopError extends Error {
-  override name = 'DpopError';
-
+export class DpopError extends ProtocolError<DpopErrorCode> {
   constructor(
-    readonly code: DpopErrorCode,
+    code: DpopErrorCode,
     readonly check: DpopCheck,
     message: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 
+/** A refused DPoP proof, told apart by its code. */
 export function isDpopError(error: unknown): error is DpopError {
-  return error instanceof Error && error.name === 'DpopError' && typeof (error as DpopError).code === 'string';
+  return isProtocolError(error, 'invalid_dpop_proof', 'use_dpop_nonce');
 }

@@ -19,7 +19,7 @@ export const REASONS = {
   // credentials and lockout
   locked_out: { status: 429, description: 'Too many wrong codes for this account and method; locked until `Retry-After`.' },
   origin_mismatch: { status: 403, description: 'A state-changing request came from an origin other than the issuer (or a registered one).' },
-  // OAuth 2.0 / OIDC (issue 5): the reason equals the RFC `error` code where one exists
+  // OAuth 2.0 / OIDC (docs/oidc.md): the reason equals the RFC `error` code where one exists
   invalid_scope: { status: 400, description: 'A requested scope is malformed, unknown or not registered for the client (RFC 6749 §5.2).' },
   invalid_target: { status: 400, description: 'The `resource` is not one of the exact resource URIs registered for the client (RFC 8707 §2); at registration, a resource that is the URL of a gateway registered by someone else.' },
   invalid_redirect_uri: { status: 400, description: 'A redirect URI is not https (or http on a loopback host), has a fragment or a wildcard, or is not a registered exact match (RFC 7591 §3.2.2).' },
@@ -43,7 +43,7 @@ export const REASONS = {
   saml_request_replayed: { status: 400, description: 'A SAML request with this ID was seen already.' },
   invalid_session_token: { status: 401, description: 'The deprecated v1 session token (macaroon) is malformed, forged, expired, for a client without the v1 bridge, or for a session that ended.' },
   access_denied: { status: 403, description: 'The user declined the request, or the one-tap approval is unknown, expired or belongs to another session.' },
-  // passkey accounts (issue 3)
+  // passkey accounts (docs/accounts.md)
   invalid_username: { status: 400, description: 'The username does not match `^[a-z0-9][a-z0-9._-]{2,31}$` after case-folding.' },
   username_taken: { status: 409, description: 'That username (or a previous username kept as an alias) belongs to an account already.' },
   display_name_invalid: { status: 400, description: 'The display name is longer than 64 characters or contains control characters.' },
@@ -68,7 +68,7 @@ export const REASONS = {
   account_disabled: { status: 403, description: 'An operator disabled this account: it cannot sign in, and its sessions and grants stopped working.' },
   confirmation_mismatch: { status: 400, description: 'Deleting the account needs `confirm` set to the account\'s current username.' },
   insufficient_assurance: { status: 403, description: 'The session\'s assurance is too low for this action; step up at `/auth/step-up` first.' },
-  // TOTP, recovery codes, email addresses and magic links (issue 3)
+  // TOTP, recovery codes, email addresses and magic links (docs/accounts.md)
   totp_required: { status: 401, description: 'TOTP is active on the account: this step needs its current 6-digit code.' },
   totp_invalid: { status: 401, description: 'The TOTP code is wrong (or outside the one-step window); wrong codes count toward lockout.' },
   totp_replayed: { status: 401, description: 'A code of this time step was accepted already; wait for the next code.' },
@@ -84,11 +84,11 @@ export const REASONS = {
   link_expired: { status: 410, description: 'The link is older than its lifetime; ask for a new one.' },
   link_wrong_device: { status: 403, description: 'A sign-in link works only in the browser that asked for it; open it there or ask for a new one here.' },
   invalid_return: { status: 400, description: 'The `return` target is neither a path on this server nor a registered relying-party URI.' },
-  // receipt ledger (issue 4)
+  // receipt ledger (docs/ledger.md)
   unknown_receipt: { status: 404, description: 'No receipt has this hash (receipts are looked up by their exact lower-case hex SHA-256 only).' },
   unknown_epoch: { status: 404, description: 'No ledger epoch with this number has been sealed yet.' },
   receipt_in_epoch: { status: 409, description: 'The receipt is in this epoch, so it has no proof of absence; `GET /receipts/{hash}` gives its inclusion proof.' },
-  // edge-gate (issue 6)
+  // edge-gate (docs/gateway.md)
   gateway_not_configured: { status: 503, description: 'The gateway holds no valid signed config from the control plane yet, so it refuses every protected request (fail closed).' },
   upstream_unavailable: { status: 502, description: 'The gateway could not reach the upstream app or the connection failed mid-request.' },
   upstream_busy: { status: 503, description: 'The gateway is closing or its connection pool to the upstream is full; retry shortly.' },

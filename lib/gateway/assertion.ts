@@ -8,7 +8,7 @@ import { randomToken } from '../util/random.js';
  * identity header can be forged whenever the proxy is bypassed).
  */
 
-/** Longest lifetime of an assertion (CONTRACT: short-lived, at most 5 minutes). */
+/** Longest lifetime of an assertion (short-lived, at most 5 minutes, so a leaked one is soon useless). */
 export const MAX_ASSERTION_SECONDS = 300;
 export const ASSERTION_TYP = 'kp-gate-assertion+jwt';
 

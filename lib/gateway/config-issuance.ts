@@ -40,7 +40,7 @@ export function hashIssuedContent(policy: GatewayPolicy, revokedSessions: readon
   return revokedSessions.length === 0 ? hashGatewayPolicy(policy) : sha256Hex(canonicalJson({ policy, revoked_sessions: [...revokedSessions].sort() }));
 }
 
-/** The public URLs of a gateway client: its redirect URIs `<public-url>/_gate/callback` (CONTRACT "Gateway"). */
+/** The public URLs of a gateway client: its redirect URIs `<public-url>/_gate/callback` (docs/gateway.md#browser-sessions). */
 export function gatewayPublicUrls(redirectUris: readonly string[]): string[] {
   const suffix = '/_gate/callback';
   return redirectUris.filter((uri) => uri.endsWith(suffix)).map((uri) => uri.slice(0, -suffix.length));

@@ -1,7 +1,7 @@
 /**
  * Whether a gateway client's policy is enforced, judged from declared intent (the newest config
  * the control plane issued) and live observation (the gateways' signed evidence), kept apart
- * (DESIGN "Gateway config and evidence"). Never green without fresh evidence.
+ * (docs/gateway.md#evidence). Never green without fresh evidence.
  */
 
 export type EnforcementStatus = 'green' | 'stale' | 'unknown';

@@ -1,10 +1,11 @@
+import { ProtocolError } from '../errors/protocol-error.js';
 import { EmbeddedJWK, SignJWT, calculateJwkThumbprint, decodeProtectedHeader, jwtVerify, type JWK } from 'jose';
 import { randomToken } from '../util/random.js';
 import type { AssertionKey } from './assertion.js';
 import type { GatewayMode } from './policy.js';
 
 /**
- * Signed evidence of enforcement (issue 6 item 8; DESIGN "Gateway config and evidence"): what
+ * Signed evidence of enforcement (docs/gateway.md#evidence): what
  * this gateway holds and what it did, so the control plane can show declared policy next to
  * observed behaviour and never call anything green without fresh evidence. Signed with the
  * gateway's own key, which travels in the protected header (`jwk`, with `kid` its RFC 7638
@@ -84,8 +85,11 @@ export async function buildGatewayEvidence(input: EvidenceInput, key: EvidenceKe
     .sign(key.privateKey);
 }
 
-export class GatewayEvidenceError extends Error {
-  override name = 'GatewayEvidenceError';
+/** Evidence the control plane refuses (`invalid_evidence`); the message names the field at fault. */
+export class GatewayEvidenceError extends ProtocolError<'invalid_evidence'> {
+  constructor(message: string) {
+    super('invalid_evidence', message);
+  }
 }
 
 /** A report the control plane accepted. Times in milliseconds. */
@@ -114,6 +118,12 @@ export interface VerifyEvidenceOptions {
   now: number;
   /** The client's registered `jwks`, when it has one: the signing key must be among them. */
   registeredKeys?: readonly JWK[];
+}
+
+/** The name of the claim jose refused (its own message stays out of what the sender is told). */
+function claimOf(error: unknown): string {
+  const claim = (error as { claim?: unknown }).claim;
+  return typeof claim === 'string' && /^[a-z_]{1,32}$/i.test(claim) ? claim : 'set';
 }
 
 function bad(message: string): never {
@@ -162,7 +172,7 @@ export async function verifyGatewayEvidence(jws: string, options: VerifyEvidence
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ERR_JWT_EXPIRED') bad('the evidence has expired');
-    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') bad(`the evidence claims are invalid: ${(error as Error).message}`);
+    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') bad(`the evidence claim ${claimOf(error)} is invalid`);
     bad('the evidence signature does not verify with its embedded key');
   }
   const thumbprint = await calculateJwkThumbprint(header.jwk as JWK, 'sha256');

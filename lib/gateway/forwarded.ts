@@ -2,7 +2,7 @@ import { normalizeHeaderName } from './identity-headers.js';
 
 /**
  * X-Forwarded-* as the gateway sees it: believed only from configured proxy addresses
- * (STYLE 12; oauth2-proxy GHSA-7x63-xv5r-3p2x), rebuilt from the connection otherwise.
+ * (oauth2-proxy GHSA-7x63-xv5r-3p2x shows what trusting them from anyone costs), rebuilt from the connection otherwise.
  */
 
 /** Forwarding and original-request headers a client could use to lie about where or what it asked. */

@@ -1,11 +1,11 @@
 /**
- * Identity header hygiene at the trust boundary (STYLE 12). A client must never be able to
+ * Identity header hygiene at the trust boundary (docs/gateway.md#identity-to-the-upstream). A client must never be able to
  * smuggle an identity header past the gateway in any spelling: case, `_` and `.` variants are
  * all the same header to some backend (PHP and CGI fold `-`, `_` and `.`; GHSA-vjrc-mh2v-45x6,
  * the dotted Traefik alias). Names are compared after folding, and every `x-auth-*` goes.
  */
 
-/** The identity headers the gateway sends upstream (CONTRACT "Gateway"), in canonical spelling. */
+/** The identity headers the gateway sends upstream (docs/gateway.md#identity-to-the-upstream), in canonical spelling. */
 export const IDENTITY_HEADERS = {
   subject: 'x-auth-subject',
   principalType: 'x-auth-principal-type',
@@ -43,7 +43,7 @@ export interface UpstreamIdentity {
   subject: string;
   principalType: 'human' | 'agent';
   assurance: string;
-  /** Sent only when the address is verified (CONTRACT). */
+  /** Sent only when the address is verified: an unverified address proves nothing to the upstream. */
   email?: string;
   emailVerified?: boolean;
   assertion: string;

@@ -5,7 +5,7 @@ import { findRoute } from './request-path.js';
 export { findRoute, pathSegments } from './request-path.js';
 
 /**
- * Per-route policy of the edge-gate (CONTRACT "Gateway"): the `gateway` member of the
+ * Per-route policy of the edge-gate (docs/gateway.md#policy): the `gateway` member of the
  * gateway client's registration metadata. Pure: the caller says who is asking; this says
  * whether they may, and whether the answer is enforced (observe / canary / enforce).
  */

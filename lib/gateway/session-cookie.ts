@@ -2,7 +2,7 @@ import { EncryptJWT, type JWTPayload } from 'jose';
 import { createDecipheriv, createHash } from 'node:crypto';
 
 /**
- * The gateway's browser session lives only in cookies (DESIGN: no per-user state): a JWE
+ * The gateway's browser session lives only in cookies (no per-user state, so replicas scale out: docs/architecture.md#the-edge-gate-and-the-control-plane): a JWE
  * (`dir` + `A256GCM`) under a key list where the newest key encrypts and every listed key
  * decrypts, so keys rotate without signing anyone out. Expiry is inside the ciphertext.
  * Large values are split into `<name>.0`, `<name>.1`, … so no cookie passes the ~4 KB limit

@@ -1,9 +1,10 @@
+import { ProtocolError, type ConfigRefusal } from '../errors/protocol-error.js';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { sha256Hex } from '../util/sha256.js';
 import { checkGatewayPolicy, type GatewayPolicy } from './policy.js';
 
 /**
- * The gateway's policy arrives as a JWS signed by the control plane (DESIGN "Gateway config
+ * The gateway's policy arrives as a JWS signed by the control plane (docs/gateway.md#signed-config; "Gateway config
  * and evidence"). This module verifies one, orders versions so that rollbacks are refused,
  * and holds the last good copy. Pure: persistence and the key look-up are passed in.
  */
@@ -22,14 +23,12 @@ export interface GatewayConfigDocument {
   jws: string;
 }
 
-export type ConfigRefusal = 'bad_signature' | 'malformed' | 'expired' | 'rollback' | 'equivocation' | 'wrong_audience';
+export type { ConfigRefusal };
 
-export class GatewayConfigError extends Error {
-  override name = 'GatewayConfigError';
-  constructor(readonly code: ConfigRefusal, message: string) {
-    super(message);
-  }
-}
+export const CONFIG_REFUSALS: readonly ConfigRefusal[] = ['bad_signature', 'malformed', 'expired', 'rollback', 'equivocation', 'wrong_audience'];
+
+/** A signed config the gateway refuses; `code` says why. */
+export class GatewayConfigError extends ProtocolError<ConfigRefusal> {}
 
 export interface VerifyConfigOptions {
   /** The control plane's keys: a JWKS, or jose's remote JWKS getter. */

@@ -2,7 +2,7 @@ import type { SharedState } from '../runtime/shared-state/types.js';
 import { randomToken } from '../util/random.js';
 
 /**
- * One piece of work per key at a time across every replica (issue 6 item 3: one refresh per
+ * One piece of work per key at a time across every replica (docs/gateway.md#browser-sessions: one refresh per
  * session; oauth2-proxy users are logged out when parallel requests race a rotating refresh
  * token). The first caller takes a lock in shared state and does the work; the others, here
  * or on another replica, wait for its stored result instead of doing the work again.

@@ -1,3 +1,4 @@
+import { ProtocolError } from '../errors/protocol-error.js';
 import type { KeyObject } from 'node:crypto';
 import { CompactSign, compactVerify, decodeProtectedHeader, type CompactVerifyGetKey, type CryptoKey, type JWK } from 'jose';
 import { sha256Hex } from '../util/sha256.js';
@@ -6,7 +7,7 @@ import { canonicalJson } from './canonical-json.js';
 /** `typ` of checkpoint JWSs: a checkpoint is never mistaken for a token or another signed object. */
 export const CHECKPOINT_TYP = 'keyplane-checkpoint+jwt';
 
-/** The signed statement about one epoch (CONTRACT "Receipts"). */
+/** The signed statement about one epoch (docs/ledger.md). */
 export interface CheckpointPayload {
   /** 1 for the first epoch, then +1 each. */
   epoch: number;
@@ -19,8 +20,11 @@ export interface CheckpointPayload {
   at: string;
 }
 
-export class CheckpointError extends Error {
-  override name = 'CheckpointError';
+/** A checkpoint that is malformed, out of order or not signed by the ledger's key (`invalid_checkpoint`). */
+export class CheckpointError extends ProtocolError<'invalid_checkpoint'> {
+  constructor(message: string) {
+    super('invalid_checkpoint', message);
+  }
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;

@@ -1,7 +1,7 @@
 import { sha256, sha256Hex } from '../util/sha256.js';
 import { canonicalJson } from './canonical-json.js';
 
-/** The tag prefixed to a receipt hash to derive its tree key (CONTRACT "Receipts"). */
+/** The tag prefixed to a receipt hash to derive its tree key (docs/ledger.md). */
 export const RECEIPT_KEY_TAG = 'keyplane:receipt:v1';
 
 /** A receipt: small, flat JSON. `kind`, `at` (RFC 3339) and `outcome` are always there. */

@@ -1,4 +1,5 @@
-import { CheckpointError, decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint, type CheckpointKeys, type CheckpointPayload } from './checkpoint.js';
+import { isProtocolError } from '../errors/protocol-error.js';
+import { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint, type CheckpointKeys, type CheckpointPayload } from './checkpoint.js';
 
 export interface ChainVerdict {
   ok: boolean;
@@ -34,7 +35,7 @@ export async function verifyCheckpointChain(a: string, b: string, getCheckpoint:
       jws = await getCheckpoint(epoch);
       payload = await verifyCheckpoint(jws, keys);
     } catch (error) {
-      if (!(error instanceof CheckpointError)) throw error;
+      if (!isProtocolError(error, 'invalid_checkpoint')) throw error;
       return { ok: false, followed, failure: `checkpoint ${epoch}: ${error.message}` };
     }
     followed.push(epoch);

@@ -1,4 +1,5 @@
-import { CheckpointError, verifyCheckpoint, type CheckpointKeys, type CheckpointPayload } from './checkpoint.js';
+import { isProtocolError } from '../errors/protocol-error.js';
+import { verifyCheckpoint, type CheckpointKeys, type CheckpointPayload } from './checkpoint.js';
 import { verifyInclusionProof } from './merkle-tree.js';
 import { hashReceipt, isReceiptHash, treeKeyOf } from './receipt.js';
 
@@ -42,7 +43,7 @@ export async function verifyReceiptProof(input: ReceiptProofInput, keys: Checkpo
   try {
     checkpoint = await verifyCheckpoint(input.checkpoint, keys);
   } catch (error) {
-    return { ok: false, failure: error instanceof CheckpointError ? error.message : 'the checkpoint does not verify' };
+    return { ok: false, failure: isProtocolError(error, 'invalid_checkpoint') ? error.message : 'the checkpoint does not verify' };
   }
   const { proof } = input;
   if (!proof || typeof proof !== 'object' || !Array.isArray(proof.path) || !proof.path.every((p) => typeof p === 'string')) {

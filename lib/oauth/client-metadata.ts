@@ -6,7 +6,7 @@ import { validateResourceForRegistration } from './resource.js';
 import { parseScope } from './scope.js';
 
 /**
- * Client metadata as Keyplane registers it (RFC 7591 §2 plus the CONTRACT's `resources`,
+ * Client metadata as Keyplane registers it (RFC 7591 §2 plus Keyplane's `resources`,
  * `access` and `gateway`). `validateClientMetadata` turns a request body into this, applying
  * defaults, or throws `invalid_redirect_uri` / `invalid_client_metadata` with RFC 7591 fields.
  */

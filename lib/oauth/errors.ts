@@ -3,7 +3,7 @@ import type { Reason } from '../errors/reasons.js';
 
 /**
  * RFC 6749 §5.2 and the extension registries name these `error` codes. OAuth endpoints answer
- * with the envelope plus `error`/`error_description` (DESIGN "OIDC rules not shown in the spec").
+ * with the envelope plus `error`/`error_description` (docs/errors.md#oauth-endpoints).
  */
 export type OAuthErrorCode =
   | 'invalid_request'
@@ -16,6 +16,7 @@ export type OAuthErrorCode =
   | 'access_denied'
   | 'server_error'
   | 'temporarily_unavailable'
+  | 'slow_down'
   | 'invalid_target'
   | 'invalid_token'
   | 'insufficient_scope'
@@ -31,6 +32,20 @@ export type OAuthErrorCode =
 /** The RFC 6749 error fields: `{error, error_description}` (the description omitted when empty). */
 export function oauthFields(error: OAuthErrorCode, description?: string): { error: OAuthErrorCode; error_description?: string } {
   return description ? { error, error_description: description } : { error };
+}
+
+/** `error` codes for reasons raised before an OAuth handler decides (a malformed body, a rate limit). */
+const BY_REASON: Partial<Record<Reason, OAuthErrorCode>> = {
+  invalid_request: 'invalid_request',
+  // RFC 8628 §3.5: the client should slow down its requests.
+  rate_limited: 'slow_down',
+  unsupported_media_type: 'invalid_request',
+  payload_too_large: 'invalid_request',
+};
+
+/** The RFC 6749 §5.2 `error` for a failure that did not set one: `server_error` for 5xx, else `invalid_request`. */
+export function oauthErrorFor(reason: Reason, status: number): OAuthErrorCode {
+  return BY_REASON[reason] ?? (status >= 500 ? 'server_error' : 'invalid_request');
 }
 
 /**

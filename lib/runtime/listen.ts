@@ -45,7 +45,7 @@ export async function waitForPort(port: number, host: string, timeoutMs: number)
   }
 }
 
-/** The public URL when none is configured: browsers refuse IP addresses as WebAuthn RP IDs, so loopback becomes localhost (CONTRACT). */
+/** The public URL when none is configured: browsers refuse IP addresses as WebAuthn RP IDs, so loopback becomes localhost. */
 export function defaultPublicUrl(host: string, port: number): string {
   if (LOOPBACK.test(host)) return `http://localhost:${port}`;
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

@@ -1,5 +1,5 @@
 /**
- * Claim sets for the tokens Keyplane issues (CONTRACT "Tokens", spec "Tokens", issue 5 item 4).
+ * Claim sets for the tokens Keyplane issues (docs/oidc.md, "Tokens").
  * Pure: the caller passes `now`, the session's proved assurance and the principal.
  */
 
@@ -106,7 +106,7 @@ function seconds(ms: number): number {
 
 function checkPrincipal(subject: string, principal: Principal): Principal {
   if (principal.type === 'human') {
-    // A human principal is the subject itself (CONTRACT: {"type": "human", "id": <sub>}).
+    // A human principal is the subject itself ({"type": "human", "id": <sub>}, docs/oidc.md, "Tokens").
     if (principal.id !== subject) throw new TypeError('a human principal id must equal the subject');
     return { type: 'human', id: principal.id };
   }

@@ -11,8 +11,8 @@ import { tempDir } from '../helpers/build.js';
 /** The deploy/ examples: every YAML parses, and what the manifests ask of keyplane exists. */
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
 
-/** The flags CONTRACT.md gives each command ("Set-up and commands"). */
-const CONTRACT_FLAGS: Record<ConfigKind, string[]> = {
+/** The flags each command documents (docs/cli.md). */
+const DOCUMENTED_FLAGS: Record<ConfigKind, string[]> = {
   'control-plane': ['--config', '--host', '--port', '--data', '--issuer', '--redis'],
   gateway: ['--config', '--host', '--port', '--public-url', '--control-plane', '--upstream', '--client-id', '--client-secret', '--trusted-proxies', '--redis'],
 };
@@ -84,7 +84,7 @@ t.test('the Kubernetes manifests run keyplane with flags, environment and config
     const { deployment, container } = found[0]!;
     const args = container.args ?? [];
     t.ok(args.includes('--redis'), `${kind} shares Redis`);
-    for (const flag of args.filter((arg) => arg.startsWith('--'))) t.ok(CONTRACT_FLAGS[kind].includes(flag), `${kind} ${flag} is a CONTRACT flag`);
+    for (const flag of args.filter((arg) => arg.startsWith('--'))) t.ok(DOCUMENTED_FLAGS[kind].includes(flag), `${kind} ${flag} is a documented flag`);
     const names = (container.env ?? []).map((entry) => entry.name);
     const known = envNames(kind);
     for (const name of names) t.ok(known.has(name), `${kind} reads ${name} (config/schema.ts)`);

@@ -12,7 +12,7 @@ import { DEFAULT_IDENTITY, signAccessToken, signInRedirect, startTestGateway, st
 const availability = peerAvailability('caddy', ['version'], 'caddy');
 
 const CADDYFILE = new URL('../../deploy/caddy/Caddyfile', import.meta.url);
-/** Every spelling a backend might fold into X-Auth-Subject and friends (STYLE 12). */
+/** Every spelling a backend might fold into X-Auth-Subject and friends: a client must not smuggle any of them past the gateway. */
 const SPOOFED = {
   'x-auth-subject': 'evil', 'X_Auth_Subject': 'evil', 'x.auth.subject': 'evil', 'X-AUTH-ASSURANCE': 'evil',
   'x-auth_email': 'evil@example.test', 'X_AUTH-PRINCIPAL-TYPE': 'evil', 'x.Auth-Assertion': 'evil', 'x-auth-other': 'evil',

@@ -71,7 +71,7 @@ t.test('a real gateway pulls its signed config from a real control plane, follow
     body: JSON.stringify({ ...current.body, revision: current.body['revision'], gateway: { mode: 'enforce', routes: [{ path: '/private', min_assurance: 'passkey' }] } }),
   });
   t.equal(updated.status, 200);
-  t.ok(await within(5_000, async () => (await statusOf(`${gw.url}/open`)) === 401), 'the new policy is in force within 5 s of the update (CONTRACT)');
+  t.ok(await within(5_000, async () => (await statusOf(`${gw.url}/open`)) === 401), 'the new policy is in force within 5 s of the update');
   t.equal((await json(`${gw.url}/readyz`)).body['configVersion'], 2);
 
   t.ok(await within(10_000, async () => {

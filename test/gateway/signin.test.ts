@@ -6,7 +6,7 @@ import { HTML, Jar, authorizeAt, get, sessionIn, signIn, signOut, world } from '
 t.test('an anonymous navigation signs in at the control plane and lands where it started, with identity upstream', async (t) => {
   const w = await world(t);
   const signin = await get(`${w.gw.url}/app/page?x=1`, HTML);
-  t.equal(signin.status, 302, 'straight to the control plane (CONTRACT)');
+  t.equal(signin.status, 302, 'straight to the control plane');
   const authorize = new URL(signin.location!);
   t.equal(`${authorize.origin}${authorize.pathname}`, `${w.cp.url}/auth/authorize`);
   t.equal(authorize.searchParams.get('scope'), 'openid email offline_access');

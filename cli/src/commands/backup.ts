@@ -1,10 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadControlPlaneConfig } from '../../../config/load.js';
-import { describeStorage } from '../../../control-plane/src/storage/open-storage.js';
-import { DATABASE_FILE, backupDatabase } from '../../../control-plane/src/storage/sqlite/database.js';
+import { backupSqliteStorage, describeStorage, sqliteDatabaseFile } from '../../../control-plane/src/storage/open-storage.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
@@ -23,10 +21,11 @@ export function backupCommand(program: Command): void {
         say(`backup written to ${options.out} (pg_dump custom format). Restore: pg_restore --clean --dbname <url> ${options.out}`);
         return;
       }
-      if (!existsSync(join(config.dataDir, DATABASE_FILE))) throw new CliError(`no Keyplane database in ${config.dataDir}`, EXIT.usage);
-      progress(`backing up ${join(config.dataDir, DATABASE_FILE)} …`);
-      const { pages } = await backupDatabase(config.dataDir, options.out);
-      say(`backup written to ${options.out} (${pages} pages). Restore: stop the server, copy it to ${join(config.dataDir, DATABASE_FILE)}.`);
+      const file = sqliteDatabaseFile(config)!;
+      if (!existsSync(file)) throw new CliError(`no Keyplane database in ${config.dataDir}`, EXIT.usage);
+      progress(`backing up ${file} …`);
+      const { pages } = await backupSqliteStorage(config, options.out);
+      say(`backup written to ${options.out} (${pages} pages). Restore: stop the server, copy it to ${file}.`);
     });
 }
 

@@ -6,6 +6,18 @@ import { randomId, randomToken } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 
+/** The demo's routes, as the gateway enforces them (the policy registered for the demo gateway client). */
+export const DEMO_POLICY: GatewayPolicy = {
+  mode: 'enforce',
+  routes: [
+    { path: '/', min_assurance: 'passkey' },
+    { path: '/admin', min_assurance: 'sensitive', principals: ['human'] },
+    { path: '/public', public: true },
+    { path: '/favicon.ico', public: true },
+    { path: '/favicon.svg', public: true },
+  ],
+};
+
 /**
  * The gateway that `keyplane up` runs is an ordinary OIDC client of the control plane. It is
  * registered in-process rather than through POST /register because `up` has no admin token to

@@ -1,5 +1,5 @@
 import type { InPlaceTransport } from '../../../lib/oauth/in-place.js';
-import type { Assurance } from '../context.js';
+import type { AssuranceLevel } from '../../../lib/assurance/assurance.js';
 
 /**
  * Typed domain events. Handlers record what happened; the ledger turns events into receipts
@@ -15,7 +15,7 @@ interface EventBase {
 
 export type DomainEvent =
   | (EventBase & { type: 'keys.rotated'; kid: string; retired: string | null })
-  // passkey accounts, sessions and devices (issue 3); see docs/events.md
+  // passkey accounts, sessions and devices; see docs/events.md
   | (EventBase & { type: 'account.created'; identityId: string; founder: boolean; credId: string })
   | (EventBase & { type: 'account.renamed'; identityId: string })
   // account lifecycle: an operator's pause, and deletion by the user or an operator (docs/accounts.md)
@@ -29,7 +29,7 @@ export type DomainEvent =
   | (EventBase & { type: 'step_up.completed'; identityId: string; sessionId: string; credId: string; totp: boolean })
   | (EventBase & { type: 'passkey.added'; identityId: string; credId: string })
   | (EventBase & { type: 'passkey.removed'; identityId: string; credId: string })
-  // TOTP, recovery codes, email addresses and magic links (issue 3); emails appear only as their row id
+  // TOTP, recovery codes, email addresses and magic links; emails appear only as their row id
   | (EventBase & { type: 'totp.enabled'; identityId: string; sessionId: string })
   | (EventBase & { type: 'totp.disabled'; identityId: string; sessionId: string })
   | (EventBase & { type: 'recovery.regenerated'; identityId: string; sessionId: string; count: number })
@@ -40,14 +40,14 @@ export type DomainEvent =
   | (EventBase & { type: 'magic_link.sent'; identityId: string; emailId: string; deviceId: string })
   | (EventBase & { type: 'magic_link.redeemed'; identityId: string; emailId: string; deviceId: string; sessionId: string })
   | (EventBase & { type: 'magic_link.dry_run'; identityId: string; actorIdentityId: string; actorSessionId: string; emailId: string; founder: boolean })
-  // OIDC client registration (issue 5); `by` says which credential acted, never its value
+  // OIDC client registration (docs/oidc.md, "Register a client"); `by` says which credential acted, never its value
   | (EventBase & { type: 'client.registered'; clientId: string; ownerId: string | null; by: 'admin' | 'session'; revision: number })
   | (EventBase & { type: 'client.updated'; clientId: string; revision: number; secretIssued: boolean })
   | (EventBase & { type: 'client.deleted'; clientId: string })
   | (EventBase & { type: 'client.secret_rotated'; clientId: string; revision: number })
-  // Edge-gate (issue 6): a new version of a gateway client's signed config
+  // Edge-gate (docs/gateway.md#signed-config): a new version of a gateway client's signed config
   | (EventBase & { type: 'gateway.config_issued'; clientId: string; version: number; configHash: string; policyHash: string; mode: 'observe' | 'canary' | 'enforce'; kid: string })
-  // OIDC provider (issue 5); `grantId` names the family of everything issued from one code
+  // OIDC provider (docs/oidc.md); `grantId` names the family of everything issued from one code
   | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' })
   | (EventBase & { type: 'token.issued'; clientId: string; identityId: string; grantId: string; dpop: boolean; refresh: boolean; resource: string | null })
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
@@ -69,8 +69,8 @@ export type DomainEvent =
   | (EventBase & { type: 'agent.token_issued'; agentId: string; ownerId: string; grantId: string; clientId: string; jkt: string })
   // the deprecated v1 bridge (docs/v1-bridge.md)
   | (EventBase & { type: 'v1.session_issued'; clientId: string; identityId: string })
-  // In-place sign-in (docs/in-place.md): one receipt type for every transport; the field names are the CONTRACT's
-  | (EventBase & { type: 'signin.in_place'; client_id: string; transport: InPlaceTransport; identityId: string; assurance: Assurance })
+  // In-place sign-in (docs/in-place.md): one receipt type for every transport; the field names are those of docs/in-place.md
+  | (EventBase & { type: 'signin.in_place'; client_id: string; transport: InPlaceTransport; identityId: string; assurance: AssuranceLevel })
   | (EventBase & { type: 'fedcm.disconnected'; client_id: string; identityId: string })
   // organizations, sites and the posture scan (docs/orgs.md, docs/scan.md); `by` is the acting identity
   | (EventBase & { type: 'org.created'; orgId: string; by: string })

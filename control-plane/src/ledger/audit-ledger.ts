@@ -1,6 +1,7 @@
+import { isProtocolError } from '../../../lib/errors/protocol-error.js';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { auditEpoch } from '../../../lib/ledger/audit-epoch.js';
-import { CheckpointError, isPreviousCheckpoint, verifyCheckpoint, type CheckpointPayload } from '../../../lib/ledger/checkpoint.js';
+import { isPreviousCheckpoint, verifyCheckpoint, type CheckpointPayload } from '../../../lib/ledger/checkpoint.js';
 import type { Storage } from '../storage/types.js';
 
 /**
@@ -24,7 +25,7 @@ export async function auditLedger(storage: Storage, onEpoch: (line: string) => v
       try {
         payload = await verifyCheckpoint(stored.jws, keys);
       } catch (error) {
-        if (!(error instanceof CheckpointError)) throw error;
+        if (!isProtocolError(error, 'invalid_checkpoint')) throw error;
         return fail(error.message);
       }
       if (payload.epoch !== epoch || payload.root !== stored.root || payload.size !== stored.size || payload.prev !== stored.prev) {

@@ -1,4 +1,4 @@
-import { escapeHtml } from '../pages/layout.js';
+import { escapeHtml } from '../../../lib/util/html.js';
 import type { OutgoingMail } from './mailer.js';
 
 function minutes(seconds: number): string {

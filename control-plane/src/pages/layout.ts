@@ -1,10 +1,7 @@
 /** Server-rendered pages: no build step, no inline script without the request's nonce. */
+import { escapeHtml } from '../../../lib/util/html.js';
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
+export { escapeHtml };
 
 /** Tagged template that escapes every interpolation except values made by `html` itself. */
 export class SafeHtml {

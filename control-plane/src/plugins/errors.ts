@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { KeyplaneError, fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../../lib/errors/reasons.js';
+import { oauthErrorFor, oauthFields } from '../../../lib/oauth/errors.js';
 
 /** The envelope schema, referenced under 4xx and 5xx of every route (fastify serializes error bodies with it). */
 export const envelopeSchema = {
@@ -58,6 +59,16 @@ export function toKeyplaneError(error: unknown): KeyplaneError {
   return fail('internal', 'something went wrong on our side; the request id identifies it in the logs');
 }
 
+/**
+ * The envelope of a failure; on an OAuth endpoint also the RFC 6749 §5.2 pair, when the code that
+ * failed did not set it (`oauthError` does), so failures raised before the handler carry it too.
+ */
+export function envelopeFor(failure: KeyplaneError, oauth = false): Record<string, unknown> {
+  const envelope = failure.toEnvelope();
+  if (!oauth || 'error' in envelope) return envelope;
+  return { ...envelope, ...oauthFields(oauthErrorFor(failure.reason, failure.status), failure.message) };
+}
+
 /** The one place where failures become the `{ok: false, reason, message}` envelope. */
 export const errorsPlugin = fp(
   async (app: FastifyInstance) => {
@@ -67,7 +78,7 @@ export const errorsPlugin = fp(
       if (failure.status >= 500) request.log.error({ err: error }, 'request failed');
       else request.log.info({ reason: failure.reason }, 'request refused');
       reply.code(failure.status).headers(failure.headers).type('application/json; charset=utf-8');
-      return reply.send(failure.toEnvelope());
+      return reply.send(envelopeFor(failure, request.routeOptions.config?.oauthErrors === true));
     });
     app.setNotFoundHandler((_request, reply) => {
       reply.code(404).type('application/json; charset=utf-8');

@@ -5,6 +5,7 @@ import { effectiveAssurance, meetsAssurance, type AssuranceLevel } from '../../.
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { SessionView } from '../context.js';
+import { isPageNavigation } from '../http/negotiate.js';
 import { FEDCM_COOKIE_PATH, fedcmCookieName, sessionCookieName, wellFormedToken } from '../sessions/cookies.js';
 import { clearSessionCookie } from '../sessions/start-session.js';
 
@@ -25,7 +26,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Reads the session cookie into `request.kp.session` and checks `Origin` on every state-changing
- * request that carries a live session (DESIGN "Sessions and assurance": SameSite=Lax plus an
+ * request that carries a live session (docs/accounts.md#sessions-and-devices: SameSite=Lax plus an
  * Origin check). Requests without a session are left alone: they cannot act for anyone.
  */
 export const sessionPlugin = fp(
@@ -80,12 +81,6 @@ export function checkSignInOrigin(app: FastifyInstance, request: FastifyRequest)
   if (origin !== undefined && origin !== new URL(app.kp.config.issuer).origin) throw fail('origin_mismatch', 'this request came from another origin');
 }
 
-function wantsHtml(request: FastifyRequest): boolean {
-  if (request.method !== 'GET') return false;
-  if ((request.query as Record<string, unknown> | undefined)?.['format'] === 'json') return false;
-  return (request.headers.accept ?? '').includes('text/html');
-}
-
 function sendToSignIn(reply: FastifyReply): FastifyReply {
   return reply.redirect('/auth', 303);
 }
@@ -96,7 +91,7 @@ export type SessionGuard = (request: FastifyRequest, reply: FastifyReply) => Pro
 /** Guard: a live session is required (401 `unauthorized`, or for HTML GETs a redirect to /auth). */
 export const requireSession: SessionGuard = async function (request, reply) {
   if (request.kp.session) return;
-  if (wantsHtml(request)) return sendToSignIn(reply);
+  if (isPageNavigation(request)) return sendToSignIn(reply);
   throw fail('unauthorized', 'sign in first');
 };
 
@@ -105,11 +100,11 @@ export function requireAssurance(level: AssuranceLevel): SessionGuard {
   return async function (request, reply) {
     const session = request.kp.session;
     if (!session) {
-      if (wantsHtml(request)) return sendToSignIn(reply);
+      if (isPageNavigation(request)) return sendToSignIn(reply);
       throw fail('unauthorized', 'sign in first');
     }
     if (meetsAssurance(session.assurance, level)) return;
-    if (wantsHtml(request)) return reply.redirect(`/auth/step-up?return=${encodeURIComponent(request.url)}`, 303);
+    if (isPageNavigation(request)) return reply.redirect(`/auth/step-up?return=${encodeURIComponent(request.url)}`, 303);
     throw fail('insufficient_assurance', `this needs a ${level} session; step up at /auth/step-up`, { fields: { required: level, stepUp: '/auth/step-up' } });
   };
 }

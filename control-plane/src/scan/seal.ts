@@ -2,7 +2,7 @@ import type { Rating } from '../../../lib/scan/rating.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { OrgSite, StoredOrg } from '../storage/types.js';
 
-/** CONTRACT: a scan older than 30 days is stale and never shown as current. */
+/** A scan older than 30 days is stale and never shown as current (docs/scan.md): a site changes. */
 export const STALE_AFTER_MS = 30 * 86_400_000;
 
 export interface SiteStatus {

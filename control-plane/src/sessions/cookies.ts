@@ -3,7 +3,7 @@ import { randomToken } from '../../../lib/util/random.js';
 import { sha256 } from '../../../lib/util/sha256.js';
 
 /**
- * Cookie names and attributes (DESIGN "Sessions and assurance"): `__Host-` names on https issuers,
+ * Cookie names and attributes (docs/accounts.md#sessions-and-devices): `__Host-` names on https issuers,
  * plain names on http://localhost, where browsers refuse Secure cookies.
  */
 export function isHttpsIssuer(app: FastifyInstance): boolean {

@@ -3,6 +3,7 @@ import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
+import type { ControlPlaneServices } from '../context.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
 import { cookieOptions, ensureDeviceId, fedcmCookieName, fedcmCookieOptions, sessionCookieName } from './cookies.js';
 import { endGrantsOfSessions } from '../grants/end-grants.js';
@@ -21,27 +22,39 @@ export interface StartSessionInput {
 
 const METHOD: Record<SessionAssurance, 'passkey' | 'recovery' | 'email'> = { passkey: 'passkey', recovery: 'recovery', email: 'email' };
 
+/** What opening a session needs: config (lifetimes), the clock and the event bus. */
+export type SessionServices = Pick<ControlPlaneServices, 'config' | 'events' | 'now'>;
+
+/** The browser a sign-in happens in, as operations see it (no cookies, no reply). */
+export interface SignInBrowser {
+  /** This browser's device id; called only once the sign-in succeeded (mints the device cookie when new). */
+  deviceId(): string;
+  /** The session this browser had, revoked by the new one. */
+  previous?: { id: string; identityId: string } | undefined;
+}
+
+export interface OpenedSession {
+  sessionId: string;
+  /** The cookie value; only its SHA-256 is stored. */
+  token: string;
+  receipt?: string;
+}
+
 /**
- * Creates a session record inside the caller's transaction (with its `session.started` event),
- * puts the device in the ledger and sets the session cookie. Only the SHA-256 of the cookie value
- * is stored. A session this browser already had is revoked, so a sign-in never leaves two.
+ * Creates a session record inside the caller's transaction (with its `session.started` event)
+ * and puts the device in the ledger. A session this browser already had is revoked, so a
+ * sign-in never leaves two. The caller sets the cookie (`setSessionCookies`).
  */
-export async function startSession(
-  app: FastifyInstance,
-  reply: FastifyReply,
-  tx: Stores,
-  input: StartSessionInput,
-): Promise<{ sessionId: string; receipt?: string }> {
-  const request = reply.request;
-  const now = app.kp.now();
-  const { lifetimes } = app.kp.config;
-  const deviceId = input.deviceId ?? ensureDeviceId(app, request, reply);
+export async function openSession(services: SessionServices, tx: Stores, browser: SignInBrowser, input: StartSessionInput): Promise<OpenedSession> {
+  const now = services.now();
+  const { lifetimes } = services.config;
+  const deviceId = input.deviceId ?? browser.deviceId();
   // Every sign-in (passkey, backup code, magic link) ends here, so this one check covers them all.
   if (!(await isAccountActive(tx, input.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
-  const previous = request.kp.session;
+  const previous = browser.previous;
   if (previous) {
     await tx.sessions.revoke(previous.identityId, previous.id, now);
-    await endGrantsOfSessions(app.kp, tx, [previous.id], now);
+    await endGrantsOfSessions(services, tx, [previous.id], now);
   }
 
   const token = randomToken(32);
@@ -64,15 +77,38 @@ export async function startSession(
     revokedAt: null,
   });
   await tx.devices.upsert(input.identityId, deviceId, now);
-  const { receipt } = await app.kp.events.record(tx, {
+  const { receipt } = await services.events.record(tx, {
     type: 'session.started', at: now, outcome: 'success',
     identityId: input.identityId, sessionId, deviceId, method: METHOD[input.assurance], assurance: input.assurance,
   });
+  return receipt === undefined ? { sessionId, token } : { sessionId, token, receipt };
+}
+
+/** The browser of this request: its device cookie (minted on the reply when missing) and its current session. */
+export function browserOf(app: FastifyInstance, reply: FastifyReply): SignInBrowser {
+  const request = reply.request;
+  return { deviceId: () => ensureDeviceId(app, request, reply), previous: request.kp.session };
+}
+
+/** Sets the session cookie (and its FedCM twin) for a session `openSession` created. */
+export function setSessionCookies(app: FastifyInstance, reply: FastifyReply, token: string): void {
+  const { lifetimes } = app.kp.config;
   reply.setCookie(sessionCookieName(app), token, cookieOptions(app, lifetimes.sessionAbsolute));
   reply.setCookie(fedcmCookieName(app), token, fedcmCookieOptions(lifetimes.sessionAbsolute));
   // Login Status API (https://w3c-fedid.github.io/login-status/): FedCM asks for accounts only while logged in.
   reply.header('set-login', 'logged-in');
-  return receipt === undefined ? { sessionId } : { sessionId, receipt };
+}
+
+/** `openSession` for a route: the browser of this reply, and the cookies set on it. */
+export async function startSession(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  tx: Stores,
+  input: StartSessionInput,
+): Promise<{ sessionId: string; receipt?: string }> {
+  const { token, ...opened } = await openSession(app.kp, tx, browserOf(app, reply), input);
+  setSessionCookies(app, reply, token);
+  return opened;
 }
 
 /** Expires the session cookie on the reply. */

@@ -5,7 +5,7 @@ import { migratePostgres } from './postgres/database.js';
 import { openPostgresStorage } from './postgres/index.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
 import { createPool } from './postgres/sql.js';
-import { DATABASE_FILE, migrate as migrateSqlite, openDatabase } from './sqlite/database.js';
+import { DATABASE_FILE, backupDatabase, migrate as migrateSqlite, openDatabase } from './sqlite/database.js';
 import { Database } from './sqlite/driver.js';
 import { openSqliteStorage } from './sqlite/index.js';
 import { migrations as sqliteMigrations } from './sqlite/migrations.js';
@@ -53,4 +53,14 @@ export async function migrateStorage(config: StorageConfig): Promise<{ from: num
   } finally {
     db.close();
   }
+}
+
+/** The SQLite database file of this config (null on PostgreSQL), for `keyplane backup`. */
+export function sqliteDatabaseFile(config: StorageConfig): string | null {
+  return config.databaseUrl ? null : join(config.dataDir, DATABASE_FILE);
+}
+
+/** `keyplane backup` on SQLite: the online backup API, consistent while the server keeps writing. */
+export async function backupSqliteStorage(config: StorageConfig, outFile: string): Promise<{ pages: number }> {
+  return backupDatabase(config.dataDir, outFile);
 }

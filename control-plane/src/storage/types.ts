@@ -31,7 +31,7 @@ export interface KeyStore {
   remove(kid: string): Promise<void>;
 }
 
-// ---- passkey accounts (issue 3) ----
+// ---- passkey accounts (docs/accounts.md) ----
 
 export interface Identity {
   /** Stable account id: the `sub` of every token (`usr_…`). */
@@ -162,7 +162,7 @@ export interface DeviceStore {
   remove(identityId: string, deviceId: string): Promise<boolean>;
 }
 
-// ---- TOTP, recovery codes, email addresses and one-time links (issue 3) ----
+// ---- TOTP, recovery codes, email addresses and one-time links (docs/accounts.md) ----
 
 export type TotpState = 'pending' | 'active';
 
@@ -297,7 +297,7 @@ export interface ReceiptStore {
   epochReceipts(epoch: number): Promise<Array<{ hash: string; body: string; index: number }>>;
 }
 
-// ---- OIDC clients (issue 5) ----
+// ---- OIDC clients (docs/oidc.md, "Register a client") ----
 
 export interface StoredClient {
   clientId: string;
@@ -338,7 +338,7 @@ export interface ClientStore {
   findByRedirectUri(uri: string): Promise<StoredClient[]>;
 }
 
-// ---- OIDC provider: codes, grants, refresh tokens, approvals (issue 5) ----
+// ---- OIDC provider: codes, grants, refresh tokens, approvals (docs/oidc.md) ----
 
 /** An authorization code as stored: only its SHA-256 is the key; everything the token request must match. */
 export interface StoredAuthorizationCode {
@@ -447,7 +447,7 @@ export interface OidcStore {
   purgeExpired(before: number): Promise<number>;
 }
 
-// ---- edge-gate: issued configs (declared) and evidence (observed), kept apart (issue 6) ----
+// ---- edge-gate: issued configs (declared) and evidence (observed), kept apart (docs/gateway.md#evidence) ----
 
 /** One signed gateway config as issued; a version, once issued, is never re-signed with other content. */
 export interface IssuedGatewayConfig {

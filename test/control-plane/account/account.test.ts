@@ -8,7 +8,7 @@ type App = Awaited<ReturnType<typeof build>>['app'];
 const post = (app: App, url: string, headers: Record<string, string>, payload?: unknown) =>
   app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) });
 
-t.test('/account?format=json lists exactly the CONTRACT fields', async (t) => {
+t.test('/account?format=json lists exactly the documented fields', async (t) => {
   const { app } = await build(t);
   const ada = await signUp(app, 'ada', { displayName: 'Ada' });
   const res = await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers });

@@ -2,8 +2,7 @@ import t from 'tap';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifyClientSecret } from '../../../lib/oauth/client-auth.js';
-import { ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
-import { DEMO_POLICY } from '../../../cli/src/demo-app.js';
+import { DEMO_POLICY, ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
 import { build, tempDir } from '../../helpers/build.js';
 
 t.test('keyplane up registers its gateway once and issues a fresh secret at every start', async (t) => {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { generateTotpCode } from '../../../lib/totp/totp.js';
-import { requireTotpIfActive } from '../../../control-plane/src/routes/totp/step-up-gate.js';
+import { requireTotpIfActive } from '../../../control-plane/src/totp/step-up-gate.js';
 import { Browser } from '../../helpers/signed-in.js';
 import { buildWatched } from '../../helpers/watched.js';
 
@@ -56,10 +56,10 @@ t.test('refuses a wrong code and a replayed one', async (t) => {
 
   // The confirming code's time step is spent: the step-up gate refuses it within its window.
   clock.advance(10_000);
-  await t.rejects(requireTotpIfActive(app, identityId, code), { name: 'KeyplaneError', reason: 'totp_replayed' });
+  await t.rejects(requireTotpIfActive(app.kp, identityId, code), { name: 'KeyplaneError', reason: 'totp_replayed' });
   clock.advance(30_000);
-  await t.resolves(requireTotpIfActive(app, identityId, generateTotpCode(secret, clock.now())));
-  await t.rejects(requireTotpIfActive(app, identityId, generateTotpCode(secret, clock.now())), { name: 'KeyplaneError', reason: 'totp_replayed' });
+  await t.resolves(requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())));
+  await t.rejects(requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())), { name: 'KeyplaneError', reason: 'totp_replayed' });
 });
 
 t.test('setup cannot replace an active secret', async (t) => {
@@ -75,14 +75,14 @@ t.test('setup cannot replace an active secret', async (t) => {
 t.test('the step-up gate: off passes, active needs a right code', async (t) => {
   const { app, signIn, clock } = await buildWatched(t);
   const { browser, identityId } = await signIn({ username: 'eve' });
-  t.equal(await requireTotpIfActive(app, identityId, undefined), false, 'TOTP off: nothing to check');
+  t.equal(await requireTotpIfActive(app.kp, identityId, undefined), false, 'TOTP off: nothing to check');
   const { secret } = (await browser.post('/auth/totp/setup')).json();
-  t.equal(await requireTotpIfActive(app, identityId, undefined), false, 'a pending setup protects nothing yet');
+  t.equal(await requireTotpIfActive(app.kp, identityId, undefined), false, 'a pending setup protects nothing yet');
   await browser.post('/auth/totp/confirm', { code: generateTotpCode(secret, clock.now()) });
   clock.advance(30_000);
-  await t.rejects(requireTotpIfActive(app, identityId, undefined), { name: 'KeyplaneError', reason: 'totp_required', status: 401 });
-  await t.rejects(requireTotpIfActive(app, identityId, '000000' === generateTotpCode(secret, clock.now()) ? '111111' : '000000'), { name: 'KeyplaneError', reason: 'totp_invalid' });
-  t.equal(await requireTotpIfActive(app, identityId, generateTotpCode(secret, clock.now())), true);
+  await t.rejects(requireTotpIfActive(app.kp, identityId, undefined), { name: 'KeyplaneError', reason: 'totp_required', status: 401 });
+  await t.rejects(requireTotpIfActive(app.kp, identityId, '000000' === generateTotpCode(secret, clock.now()) ? '111111' : '000000'), { name: 'KeyplaneError', reason: 'totp_invalid' });
+  t.equal(await requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())), true);
 });
 
 t.test('locks TOTP for 15 minutes after 5 wrong codes, and records the lockout once', async (t) => {
@@ -92,15 +92,15 @@ t.test('locks TOTP for 15 minutes after 5 wrong codes, and records the lockout o
   await browser.post('/auth/totp/confirm', { code: generateTotpCode(secret, clock.now()) });
   clock.advance(30_000);
   const right = generateTotpCode(secret, clock.now());
-  for (let i = 1; i <= 4; i++) await t.rejects(requireTotpIfActive(app, identityId, wrongCode(right)), { name: 'KeyplaneError', reason: 'totp_invalid' }, `failure ${i}`);
-  await t.rejects(requireTotpIfActive(app, identityId, wrongCode(right)), { name: 'KeyplaneError', reason: 'locked_out', status: 429 }, 'the fifth locks');
-  await t.rejects(requireTotpIfActive(app, identityId, right), { name: 'KeyplaneError', reason: 'locked_out' }, 'even the right code is refused while locked');
+  for (let i = 1; i <= 4; i++) await t.rejects(requireTotpIfActive(app.kp, identityId, wrongCode(right)), { name: 'KeyplaneError', reason: 'totp_invalid' }, `failure ${i}`);
+  await t.rejects(requireTotpIfActive(app.kp, identityId, wrongCode(right)), { name: 'KeyplaneError', reason: 'locked_out', status: 429 }, 'the fifth locks');
+  await t.rejects(requireTotpIfActive(app.kp, identityId, right), { name: 'KeyplaneError', reason: 'locked_out' }, 'even the right code is refused while locked');
   const locked = await browser.post('/auth/totp/setup');
   t.equal(locked.statusCode, 409, 'setup is not a code check');
   t.equal(events.filter((e) => e.type === 'lockout.started').length, 1);
   t.match(events.find((e) => e.type === 'lockout.started'), { identityId, method: 'totp', outcome: 'failure' });
   clock.advance(900_000);
-  t.equal(await requireTotpIfActive(app, identityId, generateTotpCode(secret, clock.now())), true, 'unlocked after 15 minutes');
+  t.equal(await requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())), true, 'unlocked after 15 minutes');
 });
 
 t.test('wrong confirm codes count toward the lockout too, answered with Retry-After', async (t) => {

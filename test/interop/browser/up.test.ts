@@ -5,7 +5,7 @@ import { tempDir } from '../../helpers/build.js';
 import { startCli } from '../../helpers/cli.js';
 
 /**
- * What `npm start` promises a newcomer (CONTRACT, issue 6 "Done when"): `keyplane up` runs the
+ * What `npm start` promises a newcomer (docs/cli.md#keyplane-up): `keyplane up` runs the
  * control plane, a gateway and the demo app; a browser with a passkey opens the gateway, is sent
  * through sign-up at the control plane, lands on the page it asked for with the identity the
  * gateway vouches for, is stepped up for /admin, and signs out. Everything runs as the CLI runs it.

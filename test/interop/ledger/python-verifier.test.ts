@@ -5,7 +5,7 @@ import { build } from '../../helpers/build.js';
 import { signUp } from '../../helpers/accounts.js';
 
 /**
- * An outside verifier: a Python script written from the RFCs and CONTRACT.md alone checks a real
+ * An outside verifier: a Python script written from the RFCs and docs/ledger.md alone checks a real
  * passkey sign-in's receipt (JCS hash, RFC 9162 path, ES256 checkpoint against the JWKS).
  * Needs python3 with the `cryptography` package; skipped without it unless KEYPLANE_REQUIRE_ALL=1.
  */

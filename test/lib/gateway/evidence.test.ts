@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { calculateJwkThumbprint, decodeProtectedHeader, exportJWK } from 'jose';
-import { GatewayEvidenceError, buildGatewayEvidence, verifyGatewayEvidence } from '../../../lib/gateway/evidence.js';
+import { buildGatewayEvidence, verifyGatewayEvidence } from '../../../lib/gateway/evidence.js';
 
 async function key() {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -28,7 +28,7 @@ t.test('a report carries its public key and instance, and verifies with that key
     issuedAt: now, expiresAt: now + 30_000, config: input.config, counts: input.counts, lastEnforcementAt: now - 5000, startedAt: now - 60_000,
   });
   t.ok(await verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now, registeredKeys: [k.publicJwk] }), 'a registered key');
-  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now, registeredKeys: [(await key()).publicJwk] }), GatewayEvidenceError);
-  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_2', now }), GatewayEvidenceError);
+  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now, registeredKeys: [(await key()).publicJwk] }), { code: 'invalid_evidence' });
+  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_2', now }), { code: 'invalid_evidence' });
   await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now: now + 31_000 }), /expired/);
 });

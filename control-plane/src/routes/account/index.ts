@@ -7,8 +7,9 @@ import { requireAssurance, requireSession } from '../../plugins/session.js';
 import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
-import { errorResponses, okObject } from '../schemas.js';
-import { loadAccountView, type AccountView } from './view.js';
+import { wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
+import { loadAccountView, type AccountView } from '../../accounts/view.js';
 
 const accountSchema = {
   type: 'object',
@@ -43,16 +44,14 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
 
   app.get('/account', {
     schema: {
-      tags: ['accounts'], summary: 'The account: HTML page, or with format=json the profile as CONTRACT lists it', security: session,
+      tags: ['accounts'], summary: 'The account: HTML page, or with format=json the profile (docs/accounts.md#the-account)', security: session,
       querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
       response: { 200: accountSchema, ...errorResponses },
     },
   }, async (request, reply) => {
     const current = request.kp.session!;
-    const { view, extras } = await loadAccountView(app, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
-    const { format } = request.query as { format?: string };
-    const accept = request.headers.accept ?? '';
-    if (format === 'json' || (format !== 'html' && accept.includes('application/json') && !accept.includes('text/html'))) return { ok: true, ...view };
+    const { view, extras } = await loadAccountView(app.kp, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
+    if (wantsJson(request)) return { ok: true, ...view };
     reply.type('text/html; charset=utf-8');
     return page({
       title: 'Your account',
@@ -70,7 +69,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     },
   }, async (request, reply) => {
     const current = request.kp.session!;
-    const { view } = await loadAccountView(app, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
+    const { view } = await loadAccountView(app.kp, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
     const { sessions: _sessions, ...rest } = view;
     reply.header('content-disposition', 'attachment; filename="keyplane-account.json"');
     return {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { deleteAccount, disableAccount, enableAccount, findAccount, type AccountChange } from '../../accounts/lifecycle.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];

@@ -8,7 +8,7 @@ import { approveAgentGrant, revokeAgentGrant } from '../../agents/grants.js';
 import { acceptTransfer, beginTransfer, changeAgentState, rotateAgentKey, setAgentVisibility } from '../../agents/lifecycle.js';
 import { requireAssurance, requireSession } from '../../plugins/session.js';
 import type { AgentVisibility, SubjectKind } from '../../storage/types.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { agentId, agentState, code, enrollmentId, keyProofOf, publicJwk, rfc3339, SUBJECT_KINDS, VISIBILITIES } from './schemas.js';
 
 const session = [{ sessionCookie: [] }];

@@ -3,7 +3,7 @@ import { computeClaims } from '../../../../lib/agents/evidence.js';
 import { ownedAgent } from '../../agents/lifecycle.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses } from '../../http/schemas.js';
 
 const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC');
 

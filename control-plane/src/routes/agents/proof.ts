@@ -3,7 +3,7 @@ import { SignJWT } from 'jose';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { issueChallenge, proofVector, proveAgent, visibleAgent } from '../../agents/proof.js';
 import { html, page } from '../../pages/layout.js';
-import { anyObject, errorResponses, okObject } from '../schemas.js';
+import { anyObject, errorResponses, okObject } from '../../http/schemas.js';
 import { challengeId, keyProofOf, rfc3339 } from './schemas.js';
 
 const PROOF_REF = /^([A-Za-z0-9_-]{22,64})(\.json)?$/;

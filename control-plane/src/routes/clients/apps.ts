@@ -8,7 +8,7 @@ import type { StoredClient } from '../../storage/types.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
 import { checkClientManager, listOrgClients, orgOwnerFor } from '../../orgs/clients.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import { deleteClient, describeChange, newSecret, registerClient, staleRevision, updateClient } from './registration.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses } from '../../http/schemas.js';
 import appsRoutes from './apps.js';
 import {
   authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, deleteClient, describeChange, describeClient, orgRegistrar, registerClient, updateClient,
@@ -45,7 +45,7 @@ const anyBody = { type: 'object', additionalProperties: true } as const;
 const registrationToken = [{ bearerAuth: [] }];
 
 /**
- * Client registration for automation (CONTRACT): RFC 7591 `POST /register` with the admin
+ * Client registration for automation (docs/oidc.md#who-may-register): RFC 7591 `POST /register` with the admin
  * token or a session, and RFC 7592 read, update and delete with the registration access token.
  */
 export default async function clientRoutes(app: FastifyInstance): Promise<void> {

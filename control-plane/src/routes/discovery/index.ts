@@ -1,7 +1,7 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
 import { buildWebIdentity } from '../../../../lib/fedcm/identity-provider.js';
-import { anyObject, errorResponses } from '../schemas.js';
+import { anyObject, errorResponses } from '../../http/schemas.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -60,7 +60,7 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
     config: { cache },
     schema: { tags: ['discovery'], summary: 'OAuth 2.0 protected resource metadata (RFC 9728)', response: { 200: anyObject, ...errorResponses } },
   }, async () => ({
-    // The resource this server itself protects is its userinfo endpoint (issue 5).
+    // The resource this server itself protects is its userinfo endpoint (RFC 9728 §2: the protected resource metadata names it).
     resource: issuer,
     resource_name: 'Keyplane userinfo',
     authorization_servers: [issuer],

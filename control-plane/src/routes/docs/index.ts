@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { html, page } from '../../pages/layout.js';
-import { anyObject, errorResponses } from '../schemas.js';
+import { anyObject, errorResponses } from '../../http/schemas.js';
 import { CHANGELOG_FORMAT, changelog } from './changelog-entries.js';
 
 interface OpenApiDocument {

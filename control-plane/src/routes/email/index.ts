@@ -8,8 +8,8 @@ import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { verificationMail } from '../../mail/templates.js';
 import { emailConfirmPage, emailVerifiedPage, linkRefusalPage } from '../../pages/link-pages.js';
 import { requireSession } from '../../plugins/session.js';
-import { isHtmlFormPost, wantsJson } from '../negotiate.js';
-import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
+import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
 
 /** Addresses one account may hold. */
 export const MAX_EMAILS = 10;

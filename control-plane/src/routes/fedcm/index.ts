@@ -5,7 +5,7 @@ import { isAccountActive } from '../../accounts/lifecycle.js';
 import { disconnectFedcm, issueFedcmAssertion } from '../../fedcm/operations.js';
 import { inPlaceClientFor } from '../in-place-origin.js';
 import { CredentialLimits } from '../passkeys/ceremony.js';
-import { anyObject, errorResponses, receiptField } from '../schemas.js';
+import { anyObject, errorResponses, receiptField } from '../../http/schemas.js';
 
 const PATHS = new Set<string>([FEDCM_PATHS.accounts, FEDCM_PATHS.clientMetadata, FEDCM_PATHS.assertion, FEDCM_PATHS.disconnect]);
 const session = [{ sessionCookie: [] }];

@@ -1,10 +1,11 @@
+import { isProtocolError } from '../../../../lib/errors/protocol-error.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { GatewayEvidenceError, verifyGatewayEvidence } from '../../../../lib/gateway/evidence.js';
+import { verifyGatewayEvidence } from '../../../../lib/gateway/evidence.js';
 import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/types.js';
 import { authenticateRegistrar } from '../clients/registration.js';
 import { authenticateClient } from '../oidc/client-auth.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import { currentGatewayConfig, gatewayEnforcement } from './issue-config.js';
 
 /** A report is a small JWS; anything larger is not one. */
@@ -81,7 +82,7 @@ async function requireJwtBody(request: FastifyRequest, _reply: FastifyReply): Pr
 }
 
 /**
- * The edge-gate's side of the control plane (issue 6 item 8): a gateway, authenticated as its
+ * The edge-gate's side of the control plane (docs/gateway.md#signed-config, docs/gateway.md#evidence): a gateway, authenticated as its
  * OIDC client (RFC 6749 §2.3.1 Basic), pulls its signed config and pushes signed evidence; the
  * client's owner or the operator reads whether the policy is enforced. Declared configs and
  * observed evidence are stored apart and only compared when read.
@@ -135,7 +136,8 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
         ...(client.metadata.jwks ? { registeredKeys: client.metadata.jwks.keys } : {}),
       });
     } catch (error) {
-      if (error instanceof GatewayEvidenceError) throw fail('invalid_evidence', error.message);
+      // The evidence checks word their refusals for the gateway that sent it; nothing else is passed on.
+      if (isProtocolError(error, 'invalid_evidence')) throw fail('invalid_evidence', error.message);
       throw error;
     }
     await storage.gateway.recordEvidence({ ...verified, receivedAt: now, jws: (request.body as string).trim() });

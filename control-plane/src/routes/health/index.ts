@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 
 export default async function healthRoutes(app: FastifyInstance): Promise<void> {
   app.get('/healthz', {

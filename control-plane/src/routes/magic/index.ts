@@ -10,11 +10,11 @@ import { checkSignInOrigin } from '../../plugins/session.js';
 import { currentDeviceId, ensureDeviceId } from '../../sessions/cookies.js';
 import { startSession } from '../../sessions/start-session.js';
 import type { Stores } from '../../storage/types.js';
-import { limitPerIp } from '../code-guard.js';
+import { limitPerIp } from '../../http/code-guard.js';
 import { addressBucket, LINK_REASONS } from '../email/index.js';
-import { isHtmlFormPost, wantsJson } from '../negotiate.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
-import { isAllowedReturn } from './return.js';
+import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
+import { isAllowedReturn } from '../../magic/return.js';
 
 /** RFC 8176 registers no value for a mailed link; `email` is the conventional one (documented). */
 const MAGIC_AMR = ['email'];
@@ -92,20 +92,20 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
 
   /** `return` (only when allowed) and `project` carried through the request form. */
   async function formExtras(source: { return?: string; project?: string }): Promise<{ returnTo?: string; project?: string }> {
-    const returnTo = source.return ? await isAllowedReturn(app, source.return) : null;
+    const returnTo = source.return ? await isAllowedReturn(app.kp, source.return) : null;
     const project = cleanProject(source.project);
     return { ...(returnTo ? { returnTo } : {}), ...(project ? { project } : {}) };
   }
 
   async function requestLink(request: FastifyRequest, reply: FastifyReply): Promise<{ ok: true; message?: string; dryRun?: boolean; link?: string; expiresAt?: number; receipt?: string }> {
     checkSignInOrigin(app, request);
-    await limitPerIp(app, request, 'magic-request');
+    await limitPerIp(app.kp, request, 'magic-request');
     const body = request.body as { email: string; dryRun?: unknown; return?: string; project?: string };
     const email = normalizeEmailAddress(body.email);
     if (!email) throw fail('invalid_email', 'that does not look like an email address');
     let returnTo: string | undefined;
     if (body.return !== undefined && body.return !== '') {
-      returnTo = (await isAllowedReturn(app, body.return)) ?? undefined;
+      returnTo = (await isAllowedReturn(app.kp, body.return)) ?? undefined;
       if (!returnTo) throw fail('invalid_return', 'return must be a path on this server');
     }
     const extras = { ...(returnTo ? { returnTo } : {}), ...(cleanProject(body.project) ? { project: cleanProject(body.project)! } : {}) };
@@ -195,7 +195,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     // Validated before the token is touched: a link with a bad return is refused and stays unused.
     let target = '/account';
     if (rawReturn !== undefined && rawReturn !== '') {
-      const allowed = await isAllowedReturn(app, rawReturn);
+      const allowed = await isAllowedReturn(app.kp, rawReturn);
       if (!allowed) throw fail('invalid_return', 'the return target is not allowed');
       target = allowed;
     }

@@ -8,8 +8,8 @@ import { formatScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient } from '../../storage/types.js';
-import { limitPerIp } from '../code-guard.js';
-import { errorResponses } from '../schemas.js';
+import { limitPerIp } from '../../http/code-guard.js';
+import { errorResponses } from '../../http/schemas.js';
 import { WEB_MESSAGE_JS, WEB_MESSAGE_SCRIPT, sendErrorPage, sendOneTap, sendWebMessage } from './pages.js';
 
 /** A request waiting for sign-in or step-up lives this long (ms). */
@@ -59,7 +59,7 @@ function digestOf(params: Record<string, string>): string {
 /**
  * `GET|POST /auth/authorize` (RFC 6749 §4.1, OIDC Core §3.1.2): code flow with PKCE S256 only,
  * exact redirect URIs, RFC 9207 `iss` on every response, `response_mode` query or web_message,
- * sign-in and step-up resumed server-side, and the CONTRACT's one-tap page.
+ * sign-in and step-up resumed server-side, and the one-tap page.
  */
 export default async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   const { storage, state, config, events } = app.kp;
@@ -162,7 +162,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
 
   async function handle(request: FastifyRequest, reply: FastifyReply, incoming: RawParams): Promise<FastifyReply> {
     // Its own per-address bucket in shared state, like every credential path (docs/security.md).
-    await limitPerIp(app, request, 'authorize');
+    await limitPerIp(app.kp, request, 'authorize');
     let params: RawParams = incoming;
     let loginAfter: number | undefined;
     const resume = incoming.resume;
@@ -220,7 +220,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
 
   /** The one-tap form came back: check its approval token (one use, this session, these exact parameters). */
   async function approve(request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<FastifyReply> {
-    await limitPerIp(app, request, 'authorize');
+    await limitPerIp(app.kp, request, 'authorize');
     const params = carried(body);
     const checked = await checkRequest(request, reply, params);
     if ('refused' in checked) return checked.refused;

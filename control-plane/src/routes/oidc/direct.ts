@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { directGrant, directGrantOptions } from '../../oidc/direct-grant.js';
 import { inPlaceClientFor, inPlacePreflight } from '../in-place-origin.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 export const DIRECT_PATH = '/auth/authorize/direct';
 export const DIRECT_OPTIONS_PATH = '/auth/authorize/direct/options';

@@ -10,30 +10,22 @@ import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
 const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect']);
 /** Endpoints a browser-based public client calls from its own origin (never with cookies). */
 const CORS_PATHS = ['/auth/token', '/auth/revoke', '/auth/userinfo'];
-const ERROR_CODES: Record<string, string> = { invalid_request: 'invalid_request', rate_limited: 'slow_down', unsupported_media_type: 'invalid_request', payload_too_large: 'invalid_request' };
 
 /**
- * The OpenID Connect provider (issue 5): authorize, token, userinfo, revocation, introspection
+ * The OpenID Connect provider: authorize, token, userinfo, revocation, introspection
  * and RP-initiated logout, each advertised in discovery by its route.
  */
 export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
-  // DESIGN: errors of the token, revocation and introspection endpoints carry the RFC 6749
-  // `error` / `error_description` pair beside the envelope, also for failures raised before
-  // the handler (a malformed body, a rate limit) that do not set it themselves.
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Errors of the token, revocation and introspection endpoints carry the RFC 6749 §5.2
+  // `error` / `error_description` pair beside the envelope (docs/errors.md#oauth-endpoints): the
+  // error handler adds it for routes marked here, also for failures raised before the handler.
+  app.addHook('onRoute', (route) => {
+    if (OAUTH_PATHS.has(route.url)) route.config = { ...(route.config ?? {}), oauthErrors: true };
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
     // Runs after the app-wide security headers (a child context's hooks come later).
     if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
-    if (reply.statusCode < 400 || !OAUTH_PATHS.has(request.routeOptions.url ?? '') || typeof payload !== 'string') return payload;
-    try {
-      const body = JSON.parse(payload) as Record<string, unknown>;
-      if (body.ok !== false || 'error' in body) return payload;
-      const reason = String(body.reason);
-      body.error = ERROR_CODES[reason] ?? (reply.statusCode >= 500 ? 'server_error' : 'invalid_request');
-      if (typeof body.message === 'string') body.error_description = body.message;
-      return JSON.stringify(body);
-    } catch {
-      return payload;
-    }
+    return payload;
   });
   // Used codes, refresh tokens past their idle end and revoked-token markers are dropped hourly.
   const purge = setInterval(() => void app.kp.storage.oidc.purgeExpired(app.kp.now()).catch(() => undefined), 3_600_000).unref();

@@ -4,7 +4,7 @@ import { matchRedirectUri } from '../../../../lib/oauth/redirect-uri.js';
 import { endGrantsOfSessions } from '../../grants/end-grants.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import type { StoredClient } from '../../storage/types.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses } from '../../http/schemas.js';
 import { sendErrorPage, sendLogoutConfirm, sendSignedOut } from './pages.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
 

@@ -1,8 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page } from '../../pages/layout.js';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
-import { wantsJson } from '../negotiate.js';
+import { wantsJson } from '../../http/negotiate.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
 export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';
@@ -41,7 +42,7 @@ function formPage(reply: FastifyReply, html: string): string {
 export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, description: string, options: { status?: number; reason?: Reason } = {}): FastifyReply {
   const reason = options.reason ?? 'invalid_request';
   reply.code(options.status ?? REASONS[reason].status);
-  if (wantsJson(request)) return reply.send({ ok: false, reason, message: description });
+  if (wantsJson(request)) return reply.send(fail(reason, description).toEnvelope());
   reply.type('text/html; charset=utf-8');
   return reply.send(page({
     title: 'Sign-in request refused',
@@ -85,7 +86,7 @@ const SCOPE_TEXT: Record<string, string> = {
   offline_access: 'Stay signed in when you are away (a refresh token)',
 };
 
-/** The CONTRACT's one-tap page: a plain form whose hidden inputs carry the request. */
+/** The one-tap page (docs/oidc.md, "The authorization endpoint"): a plain form whose hidden inputs carry the request. */
 export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: OneTapView): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
   // The approval answers with a redirect to the client, which CSP form-action must allow.

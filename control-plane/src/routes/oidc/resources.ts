@@ -7,7 +7,7 @@ import { parseScope } from '../../../../lib/oauth/scope.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient } from '../../storage/types.js';
 import { isAccountActive } from '../../accounts/lifecycle.js';
-import { anyObject, errorResponses } from '../schemas.js';
+import { anyObject, errorResponses } from '../../http/schemas.js';
 import { authenticateClient } from './client-auth.js';
 import { checkDpopHeader } from '../../oidc/dpop-header.js';
 import { readTokenRequestBody } from '../../oidc/token-request.js';

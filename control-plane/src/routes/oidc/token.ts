@@ -10,7 +10,7 @@ import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
 import { refreshTokenGrant } from '../../oidc/grants/refresh-token.js';
 import { readTokenRequestBody, stringParam } from '../../oidc/token-request.js';
 import type { StoredClient } from '../../storage/types.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses } from '../../http/schemas.js';
 import { authenticateClient } from './client-auth.js';
 
 const tokenResponse = {

@@ -6,8 +6,8 @@ import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
 import {
   acceptInvite, addSite, changeRole, createOrg, inviteMember, loadMembership, promoteSite, removeMember, removeSite,
 } from '../../orgs/operations.js';
-import { isHtmlFormPost, wantsJson } from '../negotiate.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { ratingSchema } from './schemas.js';
 import { FORMS_JS } from '../../pages/scripts/forms.js';
 import { proveSiteDomain } from '../../orgs/domain-proof.js';

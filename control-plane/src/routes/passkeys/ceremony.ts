@@ -1,249 +1,46 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
-import { isoBase64URL } from '@simplewebauthn/server/helpers';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
-import {
-  checkAssertion,
-  checkAttestation,
-  checkOrigin,
-  readCredentialResponse,
-  type ClientData,
-} from '../../../../lib/webauthn/check-ceremony.js';
+import type { ClientData } from '../../../../lib/webauthn/check-ceremony.js';
 import type { ControlPlaneServices } from '../../context.js';
+import * as ceremony from '../../passkeys/ceremony.js';
 import type { CredentialSummary, StoredCredential } from '../../storage/types.js';
 
-/** What the ceremonies need: the app, or an operation's services as `{ kp: services }`. */
+/** What the adapters read: the fastify instance, or services wrapped as `{ kp: services }`. */
 export interface CeremonyHost {
   kp: Pick<ControlPlaneServices, 'config' | 'state'>;
 }
 
 /**
- * The WebAuthn ceremonies as the routes use them: options with a one-use challenge kept in shared
- * state, and verification that names each failure. Passkeys are discoverable credentials with user
- * verification required; the algorithms are pinned so that the options do not change with the
- * Node runtime (SimpleWebAuthn 14 adds ML-DSA where WebCrypto has it).
+ * The passkey ceremonies for callers that still hand over a host (`app`, or `{ kp: services }`):
+ * the direct grant and FedCM. Everything else calls control-plane/src/passkeys/ceremony.ts with
+ * services; each adapter only unwraps `host.kp`. Delete this file once those two do the same.
  */
-export const SUPPORTED_ALGORITHM_IDS = [-8, -7, -257]; // EdDSA, ES256, RS256
-export const RP_NAME = 'Keyplane';
+export {
+  readAssertion, readRegistration, RP_NAME, SUPPORTED_ALGORITHM_IDS, userHandleOf,
+  type ChallengePurpose, type ChallengeState, type VerifiedRegistration,
+} from '../../passkeys/ceremony.js';
 
-/** RP ID: the issuer's host name. */
-export function rpIdOf(app: CeremonyHost): string {
-  return new URL(app.kp.config.issuer).hostname;
-}
-
-/** Origins a response may come from on the issuer's own pages (the direct grant passes the RP's origin instead). */
-export function expectedOriginsOf(app: CeremonyHost): string[] {
-  return [new URL(app.kp.config.issuer).origin];
-}
-
-export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct';
-
-export interface ChallengeState {
-  purpose: ChallengePurpose;
-  /** For `add` and `step-up`, and for sign-in with a username: whose passkey must answer. */
-  identityId?: string;
-  /** For `add` and `step-up`: the session that asked. */
-  sessionId?: string;
-  /** For `direct`: the client and the exact relying-party origin the ceremony runs on. */
-  clientId?: string;
-  origin?: string;
-}
-
-const challengeKey = (challenge: string) => `webauthn:challenge:${challenge}`;
-
-function challengeTtlMs(app: CeremonyHost): number {
-  return app.kp.config.lifetimes.challenge * 1000;
-}
-
-async function storeChallenge(app: CeremonyHost, challenge: string, state: ChallengeState): Promise<void> {
-  const stored = await app.kp.state.setIfAbsent(challengeKey(challenge), JSON.stringify(state), challengeTtlMs(app));
-  if (!stored) throw fail('internal', 'challenge collision');
-}
-
-/** Consumes the challenge the response answers; `challenge_unknown` when it is unknown, expired or used. */
-export async function takeChallenge(app: CeremonyHost, clientData: ClientData, purpose: ChallengePurpose): Promise<ChallengeState> {
-  const raw = await app.kp.state.take(challengeKey(clientData.challenge));
-  if (raw === null) throw fail('challenge_unknown', 'this sign-in attempt expired or was already used; start again');
-  const state = JSON.parse(raw) as ChallengeState;
-  if (state.purpose !== purpose) throw fail('challenge_mismatch', 'the response answers a different ceremony');
-  return state;
-}
-
-function descriptors(credentials: CredentialSummary[]) {
-  return credentials.map((c) => ({ id: c.credId, transports: c.transports as AuthenticatorTransport[] }));
-}
-
-/** The bytes of the WebAuthn user handle: the identity id. */
-export function userHandleOf(identityId: string): Uint8Array<ArrayBuffer> {
-  return new Uint8Array(Buffer.from(identityId, 'utf8'));
-}
-
-export async function creationOptions(
-  app: CeremonyHost,
-  user: { identityId: string; username: string; displayName: string },
-  existing: CredentialSummary[],
-): Promise<PublicKeyCredentialCreationOptionsJSON> {
-  return generateRegistrationOptions({
-    rpName: RP_NAME,
-    rpID: rpIdOf(app),
-    userName: user.username,
-    userID: userHandleOf(user.identityId),
-    userDisplayName: user.displayName || user.username,
-    timeout: challengeTtlMs(app),
-    attestationType: 'none',
-    excludeCredentials: descriptors(existing),
-    authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
-    supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
-  });
-}
-
-/** Creation options whose challenge is stored for `add` (sign-up keeps its own state under the signup token). */
-export async function creationOptionsFor(
-  app: CeremonyHost,
-  user: { identityId: string; username: string; displayName: string },
-  existing: CredentialSummary[],
-  state: ChallengeState,
-): Promise<PublicKeyCredentialCreationOptionsJSON> {
-  const options = await creationOptions(app, user, existing);
-  await storeChallenge(app, options.challenge, state);
-  return options;
-}
-
-export async function requestOptions(app: CeremonyHost, allow: CredentialSummary[] | null, state: ChallengeState): Promise<PublicKeyCredentialRequestOptionsJSON> {
-  const options = await generateAuthenticationOptions({
-    rpID: rpIdOf(app),
-    userVerification: 'required',
-    timeout: challengeTtlMs(app),
-    ...(allow ? { allowCredentials: descriptors(allow) } : {}),
-  });
-  await storeChallenge(app, options.challenge, state);
-  return options;
-}
-
-export interface VerifiedRegistration {
-  credId: string;
-  publicKey: Uint8Array;
-  counter: number;
-  transports: string[];
-  backupEligible: boolean;
-  backedUp: boolean;
-}
-
-/** Verifies an attestation (registration) response against `expectedChallenge`. */
-export async function verifyRegistration(app: CeremonyHost, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins: string[] = expectedOriginsOf(app)): Promise<VerifiedRegistration> {
-  if (clientData.challenge !== expectedChallenge) throw fail('challenge_mismatch', 'the response answers a different challenge');
-  checkOrigin(clientData, origins);
-  const facts = checkAttestation(fields, rpIdOf(app));
-  if (facts.credentialId !== (response as { id?: unknown }).id) throw fail('webauthn_malformed', 'response.id is not the attested credential id');
-  let result: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
-  try {
-    result = await verifyRegistrationResponse({
-      response: response as RegistrationResponseJSON,
-      expectedChallenge,
-      expectedOrigin: origins,
-      expectedRPID: rpIdOf(app),
-      requireUserVerification: true,
-      supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
-    });
-  } catch (error) {
-    throw fail('webauthn_verification_failed', 'the passkey could not be verified', { cause: error });
-  }
-  if (!result.verified) throw fail('webauthn_verification_failed', 'the passkey could not be verified');
-  const { credential } = result.registrationInfo;
-  return {
-    credId: credential.id,
-    publicKey: credential.publicKey,
-    counter: credential.counter,
-    transports: (credential.transports ?? []).slice(0, 8).map(String),
-    backupEligible: facts.backupEligible,
-    backedUp: result.registrationInfo.credentialBackedUp,
-  };
-}
-
-/** Reads a registration response's credential id and client data (shape-checked). */
-export function readRegistration(response: unknown) {
-  return readCredentialResponse(response, 'webauthn.create');
-}
-
-export function readAssertion(response: unknown) {
-  const read = readCredentialResponse(response, 'webauthn.get');
-  const handle = read.fields['userHandle'];
-  let userHandle: string | undefined;
-  if (handle !== undefined && handle !== null && handle !== '') {
-    if (typeof handle !== 'string') throw fail('webauthn_malformed', 'userHandle must be base64url');
-    try {
-      userHandle = Buffer.from(isoBase64URL.toBuffer(handle)).toString('utf8');
-    } catch {
-      throw fail('webauthn_malformed', 'userHandle must be base64url');
-    }
-  }
-  return { ...read, userHandle };
-}
-
-/** Verifies an assertion by `credential` (already looked up and matched to the account). */
-export async function verifyAssertion(
-  app: CeremonyHost,
-  response: unknown,
-  clientData: ClientData,
-  fields: Record<string, unknown>,
-  credential: StoredCredential,
-  origins: string[] = expectedOriginsOf(app),
-): Promise<{ counter: number; backedUp: boolean }> {
-  checkOrigin(clientData, origins);
-  const facts = checkAssertion(fields, rpIdOf(app), credential.counter);
-  let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
-  try {
-    result = await verifyAuthenticationResponse({
-      response: response as AuthenticationResponseJSON,
-      expectedChallenge: clientData.challenge,
-      expectedOrigin: origins,
-      expectedRPID: rpIdOf(app),
-      requireUserVerification: true,
-      credential: {
-        id: credential.credId,
-        publicKey: new Uint8Array(credential.publicKey),
-        counter: credential.counter,
-        transports: credential.transports as AuthenticatorTransport[],
-      },
-    });
-  } catch (error) {
-    throw fail('webauthn_verification_failed', 'the passkey signature could not be verified', { cause: error });
-  }
-  if (!result.verified) throw fail('webauthn_verification_failed', 'the passkey signature could not be verified');
-  return { counter: result.authenticationInfo.newCounter, backedUp: facts.backedUp };
-}
-
-/** Rate limits for credential paths: per client IP and per account (`limits.authPer…PerMinute`). */
-export class CredentialLimits {
-  private readonly limiter: RateLimiter;
-
-  constructor(private readonly app: CeremonyHost) {
-    this.limiter = new RateLimiter(app.kp.state);
-  }
-
-  async perIp(request: { ip: string }, path: string): Promise<void> {
-    await this.check(`${path}:ip`, request.ip, this.app.kp.config.limits.authPerIpPerMinute);
-  }
-
-  async perAccount(path: string, account: string): Promise<void> {
-    await this.check(`${path}:acct`, account, this.app.kp.config.limits.authPerAccountPerMinute);
-  }
-
-  private async check(bucket: string, subject: string, max: number): Promise<void> {
-    const decision = await this.limiter.hit(bucket, subject, { max, windowMs: 60_000 });
-    if (!decision.allowed) {
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      throw fail('rate_limited', `too many attempts; try again in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
-    }
+export class CredentialLimits extends ceremony.CredentialLimits {
+  constructor(host: CeremonyHost) {
+    super(host.kp);
   }
 }
+
+export const rpIdOf = (host: CeremonyHost) => ceremony.rpIdOf(host.kp);
+export const expectedOriginsOf = (host: CeremonyHost) => ceremony.expectedOriginsOf(host.kp);
+
+export const creationOptions = (host: CeremonyHost, user: { identityId: string; username: string; displayName: string }, existing: CredentialSummary[]) =>
+  ceremony.creationOptions(host.kp, user, existing);
+
+export const creationOptionsFor = (host: CeremonyHost, user: { identityId: string; username: string; displayName: string }, existing: CredentialSummary[], state: ceremony.ChallengeState) =>
+  ceremony.creationOptionsFor(host.kp, user, existing, state);
+
+export const requestOptions = (host: CeremonyHost, allow: CredentialSummary[] | null, state: ceremony.ChallengeState) =>
+  ceremony.requestOptions(host.kp, allow, state);
+
+export const takeChallenge = (host: CeremonyHost, clientData: ClientData, purpose: ceremony.ChallengePurpose) =>
+  ceremony.takeChallenge(host.kp, clientData, purpose);
+
+export const verifyRegistration = (host: CeremonyHost, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins?: string[]) =>
+  ceremony.verifyRegistration(host.kp, response, clientData, fields, expectedChallenge, origins);
+
+export const verifyAssertion = (host: CeremonyHost, response: unknown, clientData: ClientData, fields: Record<string, unknown>, credential: StoredCredential, origins?: string[]) =>
+  ceremony.verifyAssertion(host.kp, response, clientData, fields, credential, origins);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { lookUpReceipt, proveAbsence } from '../../ledger/proofs.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 
 const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' } as const;
 const neighbour = {

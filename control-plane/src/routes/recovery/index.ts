@@ -7,9 +7,9 @@ import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { recoveryFormPage } from '../../pages/link-pages.js';
 import { checkSignInOrigin, requireSession } from '../../plugins/session.js';
 import { startSession } from '../../sessions/start-session.js';
-import { assertNotLocked, limitPerAccount, limitPerIp, recordCodeFailure, recordCodeSuccess } from '../code-guard.js';
-import { isHtmlFormPost } from '../negotiate.js';
-import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
+import { assertNotLocked, limitPerAccount, limitPerIp, recordCodeFailure, recordCodeSuccess } from '../../http/code-guard.js';
+import { isHtmlFormPost } from '../../http/negotiate.js';
+import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
 
 /** The HMAC key for recovery-code hashes, derived from the master key for this purpose only. */
 const MAC_PURPOSE = 'recovery-code';
@@ -83,10 +83,10 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
 
   async function verify(request: FastifyRequest, reply: FastifyReply) {
     checkSignInOrigin(app, request);
-    await limitPerIp(app, request, 'recovery-verify');
+    await limitPerIp(app.kp, request, 'recovery-verify');
     const { user, code } = request.body as { user: string; code: string };
     const name = foldUsername(user);
-    await limitPerAccount(app, 'recovery-verify', sha256Hex(name));
+    await limitPerAccount(app.kp, 'recovery-verify', sha256Hex(name));
     const identity = await app.kp.storage.identities.findByUsername(name);
     const refused = fail('invalid_recovery_code', 'that account name or backup code is not right');
     if (!identity) {
@@ -95,10 +95,10 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
       throw refused;
     }
     const identityId = identity.identityId;
-    await assertNotLocked(app, 'recovery', identityId);
+    await assertNotLocked(app.kp, 'recovery', identityId);
     const candidates = await app.kp.storage.recoveryCodes.listUnused(identityId);
     const match = matchRecoveryCode(macKey, code, candidates);
-    if (!match) throw (await recordCodeFailure(app, 'recovery', identityId)) ?? refused;
+    if (!match) throw (await recordCodeFailure(app.kp, 'recovery', identityId)) ?? refused;
 
     const at = app.kp.now();
     const result = await app.kp.storage.transaction(async (tx) => {
@@ -110,7 +110,7 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
       });
       return { receipt: started.receipt ?? used.receipt };
     });
-    await recordCodeSuccess(app, 'recovery', identityId);
+    await recordCodeSuccess(app.kp, 'recovery', identityId);
     return { ok: true, identityId, home: '/account', remaining: candidates.length - 1, ...(result.receipt ? { receipt: result.receipt } : {}) };
   }
 }

@@ -3,9 +3,9 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits, readAssertion, requestOptions, takeChallenge, verifyAssertion } from '../passkeys/ceremony.js';
-import { requireTotpIfActive } from '../totp/step-up-gate.js';
+import { requireTotpIfActive } from '../../totp/step-up-gate.js';
 
 /**
  * Step-up: the signed-in user re-verifies a passkey of this account for the purpose (plus TOTP
@@ -76,7 +76,7 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
     if (!credential || credential.identityId !== session.identityId) throw fail('unknown_credential', 'this passkey does not belong to your account');
     if (userHandle !== undefined && userHandle !== credential.identityId) throw fail('unknown_credential', 'this passkey does not belong to your account');
     const use = await verifyAssertion(app, body.response, clientData, fields, credential);
-    const totp = await requireTotpIfActive(app, session.identityId, body.totpCode);
+    const totp = await requireTotpIfActive(app.kp, session.identityId, body.totpCode);
     const now = app.kp.now();
     const amr = [...new Set([...session.amr, 'pop', 'user', ...(totp ? ['otp', 'mfa'] : [])])];
     const { receipt } = await storage.transaction(async (tx) => {

@@ -3,8 +3,8 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { buildTotpUri, generateTotpSecret, renderTotpQrSvg } from '../../../../lib/totp/totp.js';
 import { SECOND_FACTOR_JS } from '../../pages/scripts/second-factor.js';
 import { requireSession } from '../../plugins/session.js';
-import { errorResponses, okObject, receiptField as receipt } from '../schemas.js';
-import { checkTotpCode, totpSealContext } from './totp-secret.js';
+import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
+import { checkTotpCode, totpSealContext } from '../../totp/secret.js';
 
 const security = [{ sessionCookie: [] }];
 
@@ -85,7 +85,7 @@ export default async function totpRoutes(app: FastifyInstance): Promise<void> {
     if (!record || record.state !== 'pending') {
       throw record ? fail('totp_already_active', 'TOTP is on already') : fail('totp_not_pending', 'start with /auth/totp/setup');
     }
-    const step = await checkTotpCode(app, record, code);
+    const step = await checkTotpCode(app.kp, record, code);
     const at = app.kp.now();
     const result = await app.kp.storage.transaction(async (tx) => {
       if (!(await tx.totp.activate(session.identityId, step, at))) throw fail('totp_not_pending', 'the setup changed meanwhile; start again');

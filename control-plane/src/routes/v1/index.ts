@@ -3,7 +3,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { V1_AUTH_CLIENT_JS } from '../../pages/scripts/v1-auth-client.js';
 import { findV1Client, issueV1SessionToken, v1DeprecationHeaders, v1RequestCounter, verifyV1SessionToken } from '../../v1/bridge.js';
-import { errorResponses, okObject } from '../schemas.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
 
 /**
  * The deprecated v1 bridge (docs/v1-bridge.md). Every answer of this plugin carries the

@@ -1,7 +1,10 @@
-import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { effectiveAssurance } from '../../../../lib/assurance/assurance.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
 import { accountExtras, type AccountExtras } from './extras.js';
+import type { ControlPlaneServices } from '../context.js';
+
+/** What these functions read. */
+export type AccountViewServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'now'>;
 
 export interface AccountView {
   identityId: string;
@@ -21,10 +24,10 @@ export interface AccountView {
   invites: Array<{ slug: string; name: string; role: string }>;
 }
 
-/** The account as CONTRACT "/account?format=json" lists it (plus a few timestamps). Secret-free. */
-export async function loadAccountView(app: FastifyInstance, identityId: string, current: { sessionId?: string; deviceId?: string } = {}): Promise<{ view: AccountView; extras: AccountExtras }> {
-  const { storage } = app.kp;
-  const now = app.kp.now();
+/** The account as `/account?format=json` lists it (docs/accounts.md#the-account) (plus a few timestamps). Secret-free. */
+export async function loadAccountView(services: AccountViewServices, identityId: string, current: { sessionId?: string; deviceId?: string } = {}): Promise<{ view: AccountView; extras: AccountExtras }> {
+  const { storage } = services;
+  const now = services.now();
   const identity = await storage.identities.get(identityId);
   if (!identity) throw fail('unauthorized', 'sign in first');
   const [aliases, passkeys, sessions, devices, extras, orgs, invites] = await Promise.all([
@@ -32,12 +35,12 @@ export async function loadAccountView(app: FastifyInstance, identityId: string, 
     storage.credentials.listByIdentity(identityId),
     storage.sessions.listLive(identityId, now),
     storage.devices.list(identityId),
-    accountExtras(app, identityId),
+    accountExtras(services, identityId),
     storage.orgs.listForMember(identityId),
     storage.orgs.invitesFor(identityId),
   ]);
   const invitedTo = await Promise.all(invites.map((i) => storage.orgs.get(i.orgId)));
-  const stepUpMs = app.kp.config.lifetimes.stepUp * 1000;
+  const stepUpMs = services.config.lifetimes.stepUp * 1000;
   return {
     extras,
     view: {

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { CredentialSummary } from '../../storage/types.js';
+import type { CredentialSummary } from '../storage/types.js';
 
 /**
  * Decoy `allowCredentials` for a username no account holds: one credential id of the common

@@ -1,5 +1,8 @@
-import type { FastifyInstance } from 'fastify';
-import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
+import { sameOriginReturn } from '../../../lib/magic/magic-link.js';
+import type { ControlPlaneServices } from '../context.js';
+
+/** What these functions read. */
+export type ReturnServices = Pick<ControlPlaneServices, 'config' | 'storage'>;
 
 /**
  * Where a magic link may send the browser after sign-in: the validated target, or null.
@@ -9,9 +12,9 @@ import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
  * URI some relying party registered, matched exactly as authorize matches them. Everything
  * else — other origins, near misses, `//host`, `javascript:` — is refused.
  */
-export async function isAllowedReturn(app: FastifyInstance, url: string): Promise<string | null> {
-  const local = sameOriginReturn(url, app.kp.config.issuer);
+export async function isAllowedReturn(services: ReturnServices, url: string): Promise<string | null> {
+  const local = sameOriginReturn(url, services.config.issuer);
   if (local !== null) return local;
-  const registered = await app.kp.storage.clients.allRedirectUris();
+  const registered = await services.storage.clients.allRedirectUris();
   return registered.includes(url) ? url : null;
 }

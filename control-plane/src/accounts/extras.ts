@@ -1,5 +1,8 @@
-import type { FastifyInstance } from 'fastify';
-import { html, type SafeHtml } from '../../pages/layout.js';
+import { html, type SafeHtml } from '../pages/layout.js';
+import type { ControlPlaneServices } from '../context.js';
+
+/** What these functions read. */
+export type ExtrasServices = Pick<ControlPlaneServices, 'storage'>;
 
 /**
  * The account's e-mail addresses and TOTP state, owned by the TOTP / recovery / e-mail area, and
@@ -15,11 +18,11 @@ export interface AccountExtras {
   scripts?: string[];
 }
 
-export async function accountExtras(app: FastifyInstance, identityId: string): Promise<AccountExtras> {
+export async function accountExtras(services: ExtrasServices, identityId: string): Promise<AccountExtras> {
   const [emails, totp, codes] = await Promise.all([
-    app.kp.storage.emails.listByIdentity(identityId),
-    app.kp.storage.totp.get(identityId),
-    app.kp.storage.recoveryCodes.listUnused(identityId),
+    services.storage.emails.listByIdentity(identityId),
+    services.storage.totp.get(identityId),
+    services.storage.recoveryCodes.listUnused(identityId),
   ]);
   const state = totp?.state ?? 'off';
   return {
