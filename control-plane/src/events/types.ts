@@ -87,7 +87,7 @@ export type DomainEvent =
   | (EventBase & { type: 'saml.provider_registered'; providerId: string; entityId: string; orgId: string | null; by: 'admin' | 'session' })
   | (EventBase & { type: 'saml.provider_updated'; providerId: string; revision: number; by: 'admin' | 'session' })
   | (EventBase & { type: 'saml.provider_deleted'; providerId: string; by: 'admin' | 'session' })
-  | (EventBase & { type: 'saml.assertion_issued'; providerId: string; identityId: string; sessionId: string; assurance: Assurance; nameIdFormat: string; initiated: 'sp' | 'idp' })
+  | (EventBase & { type: 'saml.assertion_issued'; providerId: string; identityId: string; sessionId: string; assurance: AssuranceLevel; nameIdFormat: string; initiated: 'sp' | 'idp' })
   | (EventBase & { type: 'saml.logout'; providerId: string; identityId: string | null; sessionId: string | null });
 
 export type DomainEventType = DomainEvent['type'];

@@ -8,7 +8,7 @@ import { requireSession } from '../../plugins/session.js';
 import { deleteProvider, listProviders, registerProvider } from '../../saml/providers.js';
 import { samlUrls } from '../../saml/sso.js';
 import type { StoredSamlProvider } from '../../storage/types.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses } from '../../http/schemas.js';
 
 /**
  * `/apps/saml`: the SAML service providers of the organizations the signed-in user administers,

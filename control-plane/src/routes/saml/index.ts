@@ -10,7 +10,7 @@ import {
   completeLogout, decide, errorResponse, idpInitiated, idpMetadata, issueResponse, park, parked, parkLogout,
   receiveAuthnRequest, receiveLogoutRequest, takeParkedLogout, type IncomingMessage,
 } from '../../saml/sso.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { POST_JS, POST_SCRIPT, sendPostForm, sendSamlError, sendSignedOut } from './pages.js';
 
 const BEARER = /^Bearer +(\S+)$/i;

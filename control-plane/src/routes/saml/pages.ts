@@ -4,7 +4,7 @@ import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { PostForm } from '../../saml/sso.js';
-import { wantsJson } from '../negotiate.js';
+import { wantsJson } from '../../http/negotiate.js';
 
 /** Served at POST_SCRIPT: submits the SAML form (a nonce'd module script; no inline handler). */
 export const POST_SCRIPT = '/saml/post.js';
