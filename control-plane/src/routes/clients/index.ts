@@ -62,9 +62,9 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     },
   }, async (request, reply) => {
     const registrar = authenticateRegistrar(app, request);
-    const change = await registerClient(app, validateClientMetadata(request.body), registrar);
+    const change = await registerClient(app.kp, validateClientMetadata(request.body), registrar);
     reply.code(201);
-    return describeChange(app, change);
+    return describeChange(app.kp, change);
   });
 
   app.get('/register/:client_id', {
@@ -75,7 +75,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
   }, async (request) => {
     const { client_id: clientId } = request.params as { client_id: string };
     const client = await authenticateRegistrationToken(app, request, clientId);
-    return describeClient(app, client);
+    return describeClient(app.kp, client);
   });
 
   app.put('/register/:client_id', {
@@ -89,7 +89,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     const { client_id: clientId } = request.params as { client_id: string };
     const client = await authenticateRegistrationToken(app, request, clientId);
     const { revision, metadata } = checkUpdateRequest(client, request.body);
-    return describeChange(app, await updateClient(app, client, revision, metadata));
+    return describeChange(app.kp, await updateClient(app, client, revision, metadata));
   });
 
   app.delete('/register/:client_id', {
