@@ -1,9 +1,10 @@
 import t from 'tap';
+import type { Test } from 'tap';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN } from '../../helpers/oidc.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 
-async function setup(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function setup(t: Test) {
   return buildSignedIn(t, { config: { adminToken: ADMIN } });
 }
 

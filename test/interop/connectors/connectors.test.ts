@@ -1,4 +1,5 @@
 import t from 'tap';
+import type { Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -45,7 +46,7 @@ async function connector(issuer: string, name: string, inputs: Record<string, st
 }
 
 /** Apache in the foreground with the connector's directives and a CGI page that prints the claims. */
-async function startApache(t: Parameters<Parameters<typeof t.test>[1]>[0], port: number, snippet: string): Promise<{ log: () => string }> {
+async function startApache(t: Test, port: number, snippet: string): Promise<{ log: () => string }> {
   const dir = mkdtempSync(join(tmpdir(), 'kp-apache-'));
   mkdirSync(join(dir, 'cgi-bin'));
   mkdirSync(join(dir, 'htdocs'));
