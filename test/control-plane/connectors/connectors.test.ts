@@ -4,8 +4,10 @@ import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN } from '../../helpers/oidc.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 
-async function setup(t: Test) {
-  return buildSignedIn(t, { config: { adminToken: ADMIN } });
+// One control plane for the whole file: each test uses its own accounts and clients.
+const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+async function setup(_t: Test) {
+  return built;
 }
 
 const admin = { authorization: `Bearer ${ADMIN}` };
