@@ -126,6 +126,10 @@ t.test('the /apps page: pick a tool, enter its URL, get the registration and the
   t.match(done.body, /<code>https:\/\/wiki\.example\.com\/auth\/oidc\.callback<\/code>/);
   t.match(String(done.headers['content-security-policy']), /nonce-/);
   t.notOk(/ on[a-z]+=/.test(done.body), 'no inline handlers');
+  t.match(done.body, /<script type="module" nonce="[^"]+" src="\/assets\/copy\.js"><\/script>/, 'the copy button is a nonce\'d module script');
+  const script = await browser.get('/assets/copy.js');
+  t.equal(script.statusCode, 200);
+  t.match(script.body, /navigator\.clipboard\.writeText/);
 
   const bad = await form({ connector: 'grafana', base_url: 'http://grafana.example.com' });
   t.equal(bad.statusCode, 400);

@@ -146,6 +146,17 @@ t.test('Apache mod_auth_openidc with the connector snippet: Chromium signs in th
   const again = await page.goto(`${base}/claims`);
   t.equal(again?.status(), 200);
   t.equal(new URL(page.url()).origin, base);
+
+  // The same person, signed in at Keyplane, connects another tool from /apps in the browser.
+  await page.goto(`${server.url}/apps`);
+  await page.selectOption('#connector', 'grafana');
+  await page.fill('#connector_base_url', 'https://grafana.example.com');
+  await Promise.all([page.waitForSelector('[data-snippet="grafana"]', { timeout: 30_000 }), page.click('form[action="/apps/connectors"] button[type="submit"]')]);
+  const snippet = (await page.textContent('[data-snippet="grafana"]')) ?? '';
+  t.match(snippet, /\[auth\.generic_oauth\][\s\S]*client_id = cl_[\s\S]*use_pkce = true/, 'the page shows the filled-in grafana.ini');
+  t.match(await page.textContent('[role="status"] h2'), /Grafana connected/);
+  t.ok(await page.isVisible('text=Copy configuration'), 'the module script ran under the strict CSP and added the copy button');
+  t.same(problems.filter((p) => p.startsWith('pageerror') || p.startsWith('console')), [], 'no script errors or CSP violations');
 });
 
 t.test('openid-client runs the full code flow with the registrations connectors produced', async (t) => {

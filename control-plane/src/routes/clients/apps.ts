@@ -184,14 +184,14 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     return payload;
   });
 
-  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
+  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200, scripts?: string[]): Promise<string> {
     const current = request.kp.session!;
     const clients = await storage.clients.listByOwner(current.identityId);
     // Green only with fresh evidence, as GET /gateway/status says it (DESIGN: declared and observed kept apart).
     const enforcement = new Map<string, GatewayEnforcement>();
     for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app, client));
     reply.code(status);
-    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, enforcement, current.assurance, notice) }));
+    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, enforcement, current.assurance, notice), ...(scripts ? { scripts } : {}) }));
   }
 
   function secretNotice(client: StoredClient, secret: string | undefined, what: string): SafeHtml {
@@ -246,7 +246,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
     try {
       const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId: request.kp.session!.identityId });
-      return await renderApps(request, reply, connectorResultNotice(result), 201);
+      return await renderApps(request, reply, connectorResultNotice(result), 201, ['/assets/copy.js']);
     } catch (error) {
       // A person at the form gets the page back with the reason, not a JSON envelope.
       if (!isKeyplaneError(error)) throw error;

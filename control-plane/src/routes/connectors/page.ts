@@ -50,7 +50,7 @@ export function connectorResultNotice(result: ConnectorResult): SafeHtml {
 ${issued.clientSecret === undefined ? html`<p>Public client: no secret (PKCE only).</p>` : html`<p>Client secret (shown once, copy it now): <code>${issued.clientSecret}</code></p>`}
 <p>Redirect URIs: ${client.metadata.redirect_uris.map((uri, i) => html`${i > 0 ? ', ' : ''}<code>${uri}</code>`)}</p>
 <p>Put this into <strong>${result.snippet.target}</strong> (${result.snippet.format}):</p>
-<pre tabindex="0" aria-label="${result.template.title} configuration"><code data-snippet="${result.template.name}">${result.snippet.content}</code></pre>
+<pre tabindex="0" data-copy aria-label="${result.template.title} configuration"><code data-snippet="${result.template.name}">${result.snippet.content}</code></pre>
 <p class="muted">The secrets in it are shown this once. Tool-side steps and limits: <code>${result.template.docs}</code>.</p>
 </div>`;
 }
