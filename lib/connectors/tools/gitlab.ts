@@ -23,8 +23,7 @@ export const gitlab: ConnectorTemplate = {
     return {
       format: 'ruby',
       target: '/etc/gitlab/gitlab.rb',
-      content: `gitlab_rails['omniauth_enabled'] = true
-gitlab_rails['omniauth_allow_single_sign_on'] = ['openid_connect']
+      content: `gitlab_rails['omniauth_allow_single_sign_on'] = ['openid_connect']
 gitlab_rails['omniauth_block_auto_created_users'] = true
 gitlab_rails['omniauth_providers'] = [
   {
