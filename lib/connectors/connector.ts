@@ -78,7 +78,8 @@ const SAFE_PATH = /^[A-Za-z0-9._~/%-]*$/;
  * characters, so it can be pasted into every snippet format unquoted.
  */
 export function parseBaseUrl(value: unknown, field = 'base_url'): string {
-  if (typeof value !== 'string' || value.trim() === '') badInput(`${field} is required: the URL people open the tool at`);
+  if (typeof value !== 'string' || value.trim() === '')
+    badInput(`${field} is required: the URL people open the tool at`);
   const text = value.trim();
   if (text.length > 500) badInput(`${field} must be at most 500 characters`);
   if (/[\s\u0000-\u001f\u007f]/.test(text)) badInput(`${field} must not contain whitespace or control characters`);
@@ -93,7 +94,8 @@ export function parseBaseUrl(value: unknown, field = 'base_url'): string {
   }
   if (url.username !== '' || url.password !== '') badInput(`${field} must not contain user information`);
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(text)) badInput(`${field} must not have a query or fragment`);
-  if (!SAFE_PATH.test(url.pathname)) badInput(`${field} has characters in its path that a configuration file cannot hold unquoted`);
+  if (!SAFE_PATH.test(url.pathname))
+    badInput(`${field} has characters in its path that a configuration file cannot hold unquoted`);
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 

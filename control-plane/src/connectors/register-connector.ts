@@ -17,7 +17,12 @@ export interface ConnectorResult {
  * what /register would refuse), then fills the tool's configuration with the new client's values.
  * The `client.registered` receipt names the connector.
  */
-export async function registerConnector(services: ControlPlaneServices, name: string, body: unknown, registrar: Registrar): Promise<ConnectorResult> {
+export async function registerConnector(
+  services: ControlPlaneServices,
+  name: string,
+  body: unknown,
+  registrar: Registrar,
+): Promise<ConnectorResult> {
   const { template, inputs, registration } = planConnector(name, body);
   const metadata = validateClientMetadata(registration);
   const change = await registerClient(services, metadata, registrar, { connector: template.name });
@@ -33,7 +38,17 @@ export async function registerConnector(services: ControlPlaneServices, name: st
 }
 
 /** The JSON answer: the registration (secrets shown this once) and the snippet. */
-export function describeConnectorResult(services: Pick<ControlPlaneServices, 'config'>, result: ConnectorResult): Record<string, unknown> {
+export function describeConnectorResult(
+  services: Pick<ControlPlaneServices, 'config'>,
+  result: ConnectorResult,
+): Record<string, unknown> {
   const { receipt, ok: _ok, ...client } = describeChange(services, result.change);
-  return { ok: true, connector: result.template.name, client, snippet: result.snippet, docs: result.template.docs, ...(receipt ? { receipt } : {}) };
+  return {
+    ok: true,
+    connector: result.template.name,
+    client,
+    snippet: result.snippet,
+    docs: result.template.docs,
+    ...(receipt ? { receipt } : {}),
+  };
 }

@@ -8,7 +8,13 @@ export const apache: ConnectorTemplate = {
   name: 'apache',
   title: 'Apache httpd (mod_auth_openidc)',
   docs: 'docs/connectors.md#apache-mod_auth_openidc',
-  inputs: [{ ...BASE_URL_INPUT, description: 'The URL of what Apache should protect; its path becomes the protected <Location>.', example: 'https://app.example.com' }],
+  inputs: [
+    {
+      ...BASE_URL_INPUT,
+      description: 'The URL of what Apache should protect; its path becomes the protected <Location>.',
+      example: 'https://app.example.com',
+    },
+  ],
   pkce: '`OIDCPKCEMethod S256`.',
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);

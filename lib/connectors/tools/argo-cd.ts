@@ -8,7 +8,7 @@ export const argoCd: ConnectorTemplate = {
   name: 'argo-cd',
   title: 'Argo CD',
   docs: 'docs/connectors.md#argo-cd',
-  inputs: [{ ...BASE_URL_INPUT, description: 'Argo CD\'s `url` in argocd-cm.', example: 'https://argocd.example.com' }],
+  inputs: [{ ...BASE_URL_INPUT, description: "Argo CD's `url` in argocd-cm.", example: 'https://argocd.example.com' }],
   pkce: '`enablePKCEAuthentication: true` in oidc.config (a version where argocd-server keeps the verifier).',
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);

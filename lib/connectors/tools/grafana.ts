@@ -5,7 +5,13 @@ export const grafana: ConnectorTemplate = {
   name: 'grafana',
   title: 'Grafana',
   docs: 'docs/connectors.md#grafana',
-  inputs: [{ ...BASE_URL_INPUT, description: 'Grafana\'s root_url (the URL people open it at).', example: 'https://grafana.example.com' }],
+  inputs: [
+    {
+      ...BASE_URL_INPUT,
+      description: "Grafana's root_url (the URL people open it at).",
+      example: 'https://grafana.example.com',
+    },
+  ],
   pkce: '`use_pkce = true` (Grafana 8.3 and later).',
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);

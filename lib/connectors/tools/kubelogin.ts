@@ -26,7 +26,8 @@ export const kubelogin: ConnectorTemplate = {
     const j = JSON.stringify;
     return {
       format: 'yaml',
-      target: '~/.kube/config (the users entry; then: kubectl config set-context keyplane --cluster=<cluster> --user=keyplane)',
+      target:
+        '~/.kube/config (the users entry; then: kubectl config set-context keyplane --cluster=<cluster> --user=keyplane)',
       content: `# kube-apiserver flags: --oidc-issuer-url=${issuer} --oidc-client-id=${clientId}
 #   --oidc-username-claim=sub --oidc-username-prefix=keyplane:
 apiVersion: v1

@@ -9,8 +9,14 @@ export const nextcloud: ConnectorTemplate = {
   name: 'nextcloud',
   title: 'Nextcloud (user_oidc)',
   docs: 'docs/connectors.md#nextcloud',
-  inputs: [{ ...BASE_URL_INPUT, description: 'Nextcloud\'s overwrite.cli.url (the URL people open it at).', example: 'https://cloud.example.com' }],
-  pkce: '`\'user_oidc\' => [\'use_pkce\' => true]` in config.php (set by the snippet\'s second command).',
+  inputs: [
+    {
+      ...BASE_URL_INPUT,
+      description: "Nextcloud's overwrite.cli.url (the URL people open it at).",
+      example: 'https://cloud.example.com',
+    },
+  ],
+  pkce: "`'user_oidc' => ['use_pkce' => true]` in config.php (set by the snippet's second command).",
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
     return {

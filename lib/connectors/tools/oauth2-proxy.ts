@@ -21,8 +21,17 @@ function upstream(value: string | undefined): string {
   } catch {
     throw fail('invalid_connector_input', 'upstream_url must be an absolute http(s) URL');
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.search !== '' || url.hash !== '' || !/^[A-Za-z0-9._~/%:[\]-]+$/.test(url.href)) {
-    throw fail('invalid_connector_input', 'upstream_url must be an http(s) URL without user information, query or fragment');
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.username !== '' ||
+    url.search !== '' ||
+    url.hash !== '' ||
+    !/^[A-Za-z0-9._~/%:[\]-]+$/.test(url.href)
+  ) {
+    throw fail(
+      'invalid_connector_input',
+      'upstream_url must be an http(s) URL without user information, query or fragment',
+    );
   }
   return url.href;
 }
@@ -32,8 +41,18 @@ export const oauth2Proxy: ConnectorTemplate = {
   title: 'oauth2-proxy',
   docs: 'docs/connectors.md#oauth2-proxy',
   inputs: [
-    { ...BASE_URL_INPUT, description: 'The origin oauth2-proxy answers at (no path).', example: 'https://app.example.com' },
-    { name: 'upstream_url', label: 'Upstream URL', description: 'The app oauth2-proxy forwards to (default http://127.0.0.1:8080/).', required: false, example: 'http://127.0.0.1:8080/' },
+    {
+      ...BASE_URL_INPUT,
+      description: 'The origin oauth2-proxy answers at (no path).',
+      example: 'https://app.example.com',
+    },
+    {
+      name: 'upstream_url',
+      label: 'Upstream URL',
+      description: 'The app oauth2-proxy forwards to (default http://127.0.0.1:8080/).',
+      required: false,
+      example: 'http://127.0.0.1:8080/',
+    },
   ],
   pkce: '`code_challenge_method = "S256"`.',
   registration(inputs) {

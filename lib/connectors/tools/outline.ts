@@ -8,7 +8,9 @@ export const outline: ConnectorTemplate = {
   name: 'outline',
   title: 'Outline',
   docs: 'docs/connectors.md#outline',
-  inputs: [{ ...BASE_URL_INPUT, description: 'Outline\'s URL environment variable.', example: 'https://wiki.example.com' }],
+  inputs: [
+    { ...BASE_URL_INPUT, description: "Outline's URL environment variable.", example: 'https://wiki.example.com' },
+  ],
   pkce: 'Only an Outline that reads its endpoints from OIDC_ISSUER_URL (discovery) turns PKCE on; older versions never send a code_challenge and are refused.',
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
@@ -24,7 +26,7 @@ export const outline: ConnectorTemplate = {
     const base = parseBaseUrl(inputs.base_url);
     return {
       format: 'env',
-      target: 'Outline\'s environment (.env)',
+      target: "Outline's environment (.env)",
       content: `URL=${base}
 OIDC_CLIENT_ID=${clientId}
 OIDC_CLIENT_SECRET=${clientSecret}
