@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { CONNECTORS, describeConnector } from '../../../../lib/connectors/catalog.js';
 import { describeConnectorResult, registerConnector } from '../../connectors/register-connector.js';
 import { page } from '../../pages/layout.js';
-import { authenticateRegistrar } from '../clients/registration.js';
+import { authenticateRegistrar, orgRegistrar } from '../clients/registration.js';
 import { wantsJson } from '../negotiate.js';
 import { errorResponses, okObject, receiptField } from '../schemas.js';
 import { connectorsPage } from './page.js';
@@ -90,7 +90,9 @@ export default async function connectorRoutes(app: FastifyInstance): Promise<voi
         body: {
           type: 'object',
           additionalProperties: { type: 'string', maxLength: 500 },
-          description: 'The template\'s inputs, such as {"base_url": "https://grafana.example.com"}.',
+          description:
+            'The template\'s inputs, such as {"base_url": "https://grafana.example.com"}; with `org: <slug>` (a session of ' +
+            'one of its admins or owners) the organization owns the client.',
         },
         response: {
           201: okObject(
@@ -118,7 +120,10 @@ export default async function connectorRoutes(app: FastifyInstance): Promise<voi
     async (request, reply) => {
       const { name } = request.params as { name: string };
       const registrar = authenticateRegistrar(app, request);
-      const result = await registerConnector(app.kp, name, request.body ?? {}, registrar);
+      // `org: <slug>`: the organization owns the client, as at POST /register (docs/orgs.md#apps).
+      const { org, ...inputs } = (request.body ?? {}) as Record<string, string>;
+      const owned = org === undefined ? registrar : await orgRegistrar(app, registrar, org);
+      const result = await registerConnector(app.kp, name, inputs, owned);
       reply.code(201);
       return describeConnectorResult(app.kp, result);
     },

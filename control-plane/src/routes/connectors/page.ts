@@ -59,6 +59,11 @@ export function connectorForm(): SafeHtml {
       </p>
       <label for="connector_upstream_url">Upstream URL (oauth2-proxy only, optional)</label>
       <input id="connector_upstream_url" name="upstream_url" type="url" inputmode="url" maxlength="500" />
+      <label for="connector_org">Organization (optional)</label>
+      <input id="connector_org" name="org" type="text" maxlength="64" aria-describedby="connector-org-help" />
+      <p id="connector-org-help" class="muted">
+        The slug of an organization you are an admin or owner of, to make it the owner; empty keeps the client yours.
+      </p>
       <button type="submit">Register and show the configuration</button>
     </form>`;
 }
