@@ -7,7 +7,7 @@ import { signIdToken } from '../../../lib/tokens/sign-token.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import { userClaims } from '../routes/oidc/tokens.js';
+import { userClaims } from '../oidc/tokens.js';
 import type { StoredClient } from '../storage/types.js';
 
 type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'keys' | 'events' | 'now'>;
