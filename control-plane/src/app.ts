@@ -20,6 +20,7 @@ import discoveryRoutes, { collectDiscovery } from './routes/discovery/index.js';
 import docsRoutes from './routes/docs/index.js';
 import healthRoutes from './routes/health/index.js';
 import clientRoutes from './routes/clients/index.js';
+import connectorRoutes from './routes/connectors/index.js';
 import totpRoutes from './routes/totp/index.js';
 import recoveryRoutes from './routes/recovery/index.js';
 import emailRoutes from './routes/email/index.js';
@@ -104,6 +105,7 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(adminRoutes);
   await app.register(receiptRoutes);
   await app.register(clientRoutes);
+  await app.register(connectorRoutes);
   await app.register(oidcRoutes);
   await app.register(gatewayRoutes);
   await app.register(fedcmRoutes);

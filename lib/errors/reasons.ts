@@ -25,6 +25,8 @@ export const REASONS = {
   invalid_redirect_uri: { status: 400, description: 'A redirect URI is not https (or http on a loopback host), has a fragment or a wildcard, or is not a registered exact match (RFC 7591 §3.2.2).' },
   invalid_client_metadata: { status: 400, description: 'A client metadata field is invalid or inconsistent with the others (RFC 7591 §3.2.2).' },
   stale_revision: { status: 409, description: 'The client registration changed since the `revision` this update was based on; read it again and retry.' },
+  unknown_connector: { status: 404, description: 'No connector template has this name; `GET /connectors` lists them.' },
+  invalid_connector_input: { status: 400, description: 'A connector input is missing, unknown or invalid (the tool URL must be https, or http on a loopback host, without query or fragment).' },
   invalid_dpop_proof: { status: 400, description: 'The DPoP proof is missing, malformed, replayed or does not match the request (RFC 9449 §4.3).' },
   use_dpop_nonce: { status: 400, description: 'The DPoP proof must carry the server nonce sent in the `DPoP-Nonce` header (RFC 9449 §8).' },
   invalid_client: { status: 401, description: 'Client authentication failed: unknown client, wrong secret or assertion, or a method other than the registered `token_endpoint_auth_method` (RFC 6749 §5.2).' },

@@ -41,7 +41,7 @@ export type DomainEvent =
   | (EventBase & { type: 'magic_link.redeemed'; identityId: string; emailId: string; deviceId: string; sessionId: string })
   | (EventBase & { type: 'magic_link.dry_run'; identityId: string; actorIdentityId: string; actorSessionId: string; emailId: string; founder: boolean })
   // OIDC client registration (docs/oidc.md, "Register a client"); `by` says which credential acted, never its value
-  | (EventBase & { type: 'client.registered'; clientId: string; ownerId: string | null; by: 'admin' | 'session'; revision: number })
+  | (EventBase & { type: 'client.registered'; clientId: string; ownerId: string | null; by: 'admin' | 'session'; revision: number; connector?: string })
   | (EventBase & { type: 'client.updated'; clientId: string; revision: number; secretIssued: boolean })
   | (EventBase & { type: 'client.deleted'; clientId: string })
   | (EventBase & { type: 'client.secret_rotated'; clientId: string; revision: number })

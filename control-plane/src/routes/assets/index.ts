@@ -8,6 +8,7 @@ import { ACCOUNT_JS } from '../../pages/scripts/account.js';
 import { AGENTS_JS } from '../../pages/scripts/agents.js';
 import { AUTH_JS } from '../../pages/scripts/auth.js';
 import { COMMON_JS } from '../../pages/scripts/common.js';
+import { COPY_JS } from '../../pages/scripts/copy.js';
 import { STEP_UP_JS } from '../../pages/scripts/step-up.js';
 
 const JS = 'text/javascript; charset=utf-8';
@@ -26,6 +27,7 @@ export default async function assetRoutes(app: FastifyInstance): Promise<void> {
     '/assets/account.js': ACCOUNT_JS,
     '/assets/agents.js': AGENTS_JS,
     '/assets/step-up.js': STEP_UP_JS,
+    '/assets/copy.js': COPY_JS,
   };
   for (const [path, source] of Object.entries(scripts)) {
     app.get(path, { config: { cache: 'no-cache' }, schema: { tags: ['pages'], summary: 'Page script (ES module)', produces: ['text/javascript'] } }, async (_request, reply) => {

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
@@ -10,6 +10,8 @@ import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-co
 import { checkClientManager, listOrgClients, orgOwnerFor } from '../../orgs/clients.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { deleteClient, describeChange, newSecret, registerClient, staleRevision, updateClient } from './registration.js';
+import { registerConnector } from '../../connectors/register-connector.js';
+import { connectorForm, connectorResultNotice } from '../connectors/page.js';
 
 /**
  * Owner operations and the self-serve app registration page ("developer page", issue 5 item 1).
@@ -181,7 +183,8 @@ ${confidential ? html`<form method="post" action="/apps/${id}/rotate-secret"><bu
 <label><input type="radio" name="client_type" value="confidential"> Confidential (server with a client secret)</label>
 </fieldset>
 <button type="submit">Register</button>
-</form>`;
+</form>
+${connectorForm()}`;
 }
 
 export default async function appsRoutes(app: FastifyInstance): Promise<void> {
@@ -192,14 +195,14 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     return payload;
   });
 
-  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200, listed?: StoredClient[]): Promise<string> {
+  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200, listed?: StoredClient[], scripts?: string[]): Promise<string> {
     const current = request.kp.session!;
     const clients = listed ?? await storage.clients.listByOwner(current.identityId);
     // Green only with fresh evidence, as GET /gateway/status says it (DESIGN: declared and observed kept apart).
     const enforcement = new Map<string, GatewayEnforcement>();
     for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app, client));
     reply.code(status);
-    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, enforcement, current.assurance, notice) }));
+    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, enforcement, current.assurance, notice), ...(scripts ? { scripts } : {}) }));
   }
 
   function secretNotice(client: StoredClient, secret: string | undefined, what: string): SafeHtml {
@@ -237,10 +240,33 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     const fields = bodyObject(request);
     const ownerId = await ownerFor(app, request, fields);
     const metadata = validateClientMetadata(form ? formRegistration(fields) : fields);
-    const change = await registerClient(app, metadata, { by: 'session', ownerId });
+    const change = await registerClient(app.kp, metadata, { by: 'session', ownerId });
     if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App registered.'), 201);
     reply.code(201);
-    return describeChange(app, change);
+    return describeChange(app.kp, change);
+  });
+
+  app.post('/apps/connectors', {
+    onRequest: requireSession,
+    schema: {
+      tags: ['connectors'], summary: 'The page\'s connector form: registers a client you own from a template and shows the tool\'s configuration', security: session,
+      body: anyBody, response: { 201: { type: 'string', description: 'The apps page with the registration and the snippet.' }, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const fields = bodyObject(request);
+    try {
+      const ownerId = await ownerFor(app, request, fields);
+      const { connector, ...inputs } = fields;
+      if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
+      // Empty form fields (the URL of a tool that takes none) are not inputs.
+      const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
+      const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
+      return await renderApps(request, reply, connectorResultNotice(result), 201, undefined, ['/assets/copy.js']);
+    } catch (error) {
+      // A person at the form gets the page back with the reason, not a JSON envelope.
+      if (!isKeyplaneError(error)) throw error;
+      return renderApps(request, reply, html`<p role="alert" class="error" data-reason="${error.reason}">${error.message}</p>`, error.status);
+    }
   });
 
   app.post('/apps/:client_id/update', {
@@ -262,7 +288,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     const metadata = validateClientMetadata({ ...client.metadata, ...fields });
     const change = await updateClient(app, client, revision, metadata);
     if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App saved.'));
-    return describeChange(app, change);
+    return describeChange(app.kp, change);
   });
 
   app.post('/apps/:client_id/rotate-secret', {

@@ -67,9 +67,9 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     const registrar = authenticateRegistrar(app, request);
     const { org, ...body } = (request.body ?? {}) as Record<string, unknown>;
     const owned = org === undefined ? registrar : await orgRegistrar(app, registrar, org);
-    const change = await registerClient(app, validateClientMetadata(body), owned);
+    const change = await registerClient(app.kp, validateClientMetadata(body), owned);
     reply.code(201);
-    return describeChange(app, change);
+    return describeChange(app.kp, change);
   });
 
   app.get('/register/:client_id', {
@@ -80,7 +80,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
   }, async (request) => {
     const { client_id: clientId } = request.params as { client_id: string };
     const client = await authenticateRegistrationToken(app, request, clientId);
-    return describeClient(app, client);
+    return describeClient(app.kp, client);
   });
 
   app.put('/register/:client_id', {
@@ -94,7 +94,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     const { client_id: clientId } = request.params as { client_id: string };
     const client = await authenticateRegistrationToken(app, request, clientId);
     const { revision, metadata } = checkUpdateRequest(client, request.body);
-    return describeChange(app, await updateClient(app, client, revision, metadata));
+    return describeChange(app.kp, await updateClient(app, client, revision, metadata));
   });
 
   app.delete('/register/:client_id', {

@@ -121,7 +121,7 @@ function secretAfterUpdate(client: StoredClient, metadata: ClientMetadata, now: 
 }
 
 /** The RFC 7591 §3.2.1 / RFC 7592 §3 response body. Secrets appear only when just issued. */
-export function describeClient(app: FastifyInstance, client: StoredClient, issued: IssuedSecrets = {}): Record<string, unknown> {
+export function describeClient(services: Pick<ControlPlaneServices, 'config'>, client: StoredClient, issued: IssuedSecrets = {}): Record<string, unknown> {
   return {
     ok: true,
     client_id: client.clientId,
@@ -129,7 +129,7 @@ export function describeClient(app: FastifyInstance, client: StoredClient, issue
     ...(issued.clientSecret !== undefined ? { client_secret: issued.clientSecret } : {}),
     ...(client.secretHash !== null ? { client_secret_expires_at: 0 } : {}),
     ...(issued.registrationToken !== undefined ? { registration_access_token: issued.registrationToken } : {}),
-    registration_client_uri: `${app.kp.config.issuer}/register/${encodeURIComponent(client.clientId)}`,
+    registration_client_uri: `${services.config.issuer}/register/${encodeURIComponent(client.clientId)}`,
     revision: client.revision,
     client_type: clientTypeOf(client.metadata.token_endpoint_auth_method),
     ...client.metadata,
@@ -164,11 +164,11 @@ export function checkOperatorOnlyMetadata(metadata: ClientMetadata, ownerId: str
 }
 
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
-export async function registerClient(app: FastifyInstance, metadata: ClientMetadata, registrar: Registrar): Promise<ClientChange> {
+export async function registerClient(services: ControlPlaneServices, metadata: ClientMetadata, registrar: Registrar, made: { connector?: string } = {}): Promise<ClientChange> {
   checkOperatorOnlyMetadata(metadata, registrar.ownerId);
-  await checkOwnedResources(app.kp, metadata, registrar.ownerId);
-  await checkJwksUri(app.kp, metadata);
-  const now = app.kp.now();
+  await checkOwnedResources(services, metadata, registrar.ownerId);
+  await checkJwksUri(services, metadata);
+  const now = services.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
   const token = newSecret();
   const client: StoredClient = {
@@ -183,9 +183,9 @@ export async function registerClient(app: FastifyInstance, metadata: ClientMetad
     createdAt: now,
     updatedAt: now,
   };
-  const { receipt } = await app.kp.storage.transaction(async (tx) => {
+  const { receipt } = await services.storage.transaction(async (tx) => {
     await tx.clients.insert(client);
-    return app.kp.events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1 });
+    return services.events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1, ...(made.connector ? { connector: made.connector } : {}) });
   });
   return { client, issued: { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }, ...(receipt ? { receipt } : {}) };
 }
@@ -212,8 +212,8 @@ export async function updateClient(app: FastifyInstance, client: StoredClient, r
 }
 
 /** The response body for a change: the client description plus its receipt. */
-export function describeChange(app: FastifyInstance, change: ClientChange): Record<string, unknown> {
-  return { ...describeClient(app, change.client, change.issued), ...(change.receipt ? { receipt: change.receipt } : {}) };
+export function describeChange(services: Pick<ControlPlaneServices, 'config'>, change: ClientChange): Record<string, unknown> {
+  return { ...describeClient(services, change.client, change.issued), ...(change.receipt ? { receipt: change.receipt } : {}) };
 }
 
 /** RFC 7592 §2.3: deletes the client and records `client.deleted`. */
