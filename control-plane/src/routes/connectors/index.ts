@@ -3,8 +3,8 @@ import { CONNECTORS, describeConnector } from '../../../../lib/connectors/catalo
 import { describeConnectorResult, registerConnector } from '../../connectors/register-connector.js';
 import { page } from '../../pages/layout.js';
 import { authenticateRegistrar, orgRegistrar } from '../clients/registration.js';
-import { wantsJson } from '../negotiate.js';
-import { errorResponses, okObject, receiptField } from '../schemas.js';
+import { wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { connectorsPage } from './page.js';
 
 const input = {
