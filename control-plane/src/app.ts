@@ -34,6 +34,7 @@ import agentPages from './routes/agents/pages.js';
 import v1Routes from './routes/v1/index.js';
 import orgRoutes from './routes/orgs/index.js';
 import scanRoutes from './routes/scan/index.js';
+import rolloutRoutes, { ROLLOUT_SCHEMAS } from './routes/rollout/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -86,6 +87,8 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
+  // The trust-profile and migration-plan schemas: one object validates them and is published here.
+  for (const schema of ROLLOUT_SCHEMAS) app.addSchema(schema);
   const discovery = collectDiscovery(app);
   await app.register(healthRoutes);
   await app.register(discoveryRoutes, { collected: discovery });
@@ -111,5 +114,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(v1Routes);
   await app.register(orgRoutes);
   await app.register(scanRoutes);
+  await app.register(rolloutRoutes);
   return app;
 }

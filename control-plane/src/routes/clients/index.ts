@@ -62,7 +62,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     },
   }, async (request, reply) => {
     const registrar = authenticateRegistrar(app, request);
-    const change = await registerClient(app, validateClientMetadata(request.body), registrar);
+    const change = await registerClient(app.kp, validateClientMetadata(request.body), registrar);
     reply.code(201);
     return describeChange(app, change);
   });
@@ -89,7 +89,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     const { client_id: clientId } = request.params as { client_id: string };
     const client = await authenticateRegistrationToken(app, request, clientId);
     const { revision, metadata } = checkUpdateRequest(client, request.body);
-    return describeChange(app, await updateClient(app, client, revision, metadata));
+    return describeChange(app, await updateClient(app.kp, client, revision, metadata));
   });
 
   app.delete('/register/:client_id', {

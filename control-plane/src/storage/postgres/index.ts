@@ -18,6 +18,7 @@ import { postgresRecoveryCodeStore } from './recovery-code-store.js';
 import { postgresSessionStore } from './session-store.js';
 import { clientSql, createPool, inTransaction, poolSql, type Sql } from './sql.js';
 import { postgresTotpStore } from './totp-store.js';
+import { postgresRolloutStore } from './rollout-store.js';
 
 function storesOn(sql: Sql): Stores {
   return {
@@ -36,6 +37,7 @@ function storesOn(sql: Sql): Stores {
     gateway: postgresGatewayStore(sql),
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
+    rollout: postgresRolloutStore(sql),
     scans: postgresScanStore(sql),
   };
 }

@@ -16,6 +16,7 @@ import { sqliteGatewayStore } from './gateway-store.js';
 import { sqliteAgentStore } from './agent-store.js';
 import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
 import { SerialRunner, type Runner } from './serial-runner.js';
+import { sqliteRolloutStore } from './rollout-store.js';
 
 function storesOn(runner: Runner): Stores {
   return {
@@ -34,6 +35,7 @@ function storesOn(runner: Runner): Stores {
     gateway: sqliteGatewayStore(runner),
     agents: sqliteAgentStore(runner),
     orgs: sqliteOrgStore(runner),
+    rollout: sqliteRolloutStore(runner),
     scans: sqliteScanStore(runner),
   };
 }
