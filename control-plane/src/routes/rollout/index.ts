@@ -90,7 +90,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
     },
   }, async (request, reply) => {
     const projects = await rolloutTruth(services, await viewer(request));
-    if (wantsJson(request) || request.headers.authorization !== undefined) return { ok: true, projects };
+    if (wantsJson(request)) return { ok: true, projects };
     reply.type('text/html; charset=utf-8');
     return page({ title: 'Rollout', nonce: request.kp.cspNonce, body: rolloutTable(projects, request.kp.cspNonce) });
   });
@@ -171,7 +171,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
               type: 'array', maxItems: 50,
               items: {
                 type: 'object', required: ['name', 'ok', 'detail'], additionalProperties: false,
-                properties: { name: { type: 'string', pattern: '^[a-z0-9_:.-]{1,80}$' }, ok: { type: 'boolean' }, detail: { type: 'string', maxLength: 1000 } },
+                properties: { name: { type: 'string', maxLength: 2100, pattern: '^[a-z_]{1,40}(:\\S{1,2000})?$', description: 'A check, optionally with its subject: `pkce`, `redirect_uri:<uri>`' }, ok: { type: 'boolean' }, detail: { type: 'string', maxLength: 1000 } },
               },
             },
           },
