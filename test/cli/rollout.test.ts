@@ -101,7 +101,7 @@ t.test('a gateway-protected app rolls out from a fresh control plane to attest t
   const noGateway = await rollout(['verify', '--project', 'shop', '--wait', '1']);
   t.equal(noGateway.code, 1, 'verify fails while no gateway reports');
   t.match(noGateway.stdout, /FAIL evidence: no gateway has reported evidence yet/);
-  t.match(noGateway.stdout, /ok   pkce: an authorization request without S256 PKCE is refused/);
+  t.match(noGateway.stdout, /ok {3}pkce: an authorization request without S256 PKCE is refused/);
 
   const gateway = await startCli([
     'gateway', '--port', String(gatewayPort), '--control-plane', cp, '--upstream', `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
@@ -159,8 +159,8 @@ t.test('a gateway-protected app rolls out from a fresh control plane to attest t
     t.match(await row.locator('th[scope="row"]').textContent(), /shop/);
     const cell = row.locator('td[data-status]');
     t.equal(await cell.getAttribute('data-status'), 'enforced');
-    const colour = await cell.evaluate((element) => getComputedStyle(element).color);
-    const plain = await row.locator('td').first().evaluate((element) => getComputedStyle(element).color);
+    const colour = await cell.evaluate((element) => (globalThis as any).getComputedStyle(element).color);
+    const plain = await row.locator('td').first().evaluate((element) => (globalThis as any).getComputedStyle(element).color);
     t.not(colour, plain, 'the verified state is coloured');
     t.same(await session.page.locator('th[scope="col"]').allTextContents(), [
       'Project', 'Stage', 'Declared: profile', 'Declared: policy', 'Observed: evidence', 'Observed: config', 'Status',

@@ -233,3 +233,13 @@ t.test('/rollout and project slices: the operator sees all; owners and org admin
   t.equal((await app.inject({ method: 'GET', url: '/rollout', headers: { accept: 'text/html' } })).statusCode, 303, 'no session: to sign-in');
   t.equal((await app.inject({ method: 'GET', url: '/rollout', headers: { authorization: 'Bearer wrong' } })).statusCode, 401);
 });
+
+t.test('/openapi.json publishes the one profile and plan schema and every rollout path', async (t) => {
+  const { app } = await setup(t);
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const { TRUST_PROFILE_SCHEMA, MIGRATION_PLAN_SCHEMA } = await import('../../../lib/profiles/documents.js');
+  t.match(doc.components.schemas.ProjectTrustProfile, { title: TRUST_PROFILE_SCHEMA.title, required: [...TRUST_PROFILE_SCHEMA.required] });
+  t.match(doc.components.schemas.MigrationPlan, { title: MIGRATION_PLAN_SCHEMA.title, required: [...MIGRATION_PLAN_SCHEMA.required] });
+  for (const path of ['/rollout', '/projects/{client_id}/profile', '/rollout/documents', '/rollout/projects/{project}', '/rollout/projects/{project}/register',
+    '/rollout/projects/{project}/verifications', '/rollout/projects/{project}/canary', '/rollout/projects/{project}/attest']) t.ok(doc.paths[path], path);
+});
