@@ -12,12 +12,12 @@
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomUUID, verify, type JsonWebKey } from 'node:crypto';
 import { SignJWT, compactVerify, createLocalJWKSet, exportJWK, importJWK, type JWK } from 'jose';
 import httpProxy from 'http-proxy';
 import { Pool } from 'undici';
@@ -27,6 +27,26 @@ import { startNginx } from '../test/helpers/nginx.js';
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const role = process.argv[2];
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host']);
+
+/** A bare reverse proxy on an undici Pool (keep-alive), with an optional synchronous check first. */
+function undiciPassthrough(upstream: string, check: ((req: IncomingMessage) => boolean) | null) {
+  const pool = new Pool(upstream, { connections: 128 });
+  const server = createServer((req, res) => {
+    if (check && !check(req)) return void res.writeHead(401).end();
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+    const body = req.method === 'GET' || req.method === 'HEAD' ? null : req;
+    pool.request({ method: req.method as 'GET', path: req.url!, headers, body }).then(({ statusCode, headers: answer, body: stream }) => {
+      for (const name of HOP_BY_HOP) delete answer[name];
+      res.writeHead(statusCode, answer as Record<string, string>);
+      stream.pipe(res);
+    }, () => void res.writeHead(502).end());
+  });
+  server.keepAliveTimeout = 60_000;
+  return server;
+}
 
 async function serve(): Promise<void> {
   // The parent disconnects when it is done; exiting normally lets --cpu-prof write its profile.
@@ -61,6 +81,18 @@ async function serve(): Promise<void> {
     return;
   }
   const upstream = process.argv[3]!;
+  if (role === 'undici' || role === 'es256-undici') {
+    // The issue's baseline: a bare undici Pool passthrough, and the DPoP bound: one raw node:crypto
+    // ES256 verification of the proof (key imported once) before the same passthrough.
+    const key = role === 'es256-undici' ? createPublicKey({ key: JSON.parse(process.argv[4]!) as JsonWebKey, format: 'jwk' }) : null;
+    const server = undiciPassthrough(upstream, key && ((req) => {
+      const proof = String(req.headers['dpop']);
+      const dot = proof.lastIndexOf('.');
+      return verify('sha256', Buffer.from(proof.slice(0, dot)), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(proof.slice(dot + 1), 'base64url'));
+    }));
+    server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+    return;
+  }
   if (role === 'http-proxy') {
     const proxy = httpProxy.createProxyServer({ target: upstream, agent: new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 128 }) });
     const server = createServer((req, res) => proxy.web(req, res));
@@ -294,6 +326,8 @@ async function main(): Promise<void> {
   const gateway = await start('gateway', upstream.url);
   const { d: _d, ...dpopPublic } = gateway.dpopJwk!;
   const bound = await start('es256', JSON.stringify(dpopPublic));
+  const undici = await start('undici', upstream.url);
+  const rawBound = await start('es256-undici', upstream.url, JSON.stringify(dpopPublic));
   const stops: Array<() => Promise<void>> = [];
   try {
     process.stdout.write(`# bench:gateway on ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, node ${process.version}, ${CONNECTIONS} keep-alive connections, ${SECONDS} s each\n`);
@@ -304,6 +338,8 @@ async function main(): Promise<void> {
     if (direct) process.stdout.write(`${line('(a) upstream direct', direct)}\n`);
     const bare = only ? undefined : await measured(proxy, {});
     if (bare) process.stdout.write(`${line('(b) bare http-proxy passthrough', bare)}\n`);
+    const pool = only ? undefined : await measured(undici, {});
+    if (pool) process.stdout.write(`${line('(b2) bare undici Pool passthrough', pool)}\n`);
     const floor = await measured(gateway, {}, '/public');
     process.stdout.write(`${line('(c0) gateway, public route', floor)}\n`);
     const session = await measured(gateway, { cookie: gateway.cookie!, accept: 'text/html' });
@@ -329,6 +365,9 @@ async function main(): Promise<void> {
     await proofs.fill(budget);
     const verifyBound = await measured(bound, () => proofs.next(), path);
     process.stdout.write(`${line('bound: one ES256 verify per request', verifyBound)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`);
+    await proofs.fill(budget);
+    const rawVerifyProxy = await measured(rawBound, () => proofs.next(), path);
+    process.stdout.write(`${line('bound2: raw ES256 verify + undici', rawVerifyProxy)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`);
 
     // (e) nginx auth_request to the gateway vs nginx alone, both with the cookie session.
     let nginxAlone: Result | undefined;
@@ -352,11 +391,18 @@ async function main(): Promise<void> {
       process.stdout.write(`  (d)/(b) = ${(dpop.rps / bare.rps).toFixed(2)} [${(dpop.cpuUs! / bare.cpuUs!).toFixed(2)}]\n`);
     }
     process.stdout.write(`  (d)/bound = ${(dpop.rps / verifyBound.rps).toFixed(2)} [CPU per request ${(dpop.cpuUs! / verifyBound.cpuUs!).toFixed(2)}x the bound's]\n`);
+    const verdict = (ratio: number, target: number) => `(target >= ${target}: ${ratio >= target ? 'met' : 'not met'})`;
+    if (pool) {
+      const ratio = session.rps / pool.rps;
+      process.stdout.write(`  (c)/(b2) = ${ratio.toFixed(2)} [${(session.cpuUs! / pool.cpuUs!).toFixed(2)}] ${verdict(ratio, 0.9)}\n`);
+    }
+    const dpopRatio = dpop.rps / rawVerifyProxy.rps;
+    process.stdout.write(`  (d)/bound2 = ${dpopRatio.toFixed(2)} [${(dpop.cpuUs! / rawVerifyProxy.cpuUs!).toFixed(2)}] ${verdict(dpopRatio, 0.8)}\n`);
     if (nginxAlone && nginxGate) process.stdout.write(`  (e)/nginx alone = ${(nginxGate.rps / nginxAlone.rps).toFixed(2)}\n`);
     process.stdout.write(`# after: ${loadLine()}\n`);
   } finally {
     for (const stop of stops) await stop();
-    for (const child of [upstream.child, proxy.child, gateway.child, bound.child]) child.disconnect();
+    for (const child of [upstream.child, proxy.child, gateway.child, bound.child, undici.child, rawBound.child]) child.disconnect();
   }
 }
 

@@ -1,3 +1,5 @@
+import type { KeyObject } from 'node:crypto';
+import { createSigner } from 'fast-jwt';
 import { SignJWT, type JWTPayload } from 'jose';
 import type { AccessTokenClaims, IdTokenClaims } from './claims.js';
 
@@ -5,9 +7,34 @@ import type { AccessTokenClaims, IdTokenClaims } from './claims.js';
 export interface TokenSigningKey {
   kid: string;
   privateKey: Parameters<SignJWT['sign']>[0];
+  /**
+   * The same key as a node:crypto KeyObject. When present, tokens are signed through fast-jwt,
+   * which signs with node:crypto directly: about a third of the CPU of jose's WebCrypto path
+   * per ES256 token (docs/performance.md#tokens-npm-run-benchtoken).
+   */
+  keyObject?: KeyObject;
+}
+
+type Signer = (payload: object) => string;
+
+/** One signer per key and `typ`, made once: fast-jwt checks the key when the signer is built. */
+const signers = new WeakMap<KeyObject, Map<string, Signer>>();
+
+function fastSigner(key: KeyObject, kid: string, typ: string): Signer {
+  let byTyp = signers.get(key);
+  if (!byTyp) signers.set(key, (byTyp = new Map()));
+  let signer = byTyp.get(typ);
+  if (!signer) {
+    const pem = key.export({ format: 'pem', type: 'pkcs8' }) as string;
+    // The claims carry their own iat and exp (lib/tokens/claims.ts): fast-jwt keeps the given iat.
+    signer = createSigner({ key: pem, algorithm: 'ES256', kid, header: { alg: 'ES256', typ } });
+    byTyp.set(typ, signer);
+  }
+  return signer;
 }
 
 async function sign(claims: object, key: TokenSigningKey, typ: string): Promise<string> {
+  if (key.keyObject) return fastSigner(key.keyObject, key.kid, typ)(claims);
   return new SignJWT(claims as JWTPayload).setProtectedHeader({ alg: 'ES256', kid: key.kid, typ }).sign(key.privateKey);
 }
 

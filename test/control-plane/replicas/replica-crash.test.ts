@@ -11,16 +11,17 @@ import { verifyReceiptProof } from '../../../lib/ledger/verify-receipt.js';
 import { TEST_MASTER_KEY, tempDir } from '../../helpers/build.js';
 import { startCli, type Server } from '../../helpers/cli.js';
 import { createTestDatabase, postgresAvailability } from '../../helpers/postgres.js';
+import { REDIS_URL, redisAvailability } from '../../helpers/redis.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
 /**
- * Two `keyplane control-plane` processes on one PostgreSQL take a sign-in load, both sealing
+ * Two `keyplane control-plane` processes on one PostgreSQL and one Redis take a sign-in load, both sealing
  * epochs as their counts fill up; one is killed with SIGKILL in the middle. The survivor must
  * seal what was left, every receipt hash a client was given must verify, and the chain must
  * have no gap and no epoch sealed twice.
  */
 
-const postgres = await postgresAvailability();
+const [postgres, redis] = [await postgresAvailability(), await redisAvailability()];
 t.setTimeout(300_000);
 
 async function call(base: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -46,20 +47,23 @@ async function freePort(): Promise<number> {
 // Both replicas serve one issuer (the origin passkeys are bound to), as behind a load balancer.
 const ISSUER = 'http://localhost:4400';
 
-async function ceremony(base: string, authenticator: SoftAuthenticator, username?: string): Promise<string> {
+/** One passkey ceremony: begun on `base`, finished on `finish` (by default the same replica). */
+async function ceremony(base: string, authenticator: SoftAuthenticator, username?: string, finish = base): Promise<string> {
   if (username) {
     const begin = await call(base, '/auth/registration-options', { username });
-    const done = await call(base, '/auth/registration-verify', { user: username, response: authenticator.create(begin.json.options), signupToken: begin.json.signupToken });
+    const done = await call(finish, '/auth/registration-verify', { user: username, response: authenticator.create(begin.json.options), signupToken: begin.json.signupToken });
     if (done.status !== 200) throw new Error(`registration-verify ${done.status}: ${JSON.stringify(done.json)}`);
     return done.json.receipt;
   }
   const begin = await call(base, '/auth/assertion-options');
-  const done = await call(base, '/auth/assertion-verify', { response: authenticator.get(begin.json.options) });
+  const done = await call(finish, '/auth/assertion-verify', { response: authenticator.get(begin.json.options) });
   if (done.status !== 200) throw new Error(`assertion-verify ${done.status}: ${JSON.stringify(done.json)}`);
   return done.json.receipt;
 }
 
-if (!postgres.run) t.test('a replica killed mid-load on PostgreSQL', { skip: postgres.reason }, () => undefined);
+if (!postgres.run || !redis.run) {
+  t.test('a replica killed mid-load on PostgreSQL and Redis', { skip: !postgres.run ? postgres.reason : (redis as { reason: string }).reason }, () => undefined);
+}
 else t.test('a replica killed with SIGKILL under load loses no receipt; the survivor seals the rest in one unbroken chain', async (t) => {
   const databaseUrl = await createTestDatabase(t);
   const config = join(tempDir(t), 'keyplane.yaml');
@@ -69,7 +73,12 @@ else t.test('a replica killed with SIGKILL under load loses no receipt; the surv
     'ledger:', '  sealIntervalMs: 2000', '  sealMaxReceipts: 20',
     'logLevel: warn',
   ].join('\n'));
-  const env = { KEYPLANE_MASTER_KEY: TEST_MASTER_KEY, KEYPLANE_DATABASE_URL: databaseUrl };
+  // The processes share their one-time values, replay caches and counters through Redis. They
+  // use the server's default key prefix, so they get a logical database of their own, away from
+  // other suites' rate-limit counters for 127.0.0.1.
+  const redisUrl = new URL(REDIS_URL);
+  redisUrl.pathname = `/${1 + (process.pid % 15)}`;
+  const env = { KEYPLANE_MASTER_KEY: TEST_MASTER_KEY, KEYPLANE_DATABASE_URL: databaseUrl, KEYPLANE_REDIS_URL: redisUrl.toString() };
   // The listening line names the shared issuer, so each replica gets a known port of its own.
   const start = async () => {
     const port = await freePort();
@@ -82,12 +91,16 @@ else t.test('a replica killed with SIGKILL under load loses no receipt; the surv
     for (const s of [victim, survivor]) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
   });
 
-  // Each worker keeps to one replica (in-process challenges); the load is spread over both.
+  // Sign-up begins on one replica and finishes on the other: the challenge is in Redis. Under
+  // load each worker then keeps to one replica, so the kill stops only the victim's workers.
   const given: string[] = [];
   const failures: string[] = [];
   let killed = false;
   const workers = [victim, survivor, victim, survivor].map((server, i) => ({ server, i, authenticator: new SoftAuthenticator(ISSUER) }));
-  for (const w of workers) given.push(await ceremony(w.server.url, w.authenticator, `replica-user-${w.i}`));
+  const other = (server: Server) => (server === victim ? survivor : victim);
+  for (const w of workers) given.push(await ceremony(w.server.url, w.authenticator, `replica-user-${w.i}`, other(w.server).url));
+  // A sign-in begun on one replica and finished on the other, both ways.
+  for (const w of workers.slice(0, 2)) given.push(await ceremony(w.server.url, w.authenticator, undefined, other(w.server).url));
   const load = workers.map(async (w) => {
     for (let n = 0; n < 400 && !(killed && w.server === victim); n++) {
       try {

@@ -96,6 +96,24 @@ if (!postgres.run || !redis.run) {
     t.equal(second.json().reason, 'invalid_dpop_proof');
   });
 
+  t.test('a lockout started on one replica holds on the other', async (t) => {
+    const [a, b] = await replicas(t);
+    const account = await signUp(a.app, 'cyril');
+    const owner = new Browser(b.app);
+    for (const [name, value] of Object.entries(await signIn(b.app, account))) owner.cookies.set(name, value);
+    const { codes } = (await owner.post('/auth/recovery/regenerate')).json();
+    // Wrong codes alternate between the replicas: the failure count lives in the shared state.
+    const guesser = new Browser(roundRobin([a.app, b.app]));
+    const reasons: string[] = [];
+    for (let i = 1; i <= 5; i++) reasons.push((await guesser.post('/auth/recovery/verify', { user: 'cyril', code: `ZZZZ-ZZZZ-ZZZZ-ZZZ${i}` })).json().reason);
+    t.same(reasons, ['invalid_recovery_code', 'invalid_recovery_code', 'invalid_recovery_code', 'invalid_recovery_code', 'locked_out']);
+    for (const replica of [a, b]) {
+      const right = await new Browser(replica.app).post('/auth/recovery/verify', { user: 'cyril', code: codes[0] });
+      t.equal(right.statusCode, 429);
+      t.equal(right.json().reason, 'locked_out', 'the right code waits for the lock on either replica');
+    }
+  });
+
   t.test('rate limits count across replicas', async (t) => {
     const [a, b] = await replicas(t, { 'limits.authPerIpPerMinute': 4 });
     const rr = roundRobin([a.app, b.app]);

@@ -95,3 +95,30 @@ t.test('online backup restores into a working store', async (t) => {
   t.same((await restored.keys.list()).map((k) => k.kid), ['k1'], 'the backup holds what existed when it was taken');
   t.equal(await restored.ping(), true);
 });
+
+t.test('transactions queued together share a commit; a failing one is undone alone', async (t) => {
+  const dir = tempDir(t);
+  const storage = openSqliteStorage(dir);
+  t.teardown(() => storage.close());
+  const receipt = (n: number) => ({ kind: 'test.event', at: '2026-11-23T12:00:00Z', outcome: 'success', n });
+  const hash = (n: number) => n.toString(16).padStart(64, '0');
+  // Started in one tick: they queue behind the first and run in one group.
+  const results = await Promise.allSettled([1, 2, 3, 4].map((n) => storage.transaction(async (tx) => {
+    await tx.receipts.append(receipt(n), hash(n), 1000);
+    if (n === 3) throw new Error('refused');
+    return n;
+  })));
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+  t.same(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)), [1, 2, 'refused', 4]);
+  t.ok(await storage.receipts.get(hash(1)));
+  t.equal(await storage.receipts.get(hash(3)), undefined, 'the failed transaction left nothing');
+  t.equal(await storage.receipts.pendingCount(), 3);
+  // Durable once resolved: a second connection sees every committed row.
+  const other = openSqliteStorage(dir);
+  t.teardown(() => other.close());
+  t.ok(await other.receipts.get(hash(4)), 'committed before the caller heard of it');
+  // A duplicate key (a statement error) inside a group fails that transaction only.
+  const again = await Promise.allSettled([5, 1, 6].map((n) => storage.transaction((tx) => tx.receipts.append(receipt(n), hash(n), 2000))));
+  t.same(again.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  t.equal(await storage.receipts.pendingCount(), 5);
+});

@@ -6,7 +6,7 @@ import { clearSessionCookie } from '../../sessions/start-session.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../schemas.js';
 import { sendErrorPage, sendLogoutConfirm, sendSignedOut } from './pages.js';
-import { verifyIdTokenHint } from './tokens.js';
+import { verifyIdTokenHint } from '../../oidc/tokens.js';
 
 type Params = Record<string, unknown>;
 
@@ -28,7 +28,7 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
 
   async function handle(request: FastifyRequest, reply: FastifyReply, params: Params, confirmed: boolean): Promise<FastifyReply> {
     const hintValue = text(params, 'id_token_hint');
-    const hint = hintValue ? await verifyIdTokenHint(app, hintValue) : null;
+    const hint = hintValue ? await verifyIdTokenHint(app.kp, hintValue) : null;
     if (hintValue && !hint) return sendErrorPage(request, reply, 'The id_token_hint was not issued by this server.');
     const clientIdParam = text(params, 'client_id');
     if (hint && clientIdParam && clientIdParam !== hint.aud) return sendErrorPage(request, reply, 'client_id differs from the audience of id_token_hint.');

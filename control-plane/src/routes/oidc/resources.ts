@@ -9,8 +9,9 @@ import type { StoredClient } from '../../storage/types.js';
 import { isAccountActive } from '../../accounts/lifecycle.js';
 import { anyObject, errorResponses } from '../schemas.js';
 import { authenticateClient } from './client-auth.js';
-import { checkDpopHeader, readBody } from './token.js';
-import { grantIdOfJti, userClaims, verifyAccessToken, type AccessTokenClaimsRead } from './tokens.js';
+import { checkDpopHeader } from '../../oidc/dpop-header.js';
+import { readTokenRequestBody } from '../../oidc/token-request.js';
+import { grantIdOfJti, userClaims, verifyAccessToken, type AccessTokenClaimsRead } from '../../oidc/tokens.js';
 
 const USERINFO_PATH = '/auth/userinfo';
 
@@ -35,7 +36,7 @@ async function authenticateResource(app: FastifyInstance, request: FastifyReques
   if (!presented) throw resourceRefusal('unauthorized', 'send an access token as Authorization: Bearer or DPoP');
   let claims: AccessTokenClaimsRead;
   try {
-    claims = await verifyAccessToken(app, presented.token);
+    claims = await verifyAccessToken(app.kp, presented.token);
   } catch (error) {
     if (isKeyplaneError(error)) throw resourceRefusal('invalid_token', error.message);
     throw error;
@@ -45,7 +46,7 @@ async function authenticateResource(app: FastifyInstance, request: FastifyReques
   if (problem === 'bearer_for_bound_token') throw resourceRefusal('invalid_token', 'this access token is DPoP-bound: present it with Authorization: DPoP and a proof');
   if (problem === 'dpop_for_unbound_token') throw resourceRefusal('invalid_token', 'this access token is not DPoP-bound: present it as Bearer');
   if (bound !== undefined) {
-    const proof = await checkDpopHeader(app, request, reply, path, 'resource', { accessToken: presented.token, boundJkt: bound });
+    const proof = await checkDpopHeader(app.kp, request, reply, path, 'resource', { accessToken: presented.token, boundJkt: bound });
     if (!proof) throw resourceRefusal('invalid_token', 'a DPoP proof is required with this access token');
   }
   return claims;
@@ -82,7 +83,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
   async function identify(token: string): Promise<{ kind: 'refresh'; grantId: string } | { kind: 'access'; claims: AccessTokenClaimsRead } | null> {
     if (token.includes('.')) {
       try {
-        return { kind: 'access', claims: await verifyAccessToken(app, token) };
+        return { kind: 'access', claims: await verifyAccessToken(app.kp, token) };
       } catch {
         return null;
       }
@@ -100,7 +101,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
     },
   }, async (request, reply) => {
     reply.header('cache-control', 'no-store');
-    const body = readBody(request);
+    const body = readTokenRequestBody(request.body);
     const client = await authenticateClient(app, request, body);
     const token = body.token;
     if (typeof token !== 'string' || token.length === 0 || token.length > 8192) throw oauthError('invalid_request', 'token is required');
@@ -140,7 +141,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
     },
   }, async (request, reply) => {
     reply.header('cache-control', 'no-store');
-    const body = readBody(request);
+    const body = readTokenRequestBody(request.body);
     const client = await authenticateClient(app, request, body);
     if (client.type !== 'confidential') throw oauthError('unauthorized_client', 'introspection needs an authenticated confidential client');
     const token = body.token;

@@ -15,7 +15,7 @@ import { sqliteOidcStore } from './oidc-store.js';
 import { sqliteGatewayStore } from './gateway-store.js';
 import { sqliteAgentStore } from './agent-store.js';
 import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
-import { SerialRunner, type Runner } from './serial-runner.js';
+import { cached, SerialRunner, type Runner } from './serial-runner.js';
 import { sqliteRolloutStore } from './rollout-store.js';
 
 function storesOn(runner: Runner): Stores {
@@ -43,10 +43,12 @@ function storesOn(runner: Runner): Stores {
 export function openSqliteStorage(dataDir: string, options: { migrate?: boolean } = {}): Storage {
   const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
+  // Built once: a transaction's stores only differ in the runner, which is the same every time.
+  const inTransaction = storesOn(runner.direct);
   return {
     ...storesOn(runner),
-    transaction: (work) => runner.transaction((direct) => work(storesOn(direct))),
-    ping: () => runner.run((d) => d.prepare('SELECT 1 AS ok').get() !== undefined),
+    transaction: (work) => runner.transaction(() => work(inTransaction)),
+    ping: () => runner.run((d) => cached(d, 'SELECT 1 AS ok').get() !== undefined),
     close: async () => {
       db.close();
     },

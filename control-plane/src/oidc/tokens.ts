@@ -1,14 +1,13 @@
-import type { FastifyInstance } from 'fastify';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyResult } from 'jose';
-import { effectiveAssurance } from '../../../../lib/assurance/assurance.js';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel } from '../../../../lib/tokens/claims.js';
-import { signAccessToken, signIdToken } from '../../../../lib/tokens/sign-token.js';
-import { randomToken } from '../../../../lib/util/random.js';
-import type { ControlPlaneServices } from '../../context.js';
-import type { StoredGrant } from '../../storage/types.js';
-import { isAccountActive } from '../../accounts/lifecycle.js';
-import { agentGrantStands } from '../../agents/grants.js';
+import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel } from '../../../lib/tokens/claims.js';
+import { signAccessToken, signIdToken } from '../../../lib/tokens/sign-token.js';
+import { randomToken } from '../../../lib/util/random.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { StoredGrant } from '../storage/types.js';
+import { isAccountActive } from '../accounts/lifecycle.js';
+import { agentGrantStands } from '../agents/grants.js';
 
 /**
  * Minting and checking the tokens of the OIDC provider. Access tokens are RFC 9068 JWTs whose
@@ -16,10 +15,13 @@ import { agentGrantStands } from '../../agents/grants.js';
  * revocation) invalidates every access token issued from it without a look-up table.
  */
 
+/** What minting and checking tokens needs. */
+export type TokenServices = Pick<ControlPlaneServices, 'config' | 'keys' | 'storage' | 'now'>;
+
 /** The assurance a grant may still claim at `now`: `sensitive` only inside the step-up window. */
-export function grantAssurance(app: FastifyInstance, grant: Pick<StoredGrant, 'assurance' | 'authTime'>, now: number): AssuranceLevel {
+export function grantAssurance(services: Pick<TokenServices, 'config'>, grant: Pick<StoredGrant, 'assurance' | 'authTime'>, now: number): AssuranceLevel {
   if (grant.assurance !== 'sensitive') return grant.assurance;
-  return effectiveAssurance({ assurance: 'passkey', stepUpAt: grant.authTime }, now, app.kp.config.lifetimes.stepUp * 1000);
+  return effectiveAssurance({ assurance: 'passkey', stepUpAt: grant.authTime }, now, services.config.lifetimes.stepUp * 1000);
 }
 
 export interface MintInput {
@@ -30,6 +32,8 @@ export interface MintInput {
   nonce: string | null;
   /** Whether to include an ID token (scope openid). */
   idToken: boolean;
+  /** The identity's profile and email claims when the caller fetched them already. */
+  claims?: UserClaims;
 }
 
 export interface Minted {
@@ -39,12 +43,12 @@ export interface Minted {
 }
 
 /** Signs the access token and (with scope openid) the ID token for a grant. */
-export async function mintTokens(app: FastifyInstance, input: MintInput): Promise<Minted> {
-  const { config, keys } = app.kp;
-  const now = app.kp.now();
+export async function mintTokens(services: TokenServices, input: MintInput): Promise<Minted> {
+  const { config, keys } = services;
+  const now = services.now();
   const { grant } = input;
   const key = keys.current();
-  const assurance = grantAssurance(app, grant, now);
+  const assurance = grantAssurance(services, grant, now);
   const common = {
     issuer: config.issuer,
     subject: grant.identityId,
@@ -71,20 +75,25 @@ export async function mintTokens(app: FastifyInstance, input: MintInput): Promis
       scopes: input.scopes,
       sid: grant.sessionId,
       ...(input.nonce !== null ? { nonce: input.nonce } : {}),
-      ...(await userClaims(app.kp, grant.identityId)),
+      ...(input.claims ?? (await userClaims(services, grant.identityId))),
     });
     minted.idToken = await signIdToken(claims, key);
   }
   return minted;
 }
 
+export interface UserClaims {
+  email?: { address: string; verified: boolean };
+  profile?: { name?: string; preferred_username?: string };
+}
+
 /** Profile and email facts of an identity, as ID token and userinfo state them (by scope). */
-export async function userClaims(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<{ email?: { address: string; verified: boolean }; profile?: { name?: string; preferred_username?: string } }> {
-  const identity = await services.storage.identities.get(identityId);
-  const emails = await services.storage.emails.listByIdentity(identityId);
+export async function userClaims(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<UserClaims> {
+  // Two independent reads: on a pooled backend they travel together.
+  const [identity, emails] = await Promise.all([services.storage.identities.get(identityId), services.storage.emails.listByIdentity(identityId)]);
   // A verified address first; an unverified one is stated with email_verified: false.
   const chosen = emails.find((e) => e.verifiedAt !== null) ?? emails[0];
-  const out: { email?: { address: string; verified: boolean }; profile?: { name?: string; preferred_username?: string } } = {};
+  const out: UserClaims = {};
   if (chosen) out.email = { address: chosen.email, verified: chosen.verifiedAt !== null };
   if (identity) {
     out.profile = { preferred_username: identity.username, ...(identity.displayName ? { name: identity.displayName } : {}) };
@@ -107,14 +116,14 @@ export function grantIdOfJti(jti: string): string | null {
   return dot > 0 ? jti.slice(0, dot) : null;
 }
 
-async function verifySigned(app: FastifyInstance, token: string, typ: string | undefined, options: { ignoreExpiry?: boolean } = {}): Promise<JWTVerifyResult> {
-  const now = app.kp.now();
+async function verifySigned(services: TokenServices, token: string, typ: string | undefined, options: { ignoreExpiry?: boolean } = {}): Promise<JWTVerifyResult> {
+  const now = services.now();
   return jwtVerify(token, async (header) => {
-    const key = typeof header.kid === 'string' ? app.kp.keys.publicKey(header.kid) : undefined;
+    const key = typeof header.kid === 'string' ? services.keys.publicKey(header.kid) : undefined;
     if (!key) throw new joseErrors.JWKSNoMatchingKey();
     return key;
   }, {
-    issuer: app.kp.config.issuer,
+    issuer: services.config.issuer,
     algorithms: ['ES256'],
     ...(typ ? { typ } : {}),
     currentDate: new Date(now),
@@ -127,10 +136,10 @@ async function verifySigned(app: FastifyInstance, token: string, typ: string | u
  * and unknown kids fail), `typ: at+jwt`, issuer, expiry, and that neither it nor its grant was
  * revoked. Throws `invalid_token`.
  */
-export async function verifyAccessToken(app: FastifyInstance, token: string): Promise<AccessTokenClaimsRead> {
+export async function verifyAccessToken(services: TokenServices, token: string): Promise<AccessTokenClaimsRead> {
   let payload: JWTPayload;
   try {
-    ({ payload } = await verifySigned(app, token, 'at+jwt'));
+    ({ payload } = await verifySigned(services, token, 'at+jwt'));
   } catch {
     throw fail('invalid_token', 'the access token is invalid or expired');
   }
@@ -140,20 +149,20 @@ export async function verifyAccessToken(app: FastifyInstance, token: string): Pr
   }
   const grantId = grantIdOfJti(claims.jti);
   if (grantId?.startsWith('agg_')) {
-    if (!(await agentGrantStands(app.kp, grantId, claims.client_id, claims.cnf?.jkt))) throw fail('invalid_token', 'the access token was revoked');
+    if (!(await agentGrantStands(services, grantId, claims.client_id, claims.cnf?.jkt))) throw fail('invalid_token', 'the access token was revoked');
   } else {
-    const grant = grantId ? await app.kp.storage.oidc.getGrant(grantId) : null;
+    const grant = grantId ? await services.storage.oidc.getGrant(grantId) : null;
     if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id) throw fail('invalid_token', 'the access token was revoked');
-    if (!(await isAccountActive(app.kp.storage, grant.identityId))) throw fail('invalid_token', 'the account is disabled or deleted');
+    if (!(await isAccountActive(services.storage, grant.identityId))) throw fail('invalid_token', 'the account is disabled or deleted');
   }
-  if (await app.kp.storage.oidc.isAccessTokenRevoked(claims.jti)) throw fail('invalid_token', 'the access token was revoked');
+  if (await services.storage.oidc.isAccessTokenRevoked(claims.jti)) throw fail('invalid_token', 'the access token was revoked');
   return claims;
 }
 
 /** Verifies an ID token this server issued, for `id_token_hint` (an expired one is accepted, as OIDC RP-Initiated Logout allows). */
-export async function verifyIdTokenHint(app: FastifyInstance, token: string): Promise<{ sub: string; aud: string; sid?: string } | null> {
+export async function verifyIdTokenHint(services: TokenServices, token: string): Promise<{ sub: string; aud: string; sid?: string } | null> {
   try {
-    const { payload } = await verifySigned(app, token, 'JWT', { ignoreExpiry: true });
+    const { payload } = await verifySigned(services, token, 'JWT', { ignoreExpiry: true });
     const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
     if (typeof payload.sub !== 'string' || typeof aud !== 'string') return null;
     return { sub: payload.sub, aud, ...(typeof payload.sid === 'string' ? { sid: payload.sid } : {}) };

@@ -1,0 +1,71 @@
+import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
+import { oauthError } from '../../../../lib/oauth/errors.js';
+import { parseScope } from '../../../../lib/oauth/scope.js';
+import { randomToken } from '../../../../lib/util/random.js';
+import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { isAccountActive } from '../../accounts/lifecycle.js';
+import type { StoredClient } from '../../storage/types.js';
+import { mintTokens, userClaims } from '../tokens.js';
+import { stringParam } from '../token-request.js';
+import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
+
+/**
+ * The refresh-token grant (RFC 6749 §6) with rotation: every checks that can fail without the
+ * token being at fault runs before it is spent, so a refused request leaves it working; the
+ * spend is one conditional update (a token used concurrently rotates once), and a rotated-out
+ * token that comes back revokes its whole family (RFC 9700 §4.14.2).
+ */
+export async function refreshTokenGrant(services: GrantServices, client: StoredClient, body: Record<string, unknown>, proof: VerifiedDpopProof | null): Promise<GrantResult> {
+  const { storage, config, events } = services;
+  const presented = stringParam(body, 'refresh_token');
+  if (!presented) throw oauthError('invalid_request', 'refresh_token is required');
+  const now = services.now();
+  const hash = sha256Hex(presented);
+  const found = await storage.oidc.findRefreshToken(hash);
+  if (!found) throw oauthError('invalid_grant', 'the refresh token is unknown');
+  const grant = await storage.oidc.getGrant(found.grantId);
+  if (!grant || grant.clientId !== client.clientId) throw oauthError('invalid_grant', 'the refresh token was issued to another client');
+  // Checked before the token is used up, so someone without the key cannot burn it.
+  if (found.dpopJkt !== null && (!proof || proof.jkt !== found.dpopJkt)) {
+    throw oauthError('invalid_grant', 'the refresh token is bound to a DPoP key: send a proof made with that key');
+  }
+  if (grant.revokedAt !== null) throw oauthError('invalid_grant', 'the refresh token was revoked');
+  // Also before it is used up: a request the grant does not allow leaves the token working.
+  const granted = parseScope(grant.scope);
+  const requested = body.scope === undefined ? granted : parseScope(body.scope);
+  const extra = requested.find((scope) => !granted.includes(scope));
+  const idToken = requested.includes('openid');
+  const [active, sessionLive, claims] = await Promise.all([
+    isAccountActive(storage, grant.identityId),
+    // A grant ends with the session that started it, unless the user approved offline access.
+    grant.offline || storage.sessions.isLive(grant.sessionId, now),
+    extra === undefined && idToken ? userClaims(services, grant.identityId) : undefined,
+  ]);
+  if (!active) throw oauthError('invalid_grant', 'the account is disabled or deleted');
+  if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
+  if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token')) throw oauthError('invalid_grant', 'the grant does not allow refresh');
+  const resource = resourceFor(client, body, grant.resource);
+  if (!sessionLive) {
+    await revokeFamily(services, grant, 'session_ended');
+    throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
+  }
+  const consumed = await storage.oidc.consumeRefreshToken(hash, now);
+  if (consumed.status !== 'consumed') {
+    // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
+    await revokeFamily(services, grant, 'refresh_reuse');
+    throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
+  }
+  if (found.idleExpiresAt <= now || grant.expiresAt <= now) throw oauthError('invalid_grant', 'the refresh token has expired');
+  const minted = await mintTokens(services, { grant, scopes: requested, resource, dpopJkt: proof?.jkt ?? null, nonce: null, idToken, ...(claims ? { claims } : {}) });
+  const refreshToken = randomToken(32);
+  const { receipt } = await storage.transaction(async (tx) => {
+    // Use at the app is use of the sign-in: the session's idle limit moves on (never its absolute one).
+    if (!grant.offline) await tx.sessions.touch(grant.sessionId, now, now + config.lifetimes.sessionIdle * 1000);
+    await tx.oidc.insertRefreshToken({
+      tokenHash: sha256Hex(refreshToken), grantId: grant.grantId, dpopJkt: found.dpopJkt,
+      createdAt: now, idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000), usedAt: null,
+    });
+    return events.record(tx, { type: 'token.refreshed', at: now, outcome: 'success', clientId: client.clientId, identityId: grant.identityId, grantId: grant.grantId, dpop: proof !== null });
+  });
+  return { minted, scopes: requested, refreshToken, ...(receipt ? { receipt } : {}), proof };
+}

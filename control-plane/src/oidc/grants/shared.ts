@@ -1,0 +1,35 @@
+import { oauthError } from '../../../../lib/oauth/errors.js';
+import { checkResource } from '../../../../lib/oauth/resource.js';
+import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
+import type { ControlPlaneServices } from '../../context.js';
+import type { StoredClient, StoredGrant } from '../../storage/types.js';
+import type { Minted } from '../tokens.js';
+
+/** What the authorization-code and refresh-token grants run on. */
+export type GrantServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'events' | 'keys' | 'now'>;
+
+/** What a grant hands back to the token endpoint to shape its answer. */
+export interface GrantResult {
+  minted: Minted;
+  scopes: string[];
+  refreshToken?: string;
+  receipt?: string;
+  proof: VerifiedDpopProof | null;
+}
+
+/** Revokes a grant (its whole family) with a receipt. */
+export async function revokeFamily(services: GrantServices, grant: StoredGrant, cause: 'code_replay' | 'refresh_reuse' | 'session_ended'): Promise<void> {
+  const now = services.now();
+  await services.storage.transaction(async (tx) => {
+    if (!(await tx.oidc.revokeGrant(grant.grantId, now))) return;
+    await services.events.record(tx, { type: 'token.family_revoked', at: now, outcome: 'success', clientId: grant.clientId, identityId: grant.identityId, grantId: grant.grantId, cause });
+  });
+}
+
+/** RFC 8707 at the token endpoint: a resource must be registered, and within what the grant allowed. */
+export function resourceFor(client: StoredClient, body: Record<string, unknown>, granted: string | null): string | null {
+  const requested = checkResource(client.metadata.resources, body.resource);
+  if (requested === undefined) return granted;
+  if (granted !== null && requested !== granted) throw oauthError('invalid_target', 'the resource differs from the one authorized');
+  return requested;
+}
