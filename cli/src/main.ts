@@ -11,6 +11,7 @@ import { keysCommand } from './commands/keys.js';
 import { ledgerCommand } from './commands/ledger.js';
 import { migrateCommand } from './commands/migrate.js';
 import { receiptCommand } from './commands/receipt.js';
+import { rolloutCommands } from './commands/rollout.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit.js';
 
@@ -31,6 +32,7 @@ receiptCommand(program);
 ledgerCommand(program);
 accountsCommands(program);
 agentCommands(program);
+rolloutCommands(program);
 
 try {
   await program.parseAsync(process.argv);

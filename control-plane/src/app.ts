@@ -37,6 +37,7 @@ import orgRoutes from './routes/orgs/index.js';
 import scanRoutes from './routes/scan/index.js';
 import samlRoutes from './routes/saml/index.js';
 import samlPages from './routes/saml/apps-page.js';
+import rolloutRoutes, { ROLLOUT_SCHEMAS } from './routes/rollout/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -89,6 +90,8 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
+  // The trust-profile and migration-plan schemas: one object validates them and is published here.
+  for (const schema of ROLLOUT_SCHEMAS) app.addSchema(schema);
   const discovery = collectDiscovery(app);
   await app.register(healthRoutes);
   await app.register(discoveryRoutes, { collected: discovery });
@@ -117,5 +120,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(scanRoutes);
   await app.register(samlRoutes);
   await app.register(samlPages);
+  await app.register(rolloutRoutes);
   return app;
 }

@@ -133,6 +133,14 @@ export const REASONS = {
   scan_target_refused: { status: 400, description: 'The scan was not run: the URL is not https, carries credentials, names an IP literal, or resolves to a loopback, private, link-local or metadata address.' },
   scan_failed: { status: 502, description: 'The site could not be graded: it did not answer in time, answered with an error status, or sent something unreadable.' },
   domain_not_verified: { status: 409, description: 'The org has not proved control of the site\'s domain (DNS TXT or /.well-known/keyplane-site.txt), so no seal is shown.' },
+  // trust profiles, migration plans and the rollout flow (docs/rollout.md)
+  invalid_profile: { status: 400, description: 'The trust profile or migration plan is not valid YAML or JSON, or breaks its schema (`project-trust-profile/v1`, `migration-plan/v1`); `problems` lists every violation with its path.' },
+  profile_unsigned: { status: 400, description: 'A signed profile or plan was expected but the document is not a compact JWS, or carries no signature (`alg: none`).' },
+  profile_signature_invalid: { status: 400, description: 'The signed profile or plan was not signed by this control plane (a `kid` outside its JWKS, a re-signed copy, another `typ` or issuer), or is not the version it has on record.' },
+  outside_trust_profile: { status: 400, description: 'The client registration steps outside its project\'s trust profile: a redirect URI or resource in none of the declared environments, or a principal type the profile does not admit; `violations` lists each.' },
+  project_not_registered: { status: 409, description: 'The project has no registered client yet: run `keyplane rollout register` first.' },
+  verification_required: { status: 409, description: 'Attest needs a passing `keyplane rollout verify` of the current profile version within the last 24 hours.' },
+  evidence_not_fresh: { status: 409, description: 'The gateway\'s signed evidence is missing, expired or names another config than the declared one, so nothing can be attested now.' },
   // the guarded fetcher: every server-side fetch of a URL a user gave (docs/fetch.md)
   fetch_invalid_url: { status: 400, description: 'The URL to fetch is not an absolute URL.' },
   fetch_not_https: { status: 400, description: 'Server-side fetches go to https URLs only.' },

@@ -47,6 +47,12 @@ export type DomainEvent =
   | (EventBase & { type: 'client.secret_rotated'; clientId: string; revision: number })
   // Edge-gate (docs/gateway.md#signed-config): a new version of a gateway client's signed config
   | (EventBase & { type: 'gateway.config_issued'; clientId: string; version: number; configHash: string; policyHash: string; mode: 'observe' | 'canary' | 'enforce'; kid: string })
+  // Rollout (docs/rollout.md): signed profiles and plans, the project's client, verification, policy changes, attestation
+  | (EventBase & { type: 'rollout.document_signed'; project: string; kind: 'profile' | 'plan'; version: number; documentHash: string })
+  | (EventBase & { type: 'rollout.registered'; project: string; clientId: string; profileVersion: number })
+  | (EventBase & { type: 'rollout.verified'; project: string; clientId: string; profileVersion: number; passed: boolean; failed: string[] })
+  | (EventBase & { type: 'rollout.policy_changed'; project: string; clientId: string; mode: 'observe' | 'canary' | 'enforce'; canaryPercent: number | null; revision: number })
+  | (EventBase & { type: 'rollout.attested'; project: string; clientId: string; profileVersion: number; configVersion: number; attestationHash: string })
   // OIDC provider (docs/oidc.md); `grantId` names the family of everything issued from one code
   | (EventBase & { type: 'authorization.code_issued'; clientId: string; identityId: string; sessionId: string; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' })
   | (EventBase & { type: 'token.issued'; clientId: string; identityId: string; grantId: string; dpop: boolean; refresh: boolean; resource: string | null })

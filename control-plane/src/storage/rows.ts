@@ -10,6 +10,8 @@ import type {
   StoredEmail,
   StoredGatewayEvidence,
   StoredGrant,
+  StoredProject,
+  StoredRolloutDocument,
   StoredLink,
   StoredReceipt,
   StoredRecoveryCode,
@@ -707,6 +709,53 @@ export interface SamlProviderRow {
   updated_at: number;
 }
 
+// ---- rollout documents and projects ----
+
+export interface RolloutDocumentRow {
+  kind: string;
+  project: string;
+  version: number;
+  document: string;
+  jws: string;
+  hash: string;
+  content_hash: string;
+  kid: string;
+  created_at: number;
+}
+
+export const rolloutDocumentToRow = (d: StoredRolloutDocument): RolloutDocumentRow => ({
+  kind: d.kind,
+  project: d.project,
+  version: d.version,
+  document: JSON.stringify(d.document),
+  jws: d.jws,
+  hash: d.hash,
+  content_hash: d.contentHash,
+  kid: d.kid,
+  created_at: d.createdAt,
+});
+
+export const rolloutDocumentFromRow = (row: RolloutDocumentRow): StoredRolloutDocument => ({
+  kind: row.kind as StoredRolloutDocument['kind'],
+  project: row.project,
+  version: Number(row.version),
+  document: JSON.parse(row.document),
+  jws: row.jws,
+  hash: row.hash,
+  contentHash: row.content_hash,
+  kid: row.kid,
+  createdAt: Number(row.created_at),
+});
+
+export interface ProjectRow {
+  project: string;
+  client_id: string | null;
+  verification: string | null;
+  attestation: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export const samlProviderToRow = (p: StoredSamlProvider): SamlProviderRow => ({
   id: p.id,
   entity_id: p.entityId,
@@ -737,6 +786,15 @@ export const samlProviderFromRow = (row: SamlProviderRow): StoredSamlProvider =>
   wantSignedRequests: Number(row.want_signed_requests) === 1,
   orgId: row.org_id,
   revision: Number(row.revision),
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+});
+
+export const projectFromRow = (row: ProjectRow): StoredProject => ({
+  project: row.project,
+  clientId: row.client_id,
+  verification: row.verification === null ? null : JSON.parse(row.verification),
+  attestation: row.attestation === null ? null : JSON.parse(row.attestation),
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
 });

@@ -728,6 +728,55 @@ export interface StoredSamlProvider {
   updatedAt: number;
 }
 
+// ---- Rollout: signed trust profiles, migration plans, projects (docs/rollout.md) ----
+
+/** One signed version of a project's trust profile or migration plan; versions are kept as history. */
+export interface StoredRolloutDocument {
+  kind: 'profile' | 'plan';
+  project: string;
+  /** 1, 2, …: each new content is the next version; the highest is in force. */
+  version: number;
+  /** The validated document (what was signed). */
+  document: Record<string, unknown>;
+  /** The compact JWS the control plane signed. */
+  jws: string;
+  /** SHA-256 hex of the JWS. */
+  hash: string;
+  /** SHA-256 hex of the document's RFC 8785 form: the same content is never signed twice. */
+  contentHash: string;
+  kid: string;
+  createdAt: number;
+}
+
+/** The outcome of `keyplane rollout verify`, as recorded. */
+export interface RolloutVerification {
+  passed: boolean;
+  at: number;
+  profileVersion: number;
+  /** The declared gateway config hash when it was verified (null without a gateway). */
+  configHash: string | null;
+  checks: Array<{ name: string; ok: boolean; detail: string }>;
+}
+
+export interface RolloutAttestation {
+  jws: string;
+  hash: string;
+  at: number;
+  profileVersion: number;
+  configVersion: number;
+  configHash: string;
+}
+
+export interface StoredProject {
+  project: string;
+  /** The client registered for the project, once `register` ran. */
+  clientId: string | null;
+  verification: RolloutVerification | null;
+  attestation: RolloutAttestation | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
 export interface SamlStore {
   keys(): Promise<StoredSamlKey[]>;
   insertKey(key: StoredSamlKey): Promise<void>;
@@ -742,6 +791,23 @@ export interface SamlStore {
   /** Conditional on `revision`: null when the stored revision differs (or the entityID is taken). */
   updateProvider(provider: StoredSamlProvider, revision: number): Promise<StoredSamlProvider | null | 'taken'>;
   removeProvider(id: string): Promise<boolean>;
+}
+
+export interface RolloutStore {
+  /** False when this kind, project and version exist already (two signers raced). */
+  insertDocument(document: StoredRolloutDocument): Promise<boolean>;
+  latestDocument(kind: StoredRolloutDocument['kind'], project: string): Promise<StoredRolloutDocument | null>;
+  /** Every version, newest first. */
+  documentHistory(kind: StoredRolloutDocument['kind'], project: string): Promise<StoredRolloutDocument[]>;
+  /** Creates the project record when it is missing; returns it either way. */
+  ensureProject(project: string, at: number): Promise<StoredProject>;
+  getProject(project: string): Promise<StoredProject | null>;
+  projectOfClient(clientId: string): Promise<StoredProject | null>;
+  listProjects(): Promise<StoredProject[]>;
+  /** Binds the client when the project has none or the same one; false otherwise (and for a client bound elsewhere). */
+  bindClient(project: string, clientId: string, at: number): Promise<boolean>;
+  recordVerification(project: string, verification: RolloutVerification, at: number): Promise<void>;
+  recordAttestation(project: string, attestation: RolloutAttestation | null, at: number): Promise<void>;
 }
 
 export interface Stores {
@@ -762,6 +828,7 @@ export interface Stores {
   orgs: OrgStore;
   scans: ScanStore;
   saml: SamlStore;
+  rollout: RolloutStore;
 }
 
 export interface Storage extends Stores {

@@ -200,7 +200,7 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     const clients = listed ?? await storage.clients.listByOwner(current.identityId);
     // Green only with fresh evidence, as GET /gateway/status says it (DESIGN: declared and observed kept apart).
     const enforcement = new Map<string, GatewayEnforcement>();
-    for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app, client));
+    for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app.kp, client));
     reply.code(status);
     return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, enforcement, current.assurance, notice), ...(scripts ? { scripts } : {}) }));
   }
@@ -286,7 +286,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     }
     for (const field of SERVER_FIELDS) delete fields[field];
     const metadata = validateClientMetadata({ ...client.metadata, ...fields });
-    const change = await updateClient(app, client, revision, metadata);
+    const change = await updateClient(app.kp, client, revision, metadata);
     if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App saved.'));
     return describeChange(app.kp, change);
   });

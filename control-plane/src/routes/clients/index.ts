@@ -94,7 +94,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     const { client_id: clientId } = request.params as { client_id: string };
     const client = await authenticateRegistrationToken(app, request, clientId);
     const { revision, metadata } = checkUpdateRequest(client, request.body);
-    return describeChange(app.kp, await updateClient(app, client, revision, metadata));
+    return describeChange(app.kp, await updateClient(app.kp, client, revision, metadata));
   });
 
   app.delete('/register/:client_id', {

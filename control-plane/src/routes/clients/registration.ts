@@ -11,7 +11,8 @@ import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { checkJwksUri } from '../../clients/remote-key-sets.js';
-import type { StoredClient } from '../../storage/types.js';
+import type { StoredClient, Stores } from '../../storage/types.js';
+import { refuseOutsideProfile } from '../../rollout/constraints.js';
 
 /**
  * The steps of RFC 7591 registration and RFC 7592 management, each a small named check.
@@ -163,8 +164,15 @@ export function checkOperatorOnlyMetadata(metadata: ClientMetadata, ownerId: str
   if (metadata.first_party === true && ownerId !== null) throw oauthError('invalid_client_metadata', 'first_party can only be set with the admin token');
 }
 
+export interface RegisterOptions {
+  /** The connector template the registration came from (recorded in `client.registered`). */
+  connector?: string;
+  /** Runs in the registration's transaction after the insert (the rollout binds its project there). */
+  onInsert?: (tx: Stores, client: StoredClient) => Promise<void>;
+}
+
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
-export async function registerClient(services: ControlPlaneServices, metadata: ClientMetadata, registrar: Registrar, made: { connector?: string } = {}): Promise<ClientChange> {
+export async function registerClient(services: ControlPlaneServices, metadata: ClientMetadata, registrar: Registrar, options: RegisterOptions = {}): Promise<ClientChange> {
   checkOperatorOnlyMetadata(metadata, registrar.ownerId);
   await checkOwnedResources(services, metadata, registrar.ownerId);
   await checkJwksUri(services, metadata);
@@ -185,7 +193,8 @@ export async function registerClient(services: ControlPlaneServices, metadata: C
   };
   const { receipt } = await services.storage.transaction(async (tx) => {
     await tx.clients.insert(client);
-    return services.events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1, ...(made.connector ? { connector: made.connector } : {}) });
+    await options.onInsert?.(tx, client);
+    return services.events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1, ...(options.connector ? { connector: options.connector } : {}) });
   });
   return { client, issued: { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }, ...(receipt ? { receipt } : {}) };
 }
@@ -194,18 +203,20 @@ export async function registerClient(services: ControlPlaneServices, metadata: C
  * Replaces the client's metadata if it is still at `revision` (one conditional update, so a
  * concurrent edit is a `stale_revision`) and records `client.updated`.
  */
-export async function updateClient(app: FastifyInstance, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
+export async function updateClient(services: ControlPlaneServices, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
   checkOperatorOnlyMetadata(metadata, client.ownerId);
-  await checkOwnedResources(app.kp, metadata, client.ownerId);
-  await checkJwksUri(app.kp, metadata);
-  const now = app.kp.now();
+  await checkOwnedResources(services, metadata, client.ownerId);
+  await checkJwksUri(services, metadata);
+  const now = services.now();
   const secret = secretAfterUpdate(client, metadata, now);
-  const { updated, receipt } = await app.kp.storage.transaction(async (tx) => {
+  const { updated, receipt } = await services.storage.transaction(async (tx) => {
+    // A client registered for a project stays inside its signed trust profile (docs/rollout.md).
+    await refuseOutsideProfile(tx, client.clientId, metadata);
     const stored = await tx.clients.update(client.clientId, revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: secret.hash, secretIssuedAt: secret.issuedAt, at: now });
     // Another update won the race since we read the client.
     if (!stored) staleRevision();
-    const recorded = await app.kp.events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
+    const recorded = await services.events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
     return { updated: stored, receipt: recorded.receipt };
   });
   return { client: updated, issued: secret.value !== undefined ? { clientSecret: secret.value } : {}, ...(receipt ? { receipt } : {}) };

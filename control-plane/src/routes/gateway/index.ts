@@ -107,7 +107,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
     },
   }, async (request, reply) => {
     const client = await authenticateClient(app, request, {});
-    const issued = await currentGatewayConfig(app, client);
+    const issued = await currentGatewayConfig(app.kp, client);
     const etag = `"${issued.hash}"`;
     reply.header('etag', etag).header('cache-control', 'no-store');
     if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
@@ -160,7 +160,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
     const client = await storage.clients.get(request.params.client_id);
     // Someone else's client answers like a missing one.
     if (!client || (registrar.by === 'session' && client.ownerId !== registrar.ownerId)) throw fail('not_found', 'no such client');
-    const { status, reason, declared, observed, now } = await gatewayEnforcement(app, client);
+    const { status, reason, declared, observed, now } = await gatewayEnforcement(app.kp, client);
     return {
       ok: true, client_id: client.clientId, status, reason,
       declared: describeDeclared(declared),

@@ -1,21 +1,40 @@
-import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { GATEWAY_CONFIG_LIFETIME_SECONDS, REVOKED_SESSIONS_LIMIT, canReuseIssuedConfig, deriveIssuedPolicy, hashIssuedContent, signGatewayConfig } from '../../../../lib/gateway/config-issuance.js';
 import { computeEnforcementStatus, type EnforcementReason, type EnforcementStatus } from '../../../../lib/gateway/enforcement-status.js';
-import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence } from '../../storage/types.js';
+import { applyProfileToPolicy } from '../../../../lib/profiles/constraints.js';
+import type { TrustProfile } from '../../../../lib/profiles/documents.js';
+import type { ControlPlaneServices } from '../../context.js';
+import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence, Stores } from '../../storage/types.js';
+
+/** What issuing a config needs from the services. */
+export type GatewayServices = Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'now'>;
 
 /** Instances considered in a status, most recently heard from first. */
 const STATUS_INSTANCES = 50;
 
 /**
- * What a config for this client states now: the registered policy with each route's resource,
- * and the deny list of its sessions revoked within the last session lifetime (a gateway session
- * cannot outlive the control-plane session it came from by longer, docs/gateway.md#revoked-sessions).
+ * The trust profile in force for a client (docs/rollout.md#what-a-profile-constrains): the
+ * newest signed version of the project the client is registered for, or null.
  */
-async function issuedContent(app: FastifyInstance, client: StoredClient, sessions: FastifyInstance['kp']['storage']['sessions'], now: number) {
-  const policy = deriveIssuedPolicy(client.metadata.gateway ?? noPolicy(), { redirectUris: client.metadata.redirect_uris, resources: client.metadata.resources });
-  const since = now - app.kp.config.lifetimes.sessionAbsolute * 1000;
-  const revokedSessions = await sessions.listRevokedForClient(client.clientId, since, REVOKED_SESSIONS_LIMIT);
+export async function profileOfClient(stores: Pick<Stores, 'rollout'>, clientId: string): Promise<TrustProfile | null> {
+  const project = await stores.rollout.projectOfClient(clientId);
+  if (!project) return null;
+  const latest = await stores.rollout.latestDocument('profile', project.project);
+  return latest ? (latest.document as unknown as TrustProfile) : null;
+}
+
+/**
+ * What a config for this client states now: the registered policy with each route's resource,
+ * raised to the floor of the client's trust profile when it has one, and the deny list of its
+ * sessions revoked within the last session lifetime (a gateway session cannot outlive the
+ * control-plane session it came from by longer, docs/gateway.md#revoked-sessions).
+ */
+async function issuedContent(services: GatewayServices, client: StoredClient, stores: Pick<Stores, 'sessions' | 'rollout'>, now: number) {
+  const registered = deriveIssuedPolicy(client.metadata.gateway ?? noPolicy(), { redirectUris: client.metadata.redirect_uris, resources: client.metadata.resources });
+  const profile = await profileOfClient(stores, client.clientId);
+  const policy = profile ? applyProfileToPolicy(registered, profile) : registered;
+  const since = now - services.config.lifetimes.sessionAbsolute * 1000;
+  const revokedSessions = await stores.sessions.listRevokedForClient(client.clientId, since, REVOKED_SESSIONS_LIMIT);
   return { policy, revokedSessions, policyHash: hashIssuedContent(policy, revokedSessions) };
 }
 
@@ -30,17 +49,17 @@ function noPolicy(): never {
  * so two concurrent requests never issue one version with two contents (the gateway would
  * refuse that as equivocation).
  */
-export async function currentGatewayConfig(app: FastifyInstance, client: StoredClient): Promise<IssuedGatewayConfig> {
-  const { storage, keys, config } = app.kp;
-  const now = app.kp.now();
+export async function currentGatewayConfig(services: GatewayServices, client: StoredClient): Promise<IssuedGatewayConfig> {
+  const { storage, keys, config } = services;
+  const now = services.now();
   const key = keys.current();
-  const wanted = await issuedContent(app, client, storage.sessions, now);
+  const wanted = await issuedContent(services, client, storage, now);
   const latest = await storage.gateway.latestConfig(client.clientId);
   if (canReuseIssuedConfig(latest, { policyHash: wanted.policyHash, kid: key.kid, now })) return latest!;
   return storage.transaction(async (tx) => {
     // Read both again inside the transaction: a registration update or another mint may have landed.
     const current = await tx.clients.get(client.clientId);
-    const { policy: currentPolicy, revokedSessions, policyHash } = await issuedContent(app, current ?? noPolicy(), tx.sessions, now);
+    const { policy: currentPolicy, revokedSessions, policyHash } = await issuedContent(services, current ?? noPolicy(), tx, now);
     const newest = await tx.gateway.latestConfig(client.clientId);
     if (canReuseIssuedConfig(newest, { policyHash, kid: key.kid, now })) return newest!;
     const version = (newest?.version ?? 0) + 1;
@@ -52,7 +71,7 @@ export async function currentGatewayConfig(app: FastifyInstance, client: StoredC
       issuedAt: signed.issuedAt, expiresAt: signed.expiresAt,
     };
     if (!(await tx.gateway.insertConfig(issued))) throw fail('conflict', 'another config version was issued at the same moment; retry');
-    await app.kp.events.record(tx, {
+    await services.events.record(tx, {
       type: 'gateway.config_issued', at: now, outcome: 'success', clientId: client.clientId, version, configHash: signed.hash, policyHash, mode: currentPolicy.mode, kid: key.kid,
     });
     return issued;
@@ -69,9 +88,9 @@ export interface GatewayEnforcement {
 }
 
 /** Declared config and observed evidence of a client, and the verdict on them (the status API and /apps). */
-export async function gatewayEnforcement(app: FastifyInstance, client: StoredClient): Promise<GatewayEnforcement> {
-  const declared = client.metadata.gateway ? await currentGatewayConfig(app, client) : null;
-  const observed = await app.kp.storage.gateway.listEvidence(client.clientId, STATUS_INSTANCES);
-  const now = app.kp.now();
+export async function gatewayEnforcement(services: GatewayServices, client: StoredClient): Promise<GatewayEnforcement> {
+  const declared = client.metadata.gateway ? await currentGatewayConfig(services, client) : null;
+  const observed = await services.storage.gateway.listEvidence(client.clientId, STATUS_INSTANCES);
+  const now = services.now();
   return { ...computeEnforcementStatus(declared, observed, now), declared, observed, now };
 }

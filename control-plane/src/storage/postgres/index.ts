@@ -19,6 +19,7 @@ import { postgresSamlStore } from './saml-store.js';
 import { postgresSessionStore } from './session-store.js';
 import { clientSql, createPool, inTransaction, poolSql, type Sql } from './sql.js';
 import { postgresTotpStore } from './totp-store.js';
+import { postgresRolloutStore } from './rollout-store.js';
 
 function storesOn(sql: Sql): Stores {
   return {
@@ -37,6 +38,7 @@ function storesOn(sql: Sql): Stores {
     gateway: postgresGatewayStore(sql),
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
+    rollout: postgresRolloutStore(sql),
     scans: postgresScanStore(sql),
     saml: postgresSamlStore(sql),
   };

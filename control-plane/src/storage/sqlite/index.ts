@@ -17,6 +17,7 @@ import { sqliteAgentStore } from './agent-store.js';
 import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
 import { sqliteSamlStore } from './saml-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
+import { sqliteRolloutStore } from './rollout-store.js';
 
 function storesOn(runner: Runner): Stores {
   return {
@@ -35,6 +36,7 @@ function storesOn(runner: Runner): Stores {
     gateway: sqliteGatewayStore(runner),
     agents: sqliteAgentStore(runner),
     orgs: sqliteOrgStore(runner),
+    rollout: sqliteRolloutStore(runner),
     scans: sqliteScanStore(runner),
     saml: sqliteSamlStore(runner),
   };
