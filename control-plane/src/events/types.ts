@@ -82,6 +82,10 @@ export type DomainEvent =
   | (EventBase & { type: 'org.site_removed'; orgId: string; siteId: string; by: string })
   | (EventBase & { type: 'org.site_promoted'; orgId: string; siteId: string; by: string })
   | (EventBase & { type: 'org.site_verified'; orgId: string; siteId: string; method: 'dns' | 'well-known'; by: string })
+  // the read-only MCP server (docs/mcp.md): a refused call; `method` and `tool` as sent, when short and plain
+  | (EventBase & { type: 'mcp.attempt'; method: string; tool: string | null; reason: 'mcp_read_only' | 'mcp_unknown_tool' })
+  // the contact channel (docs/contact.md): the message and its sender stay in the contact store
+  | (EventBase & { type: 'contact.received'; contactId: string; topic: string; mailed: boolean })
   | (EventBase & { type: 'scan.completed'; scanId: string; siteId: string | null; grade: string; score: number; algorithm: string; trigger: 'org' | 'public' | 'schedule' });
 
 export type DomainEventType = DomainEvent['type'];
