@@ -34,6 +34,7 @@ import agentPages from './routes/agents/pages.js';
 import v1Routes from './routes/v1/index.js';
 import orgRoutes from './routes/orgs/index.js';
 import scanRoutes from './routes/scan/index.js';
+import mcpRoutes from './routes/mcp/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -111,5 +112,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(v1Routes);
   await app.register(orgRoutes);
   await app.register(scanRoutes);
+  await app.register(mcpRoutes, { collected: discovery });
   return app;
 }
