@@ -6,6 +6,7 @@ import type {
   SessionAssurance,
   StoredAuthorizationCode,
   StoredCheckpoint,
+  StoredContact,
   StoredClient,
   StoredEmail,
   StoredGatewayEvidence,
@@ -653,4 +654,21 @@ export const siteFromRow = (r: SiteRow): OrgSite => ({
 });
 export const scanFromRow = (r: ScanRow): StoredScan => ({
   scanId: r.scan_id, siteId: r.site_id, url: r.url, grade: r.grade, score: r.score, rating: r.rating, scannedAt: r.scanned_at,
+});
+
+export interface ContactRow {
+  contact_id: string;
+  email: string;
+  topic: string;
+  message: string;
+  created_at: number;
+  mailed_at: Nullable<number>;
+}
+
+export const contactToRow = (c: StoredContact): ContactRow => ({
+  contact_id: c.contactId, email: c.email, topic: c.topic, message: c.message, created_at: c.createdAt, mailed_at: c.mailedAt,
+});
+
+export const contactFromRow = (row: ContactRow): StoredContact => ({
+  contactId: row.contact_id, email: row.email, topic: row.topic, message: row.message, createdAt: row.created_at, mailedAt: row.mailed_at,
 });

@@ -690,6 +690,27 @@ export interface ScanStore {
   latestPublic(url: string): Promise<StoredScan | null>;
 }
 
+/** A message sent through the contact channel (docs/contact.md). */
+export interface StoredContact {
+  /** `ctc_` and 128 random bits, base64url. */
+  contactId: string;
+  email: string;
+  topic: string;
+  message: string;
+  createdAt: number;
+  /** When the operator's copy went out; null until then (or with no operator address set). */
+  mailedAt: number | null;
+}
+
+export interface ContactStore {
+  insert(record: StoredContact): Promise<void>;
+  get(contactId: string): Promise<StoredContact | null>;
+  /** Records that the operator's copy went out; true for the first call only. */
+  markMailed(contactId: string, at: number): Promise<boolean>;
+  /** Deletes messages received before `before`; returns how many. */
+  purgeBefore(before: number): Promise<number>;
+}
+
 export interface Stores {
   keys: KeyStore;
   identities: IdentityStore;
@@ -707,6 +728,7 @@ export interface Stores {
   agents: AgentStore;
   orgs: OrgStore;
   scans: ScanStore;
+  contacts: ContactStore;
 }
 
 export interface Storage extends Stores {

@@ -1,3 +1,4 @@
+import { postgresContactStore } from './contact-store.js';
 import type { Migration } from '../sqlite/migrations.js';
 import type { Storage, Stores } from '../types.js';
 import { postgresAgentStore } from './agent-store.js';
@@ -36,6 +37,7 @@ function storesOn(sql: Sql): Stores {
     gateway: postgresGatewayStore(sql),
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
+    contacts: postgresContactStore(sql),
     scans: postgresScanStore(sql),
   };
 }

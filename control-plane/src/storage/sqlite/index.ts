@@ -1,3 +1,4 @@
+import { sqliteContactStore } from './contact-store.js';
 import type { Storage, Stores } from '../types.js';
 import { openDatabase } from './database.js';
 import { sqliteKeyStore } from './key-store.js';
@@ -34,6 +35,7 @@ function storesOn(runner: Runner): Stores {
     gateway: sqliteGatewayStore(runner),
     agents: sqliteAgentStore(runner),
     orgs: sqliteOrgStore(runner),
+    contacts: sqliteContactStore(runner),
     scans: sqliteScanStore(runner),
   };
 }

@@ -447,4 +447,19 @@ export const migrations: Migration[] = [
       CREATE INDEX scans_public_by_url ON scans (url, scanned_at) WHERE site_id IS NULL;
     `,
   },
+  {
+    version: 90,
+    name: 'contact messages',
+    sql: `
+      CREATE TABLE contacts (
+        contact_id TEXT PRIMARY KEY,
+        email TEXT NOT NULL,
+        topic TEXT NOT NULL,
+        message TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        mailed_at INTEGER
+      ) STRICT;
+      CREATE INDEX contacts_by_time ON contacts (created_at);
+    `,
+  },
 ];
