@@ -35,6 +35,7 @@ import v1Routes from './routes/v1/index.js';
 import orgRoutes from './routes/orgs/index.js';
 import scanRoutes from './routes/scan/index.js';
 import mcpRoutes from './routes/mcp/index.js';
+import contactRoutes from './routes/contact/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -113,5 +114,6 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(orgRoutes);
   await app.register(scanRoutes);
   await app.register(mcpRoutes, { collected: discovery });
+  await app.register(contactRoutes);
   return app;
 }
