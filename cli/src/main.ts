@@ -4,12 +4,15 @@ import { ConfigError } from '../../config/load.js';
 import { MigrationError } from '../../control-plane/src/storage/migration-error.js';
 import { accountsCommands } from './commands/accounts.js';
 import { backupCommand } from './commands/backup.js';
+import { clientsCommands } from './commands/clients.js';
 import { controlPlaneCommand } from './commands/control-plane.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { keysCommand } from './commands/keys.js';
 import { ledgerCommand } from './commands/ledger.js';
 import { migrateCommand } from './commands/migrate.js';
 import { receiptCommand } from './commands/receipt.js';
+import { receiptsCommands } from './commands/receipts.js';
+import { sessionsCommands } from './commands/sessions.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit.js';
 
@@ -29,6 +32,9 @@ keysCommand(program);
 receiptCommand(program);
 ledgerCommand(program);
 accountsCommands(program);
+clientsCommands(program);
+sessionsCommands(program);
+receiptsCommands(program);
 
 try {
   await program.parseAsync(process.argv);

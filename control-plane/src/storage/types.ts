@@ -328,6 +328,8 @@ export interface ClientStore {
   update(clientId: string, expectedRevision: number, change: { type: ClientType; metadata: ClientMetadata; secretHash: string | null; secretIssuedAt: number | null; at: number }): Promise<StoredClient | null>;
   remove(clientId: string): Promise<boolean>;
   listByOwner(ownerId: string): Promise<StoredClient[]>;
+  /** Every client, by client id, `limit` at a time after `after` (exclusive): the operators' listing. */
+  list(after: string | null, limit: number): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
   /** The registered redirect URIs of clients with in-place sign-in on (`in_place: true`). */
