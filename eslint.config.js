@@ -130,6 +130,18 @@ export default tseslint.config(
       globals: { process: 'readonly', console: 'readonly', setImmediate: 'readonly', URL: 'readonly' },
     },
   },
+  {
+    // Example pages served to browsers as they are (no build step): browser globals, top-level await.
+    files: ['deploy/examples/**/*.js'],
+    languageOptions: {
+      ecmaVersion: 2024,
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'navigator', 'fetch', 'crypto', 'TextEncoder', 'URL', 'URLSearchParams', 'btoa', 'PublicKeyCredential']
+          .map((name) => [name, 'readonly']),
+      ),
+    },
+  },
   ...byFile(boundaries),
   ...byFile(KNOWN_VIOLATIONS),
 );

@@ -67,10 +67,10 @@ export const controlPlaneSchema: Group = group('Control plane', {
       description: 'Addresses (IPs or CIDR ranges) whose X-Forwarded-* headers are believed.',
     },
   }),
-  dns: group('DNS look-ups (agent domain control)', {
+  dns: group('DNS look-ups (agent and org site domain control)', {
     resolvers: {
       type: 'array', items: { type: 'string', minLength: 1, maxLength: 100 }, default: [],
-      description: 'Resolvers (`host` or `host:port`) asked for `_svc-agent.<domain>` TXT records; empty uses the system\'s.',
+      description: 'Resolvers (`host` or `host:port`) asked for `_svc-agent.<domain>` and `_keyplane.<host>` TXT records; empty uses the system\'s.',
     },
   }),
   keys: group('Signing keys', {

@@ -5,6 +5,7 @@ import { FAVICON_SVG } from '../../lib/util/favicon.js';
 import { IDENTITY_HEADERS } from '../../lib/gateway/identity-headers.js';
 import type { GatewayPolicy } from '../../lib/oauth/client-metadata.js';
 import { listen } from '../../lib/runtime/listen.js';
+import { IN_PLACE_PREFIX, inPlaceDemoHandler, type InPlaceDemoOptions } from './in-place-demo.js';
 
 /**
  * The app `keyplane up` puts behind the gateway: it has no sign-in code at all and shows what the
@@ -33,7 +34,10 @@ export interface DemoApp {
 /** Shown on the page; the assertion is checked rather than shown. */
 const SHOWN_HEADERS = [IDENTITY_HEADERS.subject, IDENTITY_HEADERS.principalType, IDENTITY_HEADERS.assurance, IDENTITY_HEADERS.email];
 
-export async function startDemoApp(options: { port: number; host: string; gatewayUrl: string }): Promise<DemoApp> {
+export async function startDemoApp(options: { port: number; host: string; gatewayUrl: string; inPlace?: InPlaceDemoOptions }): Promise<DemoApp> {
+  // The in-place example (deploy/examples/in-place/) is served on the demo app's own origin, not
+  // behind the gateway: it signs in by itself, with the three in-place transports.
+  const inPlace = options.inPlace ? inPlaceDemoHandler(options.inPlace) : null;
   const jwks = createRemoteJWKSet(new URL(`${options.gatewayUrl}/_gate/jwks`), { timeoutDuration: 3_000, cooldownDuration: 30_000 });
   const server = createServer((req, res) => {
     handle(req, res).catch(() => send(res, 500, 'application/json', JSON.stringify({ ok: false, reason: 'internal' })));
@@ -42,6 +46,11 @@ export async function startDemoApp(options: { port: number; host: string; gatewa
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://demo').pathname;
     if (path === '/favicon.ico' || path === '/favicon.svg') return send(res, 200, 'image/svg+xml', FAVICON_SVG);
+    if (inPlace && path === IN_PLACE_PREFIX.slice(0, -1)) {
+      res.writeHead(308, { location: IN_PLACE_PREFIX });
+      return void res.end();
+    }
+    if (inPlace && path.startsWith(IN_PLACE_PREFIX)) return inPlace(req, res, path);
     const identity = Object.fromEntries(SHOWN_HEADERS.map((name) => [name, headerValue(req, name)]));
     const assertion = await checkAssertion(headerValue(req, IDENTITY_HEADERS.assertion));
     if (path === '/api/whoami' || (req.headers.accept ?? '').startsWith('application/json')) {

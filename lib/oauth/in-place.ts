@@ -1,3 +1,4 @@
+import { coversRequest, type Approval, type AuthorizationRequest } from './authorization-request.js';
 import { originsOf } from './redirect-uri.js';
 
 /**
@@ -53,31 +54,28 @@ export function buildCorsHeaders(origin: string | undefined, allowed: boolean, o
   };
 }
 
-/** Whether the approved scopes cover every requested one. */
-export function coversScopes(approved: readonly string[] | null, requested: readonly string[]): boolean {
-  return approved !== null && requested.every((scope) => approved.includes(scope));
-}
-
 export type ConsentDecision =
   | { allowed: true; recordApproval: boolean }
   /** `consent_page`: the popup shows the one-tap page; `refuse`: the transport cannot ask, so it points to the popup. */
   | { allowed: false; next: 'consent_page' | 'refuse' };
 
 /**
- * The one consent rule of every transport: an earlier approval covering the scopes, or a
+ * The one consent rule of every transport, the same as `/auth/authorize`'s (`coversRequest`):
+ * an earlier approval covering every requested scope and the requested resource, or a
  * first-party client, signs in without asking. Otherwise the redirect and the popup show the
  * one-tap page; FedCM counts the browser's own disclosure (the account chooser told the person
  * what is shared) as the approval and records it; the direct grant cannot ask and is refused.
  */
 export function decideInPlaceConsent(input: {
   transport: InPlaceTransport;
-  requestedScopes: readonly string[];
-  approvedScopes: readonly string[] | null;
+  request: Pick<AuthorizationRequest, 'scopes' | 'resource'>;
+  /** What the account approved for this client before, or null. */
+  approval: Approval | null;
   firstParty: boolean;
   /** FedCM: the browser reported that it showed its disclosure text. */
   disclosureShown?: boolean;
 }): ConsentDecision {
-  if (input.firstParty || coversScopes(input.approvedScopes, input.requestedScopes)) return { allowed: true, recordApproval: false };
+  if (input.firstParty || coversRequest(input.approval, input.request)) return { allowed: true, recordApproval: false };
   switch (input.transport) {
     case 'redirect':
     case 'popup':

@@ -64,12 +64,6 @@ export function domainProofValue(token: string): string {
   return `keyplane-site=${token}`;
 }
 
-/** Whether any TXT record (its strings joined, RFC 7208 §3.3 style) is exactly the proof value. */
-export function txtRecordsProve(records: string[][], token: string): boolean {
-  const expected = domainProofValue(token);
-  return records.some((chunks) => chunks.join('') === expected);
-}
-
 /** Whether `/.well-known/keyplane-site.txt` carries the proof value on a line of its own. */
 export function wellKnownFileProves(body: string, token: string): boolean {
   const expected = domainProofValue(token);

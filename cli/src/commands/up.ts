@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadControlPlaneConfig, loadGatewayConfig } from '../../../config/load.js';
+import { IN_PLACE_DEMO_PATH, ensureInPlaceDemoClient } from '../../../control-plane/src/clients/in-place-demo.js';
 import { ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
 import { startControlPlane } from '../../../control-plane/src/server.js';
 import { startGateway } from '../../../gateway/src/server.js';
@@ -27,6 +28,8 @@ export function upCommand(program: Command): void {
       // The gateway's redirect URI is registered before it starts, so its port is fixed first.
       const gatewayPort = await resolvePort(portOption(options['gatewayPort'], '--gateway-port', DEFAULT_GATEWAY_PORT), config.host);
       const gatewayUrl = defaultPublicUrl(config.host, gatewayPort);
+      // So is the demo app's: the in-place example on it is registered with its origins.
+      const demoPort = await resolvePort(portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT), config.host);
 
       // Notices (the founder setup link) wait for the summary, so each is shown once, after the URLs.
       const notices: string[] = [];
@@ -36,8 +39,11 @@ export function upCommand(program: Command): void {
         for (const close of closers.reverse()) await close();
       };
       try {
-        const demo = await startDemoApp({ port: portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT), host: config.host, gatewayUrl });
+        const inPlaceOrigins = demoOrigins(config.host, demoPort);
+        const inPlaceClient = await ensureInPlaceDemoClient(controlPlane.services, { origins: inPlaceOrigins });
+        const demo = await startDemoApp({ port: demoPort, host: config.host, gatewayUrl, inPlace: { issuer: controlPlane.url, clientId: inPlaceClient.clientId } });
         closers.push(() => demo.close());
+        const inPlaceUrl = `${inPlaceOrigins[0]}${IN_PLACE_DEMO_PATH}`;
         const client = await ensureLocalGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
         const gatewayConfig = loadGatewayConfig({
           overrides: {
@@ -51,7 +57,7 @@ export function upCommand(program: Command): void {
         say(`listening ${controlPlane.url}`);
         say(`listening ${gateway.url}`);
         say(`listening ${demo.url}`);
-        progress(upSummary({ controlPlane: controlPlane.url, gateway: gateway.url, demo: demo.url }, notices, client));
+        progress(upSummary({ controlPlane: controlPlane.url, gateway: gateway.url, demo: demo.url, inPlace: inPlaceUrl }, notices, client));
       } catch (error) {
         await closeAll();
         throw error;
@@ -62,7 +68,7 @@ export function upCommand(program: Command): void {
 
 /** What a person reads after `npm start`: where to go, each URL once, then the one-time notices. */
 export function upSummary(
-  urls: { controlPlane: string; gateway: string; demo: string },
+  urls: { controlPlane: string; gateway: string; demo: string; inPlace?: string },
   notices: string[],
   client: { clientId: string; created: boolean },
 ): string {
@@ -73,6 +79,7 @@ export function upSummary(
     '  /admin there asks for a step-up, /public needs no sign-in.',
     `  Control plane (OIDC provider, accounts): ${urls.controlPlane}/auth`,
     `  Demo app without the gateway (what the gateway forwards to): ${urls.demo}/`,
+    ...(urls.inPlace ? [`  Sign in without leaving the page (popup, FedCM, passkey on the page): ${urls.inPlace}`] : []),
     ...notices.map((line) => `  ${line}`),
     `  Gateway client ${client.clientId} ${client.created ? 'registered' : 'found'}; its secret was issued for this run only.`,
     'Only warnings and errors are logged here; Ctrl-C stops all three.',
@@ -85,6 +92,16 @@ function portOption(raw: unknown, flag: string, fallback: number): number {
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`${flag} must be a port number from 0 to 65535`, EXIT.usage);
   return port;
+}
+
+/**
+ * The origins the in-place example is registered for: the issuer's host name first (on a loopback
+ * host `localhost`, the passkeys' RP ID, so the direct grant works without related origins), and
+ * on loopback also `127.0.0.1`, a second site where browsers offer FedCM beside a `localhost` IdP.
+ */
+export function demoOrigins(host: string, port: number): string[] {
+  const primary = defaultPublicUrl(host, port);
+  return primary.startsWith('http://localhost:') ? [primary, `http://127.0.0.1:${port}`] : [primary];
 }
 
 /** Port 0 asks the OS for a free port now, so the redirect URI can name it before the gateway binds. */

@@ -5,6 +5,7 @@ import { parseScope } from '../../../lib/oauth/scope.js';
 import { buildIdTokenClaims } from '../../../lib/tokens/claims.js';
 import { signIdToken } from '../../../lib/tokens/sign-token.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
+import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { userClaims } from '../routes/oidc/tokens.js';
 import type { StoredClient } from '../storage/types.js';
@@ -39,10 +40,12 @@ export async function issueFedcmAssertion(services: Services, input: { session: 
   const { session, client, request } = input;
   if (request.accountId !== session.identityId) throw fail('account_mismatch', 'account_id is not the signed-in account');
   const scopes = fedcmScopesOf(client);
+  // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts): disabling
+  // ends the sessions, and this covers one that lingers.
+  if (!(await isAccountActive(services.storage, session.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const before = await services.storage.oidc.approval(session.identityId, client.clientId);
-  const approved = before?.scopes ?? null;
   const consent = decideInPlaceConsent({
-    transport: 'fedcm', requestedScopes: scopes, approvedScopes: approved, firstParty: client.metadata.first_party === true, disclosureShown: request.disclosureShown,
+    transport: 'fedcm', request: { scopes }, approval: before, firstParty: client.metadata.first_party === true, disclosureShown: request.disclosureShown,
   });
   if (!consent.allowed) throw fail('consent_required', 'the browser showed no disclosure and the account has not approved this client', { status: 403 });
   await claimNonce(services, client.clientId, request.nonce);
@@ -64,7 +67,7 @@ export async function issueFedcmAssertion(services: Services, input: { session: 
   });
   const token = await signIdToken(claims, services.keys.current());
   const receipt = await services.storage.transaction(async (tx) => {
-    if (consent.recordApproval) await tx.oidc.recordApproval(session.identityId, client.clientId, { scopes: [...new Set([...(approved ?? []), ...scopes])], resources: before?.resources ?? [] }, now);
+    if (consent.recordApproval) await tx.oidc.recordApproval(session.identityId, client.clientId, { scopes: [...new Set([...(before?.scopes ?? []), ...scopes])], resources: before?.resources ?? [] }, now);
     const recorded = await services.events.record(tx, {
       type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId, transport: 'fedcm', identityId: session.identityId, assurance: session.assurance,
     });

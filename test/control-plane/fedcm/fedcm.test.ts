@@ -171,3 +171,24 @@ t.test('disconnect forgets the approval and leaves a receipt', async (t) => {
   const anonymous = await services.storage.oidc.approvedClients(identityId);
   t.same(anonymous, []);
 });
+
+t.test('a disabled account is offered to no client and gets no assertion', async (t) => {
+  const { app, browser, client, identityId, services } = await setup(t);
+  const good = { client_id: client.client_id, account_id: identityId, disclosure_text_shown: 'true', params: JSON.stringify({ nonce: 'n-off' }) };
+  // A session that outlived the pause (the admin API ends them all; this proves the check itself).
+  await services.storage.identities.setState(identityId, 'disabled', services.now());
+  const accounts = await browser.get('/fedcm/accounts', WEBIDENTITY);
+  t.equal(accounts.statusCode, 403);
+  t.match(accounts.json(), { reason: 'account_disabled', error: { code: 'access_denied' } });
+  const refused = await assert(browser, good);
+  t.equal(refused.statusCode, 403);
+  t.match(refused.json(), { reason: 'account_disabled', error: { code: 'access_denied' } });
+  t.notOk(refused.json().token, 'no token');
+  t.equal(await services.storage.oidc.approval(identityId, client.client_id), null, 'no approval recorded');
+
+  await services.storage.identities.setState(identityId, 'active', services.now());
+  t.equal((await assert(browser, good)).statusCode, 200, 'active again, the same session gets its token');
+  await app.inject({ method: 'POST', url: `/admin/accounts/${identityId}/disable`, headers: { authorization: `Bearer ${ADMIN}` } });
+  t.equal((await browser.get('/fedcm/accounts', WEBIDENTITY)).statusCode, 401, 'disabled by the operator, the session is gone');
+  t.equal((await assert(browser, { ...good, params: JSON.stringify({ nonce: 'n-off-2' }) })).statusCode, 401);
+});

@@ -176,3 +176,26 @@ t.test('CORS preflight and related origins name only registered in-place origins
   const related = (await app.inject({ method: 'GET', url: '/.well-known/webauthn' })).json();
   t.same(related.origins.sort(), ['https://notes.example.com', 'https://staging.notes.example.com']);
 });
+
+t.test('a disabled account is refused on the direct grant, and an approval without the resource does not cover it', async (t) => {
+  const { app, client, services } = await setup(t, { first_party: true, resources: ['https://api.example.com'] });
+  const { authenticator } = await signUpInPlace(app, client);
+  const identity = (await services.storage.identities.findByUsername('ada'))!;
+  const third = await registerClient(app, { in_place: true, resources: ['https://api.example.com'] });
+  await services.storage.oidc.recordApproval(identity.identityId, third.client_id, { scopes: ['openid', 'profile'], resources: [] }, 1);
+  const pkce = pkcePair();
+  const approvedScopes = await post(app, '/auth/authorize/direct', grantBody(third, pkce.challenge, { assertion: await assertionBody(app, third, authenticator) }));
+  t.equal(approvedScopes.statusCode, 200, `the approved scopes alone sign in: ${approvedScopes.body}`);
+  const withResource = await post(app, '/auth/authorize/direct', grantBody(third, pkce.challenge, { resource: 'https://api.example.com', assertion: await assertionBody(app, third, authenticator) }));
+  t.equal(withResource.statusCode, 403, 'scope X approved without resource R does not cover a grant asking for R');
+  t.equal(withResource.json().reason, 'consent_required');
+  t.notOk(withResource.json().code);
+
+  await app.inject({ method: 'POST', url: `/admin/accounts/${identity.identityId}/disable`, headers: { authorization: `Bearer ${ADMIN}` } });
+  const disabled = await post(app, '/auth/authorize/direct', grantBody(client, pkce.challenge, { assertion: await assertionBody(app, client, authenticator) }));
+  t.equal(disabled.statusCode, 403);
+  t.equal(disabled.json().reason, 'account_disabled');
+  t.notOk(disabled.json().code, 'no code');
+  t.equal(disabled.headers['access-control-allow-origin'], RP, 'the refusal is readable by the registered origin');
+  t.same(await services.storage.sessions.listLive(identity.identityId, services.now()), [], 'no session was made for the grant');
+});

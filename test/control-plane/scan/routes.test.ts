@@ -5,6 +5,7 @@ import { signUp } from '../../helpers/accounts.js';
 import { makeTestCa } from '../../helpers/tls.js';
 import { verifyRating, type Rating } from '../../../lib/scan/rating.js';
 import { rescanDueSites } from '../../../control-plane/src/scan/rescans.js';
+import { startTxtServer } from '../../helpers/dns-server.js';
 import { HARDENED_HEADERS, startSite } from './sites.js';
 
 const tls = makeTestCa(t);
@@ -157,4 +158,30 @@ t.test('daily rescans of primary sites, one replica at a time, counted in kp_sca
   t.equal((await services.storage.scans.historyForSite(siteId, 10)).length, 2);
   const metrics = (await server.inject({ method: 'GET', url: '/metrics' })).body;
   t.match(metrics, /kp_scans_total\{trigger="schedule",outcome="graded"\} 2/);
+});
+
+t.test('a site\'s domain is proved by a TXT record found through the configured resolvers (dns2)', async (t) => {
+  const records = new Map<string, string[][]>();
+  const dns = await startTxtServer(t, records);
+  const { app: server } = await app(t, { 'dns.resolvers': [dns.address] });
+  const alice = await signUp(server, 'alice');
+  const site = await startSite(t, tls, HARDENED_HEADERS);
+  const post = (url: string, payload: Record<string, unknown> = {}) => server.inject({ method: 'POST', url, headers: alice.headers, payload });
+  await post('/auth/orgs/create', { name: 'Acme' });
+  const { siteId } = (await post('/org/acme/websites/add', { url: `${site.origin}/` })).json();
+  const view = (await server.inject({ method: 'GET', url: '/org/acme?format=json', headers: alice.headers })).json();
+  const proof = view.sites[0].proof.dns as { name: string; value: string };
+  const host = new URL(site.origin).hostname;
+  t.equal(proof.name, `_keyplane.${host}`);
+
+  records.set(proof.name, [['keyplane-site=not-ours']]);
+  const wrong = await post('/org/acme/websites/verify', { siteId });
+  t.equal(wrong.statusCode, 409, 'a TXT record with another value proves nothing');
+  t.equal(wrong.json().reason, 'domain_not_verified');
+  // A long value split into character-strings (RFC 7208 §3.3) still matches once joined.
+  records.set(proof.name, [['v=spf1 -all'], [proof.value.slice(0, 20), proof.value.slice(20)]]);
+  const proved = await post('/org/acme/websites/verify', { siteId });
+  t.equal(proved.statusCode, 200, proved.body);
+  t.match(proved.json(), { ok: true, method: 'dns', receipt: /^[0-9a-f]{64}$/ });
+  t.equal((await server.inject({ method: 'GET', url: `/verify/${siteId}?format=json` })).json().verified, true);
 });

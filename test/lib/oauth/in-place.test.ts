@@ -1,5 +1,6 @@
 import t from 'tap';
-import { buildCorsHeaders, buildPopupUrl, coversScopes, decideInPlaceConsent, isRegisteredOrigin, registeredOriginsOf } from '../../../lib/oauth/in-place.js';
+import { coversRequest } from '../../../lib/oauth/authorization-request.js';
+import { buildCorsHeaders, buildPopupUrl, decideInPlaceConsent, isRegisteredOrigin, registeredOriginsOf } from '../../../lib/oauth/in-place.js';
 
 const client = { redirect_uris: ['https://rp.example/cb', 'https://rp.example/other', 'http://127.0.0.1:8080/cb'] };
 
@@ -21,17 +22,21 @@ t.test('CORS names the exact origin with credentials for a registered origin, an
   });
 });
 
-t.test('one consent rule for every transport', async (t) => {
-  const base = { requestedScopes: ['openid', 'email'], approvedScopes: null, firstParty: false };
-  t.ok(coversScopes(['openid', 'email', 'profile'], ['openid', 'email']));
-  t.notOk(coversScopes(['openid'], ['openid', 'email']));
-  t.notOk(coversScopes(null, []));
+t.test('one consent rule for every transport, the same as /auth/authorize\'s', async (t) => {
+  const base = { request: { scopes: ['openid', 'email'] }, approval: null, firstParty: false };
+  const approved = { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] };
   for (const transport of ['redirect', 'popup', 'fedcm', 'direct'] as const) {
     t.same(decideInPlaceConsent({ ...base, transport, firstParty: true }), { allowed: true, recordApproval: false }, `${transport}: first party`);
-    t.same(decideInPlaceConsent({ ...base, transport, approvedScopes: ['openid', 'email'] }), { allowed: true, recordApproval: false }, `${transport}: approved before`);
+    t.same(decideInPlaceConsent({ ...base, transport, approval: approved }), { allowed: true, recordApproval: false }, `${transport}: approved before`);
+    const withResource = { scopes: ['openid'], resource: 'https://api.example.com' };
+    t.same(decideInPlaceConsent({ ...base, transport, request: withResource, approval: approved }), { allowed: true, recordApproval: false }, `${transport}: approved resource`);
+    const other = { scopes: ['openid'], resource: 'https://other.example.com' };
+    t.equal(decideInPlaceConsent({ ...base, transport, request: other, approval: approved }).allowed, false, `${transport}: a resource never approved is not covered`);
+    t.equal(decideInPlaceConsent({ ...base, transport, request: other, approval: approved }).allowed, coversRequest(approved, other), `${transport}: the same rule as coversRequest`);
   }
+  t.same(decideInPlaceConsent({ ...base, transport: 'direct', request: { scopes: ['openid'], resource: 'https://api.example.com' }, approval: { scopes: ['openid'], resources: [] } }), { allowed: false, next: 'refuse' }, 'an approval of the scope without the resource does not cover a direct grant for it');
   t.same(decideInPlaceConsent({ ...base, transport: 'popup' }), { allowed: false, next: 'consent_page' });
-  t.same(decideInPlaceConsent({ ...base, transport: 'redirect', approvedScopes: ['openid'] }), { allowed: false, next: 'consent_page' }, 'a narrower approval asks again');
+  t.same(decideInPlaceConsent({ ...base, transport: 'redirect', approval: { scopes: ['openid'], resources: [] } }), { allowed: false, next: 'consent_page' }, 'a narrower approval asks again');
   t.same(decideInPlaceConsent({ ...base, transport: 'fedcm', disclosureShown: true }), { allowed: true, recordApproval: true }, 'the browser\'s disclosure counts and is recorded');
   t.same(decideInPlaceConsent({ ...base, transport: 'fedcm' }), { allowed: false, next: 'refuse' });
   t.same(decideInPlaceConsent({ ...base, transport: 'direct' }), { allowed: false, next: 'refuse' });

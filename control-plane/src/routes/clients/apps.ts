@@ -7,6 +7,7 @@ import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
+import { checkClientManager, listOrgClients, orgOwnerFor } from '../../orgs/clients.js';
 import { errorResponses, okObject } from '../schemas.js';
 import { rotateClientSecret } from '../../clients/operator.js';
 import { deleteClient, describeChange, registerClient, updateClient } from './registration.js';
@@ -73,12 +74,21 @@ function revisionOf(value: unknown): number {
   return revision;
 }
 
-/** The caller's own client, or 404 as if it did not exist. */
+/**
+ * A client the caller manages: its own, or its org's when it is an admin or owner there (a
+ * member gets 403); anything else 404 as if it did not exist (docs/orgs.md#apps).
+ */
 async function ownClient(app: FastifyInstance, request: FastifyRequest): Promise<StoredClient> {
   const { client_id: clientId } = request.params as { client_id: string };
-  const client = await app.kp.storage.clients.get(clientId);
-  if (!client || client.ownerId === null || client.ownerId !== request.kp.session!.identityId) throw fail('not_found', 'no such client');
-  return client;
+  return checkClientManager(app.kp, await app.kp.storage.clients.get(clientId), request.kp.session!.identityId);
+}
+
+/** The owner of a new client: the caller, or the org named by `org` (its slug) when the caller is an admin or owner there. */
+async function ownerFor(app: FastifyInstance, request: FastifyRequest, fields: Record<string, unknown>): Promise<string> {
+  const org = fields.org;
+  delete fields.org;
+  const identityId = request.kp.session!.identityId;
+  return org === undefined || org === '' ? identityId : orgOwnerFor(app.kp, org, identityId);
 }
 
 /**
@@ -182,9 +192,9 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     return payload;
   });
 
-  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
+  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200, listed?: StoredClient[]): Promise<string> {
     const current = request.kp.session!;
-    const clients = await storage.clients.listByOwner(current.identityId);
+    const clients = listed ?? await storage.clients.listByOwner(current.identityId);
     // Green only with fresh evidence, as GET /gateway/status says it (DESIGN: declared and observed kept apart).
     const enforcement = new Map<string, GatewayEnforcement>();
     for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app, client));
@@ -203,29 +213,31 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     onRequest: requireSession,
     schema: {
       tags: ['clients'], summary: 'Your apps: the self-serve registration page, or with format=json the list of clients you own', security: session,
-      querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
+      description: 'With `org=<slug>`: the clients that organization owns, for its admins and owners (a member gets 403 `forbidden`, a non-member 404).',
+      querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] }, org: { type: 'string', maxLength: 64 } } },
       response: { 200: okObject({ clients: { type: 'array', items: describedClient } }), ...errorResponses },
     },
   }, async (request, reply) => {
-    const { format } = request.query as { format?: string };
-    if (format === 'json') {
-      const clients = await storage.clients.listByOwner(request.kp.session!.identityId);
-      return { ok: true, clients: clients.map(listEntry) };
-    }
-    return renderApps(request, reply);
+    const { format, org } = request.query as { format?: string; org?: string };
+    const identityId = request.kp.session!.identityId;
+    const clients = org === undefined ? await storage.clients.listByOwner(identityId) : await listOrgClients(app.kp, org, identityId);
+    if (format === 'json') return { ok: true, clients: clients.map(listEntry) };
+    return renderApps(request, reply, undefined, 200, clients);
   });
 
   app.post('/apps/register', {
     onRequest: requireSession,
     schema: {
       tags: ['clients'], summary: 'Register a client you own (RFC 7591 metadata as JSON, or the page\'s form)', security: session,
+      description: 'With `org: <slug>` the organization owns the client; the caller must be its admin or owner.',
       body: anyBody, response: { 201: clientReply, ...errorResponses },
     },
   }, async (request, reply) => {
     const form = isForm(request);
     const fields = bodyObject(request);
+    const ownerId = await ownerFor(app, request, fields);
     const metadata = validateClientMetadata(form ? formRegistration(fields) : fields);
-    const change = await registerClient(app, metadata, { by: 'session', ownerId: request.kp.session!.identityId });
+    const change = await registerClient(app, metadata, { by: 'session', ownerId });
     if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App registered.'), 201);
     reply.code(201);
     return describeChange(app, change);

@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
 import { errorResponses } from '../schemas.js';
 import appsRoutes from './apps.js';
-import { authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, deleteClient, describeChange, describeClient, registerClient, updateClient } from './registration.js';
+import {
+  authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, deleteClient, describeChange, describeClient, orgRegistrar, registerClient, updateClient,
+} from './registration.js';
 
 const stringArray = { type: 'array', items: { type: 'string' } } as const;
 
@@ -56,13 +58,16 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     schema: {
       tags: ['clients'],
       summary: 'Register an OIDC client (RFC 7591) with the admin token or a signed-in session',
+      description: 'A session may add `org: <slug>` to register a client its organization owns (admins and owners only; docs/orgs.md#apps).',
       security: [{ bearerAuth: [] }, { sessionCookie: [] }],
       body: anyBody,
       response: { 201: clientResponse, ...errorResponses },
     },
   }, async (request, reply) => {
     const registrar = authenticateRegistrar(app, request);
-    const change = await registerClient(app, validateClientMetadata(request.body), registrar);
+    const { org, ...body } = (request.body ?? {}) as Record<string, unknown>;
+    const owned = org === undefined ? registrar : await orgRegistrar(app, registrar, org);
+    const change = await registerClient(app, validateClientMetadata(body), owned);
     reply.code(201);
     return describeChange(app, change);
   });

@@ -6,6 +6,7 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { checkResourceOwnership, type ResourceRegistrar } from '../../../../lib/oauth/resource-ownership.js';
 import type { ControlPlaneServices } from '../../context.js';
 import { endGrantsOfClient } from '../../grants/end-grants.js';
+import { orgOwnerFor } from '../../orgs/clients.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
@@ -52,6 +53,15 @@ export function authenticateRegistrar(app: FastifyInstance, request: FastifyRequ
   const session = request.kp.session;
   if (session) return { by: 'session', ownerId: session.identityId };
   throw oauthError('unauthorized', 'send the admin token as a Bearer token, or sign in', { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer' } });
+}
+
+/**
+ * `org: <slug>` in a registration: the organization owns the client (docs/orgs.md#apps). Only a
+ * session of one of its admins or owners may do that; the admin token registers operator clients.
+ */
+export async function orgRegistrar(app: FastifyInstance, registrar: Registrar, org: unknown): Promise<Registrar> {
+  if (registrar.by !== 'session') throw fail('invalid_request', 'an organization\'s app is registered from a session of one of its admins or owners');
+  return { by: 'session', ownerId: await orgOwnerFor(app.kp, org, registrar.ownerId) };
 }
 
 /**

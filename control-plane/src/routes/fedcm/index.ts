@@ -1,9 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { FEDCM_PATHS, buildAccount, buildFedcmError, buildProviderConfig, isWebIdentityRequest, readAssertionRequest } from '../../../../lib/fedcm/identity-provider.js';
-import { buildCorsHeaders, isRegisteredOrigin } from '../../../../lib/oauth/in-place.js';
+import { isAccountActive } from '../../accounts/lifecycle.js';
 import { disconnectFedcm, issueFedcmAssertion } from '../../fedcm/operations.js';
-import type { StoredClient } from '../../storage/types.js';
+import { inPlaceClientFor } from '../in-place-origin.js';
 import { CredentialLimits } from '../passkeys/ceremony.js';
 import { anyObject, errorResponses, receiptField } from '../schemas.js';
 
@@ -46,21 +46,6 @@ export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
 
   function requireWebIdentity(request: FastifyRequest): void {
     if (!isWebIdentityRequest(request.headers['sec-fetch-dest'])) throw fail('webidentity_required', 'only the browser\'s FedCM machinery may call this endpoint (Sec-Fetch-Dest: webidentity)');
-  }
-
-  /**
-   * The named client, with the origin rule applied: CORS headers only for one of its registered
-   * origins, a refusal (and no CORS) for any other, and in-place sign-in must be on.
-   */
-  async function clientForOrigin(request: FastifyRequest, reply: FastifyReply, clientId: unknown): Promise<StoredClient> {
-    const client = typeof clientId === 'string' && clientId.length > 0 && clientId.length <= 100 ? await storage.clients.get(clientId) : null;
-    const origin = request.headers.origin;
-    const allowed = client !== null && isRegisteredOrigin(client.metadata, origin);
-    reply.headers(buildCorsHeaders(origin, allowed));
-    if (!client) throw fail('not_found', 'no such client');
-    if (!allowed) throw fail('origin_mismatch', origin ? 'this origin is not registered for the client' : 'the request carries no Origin');
-    if (client.metadata.in_place !== true) throw fail('in_place_disabled', 'the client has not turned in-place sign-in on');
-    return client;
   }
 
   app.get(FEDCM_PATHS.config, {
@@ -110,6 +95,8 @@ export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
     if (!current) throw fail('unauthorized', 'nobody is signed in');
     const identity = await storage.identities.get(current.identityId);
     if (!identity) throw fail('unauthorized', 'nobody is signed in');
+    // A disabled account is offered to no relying party (its sessions ended; this holds if one lingers).
+    if (!(await isAccountActive(storage, identity.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
     const emails = await storage.emails.listByIdentity(identity.identityId);
     const email = emails.find((e) => e.verifiedAt !== null)?.email;
     const approvedClients = await storage.oidc.approvedClients(identity.identityId);
@@ -123,7 +110,7 @@ export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
       response: { 200: { type: 'object', properties: { privacy_policy_url: { type: 'string' }, terms_of_service_url: { type: 'string' } } }, ...fedcmErrors },
     },
   }, async (request, reply) => {
-    const client = await clientForOrigin(request, reply, (request.query as { client_id: string }).client_id);
+    const client = (await inPlaceClientFor(app.kp, request, reply, (request.query as { client_id: string }).client_id)).client;
     const { policy_uri: privacy, tos_uri: terms } = client.metadata;
     return { ...(privacy ? { privacy_policy_url: privacy } : {}), ...(terms ? { terms_of_service_url: terms } : {}) };
   });
@@ -141,7 +128,7 @@ export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
-    const client = await clientForOrigin(request, reply, body.client_id);
+    const client = (await inPlaceClientFor(app.kp, request, reply, body.client_id)).client;
     requireWebIdentity(request);
     await limits.perIp(request, 'fedcm-assertion');
     const current = request.kp.session;
@@ -160,7 +147,7 @@ export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
-    const client = await clientForOrigin(request, reply, body.client_id);
+    const client = (await inPlaceClientFor(app.kp, request, reply, body.client_id)).client;
     requireWebIdentity(request);
     const current = request.kp.session;
     if (!current) throw fail('unauthorized', 'nobody is signed in');

@@ -1,4 +1,3 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
   generateAuthenticationOptions,
   generateRegistrationOptions,
@@ -20,7 +19,13 @@ import {
   readCredentialResponse,
   type ClientData,
 } from '../../../../lib/webauthn/check-ceremony.js';
+import type { ControlPlaneServices } from '../../context.js';
 import type { CredentialSummary, StoredCredential } from '../../storage/types.js';
+
+/** What the ceremonies need: the app, or an operation's services as `{ kp: services }`. */
+export interface CeremonyHost {
+  kp: Pick<ControlPlaneServices, 'config' | 'state'>;
+}
 
 /**
  * The WebAuthn ceremonies as the routes use them: options with a one-use challenge kept in shared
@@ -32,12 +37,12 @@ export const SUPPORTED_ALGORITHM_IDS = [-8, -7, -257]; // EdDSA, ES256, RS256
 export const RP_NAME = 'Keyplane';
 
 /** RP ID: the issuer's host name. */
-export function rpIdOf(app: FastifyInstance): string {
+export function rpIdOf(app: CeremonyHost): string {
   return new URL(app.kp.config.issuer).hostname;
 }
 
 /** Origins a response may come from on the issuer's own pages (the direct grant passes the RP's origin instead). */
-export function expectedOriginsOf(app: FastifyInstance): string[] {
+export function expectedOriginsOf(app: CeremonyHost): string[] {
   return [new URL(app.kp.config.issuer).origin];
 }
 
@@ -56,17 +61,17 @@ export interface ChallengeState {
 
 const challengeKey = (challenge: string) => `webauthn:challenge:${challenge}`;
 
-function challengeTtlMs(app: FastifyInstance): number {
+function challengeTtlMs(app: CeremonyHost): number {
   return app.kp.config.lifetimes.challenge * 1000;
 }
 
-async function storeChallenge(app: FastifyInstance, challenge: string, state: ChallengeState): Promise<void> {
+async function storeChallenge(app: CeremonyHost, challenge: string, state: ChallengeState): Promise<void> {
   const stored = await app.kp.state.setIfAbsent(challengeKey(challenge), JSON.stringify(state), challengeTtlMs(app));
   if (!stored) throw fail('internal', 'challenge collision');
 }
 
 /** Consumes the challenge the response answers; `challenge_unknown` when it is unknown, expired or used. */
-export async function takeChallenge(app: FastifyInstance, clientData: ClientData, purpose: ChallengePurpose): Promise<ChallengeState> {
+export async function takeChallenge(app: CeremonyHost, clientData: ClientData, purpose: ChallengePurpose): Promise<ChallengeState> {
   const raw = await app.kp.state.take(challengeKey(clientData.challenge));
   if (raw === null) throw fail('challenge_unknown', 'this sign-in attempt expired or was already used; start again');
   const state = JSON.parse(raw) as ChallengeState;
@@ -84,7 +89,7 @@ export function userHandleOf(identityId: string): Uint8Array<ArrayBuffer> {
 }
 
 export async function creationOptions(
-  app: FastifyInstance,
+  app: CeremonyHost,
   user: { identityId: string; username: string; displayName: string },
   existing: CredentialSummary[],
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
@@ -104,7 +109,7 @@ export async function creationOptions(
 
 /** Creation options whose challenge is stored for `add` (sign-up keeps its own state under the signup token). */
 export async function creationOptionsFor(
-  app: FastifyInstance,
+  app: CeremonyHost,
   user: { identityId: string; username: string; displayName: string },
   existing: CredentialSummary[],
   state: ChallengeState,
@@ -114,7 +119,7 @@ export async function creationOptionsFor(
   return options;
 }
 
-export async function requestOptions(app: FastifyInstance, allow: CredentialSummary[] | null, state: ChallengeState): Promise<PublicKeyCredentialRequestOptionsJSON> {
+export async function requestOptions(app: CeremonyHost, allow: CredentialSummary[] | null, state: ChallengeState): Promise<PublicKeyCredentialRequestOptionsJSON> {
   const options = await generateAuthenticationOptions({
     rpID: rpIdOf(app),
     userVerification: 'required',
@@ -135,7 +140,7 @@ export interface VerifiedRegistration {
 }
 
 /** Verifies an attestation (registration) response against `expectedChallenge`. */
-export async function verifyRegistration(app: FastifyInstance, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins: string[] = expectedOriginsOf(app)): Promise<VerifiedRegistration> {
+export async function verifyRegistration(app: CeremonyHost, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins: string[] = expectedOriginsOf(app)): Promise<VerifiedRegistration> {
   if (clientData.challenge !== expectedChallenge) throw fail('challenge_mismatch', 'the response answers a different challenge');
   checkOrigin(clientData, origins);
   const facts = checkAttestation(fields, rpIdOf(app));
@@ -187,7 +192,7 @@ export function readAssertion(response: unknown) {
 
 /** Verifies an assertion by `credential` (already looked up and matched to the account). */
 export async function verifyAssertion(
-  app: FastifyInstance,
+  app: CeremonyHost,
   response: unknown,
   clientData: ClientData,
   fields: Record<string, unknown>,
@@ -222,11 +227,11 @@ export async function verifyAssertion(
 export class CredentialLimits {
   private readonly limiter: RateLimiter;
 
-  constructor(private readonly app: FastifyInstance) {
+  constructor(private readonly app: CeremonyHost) {
     this.limiter = new RateLimiter(app.kp.state);
   }
 
-  async perIp(request: FastifyRequest, path: string): Promise<void> {
+  async perIp(request: { ip: string }, path: string): Promise<void> {
     await this.check(`${path}:ip`, request.ip, this.app.kp.config.limits.authPerIpPerMinute);
   }
 

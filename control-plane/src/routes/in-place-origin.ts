@@ -1,0 +1,55 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { buildCorsHeaders, isRegisteredOrigin, type CorsOptions } from '../../../lib/oauth/in-place.js';
+import { originsOf } from '../../../lib/oauth/redirect-uri.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { StoredClient } from '../storage/types.js';
+
+/**
+ * The CORS preamble FedCM and the direct grant share (docs/in-place.md#origins): the client named
+ * in the request, its origin rule, and the CORS answer. The exact Origin gets CORS headers with
+ * credentials only when it is one of the client's registered origins; any other origin gets none
+ * and a refusal, and the client must have turned in-place sign-in on.
+ */
+export async function inPlaceClientFor(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  clientId: unknown,
+): Promise<{ client: StoredClient; origin: string }> {
+  const client =
+    typeof clientId === 'string' && clientId.length > 0 && clientId.length <= 100
+      ? await services.storage.clients.get(clientId)
+      : null;
+  const origin = request.headers.origin;
+  const allowed = client !== null && isRegisteredOrigin(client.metadata, origin);
+  reply.headers(buildCorsHeaders(origin, allowed));
+  if (!client) throw fail('not_found', 'no such client');
+  if (!allowed)
+    throw fail(
+      'origin_mismatch',
+      origin ? 'this origin is not registered for the client' : 'the request carries no Origin',
+    );
+  if (client.metadata.in_place !== true)
+    throw fail('in_place_disabled', 'the client has not turned in-place sign-in on');
+  return { client, origin };
+}
+
+/**
+ * A CORS preflight before the client is known (the body names it): any registered origin of an
+ * in-place client passes; the request itself is then checked against its own client.
+ */
+export async function inPlacePreflight(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: CorsOptions,
+): Promise<FastifyReply> {
+  const origin = request.headers.origin;
+  const allowed =
+    origin !== undefined && originsOf(await services.storage.clients.inPlaceRedirectUris()).includes(origin);
+  return reply
+    .code(204)
+    .headers(buildCorsHeaders(origin, allowed, options))
+    .send();
+}
