@@ -110,6 +110,17 @@ export const controlPlaneSchema: Group = group('Control plane', {
     smtpUrl: { type: 'string', pattern: '^smtps?://', env: 'KEYPLANE_SMTP_URL', secret: true, description: 'smtp:// or smtps:// URL; unset writes RFC 5322 files to <dataDir>/outbox/.' },
     from: { type: 'string', minLength: 3, default: 'Keyplane <no-reply@localhost>', description: 'From address of outgoing mail.' },
   }),
+  mcp: group('Read-only MCP tool server at /mcp (docs/mcp.md)', {
+    perIpPerMinute: count(120, 'JSON-RPC requests to `POST /mcp` per client IP per minute.'),
+  }),
+  contact: group('Contact channel at /contact (docs/contact.md)', {
+    operatorAddress: {
+      type: 'string', minLength: 3, maxLength: 254, pattern: '^[^@\\s]+@[^@\\s]+$',
+      description: 'Where contact messages are mailed. Unset: they are stored and receipted, but no mail goes out.',
+    },
+    perAddressPerHour: count(5, 'Contact messages accepted per client IP, and per sender address, per hour.'),
+    maxMessageChars: { type: 'integer', minimum: 100, maximum: 20_000, default: 4000, description: 'Longest contact message (characters); longer ones get 413 `message_too_long`.' },
+  }),
   ledger: group('Receipt ledger', {
     sealIntervalMs: { type: 'integer', minimum: 50, maximum: 60_000, default: 1000, description: 'Seal pending receipts into an epoch at most this often (milliseconds).' },
     sealMaxReceipts: count(10_000, 'Seal at once when this many receipts are pending.'),

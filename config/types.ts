@@ -39,6 +39,8 @@ export interface ControlPlaneSettings {
   scan: { publicPerIpPerHour: number; publicPerHostPerHour: number; cacheSeconds: number; rescanIntervalHours: number };
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
+  mcp: { perIpPerMinute: number };
+  contact: { operatorAddress?: string; perAddressPerHour: number; maxMessageChars: number };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
   v1: { sessionTokenLifetime: number; deprecatedAt: string; sunset: string };
   oidc: { dpopNonce: boolean };

@@ -5,6 +5,7 @@ import { MigrationError } from '../../control-plane/src/storage/migration-error.
 import { accountsCommands } from './commands/accounts.js';
 import { agentCommands } from './commands/agent.js';
 import { backupCommand } from './commands/backup.js';
+import { clientsCommands } from './commands/clients.js';
 import { controlPlaneCommand } from './commands/control-plane.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { keysCommand } from './commands/keys.js';
@@ -12,6 +13,8 @@ import { ledgerCommand } from './commands/ledger.js';
 import { migrateCommand } from './commands/migrate.js';
 import { receiptCommand } from './commands/receipt.js';
 import { rolloutCommands } from './commands/rollout.js';
+import { receiptsCommands } from './commands/receipts.js';
+import { sessionsCommands } from './commands/sessions.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit.js';
 
@@ -33,6 +36,9 @@ ledgerCommand(program);
 accountsCommands(program);
 agentCommands(program);
 rolloutCommands(program);
+clientsCommands(program);
+sessionsCommands(program);
+receiptsCommands(program);
 
 try {
   await program.parseAsync(process.argv);

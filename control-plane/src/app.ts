@@ -38,6 +38,8 @@ import scanRoutes from './routes/scan/index.js';
 import samlRoutes from './routes/saml/index.js';
 import samlPages from './routes/saml/apps-page.js';
 import rolloutRoutes, { ROLLOUT_SCHEMAS } from './routes/rollout/index.js';
+import mcpRoutes from './routes/mcp/index.js';
+import contactRoutes from './routes/contact/index.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -121,5 +123,7 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
   await app.register(samlRoutes);
   await app.register(samlPages);
   await app.register(rolloutRoutes);
+  await app.register(mcpRoutes, { collected: discovery });
+  await app.register(contactRoutes);
   return app;
 }

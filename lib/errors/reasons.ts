@@ -151,6 +151,11 @@ export const REASONS = {
   fetch_too_large: { status: 502, description: 'The target\'s answer is larger than the fetch allows; it was cut off.' },
   fetch_timeout: { status: 504, description: 'The target did not answer completely within the fetch\'s deadline.' },
   fetch_failed: { status: 502, description: 'The target could not be reached or its TLS certificate did not verify.' },
+  // the read-only MCP tool server (docs/mcp.md): these travel in a JSON-RPC error's `data.reason`
+  mcp_read_only: { status: 403, description: 'The MCP server is read-only: a tool call or method that would change something is refused (JSON-RPC error -32003) and leaves an `mcp.attempt` receipt.' },
+  mcp_unknown_tool: { status: 404, description: 'No MCP tool has this name (JSON-RPC error -32602); `GET /mcp/tools` lists them. The attempt leaves an `mcp.attempt` receipt.' },
+  // the contact channel (docs/contact.md)
+  message_too_long: { status: 413, description: 'The contact message is longer than `contact.maxMessageChars` characters.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type Reason = keyof typeof REASONS;

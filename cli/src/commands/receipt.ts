@@ -5,10 +5,10 @@ import { decodeCheckpoint, verifyCheckpoint } from '../../../lib/ledger/checkpoi
 import { isReceiptHash } from '../../../lib/ledger/receipt.js';
 import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
 import { verifyReceiptProof, type InclusionProof } from '../../../lib/ledger/verify-receipt.js';
+import { baseUrl, requestJson } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
 
-const TIMEOUT_MS = 10_000;
 const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /** Not verified: the verdict goes to stdout and the exit code is 1. */
@@ -18,21 +18,8 @@ class NotVerified extends CliError {
   }
 }
 
-async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  let response: Response;
-  try {
-    response = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), headers: { accept: 'application/json' }, redirect: 'error' });
-  } catch (error) {
-    throw new CliError(`cannot reach ${url}: ${(error as Error).message}`, EXIT.usage);
-  }
-  let body: unknown;
-  try {
-    body = await response.json();
-  } catch {
-    throw new CliError(`${url} answered ${response.status} without JSON`, EXIT.usage);
-  }
-  if (!body || typeof body !== 'object') throw new CliError(`${url} answered ${response.status} with something other than a JSON object`, EXIT.usage);
-  return { status: response.status, body: body as Record<string, unknown> };
+async function getJson(url: string) {
+  return requestJson('GET', url);
 }
 
 function readPinned(value: string): string {
@@ -48,13 +35,7 @@ function readPinned(value: string): string {
 
 export async function verifyReceiptCommand(hash: string, options: { controlPlane?: string; trustCheckpoint?: string }): Promise<void> {
   if (!isReceiptHash(hash)) throw new CliError('HASH must be the receipt\'s 64 lower-case hex characters', EXIT.usage);
-  if (!options.controlPlane) throw new CliError('--control-plane URL is required', EXIT.usage);
-  let base: string;
-  try {
-    base = new URL(options.controlPlane).toString().replace(/\/+$/, '');
-  } catch {
-    throw new CliError('--control-plane must be a URL', EXIT.usage);
-  }
+  const base = baseUrl(options.controlPlane);
   const pinned = options.trustCheckpoint === undefined ? undefined : readPinned(options.trustCheckpoint);
 
   progress(`fetching receipt ${hash} from ${base}`);

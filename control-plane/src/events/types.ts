@@ -94,6 +94,10 @@ export type DomainEvent =
   | (EventBase & { type: 'saml.provider_updated'; providerId: string; revision: number; by: 'admin' | 'session' })
   | (EventBase & { type: 'saml.provider_deleted'; providerId: string; by: 'admin' | 'session' })
   | (EventBase & { type: 'saml.assertion_issued'; providerId: string; identityId: string; sessionId: string; assurance: AssuranceLevel; nameIdFormat: string; initiated: 'sp' | 'idp' })
-  | (EventBase & { type: 'saml.logout'; providerId: string; identityId: string | null; sessionId: string | null });
+  | (EventBase & { type: 'saml.logout'; providerId: string; identityId: string | null; sessionId: string | null })
+  // the read-only MCP server (docs/mcp.md): a refused call; `method` and `tool` as sent, when short and plain
+  | (EventBase & { type: 'mcp.attempt'; method: string; tool: string | null; reason: 'mcp_read_only' | 'mcp_unknown_tool' })
+  // the contact channel (docs/contact.md): the message and its sender stay in the contact store
+  | (EventBase & { type: 'contact.received'; contactId: string; topic: string; mailed: boolean });
 
 export type DomainEventType = DomainEvent['type'];

@@ -36,7 +36,7 @@ h1 { font-size: 1.6rem; margin: 0 0 1rem; }
 h2 { font-size: 1.15rem; margin: 2rem 0 .5rem; }
 a { color: var(--accent); }
 label { display: block; font-weight: 600; margin: 1rem 0 .25rem; }
-input[type=text], input[type=email], input:not([type]) { width: 100%; padding: .6rem .7rem; font: inherit; border: 1px solid var(--line); border-radius: .4rem; background: transparent; color: inherit; }
+input[type=text], input[type=email], input:not([type]), select, textarea { width: 100%; padding: .6rem .7rem; font: inherit; border: 1px solid var(--line); border-radius: .4rem; background: transparent; color: inherit; }
 button { font: inherit; padding: .6rem 1.1rem; border-radius: .4rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; margin: .75rem .5rem 0 0; }
 button.secondary { background: transparent; color: var(--accent); }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }

@@ -21,6 +21,21 @@ export function contentSecurityPolicy(nonce: string, extra: { formAction?: strin
 
 export const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'";
 
+/**
+ * The headers of a data response, for a route that writes to the raw response itself (a hijacked
+ * reply skips the onSend hook below).
+ */
+export function rawDataHeaders(https: boolean): Record<string, string> {
+  return {
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': API_CSP,
+    'cache-control': 'no-store',
+    ...(https ? { 'strict-transport-security': 'max-age=63072000; includeSubDomains' } : {}),
+  };
+}
+
 export const securityHeadersPlugin = fp(
   async (app: FastifyInstance, options: { https: boolean }) => {
     app.addHook('onSend', async (request, reply, payload) => {

@@ -24,6 +24,22 @@ export async function loadSiteStatus(services: Pick<ControlPlaneServices, 'stora
   return { site, org, verified: site.verifiedAt !== null, rating, stale: latest !== null && services.now() - latest.scannedAt > STALE_AFTER_MS };
 }
 
+export type SiteState = 'current' | 'stale' | 'unscanned' | 'unverified';
+
+/** The public verification view of a site (`/verify/{siteId}?format=json`), or null for an unknown site. */
+export async function siteVerification(services: Pick<ControlPlaneServices, 'storage' | 'now'>, siteId: string) {
+  const status = await loadSiteStatus(services, siteId);
+  if (!status) return null;
+  const state: SiteState = !status.verified ? 'unverified' : !status.rating ? 'unscanned' : status.stale ? 'stale' : 'current';
+  return {
+    status,
+    view: {
+      siteId, url: status.site.url, org: { slug: status.org.slug, name: status.org.name }, verified: status.verified, status: state,
+      rating: status.rating,
+    },
+  };
+}
+
 /**
  * The site a seal on a page of `origin` stands for: a registered site with that origin whose
  * org proved control of the domain (the most recently proved one, should two orgs have).

@@ -328,6 +328,8 @@ export interface ClientStore {
   update(clientId: string, expectedRevision: number, change: { type: ClientType; metadata: ClientMetadata; secretHash: string | null; secretIssuedAt: number | null; at: number }): Promise<StoredClient | null>;
   remove(clientId: string): Promise<boolean>;
   listByOwner(ownerId: string): Promise<StoredClient[]>;
+  /** Every client, by client id, `limit` at a time after `after` (exclusive): the operators' listing. */
+  list(after: string | null, limit: number): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
   /** The registered redirect URIs of clients with in-place sign-in on (`in_place: true`). */
@@ -810,6 +812,27 @@ export interface RolloutStore {
   recordAttestation(project: string, attestation: RolloutAttestation | null, at: number): Promise<void>;
 }
 
+/** A message sent through the contact channel (docs/contact.md). */
+export interface StoredContact {
+  /** `ctc_` and 128 random bits, base64url. */
+  contactId: string;
+  email: string;
+  topic: string;
+  message: string;
+  createdAt: number;
+  /** When the operator's copy went out; null until then (or with no operator address set). */
+  mailedAt: number | null;
+}
+
+export interface ContactStore {
+  insert(record: StoredContact): Promise<void>;
+  get(contactId: string): Promise<StoredContact | null>;
+  /** Records that the operator's copy went out; true for the first call only. */
+  markMailed(contactId: string, at: number): Promise<boolean>;
+  /** Deletes messages received before `before`; returns how many. */
+  purgeBefore(before: number): Promise<number>;
+}
+
 export interface Stores {
   keys: KeyStore;
   identities: IdentityStore;
@@ -829,6 +852,7 @@ export interface Stores {
   scans: ScanStore;
   saml: SamlStore;
   rollout: RolloutStore;
+  contacts: ContactStore;
 }
 
 export interface Storage extends Stores {

@@ -58,7 +58,7 @@ t.test('openapi.json is a valid OpenAPI 3.1 document listing every route', async
   t.same(result.errors, undefined, 'no schema errors');
   t.equal(result.valid, true);
   for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/openapi.json', '/changelog', '/agents.json', '/agent', '/auth', '/.well-known/llms.txt',
-    '/saml/metadata', '/saml/sso', '/saml/slo', '/saml/providers', '/saml/providers/{id}', '/apps/saml']) {
+    '/saml/metadata', '/saml/sso', '/saml/slo', '/saml/providers', '/saml/providers/{id}', '/apps/saml', '/mcp', '/mcp/tools']) {
     t.ok(doc.paths[path], `${path} is described`);
   }
   t.ok(doc.components.schemas.envelope, 'the envelope schema is a shared component');
@@ -73,9 +73,16 @@ t.test('changelog: HTML, or versioned JSON by query or Accept', async (t) => {
     const res = await app.inject({ method: 'GET', ...request });
     const body = res.json();
     t.equal(body.ok, true);
-    t.equal(body.format, 'keyplane-changelog/v1');
-    t.ok(body.entries.length > 0);
+    t.ok(body.versions.length >= 2);
+    for (const version of body.versions) {
+      t.match(version, { version: String, changes: Array });
+      t.ok(version.date === null || /^\d{4}-\d{2}-\d{2}$/.test(version.date), `${version.version} has a date`);
+    }
+    t.same(body.versions.find((v: { version: string }) => v.version === '0.1.0').date, '2026-11-22');
   }
+  t.match(html.body, /<h2 id="v-0\.1\.0">0\.1\.0/);
+  t.match(html.body, /<code>keyplane up<\/code>/, 'inline code is rendered');
+  t.notMatch(html.body, /`/, 'no raw backticks');
   const bad = await app.inject({ method: 'GET', url: '/changelog?format=xml' });
   t.equal(bad.statusCode, 400);
   t.equal(bad.json().reason, 'invalid_request');
@@ -92,6 +99,22 @@ t.test('agent documents: contract and secret-free introspection of live routes',
   t.ok(body.read_surfaces.some((s: { path: string }) => s.path === '/.well-known/openid-configuration'));
   t.ok(Array.isArray(body.callable_actions));
   t.notMatch(agent.body, /"d":|PRIVATE KEY|"client_secret":"/, "no key material or secrets");
+
+  // All three documents come from the route table behind /openapi.json: every described operation is in each.
+  const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const operations: string[] = [];
+  for (const [path, item] of Object.entries(openapi.paths as Record<string, Record<string, unknown>>)) {
+    for (const method of Object.keys(item)) if (['get', 'post', 'put', 'delete', 'patch'].includes(method)) operations.push(`${method.toUpperCase()} ${path}`);
+  }
+  const listed = (list: Array<{ method: string; path: string }>) => list.map((s) => `${s.method} ${s.path}`).sort();
+  t.same(listed([...body.read_surfaces, ...body.callable_actions]), [...operations].sort(), '/agent lists every operation');
+  t.same(listed(contract.routes), [...operations].sort(), '/agents.json lists every operation');
+  const llms = (await app.inject({ method: 'GET', url: '/.well-known/llms.txt' })).body;
+  for (const operation of operations) t.ok(llms.includes(`- ${operation}`), `llms.txt names ${operation}`);
+  t.match(contract.documents, { mcp: `${TEST_ISSUER}/mcp`, changelog: `${TEST_ISSUER}/changelog?format=json` });
+  for (const doc of [JSON.stringify(contract), llms]) {
+    t.notMatch(doc, /"d":|PRIVATE KEY|"client_secret":"|admin-token|test-master-key/, 'no key material or secrets');
+  }
 });
 
 t.test('health, readiness and metrics', async (t) => {

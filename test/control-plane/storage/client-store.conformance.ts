@@ -29,6 +29,11 @@ export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): vo
     t.same(await storage.clients.get('cl_1'), one, 'metadata round-trips');
     t.equal(await storage.clients.get('cl_nope'), null);
     t.same((await storage.clients.listByOwner('usr_a')).map((c) => c.clientId), ['cl_1']);
+    const all = (await storage.clients.list(null, 100)).map((c) => c.clientId);
+    t.same(all, [...all].sort(), 'listed by client id');
+    t.ok(all.includes('cl_1'));
+    t.same((await storage.clients.list(null, 1)).map((c) => c.clientId), all.slice(0, 1), 'limit');
+    t.same((await storage.clients.list(all[0]!, 100)).map((c) => c.clientId), all.slice(1), 'after is exclusive');
     t.same((await storage.clients.allRedirectUris()).sort(), ['https://one.example.com/cb', 'https://two.example.com/cb']);
     t.same((await storage.clients.findByRedirectUri('https://two.example.com/cb')).map((c) => c.clientId), ['cl_2']);
     t.same(await storage.clients.findByRedirectUri('https://two.example.com/cb/'), [], 'exact match only');

@@ -22,6 +22,7 @@ for (const form of document.querySelectorAll('form[data-kp-post]')) {
       const then = form.dataset.then;
       if (then === 'org' && data.slug) location.assign('/org/' + encodeURIComponent(data.slug));
       else if (then === 'scan' && data.rating) location.assign('/scan?url=' + encodeURIComponent(data.rating.url));
+      else if (then === 'contact') location.assign('/contact?sent=' + encodeURIComponent(data.contactId || '1'));
       else location.reload();
     } catch {
       if (status) status.textContent = 'The network failed; try again.';

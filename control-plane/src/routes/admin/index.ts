@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { deleteAccount, disableAccount, enableAccount, findAccount, type AccountChange } from '../../accounts/lifecycle.js';
+import { clientSummary, findClient, revokeClient, revokeSessions, rotateClientSecret } from '../../clients/operator.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
@@ -21,6 +22,16 @@ function requireAdminToken(app: FastifyInstance, request: FastifyRequest): void 
   if (expected === undefined) throw fail('unauthorized', 'the admin API is off: no admin token is configured', { headers: { 'www-authenticate': 'Bearer' } });
   if (presented === undefined || !constantEquals(presented, expected)) throw fail('unauthorized', 'send the admin token as a Bearer token', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 }
+
+const clientParams = { type: 'object', required: ['clientId'], properties: { clientId: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
+const clientSchema = {
+  type: 'object', required: ['client_id', 'client_type', 'revision', 'created_at'],
+  properties: {
+    client_id: { type: 'string' }, client_name: { type: ['string', 'null'] }, client_type: { type: 'string' }, owner: { type: ['string', 'null'] },
+    revision: { type: 'integer' }, created_at: { type: 'string' }, redirect_uris: { type: 'array', items: { type: 'string' } },
+    gateway: { type: ['object', 'null'], properties: { mode: { type: 'string' } } }, secret_issued_at: { type: ['string', 'null'] },
+  },
+} as const;
 
 function reply(change: AccountChange) {
   return { ok: true, ...change.account, ...(change.receipt ? { receipt: change.receipt } : {}) };
@@ -54,5 +65,66 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const { identityId, receipt } = await deleteAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId, 'admin');
     return { ok: true, identityId, deleted: true, ...(receipt ? { receipt } : {}) };
+  });
+
+  app.post('/admin/accounts/:identityId/sessions/revoke', {
+    schema: {
+      tags: ['admin'], summary: 'End an account\'s live sessions (or only `session`) and the grants they started; each leaves a session.revoked receipt',
+      security: admin, params,
+      body: { type: 'object', additionalProperties: false, properties: { session: { type: 'string', minLength: 1, maxLength: 200 } } },
+      response: {
+        200: okObject({ identityId: { type: 'string' }, username: { type: 'string' }, revoked: { type: 'array', items: { type: 'string' } }, receipts: { type: 'array', items: receiptField } }, ['identityId', 'revoked', 'receipts']),
+        ...errorResponses,
+      },
+    },
+  }, async (request) => {
+    const account = await findAccount(app.kp, ref(request));
+    const only = (request.body as { session?: string } | null | undefined)?.session;
+    const { revoked, receipts } = await revokeSessions(app.kp, account.identityId, only);
+    return { ok: true, identityId: account.identityId, username: account.username, revoked, receipts };
+  });
+
+  app.get('/admin/clients', {
+    schema: {
+      tags: ['admin'], summary: 'Registered clients by client id, a page at a time (`after` the last one seen); no secrets',
+      security: admin,
+      querystring: {
+        type: 'object', additionalProperties: false,
+        properties: { after: { type: 'string', maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 500, default: 100 } },
+      },
+      response: { 200: okObject({ clients: { type: 'array', items: clientSchema }, next: { type: ['string', 'null'] } }, ['clients', 'next']), ...errorResponses },
+    },
+  }, async (request) => {
+    const { after, limit } = request.query as { after?: string; limit: number };
+    const page = await app.kp.storage.clients.list(after ?? null, limit);
+    return { ok: true, clients: page.map(clientSummary), next: page.length === limit ? page.at(-1)!.clientId : null };
+  });
+
+  const clientId = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
+
+  app.get('/admin/clients/:clientId', {
+    schema: { tags: ['admin'], summary: 'One client\'s registration, without secrets', security: admin, params: clientParams, response: { 200: okObject({ client: clientSchema }, ['client']), ...errorResponses } },
+  }, async (request) => ({ ok: true, client: clientSummary(await findClient(app.kp, clientId(request))) }));
+
+  app.post('/admin/clients/:clientId/rotate-secret', {
+    schema: {
+      tags: ['admin'], summary: 'Issue a new secret to a confidential client (shown this once); the old one stops working at once',
+      security: admin, params: clientParams,
+      response: { 200: okObject({ client_id: { type: 'string' }, client_secret: { type: 'string' }, revision: { type: 'integer' }, receipt: receiptField }, ['client_id', 'client_secret', 'revision']), ...errorResponses },
+    },
+  }, async (request) => {
+    const { client, secret, receipt } = await rotateClientSecret(app.kp, await findClient(app.kp, clientId(request)));
+    return { ok: true, client_id: client.clientId, client_secret: secret, revision: client.revision, ...(receipt ? { receipt } : {}) };
+  });
+
+  app.post('/admin/clients/:clientId/revoke', {
+    schema: {
+      tags: ['admin'], summary: 'Revoke (delete) a client: its grants and tokens stop at once',
+      security: admin, params: clientParams,
+      response: { 200: okObject({ client_id: { type: 'string' }, revoked: { const: true }, receipt: receiptField }, ['client_id', 'revoked']), ...errorResponses },
+    },
+  }, async (request) => {
+    const { receipt } = await revokeClient(app.kp, clientId(request));
+    return { ok: true, client_id: clientId(request), revoked: true, ...(receipt ? { receipt } : {}) };
   });
 }

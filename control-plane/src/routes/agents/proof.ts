@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { SignJWT } from 'jose';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { signTrustBundle } from '../../agents/trust-bundle.js';
 import { issueChallenge, proofVector, proveAgent, visibleAgent } from '../../agents/proof.js';
 import { html, page } from '../../pages/layout.js';
 import { anyObject, errorResponses, okObject } from '../../http/schemas.js';
@@ -91,24 +91,5 @@ export default async function agentProofRoutes(app: FastifyInstance): Promise<vo
       tags: ['agents'], summary: 'The claim registry as a signed trust bundle (compact JWS, typ agent-trust-bundle+jwt, ES256, key via jwks_uri) for federation peers',
       response: { 200: okObject({ bundle: { type: 'string' } }, ['bundle']), ...errorResponses },
     },
-  }, async () => {
-    const now = Math.floor(services.now() / 1000);
-    const key = services.keys.current();
-    // What a peer needs to read our proofs: the claims, their evidence and lifetimes, the token types.
-    const bundle = await new SignJWT({
-      claims: {
-        key_control: { evidence: 'DPoP proof by the agent key (enrollment, rotation, verify, run)' },
-        owner_accountability: { evidence: 'owner approval with a passkey session' },
-        channel_control: { evidence: 'domain-control', lifetime_days: 30 },
-        descriptor_integrity: { evidence: 'descriptor-integrity', lifetime_days: 7 },
-      },
-      token_types: ['agent-proof+jwt', 'agent-run+jwt', 'vc+jwt'],
-      run_proof_formats: ['svc-agent-run-proof-v1'],
-      jwks_uri: `${services.config.issuer}/.well-known/jwks.json`,
-    })
-      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'agent-trust-bundle+jwt' })
-      .setIssuer(services.config.issuer).setIssuedAt(now).setExpirationTime(now + 86_400)
-      .sign(key.privateKey);
-    return { ok: true, bundle };
-  });
+  }, async () => ({ ok: true, bundle: await signTrustBundle(services) }));
 }

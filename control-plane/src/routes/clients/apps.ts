@@ -9,6 +9,7 @@ import type { EnforcementReason } from '../../../../lib/gateway/enforcement-stat
 import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
 import { checkClientManager, listOrgClients, orgOwnerFor } from '../../orgs/clients.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
+import { rotateClientSecret } from '../../clients/operator.js';
 import { deleteClient, describeChange, newSecret, registerClient, staleRevision, updateClient } from './registration.js';
 import { registerConnector } from '../../connectors/register-connector.js';
 import { connectorForm, connectorResultNotice } from '../connectors/page.js';
@@ -188,7 +189,7 @@ ${connectorForm()}`;
 }
 
 export default async function appsRoutes(app: FastifyInstance): Promise<void> {
-  const { storage, events } = app.kp;
+  const { storage } = app.kp;
   // Runs after the app-wide security headers (a child context's hooks come later).
   app.addHook('onSend', async (_request, reply, payload) => {
     if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
@@ -299,18 +300,9 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     },
   }, async (request, reply) => {
     const client = await ownClient(app, request);
-    if (!usesClientSecret(client.metadata.token_endpoint_auth_method)) throw fail('invalid_request', 'this client does not authenticate with a client secret');
-    const now = app.kp.now();
-    const secret = newSecret();
-    const { updated, receipt } = await storage.transaction(async (tx) => {
-      // Conditional on the revision we read: a concurrent edit makes this a stale_revision.
-      const stored = await tx.clients.update(client.clientId, client.revision, { type: client.type, metadata: client.metadata, secretHash: secret.hash, secretIssuedAt: now, at: now });
-      if (!stored) staleRevision();
-      const recorded = await events.record(tx, { type: 'client.secret_rotated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision });
-      return { updated: stored, receipt: recorded.receipt };
-    });
-    if (isForm(request)) return renderApps(request, reply, secretNotice(updated, secret.value, 'Secret rotated; the old one no longer works.'));
-    return { ok: true, client_id: updated.clientId, client_secret: secret.value, revision: updated.revision, ...(receipt ? { receipt } : {}) };
+    const { client: updated, secret, receipt } = await rotateClientSecret(app.kp, client);
+    if (isForm(request)) return renderApps(request, reply, secretNotice(updated, secret, 'Secret rotated; the old one no longer works.'));
+    return { ok: true, client_id: updated.clientId, client_secret: secret, revision: updated.revision, ...(receipt ? { receipt } : {}) };
   });
 
   app.post('/apps/:client_id/revoke', {

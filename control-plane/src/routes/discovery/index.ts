@@ -30,14 +30,9 @@ export function collectDiscovery(app: FastifyInstance): { metadata: Record<strin
   return { metadata: collected };
 }
 
-export default async function discoveryRoutes(app: FastifyInstance, options: { collected: { metadata: Record<string, unknown> } }): Promise<void> {
-  const { issuer } = app.kp.config;
-  const cache = 'public, max-age=300';
-
-  app.get('/.well-known/openid-configuration', {
-    config: { cache },
-    schema: { tags: ['discovery'], summary: 'OpenID Connect discovery (advertises only what this server implements)', response: { 200: anyObject, ...errorResponses } },
-  }, async () => ({
+/** The OpenID Provider metadata: the fixed members plus what the registered routes declared. */
+export function discoveryDocument(issuer: string, collected: { metadata: Record<string, unknown> }): Record<string, unknown> {
+  return {
     // REQUIRED by OIDC Discovery 1.0 §3 and true of this server as it stands; every endpoint
     // and the capabilities that come with it are added by the routes that implement them.
     issuer,
@@ -45,8 +40,18 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
     response_types_supported: ['code'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['ES256'],
-    ...options.collected.metadata,
-  }));
+    ...collected.metadata,
+  };
+}
+
+export default async function discoveryRoutes(app: FastifyInstance, options: { collected: { metadata: Record<string, unknown> } }): Promise<void> {
+  const { issuer } = app.kp.config;
+  const cache = 'public, max-age=300';
+
+  app.get('/.well-known/openid-configuration', {
+    config: { cache },
+    schema: { tags: ['discovery'], summary: 'OpenID Connect discovery (advertises only what this server implements)', response: { 200: anyObject, ...errorResponses } },
+  }, async () => discoveryDocument(issuer, options.collected));
 
   app.get(JWKS_PATH, {
     config: { cache: 'public, max-age=300' },

@@ -3,7 +3,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { ratingReport } from '../../pages/scan-report.js';
 import { latestPublicRating, publicScan } from '../../scan/public-scan.js';
-import { loadSiteStatus, sealScript, siteForOrigin } from '../../scan/seal.js';
+import { loadSiteStatus, sealScript, siteForOrigin, siteVerification } from '../../scan/seal.js';
 import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { ratingSchema } from '../orgs/schemas.js';
@@ -137,15 +137,11 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (request, reply) => {
     const { siteId } = request.params as { siteId: string };
-    const status = await loadSiteStatus(services, siteId);
-    if (!status) throw fail('not_found', 'no such site');
-    const state = !status.verified ? 'unverified' : !status.rating ? 'unscanned' : status.stale ? 'stale' : 'current';
-    if (wantsJson(request)) {
-      return {
-        ok: true, siteId, url: status.site.url, org: { slug: status.org.slug, name: status.org.name }, verified: status.verified, status: state,
-        rating: status.rating,
-      };
-    }
+    const found = await siteVerification(services, siteId);
+    if (!found) throw fail('not_found', 'no such site');
+    const { status, view } = found;
+    const state = view.status;
+    if (wantsJson(request)) return { ok: true, ...view };
     const referer = request.headers.referer;
     let arrivedFrom: string | null;
     try {

@@ -24,6 +24,8 @@ export function postgresClientStore(sql: Sql): ClientStore {
     remove: async (clientId) => (await sql.count('DELETE FROM oidc_clients WHERE client_id = $1', [clientId])) === 1,
     listByOwner: async (ownerId) =>
       (await sql.rows<ClientRow>('SELECT * FROM oidc_clients WHERE owner_id = $1 ORDER BY created_at, client_id', [ownerId])).map(clientFromRow),
+    list: async (after, limit) =>
+      (await sql.rows<ClientRow>('SELECT * FROM oidc_clients WHERE client_id > $1 ORDER BY client_id LIMIT $2', [after ?? '', limit])).map(clientFromRow),
     allRedirectUris: async () =>
       (await sql.rows<{ metadata: string }>('SELECT metadata FROM oidc_clients'))
         .flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris),

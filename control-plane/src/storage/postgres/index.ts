@@ -1,3 +1,4 @@
+import { postgresContactStore } from './contact-store.js';
 import type { Migration } from '../sqlite/migrations.js';
 import type { Storage, Stores } from '../types.js';
 import { postgresAgentStore } from './agent-store.js';
@@ -39,6 +40,7 @@ function storesOn(sql: Sql): Stores {
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
     rollout: postgresRolloutStore(sql),
+    contacts: postgresContactStore(sql),
     scans: postgresScanStore(sql),
     saml: postgresSamlStore(sql),
   };

@@ -55,6 +55,10 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       runner.run((db) =>
         (cached(db, 'SELECT * FROM oidc_clients WHERE owner_id = ? ORDER BY created_at, client_id').all(ownerId) as ClientRow[]).map(fromRow),
       ),
+    list: (after, limit) =>
+      runner.run((db) =>
+        (cached(db, 'SELECT * FROM oidc_clients WHERE client_id > ? ORDER BY client_id LIMIT ?').all(after ?? '', limit) as ClientRow[]).map(fromRow),
+      ),
     listGateways: () =>
       runner.run((db) =>
         (cached(db, "SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.gateway') IS NOT NULL ORDER BY created_at, client_id").all() as ClientRow[]).map(fromRow),

@@ -1,3 +1,4 @@
+import { sqliteContactStore } from './contact-store.js';
 import type { Storage, Stores } from '../types.js';
 import { openDatabase } from './database.js';
 import { sqliteKeyStore } from './key-store.js';
@@ -37,6 +38,7 @@ function storesOn(runner: Runner): Stores {
     agents: sqliteAgentStore(runner),
     orgs: sqliteOrgStore(runner),
     rollout: sqliteRolloutStore(runner),
+    contacts: sqliteContactStore(runner),
     scans: sqliteScanStore(runner),
     saml: sqliteSamlStore(runner),
   };

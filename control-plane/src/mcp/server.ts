@@ -1,0 +1,53 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { MCP_TOOLS, classifyMethod, looksMutating } from '../../../lib/mcp/catalogue.js';
+import { recordMcpAttempt, type RefusalReason } from './attempts.js';
+import { callTool, isTool, type McpServices, type McpSources } from './tools.js';
+
+/** JSON-RPC 2.0 §5.1 leaves -32000 to -32099 to the server: this one means "refused, read-only". */
+export const READ_ONLY_ERROR = -32003;
+
+const ajv = new Ajv2020({ allErrors: false, strict: false });
+const validators = new Map(MCP_TOOLS.map((tool) => [tool.name, ajv.compile(tool.inputSchema)]));
+
+async function refuse(services: McpServices, method: string, tool: string | null, reason: RefusalReason): Promise<never> {
+  const receipt = await recordMcpAttempt(services, { method, tool, reason });
+  const message = reason === 'mcp_read_only'
+    ? 'this MCP server is read-only: nothing can be changed through it'
+    : `no tool is named ${tool ?? ''}; tools/list names them`;
+  throw new McpError(reason === 'mcp_read_only' ? READ_ONLY_ERROR : ErrorCode.InvalidParams, message, { reason, ...(receipt ? { receipt } : {}) });
+}
+
+/**
+ * One MCP server per request (stateless Streamable HTTP): `tools/list` and `tools/call` of the
+ * read-only catalogue. A call of a tool that is not in it, or a method that asks to change
+ * something, is refused with a JSON-RPC error and receipted; any other unknown method is
+ * JSON-RPC "Method not found" (-32601).
+ */
+export function createMcpServer(services: McpServices, sources: McpSources): Server {
+  const server = new Server(
+    { name: 'keyplane', title: 'Keyplane (read-only)', version: '0.1.0' },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions: 'Read-only tools over Keyplane\'s public data: discovery, receipts and their proofs, public agent proofs, site Ratings, the changelog and the agent trust bundle. Nothing can be changed through this server.',
+    },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: MCP_TOOLS.map((tool) => ({ ...tool })) }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const { name } = request.params;
+    const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+    if (!isTool(name)) return refuse(services, 'tools/call', name, looksMutating(name) ? 'mcp_read_only' : 'mcp_unknown_tool');
+    const validate = validators.get(name)!;
+    if (!validate(args)) {
+      const first = validate.errors?.[0];
+      throw new McpError(ErrorCode.InvalidParams, `arguments${first?.instancePath ?? ''} ${first?.message ?? 'are invalid'}`, { reason: 'invalid_request' });
+    }
+    return callTool(services, sources, name, args);
+  });
+  server.fallbackRequestHandler = async (request) => {
+    if (classifyMethod(request.method) === 'mutation') return refuse(services, request.method, null, 'mcp_read_only');
+    throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+  };
+  return server;
+}
