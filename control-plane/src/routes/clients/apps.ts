@@ -10,7 +10,7 @@ import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-co
 import { checkClientManager, listOrgClients, orgOwnerFor } from '../../orgs/clients.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { rotateClientSecret } from '../../clients/operator.js';
-import { deleteClient, describeChange, newSecret, registerClient, staleRevision, updateClient } from './registration.js';
+import { deleteClient, describeChange, registerClient, updateClient } from './registration.js';
 import { registerConnector } from '../../connectors/register-connector.js';
 import { connectorForm, connectorResultNotice } from '../connectors/page.js';
 
