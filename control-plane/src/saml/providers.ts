@@ -8,10 +8,19 @@ import type { StoredSamlProvider } from '../storage/types.js';
 
 export type ProviderServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 
-/** Who manages service providers: the operator (admin token) or a signed-in org admin. */
-export type ProviderActor = { kind: 'operator' } | { kind: 'member'; identityId: string };
+/**
+ * Who manages service providers: the operator (the admin token, or the founder's session, which
+ * carries `identityId`) or a signed-in org admin.
+ */
+export type ProviderActor = { kind: 'operator'; identityId?: string } | { kind: 'member'; identityId: string };
 
-const by = (actor: ProviderActor) => (actor.kind === 'operator' ? 'admin' : 'session') as 'admin' | 'session';
+const by = (actor: ProviderActor) => (actor.kind === 'operator' && actor.identityId === undefined ? 'admin' : 'session') as 'admin' | 'session';
+
+/** The actor a signed-in account is: the founder's session is the operator's, like the admin token. */
+export async function sessionActor(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<ProviderActor> {
+  const identity = await services.storage.identities.get(identityId);
+  return identity?.founder ? { kind: 'operator', identityId } : { kind: 'member', identityId };
+}
 
 /** The orgs in which the member is admin or owner. */
 async function adminOrgs(services: ProviderServices, identityId: string): Promise<string[]> {

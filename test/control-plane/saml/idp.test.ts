@@ -282,4 +282,23 @@ t.test('SAML identity provider', async (t) => {
     t.match(removed.body, /Service provider removed/);
     t.equal((await owner.get('/saml/providers')).json().providers.length, 0, 'removed from the page');
   });
+
+  await t.test('the founder is the operator on /apps/saml: every provider, and installation-wide ones from the form', async (t) => {
+    const { browser: founder } = await built.signIn({ username: 'founderop', assurance: 'sensitive', founder: true });
+    const before = await founder.get('/apps/saml');
+    t.equal(before.statusCode, 200);
+    t.match(before.body, /the whole installation \(operator\)/, 'the form offers the installation as owner');
+    const form = new URLSearchParams({ org: '', entity_id: 'https://ops.example/sp', acs_urls: 'https://ops.example/acs', certificate: sp.certificatePem, name_id_format: 'persistent', want_signed_requests: 'true' });
+    const registered = await founder.post('/apps/saml/register', form.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    t.equal(registered.statusCode, 200, registered.body.slice(0, 300));
+    t.match(registered.body, /https:\/\/ops\.example\/sp/);
+    const stored = (await services.storage.saml.listProviders()).find((p) => p.entityId === 'https://ops.example/sp');
+    t.equal(stored?.orgId, null, 'owned by the installation');
+    const { browser: member } = await built.signIn({ username: 'plainmember', assurance: 'sensitive' });
+    const theirs = await member.get('/apps/saml');
+    t.notMatch(theirs.body, /ops\.example/, 'an ordinary account does not see installation providers');
+    t.notMatch(theirs.body, /the whole installation \(operator\)/, 'nor the installation as owner');
+    const removed = await founder.post(`/apps/saml/${stored!.id}/delete`, '', { 'content-type': 'application/x-www-form-urlencoded' });
+    t.match(removed.body, /Service provider removed/);
+  });
 });

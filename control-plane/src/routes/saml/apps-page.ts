@@ -5,15 +5,15 @@ import { hasRole } from '../../../../lib/orgs/roles.js';
 import { NAMEID_FORMAT } from '../../../../lib/saml/constants.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
-import { deleteProvider, listProviders, registerProvider } from '../../saml/providers.js';
+import { deleteProvider, listProviders, registerProvider, sessionActor, type ProviderActor } from '../../saml/providers.js';
 import { samlUrls } from '../../saml/sso.js';
 import type { StoredSamlProvider } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
 
 /**
- * `/apps/saml`: the SAML service providers of the organizations the signed-in user administers,
- * with plain HTML forms (no JavaScript) to register and remove them. Changes need a `sensitive`
- * session; a form post without one is sent to the step-up page, which returns here.
+ * `/apps/saml`: the SAML service providers of the organizations the signed-in user administers (all of
+ * them for the founder, the operator), with plain HTML forms (no JavaScript) to register and remove them.
+ * Changes need a `sensitive` session; a form post without one is sent to the step-up page, which returns here.
  */
 const session = [{ sessionCookie: [] }];
 const sameOriginReferrer = new WeakSet<FastifyReply>();
@@ -28,12 +28,12 @@ function formatName(format: string): string {
 }
 
 function providersPage(input: {
-  providers: StoredSamlProvider[]; orgs: Array<{ slug: string; name: string; orgId: string }>; sensitive: boolean; issuer: string; notice?: SafeHtml;
+  providers: StoredSamlProvider[]; operator: boolean; orgs: Array<{ slug: string; name: string; orgId: string }>; sensitive: boolean; issuer: string; notice?: SafeHtml;
 }): SafeHtml {
   const urls = samlUrls(input.issuer);
   const orgName = new Map(input.orgs.map((o) => [o.orgId, o.name]));
   return html`<h1>SAML service providers</h1>
-<p class="muted">Third-party applications that sign people in with Keyplane over SAML 2.0. The guide is <code>docs/saml.md</code>; the operator manages providers of the whole installation with the admin token (<code>/saml/providers</code>).</p>
+<p class="muted">Third-party applications that sign people in with Keyplane over SAML 2.0. The guide is <code>docs/saml.md</code>; the operator (the founder's account here, or the admin token at <code>/saml/providers</code>) manages the providers of the whole installation.</p>
 <p>Identity provider metadata: <a href="/saml/metadata"><code>${urls.entityId}</code></a></p>
 ${input.notice ?? ''}
 ${input.sensitive ? '' : html`<p role="note">Registering or removing a provider needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps%2Fsaml">Confirm with your passkey</a> first.</p>`}
@@ -52,9 +52,9 @@ ${input.providers.map((p) => html`<tr data-provider="${p.id}">
 </tbody>
 </table>`}
 <h2>Register a service provider</h2>
-${input.orgs.length === 0 ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>` : html`<form method="post" action="/apps/saml/register">
-<label for="org">Organization</label>
-<select id="org" name="org">${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>
+${input.orgs.length === 0 && !input.operator ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>` : html`<form method="post" action="/apps/saml/register">
+<label for="org">Owner</label>
+<select id="org" name="org">${input.operator ? html`<option value="">the whole installation (operator)</option>` : ''}${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>
 <label for="name">Name</label>
 <input id="name" name="name" type="text" maxlength="100">
 <label for="entity_id">Entity ID</label>
@@ -83,20 +83,21 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
   async function render(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
     const current = request.kp.session!;
     const orgs = (await services.storage.orgs.listForMember(current.identityId)).filter((o) => hasRole(o.role, 'admin'));
-    const providers = await listProviders(services, { kind: 'member', identityId: current.identityId });
+    const actor = await sessionActor(services, current.identityId);
+    const providers = await listProviders(services, actor);
     reply.code(status).type('text/html; charset=utf-8');
     sameOriginReferrer.add(reply);
-    const body = providersPage({ providers, orgs, sensitive: meetsAssurance(current.assurance, 'sensitive'), issuer: services.config.issuer, ...(notice ? { notice } : {}) });
+    const body = providersPage({ providers, orgs, operator: actor.kind === 'operator', sensitive: meetsAssurance(current.assurance, 'sensitive'), issuer: services.config.issuer, ...(notice ? { notice } : {}) });
     return page({ title: 'SAML service providers', nonce: request.kp.cspNonce, body })
       .replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
   }
 
   /** A change from the page: without a sensitive session, off to the step-up page and back. */
-  async function change(request: FastifyRequest, reply: FastifyReply, work: (identityId: string) => Promise<SafeHtml>): Promise<unknown> {
+  async function change(request: FastifyRequest, reply: FastifyReply, work: (actor: ProviderActor) => Promise<SafeHtml>): Promise<unknown> {
     const current = request.kp.session!;
     if (!meetsAssurance(current.assurance, 'sensitive')) return reply.redirect('/auth/step-up?return=%2Fapps%2Fsaml', 303);
     try {
-      return await render(request, reply, await work(current.identityId));
+      return await render(request, reply, await work(await sessionActor(services, current.identityId)));
     } catch (error) {
       if (!isKeyplaneError(error)) throw error;
       return render(request, reply, html`<p class="error" role="alert">${error.message}</p>`, error.status);
@@ -111,10 +112,10 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
   app.post('/apps/saml/register', {
     onRequest: requireSession,
     schema: { tags: ['saml'], summary: 'Register a service provider from the page\'s form (sensitive session)', security: session, body: { type: 'object', additionalProperties: true }, response: { ...errorResponses } },
-  }, async (request, reply) => change(request, reply, async (identityId) => {
+  }, async (request, reply) => change(request, reply, async (actor) => {
     const fields = (request.body ?? {}) as Record<string, unknown>;
     if (typeof fields !== 'object') throw fail('invalid_request', 'send the form');
-    const { provider } = await registerProvider(services, { kind: 'member', identityId }, {
+    const { provider } = await registerProvider(services, actor, {
       org: fields.org, entity_id: typeof fields.entity_id === 'string' ? fields.entity_id.trim() : fields.entity_id,
       acs_urls: lines(fields.acs_urls), certificate: fields.certificate, name_id_format: fields.name_id_format,
       ...(typeof fields.name === 'string' && fields.name.trim() ? { name: fields.name } : {}),
@@ -127,8 +128,8 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
   app.post('/apps/saml/:id/delete', {
     onRequest: requireSession,
     schema: { tags: ['saml'], summary: 'Remove a service provider from the page (sensitive session)', security: session, params: idParams, response: { ...errorResponses } },
-  }, async (request, reply) => change(request, reply, async (identityId) => {
-    await deleteProvider(services, { kind: 'member', identityId }, (request.params as { id: string }).id);
+  }, async (request, reply) => change(request, reply, async (actor) => {
+    await deleteProvider(services, actor, (request.params as { id: string }).id);
     return html`<p role="status">Service provider removed.</p>`;
   }));
 }
