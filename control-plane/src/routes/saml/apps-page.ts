@@ -5,7 +5,7 @@ import { hasRole } from '../../../../lib/orgs/roles.js';
 import { NAMEID_FORMAT } from '../../../../lib/saml/constants.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
-import { deleteProvider, listProviders, registerProvider, sessionActor, type ProviderActor } from '../../saml/providers.js';
+import { deleteProvider, getProvider, listProviders, registerProvider, sessionActor, updateProvider, type ProviderActor } from '../../saml/providers.js';
 import { samlUrls } from '../../saml/sso.js';
 import type { StoredSamlProvider } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -47,30 +47,49 @@ ${input.providers.map((p) => html`<tr data-provider="${p.id}">
 <td>${p.orgId ? orgName.get(p.orgId) ?? p.orgId : 'operator'}</td>
 <td>${formatName(p.nameIdFormat)}</td>
 <td>${p.acsUrls.map((u) => html`<code>${u}</code> `)}</td>
-<td><form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="Remove ${p.name ?? p.entityId}">Remove</button></form></td>
+<td><a href="/apps/saml/${encodeURIComponent(p.id)}/edit" aria-label="Edit ${p.name ?? p.entityId}">Edit</a>
+<form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="Remove ${p.name ?? p.entityId}">Remove</button></form></td>
 </tr>`)}
 </tbody>
 </table>`}
 <h2>Register a service provider</h2>
-${input.orgs.length === 0 && !input.operator ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>` : html`<form method="post" action="/apps/saml/register">
-<label for="org">Owner</label>
-<select id="org" name="org">${input.operator ? html`<option value="">the whole installation (operator)</option>` : ''}${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>
+${input.orgs.length === 0 && !input.operator ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>` : providerForm({ action: '/apps/saml/register', submit: 'Register', owners: html`<label for="org">Owner</label>
+<select id="org" name="org">${input.operator ? html`<option value="">the whole installation (operator)</option>` : ''}${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>` })}`;
+}
+
+/** The provider form: empty to register, filled (with the revision it was read at) to edit. */
+function providerForm(input: { action: string; submit: string; owners?: SafeHtml; provider?: StoredSamlProvider }): SafeHtml {
+  const p = input.provider;
+  const email = p?.nameIdFormat === NAMEID_FORMAT.email;
+  return html`<form method="post" action="${input.action}">
+${input.owners ?? ''}${p ? html`<input type="hidden" name="revision" value="${String(p.revision)}">` : ''}
 <label for="name">Name</label>
-<input id="name" name="name" type="text" maxlength="100">
+<input id="name" name="name" type="text" maxlength="100" value="${p?.name ?? ''}">
 <label for="entity_id">Entity ID</label>
-<input id="entity_id" name="entity_id" type="text" required maxlength="1024">
+<input id="entity_id" name="entity_id" type="text" required maxlength="1024" value="${p?.entityId ?? ''}">
 <label for="acs_urls">AssertionConsumerService URLs (HTTP-POST, one per line, exact)</label>
-<textarea id="acs_urls" name="acs_urls" rows="2" cols="60" required></textarea>
+<textarea id="acs_urls" name="acs_urls" rows="2" cols="60" required>${p ? p.acsUrls.join('\n') : ''}</textarea>
 <label for="slo_url">SingleLogoutService URL (HTTP-Redirect, optional)</label>
-<input id="slo_url" name="slo_url" type="url" maxlength="2000">
+<input id="slo_url" name="slo_url" type="url" maxlength="2000" value="${p?.sloUrl ?? ''}">
 <label for="certificate">The provider's signing certificate (PEM; pinned)</label>
-<textarea id="certificate" name="certificate" rows="6" cols="60" required></textarea>
+<textarea id="certificate" name="certificate" rows="6" cols="60" required>${p?.certificatePem ?? ''}</textarea>
 <label for="name_id_format">NameID format</label>
-<select id="name_id_format" name="name_id_format"><option value="persistent">persistent (the account id)</option><option value="email">email address (verified only)</option></select>
-<label><input type="checkbox" name="want_signed_requests" value="true" checked> Refuse unsigned requests</label>
-<label><input type="checkbox" name="allow_idp_initiated" value="true"> Allow IdP-initiated sign-in</label>
-<button type="submit">Register</button>
-</form>`}`;
+<select id="name_id_format" name="name_id_format"><option value="persistent">persistent (the account id)</option><option value="email"${email ? ' selected' : ''}>email address (verified only)</option></select>
+<label><input type="checkbox" name="want_signed_requests" value="true"${!p || p.wantSignedRequests ? ' checked' : ''}> Refuse unsigned requests</label>
+<label><input type="checkbox" name="allow_idp_initiated" value="true"${p?.allowIdpInitiated ? ' checked' : ''}> Allow IdP-initiated sign-in</label>
+<button type="submit">${input.submit}</button>
+</form>`;
+}
+
+/** The form's fields in the API's shape. */
+function formSettings(fields: Record<string, unknown>): Record<string, unknown> {
+  return {
+    entity_id: typeof fields.entity_id === 'string' ? fields.entity_id.trim() : fields.entity_id,
+    acs_urls: lines(fields.acs_urls), certificate: fields.certificate, name_id_format: fields.name_id_format,
+    ...(typeof fields.name === 'string' && fields.name.trim() ? { name: fields.name } : {}),
+    ...(typeof fields.slo_url === 'string' && fields.slo_url.trim() ? { slo_url: fields.slo_url.trim() } : {}),
+    want_signed_requests: fields.want_signed_requests === 'true', allow_idp_initiated: fields.allow_idp_initiated === 'true',
+  };
 }
 
 export default async function samlAppsPage(app: FastifyInstance): Promise<void> {
@@ -115,13 +134,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
   }, async (request, reply) => change(request, reply, async (actor) => {
     const fields = (request.body ?? {}) as Record<string, unknown>;
     if (typeof fields !== 'object') throw fail('invalid_request', 'send the form');
-    const { provider } = await registerProvider(services, actor, {
-      org: fields.org, entity_id: typeof fields.entity_id === 'string' ? fields.entity_id.trim() : fields.entity_id,
-      acs_urls: lines(fields.acs_urls), certificate: fields.certificate, name_id_format: fields.name_id_format,
-      ...(typeof fields.name === 'string' && fields.name.trim() ? { name: fields.name } : {}),
-      ...(typeof fields.slo_url === 'string' && fields.slo_url.trim() ? { slo_url: fields.slo_url.trim() } : {}),
-      want_signed_requests: fields.want_signed_requests === 'true', allow_idp_initiated: fields.allow_idp_initiated === 'true',
-    });
+    const { provider } = await registerProvider(services, actor, { org: fields.org, ...formSettings(fields) });
     return html`<p role="status">Service provider <code>${provider.entityId}</code> registered.</p>`;
   }));
 
@@ -131,5 +144,34 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
   }, async (request, reply) => change(request, reply, async (actor) => {
     await deleteProvider(services, actor, (request.params as { id: string }).id);
     return html`<p role="status">Service provider removed.</p>`;
+  }));
+
+  app.get('/apps/saml/:id/edit', {
+    onRequest: requireSession,
+    schema: { tags: ['saml'], summary: 'The edit form of one service provider', security: session, params: idParams, produces: ['text/html'], response: { ...errorResponses } },
+  }, async (request, reply) => {
+    const current = request.kp.session!;
+    const provider = await getProvider(services, await sessionActor(services, current.identityId), (request.params as { id: string }).id);
+    reply.type('text/html; charset=utf-8');
+    sameOriginReferrer.add(reply);
+    const body = html`<h1>Edit ${provider.name ?? provider.entityId}</h1>
+<p><a href="/apps/saml">Back to the service providers</a></p>
+${meetsAssurance(current.assurance, 'sensitive') ? '' : html`<p role="note">Saving needs a recent passkey confirmation; you will be asked for it.</p>`}
+${providerForm({ action: `/apps/saml/${encodeURIComponent(provider.id)}/update`, submit: 'Save', provider })}`;
+    return page({ title: 'Edit a SAML service provider', nonce: request.kp.cspNonce, body })
+      .replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+  });
+
+  app.post('/apps/saml/:id/update', {
+    onRequest: requireSession,
+    schema: { tags: ['saml'], summary: 'Save a service provider from its edit form (sensitive session; stale revisions refused)', security: session, params: idParams, body: { type: 'object', additionalProperties: true }, response: { ...errorResponses } },
+  }, async (request, reply) => change(request, reply, async (actor) => {
+    const fields = (request.body ?? {}) as Record<string, unknown>;
+    const id = (request.params as { id: string }).id;
+    // The form has no attribute editor: the stored mapping is kept, not reset to the default.
+    const before = await getProvider(services, actor, id);
+    const revision = typeof fields.revision === 'string' && /^[0-9]{1,9}$/.test(fields.revision) ? Number(fields.revision) : undefined;
+    const { provider } = await updateProvider(services, actor, id, { ...formSettings(fields), attributes: before.attributes, ...(revision === undefined ? {} : { revision }) });
+    return html`<p role="status">Service provider <code>${provider.entityId}</code> saved.</p>`;
   }));
 }
