@@ -66,12 +66,13 @@ export class SamlKeyRing {
     const keys = await storage.saml.keys();
     const actions = planRotation(keys, now, this.policy, force);
     if (actions.length > 0) {
-      // Generated outside the transaction (slow); a concurrent replica's plan wins the state race harmlessly.
+      // Generated outside the transaction (slow); under the ring lock, a replica that acted first wins and ours are dropped.
       const created = new Map<string, StoredSamlKey>();
       for (const action of actions) if (action.type === 'create') created.set(action.state, await this.generate(action.state, now));
       const shape = (list: StoredSamlKey[]) => list.map((k) => `${k.kid}:${k.state}`).join(',');
       await storage.transaction(async (tx) => {
         // Another replica may have acted since we read the ring: then its keys stand and ours are dropped.
+        await tx.saml.lockRing();
         if (shape(await tx.saml.keys()) !== shape(keys)) return;
         for (const action of actions) {
           if (action.type === 'create') await tx.saml.insertKey(created.get(action.state)!);

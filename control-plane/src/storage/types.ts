@@ -781,6 +781,11 @@ export interface StoredProject {
 
 export interface SamlStore {
   keys(): Promise<StoredSamlKey[]>;
+  /**
+   * Inside a transaction: holds, until it ends, the lock that lets one control plane change the
+   * key ring at a time (PostgreSQL advisory lock; SQLite's write transaction already is one).
+   */
+  lockRing(): Promise<void>;
   insertKey(key: StoredSamlKey): Promise<void>;
   setKeyState(kid: string, state: KeyState, at: number): Promise<void>;
   removeKey(kid: string): Promise<void>;

@@ -30,6 +30,11 @@ t.test('SAML across two replicas', { skip }, async (t) => {
   };
   const a = await replica();
   const b = await replica();
+  // Both replicas meet an empty ring at once: the ring lock lets one create it, the other uses it.
+  await Promise.all([a.app.inject({ url: '/saml/metadata' }), b.app.inject({ url: '/saml/metadata' })]);
+  const ring = await a.services.storage.saml.keys();
+  t.equal(ring.filter((k) => k.state === 'current').length, 1, 'one current key after a simultaneous first use');
+  t.equal(ring.filter((k) => k.state === 'next').length, 1, 'and one next key');
   const sp = await generateSamlKey({ commonName: 'SP', now: Date.now(), validDays: 2, modulusLength: 2048 });
   const entityId = 'https://sp.example.com/md';
   const acs = 'https://sp.example.com/acs';

@@ -2,10 +2,14 @@ import {
   samlKeyFromRow, samlKeyToRow, samlProviderFromRow, samlProviderToRow, type SamlKeyRow, type SamlProviderRow,
 } from '../rows.js';
 import type { SamlStore } from '../types.js';
+import { SAML_RING_LOCK } from './database.js';
 import { insertOf, isUniqueViolation, Rollback, type Sql } from './sql.js';
 
 export function postgresSamlStore(sql: Sql): SamlStore {
   return {
+    lockRing: async () => {
+      await sql.rows('SELECT pg_advisory_xact_lock($1)', [SAML_RING_LOCK]);
+    },
     keys: async () => (await sql.rows<SamlKeyRow>('SELECT * FROM saml_keys ORDER BY created_at, kid')).map(samlKeyFromRow),
     insertKey: async (key) => {
       await sql.count(...insertOf('saml_keys', samlKeyToRow(key)));

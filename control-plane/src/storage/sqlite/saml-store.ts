@@ -8,6 +8,8 @@ const isUnique = (error: unknown) => /UNIQUE constraint failed/.test((error as E
 
 export function sqliteSamlStore(runner: Runner): SamlStore {
   return {
+    // Transactions begin IMMEDIATE: the write lock is held already.
+    lockRing: async () => {},
     keys: () =>
       runner.run((db) => (cached(db, 'SELECT * FROM saml_keys ORDER BY created_at, kid').all() as SamlKeyRow[]).map(samlKeyFromRow)),
     insertKey: (key) =>
