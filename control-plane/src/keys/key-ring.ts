@@ -98,6 +98,8 @@ export class KeyRing {
 
   private async apply(force: boolean): Promise<void> {
     await this.storage.transaction(async (tx) => {
+      // Replicas starting together on one database would otherwise each create a ring.
+      await tx.keys.lockRing();
       const keys = await tx.keys.list();
       const now = this.now();
       for (const action of planRotation(keys, now, this.policy, force)) {

@@ -25,6 +25,11 @@ export interface StoredSigningKey {
 
 export interface KeyStore {
   list(): Promise<StoredSigningKey[]>;
+  /**
+   * Inside a transaction: holds, until it ends, the lock that lets one control plane change the
+   * signing-key ring at a time (PostgreSQL advisory lock; SQLite's write transaction already is one).
+   */
+  lockRing(): Promise<void>;
   insert(key: StoredSigningKey): Promise<void>;
   /** Moves keys between states; only the listed kids change. */
   setState(kid: string, state: KeyState, at: number): Promise<void>;

@@ -43,6 +43,17 @@ function roundRobin(apps: FastifyInstance[]): FastifyInstance {
 if (!postgres.run || !redis.run) {
   t.test('two replicas on one PostgreSQL and one Redis', { skip: !postgres.run ? postgres.reason : (redis as { reason: string }).reason }, () => undefined);
 } else {
+  t.test('two replicas starting together on an empty database create one signing-key ring', async (t) => {
+    const databaseUrl = await createTestDatabase(t);
+    const open = () => build(t, { config: { databaseUrl, adminToken: ADMIN, 'database.poolSize': 2 } });
+    const [a, b] = await Promise.all([open(), open()]);
+    const keys = await a.services.storage.keys.list();
+    t.equal(keys.filter((k) => k.state === 'current').length, 1, 'one current key');
+    t.equal(keys.filter((k) => k.state === 'next').length, 1, 'one next key');
+    const jwks = async (built: Built) => (await built.app.inject({ url: '/.well-known/jwks.json' })).json().keys.map((k: { kid: string }) => k.kid).sort();
+    t.same(await jwks(b), await jwks(a), 'both publish the same key set');
+  });
+
   t.test('sign-up on one replica, sign-in on the other; authorize on one, token on the other', async (t) => {
     const [a, b] = await replicas(t);
     const rr = roundRobin([a.app, b.app]);

@@ -1,9 +1,13 @@
 import { keyFromRow, keyToRow, type KeyRow } from '../rows.js';
 import type { KeyStore } from '../types.js';
+import { SIGNING_RING_LOCK } from './database.js';
 import { insertOf, type Sql } from './sql.js';
 
 export function postgresKeyStore(sql: Sql): KeyStore {
   return {
+    lockRing: async () => {
+      await sql.rows('SELECT pg_advisory_xact_lock($1)', [SIGNING_RING_LOCK]);
+    },
     list: async () => (await sql.rows<KeyRow>('SELECT * FROM signing_keys ORDER BY created_at, kid')).map(keyFromRow),
     insert: async (key) => {
       await sql.count(...insertOf('signing_keys', keyToRow(key)));

@@ -4,6 +4,8 @@ import { keyFromRow as fromRow, keyToRow, type KeyRow } from '../rows.js';
 
 export function sqliteKeyStore(runner: Runner): KeyStore {
   return {
+    // Transactions begin IMMEDIATE: the write lock is held already.
+    lockRing: async () => {},
     list: () =>
       runner.run((db) =>
         (cached(db, 'SELECT * FROM signing_keys ORDER BY created_at, kid').all() as KeyRow[]).map(fromRow),
