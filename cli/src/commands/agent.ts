@@ -6,6 +6,7 @@ import { readClientSecret } from '../../../config/load.js';
 import { runProofSigningInput, type RunProof } from '../../../lib/agents/run-proof.js';
 import { signCompactJws, type NodeJwsAlg } from '../../../lib/crypto/node-jws.js';
 import { CliError, EXIT } from '../exit.js';
+import { baseUrl } from '../admin-api.js';
 import { progress, say } from '../io.js';
 
 const TIMEOUT_MS = 10_000;
@@ -32,17 +33,6 @@ class Refused extends CliError {
   }
 }
 
-function baseUrl(value: string | undefined): string {
-  if (!value) throw new CliError('--control-plane URL is required', EXIT.usage);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new CliError('--control-plane must be a URL', EXIT.usage);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CliError('--control-plane must be an http(s) URL', EXIT.usage);
-  return url.toString().replace(/\/+$/, '');
-}
 
 async function call(url: string, init: { method?: 'GET' | 'POST'; json?: unknown; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Answer> {
   const headers: Record<string, string> = { accept: 'application/json', ...init.headers };

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { readAdminToken } from '../../../config/load.js';
 import { CliError, EXIT } from '../exit.js';
+import { baseUrl } from '../admin-api.js';
 import { progress, say } from '../io.js';
 
 /**
@@ -56,18 +57,10 @@ interface Context {
 }
 
 function contextOf(options: Options): Context {
-  const value = options.controlPlane;
-  if (!value) throw new CliError('--control-plane URL is required', EXIT.usage);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new CliError('--control-plane must be a URL', EXIT.usage);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CliError('--control-plane must be an http(s) URL', EXIT.usage);
+  const base = baseUrl(options.controlPlane);
   const token = readAdminToken();
   if (!token) throw new CliError('set KEYPLANE_ADMIN_TOKEN to the control plane\'s admin (operator) token', EXIT.usage);
-  return { base: url.toString().replace(/\/+$/, ''), token, options };
+  return { base, token, options };
 }
 
 function requireProject(options: Options): string {
