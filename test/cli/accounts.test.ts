@@ -5,6 +5,9 @@ import { runCli } from '../helpers/cli.js';
 import { accountsCommand } from '../../cli/src/commands/accounts.js';
 import { CliError } from '../../cli/src/exit.js';
 
+// Each command is a fresh Node process: about 100 s on a quiet 2-core machine, more under load.
+t.setTimeout(300_000);
+
 async function served(t: Parameters<typeof buildSignedIn>[0]) {
   const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
   const { identityId, browser } = await built.signIn({ username: 'ada' });

@@ -5,6 +5,9 @@ import { request } from 'undici';
 import { runCli, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/build.js';
 
+// Each command is a fresh Node process: about 100 s on a quiet 2-core machine, more under load.
+t.setTimeout(300_000);
+
 t.test('control-plane prints its URL, serves, and exits 0 on SIGTERM', async (t) => {
   const data = tempDir(t);
   const server = await startCli(['control-plane', '--port', '0', '--data', data], { KEYPLANE_MASTER_KEY: '' });

@@ -5,6 +5,9 @@ import { ADMIN, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
 import { CLI, runCli } from '../helpers/cli.js';
 
+// Each command is a fresh Node process: about 100 s on a quiet 2-core machine, more under load.
+t.setTimeout(300_000);
+
 // One control plane on a real socket for the whole file; every command runs as a subprocess.
 const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'ledger.sealIntervalMs': 50 } });
 const { app, services } = built;
