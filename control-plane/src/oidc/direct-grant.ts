@@ -25,6 +25,7 @@ import {
 } from '../routes/passkeys/ceremony.js';
 import { PASSKEY_AMR, credentialRecord } from '../routes/passkeys/index.js';
 import type { StoredClient } from '../storage/types.js';
+import { authorizationClientOf } from './authorization-client.js';
 
 /** What the direct grant runs on. */
 export type DirectGrantServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'now'>;
@@ -129,14 +130,7 @@ function checkRequest(client: StoredClient, body: Record<string, unknown>): Auth
   ]) {
     if (body[name] !== undefined) params[name] = body[name];
   }
-  const check = checkAuthorizationRequest(params, {
-    clientId: client.clientId,
-    redirectUris: client.metadata.redirect_uris,
-    scope: client.metadata.scope,
-    grantTypes: client.metadata.grant_types,
-    resources: client.metadata.resources,
-    allowsHumans: client.metadata.access.humans,
-  });
+  const check = checkAuthorizationRequest(params, authorizationClientOf(client));
   if (check.ok) return check.request;
   if (check.target === null)
     throw fail('invalid_redirect_uri', 'redirect_uri is not registered for this client (it must match exactly)');

@@ -11,6 +11,7 @@ import type { StoredClient } from '../../storage/types.js';
 import { limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
 import { WEB_MESSAGE_JS, WEB_MESSAGE_SCRIPT, sendErrorPage, sendOneTap, sendWebMessage } from './pages.js';
+import { authorizationClientOf } from '../../oidc/authorization-client.js';
 
 /** A request waiting for sign-in or step-up lives this long (ms). */
 const PENDING_TTL_MS = 15 * 60_000;
@@ -92,14 +93,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const clientId = readClientId(params);
     const client = clientId ? await storage.clients.get(clientId) : null;
     if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).', { reason: 'unknown_client' }) };
-    const check = checkAuthorizationRequest(params, {
-      clientId: client.clientId,
-      redirectUris: client.metadata.redirect_uris,
-      scope: client.metadata.scope,
-      grantTypes: client.metadata.grant_types,
-      resources: client.metadata.resources,
-      allowsHumans: client.metadata.access.humans,
-    });
+    const check = checkAuthorizationRequest(params, authorizationClientOf(client));
     if (!check.ok) {
       if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`, { reason: 'unknown_client' }) };
       return { refused: respondError(request, reply, check.target, check.error, check.description) };
