@@ -76,12 +76,13 @@ export async function es256Bound(): Promise<Rate> {
 
 /**
  * A control plane in a fresh data directory with the per-IP and per-account limits lifted (a
- * benchmark is one client hammering one path), and a user `bench` signed in at `passkey`.
+ * benchmark is one client hammering one path), and a user `bench` signed in at `passkey`. Log
+ * lines are written (pino's cost counts) but not kept.
  */
 export async function benchControlPlane(tap: { teardown(fn: () => unknown): void }, config: Record<string, unknown> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-'));
   tap.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const built = await buildSignedIn(tap, { dataDir, config: { 'limits.authPerIpPerMinute': 1_000_000, 'limits.authPerAccountPerMinute': 1_000_000, ...config } });
+  const built = await buildSignedIn(tap, { dataDir, discardLogs: true, config: { 'limits.authPerIpPerMinute': 1_000_000, 'limits.authPerAccountPerMinute': 1_000_000, ...config } });
   const { browser } = await built.signIn({ username: 'bench', assurance: 'passkey' });
   return { ...built, browser };
 }

@@ -11,58 +11,38 @@
  * model), then exchanged in timed batches. Refresh runs one rotating chain per provider.
  * Every response is checked (status 200 and the expected tokens), so a failing grant cannot
  * look fast.
+ *
+ * Each case reports grants per second of wall time and per CPU-second of this process
+ * (bench/harness.ts): both providers run in this one process, so on a shared machine the CPU
+ * figure is the one-core rate and the ratio between them, while the wall rate falls with the
+ * load. The CPU figure includes the request-building side of light-my-request, the same for both.
  */
-import { generateKeyPairSync, randomBytes, createHash, sign } from 'node:crypto';
-import { cpus, loadavg } from 'node:os';
+import { generateKeyPairSync, randomBytes, createHash } from 'node:crypto';
+import { loadavg } from 'node:os';
 import pg from 'pg';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import inject from 'light-my-request';
 import Provider from 'oidc-provider';
-import { buildSignedIn } from '../test/helpers/signed-in.js';
 import { ADMIN, RESOURCE, REDIRECT, basicAuth, exchangeCode, goodRequest, obtainCode, pkcePair, refresh, registerClient } from '../test/helpers/oidc.js';
+import { SECONDS, benchControlPlane, benchTap, describeRun, es256Bound, log, measure, type Rate } from './harness.js';
 
-const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
-const BATCH = 300;
+const { tap, runTeardowns } = benchTap();
 
-const teardowns: Array<() => unknown> = [];
-const tap = { teardown: (fn: () => unknown) => void teardowns.push(fn) };
-
-function log(line: string): void {
-  process.stderr.write(`${line}\n`);
-}
-
-/** Runs `op` for SECONDS of timed work; `prepare` (untimed) makes each batch's inputs. */
-async function measure<T>(name: string, prepare: (n: number) => Promise<T[]>, op: (input: T) => Promise<void>): Promise<number> {
-  for (const input of await prepare(20)) await op(input); // warm-up
-  let count = 0;
-  let elapsedNs = 0n;
-  while (elapsedNs < BigInt(SECONDS * 1e9)) {
-    const inputs = await prepare(BATCH);
-    const start = process.hrtime.bigint();
-    for (const input of inputs) await op(input);
-    elapsedNs += process.hrtime.bigint() - start;
-    count += inputs.length;
-  }
-  const rate = count / (Number(elapsedNs) / 1e9);
-  log(`  ${name}: ${Math.round(rate)} /s (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`);
-  return rate;
-}
-
-/** A rotating refresh chain: each grant's new refresh token feeds the next. */
-async function measureChain(name: string, first: string, op: (token: string) => Promise<string>): Promise<number> {
+/** A rotating refresh chain: each grant's new refresh token feeds the next (wall and CPU rates as `measure`). */
+async function measureChain(name: string, first: string, op: (token: string) => Promise<string>): Promise<Rate> {
   let token = first;
-  for (let i = 0; i < 20; i++) token = await op(token);
+  for (let i = 0; i < 200; i++) token = await op(token); // warm-up: the JIT settles before timing
   let count = 0;
+  const cpuStart = process.cpuUsage();
   const start = process.hrtime.bigint();
   const end = start + BigInt(SECONDS * 1e9);
   while (process.hrtime.bigint() < end) {
     for (let i = 0; i < 20; i++) token = await op(token);
     count += 20;
   }
-  const rate = count / (Number(process.hrtime.bigint() - start) / 1e9);
-  log(`  ${name}: ${Math.round(rate)} /s (${count})`);
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const used = process.cpuUsage(cpuStart);
+  const rate = { wall: count / seconds, cpu: count / ((used.user + used.system) / 1e6), count };
+  log(`  ${name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${seconds.toFixed(1)} s)`);
   return rate;
 }
 
@@ -84,21 +64,11 @@ function expectTokens(status: number, body: string, what: string): Record<string
   return json;
 }
 
-// ---- the bound: raw ES256 signatures per second (as bench:keys measures it) ----
-
-async function es256Bound(): Promise<number> {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const input = Buffer.from(`${randomBytes(40).toString('base64url')}.${randomBytes(200).toString('base64url')}`);
-  return measure('raw node:crypto ES256 sign (the bound)', async (n) => Array.from({ length: n }, () => input), async (data) => {
-    sign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' });
-  });
-}
-
 // ---- Keyplane ----
 
 interface Rates {
-  exchange: number;
-  refresh: number;
+  exchange: Rate;
+  refresh: Rate;
   /** PostgreSQL statements sent per grant (counted at the driver), when measured there. */
   statements?: { exchange: number; refresh: number };
 }
@@ -124,7 +94,7 @@ async function postgresDatabase(): Promise<string | null> {
   const name = `kp_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
-  teardowns.push(async () => {
+  tap.teardown(async () => {
     const again = new pg.Client({ connectionString: url });
     await again.connect();
     await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -136,14 +106,9 @@ async function postgresDatabase(): Promise<string | null> {
 }
 
 async function keyplane(databaseUrl?: string): Promise<Rates> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-token-'));
-  teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
   const backend = databaseUrl ? 'PostgreSQL' : 'SQLite';
-  const { app, signIn } = await buildSignedIn(tap, {
-    dataDir, config: { adminToken: ADMIN, 'limits.authPerIpPerMinute': 1_000_000, ...(databaseUrl ? { databaseUrl } : {}) },
-  });
+  const { app, browser } = await benchControlPlane(tap, { adminToken: ADMIN, ...(databaseUrl ? { databaseUrl } : {}) });
   const client = await registerClient(app);
-  const { browser } = await signIn({ username: 'bench', assurance: 'passkey' });
   const mint = async (n: number) => {
     const out: Array<{ code: string; verifier: string }> = [];
     for (let i = 0; i < n; i++) {
@@ -252,7 +217,7 @@ async function nodeOidcProvider(): Promise<Rates> {
 
 const TARGETS = { exchange: 2000, refresh: 3000, ratio: 1.5 };
 
-log(`bench:token — ${SECONDS}s of timed work per case, Node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, load average ${loadavg()[0]!.toFixed(1)}, in-process (light-my-request), one request at a time`);
+describeRun('bench:token');
 try {
   const bound = await es256Bound();
   const kp = await keyplane();
@@ -265,16 +230,20 @@ try {
   const databaseUrl = process.env['BENCH_SKIP_POSTGRES'] === '1' ? null : await postgresDatabase();
   const onPg = databaseUrl ? await keyplane(databaseUrl) : null;
   const verdict = (ok: boolean) => (ok ? 'met' : 'not met');
-  // A code exchange signs two JWTs (ID token, access token); a refresh signs two as well.
-  process.stdout.write(`\nLoad average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' / ')} (1 / 5 / 15 min).\n`);
-  process.stdout.write('\n| grant | Keyplane SQLite (/s) | target | node-oidc-provider (/s) | ratio (target ≥ 1.5) | Keyplane PostgreSQL (/s) | PostgreSQL statements per grant | ES256 bound ÷ 2 (/s) | SQLite share of bound |\n|---|---|---|---|---|---|---|---|---|\n');
+  const round = (rate: Rate) => `${Math.round(rate.cpu)} / ${Math.round(rate.wall)}`;
+  // A code exchange signs two JWTs (ID token, access token); a refresh signs two as well. Each
+  // cell is "per CPU-second / per wall second"; the targets are judged on the CPU figure (one
+  // core's worth of this process), which holds up when the machine is shared.
+  process.stdout.write(`\nLoad average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' / ')} (1 / 5 / 15 min). Cells: per CPU-second / per wall second.\n`);
+  process.stdout.write('\n| grant | Keyplane SQLite | target (per CPU-s) | node-oidc-provider | ratio per CPU-s (wall) (target ≥ 1.5) | Keyplane PostgreSQL | PostgreSQL statements per grant | ES256 bound ÷ 2 | SQLite share of bound (CPU) |\n|---|---|---|---|---|---|---|---|---|\n');
   for (const name of ['exchange', 'refresh'] as const) {
     const k = kp[name];
     const o = other?.[name];
     const target = TARGETS[name];
-    const ratio = o === undefined ? null : k / o;
-    process.stdout.write(`| ${name === 'exchange' ? 'code exchange' : 'refresh (rotating)'} | ${Math.round(k)} | ≥ ${target}: ${verdict(k >= target)} | ${o === undefined ? 'n/a' : Math.round(o)} | ${ratio === null ? 'n/a' : `${ratio.toFixed(2)}: ${verdict(ratio >= TARGETS.ratio)}`} | ${onPg ? Math.round(onPg[name]) : 'skipped'} | ${onPg?.statements ? onPg.statements[name] : 'n/a'} | ${Math.round(bound / 2)} | ${((k / (bound / 2)) * 100).toFixed(1)} % |\n`);
+    const ratio = o === undefined ? null : k.cpu / o.cpu;
+    const wallRatio = o === undefined ? null : k.wall / o.wall;
+    process.stdout.write(`| ${name === 'exchange' ? 'code exchange' : 'refresh (rotating)'} | ${round(k)} | ≥ ${target}: ${verdict(k.cpu >= target)} | ${o === undefined ? 'n/a' : round(o)} | ${ratio === null ? 'n/a' : `${ratio.toFixed(2)} (${wallRatio!.toFixed(2)}): ${verdict(ratio >= TARGETS.ratio)}`} | ${onPg ? round(onPg[name]) : 'skipped'} | ${onPg?.statements ? onPg.statements[name] : 'n/a'} | ${Math.round(bound.cpu / 2)} / ${Math.round(bound.wall / 2)} | ${((k.cpu / (bound.cpu / 2)) * 100).toFixed(1)} % |\n`);
   }
 } finally {
-  for (const fn of teardowns.reverse()) await fn();
+  await runTeardowns();
 }

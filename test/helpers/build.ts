@@ -30,6 +30,11 @@ export interface BuildOptions {
   /** Leave the app un-readied so a test can add routes first. */
   skipReady?: boolean;
   dataDir?: string;
+  /**
+   * Serialise log lines as usual but keep none (`logs` stays empty): a benchmark sends tens of
+   * thousands of requests, and holding every line would grow the heap it is measuring.
+   */
+  discardLogs?: boolean;
 }
 
 export interface Built {
@@ -53,7 +58,7 @@ export async function build(t: Tap, options: BuildOptions = {}): Promise<Built> 
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _encoding, done) {
-      logs.push(String(chunk));
+      if (!options.discardLogs) logs.push(String(chunk));
       done();
     },
   });
