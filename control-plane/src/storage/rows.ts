@@ -504,6 +504,16 @@ export const refreshFromRow = (row: RefreshRow): StoredRefreshToken => ({
   usedAt: row.used_at,
 });
 
+/** A refresh token joined with its grant: the token's own columns that clash are prefixed `t_`. */
+export type RefreshGrantRow = GrantRow & { token_hash: string; t_dpop_jkt: Nullable<string>; t_created_at: number; idle_expires_at: number; used_at: Nullable<number> };
+
+export const REFRESH_GRANT_COLUMNS = 't.token_hash, t.dpop_jkt AS t_dpop_jkt, t.created_at AS t_created_at, t.idle_expires_at, t.used_at, g.*';
+
+export const refreshGrantFromRow = (row: RefreshGrantRow): { token: StoredRefreshToken; grant: StoredGrant } => ({
+  token: { tokenHash: row.token_hash, grantId: row.grant_id, dpopJkt: row.t_dpop_jkt, createdAt: row.t_created_at, idleExpiresAt: row.idle_expires_at, usedAt: row.used_at },
+  grant: grantFromRow(row),
+});
+
 export interface ConfigRow {
   client_id: string;
   version: number;

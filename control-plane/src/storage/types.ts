@@ -417,8 +417,14 @@ export type RefreshConsumption =
 
 export interface OidcStore {
   insertCode(code: StoredAuthorizationCode): Promise<void>;
-  /** Marks the code used if it is unused (one conditional UPDATE): `consumed` for exactly one caller, `replayed` after. */
-  consumeCode(codeHash: string, at: number): Promise<CodeConsumption>;
+  /** The code as stored (spent or not), without spending it. */
+  findCode(codeHash: string): Promise<StoredAuthorizationCode | null>;
+  /**
+   * Marks the code used if it is unused (one conditional UPDATE): `consumed` for exactly one
+   * caller, `replayed` after. With `grantId`, the same update links the code to the grant its
+   * exchange creates.
+   */
+  consumeCode(codeHash: string, at: number, grantId?: string): Promise<CodeConsumption>;
   setCodeGrant(codeHash: string, grantId: string): Promise<void>;
   insertGrant(grant: StoredGrant): Promise<void>;
   getGrant(grantId: string): Promise<StoredGrant | null>;
@@ -433,6 +439,8 @@ export interface OidcStore {
   revokeClientGrants(clientId: string, at: number): Promise<StoredGrant[]>;
   insertRefreshToken(token: StoredRefreshToken): Promise<void>;
   findRefreshToken(tokenHash: string): Promise<StoredRefreshToken | null>;
+  /** The refresh token with its grant, in one read (null when the token is unknown). */
+  findRefreshGrant(tokenHash: string): Promise<{ token: StoredRefreshToken; grant: StoredGrant } | null>;
   /** Marks the refresh token used if it is unused (one conditional UPDATE). */
   consumeRefreshToken(tokenHash: string, at: number): Promise<RefreshConsumption>;
   /** Remembers a revoked access token (by jti) until it would have expired anyway. */

@@ -28,6 +28,30 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     t.same(await storage.oidc.consumeCode('nope', 3000), { status: 'unknown' });
   });
 
+  t.test('a code is read without being spent, and spent with the grant it links in the same update', async (t) => {
+    const storage = await open();
+    await storage.oidc.insertCode(code('h2', 1000));
+    t.match(await storage.oidc.findCode('h2'), { codeHash: 'h2', consumedAt: null, grantId: null, amr: ['pop', 'user'] });
+    t.match(await storage.oidc.findCode('h2'), { consumedAt: null }, 'reading spends nothing');
+    t.match(await storage.oidc.consumeCode('h2', 2000, 'gr_9'), { status: 'consumed', code: { grantId: 'gr_9', consumedAt: 2000 } });
+    t.match(await storage.oidc.findCode('h2'), { consumedAt: 2000, grantId: 'gr_9' });
+    t.match(await storage.oidc.consumeCode('h2', 3000, 'gr_10'), { status: 'replayed', code: { grantId: 'gr_9' } }, 'a replay links nothing');
+    t.equal(await storage.oidc.findCode('nope'), null);
+  });
+
+  t.test('a refresh token is read with its grant', async (t) => {
+    const storage = await open();
+    await storage.oidc.insertGrant({ ...grant('gr_5', 1000), offline: true });
+    await storage.oidc.insertRefreshToken({ tokenHash: 'r5', grantId: 'gr_5', dpopJkt: 'jkt-5', createdAt: 1500, idleExpiresAt: 5000, usedAt: null });
+    t.same(await storage.oidc.findRefreshGrant('r5'), {
+      token: { tokenHash: 'r5', grantId: 'gr_5', dpopJkt: 'jkt-5', createdAt: 1500, idleExpiresAt: 5000, usedAt: null },
+      grant: { ...grant('gr_5', 1000), offline: true },
+    });
+    await storage.oidc.consumeRefreshToken('r5', 2000);
+    t.equal((await storage.oidc.findRefreshGrant('r5'))?.token.usedAt, 2000);
+    t.equal(await storage.oidc.findRefreshGrant('nope'), null);
+  });
+
   t.test('refresh tokens rotate once; grants revoke once', async (t) => {
     const storage = await open();
     await storage.oidc.insertGrant(grant('gr_1', 1000));

@@ -5,17 +5,18 @@ import { parseScope } from '../../../../lib/oauth/scope.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { isAccountActive } from '../../accounts/lifecycle.js';
-import type { StoredClient, StoredGrant } from '../../storage/types.js';
+import type { StoredAuthorizationCode, StoredClient, StoredGrant } from '../../storage/types.js';
 import { mintTokens, userClaims } from '../tokens.js';
 import { stringParam } from '../token-request.js';
 import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
 
 /**
- * The authorization-code grant (RFC 6749 §4.1.3, PKCE RFC 7636 §4.6): the code is spent first
- * (one-time, atomically, so two replicas redeeming it at once redeem it once), then checked
- * against client, redirect URI, verifier, DPoP key and the live sign-in; a second use revokes
- * everything issued from it. The reads that do not depend on each other go out together, and
- * the writes (grant, code → grant link, refresh token, receipt) land in one transaction.
+ * The authorization-code grant (RFC 6749 §4.1.3, PKCE RFC 7636 §4.6): the code is checked
+ * against client, redirect URI, verifier, DPoP key and the live sign-in, then spent in the
+ * transaction that writes what the exchange creates (grant, refresh token, receipt): one
+ * conditional update both spends it and links it to the grant, so two replicas redeeming it at
+ * once redeem it once. A code that fails a check is spent all the same, and a second use revokes
+ * everything issued from it. The reads that do not depend on each other go out together.
  */
 export async function authorizationCodeGrant(services: GrantServices, client: StoredClient, body: Record<string, unknown>, proof: VerifiedDpopProof | null): Promise<GrantResult> {
   const { storage, config, events } = services;
@@ -26,15 +27,10 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
   if (!redirectUri) throw oauthError('invalid_request', 'redirect_uri is required');
   if (!verifier) throw oauthError('invalid_request', 'code_verifier is required (PKCE)');
   const now = services.now();
-  const consumed = await storage.oidc.consumeCode(sha256Hex(code), now);
-  if (consumed.status === 'unknown') throw oauthError('invalid_grant', 'the authorization code is unknown');
-  if (consumed.status === 'replayed') {
-    // RFC 6749 §4.1.2 / RFC 9700 §4.5: a second use revokes everything issued from the code.
-    const grant = consumed.code.grantId ? await storage.oidc.getGrant(consumed.code.grantId) : null;
-    if (grant) await revokeFamily(services, grant, 'code_replay');
-    throw oauthError('invalid_grant', 'the authorization code was used already; tokens issued from it are revoked');
-  }
-  const stored = consumed.code;
+  const codeHash = sha256Hex(code);
+  const stored = await storage.oidc.findCode(codeHash);
+  if (!stored) throw oauthError('invalid_grant', 'the authorization code is unknown');
+  if (stored.consumedAt !== null) return refuseReplay(services, stored);
   const scopes = parseScope(stored.scope);
   const idToken = scopes.includes('openid');
   const [active, sessionLive, claims] = await Promise.all([
@@ -42,9 +38,17 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
     storage.sessions.isLive(stored.sessionId, now),
     idToken ? userClaims(services, stored.identityId) : undefined,
   ]);
-  if (!active) throw oauthError('invalid_grant', 'the account is disabled or deleted');
-  checkCodeExchange(stored, { clientId: client.clientId, redirectUri, verifier, proofJkt: proof?.jkt ?? null, now, sessionLive });
-  const resource = resourceFor(client, body, stored.resource);
+  let resource: string | null;
+  try {
+    if (!active) throw oauthError('invalid_grant', 'the account is disabled or deleted');
+    checkCodeExchange(stored, { clientId: client.clientId, redirectUri, verifier, proofJkt: proof?.jkt ?? null, now, sessionLive });
+    resource = resourceFor(client, body, stored.resource);
+  } catch (error) {
+    // A refused exchange uses the code up too; one that lost the race to another is a replay.
+    const spent = await storage.oidc.consumeCode(codeHash, now);
+    if (spent.status === 'replayed') return refuseReplay(services, spent.code);
+    throw error;
+  }
   const withRefresh = scopes.includes('offline_access') && client.metadata.grant_types.includes('refresh_token');
   const grant: StoredGrant = {
     grantId: randomId('gr'),
@@ -61,11 +65,12 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
     revokedAt: null,
     offline: stored.offline,
   };
-  const minted = await mintTokens(services, { grant, scopes, resource, dpopJkt: proof?.jkt ?? null, nonce: stored.nonce, idToken, ...(claims ? { claims } : {}) });
   const refreshToken = withRefresh ? randomToken(32) : undefined;
-  const { receipt } = await storage.transaction(async (tx) => {
+  const written = await storage.transaction(async (tx) => {
+    const spent = await tx.oidc.consumeCode(codeHash, now, grant.grantId);
+    // Spent since it was read: nothing is written, and the request is a replay.
+    if (spent.status !== 'consumed') return { spent };
     await tx.oidc.insertGrant(grant);
-    await tx.oidc.setCodeGrant(stored.codeHash, grant.grantId);
     if (refreshToken) {
       await tx.oidc.insertRefreshToken({
         tokenHash: sha256Hex(refreshToken), grantId: grant.grantId,
@@ -79,5 +84,18 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
       grantId: grant.grantId, dpop: proof !== null, refresh: refreshToken !== undefined, resource,
     });
   });
+  if ('spent' in written) {
+    if (written.spent.status === 'replayed') return refuseReplay(services, written.spent.code);
+    throw oauthError('invalid_grant', 'the authorization code is unknown');
+  }
+  const { receipt } = written;
+  const minted = await mintTokens(services, { grant, scopes, resource, dpopJkt: proof?.jkt ?? null, nonce: stored.nonce, idToken, ...(claims ? { claims } : {}) });
   return { minted, scopes, ...(refreshToken ? { refreshToken } : {}), ...(receipt ? { receipt } : {}), proof };
+}
+
+/** RFC 6749 §4.1.2 / RFC 9700 §4.5: a second use of a code revokes everything issued from it. */
+async function refuseReplay(services: GrantServices, code: StoredAuthorizationCode): Promise<never> {
+  const grant = code.grantId ? await services.storage.oidc.getGrant(code.grantId) : null;
+  if (grant) await revokeFamily(services, grant, 'code_replay');
+  throw oauthError('invalid_grant', 'the authorization code was used already; tokens issued from it are revoked');
 }

@@ -7,13 +7,14 @@ import { isAccountActive } from '../../accounts/lifecycle.js';
 import type { StoredClient } from '../../storage/types.js';
 import { mintTokens, userClaims } from '../tokens.js';
 import { stringParam } from '../token-request.js';
-import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
+import { resourceFor, revokeFamily, revokeFamilyIn, type GrantResult, type GrantServices } from './shared.js';
 
 /**
- * The refresh-token grant (RFC 6749 §6) with rotation: every checks that can fail without the
+ * The refresh-token grant (RFC 6749 §6) with rotation: every check that can fail without the
  * token being at fault runs before it is spent, so a refused request leaves it working; the
- * spend is one conditional update (a token used concurrently rotates once), and a rotated-out
- * token that comes back revokes its whole family (RFC 9700 §4.14.2).
+ * token and its grant are read together; the spend is one conditional update in the transaction
+ * that writes its successor and the receipt (a token used concurrently rotates once), and a
+ * rotated-out token that comes back revokes its whole family (RFC 9700 §4.14.2).
  */
 export async function refreshTokenGrant(services: GrantServices, client: StoredClient, body: Record<string, unknown>, proof: VerifiedDpopProof | null): Promise<GrantResult> {
   const { storage, config, events } = services;
@@ -21,10 +22,10 @@ export async function refreshTokenGrant(services: GrantServices, client: StoredC
   if (!presented) throw oauthError('invalid_request', 'refresh_token is required');
   const now = services.now();
   const hash = sha256Hex(presented);
-  const found = await storage.oidc.findRefreshToken(hash);
-  if (!found) throw oauthError('invalid_grant', 'the refresh token is unknown');
-  const grant = await storage.oidc.getGrant(found.grantId);
-  if (!grant || grant.clientId !== client.clientId) throw oauthError('invalid_grant', 'the refresh token was issued to another client');
+  const read = await storage.oidc.findRefreshGrant(hash);
+  if (!read) throw oauthError('invalid_grant', 'the refresh token is unknown');
+  const { token: found, grant } = read;
+  if (grant.clientId !== client.clientId) throw oauthError('invalid_grant', 'the refresh token was issued to another client');
   // Checked before the token is used up, so someone without the key cannot burn it.
   if (found.dpopJkt !== null && (!proof || proof.jkt !== found.dpopJkt)) {
     throw oauthError('invalid_grant', 'the refresh token is bound to a DPoP key: send a proof made with that key');
@@ -49,16 +50,17 @@ export async function refreshTokenGrant(services: GrantServices, client: StoredC
     await revokeFamily(services, grant, 'session_ended');
     throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
   }
-  const consumed = await storage.oidc.consumeRefreshToken(hash, now);
-  if (consumed.status !== 'consumed') {
-    // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
-    await revokeFamily(services, grant, 'refresh_reuse');
-    throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
-  }
-  if (found.idleExpiresAt <= now || grant.expiresAt <= now) throw oauthError('invalid_grant', 'the refresh token has expired');
-  const minted = await mintTokens(services, { grant, scopes: requested, resource, dpopJkt: proof?.jkt ?? null, nonce: null, idToken, ...(claims ? { claims } : {}) });
   const refreshToken = randomToken(32);
-  const { receipt } = await storage.transaction(async (tx) => {
+  const outcome = await storage.transaction(async (tx) => {
+    // The spend shares the transaction (and its commit) with the rotation it allows.
+    const consumed = await tx.oidc.consumeRefreshToken(hash, now);
+    if (consumed.status !== 'consumed') {
+      // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
+      await revokeFamilyIn(tx, services, grant, 'refresh_reuse', now);
+      return { refused: 'reused' as const };
+    }
+    // Spent all the same: an expired token stays used up.
+    if (found.idleExpiresAt <= now || grant.expiresAt <= now) return { refused: 'expired' as const };
     // Use at the app is use of the sign-in: the session's idle limit moves on (never its absolute one).
     if (!grant.offline) await tx.sessions.touch(grant.sessionId, now, now + config.lifetimes.sessionIdle * 1000);
     await tx.oidc.insertRefreshToken({
@@ -67,5 +69,11 @@ export async function refreshTokenGrant(services: GrantServices, client: StoredC
     });
     return events.record(tx, { type: 'token.refreshed', at: now, outcome: 'success', clientId: client.clientId, identityId: grant.identityId, grantId: grant.grantId, dpop: proof !== null });
   });
+  if ('refused' in outcome) {
+    if (outcome.refused === 'reused') throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
+    throw oauthError('invalid_grant', 'the refresh token has expired');
+  }
+  const { receipt } = outcome;
+  const minted = await mintTokens(services, { grant, scopes: requested, resource, dpopJkt: proof?.jkt ?? null, nonce: null, idToken, ...(claims ? { claims } : {}) });
   return { minted, scopes: requested, refreshToken, ...(receipt ? { receipt } : {}), proof };
 }

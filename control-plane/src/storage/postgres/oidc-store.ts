@@ -1,4 +1,7 @@
-import { approvalFromRow, codeFromRow, codeToRow, grantFromRow, grantToRow, refreshFromRow, refreshToRow, type ApprovalRow, type CodeRow, type RefreshRow, type GrantRow } from '../rows.js';
+import {
+  REFRESH_GRANT_COLUMNS, approvalFromRow, codeFromRow, codeToRow, grantFromRow, grantToRow, refreshFromRow, refreshGrantFromRow, refreshToRow,
+  type ApprovalRow, type CodeRow, type RefreshGrantRow, type RefreshRow, type GrantRow,
+} from '../rows.js';
 import type { OidcStore } from '../types.js';
 import { insertOf, type Sql } from './sql.js';
 
@@ -7,13 +10,13 @@ import { insertOf, type Sql } from './sql.js';
  * caller (a concurrent one on another replica waits for the row lock, re-reads the committed
  * row under READ COMMITTED and matches nothing); everyone else gets the row as it stood.
  */
-const spendOnce = (table: string, key: string, column: string) => `
-  WITH spent AS (UPDATE ${table} SET ${column} = $2 WHERE ${key} = $1 AND ${column} IS NULL RETURNING *)
+const spendOnce = (table: string, key: string, column: string, also = '') => `
+  WITH spent AS (UPDATE ${table} SET ${column} = $2${also} WHERE ${key} = $1 AND ${column} IS NULL RETURNING *)
   SELECT true AS fresh, * FROM spent
   UNION ALL
   SELECT false AS fresh, * FROM ${table} WHERE ${key} = $1 AND NOT EXISTS (SELECT 1 FROM spent)`;
 
-const SPEND_CODE = spendOnce('oidc_codes', 'code_hash', 'consumed_at');
+const SPEND_CODE = spendOnce('oidc_codes', 'code_hash', 'consumed_at', ', grant_id = $3');
 const SPEND_REFRESH = spendOnce('oidc_refresh_tokens', 'token_hash', 'used_at');
 
 export function postgresOidcStore(sql: Sql): OidcStore {
@@ -21,8 +24,12 @@ export function postgresOidcStore(sql: Sql): OidcStore {
     insertCode: async (code) => {
       await sql.count(...insertOf('oidc_codes', codeToRow({ ...code, consumedAt: null, grantId: null })));
     },
-    consumeCode: async (codeHash, at) => {
-      const [row] = await sql.rows<CodeRow & { fresh: boolean }>(SPEND_CODE, [codeHash, at]);
+    findCode: async (codeHash) => {
+      const [row] = await sql.rows<CodeRow>('SELECT * FROM oidc_codes WHERE code_hash = $1', [codeHash]);
+      return row ? codeFromRow(row) : null;
+    },
+    consumeCode: async (codeHash, at, grantId) => {
+      const [row] = await sql.rows<CodeRow & { fresh: boolean }>(SPEND_CODE, [codeHash, at, grantId ?? null]);
       if (!row) return { status: 'unknown' };
       return { status: row.fresh ? 'consumed' : 'replayed', code: codeFromRow(row) };
     },
@@ -61,6 +68,13 @@ export function postgresOidcStore(sql: Sql): OidcStore {
     findRefreshToken: async (tokenHash) => {
       const [row] = await sql.rows<RefreshRow>('SELECT * FROM oidc_refresh_tokens WHERE token_hash = $1', [tokenHash]);
       return row ? refreshFromRow(row) : null;
+    },
+    findRefreshGrant: async (tokenHash) => {
+      const [row] = await sql.rows<RefreshGrantRow>(
+        `SELECT ${REFRESH_GRANT_COLUMNS} FROM oidc_refresh_tokens t JOIN oidc_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = $1`,
+        [tokenHash],
+      );
+      return row ? refreshGrantFromRow(row) : null;
     },
     consumeRefreshToken: async (tokenHash, at) => {
       const [row] = await sql.rows<RefreshRow & { fresh: boolean }>(SPEND_REFRESH, [tokenHash, at]);

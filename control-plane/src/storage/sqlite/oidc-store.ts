@@ -1,6 +1,6 @@
 import type { OidcStore, StoredGrant } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
-import { approvalFromRow, codeFromRow, grantFromRow, refreshFromRow, type CodeRow, type GrantRow, type RefreshRow } from '../rows.js';
+import { REFRESH_GRANT_COLUMNS, approvalFromRow, codeFromRow, grantFromRow, refreshFromRow, refreshGrantFromRow, type CodeRow, type GrantRow, type RefreshGrantRow, type RefreshRow } from '../rows.js';
 
 export function sqliteOidcStore(runner: Runner): OidcStore {
   return {
@@ -18,9 +18,14 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
           created_at: code.createdAt, expires_at: code.expiresAt, offline: code.offline ? 1 : 0,
         });
       }),
-    consumeCode: (codeHash, at) =>
+    findCode: (codeHash) =>
       runner.run((db) => {
-        const row = cached(db, 'UPDATE oidc_codes SET consumed_at = ? WHERE code_hash = ? AND consumed_at IS NULL RETURNING *').get(at, codeHash) as CodeRow | undefined;
+        const row = cached(db, 'SELECT * FROM oidc_codes WHERE code_hash = ?').get(codeHash) as CodeRow | undefined;
+        return row ? codeFromRow(row) : null;
+      }),
+    consumeCode: (codeHash, at, grantId) =>
+      runner.run((db) => {
+        const row = cached(db, 'UPDATE oidc_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL RETURNING *').get(at, grantId ?? null, codeHash) as CodeRow | undefined;
         if (row) return { status: 'consumed' as const, code: codeFromRow(row) };
         const used = cached(db, 'SELECT * FROM oidc_codes WHERE code_hash = ?').get(codeHash) as CodeRow | undefined;
         return used ? { status: 'replayed' as const, code: codeFromRow(used) } : { status: 'unknown' as const };
@@ -75,6 +80,11 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
       runner.run((db) => {
         const row = cached(db, 'SELECT * FROM oidc_refresh_tokens WHERE token_hash = ?').get(tokenHash) as RefreshRow | undefined;
         return row ? refreshFromRow(row) : null;
+      }),
+    findRefreshGrant: (tokenHash) =>
+      runner.run((db) => {
+        const row = cached(db, `SELECT ${REFRESH_GRANT_COLUMNS} FROM oidc_refresh_tokens t JOIN oidc_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = ?`).get(tokenHash) as RefreshGrantRow | undefined;
+        return row ? refreshGrantFromRow(row) : null;
       }),
     consumeRefreshToken: (tokenHash, at) =>
       runner.run((db) => {
