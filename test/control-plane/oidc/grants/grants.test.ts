@@ -92,6 +92,27 @@ t.test('a wrong PKCE verifier or redirect URI is refused, and an unknown code to
   t.equal(await refusal(authorizationCodeGrant(services, client, { redirect_uri: REDIRECT, code_verifier: b.verifier }, null)), 'invalid_request');
 });
 
+t.test('a refused exchange uses the code up: the right verifier afterwards is a replay and issues nothing', async (t) => {
+  const { services, client, code, events } = await setUp(t);
+  const { code: value, verifier } = await code();
+  t.equal(await refusal(authorizationCodeGrant(services, client, { code: value, redirect_uri: REDIRECT, code_verifier: randomToken(32) }, null)), 'invalid_grant');
+  t.not((await services.storage.oidc.findCode(sha256Hex(value)))?.consumedAt, null);
+  t.equal(await refusal(authorizationCodeGrant(services, client, { code: value, redirect_uri: REDIRECT, code_verifier: verifier }, null)), 'invalid_grant');
+  t.same(events, [], 'no grant, no receipt');
+});
+
+t.test('an exchange links its code to the grant it creates; two concurrent exchanges of one code leave no grant standing', async (t) => {
+  const { services, client, code, events } = await setUp(t);
+  const { code: value, verifier } = await code();
+  const body = { code: value, redirect_uri: REDIRECT, code_verifier: verifier };
+  const outcomes = await Promise.all([refusal(authorizationCodeGrant(services, client, body, null)), refusal(authorizationCodeGrant(services, client, body, null))]);
+  t.same(outcomes.sort(), ['invalid_grant', 'resolved']);
+  const stored = await services.storage.oidc.findCode(sha256Hex(value));
+  t.ok(stored?.grantId, 'the spend linked the code to its grant');
+  t.not((await services.storage.oidc.getGrant(stored!.grantId!))?.revokedAt, null, 'the replay revoked it');
+  t.same(events.map((e) => e.type), ['token.issued', 'token.family_revoked']);
+});
+
 t.test('a refresh rotates the token; the rotated-out one coming back revokes the family', async (t) => {
   const { services, client, code, events } = await setUp(t);
   const { code: value, verifier } = await code();
