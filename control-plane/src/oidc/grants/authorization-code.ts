@@ -15,8 +15,10 @@ import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from 
  * against client, redirect URI, verifier, DPoP key and the live sign-in, then spent in the
  * transaction that writes what the exchange creates (grant, refresh token, receipt): one
  * conditional update both spends it and links it to the grant, so two replicas redeeming it at
- * once redeem it once. A code that fails a check is spent all the same, and a second use revokes
- * everything issued from it. The reads that do not depend on each other go out together.
+ * once redeem it once. A code that fails a check is spent all the same. A code found spent is a
+ * replay and revokes everything issued from it; one spent by a concurrent exchange between the
+ * read and the spend is refused without revoking the winner's grant. The reads that do not
+ * depend on each other go out together.
  */
 export async function authorizationCodeGrant(services: GrantServices, client: StoredClient, body: Record<string, unknown>, proof: VerifiedDpopProof | null): Promise<GrantResult> {
   const { storage, config, events } = services;
@@ -44,9 +46,8 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
     checkCodeExchange(stored, { clientId: client.clientId, redirectUri, verifier, proofJkt: proof?.jkt ?? null, now, sessionLive });
     resource = resourceFor(client, body, stored.resource);
   } catch (error) {
-    // A refused exchange uses the code up too; one that lost the race to another is a replay.
-    const spent = await storage.oidc.consumeCode(codeHash, now);
-    if (spent.status === 'replayed') return refuseReplay(services, spent.code);
+    // A refused exchange uses the code up too.
+    if ((await storage.oidc.consumeCode(codeHash, now)).status === 'replayed') throw lostRace();
     throw error;
   }
   const withRefresh = scopes.includes('offline_access') && client.metadata.grant_types.includes('refresh_token');
@@ -68,7 +69,7 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
   const refreshToken = withRefresh ? randomToken(32) : undefined;
   const written = await storage.transaction(async (tx) => {
     const spent = await tx.oidc.consumeCode(codeHash, now, grant.grantId);
-    // Spent since it was read: nothing is written, and the request is a replay.
+    // Spent since it was read: nothing is written.
     if (spent.status !== 'consumed') return { spent };
     await tx.oidc.insertGrant(grant);
     if (refreshToken) {
@@ -85,12 +86,17 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
     });
   });
   if ('spent' in written) {
-    if (written.spent.status === 'replayed') return refuseReplay(services, written.spent.code);
+    if (written.spent.status === 'replayed') throw lostRace();
     throw oauthError('invalid_grant', 'the authorization code is unknown');
   }
   const { receipt } = written;
   const minted = await mintTokens(services, { grant, scopes, resource, dpopJkt: proof?.jkt ?? null, nonce: stored.nonce, idToken, ...(claims ? { claims } : {}) });
   return { minted, scopes, ...(refreshToken ? { refreshToken } : {}), ...(receipt ? { receipt } : {}), proof };
+}
+
+/** A concurrent exchange spent the code between this one's read and its spend. */
+function lostRace() {
+  return oauthError('invalid_grant', 'the authorization code was used already');
 }
 
 /** RFC 6749 §4.1.2 / RFC 9700 §4.5: a second use of a code revokes everything issued from it. */
