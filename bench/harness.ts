@@ -65,6 +65,44 @@ export async function measure<T>(name: string, prepare: (n: number) => Promise<T
   return rate;
 }
 
+/** One thing to time: `prepare` (untimed) makes a batch's inputs, `op` is the timed call. */
+export interface BenchCase<T> {
+  name: string;
+  prepare(n: number): Promise<T[]>;
+  op(input: T): Promise<void>;
+}
+
+/** Erases a case's input type so that cases of different inputs share one list. */
+export const benchCase = <T>(c: BenchCase<T>): BenchCase<unknown> => c as BenchCase<unknown>;
+
+/**
+ * Runs the cases in alternating batches until each has had SECONDS of timed work. On a shared
+ * machine the load changes from one second to the next; interleaved, the cases see the same
+ * load, so the ratio between them holds up where runs one after another would not.
+ */
+export async function measureInterleaved(cases: Array<BenchCase<unknown>>, batch = 50): Promise<Rate[]> {
+  const totals = cases.map(() => ({ count: 0, elapsedNs: 0n, cpuUs: 0 }));
+  for (const c of cases) for (const input of await c.prepare(200)) await c.op(input); // warm-up
+  while (totals.some((t) => t.elapsedNs < BigInt(SECONDS * 1e9))) {
+    for (const [i, c] of cases.entries()) {
+      const inputs = await c.prepare(batch);
+      const cpuStart = process.cpuUsage();
+      const start = process.hrtime.bigint();
+      for (const input of inputs) await c.op(input);
+      totals[i]!.elapsedNs += process.hrtime.bigint() - start;
+      const used = process.cpuUsage(cpuStart);
+      totals[i]!.cpuUs += used.user + used.system;
+      totals[i]!.count += inputs.length;
+    }
+  }
+  return cases.map((c, i) => {
+    const { count, elapsedNs, cpuUs } = totals[i]!;
+    const rate = { wall: count / (Number(elapsedNs) / 1e9), cpu: count / (cpuUs / 1e6), count };
+    log(`  ${c.name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`);
+    return rate;
+  });
+}
+
 /** Raw node:crypto ES256 signatures per second: the bound a signing endpoint is judged against. */
 export async function es256Bound(): Promise<Rate> {
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });

@@ -8,7 +8,9 @@
  * time, so the figures are the server's work per grant on one core without sockets. Codes are
  * minted outside the timed section (Keyplane: through real authorize requests with a passkey
  * session and a remembered approval; oidc-provider: saved through its AuthorizationCode
- * model), then exchanged in timed batches. Refresh runs one rotating chain per provider.
+ * model), then exchanged in timed batches. Refresh runs one rotating chain per provider. The two
+ * providers run in alternating batches (bench/harness.ts `measureInterleaved`), so that both
+ * see the same load.
  * Every response is checked (status 200 and the expected tokens), so a failing grant cannot
  * look fast.
  *
@@ -23,28 +25,9 @@ import pg from 'pg';
 import inject from 'light-my-request';
 import Provider from 'oidc-provider';
 import { ADMIN, RESOURCE, REDIRECT, basicAuth, exchangeCode, goodRequest, obtainCode, pkcePair, refresh, registerClient } from '../test/helpers/oidc.js';
-import { SECONDS, benchControlPlane, benchTap, describeRun, es256Bound, log, measure, type Rate } from './harness.js';
+import { benchCase, benchControlPlane, benchTap, describeRun, es256Bound, log, measureInterleaved, type Rate } from './harness.js';
 
 const { tap, runTeardowns } = benchTap();
-
-/** A rotating refresh chain: each grant's new refresh token feeds the next (wall and CPU rates as `measure`). */
-async function measureChain(name: string, first: string, op: (token: string) => Promise<string>): Promise<Rate> {
-  let token = first;
-  for (let i = 0; i < 200; i++) token = await op(token); // warm-up: the JIT settles before timing
-  let count = 0;
-  const cpuStart = process.cpuUsage();
-  const start = process.hrtime.bigint();
-  const end = start + BigInt(SECONDS * 1e9);
-  while (process.hrtime.bigint() < end) {
-    for (let i = 0; i < 20; i++) token = await op(token);
-    count += 20;
-  }
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  const used = process.cpuUsage(cpuStart);
-  const rate = { wall: count / seconds, cpu: count / ((used.user + used.system) / 1e6), count };
-  log(`  ${name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${seconds.toFixed(1)} s)`);
-  return rate;
-}
 
 /** Logs the JOSE header of the first access token each provider issues (both must be ES256 at+jwt). */
 const shown = new Set<string>();
@@ -70,7 +53,26 @@ interface Rates {
   exchange: Rate;
   refresh: Rate;
   /** PostgreSQL statements sent per grant (counted at the driver), when measured there. */
-  statements?: { exchange: number; refresh: number };
+  statements?: { exchange: number; refresh: number } | undefined;
+}
+
+/** What the run drives on each provider: minting codes (untimed), exchanging them, refreshing. */
+interface Contender {
+  name: string;
+  mint(n: number): Promise<Array<{ code: string; verifier: string }>>;
+  exchangeOnce(input: { code: string; verifier: string }): Promise<Record<string, string>>;
+  refreshOnce(token: string): Promise<string>;
+  /** Statements per grant on PostgreSQL, counted after the timed runs. */
+  statements?(): Promise<{ exchange: number; refresh: number }>;
+}
+
+/** The exchange and refresh cases of each provider; a refresh case runs one rotating chain. */
+async function casesOf(provider: Contender) {
+  let token = (await provider.exchangeOnce((await provider.mint(1))[0]!))['refresh_token']!;
+  return {
+    exchange: benchCase({ name: `${provider.name} code exchange`, prepare: provider.mint, op: async (input) => void (await provider.exchangeOnce(input)) }),
+    refresh: benchCase({ name: `${provider.name} refresh (rotating)`, prepare: async (n) => new Array<null>(n).fill(null), op: async () => void (token = await provider.refreshOnce(token)) }),
+  };
 }
 
 /** Counts the statements the pg driver sends (BEGIN and COMMIT included) while `on()` is true. */
@@ -105,7 +107,7 @@ async function postgresDatabase(): Promise<string | null> {
   return dbUrl.toString();
 }
 
-async function keyplane(databaseUrl?: string): Promise<Rates> {
+async function keyplane(databaseUrl?: string): Promise<Contender> {
   const backend = databaseUrl ? 'PostgreSQL' : 'SQLite';
   const { app, browser } = await benchControlPlane(tap, { adminToken: ADMIN, ...(databaseUrl ? { databaseUrl } : {}) });
   const client = await registerClient(app);
@@ -126,29 +128,28 @@ async function keyplane(databaseUrl?: string): Promise<Rates> {
     const res = await refresh(app, client, token);
     return expectTokens(res.statusCode, res.body, 'Keyplane refresh')['refresh_token']!;
   };
-  const exchange = await measure(`Keyplane code exchange (${backend})`, mint, async (input) => void (await exchangeOnce(input)));
-  const [first, second] = await mint(2);
-  const initial = (await exchangeOnce(first!))['refresh_token']!;
-  const refreshRate = await measureChain(`Keyplane refresh, rotating (${backend})`, initial, refreshOnce);
-  if (!databaseUrl) return { exchange, refresh: refreshRate };
-  // Statements per grant, counted at the driver on one grant of each kind (the sealer is idle
-  // between its 1 s ticks, and a tick that lands inside is visible as a jump).
-  await app.kp.ledger.sealNow();
-  pgStatements = 0;
-  countingPg = true;
-  const token = (await exchangeOnce(second!))['refresh_token']!;
-  const perExchange = pgStatements;
-  pgStatements = 0;
-  await refreshOnce(token);
-  const perRefresh = pgStatements;
-  countingPg = false;
-  log(`  PostgreSQL statements per grant: code exchange ${perExchange}, refresh ${perRefresh}`);
-  return { exchange, refresh: refreshRate, statements: { exchange: perExchange, refresh: perRefresh } };
+  const statements = async () => {
+    // Counted at the driver on one grant of each kind (the sealer is idle between its 1 s
+    // ticks, and a tick that lands inside is visible as a jump).
+    const [code] = await mint(1);
+    await app.kp.ledger.sealNow();
+    pgStatements = 0;
+    countingPg = true;
+    const token = (await exchangeOnce(code!))['refresh_token']!;
+    const exchange = pgStatements;
+    pgStatements = 0;
+    await refreshOnce(token);
+    const refreshed = pgStatements;
+    countingPg = false;
+    log(`  PostgreSQL statements per grant: code exchange ${exchange}, refresh ${refreshed}`);
+    return { exchange, refresh: refreshed };
+  };
+  return { name: `Keyplane (${backend})`, mint, exchangeOnce, refreshOnce, ...(databaseUrl ? { statements } : {}) };
 }
 
 // ---- node-oidc-provider, configured equivalently ----
 
-async function nodeOidcProvider(): Promise<Rates> {
+async function nodeOidcProvider(): Promise<Contender> {
   const issuer = 'http://localhost:4401';
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'bench', alg: 'ES256', use: 'sig' };
@@ -206,13 +207,21 @@ async function nodeOidcProvider(): Promise<Rates> {
     const res = await post({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier, resource: RESOURCE });
     return expectTokens(res.statusCode, res.body, 'oidc-provider exchange');
   };
-  const exchange = await measure('oidc-provider code exchange', mint, async (input) => void (await exchangeOnce(input)));
-  const [first] = await mint(1);
-  const refreshRate = await measureChain('oidc-provider refresh (rotating)', (await exchangeOnce(first!))['refresh_token']!, async (token) => {
+  const refreshOnce = async (token: string) => {
     const res = await post({ grant_type: 'refresh_token', refresh_token: token, resource: RESOURCE });
     return expectTokens(res.statusCode, res.body, 'oidc-provider refresh')['refresh_token']!;
-  });
-  return { exchange, refresh: refreshRate };
+  };
+  return { name: 'oidc-provider', mint, exchangeOnce, refreshOnce };
+}
+
+/** Keyplane and oidc-provider interleaved, batch by batch (`measureInterleaved`), so they share the load. */
+async function sideBySide(providers: Contender[]): Promise<Rates[]> {
+  const cases = await Promise.all(providers.map(casesOf));
+  const exchange = await measureInterleaved(cases.map((c) => c.exchange));
+  const refresh = await measureInterleaved(cases.map((c) => c.refresh));
+  const out: Rates[] = [];
+  for (const [i, provider] of providers.entries()) out.push({ exchange: exchange[i]!, refresh: refresh[i]!, statements: await provider.statements?.() });
+  return out;
 }
 
 const TARGETS = { exchange: 2000, refresh: 3000, ratio: 1.5 };
@@ -220,15 +229,15 @@ const TARGETS = { exchange: 2000, refresh: 3000, ratio: 1.5 };
 describeRun('bench:token');
 try {
   const bound = await es256Bound();
-  const kp = await keyplane();
-  let other: Rates | null = null;
+  let reference: Contender | null = null;
   try {
-    other = await nodeOidcProvider();
+    reference = await nodeOidcProvider();
   } catch (error) {
-    log(`  oidc-provider could not be measured: ${(error as Error).message}`);
+    log(`  oidc-provider could not be set up: ${(error as Error).message}`);
   }
+  const [kp, other = null] = await sideBySide([await keyplane(), ...(reference ? [reference] : [])]);
   const databaseUrl = process.env['BENCH_SKIP_POSTGRES'] === '1' ? null : await postgresDatabase();
-  const onPg = databaseUrl ? await keyplane(databaseUrl) : null;
+  const [onPg = null] = databaseUrl ? await sideBySide([await keyplane(databaseUrl)]) : [];
   const verdict = (ok: boolean) => (ok ? 'met' : 'not met');
   const round = (rate: Rate) => `${Math.round(rate.cpu)} / ${Math.round(rate.wall)}`;
   // A code exchange signs two JWTs (ID token, access token); a refresh signs two as well. Each
@@ -237,7 +246,7 @@ try {
   process.stdout.write(`\nLoad average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' / ')} (1 / 5 / 15 min). Cells: per CPU-second / per wall second.\n`);
   process.stdout.write('\n| grant | Keyplane SQLite | target (per CPU-s) | node-oidc-provider | ratio per CPU-s (wall) (target ≥ 1.5) | Keyplane PostgreSQL | PostgreSQL statements per grant | ES256 bound ÷ 2 | SQLite share of bound (CPU) |\n|---|---|---|---|---|---|---|---|---|\n');
   for (const name of ['exchange', 'refresh'] as const) {
-    const k = kp[name];
+    const k = kp![name];
     const o = other?.[name];
     const target = TARGETS[name];
     const ratio = o === undefined ? null : k.cpu / o.cpu;
