@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { loadControlPlaneConfig } from '../../../config/load.js';
-import { startControlPlane } from '../../../control-plane/src/server.js';
 import { flagsToConfig, serverOptions } from '../options.js';
 import { progress, serveUntilSignal, warn } from '../io.js';
 
@@ -10,6 +8,8 @@ export function controlPlaneCommand(program: Command): void {
     .option('--issuer <url>', 'public base URL and OIDC issuer (also KEYPLANE_ISSUER)')
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
+      // The server is loaded only when it runs: every other command starts without fastify and the control plane.
+      const [{ loadControlPlaneConfig }, { startControlPlane }] = await Promise.all([import('../../../config/load.js'), import('../../../control-plane/src/server.js')]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       await serveUntilSignal(await startControlPlane(config, { warn, notify: progress, logStream: process.stderr }));
     });
