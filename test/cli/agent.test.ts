@@ -11,8 +11,8 @@ import { runInProcess } from '../helpers/cli-in-process.js';
 import { ADMIN, RESOURCE, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
 
-// keygen, enroll (polling, progress on stderr) and one refusal run as real processes; the other
-// commands run in-process through the same program.
+// keygen, enroll (polling, progress on stderr) and a refusal with exit 1 and one with exit 2 run as
+// real processes; the other commands run in-process through the same program.
 t.setTimeout(600_000);
 
 async function served(t: Parameters<typeof buildSignedIn>[0]) {
