@@ -12,8 +12,9 @@ export function gatewayCommand(program: Command): void {
     .option('--trusted-proxies <cidrs>', 'comma-separated addresses whose forwarded headers are believed (default loopback)')
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
-      const [{ loadGatewayConfig }, { startGateway }] = await Promise.all([import('../../../config/load.js'), import('../../../gateway/src/server.js')]);
+      const { loadGatewayConfig } = await import('../../../config/load.js');
       const config = loadGatewayConfig({ flags: flagsToConfig('gateway', options) });
+      const { startGateway } = await import('../../../gateway/src/server.js');
       await serveUntilSignal(await startGateway(config, { logStream: process.stderr }));
     });
 }
