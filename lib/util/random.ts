@@ -20,6 +20,7 @@ let poolOffset = POOL_BYTES;
  * OpenSSL per 256 receipt nonces instead of one each. Every byte is handed out once.
  */
 export function randomHex(bytes: number): string {
+  if (!Number.isInteger(bytes) || bytes < 1 || bytes > POOL_BYTES) throw new RangeError(`randomHex takes 1 to ${POOL_BYTES} bytes`);
   if (poolOffset + bytes > POOL_BYTES) {
     randomFillSync(pool);
     poolOffset = 0;
