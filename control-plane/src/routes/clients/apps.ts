@@ -6,11 +6,11 @@ import { requireAssurance, requireSession, type SessionGuard } from '../../plugi
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
-import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
+import { gatewayEnforcement, type GatewayEnforcement } from '../../gateways/issue-config.js';
 import { checkClientManager, listOrgClients, orgOwnerFor } from '../../orgs/clients.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { rotateClientSecret } from '../../clients/operator.js';
-import { deleteClient, describeChange, registerClient, updateClient } from './registration.js';
+import { deleteClient, describeChange, registerClient, updateClient } from '../../clients/registration.js';
 import { registerConnector } from '../../connectors/register-connector.js';
 import { connectorForm, connectorResultNotice } from '../connectors/page.js';
 
@@ -313,7 +313,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     },
   }, async (request, reply) => {
     const client = await ownClient(app, request);
-    const { receipt } = await deleteClient(app, client.clientId);
+    const { receipt } = await deleteClient(app.kp, client.clientId);
     if (isForm(request)) return reply.redirect('/apps', 303);
     return { ok: true, ...(receipt ? { receipt } : {}) };
   });

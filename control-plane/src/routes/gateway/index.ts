@@ -3,10 +3,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { verifyGatewayEvidence } from '../../../../lib/gateway/evidence.js';
 import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/types.js';
-import { authenticateRegistrar } from '../clients/registration.js';
+import { authenticateRegistrar } from '../../clients/registration.js';
 import { authenticateClient } from '../oidc/client-auth.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
-import { currentGatewayConfig, gatewayEnforcement } from './issue-config.js';
+import { currentGatewayConfig, gatewayEnforcement } from '../../gateways/issue-config.js';
 
 /** A report is a small JWS; anything larger is not one. */
 const EVIDENCE_BODY_LIMIT = 16 * 1024;
@@ -156,7 +156,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
       response: { 200: statusResponse, ...errorResponses },
     },
   }, async (request) => {
-    const registrar = authenticateRegistrar(app, request);
+    const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
     const client = await storage.clients.get(request.params.client_id);
     // Someone else's client answers like a missing one.
     if (!client || (registrar.by === 'session' && client.ownerId !== registrar.ownerId)) throw fail('not_found', 'no such client');
