@@ -5,7 +5,7 @@ import { oauthError } from '../../../lib/oauth/errors.js';
 import { checkResourceOwnership, type ResourceRegistrar } from '../../../lib/oauth/resource-ownership.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { endGrantsOfClient } from '../grants/end-grants.js';
-import { orgOwnerFor } from '../orgs/clients.js';
+import { orgOwnerFor } from './ownership.js';
 import type { OrgServices } from '../orgs/operations.js';
 import { constantEquals } from '../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';

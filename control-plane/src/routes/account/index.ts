@@ -35,7 +35,7 @@ const accountSchema = {
 const session = [{ sessionCookie: [] }];
 const receiptOnly = { 200: okObject({ receipt: { type: 'string' } }), ...errorResponses };
 
-/** The account page and the account operations (spec "Account"). All need a session. */
+/** The account page and the account operations (docs/accounts.md#the-account). All need a session. */
 export default async function accountRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', requireSession);
 
