@@ -4,7 +4,7 @@ import { FEDCM_PATHS, buildAccount, buildFedcmError, buildProviderConfig, isWebI
 import { isAccountActive } from '../../accounts/lifecycle.js';
 import { disconnectFedcm, issueFedcmAssertion } from '../../fedcm/operations.js';
 import { inPlaceClientFor } from '../in-place-origin.js';
-import { CredentialLimits } from '../passkeys/ceremony.js';
+import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { anyObject, errorResponses, receiptField } from '../../http/schemas.js';
 
 const PATHS = new Set<string>([FEDCM_PATHS.accounts, FEDCM_PATHS.clientMetadata, FEDCM_PATHS.assertion, FEDCM_PATHS.disconnect]);
@@ -30,7 +30,7 @@ const formFields = (names: string[]) => ({ type: 'object', properties: Object.fr
 export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
   const { storage, config } = app.kp;
   const { issuer } = config;
-  const limits = new CredentialLimits(app);
+  const limits = new CredentialLimits(app.kp);
 
   // FedCM §7.5: errors carry `{"error": {"code", "error"}}`; the envelope stays beside it.
   app.addHook('onSend', async (request, reply, payload) => {
