@@ -5,6 +5,11 @@ import type { ControlPlaneServices } from '../context.js';
 
 export type ProfileServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 
+/** The account's current username, or null for an unknown id. */
+export async function usernameOf(services: Pick<ProfileServices, 'storage'>, identityId: string): Promise<string | null> {
+  return (await services.storage.identities.get(identityId))?.username ?? null;
+}
+
 /** Sets the display name (checked free text, up to 64 characters); returns it as stored. */
 export async function setDisplayName(services: Pick<ProfileServices, 'storage' | 'now'>, identityId: string, input: unknown): Promise<string> {
   const displayName = checkFreeText(input, DISPLAY_NAME_MAX, 'display_name_invalid', 'the display name');

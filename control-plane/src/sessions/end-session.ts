@@ -51,3 +51,13 @@ export async function signOut(services: EndSessionServices, asker: Asker): Promi
     return services.events.record(tx, { type: 'session.ended', at: now, outcome: 'success', identityId: asker.identityId, sessionId: asker.sessionId });
   });
 }
+
+/** RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0 §2): ends the session, naming the client that asked, if any. */
+export async function logOut(services: EndSessionServices, asker: Asker, clientId: string | null): Promise<void> {
+  const now = services.now();
+  await services.storage.transaction(async (tx) => {
+    await tx.sessions.revoke(asker.identityId, asker.sessionId, now);
+    await endGrantsOfSessions(services, tx, [asker.sessionId], now);
+    await services.events.record(tx, { type: 'session.logged_out', at: now, outcome: 'success', identityId: asker.identityId, sessionId: asker.sessionId, clientId });
+  });
+}
