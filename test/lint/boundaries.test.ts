@@ -1,4 +1,5 @@
 import t from 'tap';
+import { readFile } from 'node:fs/promises';
 import { ESLint } from 'eslint';
 
 // The layer arrows of docs/architecture.md#layout, enforced by eslint.config.js: each case lints
@@ -63,4 +64,31 @@ t.test('files past 400 lines draw a max-lines warning', async (t) => {
   const [result] = await eslint.lintText(long, { filePath: 'lib/oauth/long.ts' });
   const warning = result?.messages.find((m) => m.ruleId === 'max-lines');
   t.equal(warning?.severity, 1, 'a warning, not an error');
+});
+
+// docs/architecture.md#layers: routes call operations; storage and transactions stay below them.
+t.test('a route reaching storage or a transaction itself is refused', async (t) => {
+  const source = [
+    'export async function route(app: { kp: { storage: { clients: { get(id: string): Promise<unknown> } } } }) {',
+    "  const { storage } = app.kp;",
+    "  return [await app.kp.storage.clients.get('x'), storage];",
+    '}',
+    'export const inTx = (tx: { clients: unknown }) => tx.clients;',
+  ].join('\n');
+  const [result] = await eslint.lintText(source, { filePath: 'control-plane/src/routes/x/example.ts' });
+  const refused = (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax');
+  t.equal(refused.length, 3, refused.map((m) => m.message).join('; '));
+  t.match(refused[0]?.message ?? '', /docs\/architecture\.md#layers/);
+  const [operation] = await eslint.lintText(source, { filePath: 'control-plane/src/accounts/example.ts' });
+  t.same((operation?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax'), [], 'operations may');
+});
+
+t.test('every file exempt from it still needs the exemption, and the list only shrinks', async (t) => {
+  const { ROUTES_STILL_ON_STORAGE } = (await import('../../eslint.config.js')) as { ROUTES_STILL_ON_STORAGE: string[] };
+  t.ok(ROUTES_STILL_ON_STORAGE.length <= 10, `${ROUTES_STILL_ON_STORAGE.length} route files reach storage; move their calls into operations instead`);
+  for (const file of ROUTES_STILL_ON_STORAGE) {
+    // Linted as if it were a route without the exemption: once it passes, its entry must go.
+    const [result] = await eslint.lintText(await readFile(file, 'utf8'), { filePath: 'control-plane/src/routes/not-exempt/example.ts' });
+    t.ok((result?.messages ?? []).some((m) => m.ruleId === 'no-restricted-syntax'), `${file} no longer reaches storage: remove it from ROUTES_STILL_ON_STORAGE`);
+  }
 });
