@@ -84,7 +84,9 @@ t.test('a route reaching storage or a transaction itself is refused', async (t) 
 });
 
 t.test('every file exempt from it still needs the exemption, and the list only shrinks', async (t) => {
-  const { ROUTES_STILL_ON_STORAGE } = (await import('../../eslint.config.js')) as { ROUTES_STILL_ON_STORAGE: string[] };
+  // A plain JS module without types: imported through a variable so the compiler does not ask for them.
+  const configModule = '../../eslint.config.js';
+  const { ROUTES_STILL_ON_STORAGE } = (await import(configModule)) as { ROUTES_STILL_ON_STORAGE: string[] };
   t.ok(ROUTES_STILL_ON_STORAGE.length <= 10, `${ROUTES_STILL_ON_STORAGE.length} route files reach storage; move their calls into operations instead`);
   for (const file of ROUTES_STILL_ON_STORAGE) {
     // Linted as if it were a route without the exemption: once it passes, its entry must go.
