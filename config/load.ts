@@ -1,20 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { deepFreeze } from '../lib/util/deep-freeze.js';
 import { isValidAddressEntry } from '../lib/util/cidr.js';
+import { ConfigError } from './config-error.js';
 import { schemas, type ConfigKind, type Node } from './schema.js';
+import { coerce, isGroup, leaves, type Leafish } from './schema-leaves.js';
 import type { ControlPlaneConfig, ControlPlaneSettings, GatewayConfig, GatewaySettings } from './types.js';
 
-/** A configuration that cannot run. `problems` lists every one of them, each with its key path. */
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError } from './config-error.js';
+export { readAdminToken, readClientSecret } from './env.js';
+export { coerce, leaves } from './schema-leaves.js';
 
 export interface LoadOptions {
   /** Values from command-line flags, keyed by config key path (`dataDir`, `http.bodyLimit`). */
@@ -27,12 +25,20 @@ export interface LoadOptions {
 }
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-// strict: false lets the documentation keywords (env, flag, secret) sit beside the validation ones.
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
-const validators = {
-  'control-plane': ajv.compile(schemas['control-plane']),
-  gateway: ajv.compile(schemas.gateway),
-};
+// Compiled on first use, and only the kind asked for: a gateway never compiles the control plane's schema.
+let ajv: Ajv | undefined;
+const validators = new Map<ConfigKind, ValidateFunction>();
+
+function validatorOf(kind: ConfigKind): ValidateFunction {
+  let validate = validators.get(kind);
+  if (!validate) {
+    // strict: false lets the documentation keywords (env, flag, secret) sit beside the validation ones.
+    ajv ??= addFormats(new Ajv({ allErrors: true, strict: false }));
+    validate = ajv.compile(schemas[kind]);
+    validators.set(kind, validate);
+  }
+  return validate;
+}
 
 export function loadControlPlaneConfig(options: LoadOptions = {}): ControlPlaneConfig {
   return load('control-plane', options) as ControlPlaneConfig;
@@ -40,23 +46,6 @@ export function loadControlPlaneConfig(options: LoadOptions = {}): ControlPlaneC
 
 export function loadGatewayConfig(options: LoadOptions = {}): GatewayConfig {
   return load('gateway', options) as GatewayConfig;
-}
-
-/**
- * The operator's admin token for commands that call a running control plane's admin API
- * (`keyplane accounts`): the same variable the control plane reads, never a flag (flags show up
- * in process listings). Undefined when unset or empty.
- */
-export function readAdminToken(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const name = (schemas['control-plane'].properties['adminToken'] as { env?: string }).env!;
-  const value = env[name];
-  return value === undefined || value === '' ? undefined : value;
-}
-
-/** The client secret `keyplane agent token` authenticates with, from KEYPLANE_CLIENT_SECRET (never from argv). */
-export function readClientSecret(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const value = env['KEYPLANE_CLIENT_SECRET'];
-  return value === undefined || value === '' ? undefined : value;
 }
 
 /** Every key with its default, as the schema declares them. */
@@ -79,7 +68,7 @@ function load(kind: ConfigKind, options: LoadOptions): ControlPlaneSettings | Ga
   merged = mergeDeep(merged, expandPaths(flags));
   merged = mergeDeep(merged, expandPaths(options.overrides ?? {}));
 
-  const validate = validators[kind];
+  const validate = validatorOf(kind);
   if (!validate(merged)) problems.push(...(validate.errors ?? []).map(describeAjvError));
   else problems.push(...semanticProblems(merged));
   if (problems.length > 0) throw new ConfigError(problems);
@@ -118,20 +107,6 @@ function fromEnv(kind: ConfigKind, env: NodeJS.ProcessEnv, problems: string[]): 
     else values[path] = value;
   }
   return expandPaths(values);
-}
-
-/** Turns a flag or env string into the type its key declares; undefined when it cannot. */
-export function coerce(raw: string, leaf: { type: string | string[] }): unknown {
-  switch (leaf.type) {
-    case 'integer':
-      return /^-?\d+$/.test(raw) ? Number(raw) : undefined;
-    case 'boolean':
-      return raw === 'true' ? true : raw === 'false' ? false : undefined;
-    case 'array':
-      return raw.split(',').map((item) => item.trim()).filter(Boolean);
-    default:
-      return raw;
-  }
 }
 
 function semanticProblems(config: Record<string, unknown>): string[] {
@@ -191,20 +166,6 @@ function describeAjvError(error: ErrorObject): string {
 function describeShape(path: string): string {
   if (/url$|issuer$|controlPlane$|upstream$/i.test(path)) return 'URL for this key';
   return 'value';
-}
-
-function isGroup(node: Node): node is Extract<Node, { properties: Record<string, Node> }> {
-  return node.type === 'object' && typeof (node as { properties?: unknown }).properties === 'object';
-}
-
-type Leafish = { type: string | string[]; env?: string; flag?: string; default?: unknown };
-
-/** Every leaf key of a schema with its dotted path. */
-export function leaves(node: Node, prefix = ''): Array<[string, Leafish & Record<string, unknown>]> {
-  if (isGroup(node)) {
-    return Object.entries(node.properties).flatMap(([key, child]) => leaves(child, prefix ? `${prefix}.${key}` : key));
-  }
-  return [[prefix, node as Leafish & Record<string, unknown>]];
 }
 
 function collectDefaults(node: Node): unknown {

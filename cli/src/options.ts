@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { coerce, leaves } from '../../config/load.js';
+import { coerce, leaves } from '../../config/schema-leaves.js';
 import { schemas, type ConfigKind } from '../../config/schema.js';
 
 /**

@@ -21,7 +21,7 @@ import { forwardAuth } from './forward-auth.js';
 import { loadCookieKeys, loadOrCreateSigningKey, type GatewaySigningKey } from './keys.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 import { callback, refuse, signin, signout } from './page-flow.js';
-import { UpstreamProxy, dropHopByHop, hasBody } from './proxy.js';
+import { UpstreamProxy, endToEnd, hasBody } from './proxy.js';
 import { countPassed, countUpstreamFailure, sendEnvelope, sendError, sendJson } from './respond.js';
 import { createTokenClient, type TokenClient } from './token-client.js';
 import { upgrade } from './upgrades.js';
@@ -149,7 +149,7 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
   // hop-by-hop ones go, before the gateway sets any header a `Connection` list could name.
   stripIdentityHeaders(req.headers);
   const body = hasBody(req);
-  dropHopByHop(req.headers);
+  req.headers = endToEnd(req.headers);
   const target = normalizeRequestTarget(req.url);
   if (!target) return sendError(ctx.metrics, res, fail('invalid_path', 'the request path is not acceptable'));
   const method = req.method ?? 'GET';

@@ -16,19 +16,22 @@ import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'http2-settings']);
 
 /**
- * Drops hop-by-hop headers in place, including every header the `Connection` field names.
- * Call it on the client's headers BEFORE the gateway adds its own, so a client can never name
- * a gateway-set header in `Connection` to have it removed (CVE-2021-32813).
+ * A copy of `headers` without the hop-by-hop ones, including every header the `Connection` field
+ * names. Take it from the client's headers BEFORE the gateway adds its own, so a client can never
+ * name a gateway-set header in `Connection` to have it removed (CVE-2021-32813). A copy rather
+ * than deletes: an object that loses a property turns into a slow dictionary for the rest of the
+ * request.
  */
-export function dropHopByHop(headers: Record<string, unknown>): void {
+export function endToEnd<T>(headers: Record<string, T>): Record<string, T> {
   const connection = headers['connection'];
-  const named = (Array.isArray(connection) ? connection.join(',') : typeof connection === 'string' ? connection : '')
-    .split(',').map((token) => token.trim().toLowerCase()).filter(Boolean);
-  for (const name of named) delete headers[name];
-  for (const name of Object.keys(headers)) {
+  const named = connection === undefined ? [] : [connection].flat().join(',').split(',').map((token) => String(token).trim().toLowerCase());
+  const out: Record<string, T> = {};
+  for (const name in headers) {
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || lower.startsWith('proxy-')) delete headers[name];
+    if (HOP_BY_HOP.has(lower) || lower.startsWith('proxy-') || named.includes(lower)) continue;
+    out[name] = headers[name]!;
   }
+  return out;
 }
 
 /** Whether the request carries a body; read it before hop-by-hop headers (Transfer-Encoding) are dropped. */
@@ -93,8 +96,10 @@ export class UpstreamProxy {
    */
   async forward(input: ForwardInput): Promise<{ ok: true } | { ok: false; reason: Reason }> {
     const { req, res } = input;
+    // Copied rather than deleted from: a property deleted turns the object into a slow dictionary.
     const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(input.headers)) {
+    for (const name in input.headers) {
+      const value = input.headers[name];
       // undici sets Host from the pool origin and refuses Expect (node answered 100-continue already).
       if (value === undefined || name === 'host' || name === 'expect') continue;
       headers[name] = value;
@@ -111,8 +116,7 @@ export class UpstreamProxy {
         },
         ({ statusCode, headers: upstreamHeaders }) => {
           this.#options.onHeaders?.(performance.now() - started);
-          const out = { ...(upstreamHeaders as Record<string, string | string[]>) };
-          dropHopByHop(out);
+          const out = endToEnd(upstreamHeaders as Record<string, string | string[]>);
           // Cookies the gateway set before forwarding (a refreshed session) go out beside the app's:
           // writeHead would otherwise replace them with the upstream's Set-Cookie.
           const own = res.getHeader('set-cookie');

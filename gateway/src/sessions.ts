@@ -54,6 +54,10 @@ export async function openSealedCookies(ctx: GatewayContext, value: string): Pro
   return session ? { session, cookies: cookies as string[] } : null;
 }
 
+function cookieNames(header: string): string[] {
+  return Object.keys(parseCookieHeader(header));
+}
+
 /**
  * The browser's session, refreshed first when its access token is due, so freshness, the step-up
  * window (a refreshed ID token may state less) and revocation at the control plane hold alike
@@ -65,17 +69,16 @@ export async function identifySession(ctx: GatewayContext, req: IncomingMessage,
   const cookieHeader = req.headers['cookie'];
   let session = await openSession(ctx, cookieHeader);
   if (!session || !cookieHeader) return { caller: null, session: null, api: false };
-  const present = () => Object.keys(parseCookieHeader(cookieHeader));
   if (session.idpSid !== undefined && ctx.holder.current?.revokedSessions.has(session.idpSid)) {
     // Signed out or revoked at the control plane: the session ends here at once, not at its next refresh.
     ctx.caches.sessions.delete(cookieHeader);
     await ctx.state.del(latestSessionKey(session.sid));
-    res?.setHeader('set-cookie', clearSessionCookies(present(), ctx.secure));
+    res?.setHeader('set-cookie', clearSessionCookies(cookieNames(cookieHeader), ctx.secure));
     return { caller: null, session: null, api: false };
   }
   if (refreshDue(ctx, session)) {
     ctx.caches.sessions.delete(cookieHeader);
-    const outcome = await renewedSession(ctx, session, present());
+    const outcome = await renewedSession(ctx, session, cookieNames(cookieHeader));
     res?.setHeader('set-cookie', outcome.cookies);
     if (!outcome.session) return { caller: null, session: null, api: false };
     session = outcome.session;

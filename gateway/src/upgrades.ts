@@ -5,7 +5,7 @@ import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import { normalizeRequestTarget } from '../../lib/gateway/request-path.js';
 import { authorize } from './authorize.js';
 import type { GatewayContext } from './context.js';
-import { dropHopByHop } from './proxy.js';
+import { endToEnd } from './proxy.js';
 import { countPassed, countRefusal } from './respond.js';
 import { upstreamHeaders } from './upstreams.js';
 
@@ -13,7 +13,7 @@ import { upstreamHeaders } from './upstreams.js';
 export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
   stripIdentityHeaders(req.headers);
   const upgradeTo = req.headers['upgrade'];
-  dropHopByHop(req.headers);
+  req.headers = endToEnd(req.headers);
   const refuse = (error: KeyplaneError) => {
     countRefusal(ctx.metrics, error.reason);
     const body = JSON.stringify(error.toEnvelope());

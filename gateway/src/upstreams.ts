@@ -43,15 +43,36 @@ export function isKeyplaneCookie(name: string): boolean {
   return /^(__Host-|__Secure-)?kp_/i.test(name);
 }
 
+const KEPT_COOKIES_LIMIT = 10_000;
+const keptCookies = new Map<string, string>();
+
+/**
+ * The Cookie header without Keyplane's cookies ('' when none is left), remembered by the exact
+ * header: a browser sends the same one on every request until a cookie changes.
+ */
+function withoutKeyplaneCookies(header: string): string {
+  let kept = keptCookies.get(header);
+  if (kept === undefined) {
+    kept = header.split(';').map((part) => part.trim()).filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim())).join('; ');
+    // Full means cleared, as the gateway's other caches: what is here can be computed again.
+    if (keptCookies.size >= KEPT_COOKIES_LIMIT) keptCookies.clear();
+    keptCookies.set(header, kept);
+  }
+  return kept;
+}
+
 /** The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity headers in. */
 export async function upstreamHeaders(ctx: GatewayContext, req: IncomingMessage, who: Identified, origin: string): Promise<Record<string, string | string[] | undefined>> {
-  const headers = { ...req.headers };
-  // Session cookies stay at the edge: the upstream never sees the gateway's tokens or the control plane's session.
-  const cookie = headers['cookie'];
-  if (cookie) {
-    const kept = cookie.split(';').map((part) => part.trim()).filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim()));
-    if (kept.length > 0) headers['cookie'] = kept.join('; ');
-    else delete headers['cookie'];
+  const headers: Record<string, string | string[] | undefined> = {};
+  for (const name in req.headers) {
+    const value = req.headers[name];
+    // Session cookies stay at the edge: the upstream never sees the gateway's tokens or the control plane's session.
+    if (name === 'cookie' && typeof value === 'string') {
+      const kept = withoutKeyplaneCookies(value);
+      if (kept) headers[name] = kept;
+    } else {
+      headers[name] = value;
+    }
   }
   if (who.caller) Object.assign(headers, await identityHeaders(ctx, who.caller, who.session, origin));
   return headers;

@@ -8,6 +8,22 @@ const UNRESERVED = /[A-Za-z0-9\-._~]/;
  * http(s) URI.
  */
 export function normalizeHtu(value: string): string | null {
+  let normal = normalized.get(value);
+  if (normal === undefined) {
+    normal = normalizeOnce(value);
+    // Full means cleared: every entry can be computed again, and a client sending a new htu
+    // each time only ever costs the parse it would cost anyway.
+    if (normalized.size >= NORMALIZED_LIMIT) normalized.clear();
+    normalized.set(value, normal);
+  }
+  return normal;
+}
+
+/** A client sends the same `htu` with every proof to one endpoint; its WHATWG parse is kept. */
+const NORMALIZED_LIMIT = 256;
+const normalized = new Map<string, string | null>();
+
+function normalizeOnce(value: string): string | null {
   let url: URL;
   try {
     url = new URL(value);

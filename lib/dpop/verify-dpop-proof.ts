@@ -14,6 +14,7 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** Members that only a private or symmetric JWK has (RFC 7518 §6). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 const MAX_PROOF_LENGTH = 8192;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** RFC 9449 §11.1: refuse oversized `jti` values so the replay cache cannot be flooded. */
 const MAX_JTI_LENGTH = 256;
 
@@ -122,7 +123,7 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
     // node:crypto checks on the calling thread (WebCrypto would queue every proof on the thread pool).
     const verified = verifyCompactJws(value, resolved.key, alg as DpopAlgorithm);
     if (!verified) throw new Error('bad signature');
-    payload = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(verified.payload)) as Record<string, unknown>;
+    payload = JSON.parse(UTF8.decode(verified.payload)) as Record<string, unknown>;
   } catch {
     refuse('signature', 'the DPoP proof signature does not verify with its jwk');
   }

@@ -36,6 +36,17 @@ function first(value: string | string[] | undefined): string | undefined {
   return head ? head : undefined;
 }
 
+let lastOrigin: { publicUrl: string; protocol: string; host: string } | undefined;
+
+/** The public URL's scheme and host; a process serves one public URL, so its parse is kept. */
+function ownOrigin(publicUrl: string): { protocol: string; host: string } {
+  if (lastOrigin?.publicUrl !== publicUrl) {
+    const { protocol, host } = new URL(publicUrl);
+    lastOrigin = { publicUrl, protocol, host };
+  }
+  return lastOrigin;
+}
+
 /**
  * Reads the client's view and rewrites `headers` (node's lower-cased object, in place): from an
  * untrusted peer every forwarding header in every spelling is dropped; from a trusted one only
@@ -50,7 +61,7 @@ export function applyForwardedHeaders(
   publicUrl: string,
 ): ClientView {
   const trusted = isTrusted(peer.remoteAddress);
-  const own = new URL(publicUrl);
+  const own = ownOrigin(publicUrl);
   const view: ClientView = {
     clientIp: peer.remoteAddress,
     proto: own.protocol === 'https:' ? 'https' : 'http',

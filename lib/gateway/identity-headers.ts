@@ -14,9 +14,12 @@ export const IDENTITY_HEADERS = {
   assertion: 'x-auth-assertion',
 } as const;
 
+const FOLDED = /^[a-z0-9-]*$/;
+
 /** Folds a header name the way lenient backends do: lower case, `_` and `.` read as `-`. */
 export function normalizeHeaderName(name: string): string {
-  return name.toLowerCase().replace(/[_.]/g, '-');
+  // Most names arrive already in this form (node lower-cases them): no new string for those.
+  return FOLDED.test(name) ? name : name.toLowerCase().replace(/[_.]/g, '-');
 }
 
 /** True for any header that claims identity: `x-auth-*` in any spelling (`X_Auth_Subject`, `x.auth.email`). */

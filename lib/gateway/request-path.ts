@@ -51,6 +51,8 @@ export function normalizeRequestTarget(target: string | undefined): RequestTarge
   for (const segment of path.split('/')) {
     // `.` and `..` (RFC 3986 §5.2.4); a trailing dot or space, which IIS and Windows drop (`/admin.` is `/admin`).
     if (segment === '.' || segment === '..' || /(\.|%20)$/.test(segment)) return null;
+    // Printable ASCII without escapes (checked above) decodes and NFKC-normalizes to itself.
+    if (!segment.includes('%')) continue;
     const decoded = decodeUtf8(segment);
     // Invalid UTF-8 (overlong `%C0%AF` for `/`), or compatibility forms (fullwidth `／`, `Ａ`)
     // that a Unicode-normalising upstream folds into ASCII.
@@ -79,13 +81,29 @@ export function findRoute<T extends { path: string }>(routes: readonly T[], path
   const segments = pathSegments(path).map(segmentKey);
   let best: T | null = null;
   let bestLength = -1;
-  for (const route of routes) {
-    const prefix = pathSegments(route.path).map(segmentKey);
+  const prefixes = routePrefixes(routes);
+  for (let i = 0; i < routes.length; i++) {
+    const prefix = prefixes[i]!;
     if (prefix.length > segments.length || prefix.length <= bestLength) continue;
     if (prefix.every((segment, index) => segments[index] === segment)) {
-      best = route;
+      best = routes[i]!;
       bestLength = prefix.length;
     }
   }
   return best;
+}
+
+/**
+ * The segment keys of each route's path, computed once per route list: the lists (the held
+ * policy, the upstreams) live until replaced, and every request is matched against them.
+ */
+const prefixesOf = new WeakMap<readonly { path: string }[], { paths: string[]; prefixes: string[][] }>();
+
+function routePrefixes(routes: readonly { path: string }[]): string[][] {
+  const known = prefixesOf.get(routes);
+  // A list changed in place (its paths differ) is read again.
+  if (known && known.paths.length === routes.length && known.paths.every((path, index) => routes[index]!.path === path)) return known.prefixes;
+  const compiled = { paths: routes.map((route) => route.path), prefixes: routes.map((route) => pathSegments(route.path).map(segmentKey)) };
+  prefixesOf.set(routes, compiled);
+  return compiled.prefixes;
 }

@@ -21,7 +21,13 @@ export function isReceiptHash(value: string): boolean {
 
 /** The receipt's address: lower-case hex SHA-256 of its RFC 8785 canonical JSON (UTF-8). */
 export function hashReceipt(receipt: unknown): string {
-  return sha256Hex(canonicalJson(receipt));
+  return canonicalReceipt(receipt).hash;
+}
+
+/** The receipt's RFC 8785 canonical JSON and its address, the hash of exactly that text (one serialization for both). */
+export function canonicalReceipt(receipt: unknown): { body: string; hash: string } {
+  const body = canonicalJson(receipt);
+  return { body, hash: sha256Hex(body) };
 }
 
 /**

@@ -2,53 +2,49 @@ import t from 'tap';
 import { ADMIN } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
 import { runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
 import { accountsCommand } from '../../cli/src/commands/accounts.js';
 import { CliError } from '../../cli/src/exit.js';
 
-// Each command is a fresh Node process: about 100 s on a quiet 2-core machine, more under load.
+// One control plane for the file. A few runs are real processes (exit code and streams as a shell
+// sees them); the variations run in-process through the same program.
 t.setTimeout(300_000);
 
-async function served(t: Parameters<typeof buildSignedIn>[0]) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
-  const { identityId, browser } = await built.signIn({ username: 'ada' });
-  await built.app.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = built.app.server.address() as { port: number };
-  return { ...built, identityId, browser, url: `http://127.0.0.1:${port}` };
-}
-
+const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+const { identityId, browser } = await built.signIn({ username: 'ada' });
+await built.app.listen({ port: 0, host: '127.0.0.1' });
+const url = `http://127.0.0.1:${(built.app.server.address() as { port: number }).port}`;
+const { services } = built;
 const env = { KEYPLANE_ADMIN_TOKEN: ADMIN };
 
 t.test('keyplane accounts show, disable, enable and delete an account by username or identity id', async (t) => {
-  const { url, identityId, browser, services } = await served(t);
-
   const show = await runCli(['accounts', 'show', 'ada', '--control-plane', url], env);
   t.equal(show.code, 0, show.stderr);
   t.equal(show.stdout, `ada (${identityId}): active\n`);
   t.match(show.stderr, `looking up ada at ${url}`);
 
-  const disable = await runCli(['accounts', 'disable', identityId, '--control-plane', url], env);
+  const disable = await runInProcess(['accounts', 'disable', identityId, '--control-plane', url], env);
   t.equal(disable.code, 0, disable.stderr);
   t.match(disable.stdout, new RegExp(`^ada \\(${identityId}\\): disabled, receipt [0-9a-f]{64}\\n$`));
   t.match(disable.stderr, `disabling ada (${identityId})`);
   t.equal((await browser.get('/account?format=json')).statusCode, 401, 'the account\'s session ended');
-  const again = await runCli(['accounts', 'disable', 'ada', '--control-plane', url], env);
+  const again = await runInProcess(['accounts', 'disable', 'ada', '--control-plane', url], env);
   t.equal(again.stdout, `ada (${identityId}): disabled (unchanged)\n`);
 
-  const enable = await runCli(['accounts', 'enable', 'ada', '--control-plane', url, '--json'], env);
+  const enable = await runInProcess(['accounts', 'enable', 'ada', '--control-plane', url, '--json'], env);
   t.equal(enable.code, 0);
   t.match(JSON.parse(enable.stdout), { ok: true, identityId, username: 'ada', state: 'active', receipt: /^[0-9a-f]{64}$/ });
 
-  const shown = await runCli(['accounts', 'show', identityId, '--control-plane', url, '--json'], env);
+  const shown = await runInProcess(['accounts', 'show', identityId, '--control-plane', url, '--json'], env);
   t.same(JSON.parse(shown.stdout), { ok: true, identityId, username: 'ada', state: 'active' });
 
-  const deleted = await runCli(['accounts', 'delete', 'ada', '--control-plane', url], env);
+  const deleted = await runInProcess(['accounts', 'delete', 'ada', '--control-plane', url], env);
   t.equal(deleted.code, 0, deleted.stderr);
   t.match(deleted.stdout, new RegExp(`^deleted ada \\(${identityId}\\), receipt [0-9a-f]{64}\\n$`));
   t.equal(await services.storage.identities.get(identityId), null);
 });
 
 t.test('keyplane accounts exits 1 when the server refuses and 2 when used wrongly', async (t) => {
-  const { url } = await served(t);
   const unknownJson = await runCli(['accounts', 'delete', 'nobody', '--control-plane', url, '--json'], env);
   t.equal(unknownJson.code, 1);
   t.match(JSON.parse(unknownJson.stdout), { ok: false, reason: 'not_found' });

@@ -7,10 +7,12 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { createHash } from 'node:crypto';
 import { tempDir } from '../helpers/build.js';
 import { CLI, runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
 import { ADMIN, RESOURCE, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
 
-// Each command is a fresh Node process (through tsx when dist/ is stale): slow on a shared machine.
+// keygen, enroll (polling, progress on stderr) and a refusal with exit 1 and one with exit 2 run as
+// real processes; the other commands run in-process through the same program.
 t.setTimeout(600_000);
 
 async function served(t: Parameters<typeof buildSignedIn>[0]) {
@@ -54,7 +56,7 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
   t.match(jwk, { kty: 'EC', crv: 'P-256', d: /./ });
   t.match(keygen.stdout, /^public key: \{"kty":"EC","crv":"P-256","x":"[^"]+","y":"[^"]+"\}\nthumbprint \(jkt\): [A-Za-z0-9_-]{43}\n$/);
   t.notMatch(keygen.stdout, jwk.d, 'the private part is never printed');
-  t.equal((await runCli(['agent', 'keygen', '--key', key])).code, 2, 'an existing key is not overwritten');
+  t.equal((await runInProcess(['agent', 'keygen', '--key', key])).code, 2, 'an existing key is not overwritten');
 
   const enrolled = await enrollWhile(['--key', key, '--control-plane', url, '--name', 'CLI bot', '--visibility', 'public', '--interval', '0.2'], async (code, stderr) => {
     // The CLI is polling; wait for it to say so before the owner approves.
@@ -75,11 +77,11 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
   const stored = await services.storage.agents.get(agentId!);
   t.equal(stored?.state, 'active');
 
-  const status = await runCli(['agent', 'status', '--key', key, '--json']);
+  const status = await runInProcess(['agent', 'status', '--key', key, '--json']);
   t.equal(status.code, 0, status.stderr);
   t.match(JSON.parse(status.stdout), { ok: true, agent_id: agentId, state: 'active', claims: { key_control: { status: 'verified' } } });
 
-  const proved = await runCli(['agent', 'prove', '--key', key, '--audience', 'https://verifier.example.com']);
+  const proved = await runInProcess(['agent', 'prove', '--key', key, '--audience', 'https://verifier.example.com']);
   t.equal(proved.code, 0, proved.stderr);
   const proofToken = proved.stdout.trim();
   t.equal(decodeProtectedHeader(proofToken).typ, 'agent-proof+jwt');
@@ -87,7 +89,7 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
 
   const task = join(dir, 'task.txt');
   writeFileSync(task, 'summarise the quarterly report');
-  const run = await runCli(['agent', 'prove', '--key', key, '--run', '--task', task, '--input-commitment', 'a'.repeat(64), '--output-commitment', 'b'.repeat(64), '--json']);
+  const run = await runInProcess(['agent', 'prove', '--key', key, '--run', '--task', task, '--input-commitment', 'a'.repeat(64), '--output-commitment', 'b'.repeat(64), '--json']);
   t.equal(run.code, 0, run.stderr);
   const ran = JSON.parse(run.stdout);
   t.equal(ran.run_proof.task_commitment, createHash('sha256').update('summarise the quarterly report').digest('hex'));
@@ -96,12 +98,12 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
   t.ok(ran.expires_in <= 300);
 
   const client = await registerClient(app, { access: { humans: false, agents: true }, scope: 'openid read write' });
-  const noGrant = await runCli(['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'], { KEYPLANE_CLIENT_SECRET: client.client_secret! });
+  const noGrant = await runInProcess(['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'], { KEYPLANE_CLIENT_SECRET: client.client_secret! });
   t.equal(noGrant.code, 1, 'refused before the owner approves a grant');
   t.equal(JSON.parse(noGrant.stdout).error, 'invalid_grant');
   const grant = await strong.post('/auth/agents/proof/grants', { agent_id: agentId, client_id: client.client_id, resource: RESOURCE, scope: 'read' });
   t.equal(grant.statusCode, 200, grant.body);
-  const tok = await runCli(['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'], { KEYPLANE_CLIENT_SECRET: client.client_secret! });
+  const tok = await runInProcess(['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'], { KEYPLANE_CLIENT_SECRET: client.client_secret! });
   t.equal(tok.code, 0, tok.stderr);
   const issued = JSON.parse(tok.stdout);
   t.equal(issued.token_type, 'DPoP');
@@ -118,13 +120,13 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
 t.test('keyplane agent exits 2 on usage and network errors and refuses a key file others can read', async (t) => {
   const dir = tempDir(t, 'keyplane-agent-cli-');
   const key = join(dir, 'ed.jwk');
-  const keygen = await runCli(['agent', 'keygen', '--key', key, '--alg', 'EdDSA', '--json']);
+  const keygen = await runInProcess(['agent', 'keygen', '--key', key, '--alg', 'EdDSA', '--json']);
   t.equal(keygen.code, 0, keygen.stderr);
   t.match(JSON.parse(keygen.stdout), { ok: true, alg: 'EdDSA', publicJwk: { kty: 'OKP', crv: 'Ed25519' } });
-  t.equal((await runCli(['agent', 'keygen', '--key', join(dir, 'x.jwk'), '--alg', 'RS256'])).code, 2, 'an unsupported algorithm');
-  t.equal((await runCli(['agent', 'enroll', '--control-plane', 'http://127.0.0.1:1', '--name', 'x'])).code, 2, 'no --key');
-  t.equal((await runCli(['agent', 'enroll', '--key', key, '--control-plane', 'http://127.0.0.1:1', '--name', 'x'])).code, 2, 'unreachable');
-  t.equal((await runCli(['agent', 'prove', '--key', key])).code, 2, 'not enrolled');
+  t.equal((await runInProcess(['agent', 'keygen', '--key', join(dir, 'x.jwk'), '--alg', 'RS256'])).code, 2, 'an unsupported algorithm');
+  t.equal((await runInProcess(['agent', 'enroll', '--control-plane', 'http://127.0.0.1:1', '--name', 'x'])).code, 2, 'no --key');
+  t.equal((await runInProcess(['agent', 'enroll', '--key', key, '--control-plane', 'http://127.0.0.1:1', '--name', 'x'])).code, 2, 'unreachable');
+  t.equal((await runInProcess(['agent', 'prove', '--key', key])).code, 2, 'not enrolled');
   chmodSync(key, 0o644);
   const open = await runCli(['agent', 'enroll', '--key', key, '--control-plane', 'http://127.0.0.1:1', '--name', 'x']);
   t.equal(open.code, 2);

@@ -2,7 +2,8 @@ import t from 'tap';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { runCli, startCli } from '../helpers/cli.js';
+import { startCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/build.js';
 
 t.test('gateway prints its URL, fails closed without a config, and exits 0 on SIGTERM', async (t) => {
@@ -33,16 +34,16 @@ t.test('an explicit public URL is the printed URL', async (t) => {
 });
 
 t.test('an invalid configuration lists its problems and exits 2', async (t) => {
-  const result = await runCli(['gateway', '--port', 'abc', '--upstream', 'ftp://x'], { KEYPLANE_DATA_DIR: tempDir(t) });
+  const result = await runInProcess(['gateway', '--port', 'abc', '--upstream', 'ftp://x'], { KEYPLANE_DATA_DIR: tempDir(t) });
   t.equal(result.code, 2);
   t.match(result.stderr, /port must be integer/);
   t.match(result.stderr, /upstream is not a valid URL/);
   t.equal(result.stdout, '');
-  const proxies = await runCli(['gateway', '--trusted-proxies', '10.0.0.0/99,nope'], { KEYPLANE_DATA_DIR: tempDir(t) });
+  const proxies = await runInProcess(['gateway', '--trusted-proxies', '10.0.0.0/99,nope'], { KEYPLANE_DATA_DIR: tempDir(t) });
   t.equal(proxies.code, 2);
   t.match(proxies.stderr, /trustedProxies\[0\] must be an IP address or CIDR range/);
   t.match(proxies.stderr, /trustedProxies\[1\]/);
-  const help = await runCli(['gateway', '--help']);
+  const help = await runInProcess(['gateway', '--help']);
   t.equal(help.code, 0);
   for (const flag of ['--config', '--host', '--port', '--public-url', '--control-plane', '--upstream', '--client-id', '--client-secret', '--trusted-proxies', '--redis']) t.match(help.stdout, flag);
 });

@@ -4,11 +4,13 @@ import { once } from 'node:events';
 import { ADMIN, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
 import { CLI, runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
 
-// Each command is a fresh Node process: about 100 s on a quiet 2-core machine, more under load.
 t.setTimeout(300_000);
 
-// One control plane on a real socket for the whole file; every command runs as a subprocess.
+// One control plane on a real socket for the whole file. Commands whose output a shell captures
+// (the rotated secret alone on stdout, a refusal's envelope and exit code, the tail's signals) run
+// as real processes; the other variations run in-process through the same program.
 const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'ledger.sealIntervalMs': 50 } });
 const { app, services } = built;
 const { identityId, browser } = await built.signIn({ username: 'ada' });
@@ -20,19 +22,19 @@ t.test('keyplane clients list, show, rotate-secret and revoke', async (t) => {
   const notes = await registerClient(app);
   const other = await registerClient(app, { client_name: 'Other', token_endpoint_auth_method: 'none' });
 
-  const list = await runCli(['clients', 'list', '--control-plane', url], env);
+  const list = await runInProcess(['clients', 'list', '--control-plane', url], env);
   t.equal(list.code, 0, list.stderr);
   t.match(list.stdout, `${notes.client_id} "Notes" (confidential, revision 1)`);
   t.match(list.stdout, `${other.client_id} "Other" (public, revision 1)`);
   t.match(list.stderr, /listing clients at .*\n2 client\(s\)/s);
-  const listed = JSON.parse((await runCli(['clients', 'list', '--control-plane', url, '--json'], env)).stdout);
+  const listed = JSON.parse((await runInProcess(['clients', 'list', '--control-plane', url, '--json'], env)).stdout);
   t.same(listed.clients.map((c: { client_id: string }) => c.client_id).sort(), [notes.client_id, other.client_id].sort());
   t.notMatch(JSON.stringify(listed), /secret_hash|client_secret"/, 'no secret in the listing');
 
-  const show = await runCli(['clients', 'show', notes.client_id, '--control-plane', url], env);
+  const show = await runInProcess(['clients', 'show', notes.client_id, '--control-plane', url], env);
   t.equal(show.code, 0, show.stderr);
   t.match(show.stdout, 'redirect_uri: https://notes.example.com/callback');
-  t.match(JSON.parse((await runCli(['clients', 'show', notes.client_id, '--control-plane', url, '--json'], env)).stdout), { ok: true, client: { client_id: notes.client_id, owner: null } });
+  t.match(JSON.parse((await runInProcess(['clients', 'show', notes.client_id, '--control-plane', url, '--json'], env)).stdout), { ok: true, client: { client_id: notes.client_id, owner: null } });
 
   const before = (await services.storage.clients.get(notes.client_id))!.secretHash;
   const rotated = await runCli(['clients', 'rotate-secret', notes.client_id, '--control-plane', url], env);
@@ -46,11 +48,11 @@ t.test('keyplane clients list, show, rotate-secret and revoke', async (t) => {
     payload: { grant_type: 'refresh_token', refresh_token: 'x' },
   });
   t.equal(token.json().reason, 'invalid_client', 'the old secret no longer works');
-  const publicRotate = await runCli(['clients', 'rotate-secret', other.client_id, '--control-plane', url, '--json'], env);
+  const publicRotate = await runInProcess(['clients', 'rotate-secret', other.client_id, '--control-plane', url, '--json'], env);
   t.equal(publicRotate.code, 1);
   t.match(JSON.parse(publicRotate.stdout), { ok: false, reason: 'invalid_request' });
 
-  const revoked = await runCli(['clients', 'revoke', other.client_id, '--control-plane', url, '--json'], env);
+  const revoked = await runInProcess(['clients', 'revoke', other.client_id, '--control-plane', url, '--json'], env);
   t.equal(revoked.code, 0, revoked.stderr);
   t.match(JSON.parse(revoked.stdout), { ok: true, client_id: other.client_id, revoked: true, receipt: /^[0-9a-f]{64}$/ });
   t.equal(await services.storage.clients.get(other.client_id), null);
@@ -62,24 +64,24 @@ t.test('keyplane clients list, show, rotate-secret and revoke', async (t) => {
 
 t.test('keyplane sessions revoke ends an account\'s sessions', async (t) => {
   t.equal((await browser.get('/account?format=json')).statusCode, 200);
-  const unknown = await runCli(['sessions', 'revoke', 'ada', '--session', 'nope', '--control-plane', url, '--json'], env);
+  const unknown = await runInProcess(['sessions', 'revoke', 'ada', '--session', 'nope', '--control-plane', url, '--json'], env);
   t.equal(unknown.code, 1);
   t.match(JSON.parse(unknown.stdout), { ok: false, reason: 'unknown_session' });
-  const done = await runCli(['sessions', 'revoke', 'ada', '--control-plane', url], env);
+  const done = await runInProcess(['sessions', 'revoke', 'ada', '--control-plane', url], env);
   t.equal(done.code, 0, done.stderr);
   t.match(done.stdout, new RegExp(`^ada \\(${identityId}\\): 1 session\\(s\\) revoked\\n  \\S+ receipt [0-9a-f]{64}\\n$`));
   t.equal((await browser.get('/account?format=json')).statusCode, 401, 'the session ended');
-  const none = JSON.parse((await runCli(['sessions', 'revoke', identityId, '--control-plane', url, '--json'], env)).stdout);
+  const none = JSON.parse((await runInProcess(['sessions', 'revoke', identityId, '--control-plane', url, '--json'], env)).stdout);
   t.match(none, { ok: true, identityId, revoked: [], receipts: [] });
 });
 
 t.test('every operator command exits 2 without a token or a control plane, 1 on a wrong token', async (t) => {
   for (const args of [['clients', 'revoke', 'x'], ['sessions', 'revoke', 'ada']]) {
-    const noToken = await runCli([...args, '--control-plane', url], { KEYPLANE_ADMIN_TOKEN: '' });
+    const noToken = await runInProcess([...args, '--control-plane', url], { KEYPLANE_ADMIN_TOKEN: '' });
     t.equal(noToken.code, 2, `${args.join(' ')} without a token`);
     t.match(noToken.stderr, /KEYPLANE_ADMIN_TOKEN/);
   }
-  t.equal((await runCli(['clients', 'list'], env)).code, 2, 'no --control-plane');
+  t.equal((await runInProcess(['clients', 'list'], env)).code, 2, 'no --control-plane');
   const wrong = await runCli(['clients', 'list', '--control-plane', url, '--json'], { KEYPLANE_ADMIN_TOKEN: 'wrong-token-0123456789abcdef0123456789' });
   t.equal(wrong.code, 1);
   t.match(JSON.parse(wrong.stdout), { ok: false, reason: 'unauthorized' });
@@ -101,7 +103,7 @@ function startTail(args: string[]) {
 }
 
 async function newEpoch(): Promise<void> {
-  await runCli(['clients', 'list', '--control-plane', url, '--json'], env);
+  await runInProcess(['clients', 'list', '--control-plane', url, '--json'], env);
   await services.storage.transaction((tx) => services.events.record(tx, { type: 'contact.received', at: services.now(), outcome: 'success', contactId: 'ctc_t', topic: 'general', mailed: false }));
   await services.ledger.sealNow();
 }
@@ -127,5 +129,5 @@ t.test('keyplane receipts tail follows new checkpoints, verified and chained, un
   endless.child.kill('SIGINT');
   const [stopped] = (await once(endless.child, 'exit')) as [number];
   t.equal(stopped, 0, 'SIGINT stops it cleanly');
-  t.equal((await runCli(['receipts', 'tail', '--control-plane', url, '--count', '0'])).code, 2, 'a bad --count is a usage error');
+  t.equal((await runInProcess(['receipts', 'tail', '--control-plane', url, '--count', '0'])).code, 2, 'a bad --count is a usage error');
 });

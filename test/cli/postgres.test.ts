@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/build.js';
 import { runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
 import { createTestDatabase, postgresAvailability } from '../helpers/postgres.js';
 
 const env = { KEYPLANE_MASTER_KEY: 'k'.repeat(40) };
@@ -16,12 +17,12 @@ else {
     t.equal(migrated.code, 0, migrated.stderr);
     t.match(migrated.stdout, /^schema migrated from version 0 to \d+/);
     t.match(migrated.stderr, /migrating PostgreSQL 127\.0\.0\.1:5432\/kp_test_/);
-    t.match((await runCli(['migrate', '--database', url], env)).stdout, /nothing to apply/);
+    t.match((await runInProcess(['migrate', '--database', url], env)).stdout, /nothing to apply/);
 
-    const listed = await runCli(['keys', 'list'], { ...env, KEYPLANE_DATABASE_URL: url });
+    const listed = await runInProcess(['keys', 'list'], { ...env, KEYPLANE_DATABASE_URL: url });
     t.equal(listed.code, 0, listed.stderr);
     t.match(listed.stdout, /current/);
-    const audit = await runCli(['ledger', 'audit', '--database', url], env);
+    const audit = await runInProcess(['ledger', 'audit', '--database', url], env);
     t.equal(audit.code, 0, audit.stderr);
     t.match(audit.stdout, /^ledger intact: 0 epoch\(s\)/);
 
@@ -31,13 +32,13 @@ else {
     t.ok(existsSync(out), 'pg_dump wrote the file');
     t.match(backup.stdout, /pg_restore/);
 
-    const missing = await runCli(['backup', '--database', url, '--out', join(tempDir(t), 'x.dump')], { ...env, PATH: tempDir(t) });
+    const missing = await runInProcess(['backup', '--database', url, '--out', join(tempDir(t), 'x.dump')], { ...env, PATH: tempDir(t) });
     t.equal(missing.code, 1);
     t.match(missing.stderr, /pg_dump is not installed/);
   });
 
   t.test('a database URL that is not postgres:// is a configuration error', async (t) => {
-    const bad = await runCli(['migrate', '--database', 'mysql://x/y'], env);
+    const bad = await runInProcess(['migrate', '--database', 'mysql://x/y'], env);
     t.equal(bad.code, 2);
     t.match(bad.stderr, /databaseUrl/);
   });

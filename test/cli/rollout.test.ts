@@ -4,16 +4,18 @@ import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, startCli, type CliResult } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { chromiumSkip, launchChromium } from '../helpers/browser.js';
 
 /**
  * The whole rollout of a gateway-protected app, as an operator runs it: a fresh `keyplane
  * control-plane`, a real `keyplane gateway` process pulling its signed config and publishing
- * evidence, and every step through `keyplane rollout` as a subprocess. Then `/rollout` in Chromium.
+ * evidence, and every step through `keyplane rollout`: in-process through the CLI's program, with
+ * the missing token and one verify (progress on stderr) as real processes. Then `/rollout` in Chromium.
  */
 
-// Some twenty CLI runs and two servers on a shared 2-core machine.
+// Some twenty CLI runs and two server processes on a shared 2-core machine.
 t.setTimeout(400_000);
 
 const ADMIN = 'rollout-admin-token-0123456789abcdef0123456789';
@@ -56,8 +58,8 @@ t.test('a gateway-protected app rolls out from a fresh control plane to attest t
   const profileFile = join(dir, 'shop.yaml');
   writeFileSync(profileFile, profileYaml(gatewayUrl));
   const transcript: string[] = [];
-  const rollout = async (args: string[]): Promise<CliResult> => {
-    const result = await runCli(['rollout', ...args, '--control-plane', cp], env);
+  const rollout = async (args: string[], run = runInProcess): Promise<CliResult> => {
+    const result = await run(['rollout', ...args, '--control-plane', cp], env);
     transcript.push(`$ keyplane rollout ${args.join(' ')} --control-plane ${cp}`, result.stdout.trimEnd(), `(exit ${result.code})`, '');
     return result;
   };
@@ -65,7 +67,7 @@ t.test('a gateway-protected app rolls out from a fresh control plane to attest t
   const usage = await runCli(['rollout', 'status', '--control-plane', cp], {});
   t.equal(usage.code, 2, 'no operator token: usage');
   t.match(usage.stderr, /KEYPLANE_ADMIN_TOKEN/);
-  const unreachable = await runCli(['rollout', 'status', '--control-plane', 'http://127.0.0.1:9'], env);
+  const unreachable = await runInProcess(['rollout', 'status', '--control-plane', 'http://127.0.0.1:9'], env);
   t.equal(unreachable.code, 2, 'network trouble: 2');
 
   const classified = await rollout(['classify', profileFile, '--out', join(dir, 'shop.jwt')]);
@@ -110,7 +112,7 @@ t.test('a gateway-protected app rolls out from a fresh control plane to attest t
   t.teardown(() => gateway.stop('SIGKILL'));
   t.equal(gateway.url, gatewayUrl);
 
-  const verified = await rollout(['verify', '--project', 'shop']);
+  const verified = await rollout(['verify', '--project', 'shop'], runCli);
   t.equal(verified.code, 0, `${verified.stdout}\n${verified.stderr}`);
   t.match(verified.stdout, /^verified shop/m);
   for (const check of ['discovery', `redirect_uri:${gatewayUrl}/_gate/callback`, 'pkce', 'registration', 'evidence']) t.match(verified.stdout, new RegExp(`^  ok   ${check.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:`, 'm'));

@@ -1,9 +1,10 @@
 import t from 'tap';
-import { runCli, startCli } from '../helpers/cli.js';
+import { startCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/build.js';
 
 t.test('keyplane up refuses a bad port with exit 2', async (t) => {
-  const result = await runCli(['up', '--gateway-port', 'eighty', '--data', tempDir(t)]);
+  const result = await runInProcess(['up', '--gateway-port', 'eighty', '--data', tempDir(t)]);
   t.equal(result.code, 2);
   t.match(result.stderr, /--gateway-port must be a port number/);
 });

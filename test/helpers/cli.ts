@@ -57,14 +57,21 @@ export interface Server {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts a long-running command and resolves once it prints `listening <url>`. */
-export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<Server> {
+/**
+ * Starts a long-running command and resolves once it prints `listening <url>`. The wait is generous
+ * because a server loads all of its code first, which on a loaded 2-core machine takes tens of seconds.
+ */
+export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Server> {
   const child = spawn(process.execPath, [...CLI, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      // Nobody will stop a server that never said where it listens: its pipes would keep the test alive.
+      child.kill('SIGKILL');
+      reject(new Error(`no listening line within ${timeoutMs} ms; stderr: ${stderr}`));
+    }, timeoutMs);
     child.stdout!.on('data', (d) => {
       stdout += d;
       const match = /^listening (\S+)$/m.exec(stdout);

@@ -3,7 +3,7 @@ import { openPostgresStorage } from '../../control-plane/src/storage/postgres/in
 import { openSqliteStorage } from '../../control-plane/src/storage/sqlite/index.js';
 import type { Storage } from '../../control-plane/src/storage/types.js';
 import { tempDir } from './build.js';
-import { createTestDatabase, postgresAvailability } from './postgres.js';
+import { createMigratedTestDatabase, postgresAvailability } from './postgres.js';
 
 type Tap = Test;
 export type Suite = (t: Tap, open: () => Promise<Storage>) => void;
@@ -12,7 +12,8 @@ const postgres = await postgresAvailability();
 
 /**
  * Runs one conformance suite against every storage backend: embedded SQLite (a fresh data dir
- * per store) and PostgreSQL (a fresh database per store, dropped after).
+ * per store) and PostgreSQL (a fresh database per store, copied from one already migrated, dropped
+ * after).
  */
 export function onEveryBackend(suite: Suite): void {
   t.test('sqlite', async (t) => {
@@ -28,7 +29,7 @@ export function onEveryBackend(suite: Suite): void {
   }
   t.test('postgres', async (t) => {
     suite(t, async () => {
-      const storage = await openPostgresStorage(await createTestDatabase(t), { poolSize: 2 });
+      const storage = await openPostgresStorage(await createMigratedTestDatabase(t), { poolSize: 2 });
       // Registered after the drop, so it runs first (teardowns run last-in first-out).
       t.teardown(() => storage.close());
       return storage;

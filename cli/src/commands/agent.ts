@@ -1,8 +1,8 @@
 import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { calculateJwkThumbprint, type JWK } from 'jose';
-import { readClientSecret } from '../../../config/load.js';
+import type { JWK } from 'jose';
+import { readClientSecret } from '../../../config/env.js';
 import { runProofSigningInput, type RunProof } from '../../../lib/agents/run-proof.js';
 import { signCompactJws, type NodeJwsAlg } from '../../../lib/crypto/node-jws.js';
 import { CliError, EXIT } from '../exit.js';
@@ -113,6 +113,12 @@ function publicPart(jwk: Record<string, unknown>): JWK {
   return jwk['kty'] === 'EC' ? { kty: 'EC', crv: 'P-256', x: jwk['x'] as string, y: jwk['y'] as string } : { kty: 'OKP', crv: 'Ed25519', x: jwk['x'] as string };
 }
 
+/** RFC 7638 thumbprint; jose is loaded when a key is, so `--help` and usage errors never pay for it. */
+async function thumbprint(jwk: JWK): Promise<string> {
+  const { calculateJwkThumbprint } = await import('jose');
+  return calculateJwkThumbprint(jwk, 'sha256');
+}
+
 async function loadKey(path: string): Promise<AgentKeyFile> {
   let jwk: Record<string, unknown>;
   try {
@@ -132,7 +138,7 @@ async function loadKey(path: string): Promise<AgentKeyFile> {
     throw new CliError(`${path} holds no valid private key`, EXIT.usage);
   }
   const publicJwk = publicPart(jwk);
-  return { privateKey, publicJwk, alg, jkt: await calculateJwkThumbprint(publicJwk, 'sha256') };
+  return { privateKey, publicJwk, alg, jkt: await thumbprint(publicJwk) };
 }
 
 /** A DPoP proof (RFC 9449 §4.2) by the agent key for `POST <url>`. */
@@ -179,7 +185,7 @@ export async function keygen(options: Common & { alg?: string; force?: boolean }
   writeFileSync(path, `${JSON.stringify({ ...jwk, alg })}\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
   const publicJwk = publicPart(jwk);
-  const jkt = await calculateJwkThumbprint(publicJwk, 'sha256');
+  const jkt = await thumbprint(publicJwk);
   progress(`wrote the private key to ${path} (mode 0600); it never leaves this machine`);
   output(options, { ok: true, key_file: path, alg, publicJwk, jkt }, [`public key: ${JSON.stringify(publicJwk)}`, `thumbprint (jkt): ${jkt}`]);
 }

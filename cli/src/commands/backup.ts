@@ -1,8 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { loadControlPlaneConfig } from '../../../config/load.js';
-import { backupSqliteStorage, describeStorage, sqliteDatabaseFile } from '../../../control-plane/src/storage/open-storage.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
@@ -13,6 +11,9 @@ export function backupCommand(program: Command): void {
     .description('Copy the database while the server runs: SQLite through its online backup API, PostgreSQL through pg_dump (custom format). Keys stay encrypted; keep the master key separately.'))
     .requiredOption('--out <file>', 'file to write the backup to')
     .action(async (options: Record<string, unknown> & { out: string }) => {
+      const [{ loadControlPlaneConfig }, { backupSqliteStorage, describeStorage, sqliteDatabaseFile }] = await Promise.all([
+        import('../../../config/load.js'), import('../../../control-plane/src/storage/open-storage.js'),
+      ]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       if (existsSync(options.out)) throw new CliError(`${options.out} exists; choose a new file`, EXIT.usage);
       if (config.databaseUrl) {

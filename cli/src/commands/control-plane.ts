@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { loadControlPlaneConfig } from '../../../config/load.js';
-import { startControlPlane } from '../../../control-plane/src/server.js';
 import { flagsToConfig, serverOptions } from '../options.js';
 import { progress, serveUntilSignal, warn } from '../io.js';
 
@@ -10,7 +8,11 @@ export function controlPlaneCommand(program: Command): void {
     .option('--issuer <url>', 'public base URL and OIDC issuer (also KEYPLANE_ISSUER)')
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
+      const { loadControlPlaneConfig } = await import('../../../config/load.js');
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
+      // The server loads only when it runs, after a valid configuration: every other command, and a
+      // configuration error, answer without fastify and the control plane.
+      const { startControlPlane } = await import('../../../control-plane/src/server.js');
       await serveUntilSignal(await startControlPlane(config, { warn, notify: progress, logStream: process.stderr }));
     });
 }

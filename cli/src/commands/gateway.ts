@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { loadGatewayConfig } from '../../../config/load.js';
-import { startGateway } from '../../../gateway/src/server.js';
 import { flagsToConfig, serverOptions } from '../options.js';
 import { serveUntilSignal } from '../io.js';
 
@@ -14,7 +12,9 @@ export function gatewayCommand(program: Command): void {
     .option('--trusted-proxies <cidrs>', 'comma-separated addresses whose forwarded headers are believed (default loopback)')
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
+      const { loadGatewayConfig } = await import('../../../config/load.js');
       const config = loadGatewayConfig({ flags: flagsToConfig('gateway', options) });
+      const { startGateway } = await import('../../../gateway/src/server.js');
       await serveUntilSignal(await startGateway(config, { logStream: process.stderr }));
     });
 }

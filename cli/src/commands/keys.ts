@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
-import { loadControlPlaneConfig } from '../../../config/load.js';
-import { KeyRing, rotationPolicy } from '../../../control-plane/src/keys/key-ring.js';
-import { resolveMasterKey } from '../../../control-plane/src/keys/master-key.js';
-import { openOfflineServices } from '../../../control-plane/src/services.js';
+import type { KeyRing } from '../../../control-plane/src/keys/key-ring.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
 import { say } from '../io.js';
 
 async function withRing<T>(options: Record<string, unknown>, work: (ring: KeyRing) => Promise<T>): Promise<T> {
+  const [{ loadControlPlaneConfig }, { KeyRing, rotationPolicy }, { resolveMasterKey }, { openOfflineServices }] = await Promise.all([
+    import('../../../config/load.js'), import('../../../control-plane/src/keys/key-ring.js'),
+    import('../../../control-plane/src/keys/master-key.js'), import('../../../control-plane/src/services.js'),
+  ]);
   const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
   const offline = await openOfflineServices(config);
   try {

@@ -1,8 +1,4 @@
 import type { Command } from 'commander';
-import { loadControlPlaneConfig } from '../../../config/load.js';
-import { auditLedger } from '../../../control-plane/src/ledger/audit-ledger.js';
-import { openOfflineServices } from '../../../control-plane/src/services.js';
-import { describeStorage } from '../../../control-plane/src/storage/open-storage.js';
 import { CliError, EXIT } from '../exit.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
 import { progress, say } from '../io.js';
@@ -13,6 +9,10 @@ export function ledgerCommand(program: Command): void {
     .command('audit')
     .description('Recompute every epoch from the stored receipts; report the first epoch whose root (or signature, or chain link) differs. Exit 0 intact, 1 not.'))
     .action(async (options: Record<string, unknown>) => {
+      const [{ loadControlPlaneConfig }, { auditLedger }, { openOfflineServices }, { describeStorage }] = await Promise.all([
+        import('../../../config/load.js'), import('../../../control-plane/src/ledger/audit-ledger.js'),
+        import('../../../control-plane/src/services.js'), import('../../../control-plane/src/storage/open-storage.js'),
+      ]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       progress(`auditing the ledger in ${describeStorage(config)}`);
       const offline = await openOfflineServices(config);

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { loadControlPlaneConfig } from '../../../config/load.js';
-import { describeStorage, migrateStorage } from '../../../control-plane/src/storage/open-storage.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
 import { progress, say } from '../io.js';
 
@@ -9,6 +7,7 @@ export function migrateCommand(program: Command): void {
     .command('migrate')
     .description('Apply pending schema migrations to the SQLite data directory or the PostgreSQL database, then exit. Safe to run while other replicas start (an advisory lock serializes them); refuses a database newer than this release.'))
     .action(async (options: Record<string, unknown>) => {
+      const [{ loadControlPlaneConfig }, { describeStorage, migrateStorage }] = await Promise.all([import('../../../config/load.js'), import('../../../control-plane/src/storage/open-storage.js')]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       progress(`migrating ${describeStorage(config)}`);
       const { from, to } = await migrateStorage(config);

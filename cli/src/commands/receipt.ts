@@ -1,10 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
-import { decodeCheckpoint, verifyCheckpoint } from '../../../lib/ledger/checkpoint.js';
+import type { JSONWebKeySet } from 'jose';
 import { isReceiptHash } from '../../../lib/ledger/receipt.js';
-import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
-import { verifyReceiptProof, type InclusionProof } from '../../../lib/ledger/verify-receipt.js';
+import type { InclusionProof } from '../../../lib/ledger/verify-receipt.js';
 import { baseUrl, requestJson } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
@@ -22,7 +20,15 @@ async function getJson(url: string) {
   return requestJson('GET', url);
 }
 
-function readPinned(value: string): string {
+/** The verifiers (and jose under them), loaded when a receipt is checked, not on every start of the CLI. */
+async function verifiers() {
+  const [{ createLocalJWKSet }, { decodeCheckpoint, verifyCheckpoint }, { verifyCheckpointChain }, { verifyReceiptProof }] = await Promise.all([
+    import('jose'), import('../../../lib/ledger/checkpoint.js'), import('../../../lib/ledger/verify-chain.js'), import('../../../lib/ledger/verify-receipt.js'),
+  ]);
+  return { createLocalJWKSet, decodeCheckpoint, verifyCheckpoint, verifyCheckpointChain, verifyReceiptProof };
+}
+
+function readPinned(value: string, decodeCheckpoint: (jws: string) => unknown): string {
   const text = existsSync(value) ? readFileSync(value, 'utf8').trim() : value.trim();
   if (!JWS.test(text)) throw new CliError('--trust-checkpoint must be a compact JWS or a file holding one', EXIT.usage);
   try {
@@ -36,7 +42,8 @@ function readPinned(value: string): string {
 export async function verifyReceiptCommand(hash: string, options: { controlPlane?: string; trustCheckpoint?: string }): Promise<void> {
   if (!isReceiptHash(hash)) throw new CliError('HASH must be the receipt\'s 64 lower-case hex characters', EXIT.usage);
   const base = baseUrl(options.controlPlane);
-  const pinned = options.trustCheckpoint === undefined ? undefined : readPinned(options.trustCheckpoint);
+  const { createLocalJWKSet, decodeCheckpoint, verifyCheckpoint, verifyCheckpointChain, verifyReceiptProof } = await verifiers();
+  const pinned = options.trustCheckpoint === undefined ? undefined : readPinned(options.trustCheckpoint, decodeCheckpoint);
 
   progress(`fetching receipt ${hash} from ${base}`);
   const found = await getJson(`${base}/receipts/${hash}`);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
-import { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint, type CheckpointPayload } from '../../../lib/ledger/checkpoint.js';
+import type { JSONWebKeySet } from 'jose';
+import type { CheckpointPayload } from '../../../lib/ledger/checkpoint.js';
 import { baseUrl, requestJson } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
@@ -30,6 +30,8 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
   const base = baseUrl(options.controlPlane);
   const count = positive(options.count, '--count', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   const interval = positive(options.interval, '--interval', 1000, 3_600_000);
+  // Loaded here rather than at the top, so the CLI's start (help, usage errors) never pays for jose.
+  const { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint } = await import('../../../lib/ledger/checkpoint.js');
   let keys = await loadKeys(base);
   let printed = 0;
   let last: { epoch: number; jws: string; payload: CheckpointPayload } | null = null;
@@ -91,6 +93,7 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
 }
 
 async function loadKeys(base: string) {
+  const { createLocalJWKSet } = await import('jose');
   const answer = await requestJson('GET', `${base}/.well-known/jwks.json`);
   if (answer.status !== 200 || !Array.isArray(answer.body['keys'])) throw new CliError(`${base} served no JWKS`, EXIT.usage);
   return createLocalJWKSet(answer.body as unknown as JSONWebKeySet);

@@ -1,12 +1,6 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { loadControlPlaneConfig, loadGatewayConfig } from '../../../config/load.js';
-import { IN_PLACE_DEMO_PATH, ensureInPlaceDemoClient } from '../../../control-plane/src/clients/in-place-demo.js';
-import { DEMO_POLICY, ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
-import { startControlPlane } from '../../../control-plane/src/server.js';
-import { startGateway } from '../../../gateway/src/server.js';
 import { defaultPublicUrl, findFreePort } from '../../../lib/runtime/listen.js';
-import { startDemoApp } from '../demo-app.js';
 import { CliError, EXIT } from '../exit.js';
 import { humanLogStream } from '../human-log.js';
 import { flagsToConfig } from '../options.js';
@@ -24,12 +18,20 @@ export function upCommand(program: Command): void {
     .option('--demo-port <port>', `demo app port (default ${DEFAULT_DEMO_PORT})`)
     .option('--data <dir>', 'data directory (default ./data)')
     .action(async (options: Record<string, unknown>) => {
+      const { loadControlPlaneConfig, loadGatewayConfig } = await import('../../../config/load.js');
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', { port: options['port'], data: options['data'] }) });
+      const gatewayPortOption = portOption(options['gatewayPort'], '--gateway-port', DEFAULT_GATEWAY_PORT);
+      const demoPortOption = portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT);
+      // The servers load only once the flags are known good: a usage error answers at once.
+      const [{ IN_PLACE_DEMO_PATH, ensureInPlaceDemoClient }, { DEMO_POLICY, ensureLocalGatewayClient }, { startControlPlane }, { startGateway }, { startDemoApp }] = await Promise.all([
+        import('../../../control-plane/src/clients/in-place-demo.js'), import('../../../control-plane/src/clients/local-gateway.js'),
+        import('../../../control-plane/src/server.js'), import('../../../gateway/src/server.js'), import('../demo-app.js'),
+      ]);
       // The gateway's redirect URI is registered before it starts, so its port is fixed first.
-      const gatewayPort = await resolvePort(portOption(options['gatewayPort'], '--gateway-port', DEFAULT_GATEWAY_PORT), config.host);
+      const gatewayPort = await resolvePort(gatewayPortOption, config.host);
       const gatewayUrl = defaultPublicUrl(config.host, gatewayPort);
       // So is the demo app's: the in-place example on it is registered with its origins.
-      const demoPort = await resolvePort(portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT), config.host);
+      const demoPort = await resolvePort(demoPortOption, config.host);
 
       // Notices (the founder setup link) wait for the summary, so each is shown once, after the URLs.
       const notices: string[] = [];

@@ -2,7 +2,7 @@ import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { buildCheckpointPayload, signCheckpoint } from '../../../lib/ledger/checkpoint.js';
 import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '../../../lib/ledger/merkle-tree.js';
-import { hashReceipt } from '../../../lib/ledger/receipt.js';
+import { canonicalReceipt } from '../../../lib/ledger/receipt.js';
 import type { DomainEvent } from '../events/types.js';
 import type { SigningKey } from '../keys/key-ring.js';
 import type { Storage, Stores } from '../storage/types.js';
@@ -51,8 +51,8 @@ export class Ledger {
    */
   readonly record = async (tx: Stores, event: DomainEvent): Promise<string> => {
     const receipt = receiptFromEvent(event);
-    const hash = hashReceipt(receipt);
-    await tx.receipts.append(receipt, hash, this.options.now());
+    const { body, hash } = canonicalReceipt(receipt);
+    await tx.receipts.append(receipt, hash, this.options.now(), body);
     this.appended?.inc({ kind: receipt.kind });
     if (++this.appendedSinceSeal >= this.options.sealMaxReceipts && !this.sealScheduled) {
       // After the caller's transaction: the seal's own transaction waits for it anyway.

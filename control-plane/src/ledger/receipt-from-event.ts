@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../../lib/util/random.js';
 import type { Receipt } from '../../../lib/ledger/receipt.js';
 import type { DomainEvent } from '../events/types.js';
 
@@ -18,7 +18,7 @@ function isScalar(value: unknown): value is Scalar {
  * makes the hash, which is the receipt's only address, impossible to guess from what it says
  * and distinct for two identical events in the same millisecond.
  */
-export function receiptFromEvent(event: DomainEvent, nonce: string = randomBytes(16).toString('hex')): Receipt {
+export function receiptFromEvent(event: DomainEvent, nonce: string = randomHex(16)): Receipt {
   const { type, at, outcome, ...fields } = event as DomainEvent & Record<string, unknown>;
   const receipt: Receipt = { kind: type, at: new Date(at).toISOString(), outcome, nonce };
   for (const [name, value] of Object.entries(fields)) {

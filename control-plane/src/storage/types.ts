@@ -279,8 +279,12 @@ export interface PlacedKey {
  * except `epochReceipts`, which the offline audit uses and no route ever calls.
  */
 export interface ReceiptStore {
-  /** Appends a receipt; call inside the transaction of the change it records. */
-  append(receipt: { kind: string }, hash: string, createdAt: number): Promise<void>;
+  /**
+   * Appends a receipt; call inside the transaction of the change it records. `body` is the
+   * receipt's canonical JSON when the caller has it already (the hash was taken of it), so
+   * the hot path serializes a receipt once.
+   */
+  append(receipt: { kind: string }, hash: string, createdAt: number, body?: string): Promise<void>;
   get(hash: string): Promise<StoredReceipt | undefined>;
   /** Up to `limit` unsealed receipts, oldest first. */
   pending(limit: number): Promise<Array<{ hash: string; treeKey: Buffer }>>;

@@ -64,3 +64,13 @@ t.test('matches routes ignoring ASCII case and empty segments', async (t) => {
     t.equal(findRoute(routes, target!.path)?.path, expected, `${raw} falls under ${expected}`);
   }
 });
+
+t.test('a route list matched before and then changed in place is matched by its new paths', async (t) => {
+  const routes = [{ path: '/admin' }, { path: '/' }];
+  t.equal(findRoute(routes, '/Admin/users')?.path, '/admin');
+  routes[0]!.path = '/billing';
+  t.equal(findRoute(routes, '/admin/users')?.path, '/', 'the old prefix no longer matches');
+  t.equal(findRoute(routes, '/billing')?.path, '/billing');
+  routes.push({ path: '/admin' });
+  t.equal(findRoute(routes, '/admin')?.path, '/admin', 'an added route counts');
+});

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../../lib/ledger/canonical-json.js';
-import { RECEIPT_KEY_TAG, hashReceipt, isReceiptHash, treeKeyOf } from '../../../lib/ledger/receipt.js';
+import { RECEIPT_KEY_TAG, canonicalReceipt, hashReceipt, isReceiptHash, treeKeyOf } from '../../../lib/ledger/receipt.js';
 
 t.test('canonical JSON follows RFC 8785', async (t) => {
   // RFC 8785 §3.2.3 sorting and §3.2.2.3 numbers.
@@ -29,4 +29,12 @@ t.test('the tree key hashes the ASCII tag and the raw hash bytes', async (t) => 
   t.same(treeKeyOf(Buffer.from(hash, 'hex')), expected);
   t.throws(() => treeKeyOf('AB'.repeat(32)), TypeError);
   t.throws(() => treeKeyOf('ab'.repeat(31)), TypeError);
+});
+
+t.test('canonicalReceipt gives the canonical JSON the row stores and the hash of exactly that text', async (t) => {
+  const receipt = { outcome: 'success', kind: 'keys.rotated', at: '2026-11-22T12:00:00.000Z', kid: 'k1' };
+  const { body, hash } = canonicalReceipt(receipt);
+  t.equal(body, canonicalJson(receipt));
+  t.equal(hash, createHash('sha256').update(body).digest('hex'));
+  t.equal(hash, hashReceipt(receipt));
 });

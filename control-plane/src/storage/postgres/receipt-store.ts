@@ -12,9 +12,9 @@ const placed = (row: PlacedRow | undefined): PlacedKey | undefined =>
 
 export function postgresReceiptStore(sql: Sql): ReceiptStore {
   return {
-    append: async (receipt, hash, createdAt) => {
+    append: async (receipt, hash, createdAt, body) => {
       await sql.count('INSERT INTO receipts (hash, tree_key, body, kind, created_at) VALUES ($1, $2, $3, $4, $5)',
-        [hash, treeKeyOf(hash), canonicalJson(receipt), receipt.kind, createdAt]);
+        [hash, treeKeyOf(hash), body ?? canonicalJson(receipt), receipt.kind, createdAt]);
     },
     get: async (hash) => {
       const [row] = await sql.rows<ReceiptRow>('SELECT hash, body, tree_key, created_at, epoch, tree_index, path FROM receipts WHERE hash = $1', [hash]);

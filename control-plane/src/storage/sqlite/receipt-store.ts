@@ -33,8 +33,8 @@ function statements(db: Sqlite) {
 
 export function sqliteReceiptStore(runner: Runner): ReceiptStore {
   return {
-    append: (receipt, hash, createdAt) => {
-      const body = canonicalJson(receipt);
+    append: (receipt, hash, createdAt, canonical) => {
+      const body = canonical ?? canonicalJson(receipt);
       const key = treeKeyOf(hash);
       return runner.run((db) => {
         statements(db).append.run(hash, key, body, receipt.kind, createdAt);
