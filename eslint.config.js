@@ -101,14 +101,8 @@ const NO_STORAGE_IN_ROUTES = [
  * operation. Add none: a new route calls an operation.
  */
 export const ROUTES_STILL_ON_STORAGE = [
-  'control-plane/src/routes/admin/index.ts',
   'control-plane/src/routes/agents/pages.ts',
-  'control-plane/src/routes/discovery/index.ts',
   'control-plane/src/routes/fedcm/index.ts',
-  'control-plane/src/routes/health/index.ts',
-  'control-plane/src/routes/in-place-origin.ts',
-  'control-plane/src/routes/oidc/index.ts',
-  'control-plane/src/routes/receipts/index.ts',
   'control-plane/src/routes/saml/apps-page.ts',
   'control-plane/src/routes/saml/index.ts',
 ];

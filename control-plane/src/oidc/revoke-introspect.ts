@@ -89,3 +89,8 @@ export async function introspectToken(services: TokenStatusServices, client: Sto
     ...(refresh.dpopJkt ? { cnf: { jkt: refresh.dpopJkt } } : {}),
   };
 }
+
+/** Drops used codes, refresh tokens past their idle end and revoked-token markers past their token's end. */
+export async function purgeExpiredTokens(services: Pick<TokenStatusServices, 'storage' | 'now'>): Promise<void> {
+  await services.storage.oidc.purgeExpired(services.now());
+}

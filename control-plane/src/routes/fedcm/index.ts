@@ -3,7 +3,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { FEDCM_PATHS, buildAccount, buildFedcmError, buildProviderConfig, isWebIdentityRequest, readAssertionRequest } from '../../../../lib/fedcm/identity-provider.js';
 import { isAccountActive } from '../../accounts/lifecycle.js';
 import { disconnectFedcm, issueFedcmAssertion } from '../../fedcm/operations.js';
-import { inPlaceClientFor } from '../in-place-origin.js';
+import { inPlaceClientFor } from '../../http/in-place-origin.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { anyObject, errorResponses, receiptField } from '../../http/schemas.js';
 
