@@ -97,17 +97,6 @@ const NO_STORAGE_IN_ROUTES = [
 ];
 
 /**
- * Route files that still reach storage themselves, each to go when its calls move into an
- * operation. Add none: a new route calls an operation.
- */
-export const ROUTES_STILL_ON_STORAGE = [
-  'control-plane/src/routes/agents/pages.ts',
-  'control-plane/src/routes/fedcm/index.ts',
-  'control-plane/src/routes/saml/apps-page.ts',
-  'control-plane/src/routes/saml/index.ts',
-];
-
-/**
  * Files allowed to break a boundary for now, each named with the rule it breaks; empty since the
  * CLI opens storage through the control plane's services. Add an entry only with a plan to remove it.
  */
@@ -162,5 +151,4 @@ export default tseslint.config(
   ...byFile(boundaries),
   ...byFile(KNOWN_VIOLATIONS),
   { files: ['control-plane/src/routes/**/*.ts'], rules: { 'no-restricted-syntax': NO_STORAGE_IN_ROUTES } },
-  ...(ROUTES_STILL_ON_STORAGE.length ? [{ files: ROUTES_STILL_ON_STORAGE, rules: { 'no-restricted-syntax': 'off' } }] : []),
 );

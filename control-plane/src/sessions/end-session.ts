@@ -1,6 +1,7 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 import { endGrantsOfSessions } from '../grants/end-grants.js';
+import type { Stores } from '../storage/types.js';
 
 export type EndSessionServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 
@@ -60,4 +61,10 @@ export async function logOut(services: EndSessionServices, asker: Asker, clientI
     await endGrantsOfSessions(services, tx, [asker.sessionId], now);
     await services.events.record(tx, { type: 'session.logged_out', at: now, outcome: 'success', identityId: asker.identityId, sessionId: asker.sessionId, clientId });
   });
+}
+
+/** Ends a session and the grants it opened inside the caller's transaction (the caller records the event). */
+export async function endSessionIn(services: Pick<EndSessionServices, 'events'>, tx: Stores, session: { identityId: string; id: string }, now: number): Promise<void> {
+  await tx.sessions.revoke(session.identityId, session.id, now);
+  await endGrantsOfSessions(services, tx, [session.id], now);
 }
