@@ -81,6 +81,22 @@ export const boundaries = {
 };
 
 /**
+ * Routes parse, call one operation and shape the answer (docs/architecture.md#layers): storage is
+ * reached only from operations in `control-plane/src/<area>/`, never from `routes/`.
+ */
+const NO_STORAGE_IN_ROUTES = [
+  'error',
+  ...[
+    "MemberExpression[property.name='storage']",
+    "VariableDeclarator > ObjectPattern > Property[key.name='storage']",
+    "MemberExpression[object.name='tx']",
+  ].map((selector) => ({
+    selector,
+    message: 'Routes call operations that take services; storage and transactions belong in control-plane/src/<area>/ (docs/architecture.md#layers).',
+  })),
+];
+
+/**
  * Files allowed to break a boundary for now, each named with the rule it breaks; empty since the
  * CLI opens storage through the control plane's services. Add an entry only with a plan to remove it.
  */
@@ -134,4 +150,5 @@ export default tseslint.config(
   },
   ...byFile(boundaries),
   ...byFile(KNOWN_VIOLATIONS),
+  { files: ['control-plane/src/routes/**/*.ts'], rules: { 'no-restricted-syntax': NO_STORAGE_IN_ROUTES } },
 );

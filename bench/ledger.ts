@@ -171,14 +171,14 @@ async function fullPath(): Promise<string[]> {
     for (let i = 0; i < 5000; i++) {
       const hash = hashes[Math.floor(Math.random() * hashes.length)]!;
       const t0 = process.hrtime.bigint();
-      const found = await lookUpReceipt(storage, hash);
+      const found = await lookUpReceipt({ storage }, hash);
       latencies.push(ms(process.hrtime.bigint() - t0) * 1000);
       if ('proof' in found) pathLength = Math.max(pathLength, found.proof.path.length);
     }
     const unknown: number[] = [];
     for (let i = 0; i < 5000; i++) {
       const t0 = process.hrtime.bigint();
-      await lookUpReceipt(storage, randomBytes(32).toString('hex')).catch(() => undefined);
+      await lookUpReceipt({ storage }, randomBytes(32).toString('hex')).catch(() => undefined);
       unknown.push(ms(process.hrtime.bigint() - t0) * 1000);
     }
     latencies.sort((a, b) => a - b);

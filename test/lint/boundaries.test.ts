@@ -64,3 +64,20 @@ t.test('files past 400 lines draw a max-lines warning', async (t) => {
   const warning = result?.messages.find((m) => m.ruleId === 'max-lines');
   t.equal(warning?.severity, 1, 'a warning, not an error');
 });
+
+// docs/architecture.md#layers: routes call operations; storage and transactions stay below them.
+t.test('a route reaching storage or a transaction itself is refused', async (t) => {
+  const source = [
+    'export async function route(app: { kp: { storage: { clients: { get(id: string): Promise<unknown> } } } }) {',
+    "  const { storage } = app.kp;",
+    "  return [await app.kp.storage.clients.get('x'), storage];",
+    '}',
+    'export const inTx = (tx: { clients: unknown }) => tx.clients;',
+  ].join('\n');
+  const [result] = await eslint.lintText(source, { filePath: 'control-plane/src/routes/x/example.ts' });
+  const refused = (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax');
+  t.equal(refused.length, 3, refused.map((m) => m.message).join('; '));
+  t.match(refused[0]?.message ?? '', /docs\/architecture\.md#layers/);
+  const [operation] = await eslint.lintText(source, { filePath: 'control-plane/src/accounts/example.ts' });
+  t.same((operation?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax'), [], 'operations may');
+});

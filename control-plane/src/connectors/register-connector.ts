@@ -3,7 +3,7 @@ import type { ConnectorTemplate, Snippet } from '../../../lib/connectors/connect
 import { validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
 import { randomToken } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import { describeChange, registerClient, type ClientChange, type Registrar } from '../routes/clients/registration.js';
+import { describeChange, registerClient, type ClientChange, type Registrar } from '../clients/registration.js';
 
 export interface ConnectorResult {
   template: ConnectorTemplate;

@@ -1,4 +1,4 @@
-import type { AssertionRequest } from '../../../lib/fedcm/identity-provider.js';
+import { buildAccount, type AssertionRequest, type FedcmAccount } from '../../../lib/fedcm/identity-provider.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { decideInPlaceConsent } from '../../../lib/oauth/in-place.js';
 import { parseScope } from '../../../lib/oauth/scope.js';
@@ -86,4 +86,20 @@ export async function disconnectFedcm(services: Services, input: { session: Sess
     return recorded.receipt;
   });
   return { accountId: session.identityId, receipt };
+}
+
+/**
+ * The signed-in account as the FedCM accounts list shows it: its first verified address and the
+ * clients it approved before. A disabled account is offered to no relying party (its sessions
+ * ended; this holds if one lingers); an unknown one reads as nobody signed in.
+ */
+export async function fedcmAccountOf(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<FedcmAccount> {
+  const { storage } = services;
+  const identity = await storage.identities.get(identityId);
+  if (!identity) throw fail('unauthorized', 'nobody is signed in');
+  if (!(await isAccountActive(storage, identity.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+  const emails = await storage.emails.listByIdentity(identity.identityId);
+  const email = emails.find((e) => e.verifiedAt !== null)?.email;
+  const approvedClients = await storage.oidc.approvedClients(identity.identityId);
+  return buildAccount(identity, { ...(email !== undefined ? { email } : {}), approvedClients });
 }

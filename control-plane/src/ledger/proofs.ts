@@ -2,7 +2,11 @@ import type { AbsenceProof } from '../../../lib/ledger/absence.js';
 import { isReceiptHash, treeKeyOf } from '../../../lib/ledger/receipt.js';
 import type { InclusionProof } from '../../../lib/ledger/verify-receipt.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import type { PlacedKey, Stores } from '../storage/types.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { PlacedKey } from '../storage/types.js';
+
+/** What the proofs read: the receipt store. */
+export type ProofServices = Pick<ControlPlaneServices, 'storage'>;
 
 export type ReceiptLookup =
   | { receipt: unknown; pending: true }
@@ -12,7 +16,7 @@ export type ReceiptLookup =
  * A receipt by its hash: with its proof and checkpoint once sealed. One indexed look-up by
  * hash (and one by epoch); a malformed hash is as unknown as a well-formed one.
  */
-export async function lookUpReceipt(stores: Stores, hash: string): Promise<ReceiptLookup> {
+export async function lookUpReceipt({ storage: stores }: ProofServices, hash: string): Promise<ReceiptLookup> {
   const stored = isReceiptHash(hash) ? await stores.receipts.get(hash) : undefined;
   if (!stored) throw fail('unknown_receipt', 'no receipt has this hash');
   const receipt: unknown = JSON.parse(stored.body);
@@ -37,7 +41,7 @@ export interface AbsenceAnswer {
  * key, with their positions and audit paths. The neighbours are tree keys, never receipt
  * hashes, so the answer gives nobody a look-up address.
  */
-export async function proveAbsence(stores: Stores, hash: string, epoch: number): Promise<AbsenceAnswer> {
+export async function proveAbsence({ storage: stores }: ProofServices, hash: string, epoch: number): Promise<AbsenceAnswer> {
   if (!isReceiptHash(hash)) throw fail('invalid_request', 'the hash must be 64 lower-case hex characters');
   const checkpoint = await stores.receipts.checkpoint(epoch);
   if (!checkpoint) throw fail('unknown_epoch', `epoch ${epoch} is not sealed`);
@@ -49,4 +53,14 @@ export async function proveAbsence(stores: Stores, hash: string, epoch: number):
     absence: { epoch, key: key.toString('hex'), size: checkpoint.size, left: wire(left), right: wire(right) },
     checkpoint: checkpoint.jws,
   };
+}
+
+/**
+ * The signed checkpoint of one epoch, or with no epoch the latest, as a compact JWS; refused with
+ * `unknown_epoch` while that epoch is not sealed.
+ */
+export async function checkpointOf({ storage: stores }: ProofServices, epoch?: number): Promise<string> {
+  const found = epoch === undefined ? await stores.receipts.latestCheckpoint() : await stores.receipts.checkpoint(epoch);
+  if (!found) throw fail('unknown_epoch', epoch === undefined ? 'no epoch has been sealed yet' : `epoch ${epoch} is not sealed`);
+  return found.jws;
 }

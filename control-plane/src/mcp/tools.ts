@@ -42,7 +42,7 @@ async function verifyReceipt(services: McpServices, args: Args): Promise<Record<
     }
     input = { receipt: args['receipt'], proof: args['proof'] as InclusionProof, checkpoint: args['checkpoint'] };
   } else {
-    const found = await lookUpReceipt(services.storage, hash);
+    const found = await lookUpReceipt(services, hash);
     if ('pending' in found) return { ok: true, hash, verified: false, pending: true, failure: 'the receipt\'s epoch is not sealed yet; ask again in a few seconds' };
     input = found;
   }
@@ -55,7 +55,7 @@ async function verifyReceipt(services: McpServices, args: Args): Promise<Record<
 
 const TOOLS: Record<string, Tool> = {
   get_discovery: async (_services, sources) => ({ ok: true, metadata: sources.discovery() }),
-  get_receipt: async (services, _sources, args) => ({ ok: true, ...(await lookUpReceipt(services.storage, String(args['hash']))) }),
+  get_receipt: async (services, _sources, args) => ({ ok: true, ...(await lookUpReceipt(services, String(args['hash']))) }),
   verify_receipt: async (services, _sources, args) => verifyReceipt(services, args),
   get_agent_proof: async (services, _sources, args) => {
     const agent = await visibleAgent(services, String(args['proof_id']));

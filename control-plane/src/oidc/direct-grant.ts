@@ -21,9 +21,8 @@ import {
   takeChallenge,
   verifyAssertion,
   verifyRegistration,
-  type CeremonyHost,
-} from '../routes/passkeys/ceremony.js';
-import { PASSKEY_AMR, credentialRecord } from '../routes/passkeys/index.js';
+} from '../passkeys/ceremony.js';
+import { PASSKEY_AMR, credentialRecord } from '../accounts/sign-up.js';
 import type { StoredClient } from '../storage/types.js';
 import { authorizationClientOf } from './authorization-client.js';
 
@@ -50,10 +49,6 @@ interface DirectSignup {
 
 const signupKey = (challenge: string) => `direct:signup:${sha256Hex(challenge)}`;
 
-function hostOf(services: DirectGrantServices): CeremonyHost {
-  return { kp: services };
-}
-
 /**
  * Step 1 of the direct grant (docs/in-place.md#direct-grant): WebAuthn options for a ceremony on
  * the relying party's origin. A sign-in gets usernameless options, or options limited to the
@@ -71,8 +66,7 @@ export async function directGrantOptions(
 }> {
   const { storage, state, config } = services;
   const { client, origin } = caller;
-  const host = hostOf(services);
-  const limits = new CredentialLimits(host);
+  const limits = new CredentialLimits(services);
   await limits.perIp(caller, 'direct-options');
   if (input.signup === true) {
     if (input.username === undefined) throw fail('invalid_request', 'a sign-up needs a username');
@@ -83,7 +77,7 @@ export async function directGrantOptions(
       throw fail('consent_required', 'sign up in the popup: this app is not first-party', { status: 403 });
     if (await storage.identities.findByUsername(username)) throw fail('username_taken', 'that username is taken');
     const identityId = randomId('usr');
-    const options = await creationOptions(host, { identityId, username, displayName: '' }, []);
+    const options = await creationOptions(services, { identityId, username, displayName: '' }, []);
     const signupToken = randomToken(32);
     const pending: DirectSignup = {
       signupTokenHash: sha256Hex(signupToken),
@@ -105,13 +99,13 @@ export async function directGrantOptions(
   }
   const ceremony = { purpose: 'direct' as const, clientId: client.clientId, origin };
   if (input.username === undefined || input.username === '')
-    return { options: await requestOptions(host, null, ceremony) };
+    return { options: await requestOptions(services, null, ceremony) };
   const username = checkUsername(input.username);
   await limits.perAccount('direct-options', username);
   const identity = await storage.identities.findByUsername(username);
   const allow = identity ? await storage.credentials.listByIdentity(identity.identityId) : [];
   return {
-    options: await requestOptions(host, allow, { ...ceremony, identityId: identity?.identityId ?? randomId('usr') }),
+    options: await requestOptions(services, allow, { ...ceremony, identityId: identity?.identityId ?? randomId('usr') }),
   };
 }
 
@@ -148,15 +142,14 @@ async function runCeremony(
 ): Promise<{ identityId: string; created: boolean }> {
   const { storage, state, events } = services;
   const { client, origin } = caller;
-  const host = hostOf(services);
-  const limits = new CredentialLimits(host);
+  const limits = new CredentialLimits(services);
   const assertion = body.assertion as { user?: unknown; response: unknown } | undefined;
   const registration = body.registration as { user: string; response: unknown; signupToken?: string } | undefined;
   if ((assertion === undefined) === (registration === undefined))
     throw fail('invalid_request', 'send exactly one of assertion and registration');
   if (assertion) {
     const { id, clientData, fields, userHandle } = readAssertion(assertion.response);
-    const ceremony = await takeChallenge(host, clientData, 'direct');
+    const ceremony = await takeChallenge(services, clientData, 'direct');
     if (ceremony.clientId !== client.clientId || ceremony.origin !== origin)
       throw fail('challenge_mismatch', 'the ceremony was started for another client or origin');
     const credential = await storage.credentials.get(id);
@@ -172,7 +165,7 @@ async function runCeremony(
       throw fail('unknown_credential', 'this passkey does not belong to that account');
     await limits.perAccount('signin', credential.identityId);
     // The response must have been made on this very origin (WebAuthn L3 §7.2 step 9).
-    const use = await verifyAssertion(host, assertion.response, clientData, fields, credential, [origin]);
+    const use = await verifyAssertion(services, assertion.response, clientData, fields, credential, [origin]);
     // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts).
     if (!(await isAccountActive(storage, credential.identityId)))
       throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
@@ -194,7 +187,7 @@ async function runCeremony(
   if (checkUsername(registration!.user) !== pending.username)
     throw fail('challenge_mismatch', 'the sign-up was started for another username');
   await limits.perAccount('signup', pending.username);
-  const verified = await verifyRegistration(host, registration!.response, clientData, fields, clientData.challenge, [
+  const verified = await verifyRegistration(services, registration!.response, clientData, fields, clientData.challenge, [
     origin,
   ]);
   const now = services.now();
@@ -237,7 +230,7 @@ export async function directGrant(
 ): Promise<{ code: string; state: string; iss: string; receipt?: string }> {
   const { storage, config, events } = services;
   const { client } = caller;
-  await new CredentialLimits(hostOf(services)).perIp(caller, 'direct');
+  await new CredentialLimits(services).perIp(caller, 'direct');
   const authz = checkRequest(client, body);
   const popup = buildPopupUrl(config.issuer, {
     clientId: client.clientId,

@@ -161,3 +161,8 @@ function refuseRoleChange(refusal: ReturnType<typeof checkRoleChange>): void {
   if (refusal === 'forbidden') throw fail('forbidden', 'only an owner can grant, change or remove the owner role; management needs admin');
   if (refusal === 'last_owner') throw fail('last_owner', 'the organization must keep at least one owner');
 }
+
+/** The organizations where the account is an admin or owner, with its role there. */
+export async function orgsAdministeredBy(services: Pick<OrgServices, 'storage'>, identityId: string): Promise<Array<StoredOrg & { role: OrgRole }>> {
+  return (await services.storage.orgs.listForMember(identityId)).filter((o) => hasRole(o.role, 'admin'));
+}

@@ -1,11 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { mergePreferences, type Preferences } from '../../../../lib/accounts/preferences.js';
-import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '../../../../lib/accounts/username.js';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { requireAssurance, requireSession } from '../../plugins/session.js';
 import { deleteOwnAccount } from '../../accounts/lifecycle.js';
-import { endGrantsOfSessions } from '../../grants/end-grants.js';
+import { renameAccount, setDisplayName, updatePreferences } from '../../accounts/profile.js';
+import { revokeDevice, revokeSession, signOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
@@ -37,9 +35,8 @@ const accountSchema = {
 const session = [{ sessionCookie: [] }];
 const receiptOnly = { 200: okObject({ receipt: { type: 'string' } }), ...errorResponses };
 
-/** The account page and the account operations (spec "Account"). All need a session. */
+/** The account page and the account operations (docs/accounts.md#the-account). All need a session. */
 export default async function accountRoutes(app: FastifyInstance): Promise<void> {
-  const { storage } = app.kp;
   app.addHook('onRequest', requireSession);
 
   app.get('/account', {
@@ -87,8 +84,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       response: { 200: okObject({ displayName: { type: 'string' } }), ...errorResponses },
     },
   }, async (request) => {
-    const displayName = checkFreeText((request.body as { displayName: unknown }).displayName, DISPLAY_NAME_MAX, 'display_name_invalid', 'the display name');
-    await storage.identities.setDisplayName(request.kp.session!.identityId, displayName, app.kp.now());
+    const displayName = await setDisplayName(app.kp, request.kp.session!.identityId, (request.body as { displayName: unknown }).displayName);
     return { ok: true, displayName };
   });
 
@@ -99,16 +95,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       response: { 200: okObject({ username: { type: 'string' }, aliases: { type: 'array', items: { type: 'string' } }, receipt: { type: 'string' } }), ...errorResponses },
     },
   }, async (request) => {
-    const username = checkUsername((request.body as { newUsername: unknown }).newUsername);
-    const { identityId } = request.kp.session!;
-    const now = app.kp.now();
-    const { receipt } = await storage.transaction(async (tx) => {
-      const identity = await tx.identities.get(identityId);
-      if (identity?.username === username) return {};
-      if (!(await tx.identities.rename(identityId, username, now))) throw fail('username_taken', 'that username is taken');
-      return app.kp.events.record(tx, { type: 'account.renamed', at: now, outcome: 'success', identityId });
-    });
-    return { ok: true, username, aliases: await storage.identities.aliases(identityId), ...(receipt ? { receipt } : {}) };
+    return { ok: true, ...(await renameAccount(app.kp, request.kp.session!.identityId, (request.body as { newUsername: unknown }).newUsername)) };
   });
 
   app.post('/auth/preferences', {
@@ -118,14 +105,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       response: { 200: okObject({ preferences: { type: 'object', additionalProperties: { type: 'string' } } }, ['preferences']), ...errorResponses },
     },
   }, async (request) => {
-    const { identityId } = request.kp.session!;
-    const update = (request.body as { preferences: unknown }).preferences;
-    const preferences = await storage.transaction(async (tx) => {
-      const identity = await tx.identities.get(identityId);
-      const merged = mergePreferences((identity?.preferences ?? {}) as Preferences, update);
-      await tx.identities.setPreferences(identityId, merged as Record<string, string>, app.kp.now());
-      return merged;
-    });
+    const preferences = await updatePreferences(app.kp, request.kp.session!.identityId, (request.body as { preferences: unknown }).preferences);
     return { ok: true, preferences };
   });
 
@@ -138,12 +118,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
   }, async (request, reply) => {
     const current = request.kp.session!;
     const { identifier } = request.body as { identifier: string };
-    const now = app.kp.now();
-    const { receipt } = await storage.transaction(async (tx) => {
-      if (!(await tx.sessions.revoke(current.identityId, identifier, now))) throw fail('unknown_session', 'no live session with this identifier');
-      await endGrantsOfSessions(app.kp, tx, [identifier], now);
-      return app.kp.events.record(tx, { type: 'session.revoked', at: now, outcome: 'success', identityId: current.identityId, sessionId: identifier, by: current.id });
-    });
+    const { receipt } = await revokeSession(app.kp, { identityId: current.identityId, sessionId: current.id }, identifier);
     if (identifier === current.id) clearSessionCookie(app, reply);
     return { ok: true, ...(receipt ? { receipt } : {}) };
   });
@@ -157,19 +132,9 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
   }, async (request, reply) => {
     const current = request.kp.session!;
     const { deviceId } = request.body as { deviceId: string };
-    const now = app.kp.now();
-    const result = await storage.transaction(async (tx) => {
-      const known = (await tx.devices.list(current.identityId)).some((d) => d.deviceId === deviceId);
-      if (!known) throw fail('unknown_device', 'no device with this id on the account');
-      const onDevice = (await tx.sessions.listLive(current.identityId, now)).filter((s) => s.deviceId === deviceId).map((s) => s.sessionId);
-      const sessions = await tx.sessions.revokeDevice(current.identityId, deviceId, now);
-      await endGrantsOfSessions(app.kp, tx, onDevice, now);
-      await tx.devices.remove(current.identityId, deviceId);
-      const { receipt } = await app.kp.events.record(tx, { type: 'device.revoked', at: now, outcome: 'success', identityId: current.identityId, deviceId, sessions, by: current.id });
-      return { sessions, receipt };
-    });
+    const revoked = await revokeDevice(app.kp, { identityId: current.identityId, sessionId: current.id }, deviceId);
     if (deviceId === current.deviceId) clearSessionCookie(app, reply);
-    return { ok: true, sessions: result.sessions, ...(result.receipt ? { receipt: result.receipt } : {}) };
+    return { ok: true, ...revoked };
   });
 
   app.post('/account/delete', {
@@ -191,12 +156,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     schema: { tags: ['accounts'], summary: 'Sign out: ends this session and clears its cookie', security: session, response: receiptOnly },
   }, async (request, reply) => {
     const current = request.kp.session!;
-    const now = app.kp.now();
-    const { receipt } = await storage.transaction(async (tx) => {
-      await tx.sessions.revoke(current.identityId, current.id, now);
-      await endGrantsOfSessions(app.kp, tx, [current.id], now);
-      return app.kp.events.record(tx, { type: 'session.ended', at: now, outcome: 'success', identityId: current.identityId, sessionId: current.id });
-    });
+    const { receipt } = await signOut(app.kp, { identityId: current.identityId, sessionId: current.id });
     clearSessionCookie(app, reply);
     return { ok: true, ...(receipt ? { receipt } : {}) };
   });

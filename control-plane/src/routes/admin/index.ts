@@ -3,6 +3,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { deleteAccount, disableAccount, enableAccount, findAccount, type AccountChange } from '../../accounts/lifecycle.js';
 import { clientSummary, findClient, revokeClient, revokeSessions, rotateClientSecret } from '../../clients/operator.js';
+import { listClients } from '../../clients/find-client.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
@@ -96,7 +97,7 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (request) => {
     const { after, limit } = request.query as { after?: string; limit: number };
-    const page = await app.kp.storage.clients.list(after ?? null, limit);
+    const page = await listClients(app.kp, after ?? null, limit);
     return { ok: true, clients: page.map(clientSummary), next: page.length === limit ? page.at(-1)!.clientId : null };
   });
 

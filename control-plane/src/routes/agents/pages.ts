@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { computeClaims } from '../../../../lib/agents/evidence.js';
+import { claimsOf, fleetOf } from '../../agents/fleet.js';
 import { ownedAgent } from '../../agents/lifecycle.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
@@ -7,7 +7,7 @@ import { errorResponses } from '../../http/schemas.js';
 
 const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC');
 
-/** The owner's agent pages (spec "Agent identity"): the fleet with the approval form, and one agent's profile. */
+/** The owner's agent pages (docs/agents.md): the fleet with the approval form, and one agent's profile. */
 export default async function agentPages(app: FastifyInstance): Promise<void> {
   const services = app.kp;
   app.addHook('onRequest', requireSession);
@@ -20,15 +20,11 @@ export default async function agentPages(app: FastifyInstance): Promise<void> {
     },
   }, async (request, reply) => {
     const session = request.kp.session!;
-    const now = services.now();
-    const agents = await services.storage.agents.listByOwner(session.identityId);
-    const pending = await services.storage.agents.listApprovedEnrollments(session.identityId, now);
-    const rows = await Promise.all(agents.map(async (agent) => {
-      const evidence = await services.storage.agents.listEvidence(agent.agentId);
-      const claims = computeClaims({ keyProvenAt: agent.keyProvenAt, ownerApprovedAt: agent.ownerApprovedAt, evidence, now });
+    const { agents, pending } = await fleetOf(services, session.identityId);
+    const rows = agents.map(({ agent, claims }) => {
       const fresh = Object.values(claims).filter((c) => c.status === 'verified').length;
       return html`<tr data-agent="${agent.agentId}"><td><a href="/account/agents/${agent.agentId}">${agent.name}</a></td><td data-state="${agent.state}">${agent.state}</td><td>${when(agent.lastProofAt)}</td><td>${fresh} of 4 claims verified</td></tr>`;
-    }));
+    });
     const prefill = (request.query as { enrollment?: string }).enrollment ?? '';
     reply.type('text/html; charset=utf-8');
     return page({
@@ -56,8 +52,7 @@ ${agents.length ? html`<table><thead><tr><th>Agent</th><th>State</th><th>Last pr
     },
   }, async (request, reply) => {
     const agent = await ownedAgent(services, request.kp.session!.identityId, (request.params as { agentId: string }).agentId);
-    const evidence = await services.storage.agents.listEvidence(agent.agentId);
-    const claims = computeClaims({ keyProvenAt: agent.keyProvenAt, ownerApprovedAt: agent.ownerApprovedAt, evidence, now: services.now() });
+    const claims = await claimsOf(services, agent);
     const actions = { active: ['suspend', 'mark_compromised', 'revoke'], suspended: ['resume', 'mark_compromised', 'revoke'], compromised: ['revoke'], revoked: [] }[agent.state];
     reply.type('text/html; charset=utf-8');
     return page({

@@ -6,16 +6,16 @@ import { requireAssurance, requireSession, type SessionGuard } from '../../plugi
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
-import { gatewayEnforcement, type GatewayEnforcement } from '../gateway/issue-config.js';
-import { checkClientManager, listOrgClients, orgOwnerFor } from '../../orgs/clients.js';
+import { gatewayEnforcement, type GatewayEnforcement } from '../../gateways/issue-config.js';
+import { listOwnedClients, managedClient, orgOwnerFor } from '../../clients/ownership.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { rotateClientSecret } from '../../clients/operator.js';
-import { deleteClient, describeChange, registerClient, updateClient } from './registration.js';
+import { deleteClient, describeChange, registerClient, updateClient } from '../../clients/registration.js';
 import { registerConnector } from '../../connectors/register-connector.js';
 import { connectorForm, connectorResultNotice } from '../connectors/page.js';
 
 /**
- * Owner operations and the self-serve app registration page ("developer page", issue 5 item 1).
+ * Owner operations and the self-serve app registration page (docs/oidc.md, "Owner operations and the self-serve page").
  *
  * A signed-in user lists and registers their own clients; editing, secret rotation and
  * revocation need a `sensitive` session of the owner. A client owned by someone else (or by the
@@ -82,7 +82,7 @@ function revisionOf(value: unknown): number {
  */
 async function ownClient(app: FastifyInstance, request: FastifyRequest): Promise<StoredClient> {
   const { client_id: clientId } = request.params as { client_id: string };
-  return checkClientManager(app.kp, await app.kp.storage.clients.get(clientId), request.kp.session!.identityId);
+  return managedClient(app.kp, request.kp.session!.identityId, clientId);
 }
 
 /** The owner of a new client: the caller, or the org named by `org` (its slug) when the caller is an admin or owner there. */
@@ -189,7 +189,6 @@ ${connectorForm()}`;
 }
 
 export default async function appsRoutes(app: FastifyInstance): Promise<void> {
-  const { storage } = app.kp;
   // Runs after the app-wide security headers (a child context's hooks come later).
   app.addHook('onSend', async (_request, reply, payload) => {
     if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
@@ -198,8 +197,8 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
 
   async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200, listed?: StoredClient[], scripts?: string[]): Promise<string> {
     const current = request.kp.session!;
-    const clients = listed ?? await storage.clients.listByOwner(current.identityId);
-    // Green only with fresh evidence, as GET /gateway/status says it (DESIGN: declared and observed kept apart).
+    const clients = listed ?? await listOwnedClients(app.kp, current.identityId);
+    // Green only with fresh evidence, as GET /gateway/status says it: declared and observed are kept apart (docs/gateway.md#evidence).
     const enforcement = new Map<string, GatewayEnforcement>();
     for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app.kp, client));
     reply.code(status);
@@ -224,7 +223,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
   }, async (request, reply) => {
     const { format, org } = request.query as { format?: string; org?: string };
     const identityId = request.kp.session!.identityId;
-    const clients = org === undefined ? await storage.clients.listByOwner(identityId) : await listOrgClients(app.kp, org, identityId);
+    const clients = await listOwnedClients(app.kp, identityId, org);
     if (format === 'json') return { ok: true, clients: clients.map(listEntry) };
     return renderApps(request, reply, undefined, 200, clients);
   });
@@ -313,7 +312,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     },
   }, async (request, reply) => {
     const client = await ownClient(app, request);
-    const { receipt } = await deleteClient(app, client.clientId);
+    const { receipt } = await deleteClient(app.kp, client.clientId);
     if (isForm(request)) return reply.redirect('/apps', 303);
     return { ok: true, ...(receipt ? { receipt } : {}) };
   });

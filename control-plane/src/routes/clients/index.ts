@@ -4,7 +4,7 @@ import { errorResponses } from '../../http/schemas.js';
 import appsRoutes from './apps.js';
 import {
   authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, deleteClient, describeChange, describeClient, orgRegistrar, registerClient, updateClient,
-} from './registration.js';
+} from '../../clients/registration.js';
 
 const stringArray = { type: 'array', items: { type: 'string' } } as const;
 
@@ -64,9 +64,9 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
       response: { 201: clientResponse, ...errorResponses },
     },
   }, async (request, reply) => {
-    const registrar = authenticateRegistrar(app, request);
+    const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
     const { org, ...body } = (request.body ?? {}) as Record<string, unknown>;
-    const owned = org === undefined ? registrar : await orgRegistrar(app, registrar, org);
+    const owned = org === undefined ? registrar : await orgRegistrar(app.kp, registrar, org);
     const change = await registerClient(app.kp, validateClientMetadata(body), owned);
     reply.code(201);
     return describeChange(app.kp, change);
@@ -79,7 +79,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     },
   }, async (request) => {
     const { client_id: clientId } = request.params as { client_id: string };
-    const client = await authenticateRegistrationToken(app, request, clientId);
+    const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
     return describeClient(app.kp, client);
   });
 
@@ -92,7 +92,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     },
   }, async (request) => {
     const { client_id: clientId } = request.params as { client_id: string };
-    const client = await authenticateRegistrationToken(app, request, clientId);
+    const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
     const { revision, metadata } = checkUpdateRequest(client, request.body);
     return describeChange(app.kp, await updateClient(app.kp, client, revision, metadata));
   });
@@ -105,8 +105,8 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     },
   }, async (request) => {
     const { client_id: clientId } = request.params as { client_id: string };
-    await authenticateRegistrationToken(app, request, clientId);
-    const { receipt } = await deleteClient(app, clientId);
+    await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
+    const { receipt } = await deleteClient(app.kp, clientId);
     return { ok: true, ...(receipt ? { receipt } : {}) };
   });
 }

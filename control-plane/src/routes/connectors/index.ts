@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { CONNECTORS, describeConnector } from '../../../../lib/connectors/catalog.js';
 import { describeConnectorResult, registerConnector } from '../../connectors/register-connector.js';
 import { page } from '../../pages/layout.js';
-import { authenticateRegistrar, orgRegistrar } from '../clients/registration.js';
+import { authenticateRegistrar, orgRegistrar } from '../../clients/registration.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { connectorsPage } from './page.js';
@@ -119,10 +119,10 @@ export default async function connectorRoutes(app: FastifyInstance): Promise<voi
     },
     async (request, reply) => {
       const { name } = request.params as { name: string };
-      const registrar = authenticateRegistrar(app, request);
+      const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
       // `org: <slug>`: the organization owns the client, as at POST /register (docs/orgs.md#apps).
       const { org, ...inputs } = (request.body ?? {}) as Record<string, string>;
-      const owned = org === undefined ? registrar : await orgRegistrar(app, registrar, org);
+      const owned = org === undefined ? registrar : await orgRegistrar(app.kp, registrar, org);
       const result = await registerConnector(app.kp, name, inputs, owned);
       reply.code(201);
       return describeConnectorResult(app.kp, result);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
+import { inPlaceOrigins } from '../../clients/find-client.js';
 import { buildWebIdentity } from '../../../../lib/fedcm/identity-provider.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
 
@@ -93,5 +93,5 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
       summary: 'WebAuthn related origins (WebAuthn L3 §5.11): the registered origins of clients with in-place sign-in on, which may use this RP ID',
       response: { 200: { type: 'object', required: ['origins'], properties: { origins: { type: 'array', items: { type: 'string' } } } }, ...errorResponses },
     },
-  }, async () => ({ origins: originsOf(await app.kp.storage.clients.inPlaceRedirectUris()) }));
+  }, async () => ({ origins: await inPlaceOrigins(app.kp) }));
 }

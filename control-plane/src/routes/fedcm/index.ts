@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { FEDCM_PATHS, buildAccount, buildFedcmError, buildProviderConfig, isWebIdentityRequest, readAssertionRequest } from '../../../../lib/fedcm/identity-provider.js';
-import { isAccountActive } from '../../accounts/lifecycle.js';
-import { disconnectFedcm, issueFedcmAssertion } from '../../fedcm/operations.js';
-import { inPlaceClientFor } from '../in-place-origin.js';
-import { CredentialLimits } from '../passkeys/ceremony.js';
+import { FEDCM_PATHS, buildFedcmError, buildProviderConfig, isWebIdentityRequest, readAssertionRequest } from '../../../../lib/fedcm/identity-provider.js';
+import { disconnectFedcm, fedcmAccountOf, issueFedcmAssertion } from '../../fedcm/operations.js';
+import { inPlaceClientFor } from '../../http/in-place-origin.js';
+import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { anyObject, errorResponses, receiptField } from '../../http/schemas.js';
 
 const PATHS = new Set<string>([FEDCM_PATHS.accounts, FEDCM_PATHS.clientMetadata, FEDCM_PATHS.assertion, FEDCM_PATHS.disconnect]);
@@ -28,9 +27,9 @@ const formFields = (names: string[]) => ({ type: 'object', properties: Object.fr
  * origin registered to the named client, one that turned in-place sign-in on.
  */
 export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
-  const { storage, config } = app.kp;
+  const { config } = app.kp;
   const { issuer } = config;
-  const limits = new CredentialLimits(app);
+  const limits = new CredentialLimits(app.kp);
 
   // FedCM §7.5: errors carry `{"error": {"code", "error"}}`; the envelope stays beside it.
   app.addHook('onSend', async (request, reply, payload) => {
@@ -93,14 +92,7 @@ export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
     requireWebIdentity(request);
     const current = request.kp.session;
     if (!current) throw fail('unauthorized', 'nobody is signed in');
-    const identity = await storage.identities.get(current.identityId);
-    if (!identity) throw fail('unauthorized', 'nobody is signed in');
-    // A disabled account is offered to no relying party (its sessions ended; this holds if one lingers).
-    if (!(await isAccountActive(storage, identity.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
-    const emails = await storage.emails.listByIdentity(identity.identityId);
-    const email = emails.find((e) => e.verifiedAt !== null)?.email;
-    const approvedClients = await storage.oidc.approvedClients(identity.identityId);
-    return { accounts: [buildAccount(identity, { ...(email !== undefined ? { email } : {}), approvedClients })] };
+    return { accounts: [await fedcmAccountOf(app.kp, current.identityId)] };
   });
 
   app.get(FEDCM_PATHS.clientMetadata, {

@@ -1,17 +1,14 @@
-import { isProtocolError } from '../../../../lib/errors/protocol-error.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { verifyGatewayEvidence } from '../../../../lib/gateway/evidence.js';
 import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/types.js';
-import { authenticateRegistrar } from '../clients/registration.js';
+import { authenticateRegistrar } from '../../clients/registration.js';
 import { authenticateClient } from '../oidc/client-auth.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
-import { currentGatewayConfig, gatewayEnforcement } from './issue-config.js';
+import { acceptEvidence, enforcementOf } from '../../gateways/evidence.js';
+import { currentGatewayConfig } from '../../gateways/issue-config.js';
 
 /** A report is a small JWS; anything larger is not one. */
 const EVIDENCE_BODY_LIMIT = 16 * 1024;
-/** How long the report of an instance that stopped reporting is kept after it expired. */
-const EVIDENCE_KEPT_MS = 7 * 24 * 3600 * 1000;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' } as const;
@@ -88,7 +85,6 @@ async function requireJwtBody(request: FastifyRequest, _reply: FastifyReply): Pr
  * observed evidence are stored apart and only compared when read.
  */
 export default async function gatewayRoutes(app: FastifyInstance): Promise<void> {
-  const { storage, config } = app.kp;
   // Scoped to this plugin: nowhere else takes a bare JWS as a body.
   app.addContentTypeParser('application/jwt', { parseAs: 'string', bodyLimit: EVIDENCE_BODY_LIMIT }, (_request, body, done) => done(null, body));
 
@@ -126,23 +122,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
     },
   }, async (request, reply) => {
     const client = await authenticateClient(app, request, {});
-    const now = app.kp.now();
-    let verified;
-    try {
-      verified = await verifyGatewayEvidence((request.body as string).trim(), {
-        audience: config.issuer, clientId: client.clientId, now,
-        // Decision: without registered keys the report's own key is accepted, because the channel
-        // is client-authenticated; its thumbprint is recorded so a key change shows.
-        ...(client.metadata.jwks ? { registeredKeys: client.metadata.jwks.keys } : {}),
-      });
-    } catch (error) {
-      // The evidence checks word their refusals for the gateway that sent it; nothing else is passed on.
-      if (isProtocolError(error, 'invalid_evidence')) throw fail('invalid_evidence', error.message);
-      throw error;
-    }
-    await storage.gateway.recordEvidence({ ...verified, receivedAt: now, jws: (request.body as string).trim() });
-    // Every restart is a new instance: reports of instances silent for a week are history, not status.
-    await storage.gateway.forgetEvidence(client.clientId, now - EVIDENCE_KEPT_MS);
+    await acceptEvidence(app.kp, client, (request.body as string).trim());
     reply.code(202);
     return { ok: true };
   });
@@ -156,11 +136,8 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
       response: { 200: statusResponse, ...errorResponses },
     },
   }, async (request) => {
-    const registrar = authenticateRegistrar(app, request);
-    const client = await storage.clients.get(request.params.client_id);
-    // Someone else's client answers like a missing one.
-    if (!client || (registrar.by === 'session' && client.ownerId !== registrar.ownerId)) throw fail('not_found', 'no such client');
-    const { status, reason, declared, observed, now } = await gatewayEnforcement(app.kp, client);
+    const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
+    const { client, status, reason, declared, observed, now } = await enforcementOf(app.kp, registrar, request.params.client_id);
     return {
       ok: true, client_id: client.clientId, status, reason,
       declared: describeDeclared(declared),

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { checkReadiness } from '../../health/readiness.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 
 export default async function healthRoutes(app: FastifyInstance): Promise<void> {
@@ -14,12 +14,8 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
       response: { 200: okObject({ storage: { type: 'string' }, keys: { type: 'string' }, state: { type: 'string' } }), ...errorResponses },
     },
   }, async () => {
-    const storageOk = await app.kp.storage.ping().catch(() => false);
-    const stateOk = await app.kp.state.get('readyz').then(() => true, () => false);
-    if (!storageOk || !app.kp.keys.ready || !stateOk) {
-      throw fail('not_ready', `not ready: storage ${storageOk ? 'ok' : 'down'}, keys ${app.kp.keys.ready ? 'ok' : 'missing'}, shared state ${stateOk ? 'ok' : 'down'}`);
-    }
-    return { ok: true, storage: 'ok', keys: 'ok', state: app.kp.state.kind };
+    const { state } = await checkReadiness(app.kp);
+    return { ok: true, storage: 'ok', keys: 'ok', state };
   });
 
   app.get('/metrics', {

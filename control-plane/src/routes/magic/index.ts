@@ -1,23 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import { normalizeEmailAddress } from '../../../../lib/magic/email-address.js';
-import { issueMagicLink, redeemMagicLink } from '../../../../lib/magic/magic-link.js';
-import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
-import { magicLinkMail } from '../../mail/templates.js';
 import { linkRefusalPage, magicRequestedPage, magicRequestPage, signedInContinuePage } from '../../pages/link-pages.js';
 import { checkSignInOrigin } from '../../plugins/session.js';
 import { currentDeviceId, ensureDeviceId } from '../../sessions/cookies.js';
-import { startSession } from '../../sessions/start-session.js';
-import type { Stores } from '../../storage/types.js';
+import { browserOf, setSessionCookies } from '../../sessions/start-session.js';
 import { limitPerIp } from '../../http/code-guard.js';
-import { addressBucket, LINK_REASONS } from '../email/index.js';
+import { checkEmailAddress } from '../../email/addresses.js';
+import { dryRunSignInLink, redeemSignInLink, requestSignInLink, type LinkExtras } from '../../magic/sign-in-link.js';
 import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { isAllowedReturn } from '../../magic/return.js';
 
-/** RFC 8176 registers no value for a mailed link; `email` is the conventional one (documented). */
-const MAGIC_AMR = ['email'];
 const PROJECT_MAX = 80;
 /** The one answer of a real request, whether or not the address has an account, and over the limit too. */
 const REQUESTED = 'If this address is verified on an account, a sign-in link is on its way. It works once, for a few minutes, in this browser only.';
@@ -35,15 +28,6 @@ function cleanProject(value: unknown): string | undefined {
 
 /** Magic sign-in links: mailed only to verified addresses, one use, 10 minutes, on the requesting device. */
 export default async function magicRoutes(app: FastifyInstance): Promise<void> {
-  const endpoint = new URL(`${app.kp.config.issuer}/auth/magic`).toString();
-  const lifetimeMs = () => app.kp.config.lifetimes.magicLink * 1000;
-
-  async function issueFor(tx: Stores, emailId: string, identityId: string, deviceId: string, extras: { returnTo?: string; project?: string }) {
-    const link = issueMagicLink({ endpoint, identityId, emailId, deviceId, now: app.kp.now(), lifetimeMs: lifetimeMs(), ...extras });
-    await tx.links.insert(link.record);
-    return link;
-  }
-
   app.post('/auth/magic/request', {
     schema: {
       tags: ['accounts'],
@@ -91,7 +75,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
   });
 
   /** `return` (only when allowed) and `project` carried through the request form. */
-  async function formExtras(source: { return?: string; project?: string }): Promise<{ returnTo?: string; project?: string }> {
+  async function formExtras(source: { return?: string; project?: string }): Promise<LinkExtras> {
     const returnTo = source.return ? await isAllowedReturn(app.kp, source.return) : null;
     const project = cleanProject(source.project);
     return { ...(returnTo ? { returnTo } : {}), ...(project ? { project } : {}) };
@@ -101,64 +85,20 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     checkSignInOrigin(app, request);
     await limitPerIp(app.kp, request, 'magic-request');
     const body = request.body as { email: string; dryRun?: unknown; return?: string; project?: string };
-    const email = normalizeEmailAddress(body.email);
-    if (!email) throw fail('invalid_email', 'that does not look like an email address');
+    const email = checkEmailAddress(body.email);
     let returnTo: string | undefined;
     if (body.return !== undefined && body.return !== '') {
       returnTo = (await isAllowedReturn(app.kp, body.return)) ?? undefined;
       if (!returnTo) throw fail('invalid_return', 'return must be a path on this server');
     }
     const extras = { ...(returnTo ? { returnTo } : {}), ...(cleanProject(body.project) ? { project: cleanProject(body.project)! } : {}) };
-    if (isDryRun(body.dryRun)) return dryRun(request, email, extras);
+    if (isDryRun(body.dryRun)) return { ok: true, dryRun: true, ...(await dryRunSignInLink(app.kp, request.kp.session, email, extras)) };
 
     // The device cookie is minted for every requester, so the answer's headers do not differ either.
     const deviceId = request.kp.session?.deviceId ?? ensureDeviceId(app, request, reply);
     // Counted for every address, known or not; over the limit the answer is the same and nothing is sent.
-    const limit = await new RateLimiter(app.kp.state).hit('magic-mail', addressBucket(email), {
-      max: app.kp.config.limits.magicLinksPerAddressPerHour, windowMs: 3_600_000,
-    });
-    // Used and expired links are kept a day so their pages can say which; then they go.
-    await app.kp.storage.links.purgeExpired(app.kp.now() - 86_400_000);
-    const target = limit.allowed ? await app.kp.storage.emails.findVerified(email) : null;
-    if (target) {
-      const link = await app.kp.storage.transaction(async (tx) => {
-        const issued = await issueFor(tx, target.emailId, target.identityId, deviceId, extras);
-        // Recorded, but its receipt is not returned: the answer must not tell that a mail went out.
-        await app.kp.events.record(tx, { type: 'magic_link.sent', at: app.kp.now(), outcome: 'success', identityId: target.identityId, emailId: target.emailId, deviceId });
-        return issued;
-      });
-      app.kp.mailer.enqueue(magicLinkMail(email, link.url, app.kp.config.lifetimes.magicLink));
-    }
+    await requestSignInLink(app.kp, email, deviceId, extras);
     return { ok: true, message: REQUESTED };
-  }
-
-  /**
-   * A dry run returns the link instead of mailing it (for testing a deployment's mail path and
-   * for support). With a session, for the session's own verified address; for any verified
-   * address only when the session is the founder's at `sensitive`, and that is receipted.
-   */
-  async function dryRun(request: FastifyRequest, email: string, extras: { returnTo?: string; project?: string }) {
-    const session = request.kp.session;
-    if (!session) throw fail('unauthorized', 'a dry run needs a session');
-    const target = await app.kp.storage.emails.findVerified(email);
-    const own = target !== null && target.identityId === session.identityId;
-    let founder = false;
-    if (!own) {
-      const actor = await app.kp.storage.identities.get(session.identityId);
-      founder = actor?.founder === true && meetsAssurance(session.assurance, 'sensitive');
-      if (!founder) throw fail('forbidden', 'a dry run is for your own verified address (the founder at sensitive assurance may use any)');
-      if (!target) throw fail('not_found', 'no account has this address verified');
-    }
-    const at = app.kp.now();
-    const { link, receipt } = await app.kp.storage.transaction(async (tx) => {
-      const issued = await issueFor(tx, target!.emailId, target!.identityId, session.deviceId, extras);
-      const recorded = await app.kp.events.record(tx, {
-        type: 'magic_link.dry_run', at, outcome: 'success', identityId: target!.identityId, actorIdentityId: session.identityId,
-        actorSessionId: session.id, emailId: target!.emailId, founder,
-      });
-      return { link: issued, ...recorded };
-    });
-    return { ok: true as const, dryRun: true, link: link.url, expiresAt: link.record.expiresAt, ...(receipt ? { receipt } : {}) };
   }
 
   app.get('/auth/magic', {
@@ -199,29 +139,12 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
       if (!allowed) throw fail('invalid_return', 'the return target is not allowed');
       target = allowed;
     }
-    const deviceId = currentDeviceId(app, request) ?? request.kp.session?.deviceId ?? null;
-    const at = app.kp.now();
-    await app.kp.storage.transaction(async (tx) => {
-      const redemption = await redeemMagicLink(token, {
-        purpose: 'signin', now: at, deviceId, find: (hash) => tx.links.find(hash), consume: (hash, now) => tx.links.consume(hash, now),
-      });
-      if (!redemption.ok) throw fail(LINK_REASONS[redemption.why]);
-      const { record } = redemption;
-      // The address may have been verified by the link's account and since moved: check it still is.
-      const email = await tx.emails.get(record.emailId);
-      if (!email || email.verifiedAt === null || email.identityId !== record.identityId) throw fail('link_invalid', 'this address is no longer verified on the account');
-      const current = request.kp.session;
-      let sessionId: string;
-      if (current && current.identityId === record.identityId && meetsAssurance(current.assurance, 'email')) {
-        // Already signed in to this account at least as strongly: keep that session, never downgrade it.
-        sessionId = current.id;
-      } else {
-        sessionId = (await startSession(app, reply, tx, { identityId: record.identityId, deviceId: record.deviceId!, assurance: 'email', amr: MAGIC_AMR })).sessionId;
-      }
-      await app.kp.events.record(tx, {
-        type: 'magic_link.redeemed', at, outcome: 'success', identityId: record.identityId, emailId: record.emailId, deviceId: record.deviceId!, sessionId,
-      });
+    const { sessionToken } = await redeemSignInLink(app.kp, token, {
+      ...browserOf(app, reply),
+      presentedDeviceId: currentDeviceId(app, request) ?? request.kp.session?.deviceId ?? null,
+      session: request.kp.session,
     });
+    if (sessionToken !== undefined) setSessionCookies(app, reply, sessionToken);
     // A path on this server (a pending authorize request hands off to its client from there) is
     // followed; a relying-party URI is only linked: anyone can register one, and the link proves
     // no client (docs/security.md "Open redirects").

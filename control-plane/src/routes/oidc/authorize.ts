@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
 import {
-  buildRedirect, checkAuthorizationRequest, decideAuthorization, mergeApproval, outlivesSession, readClientId,
+  buildRedirect, checkAuthorizationRequest, decideAuthorization, mergeApproval, readClientId,
   type AuthorizationRequest, type ErrorTarget, type RawParams,
 } from '../../../../lib/oauth/authorization-request.js';
-import { formatScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { usernameOf } from '../../accounts/profile.js';
+import { findClient } from '../../clients/find-client.js';
+import { approvalOf, issueAuthorizationCode, type ApprovalKind } from '../../oidc/issue-code.js';
 import type { StoredClient } from '../../storage/types.js';
 import { limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -63,7 +65,7 @@ function digestOf(params: Record<string, string>): string {
  * sign-in and step-up resumed server-side, and the one-tap page.
  */
 export default async function authorizeRoutes(app: FastifyInstance): Promise<void> {
-  const { storage, state, config, events } = app.kp;
+  const { state, config } = app.kp;
   const { issuer } = config;
 
   app.get(WEB_MESSAGE_SCRIPT, {
@@ -91,7 +93,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
    */
   async function checkRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
     const clientId = readClientId(params);
-    const client = clientId ? await storage.clients.get(clientId) : null;
+    const client = clientId ? await findClient(app.kp, clientId) : null;
     if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).', { reason: 'unknown_client' }) };
     const check = checkAuthorizationRequest(params, authorizationClientOf(client));
     if (!check.ok) {
@@ -105,45 +107,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     return { client, authz: check.request, target: targetOf(check.request) };
   }
 
-  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: 'new' | 'remembered' | 'prompt_none' | 'first_party'): Promise<FastifyReply> {
-    const session = request.kp.session!;
-    const now = app.kp.now();
-    const code = randomToken(32);
-    await storage.transaction(async (tx) => {
-      await tx.oidc.insertCode({
-        codeHash: sha256Hex(code),
-        clientId: client.clientId,
-        redirectUri: authz.redirectUri,
-        identityId: session.identityId,
-        sessionId: session.id,
-        scope: formatScope(authz.scopes),
-        resource: authz.resource ?? null,
-        nonce: authz.nonce ?? null,
-        codeChallenge: authz.codeChallenge,
-        dpopJkt: authz.dpopJkt ?? null,
-        assurance: session.assurance,
-        amr: session.amr,
-        authTime: session.authTime,
-        createdAt: now,
-        expiresAt: now + config.lifetimes.authorizationCode * 1000,
-        consumedAt: null,
-        grantId: null,
-        offline: outlivesSession({ scopes: authz.scopes, gatewayClient: client.metadata.gateway !== undefined, approval }),
-      });
-      if (approval === 'new') {
-        // The approval covers exactly what the page named: these scopes and this resource.
-        const before = await tx.oidc.approval(session.identityId, client.clientId);
-        await tx.oidc.recordApproval(session.identityId, client.clientId, mergeApproval(before, authz), now);
-      }
-      await events.record(tx, {
-        type: 'authorization.code_issued', at: now, outcome: 'success',
-        clientId: client.clientId, identityId: session.identityId, sessionId: session.id, approval,
-      });
-      await events.record(tx, {
-        type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId,
-        transport: authz.responseMode === 'web_message' ? 'popup' : 'redirect', identityId: session.identityId, assurance: session.assurance,
-      });
-    });
+  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: ApprovalKind): Promise<FastifyReply> {
+    const code = await issueAuthorizationCode(app.kp, request.kp.session!, client, authz, approval);
     return respond(request, reply, targetOf(authz), { code, ...(authz.state !== undefined ? { state: authz.state } : {}), iss: issuer });
   }
 
@@ -173,7 +138,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const { client, authz, target } = checked;
     const session = request.kp.session;
     const now = app.kp.now();
-    const approval = session ? await storage.oidc.approval(session.identityId, client.clientId) : null;
+    const approval = session ? await approvalOf(app.kp, session.identityId, client.clientId) : null;
     const decision = decideAuthorization({
       request: authz, now, approval, firstParty: client.metadata.first_party === true,
       session: session ? { assurance: session.assurance, authTime: session.authTime } : undefined,
@@ -197,12 +162,12 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         const hidden = carried(params);
         const approval = randomToken(24);
         await state.set(`oidc:approval:${approval}`, JSON.stringify({ sessionId: session!.id, digest: digestOf(hidden) }), APPROVAL_TTL_MS);
-        const identity = await storage.identities.get(session!.identityId);
+        const username = await usernameOf(app.kp, session!.identityId);
         const origin = new URL(authz.redirectUri).origin;
         return sendOneTap(request, reply, {
           clientName: client.metadata.client_name ?? origin,
           clientOrigin: origin,
-          username: identity?.username ?? session!.identityId,
+          username: username ?? session!.identityId,
           scopes: authz.scopes,
           resources: authz.resource !== undefined ? [authz.resource] : [],
           hidden: { ...hidden, approval },

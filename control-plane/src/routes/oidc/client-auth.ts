@@ -5,6 +5,7 @@ import { parseClientSecretBasic, verifyClientSecret } from '../../../../lib/oaut
 import type { ClientAuthMethod } from '../../../../lib/oauth/client-metadata.js';
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { findClient } from '../../clients/find-client.js';
 import { RemoteKeySets } from '../../clients/remote-key-sets.js';
 import type { ControlPlaneServices } from '../../context.js';
 import type { StoredClient } from '../../storage/types.js';
@@ -77,7 +78,7 @@ export async function authenticateClient(app: FastifyInstance, request: FastifyR
     clientId = bodyClientId as string | undefined;
   }
   if (!clientId) throw invalidClient('client authentication is required', false);
-  const client = clientId.length <= 100 ? await app.kp.storage.clients.get(clientId) : null;
+  const client = await findClient(app.kp, clientId);
   if (!client) throw invalidClient('unknown client or wrong credentials', method === 'client_secret_basic');
   if (client.metadata.token_endpoint_auth_method !== method) {
     throw invalidClient(`this client is registered for ${client.metadata.token_endpoint_auth_method}, not ${method}`, method === 'client_secret_basic');

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { directGrant, directGrantOptions } from '../../oidc/direct-grant.js';
-import { inPlaceClientFor, inPlacePreflight } from '../in-place-origin.js';
+import { inPlaceClientFor, inPlacePreflight } from '../../http/in-place-origin.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 export const DIRECT_PATH = '/auth/authorize/direct';

@@ -5,7 +5,8 @@ import logoutRoutes from './logout.js';
 import oidcResourceRoutes from './resources.js';
 import tokenRoutes from './token.js';
 import { sameOriginReferrer } from './pages.js';
-import { originsOf } from '../../../../lib/oauth/redirect-uri.js';
+import { redirectOrigins } from '../../clients/find-client.js';
+import { purgeExpiredTokens } from '../../oidc/revoke-introspect.js';
 
 const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect']);
 /** Endpoints a browser-based public client calls from its own origin (never with cookies). */
@@ -28,13 +29,13 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
     return payload;
   });
   // Used codes, refresh tokens past their idle end and revoked-token markers are dropped hourly.
-  const purge = setInterval(() => void app.kp.storage.oidc.purgeExpired(app.kp.now()).catch(() => undefined), 3_600_000).unref();
+  const purge = setInterval(() => void purgeExpiredTokens(app.kp).catch(() => undefined), 3_600_000).unref();
   app.addHook('onClose', async () => clearInterval(purge));
   // CORS for browser-based clients: only origins of registered redirect URIs, no credentials (the
   // session cookie is never part of these calls), and the headers RFC 9449 §7.1 says to expose.
   async function allowedOrigin(origin: string | undefined): Promise<boolean> {
     if (origin === undefined || origin === 'null') return false;
-    return originsOf(await app.kp.storage.clients.allRedirectUris()).includes(origin);
+    return (await redirectOrigins(app.kp)).includes(origin);
   }
   app.addHook('onSend', async (request, reply, payload) => {
     if (!CORS_PATHS.includes(request.routeOptions.url ?? '') || request.method === 'OPTIONS') return payload;

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { buildRedirect } from '../../../../lib/oauth/authorization-request.js';
 import { matchRedirectUri } from '../../../../lib/oauth/redirect-uri.js';
-import { endGrantsOfSessions } from '../../grants/end-grants.js';
+import { findClient } from '../../clients/find-client.js';
+import { logOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -24,8 +25,6 @@ function text(params: Params, name: string): string | undefined {
  * otherwise the signed-out page links to it (docs/security.md "Open redirects").
  */
 export default async function logoutRoutes(app: FastifyInstance): Promise<void> {
-  const { storage, events } = app.kp;
-
   async function handle(request: FastifyRequest, reply: FastifyReply, params: Params, confirmed: boolean): Promise<FastifyReply> {
     const hintValue = text(params, 'id_token_hint');
     const hint = hintValue ? await verifyIdTokenHint(app.kp, hintValue) : null;
@@ -33,7 +32,7 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
     const clientIdParam = text(params, 'client_id');
     if (hint && clientIdParam && clientIdParam !== hint.aud) return sendErrorPage(request, reply, 'client_id differs from the audience of id_token_hint.');
     const clientId = clientIdParam ?? hint?.aud;
-    const client: StoredClient | null = clientId ? await storage.clients.get(clientId) : null;
+    const client: StoredClient | null = clientId ? await findClient(app.kp, clientId) : null;
     if (clientId && !client) return sendErrorPage(request, reply, 'The app (client_id) is not registered here.');
     const redirect = text(params, 'post_logout_redirect_uri');
     if (redirect !== undefined) {
@@ -52,12 +51,7 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
       return sendLogoutConfirm(request, reply, hidden);
     }
     if (session) {
-      const now = app.kp.now();
-      await storage.transaction(async (tx) => {
-        await tx.sessions.revoke(session.identityId, session.id, now);
-        await endGrantsOfSessions(app.kp, tx, [session.id], now);
-        await events.record(tx, { type: 'session.logged_out', at: now, outcome: 'success', identityId: session.identityId, sessionId: session.id, clientId: client?.clientId ?? null });
-      });
+      await logOut(app.kp, { identityId: session.identityId, sessionId: session.id }, client?.clientId ?? null);
       clearSessionCookie(app, reply);
     }
     if (redirect === undefined) return sendSignedOut(request, reply);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { issueSetupLink } from '../../accounts/founder.js';
 import { finishSignIn, beginSignIn } from '../../accounts/sign-in.js';
-import { beginSignUp, credentialRecord, finishSignUp, PASSKEY_AMR } from '../../accounts/sign-up.js';
+import { beginSignUp, finishSignUp } from '../../accounts/sign-up.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { beginAddPasskey, finishAddPasskey, listPasskeys, removePasskey, renamePasskey } from '../../passkeys/manage.js';
@@ -9,7 +9,6 @@ import { requireSession } from '../../plugins/session.js';
 import { browserOf, setSessionCookies } from '../../sessions/start-session.js';
 
 /** Kept where the direct grant imports them from. */
-export { credentialRecord, PASSKEY_AMR };
 
 /** Where the browser goes after signing in or up. */
 export const HOME = '/account';

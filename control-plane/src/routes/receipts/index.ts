@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { lookUpReceipt, proveAbsence } from '../../ledger/proofs.js';
+import { checkpointOf, lookUpReceipt, proveAbsence } from '../../ledger/proofs.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 
 const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' } as const;
@@ -28,9 +27,7 @@ export default async function receiptRoutes(app: FastifyInstance): Promise<void>
       response: { 200: okObject({ checkpoint: compactJws }, ['checkpoint']), ...errorResponses },
     },
   }, async () => {
-    const latest = await app.kp.storage.receipts.latestCheckpoint();
-    if (!latest) throw fail('unknown_epoch', 'no epoch has been sealed yet');
-    return { ok: true, checkpoint: latest.jws };
+    return { ok: true, checkpoint: await checkpointOf(app.kp) };
   });
 
   app.get<{ Params: { epoch: string } }>('/receipts/checkpoints/:epoch', {
@@ -41,9 +38,7 @@ export default async function receiptRoutes(app: FastifyInstance): Promise<void>
       response: { 200: okObject({ checkpoint: compactJws }, ['checkpoint']), ...errorResponses },
     },
   }, async (request) => {
-    const found = await app.kp.storage.receipts.checkpoint(Number(request.params.epoch));
-    if (!found) throw fail('unknown_epoch', `epoch ${request.params.epoch} is not sealed`);
-    return { ok: true, checkpoint: found.jws };
+    return { ok: true, checkpoint: await checkpointOf(app.kp, Number(request.params.epoch)) };
   });
 
   app.get<{ Params: { hash: string } }>('/receipts/:hash', {
@@ -65,7 +60,7 @@ export default async function receiptRoutes(app: FastifyInstance): Promise<void>
         ...errorResponses,
       },
     },
-  }, async (request) => ({ ok: true, ...(await lookUpReceipt(app.kp.storage, request.params.hash)) }));
+  }, async (request) => ({ ok: true, ...(await lookUpReceipt(app.kp, request.params.hash)) }));
 
   app.get<{ Params: { hash: string }; Querystring: { epoch: string } }>('/receipts/:hash/absence', {
     schema: {
@@ -85,5 +80,5 @@ export default async function receiptRoutes(app: FastifyInstance): Promise<void>
         ...errorResponses,
       },
     },
-  }, async (request) => ({ ok: true, ...(await proveAbsence(app.kp.storage, request.params.hash, Number(request.query.epoch))) }));
+  }, async (request) => ({ ok: true, ...(await proveAbsence(app.kp, request.params.hash, Number(request.query.epoch))) }));
 }

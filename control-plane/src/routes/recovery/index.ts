@@ -1,25 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { foldUsername } from '../../../../lib/accounts/username.js';
-import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import { generateRecoveryCodes, hashRecoveryCode, matchRecoveryCode, normalizeRecoveryCode } from '../../../../lib/recovery/recovery-codes.js';
-import { randomId } from '../../../../lib/util/random.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { recoveryFormPage } from '../../pages/link-pages.js';
 import { checkSignInOrigin, requireSession } from '../../plugins/session.js';
-import { startSession } from '../../sessions/start-session.js';
-import { assertNotLocked, limitPerAccount, limitPerIp, recordCodeFailure, recordCodeSuccess } from '../../http/code-guard.js';
+import { regenerateRecoveryCodes, signInWithRecoveryCode } from '../../recovery/codes.js';
+import { browserOf, setSessionCookies } from '../../sessions/start-session.js';
+import { limitPerIp } from '../../http/code-guard.js';
 import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
 
-/** The HMAC key for recovery-code hashes, derived from the master key for this purpose only. */
-const MAC_PURPOSE = 'recovery-code';
-/** RFC 8176: a recovery code is a one-time password. */
-const RECOVERY_AMR = ['otp'];
-
 /** Backup codes: ten shown once, stored as keyed hashes, each signs in once at assurance `recovery`. */
 export default async function recoveryRoutes(app: FastifyInstance): Promise<void> {
-  const macKey = app.kp.secrets.macKey(MAC_PURPOSE);
-
   app.post('/auth/recovery/regenerate', {
     preHandler: requireSession,
     schema: {
@@ -32,14 +22,7 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
     },
   }, async (request) => {
     const session = request.kp.session!;
-    const codes = generateRecoveryCodes();
-    const at = app.kp.now();
-    const hashed = codes.map((code) => ({ codeId: randomId('rc', 8), codeHash: hashRecoveryCode(macKey, normalizeRecoveryCode(code)!) }));
-    const result = await app.kp.storage.transaction(async (tx) => {
-      await tx.recoveryCodes.replace(session.identityId, hashed, at);
-      return app.kp.events.record(tx, { type: 'recovery.regenerated', at, outcome: 'success', identityId: session.identityId, sessionId: session.id, count: codes.length });
-    });
-    return { ok: true, codes, ...result };
+    return { ok: true, ...(await regenerateRecoveryCodes(app.kp, { identityId: session.identityId, sessionId: session.id })) };
   });
 
   app.post('/auth/recovery/verify', {
@@ -85,32 +68,8 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
     checkSignInOrigin(app, request);
     await limitPerIp(app.kp, request, 'recovery-verify');
     const { user, code } = request.body as { user: string; code: string };
-    const name = foldUsername(user);
-    await limitPerAccount(app.kp, 'recovery-verify', sha256Hex(name));
-    const identity = await app.kp.storage.identities.findByUsername(name);
-    const refused = fail('invalid_recovery_code', 'that account name or backup code is not right');
-    if (!identity) {
-      // Same work as for a real account, so the answer's timing does not tell which names exist.
-      matchRecoveryCode(macKey, code, []);
-      throw refused;
-    }
-    const identityId = identity.identityId;
-    await assertNotLocked(app.kp, 'recovery', identityId);
-    const candidates = await app.kp.storage.recoveryCodes.listUnused(identityId);
-    const match = matchRecoveryCode(macKey, code, candidates);
-    if (!match) throw (await recordCodeFailure(app.kp, 'recovery', identityId)) ?? refused;
-
-    const at = app.kp.now();
-    const result = await app.kp.storage.transaction(async (tx) => {
-      // One conditional update: of two concurrent uses of the same code, one signs in.
-      if (!(await tx.recoveryCodes.consume(identityId, match.codeId, at))) throw refused;
-      const started = await startSession(app, reply, tx, { identityId, assurance: 'recovery', amr: RECOVERY_AMR });
-      const used = await app.kp.events.record(tx, {
-        type: 'recovery.used', at, outcome: 'success', identityId, sessionId: started.sessionId, remaining: candidates.length - 1,
-      });
-      return { receipt: started.receipt ?? used.receipt };
-    });
-    await recordCodeSuccess(app.kp, 'recovery', identityId);
-    return { ok: true, identityId, home: '/account', remaining: candidates.length - 1, ...(result.receipt ? { receipt: result.receipt } : {}) };
+    const { sessionToken, ...signedIn } = await signInWithRecoveryCode(app.kp, user, code, browserOf(app, reply));
+    setSessionCookies(app, reply, sessionToken);
+    return { ok: true, identityId: signedIn.identityId, home: '/account', remaining: signedIn.remaining, ...(signedIn.receipt ? { receipt: signedIn.receipt } : {}) };
   }
 }

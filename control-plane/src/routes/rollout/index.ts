@@ -8,7 +8,7 @@ import { requireSession } from '../../plugins/session.js';
 import { classifyDocument } from '../../rollout/documents.js';
 import { attestProject, projectState, recordVerification, registerProject, startCanary, type RegisterInput, type VerificationCheck } from '../../rollout/projects.js';
 import { describeSlice, projectSliceOfClient, rolloutTruth, viewerOf, type Viewer } from '../../rollout/truth.js';
-import { describeClient } from '../clients/registration.js';
+import { describeClient } from '../../clients/registration.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { anyObject, errorResponses, okObject, receiptField } from '../../http/schemas.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
-import { hasRole } from '../../../../lib/orgs/roles.js';
+import { orgsAdministeredBy } from '../../orgs/operations.js';
 import { NAMEID_FORMAT } from '../../../../lib/saml/constants.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
@@ -101,7 +101,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
 
   async function render(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
     const current = request.kp.session!;
-    const orgs = (await services.storage.orgs.listForMember(current.identityId)).filter((o) => hasRole(o.role, 'admin'));
+    const orgs = await orgsAdministeredBy(services, current.identityId);
     const actor = await sessionActor(services, current.identityId);
     const providers = await listProviders(services, actor);
     reply.code(status).type('text/html; charset=utf-8');

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
-import { endGrantsOfSessions } from '../../grants/end-grants.js';
+import { endSessionIn } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import { samlKeyRing } from '../../saml/key-ring.js';
 import { deleteProvider, describeProvider, getProvider, listProviders, registerProvider, updateProvider, type ProviderActor } from '../../saml/providers.js';
@@ -150,10 +150,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   async function logout(request: FastifyRequest, reply: FastifyReply, pendingId: string): Promise<FastifyReply> {
     const pending = await takeParkedLogout(services, pendingId);
     const session = request.kp.session;
-    const done = await completeLogout(services, pending, session, async (tx, ending, now) => {
-      await tx.sessions.revoke(ending.identityId, ending.id, now);
-      await endGrantsOfSessions(services, tx, [ending.id], now);
-    });
+    const done = await completeLogout(services, pending, session, (tx, ending, now) => endSessionIn(services, tx, ending, now));
     if (done.ended) clearSessionCookie(app, reply);
     if (done.redirect) return reply.redirect(done.redirect, 303);
     return sendSignedOut(request, reply, done.ended);

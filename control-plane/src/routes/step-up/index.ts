@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
-import { CredentialLimits, readAssertion, requestOptions, takeChallenge, verifyAssertion } from '../passkeys/ceremony.js';
-import { requireTotpIfActive } from '../../totp/step-up-gate.js';
+import { CredentialLimits } from '../../passkeys/ceremony.js';
+import { beginStepUp, completeStepUp } from '../../sessions/step-up.js';
 
 /**
  * Step-up: the signed-in user re-verifies a passkey of this account for the purpose (plus TOTP
@@ -13,8 +12,7 @@ import { requireTotpIfActive } from '../../totp/step-up-gate.js';
  * `lifetimes.stepUp` seconds (default 300) and its `auth_time` moves to now.
  */
 export default async function stepUpRoutes(app: FastifyInstance): Promise<void> {
-  const limits = new CredentialLimits(app);
-  const { storage } = app.kp;
+  const limits = new CredentialLimits(app.kp);
   app.addHook('onRequest', requireSession);
 
   app.get('/auth/step-up', {
@@ -48,11 +46,8 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       response: { 200: okObject({ options: { type: 'object', additionalProperties: true } }, ['options']), ...errorResponses },
     },
   }, async (request) => {
-    const session = request.kp.session!;
     await limits.perIp(request, 'step-up');
-    await limits.perAccount('step-up', session.identityId);
-    const allow = await storage.credentials.listByIdentity(session.identityId);
-    return { ok: true, options: await requestOptions(app, allow, { purpose: 'step-up', identityId: session.identityId, sessionId: session.id }) };
+    return { ok: true, options: await beginStepUp(app.kp, request.kp.session!) };
   });
 
   app.post('/auth/step-up/verify', {
@@ -65,25 +60,7 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       },
     },
   }, async (request) => {
-    const body = request.body as { response: unknown; totpCode?: string };
-    const session = request.kp.session!;
     await limits.perIp(request, 'step-up');
-    await limits.perAccount('step-up', session.identityId);
-    const { id, clientData, fields, userHandle } = readAssertion(body.response);
-    const state = await takeChallenge(app, clientData, 'step-up');
-    if (state.identityId !== session.identityId || state.sessionId !== session.id) throw fail('challenge_mismatch', 'this step-up was started by another session');
-    const credential = await storage.credentials.get(id);
-    if (!credential || credential.identityId !== session.identityId) throw fail('unknown_credential', 'this passkey does not belong to your account');
-    if (userHandle !== undefined && userHandle !== credential.identityId) throw fail('unknown_credential', 'this passkey does not belong to your account');
-    const use = await verifyAssertion(app, body.response, clientData, fields, credential);
-    const totp = await requireTotpIfActive(app.kp, session.identityId, body.totpCode);
-    const now = app.kp.now();
-    const amr = [...new Set([...session.amr, 'pop', 'user', ...(totp ? ['otp', 'mfa'] : [])])];
-    const { receipt } = await storage.transaction(async (tx) => {
-      await tx.credentials.recordUse(credential.credId, { ...use, at: now });
-      await tx.sessions.stepUp(session.id, { at: now, assurance: 'passkey', amr, credId: credential.credId });
-      return app.kp.events.record(tx, { type: 'step_up.completed', at: now, outcome: 'success', identityId: session.identityId, sessionId: session.id, credId: credential.credId, totp });
-    });
-    return { ok: true, assurance: 'sensitive' as const, expiresAt: now + app.kp.config.lifetimes.stepUp * 1000, ...(receipt ? { receipt } : {}) };
+    return { ok: true, assurance: 'sensitive' as const, ...(await completeStepUp(app.kp, request.kp.session!, request.body as { response: unknown; totpCode?: string })) };
   });
 }

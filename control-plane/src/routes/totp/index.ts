@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { buildTotpUri, generateTotpSecret, renderTotpQrSvg } from '../../../../lib/totp/totp.js';
 import { SECOND_FACTOR_JS } from '../../pages/scripts/second-factor.js';
 import { requireSession } from '../../plugins/session.js';
 import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
-import { checkTotpCode, totpSealContext } from '../../totp/secret.js';
+import { confirmTotp, disableTotp, startTotpSetup } from '../../totp/setup.js';
 
 const security = [{ sessionCookie: [] }];
 
@@ -26,7 +25,7 @@ async function requireFreshForDisable(this: FastifyInstance, request: FastifyReq
 
 /** TOTP for step-up (RFC 6238): setup leaves it pending, a 6-digit code confirms it, disable removes it. */
 export default async function totpRoutes(app: FastifyInstance): Promise<void> {
-  // The account page's TOTP, backup-code and e-mail sections (see routes/account/extras.ts).
+  // The account page's TOTP, backup-code and e-mail sections (see accounts/extras.ts).
   app.get('/assets/second-factor.js', {
     config: { cache: 'no-cache' },
     schema: { tags: ['pages'], summary: 'Page script (ES module) for the TOTP, backup-code and e-mail sections of /account', produces: ['text/javascript'] },
@@ -49,24 +48,7 @@ export default async function totpRoutes(app: FastifyInstance): Promise<void> {
         ...errorResponses,
       },
     },
-  }, async (request) => {
-    const session = request.kp.session!;
-    const identity = await app.kp.storage.identities.get(session.identityId);
-    if (!identity) throw fail('unauthorized', 'sign in first');
-    const { base32 } = generateTotpSecret();
-    const stored = await app.kp.storage.totp.putPending({
-      identityId: identity.identityId,
-      state: 'pending',
-      sealedSecret: app.kp.secrets.seal(totpSealContext(identity.identityId), base32),
-      lastUsedStep: null,
-      createdAt: app.kp.now(),
-      activatedAt: null,
-    });
-    if (!stored) throw fail('totp_already_active', 'TOTP is on already; turn it off before setting up a new secret');
-    const issuer = new URL(app.kp.config.issuer).host;
-    const uri = buildTotpUri(base32, { issuer: `Keyplane (${issuer})`, accountName: identity.username });
-    return { ok: true, secret: base32, uri, qrSvg: await renderTotpQrSvg(uri), totp: 'pending' };
-  });
+  }, async (request) => ({ ok: true, ...(await startTotpSetup(app.kp, request.kp.session!.identityId)), totp: 'pending' }));
 
   app.post('/auth/totp/confirm', {
     preHandler: requireSession,
@@ -80,17 +62,7 @@ export default async function totpRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (request) => {
     const session = request.kp.session!;
-    const { code } = request.body as { code: string };
-    const record = await app.kp.storage.totp.get(session.identityId);
-    if (!record || record.state !== 'pending') {
-      throw record ? fail('totp_already_active', 'TOTP is on already') : fail('totp_not_pending', 'start with /auth/totp/setup');
-    }
-    const step = await checkTotpCode(app.kp, record, code);
-    const at = app.kp.now();
-    const result = await app.kp.storage.transaction(async (tx) => {
-      if (!(await tx.totp.activate(session.identityId, step, at))) throw fail('totp_not_pending', 'the setup changed meanwhile; start again');
-      return app.kp.events.record(tx, { type: 'totp.enabled', at, outcome: 'success', identityId: session.identityId, sessionId: session.id });
-    });
+    const result = await confirmTotp(app.kp, { identityId: session.identityId, sessionId: session.id }, (request.body as { code: string }).code);
     return { ok: true, totp: 'active', ...result };
   });
 
@@ -104,14 +76,6 @@ export default async function totpRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (request) => {
     const session = request.kp.session!;
-    const at = app.kp.now();
-    const result = await app.kp.storage.transaction(async (tx) => {
-      const record = await tx.totp.get(session.identityId);
-      if (!record) throw fail('totp_not_active', 'TOTP is off already');
-      await tx.totp.remove(session.identityId);
-      if (record.state !== 'active') return {};
-      return app.kp.events.record(tx, { type: 'totp.disabled', at, outcome: 'success', identityId: session.identityId, sessionId: session.id });
-    });
-    return { ok: true, totp: 'off', ...result };
+    return { ok: true, totp: 'off', ...(await disableTotp(app.kp, { identityId: session.identityId, sessionId: session.id })) };
   });
 }

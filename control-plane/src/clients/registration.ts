@@ -1,18 +1,18 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { clientTypeOf, usesClientSecret, validateClientMetadata, type ClientMetadata } from '../../../../lib/oauth/client-metadata.js';
-import { hashClientSecret, verifyClientSecret } from '../../../../lib/oauth/client-auth.js';
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import { checkResourceOwnership, type ResourceRegistrar } from '../../../../lib/oauth/resource-ownership.js';
-import type { ControlPlaneServices } from '../../context.js';
-import { endGrantsOfClient } from '../../grants/end-grants.js';
-import { orgOwnerFor } from '../../orgs/clients.js';
-import { constantEquals } from '../../../../lib/util/constant-equals.js';
-import { randomId, randomToken } from '../../../../lib/util/random.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
-import { checkJwksUri } from '../../clients/remote-key-sets.js';
-import type { StoredClient, Stores } from '../../storage/types.js';
-import { refuseOutsideProfile } from '../../rollout/constraints.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { clientTypeOf, usesClientSecret, validateClientMetadata, type ClientMetadata } from '../../../lib/oauth/client-metadata.js';
+import { hashClientSecret, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
+import { oauthError } from '../../../lib/oauth/errors.js';
+import { checkResourceOwnership, type ResourceRegistrar } from '../../../lib/oauth/resource-ownership.js';
+import type { ControlPlaneServices, SessionView } from '../context.js';
+import { endGrantsOfClient } from '../grants/end-grants.js';
+import { orgOwnerFor } from './ownership.js';
+import type { OrgServices } from '../orgs/operations.js';
+import { constantEquals } from '../../../lib/util/constant-equals.js';
+import { randomId, randomToken } from '../../../lib/util/random.js';
+import { sha256Hex } from '../../../lib/util/sha256.js';
+import { checkJwksUri } from './remote-key-sets.js';
+import type { StoredClient, Stores } from '../storage/types.js';
+import { refuseOutsideProfile } from '../rollout/constraints.js';
 
 /**
  * The steps of RFC 7591 registration and RFC 7592 management, each a small named check.
@@ -26,8 +26,8 @@ export type Registrar = { by: 'admin'; ownerId: null } | { by: 'session'; ownerI
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
-function bearerToken(request: FastifyRequest): string | undefined | null {
-  const header = request.headers.authorization;
+/** The Bearer token of an Authorization header: undefined without one, null when it is not a Bearer token. */
+function bearerToken(header: string | undefined): string | undefined | null {
   if (header === undefined) return undefined;
   const match = BEARER.exec(header);
   return match ? match[1]! : null;
@@ -42,16 +42,15 @@ function invalidToken(message: string) {
  * signed-in session, which then owns the client. A presented but wrong token never falls back
  * to the session.
  */
-export function authenticateRegistrar(app: FastifyInstance, request: FastifyRequest): Registrar {
-  const token = bearerToken(request);
+export function authenticateRegistrar(services: Pick<ControlPlaneServices, 'config'>, authorization: string | undefined, session: SessionView | undefined): Registrar {
+  const token = bearerToken(authorization);
   if (token !== undefined) {
-    const adminToken = app.kp.config.adminToken;
+    const adminToken = services.config.adminToken;
     if (token === null || adminToken === undefined || !constantEquals(token, adminToken)) {
       throw invalidToken(adminToken === undefined ? 'registration with an admin token is disabled on this server' : 'the initial access token is not valid');
     }
     return { by: 'admin', ownerId: null };
   }
-  const session = request.kp.session;
   if (session) return { by: 'session', ownerId: session.identityId };
   throw oauthError('unauthorized', 'send the admin token as a Bearer token, or sign in', { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer' } });
 }
@@ -60,19 +59,19 @@ export function authenticateRegistrar(app: FastifyInstance, request: FastifyRequ
  * `org: <slug>` in a registration: the organization owns the client (docs/orgs.md#apps). Only a
  * session of one of its admins or owners may do that; the admin token registers operator clients.
  */
-export async function orgRegistrar(app: FastifyInstance, registrar: Registrar, org: unknown): Promise<Registrar> {
+export async function orgRegistrar(services: OrgServices, registrar: Registrar, org: unknown): Promise<Registrar> {
   if (registrar.by !== 'session') throw fail('invalid_request', 'an organization\'s app is registered from a session of one of its admins or owners');
-  return { by: 'session', ownerId: await orgOwnerFor(app.kp, org, registrar.ownerId) };
+  return { by: 'session', ownerId: await orgOwnerFor(services, org, registrar.ownerId) };
 }
 
 /**
  * RFC 7592 §2: the registration access token of that very client. An unknown client answers
  * 401 like a wrong token, so client ids cannot be probed.
  */
-export async function authenticateRegistrationToken(app: FastifyInstance, request: FastifyRequest, clientId: string): Promise<StoredClient> {
-  const token = bearerToken(request);
+export async function authenticateRegistrationToken(services: Pick<ControlPlaneServices, 'storage'>, authorization: string | undefined, clientId: string): Promise<StoredClient> {
+  const token = bearerToken(authorization);
   if (!token) throw oauthError('unauthorized', 'send the registration access token as a Bearer token', { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer' } });
-  const client = await app.kp.storage.clients.get(clientId);
+  const client = await services.storage.clients.get(clientId);
   // Hash and compare even when the client is unknown, so both paths cost the same.
   const matches = constantEquals(sha256Hex(token), client?.registrationTokenHash ?? '');
   if (!client || !matches) throw invalidToken('the registration access token is not valid for this client');
@@ -228,12 +227,12 @@ export function describeChange(services: Pick<ControlPlaneServices, 'config'>, c
 }
 
 /** RFC 7592 §2.3: deletes the client and records `client.deleted`. */
-export async function deleteClient(app: FastifyInstance, clientId: string): Promise<{ receipt?: string }> {
-  const now = app.kp.now();
-  return app.kp.storage.transaction(async (tx) => {
+export async function deleteClient(services: Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>, clientId: string): Promise<{ receipt?: string }> {
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
     if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'the client was deleted meanwhile');
     // Its refresh families end and its access tokens turn inactive at introspection and userinfo.
-    await endGrantsOfClient(app.kp, tx, clientId, now);
-    return app.kp.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
+    await endGrantsOfClient(services, tx, clientId, now);
+    return services.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
   });
 }

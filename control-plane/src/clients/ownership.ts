@@ -1,7 +1,7 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { hasRole } from '../../../lib/orgs/roles.js';
 import type { StoredClient } from '../storage/types.js';
-import { loadMembership, type OrgServices } from './operations.js';
+import { loadMembership, type OrgServices } from '../orgs/operations.js';
 
 /**
  * Organization-owned OIDC clients (docs/orgs.md#apps): a client's `ownerId` is either an account
@@ -46,4 +46,14 @@ export async function checkClientManager(
   if (!hasRole(member.role, 'admin'))
     throw fail('forbidden', "managing the organization's apps needs the admin or owner role");
   return client;
+}
+
+/** The client `clientId` if `identityId` may manage it (`checkClientManager`'s refusals otherwise). */
+export async function managedClient(services: OrgServices, identityId: string, clientId: string): Promise<StoredClient> {
+  return checkClientManager(services, await services.storage.clients.get(clientId), identityId);
+}
+
+/** The clients an account owns, or with `org` (a slug) the clients of that org, for its admins and owners. */
+export async function listOwnedClients(services: OrgServices, identityId: string, org?: unknown): Promise<StoredClient[]> {
+  return org === undefined ? services.storage.clients.listByOwner(identityId) : listOrgClients(services, org, identityId);
 }

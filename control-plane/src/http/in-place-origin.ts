@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { buildCorsHeaders, isRegisteredOrigin, type CorsOptions } from '../../../lib/oauth/in-place.js';
-import { originsOf } from '../../../lib/oauth/redirect-uri.js';
 import type { ControlPlaneServices } from '../context.js';
+import { findClient, inPlaceOrigins } from '../clients/find-client.js';
 import type { StoredClient } from '../storage/types.js';
 
 /**
@@ -17,10 +17,7 @@ export async function inPlaceClientFor(
   reply: FastifyReply,
   clientId: unknown,
 ): Promise<{ client: StoredClient; origin: string }> {
-  const client =
-    typeof clientId === 'string' && clientId.length > 0 && clientId.length <= 100
-      ? await services.storage.clients.get(clientId)
-      : null;
+  const client = typeof clientId === 'string' && clientId.length > 0 ? await findClient(services, clientId) : null;
   const origin = request.headers.origin;
   const allowed = client !== null && isRegisteredOrigin(client.metadata, origin);
   reply.headers(buildCorsHeaders(origin, allowed));
@@ -47,7 +44,7 @@ export async function inPlacePreflight(
 ): Promise<FastifyReply> {
   const origin = request.headers.origin;
   const allowed =
-    origin !== undefined && originsOf(await services.storage.clients.inPlaceRedirectUris()).includes(origin);
+    origin !== undefined && (await inPlaceOrigins(services)).includes(origin);
   return reply
     .code(204)
     .headers(buildCorsHeaders(origin, allowed, options))

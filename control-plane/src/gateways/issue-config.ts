@@ -1,10 +1,10 @@
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { GATEWAY_CONFIG_LIFETIME_SECONDS, REVOKED_SESSIONS_LIMIT, canReuseIssuedConfig, deriveIssuedPolicy, hashIssuedContent, signGatewayConfig } from '../../../../lib/gateway/config-issuance.js';
-import { computeEnforcementStatus, type EnforcementReason, type EnforcementStatus } from '../../../../lib/gateway/enforcement-status.js';
-import { applyProfileToPolicy } from '../../../../lib/profiles/constraints.js';
-import type { TrustProfile } from '../../../../lib/profiles/documents.js';
-import type { ControlPlaneServices } from '../../context.js';
-import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence, Stores } from '../../storage/types.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { GATEWAY_CONFIG_LIFETIME_SECONDS, REVOKED_SESSIONS_LIMIT, canReuseIssuedConfig, deriveIssuedPolicy, hashIssuedContent, signGatewayConfig } from '../../../lib/gateway/config-issuance.js';
+import { computeEnforcementStatus, type EnforcementReason, type EnforcementStatus } from '../../../lib/gateway/enforcement-status.js';
+import { applyProfileToPolicy } from '../../../lib/profiles/constraints.js';
+import type { TrustProfile } from '../../../lib/profiles/documents.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence, Stores } from '../storage/types.js';
 
 /** What issuing a config needs from the services. */
 export type GatewayServices = Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'now'>;

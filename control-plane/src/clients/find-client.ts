@@ -1,0 +1,26 @@
+import { originsOf } from '../../../lib/oauth/redirect-uri.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { StoredClient } from '../storage/types.js';
+
+/** Longer than any id this server issues: such a value is never looked up. */
+const CLIENT_ID_MAX = 100;
+
+/** The registered client with this id, or null (an over-long id is not looked up). */
+export async function findClient(services: Pick<ControlPlaneServices, 'storage'>, clientId: string): Promise<StoredClient | null> {
+  return clientId.length <= CLIENT_ID_MAX ? services.storage.clients.get(clientId) : null;
+}
+
+/** One page of all clients in id order, after `after` (the operator's listing). */
+export async function listClients(services: Pick<ControlPlaneServices, 'storage'>, after: string | null, limit: number): Promise<StoredClient[]> {
+  return services.storage.clients.list(after, limit);
+}
+
+/** The origins of every registered redirect URI: browser-based clients' origins for CORS. */
+export async function redirectOrigins(services: Pick<ControlPlaneServices, 'storage'>): Promise<string[]> {
+  return originsOf(await services.storage.clients.allRedirectUris());
+}
+
+/** The origins of clients that turned in-place sign-in on (docs/in-place.md#origins). */
+export async function inPlaceOrigins(services: Pick<ControlPlaneServices, 'storage'>): Promise<string[]> {
+  return originsOf(await services.storage.clients.inPlaceRedirectUris());
+}
