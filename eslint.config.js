@@ -92,7 +92,8 @@ const NO_STORAGE_IN_ROUTES = [
     "MemberExpression[object.name='tx']",
   ].map((selector) => ({
     selector,
-    message: 'Routes call operations that take services; storage and transactions belong in control-plane/src/<area>/ (docs/architecture.md#layers).',
+    message:
+      'Routes call operations that take services; storage and transactions belong in control-plane/src/<area>/ (docs/architecture.md#layers).',
   })),
 ];
 
@@ -143,8 +144,19 @@ export default tseslint.config(
       ecmaVersion: 2024,
       sourceType: 'module',
       globals: Object.fromEntries(
-        ['window', 'document', 'location', 'navigator', 'fetch', 'crypto', 'TextEncoder', 'URL', 'URLSearchParams', 'btoa', 'PublicKeyCredential']
-          .map((name) => [name, 'readonly']),
+        [
+          'window',
+          'document',
+          'location',
+          'navigator',
+          'fetch',
+          'crypto',
+          'TextEncoder',
+          'URL',
+          'URLSearchParams',
+          'btoa',
+          'PublicKeyCredential',
+        ].map((name) => [name, 'readonly']),
       ),
     },
   },

@@ -28,7 +28,16 @@ const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const role = process.argv[2];
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'host',
+]);
 
 /** A bare reverse proxy on an undici Pool (keep-alive), with an optional synchronous check first. */
 function undiciPassthrough(upstream: string, check: ((req: IncomingMessage) => boolean) | null) {
@@ -36,13 +45,17 @@ function undiciPassthrough(upstream: string, check: ((req: IncomingMessage) => b
   const server = createServer((req, res) => {
     if (check && !check(req)) return void res.writeHead(401).end();
     const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+    for (const [name, value] of Object.entries(req.headers))
+      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
     const body = req.method === 'GET' || req.method === 'HEAD' ? null : req;
-    pool.request({ method: req.method as 'GET', path: req.url!, headers, body }).then(({ statusCode, headers: answer, body: stream }) => {
-      for (const name of HOP_BY_HOP) delete answer[name];
-      res.writeHead(statusCode, answer as Record<string, string>);
-      stream.pipe(res);
-    }, () => void res.writeHead(502).end());
+    pool.request({ method: req.method as 'GET', path: req.url!, headers, body }).then(
+      ({ statusCode, headers: answer, body: stream }) => {
+        for (const name of HOP_BY_HOP) delete answer[name];
+        res.writeHead(statusCode, answer as Record<string, string>);
+        stream.pipe(res);
+      },
+      () => void res.writeHead(502).end(),
+    );
   });
   server.keepAliveTimeout = 60_000;
   return server;
@@ -64,7 +77,9 @@ async function serve(): Promise<void> {
       res.end('hello, world!');
     });
     server.keepAliveTimeout = 60_000;
-    server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+    server.listen(0, '127.0.0.1', () =>
+      process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }),
+    );
     return;
   }
   if (role === 'es256') {
@@ -72,32 +87,59 @@ async function serve(): Promise<void> {
     const key = await importJWK(JSON.parse(process.argv[3]!) as JWK, 'ES256');
     const server = createServer((req, res) => {
       compactVerify(String(req.headers['dpop']), key, { algorithms: ['ES256'] }).then(
-        () => { res.writeHead(200, { 'content-type': 'text/plain' }); res.end('hello, world!'); },
-        () => { res.writeHead(401); res.end(); },
+        () => {
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          res.end('hello, world!');
+        },
+        () => {
+          res.writeHead(401);
+          res.end();
+        },
       );
     });
     server.keepAliveTimeout = 60_000;
-    server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+    server.listen(0, '127.0.0.1', () =>
+      process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }),
+    );
     return;
   }
   const upstream = process.argv[3]!;
   if (role === 'undici' || role === 'es256-undici') {
     // The issue's baseline: a bare undici Pool passthrough, and the DPoP bound: one raw node:crypto
     // ES256 verification of the proof (key imported once) before the same passthrough.
-    const key = role === 'es256-undici' ? createPublicKey({ key: JSON.parse(process.argv[4]!) as JsonWebKey, format: 'jwk' }) : null;
-    const server = undiciPassthrough(upstream, key && ((req) => {
-      const proof = String(req.headers['dpop']);
-      const dot = proof.lastIndexOf('.');
-      return verify('sha256', Buffer.from(proof.slice(0, dot)), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(proof.slice(dot + 1), 'base64url'));
-    }));
-    server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+    const key =
+      role === 'es256-undici'
+        ? createPublicKey({ key: JSON.parse(process.argv[4]!) as JsonWebKey, format: 'jwk' })
+        : null;
+    const server = undiciPassthrough(
+      upstream,
+      key &&
+        ((req) => {
+          const proof = String(req.headers['dpop']);
+          const dot = proof.lastIndexOf('.');
+          return verify(
+            'sha256',
+            Buffer.from(proof.slice(0, dot)),
+            { key, dsaEncoding: 'ieee-p1363' },
+            Buffer.from(proof.slice(dot + 1), 'base64url'),
+          );
+        }),
+    );
+    server.listen(0, '127.0.0.1', () =>
+      process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }),
+    );
     return;
   }
   if (role === 'http-proxy') {
-    const proxy = httpProxy.createProxyServer({ target: upstream, agent: new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 128 }) });
+    const proxy = httpProxy.createProxyServer({
+      target: upstream,
+      agent: new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 128 }),
+    });
     const server = createServer((req, res) => proxy.web(req, res));
     server.keepAliveTimeout = 60_000;
-    server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+    server.listen(0, '127.0.0.1', () =>
+      process.send!({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }),
+    );
     return;
   }
   // role === 'gateway'
@@ -106,36 +148,82 @@ async function serve(): Promise<void> {
   const { writeSessionCookies } = await import('../lib/gateway/session-cookie.js');
   const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-gw-'));
   process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
-  const config = loadGatewayConfig({ env: {}, overrides: { port: 0, dataDir, upstream, clientId: 'bench', logLevel: 'warn' } });
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: { port: 0, dataDir, upstream, clientId: 'bench', logLevel: 'warn' },
+  });
   const cp = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const jwks = { keys: [{ ...(await exportJWK(cp.publicKey)), kid: 'cp', alg: 'ES256' }] };
   const running = await startGateway(config, { controlPlaneKeys: createLocalJWKSet(jwks) });
   running.server.keepAliveTimeout = 60_000;
   const iat = Math.floor(Date.now() / 1000);
-  const jws = await new SignJWT({ version: 1, gateway: { mode: 'enforce', routes: [{ path: '/', min_assurance: 'passkey' }, { path: '/public', public: true }, { path: '/api', dpop: 'required' }] } })
+  const jws = await new SignJWT({
+    version: 1,
+    gateway: {
+      mode: 'enforce',
+      routes: [
+        { path: '/', min_assurance: 'passkey' },
+        { path: '/public', public: true },
+        { path: '/api', dpop: 'required' },
+      ],
+    },
+  })
     .setProtectedHeader({ alg: 'ES256', kid: 'cp', typ: 'keyplane-gateway-config+jwt' })
-    .setIssuer(config.controlPlane).setAudience('bench').setIssuedAt(iat).setExpirationTime(iat + 3600).sign(cp.privateKey);
+    .setIssuer(config.controlPlane)
+    .setAudience('bench')
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 3600)
+    .sign(cp.privateKey);
   await running.gateway.configHolder.accept(jws, jwks, Date.now());
   const cookies = await writeSessionCookies(
-    { sid: randomUUID(), sub: 'usr_bench', principalType: 'human', assurance: 'passkey', scopes: ['openid'], email: 'bench@example.test', emailVerified: true },
+    {
+      sid: randomUUID(),
+      sub: 'usr_bench',
+      principalType: 'human',
+      assurance: 'passkey',
+      scopes: ['openid'],
+      email: 'bench@example.test',
+      emailVerified: true,
+    },
     { keys: running.gateway.cookieKeys, now: Date.now(), secure: false, ttlSeconds: 3600 },
   );
   // (d): a DPoP-bound access token as the control plane would issue it; the parent signs the proofs.
   const dpop = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const dpopJwk = await exportJWK(dpop.publicKey);
   const { calculateJwkThumbprint } = await import('jose');
-  const token = await new SignJWT({ scope: 'read', acr: 'passkey', client_id: 'bench', svc: { assurance: 'passkey', principal: { type: 'human', id: 'usr_bench' } }, cnf: { jkt: await calculateJwkThumbprint(dpopJwk) } })
+  const token = await new SignJWT({
+    scope: 'read',
+    acr: 'passkey',
+    client_id: 'bench',
+    svc: { assurance: 'passkey', principal: { type: 'human', id: 'usr_bench' } },
+    cnf: { jkt: await calculateJwkThumbprint(dpopJwk) },
+  })
     .setProtectedHeader({ alg: 'ES256', kid: 'cp', typ: 'at+jwt' })
-    .setIssuer(config.controlPlane).setAudience(running.url).setSubject('usr_bench').setIssuedAt(iat).setExpirationTime(iat + 3600).setJti(randomUUID())
+    .setIssuer(config.controlPlane)
+    .setAudience(running.url)
+    .setSubject('usr_bench')
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 3600)
+    .setJti(randomUUID())
     .sign(cp.privateKey);
   const address = running.server.address() as { port: number };
   process.send!({
-    url: `http://127.0.0.1:${address.port}`, cookie: cookies.map((line) => line.split(';')[0]).join('; '),
-    publicUrl: running.url, token, dpopJwk: await exportJWK(dpop.privateKey),
+    url: `http://127.0.0.1:${address.port}`,
+    cookie: cookies.map((line) => line.split(';')[0]).join('; '),
+    publicUrl: running.url,
+    token,
+    dpopJwk: await exportJWK(dpop.privateKey),
   });
 }
 
-interface Result { rps: number; p50: number; p99: number; errors: number; requests: number; cpuUs?: number }
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  requests: number;
+  cpuUs?: number;
+}
 
 async function cpuOf(child: ChildProcess): Promise<number> {
   child.send('cpu');
@@ -190,7 +278,13 @@ async function load(url: string, headersOf: Headers, path = '/'): Promise<Result
  * wait for a free connection; how late the sender itself ran behind the schedule is reported
  * apart, because timer granularity (about 1 ms) would otherwise swamp a sub-millisecond answer.
  */
-async function fixedRate(url: string, headers: Record<string, string>, path: string, rate: number, seconds: number): Promise<{ p50: number; p99: number; max: number; sent: number; errors: number; achieved: number; maxLag: number }> {
+async function fixedRate(
+  url: string,
+  headers: Record<string, string>,
+  path: string,
+  rate: number,
+  seconds: number,
+): Promise<{ p50: number; p99: number; max: number; sent: number; errors: number; achieved: number; maxLag: number }> {
   const pool = new Pool(url, { connections: 256, pipelining: 1 });
   const total = Math.round(rate * seconds);
   const latencies: number[] = [];
@@ -203,29 +297,49 @@ async function fixedRate(url: string, headers: Record<string, string>, path: str
     for (let wait = due - performance.now(); wait > 0; wait = due - performance.now()) await sleep(Math.ceil(wait));
     const sent = performance.now();
     maxLag = Math.max(maxLag, sent - due);
-    inflight.push(pool.request({ path, method: 'GET', headers }).then(
-      async (res) => {
-        await res.body.dump();
-        if (res.statusCode !== 200) errors++;
-        latencies.push(performance.now() - sent);
-      },
-      () => { errors++; },
-    ));
+    inflight.push(
+      pool.request({ path, method: 'GET', headers }).then(
+        async (res) => {
+          await res.body.dump();
+          if (res.statusCode !== 200) errors++;
+          latencies.push(performance.now() - sent);
+        },
+        () => {
+          errors++;
+        },
+      ),
+    );
   }
   await Promise.all(inflight);
   const elapsed = (performance.now() - started) / 1000;
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-  return { p50: at(0.5), p99: at(0.99), max: latencies.at(-1) ?? 0, sent: total, errors, achieved: total / elapsed, maxLag };
+  return {
+    p50: at(0.5),
+    p99: at(0.99),
+    max: latencies.at(-1) ?? 0,
+    sent: total,
+    errors,
+    achieved: total / elapsed,
+    maxLag,
+  };
 }
 
 /** DPoP proofs for one key and URL, signed before the timed run (each is single-use, oldest first); signed on the spot, and counted, if they run out. */
-async function proofMaker(privateJwk: JWK, htu: string, token: string): Promise<{ fill(count: number): Promise<void>; next(): Promise<Record<string, string>>; extra(): number }> {
+async function proofMaker(
+  privateJwk: JWK,
+  htu: string,
+  token: string,
+): Promise<{ fill(count: number): Promise<void>; next(): Promise<Record<string, string>>; extra(): number }> {
   const { d: _d, ...publicJwk } = privateJwk;
   const key = await importJWK(privateJwk, 'ES256');
   const ath = computeAth(token);
-  const sign = () => new SignJWT({ htm: 'GET', htu, jti: randomUUID(), ath }).setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: publicJwk }).setIssuedAt().sign(key);
+  const sign = () =>
+    new SignJWT({ htm: 'GET', htu, jti: randomUUID(), ath })
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: publicJwk })
+      .setIssuedAt()
+      .sign(key);
   let ready: string[] = [];
   let taken = 0;
   let extra = 0;
@@ -249,7 +363,10 @@ async function proofMaker(privateJwk: JWK, htu: string, token: string): Promise<
 
 // ---------- nginx for (e) ----------
 /** nginx (one worker, keep-alive to both peers) in front of the upstream, with or without auth_request to the gateway. */
-async function startBenchNginx(upstream: string, gateway: string | undefined): Promise<{ url: string; stop(): Promise<void> }> {
+async function startBenchNginx(
+  upstream: string,
+  gateway: string | undefined,
+): Promise<{ url: string; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'keyplane-bench-nginx-'));
   const auth = gateway
     ? `auth_request /_gate_auth;
@@ -263,7 +380,9 @@ async function startBenchNginx(upstream: string, gateway: string | undefined): P
     http: `keepalive_requests 1000000;
   upstream app { server ${new URL(upstream).host}; keepalive 64; }
   ${gateway ? `upstream gate { server ${new URL(gateway).host}; keepalive 64; }` : ''}`,
-    server: `${gateway ? `location = /_gate_auth {
+    server: `${
+      gateway
+        ? `location = /_gate_auth {
       internal;
       proxy_pass http://gate/_gate/auth;
       proxy_http_version 1.1;
@@ -272,7 +391,9 @@ async function startBenchNginx(upstream: string, gateway: string | undefined): P
       proxy_set_header Content-Length "";
       proxy_set_header X-Original-URI $request_uri;
       proxy_set_header X-Original-Method $request_method;
-    }` : ''}
+    }`
+        : ''
+    }
     location / {
       ${auth}
       proxy_http_version 1.1;
@@ -292,7 +413,8 @@ async function startBenchNginx(upstream: string, gateway: string | undefined): P
 /** Pins the load generator to CPU 0 and the gateway (all its threads) to CPU 1 with taskset; returns the undo, or null when it cannot. */
 function pinApart(generator: number, server: number | undefined): (() => void) | null {
   if (cpus().length < 2 || server === undefined) return null;
-  const pin = (cpus: string, pid: number) => spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
+  const pin = (cpus: string, pid: number) =>
+    spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
   if (!pin('0', generator) || !pin('1', server)) return null;
   const all = `0-${cpus().length - 1}`;
   return () => {
@@ -302,21 +424,39 @@ function pinApart(generator: number, server: number | undefined): (() => void) |
 }
 
 function loadLine(): string {
-  return `load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`;
+  return `load average ${loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ')}`;
 }
 
-interface Started { child: ChildProcess; url: string; cookie?: string; publicUrl?: string; token?: string; dpopJwk?: JWK }
+interface Started {
+  child: ChildProcess;
+  url: string;
+  cookie?: string;
+  publicUrl?: string;
+  token?: string;
+  dpopJwk?: JWK;
+}
 
 async function start(kind: string, ...args: string[]): Promise<Started> {
   // BENCH_PROFILE=dir writes a V8 CPU profile of the gateway process there.
-  const profile = kind === 'gateway' && process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`] : [];
-  const child = fork(new URL(import.meta.url).pathname, [kind, ...args], { execArgv: ['--import', 'tsx', ...profile], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const profile =
+    kind === 'gateway' && process.env['BENCH_PROFILE']
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`]
+      : [];
+  const child = fork(new URL(import.meta.url).pathname, [kind, ...args], {
+    execArgv: ['--import', 'tsx', ...profile],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const [message] = (await once(child, 'message')) as [Omit<Started, 'child'>];
   return { child, ...message };
 }
 
 function line(name: string, r: Result): string {
-  const cpu = r.cpuUs === undefined ? '' : `  cpu ${Math.round(r.cpuUs)} µs/req (${Math.round(1e6 / r.cpuUs)} req per CPU-second)`;
+  const cpu =
+    r.cpuUs === undefined
+      ? ''
+      : `  cpu ${Math.round(r.cpuUs)} µs/req (${Math.round(1e6 / r.cpuUs)} req per CPU-second)`;
   return `${name.padEnd(34)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${cpu}${r.errors ? `  errors ${r.errors}` : ''}`;
 }
 
@@ -330,7 +470,9 @@ async function main(): Promise<void> {
   const rawBound = await start('es256-undici', upstream.url, JSON.stringify(dpopPublic));
   const stops: Array<() => Promise<void>> = [];
   try {
-    process.stdout.write(`# bench:gateway on ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, node ${process.version}, ${CONNECTIONS} keep-alive connections, ${SECONDS} s each\n`);
+    process.stdout.write(
+      `# bench:gateway on ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, node ${process.version}, ${CONNECTIONS} keep-alive connections, ${SECONDS} s each\n`,
+    );
     process.stdout.write(`# before: ${loadLine()} (1, 5, 15 min; figures from a loaded machine are indicative only)\n`);
     // BENCH_ONLY=gateway skips (a) and (b), e.g. to profile the gateway alone.
     const only = process.env['BENCH_ONLY'] === 'gateway';
@@ -351,8 +493,16 @@ async function main(): Promise<void> {
     const unpin = process.env['BENCH_PIN'] === '1' ? pinApart(process.pid, gateway.child.pid) : null;
     if (unpin) process.stdout.write('# fixed rate: load generator pinned to CPU 0, gateway to CPU 1\n');
     const rate = Number(process.env['BENCH_RATE'] ?? 1000);
-    const fixed = await fixedRate(gateway.url, { cookie: gateway.cookie!, 'x-forwarded-uri': '/app', 'x-forwarded-method': 'GET' }, '/_gate/auth', rate, SECONDS);
-    process.stdout.write(`/_gate/auth at ${rate} req/s (open loop, ${fixed.sent} requests, achieved ${Math.round(fixed.achieved)}/s): p50 ${fixed.p50.toFixed(2)} ms  p99 ${fixed.p99.toFixed(2)} ms  max ${fixed.max.toFixed(2)} ms  (sender at most ${fixed.maxLag.toFixed(1)} ms behind schedule)${fixed.errors ? `  errors ${fixed.errors}` : ''}\n`);
+    const fixed = await fixedRate(
+      gateway.url,
+      { cookie: gateway.cookie!, 'x-forwarded-uri': '/app', 'x-forwarded-method': 'GET' },
+      '/_gate/auth',
+      rate,
+      SECONDS,
+    );
+    process.stdout.write(
+      `/_gate/auth at ${rate} req/s (open loop, ${fixed.sent} requests, achieved ${Math.round(fixed.achieved)}/s): p50 ${fixed.p50.toFixed(2)} ms  p99 ${fixed.p99.toFixed(2)} ms  max ${fixed.max.toFixed(2)} ms  (sender at most ${fixed.maxLag.toFixed(1)} ms behind schedule)${fixed.errors ? `  errors ${fixed.errors}` : ''}\n`,
+    );
     unpin?.();
 
     // (d) and its bound: every request carries a fresh single-use proof, signed here beforehand.
@@ -361,13 +511,19 @@ async function main(): Promise<void> {
     const budget = Math.round(Math.max(8000, (bare?.rps ?? 0) * 1.5) * (SECONDS + 1));
     await proofs.fill(budget);
     const dpop = await measured(gateway, () => proofs.next(), path);
-    process.stdout.write(`${line('(d) gateway, DPoP-bound token', dpop)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`);
+    process.stdout.write(
+      `${line('(d) gateway, DPoP-bound token', dpop)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`,
+    );
     await proofs.fill(budget);
     const verifyBound = await measured(bound, () => proofs.next(), path);
-    process.stdout.write(`${line('bound: one ES256 verify per request', verifyBound)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`);
+    process.stdout.write(
+      `${line('bound: one ES256 verify per request', verifyBound)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`,
+    );
     await proofs.fill(budget);
     const rawVerifyProxy = await measured(rawBound, () => proofs.next(), path);
-    process.stdout.write(`${line('bound2: raw ES256 verify + undici', rawVerifyProxy)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`);
+    process.stdout.write(
+      `${line('bound2: raw ES256 verify + undici', rawVerifyProxy)}${proofs.extra() ? `  (${proofs.extra()} proofs signed during the run: raise the budget)` : ''}\n`,
+    );
 
     // (e) nginx auth_request to the gateway vs nginx alone, both with the cookie session.
     let nginxAlone: Result | undefined;
@@ -387,25 +543,37 @@ async function main(): Promise<void> {
 
     process.stdout.write('ratios (req/s; proxy-process CPU per request in brackets where both are known):\n');
     if (bare) {
-      process.stdout.write(`  (c)/(b) = ${(session.rps / bare.rps).toFixed(2)} [${(session.cpuUs! / bare.cpuUs!).toFixed(2)}] (target >= 0.9)\n`);
-      process.stdout.write(`  (d)/(b) = ${(dpop.rps / bare.rps).toFixed(2)} [${(dpop.cpuUs! / bare.cpuUs!).toFixed(2)}]\n`);
+      process.stdout.write(
+        `  (c)/(b) = ${(session.rps / bare.rps).toFixed(2)} [${(session.cpuUs! / bare.cpuUs!).toFixed(2)}] (target >= 0.9)\n`,
+      );
+      process.stdout.write(
+        `  (d)/(b) = ${(dpop.rps / bare.rps).toFixed(2)} [${(dpop.cpuUs! / bare.cpuUs!).toFixed(2)}]\n`,
+      );
     }
-    process.stdout.write(`  (d)/bound = ${(dpop.rps / verifyBound.rps).toFixed(2)} [CPU per request ${(dpop.cpuUs! / verifyBound.cpuUs!).toFixed(2)}x the bound's]\n`);
+    process.stdout.write(
+      `  (d)/bound = ${(dpop.rps / verifyBound.rps).toFixed(2)} [CPU per request ${(dpop.cpuUs! / verifyBound.cpuUs!).toFixed(2)}x the bound's]\n`,
+    );
     const verdict = (ratio: number, target: number) => `(target >= ${target}: ${ratio >= target ? 'met' : 'not met'})`;
     // Per CPU-second of the process under test: what a ratio of req/s means on a free core, and
     // what still means something when other processes take the cores.
     const perCpu = (ours: Result, baseline: Result) => baseline.cpuUs! / ours.cpuUs!;
     if (pool) {
       const ratio = session.rps / pool.rps;
-      process.stdout.write(`  (c)/(b2) = ${ratio.toFixed(2)} [${(session.cpuUs! / pool.cpuUs!).toFixed(2)}] ${verdict(ratio, 0.9)}; per CPU-second ${perCpu(session, pool).toFixed(2)} ${verdict(perCpu(session, pool), 0.9)}\n`);
+      process.stdout.write(
+        `  (c)/(b2) = ${ratio.toFixed(2)} [${(session.cpuUs! / pool.cpuUs!).toFixed(2)}] ${verdict(ratio, 0.9)}; per CPU-second ${perCpu(session, pool).toFixed(2)} ${verdict(perCpu(session, pool), 0.9)}\n`,
+      );
     }
     const dpopRatio = dpop.rps / rawVerifyProxy.rps;
-    process.stdout.write(`  (d)/bound2 = ${dpopRatio.toFixed(2)} [${(dpop.cpuUs! / rawVerifyProxy.cpuUs!).toFixed(2)}] ${verdict(dpopRatio, 0.8)}; per CPU-second ${perCpu(dpop, rawVerifyProxy).toFixed(2)} ${verdict(perCpu(dpop, rawVerifyProxy), 0.8)}\n`);
-    if (nginxAlone && nginxGate) process.stdout.write(`  (e)/nginx alone = ${(nginxGate.rps / nginxAlone.rps).toFixed(2)}\n`);
+    process.stdout.write(
+      `  (d)/bound2 = ${dpopRatio.toFixed(2)} [${(dpop.cpuUs! / rawVerifyProxy.cpuUs!).toFixed(2)}] ${verdict(dpopRatio, 0.8)}; per CPU-second ${perCpu(dpop, rawVerifyProxy).toFixed(2)} ${verdict(perCpu(dpop, rawVerifyProxy), 0.8)}\n`,
+    );
+    if (nginxAlone && nginxGate)
+      process.stdout.write(`  (e)/nginx alone = ${(nginxGate.rps / nginxAlone.rps).toFixed(2)}\n`);
     process.stdout.write(`# after: ${loadLine()}\n`);
   } finally {
     for (const stop of stops) await stop();
-    for (const child of [upstream.child, proxy.child, gateway.child, bound.child, undici.child, rawBound.child]) child.disconnect();
+    for (const child of [upstream.child, proxy.child, gateway.child, bound.child, undici.child, rawBound.child])
+      child.disconnect();
   }
 }
 

@@ -40,12 +40,21 @@ export function benchTap(): { tap: { teardown(fn: () => unknown): void }; runTea
 
 /** One line naming the run's conditions (the load average says how shared the machine was). */
 export function describeRun(name: string): void {
-  const load = loadavg().map((n) => n.toFixed(1)).join(' ');
-  log(`${name} — ${SECONDS}s of timed work per case, Node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, load ${load}, in-process (light-my-request), one request at a time`);
+  const load = loadavg()
+    .map((n) => n.toFixed(1))
+    .join(' ');
+  log(
+    `${name} — ${SECONDS}s of timed work per case, Node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, load ${load}, in-process (light-my-request), one request at a time`,
+  );
 }
 
 /** Runs `op` for SECONDS of timed work; `prepare` (untimed) makes each batch's inputs. */
-export async function measure<T>(name: string, prepare: (n: number) => Promise<T[]>, op: (input: T) => Promise<void>, batch = 300): Promise<Rate> {
+export async function measure<T>(
+  name: string,
+  prepare: (n: number) => Promise<T[]>,
+  op: (input: T) => Promise<void>,
+  batch = 300,
+): Promise<Rate> {
   for (const input of await prepare(200)) await op(input); // warm-up: the JIT settles before timing
   let count = 0;
   let elapsedNs = 0n;
@@ -61,7 +70,9 @@ export async function measure<T>(name: string, prepare: (n: number) => Promise<T
     count += inputs.length;
   }
   const rate = { wall: count / (Number(elapsedNs) / 1e9), cpu: count / (cpuUs / 1e6), count };
-  log(`  ${name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`);
+  log(
+    `  ${name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`,
+  );
   return rate;
 }
 
@@ -98,7 +109,9 @@ export async function measureInterleaved(cases: Array<BenchCase<unknown>>, batch
   return cases.map((c, i) => {
     const { count, elapsedNs, cpuUs } = totals[i]!;
     const rate = { wall: count / (Number(elapsedNs) / 1e9), cpu: count / (cpuUs / 1e6), count };
-    log(`  ${c.name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`);
+    log(
+      `  ${c.name}: ${Math.round(rate.wall)} /s wall, ${Math.round(rate.cpu)} /s per CPU-second (${count} in ${(Number(elapsedNs) / 1e9).toFixed(1)} s)`,
+    );
     return rate;
   });
 }
@@ -107,9 +120,13 @@ export async function measureInterleaved(cases: Array<BenchCase<unknown>>, batch
 export async function es256Bound(): Promise<Rate> {
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const input = Buffer.from(`${randomBytes(40).toString('base64url')}.${randomBytes(200).toString('base64url')}`);
-  return measure('raw node:crypto ES256 sign (the bound)', async (n) => Array.from({ length: n }, () => input), async (data) => {
-    sign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' });
-  });
+  return measure(
+    'raw node:crypto ES256 sign (the bound)',
+    async (n) => Array.from({ length: n }, () => input),
+    async (data) => {
+      sign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' });
+    },
+  );
 }
 
 /**
@@ -117,10 +134,17 @@ export async function es256Bound(): Promise<Rate> {
  * benchmark is one client hammering one path), and a user `bench` signed in at `passkey`. Log
  * lines are written (pino's cost counts) but not kept.
  */
-export async function benchControlPlane(tap: { teardown(fn: () => unknown): void }, config: Record<string, unknown> = {}) {
+export async function benchControlPlane(
+  tap: { teardown(fn: () => unknown): void },
+  config: Record<string, unknown> = {},
+) {
   const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-'));
   tap.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const built = await buildSignedIn(tap, { dataDir, discardLogs: true, config: { 'limits.authPerIpPerMinute': 1_000_000, 'limits.authPerAccountPerMinute': 1_000_000, ...config } });
+  const built = await buildSignedIn(tap, {
+    dataDir,
+    discardLogs: true,
+    config: { 'limits.authPerIpPerMinute': 1_000_000, 'limits.authPerAccountPerMinute': 1_000_000, ...config },
+  });
   const { browser } = await built.signIn({ username: 'bench', assurance: 'passkey' });
   return { ...built, browser };
 }

@@ -31,16 +31,22 @@ const RECEIPTS = Number(process.env['LEDGER_RECEIPTS'] ?? 10_000);
 const TREES_UP_TO = Number(process.env['LEDGER_TREES_UP_TO'] ?? 1_000_000);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 const TARGET_APPENDS = 5000;
 const CONCURRENCY = Number(process.env['LEDGER_CONCURRENCY'] ?? 32);
 
 function sessionStarted() {
   return {
-    type: 'session.started' as const, at: Date.now(), outcome: 'success' as const,
-    identityId: `idn_${randomBytes(16).toString('base64url')}`, sessionId: `ses_${randomBytes(16).toString('base64url')}`,
-    deviceId: `dev_${randomBytes(16).toString('base64url')}`, method: 'passkey' as const, assurance: 'passkey' as const,
+    type: 'session.started' as const,
+    at: Date.now(),
+    outcome: 'success' as const,
+    identityId: `idn_${randomBytes(16).toString('base64url')}`,
+    sessionId: `ses_${randomBytes(16).toString('base64url')}`,
+    deviceId: `dev_${randomBytes(16).toString('base64url')}`,
+    method: 'passkey' as const,
+    assurance: 'passkey' as const,
   };
 }
 
@@ -49,7 +55,12 @@ function sessionStarted() {
  * callers at once (requests in flight), with the sealer running; returns the hashes and the
  * append time.
  */
-async function appendAll(storage: Storage, ledger: Ledger, count: number, concurrency: number): Promise<{ hashes: string[]; ns: bigint; cpuUs: number }> {
+async function appendAll(
+  storage: Storage,
+  ledger: Ledger,
+  count: number,
+  concurrency: number,
+): Promise<{ hashes: string[]; ns: bigint; cpuUs: number }> {
   const hashes: string[] = [];
   let next = 0;
   const caller = async () => {
@@ -99,7 +110,13 @@ async function postgresAppends(): Promise<string[]> {
   dbUrl.pathname = `/${name}`;
   const storage = await openPostgresStorage(dbUrl.toString());
   const key = await signingKey();
-  const ledger = new Ledger({ storage, signingKey: () => key, now: Date.now, sealIntervalMs: 1000, sealMaxReceipts: 10_000 });
+  const ledger = new Ledger({
+    storage,
+    signingKey: () => key,
+    now: Date.now,
+    sealIntervalMs: 1000,
+    sealMaxReceipts: 10_000,
+  });
   try {
     await ledger.start();
     const count = Math.min(RECEIPTS, 5000);
@@ -110,7 +127,9 @@ async function postgresAppends(): Promise<string[]> {
     const rate = count / (Number(ns + (process.hrtime.bigint() - sealStart)) / 1e9);
     const epochs = (await storage.receipts.latestCheckpoint())!.epoch;
     log(`  ${Math.round(rate)} receipts/s including sealing (${epochs} epochs)`);
-    return [`| receipts appended on PostgreSQL (own transaction each, ${CONCURRENCY} callers, sealer on, ${count} receipts, ${epochs} epochs) | ${Math.round(rate)} receipts/s (target ≥ ${TARGET_APPENDS}: ${rate >= TARGET_APPENDS ? 'met' : 'not met'}) |`];
+    return [
+      `| receipts appended on PostgreSQL (own transaction each, ${CONCURRENCY} callers, sealer on, ${count} receipts, ${epochs} epochs) | ${Math.round(rate)} receipts/s (target ≥ ${TARGET_APPENDS}: ${rate >= TARGET_APPENDS ? 'met' : 'not met'}) |`,
+    ];
   } finally {
     await ledger.close();
     await storage.close();
@@ -123,7 +142,13 @@ async function fullPath(): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'keyplane-bench-ledger-'));
   const storage = openSqliteStorage(dir);
   const key = await signingKey();
-  const ledger = new Ledger({ storage, signingKey: () => key, now: Date.now, sealIntervalMs: 1000, sealMaxReceipts: 10_000 });
+  const ledger = new Ledger({
+    storage,
+    signingKey: () => key,
+    now: Date.now,
+    sealIntervalMs: 1000,
+    sealMaxReceipts: 10_000,
+  });
   try {
     await ledger.start();
     log(`appending ${RECEIPTS} receipts one after another, one transaction each, sealer on`);
@@ -142,8 +167,12 @@ async function fullPath(): Promise<string[]> {
     const appendRate = RECEIPTS / (Number(appendNs + sealNs) / 1e9);
     const appendPerCpu = perCpuSecond(RECEIPTS, concurrent.cpuUs + cpuMicros() - sealCpuStart);
     const epochs = (await storage.receipts.latestCheckpoint())!.epoch;
-    log(`  ${Math.round(appendRate)} receipts/s including sealing, ${appendPerCpu} per CPU-second (${epochs} epochs in all; target ≥ ${TARGET_APPENDS})`);
-    const sealed = (await Promise.all(hashes.map((hash) => storage.receipts.get(hash)))).filter((r) => r?.epoch !== null && r !== undefined);
+    log(
+      `  ${Math.round(appendRate)} receipts/s including sealing, ${appendPerCpu} per CPU-second (${epochs} epochs in all; target ≥ ${TARGET_APPENDS})`,
+    );
+    const sealed = (await Promise.all(hashes.map((hash) => storage.receipts.get(hash)))).filter(
+      (r) => r?.epoch !== null && r !== undefined,
+    );
     if (sealed.length !== hashes.length) throw new Error(`${hashes.length - sealed.length} receipts are not sealed`);
 
     // Baseline in the same run: a bare INSERT of a same-sized row, one transaction each, same pragmas.
@@ -187,7 +216,7 @@ async function fullPath(): Promise<string[]> {
     return [
       `| receipts appended on SQLite, one caller (own transaction each, sealer on, ${RECEIPTS} receipts) | ${Math.round(serialRate)} receipts/s; ${serialPerCpu} per CPU-second |`,
       `| receipts appended on SQLite, ${CONCURRENCY} callers (own transaction each, group commit, sealer on, ${RECEIPTS} receipts, ${epochs} epochs in the run) | **${Math.round(appendRate)} receipts/s** (target ≥ ${TARGET_APPENDS}: ${appendRate >= TARGET_APPENDS ? 'met' : 'not met'}); **${appendPerCpu} per CPU-second** (${appendPerCpu >= TARGET_APPENDS ? 'met' : 'not met'} on a free core) |`,
-      `| baseline: bare SQLite INSERT of a same-sized row, own transaction each | ${Math.round(rawRate)} rows/s, ${rawPerCpu} per CPU-second (concurrent receipts at ${(appendRate / rawRate * 100).toFixed(0)} % of it by wall rate, ${(appendPerCpu / rawPerCpu * 100).toFixed(0)} % per CPU-second) |`,
+      `| baseline: bare SQLite INSERT of a same-sized row, own transaction each | ${Math.round(rawRate)} rows/s, ${rawPerCpu} per CPU-second (concurrent receipts at ${((appendRate / rawRate) * 100).toFixed(0)} % of it by wall rate, ${((appendPerCpu / rawPerCpu) * 100).toFixed(0)} % per CPU-second) |`,
       `| final seal of the pending remainder | ${ms(sealNs).toFixed(0)} ms |`,
       `| proof look-up by hash (sealed, ${RECEIPTS} stored; store + JSON, no HTTP) | p50 ${percentile(latencies, 50).toFixed(1)} µs, p99 ${percentile(latencies, 99).toFixed(1)} µs |`,
       `| look-up of an unknown hash (404 path) | p50 ${percentile(unknown, 50).toFixed(1)} µs, p99 ${percentile(unknown, 99).toFixed(1)} µs |`,
@@ -217,7 +246,8 @@ function pureTrees(): string[] {
       longest = Math.max(longest, path.length);
       const hex = path.map(toHex);
       const v0 = process.hrtime.bigint();
-      if (!verifyInclusionProof({ key: tree.keys[index]!, index, size, path: hex, root })) throw new Error('a proof did not verify');
+      if (!verifyInclusionProof({ key: tree.keys[index]!, index, size, path: hex, root }))
+        throw new Error('a proof did not verify');
       verifyUs.push(Number(process.hrtime.bigint() - v0) / 1000);
     }
     const oneShot = (nodeCrypto as unknown as { hash: (alg: string, data: Uint8Array, enc: 'buffer') => Buffer }).hash;
@@ -225,9 +255,19 @@ function pureTrees(): string[] {
     const b0 = process.hrtime.bigint();
     for (let i = 0; i < 2 * size; i++) oneShot('sha256', input, 'buffer');
     const baselineMs = ms(process.hrtime.bigint() - b0);
-    const proofJson = JSON.stringify({ epoch: 1, index: size - 1, size, path: auditPath(tree, size - 1).map(toHex) }).length;
+    const proofJson = JSON.stringify({
+      epoch: 1,
+      index: size - 1,
+      size,
+      path: auditPath(tree, size - 1).map(toHex),
+    }).length;
     log(`  size ${size}: build ${buildMs.toFixed(0)} ms, path ≤ ${longest}, log2 ${Math.log2(size).toFixed(2)}`);
-    rows.push(`| ${size.toLocaleString('en')} | ${Math.log2(size).toFixed(2)} | ${longest} | ${longest * 32} B | ${proofJson} B | ${buildMs.toFixed(0)} ms | ${baselineMs.toFixed(0)} ms | ${percentile(verifyUs.sort((a, b) => a - b), 50).toFixed(1)} µs |`);
+    rows.push(
+      `| ${size.toLocaleString('en')} | ${Math.log2(size).toFixed(2)} | ${longest} | ${longest * 32} B | ${proofJson} B | ${buildMs.toFixed(0)} ms | ${baselineMs.toFixed(0)} ms | ${percentile(
+        verifyUs.sort((a, b) => a - b),
+        50,
+      ).toFixed(1)} µs |`,
+    );
   }
   return rows;
 }
@@ -237,17 +277,19 @@ log(`machine: ${machine}`);
 const full = [...(await fullPath()), ...(await postgresAppends())];
 log('sorted trees with the pure functions');
 const pure = pureTrees();
-process.stdout.write([
-  `Machine: ${machine}.`,
-  '',
-  '| measure | result |',
-  '|---|---|',
-  ...full,
-  '',
-  'Sorted Merkle trees built with `lib/ledger` alone (keys sorted, RFC 9162 tree, 1,000 random audit paths per size):',
-  '',
-  '| epoch size | log2(size) | longest path | path bytes | proof JSON | sort + build | baseline: 2n bare SHA-256 | verify one proof (median) |',
-  '|---|---|---|---|---|---|---|---|',
-  ...pure,
-  '',
-].join('\n'));
+process.stdout.write(
+  [
+    `Machine: ${machine}.`,
+    '',
+    '| measure | result |',
+    '|---|---|',
+    ...full,
+    '',
+    'Sorted Merkle trees built with `lib/ledger` alone (keys sorted, RFC 9162 tree, 1,000 random audit paths per size):',
+    '',
+    '| epoch size | log2(size) | longest path | path bytes | proof JSON | sort + build | baseline: 2n bare SHA-256 | verify one proof (median) |',
+    '|---|---|---|---|---|---|---|---|',
+    ...pure,
+    '',
+  ].join('\n'),
+);

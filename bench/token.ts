@@ -24,8 +24,28 @@ import { loadavg } from 'node:os';
 import pg from 'pg';
 import inject from 'light-my-request';
 import Provider from 'oidc-provider';
-import { ADMIN, RESOURCE, REDIRECT, basicAuth, exchangeCode, goodRequest, obtainCode, pkcePair, refresh, registerClient } from '../test/helpers/oidc.js';
-import { benchCase, benchControlPlane, benchTap, describeRun, es256Bound, log, measureInterleaved, type Rate } from './harness.js';
+import {
+  ADMIN,
+  RESOURCE,
+  REDIRECT,
+  basicAuth,
+  exchangeCode,
+  goodRequest,
+  obtainCode,
+  pkcePair,
+  refresh,
+  registerClient,
+} from '../test/helpers/oidc.js';
+import {
+  benchCase,
+  benchControlPlane,
+  benchTap,
+  describeRun,
+  es256Bound,
+  log,
+  measureInterleaved,
+  type Rate,
+} from './harness.js';
 
 const { tap, runTeardowns } = benchTap();
 
@@ -42,7 +62,8 @@ function showAccessTokenHeader(what: string, token: string): void {
 function expectTokens(status: number, body: string, what: string): Record<string, string> {
   if (status !== 200) throw new Error(`${what} failed: ${status} ${body.slice(0, 300)}`);
   const json = JSON.parse(body) as Record<string, string>;
-  if (!json['access_token'] || !json['refresh_token'] || !json['id_token']) throw new Error(`${what}: missing tokens: ${body.slice(0, 300)}`);
+  if (!json['access_token'] || !json['refresh_token'] || !json['id_token'])
+    throw new Error(`${what}: missing tokens: ${body.slice(0, 300)}`);
   showAccessTokenHeader(what, json['access_token']);
   return json;
 }
@@ -78,8 +99,16 @@ function casesOf(provider: Contender) {
     return new Array<null>(n).fill(null);
   };
   return {
-    exchange: benchCase({ name: `${provider.name} code exchange`, prepare: provider.mint, op: async (input) => void (await provider.exchangeOnce(input)) }),
-    refresh: benchCase({ name: `${provider.name} refresh (rotating)`, prepare: chain, op: async () => void (token = await provider.refreshOnce(token!)) }),
+    exchange: benchCase({
+      name: `${provider.name} code exchange`,
+      prepare: provider.mint,
+      op: async (input) => void (await provider.exchangeOnce(input)),
+    }),
+    refresh: benchCase({
+      name: `${provider.name} refresh (rotating)`,
+      prepare: chain,
+      op: async () => void (token = await provider.refreshOnce(token!)),
+    }),
   };
 }
 
@@ -163,15 +192,24 @@ async function nodeOidcProvider(): Promise<Contender> {
   const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'bench', alg: 'ES256', use: 'sig' };
   const client = { client_id: 'notes', client_secret: randomBytes(32).toString('base64url') };
   const provider = new Provider(issuer, {
-    clients: [{
-      ...client, redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
-      token_endpoint_auth_method: 'client_secret_basic', id_token_signed_response_alg: 'ES256',
-    }],
+    clients: [
+      {
+        ...client,
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+        id_token_signed_response_alg: 'ES256',
+      },
+    ],
     jwks: { keys: [jwk] },
     enabledJWA: { idTokenSigningAlgValues: ['ES256'] },
     scopes: ['openid', 'email', 'profile', 'offline_access'],
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-    findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub, email: 'bench@example.com', email_verified: true, name: 'Bench' }) }),
+    findAccount: async (_ctx: unknown, sub: string) => ({
+      accountId: sub,
+      claims: async () => ({ sub, email: 'bench@example.com', email_verified: true, name: 'Bench' }),
+    }),
     // Equivalent to Keyplane: PKCE for every client, rotation on every refresh, JWT access
     // tokens (RFC 9068) for the resource, ES256 everywhere.
     pkce: { required: () => true },
@@ -182,7 +220,13 @@ async function nodeOidcProvider(): Promise<Contender> {
         enabled: true,
         defaultResource: () => RESOURCE,
         useGrantedResource: () => true,
-        getResourceServerInfo: () => ({ scope: 'openid', audience: RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: 600, jwt: { sign: { alg: 'ES256' } } }),
+        getResourceServerInfo: () => ({
+          scope: 'openid',
+          audience: RESOURCE,
+          accessTokenFormat: 'jwt',
+          accessTokenTTL: 600,
+          jwt: { sign: { alg: 'ES256' } },
+        }),
       },
     },
     ttl: { AccessToken: 600, AuthorizationCode: 60, IdToken: 600, RefreshToken: 30 * 86_400, Grant: 30 * 86_400 },
@@ -198,21 +242,44 @@ async function nodeOidcProvider(): Promise<Contender> {
     for (let i = 0; i < n; i++) {
       const verifier = randomBytes(32).toString('base64url');
       const code = new provider.AuthorizationCode({
-        accountId: 'usr_bench', clientId: client.client_id, grantId, redirectUri: REDIRECT, scope: 'openid email profile offline_access',
-        codeChallenge: createHash('sha256').update(verifier).digest('base64url'), codeChallengeMethod: 'S256', nonce: 'n-456',
-        authTime, acr: 'passkey', amr: ['pop', 'user'], resource: RESOURCE, sessionUid: 'bench-session',
+        accountId: 'usr_bench',
+        clientId: client.client_id,
+        grantId,
+        redirectUri: REDIRECT,
+        scope: 'openid email profile offline_access',
+        codeChallenge: createHash('sha256').update(verifier).digest('base64url'),
+        codeChallengeMethod: 'S256',
+        nonce: 'n-456',
+        authTime,
+        acr: 'passkey',
+        amr: ['pop', 'user'],
+        resource: RESOURCE,
+        sessionUid: 'bench-session',
       });
       out.push({ code: await code.save(), verifier });
     }
     return out;
   };
-  const post = async (form: Record<string, string>) => inject(handler as never, {
-    method: 'POST', url: '/token', remoteAddress: '127.0.0.1',
-    headers: { host: 'localhost:4401', authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams(form).toString(),
-  });
+  const post = async (form: Record<string, string>) =>
+    inject(handler as never, {
+      method: 'POST',
+      url: '/token',
+      remoteAddress: '127.0.0.1',
+      headers: {
+        host: 'localhost:4401',
+        authorization: basicAuth(client),
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      payload: new URLSearchParams(form).toString(),
+    });
   const exchangeOnce = async ({ code, verifier }: { code: string; verifier: string }) => {
-    const res = await post({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier, resource: RESOURCE });
+    const res = await post({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+      resource: RESOURCE,
+    });
     return expectTokens(res.statusCode, res.body, 'oidc-provider exchange');
   };
   const refreshOnce = async (token: string) => {
@@ -228,7 +295,8 @@ async function sideBySide(providers: Contender[]): Promise<Rates[]> {
   const exchange = await measureInterleaved(cases.map((c) => c.exchange));
   const refresh = await measureInterleaved(cases.map((c) => c.refresh));
   const out: Rates[] = [];
-  for (const [i, provider] of providers.entries()) out.push({ exchange: exchange[i]!, refresh: refresh[i]!, statements: await provider.statements?.() });
+  for (const [i, provider] of providers.entries())
+    out.push({ exchange: exchange[i]!, refresh: refresh[i]!, statements: await provider.statements?.() });
   return out;
 }
 
@@ -251,15 +319,23 @@ try {
   // A code exchange signs two JWTs (ID token, access token); a refresh signs two as well. Each
   // cell is "per CPU-second / per wall second"; the targets are judged on the CPU figure (one
   // core's worth of this process), which holds up when the machine is shared.
-  process.stdout.write(`\nLoad average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' / ')} (1 / 5 / 15 min). Cells: per CPU-second / per wall second.\n`);
-  process.stdout.write('\n| grant | Keyplane SQLite | target (per CPU-s) | node-oidc-provider | ratio per CPU-s (wall) (target ≥ 1.5) | Keyplane PostgreSQL | PostgreSQL statements per grant | ES256 bound ÷ 2 | SQLite share of bound (CPU) |\n|---|---|---|---|---|---|---|---|---|\n');
+  process.stdout.write(
+    `\nLoad average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')} (1 / 5 / 15 min). Cells: per CPU-second / per wall second.\n`,
+  );
+  process.stdout.write(
+    '\n| grant | Keyplane SQLite | target (per CPU-s) | node-oidc-provider | ratio per CPU-s (wall) (target ≥ 1.5) | Keyplane PostgreSQL | PostgreSQL statements per grant | ES256 bound ÷ 2 | SQLite share of bound (CPU) |\n|---|---|---|---|---|---|---|---|---|\n',
+  );
   for (const name of ['exchange', 'refresh'] as const) {
     const k = kp![name];
     const o = other?.[name];
     const target = TARGETS[name];
     const ratio = o === undefined ? null : k.cpu / o.cpu;
     const wallRatio = o === undefined ? null : k.wall / o.wall;
-    process.stdout.write(`| ${name === 'exchange' ? 'code exchange' : 'refresh (rotating)'} | ${round(k)} | ≥ ${target}: ${verdict(k.cpu >= target)} | ${o === undefined ? 'n/a' : round(o)} | ${ratio === null ? 'n/a' : `${ratio.toFixed(2)} (${wallRatio!.toFixed(2)}): ${verdict(ratio >= TARGETS.ratio)}`} | ${onPg ? round(onPg[name]) : 'skipped'} | ${onPg?.statements ? onPg.statements[name] : 'n/a'} | ${Math.round(bound.cpu / 2)} / ${Math.round(bound.wall / 2)} | ${((k.cpu / (bound.cpu / 2)) * 100).toFixed(1)} % |\n`);
+    process.stdout.write(
+      `| ${name === 'exchange' ? 'code exchange' : 'refresh (rotating)'} | ${round(k)} | ≥ ${target}: ${verdict(k.cpu >= target)} | ${o === undefined ? 'n/a' : round(o)} | ${ratio === null ? 'n/a' : `${ratio.toFixed(2)} (${wallRatio!.toFixed(2)}): ${verdict(ratio >= TARGETS.ratio)}`} | ${onPg ? round(onPg[name]) : 'skipped'} | ${onPg?.statements ? onPg.statements[name] : 'n/a'} | ${Math.round(bound.cpu / 2)} / ${Math.round(bound.wall / 2)} | ${((k.cpu / (bound.cpu / 2)) * 100).toFixed(1)} % |\n`,
+    );
   }
 } finally {
   await runTeardowns();

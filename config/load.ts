@@ -118,7 +118,8 @@ function semanticProblems(config: Record<string, unknown>): string[] {
   for (const [path, list] of lists) {
     if (!Array.isArray(list)) continue;
     list.forEach((entry: string, index) => {
-      if (!isValidAddressEntry(entry)) problems.push(`${path}[${index}] must be an IP address or CIDR range (got "${entry}")`);
+      if (!isValidAddressEntry(entry))
+        problems.push(`${path}[${index}] must be an IP address or CIDR range (got "${entry}")`);
     });
   }
   const caFile = (config['fetch'] as Record<string, unknown> | undefined)?.['caFile'];
@@ -129,7 +130,8 @@ function semanticProblems(config: Record<string, unknown>): string[] {
     } catch {
       problems.push(`fetch.caFile ${caFile} cannot be read`);
     }
-    if (pem && !pem.includes('-----BEGIN CERTIFICATE-----')) problems.push(`fetch.caFile ${caFile} holds no PEM certificate`);
+    if (pem && !pem.includes('-----BEGIN CERTIFICATE-----'))
+      problems.push(`fetch.caFile ${caFile} holds no PEM certificate`);
   }
   return problems;
 }
@@ -200,7 +202,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 function mergeDeep(base: Record<string, unknown>, next: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(next)) {
-    out[key] = isPlainObject(value) && isPlainObject(out[key]) ? mergeDeep(out[key] as Record<string, unknown>, value) : value;
+    out[key] =
+      isPlainObject(value) && isPlainObject(out[key]) ? mergeDeep(out[key] as Record<string, unknown>, value) : value;
   }
   return out;
 }

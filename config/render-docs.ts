@@ -24,11 +24,19 @@ export function renderConfigurationDoc(): string {
     'Keys marked secret are never logged; prefer the environment variable for them.',
   ];
   for (const kind of Object.keys(schemas) as ConfigKind[]) {
-    parts.push('', `## ${TITLES[kind]}`, '', '| key | type | default | env | flag | description |', '|---|---|---|---|---|---|');
+    parts.push(
+      '',
+      `## ${TITLES[kind]}`,
+      '',
+      '| key | type | default | env | flag | description |',
+      '|---|---|---|---|---|---|',
+    );
     for (const [path, leaf] of leaves(schemas[kind])) {
       const type = leaf.type === 'array' ? 'list of strings' : String(leaf.type);
       const description = String(leaf['description'] ?? '') + (leaf['secret'] ? ' **Secret.**' : '');
-      parts.push(`| \`${path}\` | ${type} | ${cell(leaf.default)} | ${leaf.env ? '`' + leaf.env + '`' : '—'} | ${leaf.flag ? '`' + leaf.flag + '`' : '—'} | ${description.replace(/\|/g, '\\|')} |`);
+      parts.push(
+        `| \`${path}\` | ${type} | ${cell(leaf.default)} | ${leaf.env ? '`' + leaf.env + '`' : '—'} | ${leaf.flag ? '`' + leaf.flag + '`' : '—'} | ${description.replace(/\|/g, '\\|')} |`,
+      );
     }
   }
   return parts.join('\n') + '\n';
@@ -36,7 +44,9 @@ export function renderConfigurationDoc(): string {
 
 /** docs/errors.md, generated from lib/errors/reasons.ts. */
 export function renderErrorsDoc(): string {
-  const rows = Object.entries(REASONS).map(([reason, { status, description }]) => `| \`${reason}\` | ${status} | ${description.replace(/\|/g, '\\|')} |`);
+  const rows = Object.entries(REASONS).map(
+    ([reason, { status, description }]) => `| \`${reason}\` | ${status} | ${description.replace(/\|/g, '\\|')} |`,
+  );
   return [
     '# Errors',
     '',

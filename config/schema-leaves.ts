@@ -8,7 +8,10 @@ export function coerce(raw: string, leaf: { type: string | string[] }): unknown 
     case 'boolean':
       return raw === 'true' ? true : raw === 'false' ? false : undefined;
     case 'array':
-      return raw.split(',').map((item) => item.trim()).filter(Boolean);
+      return raw
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean);
     default:
       return raw;
   }

@@ -12,70 +12,173 @@ export interface KeyDoc {
 }
 
 type Leaf = Record<string, unknown> & KeyDoc & { type: string | string[] };
-type Group = { type: 'object'; description?: string; properties: Record<string, Node>; additionalProperties: false; required?: string[] };
+type Group = {
+  type: 'object';
+  description?: string;
+  properties: Record<string, Node>;
+  additionalProperties: false;
+  required?: string[];
+};
 export type Node = Leaf | Group;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const LOOPBACK = ['127.0.0.1/8', '::1'];
 
-const host = (def: string): Leaf => ({ type: 'string', minLength: 1, default: def, flag: '--host', description: 'Address to listen on.' });
-const port = (def: number): Leaf => ({ type: 'integer', minimum: 0, maximum: 65535, default: def, flag: '--port', description: 'TCP port to listen on; 0 picks a free port.' });
-const seconds = (def: number, description: string): Leaf => ({ type: 'integer', minimum: 1, maximum: 31_536_000, default: def, description: `${description} (seconds).` });
-const count = (def: number, description: string): Leaf => ({ type: 'integer', minimum: 1, maximum: 1_000_000, default: def, description });
+const host = (def: string): Leaf => ({
+  type: 'string',
+  minLength: 1,
+  default: def,
+  flag: '--host',
+  description: 'Address to listen on.',
+});
+const port = (def: number): Leaf => ({
+  type: 'integer',
+  minimum: 0,
+  maximum: 65535,
+  default: def,
+  flag: '--port',
+  description: 'TCP port to listen on; 0 picks a free port.',
+});
+const seconds = (def: number, description: string): Leaf => ({
+  type: 'integer',
+  minimum: 1,
+  maximum: 31_536_000,
+  default: def,
+  description: `${description} (seconds).`,
+});
+const count = (def: number, description: string): Leaf => ({
+  type: 'integer',
+  minimum: 1,
+  maximum: 1_000_000,
+  default: def,
+  description,
+});
 
-const group = (description: string, properties: Record<string, Node>): Group => ({ type: 'object', description, properties, additionalProperties: false });
+const group = (description: string, properties: Record<string, Node>): Group => ({
+  type: 'object',
+  description,
+  properties,
+  additionalProperties: false,
+});
 
 const common = {
-  logLevel: { type: 'string', enum: LOG_LEVELS, default: 'info', description: 'Minimum level of the JSON log lines written to stderr.' } as Leaf,
-  dataDir: { type: 'string', minLength: 1, default: './data', env: 'KEYPLANE_DATA_DIR', flag: '--data', description: 'Directory for the embedded store, keys and the dev mail outbox.' } as Leaf,
-  redisUrl: { type: 'string', pattern: '^rediss?://', env: 'KEYPLANE_REDIS_URL', flag: '--redis', description: 'Redis URL for shared state (rate limits, one-time values, replay caches); unset keeps it in-process.' } as Leaf,
+  logLevel: {
+    type: 'string',
+    enum: LOG_LEVELS,
+    default: 'info',
+    description: 'Minimum level of the JSON log lines written to stderr.',
+  } as Leaf,
+  dataDir: {
+    type: 'string',
+    minLength: 1,
+    default: './data',
+    env: 'KEYPLANE_DATA_DIR',
+    flag: '--data',
+    description: 'Directory for the embedded store, keys and the dev mail outbox.',
+  } as Leaf,
+  redisUrl: {
+    type: 'string',
+    pattern: '^rediss?://',
+    env: 'KEYPLANE_REDIS_URL',
+    flag: '--redis',
+    description: 'Redis URL for shared state (rate limits, one-time values, replay caches); unset keeps it in-process.',
+  } as Leaf,
 };
 
 export const controlPlaneSchema: Group = group('Control plane', {
   host: host('127.0.0.1'),
   port: port(4400),
   issuer: {
-    type: 'string', format: 'uri', pattern: '^https?://[^/?#]+(/[^?#]*[^/?#])?$', env: 'KEYPLANE_ISSUER', flag: '--issuer',
-    description: 'Public base URL and OIDC issuer, without a trailing slash. Unset on a loopback host: http://localhost:<port>.',
+    type: 'string',
+    format: 'uri',
+    pattern: '^https?://[^/?#]+(/[^?#]*[^/?#])?$',
+    env: 'KEYPLANE_ISSUER',
+    flag: '--issuer',
+    description:
+      'Public base URL and OIDC issuer, without a trailing slash. Unset on a loopback host: http://localhost:<port>.',
   },
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,
   databaseUrl: {
-    type: 'string', pattern: '^postgres(ql)?://', env: 'KEYPLANE_DATABASE_URL', flag: '--database', secret: true,
-    description: 'PostgreSQL URL (postgres://user:pass@host:5432/db) for durable state; several control planes may share it. Unset keeps embedded SQLite in the data dir.',
+    type: 'string',
+    pattern: '^postgres(ql)?://',
+    env: 'KEYPLANE_DATABASE_URL',
+    flag: '--database',
+    secret: true,
+    description:
+      'PostgreSQL URL (postgres://user:pass@host:5432/db) for durable state; several control planes may share it. Unset keeps embedded SQLite in the data dir.',
   },
   database: group('Durable storage', {
     migrateOnStart: {
-      type: 'boolean', default: true,
-      description: 'Apply pending schema migrations when the control plane starts. Off: start refuses an outdated schema and `keyplane migrate` applies it.',
+      type: 'boolean',
+      default: true,
+      description:
+        'Apply pending schema migrations when the control plane starts. Off: start refuses an outdated schema and `keyplane migrate` applies it.',
     },
-    poolSize: { type: 'integer', minimum: 1, maximum: 200, default: 10, description: 'PostgreSQL connections each control plane keeps (unused with SQLite).' },
+    poolSize: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 200,
+      default: 10,
+      description: 'PostgreSQL connections each control plane keeps (unused with SQLite).',
+    },
   }),
   masterKey: {
-    type: 'string', minLength: 32, env: 'KEYPLANE_MASTER_KEY', secret: true,
-    description: 'Key (32 characters or more) that encrypts private keys and secrets at rest. Unset: a dev key is generated in the data dir (mode 0600) with a warning.',
+    type: 'string',
+    minLength: 32,
+    env: 'KEYPLANE_MASTER_KEY',
+    secret: true,
+    description:
+      'Key (32 characters or more) that encrypts private keys and secrets at rest. Unset: a dev key is generated in the data dir (mode 0600) with a warning.',
   },
   adminToken: {
-    type: 'string', minLength: 32, env: 'KEYPLANE_ADMIN_TOKEN', secret: true,
-    description: 'Operator bearer token for the admin API and RFC 7591 initial access token. No default: unset disables both.',
+    type: 'string',
+    minLength: 32,
+    env: 'KEYPLANE_ADMIN_TOKEN',
+    secret: true,
+    description:
+      'Operator bearer token for the admin API and RFC 7591 initial access token. No default: unset disables both.',
   },
   logLevel: common.logLevel,
   http: group('HTTP server', {
-    bodyLimit: { type: 'integer', minimum: 1024, maximum: 16_777_216, default: 1_048_576, description: 'Largest accepted request body (bytes); larger bodies get 413.' },
+    bodyLimit: {
+      type: 'integer',
+      minimum: 1024,
+      maximum: 16_777_216,
+      default: 1_048_576,
+      description: 'Largest accepted request body (bytes); larger bodies get 413.',
+    },
     trustedProxies: {
-      type: 'array', items: { type: 'string', minLength: 1 }, default: LOOPBACK,
+      type: 'array',
+      items: { type: 'string', minLength: 1 },
+      default: LOOPBACK,
       description: 'Addresses (IPs or CIDR ranges) whose X-Forwarded-* headers are believed.',
     },
   }),
   dns: group('DNS look-ups (agent and org site domain control)', {
     resolvers: {
-      type: 'array', items: { type: 'string', minLength: 1, maxLength: 100 }, default: [],
-      description: 'Resolvers (`host` or `host:port`) asked for `_svc-agent.<domain>` and `_keyplane.<host>` TXT records; empty uses the system\'s.',
+      type: 'array',
+      items: { type: 'string', minLength: 1, maxLength: 100 },
+      default: [],
+      description:
+        "Resolvers (`host` or `host:port`) asked for `_svc-agent.<domain>` and `_keyplane.<host>` TXT records; empty uses the system's.",
     },
   }),
   keys: group('Signing keys', {
-    rotateEveryDays: { type: 'integer', minimum: 0, maximum: 3650, default: 90, description: 'Rotate the ES256 signing key after this many days; 0 rotates only on `keyplane keys rotate`.' },
-    retainRetiredDays: { type: 'integer', minimum: 1, maximum: 36_500, default: 3650, description: 'Keep a retired key in the JWKS this long, so tokens and ledger checkpoints it signed still verify.' },
+    rotateEveryDays: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 3650,
+      default: 90,
+      description: 'Rotate the ES256 signing key after this many days; 0 rotates only on `keyplane keys rotate`.',
+    },
+    retainRetiredDays: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 36_500,
+      default: 3650,
+      description: 'Keep a retired key in the JWKS this long, so tokens and ledger checkpoints it signed still verify.',
+    },
   }),
   lifetimes: group('Lifetimes of codes, tokens and sessions', {
     authorizationCode: seconds(60, 'Authorization code'),
@@ -99,49 +202,119 @@ export const controlPlaneSchema: Group = group('Control plane', {
   }),
   scan: group('Website posture scan (docs/scan.md)', {
     publicPerIpPerHour: count(10, 'Anonymous `POST /scan` requests per client IP per hour.'),
-    publicPerHostPerHour: count(6, 'Scans of one target host per hour through the public scan, whoever asks (cached results do not count).'),
-    cacheSeconds: seconds(300, 'A public scan of the same URL within this time answers with the stored Rating instead of fetching the site again'),
-    rescanIntervalHours: { type: 'integer', minimum: 0, maximum: 8760, default: 24, description: 'Rescan every org\'s primary site this often (hours); 0 turns the schedule off.' },
+    publicPerHostPerHour: count(
+      6,
+      'Scans of one target host per hour through the public scan, whoever asks (cached results do not count).',
+    ),
+    cacheSeconds: seconds(
+      300,
+      'A public scan of the same URL within this time answers with the stored Rating instead of fetching the site again',
+    ),
+    rescanIntervalHours: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 8760,
+      default: 24,
+      description: "Rescan every org's primary site this often (hours); 0 turns the schedule off.",
+    },
   }),
   signup: group('Account creation', {
-    selfService: { type: 'boolean', default: true, description: 'Allow anyone to create an account with a passkey; false leaves only the founder link and invitations.' },
+    selfService: {
+      type: 'boolean',
+      default: true,
+      description:
+        'Allow anyone to create an account with a passkey; false leaves only the founder link and invitations.',
+    },
   }),
   mail: group('Outgoing mail', {
-    smtpUrl: { type: 'string', pattern: '^smtps?://', env: 'KEYPLANE_SMTP_URL', secret: true, description: 'smtp:// or smtps:// URL; unset writes RFC 5322 files to <dataDir>/outbox/.' },
-    from: { type: 'string', minLength: 3, default: 'Keyplane <no-reply@localhost>', description: 'From address of outgoing mail.' },
+    smtpUrl: {
+      type: 'string',
+      pattern: '^smtps?://',
+      env: 'KEYPLANE_SMTP_URL',
+      secret: true,
+      description: 'smtp:// or smtps:// URL; unset writes RFC 5322 files to <dataDir>/outbox/.',
+    },
+    from: {
+      type: 'string',
+      minLength: 3,
+      default: 'Keyplane <no-reply@localhost>',
+      description: 'From address of outgoing mail.',
+    },
   }),
   mcp: group('Read-only MCP tool server at /mcp (docs/mcp.md)', {
     perIpPerMinute: count(120, 'JSON-RPC requests to `POST /mcp` per client IP per minute.'),
   }),
   contact: group('Contact channel at /contact (docs/contact.md)', {
     operatorAddress: {
-      type: 'string', minLength: 3, maxLength: 254, pattern: '^[^@\\s]+@[^@\\s]+$',
+      type: 'string',
+      minLength: 3,
+      maxLength: 254,
+      pattern: '^[^@\\s]+@[^@\\s]+$',
       description: 'Where contact messages are mailed. Unset: they are stored and receipted, but no mail goes out.',
     },
     perAddressPerHour: count(5, 'Contact messages accepted per client IP, and per sender address, per hour.'),
-    maxMessageChars: { type: 'integer', minimum: 100, maximum: 20_000, default: 4000, description: 'Longest contact message (characters); longer ones get 413 `message_too_long`.' },
+    maxMessageChars: {
+      type: 'integer',
+      minimum: 100,
+      maximum: 20_000,
+      default: 4000,
+      description: 'Longest contact message (characters); longer ones get 413 `message_too_long`.',
+    },
   }),
   ledger: group('Receipt ledger', {
-    sealIntervalMs: { type: 'integer', minimum: 50, maximum: 60_000, default: 1000, description: 'Seal pending receipts into an epoch at most this often (milliseconds).' },
+    sealIntervalMs: {
+      type: 'integer',
+      minimum: 50,
+      maximum: 60_000,
+      default: 1000,
+      description: 'Seal pending receipts into an epoch at most this often (milliseconds).',
+    },
     sealMaxReceipts: count(10_000, 'Seal at once when this many receipts are pending.'),
   }),
   v1: group('Deprecated v1 script bridge (off unless a client registers `v1_bridge: true`)', {
-    sessionTokenLifetime: { type: 'integer', minimum: 30, maximum: 3600, default: 300, description: 'Lifetime of a v1 session token (macaroon) handed to a v1 return URL (seconds); the relying party redeems it at once with `POST /auth/verify-session`.' },
-    deprecatedAt: { type: 'string', format: 'date', default: '2026-11-23', description: 'Date announced in the `Deprecation` header of every v1 response (RFC 9745).' },
-    sunset: { type: 'string', format: 'date', default: '2027-06-30', description: 'Date announced in the `Sunset` header of every v1 response (RFC 8594), after which the bridge may be removed.' },
+    sessionTokenLifetime: {
+      type: 'integer',
+      minimum: 30,
+      maximum: 3600,
+      default: 300,
+      description:
+        'Lifetime of a v1 session token (macaroon) handed to a v1 return URL (seconds); the relying party redeems it at once with `POST /auth/verify-session`.',
+    },
+    deprecatedAt: {
+      type: 'string',
+      format: 'date',
+      default: '2026-11-23',
+      description: 'Date announced in the `Deprecation` header of every v1 response (RFC 9745).',
+    },
+    sunset: {
+      type: 'string',
+      format: 'date',
+      default: '2027-06-30',
+      description:
+        'Date announced in the `Sunset` header of every v1 response (RFC 8594), after which the bridge may be removed.',
+    },
   }),
   oidc: group('OpenID Connect provider', {
     dpopNonce: {
-      type: 'boolean', default: false,
-      description: 'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in proofs at the token and userinfo endpoints. Stateless: any replica with the master key accepts them.',
+      type: 'boolean',
+      default: false,
+      description:
+        'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in proofs at the token and userinfo endpoints. Stateless: any replica with the master key accepts them.',
     },
   }),
-  fetch: group('Server-side fetches of URLs users give (a client\'s `jwks_uri`, agent cards, scans)', {
+  fetch: group("Server-side fetches of URLs users give (a client's `jwks_uri`, agent cards, scans)", {
     allowPrivateTargets: {
-      type: 'boolean', default: false,
-      description: 'Let server-side fetches and registered `jwks_uri` values reach loopback, private, link-local and metadata addresses. For tests only: it opens the control plane to server-side request forgery.',
+      type: 'boolean',
+      default: false,
+      description:
+        'Let server-side fetches and registered `jwks_uri` values reach loopback, private, link-local and metadata addresses. For tests only: it opens the control plane to server-side request forgery.',
     },
-    caFile: { type: 'string', minLength: 1, description: 'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.' },
+    caFile: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.',
+    },
   }),
 });
 
@@ -149,36 +322,88 @@ export const gatewaySchema: Group = group('Edge-gate', {
   host: host('127.0.0.1'),
   port: port(4480),
   publicUrl: {
-    type: 'string', format: 'uri', pattern: '^https?://[^/?#]+$', flag: '--public-url',
-    description: 'Public URL of the gateway (scheme, host, port). Unset: the listening URL. The redirect URI is <publicUrl>/_gate/callback.',
+    type: 'string',
+    format: 'uri',
+    pattern: '^https?://[^/?#]+$',
+    flag: '--public-url',
+    description:
+      'Public URL of the gateway (scheme, host, port). Unset: the listening URL. The redirect URI is <publicUrl>/_gate/callback.',
   },
-  controlPlane: { type: 'string', format: 'uri', pattern: '^https?://', default: 'http://localhost:4400', flag: '--control-plane', description: 'Base URL (issuer) of the control plane.' },
-  upstream: { type: 'string', format: 'uri', pattern: '^https?://', flag: '--upstream', description: 'URL of the protected app: every path no `upstreams` entry claims.' },
+  controlPlane: {
+    type: 'string',
+    format: 'uri',
+    pattern: '^https?://',
+    default: 'http://localhost:4400',
+    flag: '--control-plane',
+    description: 'Base URL (issuer) of the control plane.',
+  },
+  upstream: {
+    type: 'string',
+    format: 'uri',
+    pattern: '^https?://',
+    flag: '--upstream',
+    description: 'URL of the protected app: every path no `upstreams` entry claims.',
+  },
   upstreams: {
-    type: 'array', maxItems: 50, default: [],
+    type: 'array',
+    maxItems: 50,
+    default: [],
     items: {
-      type: 'object', required: ['path', 'url'], additionalProperties: false,
-      properties: { path: { type: 'string', pattern: '^/' }, url: { type: 'string', format: 'uri', pattern: '^https?://[^/?#]+/?$' } },
+      type: 'object',
+      required: ['path', 'url'],
+      additionalProperties: false,
+      properties: {
+        path: { type: 'string', pattern: '^/' },
+        url: { type: 'string', format: 'uri', pattern: '^https?://[^/?#]+/?$' },
+      },
     },
-    description: 'More apps behind the same gateway, by path prefix: `[{path, url}]`, the longest segment-wise prefix winning (as for policy routes). The path is forwarded unchanged and the url is an origin. YAML only.',
+    description:
+      'More apps behind the same gateway, by path prefix: `[{path, url}]`, the longest segment-wise prefix winning (as for policy routes). The path is forwarded unchanged and the url is an origin. YAML only.',
   },
-  clientId: { type: 'string', minLength: 1, flag: '--client-id', description: 'The gateway\'s OIDC client id at the control plane.' },
-  clientSecret: { type: 'string', minLength: 1, flag: '--client-secret', env: 'KEYPLANE_GATEWAY_CLIENT_SECRET', secret: true, description: 'The gateway\'s client secret.' },
+  clientId: {
+    type: 'string',
+    minLength: 1,
+    flag: '--client-id',
+    description: "The gateway's OIDC client id at the control plane.",
+  },
+  clientSecret: {
+    type: 'string',
+    minLength: 1,
+    flag: '--client-secret',
+    env: 'KEYPLANE_GATEWAY_CLIENT_SECRET',
+    secret: true,
+    description: "The gateway's client secret.",
+  },
   trustedProxies: {
-    type: 'array', items: { type: 'string', minLength: 1 }, default: LOOPBACK, flag: '--trusted-proxies',
+    type: 'array',
+    items: { type: 'string', minLength: 1 },
+    default: LOOPBACK,
+    flag: '--trusted-proxies',
     description: 'Addresses (IPs or CIDR ranges) whose forwarded and original-URI headers are believed.',
   },
   cookieKeys: {
-    type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' }, env: 'KEYPLANE_GATEWAY_COOKIE_KEYS', secret: true,
-    description: 'Session cookie keys (32 bytes, base64url), newest first: the first encrypts, all decrypt, so keys rotate. Replicas must share them. Unset: one is generated in the data dir (mode 0600).',
+    type: 'array',
+    items: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+    env: 'KEYPLANE_GATEWAY_COOKIE_KEYS',
+    secret: true,
+    description:
+      'Session cookie keys (32 bytes, base64url), newest first: the first encrypts, all decrypt, so keys rotate. Replicas must share them. Unset: one is generated in the data dir (mode 0600).',
   },
   sessionLifetime: seconds(43_200, 'Gateway browser session cookie, from sign-in'),
-  assertionLifetime: { type: 'integer', minimum: 1, maximum: 300, default: 60, description: 'Lifetime of the X-Auth-Assertion JWT sent upstream (seconds, at most 300).' },
-  upstreamTimeout: seconds(30, 'Wait for the upstream\'s response headers before answering 504 `upstream_timeout`'),
+  assertionLifetime: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 300,
+    default: 60,
+    description: 'Lifetime of the X-Auth-Assertion JWT sent upstream (seconds, at most 300).',
+  },
+  upstreamTimeout: seconds(30, "Wait for the upstream's response headers before answering 504 `upstream_timeout`"),
   upstreamConnections: count(128, 'Keep-alive connections the gateway holds open to the upstream.'),
   dpopNonce: {
-    type: 'boolean', default: false,
-    description: 'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in the proofs of DPoP callers. Stateless: nonces derive from `cookieKeys`, so every replica sharing them accepts them; each lives 5 to 10 minutes.',
+    type: 'boolean',
+    default: false,
+    description:
+      'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in the proofs of DPoP callers. Stateless: nonces derive from `cookieKeys`, so every replica sharing them accepts them; each lives 5 to 10 minutes.',
   },
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,

@@ -10,8 +10,14 @@ export interface Answer {
 
 /** The server refused: the envelope goes to stdout (as JSON with --json) and the exit code is 1. */
 export class Refused extends CliError {
-  constructor(readonly answer: Answer, what: string) {
-    super(`${what}: ${String(answer.body['reason'] ?? `HTTP ${answer.status}`)}${answer.body['message'] ? ` (${String(answer.body['message'])})` : ''}`, EXIT.failed);
+  constructor(
+    readonly answer: Answer,
+    what: string,
+  ) {
+    super(
+      `${what}: ${String(answer.body['reason'] ?? `HTTP ${answer.status}`)}${answer.body['message'] ? ` (${String(answer.body['message'])})` : ''}`,
+      EXIT.failed,
+    );
   }
 }
 
@@ -24,17 +30,26 @@ export function baseUrl(value: string | undefined): string {
   } catch {
     throw new CliError('--control-plane must be a URL', EXIT.usage);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CliError('--control-plane must be an http(s) URL', EXIT.usage);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new CliError('--control-plane must be an http(s) URL', EXIT.usage);
   return url.toString().replace(/\/+$/, '');
 }
 
 /** One JSON request; network failures and non-JSON answers are usage errors (exit 2), any JSON object is returned. */
-export async function requestJson(method: 'GET' | 'POST' | 'DELETE', url: string, options: { token?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<Answer> {
+export async function requestJson(
+  method: 'GET' | 'POST' | 'DELETE',
+  url: string,
+  options: { token?: string; body?: unknown; signal?: AbortSignal } = {},
+): Promise<Answer> {
   let response: Response;
-  const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(TIMEOUT_MS)]) : AbortSignal.timeout(TIMEOUT_MS);
+  const signal = options.signal
+    ? AbortSignal.any([options.signal, AbortSignal.timeout(TIMEOUT_MS)])
+    : AbortSignal.timeout(TIMEOUT_MS);
   try {
     response = await fetch(url, {
-      method, signal, redirect: 'error',
+      method,
+      signal,
+      redirect: 'error',
       headers: {
         accept: 'application/json',
         ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
@@ -52,7 +67,8 @@ export async function requestJson(method: 'GET' | 'POST' | 'DELETE', url: string
   } catch {
     throw new CliError(`${url} answered ${response.status} without JSON`, EXIT.usage);
   }
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new CliError(`${url} answered ${response.status} with something other than a JSON object`, EXIT.usage);
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new CliError(`${url} answered ${response.status} with something other than a JSON object`, EXIT.usage);
   return { status: response.status, body: body as Record<string, unknown> };
 }
 
@@ -66,7 +82,7 @@ export interface AdminApi {
 export function adminApi(controlPlane: string | undefined): AdminApi {
   const base = baseUrl(controlPlane);
   const token = readAdminToken();
-  if (!token) throw new CliError('set KEYPLANE_ADMIN_TOKEN to the control plane\'s admin token', EXIT.usage);
+  if (!token) throw new CliError("set KEYPLANE_ADMIN_TOKEN to the control plane's admin token", EXIT.usage);
   return {
     base,
     async call(method, path, what, body) {
@@ -78,7 +94,11 @@ export function adminApi(controlPlane: string | undefined): AdminApi {
 }
 
 /** Runs a command body; with --json a refusal's envelope is printed on stdout before the exit code 1. */
-export async function withJsonRefusals(json: boolean | undefined, run: () => Promise<void>, print: (line: string) => void): Promise<void> {
+export async function withJsonRefusals(
+  json: boolean | undefined,
+  run: () => Promise<void>,
+  print: (line: string) => void,
+): Promise<void> {
   try {
     await run();
   } catch (error) {

@@ -12,7 +12,6 @@ import { IN_PLACE_PREFIX, inPlaceDemoHandler, type InPlaceDemoOptions } from './
  * exactly what a real app behind the gateway should do.
  */
 
-
 export interface DemoApp {
   url: string;
   server: Server;
@@ -20,13 +19,26 @@ export interface DemoApp {
 }
 
 /** Shown on the page; the assertion is checked rather than shown. */
-const SHOWN_HEADERS = [IDENTITY_HEADERS.subject, IDENTITY_HEADERS.principalType, IDENTITY_HEADERS.assurance, IDENTITY_HEADERS.email];
+const SHOWN_HEADERS = [
+  IDENTITY_HEADERS.subject,
+  IDENTITY_HEADERS.principalType,
+  IDENTITY_HEADERS.assurance,
+  IDENTITY_HEADERS.email,
+];
 
-export async function startDemoApp(options: { port: number; host: string; gatewayUrl: string; inPlace?: InPlaceDemoOptions }): Promise<DemoApp> {
+export async function startDemoApp(options: {
+  port: number;
+  host: string;
+  gatewayUrl: string;
+  inPlace?: InPlaceDemoOptions;
+}): Promise<DemoApp> {
   // The in-place example (deploy/examples/in-place/) is served on the demo app's own origin, not
   // behind the gateway: it signs in by itself, with the three in-place transports.
   const inPlace = options.inPlace ? inPlaceDemoHandler(options.inPlace) : null;
-  const jwks = createRemoteJWKSet(new URL(`${options.gatewayUrl}/_gate/jwks`), { timeoutDuration: 3_000, cooldownDuration: 30_000 });
+  const jwks = createRemoteJWKSet(new URL(`${options.gatewayUrl}/_gate/jwks`), {
+    timeoutDuration: 3_000,
+    cooldownDuration: 30_000,
+  });
   const server = createServer((req, res) => {
     handle(req, res).catch(() => send(res, 500, 'application/json', JSON.stringify({ ok: false, reason: 'internal' })));
   });
@@ -47,11 +59,17 @@ export async function startDemoApp(options: { port: number; host: string; gatewa
     send(res, 200, 'text/html; charset=utf-8', page(path, identity, assertion, options.gatewayUrl));
   }
 
-  async function checkAssertion(token: string | undefined): Promise<{ verified: boolean; claims?: JWTPayload; problem?: string }> {
+  async function checkAssertion(
+    token: string | undefined,
+  ): Promise<{ verified: boolean; claims?: JWTPayload; problem?: string }> {
     if (!token) return { verified: false, problem: 'no assertion (a public route, or no gateway in front)' };
     try {
       // The gateway addresses its assertion to the upstream origin it proxies to: this app.
-      const { payload } = await jwtVerify(token, jwks, { algorithms: ['ES256'], issuer: options.gatewayUrl, audience: url });
+      const { payload } = await jwtVerify(token, jwks, {
+        algorithms: ['ES256'],
+        issuer: options.gatewayUrl,
+        audience: url,
+      });
       return { verified: true, claims: payload };
     } catch (error) {
       return { verified: false, problem: (error as { code?: string }).code ?? 'does not verify' };
@@ -63,10 +81,11 @@ export async function startDemoApp(options: { port: number; host: string; gatewa
   return {
     url,
     server,
-    close: () => new Promise<void>((resolve) => {
-      server.closeIdleConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeIdleConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -79,21 +98,32 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
   res.writeHead(status, {
     'content-type': type,
     'cache-control': 'no-store',
-    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    'content-security-policy':
+      "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'same-origin',
   });
   res.end(body);
 }
 
-function page(path: string, identity: Record<string, string | undefined>, assertion: { verified: boolean; claims?: JWTPayload; problem?: string }, gatewayUrl: string): string {
+function page(
+  path: string,
+  identity: Record<string, string | undefined>,
+  assertion: { verified: boolean; claims?: JWTPayload; problem?: string },
+  gatewayUrl: string,
+): string {
   const rows = Object.entries(identity)
-    .map(([name, value]) => `<tr><th scope="row"><code>${escapeHtml(name)}</code></th><td id="${escapeHtml(name)}">${value === undefined ? '<em>not sent</em>' : escapeHtml(value)}</td></tr>`)
+    .map(
+      ([name, value]) =>
+        `<tr><th scope="row"><code>${escapeHtml(name)}</code></th><td id="${escapeHtml(name)}">${value === undefined ? '<em>not sent</em>' : escapeHtml(value)}</td></tr>`,
+    )
     .join('');
   const verdict = assertion.verified
     ? `<p id="assertion" class="good">The signed assertion verifies with <code>${escapeHtml(gatewayUrl)}/_gate/jwks</code>.</p>`
     : `<p id="assertion" class="note">Assertion: ${escapeHtml(assertion.problem ?? 'not verified')}.</p>`;
-  const claims = assertion.claims ? `<details><summary>Assertion claims</summary><pre>${escapeHtml(JSON.stringify(assertion.claims, null, 2))}</pre></details>` : '';
+  const claims = assertion.claims
+    ? `<details><summary>Assertion claims</summary><pre>${escapeHtml(JSON.stringify(assertion.claims, null, 2))}</pre></details>`
+    : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Keyplane demo app</title>

@@ -48,7 +48,10 @@ export interface BuildOptions {
 }
 
 /** Builds the control plane's HTTP application on already-opened services. */
-export async function buildControlPlane(services: ControlPlaneServices, options: BuildOptions = {}): Promise<FastifyInstance> {
+export async function buildControlPlane(
+  services: ControlPlaneServices,
+  options: BuildOptions = {},
+): Promise<FastifyInstance> {
   const { config } = services;
   const trusted = compileAddressList(config.http.trustedProxies);
   const app = Fastify({
@@ -79,13 +82,18 @@ export async function buildControlPlane(services: ControlPlaneServices, options:
       info: {
         title: 'Keyplane',
         version: 'svc-api-1',
-        description: 'Passkey-first identity and security plane. Every failure is the envelope {ok:false, reason, message?}.',
+        description:
+          'Passkey-first identity and security plane. Every failure is the envelope {ok:false, reason, message?}.',
       },
       servers: [{ url: config.issuer }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          sessionCookie: { type: 'apiKey', in: 'cookie', name: config.issuer.startsWith('https://') ? '__Host-kp_session' : 'kp_session' },
+          sessionCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: config.issuer.startsWith('https://') ? '__Host-kp_session' : 'kp_session',
+          },
         },
       },
     },

@@ -2,7 +2,8 @@ import type { FastifyServerOptions } from 'fastify';
 import type { LogLevel } from '../../config/types.js';
 
 // Query parameters whose values are credentials; their values never reach a log line.
-const SECRET_PARAMS = /([?&](?:code|token|code_verifier|refresh_token|id_token_hint|client_secret|state|nonce|signupToken)=)[^&#]*/gi;
+const SECRET_PARAMS =
+  /([?&](?:code|token|code_verifier|refresh_token|id_token_hint|client_secret|state|nonce|signupToken)=)[^&#]*/gi;
 
 export function redactUrl(url: string): string {
   return url.replace(SECRET_PARAMS, '$1[redacted]');
@@ -29,7 +30,11 @@ export function loggerOptions(level: LogLevel, stream?: NodeJS.WritableStream): 
       censor: '[redacted]',
     },
     serializers: {
-      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({
+        method: req.method,
+        url: redactUrl(req.url),
+        remoteAddress: req.ip,
+      }),
     },
   };
 }

@@ -12,7 +12,6 @@ export interface RunningControlPlane {
   close(): Promise<void>;
 }
 
-
 /** Binds first (so `--port 0` knows its port before the issuer is fixed), then builds the app on that socket. */
 export interface StartHooks {
   warn?: (message: string) => void;
@@ -20,16 +19,22 @@ export interface StartHooks {
   logStream?: NodeJS.WritableStream;
 }
 
-export async function startControlPlane(config: ControlPlaneConfig, hooks: StartHooks = {}): Promise<RunningControlPlane> {
+export async function startControlPlane(
+  config: ControlPlaneConfig,
+  hooks: StartHooks = {},
+): Promise<RunningControlPlane> {
   const server = createServer();
   const port = await listen(server, config.port, config.host);
   const issuer = config.issuer ?? defaultPublicUrl(config.host, port);
   let services: RunningServices | undefined;
   try {
-    services = await openControlPlaneServices({ ...config, issuer }, {
-      ...(hooks.warn ? { warn: hooks.warn } : {}),
-      ...(hooks.notify ? { notify: hooks.notify } : {}),
-    });
+    services = await openControlPlaneServices(
+      { ...config, issuer },
+      {
+        ...(hooks.warn ? { warn: hooks.warn } : {}),
+        ...(hooks.notify ? { notify: hooks.notify } : {}),
+      },
+    );
     const app = await buildControlPlane(services, {
       ...(hooks.logStream ? { logStream: hooks.logStream } : {}),
       serverFactory: (handler) => {
@@ -44,11 +49,12 @@ export async function startControlPlane(config: ControlPlaneConfig, hooks: Start
       url: issuer,
       app,
       services: opened,
-      close: () => (closing ??= (async () => {
-        await app.close();
-        await closeServer(server);
-        await opened.close();
-      })()),
+      close: () =>
+        (closing ??= (async () => {
+          await app.close();
+          await closeServer(server);
+          await opened.close();
+        })()),
     };
   } catch (error) {
     await closeServer(server);

@@ -26,11 +26,16 @@ export interface RunningServices extends ControlPlaneServices {
 }
 
 /** Opens storage, shared state and the key ring; starts the key schedule. */
-export async function openControlPlaneServices(config: ControlPlaneConfig & { issuer: string }, options: OpenOptions = {}): Promise<RunningServices> {
+export async function openControlPlaneServices(
+  config: ControlPlaneConfig & { issuer: string },
+  options: OpenOptions = {},
+): Promise<RunningServices> {
   const now = options.now ?? Date.now;
   const master = resolveMasterKey(config.masterKey, config.dataDir);
   if (master.devKeyFile) {
-    options.warn?.(`KEYPLANE_MASTER_KEY is not set: using the generated dev key ${master.devKeyFile}. Set a master key in production.`);
+    options.warn?.(
+      `KEYPLANE_MASTER_KEY is not set: using the generated dev key ${master.devKeyFile}. Set a master key in production.`,
+    );
   }
   const storage: Storage = await openStorage(config);
   let state: SharedState | undefined;
@@ -47,19 +52,37 @@ export async function openControlPlaneServices(config: ControlPlaneConfig & { is
     const events = new EventBus();
     // The receipt ledger subscribes first, so every event's receipt is written in its transaction.
     const ledger = new Ledger({
-      storage, signingKey: () => keys.current(), now, metrics, ...config.ledger,
+      storage,
+      signingKey: () => keys.current(),
+      now,
+      metrics,
+      ...config.ledger,
       onError: (error) => options.warn?.(`sealing the receipt ledger failed: ${(error as Error).message}`),
     });
     events.subscribe(ledger.record);
     await ledger.start();
     const mailer = createMailer({
-      smtpUrl: config.mail.smtpUrl, from: config.mail.from, dataDir: config.dataDir,
+      smtpUrl: config.mail.smtpUrl,
+      from: config.mail.from,
+      dataDir: config.dataDir,
       onError: (error) => options.warn?.(`outgoing mail failed: ${(error as Error).message}`),
     });
     let closing: Promise<void> | undefined;
     return {
-      config, storage, state: opened, keys, metrics, events, ledger, secrets: createSecrets(master.key), mailer, now,
-      fetcher: createGuardedFetcher({ allowPrivateTargets: config.fetch.allowPrivateTargets, ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}) }),
+      config,
+      storage,
+      state: opened,
+      keys,
+      metrics,
+      events,
+      ledger,
+      secrets: createSecrets(master.key),
+      mailer,
+      now,
+      fetcher: createGuardedFetcher({
+        allowPrivateTargets: config.fetch.allowPrivateTargets,
+        ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}),
+      }),
       notify: options.notify ?? (() => undefined),
       close() {
         // Idempotent: a test (or a signal handler) may close before the owner's own teardown does.

@@ -10,15 +10,28 @@ export function isApiCaller(req: IncomingMessage): boolean {
 }
 
 /** An API caller by its access token (and DPoP proof): verified locally against the control plane's keys. */
-export async function identifyApiCaller(ctx: GatewayContext, req: IncomingMessage, method: string, path: string): Promise<Identified> {
+export async function identifyApiCaller(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  method: string,
+  path: string,
+): Promise<Identified> {
   const policy = ctx.holder.current?.policy;
   const audience = (policy ? findRoute(policy.routes, path)?.resource : undefined) ?? ctx.publicUrl;
   const acceptClients = [...(ctx.config.clientId ? [ctx.config.clientId] : []), ...(policy?.accept_clients ?? [])];
   const caller = await authenticateApiCaller(
     { method, path, authorization: req.headers['authorization']!, dpop: req.headers['dpop'] },
     {
-      issuer: ctx.controlPlane, audience, acceptClients, publicUrl: ctx.publicUrl, keys: ctx.keys, state: ctx.state, now: ctx.now,
-      verifiedTokens: ctx.caches.verifiedTokens, dpopKeys: ctx.caches.dpopKeys, ...(ctx.dpopNonceKeys ? { dpopNonceKeys: ctx.dpopNonceKeys } : {}),
+      issuer: ctx.controlPlane,
+      audience,
+      acceptClients,
+      publicUrl: ctx.publicUrl,
+      keys: ctx.keys,
+      state: ctx.state,
+      now: ctx.now,
+      verifiedTokens: ctx.caches.verifiedTokens,
+      dpopKeys: ctx.caches.dpopKeys,
+      ...(ctx.dpopNonceKeys ? { dpopNonceKeys: ctx.dpopNonceKeys } : {}),
     },
   );
   return { caller, session: null, api: true };

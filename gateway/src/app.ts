@@ -74,14 +74,27 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   const metrics = createGatewayMetrics(() => heldVersion());
   const cookieKeys = loadCookieKeys(config.cookieKeys, config.dataDir);
   // The code exchange and refreshes need the client's secret (client_secret_basic).
-  const tokens = deps.tokenClient ?? (config.clientId && config.clientSecret
-    ? createTokenClient({ controlPlane, clientId: config.clientId, clientSecret: config.clientSecret })
-    : undefined);
-  const holder = new GatewayConfigHolder({ issuer: controlPlane, clientId: config.clientId ?? '', store: deps.configStore ?? fileConfigStore(config.dataDir) });
+  const tokens =
+    deps.tokenClient ??
+    (config.clientId && config.clientSecret
+      ? createTokenClient({ controlPlane, clientId: config.clientId, clientSecret: config.clientSecret })
+      : undefined);
+  const holder = new GatewayConfigHolder({
+    issuer: controlPlane,
+    clientId: config.clientId ?? '',
+    store: deps.configStore ?? fileConfigStore(config.dataDir),
+  });
   heldVersion = () => holder.current?.version ?? 0;
   const dpopNonceKeys = config.dpopNonce ? deriveDpopNonceKeys(cookieKeys) : undefined;
   return {
-    config, publicUrl, controlPlane, now, log, metrics, cookieKeys, holder,
+    config,
+    publicUrl,
+    controlPlane,
+    now,
+    log,
+    metrics,
+    cookieKeys,
+    holder,
     secure: publicUrl.startsWith('https://'),
     redirectUri: `${publicUrl}/_gate/callback`,
     state: deps.state ?? new MemorySharedState(),
@@ -89,12 +102,16 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
     signingKey: await loadOrCreateSigningKey(config.dataDir),
     ...(dpopNonceKeys ? { dpopNonceKeys } : {}),
     ...(tokens ? { tokens } : {}),
-    upstreams: routeUpstreams(config, (origin) => new UpstreamProxy({
-      upstream: origin,
-      connections: config.upstreamConnections,
-      headersTimeoutMs: config.upstreamTimeout * 1000,
-      onHeaders: (ms) => metrics.upstreamSeconds.observe(ms / 1000),
-    })),
+    upstreams: routeUpstreams(
+      config,
+      (origin) =>
+        new UpstreamProxy({
+          upstream: origin,
+          connections: config.upstreamConnections,
+          headersTimeoutMs: config.upstreamTimeout * 1000,
+          onHeaders: (ms) => metrics.upstreamSeconds.observe(ms / 1000),
+        }),
+    ),
     caches: {
       sessions: new ExpiringCache(SESSION_CACHE_LIMIT),
       verifiedTokens: new ExpiringCache(TOKEN_CACHE_LIMIT),
@@ -119,7 +136,13 @@ async function ownRoute(ctx: GatewayContext, res: ServerResponse, path: string):
 }
 
 /** The reserved paths under `/_gate/` (docs/gateway.md#request-pipeline). */
-async function gateRoute(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, target: RequestTarget, view: ClientView): Promise<void> {
+async function gateRoute(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget,
+  view: ClientView,
+): Promise<void> {
   const method = req.method ?? 'GET';
   const query = new URLSearchParams(target.search);
   const notAllowed = () => sendError(ctx.metrics, res, fail('method_not_allowed'));
@@ -160,7 +183,12 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
   const result = await authorize(ctx, req, { method, target, res });
   if ('refused' in result) return refuse(ctx, req, res, result.refused);
   const upstream = ctx.upstreams.find(target.path);
-  if (!upstream) return sendError(ctx.metrics, res, fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'));
+  if (!upstream)
+    return sendError(
+      ctx.metrics,
+      res,
+      fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'),
+    );
   const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin);
   // Counted once the upstream answered: a request that never reached the app was not `allowed` through.
   const forwarded = await upstream.proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body });
@@ -184,7 +212,12 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
 
   async function evidence(ttlSeconds = 60): Promise<string> {
     const held = ctx.holder.current;
-    const byLabel = async (metric: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, string | number | undefined> }> }> }, label: string) => {
+    const byLabel = async (
+      metric: {
+        get(): Promise<{ values: Array<{ value: number; labels: Record<string, string | number | undefined> }> }>;
+      },
+      label: string,
+    ) => {
       const out: Record<string, number> = {};
       for (const value of (await metric.get()).values) {
         const key = String(value.labels[label]);
@@ -193,12 +226,25 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       return out;
     };
     const outcomes = await byLabel(ctx.metrics.requests, 'outcome');
-    return buildGatewayEvidence({
-      issuer: ctx.publicUrl, audience: ctx.controlPlane, clientId: config.clientId ?? '',
-      config: held ? { version: held.version, hash: held.hash, mode: held.policy.mode } : null,
-      counts: { allowed: outcomes['allowed'] ?? 0, refused: await byLabel(ctx.metrics.refusals, 'reason'), observed: await byLabel(ctx.metrics.observed, 'reason') },
-      instance, lastEnforcementAt: ctx.enforcement.lastAt, startedAt, now: ctx.now(), ttlSeconds,
-    }, ctx.signingKey);
+    return buildGatewayEvidence(
+      {
+        issuer: ctx.publicUrl,
+        audience: ctx.controlPlane,
+        clientId: config.clientId ?? '',
+        config: held ? { version: held.version, hash: held.hash, mode: held.policy.mode } : null,
+        counts: {
+          allowed: outcomes['allowed'] ?? 0,
+          refused: await byLabel(ctx.metrics.refusals, 'reason'),
+          observed: await byLabel(ctx.metrics.observed, 'reason'),
+        },
+        instance,
+        lastEnforcementAt: ctx.enforcement.lastAt,
+        startedAt,
+        now: ctx.now(),
+        ttlSeconds,
+      },
+      ctx.signingKey,
+    );
   }
 
   return {
@@ -212,10 +258,12 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     state: ctx.state,
     log: ctx.log,
     handleRequest(req, res) {
-      handle(ctx, req, res).catch((error: unknown) => internalError(error, () => {
-        if (!res.headersSent) sendEnvelope(res, fail('internal', 'something went wrong on our side'));
-        else res.destroy();
-      }));
+      handle(ctx, req, res).catch((error: unknown) =>
+        internalError(error, () => {
+          if (!res.headersSent) sendEnvelope(res, fail('internal', 'something went wrong on our side'));
+          else res.destroy();
+        }),
+      );
     },
     handleUpgrade(req, socket, head) {
       socket.on('error', () => socket.destroy());

@@ -9,7 +9,8 @@ import type { GatewayContext, Identified } from './context.js';
 import { identifySession } from './sessions.js';
 
 /** A browser is sent to sign in (or step up) at the control plane; anyone else gets an envelope. */
-export type Refusal = { signIn: { returnTo: string; acr?: string }; reason: Reason } | { signIn?: undefined; error: KeyplaneError };
+export type Refusal =
+  { signIn: { returnTo: string; acr?: string }; reason: Reason } | { signIn?: undefined; error: KeyplaneError };
 
 export type Authorized = { who: Identified; decision: Decision } | { refused: Refusal };
 
@@ -29,60 +30,119 @@ function isBrowserNavigation(req: IncomingMessage, method: string): boolean {
 }
 
 /** The envelope (or redirect) for a refused decision. */
-function refusalFor(ctx: GatewayContext, decision: Extract<Decision, { outcome: 'refuse' }>, who: Identified, browser: boolean, returnTo: string): Refusal {
+function refusalFor(
+  ctx: GatewayContext,
+  decision: Extract<Decision, { outcome: 'refuse' }>,
+  who: Identified,
+  browser: boolean,
+  returnTo: string,
+): Refusal {
   const { publicUrl } = ctx;
   const scheme = who.caller?.kind === 'dpop' ? 'DPoP' : 'Bearer';
   const api = who.api || !browser;
   switch (decision.reason) {
     case 'unauthorized':
       if (!api) return { signIn: { returnTo }, reason: 'unauthorized' };
-      return { error: fail('unauthorized', 'sign in or present an access token', { headers: { 'www-authenticate': `${challenge('Bearer', publicUrl)}, ${challenge('DPoP', publicUrl)}` } }) };
+      return {
+        error: fail('unauthorized', 'sign in or present an access token', {
+          headers: { 'www-authenticate': `${challenge('Bearer', publicUrl)}, ${challenge('DPoP', publicUrl)}` },
+        }),
+      };
     case 'insufficient_user_authentication': {
       const acr = decision.requiredAssurance ?? 'sensitive';
       if (!api) return { signIn: { returnTo, acr }, reason: 'insufficient_user_authentication' };
-      if (!who.api) return { error: fail('insufficient_assurance', `this route needs assurance ${acr}`, { fields: { acr_values: acr } }) };
+      if (!who.api)
+        return {
+          error: fail('insufficient_assurance', `this route needs assurance ${acr}`, { fields: { acr_values: acr } }),
+        };
       const description = `this route needs assurance ${acr}`;
-      return { error: fail('insufficient_user_authentication', description, { headers: { 'www-authenticate': challenge(scheme, publicUrl, { error: 'insufficient_user_authentication', error_description: description, acr_values: acr }) }, fields: { error: 'insufficient_user_authentication', acr_values: acr } }) };
+      return {
+        error: fail('insufficient_user_authentication', description, {
+          headers: {
+            'www-authenticate': challenge(scheme, publicUrl, {
+              error: 'insufficient_user_authentication',
+              error_description: description,
+              acr_values: acr,
+            }),
+          },
+          fields: { error: 'insufficient_user_authentication', acr_values: acr },
+        }),
+      };
     }
     case 'insufficient_scope': {
       const scope = (decision.missingScopes ?? []).join(' ');
-      return { error: fail('insufficient_scope', `this route needs scope ${scope}`, { headers: { 'www-authenticate': challenge(scheme, publicUrl, { error: 'insufficient_scope', scope }) }, fields: { error: 'insufficient_scope', scope } }) };
+      return {
+        error: fail('insufficient_scope', `this route needs scope ${scope}`, {
+          headers: { 'www-authenticate': challenge(scheme, publicUrl, { error: 'insufficient_scope', scope }) },
+          fields: { error: 'insufficient_scope', scope },
+        }),
+      };
     }
     case 'dpop_required':
-      return { error: fail('dpop_required', 'this route needs a DPoP-bound token and proof', { headers: { 'www-authenticate': challenge('DPoP', publicUrl, { error: 'invalid_token', error_description: 'DPoP required' }) } }) };
+      return {
+        error: fail('dpop_required', 'this route needs a DPoP-bound token and proof', {
+          headers: {
+            'www-authenticate': challenge('DPoP', publicUrl, {
+              error: 'invalid_token',
+              error_description: 'DPoP required',
+            }),
+          },
+        }),
+      };
     case 'principal_not_allowed':
-      return { error: fail('principal_not_allowed', `this route does not admit ${who.caller?.principalType ?? 'this'} principals`) };
+      return {
+        error: fail(
+          'principal_not_allowed',
+          `this route does not admit ${who.caller?.principalType ?? 'this'} principals`,
+        ),
+      };
   }
 }
 
 /** Runs identification and policy: who may pass, or the refusal to answer (an envelope or a redirect). */
-export async function authorize(ctx: GatewayContext, req: IncomingMessage, options: AuthorizeOptions): Promise<Authorized> {
+export async function authorize(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  options: AuthorizeOptions,
+): Promise<Authorized> {
   const { method, target } = options;
   const held = ctx.holder.current;
   if (!held) return { refused: { error: fail('gateway_not_configured', 'the gateway has no signed config yet') } };
   let who: Identified;
   try {
-    who = isApiCaller(req) ? await identifyApiCaller(ctx, req, method, target.path) : await identifySession(ctx, req, options.res);
+    who = isApiCaller(req)
+      ? await identifyApiCaller(ctx, req, method, target.path)
+      : await identifySession(ctx, req, options.res);
   } catch (error) {
     if (!isKeyplaneError(error)) throw error;
     if (held.policy.mode === 'enforce') return { refused: { error } };
     // observe / canary: a credential that does not verify cannot be placed in a canary bucket,
     // so it is observed: counted under its reason and passed on without identity.
     ctx.metrics.observed.inc({ reason: error.reason });
-    ctx.log.info({ event: 'gateway.observed', reason: error.reason, path: target.path, mode: held.policy.mode }, 'would refuse');
-    return { who: { caller: null, session: null, api: true }, decision: { outcome: 'allow', route: null, enforced: false, wouldRefuse: 'unauthorized' } };
+    ctx.log.info(
+      { event: 'gateway.observed', reason: error.reason, path: target.path, mode: held.policy.mode },
+      'would refuse',
+    );
+    return {
+      who: { caller: null, session: null, api: true },
+      decision: { outcome: 'allow', route: null, enforced: false, wouldRefuse: 'unauthorized' },
+    };
   }
   const decision = evaluatePolicy(held.policy, target.path, who.caller);
   if (decision.outcome === 'refuse' || decision.enforced) ctx.enforcement.lastAt = ctx.now();
   if (decision.outcome === 'allow') {
     if (decision.wouldRefuse) {
       ctx.metrics.observed.inc({ reason: decision.wouldRefuse });
-      ctx.log.info({ event: 'gateway.observed', reason: decision.wouldRefuse, path: target.path, mode: held.policy.mode }, 'would refuse');
+      ctx.log.info(
+        { event: 'gateway.observed', reason: decision.wouldRefuse, path: target.path, mode: held.policy.mode },
+        'would refuse',
+      );
     }
     return { who, decision };
   }
   // Only a page load is ever redirected, never an API caller or a fetch; in forward auth only
   // when the proxy relays the answer to the browser (`?redirect=1`: Traefik, Caddy).
-  const browser = !who.api && isBrowserNavigation(req, method) && (!options.forwardAuth || options.wantsRedirect === true);
+  const browser =
+    !who.api && isBrowserNavigation(req, method) && (!options.forwardAuth || options.wantsRedirect === true);
   return { refused: refusalFor(ctx, decision, who, browser, `${target.path}${target.search}`) };
 }

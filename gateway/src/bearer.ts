@@ -51,7 +51,9 @@ export interface ApiAuthContext {
  * cookie-key rotation rotates these too. HKDF keeps the two uses of one secret apart.
  */
 export function deriveDpopNonceKeys(cookieKeys: readonly { key: Uint8Array }[]): Uint8Array[] {
-  return cookieKeys.map(({ key }) => new Uint8Array(hkdfSync('sha256', key, new Uint8Array(0), 'keyplane:gateway:dpop-nonce:v1', 32)));
+  return cookieKeys.map(
+    ({ key }) => new Uint8Array(hkdfSync('sha256', key, new Uint8Array(0), 'keyplane:gateway:dpop-nonce:v1', 32)),
+  );
 }
 
 /** The nonce to hand a DPoP caller now: the newest key, the gateway's public URL as audience (§9). */
@@ -62,7 +64,13 @@ export function currentDpopNonce(keys: readonly Uint8Array[], audience: string, 
 /** `WWW-Authenticate` for a resource refusal, in the scheme the caller used (RFC 6750 §3, RFC 9449 §7.1). */
 export function challenge(scheme: 'Bearer' | 'DPoP', realm: string, params: Record<string, string> = {}): string {
   const parts = Object.entries(params).map(([key, value]) => `${key}="${value.replace(/["\\]/g, '')}"`);
-  if (scheme === 'DPoP') return dpopChallenge({ ...(params['error'] ? { error: params['error'] } : {}), ...(params['error_description'] ? { description: params['error_description'] } : {}) }) + (params['acr_values'] ? `, acr_values="${params['acr_values']}"` : '');
+  if (scheme === 'DPoP')
+    return (
+      dpopChallenge({
+        ...(params['error'] ? { error: params['error'] } : {}),
+        ...(params['error_description'] ? { description: params['error_description'] } : {}),
+      }) + (params['acr_values'] ? `, acr_values="${params['acr_values']}"` : '')
+    );
   return [`Bearer realm="${realm}"`, ...parts].join(', ');
 }
 
@@ -119,12 +127,15 @@ export async function authenticateApiCaller(
   });
   // RFC 8707 / RFC 9068 §4: a token for another resource (another route's API) is not for this one.
   const aud = claims['aud'];
-  if (!(aud === context.audience || (Array.isArray(aud) && aud.includes(context.audience)))) throw invalidToken(parsed.scheme, realm, 'the access token is for another resource');
+  if (!(aud === context.audience || (Array.isArray(aud) && aud.includes(context.audience))))
+    throw invalidToken(parsed.scheme, realm, 'the access token is for another resource');
   // RFC 9068 §2.2 client_id: a token minted for another client is not the gateway's to accept,
   // whoever its subject is (a client a victim signed in to would otherwise speak for them here).
-  if (typeof claims['client_id'] !== 'string' || !context.acceptClients.includes(claims['client_id'])) throw invalidToken(parsed.scheme, realm, 'the access token was issued to a client this gateway does not accept');
+  if (typeof claims['client_id'] !== 'string' || !context.acceptClients.includes(claims['client_id']))
+    throw invalidToken(parsed.scheme, realm, 'the access token was issued to a client this gateway does not accept');
   const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
-  if (parsed.scheme === 'Bearer' && jkt !== undefined) throw invalidToken('DPoP', realm, 'this token is DPoP-bound: present it with the DPoP scheme and a proof');
+  if (parsed.scheme === 'Bearer' && jkt !== undefined)
+    throw invalidToken('DPoP', realm, 'this token is DPoP-bound: present it with the DPoP scheme and a proof');
   if (parsed.scheme === 'DPoP') {
     if (typeof jkt !== 'string') throw invalidToken('DPoP', realm, 'the DPoP scheme needs a DPoP-bound token');
     const now = context.now();
@@ -140,9 +151,15 @@ export async function authenticateApiCaller(
         accessToken: parsed.token,
         boundJkt: jkt,
         // Checked before the jti is recorded, so a proof refused for its nonce does not burn its jti.
-        ...(nonceKeys ? { nonce: (value: string) => nonceKeys.some((key) => checkDpopNonce(value, { key, audience: nonceAudience, now })) } : {}),
+        ...(nonceKeys
+          ? {
+              nonce: (value: string) =>
+                nonceKeys.some((key) => checkDpopNonce(value, { key, audience: nonceAudience, now })),
+            }
+          : {}),
         ...(context.dpopKeys ? { keyCache: context.dpopKeys } : {}),
-        isReplay: async (jti, proofJkt, expiresAt) => !(await context.state.setIfAbsent(dpopReplayKey(jti, proofJkt), '1', Math.max(1, expiresAt - context.now()))),
+        isReplay: async (jti, proofJkt, expiresAt) =>
+          !(await context.state.setIfAbsent(dpopReplayKey(jti, proofJkt), '1', Math.max(1, expiresAt - context.now()))),
       });
     } catch (error) {
       if (!isDpopError(error)) throw error;
@@ -158,7 +175,8 @@ export async function authenticateApiCaller(
     }
   }
   const { assurance, principalType } = readPrincipalClaims(claims);
-  if (!principalType || !assurance) throw invalidToken(parsed.scheme, realm, 'the access token lacks its principal or assurance');
+  if (!principalType || !assurance)
+    throw invalidToken(parsed.scheme, realm, 'the access token lacks its principal or assurance');
   const scope = typeof claims['scope'] === 'string' ? claims['scope'] : '';
   return {
     kind: parsed.scheme === 'DPoP' ? 'dpop' : 'bearer',

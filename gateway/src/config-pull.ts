@@ -53,7 +53,11 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
     let result: PullResult;
     try {
       const res = await request(`${base}/gateway/config`, {
-        headers: { authorization: formatClientSecretBasic(options.clientId, options.clientSecret), accept: 'application/jwt', ...(etag ? { 'if-none-match': etag } : {}) },
+        headers: {
+          authorization: formatClientSecretBasic(options.clientId, options.clientSecret),
+          accept: 'application/jwt',
+          ...(etag ? { 'if-none-match': etag } : {}),
+        },
         headersTimeout: timeout,
         bodyTimeout: timeout,
       });
@@ -75,7 +79,9 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
         }
       }
     } catch (error) {
-      result = isProtocolError(error, ...CONFIG_REFUSALS) ? { outcome: 'refused', reason: error.code } : { outcome: 'unavailable' };
+      result = isProtocolError(error, ...CONFIG_REFUSALS)
+        ? { outcome: 'refused', reason: error.code }
+        : { outcome: 'unavailable' };
     }
     options.onResult?.(result);
     return result;

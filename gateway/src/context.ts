@@ -68,16 +68,27 @@ export interface Identified {
 }
 
 /** `applyForwarded` with one trust look-up per connection, not per request: a keep-alive socket keeps its peer. */
-export function createForwardedReader(trustedProxies: readonly string[], publicUrl: string): (req: IncomingMessage) => ClientView {
+export function createForwardedReader(
+  trustedProxies: readonly string[],
+  publicUrl: string,
+): (req: IncomingMessage) => ClientView {
   const trustedList = compileAddressList(trustedProxies);
   const trustBySocket = new WeakMap<object, boolean>();
-  const trustOf = (req: IncomingMessage): ((address: string) => boolean) => (address) => {
-    let trusted = trustBySocket.get(req.socket);
-    if (trusted === undefined) {
-      trusted = trustedList(address);
-      trustBySocket.set(req.socket, trusted);
-    }
-    return trusted;
-  };
-  return (req) => applyForwardedHeaders(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) }, trustOf(req), publicUrl);
+  const trustOf =
+    (req: IncomingMessage): ((address: string) => boolean) =>
+    (address) => {
+      let trusted = trustBySocket.get(req.socket);
+      if (trusted === undefined) {
+        trusted = trustedList(address);
+        trustBySocket.set(req.socket, trusted);
+      }
+      return trusted;
+    };
+  return (req) =>
+    applyForwardedHeaders(
+      req.headers,
+      { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) },
+      trustOf(req),
+      publicUrl,
+    );
 }

@@ -9,7 +9,8 @@ import { repeat } from './repeat.js';
  * status green through a lost request, and a missed push simply lets the evidence go stale.
  */
 
-export type PushResult = { outcome: 'accepted' } | { outcome: 'refused'; status: number; reason?: string } | { outcome: 'unavailable' };
+export type PushResult =
+  { outcome: 'accepted' } | { outcome: 'refused'; status: number; reason?: string } | { outcome: 'unavailable' };
 
 export interface EvidencePushOptions {
   controlPlane: string;
@@ -40,7 +41,10 @@ export function createEvidencePush(options: EvidencePushOptions): EvidencePush {
     try {
       const res = await request(url, {
         method: 'POST',
-        headers: { authorization: formatClientSecretBasic(options.clientId, options.clientSecret), 'content-type': 'application/jwt' },
+        headers: {
+          authorization: formatClientSecretBasic(options.clientId, options.clientSecret),
+          'content-type': 'application/jwt',
+        },
         body: await options.evidence(options.ttlSeconds),
         headersTimeout: timeout,
         bodyTimeout: timeout,
@@ -50,9 +54,14 @@ export function createEvidencePush(options: EvidencePushOptions): EvidencePush {
         result = { outcome: 'accepted' };
       } else {
         const body = (await res.body.json().catch(() => null)) as { reason?: unknown } | null;
-        result = res.statusCode >= 500
-          ? { outcome: 'unavailable' }
-          : { outcome: 'refused', status: res.statusCode, ...(typeof body?.reason === 'string' ? { reason: body.reason } : {}) };
+        result =
+          res.statusCode >= 500
+            ? { outcome: 'unavailable' }
+            : {
+                outcome: 'refused',
+                status: res.statusCode,
+                ...(typeof body?.reason === 'string' ? { reason: body.reason } : {}),
+              };
       }
     } catch {
       result = { outcome: 'unavailable' };

@@ -9,7 +9,13 @@ import { refuse } from './page-flow.js';
 import { countPassed, sendError } from './respond.js';
 
 /** `/_gate/auth` for nginx auth_request, Traefik ForwardAuth and Caddy forward_auth (docs/gateway.md#forward-auth-_gateauth). */
-export async function forwardAuth(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, view: ClientView, wantsRedirect: boolean): Promise<void> {
+export async function forwardAuth(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  view: ClientView,
+  wantsRedirect: boolean,
+): Promise<void> {
   // Original method and URI are believed only from a trusted proxy; otherwise they were dropped.
   const method = view.originalMethod ?? 'GET';
   const target = normalizeRequestTarget(view.originalUri ?? '/');
@@ -18,7 +24,14 @@ export async function forwardAuth(ctx: GatewayContext, req: IncomingMessage, res
   if ('refused' in result) return refuse(ctx, req, res, result.refused);
   countPassed(ctx.metrics, result.decision);
   // The assertion names the app the original URI belongs to when the gateway knows it, else the gateway itself.
-  const headers = result.who.caller ? await identityHeaders(ctx, result.who.caller, result.who.session, ctx.upstreams.find(target.path)?.origin ?? ctx.publicUrl) : {};
+  const headers = result.who.caller
+    ? await identityHeaders(
+        ctx,
+        result.who.caller,
+        result.who.session,
+        ctx.upstreams.find(target.path)?.origin ?? ctx.publicUrl,
+      )
+    : {};
   res.writeHead(200, { ...headers, 'cache-control': 'no-store', 'content-length': '0' });
   res.end();
 }

@@ -38,11 +38,18 @@ export interface VerifyIdTokenOptions {
  * absent) and `svc.principal.type`; undefined for what is missing or unknown. ID and access
  * tokens carry them alike.
  */
-export function readPrincipalClaims(claims: Record<string, unknown>): { assurance: AssuranceLevel | undefined; principalType: 'human' | 'agent' | undefined } {
+export function readPrincipalClaims(claims: Record<string, unknown>): {
+  assurance: AssuranceLevel | undefined;
+  principalType: 'human' | 'agent' | undefined;
+} {
   const svc = (claims['svc'] ?? {}) as { assurance?: unknown; principal?: { type?: unknown } };
   const type = svc.principal?.type;
   return {
-    assurance: isAssuranceLevel(svc.assurance) ? svc.assurance : isAssuranceLevel(claims['acr']) ? claims['acr'] : undefined,
+    assurance: isAssuranceLevel(svc.assurance)
+      ? svc.assurance
+      : isAssuranceLevel(claims['acr'])
+        ? claims['acr']
+        : undefined,
     principalType: type === 'human' || type === 'agent' ? type : undefined,
   };
 }
@@ -67,15 +74,19 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
   } catch {
     throw invalid('the ID token does not verify (signature, issuer, audience or expiry)');
   }
-  if (typeof typ === 'string' && typ.toLowerCase().replace(/^application\//, '') === 'at+jwt') throw invalid('an access token is not an ID token');
+  if (typeof typ === 'string' && typ.toLowerCase().replace(/^application\//, '') === 'at+jwt')
+    throw invalid('an access token is not an ID token');
   const aud = claims['aud'];
-  if (Array.isArray(aud) && aud.length > 1 && claims['azp'] !== options.clientId) throw invalid('the ID token names other audiences without azp');
+  if (Array.isArray(aud) && aud.length > 1 && claims['azp'] !== options.clientId)
+    throw invalid('the ID token names other audiences without azp');
   if (options.nonce !== null) {
     const nonce = claims['nonce'];
-    if (typeof nonce !== 'string' || !constantEquals(nonce, options.nonce)) throw invalid('the ID token nonce is not the one of this sign-in');
+    if (typeof nonce !== 'string' || !constantEquals(nonce, options.nonce))
+      throw invalid('the ID token nonce is not the one of this sign-in');
   }
   const sub = claims['sub'] as string;
-  if (options.subject !== undefined && sub !== options.subject) throw invalid('the refreshed ID token names another subject');
+  if (options.subject !== undefined && sub !== options.subject)
+    throw invalid('the refreshed ID token names another subject');
   const { assurance, principalType } = readPrincipalClaims(claims);
   if (!assurance) throw invalid('the ID token states no assurance');
   if (!principalType) throw invalid('the ID token states no principal');

@@ -5,7 +5,12 @@ import type { GateSession } from '../../lib/gateway/session-cookie.js';
 import type { GatewayContext } from './context.js';
 
 /** `audience` is the upstream origin the request goes to (the gateway's own URL in forward-auth mode). */
-export async function assertionFor(ctx: GatewayContext, caller: Caller, session: GateSession | null, audience: string): Promise<string> {
+export async function assertionFor(
+  ctx: GatewayContext,
+  caller: Caller,
+  session: GateSession | null,
+  audience: string,
+): Promise<string> {
   const { config } = ctx;
   const email = session?.emailVerified === true ? session.email : undefined;
   const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}`;
@@ -14,18 +19,34 @@ export async function assertionFor(ctx: GatewayContext, caller: Caller, session:
   if (cached) return cached;
   // One signature per identity for half the assertion lifetime: ES256 signing per request
   // would dominate the hot path, and an assertion is a statement, not a one-time token.
-  const jwt = await buildUpstreamAssertion({
-    issuer: ctx.publicUrl, audience, subject: caller.subject, principalType: caller.principalType, assurance: caller.assurance,
-    ...(email ? { email } : {}), now: at, ttlSeconds: config.assertionLifetime,
-  }, ctx.signingKey);
+  const jwt = await buildUpstreamAssertion(
+    {
+      issuer: ctx.publicUrl,
+      audience,
+      subject: caller.subject,
+      principalType: caller.principalType,
+      assurance: caller.assurance,
+      ...(email ? { email } : {}),
+      now: at,
+      ttlSeconds: config.assertionLifetime,
+    },
+    ctx.signingKey,
+  );
   ctx.caches.assertions.set(key, jwt, at + (config.assertionLifetime * 1000) / 2, at);
   return jwt;
 }
 
 /** The identity headers (docs/gateway.md#identity-to-the-upstream) for a caller the policy let through. */
-export async function identityHeaders(ctx: GatewayContext, caller: Caller, session: GateSession | null, audience: string): Promise<Record<string, string>> {
+export async function identityHeaders(
+  ctx: GatewayContext,
+  caller: Caller,
+  session: GateSession | null,
+  audience: string,
+): Promise<Record<string, string>> {
   return buildIdentityHeaders({
-    subject: caller.subject, principalType: caller.principalType, assurance: caller.assurance,
+    subject: caller.subject,
+    principalType: caller.principalType,
+    assurance: caller.assurance,
     ...(session?.email ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
     assertion: await assertionFor(ctx, caller, session, audience),
   });

@@ -34,7 +34,10 @@ export async function loadOrCreateSigningKey(dataDir: string): Promise<GatewaySi
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
   }
-  const privateKey = createPrivateKey({ key: JSON.parse(readFileSync(path, 'utf8')) as JWK & { kty: string }, format: 'jwk' });
+  const privateKey = createPrivateKey({
+    key: JSON.parse(readFileSync(path, 'utf8')) as JWK & { kty: string },
+    format: 'jwk',
+  });
   const { d: _d, ...pub } = await exportJWK(privateKey);
   const kid = await calculateJwkThumbprint(pub);
   return { kid, privateKey, publicJwk: { ...pub, kid, alg: 'ES256', use: 'sig' } };

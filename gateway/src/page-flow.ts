@@ -3,8 +3,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel, meetsAssurance } from '../../lib/assurance/assurance.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import {
-  clearCookie, clearSessionCookies, loginCookieName, parseCookieHeader, readLoginCookie, readSessionCookies,
-  writeLoginCookie, writeSessionCookies, type GateSession,
+  clearCookie,
+  clearSessionCookies,
+  loginCookieName,
+  parseCookieHeader,
+  readLoginCookie,
+  readSessionCookies,
+  writeLoginCookie,
+  writeSessionCookies,
+  type GateSession,
 } from '../../lib/gateway/session-cookie.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
@@ -27,14 +34,38 @@ const LOGIN_SECONDS = 600;
  * authentication (RFC 9470 §4) and keeps the current session until it succeeds; a plain
  * sign-in starts from no session (session fixation, GHSA-f24x-5g9q-753f).
  */
-async function startSignIn(ctx: GatewayContext, cookieHeader: string | undefined, returnTo: string, acr?: string): Promise<{ location: string; cookies: string[] }> {
-  const login = { state: randomToken(16), nonce: randomToken(16), codeVerifier: randomToken(32), returnTo, ...(acr ? { acrValues: acr } : {}) };
-  const cookies = [await writeLoginCookie(login, { keys: ctx.cookieKeys, now: ctx.now(), secure: ctx.secure, ttlSeconds: LOGIN_SECONDS })];
+async function startSignIn(
+  ctx: GatewayContext,
+  cookieHeader: string | undefined,
+  returnTo: string,
+  acr?: string,
+): Promise<{ location: string; cookies: string[] }> {
+  const login = {
+    state: randomToken(16),
+    nonce: randomToken(16),
+    codeVerifier: randomToken(32),
+    returnTo,
+    ...(acr ? { acrValues: acr } : {}),
+  };
+  const cookies = [
+    await writeLoginCookie(login, {
+      keys: ctx.cookieKeys,
+      now: ctx.now(),
+      secure: ctx.secure,
+      ttlSeconds: LOGIN_SECONDS,
+    }),
+  ];
   if (!acr) cookies.push(...clearSessionCookies(Object.keys(parseCookieHeader(cookieHeader)), ctx.secure));
   const params = new URLSearchParams({
     // offline_access: a refresh token, so the session can follow the control plane (register the scope and the refresh_token grant).
-    response_type: 'code', client_id: ctx.config.clientId!, redirect_uri: ctx.redirectUri, scope: 'openid email offline_access',
-    state: login.state, nonce: login.nonce, code_challenge: computeS256Challenge(login.codeVerifier), code_challenge_method: 'S256',
+    response_type: 'code',
+    client_id: ctx.config.clientId!,
+    redirect_uri: ctx.redirectUri,
+    scope: 'openid email offline_access',
+    state: login.state,
+    nonce: login.nonce,
+    code_challenge: computeS256Challenge(login.codeVerifier),
+    code_challenge_method: 'S256',
   });
   if (acr) {
     params.set('acr_values', acr);
@@ -44,9 +75,15 @@ async function startSignIn(ctx: GatewayContext, cookieHeader: string | undefined
 }
 
 /** Sends the refusal: a browser straight to the control plane's authorize (docs/gateway.md#refusals), anyone else the envelope. */
-export async function refuse(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, refused: Refusal): Promise<void> {
+export async function refuse(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  refused: Refusal,
+): Promise<void> {
   if (refused.signIn === undefined) return sendError(ctx.metrics, res, refused.error);
-  if (!ctx.config.clientId) return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));
+  if (!ctx.config.clientId)
+    return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));
   countRefusal(ctx.metrics, refused.reason);
   // The request's own path, but held to the same rule as `rd`: `//host/…` must never become a Location.
   const returnTo = validateReturnUrl(refused.signIn.returnTo, ctx.publicUrl) ?? '/';
@@ -55,12 +92,20 @@ export async function refuse(ctx: GatewayContext, req: IncomingMessage, res: Ser
 }
 
 /** `/_gate/signin?rd=…&acr_values=…`: starts a sign-in (or a step-up) and comes back to `rd`. */
-export async function signin(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
-  if (!ctx.config.clientId) return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));
+export async function signin(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  query: URLSearchParams,
+): Promise<void> {
+  if (!ctx.config.clientId)
+    return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));
   const returnTo = validateReturnUrl(query.get('rd') ?? '/', ctx.publicUrl);
-  if (!returnTo) return sendError(ctx.metrics, res, fail('invalid_return', 'the return URL must be a path on this gateway'));
+  if (!returnTo)
+    return sendError(ctx.metrics, res, fail('invalid_return', 'the return URL must be a path on this gateway'));
   const acr = query.get('acr_values') ?? undefined;
-  if (acr !== undefined && !isAssuranceLevel(acr)) return sendError(ctx.metrics, res, fail('invalid_request', 'acr_values must be an assurance level'));
+  if (acr !== undefined && !isAssuranceLevel(acr))
+    return sendError(ctx.metrics, res, fail('invalid_request', 'acr_values must be an assurance level'));
   const { location, cookies } = await startSignIn(ctx, req.headers['cookie'], returnTo, acr);
   redirect(res, location, cookies);
 }
@@ -72,22 +117,45 @@ export async function signin(ctx: GatewayContext, req: IncomingMessage, res: Ser
  * session replaces any old one (session fixation) and the browser returns to where it was.
  * Every refusal is an envelope, never a redirect back into sign-in, so nothing loops.
  */
-export async function callback(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
+export async function callback(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  query: URLSearchParams,
+): Promise<void> {
   const { config, tokens, secure } = ctx;
-  if (!config.clientId || !tokens) return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client credentials for the control plane'));
+  if (!config.clientId || !tokens)
+    return sendError(
+      ctx.metrics,
+      res,
+      fail('not_ready', 'the gateway has no client credentials for the control plane'),
+    );
   const cookies = parseCookieHeader(req.headers['cookie']);
   const stateParam = query.get('state') ?? '';
-  const login = stateParam ? await readLoginCookie(cookies, stateParam, { keys: ctx.cookieKeys, now: ctx.now(), secure }) : null;
+  const login = stateParam
+    ? await readLoginCookie(cookies, stateParam, { keys: ctx.cookieKeys, now: ctx.now(), secure })
+    : null;
   const cleared = login ? [clearCookie(loginCookieName(login.state, secure), secure)] : [];
-  const refuseWith = (error: KeyplaneError) => sendError(ctx.metrics, res, error, cleared.length > 0 ? { 'set-cookie': cleared } : {});
-  if (!login) return refuseWith(fail('sign_in_expired', 'this sign-in is unknown, expired or finished already; start again from the app'));
+  const refuseWith = (error: KeyplaneError) =>
+    sendError(ctx.metrics, res, error, cleared.length > 0 ? { 'set-cookie': cleared } : {});
+  if (!login)
+    return refuseWith(
+      fail('sign_in_expired', 'this sign-in is unknown, expired or finished already; start again from the app'),
+    );
   // RFC 9207 §2.4: a response naming another issuer belongs to another authorization server (mix-up).
   const iss = query.get('iss');
-  if (iss !== null && iss !== ctx.controlPlane) return refuseWith(fail('issuer_mismatch', 'the sign-in response comes from another issuer'));
+  if (iss !== null && iss !== ctx.controlPlane)
+    return refuseWith(fail('issuer_mismatch', 'the sign-in response comes from another issuer'));
   const error = query.get('error');
   if (error !== null) {
     const code = /^[a-z_]{1,64}$/.test(error) ? error : 'invalid_request';
-    return refuseWith(fail('sign_in_refused', code === 'access_denied' ? 'the sign-in was declined' : `the control plane refused the sign-in (${code})`, { fields: { error: code } }));
+    return refuseWith(
+      fail(
+        'sign_in_refused',
+        code === 'access_denied' ? 'the sign-in was declined' : `the control plane refused the sign-in (${code})`,
+        { fields: { error: code } },
+      ),
+    );
   }
   const code = query.get('code');
   if (!code) return refuseWith(fail('invalid_request', 'the callback carries no code'));
@@ -96,22 +164,44 @@ export async function callback(ctx: GatewayContext, req: IncomingMessage, res: S
     set = await tokens.exchangeCode({ code, codeVerifier: login.codeVerifier, redirectUri: ctx.redirectUri });
   } catch (failure) {
     if (!isTokenEndpointError(failure)) throw failure;
-    if (failure.kind === 'unavailable') return refuseWith(fail('control_plane_unavailable', 'the control plane did not answer the sign-in; try again', { headers: { 'retry-after': '1' } }));
-    if (failure.error === 'invalid_grant') return refuseWith(fail('invalid_grant', 'the sign-in code is spent or expired; start again from the app'));
-    return refuseWith(fail('sign_in_refused', `the control plane refused the code exchange (${failure.error ?? 'error'})`, { fields: { error: failure.error ?? 'invalid_request' } }));
+    if (failure.kind === 'unavailable')
+      return refuseWith(
+        fail('control_plane_unavailable', 'the control plane did not answer the sign-in; try again', {
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    if (failure.error === 'invalid_grant')
+      return refuseWith(fail('invalid_grant', 'the sign-in code is spent or expired; start again from the app'));
+    return refuseWith(
+      fail('sign_in_refused', `the control plane refused the code exchange (${failure.error ?? 'error'})`, {
+        fields: { error: failure.error ?? 'invalid_request' },
+      }),
+    );
   }
   if (!set.idToken) return refuseWith(fail('invalid_id_token', 'the control plane sent no ID token'));
   const at = ctx.now();
   let facts;
   try {
-    facts = await verifyIdToken(set.idToken, { issuer: ctx.controlPlane, clientId: config.clientId, keys: ctx.keys, now: at, nonce: login.nonce });
+    facts = await verifyIdToken(set.idToken, {
+      issuer: ctx.controlPlane,
+      clientId: config.clientId,
+      keys: ctx.keys,
+      now: at,
+      nonce: login.nonce,
+    });
   } catch (failure) {
     if (!isKeyplaneError(failure)) throw failure;
     return refuseWith(failure);
   }
   // The level asked for with acr_values must be what the control plane proved; asking again would loop.
   if (login.acrValues && (!isAssuranceLevel(login.acrValues) || !meetsAssurance(facts.assurance, login.acrValues))) {
-    return refuseWith(fail('insufficient_assurance', `this needs assurance ${login.acrValues}; the sign-in reached ${facts.assurance}`, { fields: { acr_values: login.acrValues } }));
+    return refuseWith(
+      fail(
+        'insufficient_assurance',
+        `this needs assurance ${login.acrValues}; the sign-in reached ${facts.assurance}`,
+        { fields: { acr_values: login.acrValues } },
+      ),
+    );
   }
   const session: GateSession = {
     sid: randomToken(16),
@@ -128,14 +218,25 @@ export async function callback(ctx: GatewayContext, req: IncomingMessage, res: S
     idToken: set.idToken,
   };
   // A new sid and every old session cookie (chunks too) replaced: nothing from before the sign-in survives it.
-  const written = await writeSessionCookies(session, { keys: ctx.cookieKeys, now: at, secure, ttlSeconds: config.sessionLifetime, present: Object.keys(cookies) });
-  ctx.log.info({ event: 'gateway.signed_in', assurance: session.assurance, principalType: session.principalType }, 'signed in');
+  const written = await writeSessionCookies(session, {
+    keys: ctx.cookieKeys,
+    now: at,
+    secure,
+    ttlSeconds: config.sessionLifetime,
+    present: Object.keys(cookies),
+  });
+  ctx.log.info(
+    { event: 'gateway.signed_in', assurance: session.assurance, principalType: session.principalType },
+    'signed in',
+  );
   redirect(res, `${ctx.publicUrl}${login.returnTo}`, [...cleared, ...written]);
 }
 
 /** The sign-out form's CSRF token: bound to the session (HMAC with the newest cookie key), so another site cannot know it. */
 function signoutToken(ctx: GatewayContext, session: GateSession): string {
-  return createHmac('sha256', ctx.cookieKeys[0]!.key).update(`keyplane:gateway:signout:${session.sid}`).digest('base64url');
+  return createHmac('sha256', ctx.cookieKeys[0]!.key)
+    .update(`keyplane:gateway:signout:${session.sid}`)
+    .digest('base64url');
 }
 
 /** Reads a small urlencoded form body (the sign-out form); null when it is too large or not a form. */
@@ -158,10 +259,13 @@ function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSess
 <form method="post" action="/_gate/signout" data-action="signout-form"><input type="hidden" name="csrf" value="${escapeHtml(signoutToken(ctx, session))}"><input type="hidden" name="rd" value="${escapeHtml(returnTo)}">
 <button type="submit" data-action="signout">Sign out</button></form></main></body></html>`;
   res.writeHead(200, {
-    'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store',
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
     // The form posts here and is redirected to the control plane's logout: form-action covers both (CSP 3 follows redirects).
     'content-security-policy': `default-src 'none'; form-action 'self' ${new URL(ctx.controlPlane).origin}; frame-ancestors 'none'; base-uri 'none'`,
-    'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer', 'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'x-content-type-options': 'nosniff',
   });
   res.end(html);
 }
@@ -173,7 +277,12 @@ function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSess
  * browser goes on to RP-initiated logout. Without a session there is nothing to protect: the
  * cookies are cleared and the browser returns to `rd`.
  */
-export async function signout(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
+export async function signout(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  query: URLSearchParams,
+): Promise<void> {
   const cookies = parseCookieHeader(req.headers['cookie']);
   const session = await readSessionCookies(cookies, { keys: ctx.cookieKeys, now: ctx.now(), secure: ctx.secure });
   const cleared = clearSessionCookies(Object.keys(cookies), ctx.secure);
@@ -183,13 +292,17 @@ export async function signout(ctx: GatewayContext, req: IncomingMessage, res: Se
   if (!session) return redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
   if (req.method !== 'POST') return signoutPage(ctx, res, session, returnTo);
   if (!constantEquals(form.get('csrf') ?? '', signoutToken(ctx, session))) {
-    return sendError(ctx.metrics, res, fail('origin_mismatch', 'sign out from the gateway\'s own sign-out page'));
+    return sendError(ctx.metrics, res, fail('origin_mismatch', "sign out from the gateway's own sign-out page"));
   }
   // A copy of an older cookie must not move on to the newest state of this session, nor refresh.
   await ctx.state.del(latestSessionKey(session.sid));
   if (session.refreshToken && ctx.tokens?.revoke) {
     const revoked = await ctx.tokens.revoke(session.refreshToken);
-    if (!revoked) ctx.log.warn({ event: 'gateway.revoke_failed' }, 'the control plane did not confirm the refresh token revocation');
+    if (!revoked)
+      ctx.log.warn(
+        { event: 'gateway.revoke_failed' },
+        'the control plane did not confirm the refresh token revocation',
+      );
   }
   if (!ctx.config.clientId) return redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
   // RP-initiated logout at the control plane, which comes back to this gateway's root.

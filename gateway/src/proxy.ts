@@ -13,7 +13,18 @@ import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
  */
 
 /** RFC 9110 §7.6.1 hop-by-hop fields, plus the de-facto Proxy-* and Keep-Alive. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'http2-settings']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'http2-settings',
+]);
 
 /**
  * A copy of `headers` without the hop-by-hop ones, including every header the `Connection` field
@@ -24,7 +35,14 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transf
  */
 export function endToEnd<T>(headers: Record<string, T>): Record<string, T> {
   const connection = headers['connection'];
-  const named = connection === undefined ? [] : [connection].flat().join(',').split(',').map((token) => String(token).trim().toLowerCase());
+  const named =
+    connection === undefined
+      ? []
+      : [connection]
+          .flat()
+          .join(',')
+          .split(',')
+          .map((token) => String(token).trim().toLowerCase());
   const out: Record<string, T> = {};
   for (const name in headers) {
     const lower = name.toLowerCase();
@@ -44,7 +62,8 @@ export function hasBody(req: IncomingMessage): boolean {
 /** Maps an upstream failure to its envelope: refused or reset 502, timeouts 504, a closing pool 503. */
 export function upstreamFailure(error: unknown): KeyplaneError {
   const code = (error as { code?: string }).code ?? '';
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') return fail('upstream_timeout', 'the upstream did not answer in time');
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT')
+    return fail('upstream_timeout', 'the upstream did not answer in time');
   if (code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED') return fail('upstream_busy', 'the gateway is closing');
   return fail('upstream_unavailable', 'the upstream cannot be reached');
 }
@@ -86,7 +105,10 @@ export class UpstreamProxy {
     this.#ws = httpProxy.createProxyServer({ target: options.upstream, ws: true, xfwd: false, changeOrigin: true });
     this.#ws.on('error', (_error, _req, socket) => {
       const duplex = socket as unknown as Duplex;
-      if (duplex && !duplex.destroyed) duplex.end('HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"ok":false,"reason":"upstream_unavailable"}');
+      if (duplex && !duplex.destroyed)
+        duplex.end(
+          'HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"ok":false,"reason":"upstream_unavailable"}',
+        );
     });
   }
 
@@ -132,7 +154,10 @@ export class UpstreamProxy {
     } catch (error) {
       const failure = upstreamFailure(error);
       if (!res.headersSent) {
-        res.writeHead(failure.status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+        res.writeHead(failure.status, {
+          'content-type': 'application/json; charset=utf-8',
+          'cache-control': 'no-store',
+        });
         res.end(JSON.stringify(failure.toEnvelope()));
       } else if (!res.destroyed) {
         res.destroy();

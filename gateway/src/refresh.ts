@@ -30,11 +30,19 @@ export interface RefreshOutcome {
  * an old cookie moves on to it instead of spending a refresh token that was rotated already
  * (which the control plane would answer by revoking the whole family).
  */
-export async function renewedSession(ctx: GatewayContext, presented: GateSession, present: string[]): Promise<RefreshOutcome> {
+export async function renewedSession(
+  ctx: GatewayContext,
+  presented: GateSession,
+  present: string[],
+): Promise<RefreshOutcome> {
   const stored = await ctx.state.get(latestSessionKey(presented.sid));
   if (stored) {
     const newest = await openSealedCookies(ctx, stored);
-    if (newest && newest.session.sid === presented.sid && (newest.session.accessTokenExpiresAt ?? 0) > (presented.accessTokenExpiresAt ?? 0)) {
+    if (
+      newest &&
+      newest.session.sid === presented.sid &&
+      (newest.session.accessTokenExpiresAt ?? 0) > (presented.accessTokenExpiresAt ?? 0)
+    ) {
       if (!refreshDue(ctx, newest.session)) {
         ctx.metrics.refreshes.inc({ outcome: 'joined' });
         return newest;
@@ -57,11 +65,18 @@ async function refreshSession(ctx: GatewayContext, session: GateSession, present
   if (!refreshToken || !ctx.tokens) return signedOut;
   // Per session and per access token: the next refresh of the same session never reads this one's result.
   const key = `refresh:${session.sid}:${session.accessTokenExpiresAt}`;
-  const flight = await runSingleFlight(ctx.state, key, () => renewSession(ctx, session, refreshToken, present), REFRESH_FLIGHT);
+  const flight = await runSingleFlight(
+    ctx.state,
+    key,
+    () => renewSession(ctx, session, refreshToken, present),
+    REFRESH_FLIGHT,
+  );
   if (!flight.ok) {
     if (flight.reason === 'timeout') {
       ctx.metrics.refreshes.inc({ outcome: 'retry' });
-      throw fail('session_refresh_pending', 'another request is refreshing this session; retry', { headers: { 'retry-after': '1' } });
+      throw fail('session_refresh_pending', 'another request is refreshing this session; retry', {
+        headers: { 'retry-after': '1' },
+      });
     }
     ctx.metrics.refreshes.inc({ outcome: 'signed_out' });
     return signedOut;
@@ -69,7 +84,9 @@ async function refreshSession(ctx: GatewayContext, session: GateSession, present
   if (flight.value === REFRESH_RETRY) {
     ctx.metrics.refreshes.inc({ outcome: 'retry' });
     if (flight.leader) await forgetSingleFlight(ctx.state, key);
-    throw fail('control_plane_unavailable', 'the control plane did not answer the session refresh; retry', { headers: { 'retry-after': '1' } });
+    throw fail('control_plane_unavailable', 'the control plane did not answer the session refresh; retry', {
+      headers: { 'retry-after': '1' },
+    });
   }
   const renewed = await openSealedCookies(ctx, flight.value);
   ctx.metrics.refreshes.inc({ outcome: renewed ? (flight.leader ? 'refreshed' : 'joined') : 'signed_out' });
@@ -77,24 +94,46 @@ async function refreshSession(ctx: GatewayContext, session: GateSession, present
 }
 
 /** The refresh itself (run by one request): the sealed cookies of the renewed session, never a raw token, go to shared state. */
-async function renewSession(ctx: GatewayContext, session: GateSession, refreshToken: string, present: string[]): Promise<string> {
+async function renewSession(
+  ctx: GatewayContext,
+  session: GateSession,
+  refreshToken: string,
+  present: string[],
+): Promise<string> {
   let set;
   try {
     set = await ctx.tokens!.refresh(refreshToken);
   } catch (error) {
     if (isTokenEndpointError(error) && error.kind === 'unavailable') return REFRESH_RETRY;
-    ctx.log.info({ event: 'gateway.session_ended', cause: 'refresh_refused', error: isTokenEndpointError(error) ? error.error : undefined }, 'the control plane refused the refresh: session over');
+    ctx.log.info(
+      {
+        event: 'gateway.session_ended',
+        cause: 'refresh_refused',
+        error: isTokenEndpointError(error) ? error.error : undefined,
+      },
+      'the control plane refused the refresh: session over',
+    );
     throw error;
   }
   const at = ctx.now();
   const facts = set.idToken
-    ? await verifyIdToken(set.idToken, { issuer: ctx.controlPlane, clientId: ctx.config.clientId ?? '', keys: ctx.keys, now: at, nonce: null, subject: session.sub })
+    ? await verifyIdToken(set.idToken, {
+        issuer: ctx.controlPlane,
+        clientId: ctx.config.clientId ?? '',
+        keys: ctx.keys,
+        now: at,
+        nonce: null,
+        subject: session.sub,
+      })
     : null;
   // The session keeps its absolute lifetime from sign-in; a refresh never extends it.
   const remaining = (session.exp ?? 0) - Math.floor(at / 1000);
   if (remaining <= 0) throw new Error('the session is over');
   // A refreshed token may state less than the sign-in (a step-up window closed), never more.
-  const assurance = facts && (!isAssuranceLevel(session.assurance) || rankAssurance(facts.assurance) < rankAssurance(session.assurance)) ? facts.assurance : session.assurance;
+  const assurance =
+    facts && (!isAssuranceLevel(session.assurance) || rankAssurance(facts.assurance) < rankAssurance(session.assurance))
+      ? facts.assurance
+      : session.assurance;
   const { refreshToken: _spent, exp: _exp, ...rest } = session;
   const next: GateSession = {
     ...rest,
@@ -106,7 +145,15 @@ async function renewSession(ctx: GatewayContext, session: GateSession, refreshTo
     ...(set.refreshToken ? { refreshToken: set.refreshToken } : {}),
     ...(set.idToken ? { idToken: set.idToken } : {}),
   };
-  const sealed = JSON.stringify(await writeSessionCookies(next, { keys: ctx.cookieKeys, now: at, secure: ctx.secure, ttlSeconds: remaining, present }));
+  const sealed = JSON.stringify(
+    await writeSessionCookies(next, {
+      keys: ctx.cookieKeys,
+      now: at,
+      secure: ctx.secure,
+      ttlSeconds: remaining,
+      present,
+    }),
+  );
   // Until the session ends: a browser whose proxy never relayed this cookie still finds it.
   await ctx.state.set(latestSessionKey(session.sid), sealed, remaining * 1000);
   return sealed;

@@ -33,7 +33,12 @@ export function sendEnvelope(res: ServerResponse, error: KeyplaneError): void {
 }
 
 /** The envelope of a refusal, counted under its reason. */
-export function sendError(metrics: GatewayMetrics, res: ServerResponse, error: KeyplaneError, extraHeaders: Headers = {}): void {
+export function sendError(
+  metrics: GatewayMetrics,
+  res: ServerResponse,
+  error: KeyplaneError,
+  extraHeaders: Headers = {},
+): void {
   countRefusal(metrics, error.reason);
   sendJson(res, error.status, error.toEnvelope(), { ...error.headers, ...extraHeaders });
 }

@@ -25,7 +25,6 @@ const CONFIG_PULL_MS = 2_000;
 const EVIDENCE_PUSH_MS = 10_000;
 const EVIDENCE_TTL_SECONDS = 30;
 
-
 /**
  * Binds first (so `--port 0` knows its port before the public URL is fixed), then builds the
  * gateway on that socket and restores the last good signed config from the data dir. Prints
@@ -44,31 +43,65 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
     await gateway.configHolder.restore(Date.now());
     // The control plane is asked for the config only with client credentials to ask with.
     let push: EvidencePush | undefined;
-    const pull = config.clientId && config.clientSecret
-      ? createConfigPull({
-        controlPlane: config.controlPlane, clientId: config.clientId, clientSecret: config.clientSecret, holder: gateway.configHolder,
-        now: deps.now ?? Date.now, intervalMs: CONFIG_PULL_MS,
-        onResult: (result) => {
-          gateway.metrics.configPulls.inc({ outcome: result.outcome });
-          if (result.outcome === 'installed') {
-            gateway.log.info({ event: 'gateway.config_installed', version: result.version }, 'signed config installed');
-            // Report the new config at once rather than at the next interval.
-            void push?.pushOnce();
-          } else if (result.outcome === 'refused') gateway.log.warn({ event: 'gateway.config_refused', reason: result.reason }, 'signed config refused; the held config stays in force');
-          // A refusal of the gateway itself (wrong secret, unknown client, no policy) will not heal on its own.
-          else if (result.outcome === 'unavailable' && result.status !== undefined && result.status >= 400 && result.status < 500) gateway.log.warn({ event: 'gateway.config_unavailable', status: result.status }, 'the control plane refused the config request: check the client id, secret and gateway metadata');
-          else if (result.outcome === 'unavailable') gateway.log.debug({ event: 'gateway.config_unavailable', status: result.status }, 'control plane config not available');
-        },
-      })
-      : undefined;
+    const pull =
+      config.clientId && config.clientSecret
+        ? createConfigPull({
+            controlPlane: config.controlPlane,
+            clientId: config.clientId,
+            clientSecret: config.clientSecret,
+            holder: gateway.configHolder,
+            now: deps.now ?? Date.now,
+            intervalMs: CONFIG_PULL_MS,
+            onResult: (result) => {
+              gateway.metrics.configPulls.inc({ outcome: result.outcome });
+              if (result.outcome === 'installed') {
+                gateway.log.info(
+                  { event: 'gateway.config_installed', version: result.version },
+                  'signed config installed',
+                );
+                // Report the new config at once rather than at the next interval.
+                void push?.pushOnce();
+              } else if (result.outcome === 'refused')
+                gateway.log.warn(
+                  { event: 'gateway.config_refused', reason: result.reason },
+                  'signed config refused; the held config stays in force',
+                );
+              // A refusal of the gateway itself (wrong secret, unknown client, no policy) will not heal on its own.
+              else if (
+                result.outcome === 'unavailable' &&
+                result.status !== undefined &&
+                result.status >= 400 &&
+                result.status < 500
+              )
+                gateway.log.warn(
+                  { event: 'gateway.config_unavailable', status: result.status },
+                  'the control plane refused the config request: check the client id, secret and gateway metadata',
+                );
+              else if (result.outcome === 'unavailable')
+                gateway.log.debug(
+                  { event: 'gateway.config_unavailable', status: result.status },
+                  'control plane config not available',
+                );
+            },
+          })
+        : undefined;
     if (config.clientId && config.clientSecret) {
       push = createEvidencePush({
-        controlPlane: config.controlPlane, clientId: config.clientId, clientSecret: config.clientSecret,
-        evidence: (ttl) => gateway.evidence(ttl), intervalMs: EVIDENCE_PUSH_MS, ttlSeconds: EVIDENCE_TTL_SECONDS,
+        controlPlane: config.controlPlane,
+        clientId: config.clientId,
+        clientSecret: config.clientSecret,
+        evidence: (ttl) => gateway.evidence(ttl),
+        intervalMs: EVIDENCE_PUSH_MS,
+        ttlSeconds: EVIDENCE_TTL_SECONDS,
         onResult: (result) => {
           gateway.metrics.evidencePushes.inc({ outcome: result.outcome });
-          if (result.outcome === 'refused') gateway.log.warn({ event: 'gateway.evidence_refused', status: result.status, reason: result.reason }, 'the control plane refused the evidence report');
-          else if (result.outcome === 'unavailable') gateway.log.debug({ event: 'gateway.evidence_unavailable' }, 'control plane not reachable for evidence');
+          if (result.outcome === 'refused')
+            gateway.log.warn(
+              { event: 'gateway.evidence_refused', status: result.status, reason: result.reason },
+              'the control plane refused the evidence report',
+            );
+          else if (result.outcome === 'unavailable')
+            gateway.log.debug({ event: 'gateway.evidence_unavailable' }, 'control plane not reachable for evidence');
         },
       });
     }
@@ -82,13 +115,14 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
       server,
       ...(pull ? { configPull: pull } : {}),
       ...(push ? { evidencePush: push } : {}),
-      close: () => (closing ??= (async () => {
-        await pull?.stop();
-        await push?.stop();
-        await drain(server);
-        await gateway.close();
-        if (ownsState) await opened.close();
-      })()),
+      close: () =>
+        (closing ??= (async () => {
+          await pull?.stop();
+          await push?.stop();
+          await drain(server);
+          await gateway.close();
+          if (ownsState) await opened.close();
+        })()),
     };
   } catch (error) {
     await drain(server);

@@ -1,6 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
-import { clearSessionCookies, parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import {
+  clearSessionCookies,
+  parseCookieHeader,
+  readSessionCookies,
+  type GateSession,
+} from '../../lib/gateway/session-cookie.js';
 import type { GatewayContext, Identified } from './context.js';
 import { renewedSession } from './refresh.js';
 
@@ -21,20 +26,33 @@ export async function openSession(ctx: GatewayContext, header: string | undefine
   const at = ctx.now();
   const cached = ctx.caches.sessions.get(header, at);
   if (cached) return cached;
-  const session = await readSessionCookies(parseCookieHeader(header), { keys: ctx.cookieKeys, now: at, secure: ctx.secure });
+  const session = await readSessionCookies(parseCookieHeader(header), {
+    keys: ctx.cookieKeys,
+    now: at,
+    secure: ctx.secure,
+  });
   if (!session) return null;
   // Never cached past the moment its access token is due for refresh.
-  const due = session.accessTokenExpiresAt !== undefined ? (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000 : Infinity;
+  const due =
+    session.accessTokenExpiresAt !== undefined
+      ? (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000
+      : Infinity;
   ctx.caches.sessions.set(header, session, Math.min((session.exp ?? 0) * 1000, at + SESSION_CACHE_MS, due), at);
   return session;
 }
 
 export function refreshDue(ctx: GatewayContext, session: GateSession): boolean {
-  return session.accessTokenExpiresAt !== undefined && ctx.now() >= (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000;
+  return (
+    session.accessTokenExpiresAt !== undefined &&
+    ctx.now() >= (session.accessTokenExpiresAt - REFRESH_SKEW_SECONDS) * 1000
+  );
 }
 
 /** Opens the Set-Cookie values of a sealed session as stored in shared state (JSON list). */
-export async function openSealedCookies(ctx: GatewayContext, value: string): Promise<{ session: GateSession; cookies: string[] } | null> {
+export async function openSealedCookies(
+  ctx: GatewayContext,
+  value: string,
+): Promise<{ session: GateSession; cookies: string[] } | null> {
   let cookies: unknown;
   try {
     cookies = JSON.parse(value);
@@ -65,7 +83,11 @@ function cookieNames(header: string): string[] {
  * refreshed state is kept in shared state (`latestSessionKey`), so the browser's next request
  * with its old cookie moves on to it instead of spending the rotated refresh token again.
  */
-export async function identifySession(ctx: GatewayContext, req: IncomingMessage, res?: ServerResponse): Promise<Identified> {
+export async function identifySession(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res?: ServerResponse,
+): Promise<Identified> {
   const cookieHeader = req.headers['cookie'];
   let session = await openSession(ctx, cookieHeader);
   if (!session || !cookieHeader) return { caller: null, session: null, api: false };
@@ -85,7 +107,14 @@ export async function identifySession(ctx: GatewayContext, req: IncomingMessage,
   }
   const assurance = isAssuranceLevel(session.assurance) ? session.assurance : 'recovery';
   return {
-    caller: { kind: 'session', subject: session.sub, principalType: session.principalType, assurance, scopes: session.scopes ?? [], bucketId: session.sid },
+    caller: {
+      kind: 'session',
+      subject: session.sub,
+      principalType: session.principalType,
+      assurance,
+      scopes: session.scopes ?? [],
+      bucketId: session.sid,
+    },
     session,
     api: false,
   };

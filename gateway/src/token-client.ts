@@ -26,7 +26,11 @@ export interface TokenSet {
  * answer (network, timeout, 5xx, a body that is not a token response), worth retrying.
  */
 export class TokenEndpointError extends Error {
-  constructor(readonly kind: 'refused' | 'unavailable', readonly error: string | undefined, message: string) {
+  constructor(
+    readonly kind: 'refused' | 'unavailable',
+    readonly error: string | undefined,
+    message: string,
+  ) {
     super(message);
     this.name = 'TokenEndpointError';
   }
@@ -71,11 +75,23 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
     if (status !== 200) {
       const error = typeof fields['error'] === 'string' ? fields['error'] : undefined;
       // RFC 6749 §5.2 errors are 400/401; a 5xx or 429 says nothing about the grant itself.
-      if ((status === 400 || status === 401) && error) throw new TokenEndpointError('refused', error, `the control plane refused the token request (${error})`);
+      if ((status === 400 || status === 401) && error)
+        throw new TokenEndpointError('refused', error, `the control plane refused the token request (${error})`);
       throw new TokenEndpointError('unavailable', error, `the token endpoint answered ${status}`);
     }
-    const { access_token: accessToken, expires_in: expiresIn, scope, id_token: idToken, refresh_token: refreshToken } = fields;
-    if (typeof accessToken !== 'string' || typeof expiresIn !== 'number' || !Number.isFinite(expiresIn) || expiresIn <= 0) {
+    const {
+      access_token: accessToken,
+      expires_in: expiresIn,
+      scope,
+      id_token: idToken,
+      refresh_token: refreshToken,
+    } = fields;
+    if (
+      typeof accessToken !== 'string' ||
+      typeof expiresIn !== 'number' ||
+      !Number.isFinite(expiresIn) ||
+      expiresIn <= 0
+    ) {
       throw new TokenEndpointError('unavailable', undefined, 'the token response lacks access_token or expires_in');
     }
     return {
@@ -105,7 +121,8 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
 
   return {
     revoke,
-    exchangeCode: ({ code, codeVerifier, redirectUri }) => call({ grant_type: 'authorization_code', code, code_verifier: codeVerifier, redirect_uri: redirectUri }),
+    exchangeCode: ({ code, codeVerifier, redirectUri }) =>
+      call({ grant_type: 'authorization_code', code, code_verifier: codeVerifier, redirect_uri: redirectUri }),
     refresh: (refreshToken) => call({ grant_type: 'refresh_token', refresh_token: refreshToken }),
   };
 }

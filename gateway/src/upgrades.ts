@@ -17,7 +17,9 @@ export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket:
   const refuse = (error: KeyplaneError) => {
     countRefusal(ctx.metrics, error.reason);
     const body = JSON.stringify(error.toEnvelope());
-    socket.end(`HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   };
   const target = normalizeRequestTarget(req.url);
   if (!target) return refuse(fail('invalid_path'));
@@ -27,7 +29,8 @@ export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket:
     const refused = result.refused;
     if (refused.signIn !== undefined) return refuse(fail('unauthorized', 'sign in first'));
     // A refresh that is due but could not be done now: the socket would outlive what the session may prove.
-    if (refused.error.reason === 'session_refresh_pending' || refused.error.reason === 'control_plane_unavailable') return refuse(fail('unauthorized', 'the session is due for a refresh that could not be done; reconnect'));
+    if (refused.error.reason === 'session_refresh_pending' || refused.error.reason === 'control_plane_unavailable')
+      return refuse(fail('unauthorized', 'the session is due for a refresh that could not be done; reconnect'));
     return refuse(refused.error);
   }
   const upstream = ctx.upstreams.find(target.path);

@@ -19,12 +19,14 @@ export interface UpstreamRoutes {
 /** The upstreams by path prefix (`upstreams`, then `upstream` for everything else), one keep-alive pool per origin. */
 export function routeUpstreams(config: GatewayConfig, open: (origin: string) => UpstreamProxy): UpstreamRoutes {
   const pools = new Map<string, UpstreamProxy>();
-  const routes = [...config.upstreams, ...(config.upstream ? [{ path: '/', url: config.upstream }] : [])].map(({ path, url }) => {
-    const origin = new URL(url).origin;
-    let proxy = pools.get(origin);
-    if (!proxy) pools.set(origin, (proxy = open(origin)));
-    return { path, origin, proxy };
-  });
+  const routes = [...config.upstreams, ...(config.upstream ? [{ path: '/', url: config.upstream }] : [])].map(
+    ({ path, url }) => {
+      const origin = new URL(url).origin;
+      let proxy = pools.get(origin);
+      if (!proxy) pools.set(origin, (proxy = open(origin)));
+      return { path, origin, proxy };
+    },
+  );
   return {
     find: (path: string) => findRoute(routes, path),
     async close(force: boolean) {
@@ -53,7 +55,11 @@ const keptCookies = new Map<string, string>();
 function withoutKeyplaneCookies(header: string): string {
   let kept = keptCookies.get(header);
   if (kept === undefined) {
-    kept = header.split(';').map((part) => part.trim()).filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim())).join('; ');
+    kept = header
+      .split(';')
+      .map((part) => part.trim())
+      .filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim()))
+      .join('; ');
     // Full means cleared, as the gateway's other caches: what is here can be computed again.
     if (keptCookies.size >= KEPT_COOKIES_LIMIT) keptCookies.clear();
     keptCookies.set(header, kept);
@@ -62,7 +68,12 @@ function withoutKeyplaneCookies(header: string): string {
 }
 
 /** The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity headers in. */
-export async function upstreamHeaders(ctx: GatewayContext, req: IncomingMessage, who: Identified, origin: string): Promise<Record<string, string | string[] | undefined>> {
+export async function upstreamHeaders(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  who: Identified,
+  origin: string,
+): Promise<Record<string, string | string[] | undefined>> {
   const headers: Record<string, string | string[] | undefined> = {};
   for (const name in req.headers) {
     const value = req.headers[name];

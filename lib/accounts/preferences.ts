@@ -26,18 +26,30 @@ function isPreferenceKey(key: string): key is PreferenceKey {
 
 /** Returns `current` with `update` merged in; throws `invalid_preferences` on an unknown key or value. */
 export function mergePreferences(current: Preferences, update: unknown): Preferences {
-  if (update === null || typeof update !== 'object' || Array.isArray(update)) throw fail('invalid_preferences', 'preferences must be an object');
+  if (update === null || typeof update !== 'object' || Array.isArray(update))
+    throw fail('invalid_preferences', 'preferences must be an object');
   const next: Preferences = { ...current };
   for (const [key, value] of Object.entries(update as Record<string, unknown>)) {
-    if (!isPreferenceKey(key)) throw fail('invalid_preferences', `unknown preference "${key.slice(0, 32)}"; known: ${Object.keys(PREFERENCE_VALUES).join(', ')}`);
+    if (!isPreferenceKey(key))
+      throw fail(
+        'invalid_preferences',
+        `unknown preference "${key.slice(0, 32)}"; known: ${Object.keys(PREFERENCE_VALUES).join(', ')}`,
+      );
     if (value === null) {
       delete next[key];
       continue;
     }
     const allowed = PREFERENCE_VALUES[key];
-    const valid = typeof value === 'string' && (allowed === null ? LANG_TAG.test(value) : (allowed as readonly string[]).includes(value));
+    const valid =
+      typeof value === 'string' &&
+      (allowed === null ? LANG_TAG.test(value) : (allowed as readonly string[]).includes(value));
     if (!valid) {
-      throw fail('invalid_preferences', allowed === null ? `${key} must be a language tag such as "en" or "pt-BR"` : `${key} must be one of: ${allowed.join(', ')}`);
+      throw fail(
+        'invalid_preferences',
+        allowed === null
+          ? `${key} must be a language tag such as "en" or "pt-BR"`
+          : `${key} must be one of: ${allowed.join(', ')}`,
+      );
     }
     next[key] = value as string;
   }

@@ -17,7 +17,10 @@ export function checkUsername(raw: unknown): string {
   if (typeof raw !== 'string') throw fail('invalid_username', 'a username is required');
   const folded = foldUsername(raw);
   if (!USERNAME_PATTERN.test(folded)) {
-    throw fail('invalid_username', 'usernames are 3 to 32 characters: letters, digits, dot, dash or underscore, starting with a letter or digit');
+    throw fail(
+      'invalid_username',
+      'usernames are 3 to 32 characters: letters, digits, dot, dash or underscore, starting with a letter or digit',
+    );
   }
   return folded;
 }
@@ -26,7 +29,12 @@ export const DISPLAY_NAME_MAX = 64;
 export const PASSKEY_LABEL_MAX = 64;
 
 /** Trims a free-text name and refuses control characters and anything longer than `max`. */
-export function checkFreeText(raw: unknown, max: number, reason: 'display_name_invalid' | 'label_invalid' | 'invalid_request', what: string): string {
+export function checkFreeText(
+  raw: unknown,
+  max: number,
+  reason: 'display_name_invalid' | 'label_invalid' | 'invalid_request',
+  what: string,
+): string {
   if (typeof raw !== 'string') throw fail(reason, `${what} must be a string`);
   const value = raw.normalize('NFC').trim();
   if (/[\u0000-\u001f\u007f]/.test(value)) throw fail(reason, `${what} may not contain control characters`);

@@ -57,7 +57,8 @@ export interface ClaimInput {
  * their own kind, and fall to `expired` when it ages out.
  */
 export function computeClaims(input: ClaimInput): Record<ClaimName, ClaimView> {
-  const at = (ms: number | null): ClaimView => (ms === null ? { status: 'declared' } : { status: 'verified', verified_at: new Date(ms).toISOString() });
+  const at = (ms: number | null): ClaimView =>
+    ms === null ? { status: 'declared' } : { status: 'verified', verified_at: new Date(ms).toISOString() };
   return {
     key_control: at(input.keyProvenAt),
     channel_control: fromEvidence(input.evidence, 'domain-control', input.now),

@@ -27,14 +27,21 @@ function coordinate(value: unknown, bytes: number, name: string): string {
  * a merely malformed one); other curves and key types are `unsupported_key`.
  */
 export function checkAgentJwk(input: unknown): CheckedAgentJwk {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw fail('unsupported_key', 'publicJwk must be a JWK object');
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw fail('unsupported_key', 'publicJwk must be a JWK object');
   const jwk = input as Record<string, unknown>;
   const present = PRIVATE_JWK_MEMBERS.filter((member) => member in jwk);
   if (present.length > 0) {
-    throw fail('private_key_material', `publicJwk carries private key material (${present.join(', ')}): send the public key only, the private key never leaves the agent`);
+    throw fail(
+      'private_key_material',
+      `publicJwk carries private key material (${present.join(', ')}): send the public key only, the private key never leaves the agent`,
+    );
   }
   if (jwk.kty === 'EC' && jwk.crv === 'P-256') {
-    return { alg: 'ES256', jwk: { kty: 'EC', crv: 'P-256', x: coordinate(jwk.x, 32, 'x'), y: coordinate(jwk.y, 32, 'y') } };
+    return {
+      alg: 'ES256',
+      jwk: { kty: 'EC', crv: 'P-256', x: coordinate(jwk.x, 32, 'x'), y: coordinate(jwk.y, 32, 'y') },
+    };
   }
   if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519') {
     return { alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x: coordinate(jwk.x, 32, 'x') } };

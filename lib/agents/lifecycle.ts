@@ -5,7 +5,8 @@ export const AGENT_STATES = ['active', 'suspended', 'compromised', 'revoked'] as
 export type AgentState = (typeof AGENT_STATES)[number];
 
 /** Everything that can move an agent between states. */
-export type AgentAction = 'suspend' | 'resume' | 'mark_compromised' | 'revoke' | 'transfer_begin' | 'transfer_accept' | 'rotate_key';
+export type AgentAction =
+  'suspend' | 'resume' | 'mark_compromised' | 'revoke' | 'transfer_begin' | 'transfer_accept' | 'rotate_key';
 
 /**
  * The lifecycle as a table: for each action, the states it may start from and where it leads.
@@ -34,7 +35,9 @@ export function transitionAgent(state: AgentState, action: AgentAction): AgentSt
   const next = nextAgentState(state, action);
   if (next === null) {
     const allowed = Object.keys(AGENT_TRANSITIONS[action]).join(', ');
-    throw fail('agent_state', `the agent is ${state}: ${action.replace('_', ' ')} is allowed only from ${allowed}`, { fields: { state } });
+    throw fail('agent_state', `the agent is ${state}: ${action.replace('_', ' ')} is allowed only from ${allowed}`, {
+      fields: { state },
+    });
   }
   return next;
 }

@@ -9,7 +9,17 @@ import type { AgentKeyAlgorithm } from './jwk.js';
 export const RUN_PROOF_FORMAT = 'svc-agent-run-proof-v1';
 
 /** The members a run proof has, and no others. */
-const MEMBERS = ['format', 'agent_id', 'challenge_id', 'task_commitment', 'input_commitment', 'output_commitment', 'started_at', 'finished_at', 'sig'] as const;
+const MEMBERS = [
+  'format',
+  'agent_id',
+  'challenge_id',
+  'task_commitment',
+  'input_commitment',
+  'output_commitment',
+  'started_at',
+  'finished_at',
+  'sig',
+] as const;
 /** Names that would carry the raw run instead of a commitment to it. */
 const RAW_CONTENT = ['task', 'input', 'output', 'prompt', 'content', 'messages', 'result', 'data', 'text'];
 const COMMITMENT = /^[0-9a-f]{64}$/;
@@ -34,23 +44,39 @@ export interface RunProof {
  * the run itself stays with the client (docs/agents.md#run-proofs).
  */
 export function checkRunProofShape(input: unknown): RunProof {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw fail('run_proof_invalid', 'run_proof must be an object');
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw fail('run_proof_invalid', 'run_proof must be an object');
   const proof = input as Record<string, unknown>;
   const raw = Object.keys(proof).filter((name) => RAW_CONTENT.includes(name));
-  if (raw.length > 0) throw fail('run_proof_invalid', `run_proof carries raw content (${raw.join(', ')}): send only SHA-256 commitments`);
+  if (raw.length > 0)
+    throw fail('run_proof_invalid', `run_proof carries raw content (${raw.join(', ')}): send only SHA-256 commitments`);
   const extra = Object.keys(proof).filter((name) => !(MEMBERS as readonly string[]).includes(name));
-  if (extra.length > 0) throw fail('run_proof_invalid', `run_proof has unknown members: ${extra.slice(0, 5).join(', ')}`);
-  if (proof.format !== RUN_PROOF_FORMAT) throw fail('run_proof_invalid', `run_proof.format must be ${RUN_PROOF_FORMAT}`);
+  if (extra.length > 0)
+    throw fail('run_proof_invalid', `run_proof has unknown members: ${extra.slice(0, 5).join(', ')}`);
+  if (proof.format !== RUN_PROOF_FORMAT)
+    throw fail('run_proof_invalid', `run_proof.format must be ${RUN_PROOF_FORMAT}`);
   for (const name of ['agent_id', 'challenge_id', 'sig'] as const) {
-    if (typeof proof[name] !== 'string' || (proof[name] as string).length === 0 || (proof[name] as string).length > 8192) throw fail('run_proof_invalid', `run_proof.${name} must be a string`);
+    if (
+      typeof proof[name] !== 'string' ||
+      (proof[name] as string).length === 0 ||
+      (proof[name] as string).length > 8192
+    )
+      throw fail('run_proof_invalid', `run_proof.${name} must be a string`);
   }
   for (const name of ['task_commitment', 'input_commitment', 'output_commitment'] as const) {
-    if (typeof proof[name] !== 'string' || !COMMITMENT.test(proof[name] as string)) throw fail('run_proof_invalid', `run_proof.${name} must be a lower-case hex SHA-256`);
+    if (typeof proof[name] !== 'string' || !COMMITMENT.test(proof[name] as string))
+      throw fail('run_proof_invalid', `run_proof.${name} must be a lower-case hex SHA-256`);
   }
   for (const name of ['started_at', 'finished_at'] as const) {
-    if (typeof proof[name] !== 'string' || !RFC3339.test(proof[name] as string) || Number.isNaN(Date.parse(proof[name] as string))) throw fail('run_proof_invalid', `run_proof.${name} must be an RFC 3339 time`);
+    if (
+      typeof proof[name] !== 'string' ||
+      !RFC3339.test(proof[name] as string) ||
+      Number.isNaN(Date.parse(proof[name] as string))
+    )
+      throw fail('run_proof_invalid', `run_proof.${name} must be an RFC 3339 time`);
   }
-  if (Date.parse(proof.finished_at as string) < Date.parse(proof.started_at as string)) throw fail('run_proof_invalid', 'run_proof.finished_at is before started_at');
+  if (Date.parse(proof.finished_at as string) < Date.parse(proof.started_at as string))
+    throw fail('run_proof_invalid', 'run_proof.finished_at is before started_at');
   return proof as unknown as RunProof;
 }
 
@@ -81,16 +107,20 @@ export interface VerifyRunProofOptions {
 export async function verifyRunProof(input: unknown, options: VerifyRunProofOptions): Promise<RunProof> {
   const proof = checkRunProofShape(input);
   if (proof.agent_id !== options.agentId) throw fail('run_proof_invalid', 'run_proof.agent_id names another agent');
-  if (proof.challenge_id !== options.challengeId) throw fail('run_proof_invalid', 'run_proof.challenge_id differs from the challenge answered');
+  if (proof.challenge_id !== options.challengeId)
+    throw fail('run_proof_invalid', 'run_proof.challenge_id differs from the challenge answered');
   let verified: ReturnType<typeof verifyCompactJws>;
   try {
-    const key = options.importKey ? await options.importKey(options.jwk, options.alg) : importPublicJwk(options.jwk as Record<string, unknown>);
+    const key = options.importKey
+      ? await options.importKey(options.jwk, options.alg)
+      : importPublicJwk(options.jwk as Record<string, unknown>);
     verified = verifyCompactJws(proof.sig, key, options.alg);
   } catch {
     verified = null;
   }
   if (!verified) throw fail('run_proof_invalid', 'run_proof.sig is not a valid signature by the agent key');
   const { payload } = verified;
-  if (Buffer.from(payload).toString('utf8') !== runProofSigningInput(proof)) throw fail('run_proof_invalid', 'run_proof.sig signs other content than the proof');
+  if (Buffer.from(payload).toString('utf8') !== runProofSigningInput(proof))
+    throw fail('run_proof_invalid', 'run_proof.sig signs other content than the proof');
   return proof;
 }

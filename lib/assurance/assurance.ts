@@ -34,6 +34,7 @@ export interface AssuranceState {
  */
 export function effectiveAssurance(session: AssuranceState, now: number, stepUpWindowMs: number): AssuranceLevel {
   const base: AssuranceLevel = session.assurance === 'sensitive' ? 'passkey' : session.assurance;
-  if (session.stepUpAt !== null && now >= session.stepUpAt && now - session.stepUpAt < stepUpWindowMs) return 'sensitive';
+  if (session.stepUpAt !== null && now >= session.stepUpAt && now - session.stepUpAt < stepUpWindowMs)
+    return 'sensitive';
   return base;
 }

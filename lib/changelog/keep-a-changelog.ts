@@ -12,7 +12,10 @@ export interface ChangelogVersion {
 }
 
 export class ChangelogFormatError extends Error {
-  constructor(message: string, readonly line: number) {
+  constructor(
+    message: string,
+    readonly line: number,
+  ) {
     super(`CHANGELOG.md line ${line}: ${message}`);
     this.name = 'ChangelogFormatError';
   }
@@ -49,8 +52,10 @@ export function parseKeepAChangelog(markdown: string): ChangelogVersion[] {
     if (version) {
       const [, name, date] = version as unknown as [string, string, string | undefined];
       const unreleased = name.toLowerCase() === 'unreleased';
-      if (!unreleased && !date) throw new ChangelogFormatError(`version ${name} has no date ("## [${name}] - YYYY-MM-DD")`, n);
-      if (date && Number.isNaN(Date.parse(`${date}T00:00:00Z`))) throw new ChangelogFormatError(`${date} is not a date`, n);
+      if (!unreleased && !date)
+        throw new ChangelogFormatError(`version ${name} has no date ("## [${name}] - YYYY-MM-DD")`, n);
+      if (date && Number.isNaN(Date.parse(`${date}T00:00:00Z`)))
+        throw new ChangelogFormatError(`${date} is not a date`, n);
       if (seen.has(name)) throw new ChangelogFormatError(`version ${name} appears twice`, n);
       seen.add(name);
       current = { version: unreleased ? 'Unreleased' : name, date: date ?? null, changes: [] };
@@ -59,7 +64,8 @@ export function parseKeepAChangelog(markdown: string): ChangelogVersion[] {
       open = null;
       return;
     }
-    if (/^##\s/.test(line)) throw new ChangelogFormatError(`"${line}" is not a version heading ("## [x.y.z] - YYYY-MM-DD")`, n);
+    if (/^##\s/.test(line))
+      throw new ChangelogFormatError(`"${line}" is not a version heading ("## [x.y.z] - YYYY-MM-DD")`, n);
     const heading = SECTION.exec(line);
     if (heading) {
       section = heading[1]!.toLowerCase();

@@ -31,13 +31,19 @@ export function importPublicJwk(jwk: Record<string, unknown>): KeyObject {
 }
 
 /** Signs `header` and `payload` (JSON) as a compact JWS (RFC 7515 §7.1); `alg` is set from the argument. */
-export function signCompactJws(header: Record<string, unknown>, payload: Record<string, unknown> | Uint8Array, key: KeyObject | webcrypto.CryptoKey, alg: NodeJwsAlg): string {
+export function signCompactJws(
+  header: Record<string, unknown>,
+  payload: Record<string, unknown> | Uint8Array,
+  key: KeyObject | webcrypto.CryptoKey,
+  alg: NodeJwsAlg,
+): string {
   const encodedHeader = Buffer.from(JSON.stringify({ ...header, alg })).toString('base64url');
   const body = payload instanceof Uint8Array ? Buffer.from(payload) : Buffer.from(JSON.stringify(payload));
   const input = `${encodedHeader}.${body.toString('base64url')}`;
-  const signature = alg === 'ES256'
-    ? sign('sha256', Buffer.from(input), { key: nodeKey(key), dsaEncoding: 'ieee-p1363' })
-    : sign(null, Buffer.from(input), nodeKey(key));
+  const signature =
+    alg === 'ES256'
+      ? sign('sha256', Buffer.from(input), { key: nodeKey(key), dsaEncoding: 'ieee-p1363' })
+      : sign(null, Buffer.from(input), nodeKey(key));
   return `${input}.${signature.toString('base64url')}`;
 }
 
@@ -46,7 +52,11 @@ export function signCompactJws(header: Record<string, unknown>, payload: Record<
  * null when anything is off: not compact, a header that is not a JSON object, another `alg`,
  * a `crit` header (no extension is understood here, RFC 7515 §4.1.11), or a bad signature.
  */
-export function verifyCompactJws(jws: string, key: KeyObject, alg: NodeJwsAlg): { header: Record<string, unknown>; payload: Buffer } | null {
+export function verifyCompactJws(
+  jws: string,
+  key: KeyObject,
+  alg: NodeJwsAlg,
+): { header: Record<string, unknown>; payload: Buffer } | null {
   if (typeof jws !== 'string' || !COMPACT.test(jws)) return null;
   const [h, p, s] = jws.split('.') as [string, string, string];
   let header: unknown;
@@ -64,7 +74,10 @@ export function verifyCompactJws(jws: string, key: KeyObject, alg: NodeJwsAlg): 
   const data = Buffer.from(`${h}.${p}`);
   let good: boolean;
   try {
-    good = alg === 'ES256' ? verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, signature) : verify(null, data, key, signature);
+    good =
+      alg === 'ES256'
+        ? verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, signature)
+        : verify(null, data, key, signature);
   } catch {
     return null;
   }

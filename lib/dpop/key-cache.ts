@@ -20,7 +20,10 @@ export class DpopKeyCache {
     const id = JSON.stringify([alg, jwk.kty, jwk.crv, jwk.x, jwk.y]);
     const known = this.#keys.get(id, 0);
     if (known) return known;
-    const imported = Promise.all([Promise.resolve().then(() => importPublicJwk(jwk as Record<string, unknown>)), calculateJwkThumbprint(jwk, 'sha256')]).then(([key, jkt]) => ({ key, jkt }));
+    const imported = Promise.all([
+      Promise.resolve().then(() => importPublicJwk(jwk as Record<string, unknown>)),
+      calculateJwkThumbprint(jwk, 'sha256'),
+    ]).then(([key, jkt]) => ({ key, jkt }));
     this.#keys.set(id, imported, Infinity, 0);
     // A key that does not import is not remembered.
     imported.catch(() => this.#keys.delete(id));

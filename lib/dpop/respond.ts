@@ -12,9 +12,17 @@ export function dpopRefusal(error: DpopError, at: 'token' | 'resource', nonce?: 
   if (nonce !== undefined) headers['dpop-nonce'] = nonce;
   if (at === 'resource') {
     headers['www-authenticate'] = dpopChallenge({ error: error.code, description: error.message });
-    return fail(error.code, error.message, { status: 401, headers, fields: { error: error.code, error_description: error.message } });
+    return fail(error.code, error.message, {
+      status: 401,
+      headers,
+      fields: { error: error.code, error_description: error.message },
+    });
   }
-  return fail(error.code, error.message, { status: 400, headers, fields: { error: error.code, error_description: error.message } });
+  return fail(error.code, error.message, {
+    status: 400,
+    headers,
+    fields: { error: error.code, error_description: error.message },
+  });
 }
 
 /** A `WWW-Authenticate: DPoP` challenge with the algorithms this server accepts (RFC 9449 §7.1). */

@@ -80,7 +80,10 @@ export function computeAth(accessToken: string): string {
  * `proof` is the raw `DPoP` header value as received (a string, or an array when the header
  * came more than once). Throws a DpopError (`invalid_dpop_proof` or `use_dpop_nonce`).
  */
-export async function verifyDpopProof(proof: string | readonly string[] | undefined, options: VerifyDpopProofOptions): Promise<VerifiedDpopProof> {
+export async function verifyDpopProof(
+  proof: string | readonly string[] | undefined,
+  options: VerifyDpopProofOptions,
+): Promise<VerifiedDpopProof> {
   // 1. Exactly one DPoP header. Node joins repeated unknown headers with ", ", and a compact
   // JWS never contains a comma, so a comma means several headers.
   if (proof === undefined) refuse('header', 'a DPoP proof is required');
@@ -105,12 +108,15 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   // 5. alg: registered, asymmetric, allowed by local policy; never none or HS*.
   const allowed = options.algorithms ?? DPOP_ALGORITHMS;
   const alg = header.alg;
-  if (typeof alg !== 'string' || !(allowed as readonly string[]).includes(alg)) refuse('alg', `the DPoP proof alg must be one of ${allowed.join(', ')}`);
+  if (typeof alg !== 'string' || !(allowed as readonly string[]).includes(alg))
+    refuse('alg', `the DPoP proof alg must be one of ${allowed.join(', ')}`);
 
   // 7. jwk: present, a public key only, of the type the alg needs.
   const jwk = header.jwk as Record<string, unknown> | undefined;
-  if (!jwk || typeof jwk !== 'object' || Array.isArray(jwk)) refuse('jwk', 'the DPoP proof header must carry the public key as jwk');
-  if (PRIVATE_MEMBERS.some((member) => member in jwk)) refuse('jwk', 'the DPoP proof jwk must not contain a private key');
+  if (!jwk || typeof jwk !== 'object' || Array.isArray(jwk))
+    refuse('jwk', 'the DPoP proof header must carry the public key as jwk');
+  if (PRIVATE_MEMBERS.some((member) => member in jwk))
+    refuse('jwk', 'the DPoP proof jwk must not contain a private key');
   const fits = alg === 'ES256' ? jwk.kty === 'EC' && jwk.crv === 'P-256' : jwk.kty === 'OKP' && jwk.crv === 'Ed25519';
   if (!fits) refuse('jwk', 'the DPoP proof jwk does not fit its alg');
 
@@ -118,7 +124,9 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   let payload: Record<string, unknown>;
   let jkt: string | undefined;
   try {
-    const resolved = options.keyCache ? await options.keyCache.resolve(jwk as JWK, alg) : { key: importPublicJwk(jwk), jkt: undefined };
+    const resolved = options.keyCache
+      ? await options.keyCache.resolve(jwk as JWK, alg)
+      : { key: importPublicJwk(jwk), jkt: undefined };
     jkt = resolved.jkt;
     // node:crypto checks on the calling thread (WebCrypto would queue every proof on the thread pool).
     const verified = verifyCompactJws(value, resolved.key, alg as DpopAlgorithm);
@@ -127,16 +135,20 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   } catch {
     refuse('signature', 'the DPoP proof signature does not verify with its jwk');
   }
-  if (!payload || typeof payload !== 'object' || Array.isArray(payload)) refuse('jwt', 'the DPoP proof payload is not a JSON object');
+  if (!payload || typeof payload !== 'object' || Array.isArray(payload))
+    refuse('jwt', 'the DPoP proof payload is not a JSON object');
 
   // 3. Required claims, with their types.
   const { jti, htm, htu, iat } = payload;
-  if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH) refuse('claims', 'the DPoP proof needs a jti of 1 to 256 characters');
+  if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH)
+    refuse('claims', 'the DPoP proof needs a jti of 1 to 256 characters');
   if (typeof htm !== 'string') refuse('claims', 'the DPoP proof needs htm');
   if (typeof htu !== 'string') refuse('claims', 'the DPoP proof needs htu');
   if (typeof iat !== 'number' || !Number.isFinite(iat)) refuse('claims', 'the DPoP proof needs a numeric iat');
-  if (options.accessToken !== undefined && typeof payload.ath !== 'string') refuse('claims', 'the DPoP proof needs ath when it accompanies an access token');
-  if (payload.nonce !== undefined && typeof payload.nonce !== 'string') refuse('claims', 'the DPoP proof nonce must be a string');
+  if (options.accessToken !== undefined && typeof payload.ath !== 'string')
+    refuse('claims', 'the DPoP proof needs ath when it accompanies an access token');
+  if (payload.nonce !== undefined && typeof payload.nonce !== 'string')
+    refuse('claims', 'the DPoP proof nonce must be a string');
 
   // 8. htm: HTTP methods are case-sensitive (RFC 9110 §9.1).
   if (htm !== options.htm) refuse('htm', 'the DPoP proof is for another method');
@@ -144,7 +156,8 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
   // 9. htu, without query and fragment, after RFC 3986 syntax- and scheme-based normalization.
   const expectedHtu = normalizeHtu(options.htu);
   const presentedHtu = normalizeHtu(htu);
-  if (expectedHtu === null || presentedHtu === null || presentedHtu !== expectedHtu) refuse('htu', 'the DPoP proof is for another URI');
+  if (expectedHtu === null || presentedHtu === null || presentedHtu !== expectedHtu)
+    refuse('htu', 'the DPoP proof is for another URI');
 
   // 10. Server nonce, when one is required: its own error so the caller answers use_dpop_nonce.
   const nonce = payload.nonce as string | undefined;
@@ -166,11 +179,13 @@ export async function verifyDpopProof(proof: string | readonly string[] | undefi
     refuse('ath', 'the DPoP proof ath does not match the access token');
   }
   jkt ??= await calculateJwkThumbprint(jwk as JWK, 'sha256');
-  if (options.boundJkt !== undefined && !constantEquals(jkt, options.boundJkt)) refuse('binding', 'the DPoP proof key is not the key the token is bound to');
+  if (options.boundJkt !== undefined && !constantEquals(jkt, options.boundJkt))
+    refuse('binding', 'the DPoP proof key is not the key the token is bound to');
 
   // §11.1: single use. Last, so a proof that fails any other check is not remembered.
   const expiresAt = iatMs + maxAgeMs;
-  if (await options.isReplay(jti, jkt, Math.max(expiresAt, options.now + 1000))) refuse('replay', 'the DPoP proof was already used');
+  if (await options.isReplay(jti, jkt, Math.max(expiresAt, options.now + 1000)))
+    refuse('replay', 'the DPoP proof was already used');
 
   return { jkt, jwk: publicJwk(jwk), jti, iat, alg: alg as DpopAlgorithm, ...(nonce !== undefined ? { nonce } : {}) };
 }

@@ -38,5 +38,7 @@ export function fail(reason: Reason, message?: string, options?: KeyplaneErrorOp
 }
 
 export function isKeyplaneError(error: unknown): error is KeyplaneError {
-  return error instanceof Error && error.name === 'KeyplaneError' && typeof (error as KeyplaneError).reason === 'string';
+  return (
+    error instanceof Error && error.name === 'KeyplaneError' && typeof (error as KeyplaneError).reason === 'string'
+  );
 }

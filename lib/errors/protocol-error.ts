@@ -29,9 +29,16 @@ export class ProtocolError<C extends ProtocolErrorCode = ProtocolErrorCode> exte
 }
 
 const CODES: ReadonlySet<string> = new Set<ProtocolErrorCode>([
-  'invalid_dpop_proof', 'use_dpop_nonce',
-  'bad_signature', 'malformed', 'expired', 'rollback', 'equivocation', 'wrong_audience',
-  'invalid_evidence', 'invalid_checkpoint',
+  'invalid_dpop_proof',
+  'use_dpop_nonce',
+  'bad_signature',
+  'malformed',
+  'expired',
+  'rollback',
+  'equivocation',
+  'wrong_audience',
+  'invalid_evidence',
+  'invalid_checkpoint',
 ]);
 
 /** A ProtocolError, optionally one of `codes`. */

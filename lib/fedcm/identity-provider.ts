@@ -16,8 +16,16 @@ export const FEDCM_PATHS = {
 } as const;
 
 /** FedCM §7.1 well-known file, with `accounts_endpoint` and `login_url` (needed beside a `client_metadata_endpoint`). */
-export function buildWebIdentity(issuer: string): { provider_urls: string[]; accounts_endpoint: string; login_url: string } {
-  return { provider_urls: [`${issuer}${FEDCM_PATHS.config}`], accounts_endpoint: `${issuer}${FEDCM_PATHS.accounts}`, login_url: `${issuer}${FEDCM_PATHS.login}` };
+export function buildWebIdentity(issuer: string): {
+  provider_urls: string[];
+  accounts_endpoint: string;
+  login_url: string;
+} {
+  return {
+    provider_urls: [`${issuer}${FEDCM_PATHS.config}`],
+    accounts_endpoint: `${issuer}${FEDCM_PATHS.accounts}`,
+    login_url: `${issuer}${FEDCM_PATHS.login}`,
+  };
 }
 
 /** FedCM §7.2 provider configuration. */
@@ -54,7 +62,8 @@ const MAX_NONCE = 512;
 function field(body: Record<string, unknown>, name: string): string | undefined {
   const value = body[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value.length === 0 || value.length > 4096) throw fail('invalid_request', `${name} must be one non-empty string`);
+  if (typeof value !== 'string' || value.length === 0 || value.length > 4096)
+    throw fail('invalid_request', `${name} must be one non-empty string`);
   return value;
 }
 
@@ -76,15 +85,19 @@ export function readAssertionRequest(body: Record<string, unknown>): AssertionRe
     } catch {
       throw fail('invalid_request', 'params must be JSON');
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw fail('invalid_request', 'params must be a JSON object');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw fail('invalid_request', 'params must be a JSON object');
     const value = (parsed as Record<string, unknown>).nonce;
-    if (value !== undefined && typeof value !== 'string') throw fail('invalid_request', 'params.nonce must be a string');
+    if (value !== undefined && typeof value !== 'string')
+      throw fail('invalid_request', 'params.nonce must be a string');
     fromParams = value;
   }
   const topLevel = field(body, 'nonce');
-  if (fromParams !== undefined && topLevel !== undefined && fromParams !== topLevel) throw fail('invalid_request', 'params.nonce and nonce differ');
+  if (fromParams !== undefined && topLevel !== undefined && fromParams !== topLevel)
+    throw fail('invalid_request', 'params.nonce and nonce differ');
   const nonce = fromParams ?? topLevel;
-  if (nonce === undefined || nonce.length === 0 || nonce.length > MAX_NONCE) throw fail('invalid_request', `a nonce of 1 to ${MAX_NONCE} characters is required (params.nonce)`);
+  if (nonce === undefined || nonce.length === 0 || nonce.length > MAX_NONCE)
+    throw fail('invalid_request', `a nonce of 1 to ${MAX_NONCE} characters is required (params.nonce)`);
   const shownFor = typeof body.disclosure_shown_for === 'string' ? body.disclosure_shown_for : '';
   return { clientId, accountId, nonce, disclosureShown: body.disclosure_text_shown === 'true' || shownFor.length > 0 };
 }
@@ -102,7 +115,10 @@ export interface FedcmAccount {
  * One FedCM account (§7.3) for the signed-in identity. `approved_clients` lists the clients the
  * account approved, so that the browser skips its disclosure for them.
  */
-export function buildAccount(identity: { identityId: string; username: string; displayName: string }, facts: { email?: string; approvedClients: readonly string[] }): FedcmAccount {
+export function buildAccount(
+  identity: { identityId: string; username: string; displayName: string },
+  facts: { email?: string; approvedClients: readonly string[] },
+): FedcmAccount {
   return {
     id: identity.identityId,
     name: identity.displayName || identity.username,

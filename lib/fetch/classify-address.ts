@@ -2,15 +2,7 @@ import { BlockList, isIP } from 'node:net';
 
 /** Why an address is not a public internet address; `null` from {@link classifyAddress} means public. */
 export type AddressClass =
-  | 'loopback'
-  | 'private'
-  | 'link_local'
-  | 'metadata'
-  | 'shared'
-  | 'multicast'
-  | 'unspecified'
-  | 'reserved'
-  | 'invalid';
+  'loopback' | 'private' | 'link_local' | 'metadata' | 'shared' | 'multicast' | 'unspecified' | 'reserved' | 'invalid';
 
 type Range = readonly [string, number, AddressClass];
 
@@ -73,14 +65,20 @@ function ipv6Bytes(address: string): number[] {
   const tail: number[] = [];
   const lastColon = text.lastIndexOf(':');
   if (text.slice(lastColon + 1).includes('.')) {
-    tail.push(...text.slice(lastColon + 1).split('.').map(Number));
+    tail.push(
+      ...text
+        .slice(lastColon + 1)
+        .split('.')
+        .map(Number),
+    );
     text = `${text.slice(0, lastColon + 1)}0:0`;
   }
-  const [head, rest] = text.includes('::') ? text.split('::') as [string, string] : [text, undefined];
+  const [head, rest] = text.includes('::') ? (text.split('::') as [string, string]) : [text, undefined];
   const groups = (part: string | undefined) => (part ? part.split(':').map((group) => parseInt(group, 16)) : []);
   const before = groups(head);
   const after = groups(rest);
-  const words = rest === undefined ? before : [...before, ...new Array<number>(8 - before.length - after.length).fill(0), ...after];
+  const words =
+    rest === undefined ? before : [...before, ...new Array<number>(8 - before.length - after.length).fill(0), ...after];
   const bytes = words.flatMap((word) => [word >> 8, word & 0xff]);
   if (tail.length === 4) bytes.splice(12, 4, ...tail);
   return bytes;
@@ -101,7 +99,10 @@ function classifyV4(address: string): AddressClass | null {
  * by the IPv4 address they reach. Host names are not addresses: resolve them first.
  */
 export function classifyAddress(input: string): AddressClass | null {
-  const address = input.replace(/^\[|\]$/g, '').replace(/%.*$/, '').toLowerCase();
+  const address = input
+    .replace(/^\[|\]$/g, '')
+    .replace(/%.*$/, '')
+    .toLowerCase();
   const family = isIP(address);
   if (family === 4) return classifyV4(address);
   if (family !== 6) return 'invalid';
@@ -111,7 +112,8 @@ export function classifyAddress(input: string): AddressClass | null {
   // RFC 4291 §2.5.5.2 IPv4-mapped.
   if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return classifyV4(embedded(12));
   // RFC 6052 well-known NAT64 prefix 64:ff9b::/96.
-  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12)) return classifyV4(embedded(12));
+  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12))
+    return classifyV4(embedded(12));
   // RFC 3056 6to4: 2002:AABB:CCDD::/48 routes to AA.BB.CC.DD.
   if (bytes[0] === 0x20 && bytes[1] === 0x02) return classifyV4(embedded(2)) ?? null;
   if (bytes.join() === metadataV6Bytes) return 'metadata';

@@ -94,9 +94,11 @@ function parseTarget(input: string | URL, allowHttp = false): URL {
   } catch {
     throw fail('fetch_invalid_url', 'the URL is not an absolute URL');
   }
-  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) throw fail('fetch_not_https', 'only https URLs are fetched');
+  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:'))
+    throw fail('fetch_not_https', 'only https URLs are fetched');
   // No credentials ever leave with a server-side fetch (RFC 3986 §3.2.1 deprecates userinfo).
-  if (url.username !== '' || url.password !== '') throw fail('fetch_credentials_in_url', 'the URL must not carry a user name or password');
+  if (url.username !== '' || url.password !== '')
+    throw fail('fetch_credentials_in_url', 'the URL must not carry a user name or password');
   return url;
 }
 
@@ -137,7 +139,11 @@ async function resolveChecked(url: URL, options: GuardedFetchOptions, signal: Ab
     for (const { address } of addresses) {
       const addressClass = allowed(address) ? null : classifyAddress(address);
       if (addressClass) {
-        throw fail('fetch_private_address', `${host} resolves to a ${addressClass.replace('_', '-')} address, which is never fetched`, { fields: { addressClass } });
+        throw fail(
+          'fetch_private_address',
+          `${host} resolves to a ${addressClass.replace('_', '-')} address, which is never fetched`,
+          { fields: { addressClass } },
+        );
       }
     }
   }
@@ -161,7 +167,13 @@ function trustedCa(options: GuardedFetchOptions): Array<string | Buffer> | undef
   return [...rootCertificates, ...(Array.isArray(extra) ? extra : [extra as string | Buffer])];
 }
 
-function requestOnce(url: URL, pinned: ResolvedAddress, ca: Array<string | Buffer> | undefined, options: GuardedFetchOptions, signal: AbortSignal): Promise<{ response: IncomingMessage; body?: Buffer }> {
+function requestOnce(
+  url: URL,
+  pinned: ResolvedAddress,
+  ca: Array<string | Buffer> | undefined,
+  options: GuardedFetchOptions,
+  signal: AbortSignal,
+): Promise<{ response: IncomingMessage; body?: Buffer }> {
   const host = hostOf(url);
   // The connection goes to the address that was checked, whatever a second look-up would say.
   const lookup = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
@@ -170,7 +182,11 @@ function requestOnce(url: URL, pinned: ResolvedAddress, ca: Array<string | Buffe
   }) as unknown as LookupFunction;
   const plain = url.protocol === 'http:';
   // Only credential-free headers are passed on: nothing may carry a user's identity to the target.
-  const extra = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([name]) => !/^(cookie|authorization|proxy-authorization)$/i.test(name)));
+  const extra = Object.fromEntries(
+    Object.entries(options.headers ?? {}).filter(
+      ([name]) => !/^(cookie|authorization|proxy-authorization)$/i.test(name),
+    ),
+  );
   const requestOptions: RequestOptions = {
     method: options.method ?? 'GET',
     hostname: host,
@@ -183,7 +199,12 @@ function requestOnce(url: URL, pinned: ResolvedAddress, ca: Array<string | Buffe
     rejectUnauthorized: options.verifyCertificate ?? true,
     agent: false,
     signal,
-    headers: { ...extra, accept: options.accept ?? 'application/json, */*;q=0.5', 'user-agent': USER_AGENT, 'accept-encoding': 'identity' },
+    headers: {
+      ...extra,
+      accept: options.accept ?? 'application/json, */*;q=0.5',
+      'user-agent': USER_AGENT,
+      'accept-encoding': 'identity',
+    },
   };
   const maxBytes = options.maxBytes ?? FETCH_DEFAULTS.maxBytes;
   return new Promise((resolve, reject) => {
@@ -256,7 +277,8 @@ export async function fetchGuarded(input: string | URL, options: GuardedFetchOpt
       const hop = { url: url.href, status: response.statusCode ?? 0, headers: response.headers };
       if (body) return { ...hop, address: pinned.address, body, redirects };
       redirects.push(hop);
-      if (redirects.length > maxRedirects) throw fail('fetch_too_many_redirects', `more than ${maxRedirects} redirects`);
+      if (redirects.length > maxRedirects)
+        throw fail('fetch_too_many_redirects', `more than ${maxRedirects} redirects`);
       let next: URL;
       try {
         next = new URL(response.headers.location!, url);

@@ -37,7 +37,9 @@ export function hashGatewayPolicy(policy: GatewayPolicy): string {
  * sessions. Its hash decides reuse, so a change to either mints a new version.
  */
 export function hashIssuedContent(policy: GatewayPolicy, revokedSessions: readonly string[]): string {
-  return revokedSessions.length === 0 ? hashGatewayPolicy(policy) : sha256Hex(canonicalJson({ policy, revoked_sessions: [...revokedSessions].sort() }));
+  return revokedSessions.length === 0
+    ? hashGatewayPolicy(policy)
+    : sha256Hex(canonicalJson({ policy, revoked_sessions: [...revokedSessions].sort() }));
 }
 
 /** The public URLs of a gateway client: its redirect URIs `<public-url>/_gate/callback` (docs/gateway.md#browser-sessions). */
@@ -54,7 +56,10 @@ const withoutTrailingSlash = (uri: string) => (uri.endsWith('/') ? uri.slice(0, 
  * (RFC 8707); a trailing slash on either side is ignored. Routes without one keep the
  * gateway's public URL as their audience.
  */
-export function deriveIssuedPolicy(policy: GatewayPolicy, client: { redirectUris: readonly string[]; resources: readonly string[] }): GatewayPolicy {
+export function deriveIssuedPolicy(
+  policy: GatewayPolicy,
+  client: { redirectUris: readonly string[]; resources: readonly string[] },
+): GatewayPolicy {
   const bases = gatewayPublicUrls(client.redirectUris);
   const registered = new Map(client.resources.map((resource) => [withoutTrailingSlash(resource), resource]));
   return {
@@ -74,7 +79,10 @@ export function deriveIssuedPolicy(policy: GatewayPolicy, client: { redirectUris
  * by the key that signs now (so a rotation moves gateways onto the new key), and is less than
  * half its lifetime old (so a polling gateway never holds one close to expiry).
  */
-export function canReuseIssuedConfig(latest: IssuedConfigFacts | null, wanted: { policyHash: string; kid: string; now: number }): boolean {
+export function canReuseIssuedConfig(
+  latest: IssuedConfigFacts | null,
+  wanted: { policyHash: string; kid: string; now: number },
+): boolean {
   if (!latest) return false;
   const halfLife = latest.issuedAt + (latest.expiresAt - latest.issuedAt) / 2;
   return latest.policyHash === wanted.policyHash && latest.kid === wanted.kid && wanted.now < halfLife;
@@ -97,10 +105,14 @@ export async function signGatewayConfig(
   input: SignGatewayConfigInput,
   key: { kid: string; privateKey: KeyObject | webcrypto.CryptoKey },
 ): Promise<{ jws: string; hash: string; issuedAt: number; expiresAt: number }> {
-  if (!Number.isSafeInteger(input.version) || input.version < 1) throw new RangeError('version must be a positive integer');
+  if (!Number.isSafeInteger(input.version) || input.version < 1)
+    throw new RangeError('version must be a positive integer');
   const iat = Math.floor(input.now / 1000);
   const exp = iat + input.lifetimeSeconds;
-  const revoked = input.revokedSessions && input.revokedSessions.length > 0 ? { revoked_sessions: [...input.revokedSessions].sort() } : {};
+  const revoked =
+    input.revokedSessions && input.revokedSessions.length > 0
+      ? { revoked_sessions: [...input.revokedSessions].sort() }
+      : {};
   const jws = await new SignJWT({ version: input.version, gateway: input.policy, ...revoked })
     .setProtectedHeader({ alg: 'ES256', typ: GATEWAY_CONFIG_TYP, kid: key.kid })
     .setIssuer(input.issuer)

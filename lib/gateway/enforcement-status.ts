@@ -42,6 +42,7 @@ export function computeEnforcementStatus(
   const fresh = observed.filter((report) => now < report.expiresAt);
   if (fresh.length === 0) return { status: 'stale', reason: 'evidence_expired' };
   if (fresh.some((report) => report.config === null)) return { status: 'stale', reason: 'failing_closed' };
-  if (fresh.some((report) => report.config!.hash !== declared.hash)) return { status: 'stale', reason: 'config_mismatch' };
+  if (fresh.some((report) => report.config!.hash !== declared.hash))
+    return { status: 'stale', reason: 'config_mismatch' };
   return { status: 'green', reason: 'enforcing_declared_config' };
 }

@@ -133,7 +133,9 @@ function bad(message: string): never {
 function isCountMap(value: unknown): value is Record<string, number> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const entries = Object.entries(value);
-  return entries.length <= 100 && entries.every(([k, n]) => k.length <= 64 && Number.isSafeInteger(n) && (n as number) >= 0);
+  return (
+    entries.length <= 100 && entries.every(([k, n]) => k.length <= 64 && Number.isSafeInteger(n) && (n as number) >= 0)
+  );
 }
 
 function readTime(value: unknown, name: string, nullable: boolean): number | null {
@@ -158,7 +160,8 @@ export async function verifyGatewayEvidence(jws: string, options: VerifyEvidence
   }
   if (header.typ !== EVIDENCE_TYP) bad(`typ must be ${EVIDENCE_TYP}`);
   if (header.alg !== 'ES256') bad('alg must be ES256');
-  if (typeof header.jwk !== 'object' || header.jwk === null) bad('the protected header must carry the signing key as jwk');
+  if (typeof header.jwk !== 'object' || header.jwk === null)
+    bad('the protected header must carry the signing key as jwk');
   let payload: Record<string, unknown>;
   try {
     ({ payload } = await jwtVerify(jws, EmbeddedJWK, {
@@ -178,31 +181,48 @@ export async function verifyGatewayEvidence(jws: string, options: VerifyEvidence
   const thumbprint = await calculateJwkThumbprint(header.jwk as JWK, 'sha256');
   if (header.kid !== thumbprint) bad('kid must be the RFC 7638 thumbprint of the embedded jwk');
   if (options.registeredKeys) {
-    const registered = await Promise.all(options.registeredKeys.map((key) => calculateJwkThumbprint(key, 'sha256').catch(() => null)));
+    const registered = await Promise.all(
+      options.registeredKeys.map((key) => calculateJwkThumbprint(key, 'sha256').catch(() => null)),
+    );
     if (!registered.includes(thumbprint)) bad('the signing key is not among the keys registered for this client');
   }
   const iat = payload['iat'] as number;
   const exp = payload['exp'] as number;
   if (iat * 1000 > options.now + EVIDENCE_CLOCK_SKEW_SECONDS * 1000) bad('iat lies in the future');
-  if (exp <= iat || exp - iat > EVIDENCE_MAX_TTL_SECONDS) bad(`exp must be after iat and at most ${EVIDENCE_MAX_TTL_SECONDS} s later`);
+  if (exp <= iat || exp - iat > EVIDENCE_MAX_TTL_SECONDS)
+    bad(`exp must be after iat and at most ${EVIDENCE_MAX_TTL_SECONDS} s later`);
   if (payload['client_id'] !== options.clientId) bad('client_id must be the authenticated client');
   const instance = payload['instance'];
-  if (typeof instance !== 'string' || !INSTANCE.test(instance)) bad('instance must be 8 to 64 characters of [A-Za-z0-9_-]');
+  if (typeof instance !== 'string' || !INSTANCE.test(instance))
+    bad('instance must be 8 to 64 characters of [A-Za-z0-9_-]');
   const iss = payload['iss'] as string;
-  if (typeof iss !== 'string' || iss.length > 2048) bad('iss must be the gateway\'s public URL');
+  if (typeof iss !== 'string' || iss.length > 2048) bad("iss must be the gateway's public URL");
   const config = payload['config'];
   let held: EvidenceConfig | null = null;
   if (config !== null) {
     const c = config as Record<string, unknown> | undefined;
-    if (typeof c !== 'object' || c === null || !Number.isSafeInteger(c['version']) || (c['version'] as number) < 1
-      || typeof c['hash'] !== 'string' || !/^[0-9a-f]{64}$/.test(c['hash']) || !MODES.includes(c['mode'] as GatewayMode)) {
+    if (
+      typeof c !== 'object' ||
+      c === null ||
+      !Number.isSafeInteger(c['version']) ||
+      (c['version'] as number) < 1 ||
+      typeof c['hash'] !== 'string' ||
+      !/^[0-9a-f]{64}$/.test(c['hash']) ||
+      !MODES.includes(c['mode'] as GatewayMode)
+    ) {
       bad('config must be {version, hash, mode} or null');
     }
     held = { version: c['version'] as number, hash: c['hash'] as string, mode: c['mode'] as GatewayMode };
   }
   const counts = payload['counts'] as Record<string, unknown> | undefined;
-  if (typeof counts !== 'object' || counts === null || !Number.isSafeInteger(counts['allowed']) || (counts['allowed'] as number) < 0
-    || !isCountMap(counts['refused']) || !isCountMap(counts['observed'])) {
+  if (
+    typeof counts !== 'object' ||
+    counts === null ||
+    !Number.isSafeInteger(counts['allowed']) ||
+    (counts['allowed'] as number) < 0 ||
+    !isCountMap(counts['refused']) ||
+    !isCountMap(counts['observed'])
+  ) {
     bad('counts must be {allowed, refused: {reason: n}, observed: {reason: n}}');
   }
   return {
@@ -214,7 +234,11 @@ export async function verifyGatewayEvidence(jws: string, options: VerifyEvidence
     issuedAt: iat * 1000,
     expiresAt: exp * 1000,
     config: held,
-    counts: { allowed: counts['allowed'] as number, refused: counts['refused'] as Record<string, number>, observed: counts['observed'] as Record<string, number> },
+    counts: {
+      allowed: counts['allowed'] as number,
+      refused: counts['refused'] as Record<string, number>,
+      observed: counts['observed'] as Record<string, number>,
+    },
     lastEnforcementAt: readTime(payload['last_enforcement_at'], 'last_enforcement_at', true),
     startedAt: readTime(payload['started_at'], 'started_at', false)!,
   };

@@ -7,8 +7,15 @@ import { normalizeHeaderName } from './identity-headers.js';
 
 /** Forwarding and original-request headers a client could use to lie about where or what it asked. */
 const FORWARDING = new Set([
-  'forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip', 'x-original-uri', 'x-original-url', 'x-original-method',
-  'x-rewrite-url', 'client-ip',
+  'forwarded',
+  'x-real-ip',
+  'x-client-ip',
+  'true-client-ip',
+  'x-original-uri',
+  'x-original-url',
+  'x-original-method',
+  'x-rewrite-url',
+  'client-ip',
 ]);
 
 export function isForwardingHeaderName(name: string): boolean {

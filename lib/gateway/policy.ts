@@ -57,7 +57,13 @@ export type RefusalReason =
 
 export type Decision =
   | { outcome: 'allow'; route: RoutePolicy | null; enforced: boolean; wouldRefuse?: RefusalReason }
-  | { outcome: 'refuse'; route: RoutePolicy | null; reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] };
+  | {
+      outcome: 'refuse';
+      route: RoutePolicy | null;
+      reason: RefusalReason;
+      requiredAssurance?: AssuranceLevel;
+      missingScopes?: string[];
+    };
 
 /** A stable bucket 0..99 for an id (first 32 bits of SHA-256), so a session stays in or out of the canary. */
 export function canaryBucket(id: string): number {
@@ -65,18 +71,25 @@ export function canaryBucket(id: string): number {
 }
 
 /** What the route would refuse the caller for, ignoring the mode; null when it allows. */
-export function checkRoute(route: RoutePolicy | null, caller: Caller | null): { reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] } | null {
+export function checkRoute(
+  route: RoutePolicy | null,
+  caller: Caller | null,
+): { reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] } | null {
   if (route?.public === true) return null;
   // An unmatched path is protected: a caller is required, nothing more (fail closed).
   if (caller === null) return { reason: 'unauthorized' };
   if (!route) return null;
-  if (route.principals && route.principals.length > 0 && !route.principals.includes(caller.principalType)) return { reason: 'principal_not_allowed' };
+  if (route.principals && route.principals.length > 0 && !route.principals.includes(caller.principalType))
+    return { reason: 'principal_not_allowed' };
   if (route.dpop === 'required' && caller.kind !== 'dpop') return { reason: 'dpop_required' };
   if (route.scopes && route.scopes.length > 0) {
     const missing = route.scopes.filter((scope) => !caller.scopes.includes(scope));
     if (missing.length > 0) return { reason: 'insufficient_scope', missingScopes: missing };
   }
-  if (route.min_assurance && !(isAssuranceLevel(caller.assurance) && meetsAssurance(caller.assurance, route.min_assurance))) {
+  if (
+    route.min_assurance &&
+    !(isAssuranceLevel(caller.assurance) && meetsAssurance(caller.assurance, route.min_assurance))
+  ) {
     return { reason: 'insufficient_user_authentication', requiredAssurance: route.min_assurance };
   }
   return null;
@@ -107,11 +120,14 @@ export function checkGatewayPolicy(value: unknown): string[] {
   const problems: string[] = [];
   if (!value || typeof value !== 'object' || Array.isArray(value)) return ['gateway must be an object'];
   const policy = value as Record<string, unknown>;
-  if (!['observe', 'canary', 'enforce'].includes(policy['mode'] as string)) problems.push('gateway.mode must be one of: observe, canary, enforce');
+  if (!['observe', 'canary', 'enforce'].includes(policy['mode'] as string))
+    problems.push('gateway.mode must be one of: observe, canary, enforce');
   const percent = policy['canary_percent'];
-  if (percent !== undefined && !(Number.isInteger(percent) && (percent as number) >= 0 && (percent as number) <= 100)) problems.push('gateway.canary_percent must be an integer 0..100');
+  if (percent !== undefined && !(Number.isInteger(percent) && (percent as number) >= 0 && (percent as number) <= 100))
+    problems.push('gateway.canary_percent must be an integer 0..100');
   const accept = policy['accept_clients'];
-  if (accept !== undefined && !(Array.isArray(accept) && accept.every((id) => typeof id === 'string' && id.length > 0))) problems.push('gateway.accept_clients must be a list of client ids');
+  if (accept !== undefined && !(Array.isArray(accept) && accept.every((id) => typeof id === 'string' && id.length > 0)))
+    problems.push('gateway.accept_clients must be a list of client ids');
   if (!Array.isArray(policy['routes'])) return [...problems, 'gateway.routes must be an array'];
   (policy['routes'] as unknown[]).forEach((entry, index) => {
     const where = `gateway.routes[${index}]`;
@@ -122,13 +138,29 @@ export function checkGatewayPolicy(value: unknown): string[] {
     const route = entry as Record<string, unknown>;
     const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'resource'];
     for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
-    if (route['resource'] !== undefined && !(typeof route['resource'] === 'string' && /^https?:\/\//.test(route['resource']))) problems.push(`${where}.resource must be an absolute URL`);
-    if (typeof route['path'] !== 'string' || !route['path'].startsWith('/')) problems.push(`${where}.path must be a path starting with /`);
-    if (route['min_assurance'] !== undefined && !isAssuranceLevel(route['min_assurance'])) problems.push(`${where}.min_assurance must be one of: recovery, email, passkey, sensitive`);
-    if (route['principals'] !== undefined && !(Array.isArray(route['principals']) && route['principals'].every((p) => p === 'human' || p === 'agent'))) problems.push(`${where}.principals must list human and/or agent`);
-    if (route['scopes'] !== undefined && !(Array.isArray(route['scopes']) && route['scopes'].every((s) => typeof s === 'string' && s.length > 0))) problems.push(`${where}.scopes must be a list of scope names`);
-    if (route['dpop'] !== undefined && route['dpop'] !== 'required' && route['dpop'] !== 'allowed') problems.push(`${where}.dpop must be one of: required, allowed`);
-    if (route['public'] !== undefined && typeof route['public'] !== 'boolean') problems.push(`${where}.public must be a boolean`);
+    if (
+      route['resource'] !== undefined &&
+      !(typeof route['resource'] === 'string' && /^https?:\/\//.test(route['resource']))
+    )
+      problems.push(`${where}.resource must be an absolute URL`);
+    if (typeof route['path'] !== 'string' || !route['path'].startsWith('/'))
+      problems.push(`${where}.path must be a path starting with /`);
+    if (route['min_assurance'] !== undefined && !isAssuranceLevel(route['min_assurance']))
+      problems.push(`${where}.min_assurance must be one of: recovery, email, passkey, sensitive`);
+    if (
+      route['principals'] !== undefined &&
+      !(Array.isArray(route['principals']) && route['principals'].every((p) => p === 'human' || p === 'agent'))
+    )
+      problems.push(`${where}.principals must list human and/or agent`);
+    if (
+      route['scopes'] !== undefined &&
+      !(Array.isArray(route['scopes']) && route['scopes'].every((s) => typeof s === 'string' && s.length > 0))
+    )
+      problems.push(`${where}.scopes must be a list of scope names`);
+    if (route['dpop'] !== undefined && route['dpop'] !== 'required' && route['dpop'] !== 'allowed')
+      problems.push(`${where}.dpop must be one of: required, allowed`);
+    if (route['public'] !== undefined && typeof route['public'] !== 'boolean')
+      problems.push(`${where}.public must be a boolean`);
   });
   return problems;
 }

@@ -102,8 +102,12 @@ const prefixesOf = new WeakMap<readonly { path: string }[], { paths: string[]; p
 function routePrefixes(routes: readonly { path: string }[]): string[][] {
   const known = prefixesOf.get(routes);
   // A list changed in place (its paths differ) is read again.
-  if (known && known.paths.length === routes.length && known.paths.every((path, index) => routes[index]!.path === path)) return known.prefixes;
-  const compiled = { paths: routes.map((route) => route.path), prefixes: routes.map((route) => pathSegments(route.path).map(segmentKey)) };
+  if (known && known.paths.length === routes.length && known.paths.every((path, index) => routes[index]!.path === path))
+    return known.prefixes;
+  const compiled = {
+    paths: routes.map((route) => route.path),
+    prefixes: routes.map((route) => pathSegments(route.path).map(segmentKey)),
+  };
   prefixesOf.set(routes, compiled);
   return compiled.prefixes;
 }

@@ -78,7 +78,13 @@ function attributes(secure: boolean, maxAgeSeconds: number): string {
   return `Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=${maxAgeSeconds}`;
 }
 
-async function seal(payload: JWTPayload, use: Use, keys: readonly CookieKey[], now: number, ttlSeconds: number): Promise<string> {
+async function seal(
+  payload: JWTPayload,
+  use: Use,
+  keys: readonly CookieKey[],
+  now: number,
+  ttlSeconds: number,
+): Promise<string> {
   const newest = keys[0];
   if (!newest) throw new TypeError('no cookie key');
   const iat = Math.floor(now / 1000);
@@ -124,7 +130,8 @@ async function open(jwe: string, use: Use, keys: readonly CookieKey[], now: numb
   } catch {
     return null;
   }
-  if (!payload || typeof payload !== 'object' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number') return null;
+  if (!payload || typeof payload !== 'object' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number')
+    return null;
   // As jose: expired once `exp` is not after now (no tolerance).
   if (payload.exp <= Math.floor(now / 1000)) return null;
   // A login cookie must never pass as a session, nor the other way round.
@@ -152,21 +159,30 @@ export async function writeSessionCookies(session: GateSession, options: Session
   else {
     const count = Math.ceil(jwe.length / CHUNK_SIZE);
     if (count > MAX_CHUNKS) throw new RangeError('the session is too large for cookies');
-    for (let index = 0; index < count; index++) written.push([`${base}.${index}`, jwe.slice(index * CHUNK_SIZE, (index + 1) * CHUNK_SIZE)]);
+    for (let index = 0; index < count; index++)
+      written.push([`${base}.${index}`, jwe.slice(index * CHUNK_SIZE, (index + 1) * CHUNK_SIZE)]);
   }
   const names = new Set(written.map(([name]) => name));
   const stale = sessionCookieNames(options.present ?? [], options.secure).filter((name) => !names.has(name));
-  return [...written.map(([name, value]) => `${name}=${value}; ${attrs}`), ...stale.map((name) => clearCookie(name, options.secure))];
+  return [
+    ...written.map(([name, value]) => `${name}=${value}; ${attrs}`),
+    ...stale.map((name) => clearCookie(name, options.secure)),
+  ];
 }
 
 /** The session cookie names among `names` (single or chunked). */
 export function sessionCookieNames(names: readonly string[], secure: boolean): string[] {
   const base = cookieName(SESSION_COOKIE, secure);
-  return names.filter((name) => name === base || (name.startsWith(`${base}.`) && /^\d+$/.test(name.slice(base.length + 1))));
+  return names.filter(
+    (name) => name === base || (name.startsWith(`${base}.`) && /^\d+$/.test(name.slice(base.length + 1))),
+  );
 }
 
 /** Reads the session from the request's cookies; null when absent, tampered, under an unknown key or expired. */
-export async function readSessionCookies(cookies: Readonly<Record<string, string>>, options: { keys: readonly CookieKey[]; now: number; secure: boolean }): Promise<GateSession | null> {
+export async function readSessionCookies(
+  cookies: Readonly<Record<string, string>>,
+  options: { keys: readonly CookieKey[]; now: number; secure: boolean },
+): Promise<GateSession | null> {
   const base = cookieName(SESSION_COOKIE, options.secure);
   let jwe = cookies[base];
   if (jwe === undefined) {
@@ -198,13 +214,20 @@ export function clearCookie(name: string, secure: boolean): string {
 }
 
 /** Seals one login in flight into its own cookie, named after its `state`. */
-export async function writeLoginCookie(login: LoginState, options: { keys: readonly CookieKey[]; now: number; secure: boolean; ttlSeconds: number }): Promise<string> {
+export async function writeLoginCookie(
+  login: LoginState,
+  options: { keys: readonly CookieKey[]; now: number; secure: boolean; ttlSeconds: number },
+): Promise<string> {
   const jwe = await seal({ ...login } as unknown as JWTPayload, 'login', options.keys, options.now, options.ttlSeconds);
   return `${loginCookieName(login.state, options.secure)}=${jwe}; ${attributes(options.secure, options.ttlSeconds)}`;
 }
 
 /** Opens the login cookie for `state`; null when absent, tampered, expired or for another state. */
-export async function readLoginCookie(cookies: Readonly<Record<string, string>>, state: string, options: { keys: readonly CookieKey[]; now: number; secure: boolean }): Promise<LoginState | null> {
+export async function readLoginCookie(
+  cookies: Readonly<Record<string, string>>,
+  state: string,
+  options: { keys: readonly CookieKey[]; now: number; secure: boolean },
+): Promise<LoginState | null> {
   if (!/^[A-Za-z0-9_-]{16,128}$/.test(state)) return null;
   const jwe = cookies[loginCookieName(state, options.secure)];
   if (!jwe) return null;

@@ -25,7 +25,14 @@ export interface GatewayConfigDocument {
 
 export type { ConfigRefusal };
 
-export const CONFIG_REFUSALS: readonly ConfigRefusal[] = ['bad_signature', 'malformed', 'expired', 'rollback', 'equivocation', 'wrong_audience'];
+export const CONFIG_REFUSALS: readonly ConfigRefusal[] = [
+  'bad_signature',
+  'malformed',
+  'expired',
+  'rollback',
+  'equivocation',
+  'wrong_audience',
+];
 
 /** A signed config the gateway refuses; `code` says why. */
 export class GatewayConfigError extends ProtocolError<ConfigRefusal> {}
@@ -60,18 +67,29 @@ export async function verifyGatewayConfig(jws: string, options: VerifyConfigOpti
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ERR_JWT_EXPIRED') throw new GatewayConfigError('expired', 'the config has expired');
-    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') throw new GatewayConfigError('malformed', `the config claims are invalid: ${(error as Error).message}`);
+    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED')
+      throw new GatewayConfigError('malformed', `the config claims are invalid: ${(error as Error).message}`);
     throw new GatewayConfigError('bad_signature', 'the config signature does not verify');
   }
   const aud = payload['aud'];
-  if (aud !== options.clientId && !(Array.isArray(aud) && aud.includes(options.clientId))) throw new GatewayConfigError('wrong_audience', 'the config is for another gateway client');
+  if (aud !== options.clientId && !(Array.isArray(aud) && aud.includes(options.clientId)))
+    throw new GatewayConfigError('wrong_audience', 'the config is for another gateway client');
   const version = payload['version'];
-  if (!Number.isSafeInteger(version) || (version as number) < 1) throw new GatewayConfigError('malformed', 'version must be a positive integer');
+  if (!Number.isSafeInteger(version) || (version as number) < 1)
+    throw new GatewayConfigError('malformed', 'version must be a positive integer');
   const problems = checkGatewayPolicy(payload['gateway']);
   if (problems.length > 0) throw new GatewayConfigError('malformed', problems.join('; '));
   const revoked = payload['revoked_sessions'] ?? [];
-  if (!Array.isArray(revoked) || !revoked.every((sid) => typeof sid === 'string')) throw new GatewayConfigError('malformed', 'revoked_sessions must be a list of session ids');
-  return { version: version as number, policy: payload['gateway'] as GatewayPolicy, revokedSessions: new Set(revoked as string[]), exp: payload['exp'] as number, hash: sha256Hex(jws), jws };
+  if (!Array.isArray(revoked) || !revoked.every((sid) => typeof sid === 'string'))
+    throw new GatewayConfigError('malformed', 'revoked_sessions must be a list of session ids');
+  return {
+    version: version as number,
+    policy: payload['gateway'] as GatewayPolicy,
+    revokedSessions: new Set(revoked as string[]),
+    exp: payload['exp'] as number,
+    hash: sha256Hex(jws),
+    jws,
+  };
 }
 
 /** Where the last good copy is kept (the gateway's data dir); the JWKS is kept beside it so it verifies offline. */
@@ -99,7 +117,13 @@ export class GatewayConfigHolder {
     const copy = await this.options.store.load();
     if (!copy) return null;
     try {
-      const document = await verifyGatewayConfig(copy.jws, { keys: copy.jwks, issuer: this.options.issuer, clientId: this.options.clientId, now, allowExpired: true });
+      const document = await verifyGatewayConfig(copy.jws, {
+        keys: copy.jwks,
+        issuer: this.options.issuer,
+        clientId: this.options.clientId,
+        now,
+        allowExpired: true,
+      });
       if (!this.#current || document.version > this.#current.version) this.#current = document;
       return document;
     } catch {
@@ -108,13 +132,27 @@ export class GatewayConfigHolder {
   }
 
   /** Verifies and installs a config fetched from the control plane; returns whether it changed. */
-  async accept(jws: string, jwks: JSONWebKeySet, now: number): Promise<{ changed: boolean; document: GatewayConfigDocument }> {
-    const document = await verifyGatewayConfig(jws, { keys: jwks, issuer: this.options.issuer, clientId: this.options.clientId, now });
+  async accept(
+    jws: string,
+    jwks: JSONWebKeySet,
+    now: number,
+  ): Promise<{ changed: boolean; document: GatewayConfigDocument }> {
+    const document = await verifyGatewayConfig(jws, {
+      keys: jwks,
+      issuer: this.options.issuer,
+      clientId: this.options.clientId,
+      now,
+    });
     const held = this.#current;
     if (held) {
-      if (document.version < held.version) throw new GatewayConfigError('rollback', `version ${document.version} is older than the held version ${held.version}`);
+      if (document.version < held.version)
+        throw new GatewayConfigError(
+          'rollback',
+          `version ${document.version} is older than the held version ${held.version}`,
+        );
       if (document.version === held.version) {
-        if (document.hash !== held.hash) throw new GatewayConfigError('equivocation', `version ${document.version} arrived with different content`);
+        if (document.hash !== held.hash)
+          throw new GatewayConfigError('equivocation', `version ${document.version} arrived with different content`);
         return { changed: false, document: held };
       }
     }

@@ -10,7 +10,8 @@ import { randomToken } from '../util/random.js';
  * value, not a raw token).
  */
 
-export type FlightResult = { ok: true; value: string; leader: boolean } | { ok: false; reason: 'failed' | 'timeout'; leader: boolean };
+export type FlightResult =
+  { ok: true; value: string; leader: boolean } | { ok: false; reason: 'failed' | 'timeout'; leader: boolean };
 
 export interface SingleFlightOptions {
   /** How long the lock holds if its owner dies mid-work. */
@@ -27,7 +28,12 @@ export interface SingleFlightOptions {
 
 const FAILED = '\u0000failed';
 
-export async function runSingleFlight(state: SharedState, key: string, work: () => Promise<string>, options: SingleFlightOptions): Promise<FlightResult> {
+export async function runSingleFlight(
+  state: SharedState,
+  key: string,
+  work: () => Promise<string>,
+  options: SingleFlightOptions,
+): Promise<FlightResult> {
   const resultKey = `flight:result:${key}`;
   const lockKey = `flight:lock:${key}`;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));

@@ -28,11 +28,18 @@ export type RingAction =
   | { type: 'drop'; kid: string };
 
 /** What must happen for the ring to be whole and on schedule at `now`; `force` rotates regardless. */
-export function planRotation(keys: readonly RingKey[], now: number, policy: RotationPolicy, force = false): RingAction[] {
+export function planRotation(
+  keys: readonly RingKey[],
+  now: number,
+  policy: RotationPolicy,
+  force = false,
+): RingAction[] {
   const actions: RingAction[] = [];
   const current = keys.filter((k) => k.state === 'current').sort(byNewest)[0];
   const next = keys.filter((k) => k.state === 'next').sort(byNewest)[0];
-  const due = current !== undefined && (force || (policy.rotateEveryMs > 0 && now - (current.activatedAt ?? current.createdAt) >= policy.rotateEveryMs));
+  const due =
+    current !== undefined &&
+    (force || (policy.rotateEveryMs > 0 && now - (current.activatedAt ?? current.createdAt) >= policy.rotateEveryMs));
 
   if (!current) {
     if (next) actions.push({ type: 'promote', kid: next.kid });

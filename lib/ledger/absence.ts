@@ -1,4 +1,11 @@
-import { EMPTY_TREE_ROOT, auditPath, lowerBound, toHex, verifyInclusionProof, type SortedMerkleTree } from './merkle-tree.js';
+import {
+  EMPTY_TREE_ROOT,
+  auditPath,
+  lowerBound,
+  toHex,
+  verifyInclusionProof,
+  type SortedMerkleTree,
+} from './merkle-tree.js';
 
 /** A key present in the tree, with its position and RFC 9162 audit path (hex). */
 export interface AbsenceNeighbour {
@@ -53,7 +60,10 @@ export function verifyAbsenceProof(check: AbsenceCheck): boolean {
   const { left, right } = proof;
   if (size === 0) return left === null && right === null && root.equals(EMPTY_TREE_ROOT);
   const present = (n: AbsenceNeighbour | null): n is AbsenceNeighbour =>
-    n !== null && typeof n === 'object' && typeof n.key === 'string' && Array.isArray(n.path) &&
+    n !== null &&
+    typeof n === 'object' &&
+    typeof n.key === 'string' &&
+    Array.isArray(n.path) &&
     verifyInclusionProof({ key: n.key, index: n.index, size, path: n.path, root });
   if (left !== null && !present(left)) return false;
   if (right !== null && !present(right)) return false;

@@ -10,9 +10,7 @@ export interface EpochAuditInput {
   size: number;
 }
 
-export type EpochAudit =
-  | { ok: true; root: string }
-  | { ok: false; root: string; problems: string[] };
+export type EpochAudit = { ok: true; root: string } | { ok: false; root: string; problems: string[] };
 
 /**
  * Recomputes an epoch from its receipts alone: each body is re-hashed (RFC 8785 + SHA-256),
@@ -41,7 +39,9 @@ export function auditEpoch(input: EpochAuditInput): EpochAudit {
   } catch {
     return { ok: false, root: '', problems: [...problems, 'two receipts share a tree key'] };
   }
-  if (root !== input.root) problems.unshift(`root differs: the checkpoint says ${input.root}, the receipts give ${root}`);
-  if (keys.length !== input.size) problems.push(`size differs: the checkpoint says ${input.size}, ${keys.length} receipts are stored`);
+  if (root !== input.root)
+    problems.unshift(`root differs: the checkpoint says ${input.root}, the receipts give ${root}`);
+  if (keys.length !== input.size)
+    problems.push(`size differs: the checkpoint says ${input.size}, ${keys.length} receipts are stored`);
   return problems.length === 0 ? { ok: true, root } : { ok: false, root, problems };
 }

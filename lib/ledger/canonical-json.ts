@@ -2,7 +2,9 @@ import canonicalizeModule from 'canonicalize';
 
 // canonicalize ships CommonJS with an ESM-style declaration; under NodeNext the default import
 // is module.exports at run time, which the declaration types as `{ default }`.
-const serialize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as (input: unknown) => string | undefined;
+const serialize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as (
+  input: unknown,
+) => string | undefined;
 
 /**
  * RFC 8785 (JCS) canonical form of a JSON value: sorted member names, ECMAScript number

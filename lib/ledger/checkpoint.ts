@@ -1,6 +1,13 @@
 import { ProtocolError } from '../errors/protocol-error.js';
 import type { KeyObject } from 'node:crypto';
-import { CompactSign, compactVerify, decodeProtectedHeader, type CompactVerifyGetKey, type CryptoKey, type JWK } from 'jose';
+import {
+  CompactSign,
+  compactVerify,
+  decodeProtectedHeader,
+  type CompactVerifyGetKey,
+  type CryptoKey,
+  type JWK,
+} from 'jose';
 import { sha256Hex } from '../util/sha256.js';
 import { canonicalJson } from './canonical-json.js';
 
@@ -36,7 +43,13 @@ export function checkpointHash(compactJws: string): string {
 }
 
 /** Builds the payload of epoch `epoch`, chained to `previous` (the prior compact JWS, or null). */
-export function buildCheckpointPayload(input: { epoch: number; root: string; size: number; previous: string | null; now: number }): CheckpointPayload {
+export function buildCheckpointPayload(input: {
+  epoch: number;
+  root: string;
+  size: number;
+  previous: string | null;
+  now: number;
+}): CheckpointPayload {
   if (input.epoch === 1 ? input.previous !== null : input.previous === null) {
     throw new CheckpointError('epoch 1 has no previous checkpoint, every later epoch has one');
   }
@@ -50,7 +63,10 @@ export function buildCheckpointPayload(input: { epoch: number; root: string; siz
 }
 
 /** Signs a checkpoint as a compact ES256 JWS with `kid` and `typ` in the protected header. */
-export async function signCheckpoint(payload: CheckpointPayload, key: { kid: string; privateKey: KeyObject | CryptoKey }): Promise<string> {
+export async function signCheckpoint(
+  payload: CheckpointPayload,
+  key: { kid: string; privateKey: KeyObject | CryptoKey },
+): Promise<string> {
   assertPayload(payload);
   return new CompactSign(new TextEncoder().encode(canonicalJson(payload)))
     .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: CHECKPOINT_TYP })
@@ -93,20 +109,30 @@ export async function verifyCheckpoint(compactJws: string, keys: CheckpointKeys)
 }
 
 /** True when `earlier` is the checkpoint directly before `later` in the chain. */
-export function isPreviousCheckpoint(later: CheckpointPayload, earlierJws: string, earlier: CheckpointPayload): boolean {
+export function isPreviousCheckpoint(
+  later: CheckpointPayload,
+  earlierJws: string,
+  earlier: CheckpointPayload,
+): boolean {
   return earlier.epoch === later.epoch - 1 && later.prev === checkpointHash(earlierJws);
 }
 
 function assertPayload(value: unknown): asserts value is CheckpointPayload {
   const p = value as Record<string, unknown>;
-  if (typeof p !== 'object' || p === null || Array.isArray(p)) throw new CheckpointError('the checkpoint payload is not an object');
+  if (typeof p !== 'object' || p === null || Array.isArray(p))
+    throw new CheckpointError('the checkpoint payload is not an object');
   const names = Object.keys(p).sort().join(',');
-  if (names !== 'at,epoch,prev,root,size') throw new CheckpointError('the checkpoint payload must hold exactly epoch, root, size, prev and at');
-  if (!Number.isSafeInteger(p['epoch']) || (p['epoch'] as number) < 1) throw new CheckpointError('epoch must be an integer from 1');
-  if (!Number.isSafeInteger(p['size']) || (p['size'] as number) < 0) throw new CheckpointError('size must be a non-negative integer');
-  if (typeof p['root'] !== 'string' || !HEX64.test(p['root'])) throw new CheckpointError('root must be 64 lower-case hex characters');
+  if (names !== 'at,epoch,prev,root,size')
+    throw new CheckpointError('the checkpoint payload must hold exactly epoch, root, size, prev and at');
+  if (!Number.isSafeInteger(p['epoch']) || (p['epoch'] as number) < 1)
+    throw new CheckpointError('epoch must be an integer from 1');
+  if (!Number.isSafeInteger(p['size']) || (p['size'] as number) < 0)
+    throw new CheckpointError('size must be a non-negative integer');
+  if (typeof p['root'] !== 'string' || !HEX64.test(p['root']))
+    throw new CheckpointError('root must be 64 lower-case hex characters');
   if (p['epoch'] === 1 ? p['prev'] !== null : typeof p['prev'] !== 'string' || !HEX64.test(p['prev'])) {
     throw new CheckpointError('prev must be null for epoch 1 and 64 lower-case hex characters after');
   }
-  if (typeof p['at'] !== 'string' || !RFC3339.test(p['at']) || Number.isNaN(Date.parse(p['at']))) throw new CheckpointError('at must be an RFC 3339 time');
+  if (typeof p['at'] !== 'string' || !RFC3339.test(p['at']) || Number.isNaN(Date.parse(p['at'])))
+    throw new CheckpointError('at must be an RFC 3339 time');
 }

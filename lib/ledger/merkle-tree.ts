@@ -149,7 +149,12 @@ export interface InclusionProofInput {
  * RFC 9162 §2.1.3.2: recomputes the root from a leaf, its index, the tree size and the audit
  * path. Returns null when the path cannot belong to a tree of that size.
  */
-export function rootFromInclusionProof(leafHash: Uint8Array, index: number, size: number, path: readonly Uint8Array[]): Buffer | null {
+export function rootFromInclusionProof(
+  leafHash: Uint8Array,
+  index: number,
+  size: number,
+  path: readonly Uint8Array[],
+): Buffer | null {
   if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return null;
   let fn = index;
   let sn = size - 1;

@@ -1,5 +1,11 @@
 import { isProtocolError } from '../errors/protocol-error.js';
-import { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint, type CheckpointKeys, type CheckpointPayload } from './checkpoint.js';
+import {
+  decodeCheckpoint,
+  isPreviousCheckpoint,
+  verifyCheckpoint,
+  type CheckpointKeys,
+  type CheckpointPayload,
+} from './checkpoint.js';
 
 export interface ChainVerdict {
   ok: boolean;
@@ -15,14 +21,28 @@ export interface ChainVerdict {
  * epoch is reached, where the fetched checkpoint must be exactly the other one. A pinned
  * checkpoint thereby vouches for every checkpoint chained to it, before or after.
  */
-export async function verifyCheckpointChain(a: string, b: string, getCheckpoint: (epoch: number) => Promise<string>, keys: CheckpointKeys): Promise<ChainVerdict> {
+export async function verifyCheckpointChain(
+  a: string,
+  b: string,
+  getCheckpoint: (epoch: number) => Promise<string>,
+  keys: CheckpointKeys,
+): Promise<ChainVerdict> {
   const followed: number[] = [];
   let later: { jws: string; payload: CheckpointPayload };
   let earlier: { jws: string; payload: CheckpointPayload };
   try {
     const pa = decodeCheckpoint(a).payload;
     const pb = decodeCheckpoint(b).payload;
-    [later, earlier] = pa.epoch >= pb.epoch ? [{ jws: a, payload: pa }, { jws: b, payload: pb }] : [{ jws: b, payload: pb }, { jws: a, payload: pa }];
+    [later, earlier] =
+      pa.epoch >= pb.epoch
+        ? [
+            { jws: a, payload: pa },
+            { jws: b, payload: pb },
+          ]
+        : [
+            { jws: b, payload: pb },
+            { jws: a, payload: pa },
+          ];
   } catch (error) {
     return { ok: false, followed, failure: (error as Error).message };
   }
@@ -40,12 +60,20 @@ export async function verifyCheckpointChain(a: string, b: string, getCheckpoint:
     }
     followed.push(epoch);
     if (!isPreviousCheckpoint(current.payload, jws, payload)) {
-      return { ok: false, followed, failure: `the prev of epoch ${current.payload.epoch} is not the hash of the checkpoint served for epoch ${epoch}` };
+      return {
+        ok: false,
+        followed,
+        failure: `the prev of epoch ${current.payload.epoch} is not the hash of the checkpoint served for epoch ${epoch}`,
+      };
     }
     current = { jws, payload };
   }
   if (current.jws !== earlier.jws) {
-    return { ok: false, followed, failure: `the chain reaches epoch ${earlier.payload.epoch} at a different checkpoint than the one given: the history was rewritten (a fork)` };
+    return {
+      ok: false,
+      followed,
+      failure: `the chain reaches epoch ${earlier.payload.epoch} at a different checkpoint than the one given: the history was rewritten (a fork)`,
+    };
   }
   return { ok: true, followed };
 }

@@ -19,9 +19,7 @@ export interface ReceiptProofInput {
   checkpoint: string;
 }
 
-export type ReceiptVerdict =
-  | { ok: true; checkpoint: CheckpointPayload }
-  | { ok: false; failure: string };
+export type ReceiptVerdict = { ok: true; checkpoint: CheckpointPayload } | { ok: false; failure: string };
 
 /**
  * Offline verification of a sealed receipt, in order: the receipt hashes to the address
@@ -38,21 +36,39 @@ export async function verifyReceiptProof(input: ReceiptProofInput, keys: Checkpo
   } catch {
     return { ok: false, failure: 'the receipt is not JSON' };
   }
-  if (computed !== input.hash) return { ok: false, failure: `the receipt's canonical hash is ${computed}, not the hash looked up` };
+  if (computed !== input.hash)
+    return { ok: false, failure: `the receipt's canonical hash is ${computed}, not the hash looked up` };
   let checkpoint: CheckpointPayload;
   try {
     checkpoint = await verifyCheckpoint(input.checkpoint, keys);
   } catch (error) {
-    return { ok: false, failure: isProtocolError(error, 'invalid_checkpoint') ? error.message : 'the checkpoint does not verify' };
+    return {
+      ok: false,
+      failure: isProtocolError(error, 'invalid_checkpoint') ? error.message : 'the checkpoint does not verify',
+    };
   }
   const { proof } = input;
-  if (!proof || typeof proof !== 'object' || !Array.isArray(proof.path) || !proof.path.every((p) => typeof p === 'string')) {
+  if (
+    !proof ||
+    typeof proof !== 'object' ||
+    !Array.isArray(proof.path) ||
+    !proof.path.every((p) => typeof p === 'string')
+  ) {
     return { ok: false, failure: 'the proof is malformed' };
   }
   if (proof.epoch !== checkpoint.epoch || proof.size !== checkpoint.size) {
-    return { ok: false, failure: `the proof is for epoch ${proof.epoch} of size ${proof.size}, the checkpoint for epoch ${checkpoint.epoch} of size ${checkpoint.size}` };
+    return {
+      ok: false,
+      failure: `the proof is for epoch ${proof.epoch} of size ${proof.size}, the checkpoint for epoch ${checkpoint.epoch} of size ${checkpoint.size}`,
+    };
   }
-  const included = verifyInclusionProof({ key: treeKeyOf(input.hash), index: proof.index, size: proof.size, path: proof.path, root: checkpoint.root });
+  const included = verifyInclusionProof({
+    key: treeKeyOf(input.hash),
+    index: proof.index,
+    size: proof.size,
+    path: proof.path,
+    root: checkpoint.root,
+  });
   if (!included) return { ok: false, failure: 'the audit path does not lead to the checkpoint root' };
   return { ok: true, checkpoint };
 }

@@ -11,6 +11,9 @@ export const EMAIL_MAX = 254;
 export function normalizeEmailAddress(raw: string): string | null {
   const value = raw.trim().toLowerCase();
   if (value.length > EMAIL_MAX) return null;
-  const match = /^([^\s@"<>()[\],;:\\\u0000-\u001f\u007f]{1,64})@([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+)$/.exec(value);
+  const match =
+    /^([^\s@"<>()[\],;:\\\u0000-\u001f\u007f]{1,64})@([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+)$/.exec(
+      value,
+    );
   return match ? value : null;
 }

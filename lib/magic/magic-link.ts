@@ -33,13 +33,23 @@ export function hashLinkToken(token: string): string {
   return sha256Hex(`keyplane:link:v1:${token}`);
 }
 
-function issueLink(purpose: LinkPurpose, endpoint: string, params: Record<string, string | undefined>, options: {
-  identityId: string; emailId: string; deviceId: string | null; now: number; lifetimeMs: number;
-}): IssuedLink {
+function issueLink(
+  purpose: LinkPurpose,
+  endpoint: string,
+  params: Record<string, string | undefined>,
+  options: {
+    identityId: string;
+    emailId: string;
+    deviceId: string | null;
+    now: number;
+    lifetimeMs: number;
+  },
+): IssuedLink {
   const token = randomToken(32);
   const url = new URL(endpoint);
   url.searchParams.set('token', token);
-  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== '') url.searchParams.set(name, value);
+  for (const [name, value] of Object.entries(params))
+    if (value !== undefined && value !== '') url.searchParams.set(name, value);
   return {
     token,
     url: url.toString(),
@@ -62,15 +72,25 @@ function issueLink(purpose: LinkPurpose, endpoint: string, params: Record<string
  * `project` ride along as query parameters for the landing page.
  */
 export function issueMagicLink(options: {
-  endpoint: string; identityId: string; emailId: string; deviceId: string; now: number; lifetimeMs: number;
-  returnTo?: string; project?: string;
+  endpoint: string;
+  identityId: string;
+  emailId: string;
+  deviceId: string;
+  now: number;
+  lifetimeMs: number;
+  returnTo?: string;
+  project?: string;
 }): IssuedLink {
   return issueLink('signin', options.endpoint, { return: options.returnTo, project: options.project }, options);
 }
 
 /** A link that proves control of an address added to an account. Not bound to a device. */
 export function issueEmailVerificationLink(options: {
-  endpoint: string; identityId: string; emailId: string; now: number; lifetimeMs: number;
+  endpoint: string;
+  identityId: string;
+  emailId: string;
+  now: number;
+  lifetimeMs: number;
 }): IssuedLink {
   return issueLink('verify_email', options.endpoint, {}, { ...options, deviceId: null });
 }
@@ -97,7 +117,8 @@ export interface RedeemOptions {
 export async function redeemMagicLink(token: string, options: RedeemOptions): Promise<Redemption> {
   const checked = await checkMagicLink(token, options);
   if (!checked.ok) return checked;
-  if (!(await options.consume(checked.record.tokenHash, options.now))) return { ok: false, why: 'used', record: checked.record };
+  if (!(await options.consume(checked.record.tokenHash, options.now)))
+    return { ok: false, why: 'used', record: checked.record };
   return { ok: true, record: { ...checked.record, usedAt: options.now } };
 }
 
@@ -111,7 +132,8 @@ export async function checkMagicLink(token: string, options: Omit<RedeemOptions,
   if (!record || record.purpose !== options.purpose) return { ok: false, why: 'unknown' };
   if (record.usedAt !== null) return { ok: false, why: 'used', record };
   if (options.now >= record.expiresAt) return { ok: false, why: 'expired', record };
-  if (record.deviceId !== null && record.deviceId !== options.deviceId) return { ok: false, why: 'wrong_device', record };
+  if (record.deviceId !== null && record.deviceId !== options.deviceId)
+    return { ok: false, why: 'wrong_device', record };
   return { ok: true, record };
 }
 

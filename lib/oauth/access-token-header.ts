@@ -3,7 +3,9 @@
  * (RFC 6750 §2.1) or `Authorization: DPoP <token>` (RFC 9449 §7.1). Scheme names are
  * case-insensitive; the token has the b64token syntax. Null when absent or malformed.
  */
-export function readAccessToken(authorization: string | undefined): { scheme: 'Bearer' | 'DPoP'; token: string } | null {
+export function readAccessToken(
+  authorization: string | undefined,
+): { scheme: 'Bearer' | 'DPoP'; token: string } | null {
   if (authorization === undefined) return null;
   const match = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization.trim());
   if (!match) return null;

@@ -63,7 +63,23 @@ export type AuthorizationCheck =
   | { ok: false; target: ErrorTarget; error: OAuthErrorCode; description: string };
 
 /** Single-valued parameters: sending one twice is invalid_request (RFC 6749 §3.1). */
-const SINGLE = ['client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age', 'acr_values', 'dpop_jkt', 'login_hint', 'ui_locales'];
+const SINGLE = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'response_mode',
+  'scope',
+  'state',
+  'nonce',
+  'code_challenge',
+  'code_challenge_method',
+  'prompt',
+  'max_age',
+  'acr_values',
+  'dpop_jkt',
+  'login_hint',
+  'ui_locales',
+];
 const MAX = { state: 2048, nonce: 512, acr: 512 };
 
 function single(params: RawParams, name: string): string | undefined {
@@ -84,32 +100,57 @@ export function readClientId(params: RawParams): string | null {
 export function checkAuthorizationRequest(params: RawParams, client: AuthorizationClient): AuthorizationCheck {
   const redirectUri = params.redirect_uri;
   if (!matchRedirectUri(client.redirectUris, redirectUri)) {
-    return { ok: false, target: null, description: redirectUri === undefined ? 'the request has no redirect_uri' : 'the redirect_uri is not registered for this client (it must match exactly)' };
+    return {
+      ok: false,
+      target: null,
+      description:
+        redirectUri === undefined
+          ? 'the request has no redirect_uri'
+          : 'the redirect_uri is not registered for this client (it must match exactly)',
+    };
   }
   const rawMode = params.response_mode;
   const responseMode: ResponseMode = rawMode === 'web_message' ? 'web_message' : 'query';
   const state = single(params, 'state');
-  const target: ErrorTarget = { redirectUri, responseMode, ...(state !== undefined && state.length <= MAX.state ? { state } : {}) };
-  const refuse = (error: OAuthErrorCode, description: string): AuthorizationCheck => ({ ok: false, target, error, description });
+  const target: ErrorTarget = {
+    redirectUri,
+    responseMode,
+    ...(state !== undefined && state.length <= MAX.state ? { state } : {}),
+  };
+  const refuse = (error: OAuthErrorCode, description: string): AuthorizationCheck => ({
+    ok: false,
+    target,
+    error,
+    description,
+  });
 
   const repeated = SINGLE.find((name) => Array.isArray(params[name]));
   if (repeated) return refuse('invalid_request', `${repeated} must not be repeated`);
-  if (rawMode !== undefined && !(RESPONSE_MODES as readonly unknown[]).includes(rawMode)) return refuse('invalid_request', 'response_mode must be query or web_message');
-  if (state !== undefined && state.length > MAX.state) return refuse('invalid_request', `state is longer than ${MAX.state} characters`);
-  if (params.request !== undefined || params.request_uri !== undefined) return refuse('invalid_request', 'request objects (request, request_uri) are not supported');
+  if (rawMode !== undefined && !(RESPONSE_MODES as readonly unknown[]).includes(rawMode))
+    return refuse('invalid_request', 'response_mode must be query or web_message');
+  if (state !== undefined && state.length > MAX.state)
+    return refuse('invalid_request', `state is longer than ${MAX.state} characters`);
+  if (params.request !== undefined || params.request_uri !== undefined)
+    return refuse('invalid_request', 'request objects (request, request_uri) are not supported');
 
   const responseType = single(params, 'response_type');
   if (responseType === undefined || responseType === '') return refuse('invalid_request', 'response_type is required');
-  if (responseType !== 'code') return refuse('unsupported_response_type', 'only response_type=code is offered: implicit and hybrid flows are refused');
+  if (responseType !== 'code')
+    return refuse(
+      'unsupported_response_type',
+      'only response_type=code is offered: implicit and hybrid flows are refused',
+    );
 
   if (!client.allowsHumans) return refuse('unauthorized_client', 'this client is not registered for human sign-in');
 
   // RFC 7636 + RFC 9700 §2.1.1: PKCE with S256 for every client; plain (the RFC 7636 default) is refused.
   const challenge = single(params, 'code_challenge');
-  if (challenge === undefined) return refuse('invalid_request', 'PKCE is required: send code_challenge with code_challenge_method=S256');
+  if (challenge === undefined)
+    return refuse('invalid_request', 'PKCE is required: send code_challenge with code_challenge_method=S256');
   const method = single(params, 'code_challenge_method');
   if (method !== 'S256') return refuse('invalid_request', 'code_challenge_method must be S256 (plain is refused)');
-  if (!isValidCodeChallenge(challenge, method)) return refuse('invalid_request', 'code_challenge must be a base64url SHA-256 digest (43 characters)');
+  if (!isValidCodeChallenge(challenge, method))
+    return refuse('invalid_request', 'code_challenge must be a base64url SHA-256 digest (43 characters)');
 
   let scopes: string[];
   try {
@@ -121,8 +162,10 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   if (unknown !== undefined) return refuse('invalid_scope', `scope ${unknown.slice(0, 60)} is not offered`);
   const registered = client.scope.split(' ');
   const unregistered = scopes.find((scope) => !registered.includes(scope));
-  if (unregistered !== undefined) return refuse('invalid_scope', `scope ${unregistered} is not registered for this client`);
-  if (scopes.includes('offline_access') && !client.grantTypes.includes('refresh_token')) return refuse('invalid_scope', 'offline_access needs the refresh_token grant registered');
+  if (unregistered !== undefined)
+    return refuse('invalid_scope', `scope ${unregistered} is not registered for this client`);
+  if (scopes.includes('offline_access') && !client.grantTypes.includes('refresh_token'))
+    return refuse('invalid_scope', 'offline_access needs the refresh_token grant registered');
 
   let resource: string | undefined;
   try {
@@ -135,13 +178,16 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   const promptValue = single(params, 'prompt');
   const prompt = promptValue === undefined || promptValue === '' ? [] : [...new Set(promptValue.split(' '))];
   const badPrompt = prompt.find((p) => p !== 'none' && p !== 'login' && p !== 'consent');
-  if (badPrompt !== undefined) return refuse('invalid_request', `prompt ${badPrompt.slice(0, 40)} is not supported (none, login, consent)`);
-  if (prompt.includes('none') && prompt.length > 1) return refuse('invalid_request', 'prompt=none cannot be combined with other values');
+  if (badPrompt !== undefined)
+    return refuse('invalid_request', `prompt ${badPrompt.slice(0, 40)} is not supported (none, login, consent)`);
+  if (prompt.includes('none') && prompt.length > 1)
+    return refuse('invalid_request', 'prompt=none cannot be combined with other values');
 
   const maxAgeValue = single(params, 'max_age');
   let maxAge: number | undefined;
   if (maxAgeValue !== undefined) {
-    if (!/^\d{1,9}$/.test(maxAgeValue)) return refuse('invalid_request', 'max_age must be a non-negative integer (seconds)');
+    if (!/^\d{1,9}$/.test(maxAgeValue))
+      return refuse('invalid_request', 'max_age must be a non-negative integer (seconds)');
     maxAge = Number(maxAgeValue);
   }
 
@@ -152,10 +198,12 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   const acr = known.length ? known.reduce((a, b) => (rankAssurance(a) <= rankAssurance(b) ? a : b)) : undefined;
 
   const dpopJkt = single(params, 'dpop_jkt');
-  if (dpopJkt !== undefined && !isJwkThumbprint(dpopJkt)) return refuse('invalid_request', 'dpop_jkt must be a base64url SHA-256 JWK thumbprint');
+  if (dpopJkt !== undefined && !isJwkThumbprint(dpopJkt))
+    return refuse('invalid_request', 'dpop_jkt must be a base64url SHA-256 JWK thumbprint');
 
   const nonce = single(params, 'nonce');
-  if (nonce !== undefined && (nonce.length === 0 || nonce.length > MAX.nonce)) return refuse('invalid_request', `nonce must be 1 to ${MAX.nonce} characters`);
+  if (nonce !== undefined && (nonce.length === 0 || nonce.length > MAX.nonce))
+    return refuse('invalid_request', `nonce must be 1 to ${MAX.nonce} characters`);
 
   const request: AuthorizationRequest = {
     clientId: client.clientId,
@@ -191,16 +239,24 @@ export interface Approval {
  * Whether an earlier approval covers the request: every requested scope, and the requested
  * resource (a token for a resource the user never saw named is never issued silently).
  */
-export function coversRequest(approval: Approval | null, request: Pick<AuthorizationRequest, 'scopes' | 'resource'>): boolean {
+export function coversRequest(
+  approval: Approval | null,
+  request: Pick<AuthorizationRequest, 'scopes' | 'resource'>,
+): boolean {
   if (!approval) return false;
   if (!request.scopes.every((scope) => approval.scopes.includes(scope))) return false;
   return request.resource === undefined || approval.resources.includes(request.resource);
 }
 
 /** An approval with the request's scopes and resource added (what the one-tap page approves). */
-export function mergeApproval(before: Approval | null, request: Pick<AuthorizationRequest, 'scopes' | 'resource'>): Approval {
+export function mergeApproval(
+  before: Approval | null,
+  request: Pick<AuthorizationRequest, 'scopes' | 'resource'>,
+): Approval {
   const scopes = [...new Set([...(before?.scopes ?? []), ...request.scopes])];
-  const resources = [...new Set([...(before?.resources ?? []), ...(request.resource !== undefined ? [request.resource] : [])])];
+  const resources = [
+    ...new Set([...(before?.resources ?? []), ...(request.resource !== undefined ? [request.resource] : [])]),
+  ];
   return { scopes, resources };
 }
 
@@ -233,7 +289,9 @@ export function decideAuthorization(input: {
   const { request, session, now } = input;
   const silent = request.prompt.includes('none');
   if (!session) {
-    return silent ? { action: 'refuse', error: 'login_required', description: 'there is no signed-in session' } : { action: 'login' };
+    return silent
+      ? { action: 'refuse', error: 'login_required', description: 'there is no signed-in session' }
+      : { action: 'login' };
   }
   // A sign-in made after the request first sent the user to sign in honours both prompt=login
   // and max_age (even max_age=0, which a clock alone could never satisfy).
@@ -248,12 +306,20 @@ export function decideAuthorization(input: {
     return weak ? { action: 'step_up' } : { action: 'login' };
   }
   if (weak) {
-    return silent ? { action: 'refuse', error: 'interaction_required', description: `acr_values ${request.acr} needs a step-up` } : { action: 'step_up' };
+    return silent
+      ? { action: 'refuse', error: 'interaction_required', description: `acr_values ${request.acr} needs a step-up` }
+      : { action: 'step_up' };
   }
   if (request.prompt.includes('consent')) return { action: 'consent' };
   if (input.firstParty === true) return { action: 'issue', approval: 'first_party' };
-  if (coversRequest(input.approval, request)) return { action: 'issue', approval: silent ? 'prompt_none' : 'remembered' };
-  if (silent) return { action: 'refuse', error: 'consent_required', description: 'this app has not been approved for this access: ask without prompt=none' };
+  if (coversRequest(input.approval, request))
+    return { action: 'issue', approval: silent ? 'prompt_none' : 'remembered' };
+  if (silent)
+    return {
+      action: 'refuse',
+      error: 'consent_required',
+      description: 'this app has not been approved for this access: ask without prompt=none',
+    };
   return { action: 'consent' };
 }
 
@@ -262,7 +328,11 @@ export function decideAuthorization(input: {
  * `offline_access` on the approval page (now or before) for a client that is not a gateway. A
  * gateway's refresh token stands for a browser session, and a first-party skip is no approval.
  */
-export function outlivesSession(input: { scopes: readonly string[]; gatewayClient: boolean; approval: 'new' | 'remembered' | 'prompt_none' | 'first_party' }): boolean {
+export function outlivesSession(input: {
+  scopes: readonly string[];
+  gatewayClient: boolean;
+  approval: 'new' | 'remembered' | 'prompt_none' | 'first_party';
+}): boolean {
   return input.scopes.includes('offline_access') && !input.gatewayClient && input.approval !== 'first_party';
 }
 

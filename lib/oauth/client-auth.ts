@@ -6,7 +6,9 @@ import { sha256Hex } from '../util/sha256.js';
  * application/x-www-form-urlencoded, then joined with ":" and base64-encoded. Returns null
  * for anything else (another scheme, bad base64, no colon, an empty id).
  */
-export function parseClientSecretBasic(authorization: string | undefined): { clientId: string; clientSecret: string } | null {
+export function parseClientSecretBasic(
+  authorization: string | undefined,
+): { clientId: string; clientSecret: string } | null {
   if (authorization === undefined) return null;
   const match = /^Basic +([A-Za-z0-9+/]+={0,2})$/i.exec(authorization.trim());
   if (!match) return null;

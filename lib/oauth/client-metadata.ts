@@ -95,7 +95,8 @@ function stringArray(value: unknown, field: string, max: number): string[] {
 function optionalText(body: Record<string, unknown>, field: string): string | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value.length === 0 || value.length > LIMITS.text) bad(`${field} must be a string of 1 to ${LIMITS.text} characters`);
+  if (typeof value !== 'string' || value.length === 0 || value.length > LIMITS.text)
+    bad(`${field} must be a string of 1 to ${LIMITS.text} characters`);
   return value;
 }
 
@@ -110,7 +111,8 @@ function optionalHttpsUri(body: Record<string, unknown>, field: string, loopback
     bad(`${field} must be an absolute URL`);
   }
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && loopbackHttp)) bad(`${field} must use https`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && loopbackHttp))
+    bad(`${field} must use https`);
   return value;
 }
 
@@ -124,16 +126,19 @@ function redirectList(value: unknown, field: string, required: boolean): string[
   if (required && value.length === 0) badRedirect(`${field} must list at least one exact callback URL`);
   for (const uri of value) {
     const problem = validateRedirectUriForRegistration(uri);
-    if (problem) badRedirect(`${field}: ${typeof uri === 'string' ? uri.slice(0, 100) : 'an entry'} ${problem.message}`);
+    if (problem)
+      badRedirect(`${field}: ${typeof uri === 'string' ? uri.slice(0, 100) : 'an entry'} ${problem.message}`);
   }
   return [...new Set(value as string[])];
 }
 
 function validateJwks(value: unknown): { keys: JWK[] } {
-  if (!isObject(value) || !Array.isArray(value.keys) || value.keys.length === 0) bad('jwks must be {"keys": [...]} with at least one key');
+  if (!isObject(value) || !Array.isArray(value.keys) || value.keys.length === 0)
+    bad('jwks must be {"keys": [...]} with at least one key');
   if (value.keys.length > LIMITS.jwksKeys) bad(`jwks has more than ${LIMITS.jwksKeys} keys`);
   for (const key of value.keys) {
-    if (!isObject(key) || !['EC', 'RSA', 'OKP'].includes(key.kty as string)) bad('jwks keys must be EC, RSA or OKP public keys');
+    if (!isObject(key) || !['EC', 'RSA', 'OKP'].includes(key.kty as string))
+      bad('jwks keys must be EC, RSA or OKP public keys');
     if (PRIVATE_JWK_MEMBERS.some((member) => member in key)) bad('jwks must not contain private key material');
   }
   return { keys: value.keys as JWK[] };
@@ -142,18 +147,21 @@ function validateJwks(value: unknown): { keys: JWK[] } {
 function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]): GatewayPolicy {
   if (!isObject(value)) bad('gateway must be an object');
   const { mode } = value;
-  if (mode !== 'observe' && mode !== 'canary' && mode !== 'enforce') bad('gateway.mode must be one of observe, canary, enforce');
+  if (mode !== 'observe' && mode !== 'canary' && mode !== 'enforce')
+    bad('gateway.mode must be one of observe, canary, enforce');
   const policy: GatewayPolicy = { mode, routes: [] };
   if (value.canary_percent !== undefined) {
     const percent = value.canary_percent;
-    if (typeof percent !== 'number' || !Number.isInteger(percent) || percent < 0 || percent > 100) bad('gateway.canary_percent must be an integer from 0 to 100');
+    if (typeof percent !== 'number' || !Number.isInteger(percent) || percent < 0 || percent > 100)
+      bad('gateway.canary_percent must be an integer from 0 to 100');
     policy.canary_percent = percent;
   } else if (mode === 'canary') {
     bad('gateway.canary_percent is required in canary mode');
   }
   if (value.accept_clients !== undefined) {
     const accept = stringArray(value.accept_clients, 'gateway.accept_clients', LIMITS.acceptClients);
-    if (accept.some((id) => id.length === 0 || id.length > LIMITS.text)) bad('gateway.accept_clients must list client ids');
+    if (accept.some((id) => id.length === 0 || id.length > LIMITS.text))
+      bad('gateway.accept_clients must list client ids');
     if (accept.length > 0) policy.accept_clients = [...new Set(accept)];
   }
   if (!Array.isArray(value.routes)) bad('gateway.routes must be an array');
@@ -166,22 +174,26 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
     const unknown = Object.keys(raw).find((key) => !known.includes(key));
     if (unknown !== undefined) bad(`${at}.${unknown} is not a route field`);
     const { path } = raw;
-    if (typeof path !== 'string' || !path.startsWith('/') || path.length > 500 || /[?#\s]/.test(path)) bad(`${at}.path must be an absolute path without query or fragment`);
+    if (typeof path !== 'string' || !path.startsWith('/') || path.length > 500 || /[?#\s]/.test(path))
+      bad(`${at}.path must be an absolute path without query or fragment`);
     if (path === '/_gate' || path.startsWith('/_gate/')) bad(`${at}.path must not be under the reserved /_gate/`);
     if (seen.has(path)) bad(`${at}.path repeats another route`);
     seen.add(path);
     const route: RoutePolicy = { path };
     if (raw.min_assurance !== undefined) {
-      if (!(ASSURANCE as readonly unknown[]).includes(raw.min_assurance)) bad(`${at}.min_assurance must be one of ${ASSURANCE.join(', ')}`);
+      if (!(ASSURANCE as readonly unknown[]).includes(raw.min_assurance))
+        bad(`${at}.min_assurance must be one of ${ASSURANCE.join(', ')}`);
       route.min_assurance = raw.min_assurance as RoutePolicy['min_assurance'];
     }
     if (raw.principals !== undefined) {
       const principals = Array.isArray(raw.principals) ? raw.principals : [null];
-      if (principals.length === 0 || principals.some((p) => !(PRINCIPAL_TYPES as readonly unknown[]).includes(p))) bad(`${at}.principals must list human and/or agent`);
+      if (principals.length === 0 || principals.some((p) => !(PRINCIPAL_TYPES as readonly unknown[]).includes(p)))
+        bad(`${at}.principals must list human and/or agent`);
       route.principals = [...new Set(principals)] as RoutePolicy['principals'];
     }
     if (raw.scopes !== undefined) {
-      if (!Array.isArray(raw.scopes) || raw.scopes.some((s) => typeof s !== 'string' || s.includes(' '))) bad(`${at}.scopes must be an array of scope tokens`);
+      if (!Array.isArray(raw.scopes) || raw.scopes.some((s) => typeof s !== 'string' || s.includes(' ')))
+        bad(`${at}.scopes must be an array of scope tokens`);
       route.scopes = scopeTokens(raw.scopes.join(' '));
     }
     if (raw.dpop !== undefined) {
@@ -190,7 +202,8 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
     }
     if (raw.public !== undefined) {
       if (raw.public !== true) bad(`${at}.public must be true when present`);
-      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required') bad(`${at} is public and cannot also demand assurance, principals, scopes or DPoP`);
+      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required')
+        bad(`${at} is public and cannot also demand assurance, principals, scopes or DPoP`);
       route.public = true;
     }
     policy.routes.push(route);
@@ -206,14 +219,19 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   if (!isObject(body)) bad('the registration request must be a JSON object');
 
   const method = body.token_endpoint_auth_method ?? CLIENT_DEFAULTS.token_endpoint_auth_method;
-  if (!(AUTH_METHODS as readonly unknown[]).includes(method)) bad(`token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}`);
+  if (!(AUTH_METHODS as readonly unknown[]).includes(method))
+    bad(`token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}`);
 
-  const responseTypes = body.response_types === undefined ? ['code'] : stringArray(body.response_types, 'response_types', 5);
-  if (responseTypes.length !== 1 || responseTypes[0] !== 'code') bad('response_types must be ["code"]: only the authorization code flow is offered');
+  const responseTypes =
+    body.response_types === undefined ? ['code'] : stringArray(body.response_types, 'response_types', 5);
+  if (responseTypes.length !== 1 || responseTypes[0] !== 'code')
+    bad('response_types must be ["code"]: only the authorization code flow is offered');
 
-  const grantTypes = body.grant_types === undefined ? [...CLIENT_DEFAULTS.grant_types] : stringArray(body.grant_types, 'grant_types', 5);
+  const grantTypes =
+    body.grant_types === undefined ? [...CLIENT_DEFAULTS.grant_types] : stringArray(body.grant_types, 'grant_types', 5);
   const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
-  if (unknownGrant !== undefined) bad(`grant_types may hold authorization_code and refresh_token only, not ${unknownGrant.slice(0, 60)}`);
+  if (unknownGrant !== undefined)
+    bad(`grant_types may hold authorization_code and refresh_token only, not ${unknownGrant.slice(0, 60)}`);
   if (!grantTypes.includes('authorization_code')) bad('grant_types must include authorization_code');
 
   let scopes: string[];
@@ -223,7 +241,8 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
     bad('scope must be space-separated scope tokens');
   }
   if (scopes.length === 0) bad('scope must not be empty');
-  if (scopes.includes('offline_access') && !grantTypes.includes('refresh_token')) bad('scope offline_access needs the refresh_token grant registered');
+  if (scopes.includes('offline_access') && !grantTypes.includes('refresh_token'))
+    bad('scope offline_access needs the refresh_token grant registered');
 
   const resources = body.resources === undefined ? [] : stringArray(body.resources, 'resources', LIMITS.resources);
   for (const resource of resources) {
@@ -234,7 +253,8 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   let access: ClientMetadata['access'] = { ...CLIENT_DEFAULTS.access };
   if (body.access !== undefined) {
     const a = body.access;
-    if (!isObject(a) || typeof a.humans !== 'boolean' || typeof a.agents !== 'boolean') bad('access must be {"humans": boolean, "agents": boolean}');
+    if (!isObject(a) || typeof a.humans !== 'boolean' || typeof a.agents !== 'boolean')
+      bad('access must be {"humans": boolean, "agents": boolean}');
     if (!a.humans && !a.agents) bad('access must allow humans, agents or both');
     access = { humans: a.humans, agents: a.agents };
   }

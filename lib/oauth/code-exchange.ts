@@ -15,23 +15,36 @@ export interface IssuedCodeFacts {
   expiresAt: number;
 }
 
-export function checkCodeExchange(code: IssuedCodeFacts, request: {
-  clientId: string;
-  redirectUri: string;
-  verifier: string;
-  /** Thumbprint of the request's DPoP proof key, or null without a proof. */
-  proofJkt: string | null;
-  now: number;
-  /** Whether the session the code was issued to is still live. */
-  sessionLive: boolean;
-}): void {
+export function checkCodeExchange(
+  code: IssuedCodeFacts,
+  request: {
+    clientId: string;
+    redirectUri: string;
+    verifier: string;
+    /** Thumbprint of the request's DPoP proof key, or null without a proof. */
+    proofJkt: string | null;
+    now: number;
+    /** Whether the session the code was issued to is still live. */
+    sessionLive: boolean;
+  },
+): void {
   if (code.expiresAt <= request.now) throw oauthError('invalid_grant', 'the authorization code has expired');
-  if (code.clientId !== request.clientId) throw oauthError('invalid_grant', 'the authorization code was issued to another client');
-  if (code.redirectUri !== request.redirectUri) throw oauthError('invalid_grant', 'redirect_uri differs from the authorization request');
+  if (code.clientId !== request.clientId)
+    throw oauthError('invalid_grant', 'the authorization code was issued to another client');
+  if (code.redirectUri !== request.redirectUri)
+    throw oauthError('invalid_grant', 'redirect_uri differs from the authorization request');
   const pkce = checkPkce({ challenge: code.codeChallenge, method: 'S256', verifier: request.verifier });
-  if (!pkce.ok) throw oauthError('invalid_grant', pkce.failure === 'invalid_verifier' ? 'code_verifier is malformed' : 'code_verifier does not match the code_challenge');
+  if (!pkce.ok)
+    throw oauthError(
+      'invalid_grant',
+      pkce.failure === 'invalid_verifier'
+        ? 'code_verifier is malformed'
+        : 'code_verifier does not match the code_challenge',
+    );
   if (code.dpopJkt !== null && request.proofJkt !== code.dpopJkt) {
-    throw oauthError('invalid_dpop_proof', 'the DPoP key differs from the dpop_jkt of the authorization request', { status: 400 });
+    throw oauthError('invalid_dpop_proof', 'the DPoP key differs from the dpop_jkt of the authorization request', {
+      status: 400,
+    });
   }
   if (!request.sessionLive) throw oauthError('invalid_grant', 'the sign-in that issued this code has ended');
 }

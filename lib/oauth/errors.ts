@@ -30,7 +30,10 @@ export type OAuthErrorCode =
   | 'insufficient_user_authentication';
 
 /** The RFC 6749 error fields: `{error, error_description}` (the description omitted when empty). */
-export function oauthFields(error: OAuthErrorCode, description?: string): { error: OAuthErrorCode; error_description?: string } {
+export function oauthFields(
+  error: OAuthErrorCode,
+  description?: string,
+): { error: OAuthErrorCode; error_description?: string } {
   return description ? { error, error_description: description } : { error };
 }
 
@@ -52,7 +55,11 @@ export function oauthErrorFor(reason: Reason, status: number): OAuthErrorCode {
  * A KeyplaneError whose envelope also carries the RFC 6749 pair. `error` defaults to the
  * reason itself, which is right whenever the reason is an RFC code (`invalid_target`, …).
  */
-export function oauthError(reason: Reason, message: string, options: { error?: OAuthErrorCode; headers?: Record<string, string>; status?: number } = {}): KeyplaneError {
+export function oauthError(
+  reason: Reason,
+  message: string,
+  options: { error?: OAuthErrorCode; headers?: Record<string, string>; status?: number } = {},
+): KeyplaneError {
   const error = options.error ?? (reason as OAuthErrorCode);
   return fail(reason, message, {
     fields: oauthFields(error, message),
@@ -65,7 +72,12 @@ export function oauthError(reason: Reason, message: string, options: { error?: O
  * The query parameters of an authorization error redirect (RFC 6749 §4.1.2.1 with the RFC 9207
  * `iss`). Only ever send them to a redirect URI that matched the registration exactly.
  */
-export function authorizationErrorParams(input: { error: OAuthErrorCode; description?: string; state?: string; iss: string }): Record<string, string> {
+export function authorizationErrorParams(input: {
+  error: OAuthErrorCode;
+  description?: string;
+  state?: string;
+  iss: string;
+}): Record<string, string> {
   return {
     error: input.error,
     ...(input.description ? { error_description: input.description } : {}),

@@ -26,7 +26,10 @@ export function registeredOriginsOf(client: Pick<InPlaceClient, 'redirect_uris'>
  * Whether `origin` (the request's `Origin` header) is exactly one of the client's registered
  * origins. A missing header and the opaque `null` origin never match.
  */
-export function isRegisteredOrigin(client: Pick<InPlaceClient, 'redirect_uris'>, origin: string | undefined): origin is string {
+export function isRegisteredOrigin(
+  client: Pick<InPlaceClient, 'redirect_uris'>,
+  origin: string | undefined,
+): origin is string {
   if (origin === undefined || origin === 'null') return false;
   return registeredOriginsOf(client).includes(origin);
 }
@@ -43,7 +46,11 @@ export interface CorsOptions {
  * and `Access-Control-Allow-Credentials: true` when `allowed`, else nothing at all, so that the
  * browser hides the answer from any other origin. `Vary: Origin` always, for caches.
  */
-export function buildCorsHeaders(origin: string | undefined, allowed: boolean, options: CorsOptions = {}): Record<string, string> {
+export function buildCorsHeaders(
+  origin: string | undefined,
+  allowed: boolean,
+  options: CorsOptions = {},
+): Record<string, string> {
   if (!allowed || origin === undefined) return { vary: 'Origin' };
   return {
     vary: 'Origin',
@@ -81,7 +88,9 @@ export function decideInPlaceConsent(input: {
     case 'popup':
       return { allowed: false, next: 'consent_page' };
     case 'fedcm':
-      return input.disclosureShown === true ? { allowed: true, recordApproval: true } : { allowed: false, next: 'refuse' };
+      return input.disclosureShown === true
+        ? { allowed: true, recordApproval: true }
+        : { allowed: false, next: 'refuse' };
     case 'direct':
       return { allowed: false, next: 'refuse' };
   }
@@ -91,14 +100,17 @@ export function decideInPlaceConsent(input: {
  * The popup URL a refused in-place request points to: the same authorization request with
  * `response_mode=web_message`, where sign-in, consent and step-up can happen.
  */
-export function buildPopupUrl(issuer: string, request: {
-  clientId: string;
-  redirectUri: string;
-  codeChallenge: string;
-  state?: string;
-  nonce?: string;
-  scope: string;
-}): string {
+export function buildPopupUrl(
+  issuer: string,
+  request: {
+    clientId: string;
+    redirectUri: string;
+    codeChallenge: string;
+    state?: string;
+    nonce?: string;
+    scope: string;
+  },
+): string {
   const url = new URL(`${issuer}/auth/authorize`);
   const params: Record<string, string | undefined> = {
     client_id: request.clientId,

@@ -14,14 +14,7 @@ export function matchRedirectUri(registered: readonly string[], candidate: unkno
 }
 
 export type RedirectUriProblem =
-  | 'not_a_string'
-  | 'too_long'
-  | 'not_absolute'
-  | 'scheme'
-  | 'fragment'
-  | 'wildcard'
-  | 'userinfo'
-  | 'whitespace';
+  'not_a_string' | 'too_long' | 'not_absolute' | 'scheme' | 'fragment' | 'wildcard' | 'userinfo' | 'whitespace';
 
 const PROBLEMS: Record<RedirectUriProblem, string> = {
   not_a_string: 'must be a string',
@@ -39,7 +32,9 @@ const PROBLEMS: Record<RedirectUriProblem, string> = {
  * https, or http only on a loopback host; no fragment (RFC 6749 §3.1.2); no wildcard; no
  * userinfo. Returns null when acceptable, else a short description of the problem.
  */
-export function validateRedirectUriForRegistration(uri: unknown): { problem: RedirectUriProblem; message: string } | null {
+export function validateRedirectUriForRegistration(
+  uri: unknown,
+): { problem: RedirectUriProblem; message: string } | null {
   const problem = findProblem(uri);
   return problem ? { problem, message: PROBLEMS[problem] } : null;
 }

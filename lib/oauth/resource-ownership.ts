@@ -27,7 +27,11 @@ function originOf(uri: string): string | null {
 }
 
 /** The first resource of `resources` that belongs to a gateway of someone else, or null. */
-export function findForeignGatewayResource(resources: readonly string[], gateways: readonly GatewayOwner[], registrar: ResourceRegistrar): string | null {
+export function findForeignGatewayResource(
+  resources: readonly string[],
+  gateways: readonly GatewayOwner[],
+  registrar: ResourceRegistrar,
+): string | null {
   if (registrar.admin) return null;
   for (const resource of resources) {
     const origin = originOf(resource);
@@ -39,9 +43,16 @@ export function findForeignGatewayResource(resources: readonly string[], gateway
 }
 
 /** Throws `invalid_target` when a resource belongs to another owner's gateway. */
-export function checkResourceOwnership(resources: readonly string[], gateways: readonly GatewayOwner[], registrar: ResourceRegistrar): void {
+export function checkResourceOwnership(
+  resources: readonly string[],
+  gateways: readonly GatewayOwner[],
+  registrar: ResourceRegistrar,
+): void {
   const foreign = findForeignGatewayResource(resources, gateways, registrar);
   if (foreign !== null) {
-    throw oauthError('invalid_target', `resources: ${foreign.slice(0, 100)} is the URL of a gateway registered by someone else; only its owner may name it`);
+    throw oauthError(
+      'invalid_target',
+      `resources: ${foreign.slice(0, 100)} is the URL of a gateway registered by someone else; only its owner may name it`,
+    );
   }
 }

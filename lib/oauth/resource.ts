@@ -23,7 +23,8 @@ export function checkResource(registered: readonly string[], requested: unknown)
  * only on a loopback host) without a fragment. Returns a problem description or null.
  */
 export function validateResourceForRegistration(uri: unknown): string | null {
-  if (typeof uri !== 'string' || uri.length === 0 || uri.length > 2000) return 'must be a non-empty string of at most 2000 characters';
+  if (typeof uri !== 'string' || uri.length === 0 || uri.length > 2000)
+    return 'must be a non-empty string of at most 2000 characters';
   if (uri.includes('#')) return 'must not contain a fragment';
   if (/\s/.test(uri)) return 'must not contain whitespace';
   let url: URL;

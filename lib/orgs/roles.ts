@@ -42,7 +42,9 @@ export type SiteUrlRefusal = 'not_https' | 'credentials' | 'ip_literal' | 'fragm
  * A registered site's URL: absolute https with a host name (never an IP literal, which cannot
  * be proved by DNS), no credentials and no fragment. Returns the normalised URL.
  */
-export function checkSiteUrl(raw: unknown): { ok: true; url: string; origin: string; host: string } | { ok: false; refusal: SiteUrlRefusal } {
+export function checkSiteUrl(
+  raw: unknown,
+): { ok: true; url: string; origin: string; host: string } | { ok: false; refusal: SiteUrlRefusal } {
   if (typeof raw !== 'string' || raw.length > 2048) return { ok: false, refusal: 'malformed' };
   let url: URL;
   try {

@@ -6,11 +6,7 @@ const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 /** An S256 challenge is base64url(SHA-256(verifier)) without padding: always 43 characters. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
-export type PkceFailure =
-  | 'unsupported_method'
-  | 'invalid_challenge'
-  | 'invalid_verifier'
-  | 'mismatch';
+export type PkceFailure = 'unsupported_method' | 'invalid_challenge' | 'invalid_verifier' | 'mismatch';
 
 export type PkceResult = { ok: true } | { ok: false; failure: PkceFailure };
 
@@ -41,5 +37,7 @@ export function checkPkce(input: { challenge: string; method: string; verifier: 
   if (input.method !== 'S256') return { ok: false, failure: 'unsupported_method' };
   if (!S256_CHALLENGE.test(input.challenge)) return { ok: false, failure: 'invalid_challenge' };
   if (!isValidCodeVerifier(input.verifier)) return { ok: false, failure: 'invalid_verifier' };
-  return constantEquals(computeS256Challenge(input.verifier), input.challenge) ? { ok: true } : { ok: false, failure: 'mismatch' };
+  return constantEquals(computeS256Challenge(input.verifier), input.challenge)
+    ? { ok: true }
+    : { ok: false, failure: 'mismatch' };
 }

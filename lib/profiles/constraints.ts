@@ -34,20 +34,33 @@ export function checkMetadataAgainstProfile(metadata: ConstrainedMetadata, profi
   const environments = profile.environments.map((environment) => environment.name).join(', ');
   const redirects = new Set(profileRedirectUris(profile));
   for (const uri of metadata.redirect_uris) {
-    if (!redirects.has(uri)) problems.push({ field: 'redirect_uris', message: `redirect URI ${uri} is in none of the profile's environments (${environments})` });
+    if (!redirects.has(uri))
+      problems.push({
+        field: 'redirect_uris',
+        message: `redirect URI ${uri} is in none of the profile's environments (${environments})`,
+      });
   }
   const resources = new Set(profileResources(profile));
   for (const uri of metadata.resources) {
-    if (!resources.has(uri)) problems.push({ field: 'resources', message: `resource ${uri} is in none of the profile's environments (${environments})` });
+    if (!resources.has(uri))
+      problems.push({
+        field: 'resources',
+        message: `resource ${uri} is in none of the profile's environments (${environments})`,
+      });
   }
-  if (metadata.access.agents && !profile.principals.agents) problems.push({ field: 'access', message: 'the profile admits no agents (principals.agents is false)' });
-  if (metadata.access.humans && !profile.principals.humans) problems.push({ field: 'access', message: 'the profile admits no humans (principals.humans is false)' });
+  if (metadata.access.agents && !profile.principals.agents)
+    problems.push({ field: 'access', message: 'the profile admits no agents (principals.agents is false)' });
+  if (metadata.access.humans && !profile.principals.humans)
+    problems.push({ field: 'access', message: 'the profile admits no humans (principals.humans is false)' });
   return problems;
 }
 
 /** The principal types the profile admits, in the gateway's words. */
 export function admittedPrincipals(profile: TrustProfile): PrincipalType[] {
-  return [...(profile.principals.humans ? ['human' as const] : []), ...(profile.principals.agents ? ['agent' as const] : [])];
+  return [
+    ...(profile.principals.humans ? ['human' as const] : []),
+    ...(profile.principals.agents ? ['agent' as const] : []),
+  ];
 }
 
 function atLeast(level: AssuranceLevel | undefined, floor: AssuranceLevel): AssuranceLevel {
@@ -67,16 +80,23 @@ export function applyProfileToPolicy(policy: GatewayPolicy, profile: TrustProfil
     if (route.public === true) return route;
     // A route for undeclared principals only keeps its list: their tokens are refused before they reach it.
     const principals = (route.principals ?? admitted).filter((principal) => admitted.includes(principal));
-    return { ...route, min_assurance: atLeast(route.min_assurance, floor), principals: principals.length > 0 ? principals : route.principals ?? admitted };
+    return {
+      ...route,
+      min_assurance: atLeast(route.min_assurance, floor),
+      principals: principals.length > 0 ? principals : (route.principals ?? admitted),
+    };
   };
   const routes = policy.routes.map(restrict);
-  if (!routes.some((route) => route.path === '/')) routes.push({ path: '/', min_assurance: floor, principals: admitted });
+  if (!routes.some((route) => route.path === '/'))
+    routes.push({ path: '/', min_assurance: floor, principals: admitted });
   return { ...policy, routes };
 }
 
 /** The weakest assurance a policy's protected routes ask for (null when every route is public). */
 export function weakestRouteAssurance(policy: GatewayPolicy): AssuranceLevel | null {
-  const levels = policy.routes.filter((route) => route.public !== true).map((route) => route.min_assurance ?? ASSURANCE_LEVELS[0]!);
+  const levels = policy.routes
+    .filter((route) => route.public !== true)
+    .map((route) => route.min_assurance ?? ASSURANCE_LEVELS[0]!);
   if (levels.length === 0) return null;
   return levels.reduce((weakest, level) => (rankAssurance(level) < rankAssurance(weakest) ? level : weakest));
 }

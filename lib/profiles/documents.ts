@@ -15,30 +15,50 @@ import { validateResourceForRegistration } from '../oauth/resource.js';
 export const TRUST_PROFILE_CONTRACT = 'project-trust-profile/v1';
 export const MIGRATION_PLAN_CONTRACT = 'migration-plan/v1';
 
-const PROJECT = { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Project name: lower-case letters, digits and dashes.' } as const;
-const URI_LIST = { type: 'array', maxItems: 20, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 2000 } } as const;
+const PROJECT = {
+  type: 'string',
+  pattern: '^[a-z0-9][a-z0-9-]{0,62}$',
+  description: 'Project name: lower-case letters, digits and dashes.',
+} as const;
+const URI_LIST = {
+  type: 'array',
+  maxItems: 20,
+  uniqueItems: true,
+  items: { type: 'string', minLength: 1, maxLength: 2000 },
+} as const;
 
 export const TRUST_PROFILE_SCHEMA = {
   $id: 'ProjectTrustProfile',
   title: 'project-trust-profile/v1',
-  description: 'What a project declares about itself; signed by the control plane as a compact JWS (typ project-trust-profile+jwt).',
+  description:
+    'What a project declares about itself; signed by the control plane as a compact JWS (typ project-trust-profile+jwt).',
   type: 'object',
   additionalProperties: false,
   required: ['contract', 'project', 'exposure', 'principals', 'environments', 'data_class', 'required_assurance'],
   properties: {
     contract: { const: TRUST_PROFILE_CONTRACT },
     project: PROJECT,
-    org: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{1,39}$', description: 'Slug of the organization whose admins may read the project\'s slice.' },
+    org: {
+      type: 'string',
+      pattern: '^[a-z0-9][a-z0-9-]{1,39}$',
+      description: "Slug of the organization whose admins may read the project's slice.",
+    },
     description: { type: 'string', maxLength: 500 },
     exposure: { enum: ['public', 'private', 'hybrid', 'custom'] },
     principals: {
-      type: 'object', additionalProperties: false, required: ['humans', 'agents'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['humans', 'agents'],
       properties: { humans: { type: 'boolean' }, agents: { type: 'boolean' } },
     },
     environments: {
-      type: 'array', minItems: 1, maxItems: 10,
+      type: 'array',
+      minItems: 1,
+      maxItems: 10,
       items: {
-        type: 'object', additionalProperties: false, required: ['name', 'redirect_uris', 'resources'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'redirect_uris', 'resources'],
         properties: {
           name: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,31}$' },
           redirect_uris: { ...URI_LIST, minItems: 1 },
@@ -54,21 +74,33 @@ export const TRUST_PROFILE_SCHEMA = {
 export const MIGRATION_PLAN_SCHEMA = {
   $id: 'MigrationPlan',
   title: 'migration-plan/v1',
-  description: 'How one app team moves a project onto its trust profile; signed by the control plane as a compact JWS (typ migration-plan+jwt).',
+  description:
+    'How one app team moves a project onto its trust profile; signed by the control plane as a compact JWS (typ migration-plan+jwt).',
   type: 'object',
   additionalProperties: false,
   required: ['contract', 'project', 'profile_version', 'team', 'from', 'to', 'steps', 'rollback'],
   properties: {
     contract: { const: MIGRATION_PLAN_CONTRACT },
     project: PROJECT,
-    profile_version: { type: 'integer', minimum: 1, description: 'The version of the project\'s trust profile this plan applies.' },
+    profile_version: {
+      type: 'integer',
+      minimum: 1,
+      description: "The version of the project's trust profile this plan applies.",
+    },
     team: { type: 'string', minLength: 1, maxLength: 100, description: 'The app team that applies the plan.' },
-    from: { enum: ['none', 'v1_bridge', 'own_sessions', 'oidc', 'saml'], description: 'How the app signs people in today.' },
+    from: {
+      enum: ['none', 'v1_bridge', 'own_sessions', 'oidc', 'saml'],
+      description: 'How the app signs people in today.',
+    },
     to: { enum: ['edge-gate', 'sdk', 'oidc'], description: 'The integration mode it moves to.' },
     steps: {
-      type: 'array', minItems: 1, maxItems: 20,
+      type: 'array',
+      minItems: 1,
+      maxItems: 20,
       items: {
-        type: 'object', additionalProperties: false, required: ['step'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['step'],
         properties: {
           step: { enum: ['classify', 'register', 'integrate', 'verify', 'canary', 'attest'] },
           percent: { type: 'integer', minimum: 0, maximum: 100 },
@@ -129,8 +161,10 @@ export class DocumentError extends Error {
 
 function describe(error: ErrorObject): string {
   const where = error.instancePath === '' ? '(document)' : error.instancePath.slice(1).replace(/\//g, '.');
-  if (error.keyword === 'additionalProperties') return `${where}: unknown member ${String(error.params['additionalProperty'])}`;
-  if (error.keyword === 'enum') return `${where} must be one of: ${(error.params['allowedValues'] as unknown[]).join(', ')}`;
+  if (error.keyword === 'additionalProperties')
+    return `${where}: unknown member ${String(error.params['additionalProperty'])}`;
+  if (error.keyword === 'enum')
+    return `${where} must be one of: ${(error.params['allowedValues'] as unknown[]).join(', ')}`;
   if (error.keyword === 'const') return `${where} must be ${JSON.stringify(error.params['allowedValue'])}`;
   return `${where} ${error.message ?? 'is invalid'}`;
 }
@@ -138,7 +172,8 @@ function describe(error: ErrorObject): string {
 /** The rules a JSON schema cannot say: someone must be admitted, names and URIs must make sense. */
 function profileRules(profile: TrustProfile): string[] {
   const problems: string[] = [];
-  if (!profile.principals.humans && !profile.principals.agents) problems.push('principals must admit humans, agents or both');
+  if (!profile.principals.humans && !profile.principals.agents)
+    problems.push('principals must admit humans, agents or both');
   const names = new Set<string>();
   profile.environments.forEach((environment, i) => {
     if (names.has(environment.name)) problems.push(`environments.${i}.name repeats ${environment.name}`);
@@ -178,7 +213,8 @@ export function parseDocumentText(text: string): unknown {
   } catch (error) {
     throw new DocumentError([`not YAML or JSON: ${(error as Error).message.split('\n')[0]}`]);
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new DocumentError(['the document must be one mapping (an object)']);
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new DocumentError(['the document must be one mapping (an object)']);
   return value;
 }
 

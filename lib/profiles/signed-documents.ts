@@ -22,7 +22,10 @@ export interface DocumentSigner {
 
 /** Why a presented JWS is refused: not a JWS at all (or `alg: none`), or not signed by this issuer's ring. */
 export class SignatureError extends Error {
-  constructor(readonly refusal: 'unsigned' | 'invalid', message: string) {
+  constructor(
+    readonly refusal: 'unsigned' | 'invalid',
+    message: string,
+  ) {
     super(message);
     this.name = 'SignatureError';
   }
@@ -71,21 +74,33 @@ export async function verifySignedDocument(
 ): Promise<{ payload: JWTPayload; kid: string; hash: string }> {
   const typ = kind === 'attestation' ? ATTESTATION_TYP : DOCUMENT_TYP[kind];
   const text = jws.trim();
-  if (!COMPACT_JWS.test(text)) throw new SignatureError('unsigned', 'this is not a signed document (a compact JWS); classify the YAML or JSON to have it signed');
+  if (!COMPACT_JWS.test(text))
+    throw new SignatureError(
+      'unsigned',
+      'this is not a signed document (a compact JWS); classify the YAML or JSON to have it signed',
+    );
   let header;
   try {
     header = decodeProtectedHeader(text);
   } catch {
     throw new SignatureError('unsigned', 'the JWS header is not readable');
   }
-  if (header.alg === 'none' || text.endsWith('.')) throw new SignatureError('unsigned', 'the document carries no signature (alg none)');
+  if (header.alg === 'none' || text.endsWith('.'))
+    throw new SignatureError('unsigned', 'the document carries no signature (alg none)');
   if (header.typ !== typ) throw new SignatureError('invalid', `the JWS typ is ${String(header.typ)}, not ${typ}`);
   const key = typeof header.kid === 'string' ? options.publicKey(header.kid) : undefined;
-  if (!key) throw new SignatureError('invalid', 'the document was not signed by this control plane (its kid is not in the JWKS)');
+  if (!key)
+    throw new SignatureError(
+      'invalid',
+      'the document was not signed by this control plane (its kid is not in the JWKS)',
+    );
   try {
     const { payload } = await jwtVerify(text, key, { algorithms: ['ES256'], typ, issuer: options.issuer });
     return { payload, kid: header.kid as string, hash: sha256Hex(text) };
   } catch (error) {
-    throw new SignatureError('invalid', `the signature does not verify against this control plane's keys: ${(error as Error).message}`);
+    throw new SignatureError(
+      'invalid',
+      `the signature does not verify against this control plane's keys: ${(error as Error).message}`,
+    );
   }
 }

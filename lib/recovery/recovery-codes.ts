@@ -35,7 +35,11 @@ export function generateRecoveryCodes(count = RECOVERY_CODE_COUNT): string[] {
  * Crockford's base32 folds (O→0, I and L→1). Null when it cannot be a code at all.
  */
 export function normalizeRecoveryCode(input: string): string | null {
-  const folded = input.toUpperCase().replace(/[\s-]+/g, '').replace(/O/g, '0').replace(/[IL]/g, '1');
+  const folded = input
+    .toUpperCase()
+    .replace(/[\s-]+/g, '')
+    .replace(/O/g, '0')
+    .replace(/[IL]/g, '1');
   if (folded.length !== RECOVERY_CODE_SYMBOLS) return null;
   for (const c of folded) if (!RECOVERY_ALPHABET.includes(c)) return null;
   return folded;
@@ -54,7 +58,11 @@ export function hashRecoveryCode(key: Uint8Array, normalized: string): string {
  * Finds which stored hash (if any) the typed code matches. Every candidate is compared in
  * constant time, and all of them are compared, so the answer's timing tells nothing.
  */
-export function matchRecoveryCode<T extends { codeHash: string }>(key: Uint8Array, input: string, candidates: readonly T[]): T | null {
+export function matchRecoveryCode<T extends { codeHash: string }>(
+  key: Uint8Array,
+  input: string,
+  candidates: readonly T[],
+): T | null {
   const normalized = normalizeRecoveryCode(input);
   const hash = hashRecoveryCode(key, normalized ?? '');
   let found: T | null = null;

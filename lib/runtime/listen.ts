@@ -36,8 +36,14 @@ export async function waitForPort(port: number, host: string, timeoutMs: number)
     if (remaining <= 0) throw new Error(`nothing accepted connections on ${host}:${port} within ${timeoutMs} ms`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = connect(port, host);
-      socket.setTimeout(remaining, () => { socket.destroy(); resolve(false); });
-      socket.once('connect', () => { socket.destroy(); resolve(true); });
+      socket.setTimeout(remaining, () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
       socket.once('error', () => resolve(false));
     });
     if (open) return;

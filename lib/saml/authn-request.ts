@@ -53,7 +53,9 @@ export function parseAuthnRequest(xml: string): AuthnRequest {
   const issuer = textOf(issuerElement);
   if (!issuer) throw invalid('the request has no Issuer');
   const request: AuthnRequest = {
-    id, issuer, issueInstant,
+    id,
+    issuer,
+    issueInstant,
     forceAuthn: root.getAttribute('ForceAuthn') === 'true' || root.getAttribute('ForceAuthn') === '1',
     isPassive: root.getAttribute('IsPassive') === 'true' || root.getAttribute('IsPassive') === '1',
   };
@@ -72,11 +74,16 @@ export function parseAuthnRequest(xml: string): AuthnRequest {
   if (format) request.nameIdFormat = format;
   if (context) {
     const comparison = context.getAttribute('Comparison') || 'exact';
-    if (!['exact', 'minimum', 'better', 'maximum'].includes(comparison)) throw invalid('RequestedAuthnContext Comparison is unknown');
+    if (!['exact', 'minimum', 'better', 'maximum'].includes(comparison))
+      throw invalid('RequestedAuthnContext Comparison is unknown');
     const classRefs: string[] = [];
     for (let node = context.firstChild; node; node = node.nextSibling) {
       const element = node as Element;
-      if (node.nodeType === 1 && element.namespaceURI === NS.assertion && element.localName === 'AuthnContextClassRef') {
+      if (
+        node.nodeType === 1 &&
+        element.namespaceURI === NS.assertion &&
+        element.localName === 'AuthnContextClassRef'
+      ) {
         const value = textOf(element);
         if (value) classRefs.push(value);
       }
@@ -128,33 +135,49 @@ export function checkAuthnRequest(
   provider: RegisteredProvider,
   context: { ssoUrl: string; now: number; skewMs?: number; signed: boolean },
 ): CheckedRequest {
-  if (request.issuer !== provider.entityId) throw fail('saml_unknown_provider', 'the Issuer is not this service provider');
+  if (request.issuer !== provider.entityId)
+    throw fail('saml_unknown_provider', 'the Issuer is not this service provider');
   if (request.destination !== undefined ? request.destination !== context.ssoUrl : context.signed) {
-    throw invalid('Destination must be this IdP\'s SSO URL (and is required on signed requests)');
+    throw invalid("Destination must be this IdP's SSO URL (and is required on signed requests)");
   }
   const skew = context.skewMs ?? 300_000;
-  if (Math.abs(context.now - request.issueInstant) > skew) throw invalid('IssueInstant is outside the allowed clock skew');
-  if (request.protocolBinding !== undefined && request.protocolBinding !== BINDING.post) throw invalid('responses are sent by HTTP-POST only');
+  if (Math.abs(context.now - request.issueInstant) > skew)
+    throw invalid('IssueInstant is outside the allowed clock skew');
+  if (request.protocolBinding !== undefined && request.protocolBinding !== BINDING.post)
+    throw invalid('responses are sent by HTTP-POST only');
   let acsUrl: string | undefined;
   if (request.acsUrl !== undefined) acsUrl = provider.acsUrls.find((url) => url === request.acsUrl);
   else if (request.acsIndex !== undefined) acsUrl = provider.acsUrls[request.acsIndex];
   else acsUrl = provider.acsUrls[0];
-  if (!acsUrl) throw fail('saml_acs_not_registered', 'the AssertionConsumerServiceURL is not registered for this service provider');
+  if (!acsUrl)
+    throw fail(
+      'saml_acs_not_registered',
+      'the AssertionConsumerServiceURL is not registered for this service provider',
+    );
 
   let nameIdFormat = provider.nameIdFormat;
   const asked = request.nameIdFormat;
   if (asked && asked !== NAMEID_FORMAT.unspecified) {
-    if (asked !== NAMEID_FORMAT.persistent && asked !== NAMEID_FORMAT.email) throw invalid('that NameID format is not offered');
+    if (asked !== NAMEID_FORMAT.persistent && asked !== NAMEID_FORMAT.email)
+      throw invalid('that NameID format is not offered');
     nameIdFormat = asked;
   }
-  const checked: CheckedRequest = { acsUrl, nameIdFormat, forceAuthn: request.forceAuthn, isPassive: request.isPassive };
+  const checked: CheckedRequest = {
+    acsUrl,
+    nameIdFormat,
+    forceAuthn: request.forceAuthn,
+    isPassive: request.isPassive,
+  };
   const wanted = request.requestedAuthnContext;
   if (wanted) checked.requiredAssurance = requiredLevel(wanted.comparison, wanted.classRefs);
   return checked;
 }
 
 /** saml-core §3.3.2.2.1: the weakest level that satisfies the comparison, or null when none can. */
-function requiredLevel(comparison: 'exact' | 'minimum' | 'better' | 'maximum', classRefs: string[]): SamlAssurance | null {
+function requiredLevel(
+  comparison: 'exact' | 'minimum' | 'better' | 'maximum',
+  classRefs: string[],
+): SamlAssurance | null {
   const levels = classRefs.map(levelOf).filter((level): level is SamlAssurance => level !== undefined);
   if (levels.length === 0) return null;
   const rank = (level: SamlAssurance) => LEVELS.indexOf(level);

@@ -71,7 +71,12 @@ export function verifyRedirectSignature(rawQuery: string, certificatePem: string
 }
 
 /** Signs a Redirect-binding message (the IdP's LogoutResponse); answers the query string. */
-export function signRedirectQuery(kind: 'SAMLRequest' | 'SAMLResponse', xml: string, relayState: string | undefined, privateKeyPem: string): string {
+export function signRedirectQuery(
+  kind: 'SAMLRequest' | 'SAMLResponse',
+  xml: string,
+  relayState: string | undefined,
+  privateKeyPem: string,
+): string {
   const parts = [`${kind}=${encodeURIComponent(encodeRedirectMessage(xml))}`];
   if (relayState) parts.push(`RelayState=${encodeURIComponent(relayState)}`);
   parts.push(`SigAlg=${encodeURIComponent(ALGORITHM.rsaSha256)}`);

@@ -15,13 +15,30 @@ export interface GeneratedSamlKey {
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
-const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 3072 } as const;
+const RSA = {
+  name: 'RSASSA-PKCS1-v1_5',
+  hash: 'SHA-256',
+  publicExponent: new Uint8Array([1, 0, 1]),
+  modulusLength: 3072,
+} as const;
 
-export async function generateSamlKey(options: { commonName: string; now: number; validDays: number; modulusLength?: 2048 | 3072 }): Promise<GeneratedSamlKey> {
-  const keys = await webcrypto.subtle.generateKey({ ...RSA, modulusLength: options.modulusLength ?? RSA.modulusLength }, true, ['sign', 'verify']);
+export async function generateSamlKey(options: {
+  commonName: string;
+  now: number;
+  validDays: number;
+  modulusLength?: 2048 | 3072;
+}): Promise<GeneratedSamlKey> {
+  const keys = await webcrypto.subtle.generateKey(
+    { ...RSA, modulusLength: options.modulusLength ?? RSA.modulusLength },
+    true,
+    ['sign', 'verify'],
+  );
   const notAfter = options.now + options.validDays * 86_400_000;
   const certificate = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: webcrypto.getRandomValues(new Uint8Array(16)).reduce((hex, byte) => hex + byte.toString(16).padStart(2, '0'), '').replace(/^[89a-f]/, '1'),
+    serialNumber: webcrypto
+      .getRandomValues(new Uint8Array(16))
+      .reduce((hex, byte) => hex + byte.toString(16).padStart(2, '0'), '')
+      .replace(/^[89a-f]/, '1'),
     name: `CN=${options.commonName.replace(/[,+=<>#;"\\]/g, ' ')}`,
     notBefore: new Date(options.now - 60_000),
     notAfter: new Date(notAfter),
@@ -30,6 +47,9 @@ export async function generateSamlKey(options: { commonName: string; now: number
     extensions: [new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true)],
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const privateKeyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/(.{64})/g, '$1\n').trim()}\n-----END PRIVATE KEY-----\n`;
+  const privateKeyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .trim()}\n-----END PRIVATE KEY-----\n`;
   return { privateKeyPem, certificatePem: certificate.toString('pem'), notAfter };
 }

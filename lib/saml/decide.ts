@@ -20,11 +20,15 @@ export type SsoDecision =
   | { action: 'step_up' }
   | { action: 'error'; status: 'NoPassive' | 'NoAuthnContext' };
 
-export function decideSso(needs: SsoNeeds, session: { assurance: AssuranceLevel; authTime: number } | undefined): SsoDecision {
+export function decideSso(
+  needs: SsoNeeds,
+  session: { assurance: AssuranceLevel; authTime: number } | undefined,
+): SsoDecision {
   if (needs.requiredAssurance === null) return { action: 'error', status: 'NoAuthnContext' };
   if (!session) return needs.isPassive ? { action: 'error', status: 'NoPassive' } : { action: 'login' };
   const stale = needs.forceAuthn && session.authTime < needs.receivedAt;
-  const weak = needs.requiredAssurance !== undefined && rankAssurance(session.assurance) < rankAssurance(needs.requiredAssurance);
+  const weak =
+    needs.requiredAssurance !== undefined && rankAssurance(session.assurance) < rankAssurance(needs.requiredAssurance);
   if (stale || weak) return needs.isPassive ? { action: 'error', status: 'NoPassive' } : { action: 'step_up' };
   return { action: 'issue' };
 }

@@ -82,33 +82,48 @@ function bool(value: unknown, field: string, fallback: boolean): boolean {
 export function checkProviderSettings(input: Record<string, unknown>): ProviderSettings {
   const entityId = input.entity_id;
   if (typeof entityId !== 'string' || entityId.length === 0 || entityId.length > 1024 || /\s/.test(entityId)) {
-    throw invalid('entity_id must be the SP\'s entityID (a URI without spaces, at most 1024 characters)');
+    throw invalid("entity_id must be the SP's entityID (a URI without spaces, at most 1024 characters)");
   }
   const acs = input.acs_urls;
-  if (!Array.isArray(acs) || acs.length === 0 || acs.length > 10) throw invalid('acs_urls must list 1 to 10 AssertionConsumerService URLs');
+  if (!Array.isArray(acs) || acs.length === 0 || acs.length > 10)
+    throw invalid('acs_urls must list 1 to 10 AssertionConsumerService URLs');
   const acsUrls = acs.map((url, i) => checkEndpointUrl(url, `acs_urls[${i}]`));
   if (new Set(acsUrls).size !== acsUrls.length) throw invalid('acs_urls has a duplicate');
-  const sloUrl = input.slo_url === undefined || input.slo_url === null || input.slo_url === '' ? null : checkEndpointUrl(input.slo_url, 'slo_url');
-  const format = input.name_id_format === undefined ? NAMEID_FORMAT.persistent : NAMEID_FORMATS[String(input.name_id_format)];
-  if (!format) throw invalid('name_id_format must be persistent or emailAddress (the SAML URN or "persistent" / "email")');
+  const sloUrl =
+    input.slo_url === undefined || input.slo_url === null || input.slo_url === ''
+      ? null
+      : checkEndpointUrl(input.slo_url, 'slo_url');
+  const format =
+    input.name_id_format === undefined ? NAMEID_FORMAT.persistent : NAMEID_FORMATS[String(input.name_id_format)];
+  if (!format)
+    throw invalid('name_id_format must be persistent or emailAddress (the SAML URN or "persistent" / "email")');
   let attributes: Record<string, string> = { ...DEFAULT_ATTRIBUTES };
   if (input.attributes !== undefined) {
     const given = input.attributes;
-    if (typeof given !== 'object' || given === null || Array.isArray(given)) throw invalid('attributes must map SAML attribute names to sources');
+    if (typeof given !== 'object' || given === null || Array.isArray(given))
+      throw invalid('attributes must map SAML attribute names to sources');
     const entries = Object.entries(given as Record<string, unknown>);
     if (entries.length > 20) throw invalid('at most 20 attributes');
     attributes = {};
     for (const [name, source] of entries) {
-      if (name.length === 0 || name.length > 256 || /\s/.test(name)) throw invalid('an attribute name must be 1 to 256 characters without spaces');
-      if (!(ATTRIBUTE_SOURCES as readonly unknown[]).includes(source)) throw invalid(`attribute ${name}: the source must be one of ${ATTRIBUTE_SOURCES.join(', ')}`);
+      if (name.length === 0 || name.length > 256 || /\s/.test(name))
+        throw invalid('an attribute name must be 1 to 256 characters without spaces');
+      if (!(ATTRIBUTE_SOURCES as readonly unknown[]).includes(source))
+        throw invalid(`attribute ${name}: the source must be one of ${ATTRIBUTE_SOURCES.join(', ')}`);
       attributes[name] = source as string;
     }
   }
   const name = input.name === undefined || input.name === null ? null : input.name;
-  if (name !== null && (typeof name !== 'string' || name.trim().length === 0 || name.length > 100)) throw invalid('name must be 1 to 100 characters');
+  if (name !== null && (typeof name !== 'string' || name.trim().length === 0 || name.length > 100))
+    throw invalid('name must be 1 to 100 characters');
   return {
-    entityId, name: name === null ? null : name.trim(), acsUrls, sloUrl,
-    certificatePem: checkCertificate(input.certificate), nameIdFormat: format, attributes,
+    entityId,
+    name: name === null ? null : name.trim(),
+    acsUrls,
+    sloUrl,
+    certificatePem: checkCertificate(input.certificate),
+    nameIdFormat: format,
+    attributes,
     allowIdpInitiated: bool(input.allow_idp_initiated, 'allow_idp_initiated', false),
     wantSignedRequests: bool(input.want_signed_requests, 'want_signed_requests', true),
   };

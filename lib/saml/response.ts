@@ -41,26 +41,44 @@ export function buildSignedResponse(input: AssertionInput, key: SamlSigningKey):
   const validity = (input.validitySeconds ?? 300) * 1000;
   const notOnOrAfter = instant(input.now + validity);
   const root = create({ version: '1.0', encoding: 'UTF-8' }).ele(NS.protocol, 'samlp:Response', {
-    ID: responseId, Version: '2.0', IssueInstant: instant(input.now), Destination: input.destination,
+    ID: responseId,
+    Version: '2.0',
+    IssueInstant: instant(input.now),
+    Destination: input.destination,
     ...(input.inResponseTo ? { InResponseTo: input.inResponseTo } : {}),
   });
   root.ele(NS.assertion, 'saml:Issuer').txt(input.issuer);
   root.ele(NS.protocol, 'samlp:Status').ele(NS.protocol, 'samlp:StatusCode', { Value: STATUS.success });
-  const assertion = root.ele(NS.assertion, 'saml:Assertion', { ID: assertionId, Version: '2.0', IssueInstant: instant(input.now) });
+  const assertion = root.ele(NS.assertion, 'saml:Assertion', {
+    ID: assertionId,
+    Version: '2.0',
+    IssueInstant: instant(input.now),
+  });
   assertion.ele(NS.assertion, 'saml:Issuer').txt(input.issuer);
   const subject = assertion.ele(NS.assertion, 'saml:Subject');
-  subject.ele(NS.assertion, 'saml:NameID', { Format: input.nameIdFormat, SPNameQualifier: input.audience }).txt(input.nameId);
-  subject.ele(NS.assertion, 'saml:SubjectConfirmation', { Method: BEARER }).ele(NS.assertion, 'saml:SubjectConfirmationData', {
-    NotOnOrAfter: notOnOrAfter, Recipient: input.destination, ...(input.inResponseTo ? { InResponseTo: input.inResponseTo } : {}),
-  });
+  subject
+    .ele(NS.assertion, 'saml:NameID', { Format: input.nameIdFormat, SPNameQualifier: input.audience })
+    .txt(input.nameId);
+  subject
+    .ele(NS.assertion, 'saml:SubjectConfirmation', { Method: BEARER })
+    .ele(NS.assertion, 'saml:SubjectConfirmationData', {
+      NotOnOrAfter: notOnOrAfter,
+      Recipient: input.destination,
+      ...(input.inResponseTo ? { InResponseTo: input.inResponseTo } : {}),
+    });
   assertion
     .ele(NS.assertion, 'saml:Conditions', { NotBefore: instant(input.now - 60_000), NotOnOrAfter: notOnOrAfter })
     .ele(NS.assertion, 'saml:AudienceRestriction')
-    .ele(NS.assertion, 'saml:Audience').txt(input.audience);
+    .ele(NS.assertion, 'saml:Audience')
+    .txt(input.audience);
   assertion
-    .ele(NS.assertion, 'saml:AuthnStatement', { AuthnInstant: instant(input.authnInstant), SessionIndex: input.sessionIndex })
+    .ele(NS.assertion, 'saml:AuthnStatement', {
+      AuthnInstant: instant(input.authnInstant),
+      SessionIndex: input.sessionIndex,
+    })
     .ele(NS.assertion, 'saml:AuthnContext')
-    .ele(NS.assertion, 'saml:AuthnContextClassRef').txt(`${ASSURANCE_CLASS_PREFIX}${input.assurance}`);
+    .ele(NS.assertion, 'saml:AuthnContextClassRef')
+    .txt(`${ASSURANCE_CLASS_PREFIX}${input.assurance}`);
   addAttributes(assertion, input.attributes);
   const unsigned = root.end({ headless: false });
   return signSamlElement(signSamlElement(unsigned, assertionId, key), responseId, key);
@@ -91,7 +109,10 @@ export interface ErrorResponseInput {
 export function buildSignedErrorResponse(input: ErrorResponseInput, key: SamlSigningKey): string {
   const responseId = newSamlId();
   const root = create({ version: '1.0', encoding: 'UTF-8' }).ele(NS.protocol, 'samlp:Response', {
-    ID: responseId, Version: '2.0', IssueInstant: instant(input.now), Destination: input.destination,
+    ID: responseId,
+    Version: '2.0',
+    IssueInstant: instant(input.now),
+    Destination: input.destination,
     ...(input.inResponseTo ? { InResponseTo: input.inResponseTo } : {}),
   });
   root.ele(NS.assertion, 'saml:Issuer').txt(input.issuer);
@@ -112,7 +133,11 @@ export interface LogoutResponseInput {
 /** A LogoutResponse (saml-core §3.7.2) for the Redirect binding (signed on the query, not in the XML). */
 export function buildLogoutResponse(input: LogoutResponseInput): string {
   const root = create({ version: '1.0', encoding: 'UTF-8' }).ele(NS.protocol, 'samlp:LogoutResponse', {
-    ID: newSamlId(), Version: '2.0', IssueInstant: instant(input.now), Destination: input.destination, InResponseTo: input.inResponseTo,
+    ID: newSamlId(),
+    Version: '2.0',
+    IssueInstant: instant(input.now),
+    Destination: input.destination,
+    InResponseTo: input.inResponseTo,
   });
   root.ele(NS.assertion, 'saml:Issuer').txt(input.issuer);
   root.ele(NS.protocol, 'samlp:Status').ele(NS.protocol, 'samlp:StatusCode', { Value: STATUS.success });

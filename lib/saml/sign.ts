@@ -18,7 +18,11 @@ export function signSamlElement(xml: string, id: string, key: SamlSigningKey): s
     signatureAlgorithm: ALGORITHM.rsaSha256,
     canonicalizationAlgorithm: ALGORITHM.excC14n,
   });
-  signer.addReference({ xpath: `//*[@ID='${id}']`, digestAlgorithm: ALGORITHM.sha256, transforms: [ALGORITHM.enveloped, ALGORITHM.excC14n] });
+  signer.addReference({
+    xpath: `//*[@ID='${id}']`,
+    digestAlgorithm: ALGORITHM.sha256,
+    transforms: [ALGORITHM.enveloped, ALGORITHM.excC14n],
+  });
   signer.computeSignature(xml, {
     prefix: 'ds',
     location: { reference: `//*[@ID='${id}']/*[local-name(.)='Issuer']`, action: 'after' },

@@ -13,7 +13,8 @@ export const TEST_ADVICE: Record<TestName, TestAdvice> = {
   'content-security-policy': {
     title: 'Content Security Policy',
     fix: "Send a Content-Security-Policy header without 'unsafe-inline', 'unsafe-eval' or wildcard sources in script-src and object-src; start from default-src 'none' and allow what the page needs. Use nonces or hashes for inline scripts.",
-    snippet: "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    snippet:
+      "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   },
   cookies: {
     title: 'Cookies',
@@ -52,7 +53,7 @@ export const TEST_ADVICE: Record<TestName, TestAdvice> = {
   },
   'x-frame-options': {
     title: 'Framing (X-Frame-Options / frame-ancestors)',
-    fix: "Forbid framing by other sites with the CSP frame-ancestors directive in a header (a <meta> policy cannot carry it), or X-Frame-Options: DENY.",
+    fix: 'Forbid framing by other sites with the CSP frame-ancestors directive in a header (a <meta> policy cannot carry it), or X-Frame-Options: DENY.',
     snippet: "Content-Security-Policy: frame-ancestors 'none'\nX-Frame-Options: DENY",
   },
   'cross-origin-resource-policy': {

@@ -34,7 +34,10 @@ export interface ScanAnalysis {
 
 /** Why a capture cannot be graded: nothing answered, or the page answered with an error. */
 export class UngradableScanError extends Error {
-  constructor(readonly kind: 'site_down' | 'unexpected_status', message: string) {
+  constructor(
+    readonly kind: 'site_down' | 'unexpected_status',
+    message: string,
+  ) {
     super(message);
     this.name = 'UngradableScanError';
   }

@@ -43,7 +43,12 @@ export function buildRatingBody(analysis: ScanAnalysis, url: string, scannedAt: 
     algorithm: analysis.algorithm,
     scanned_at: scannedAt.toISOString(),
     url,
-    tests: analysis.tests.map((t) => ({ name: t.name, pass: t.pass, score_modifier: t.score_modifier, result: t.result })),
+    tests: analysis.tests.map((t) => ({
+      name: t.name,
+      pass: t.pass,
+      score_modifier: t.score_modifier,
+      result: t.result,
+    })),
   };
 }
 
@@ -60,7 +65,10 @@ export type RatingRefusal = 'bad_signature' | 'wrong_type' | 'altered';
 
 export class RatingVerificationError extends Error {
   override name = 'RatingVerificationError';
-  constructor(readonly code: RatingRefusal, message: string) {
+  constructor(
+    readonly code: RatingRefusal,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -77,7 +85,8 @@ export async function verifyRating(rating: Rating, jwks: JSONWebKeySet): Promise
   } catch (error) {
     throw new RatingVerificationError('bad_signature', `the signature does not verify: ${(error as Error).message}`);
   }
-  if (verified.protectedHeader.typ !== RATING_TYP) throw new RatingVerificationError('wrong_type', 'the JWS is not a Rating');
+  if (verified.protectedHeader.typ !== RATING_TYP)
+    throw new RatingVerificationError('wrong_type', 'the JWS is not a Rating');
   if (new TextDecoder().decode(verified.payload) !== canonicalJson(body)) {
     throw new RatingVerificationError('altered', 'the Rating differs from what was signed');
   }

@@ -8,8 +8,7 @@ import { isAssuranceLevel, rankAssurance, type AssuranceLevel } from '../assuran
 export type { AssuranceLevel };
 
 export type Principal =
-  | { type: 'human'; id: string }
-  | { type: 'agent'; id: `agt_${string}`; owner: string; kind: string };
+  { type: 'human'; id: string } | { type: 'agent'; id: `agt_${string}`; owner: string; kind: string };
 
 export interface SvcClaim {
   assurance: AssuranceLevel;
@@ -120,7 +119,8 @@ function checkPrincipal(subject: string, principal: Principal): Principal {
 }
 
 function common(input: CommonInput) {
-  if (!Number.isInteger(input.lifetimeSeconds) || input.lifetimeSeconds <= 0) throw new TypeError('lifetimeSeconds must be a positive integer');
+  if (!Number.isInteger(input.lifetimeSeconds) || input.lifetimeSeconds <= 0)
+    throw new TypeError('lifetimeSeconds must be a positive integer');
   const assurance = capAssurance(input.provedAssurance, input.reportedAssurance);
   const iat = seconds(input.now);
   return {

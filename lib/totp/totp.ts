@@ -49,9 +49,7 @@ export function generateTotpCode(secretBase32: string, now: number): string {
   return totpFor(secretBase32).generate({ timestamp: now });
 }
 
-export type TotpVerification =
-  | { ok: true; step: number }
-  | { ok: false; why: 'malformed' | 'wrong' | 'replayed' };
+export type TotpVerification = { ok: true; step: number } | { ok: false; why: 'malformed' | 'wrong' | 'replayed' };
 
 /**
  * Checks a 6-digit code against the steps `now - 1 … now + 1`. A step is accepted at most once:

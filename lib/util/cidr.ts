@@ -11,7 +11,8 @@ export function compileAddressList(entries: readonly string[]): (address: string
     if (prefix === undefined) list.addAddress(address, type);
     else {
       const bits = Number(prefix);
-      if (!/^\d+$/.test(prefix) || bits > (family === 4 ? 32 : 128)) throw new Error(`${entry} has an invalid prefix length`);
+      if (!/^\d+$/.test(prefix) || bits > (family === 4 ? 32 : 128))
+        throw new Error(`${entry} has an invalid prefix length`);
       list.addSubnet(address, bits, type);
     }
   }

@@ -32,6 +32,7 @@ export function randomId(prefix: string, bytes = 16): string {
 
 /** `bytes` bytes (at most 4096) from the CSPRNG as lower-case hex, from the same pool. */
 export function randomHex(bytes: number): string {
-  if (!Number.isInteger(bytes) || bytes < 1 || bytes > POOL_BYTES) throw new RangeError(`randomHex takes 1 to ${POOL_BYTES} bytes`);
+  if (!Number.isInteger(bytes) || bytes < 1 || bytes > POOL_BYTES)
+    throw new RangeError(`randomHex takes 1 to ${POOL_BYTES} bytes`);
   return fromPool(bytes, 'hex');
 }

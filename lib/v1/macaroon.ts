@@ -14,7 +14,10 @@ export interface Macaroon {
   caveats: string[];
 }
 
-const KEY_GENERATOR = Buffer.concat([Buffer.from('macaroons-key-generator'), Buffer.alloc(32 - 'macaroons-key-generator'.length)]);
+const KEY_GENERATOR = Buffer.concat([
+  Buffer.from('macaroons-key-generator'),
+  Buffer.alloc(32 - 'macaroons-key-generator'.length),
+]);
 const MAX_TOKEN = 4096;
 
 function hmac(key: Uint8Array, data: string | Uint8Array): Buffer {
@@ -44,7 +47,8 @@ export function mintMacaroon(rootKey: Uint8Array, macaroon: Macaroon): string {
  * caller's: a verified macaroon only says which caveats were attached.
  */
 export function verifyMacaroon(rootKey: Uint8Array, token: string): Macaroon | null {
-  if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN || !/^[A-Za-z0-9_-]+$/.test(token)) return null;
+  if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN || !/^[A-Za-z0-9_-]+$/.test(token))
+    return null;
   let json: unknown;
   try {
     json = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));

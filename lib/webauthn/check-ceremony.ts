@@ -30,11 +30,16 @@ function decodeB64url(value: unknown, what: string): Bytes {
 }
 
 /** The pieces every response has: credential id and clientDataJSON, shape-checked. */
-export function readCredentialResponse(response: unknown, type: CeremonyType): { id: string; clientData: ClientData; fields: Record<string, unknown> } {
-  if (response === null || typeof response !== 'object') throw fail('webauthn_malformed', 'response must be a WebAuthn credential object');
+export function readCredentialResponse(
+  response: unknown,
+  type: CeremonyType,
+): { id: string; clientData: ClientData; fields: Record<string, unknown> } {
+  if (response === null || typeof response !== 'object')
+    throw fail('webauthn_malformed', 'response must be a WebAuthn credential object');
   const r = response as Record<string, unknown>;
   if (r['type'] !== 'public-key') throw fail('webauthn_malformed', 'response.type must be "public-key"');
-  if (typeof r['id'] !== 'string' || r['id'] !== r['rawId']) throw fail('webauthn_malformed', 'response.id and response.rawId must be the same base64url string');
+  if (typeof r['id'] !== 'string' || r['id'] !== r['rawId'])
+    throw fail('webauthn_malformed', 'response.id and response.rawId must be the same base64url string');
   decodeB64url(r['id'], 'response.id');
   const inner = r['response'];
   if (inner === null || typeof inner !== 'object') throw fail('webauthn_malformed', 'response.response is missing');
@@ -46,9 +51,14 @@ export function readCredentialResponse(response: unknown, type: CeremonyType): {
   } catch {
     throw fail('webauthn_malformed', 'clientDataJSON is not JSON');
   }
-  if (parsed === null || typeof parsed !== 'object') throw fail('webauthn_malformed', 'clientDataJSON is not an object');
+  if (parsed === null || typeof parsed !== 'object')
+    throw fail('webauthn_malformed', 'clientDataJSON is not an object');
   if (parsed['type'] !== type) throw fail('webauthn_malformed', `clientDataJSON.type must be ${type}`);
-  if (typeof parsed['challenge'] !== 'string' || !B64URL.test(parsed['challenge']) || typeof parsed['origin'] !== 'string') {
+  if (
+    typeof parsed['challenge'] !== 'string' ||
+    !B64URL.test(parsed['challenge']) ||
+    typeof parsed['origin'] !== 'string'
+  ) {
     throw fail('webauthn_malformed', 'clientDataJSON lacks challenge or origin');
   }
   const clientData: ClientData = {
@@ -63,8 +73,10 @@ export function readCredentialResponse(response: unknown, type: CeremonyType): {
 
 /** The origin must be one of the expected origins (a list: FedCM and the direct grant add relying-party origins). */
 export function checkOrigin(clientData: ClientData, expectedOrigins: readonly string[]): void {
-  if (!expectedOrigins.includes(clientData.origin)) throw fail('webauthn_origin_mismatch', 'the credential was used on another origin');
-  if (clientData.crossOrigin || clientData.topOrigin !== undefined) throw fail('webauthn_origin_mismatch', 'cross-origin ceremonies are not accepted here');
+  if (!expectedOrigins.includes(clientData.origin))
+    throw fail('webauthn_origin_mismatch', 'the credential was used on another origin');
+  if (clientData.crossOrigin || clientData.topOrigin !== undefined)
+    throw fail('webauthn_origin_mismatch', 'cross-origin ceremonies are not accepted here');
 }
 
 export interface AuthenticatorDataFacts {
@@ -83,9 +95,11 @@ export function checkAuthenticatorData(authData: Bytes, rpId: string): Authentic
     throw fail('webauthn_malformed', 'authenticatorData cannot be parsed');
   }
   const expected = sha256(rpId);
-  if (!Buffer.from(parsed.rpIdHash).equals(expected)) throw fail('webauthn_rp_mismatch', 'the credential belongs to another relying party');
+  if (!Buffer.from(parsed.rpIdHash).equals(expected))
+    throw fail('webauthn_rp_mismatch', 'the credential belongs to another relying party');
   if (!parsed.flags.up) throw fail('user_verification_required', 'the authenticator did not report user presence');
-  if (!parsed.flags.uv) throw fail('user_verification_required', 'the authenticator did not verify the user (PIN or biometric)');
+  if (!parsed.flags.uv)
+    throw fail('user_verification_required', 'the authenticator did not verify the user (PIN or biometric)');
   return {
     counter: parsed.counter,
     backupEligible: parsed.flags.be,
@@ -103,20 +117,28 @@ export function checkAttestation(fields: Record<string, unknown>, rpId: string):
   } catch {
     throw fail('webauthn_malformed', 'attestationObject cannot be decoded');
   }
-  if (!(authData instanceof Uint8Array)) throw fail('webauthn_malformed', 'attestationObject has no authenticator data');
+  if (!(authData instanceof Uint8Array))
+    throw fail('webauthn_malformed', 'attestationObject has no authenticator data');
   const facts = checkAuthenticatorData(authData, rpId);
   if (!facts.credentialId) throw fail('webauthn_malformed', 'attestationObject carries no credential');
   return facts;
 }
 
 /** Authentication: check the assertion's authenticator data and the signature counter. */
-export function checkAssertion(fields: Record<string, unknown>, rpId: string, storedCounter: number): AuthenticatorDataFacts {
+export function checkAssertion(
+  fields: Record<string, unknown>,
+  rpId: string,
+  storedCounter: number,
+): AuthenticatorDataFacts {
   const authData = decodeB64url(fields['authenticatorData'], 'authenticatorData');
   decodeB64url(fields['signature'], 'signature');
   const facts = checkAuthenticatorData(authData, rpId);
   // WebAuthn §7.2 step 21: a counter that does not grow (when either side is non-zero) hints at a cloned authenticator.
   if ((facts.counter !== 0 || storedCounter !== 0) && facts.counter <= storedCounter) {
-    throw fail('credential_counter_regressed', 'the authenticator\'s signature counter went backwards; it may have been cloned');
+    throw fail(
+      'credential_counter_regressed',
+      "the authenticator's signature counter went backwards; it may have been cloned",
+    );
   }
   return facts;
 }

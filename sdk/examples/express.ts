@@ -13,6 +13,10 @@ const kp = keyplaneExpress(client, { cookieSecrets: [process.env.COOKIE_SECRET!]
 
 const app = express();
 app.use(kp.middleware);
-app.get('/notes', kp.requireAuth, (req, res) => { res.json({ hello: (req as KeyplaneRequest).keyplane!.sub }); });
-app.get('/admin', kp.requireAssurance('sensitive'), (_req, res) => { res.json({ admin: true }); });
+app.get('/notes', kp.requireAuth, (req, res) => {
+  res.json({ hello: (req as KeyplaneRequest).keyplane!.sub });
+});
+app.get('/admin', kp.requireAssurance('sensitive'), (_req, res) => {
+  res.json({ admin: true });
+});
 app.listen(3000, '127.0.0.1');

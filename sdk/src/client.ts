@@ -97,7 +97,11 @@ export interface KeyplaneClient {
   requireAssurance(level: AssuranceLevel): AssuranceRequirement;
   userinfo(tokens: Pick<TokenSet, 'accessToken' | 'tokenType'>): Promise<Record<string, unknown>>;
   /** A request to a resource server with the access token (and a DPoP proof for DPoP tokens, retrying once on a new nonce). */
-  fetchProtected(url: string, tokens: Pick<TokenSet, 'accessToken' | 'tokenType'>, init?: RequestInit): Promise<Response>;
+  fetchProtected(
+    url: string,
+    tokens: Pick<TokenSet, 'accessToken' | 'tokenType'>,
+    init?: RequestInit,
+  ): Promise<Response>;
   revoke(token: string, hint?: 'refresh_token' | 'access_token'): Promise<void>;
   /** RP-initiated logout URL (OIDC RP-Initiated Logout 1.0). */
   logoutUrl(params?: { idTokenHint?: string; postLogoutRedirectUri?: string; state?: string }): Promise<string>;
@@ -105,7 +109,8 @@ export interface KeyplaneClient {
 
 /** A relying-party client for one Keyplane issuer. */
 export function createClient(options: ClientOptions): KeyplaneClient {
-  if (!/^https?:\/\/[^/]+(\/.*[^/])?$/.test(options.issuer)) throw new TypeError('issuer must be an http(s) URL without a trailing slash');
+  if (!/^https?:\/\/[^/]+(\/.*[^/])?$/.test(options.issuer))
+    throw new TypeError('issuer must be an http(s) URL without a trailing slash');
   if (!options.clientId) throw new TypeError('clientId is required');
   new URL(options.redirectUri);
   const http = options.fetch ?? fetch;
@@ -122,10 +127,15 @@ export function createClient(options: ClientOptions): KeyplaneClient {
     discovered ??= (async () => {
       const url = `${options.issuer}/.well-known/openid-configuration`;
       const res = await http(url, { headers: { accept: 'application/json' } });
-      if (!res.ok) throw new KeyplaneSdkError('discovery_failed', `discovery at ${url} answered ${res.status}`, res.status);
+      if (!res.ok)
+        throw new KeyplaneSdkError('discovery_failed', `discovery at ${url} answered ${res.status}`, res.status);
       const body = (await res.json()) as ServerMetadata;
       // OIDC Discovery §4.3: the issuer in the document must be exactly the one configured.
-      if (body.issuer !== options.issuer) throw new KeyplaneSdkError('issuer_mismatch', `discovery names issuer ${body.issuer}, expected ${options.issuer}`);
+      if (body.issuer !== options.issuer)
+        throw new KeyplaneSdkError(
+          'issuer_mismatch',
+          `discovery names issuer ${body.issuer}, expected ${options.issuer}`,
+        );
       return body;
     })().catch((error: unknown) => {
       discovered = undefined;
@@ -165,16 +175,19 @@ export function createClient(options: ClientOptions): KeyplaneClient {
         requiredClaims: ['sub', 'iat', 'exp'],
       }));
       // RFC 9068 §4: an access token (`at+jwt`) signed by the same key is never an ID token.
-      if (header.typ !== undefined && header.typ.toUpperCase() !== 'JWT') throw new KeyplaneSdkError('invalid_id_token', `a ${header.typ} token is not an ID token`);
+      if (header.typ !== undefined && header.typ.toUpperCase() !== 'JWT')
+        throw new KeyplaneSdkError('invalid_id_token', `a ${header.typ} token is not an ID token`);
     } catch (error) {
-      if (error instanceof joseErrors.JOSEError) throw new KeyplaneSdkError('invalid_id_token', `ID token refused: ${error.code}`);
+      if (error instanceof joseErrors.JOSEError)
+        throw new KeyplaneSdkError('invalid_id_token', `ID token refused: ${error.code}`);
       throw error;
     }
     // OIDC Core §3.1.3.7: with several audiences, azp must be this client.
     if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== options.clientId) {
       throw new KeyplaneSdkError('invalid_id_token', 'ID token azp is not this client');
     }
-    if (verify.nonce !== undefined && payload.nonce !== verify.nonce) throw new KeyplaneSdkError('invalid_id_token', 'ID token nonce does not match this sign-in');
+    if (verify.nonce !== undefined && payload.nonce !== verify.nonce)
+      throw new KeyplaneSdkError('invalid_id_token', 'ID token nonce does not match this sign-in');
     if (verify.maxAge !== undefined) {
       const authTime = payload.auth_time;
       if (typeof authTime !== 'number' || Math.floor(now() / 1000) - authTime > verify.maxAge + tolerance) {
@@ -183,8 +196,17 @@ export function createClient(options: ClientOptions): KeyplaneClient {
     }
     if (verify.acrValues) {
       const proved = assuranceOf(payload);
-      if (!proved || !meetsAssurance(payload, verify.acrValues, { nowSeconds: Math.floor(now() / 1000) + tolerance, sensitiveWindowSeconds: Number.MAX_SAFE_INTEGER })) {
-        throw new KeyplaneSdkError('insufficient_assurance', `the sign-in proved ${proved ?? 'nothing'}, ${verify.acrValues} was asked`);
+      if (
+        !proved ||
+        !meetsAssurance(payload, verify.acrValues, {
+          nowSeconds: Math.floor(now() / 1000) + tolerance,
+          sensitiveWindowSeconds: Number.MAX_SAFE_INTEGER,
+        })
+      ) {
+        throw new KeyplaneSdkError(
+          'insufficient_assurance',
+          `the sign-in proved ${proved ?? 'nothing'}, ${verify.acrValues} was asked`,
+        );
       }
     }
     return payload as TokenSet['claims'];
@@ -205,12 +227,17 @@ export function createClient(options: ClientOptions): KeyplaneClient {
       if (res.ok) return json;
       const error = typeof json.error === 'string' ? json.error : 'token_endpoint_failed';
       if (error === 'use_dpop_nonce' && fresh && attempt === 0) continue;
-      throw new KeyplaneSdkError(error, typeof json.error_description === 'string' ? json.error_description : `token endpoint answered ${res.status}`, res.status);
+      throw new KeyplaneSdkError(
+        error,
+        typeof json.error_description === 'string' ? json.error_description : `token endpoint answered ${res.status}`,
+        res.status,
+      );
     }
   }
 
   async function toTokenSet(json: Record<string, unknown>, verify: VerifyIdTokenOptions): Promise<TokenSet> {
-    if (typeof json.access_token !== 'string') throw new KeyplaneSdkError('token_endpoint_failed', 'the token response has no access_token');
+    if (typeof json.access_token !== 'string')
+      throw new KeyplaneSdkError('token_endpoint_failed', 'the token response has no access_token');
     const idToken = typeof json.id_token === 'string' ? json.id_token : undefined;
     const claims = idToken ? await verifyIdToken(idToken, verify) : ({} as TokenSet['claims']);
     return {
@@ -250,7 +277,10 @@ export function createClient(options: ClientOptions): KeyplaneClient {
     if (proofs) query.dpop_jkt = await dpopThumbprint(proofs.key);
     for (const [name, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(name, value);
     return {
-      url: url.href, state, nonce, codeVerifier,
+      url: url.href,
+      state,
+      nonce,
+      codeVerifier,
       ...(params.acrValues ? { acrValues: params.acrValues } : {}),
       ...(params.maxAge !== undefined ? { maxAge: params.maxAge } : {}),
     };
@@ -259,7 +289,8 @@ export function createClient(options: ClientOptions): KeyplaneClient {
   async function handleCallback(callback: string | URL, pending: Omit<PendingAuthorization, 'url'>): Promise<TokenSet> {
     const meta = await metadata();
     const params = new URL(callback).searchParams;
-    if (params.get('state') !== pending.state) throw new KeyplaneSdkError('state_mismatch', 'the callback state is not the one this sign-in sent');
+    if (params.get('state') !== pending.state)
+      throw new KeyplaneSdkError('state_mismatch', 'the callback state is not the one this sign-in sent');
     const iss = params.get('iss');
     // RFC 9207 §2.4: the iss parameter must name our issuer (and must be present when advertised).
     if (iss !== null ? iss !== options.issuer : meta.authorization_response_iss_parameter_supported === true) {
@@ -269,7 +300,12 @@ export function createClient(options: ClientOptions): KeyplaneClient {
     if (error) throw new KeyplaneSdkError(error, params.get('error_description') ?? error);
     const code = params.get('code');
     if (!code) throw new KeyplaneSdkError('missing_code', 'the callback carries no code');
-    const json = await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: options.redirectUri, code_verifier: pending.codeVerifier });
+    const json = await tokenRequest({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: options.redirectUri,
+      code_verifier: pending.codeVerifier,
+    });
     return toTokenSet(json, {
       nonce: pending.nonce,
       ...(pending.maxAge !== undefined ? { maxAge: pending.maxAge } : {}),
@@ -280,10 +316,16 @@ export function createClient(options: ClientOptions): KeyplaneClient {
   function refresh(refreshToken: string): Promise<TokenSet> {
     // A refresh token is spent at its first use and reuse revokes the family, so concurrent
     // callers with the same token share one request, and late ones get the same result.
-    return refreshes.run(refreshToken, async () => toTokenSet(await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken }), {}));
+    return refreshes.run(refreshToken, async () =>
+      toTokenSet(await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken }), {}),
+    );
   }
 
-  async function fetchProtected(url: string, tokens: Pick<TokenSet, 'accessToken' | 'tokenType'>, init: RequestInit = {}): Promise<Response> {
+  async function fetchProtected(
+    url: string,
+    tokens: Pick<TokenSet, 'accessToken' | 'tokenType'>,
+    init: RequestInit = {},
+  ): Promise<Response> {
     const method = (init.method ?? 'GET').toUpperCase();
     const isDpop = tokens.tokenType.toLowerCase() === 'dpop';
     const proofs = isDpop ? await dpop() : undefined;
@@ -295,7 +337,13 @@ export function createClient(options: ClientOptions): KeyplaneClient {
       const res = await http(url, { ...init, method, headers });
       const fresh = proofs?.remember(url, res) ?? false;
       // RFC 9449 §9: a resource server asks for a nonce with 401 and error="use_dpop_nonce".
-      if (res.status === 401 && fresh && attempt === 0 && /error="use_dpop_nonce"/.test(res.headers.get('www-authenticate') ?? '')) continue;
+      if (
+        res.status === 401 &&
+        fresh &&
+        attempt === 0 &&
+        /error="use_dpop_nonce"/.test(res.headers.get('www-authenticate') ?? '')
+      )
+        continue;
       return res;
     }
   }
@@ -311,25 +359,35 @@ export function createClient(options: ClientOptions): KeyplaneClient {
       if (!isAssuranceLevel(level)) throw new TypeError(`unknown assurance level ${String(level)}`);
       return {
         level,
-        isMetBy: (claims) => meetsAssurance(claims, level, {
-          nowSeconds: Math.floor(now() / 1000),
-          ...(options.sensitiveWindowSeconds !== undefined ? { sensitiveWindowSeconds: options.sensitiveWindowSeconds } : {}),
-        }),
+        isMetBy: (claims) =>
+          meetsAssurance(claims, level, {
+            nowSeconds: Math.floor(now() / 1000),
+            ...(options.sensitiveWindowSeconds !== undefined
+              ? { sensitiveWindowSeconds: options.sensitiveWindowSeconds }
+              : {}),
+          }),
         stepUp: (params = {}) => authorizationUrl({ ...params, acrValues: level, maxAge: 0 }),
       };
     },
     async userinfo(tokens) {
       const meta = await metadata();
-      if (!meta.userinfo_endpoint) throw new KeyplaneSdkError('discovery_failed', 'the issuer has no userinfo endpoint');
+      if (!meta.userinfo_endpoint)
+        throw new KeyplaneSdkError('discovery_failed', 'the issuer has no userinfo endpoint');
       const res = await fetchProtected(meta.userinfo_endpoint, tokens);
       const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-      if (!res.ok) throw new KeyplaneSdkError(typeof json.reason === 'string' ? json.reason : 'invalid_token', `userinfo answered ${res.status}`, res.status);
+      if (!res.ok)
+        throw new KeyplaneSdkError(
+          typeof json.reason === 'string' ? json.reason : 'invalid_token',
+          `userinfo answered ${res.status}`,
+          res.status,
+        );
       return json;
     },
     fetchProtected,
     async revoke(token, hint) {
       const meta = await metadata();
-      if (!meta.revocation_endpoint) throw new KeyplaneSdkError('discovery_failed', 'the issuer has no revocation endpoint');
+      if (!meta.revocation_endpoint)
+        throw new KeyplaneSdkError('discovery_failed', 'the issuer has no revocation endpoint');
       const body = new URLSearchParams({ token, ...(hint ? { token_type_hint: hint } : {}) });
       const res = await http(meta.revocation_endpoint, { method: 'POST', headers: authenticate(body), body });
       // RFC 7009 §2.2: 200 whether or not the token was still valid.
@@ -337,7 +395,8 @@ export function createClient(options: ClientOptions): KeyplaneClient {
     },
     async logoutUrl(params = {}) {
       const meta = await metadata();
-      if (!meta.end_session_endpoint) throw new KeyplaneSdkError('discovery_failed', 'the issuer has no end_session_endpoint');
+      if (!meta.end_session_endpoint)
+        throw new KeyplaneSdkError('discovery_failed', 'the issuer has no end_session_endpoint');
       const url = new URL(meta.end_session_endpoint);
       url.searchParams.set('client_id', options.clientId);
       if (params.idTokenHint) url.searchParams.set('id_token_hint', params.idTokenHint);

@@ -26,7 +26,8 @@ export class CookieCipher {
 
   constructor(secrets: readonly string[], purpose: string) {
     if (secrets.length === 0) throw new TypeError('at least one cookie secret is required');
-    for (const secret of secrets) if (secret.length < 32) throw new TypeError('cookie secrets must be at least 32 characters');
+    for (const secret of secrets)
+      if (secret.length < 32) throw new TypeError('cookie secrets must be at least 32 characters');
     this.keys = secrets.map((secret) => new Uint8Array(hkdfSync('sha256', secret, 'keyplane-sdk', purpose, 32)));
   }
 
@@ -41,7 +42,9 @@ export class CookieCipher {
   async open<T extends JWTPayload>(token: string): Promise<T | null> {
     for (const key of this.keys) {
       try {
-        return (await jwtDecrypt(token, key, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] })).payload as T;
+        return (
+          await jwtDecrypt(token, key, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] })
+        ).payload as T;
       } catch {
         // Next key; a value no key opens (forged, expired, or older than every secret) is no cookie.
       }
@@ -65,18 +68,26 @@ export function writeChunked(jar: CookieJar, name: string, value: string, option
     jar.set(name, value, options);
     return;
   }
-  for (let i = 0; i * CHUNK < value.length; i++) jar.set(`${name}.${i}`, value.slice(i * CHUNK, (i + 1) * CHUNK), options);
+  for (let i = 0; i * CHUNK < value.length; i++)
+    jar.set(`${name}.${i}`, value.slice(i * CHUNK, (i + 1) * CHUNK), options);
 }
 
 export function clearChunked(jar: CookieJar, name: string, options: { secure: boolean; path?: string }): void {
   for (const existing of Object.keys(jar.all())) {
-    if (existing === name || (existing.startsWith(`${name}.`) && /^\d+$/.test(existing.slice(name.length + 1)))) jar.clear(existing, options);
+    if (existing === name || (existing.startsWith(`${name}.`) && /^\d+$/.test(existing.slice(name.length + 1))))
+      jar.clear(existing, options);
   }
 }
 
 /** `Set-Cookie` value: HttpOnly, SameSite=Lax, Secure on https. */
 export function serializeCookie(name: string, value: string, options: CookieOptions): string {
-  const parts = [`${name}=${value}`, `Path=${options.path ?? '/'}`, `Max-Age=${options.maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
+  const parts = [
+    `${name}=${value}`,
+    `Path=${options.path ?? '/'}`,
+    `Max-Age=${options.maxAgeSeconds}`,
+    'HttpOnly',
+    'SameSite=Lax',
+  ];
   if (options.secure) parts.push('Secure');
   return parts.join('; ');
 }

@@ -33,10 +33,17 @@ export class DpopSigner {
     // RFC 9449 §4.2: htu is the URI without query and fragment.
     const htu = `${target.origin}${target.pathname}`;
     const nonce = this.nonces.get(target.origin);
-    const claims: Record<string, string | number> = { htm: method.toUpperCase(), htu, jti: randomUUID(), iat: Math.floor(Date.now() / 1000) };
+    const claims: Record<string, string | number> = {
+      htm: method.toUpperCase(),
+      htu,
+      jti: randomUUID(),
+      iat: Math.floor(Date.now() / 1000),
+    };
     if (nonce) claims.nonce = nonce;
     if (accessToken) claims.ath = createHash('sha256').update(accessToken, 'ascii').digest('base64url');
-    return new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: this.key.publicJwk }).sign(this.key.privateKey);
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: this.key.publicJwk })
+      .sign(this.key.privateKey);
   }
 
   /** Keeps the nonce a response offered; true when it is new (worth one retry). */

@@ -34,7 +34,8 @@ function jarOf(request: IncomingMessage, response: ServerResponse): CookieJar {
 
 function factsOf(request: KeyplaneRequest): RequestFacts {
   return {
-    method: request.method ?? 'GET', url: request.originalUrl ?? request.url ?? '/',
+    method: request.method ?? 'GET',
+    url: request.originalUrl ?? request.url ?? '/',
     ...(request.headers.origin ? { origin: request.headers.origin } : {}),
     ...(request.headers.accept ? { accept: request.headers.accept } : {}),
   };
@@ -47,11 +48,13 @@ function send(response: ServerResponse, answer: Answer): void {
 /** Keyplane sign-in for an Express (or any connect-style) app. */
 export function keyplaneExpress(client: KeyplaneClient, options: WebOptions): KeyplaneExpress {
   const web = new WebSessions(client, options);
-  const guard = (level?: AssuranceLevel): Middleware => (request, response, next) => {
-    const answer = gate(web, factsOf(request), request.keyplane ?? null, level);
-    if (answer) send(response, answer);
-    else next();
-  };
+  const guard =
+    (level?: AssuranceLevel): Middleware =>
+    (request, response, next) => {
+      const answer = gate(web, factsOf(request), request.keyplane ?? null, level);
+      if (answer) send(response, answer);
+      else next();
+    };
   return {
     middleware(request, response, next) {
       const jar = jarOf(request, response);

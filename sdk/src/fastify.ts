@@ -38,23 +38,28 @@ function jarOf(request: FastifyRequest, reply: FastifyReply): CookieJar {
 
 function factsOf(request: FastifyRequest): RequestFacts {
   return {
-    method: request.method, url: request.url,
+    method: request.method,
+    url: request.url,
     ...(request.headers.origin ? { origin: request.headers.origin } : {}),
     ...(request.headers.accept ? { accept: request.headers.accept } : {}),
   };
 }
 
 function send(reply: FastifyReply, answer: Answer): FastifyReply {
-  return reply.code(answer.status).headers(answer.headers).send(answer.body ?? '');
+  return reply
+    .code(answer.status)
+    .headers(answer.headers)
+    .send(answer.body ?? '');
 }
 
 /** Keyplane sign-in for a fastify app. */
 export function keyplaneFastify(client: KeyplaneClient, options: WebOptions): KeyplaneFastify {
   const web = new WebSessions(client, options);
-  const guard = (level?: AssuranceLevel): preHandlerAsyncHookHandler => async function (request, reply) {
-    const answer = gate(web, factsOf(request), request.keyplane, level);
-    if (answer) return send(reply, answer);
-  };
+  const guard = (level?: AssuranceLevel): preHandlerAsyncHookHandler =>
+    async function (request, reply) {
+      const answer = gate(web, factsOf(request), request.keyplane, level);
+      if (answer) return send(reply, answer);
+    };
   const plugin = async (app: FastifyInstance) => {
     app.decorateRequest('keyplane', null);
     app.addHook('onRequest', async (request, reply) => {

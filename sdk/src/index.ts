@@ -1,6 +1,12 @@
 export { createClient } from './client.js';
 export type {
-  AssuranceRequirement, AuthorizationParams, ClientOptions, KeyplaneClient, PendingAuthorization, TokenSet, VerifyIdTokenOptions,
+  AssuranceRequirement,
+  AuthorizationParams,
+  ClientOptions,
+  KeyplaneClient,
+  PendingAuthorization,
+  TokenSet,
+  VerifyIdTokenOptions,
 } from './client.js';
 export { ASSURANCE_LEVELS, assuranceOf, isAssuranceLevel, meetsAssurance, type AssuranceLevel } from './assurance.js';
 export { DpopSigner, dpopThumbprint, generateDpopKey, type DpopKey } from './dpop.js';

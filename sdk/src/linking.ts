@@ -8,7 +8,8 @@ export interface AccountKey {
 }
 
 export function accountKey(claims: Record<string, unknown>): AccountKey {
-  if (typeof claims.iss !== 'string' || typeof claims.sub !== 'string') throw new TypeError('claims need string iss and sub');
+  if (typeof claims.iss !== 'string' || typeof claims.sub !== 'string')
+    throw new TypeError('claims need string iss and sub');
   return { iss: claims.iss, sub: claims.sub };
 }
 

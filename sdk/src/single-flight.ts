@@ -15,12 +15,12 @@ export class SingleFlight<T> {
     if (done && done.until > now) return Promise.resolve(done.value);
     const inFlight = this.running.get(key);
     if (inFlight) return inFlight;
-    const started = operation().then(
-      (value) => {
+    const started = operation()
+      .then((value) => {
         this.remember(key, value, now);
         return value;
-      },
-    ).finally(() => this.running.delete(key));
+      })
+      .finally(() => this.running.delete(key));
     this.running.set(key, started);
     return started;
   }

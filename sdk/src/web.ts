@@ -69,7 +69,10 @@ export class WebSessions {
   private readonly sessions: CookieCipher;
   private readonly logins: CookieCipher;
 
-  constructor(readonly client: KeyplaneClient, private readonly options: WebOptions) {
+  constructor(
+    readonly client: KeyplaneClient,
+    private readonly options: WebOptions,
+  ) {
     const redirect = new URL(client.options.redirectUri);
     this.callbackPath = redirect.pathname;
     this.appOrigin = redirect.origin;
@@ -86,10 +89,16 @@ export class WebSessions {
     const acr = isAssuranceLevel(stepUp) ? stepUp : undefined;
     const pending = acr ? await this.client.requireAssurance(acr).stepUp() : await this.client.authorizationUrl();
     const login: PendingLogin = {
-      st: pending.state, no: pending.nonce, cv: pending.codeVerifier, ret: safeReturnPath(returnTo),
+      st: pending.state,
+      no: pending.nonce,
+      cv: pending.codeVerifier,
+      ret: safeReturnPath(returnTo),
       ...(acr ? { acr, ma: 0 } : {}),
     };
-    jar.set(`${this.cookieName}_login`, await this.logins.seal(login, LOGIN_TTL), { maxAgeSeconds: LOGIN_TTL, secure: this.secure });
+    jar.set(`${this.cookieName}_login`, await this.logins.seal(login, LOGIN_TTL), {
+      maxAgeSeconds: LOGIN_TTL,
+      secure: this.secure,
+    });
     return pending.url;
   }
 
@@ -101,7 +110,9 @@ export class WebSessions {
     jar.clear(name, { secure: this.secure });
     if (!login) throw new KeyplaneSdkError('state_mismatch', 'no sign-in is pending in this browser (or it expired)');
     const tokens = await this.client.handleCallback(callbackUrl, {
-      state: login.st, nonce: login.no, codeVerifier: login.cv,
+      state: login.st,
+      nonce: login.no,
+      codeVerifier: login.cv,
       ...(login.acr ? { acrValues: login.acr, maxAge: login.ma ?? 0 } : {}),
     });
     await this.write(jar, tokens);
@@ -158,12 +169,18 @@ export class WebSessions {
   private async write(jar: CookieJar, tokens: TokenSet, previous?: StoredSession): Promise<StoredSession> {
     const claims = Object.keys(tokens.claims).length > 0 ? tokens.claims : (previous?.c ?? {});
     const stored: StoredSession = {
-      at: tokens.accessToken, tt: tokens.tokenType, exa: tokens.expiresAt, c: claims,
+      at: tokens.accessToken,
+      tt: tokens.tokenType,
+      exa: tokens.expiresAt,
+      c: claims,
       ...((tokens.refreshToken ?? previous?.rt) ? { rt: tokens.refreshToken ?? previous?.rt } : {}),
       ...((tokens.idToken ?? previous?.it) ? { it: tokens.idToken ?? previous?.it } : {}),
     };
     const maxAge = this.options.sessionMaxAgeSeconds ?? 14 * 86_400;
-    writeChunked(jar, this.cookieName, await this.sessions.seal(stored, maxAge), { maxAgeSeconds: maxAge, secure: this.secure });
+    writeChunked(jar, this.cookieName, await this.sessions.seal(stored, maxAge), {
+      maxAgeSeconds: maxAge,
+      secure: this.secure,
+    });
     return stored;
   }
 }
@@ -173,7 +190,11 @@ function view(stored: StoredSession): Session {
   const svc = claims.svc as { principal?: Session['principal'] } | undefined;
   const assurance = assuranceOf(claims);
   return {
-    sub: String(claims.sub), claims, accessToken: stored.at, tokenType: stored.tt, expiresAt: stored.exa,
+    sub: String(claims.sub),
+    claims,
+    accessToken: stored.at,
+    tokenType: stored.tt,
+    expiresAt: stored.exa,
     ...(assurance ? { assurance } : {}),
     ...(svc?.principal ? { principal: svc.principal } : {}),
   };

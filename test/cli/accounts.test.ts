@@ -27,13 +27,19 @@ t.test('keyplane accounts show, disable, enable and delete an account by usernam
   t.equal(disable.code, 0, disable.stderr);
   t.match(disable.stdout, new RegExp(`^ada \\(${identityId}\\): disabled, receipt [0-9a-f]{64}\\n$`));
   t.match(disable.stderr, `disabling ada (${identityId})`);
-  t.equal((await browser.get('/account?format=json')).statusCode, 401, 'the account\'s session ended');
+  t.equal((await browser.get('/account?format=json')).statusCode, 401, "the account's session ended");
   const again = await runInProcess(['accounts', 'disable', 'ada', '--control-plane', url], env);
   t.equal(again.stdout, `ada (${identityId}): disabled (unchanged)\n`);
 
   const enable = await runInProcess(['accounts', 'enable', 'ada', '--control-plane', url, '--json'], env);
   t.equal(enable.code, 0);
-  t.match(JSON.parse(enable.stdout), { ok: true, identityId, username: 'ada', state: 'active', receipt: /^[0-9a-f]{64}$/ });
+  t.match(JSON.parse(enable.stdout), {
+    ok: true,
+    identityId,
+    username: 'ada',
+    state: 'active',
+    receipt: /^[0-9a-f]{64}$/,
+  });
 
   const shown = await runInProcess(['accounts', 'show', identityId, '--control-plane', url, '--json'], env);
   t.same(JSON.parse(shown.stdout), { ok: true, identityId, username: 'ada', state: 'active' });

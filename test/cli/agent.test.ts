@@ -26,7 +26,10 @@ async function served(t: Parameters<typeof buildSignedIn>[0]) {
 
 /** Runs `keyplane agent enroll` and calls `onCode` with the owner code and enrollment id as soon as it prints them. */
 async function enrollWhile(args: string[], onCode: (code: string, stderr: () => string) => Promise<void>) {
-  const child = spawn(process.execPath, [...CLI, 'agent', 'enroll', ...args], { env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...CLI, 'agent', 'enroll', ...args], {
+    env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
@@ -54,21 +57,33 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
   t.equal(statSync(key).mode & 0o777, 0o600, 'the private key file is 0600');
   const jwk = JSON.parse(readFileSync(key, 'utf8'));
   t.match(jwk, { kty: 'EC', crv: 'P-256', d: /./ });
-  t.match(keygen.stdout, /^public key: \{"kty":"EC","crv":"P-256","x":"[^"]+","y":"[^"]+"\}\nthumbprint \(jkt\): [A-Za-z0-9_-]{43}\n$/);
+  t.match(
+    keygen.stdout,
+    /^public key: \{"kty":"EC","crv":"P-256","x":"[^"]+","y":"[^"]+"\}\nthumbprint \(jkt\): [A-Za-z0-9_-]{43}\n$/,
+  );
   t.notMatch(keygen.stdout, jwk.d, 'the private part is never printed');
   t.equal((await runInProcess(['agent', 'keygen', '--key', key])).code, 2, 'an existing key is not overwritten');
 
-  const enrolled = await enrollWhile(['--key', key, '--control-plane', url, '--name', 'CLI bot', '--visibility', 'public', '--interval', '0.2'], async (code, stderr) => {
-    // The CLI is polling; wait for it to say so before the owner approves.
-    while (!/pending_approval/.test(stderr())) await new Promise((r) => setTimeout(r, 50));
-    const pending = (await services.storage.agents.listByOwner('usr_ada')).length;
-    t.equal(pending, 0, 'no agent before approval');
-    const enrollmentId = JSON.parse(readFileSync(`${key}.agent.json`, 'utf8')).enrollment_id;
-    const approved = await browser.post('/auth/agents/proof/enroll/approve', { enrollment_id: enrollmentId, owner_code: code });
-    t.equal(approved.statusCode, 200, approved.body);
-  });
+  const enrolled = await enrollWhile(
+    ['--key', key, '--control-plane', url, '--name', 'CLI bot', '--visibility', 'public', '--interval', '0.2'],
+    async (code, stderr) => {
+      // The CLI is polling; wait for it to say so before the owner approves.
+      while (!/pending_approval/.test(stderr())) await new Promise((r) => setTimeout(r, 50));
+      const pending = (await services.storage.agents.listByOwner('usr_ada')).length;
+      t.equal(pending, 0, 'no agent before approval');
+      const enrollmentId = JSON.parse(readFileSync(`${key}.agent.json`, 'utf8')).enrollment_id;
+      const approved = await browser.post('/auth/agents/proof/enroll/approve', {
+        enrollment_id: enrollmentId,
+        owner_code: code,
+      });
+      t.equal(approved.statusCode, 200, approved.body);
+    },
+  );
   t.equal(enrolled.code, 0, enrolled.stderr);
-  t.match(enrolled.stdout, /owner code: [A-Z2-9]{4}-[A-Z2-9]{4}\nthe owner approves at http:\/\/localhost:4400\/account\/agents/);
+  t.match(
+    enrolled.stdout,
+    /owner code: [A-Z2-9]{4}-[A-Z2-9]{4}\nthe owner approves at http:\/\/localhost:4400\/account\/agents/,
+  );
   t.match(enrolled.stderr, /enrollment aen_\S+: pending_approval \(\d+:\d\d left\)/);
   t.match(enrolled.stderr, /: approved/);
   const agentId = /agent_id: (agt_\S+)/.exec(enrolled.stdout)?.[1];
@@ -79,7 +94,12 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
 
   const status = await runInProcess(['agent', 'status', '--key', key, '--json']);
   t.equal(status.code, 0, status.stderr);
-  t.match(JSON.parse(status.stdout), { ok: true, agent_id: agentId, state: 'active', claims: { key_control: { status: 'verified' } } });
+  t.match(JSON.parse(status.stdout), {
+    ok: true,
+    agent_id: agentId,
+    state: 'active',
+    claims: { key_control: { status: 'verified' } },
+  });
 
   const proved = await runInProcess(['agent', 'prove', '--key', key, '--audience', 'https://verifier.example.com']);
   t.equal(proved.code, 0, proved.stderr);
@@ -89,7 +109,20 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
 
   const task = join(dir, 'task.txt');
   writeFileSync(task, 'summarise the quarterly report');
-  const run = await runInProcess(['agent', 'prove', '--key', key, '--run', '--task', task, '--input-commitment', 'a'.repeat(64), '--output-commitment', 'b'.repeat(64), '--json']);
+  const run = await runInProcess([
+    'agent',
+    'prove',
+    '--key',
+    key,
+    '--run',
+    '--task',
+    task,
+    '--input-commitment',
+    'a'.repeat(64),
+    '--output-commitment',
+    'b'.repeat(64),
+    '--json',
+  ]);
   t.equal(run.code, 0, run.stderr);
   const ran = JSON.parse(run.stdout);
   t.equal(ran.run_proof.task_commitment, createHash('sha256').update('summarise the quarterly report').digest('hex'));
@@ -98,17 +131,33 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
   t.ok(ran.expires_in <= 300);
 
   const client = await registerClient(app, { access: { humans: false, agents: true }, scope: 'openid read write' });
-  const noGrant = await runInProcess(['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'], { KEYPLANE_CLIENT_SECRET: client.client_secret! });
+  const noGrant = await runInProcess(
+    ['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'],
+    { KEYPLANE_CLIENT_SECRET: client.client_secret! },
+  );
   t.equal(noGrant.code, 1, 'refused before the owner approves a grant');
   t.equal(JSON.parse(noGrant.stdout).error, 'invalid_grant');
-  const grant = await strong.post('/auth/agents/proof/grants', { agent_id: agentId, client_id: client.client_id, resource: RESOURCE, scope: 'read' });
+  const grant = await strong.post('/auth/agents/proof/grants', {
+    agent_id: agentId,
+    client_id: client.client_id,
+    resource: RESOURCE,
+    scope: 'read',
+  });
   t.equal(grant.statusCode, 200, grant.body);
-  const tok = await runInProcess(['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'], { KEYPLANE_CLIENT_SECRET: client.client_secret! });
+  const tok = await runInProcess(
+    ['agent', 'token', '--key', key, '--client-id', client.client_id, '--resource', RESOURCE, '--json'],
+    { KEYPLANE_CLIENT_SECRET: client.client_secret! },
+  );
   t.equal(tok.code, 0, tok.stderr);
   const issued = JSON.parse(tok.stdout);
   t.equal(issued.token_type, 'DPoP');
   t.type(issued.expires_in, 'number');
-  t.match(decodeJwt(issued.access_token), { sub: agentId, scope: 'read', cnf: { jkt: stored!.jkt }, svc: { principal: { type: 'agent', id: agentId } } });
+  t.match(decodeJwt(issued.access_token), {
+    sub: agentId,
+    scope: 'read',
+    cnf: { jkt: stored!.jkt },
+    svc: { principal: { type: 'agent', id: agentId } },
+  });
 
   // Once suspended, proofs are refused: exit 1 with the envelope.
   await browser.post('/auth/agents/proof/lifecycle', { agent_id: agentId, action: 'suspend' });
@@ -123,9 +172,22 @@ t.test('keyplane agent exits 2 on usage and network errors and refuses a key fil
   const keygen = await runInProcess(['agent', 'keygen', '--key', key, '--alg', 'EdDSA', '--json']);
   t.equal(keygen.code, 0, keygen.stderr);
   t.match(JSON.parse(keygen.stdout), { ok: true, alg: 'EdDSA', publicJwk: { kty: 'OKP', crv: 'Ed25519' } });
-  t.equal((await runInProcess(['agent', 'keygen', '--key', join(dir, 'x.jwk'), '--alg', 'RS256'])).code, 2, 'an unsupported algorithm');
-  t.equal((await runInProcess(['agent', 'enroll', '--control-plane', 'http://127.0.0.1:1', '--name', 'x'])).code, 2, 'no --key');
-  t.equal((await runInProcess(['agent', 'enroll', '--key', key, '--control-plane', 'http://127.0.0.1:1', '--name', 'x'])).code, 2, 'unreachable');
+  t.equal(
+    (await runInProcess(['agent', 'keygen', '--key', join(dir, 'x.jwk'), '--alg', 'RS256'])).code,
+    2,
+    'an unsupported algorithm',
+  );
+  t.equal(
+    (await runInProcess(['agent', 'enroll', '--control-plane', 'http://127.0.0.1:1', '--name', 'x'])).code,
+    2,
+    'no --key',
+  );
+  t.equal(
+    (await runInProcess(['agent', 'enroll', '--key', key, '--control-plane', 'http://127.0.0.1:1', '--name', 'x']))
+      .code,
+    2,
+    'unreachable',
+  );
   t.equal((await runInProcess(['agent', 'prove', '--key', key])).code, 2, 'not enrolled');
   chmodSync(key, 0o644);
   const open = await runCli(['agent', 'enroll', '--key', key, '--control-plane', 'http://127.0.0.1:1', '--name', 'x']);

@@ -23,25 +23,45 @@ t.test('control-plane prints its URL, serves, and exits 0 on SIGTERM', async (t)
   t.equal(discovery.statusCode, 200);
   t.equal(((await discovery.body.json()) as { issuer: string }).issuer, server.url);
   t.match(server.stderr(), /KEYPLANE_MASTER_KEY is not set/, 'the dev key warning is visible');
-  t.match(server.stderr(), new RegExp(`^No founder account yet\\. Create it within 24 hours at: ${server.url}/auth\\?setup=`, 'm'), 'the founder link is a plain line');
+  t.match(
+    server.stderr(),
+    new RegExp(`^No founder account yet\\. Create it within 24 hours at: ${server.url}/auth\\?setup=`, 'm'),
+    'the founder link is a plain line',
+  );
   t.equal(statSync(join(data, 'master.key')).mode & 0o777, 0o600);
   // Unlike `up`, the server command keeps JSON log lines for a log collector, one per request.
-  const requestLogged = () => server.stderr().split('\n').filter((line) => line.startsWith('{'))
-    .some((line) => (JSON.parse(line) as { req?: { url?: string } }).req?.url === '/.well-known/openid-configuration');
+  const requestLogged = () =>
+    server
+      .stderr()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .some(
+        (line) => (JSON.parse(line) as { req?: { url?: string } }).req?.url === '/.well-known/openid-configuration',
+      );
   for (let i = 0; i < 100 && !requestLogged(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
   t.ok(requestLogged(), 'requests are logged as JSON lines');
   t.equal(await server.stop('SIGTERM'), 0);
 });
 
 t.test('an explicit issuer is the printed URL', async (t) => {
-  const server = await startCli(['control-plane', '--port', '0', '--data', tempDir(t), '--issuer', 'https://id.example.test']);
+  const server = await startCli([
+    'control-plane',
+    '--port',
+    '0',
+    '--data',
+    tempDir(t),
+    '--issuer',
+    'https://id.example.test',
+  ]);
   t.teardown(() => server.stop('SIGKILL'));
   t.equal(server.url, 'https://id.example.test');
   t.equal(await server.stop('SIGTERM'), 0);
 });
 
 t.test('an invalid configuration lists its problems and exits 2', async (t) => {
-  const result = await runInProcess(['control-plane', '--port', 'abc', '--data', tempDir(t)], { KEYPLANE_ISSUER: 'not a url' });
+  const result = await runInProcess(['control-plane', '--port', 'abc', '--data', tempDir(t)], {
+    KEYPLANE_ISSUER: 'not a url',
+  });
   t.equal(result.code, 2);
   t.match(result.stderr, /port must be integer/);
   t.match(result.stderr, /issuer is not a valid URL/);
@@ -64,14 +84,23 @@ t.test('building the command tree loads no server code: each command loads its o
     import { pathToFileURL } from 'node:url';
     (await import(pathToFileURL(process.argv[1]).href)).buildProgram();
     console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
-  const { stdout } = await promisify(execFile)(process.execPath, [...CLI.slice(0, -1), '--input-type=module', '-e', script, program], {
-    env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
-  });
-  const loaded = (JSON.parse(stdout) as string[]).map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1]).filter(Boolean);
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [...CLI.slice(0, -1), '--input-type=module', '-e', script, program],
+    {
+      env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+    },
+  );
+  const loaded = (JSON.parse(stdout) as string[])
+    .map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1])
+    .filter(Boolean);
   t.ok(loaded.includes('commander'), 'the check sees CommonJS packages');
   // better-sqlite3 may be loaded under its Node 20 alias (better-sqlite3-node20).
   for (const server of ['fastify', 'better-sqlite3', 'pg', 'ioredis', 'ajv']) {
-    t.notOk(loaded.some((name) => name === server || name!.startsWith(`${server}-`)), `${server} is not loaded`);
+    t.notOk(
+      loaded.some((name) => name === server || name!.startsWith(`${server}-`)),
+      `${server} is not loaded`,
+    );
   }
 });
 
@@ -95,7 +124,10 @@ t.test('keys rotate and list; backup writes a copy', async (t) => {
   t.equal(rotated.code, 0, rotated.stderr);
   t.match(rotated.stdout, /^rotated: /);
   const after = await runInProcess(['keys', 'list', '--data', data], { KEYPLANE_MASTER_KEY: 'k'.repeat(40) });
-  t.not(after.stdout.split('\n').find((l) => l.endsWith('current')), currentBefore);
+  t.not(
+    after.stdout.split('\n').find((l) => l.endsWith('current')),
+    currentBefore,
+  );
   t.ok(after.stdout.includes(currentBefore!.split(' ')[0]!), 'the retired key is still listed');
 
   const out = join(tempDir(t), 'backup.db');
@@ -103,5 +135,9 @@ t.test('keys rotate and list; backup writes a copy', async (t) => {
   t.equal(backup.code, 0, backup.stderr);
   t.ok(existsSync(out));
   t.equal((await runInProcess(['backup', '--data', data, '--out', out])).code, 2, 'refuses to overwrite');
-  t.equal((await runInProcess(['backup', '--data', tempDir(t), '--out', join(tempDir(t), 'x.db')])).code, 2, 'refuses a dir without a database');
+  t.equal(
+    (await runInProcess(['backup', '--data', tempDir(t), '--out', join(tempDir(t), 'x.db')])).code,
+    2,
+    'refuses a dir without a database',
+  );
 });

@@ -28,13 +28,21 @@ t.test('keyplane clients list, show, rotate-secret and revoke', async (t) => {
   t.match(list.stdout, `${other.client_id} "Other" (public, revision 1)`);
   t.match(list.stderr, /listing clients at .*\n2 client\(s\)/s);
   const listed = JSON.parse((await runInProcess(['clients', 'list', '--control-plane', url, '--json'], env)).stdout);
-  t.same(listed.clients.map((c: { client_id: string }) => c.client_id).sort(), [notes.client_id, other.client_id].sort());
+  t.same(
+    listed.clients.map((c: { client_id: string }) => c.client_id).sort(),
+    [notes.client_id, other.client_id].sort(),
+  );
   t.notMatch(JSON.stringify(listed), /secret_hash|client_secret"/, 'no secret in the listing');
 
   const show = await runInProcess(['clients', 'show', notes.client_id, '--control-plane', url], env);
   t.equal(show.code, 0, show.stderr);
   t.match(show.stdout, 'redirect_uri: https://notes.example.com/callback');
-  t.match(JSON.parse((await runInProcess(['clients', 'show', notes.client_id, '--control-plane', url, '--json'], env)).stdout), { ok: true, client: { client_id: notes.client_id, owner: null } });
+  t.match(
+    JSON.parse(
+      (await runInProcess(['clients', 'show', notes.client_id, '--control-plane', url, '--json'], env)).stdout,
+    ),
+    { ok: true, client: { client_id: notes.client_id, owner: null } },
+  );
 
   const before = (await services.storage.clients.get(notes.client_id))!.secretHash;
   const rotated = await runCli(['clients', 'rotate-secret', notes.client_id, '--control-plane', url], env);
@@ -43,18 +51,27 @@ t.test('keyplane clients list, show, rotate-secret and revoke', async (t) => {
   t.match(rotated.stderr, /revision 2, receipt [0-9a-f]{64}/);
   t.not((await services.storage.clients.get(notes.client_id))!.secretHash, before);
   const token = await app.inject({
-    method: 'POST', url: '/auth/token',
+    method: 'POST',
+    url: '/auth/token',
     headers: { authorization: `Basic ${Buffer.from(`${notes.client_id}:${notes.client_secret}`).toString('base64')}` },
     payload: { grant_type: 'refresh_token', refresh_token: 'x' },
   });
   t.equal(token.json().reason, 'invalid_client', 'the old secret no longer works');
-  const publicRotate = await runInProcess(['clients', 'rotate-secret', other.client_id, '--control-plane', url, '--json'], env);
+  const publicRotate = await runInProcess(
+    ['clients', 'rotate-secret', other.client_id, '--control-plane', url, '--json'],
+    env,
+  );
   t.equal(publicRotate.code, 1);
   t.match(JSON.parse(publicRotate.stdout), { ok: false, reason: 'invalid_request' });
 
   const revoked = await runInProcess(['clients', 'revoke', other.client_id, '--control-plane', url, '--json'], env);
   t.equal(revoked.code, 0, revoked.stderr);
-  t.match(JSON.parse(revoked.stdout), { ok: true, client_id: other.client_id, revoked: true, receipt: /^[0-9a-f]{64}$/ });
+  t.match(JSON.parse(revoked.stdout), {
+    ok: true,
+    client_id: other.client_id,
+    revoked: true,
+    receipt: /^[0-9a-f]{64}$/,
+  });
   t.equal(await services.storage.clients.get(other.client_id), null);
   const again = await runCli(['clients', 'show', other.client_id, '--control-plane', url, '--json'], env);
   t.equal(again.code, 1);
@@ -62,41 +79,60 @@ t.test('keyplane clients list, show, rotate-secret and revoke', async (t) => {
   t.match(again.stderr, /cannot look up .*: not_found/);
 });
 
-t.test('keyplane sessions revoke ends an account\'s sessions', async (t) => {
+t.test("keyplane sessions revoke ends an account's sessions", async (t) => {
   t.equal((await browser.get('/account?format=json')).statusCode, 200);
-  const unknown = await runInProcess(['sessions', 'revoke', 'ada', '--session', 'nope', '--control-plane', url, '--json'], env);
+  const unknown = await runInProcess(
+    ['sessions', 'revoke', 'ada', '--session', 'nope', '--control-plane', url, '--json'],
+    env,
+  );
   t.equal(unknown.code, 1);
   t.match(JSON.parse(unknown.stdout), { ok: false, reason: 'unknown_session' });
   const done = await runInProcess(['sessions', 'revoke', 'ada', '--control-plane', url], env);
   t.equal(done.code, 0, done.stderr);
-  t.match(done.stdout, new RegExp(`^ada \\(${identityId}\\): 1 session\\(s\\) revoked\\n  \\S+ receipt [0-9a-f]{64}\\n$`));
+  t.match(
+    done.stdout,
+    new RegExp(`^ada \\(${identityId}\\): 1 session\\(s\\) revoked\\n  \\S+ receipt [0-9a-f]{64}\\n$`),
+  );
   t.equal((await browser.get('/account?format=json')).statusCode, 401, 'the session ended');
-  const none = JSON.parse((await runInProcess(['sessions', 'revoke', identityId, '--control-plane', url, '--json'], env)).stdout);
+  const none = JSON.parse(
+    (await runInProcess(['sessions', 'revoke', identityId, '--control-plane', url, '--json'], env)).stdout,
+  );
   t.match(none, { ok: true, identityId, revoked: [], receipts: [] });
 });
 
 t.test('every operator command exits 2 without a token or a control plane, 1 on a wrong token', async (t) => {
-  for (const args of [['clients', 'revoke', 'x'], ['sessions', 'revoke', 'ada']]) {
+  for (const args of [
+    ['clients', 'revoke', 'x'],
+    ['sessions', 'revoke', 'ada'],
+  ]) {
     const noToken = await runInProcess([...args, '--control-plane', url], { KEYPLANE_ADMIN_TOKEN: '' });
     t.equal(noToken.code, 2, `${args.join(' ')} without a token`);
     t.match(noToken.stderr, /KEYPLANE_ADMIN_TOKEN/);
   }
   t.equal((await runInProcess(['clients', 'list'], env)).code, 2, 'no --control-plane');
-  const wrong = await runCli(['clients', 'list', '--control-plane', url, '--json'], { KEYPLANE_ADMIN_TOKEN: 'wrong-token-0123456789abcdef0123456789' });
+  const wrong = await runCli(['clients', 'list', '--control-plane', url, '--json'], {
+    KEYPLANE_ADMIN_TOKEN: 'wrong-token-0123456789abcdef0123456789',
+  });
   t.equal(wrong.code, 1);
   t.match(JSON.parse(wrong.stdout), { ok: false, reason: 'unauthorized' });
 });
 
 function startTail(args: string[]) {
-  const child = spawn(process.execPath, [...CLI, 'receipts', 'tail', '--control-plane', url, '--interval', '100', ...args], {
-    env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...CLI, 'receipts', 'tail', '--control-plane', url, '--interval', '100', ...args],
+    {
+      env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
   const lines = async (n: number) => {
-    for (let i = 0; i < 600 && stdout.split('\n').filter(Boolean).length < n; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 600 && stdout.split('\n').filter(Boolean).length < n; i++)
+      await new Promise((r) => setTimeout(r, 50));
     return stdout.split('\n').filter(Boolean);
   };
   return { child, lines, out: () => stdout, err: () => stderr };
@@ -104,7 +140,16 @@ function startTail(args: string[]) {
 
 async function newEpoch(): Promise<void> {
   await runInProcess(['clients', 'list', '--control-plane', url, '--json'], env);
-  await services.storage.transaction((tx) => services.events.record(tx, { type: 'contact.received', at: services.now(), outcome: 'success', contactId: 'ctc_t', topic: 'general', mailed: false }));
+  await services.storage.transaction((tx) =>
+    services.events.record(tx, {
+      type: 'contact.received',
+      at: services.now(),
+      outcome: 'success',
+      contactId: 'ctc_t',
+      topic: 'general',
+      mailed: false,
+    }),
+  );
   await services.ledger.sealNow();
 }
 
@@ -117,7 +162,11 @@ t.test('keyplane receipts tail follows new checkpoints, verified and chained, un
   await newEpoch();
   const [code] = (await once(tail.child, 'exit')) as [number];
   t.equal(code, 0, tail.err());
-  const printed = tail.out().trim().split('\n').map((l) => JSON.parse(l));
+  const printed = tail
+    .out()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.equal(printed.length, 3);
   for (let i = 1; i < printed.length; i++) t.equal(printed[i].epoch, printed[i - 1].epoch + 1, 'consecutive epochs');
   t.match(printed[0], { epoch: Number, size: Number, root: /^[0-9a-f]{64}$/, kid: String, checkpoint: String });
@@ -129,5 +178,9 @@ t.test('keyplane receipts tail follows new checkpoints, verified and chained, un
   endless.child.kill('SIGINT');
   const [stopped] = (await once(endless.child, 'exit')) as [number];
   t.equal(stopped, 0, 'SIGINT stops it cleanly');
-  t.equal((await runInProcess(['receipts', 'tail', '--control-plane', url, '--count', '0'])).code, 2, 'a bad --count is a usage error');
+  t.equal(
+    (await runInProcess(['receipts', 'tail', '--control-plane', url, '--count', '0'])).code,
+    2,
+    'a bad --count is a usage error',
+  );
 });

@@ -32,7 +32,10 @@ else {
     t.ok(existsSync(out), 'pg_dump wrote the file');
     t.match(backup.stdout, /pg_restore/);
 
-    const missing = await runInProcess(['backup', '--database', url, '--out', join(tempDir(t), 'x.dump')], { ...env, PATH: tempDir(t) });
+    const missing = await runInProcess(['backup', '--database', url, '--out', join(tempDir(t), 'x.dump')], {
+      ...env,
+      PATH: tempDir(t),
+    });
     t.equal(missing.code, 1);
     t.match(missing.stderr, /pg_dump is not installed/);
   });

@@ -9,44 +9,63 @@ t.test('keyplane up refuses a bad port with exit 2', async (t) => {
   t.match(result.stderr, /--gateway-port must be a port number/);
 });
 
-t.test('keyplane up runs three servers: the gateway holds its config and protects the demo app', { timeout: 90_000 }, async (t) => {
-  const up = await startCli(['up', '--port', '0', '--gateway-port', '0', '--demo-port', '0', '--data', tempDir(t)], {}, 60_000);
-  t.teardown(() => up.stop());
-  let urls: string[] = [];
-  for (let i = 0; i < 200 && urls.length < 3; i++) {
-    urls = [...up.stdout().matchAll(/^listening (\S+)$/gm)].map((m) => m[1]!);
-    if (urls.length < 3) await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const [controlPlane, gateway, demo] = urls as [string, string, string];
-  t.ok(demo, 'control plane, gateway and demo app are listening');
-  let ready = 0;
-  for (let i = 0; i < 100 && ready !== 200; i++) {
-    ready = (await fetch(`${gateway}/readyz`)).status;
-    if (ready !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  t.equal(ready, 200, 'the gateway pulled its signed config from the control plane');
+t.test(
+  'keyplane up runs three servers: the gateway holds its config and protects the demo app',
+  { timeout: 90_000 },
+  async (t) => {
+    const up = await startCli(
+      ['up', '--port', '0', '--gateway-port', '0', '--demo-port', '0', '--data', tempDir(t)],
+      {},
+      60_000,
+    );
+    t.teardown(() => up.stop());
+    let urls: string[] = [];
+    for (let i = 0; i < 200 && urls.length < 3; i++) {
+      urls = [...up.stdout().matchAll(/^listening (\S+)$/gm)].map((m) => m[1]!);
+      if (urls.length < 3) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const [controlPlane, gateway, demo] = urls as [string, string, string];
+    t.ok(demo, 'control plane, gateway and demo app are listening');
+    let ready = 0;
+    for (let i = 0; i < 100 && ready !== 200; i++) {
+      ready = (await fetch(`${gateway}/readyz`)).status;
+      if (ready !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    t.equal(ready, 200, 'the gateway pulled its signed config from the control plane');
 
-  const api = await fetch(`${gateway}/api/whoami`);
-  t.equal(api.status, 401, 'an API caller without a token is refused');
-  const browser = await fetch(`${gateway}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
-  t.equal(browser.status, 302);
-  t.match(browser.headers.get('location'), `${controlPlane}/auth/authorize?`, 'a page load goes to the control plane to sign in');
-  const open = await (await fetch(`${gateway}/public`, { headers: { accept: 'application/json' } })).json() as { ok: boolean; path: string };
-  t.match(open, { ok: true, path: '/public' }, 'a public route reaches the demo app');
+    const api = await fetch(`${gateway}/api/whoami`);
+    t.equal(api.status, 401, 'an API caller without a token is refused');
+    const browser = await fetch(`${gateway}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+    t.equal(browser.status, 302);
+    t.match(
+      browser.headers.get('location'),
+      `${controlPlane}/auth/authorize?`,
+      'a page load goes to the control plane to sign in',
+    );
+    const open = (await (await fetch(`${gateway}/public`, { headers: { accept: 'application/json' } })).json()) as {
+      ok: boolean;
+      path: string;
+    };
+    t.match(open, { ok: true, path: '/public' }, 'a public route reaches the demo app');
 
-  const status = await fetch(`${controlPlane}/.well-known/openid-configuration`);
-  t.equal(status.status, 200);
-  const icon = await fetch(`${gateway}/favicon.ico`);
-  t.equal(icon.status, 200, 'the demo app\'s icon is public behind the gateway');
-  t.match(icon.headers.get('content-type'), /^image\/svg\+xml/);
+    const status = await fetch(`${controlPlane}/.well-known/openid-configuration`);
+    t.equal(status.status, 200);
+    const icon = await fetch(`${gateway}/favicon.ico`);
+    t.equal(icon.status, 200, "the demo app's icon is public behind the gateway");
+    t.match(icon.headers.get('content-type'), /^image\/svg\+xml/);
 
-  // What a person sees on the terminal: each URL and the founder link once, no JSON request logs.
-  const stderr = up.stderr();
-  t.notMatch(stderr, /^\{/m, 'no JSON log line reaches the terminal, though requests were served');
-  t.equal(stderr.match(/\/auth\?setup=/g)?.length, 1, 'the founder link is printed once');
-  t.equal(stderr.split(`${gateway}/ `).length - 1, 1, 'the gateway URL is printed once');
-  t.equal(stderr.split(`${controlPlane}/auth\n`).length - 1, 1, 'the control plane URL is printed once');
-  t.equal(stderr.split(`${demo}/`).length - 1, 1, 'the demo app URL is printed once');
-  t.match(stderr, /Keyplane is up\.[\s\S]*No founder account yet[\s\S]*Only warnings and errors are logged here/, 'the founder link comes with the summary');
-  t.equal(await up.stop(), 0, 'SIGTERM drains all three and exits 0');
-});
+    // What a person sees on the terminal: each URL and the founder link once, no JSON request logs.
+    const stderr = up.stderr();
+    t.notMatch(stderr, /^\{/m, 'no JSON log line reaches the terminal, though requests were served');
+    t.equal(stderr.match(/\/auth\?setup=/g)?.length, 1, 'the founder link is printed once');
+    t.equal(stderr.split(`${gateway}/ `).length - 1, 1, 'the gateway URL is printed once');
+    t.equal(stderr.split(`${controlPlane}/auth\n`).length - 1, 1, 'the control plane URL is printed once');
+    t.equal(stderr.split(`${demo}/`).length - 1, 1, 'the demo app URL is printed once');
+    t.match(
+      stderr,
+      /Keyplane is up\.[\s\S]*No founder account yet[\s\S]*Only warnings and errors are logged here/,
+      'the founder link comes with the summary',
+    );
+    t.equal(await up.stop(), 0, 'SIGTERM drains all three and exits 0');
+  },
+);

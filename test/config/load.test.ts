@@ -53,18 +53,56 @@ t.test('the --config flag names the file', async (t) => {
 
 t.test('every problem is listed at once, each with its key path', async (t) => {
   const dir = tempDir(t);
-  const cases: Array<{ name: string; yaml?: string; env?: Record<string, string>; flags?: Record<string, unknown>; problems: Array<string | RegExp> }> = [
+  const cases: Array<{
+    name: string;
+    yaml?: string;
+    env?: Record<string, string>;
+    flags?: Record<string, unknown>;
+    problems: Array<string | RegExp>;
+  }> = [
     { name: 'unknown top-level key', yaml: 'prot: 4400\n', problems: ['prot is not a known key'] },
     { name: 'unknown nested key', yaml: 'http:\n  bodylimit: 10\n', problems: ['http.bodylimit is not a known key'] },
     { name: 'wrong type', yaml: 'port: "x"\n', problems: ['port must be integer'] },
     { name: 'out of range', yaml: 'port: 70000\n', problems: ['port must be <= 65535'] },
     { name: 'below minimum', yaml: 'http:\n  bodyLimit: 10\n', problems: ['http.bodyLimit must be >= 1024'] },
-    { name: 'enum', yaml: 'logLevel: loud\n', problems: ['logLevel must be one of: fatal, error, warn, info, debug, trace, silent'] },
-    { name: 'issuer with trailing slash', env: { KEYPLANE_ISSUER: 'https://id.example.com/' }, problems: ['issuer is not a valid URL for this key'] },
-    { name: 'redis URL scheme', env: { KEYPLANE_REDIS_URL: 'http://127.0.0.1:6379' }, problems: ['redisUrl is not a valid URL for this key'] },
-    { name: 'short master key', env: { KEYPLANE_MASTER_KEY: 'short' }, problems: ['masterKey must be at least 32 characters'] },
-    { name: 'bad CIDR', yaml: 'http:\n  trustedProxies: [10.0.0.0/8, 10.0.0.0/99, nope]\n', problems: ['http.trustedProxies[1] must be an IP address or CIDR range (got "10.0.0.0/99")', 'http.trustedProxies[2] must be an IP address or CIDR range (got "nope")'] },
-    { name: 'several at once', yaml: 'port: -1\nlogLevel: 3\nlimits:\n  lockoutThreshold: 0\n', problems: ['port must be >= 0', 'logLevel must be string', 'logLevel must be one of: fatal, error, warn, info, debug, trace, silent', 'limits.lockoutThreshold must be >= 1'] },
+    {
+      name: 'enum',
+      yaml: 'logLevel: loud\n',
+      problems: ['logLevel must be one of: fatal, error, warn, info, debug, trace, silent'],
+    },
+    {
+      name: 'issuer with trailing slash',
+      env: { KEYPLANE_ISSUER: 'https://id.example.com/' },
+      problems: ['issuer is not a valid URL for this key'],
+    },
+    {
+      name: 'redis URL scheme',
+      env: { KEYPLANE_REDIS_URL: 'http://127.0.0.1:6379' },
+      problems: ['redisUrl is not a valid URL for this key'],
+    },
+    {
+      name: 'short master key',
+      env: { KEYPLANE_MASTER_KEY: 'short' },
+      problems: ['masterKey must be at least 32 characters'],
+    },
+    {
+      name: 'bad CIDR',
+      yaml: 'http:\n  trustedProxies: [10.0.0.0/8, 10.0.0.0/99, nope]\n',
+      problems: [
+        'http.trustedProxies[1] must be an IP address or CIDR range (got "10.0.0.0/99")',
+        'http.trustedProxies[2] must be an IP address or CIDR range (got "nope")',
+      ],
+    },
+    {
+      name: 'several at once',
+      yaml: 'port: -1\nlogLevel: 3\nlimits:\n  lockoutThreshold: 0\n',
+      problems: [
+        'port must be >= 0',
+        'logLevel must be string',
+        'logLevel must be one of: fatal, error, warn, info, debug, trace, silent',
+        'limits.lockoutThreshold must be >= 1',
+      ],
+    },
     { name: 'non-numeric flag', flags: { port: 'abc' }, problems: ['port must be integer'] },
     { name: 'YAML that is not a mapping', yaml: '- a\n- b\n', problems: [/must hold a mapping at the top level/] },
   ];
@@ -87,19 +125,30 @@ t.test('fetch.caFile must be a readable PEM certificate file', async (t) => {
   writeFileSync(notPem, 'hello');
   const pem = join(dir, 'ca.pem');
   writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
-  const load = (caFile: string) => problemsOf(() => loadControlPlaneConfig({ env: {}, overrides: { fetch: { caFile } } }));
+  const load = (caFile: string) =>
+    problemsOf(() => loadControlPlaneConfig({ env: {}, overrides: { fetch: { caFile } } }));
   t.same(load(join(dir, 'missing.pem')), [`fetch.caFile ${join(dir, 'missing.pem')} cannot be read`]);
   t.same(load(notPem), [`fetch.caFile ${notPem} holds no PEM certificate`]);
   t.same(load(pem), []);
-  t.equal(loadControlPlaneConfig({ env: {} }).fetch.allowPrivateTargets, false, 'private targets are refused by default');
+  t.equal(
+    loadControlPlaneConfig({ env: {} }).fetch.allowPrivateTargets,
+    false,
+    'private targets are refused by default',
+  );
 });
 
 t.test('an unreadable or invalid YAML file is a problem, not a crash', async (t) => {
   const dir = tempDir(t);
-  t.match(problemsOf(() => loadControlPlaneConfig({ env: { KEYPLANE_CONFIG: join(dir, 'missing.yaml') } })), [/cannot be read \(ENOENT\)/]);
+  t.match(
+    problemsOf(() => loadControlPlaneConfig({ env: { KEYPLANE_CONFIG: join(dir, 'missing.yaml') } })),
+    [/cannot be read \(ENOENT\)/],
+  );
   const bad = join(dir, 'bad.yaml');
   writeFileSync(bad, 'port: [1,\n');
-  t.match(problemsOf(() => loadControlPlaneConfig({ env: { KEYPLANE_CONFIG: bad } })), [/is not valid YAML/]);
+  t.match(
+    problemsOf(() => loadControlPlaneConfig({ env: { KEYPLANE_CONFIG: bad } })),
+    [/is not valid YAML/],
+  );
 });
 
 t.test('gateway settings: env secret, list flags, URL checks', async (t) => {
@@ -109,7 +158,10 @@ t.test('gateway settings: env secret, list flags, URL checks', async (t) => {
   });
   t.equal(config.clientSecret, 's3cret');
   t.same(config.trustedProxies, ['10.0.0.0/8', '::1']);
-  t.same(problemsOf(() => loadGatewayConfig({ env: {}, flags: { publicUrl: 'http://gw.example.com/path' } })), ['publicUrl is not a valid URL for this key']);
+  t.same(
+    problemsOf(() => loadGatewayConfig({ env: {}, flags: { publicUrl: 'http://gw.example.com/path' } })),
+    ['publicUrl is not a valid URL for this key'],
+  );
 });
 
 t.test('gateway settings added for the edge-gate: upstreams, cookie keys, lifetimes', async (t) => {

@@ -14,7 +14,18 @@ const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
 /** The flags each command documents (docs/cli.md). */
 const DOCUMENTED_FLAGS: Record<ConfigKind, string[]> = {
   'control-plane': ['--config', '--host', '--port', '--data', '--issuer', '--redis'],
-  gateway: ['--config', '--host', '--port', '--public-url', '--control-plane', '--upstream', '--client-id', '--client-secret', '--trusted-proxies', '--redis'],
+  gateway: [
+    '--config',
+    '--host',
+    '--port',
+    '--public-url',
+    '--control-plane',
+    '--upstream',
+    '--client-id',
+    '--client-secret',
+    '--trusted-proxies',
+    '--redis',
+  ],
 };
 
 function yamlFiles(dir: string): string[] {
@@ -25,8 +36,18 @@ function yamlFiles(dir: string): string[] {
   });
 }
 
-interface K8sObject { kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string> }
-interface Container { name: string; command?: string[]; args?: string[]; env?: Array<{ name: string }> }
+interface K8sObject {
+  kind: string;
+  metadata: { name: string };
+  spec?: any;
+  data?: Record<string, string>;
+}
+interface Container {
+  name: string;
+  command?: string[];
+  args?: string[];
+  env?: Array<{ name: string }>;
+}
 
 const objects: K8sObject[] = [];
 for (const file of yamlFiles(DEPLOY)) {
@@ -43,7 +64,10 @@ for (const file of yamlFiles(DEPLOY)) {
 
 /** Environment names the config schema of `kind` reads (plus KEYPLANE_CONFIG). */
 function envNames(kind: ConfigKind): Set<string> {
-  return new Set(['KEYPLANE_CONFIG', ...leaves(schemas[kind]).flatMap(([, leaf]) => (typeof leaf['env'] === 'string' ? [leaf['env']] : []))]);
+  return new Set([
+    'KEYPLANE_CONFIG',
+    ...leaves(schemas[kind]).flatMap(([, leaf]) => (typeof leaf['env'] === 'string' ? [leaf['env']] : [])),
+  ]);
 }
 
 /** A value each secret-sourced variable accepts (the manifests take them from a Secret). */
@@ -53,9 +77,17 @@ function sampleEnv(names: string[]): Record<string, string> {
 }
 
 function keyplaneContainers(kind: ConfigKind): Array<{ deployment: K8sObject; container: Container }> {
-  return objects.filter((o) => o.kind === 'Deployment').flatMap((deployment) => (deployment.spec.template.spec.containers as Container[])
-    .filter((container) => (container.command ?? []).some((part) => /main\.js$|^keyplane$/.test(part)) && container.command!.at(-1) === kind)
-    .map((container) => ({ deployment, container })));
+  return objects
+    .filter((o) => o.kind === 'Deployment')
+    .flatMap((deployment) =>
+      (deployment.spec.template.spec.containers as Container[])
+        .filter(
+          (container) =>
+            (container.command ?? []).some((part) => /main\.js$|^keyplane$/.test(part)) &&
+            container.command!.at(-1) === kind,
+        )
+        .map((container) => ({ deployment, container })),
+    );
 }
 
 /** `[--flag, value, …]` into commander's option object (camel-cased names). */
@@ -75,8 +107,14 @@ t.test('the Kubernetes manifests run keyplane with flags, environment and config
   const controlPlanes = objects.filter((o) => o.kind === 'Deployment' && o.metadata.name === 'keyplane-control-plane');
   t.equal(controlPlanes[0]?.spec.replicas, 1, 'one control plane on SQLite');
   t.equal(controlPlanes[0]?.spec.strategy?.type, 'Recreate', 'never two pods on one database');
-  t.ok(objects.some((o) => o.kind === 'PersistentVolumeClaim'), 'its data dir is a volume');
-  t.ok(objects.some((o) => o.kind === 'Service' && o.metadata.name === 'keyplane-redis'), 'Redis is reachable');
+  t.ok(
+    objects.some((o) => o.kind === 'PersistentVolumeClaim'),
+    'its data dir is a volume',
+  );
+  t.ok(
+    objects.some((o) => o.kind === 'Service' && o.metadata.name === 'keyplane-redis'),
+    'Redis is reachable',
+  );
 
   for (const kind of ['gateway', 'control-plane'] as const) {
     const found = keyplaneContainers(kind);
@@ -84,18 +122,23 @@ t.test('the Kubernetes manifests run keyplane with flags, environment and config
     const { deployment, container } = found[0]!;
     const args = container.args ?? [];
     t.ok(args.includes('--redis'), `${kind} shares Redis`);
-    for (const flag of args.filter((arg) => arg.startsWith('--'))) t.ok(DOCUMENTED_FLAGS[kind].includes(flag), `${kind} ${flag} is a documented flag`);
+    for (const flag of args.filter((arg) => arg.startsWith('--')))
+      t.ok(DOCUMENTED_FLAGS[kind].includes(flag), `${kind} ${flag} is a documented flag`);
     const names = (container.env ?? []).map((entry) => entry.name);
     const known = envNames(kind);
     for (const name of names) t.ok(known.has(name), `${kind} reads ${name} (config/schema.ts)`);
 
-    const probes = (deployment.spec.template.spec.containers as Array<Record<string, any>>).find((c) => c['name'] === container.name)!;
+    const probes = (deployment.spec.template.spec.containers as Array<Record<string, any>>).find(
+      (c) => c['name'] === container.name,
+    )!;
     t.equal(probes['readinessProbe']?.httpGet?.path, '/readyz');
     t.equal(probes['livenessProbe']?.httpGet?.path, '/healthz');
 
     // The config file the container mounts is the ConfigMap's, and it loads with these flags and env.
     const configPath = args[args.indexOf('--config') + 1]!;
-    const mapName = (deployment.spec.template.spec.volumes as Array<Record<string, any>>).find((v) => v['configMap'])!['configMap'].name as string;
+    const mapName = (deployment.spec.template.spec.volumes as Array<Record<string, any>>).find((v) => v['configMap'])![
+      'configMap'
+    ].name as string;
     const map = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === mapName)!;
     const fileName = configPath.split('/').at(-1)!;
     t.ok(map.data?.[fileName], `ConfigMap ${mapName} holds ${fileName}`);
@@ -111,9 +154,16 @@ t.test('the Kubernetes manifests run keyplane with flags, environment and config
 t.test('the gateway replicas share cookie keys and the assertion signing key', async (t) => {
   const gateway = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'keyplane-gateway')!;
   const container = (gateway.spec.template.spec.containers as Array<Record<string, any>>)[0]!;
-  t.ok((container['env'] as Array<{ name: string; valueFrom?: unknown }>).some((e) => e.name === 'KEYPLANE_GATEWAY_COOKIE_KEYS' && e.valueFrom));
+  t.ok(
+    (container['env'] as Array<{ name: string; valueFrom?: unknown }>).some(
+      (e) => e.name === 'KEYPLANE_GATEWAY_COOKIE_KEYS' && e.valueFrom,
+    ),
+  );
   const mounts = container['volumeMounts'] as Array<{ mountPath: string; subPath?: string }>;
-  t.ok(mounts.some((m) => m.mountPath === '/var/lib/keyplane/gateway-signing-key.json' && m.subPath), 'the signing key is one file from the Secret');
+  t.ok(
+    mounts.some((m) => m.mountPath === '/var/lib/keyplane/gateway-signing-key.json' && m.subPath),
+    'the signing key is one file from the Secret',
+  );
 });
 
 t.test('the PostgreSQL variant runs several control planes on one database, migrated once per rollout', async (t) => {
@@ -123,14 +173,21 @@ t.test('the PostgreSQL variant runs several control planes on one database, migr
   t.ok(deployment.spec.replicas > 1, 'more than one replica');
   t.equal(deployment.spec.strategy.type, 'RollingUpdate');
   const pod = deployment.spec.template.spec;
-  t.notOk((pod.volumes as Array<Record<string, unknown>>).some((v) => v['persistentVolumeClaim']), 'no volume: nothing durable in the pod');
+  t.notOk(
+    (pod.volumes as Array<Record<string, unknown>>).some((v) => v['persistentVolumeClaim']),
+    'no volume: nothing durable in the pod',
+  );
   const [migrate] = pod.initContainers as Container[];
   t.same(migrate!.command!.slice(-1), ['migrate'], 'an init container runs keyplane migrate');
   const [container] = pod.containers as Container[];
   const names = (container!.env ?? []).map((e) => e.name);
-  t.ok(names.includes('KEYPLANE_DATABASE_URL') && names.includes('KEYPLANE_MASTER_KEY'), 'database URL and the shared master key');
+  t.ok(
+    names.includes('KEYPLANE_DATABASE_URL') && names.includes('KEYPLANE_MASTER_KEY'),
+    'database URL and the shared master key',
+  );
   const known = envNames('control-plane');
-  for (const name of [...names, ...(migrate!.env ?? []).map((e) => e.name)]) t.ok(known.has(name), `reads ${name} (config/schema.ts)`);
+  for (const name of [...names, ...(migrate!.env ?? []).map((e) => e.name)])
+    t.ok(known.has(name), `reads ${name} (config/schema.ts)`);
   const args = container!.args ?? [];
   t.ok(args.includes('--redis'), 'shares Redis');
   const map = docs.find((o) => o.kind === 'ConfigMap')!;
@@ -138,7 +195,10 @@ t.test('the PostgreSQL variant runs several control planes on one database, migr
   writeFileSync(join(dir, 'control-plane.yaml'), map.data!['control-plane.yaml']!);
   const config = loadControlPlaneConfig({
     flags: flagsToConfig('control-plane', { ...parseArgs(args), config: join(dir, 'control-plane.yaml') }),
-    env: { ...sampleEnv(names.filter((n) => n !== 'KEYPLANE_DATABASE_URL' && n !== 'KEYPLANE_DATA_DIR')), KEYPLANE_DATABASE_URL: 'postgres://keyplane@db/keyplane' },
+    env: {
+      ...sampleEnv(names.filter((n) => n !== 'KEYPLANE_DATABASE_URL' && n !== 'KEYPLANE_DATA_DIR')),
+      KEYPLANE_DATABASE_URL: 'postgres://keyplane@db/keyplane',
+    },
   });
   t.equal(config.database.migrateOnStart, false, 'replicas leave migrations to the init container');
   t.equal(config.databaseUrl, 'postgres://keyplane@db/keyplane');

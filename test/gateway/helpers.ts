@@ -8,7 +8,13 @@ import { SignJWT, createLocalJWKSet, exportJWK, type JSONWebKeySet } from 'jose'
 import { loadGatewayConfig } from '../../config/load.js';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
 import { GATEWAY_CONFIG_TYP } from '../../lib/gateway/signed-config.js';
-import { parseCookieHeader, readLoginCookie, writeSessionCookies, type CookieKey, type GateSession } from '../../lib/gateway/session-cookie.js';
+import {
+  parseCookieHeader,
+  readLoginCookie,
+  writeSessionCookies,
+  type CookieKey,
+  type GateSession,
+} from '../../lib/gateway/session-cookie.js';
 import { startGateway, type RunningGateway } from '../../gateway/src/server.js';
 import type { GatewayDeps } from '../../gateway/src/app.js';
 import type { SharedState } from '../../lib/runtime/shared-state/index.js';
@@ -30,11 +36,20 @@ export async function controlPlaneJwks(): Promise<JSONWebKeySet> {
   return cachedJwks;
 }
 
-export async function signConfig(version: number, policy: GatewayPolicy, now = Date.now(), issuer = CONTROL_PLANE, audience = CLIENT_ID): Promise<string> {
+export async function signConfig(
+  version: number,
+  policy: GatewayPolicy,
+  now = Date.now(),
+  issuer = CONTROL_PLANE,
+  audience = CLIENT_ID,
+): Promise<string> {
   const iat = Math.floor(now / 1000);
   return new SignJWT({ version, gateway: policy })
     .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: GATEWAY_CONFIG_TYP })
-    .setIssuer(issuer).setAudience(audience).setIssuedAt(iat).setExpirationTime(iat + 600)
+    .setIssuer(issuer)
+    .setAudience(audience)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 600)
     .sign(cp.privateKey);
 }
 
@@ -55,33 +70,66 @@ export async function signAccessToken(input: TokenInput): Promise<string> {
   const iat = Math.floor(Date.now() / 1000);
   const sub = input.sub ?? 'user-1';
   const claims: Record<string, unknown> = {
-    client_id: input.clientId ?? CLIENT_ID, scope: input.scope ?? 'read', acr: input.assurance ?? 'passkey', amr: ['hwk'], auth_time: iat,
-    svc: { assurance: input.assurance ?? 'passkey', principal: input.principal === 'agent' ? { type: 'agent', id: 'agt_x', owner: 'user-9', kind: 'bot' } : { type: 'human', id: sub } },
+    client_id: input.clientId ?? CLIENT_ID,
+    scope: input.scope ?? 'read',
+    acr: input.assurance ?? 'passkey',
+    amr: ['hwk'],
+    auth_time: iat,
+    svc: {
+      assurance: input.assurance ?? 'passkey',
+      principal:
+        input.principal === 'agent'
+          ? { type: 'agent', id: 'agt_x', owner: 'user-9', kind: 'bot' }
+          : { type: 'human', id: sub },
+    },
   };
   if (input.jkt) claims['cnf'] = { jkt: input.jkt };
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: 'at+jwt' })
-    .setIssuer(input.issuer ?? CONTROL_PLANE).setAudience(input.audience).setSubject(sub).setIssuedAt(iat)
-    .setExpirationTime(iat + (input.expiresIn ?? 300)).setJti(randomUUID())
+    .setIssuer(input.issuer ?? CONTROL_PLANE)
+    .setAudience(input.audience)
+    .setSubject(sub)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + (input.expiresIn ?? 300))
+    .setJti(randomUUID())
     .sign(cp.privateKey);
 }
 
 /** An ID token as the stand-in control plane would sign it; `claims` override the defaults, `header` the protected header. */
-export async function signIdToken(claims: Record<string, unknown>, header: Record<string, unknown> = {}): Promise<string> {
+export async function signIdToken(
+  claims: Record<string, unknown>,
+  header: Record<string, unknown> = {},
+): Promise<string> {
   const iat = Math.floor(Date.now() / 1000);
   const sub = typeof claims['sub'] === 'string' ? claims['sub'] : 'user-1';
   return new SignJWT({
-    iss: CONTROL_PLANE, aud: CLIENT_ID, sub, iat, exp: iat + 300, auth_time: iat, acr: 'passkey', amr: ['hwk'],
-    email: 'ada@example.test', email_verified: true, svc: { assurance: 'passkey', principal: { type: 'human', id: sub } }, ...claims,
-  }).setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: 'JWT', ...header }).sign(cp.privateKey);
+    iss: CONTROL_PLANE,
+    aud: CLIENT_ID,
+    sub,
+    iat,
+    exp: iat + 300,
+    auth_time: iat,
+    acr: 'passkey',
+    amr: ['hwk'],
+    email: 'ada@example.test',
+    email_verified: true,
+    svc: { assurance: 'passkey', principal: { type: 'human', id: sub } },
+    ...claims,
+  })
+    .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: 'JWT', ...header })
+    .sign(cp.privateKey);
 }
 
 /** A client's DPoP key and a proof maker for it; `nonce` is a server nonce (RFC 9449 §8). */
-export async function dpopClient(): Promise<{ jkt: string; proof(htm: string, htu: string, accessToken?: string, nonce?: string): Promise<string> }> {
+export async function dpopClient(): Promise<{
+  jkt: string;
+  proof(htm: string, htu: string, accessToken?: string, nonce?: string): Promise<string>;
+}> {
   const key = await dpopKey();
   return {
     jkt: key.jkt,
-    proof: (htm, htu, accessToken, nonce) => key.proof({ htm, htu, ...(accessToken ? { accessToken } : {}), ...(nonce ? { nonce } : {}) }),
+    proof: (htm, htu, accessToken, nonce) =>
+      key.proof({ htm, htu, ...(accessToken ? { accessToken } : {}), ...(nonce ? { nonce } : {}) }),
   };
 }
 
@@ -90,7 +138,10 @@ export async function dpopClient(): Promise<{ jkt: string; proof(htm: string, ht
  * (X-Auth-Assertion aside: it is a fresh JWT, checked on its own).
  */
 export const DEFAULT_IDENTITY = {
-  'x-auth-subject': 'user-1', 'x-auth-principal-type': 'human', 'x-auth-assurance': 'passkey', 'x-auth-email': 'ada@example.test',
+  'x-auth-subject': 'user-1',
+  'x-auth-principal-type': 'human',
+  'x-auth-assurance': 'passkey',
+  'x-auth-email': 'ada@example.test',
 } as const;
 
 /** Sends raw bytes and returns the raw response (header names exactly as typed); end `text` with `Connection: close`. */
@@ -121,7 +172,11 @@ export interface Upstream {
 }
 
 /** A local upstream that echoes what it received as JSON (and records it); `handler` takes over when it returns true. */
-export async function startUpstream(t: Tap, handler?: (req: IncomingMessage, res: ServerResponse) => boolean, onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): Promise<Upstream> {
+export async function startUpstream(
+  t: Tap,
+  handler?: (req: IncomingMessage, res: ServerResponse) => boolean,
+  onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
+): Promise<Upstream> {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
     if (handler?.(req, res)) return;
@@ -129,17 +184,26 @@ export async function startUpstream(t: Tap, handler?: (req: IncomingMessage, res
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
     req.on('end', () => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body });
+      seen.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body,
+      });
       res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes', 'proxy-authenticate': 'Basic' });
       res.end(JSON.stringify({ ok: true, url: req.url, headers: req.headers, body }));
     });
   });
   if (onUpgrade) server.on('upgrade', onUpgrade);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, seen, last: () => seen.at(-1)! };
 }
 
@@ -160,16 +224,45 @@ export interface TestGateway {
  * `remoteKeys` it fetches the JWKS of `overrides.controlPlane` (a real control plane) instead.
  * Configs are signed with the stand-in key for the configured control plane and client id.
  */
-export async function startTestGateway(t: Tap, options: { upstream?: string; policy?: GatewayPolicy; overrides?: Record<string, unknown>; dataDir?: string; state?: SharedState; remoteKeys?: boolean; deps?: Partial<GatewayDeps> } = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  t: Tap,
+  options: {
+    upstream?: string;
+    policy?: GatewayPolicy;
+    overrides?: Record<string, unknown>;
+    dataDir?: string;
+    state?: SharedState;
+    remoteKeys?: boolean;
+    deps?: Partial<GatewayDeps>;
+  } = {},
+): Promise<TestGateway> {
   const dataDir = options.dataDir ?? tempDir(t, 'keyplane-gw-');
   const config = loadGatewayConfig({
     env: {},
-    overrides: { port: 0, dataDir, controlPlane: CONTROL_PLANE, clientId: CLIENT_ID, logLevel: 'info', ...(options.upstream ? { upstream: options.upstream } : {}), ...options.overrides },
+    overrides: {
+      port: 0,
+      dataDir,
+      controlPlane: CONTROL_PLANE,
+      clientId: CLIENT_ID,
+      logLevel: 'info',
+      ...(options.upstream ? { upstream: options.upstream } : {}),
+      ...options.overrides,
+    },
   });
   const logs: string[] = [];
-  const logStream = new Writable({ write(chunk, _e, done) { logs.push(String(chunk)); done(); } });
+  const logStream = new Writable({
+    write(chunk, _e, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
   const jwks = await controlPlaneJwks();
-  const running = await startGateway(config, { ...(options.remoteKeys ? {} : { controlPlaneKeys: createLocalJWKSet(jwks) }), logStream, ...(options.state ? { state: options.state } : {}), ...options.deps });
+  const running = await startGateway(config, {
+    ...(options.remoteKeys ? {} : { controlPlaneKeys: createLocalJWKSet(jwks) }),
+    logStream,
+    ...(options.state ? { state: options.state } : {}),
+    ...options.deps,
+  });
   t.teardown(() => running.close());
   let version = 0;
   const gateway: TestGateway = {
@@ -180,11 +273,35 @@ export async function startTestGateway(t: Tap, options: { upstream?: string; pol
     logs,
     async configure(policy, next) {
       version = next ?? version + 1;
-      await running.gateway.configHolder.accept(await signConfig(version, policy, Date.now(), config.controlPlane.replace(/\/$/, ''), config.clientId ?? CLIENT_ID), jwks, Date.now());
+      await running.gateway.configHolder.accept(
+        await signConfig(
+          version,
+          policy,
+          Date.now(),
+          config.controlPlane.replace(/\/$/, ''),
+          config.clientId ?? CLIENT_ID,
+        ),
+        jwks,
+        Date.now(),
+      );
     },
     async sessionCookie(session = {}) {
-      const full: GateSession = { sid: randomUUID(), sub: 'user-1', principalType: 'human', assurance: 'passkey', scopes: ['read'], email: 'ada@example.test', emailVerified: true, ...session };
-      const cookies = await writeSessionCookies(full, { keys: running.gateway.cookieKeys, now: Date.now(), secure: false, ttlSeconds: 600 });
+      const full: GateSession = {
+        sid: randomUUID(),
+        sub: 'user-1',
+        principalType: 'human',
+        assurance: 'passkey',
+        scopes: ['read'],
+        email: 'ada@example.test',
+        emailVerified: true,
+        ...session,
+      };
+      const cookies = await writeSessionCookies(full, {
+        keys: running.gateway.cookieKeys,
+        now: Date.now(),
+        secure: false,
+        ttlSeconds: 600,
+      });
       return cookies.map((line) => line.split(';')[0]).join('; ');
     },
   };
@@ -203,7 +320,12 @@ export async function signInRedirect(
   controlPlane = CONTROL_PLANE,
 ): Promise<{ authorize: URL; returnTo: string; acr: string | null } | null> {
   const location = answer.headers['location'];
-  if (answer.statusCode !== 302 || typeof location !== 'string' || !location.startsWith(`${controlPlane}/auth/authorize?`)) return null;
+  if (
+    answer.statusCode !== 302 ||
+    typeof location !== 'string' ||
+    !location.startsWith(`${controlPlane}/auth/authorize?`)
+  )
+    return null;
   const authorize = new URL(location);
   const state = authorize.searchParams.get('state') ?? '';
   const lines = [answer.headers['set-cookie'] ?? []].flat().map(String);

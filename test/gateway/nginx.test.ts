@@ -8,12 +8,24 @@ import { startTestGateway, startUpstream } from './helpers.js';
 /** nginx `auth_request` in front of an app, asking the gateway's /_gate/auth (a real nginx, started here). */
 const availability = peerAvailability('nginx', ['-v'], 'nginx-light');
 
-t.test('nginx auth_request with /_gate/auth: 401, 403, and identity for the app', { skip: availability.run ? false : availability.reason }, async (t) => {
-  const upstream = await startUpstream(t);
-  const gw = await startTestGateway(t, { policy: { mode: 'enforce', routes: [{ path: '/', min_assurance: 'email' }, { path: '/admin', min_assurance: 'sensitive' }, { path: '/public', public: true }] } });
-  const nginx = await startNginx({
-    dir: tempDir(t, 'keyplane-nginx-'),
-    server: `
+t.test(
+  'nginx auth_request with /_gate/auth: 401, 403, and identity for the app',
+  { skip: availability.run ? false : availability.reason },
+  async (t) => {
+    const upstream = await startUpstream(t);
+    const gw = await startTestGateway(t, {
+      policy: {
+        mode: 'enforce',
+        routes: [
+          { path: '/', min_assurance: 'email' },
+          { path: '/admin', min_assurance: 'sensitive' },
+          { path: '/public', public: true },
+        ],
+      },
+    });
+    const nginx = await startNginx({
+      dir: tempDir(t, 'keyplane-nginx-'),
+      server: `
     location = /_gate/auth {
       internal;
       proxy_pass ${gw.url.replace('localhost', '127.0.0.1')}/_gate/auth;
@@ -32,29 +44,30 @@ t.test('nginx auth_request with /_gate/auth: 401, 403, and identity for the app'
       proxy_set_header X-Auth-Assertion $kp_assertion;
       proxy_pass ${upstream.url};
     }`,
-  });
-  t.teardown(() => nginx.stop());
-  const base = nginx.url;
+    });
+    t.teardown(() => nginx.stop());
+    const base = nginx.url;
 
-  const anonymous = await request(`${base}/app`, { headers: { 'x-auth-subject': 'evil' } });
-  t.equal(anonymous.statusCode, 401, 'no session: nginx answers 401');
-  await anonymous.body.dump();
-  t.equal(upstream.seen.length, 0, 'and the app saw nothing');
+    const anonymous = await request(`${base}/app`, { headers: { 'x-auth-subject': 'evil' } });
+    t.equal(anonymous.statusCode, 401, 'no session: nginx answers 401');
+    await anonymous.body.dump();
+    t.equal(upstream.seen.length, 0, 'and the app saw nothing');
 
-  const cookie = await gw.sessionCookie({ assurance: 'passkey' });
-  const ok = await request(`${base}/app/page?x=1`, { headers: { cookie, 'x-auth-subject': 'evil' } });
-  t.equal(ok.statusCode, 200);
-  await ok.body.dump();
-  t.equal(upstream.last().url, '/app/page?x=1');
-  t.equal(upstream.last().headers['x-auth-subject'], 'user-1', 'the gateway\'s identity, not the client\'s');
-  t.equal(upstream.last().headers['x-auth-assurance'], 'passkey');
-  t.ok(upstream.last().headers['x-auth-assertion']);
+    const cookie = await gw.sessionCookie({ assurance: 'passkey' });
+    const ok = await request(`${base}/app/page?x=1`, { headers: { cookie, 'x-auth-subject': 'evil' } });
+    t.equal(ok.statusCode, 200);
+    await ok.body.dump();
+    t.equal(upstream.last().url, '/app/page?x=1');
+    t.equal(upstream.last().headers['x-auth-subject'], 'user-1', "the gateway's identity, not the client's");
+    t.equal(upstream.last().headers['x-auth-assurance'], 'passkey');
+    t.ok(upstream.last().headers['x-auth-assertion']);
 
-  const weak = await request(`${base}/admin/users`, { headers: { cookie } });
-  t.equal(weak.statusCode, 403, 'signed in but too weak: 403');
-  await weak.body.dump();
+    const weak = await request(`${base}/admin/users`, { headers: { cookie } });
+    t.equal(weak.statusCode, 403, 'signed in but too weak: 403');
+    await weak.body.dump();
 
-  const open = await request(`${base}/public/x`);
-  t.equal(open.statusCode, 200, 'a public route passes without a session');
-  await open.body.dump();
-});
+    const open = await request(`${base}/public/x`);
+    t.equal(open.statusCode, 200, 'a public route passes without a session');
+    await open.body.dump();
+  },
+);

@@ -1,11 +1,20 @@
 import t from 'tap';
 import { rawHttp, startTestGateway, startUpstream } from './helpers.js';
 
-const POLICY = { mode: 'enforce' as const, routes: [{ path: '/', min_assurance: 'passkey' as const }, { path: '/admin', min_assurance: 'sensitive' as const }] };
+const POLICY = {
+  mode: 'enforce' as const,
+  routes: [
+    { path: '/', min_assurance: 'passkey' as const },
+    { path: '/admin', min_assurance: 'sensitive' as const },
+  ],
+};
 
 /** Sends a target as typed (no client-side normalisation) and returns the status line and body. */
 async function send(url: string, target: string, cookie: string): Promise<{ status: number; body: string }> {
-  const raw = await rawHttp(url, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nCookie: ${cookie}\r\nConnection: close\r\n\r\n`);
+  const raw = await rawHttp(
+    url,
+    `GET ${target} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nCookie: ${cookie}\r\nConnection: close\r\n\r\n`,
+  );
   return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1]), body: raw.slice(raw.indexOf('\r\n\r\n') + 4) };
 }
 
@@ -19,13 +28,30 @@ t.test('a passkey session never reaches /admin through another spelling of it', 
     t.equal(answer.status, 403, `${target} falls under /admin`);
     t.match(answer.body, /"reason":"insufficient_assurance"/);
   }
-  for (const target of ['/admin;x', '/admin;jsessionid=1/users', '/app/..;/admin', '/admin%3b', '/app%2f..%2fadmin', '/app%5c..%5cadmin', '/app\\..\\admin',
-    '/app/%2e%2e/admin', '/admin%252f', '/%c0%ae%c0%ae/admin', '/%ef%bc%a1dmin', '/admin.', '/admin%20', '/admin%09']) {
+  for (const target of [
+    '/admin;x',
+    '/admin;jsessionid=1/users',
+    '/app/..;/admin',
+    '/admin%3b',
+    '/app%2f..%2fadmin',
+    '/app%5c..%5cadmin',
+    '/app\\..\\admin',
+    '/app/%2e%2e/admin',
+    '/admin%252f',
+    '/%c0%ae%c0%ae/admin',
+    '/%ef%bc%a1dmin',
+    '/admin.',
+    '/admin%20',
+    '/admin%09',
+  ]) {
     const answer = await send(gw.url, target, cookie);
     t.equal(answer.status, 400, `${target} is refused`);
     t.match(answer.body, /"reason":"invalid_path"/);
   }
-  t.notOk(upstream.seen.some((seen) => /admin/i.test(seen.url)), 'no spelling of /admin reached the upstream');
+  t.notOk(
+    upstream.seen.some((seen) => /admin/i.test(seen.url)),
+    'no spelling of /admin reached the upstream',
+  );
   const sensitive = await gw.sessionCookie({ assurance: 'sensitive' });
   t.equal((await send(gw.url, '/ADMIN/users', sensitive)).status, 200, 'a step-up session passes in any case');
   t.equal(upstream.last().url, '/ADMIN/users', 'the upstream gets the path as sent');

@@ -5,7 +5,13 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import { request } from 'undici';
 import { DEFAULT_IDENTITY, rawHttp, startTestGateway, startUpstream } from './helpers.js';
 
-const OPEN = { mode: 'enforce' as const, routes: [{ path: '/', min_assurance: 'email' as const }, { path: '/public', public: true }] };
+const OPEN = {
+  mode: 'enforce' as const,
+  routes: [
+    { path: '/', min_assurance: 'email' as const },
+    { path: '/public', public: true },
+  ],
+};
 
 t.test('fails closed until it holds a signed config', async (t) => {
   const upstream = await startUpstream(t);
@@ -41,7 +47,10 @@ t.test('proxies a session with identity headers and an assertion that verifies w
   t.equal(seen.headers['host'], new URL(upstream.url).host);
 
   const jwks = (await (await request(`${gw.url}/_gate/jwks`)).body.json()) as { keys: [] };
-  const { payload } = await jwtVerify(seen.headers['x-auth-assertion'] as string, createLocalJWKSet(jwks), { issuer: gw.url, audience: upstream.url });
+  const { payload } = await jwtVerify(seen.headers['x-auth-assertion'] as string, createLocalJWKSet(jwks), {
+    issuer: gw.url,
+    audience: upstream.url,
+  });
   t.match(payload, { sub: 'user-1', principal_type: 'human', assurance: 'passkey' });
   t.ok(payload.exp! - payload.iat! <= 300);
 
@@ -53,10 +62,18 @@ t.test('proxies a session with identity headers and an assertion that verifies w
 t.test('routes to several upstreams by path prefix, each assertion addressed to its own app', async (t) => {
   const main = await startUpstream(t);
   const reports = await startUpstream(t);
-  const gw = await startTestGateway(t, { upstream: main.url, policy: OPEN, overrides: { upstreams: [{ path: '/reports', url: reports.url }] } });
+  const gw = await startTestGateway(t, {
+    upstream: main.url,
+    policy: OPEN,
+    overrides: { upstreams: [{ path: '/reports', url: reports.url }] },
+  });
   const cookie = await gw.sessionCookie();
   const jwks = createLocalJWKSet((await (await request(`${gw.url}/_gate/jwks`)).body.json()) as { keys: [] });
-  for (const [path, app, other] of [['/reports/q3?x=1', reports, main], ['/reportsx', main, reports], ['/', main, reports]] as const) {
+  for (const [path, app, other] of [
+    ['/reports/q3?x=1', reports, main],
+    ['/reportsx', main, reports],
+    ['/', main, reports],
+  ] as const) {
     const before = other.seen.length;
     const res = await request(`${gw.url}${path}`, { headers: { cookie } });
     t.equal(res.statusCode, 200, path);
@@ -72,41 +89,86 @@ t.test('spoofed identity headers in every spelling never reach the upstream', as
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
   const cookie = await gw.sessionCookie();
   const spoofs = [
-    'X-Auth-Subject: evil', 'x-auth-subject: evil', 'X-AUTH-SUBJECT: evil', 'X_Auth_Subject: evil', 'x.auth.subject: evil', 'X-Auth_Subject: evil',
-    'X-Auth-Principal-Type: agent', 'X_Auth_Principal_Type: agent', 'X-Auth-Assurance: sensitive', 'x_auth.assurance: sensitive',
-    'X-Auth-Email: evil@example.test', 'X.Auth.Email: evil@example.test', 'X-Auth-Assertion: forged', 'X_AUTH_ASSERTION: forged', 'X-Auth-Groups: admin',
+    'X-Auth-Subject: evil',
+    'x-auth-subject: evil',
+    'X-AUTH-SUBJECT: evil',
+    'X_Auth_Subject: evil',
+    'x.auth.subject: evil',
+    'X-Auth_Subject: evil',
+    'X-Auth-Principal-Type: agent',
+    'X_Auth_Principal_Type: agent',
+    'X-Auth-Assurance: sensitive',
+    'x_auth.assurance: sensitive',
+    'X-Auth-Email: evil@example.test',
+    'X.Auth.Email: evil@example.test',
+    'X-Auth-Assertion: forged',
+    'X_AUTH_ASSERTION: forged',
+    'X-Auth-Groups: admin',
   ];
-  for (const [path, withCookie] of [['/page', true], ['/public/page', false]] as const) {
-    const text = [`GET ${path} HTTP/1.1`, 'Host: localhost', 'Connection: close', ...(withCookie ? [`Cookie: ${cookie}`] : []), ...spoofs, '', ''].join('\r\n');
+  for (const [path, withCookie] of [
+    ['/page', true],
+    ['/public/page', false],
+  ] as const) {
+    const text = [
+      `GET ${path} HTTP/1.1`,
+      'Host: localhost',
+      'Connection: close',
+      ...(withCookie ? [`Cookie: ${cookie}`] : []),
+      ...spoofs,
+      '',
+      '',
+    ].join('\r\n');
     const response = await rawHttp(gw.url, text);
     t.match(response, /^HTTP\/1\.1 200/, path);
     const seen = upstream.last();
     const names = seen.rawHeaders.filter((_, i) => i % 2 === 0);
     const identity = names.filter((name) => /^x[-_.]auth[-_.]/i.test(name));
     if (withCookie) {
-      t.same(identity.sort(), ['x-auth-assertion', 'x-auth-assurance', 'x-auth-email', 'x-auth-principal-type', 'x-auth-subject'], 'only the gateway\'s own, once each');
+      t.same(
+        identity.sort(),
+        ['x-auth-assertion', 'x-auth-assurance', 'x-auth-email', 'x-auth-principal-type', 'x-auth-subject'],
+        "only the gateway's own, once each",
+      );
       t.equal(seen.headers['x-auth-subject'], 'user-1');
       t.equal(seen.headers['x-auth-assurance'], 'passkey');
     } else {
       t.same(identity, [], 'a public route passes no identity at all');
     }
-    t.notOk(seen.rawHeaders.some((value) => value === 'evil' || value === 'forged' || value === 'sensitive' || value === 'evil@example.test'), 'no spoofed value arrives');
+    t.notOk(
+      seen.rawHeaders.some(
+        (value) => value === 'evil' || value === 'forged' || value === 'sensitive' || value === 'evil@example.test',
+      ),
+      'no spoofed value arrives',
+    );
   }
 });
 
-t.test('hop-by-hop headers and the headers Connection names are dropped, never the gateway\'s', async (t) => {
+t.test("hop-by-hop headers and the headers Connection names are dropped, never the gateway's", async (t) => {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
   const cookie = await gw.sessionCookie();
-  const text = ['GET /p HTTP/1.1', 'Host: localhost', `Cookie: ${cookie}`, 'Connection: close, X-Secret-Hop, X-Auth-Subject, X-Forwarded-For', 'X-Secret-Hop: 1', 'Keep-Alive: timeout=5', 'TE: trailers', 'Proxy-Authorization: Basic eA==', 'Trailer: x', '', ''].join('\r\n');
+  const text = [
+    'GET /p HTTP/1.1',
+    'Host: localhost',
+    `Cookie: ${cookie}`,
+    'Connection: close, X-Secret-Hop, X-Auth-Subject, X-Forwarded-For',
+    'X-Secret-Hop: 1',
+    'Keep-Alive: timeout=5',
+    'TE: trailers',
+    'Proxy-Authorization: Basic eA==',
+    'Trailer: x',
+    '',
+    '',
+  ].join('\r\n');
   t.match(await rawHttp(gw.url, text), /^HTTP\/1\.1 200/);
   const seen = upstream.last().headers;
-  for (const name of ['x-secret-hop', 'keep-alive', 'te', 'proxy-authorization', 'trailer']) t.notOk(name in seen, name);
-  t.equal(seen['x-auth-subject'], 'user-1', 'naming an identity header in Connection does not remove the gateway\'s');
+  for (const name of ['x-secret-hop', 'keep-alive', 'te', 'proxy-authorization', 'trailer'])
+    t.notOk(name in seen, name);
+  t.equal(seen['x-auth-subject'], 'user-1', "naming an identity header in Connection does not remove the gateway's");
   t.equal(seen['x-forwarded-for'], '127.0.0.1');
 });
 
-t.test('the control plane\'s cookies never reach the upstream, the app\'s own do', async (t) => {
+t.test("the control plane's cookies never reach the upstream, the app's own do", async (t) => {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
   const cookie = `${await gw.sessionCookie()}; kp_session=cp-session; kp_device=cp-device; __Host-kp_session=cp; __Secure-kp_device=cp; KP_Other=x; app=1; theme=dark`;
@@ -118,14 +180,26 @@ t.test('forwarded headers are believed only from trusted proxies', async (t) => 
   const upstream = await startUpstream(t);
   const trusted = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
   const cookie = await trusted.sessionCookie();
-  const spoof = { cookie, 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'app.example.test', 'x-forwarded-prefix': '/admin', forwarded: 'for=1.2.3.4', 'x-real-ip': '1.2.3.4' };
+  const spoof = {
+    cookie,
+    'x-forwarded-for': '203.0.113.9',
+    'x-forwarded-proto': 'https',
+    'x-forwarded-host': 'app.example.test',
+    'x-forwarded-prefix': '/admin',
+    forwarded: 'for=1.2.3.4',
+    'x-real-ip': '1.2.3.4',
+  };
   await (await request(`${trusted.url}/p`, { headers: spoof })).body.text();
   let seen = upstream.last().headers;
-  t.equal(seen['x-forwarded-for'], '203.0.113.9, 127.0.0.1', 'a trusted proxy\'s chain is kept and extended');
+  t.equal(seen['x-forwarded-for'], '203.0.113.9, 127.0.0.1', "a trusted proxy's chain is kept and extended");
   t.equal(seen['x-forwarded-proto'], 'https');
   t.equal(seen['x-forwarded-host'], 'app.example.test');
 
-  const untrusted = await startTestGateway(t, { upstream: upstream.url, policy: OPEN, overrides: { trustedProxies: ['10.0.0.0/8'] } });
+  const untrusted = await startTestGateway(t, {
+    upstream: upstream.url,
+    policy: OPEN,
+    overrides: { trustedProxies: ['10.0.0.0/8'] },
+  });
   const cookie2 = await untrusted.sessionCookie();
   await (await request(`${untrusted.url}/p`, { headers: { ...spoof, cookie: cookie2 } })).body.text();
   seen = upstream.last().headers;
@@ -133,15 +207,42 @@ t.test('forwarded headers are believed only from trusted proxies', async (t) => 
   t.equal(seen['x-forwarded-proto'], 'http');
   t.equal(seen['x-forwarded-host'], new URL(untrusted.url).host);
   await (await request(`${untrusted.url}/p`, { headers: { cookie: cookie2, host: 'evil.example' } })).body.text();
-  t.equal(upstream.last().headers['x-forwarded-host'], new URL(untrusted.url).host, 'the client\'s Host never becomes X-Forwarded-Host');
-  const https = await startTestGateway(t, { upstream: upstream.url, policy: OPEN, overrides: { trustedProxies: ['10.0.0.0/8'], publicUrl: 'https://gate.example.test' } });
+  t.equal(
+    upstream.last().headers['x-forwarded-host'],
+    new URL(untrusted.url).host,
+    "the client's Host never becomes X-Forwarded-Host",
+  );
+  const https = await startTestGateway(t, {
+    upstream: upstream.url,
+    policy: OPEN,
+    overrides: { trustedProxies: ['10.0.0.0/8'], publicUrl: 'https://gate.example.test' },
+  });
   const cookie3 = (await https.sessionCookie()).replace(/kp_gate_/g, '__Host-kp_gate_');
-  await rawHttp(https.local, ['GET /p HTTP/1.1', 'Host: evil.example', 'Connection: close', `Cookie: ${cookie3}`, '', ''].join('\r\n'));
+  await rawHttp(
+    https.local,
+    ['GET /p HTTP/1.1', 'Host: evil.example', 'Connection: close', `Cookie: ${cookie3}`, '', ''].join('\r\n'),
+  );
   t.equal(upstream.last().headers['x-forwarded-host'], 'gate.example.test', 'host and proto from the public URL');
   t.equal(upstream.last().headers['x-forwarded-proto'], 'https');
-  for (const name of ['x-forwarded-prefix', 'forwarded', 'x-real-ip']) t.notOk(name in seen, `${name} from an untrusted client is dropped`);
-  await rawHttp(untrusted.url, ['GET /p HTTP/1.1', 'Host: localhost', 'Connection: close', `Cookie: ${cookie2}`, 'X_Forwarded_For: 6.6.6.6', 'X.Forwarded.Host: evil', '', ''].join('\r\n'));
-  t.notOk(upstream.last().rawHeaders.some((value) => value === '6.6.6.6' || value === 'evil'), 'variant spellings are dropped too');
+  for (const name of ['x-forwarded-prefix', 'forwarded', 'x-real-ip'])
+    t.notOk(name in seen, `${name} from an untrusted client is dropped`);
+  await rawHttp(
+    untrusted.url,
+    [
+      'GET /p HTTP/1.1',
+      'Host: localhost',
+      'Connection: close',
+      `Cookie: ${cookie2}`,
+      'X_Forwarded_For: 6.6.6.6',
+      'X.Forwarded.Host: evil',
+      '',
+      '',
+    ].join('\r\n'),
+  );
+  t.notOk(
+    upstream.last().rawHeaders.some((value) => value === '6.6.6.6' || value === 'evil'),
+    'variant spellings are dropped too',
+  );
 });
 
 t.test('streams request and response bodies, SSE unbuffered', async (t) => {
@@ -167,21 +268,39 @@ t.test('streams request and response bodies, SSE unbuffered', async (t) => {
   t.equal(chunks.join(''), 'data: first\n\ndata: second\n\n');
 
   const body = 'x'.repeat(200_000);
-  const echoed = await request(`${gw.url}/upload`, { method: 'POST', headers: { cookie, 'content-type': 'text/plain' }, body });
+  const echoed = await request(`${gw.url}/upload`, {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'text/plain' },
+    body,
+  });
   t.equal(((await echoed.body.json()) as { body: string }).body.length, body.length);
   t.equal(upstream.last().method, 'POST');
 });
 
 t.test('a WebSocket upgrade passes through with identity; refused without a session', async (t) => {
   const upstream = await startUpstream(t, undefined, (req, socket) => {
-    upstream.seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: '' });
-    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n');
+    upstream.seen.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body: '',
+    });
+    socket.write(
+      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n',
+    );
     socket.pipe(socket);
   });
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
   const cookie = await gw.sessionCookie();
   const { port } = new URL(gw.url);
-  const headers = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'x-auth-subject': 'evil' };
+  const headers = {
+    connection: 'Upgrade',
+    upgrade: 'websocket',
+    'sec-websocket-version': '13',
+    'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    'x-auth-subject': 'evil',
+  };
   const req = httpRequest({ host: '127.0.0.1', port, path: '/socket', headers: { ...headers, cookie } });
   req.end();
   const [res, socket] = (await once(req, 'upgrade')) as [unknown, import('node:net').Socket];
@@ -199,24 +318,42 @@ t.test('a WebSocket upgrade passes through with identity; refused without a sess
   t.equal(refused.statusCode, 401);
   let body = '';
   for await (const chunk of refused) body += chunk;
-  t.match(JSON.parse(body), { ok: false, reason: 'unauthorized' }, 'a refused upgrade is the same envelope, written on the socket');
+  t.match(
+    JSON.parse(body),
+    { ok: false, reason: 'unauthorized' },
+    'a refused upgrade is the same envelope, written on the socket',
+  );
   t.equal(upstream.seen.length, 1, 'and never reaches the app');
 });
 
-t.test('in observe mode an upgrade the policy would refuse passes without identity and is counted as observed', async (t) => {
-  const upstream = await startUpstream(t, undefined, (req, socket) => {
-    upstream.seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: '' });
-    socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n');
-  });
-  const gw = await startTestGateway(t, { upstream: upstream.url, policy: { ...OPEN, mode: 'observe' } });
-  const answer = await rawHttp(gw.url, 'GET /socket HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Auth-Subject: evil\r\n\r\n');
-  t.match(answer, /^HTTP\/1\.1 101 /);
-  t.notOk(upstream.last().headers['x-auth-subject'], 'no identity, and not the client\'s');
-  const metrics = await (await request(`${gw.url}/metrics`)).body.text();
-  t.match(metrics, /kp_gate_requests_total\{outcome="observed"\} 1/);
-  t.match(metrics, /kp_gate_observed_refusals_total\{reason="unauthorized"\} 1/);
-  t.notMatch(metrics, /kp_gate_requests_total\{outcome="allowed"\}/);
-});
+t.test(
+  'in observe mode an upgrade the policy would refuse passes without identity and is counted as observed',
+  async (t) => {
+    const upstream = await startUpstream(t, undefined, (req, socket) => {
+      upstream.seen.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: '',
+      });
+      socket.end(
+        'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n',
+      );
+    });
+    const gw = await startTestGateway(t, { upstream: upstream.url, policy: { ...OPEN, mode: 'observe' } });
+    const answer = await rawHttp(
+      gw.url,
+      'GET /socket HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Auth-Subject: evil\r\n\r\n',
+    );
+    t.match(answer, /^HTTP\/1\.1 101 /);
+    t.notOk(upstream.last().headers['x-auth-subject'], "no identity, and not the client's");
+    const metrics = await (await request(`${gw.url}/metrics`)).body.text();
+    t.match(metrics, /kp_gate_requests_total\{outcome="observed"\} 1/);
+    t.match(metrics, /kp_gate_observed_refusals_total\{reason="unauthorized"\} 1/);
+    t.notMatch(metrics, /kp_gate_requests_total\{outcome="allowed"\}/);
+  },
+);
 
 t.test('upstream failures become envelopes: down 502, silent 504; they are never counted as allowed', async (t) => {
   const down = await startTestGateway(t, { upstream: 'http://127.0.0.1:9', policy: OPEN });
@@ -230,14 +367,21 @@ t.test('upstream failures become envelopes: down 502, silent 504; they are never
   const res2 = await request(`${slow.url}/x`, { headers: { cookie: await slow.sessionCookie() } });
   t.equal(res2.statusCode, 504);
   t.match(await res2.body.json(), { ok: false, reason: 'upstream_timeout' });
-  for (const [gw, reason] of [[down, 'upstream_unavailable'], [slow, 'upstream_timeout']] as const) {
+  for (const [gw, reason] of [
+    [down, 'upstream_unavailable'],
+    [slow, 'upstream_timeout'],
+  ] as const) {
     const metrics = await (await request(`${gw.url}/metrics`)).body.text();
     t.notMatch(metrics, /kp_gate_requests_total\{outcome="allowed"\}/, `${reason}: not allowed`);
     t.match(metrics, /kp_gate_requests_total\{outcome="upstream_failed"\} 1/);
     t.match(metrics, new RegExp(`kp_gate_upstream_failures_total\\{reason="${reason}"\\} 1`));
   }
   const jws = await down.running.gateway.evidence();
-  t.match(JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString()), { counts: { allowed: 0 } }, 'evidence counts no failure as allowed');
+  t.match(
+    JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString()),
+    { counts: { allowed: 0 } },
+    'evidence counts no failure as allowed',
+  );
 });
 
 t.test('a request that arrives while the gateway is closing its upstream pool is a 503 to retry', async (t) => {
@@ -276,5 +420,9 @@ t.test('the signed config survives a restart; /metrics counts', async (t) => {
   t.match(metrics, /kp_gate_config_version 1/);
   await first.running.close();
   const second = await startTestGateway(t, { upstream: upstream.url, dataDir: first.dataDir });
-  t.match(await (await request(`${second.url}/readyz`)).body.json(), { ok: true, configVersion: 1 }, 'the last good copy is back');
+  t.match(
+    await (await request(`${second.url}/readyz`)).body.json(),
+    { ok: true, configVersion: 1 },
+    'the last good copy is back',
+  );
 });

@@ -10,7 +10,11 @@ t.test('reserved /_gate paths answer with envelopes', async (t) => {
   const unknown = await request(`${gw.url}/_gate/nothing`);
   t.equal(unknown.statusCode, 404);
   t.match(await unknown.body.json(), { ok: false, reason: 'not_found' });
-  for (const [path, method] of [['/_gate/jwks', 'POST'], ['/_gate/signin', 'POST'], ['/_gate/signout', 'PUT']] as const) {
+  for (const [path, method] of [
+    ['/_gate/jwks', 'POST'],
+    ['/_gate/signin', 'POST'],
+    ['/_gate/signout', 'PUT'],
+  ] as const) {
     const res = await request(`${gw.url}${path}`, { method });
     t.equal(res.statusCode, 405, `${method} ${path}`);
     t.match(await res.body.json(), { reason: 'method_not_allowed' });
@@ -37,9 +41,15 @@ t.test('without a client id sign-in is not ready; without an upstream only forwa
   t.equal(proxied.statusCode, 502);
   t.match(await proxied.body.json(), { reason: 'upstream_unavailable' });
   t.equal((await request(`${gw.url}/_gate/auth`, { headers: { cookie } })).statusCode, 200);
-  const upgrade = await rawHttp(gw.url, `GET /socket HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nCookie: ${cookie}\r\n\r\n`);
+  const upgrade = await rawHttp(
+    gw.url,
+    `GET /socket HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nCookie: ${cookie}\r\n\r\n`,
+  );
   t.match(upgrade, /^HTTP\/1\.1 502 /);
-  const badPath = await rawHttp(gw.url, 'GET /a/../b HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  const badPath = await rawHttp(
+    gw.url,
+    'GET /a/../b HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n',
+  );
   t.match(badPath, /^HTTP\/1\.1 400 /);
   t.match(badPath, /"reason":"invalid_path"/);
 });
@@ -47,8 +57,16 @@ t.test('without a client id sign-in is not ready; without an upstream only forwa
 t.test('signed evidence reports the held config, counts by reason and the last enforcement', async (t) => {
   const gw = await startTestGateway(t);
   const jwks = createLocalJWKSet((await (await request(`${gw.url}/_gate/jwks`)).body.json()) as { keys: [] });
-  const before = await jwtVerify(await gw.running.gateway.evidence(), jwks, { issuer: gw.url, audience: 'http://localhost:4400', typ: 'keyplane-gateway-evidence+jwt' });
-  t.match(before.payload, { config: null, last_enforcement_at: null, client_id: 'gw-test' }, 'no config: nothing can look enforced');
+  const before = await jwtVerify(await gw.running.gateway.evidence(), jwks, {
+    issuer: gw.url,
+    audience: 'http://localhost:4400',
+    typ: 'keyplane-gateway-evidence+jwt',
+  });
+  t.match(
+    before.payload,
+    { config: null, last_enforcement_at: null, client_id: 'gw-test' },
+    'no config: nothing can look enforced',
+  );
   await (await request(`${gw.url}/app`)).body.dump();
 
   await gw.configure(POLICY);
@@ -57,7 +75,10 @@ t.test('signed evidence reports the held config, counts by reason and the last e
   await (await request(`${gw.url}/_gate/auth`)).body.dump();
   await (await request(`${gw.url}/_gate/auth`)).body.dump();
   const jws = await gw.running.gateway.evidence(30);
-  const { payload, protectedHeader } = await jwtVerify(jws, jwks, { issuer: gw.url, audience: 'http://localhost:4400' });
+  const { payload, protectedHeader } = await jwtVerify(jws, jwks, {
+    issuer: gw.url,
+    audience: 'http://localhost:4400',
+  });
   t.equal(protectedHeader.typ, 'keyplane-gateway-evidence+jwt');
   t.match(payload, {
     sub: 'gw-test',

@@ -4,35 +4,63 @@ import { CLIENT_ID, signAccessToken, startTestGateway, startUpstream } from './h
 
 const ROUTES = [{ path: '/', min_assurance: 'passkey' as const }];
 
-t.test('only tokens of the gateway\'s own client or of accept_clients pass', async (t) => {
+t.test("only tokens of the gateway's own client or of accept_clients pass", async (t) => {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: { mode: 'enforce', routes: ROUTES } });
   const call = async (token: string) => {
     const res = await request(`${gw.url}/api/x`, { headers: { authorization: `Bearer ${token}` } });
-    return { status: res.statusCode, body: await res.body.json() as Record<string, unknown>, challenge: String(res.headers['www-authenticate'] ?? '') };
+    return {
+      status: res.statusCode,
+      body: (await res.body.json()) as Record<string, unknown>,
+      challenge: String(res.headers['www-authenticate'] ?? ''),
+    };
   };
-  t.equal((await call(await signAccessToken({ audience: gw.url }))).status, 200, 'the gateway\'s own client');
+  t.equal((await call(await signAccessToken({ audience: gw.url }))).status, 200, "the gateway's own client");
   const foreign = await call(await signAccessToken({ audience: gw.url, clientId: 'attacker-app', sub: 'victim' }));
-  t.equal(foreign.status, 401, 'a token another client obtained for the gateway\'s URL');
+  t.equal(foreign.status, 401, "a token another client obtained for the gateway's URL");
   t.match(foreign.body, { ok: false, reason: 'invalid_token' });
   t.match(foreign.challenge, /error="invalid_token"/);
-  t.notOk(upstream.seen.some((seen) => seen.headers['x-auth-subject'] === 'victim'), 'the victim never reached the upstream');
+  t.notOk(
+    upstream.seen.some((seen) => seen.headers['x-auth-subject'] === 'victim'),
+    'the victim never reached the upstream',
+  );
 
   await gw.configure({ mode: 'enforce', accept_clients: ['partner-api'], routes: ROUTES });
-  t.equal((await call(await signAccessToken({ audience: gw.url, clientId: 'partner-api' }))).status, 200, 'a listed client');
-  t.equal((await call(await signAccessToken({ audience: gw.url, clientId: 'attacker-app' }))).status, 401, 'an unlisted one still not');
-  t.equal((await call(await signAccessToken({ audience: gw.url, clientId: CLIENT_ID }))).status, 200, 'its own stays accepted');
+  t.equal(
+    (await call(await signAccessToken({ audience: gw.url, clientId: 'partner-api' }))).status,
+    200,
+    'a listed client',
+  );
+  t.equal(
+    (await call(await signAccessToken({ audience: gw.url, clientId: 'attacker-app' }))).status,
+    401,
+    'an unlisted one still not',
+  );
+  t.equal(
+    (await call(await signAccessToken({ audience: gw.url, clientId: CLIENT_ID }))).status,
+    200,
+    'its own stays accepted',
+  );
 });
 
 t.test('each route checks its own resource as the audience; the public URL is the default', async (t) => {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { upstream: upstream.url });
-  await gw.configure({ mode: 'enforce', routes: [...ROUTES, { path: '/api', resource: `${gw.url}/api` }, { path: '/billing', resource: `${gw.url}/billing` }] });
-  const status = async (path: string, audience: string) => (await request(`${gw.url}${path}`, { headers: { authorization: `Bearer ${await signAccessToken({ audience })}` } })).statusCode;
+  await gw.configure({
+    mode: 'enforce',
+    routes: [
+      ...ROUTES,
+      { path: '/api', resource: `${gw.url}/api` },
+      { path: '/billing', resource: `${gw.url}/billing` },
+    ],
+  });
+  const status = async (path: string, audience: string) =>
+    (await request(`${gw.url}${path}`, { headers: { authorization: `Bearer ${await signAccessToken({ audience })}` } }))
+      .statusCode;
   t.equal(await status('/api/items', `${gw.url}/api`), 200, 'a token for /api at /api');
   t.equal(await status('/API/items', `${gw.url}/api`), 200, 'in any case');
   t.equal(await status('/billing/x', `${gw.url}/api`), 401, 'a token for /api at /billing');
   t.equal(await status('/api/items', gw.url), 401, 'a token for the gateway at a route with its own resource');
   t.equal(await status('/other', gw.url), 200, 'the public URL for a route without a resource');
-  t.equal(await status('/other', `${gw.url}/api`), 401, 'and not a route\'s resource there');
+  t.equal(await status('/other', `${gw.url}/api`), 401, "and not a route's resource there");
 });

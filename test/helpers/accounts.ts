@@ -27,7 +27,9 @@ export function absorbCookies(res: LightMyRequestResponse, jar: Record<string, s
 }
 
 export function cookieHeader(jar: Record<string, string>): string {
-  return Object.entries(jar).map(([k, v]) => `${k}=${v}`).join('; ');
+  return Object.entries(jar)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('; ');
 }
 
 export function headersFor(jar: Record<string, string>): { cookie: string; origin: string } {
@@ -37,35 +39,67 @@ export function headersFor(jar: Record<string, string>): { cookie: string; origi
 export async function signUp(
   app: FastifyInstance,
   username: string,
-  options: { authenticator?: SoftAuthenticator; setupToken?: string; displayName?: string; cookies?: Record<string, string> } = {},
+  options: {
+    authenticator?: SoftAuthenticator;
+    setupToken?: string;
+    displayName?: string;
+    cookies?: Record<string, string>;
+  } = {},
 ): Promise<TestAccount> {
   const authenticator = options.authenticator ?? new SoftAuthenticator(TEST_ISSUER);
   const jar = { ...(options.cookies ?? {}) };
   const begin = await app.inject({
-    method: 'POST', url: '/auth/registration-options', headers: headersFor(jar),
-    payload: { username, ...(options.setupToken ? { setupToken: options.setupToken } : {}), ...(options.displayName ? { displayName: options.displayName } : {}) },
+    method: 'POST',
+    url: '/auth/registration-options',
+    headers: headersFor(jar),
+    payload: {
+      username,
+      ...(options.setupToken ? { setupToken: options.setupToken } : {}),
+      ...(options.displayName ? { displayName: options.displayName } : {}),
+    },
   });
   if (begin.statusCode !== 200) throw new Error(`registration-options: ${begin.body}`);
   const { options: creation, signupToken } = begin.json();
   const response = authenticator.create(creation);
-  const done = await app.inject({ method: 'POST', url: '/auth/registration-verify', headers: headersFor(jar), payload: { user: username, response, signupToken } });
+  const done = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-verify',
+    headers: headersFor(jar),
+    payload: { user: username, response, signupToken },
+  });
   if (done.statusCode !== 200) throw new Error(`registration-verify: ${done.body}`);
   absorbCookies(done, jar);
   return { identityId: done.json().identityId, username, authenticator, cookies: jar, headers: headersFor(jar) };
 }
 
 /** A fresh sign-in with the account's passkey (usernameless unless `user` is given); returns the new cookie jar. */
-export async function signIn(app: FastifyInstance, account: TestAccount, options: { user?: string; cookies?: Record<string, string> } = {}): Promise<Record<string, string>> {
+export async function signIn(
+  app: FastifyInstance,
+  account: TestAccount,
+  options: { user?: string; cookies?: Record<string, string> } = {},
+): Promise<Record<string, string>> {
   const jar = { ...(options.cookies ?? {}) };
-  const begin = await app.inject({ method: 'GET', url: `/auth/assertion-options${options.user ? `?user=${encodeURIComponent(options.user)}` : ''}` });
+  const begin = await app.inject({
+    method: 'GET',
+    url: `/auth/assertion-options${options.user ? `?user=${encodeURIComponent(options.user)}` : ''}`,
+  });
   const response = account.authenticator.get(begin.json().options);
-  const done = await app.inject({ method: 'POST', url: '/auth/assertion-verify', headers: headersFor(jar), payload: { ...(options.user ? { user: options.user } : {}), response } });
+  const done = await app.inject({
+    method: 'POST',
+    url: '/auth/assertion-verify',
+    headers: headersFor(jar),
+    payload: { ...(options.user ? { user: options.user } : {}), response },
+  });
   if (done.statusCode !== 200) throw new Error(`assertion-verify: ${done.body}`);
   return absorbCookies(done, jar);
 }
 
 /** Steps the session in `jar` up to `sensitive`. */
-export async function stepUp(app: FastifyInstance, account: TestAccount, jar: Record<string, string>): Promise<LightMyRequestResponse> {
+export async function stepUp(
+  app: FastifyInstance,
+  account: TestAccount,
+  jar: Record<string, string>,
+): Promise<LightMyRequestResponse> {
   const begin = await app.inject({ method: 'POST', url: '/auth/step-up/options', headers: headersFor(jar) });
   if (begin.statusCode !== 200) throw new Error(`step-up/options: ${begin.body}`);
   const response = account.authenticator.get(begin.json().options);

@@ -15,7 +15,16 @@ interface Tap {
 export const CHROMIUM = '/usr/bin/chromium';
 const REQUIRE_ALL = process.env['KEYPLANE_REQUIRE_ALL'] === '1';
 // Without the background-networking flags Chromium keeps dialling Google on this closed network.
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export const chromiumMissing = !existsSync(CHROMIUM);
 
@@ -57,22 +66,36 @@ export async function launchChromium(t: Tap, options: LaunchOptions = {}): Promi
   page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
   page.on('console', (message) => {
     // Failed loads are reported with their URL by the response listener.
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(`console: ${message.text()}`);
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+      problems.push(`console: ${message.text()}`);
   });
   page.on('response', (response) => {
     const url = new URL(response.url());
-    if (options.traceResponses) problems.push(`${response.status()} ${response.request().method()} ${url.href.slice(0, 120)} ${response.headers()['location'] ?? ''}`);
-    else if (response.status() >= 400 && !expected.has(url.pathname)) problems.push(`${response.status()} ${url.pathname}`);
+    if (options.traceResponses)
+      problems.push(
+        `${response.status()} ${response.request().method()} ${url.href.slice(0, 120)} ${response.headers()['location'] ?? ''}`,
+      );
+    else if (response.status() >= 400 && !expected.has(url.pathname))
+      problems.push(`${response.status()} ${url.pathname}`);
   });
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
   return {
-    browser, context, page, cdp, problems,
+    browser,
+    context,
+    page,
+    cdp,
+    problems,
     async addAuthenticator() {
       const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
         options: {
-          protocol: 'ctap2', ctap2Version: 'ctap2_1', transport: 'internal',
-          hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
+          protocol: 'ctap2',
+          ctap2Version: 'ctap2_1',
+          transport: 'internal',
+          hasResidentKey: true,
+          hasUserVerification: true,
+          isUserVerified: true,
+          automaticPresenceSimulation: true,
         },
       });
       return authenticatorId;

@@ -72,7 +72,10 @@ export async function build(t: Tap, options: BuildOptions = {}): Promise<Built> 
 }
 
 /** A clock tests move by hand instead of sleeping. */
-export function manualClock(start = Date.parse('2026-11-22T12:00:00Z')): { now: () => number; advance: (ms: number) => void } {
+export function manualClock(start = Date.parse('2026-11-22T12:00:00Z')): {
+  now: () => number;
+  advance: (ms: number) => void;
+} {
   let current = start;
   return { now: () => current, advance: (ms) => (current += ms) };
 }

@@ -14,7 +14,10 @@ export async function runInProcess(args: string[], env: NodeJS.ProcessEnv = {}):
   let stdout = '';
   let stderr = '';
   try {
-    const code = await runProgram(args, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) });
+    const code = await runProgram(args, {
+      stdout: (text) => void (stdout += text),
+      stderr: (text) => void (stderr += text),
+    });
     return { code, stdout, stderr };
   } finally {
     for (const [name, value] of Object.entries(saved)) {

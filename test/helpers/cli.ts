@@ -20,9 +20,10 @@ function newestSource(dir: string): number {
  * Runs what `npx keyplane` runs: the build in dist/ (`npm test` builds it first), or the sources
  * through tsx when the build is missing or older than them (a targeted run after an edit).
  */
-export const CLI = existsSync(BUILT) && statSync(BUILT).mtimeMs >= Math.max(...SOURCES.map(newestSource))
-  ? [BUILT]
-  : ['--import', 'tsx', 'cli/src/main.ts'];
+export const CLI =
+  existsSync(BUILT) && statSync(BUILT).mtimeMs >= Math.max(...SOURCES.map(newestSource))
+    ? [BUILT]
+    : ['--import', 'tsx', 'cli/src/main.ts'];
 
 /**
  * The child's environment. Coverage is not recorded in children (tap's processinfo follows every

@@ -19,7 +19,13 @@ export async function startTxtServer(t: Tap, records: Map<string, string[][]>): 
       if (!question) return send(response);
       for (const data of records.get(String(question.name).toLowerCase()) ?? []) {
         // dns2's Resource type has no TXT data member; the packet encoder takes a list of strings.
-        response.answers.push({ name: question!.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data } as never);
+        response.answers.push({
+          name: question!.name,
+          type: Packet.TYPE.TXT,
+          class: Packet.CLASS.IN,
+          ttl: 1,
+          data,
+        } as never);
       }
       send(response);
     },

@@ -18,18 +18,41 @@ interface Tap {
 export async function startLiveControlPlane(t: Tap, extra: Record<string, unknown> = {}): Promise<RunningControlPlane> {
   const config = loadControlPlaneConfig({
     env: {},
-    overrides: { dataDir: tempDir(t), host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn', adminToken: LIVE_ADMIN, ...extra },
+    overrides: {
+      dataDir: tempDir(t),
+      host: '127.0.0.1',
+      port: 0,
+      masterKey: TEST_MASTER_KEY,
+      logLevel: 'warn',
+      adminToken: LIVE_ADMIN,
+      ...extra,
+    },
   });
-  const server = await startControlPlane(config, { logStream: new Writable({ write(_c, _e, done) { done(); } }) });
+  const server = await startControlPlane(config, {
+    logStream: new Writable({
+      write(_c, _e, done) {
+        done();
+      },
+    }),
+  });
   t.teardown(() => server.close());
   return server;
 }
 
 /** Registers a client with the admin token over HTTP. */
-export async function registerLiveClient(issuer: string, metadata: Record<string, unknown>): Promise<Record<string, any>> {
+export async function registerLiveClient(
+  issuer: string,
+  metadata: Record<string, unknown>,
+): Promise<Record<string, any>> {
   const res = await fetch(`${issuer}/register`, {
-    method: 'POST', headers: { authorization: `Bearer ${LIVE_ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'Live RP', grant_types: ['authorization_code', 'refresh_token'], scope: 'openid email profile offline_access', ...metadata }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${LIVE_ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'Live RP',
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: 'openid email profile offline_access',
+      ...metadata,
+    }),
   });
   if (res.status !== 201) throw new Error(`register: ${res.status} ${await res.text()}`);
   return res.json() as Promise<Record<string, any>>;
@@ -62,11 +85,19 @@ export class LiveBrowser {
   }
 
   /** One request, cookies in and out, no redirects followed. */
-  async request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Page> {
+  async request(
+    url: string,
+    init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  ): Promise<Page> {
     const headers: Record<string, string> = { accept: 'text/html', ...init.headers };
     const cookie = this.cookieHeader(url);
     if (cookie) headers.cookie = cookie;
-    const res = await fetch(url, { method: init.method ?? 'GET', headers, redirect: 'manual', ...(init.body !== undefined ? { body: init.body } : {}) });
+    const res = await fetch(url, {
+      method: init.method ?? 'GET',
+      headers,
+      redirect: 'manual',
+      ...(init.body !== undefined ? { body: init.body } : {}),
+    });
     const jar = this.cookies(url);
     for (const line of res.headers.getSetCookie()) {
       const [pair] = line.split(';');
@@ -80,7 +111,11 @@ export class LiveBrowser {
   }
 
   async postJson(url: string, body: unknown): Promise<Record<string, any>> {
-    const page = await this.request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', origin: new URL(url).origin }, body: JSON.stringify(body) });
+    const page = await this.request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', origin: new URL(url).origin },
+      body: JSON.stringify(body),
+    });
     if (page.status !== 200) throw new Error(`${url}: ${page.status} ${page.body}`);
     return JSON.parse(page.body) as Record<string, any>;
   }
@@ -88,7 +123,11 @@ export class LiveBrowser {
   /** Signs up at the issuer with a new passkey; the session cookie stays in this browser. */
   async signUp(username: string): Promise<void> {
     const begin = await this.postJson(`${this.issuer}/auth/registration-options`, { username });
-    await this.postJson(`${this.issuer}/auth/registration-verify`, { user: username, response: this.authenticator.create(begin.options), signupToken: begin.signupToken });
+    await this.postJson(`${this.issuer}/auth/registration-verify`, {
+      user: username,
+      response: this.authenticator.create(begin.options),
+      signupToken: begin.signupToken,
+    });
   }
 
   /**
@@ -110,17 +149,29 @@ export class LiveBrowser {
       const here = new URL(url);
       if (here.origin === this.issuer && here.pathname === '/auth/step-up') {
         const options = await this.postJson(`${this.issuer}/auth/step-up/options`, {});
-        await this.postJson(`${this.issuer}/auth/step-up/verify`, { response: this.authenticator.get(options.options) });
+        await this.postJson(`${this.issuer}/auth/step-up/verify`, {
+          response: this.authenticator.get(options.options),
+        });
         url = new URL(here.searchParams.get('return')!, this.issuer).href;
         continue;
       }
       if (here.origin === this.issuer && page.status === 200 && page.body.includes('data-action="continue"')) {
         const form = new URLSearchParams();
         for (const m of page.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-          form.append(m[1]!, m[2]!.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'));
+          form.append(
+            m[1]!,
+            m[2]!
+              .replace(/&quot;/g, '"')
+              .replace(/&#39;/g, "'")
+              .replace(/&lt;/g, '<')
+              .replace(/&gt;/g, '>')
+              .replace(/&amp;/g, '&'),
+          );
         }
         const posted = await this.request(`${this.issuer}/auth/authorize`, {
-          method: 'POST', headers: { origin: this.issuer, 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString(),
+          method: 'POST',
+          headers: { origin: this.issuer, 'content-type': 'application/x-www-form-urlencoded' },
+          body: form.toString(),
         });
         const next = posted.headers.get('location');
         if (!next) throw new Error(`the one-tap form answered ${posted.status} ${posted.body.slice(0, 200)}`);

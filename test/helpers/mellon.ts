@@ -58,11 +58,31 @@ export async function startMellon({ dir, idpMetadata, attributes }: MellonOption
   const sloUrl = `${url}/mellon/logout`;
   // Worker processes drop to `nobody` when the suite runs as root: everything here must be readable.
   chmodSync(dir, 0o755);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'sp.key'), '-out', join(dir, 'sp.crt'), '-days', '2', '-subj', '/CN=mellon-test-sp'], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(dir, 'sp.key'),
+      '-out',
+      join(dir, 'sp.crt'),
+      '-days',
+      '2',
+      '-subj',
+      '/CN=mellon-test-sp',
+    ],
+    { stdio: 'pipe' },
+  );
   chmodSync(join(dir, 'sp.key'), 0o644);
   const certificatePem = readFileSync(join(dir, 'sp.crt'), 'utf8');
   const certBody = certificatePem.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
-  writeFileSync(join(dir, 'sp-metadata.xml'), `<?xml version="1.0"?>
+  writeFileSync(
+    join(dir, 'sp-metadata.xml'),
+    `<?xml version="1.0"?>
 <EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${entityId}">
   <SPSSODescriptor AuthnRequestsSigned="true" WantAssertionsSigned="true" protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
     <KeyDescriptor use="signing"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${certBody}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>
@@ -71,14 +91,17 @@ export async function startMellon({ dir, idpMetadata, attributes }: MellonOption
     <AssertionConsumerService index="0" isDefault="true" Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${acsUrl}"/>
   </SPSSODescriptor>
 </EntityDescriptor>
-`);
+`,
+  );
   writeFileSync(join(dir, 'idp-metadata.xml'), idpMetadata);
   writeFileSync(join(dir, 'echo.cgi'), ECHO_CGI);
   chmodSync(join(dir, 'echo.cgi'), 0o755);
   const root = process.getuid?.() === 0;
   // Chromium may resolve localhost to ::1 first.
   const ipv6 = await loopbackV6Free(port);
-  writeFileSync(join(dir, 'apache2.conf'), `
+  writeFileSync(
+    join(dir, 'apache2.conf'),
+    `
 ServerRoot "${dir}"
 DefaultRuntimeDir "${dir}"
 PidFile "${dir}/apache2.pid"
@@ -116,16 +139,22 @@ ScriptAlias /protected/echo "${dir}/echo.cgi"
   MellonIdPMetadataFile "${dir}/idp-metadata.xml"
   MellonSecureCookie Off
   MellonSessionLength 600
-${Object.entries(attributes).map(([saml, env]) => `  MellonSetEnv "${env}" "${saml}"`).join('\n')}
+${Object.entries(attributes)
+  .map(([saml, env]) => `  MellonSetEnv "${env}" "${saml}"`)
+  .join('\n')}
 </Location>
 <Location /protected>
   AuthType Mellon
   MellonEnable auth
   Require valid-user
 </Location>
-`);
+`,
+  );
   // Its own process group: on SIGTERM Apache signals its whole group, which would otherwise be ours.
-  const child = spawn(APACHE, ['-f', join(dir, 'apache2.conf'), '-DFOREGROUND'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(APACHE, ['-f', join(dir, 'apache2.conf'), '-DFOREGROUND'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));

@@ -28,7 +28,9 @@ export async function startNginx({ dir, http = '', server }: NginxOptions): Prom
   const port = await findFreePort();
   const conf = join(dir, 'nginx.conf');
   const errorLog = join(dir, 'logs', 'error.log');
-  writeFileSync(conf, `
+  writeFileSync(
+    conf,
+    `
 ${process.getuid?.() === 0 ? 'user root;' : ''}
 daemon off;
 worker_processes 1;
@@ -48,7 +50,8 @@ http {
     ${server}
   }
 }
-`);
+`,
+  );
   const child = spawn('nginx', ['-c', conf, '-p', dir, '-e', errorLog], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
@@ -62,7 +65,11 @@ http {
   } catch {
     await stop();
     let log = '';
-    try { log = readFileSync(errorLog, 'utf8'); } catch { /* nginx never opened it */ }
+    try {
+      log = readFileSync(errorLog, 'utf8');
+    } catch {
+      /* nginx never opened it */
+    }
     throw new Error(`nginx did not listen on ${port}: ${stderr}${log}`);
   }
   return { url: `http://127.0.0.1:${port}`, port, stop };

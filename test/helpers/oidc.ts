@@ -16,9 +16,14 @@ export interface Registered {
 }
 
 /** Registers a client with the admin token (the build must set `adminToken: ADMIN`). */
-export async function registerClient(app: FastifyInstance, metadata: Record<string, unknown> = {}): Promise<Registered> {
+export async function registerClient(
+  app: FastifyInstance,
+  metadata: Record<string, unknown> = {},
+): Promise<Registered> {
   const res = await app.inject({
-    method: 'POST', url: '/register', headers: { authorization: `Bearer ${ADMIN}` },
+    method: 'POST',
+    url: '/register',
+    headers: { authorization: `Bearer ${ADMIN}` },
     payload: {
       client_name: 'Notes',
       redirect_uris: [REDIRECT, 'https://staging.notes.example.com/callback'],
@@ -57,10 +62,21 @@ export function redirectParams(res: LightMyRequestResponse): URLSearchParams & {
 }
 
 /** The default parameters of a good authorization request for `client`. */
-export function goodRequest(client: Registered, challenge: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+export function goodRequest(
+  client: Registered,
+  challenge: string,
+  extra: Record<string, string | undefined> = {},
+): Record<string, string | undefined> {
   return {
-    client_id: client.client_id, redirect_uri: REDIRECT, response_type: 'code', scope: 'openid email profile offline_access',
-    state: 'st-123', nonce: 'n-456', code_challenge: challenge, code_challenge_method: 'S256', ...extra,
+    client_id: client.client_id,
+    redirect_uri: REDIRECT,
+    response_type: 'code',
+    scope: 'openid email profile offline_access',
+    state: 'st-123',
+    nonce: 'n-456',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...extra,
   };
 }
 
@@ -68,49 +84,101 @@ export function goodRequest(client: Registered, challenge: string, extra: Record
  * Gets a code through the one-tap page (first time) or at once (approved before): follows the
  * flow a browser would, submitting the form's hidden inputs.
  */
-export async function obtainCode(browser: Browser, params: Record<string, string | undefined>): Promise<{ code: string; res: LightMyRequestResponse }> {
+export async function obtainCode(
+  browser: Browser,
+  params: Record<string, string | undefined>,
+): Promise<{ code: string; res: LightMyRequestResponse }> {
   let res = await browser.get(authorizeUrl(params));
   if (res.statusCode === 200 && res.body.includes('data-action="continue"')) {
     const form: Record<string, string> = {};
-    for (const match of res.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form[match[1]!] = decodeEntities(match[2]!);
-    res = await browser.request('POST', '/auth/authorize', new URLSearchParams(form).toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    for (const match of res.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
+      form[match[1]!] = decodeEntities(match[2]!);
+    res = await browser.request('POST', '/auth/authorize', new URLSearchParams(form).toString(), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
   }
-  if (res.statusCode !== 302 && res.statusCode !== 303) throw new Error(`authorize did not redirect: ${res.statusCode} ${res.body.slice(0, 300)}`);
+  if (res.statusCode !== 302 && res.statusCode !== 303)
+    throw new Error(`authorize did not redirect: ${res.statusCode} ${res.body.slice(0, 300)}`);
   const code = redirectParams(res).get('code');
   if (!code) throw new Error(`no code: ${res.headers.location}`);
   return { code, res };
 }
 
 export function decodeEntities(value: string): string {
-  return value.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return value
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 }
 
-export async function exchangeCode(app: FastifyInstance, client: Registered, code: string, verifier: string, headers: Record<string, string> = {}, extra: Record<string, string> = {}) {
+export async function exchangeCode(
+  app: FastifyInstance,
+  client: Registered,
+  code: string,
+  verifier: string,
+  headers: Record<string, string> = {},
+  extra: Record<string, string> = {},
+) {
   return app.inject({
-    method: 'POST', url: '/auth/token',
+    method: 'POST',
+    url: '/auth/token',
     headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    payload: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier, ...extra }).toString(),
+    payload: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+      ...extra,
+    }).toString(),
   });
 }
 
-export async function refresh(app: FastifyInstance, client: Registered, refreshToken: string, headers: Record<string, string> = {}) {
+export async function refresh(
+  app: FastifyInstance,
+  client: Registered,
+  refreshToken: string,
+  headers: Record<string, string> = {},
+) {
   return app.inject({
-    method: 'POST', url: '/auth/token',
+    method: 'POST',
+    url: '/auth/token',
     headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded', ...headers },
     payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }).toString(),
   });
 }
 
 /** A DPoP key and a proof maker with knobs to break each check. */
-export async function dpopKey(): Promise<{ jkt: string; jwk: JWK; proof(o: { htm?: string; htu?: string; iat?: number; jti?: string; accessToken?: string; now?: number; nonce?: string }): Promise<string> }> {
+export async function dpopKey(): Promise<{
+  jkt: string;
+  jwk: JWK;
+  proof(o: {
+    htm?: string;
+    htu?: string;
+    iat?: number;
+    jti?: string;
+    accessToken?: string;
+    now?: number;
+    nonce?: string;
+  }): Promise<string>;
+}> {
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   const jwk = await exportJWK(publicKey);
   const jkt = await calculateJwkThumbprint(jwk, 'sha256');
   return {
-    jkt, jwk,
-    proof: (o) => new SignJWT({
-      htm: o.htm ?? 'POST', htu: o.htu ?? `${TEST_ISSUER}/auth/token`, jti: o.jti ?? randomBytes(12).toString('base64url'),
-      iat: o.iat ?? Math.floor((o.now ?? Date.now()) / 1000), ...(o.accessToken ? { ath: computeAth(o.accessToken) } : {}), ...(o.nonce ? { nonce: o.nonce } : {}),
-    }).setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk }).sign(privateKey as CryptoKey),
+    jkt,
+    jwk,
+    proof: (o) =>
+      new SignJWT({
+        htm: o.htm ?? 'POST',
+        htu: o.htu ?? `${TEST_ISSUER}/auth/token`,
+        jti: o.jti ?? randomBytes(12).toString('base64url'),
+        iat: o.iat ?? Math.floor((o.now ?? Date.now()) / 1000),
+        ...(o.accessToken ? { ath: computeAth(o.accessToken) } : {}),
+        ...(o.nonce ? { nonce: o.nonce } : {}),
+      })
+        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
+        .sign(privateKey as CryptoKey),
   };
 }

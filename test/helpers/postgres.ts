@@ -18,7 +18,8 @@ export async function postgresAvailability(): Promise<{ run: true } | { run: fal
     return { run: true };
   } catch (error) {
     const reason = `PostgreSQL at ${POSTGRES_URL} does not answer (${(error as Error).message})`;
-    if (process.env['KEYPLANE_REQUIRE_ALL'] === '1') throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`, { cause: error });
+    if (process.env['KEYPLANE_REQUIRE_ALL'] === '1')
+      throw new Error(`${reason}, and KEYPLANE_REQUIRE_ALL=1 requires it`, { cause: error });
     return { run: false, reason };
   } finally {
     await probe.end().catch(() => undefined);
@@ -64,7 +65,8 @@ let template: Promise<string> | undefined;
 function migratedTemplate(): Promise<string> {
   template ??= admin(async (client) => {
     const name = `kp_template_${createHash('sha256').update(JSON.stringify(migrations)).digest('hex').slice(0, 16)}`;
-    const ready = async () => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [name])).rowCount === 1;
+    const ready = async () =>
+      (await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [name])).rowCount === 1;
     if (await ready()) return name;
     await client.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK]);
     try {

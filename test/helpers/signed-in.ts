@@ -23,7 +23,9 @@ export class Browser {
       const eq = pair!.indexOf('=');
       const name = pair!.slice(0, eq).trim();
       const value = pair!.slice(eq + 1).trim();
-      const expired = attributes.some((a) => /max-age=0\b/i.test(a.trim()) || /expires=thu, 01 jan 1970/i.test(a.trim()));
+      const expired = attributes.some(
+        (a) => /max-age=0\b/i.test(a.trim()) || /expires=thu, 01 jan 1970/i.test(a.trim()),
+      );
       if (expired || value === '') this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
@@ -31,8 +33,13 @@ export class Browser {
 
   async request(method: 'GET' | 'POST', url: string, payload?: unknown, headers: Record<string, string> = {}) {
     const res = await this.app.inject({
-      method, url,
-      headers: { ...(this.cookies.size ? { cookie: this.header() } : {}), ...(method === 'POST' ? { origin: ORIGIN } : {}), ...headers },
+      method,
+      url,
+      headers: {
+        ...(this.cookies.size ? { cookie: this.header() } : {}),
+        ...(method === 'POST' ? { origin: ORIGIN } : {}),
+        ...headers,
+      },
       ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
     });
     this.absorb(res.headers['set-cookie'] as string | string[] | undefined);
@@ -59,7 +66,10 @@ export interface SignInOptions {
  * Builds a control plane with one extra test-only route that creates an account and signs a
  * browser in through the real `startSession` (the passkey ceremonies have their own suites).
  */
-export async function buildSignedIn(t: Tap, options: BuildOptions = {}): Promise<Built & { signIn(o: SignInOptions, browser?: Browser): Promise<{ browser: Browser; identityId: string }> }> {
+export async function buildSignedIn(
+  t: Tap,
+  options: BuildOptions = {},
+): Promise<Built & { signIn(o: SignInOptions, browser?: Browser): Promise<{ browser: Browser; identityId: string }> }> {
   const built = await build(t, { ...options, skipReady: true });
   const { app, services } = built;
   app.post('/test/sign-in', async (request, reply) => {
@@ -69,11 +79,29 @@ export async function buildSignedIn(t: Tap, options: BuildOptions = {}): Promise
     const identityId = existing?.identityId ?? `usr_${body.username}`;
     return services.storage.transaction(async (tx) => {
       if (!existing) {
-        await tx.identities.create({ identityId, username: body.username, displayName: '', preferences: {}, founder: body.founder, createdAt: now, updatedAt: now });
+        await tx.identities.create({
+          identityId,
+          username: body.username,
+          displayName: '',
+          preferences: {},
+          founder: body.founder,
+          createdAt: now,
+          updatedAt: now,
+        });
       }
       const level = body.assurance === 'sensitive' ? 'passkey' : body.assurance;
-      const { sessionId } = await startSession(app, reply, tx, { identityId, assurance: level, amr: level === 'passkey' ? ['pop', 'user'] : ['otp'] });
-      if (body.assurance === 'sensitive') await tx.sessions.stepUp(sessionId, { at: now, assurance: 'passkey', amr: ['pop', 'user'], credId: 'test-cred' });
+      const { sessionId } = await startSession(app, reply, tx, {
+        identityId,
+        assurance: level,
+        amr: level === 'passkey' ? ['pop', 'user'] : ['otp'],
+      });
+      if (body.assurance === 'sensitive')
+        await tx.sessions.stepUp(sessionId, {
+          at: now,
+          assurance: 'passkey',
+          amr: ['pop', 'user'],
+          credId: 'test-cred',
+        });
       return { ok: true, identityId, sessionId };
     });
   });

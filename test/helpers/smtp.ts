@@ -12,7 +12,9 @@ interface Tap {
 }
 
 /** A real SMTP server on a loopback port that keeps every message it receives. */
-export async function startSmtpServer(t: Tap): Promise<{ url: string; received: ReceivedMail[]; next(): Promise<ReceivedMail> }> {
+export async function startSmtpServer(
+  t: Tap,
+): Promise<{ url: string; received: ReceivedMail[]; next(): Promise<ReceivedMail> }> {
   const received: ReceivedMail[] = [];
   const waiters: Array<(mail: ReceivedMail) => void> = [];
   const server = new SMTPServer({
@@ -51,7 +53,9 @@ export async function startSmtpServer(t: Tap): Promise<{ url: string; received: 
 
 /** Undoes quoted-printable soft breaks and escapes so a URL can be found in a raw message. */
 export function decodeQuotedPrintable(raw: string): string {
-  return raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return raw
+    .replace(/=\r?\n/g, '')
+    .replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
 export function linkIn(raw: string, path: string): string | null {
@@ -66,5 +70,7 @@ export async function readOutbox(dataDir: string): Promise<string[]> {
   const { join } = await import('node:path');
   const dir = join(dataDir, 'outbox');
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).sort().map((name) => readFileSync(join(dir, name), 'utf8'));
+  return readdirSync(dir)
+    .sort()
+    .map((name) => readFileSync(join(dir, name), 'utf8'));
 }

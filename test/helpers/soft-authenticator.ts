@@ -36,7 +36,11 @@ const b64url = (bytes: Uint8Array | Buffer) => Buffer.from(bytes).toString('base
 const sha = (data: Uint8Array | string) => createHash('sha256').update(data).digest();
 
 // Flags (WebAuthn §6.1): UP, UV, BE, BS, AT
-const UP = 0x01, UV = 0x04, BE = 0x08, BS = 0x10, AT = 0x40;
+const UP = 0x01,
+  UV = 0x04,
+  BE = 0x08,
+  BS = 0x10,
+  AT = 0x40;
 
 export class SoftAuthenticator {
   readonly credentials: SoftCredential[] = [];
@@ -44,12 +48,14 @@ export class SoftAuthenticator {
   constructor(readonly origin: string) {}
 
   private clientData(type: string, challenge: string, tweaks: CeremonyTweaks): Buffer {
-    return Buffer.from(JSON.stringify({
-      type: tweaks.type ?? type,
-      challenge: tweaks.challenge ?? challenge,
-      origin: tweaks.origin ?? this.origin,
-      crossOrigin: tweaks.crossOrigin ?? false,
-    }));
+    return Buffer.from(
+      JSON.stringify({
+        type: tweaks.type ?? type,
+        challenge: tweaks.challenge ?? challenge,
+        origin: tweaks.origin ?? this.origin,
+        crossOrigin: tweaks.crossOrigin ?? false,
+      }),
+    );
   }
 
   private authData(rpId: string, flags: number, counter: number, attested?: Buffer): Buffer {
@@ -61,25 +67,42 @@ export class SoftAuthenticator {
   /** navigator.credentials.create() for `options` (PublicKeyCredentialCreationOptionsJSON). */
   create(options: any, tweaks: CeremonyTweaks = {}): any {
     const rpId = tweaks.rpId ?? options.rp.id;
-    const reused = tweaks.reuseCredentialId ? this.credentials.find((c) => c.id === tweaks.reuseCredentialId) : undefined;
+    const reused = tweaks.reuseCredentialId
+      ? this.credentials.find((c) => c.id === tweaks.reuseCredentialId)
+      : undefined;
     const privateKey = reused?.privateKey ?? generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
     const jwk = privateKey.export({ format: 'jwk' }) as { x: string; y: string };
-    const cose = encodeCBOR(new Map<number, CBORType>([
-      [1, 2], [3, -7], [-1, 1], [-2, new Uint8Array(Buffer.from(jwk.x, 'base64url'))], [-3, new Uint8Array(Buffer.from(jwk.y, 'base64url'))],
-    ]));
+    const cose = encodeCBOR(
+      new Map<number, CBORType>([
+        [1, 2],
+        [3, -7],
+        [-1, 1],
+        [-2, new Uint8Array(Buffer.from(jwk.x, 'base64url'))],
+        [-3, new Uint8Array(Buffer.from(jwk.y, 'base64url'))],
+      ]),
+    );
     const credId = reused ? Buffer.from(reused.id, 'base64url') : randomBytes(16);
     const idLen = Buffer.alloc(2);
     idLen.writeUInt16BE(credId.length);
     const attested = Buffer.concat([Buffer.alloc(16), idLen, credId, Buffer.from(cose)]);
     const flags = UP | (tweaks.noUserVerification ? 0 : UV) | BE | BS | AT;
     const authData = this.authData(rpId, flags, tweaks.counter ?? 0, attested);
-    const attestationObject = encodeCBOR(new Map<string, CBORType>([
-      ['fmt', 'none'], ['attStmt', new Map<string, CBORType>()], ['authData', new Uint8Array(authData)],
-    ]));
+    const attestationObject = encodeCBOR(
+      new Map<string, CBORType>([
+        ['fmt', 'none'],
+        ['attStmt', new Map<string, CBORType>()],
+        ['authData', new Uint8Array(authData)],
+      ]),
+    );
     const id = b64url(credId);
-    if (!reused) this.credentials.push({ id, privateKey, rpId, userHandle: options.user.id, counter: tweaks.counter ?? 0 });
+    if (!reused)
+      this.credentials.push({ id, privateKey, rpId, userHandle: options.user.id, counter: tweaks.counter ?? 0 });
     return {
-      id, rawId: id, type: 'public-key', clientExtensionResults: {}, authenticatorAttachment: 'platform',
+      id,
+      rawId: id,
+      type: 'public-key',
+      clientExtensionResults: {},
+      authenticatorAttachment: 'platform',
       response: {
         clientDataJSON: b64url(this.clientData('webauthn.create', options.challenge, tweaks)),
         attestationObject: b64url(attestationObject),
@@ -91,15 +114,25 @@ export class SoftAuthenticator {
   /** navigator.credentials.get() for `options`: the first allowed credential (or `credId`). */
   get(options: any, tweaks: CeremonyTweaks & { credId?: string } = {}): any {
     const allowed: string[] = (options.allowCredentials ?? []).map((c: { id: string }) => c.id);
-    const credential = this.credentials.find((c) => (tweaks.credId ? c.id === tweaks.credId : allowed.length === 0 || allowed.includes(c.id)));
+    const credential = this.credentials.find((c) =>
+      tweaks.credId ? c.id === tweaks.credId : allowed.length === 0 || allowed.includes(c.id),
+    );
     if (!credential) throw new Error('no matching credential on this soft authenticator');
     credential.counter = tweaks.counter ?? credential.counter + 1;
-    const authData = this.authData(tweaks.rpId ?? credential.rpId, UP | (tweaks.noUserVerification ? 0 : UV) | BE | BS, credential.counter);
+    const authData = this.authData(
+      tweaks.rpId ?? credential.rpId,
+      UP | (tweaks.noUserVerification ? 0 : UV) | BE | BS,
+      credential.counter,
+    );
     const clientDataJSON = this.clientData('webauthn.get', options.challenge, tweaks);
     const signature = sign('sha256', Buffer.concat([authData, sha(clientDataJSON)]), credential.privateKey);
     if (tweaks.badSignature) signature[signature.length - 1]! ^= 0x01;
     return {
-      id: credential.id, rawId: credential.id, type: 'public-key', clientExtensionResults: {}, authenticatorAttachment: 'platform',
+      id: credential.id,
+      rawId: credential.id,
+      type: 'public-key',
+      clientExtensionResults: {},
+      authenticatorAttachment: 'platform',
       response: {
         clientDataJSON: b64url(clientDataJSON),
         authenticatorData: b64url(authData),

@@ -69,7 +69,7 @@ t.test('files past 400 lines draw a max-lines warning', async (t) => {
 t.test('a route reaching storage or a transaction itself is refused', async (t) => {
   const source = [
     'export async function route(app: { kp: { storage: { clients: { get(id: string): Promise<unknown> } } } }) {',
-    "  const { storage } = app.kp;",
+    '  const { storage } = app.kp;',
     "  return [await app.kp.storage.clients.get('x'), storage];",
     '}',
     'export const inTx = (tx: { clients: unknown }) => tx.clients;',
@@ -79,5 +79,9 @@ t.test('a route reaching storage or a transaction itself is refused', async (t) 
   t.equal(refused.length, 3, refused.map((m) => m.message).join('; '));
   t.match(refused[0]?.message ?? '', /docs\/architecture\.md#layers/);
   const [operation] = await eslint.lintText(source, { filePath: 'control-plane/src/accounts/example.ts' });
-  t.same((operation?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax'), [], 'operations may');
+  t.same(
+    (operation?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax'),
+    [],
+    'operations may',
+  );
 });

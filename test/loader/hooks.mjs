@@ -48,7 +48,13 @@ export async function load(url, context, next) {
   const filename = fileURLToPath(url);
   const source = await readFile(filename, 'utf8');
   // The file name is part of the key: the inline source map names it.
-  const key = createHash('sha256').update(OPTIONS_KEY).update('\0').update(filename).update('\0').update(source).digest('hex');
+  const key = createHash('sha256')
+    .update(OPTIONS_KEY)
+    .update('\0')
+    .update(filename)
+    .update('\0')
+    .update(source)
+    .digest('hex');
   const cached = join(CACHE_DIR, `${key}.js`);
   if (existsSync(cached)) return { format: 'module', source: readFileSync(cached, 'utf8'), shortCircuit: true };
   swc ??= await import('@swc/wasm');

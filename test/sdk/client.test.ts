@@ -1,6 +1,14 @@
 import t from 'tap';
 import { SignJWT, generateKeyPair } from 'jose';
-import { createClient, isKeyplaneSdkError, linkableEmail, accountKey, safeReturnPath, type KeyplaneClient, type TokenSet } from '../../sdk/src/index.js';
+import {
+  createClient,
+  isKeyplaneSdkError,
+  linkableEmail,
+  accountKey,
+  safeReturnPath,
+  type KeyplaneClient,
+  type TokenSet,
+} from '../../sdk/src/index.js';
 import { LiveBrowser, registerLiveClient, startLiveControlPlane } from '../helpers/live-browser.js';
 
 /**
@@ -18,11 +26,27 @@ async function refusal(call: Promise<unknown>): Promise<string | undefined> {
   }
 }
 
-async function setup(t: Parameters<typeof startLiveControlPlane>[0], options: { controlPlane?: Record<string, unknown>; client?: Record<string, unknown>; dpop?: boolean; fetch?: typeof fetch } = {}) {
+async function setup(
+  t: Parameters<typeof startLiveControlPlane>[0],
+  options: {
+    controlPlane?: Record<string, unknown>;
+    client?: Record<string, unknown>;
+    dpop?: boolean;
+    fetch?: typeof fetch;
+  } = {},
+) {
   const server = await startLiveControlPlane(t, options.controlPlane);
-  const registered = await registerLiveClient(server.url, { redirect_uris: [CALLBACK], post_logout_redirect_uris: ['http://127.0.0.1:9/'], token_endpoint_auth_method: 'client_secret_basic', ...options.client });
+  const registered = await registerLiveClient(server.url, {
+    redirect_uris: [CALLBACK],
+    post_logout_redirect_uris: ['http://127.0.0.1:9/'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    ...options.client,
+  });
   const client = createClient({
-    issuer: server.url, clientId: registered.client_id, redirectUri: CALLBACK, jwksCooldownMs: 0,
+    issuer: server.url,
+    clientId: registered.client_id,
+    redirectUri: CALLBACK,
+    jwksCooldownMs: 0,
     ...(registered.client_secret ? { clientSecret: registered.client_secret } : {}),
     ...(options.dpop ? { dpop: true } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),
@@ -39,53 +63,100 @@ async function setup(t: Parameters<typeof startLiveControlPlane>[0], options: { 
   return { server, registered, client, browser, signIn };
 }
 
-t.test('code flow with PKCE S256: authorization URL, callback, ID token verified locally, userinfo, logout URL', async (t) => {
-  const { server, client, signIn } = await setup(t);
-  const request = await client.authorizationUrl();
-  const url = new URL(request.url);
-  t.equal(url.origin + url.pathname, `${server.url}/auth/authorize`);
-  t.equal(url.searchParams.get('code_challenge_method'), 'S256');
-  t.equal(url.searchParams.get('response_type'), 'code');
-  t.equal(url.searchParams.get('state'), request.state);
-  t.equal(url.searchParams.get('nonce'), request.nonce);
-  t.ok(request.codeVerifier.length >= 43);
+t.test(
+  'code flow with PKCE S256: authorization URL, callback, ID token verified locally, userinfo, logout URL',
+  async (t) => {
+    const { server, client, signIn } = await setup(t);
+    const request = await client.authorizationUrl();
+    const url = new URL(request.url);
+    t.equal(url.origin + url.pathname, `${server.url}/auth/authorize`);
+    t.equal(url.searchParams.get('code_challenge_method'), 'S256');
+    t.equal(url.searchParams.get('response_type'), 'code');
+    t.equal(url.searchParams.get('state'), request.state);
+    t.equal(url.searchParams.get('nonce'), request.nonce);
+    t.ok(request.codeVerifier.length >= 43);
 
-  const tokens = await signIn(Promise.resolve(request));
-  t.equal(tokens.tokenType, 'Bearer');
-  t.ok(tokens.refreshToken, 'offline_access gave a refresh token');
-  t.equal(tokens.claims.iss, server.url);
-  t.equal(tokens.claims.nonce, request.nonce);
-  t.match(tokens.claims, { acr: 'passkey', svc: { assurance: 'passkey', principal: { type: 'human' } } });
-  const info = await client.userinfo(tokens);
-  t.equal(info.sub, tokens.claims.sub);
-  t.match(await client.logoutUrl({ idTokenHint: tokens.idToken! }), new RegExp(`^${server.url}/auth/logout\\?`));
-  t.same(accountKey(tokens.claims), { iss: server.url, sub: tokens.claims.sub });
-});
+    const tokens = await signIn(Promise.resolve(request));
+    t.equal(tokens.tokenType, 'Bearer');
+    t.ok(tokens.refreshToken, 'offline_access gave a refresh token');
+    t.equal(tokens.claims.iss, server.url);
+    t.equal(tokens.claims.nonce, request.nonce);
+    t.match(tokens.claims, { acr: 'passkey', svc: { assurance: 'passkey', principal: { type: 'human' } } });
+    const info = await client.userinfo(tokens);
+    t.equal(info.sub, tokens.claims.sub);
+    t.match(await client.logoutUrl({ idTokenHint: tokens.idToken! }), new RegExp(`^${server.url}/auth/logout\\?`));
+    t.same(accountKey(tokens.claims), { iss: server.url, sub: tokens.claims.sub });
+  },
+);
 
-t.test('refuses a callback with another state, another issuer, an error, or no code; nothing is exchanged', async (t) => {
-  const { server, client } = await setup(t);
-  const pending = await client.authorizationUrl();
-  const at = (query: Record<string, string>) => `${CALLBACK}?${new URLSearchParams(query)}`;
-  t.equal(await refusal(client.handleCallback(at({ code: 'c', state: 'other', iss: server.url }), pending)), 'state_mismatch');
-  t.equal(await refusal(client.handleCallback(at({ code: 'c', state: pending.state, iss: 'https://evil.example' }), pending)), 'issuer_mismatch');
-  t.equal(await refusal(client.handleCallback(at({ code: 'c', state: pending.state }), pending)), 'issuer_mismatch', 'RFC 9207 iss is required when advertised');
-  t.equal(await refusal(client.handleCallback(at({ error: 'access_denied', state: pending.state, iss: server.url }), pending)), 'access_denied');
-  t.equal(await refusal(client.handleCallback(at({ state: pending.state, iss: server.url }), pending)), 'missing_code');
-  t.equal(await refusal(client.handleCallback(at({ code: 'forged', state: pending.state, iss: server.url }), pending)), 'invalid_grant');
-});
+t.test(
+  'refuses a callback with another state, another issuer, an error, or no code; nothing is exchanged',
+  async (t) => {
+    const { server, client } = await setup(t);
+    const pending = await client.authorizationUrl();
+    const at = (query: Record<string, string>) => `${CALLBACK}?${new URLSearchParams(query)}`;
+    t.equal(
+      await refusal(client.handleCallback(at({ code: 'c', state: 'other', iss: server.url }), pending)),
+      'state_mismatch',
+    );
+    t.equal(
+      await refusal(
+        client.handleCallback(at({ code: 'c', state: pending.state, iss: 'https://evil.example' }), pending),
+      ),
+      'issuer_mismatch',
+    );
+    t.equal(
+      await refusal(client.handleCallback(at({ code: 'c', state: pending.state }), pending)),
+      'issuer_mismatch',
+      'RFC 9207 iss is required when advertised',
+    );
+    t.equal(
+      await refusal(
+        client.handleCallback(at({ error: 'access_denied', state: pending.state, iss: server.url }), pending),
+      ),
+      'access_denied',
+    );
+    t.equal(
+      await refusal(client.handleCallback(at({ state: pending.state, iss: server.url }), pending)),
+      'missing_code',
+    );
+    t.equal(
+      await refusal(client.handleCallback(at({ code: 'forged', state: pending.state, iss: server.url }), pending)),
+      'invalid_grant',
+    );
+  },
+);
 
 t.test('verifyIdToken refuses forged, foreign, expired and replayed-nonce tokens', async (t) => {
   const { server, client, registered, signIn } = await setup(t);
   const tokens = await signIn();
   t.equal(await refusal(client.verifyIdToken(tokens.idToken!, { nonce: 'another-nonce' })), 'invalid_id_token');
   const { privateKey } = await generateKeyPair('ES256');
-  const forge = (claims: Record<string, unknown>, kid = 'forged') => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid }).sign(privateKey);
+  const forge = (claims: Record<string, unknown>, kid = 'forged') =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid }).sign(privateKey);
   const now = Math.floor(Date.now() / 1000);
   const good = { iss: server.url, aud: registered.client_id, sub: 'usr_x', iat: now, exp: now + 600 };
   t.equal(await refusal(client.verifyIdToken(await forge(good))), 'invalid_id_token', 'a key not in the JWKS');
-  t.equal(await refusal(client.verifyIdToken(await forge(good, String(JSON.parse(Buffer.from(tokens.idToken!.split('.')[0]!, 'base64url').toString()).kid)))), 'invalid_id_token', 'a known kid, another key');
-  t.equal(await refusal(client.verifyIdToken(tokens.accessToken)), 'invalid_id_token', 'an access token is not an ID token (audience)');
-  const late = createClient({ issuer: server.url, clientId: registered.client_id, redirectUri: CALLBACK, now: () => Date.now() + 3_600_000 });
+  t.equal(
+    await refusal(
+      client.verifyIdToken(
+        await forge(good, String(JSON.parse(Buffer.from(tokens.idToken!.split('.')[0]!, 'base64url').toString()).kid)),
+      ),
+    ),
+    'invalid_id_token',
+    'a known kid, another key',
+  );
+  t.equal(
+    await refusal(client.verifyIdToken(tokens.accessToken)),
+    'invalid_id_token',
+    'an access token is not an ID token (audience)',
+  );
+  const late = createClient({
+    issuer: server.url,
+    clientId: registered.client_id,
+    redirectUri: CALLBACK,
+    now: () => Date.now() + 3_600_000,
+  });
   t.equal(await refusal(late.verifyIdToken(tokens.idToken!)), 'invalid_id_token', 'expired');
   t.equal(await refusal(client.verifyIdToken(tokens.idToken!, { maxAge: -60 })), 'invalid_id_token', 'max_age');
 });
@@ -142,27 +213,33 @@ t.test('DPoP with server nonces: code exchange, userinfo and refresh retry once 
   t.equal(info.sub, tokens.claims.sub);
   const refreshed = await client.refresh(tokens.refreshToken!);
   t.equal(refreshed.tokenType, 'DPoP');
-  const bearer = await client.fetchProtected(`${client.options.issuer}/auth/userinfo`, { accessToken: refreshed.accessToken, tokenType: 'Bearer' });
+  const bearer = await client.fetchProtected(`${client.options.issuer}/auth/userinfo`, {
+    accessToken: refreshed.accessToken,
+    tokenType: 'Bearer',
+  });
   t.equal(bearer.status, 401, 'a DPoP-bound token presented as Bearer is refused');
 });
 
-t.test('requireAssurance: a passkey sign-in does not meet sensitive; the step-up request carries acr_values and max_age=0', async (t) => {
-  const { client, signIn } = await setup(t);
-  const tokens = await signIn();
-  const sensitive = client.requireAssurance('sensitive');
-  t.equal(sensitive.isMetBy(tokens.claims), false);
-  t.equal(client.requireAssurance('passkey').isMetBy(tokens.claims), true);
-  const stepUp = await sensitive.stepUp();
-  const url = new URL(stepUp.url);
-  t.equal(url.searchParams.get('acr_values'), 'sensitive');
-  t.equal(url.searchParams.get('max_age'), '0');
-  const stepped = await signIn(Promise.resolve(stepUp));
-  t.match(stepped.claims, { acr: 'sensitive', svc: { assurance: 'sensitive' } });
-  t.equal(sensitive.isMetBy(stepped.claims), true);
-  const later = createClient({ ...client.options, now: () => Date.now() + 301_000 });
-  t.equal(later.requireAssurance('sensitive').isMetBy(stepped.claims), false, 'the step-up window lapses');
-  t.throws(() => client.requireAssurance('root' as never));
-});
+t.test(
+  'requireAssurance: a passkey sign-in does not meet sensitive; the step-up request carries acr_values and max_age=0',
+  async (t) => {
+    const { client, signIn } = await setup(t);
+    const tokens = await signIn();
+    const sensitive = client.requireAssurance('sensitive');
+    t.equal(sensitive.isMetBy(tokens.claims), false);
+    t.equal(client.requireAssurance('passkey').isMetBy(tokens.claims), true);
+    const stepUp = await sensitive.stepUp();
+    const url = new URL(stepUp.url);
+    t.equal(url.searchParams.get('acr_values'), 'sensitive');
+    t.equal(url.searchParams.get('max_age'), '0');
+    const stepped = await signIn(Promise.resolve(stepUp));
+    t.match(stepped.claims, { acr: 'sensitive', svc: { assurance: 'sensitive' } });
+    t.equal(sensitive.isMetBy(stepped.claims), true);
+    const later = createClient({ ...client.options, now: () => Date.now() + 301_000 });
+    t.equal(later.requireAssurance('sensitive').isMetBy(stepped.claims), false, 'the step-up window lapses');
+    t.throws(() => client.requireAssurance('root' as never));
+  },
+);
 
 t.test('a public client signs in with PKCE alone and revokes its refresh token', async (t) => {
   const { client, signIn } = await setup(t, { client: { token_endpoint_auth_method: 'none' } });
@@ -181,7 +258,16 @@ t.test('account linking by email only when email_verified is exactly true', asyn
 });
 
 t.test('return paths stay on the app', async (t) => {
-  for (const evil of ['//evil.example/x', '/\\evil.example', '/%09/evil', '/\t/evil.example', 'https://evil.example', 'javascript:alert(1)', '', undefined]) {
+  for (const evil of [
+    '//evil.example/x',
+    '/\\evil.example',
+    '/%09/evil',
+    '/\t/evil.example',
+    'https://evil.example',
+    'javascript:alert(1)',
+    '',
+    undefined,
+  ]) {
     t.equal(safeReturnPath(evil), evil === '/%09/evil' ? '/%09/evil' : '/', String(evil));
   }
   t.equal(safeReturnPath('/a/b?c=1#d'), '/a/b?c=1#d');
@@ -192,8 +278,16 @@ t.test('createClient refuses a bad issuer or redirect URI, and discovery must na
   t.throws(() => createClient({ issuer: 'https://id.example.com', clientId: '', redirectUri: CALLBACK }));
   t.throws(() => createClient({ issuer: 'https://id.example.com', clientId: 'c', redirectUri: 'not a url' }));
   const server = await startLiveControlPlane(t);
-  const wrong = createClient({ issuer: server.url.replace('localhost', '127.0.0.1'), clientId: 'c', redirectUri: CALLBACK });
+  const wrong = createClient({
+    issuer: server.url.replace('localhost', '127.0.0.1'),
+    clientId: 'c',
+    redirectUri: CALLBACK,
+  });
   t.equal(await refusal(wrong.metadata()), 'issuer_mismatch');
-  const missing: KeyplaneClient = createClient({ issuer: `${server.url}/nowhere`, clientId: 'c', redirectUri: CALLBACK });
+  const missing: KeyplaneClient = createClient({
+    issuer: `${server.url}/nowhere`,
+    clientId: 'c',
+    redirectUri: CALLBACK,
+  });
   t.equal(await refusal(missing.authorizationUrl()), 'discovery_failed');
 });

@@ -19,7 +19,11 @@ t.test('SDK sources import only jose, node built-ins, their own modules, and fra
   for (const file of readdirSync(join(root, 'src'))) {
     const source = readFileSync(join(root, 'src', file), 'utf8');
     for (const [, line, spec] of source.matchAll(/^(import (?:type )?[^;]*?from '([^']+)';)$/gms)) {
-      const allowed = spec === 'jose' || spec!.startsWith('node:') || spec!.startsWith('./') || (line!.startsWith('import type') && spec === 'fastify');
+      const allowed =
+        spec === 'jose' ||
+        spec!.startsWith('node:') ||
+        spec!.startsWith('./') ||
+        (line!.startsWith('import type') && spec === 'fastify');
       t.ok(allowed, `${file}: ${spec}`);
     }
   }

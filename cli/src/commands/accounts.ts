@@ -32,7 +32,8 @@ export async function accountsCommand(action: Action, ref: string, options: Opti
     progress(`${action === 'delete' ? 'deleting' : `${action.replace(/e$/, '')}ing`} ${describe(found)}`);
     const path = `/admin/accounts/${encodeURIComponent(identityId)}`;
     const what = `cannot ${action} ${describe(found)}`;
-    const done = action === 'delete' ? await api.call('DELETE', path, what) : await api.call('POST', `${path}/${action}`, what);
+    const done =
+      action === 'delete' ? await api.call('DELETE', path, what) : await api.call('POST', `${path}/${action}`, what);
     result = action === 'delete' ? { ...done, username: found['username'] } : done;
   }
   if (options.json) {
@@ -55,9 +56,11 @@ export async function accountsCommand(action: Action, ref: string, options: Opti
 export function accountsCommands(program: Command): void {
   const accounts = program
     .command('accounts')
-    .description('Show, disable, enable or delete an account through a running control plane\'s admin API (token from KEYPLANE_ADMIN_TOKEN).');
+    .description(
+      "Show, disable, enable or delete an account through a running control plane's admin API (token from KEYPLANE_ADMIN_TOKEN).",
+    );
   const summaries: Record<Action, string> = {
-    show: 'Show an account\'s identity id, username and state.',
+    show: "Show an account's identity id, username and state.",
     disable: 'Disable an account: it cannot sign in, its sessions end and its grants are revoked.',
     enable: 'Enable a disabled account again.',
     delete: 'Delete an account and everything it holds (receipts keep only its identity id).',
@@ -65,10 +68,14 @@ export function accountsCommands(program: Command): void {
   for (const action of ACTIONS) {
     accounts
       .command(action)
-      .description(`${summaries[action]} Exit 0 done, 1 refused (unknown account, wrong token), 2 usage or network error.`)
+      .description(
+        `${summaries[action]} Exit 0 done, 1 refused (unknown account, wrong token), 2 usage or network error.`,
+      )
       .argument('<account>', 'identity id (usr_…) or username')
       .option('--control-plane <url>', 'base URL (issuer) of the control plane')
       .option('--json', 'print the result (or the refusal) as one JSON object')
-      .action((ref: string, options: Options) => withJsonRefusals(options.json, () => accountsCommand(action, ref, options), say));
+      .action((ref: string, options: Options) =>
+        withJsonRefusals(options.json, () => accountsCommand(action, ref, options), say),
+      );
   }
 }

@@ -6,20 +6,28 @@ import { progress, say } from '../io.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
 
 export function backupCommand(program: Command): void {
-  dataDirOptions(program
-    .command('backup')
-    .description('Copy the database while the server runs: SQLite through its online backup API, PostgreSQL through pg_dump (custom format). Keys stay encrypted; keep the master key separately.'))
+  dataDirOptions(
+    program
+      .command('backup')
+      .description(
+        'Copy the database while the server runs: SQLite through its online backup API, PostgreSQL through pg_dump (custom format). Keys stay encrypted; keep the master key separately.',
+      ),
+  )
     .requiredOption('--out <file>', 'file to write the backup to')
     .action(async (options: Record<string, unknown> & { out: string }) => {
-      const [{ loadControlPlaneConfig }, { backupSqliteStorage, describeStorage, sqliteDatabaseFile }] = await Promise.all([
-        import('../../../config/load.js'), import('../../../control-plane/src/storage/open-storage.js'),
-      ]);
+      const [{ loadControlPlaneConfig }, { backupSqliteStorage, describeStorage, sqliteDatabaseFile }] =
+        await Promise.all([
+          import('../../../config/load.js'),
+          import('../../../control-plane/src/storage/open-storage.js'),
+        ]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       if (existsSync(options.out)) throw new CliError(`${options.out} exists; choose a new file`, EXIT.usage);
       if (config.databaseUrl) {
         progress(`backing up ${describeStorage(config)} with pg_dump …`);
         await pgDump(config.databaseUrl, options.out);
-        say(`backup written to ${options.out} (pg_dump custom format). Restore: pg_restore --clean --dbname <url> ${options.out}`);
+        say(
+          `backup written to ${options.out} (pg_dump custom format). Restore: pg_restore --clean --dbname <url> ${options.out}`,
+        );
         return;
       }
       const file = sqliteDatabaseFile(config)!;
@@ -41,13 +49,21 @@ function pgDump(url: string, out: string): Promise<void> {
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', (error: NodeJS.ErrnoException) => {
-      reject(error.code === 'ENOENT'
-        ? new CliError('pg_dump is not installed or not on PATH; install the PostgreSQL client tools (Debian: postgresql-client) matching the server version', EXIT.failed)
-        : error);
+      reject(
+        error.code === 'ENOENT'
+          ? new CliError(
+              'pg_dump is not installed or not on PATH; install the PostgreSQL client tools (Debian: postgresql-client) matching the server version',
+              EXIT.failed,
+            )
+          : error,
+      );
     });
     child.on('close', (code) => {
       if (code === 0) resolve();
-      else reject(new CliError(`pg_dump failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`, EXIT.failed));
+      else
+        reject(
+          new CliError(`pg_dump failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`, EXIT.failed),
+        );
     });
   });
 }

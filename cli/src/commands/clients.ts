@@ -17,7 +17,8 @@ function line(client: Client): string {
 }
 
 function requireId(clientId: string): string {
-  if (clientId.trim() === '' || clientId.length > 200) throw new CliError('name the client by its client_id', EXIT.usage);
+  if (clientId.trim() === '' || clientId.length > 200)
+    throw new CliError('name the client by its client_id', EXIT.usage);
   return clientId;
 }
 
@@ -28,7 +29,11 @@ export async function listClients(options: Options): Promise<void> {
   let after: string | null = null;
   do {
     progress(`listing clients at ${api.base}${after ? ` after ${after}` : ''}`);
-    const page = await api.call('GET', `/admin/clients?limit=200${after ? `&after=${encodeURIComponent(after)}` : ''}`, 'cannot list clients');
+    const page = await api.call(
+      'GET',
+      `/admin/clients?limit=200${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+      'cannot list clients',
+    );
     clients.push(...(page['clients'] as Client[]));
     after = (page['next'] as string | null) ?? null;
   } while (after);
@@ -53,17 +58,27 @@ export async function showClient(clientId: string, options: Options): Promise<vo
 export async function rotateSecret(clientId: string, options: Options): Promise<void> {
   const api = adminApi(options.controlPlane);
   progress(`rotating the secret of ${requireId(clientId)} at ${api.base}`);
-  const done = await api.call('POST', `/admin/clients/${encodeURIComponent(clientId)}/rotate-secret`, `cannot rotate the secret of ${clientId}`);
+  const done = await api.call(
+    'POST',
+    `/admin/clients/${encodeURIComponent(clientId)}/rotate-secret`,
+    `cannot rotate the secret of ${clientId}`,
+  );
   if (options.json) return say(JSON.stringify(done));
   // The secret is the result: it alone goes to stdout, so `$(keyplane clients rotate-secret …)` captures it.
   say(String(done['client_secret']));
-  progress(`new secret for ${clientId} (revision ${String(done['revision'])}${done['receipt'] ? `, receipt ${String(done['receipt'])}` : ''}); the old one no longer works and this one is not shown again`);
+  progress(
+    `new secret for ${clientId} (revision ${String(done['revision'])}${done['receipt'] ? `, receipt ${String(done['receipt'])}` : ''}); the old one no longer works and this one is not shown again`,
+  );
 }
 
 export async function revokeClient(clientId: string, options: Options): Promise<void> {
   const api = adminApi(options.controlPlane);
   progress(`revoking ${requireId(clientId)} at ${api.base}`);
-  const done = await api.call('POST', `/admin/clients/${encodeURIComponent(clientId)}/revoke`, `cannot revoke ${clientId}`);
+  const done = await api.call(
+    'POST',
+    `/admin/clients/${encodeURIComponent(clientId)}/revoke`,
+    `cannot revoke ${clientId}`,
+  );
   if (options.json) return say(JSON.stringify(done));
   say(`revoked ${clientId}${done['receipt'] ? `, receipt ${String(done['receipt'])}` : ''}`);
 }
@@ -71,16 +86,31 @@ export async function revokeClient(clientId: string, options: Options): Promise<
 export function clientsCommands(program: Command): void {
   const clients = program
     .command('clients')
-    .description('List, show, rotate the secret of, or revoke OIDC clients through a running control plane\'s admin API (token from KEYPLANE_ADMIN_TOKEN). Exit 0 done, 1 refused, 2 usage or network error.');
-  const common = (command: Command) => command
-    .option('--control-plane <url>', 'base URL (issuer) of the control plane')
-    .option('--json', 'print the result (or the refusal) as one JSON object');
-  common(clients.command('list').description('Every registered client, one per line: id, name, type, revision, gateway mode.'))
-    .action((options: Options) => withJsonRefusals(options.json, () => listClients(options), say));
-  common(clients.command('show').description('One client\'s registration (never its secret).').argument('<client_id>'))
-    .action((id: string, options: Options) => withJsonRefusals(options.json, () => showClient(id, options), say));
-  common(clients.command('rotate-secret').description('Issue a new secret (printed once on stdout); the old one stops working at once.').argument('<client_id>'))
-    .action((id: string, options: Options) => withJsonRefusals(options.json, () => rotateSecret(id, options), say));
-  common(clients.command('revoke').description('Delete the client: its grants and tokens stop at once.').argument('<client_id>'))
-    .action((id: string, options: Options) => withJsonRefusals(options.json, () => revokeClient(id, options), say));
+    .description(
+      "List, show, rotate the secret of, or revoke OIDC clients through a running control plane's admin API (token from KEYPLANE_ADMIN_TOKEN). Exit 0 done, 1 refused, 2 usage or network error.",
+    );
+  const common = (command: Command) =>
+    command
+      .option('--control-plane <url>', 'base URL (issuer) of the control plane')
+      .option('--json', 'print the result (or the refusal) as one JSON object');
+  common(
+    clients
+      .command('list')
+      .description('Every registered client, one per line: id, name, type, revision, gateway mode.'),
+  ).action((options: Options) => withJsonRefusals(options.json, () => listClients(options), say));
+  common(
+    clients.command('show').description("One client's registration (never its secret).").argument('<client_id>'),
+  ).action((id: string, options: Options) => withJsonRefusals(options.json, () => showClient(id, options), say));
+  common(
+    clients
+      .command('rotate-secret')
+      .description('Issue a new secret (printed once on stdout); the old one stops working at once.')
+      .argument('<client_id>'),
+  ).action((id: string, options: Options) => withJsonRefusals(options.json, () => rotateSecret(id, options), say));
+  common(
+    clients
+      .command('revoke')
+      .description('Delete the client: its grants and tokens stop at once.')
+      .argument('<client_id>'),
+  ).action((id: string, options: Options) => withJsonRefusals(options.json, () => revokeClient(id, options), say));
 }

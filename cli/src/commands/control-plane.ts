@@ -3,7 +3,12 @@ import { flagsToConfig, serverOptions } from '../options.js';
 import { progress, serveUntilSignal, warn } from '../io.js';
 
 export function controlPlaneCommand(program: Command): void {
-  serverOptions(program.command('control-plane').description('Run the control plane: OIDC provider, accounts, ledger (embedded storage in the data dir).'), 'control-plane')
+  serverOptions(
+    program
+      .command('control-plane')
+      .description('Run the control plane: OIDC provider, accounts, ledger (embedded storage in the data dir).'),
+    'control-plane',
+  )
     .option('--data <dir>', 'data directory (default ./data, also KEYPLANE_DATA_DIR)')
     .option('--issuer <url>', 'public base URL and OIDC issuer (also KEYPLANE_ISSUER)')
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')

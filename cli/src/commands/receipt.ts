@@ -22,8 +22,16 @@ async function getJson(url: string) {
 
 /** The verifiers (and jose under them), loaded when a receipt is checked, not on every start of the CLI. */
 async function verifiers() {
-  const [{ createLocalJWKSet }, { decodeCheckpoint, verifyCheckpoint }, { verifyCheckpointChain }, { verifyReceiptProof }] = await Promise.all([
-    import('jose'), import('../../../lib/ledger/checkpoint.js'), import('../../../lib/ledger/verify-chain.js'), import('../../../lib/ledger/verify-receipt.js'),
+  const [
+    { createLocalJWKSet },
+    { decodeCheckpoint, verifyCheckpoint },
+    { verifyCheckpointChain },
+    { verifyReceiptProof },
+  ] = await Promise.all([
+    import('jose'),
+    import('../../../lib/ledger/checkpoint.js'),
+    import('../../../lib/ledger/verify-chain.js'),
+    import('../../../lib/ledger/verify-receipt.js'),
   ]);
   return { createLocalJWKSet, decodeCheckpoint, verifyCheckpoint, verifyCheckpointChain, verifyReceiptProof };
 }
@@ -39,55 +47,82 @@ function readPinned(value: string, decodeCheckpoint: (jws: string) => unknown): 
   return text;
 }
 
-export async function verifyReceiptCommand(hash: string, options: { controlPlane?: string; trustCheckpoint?: string }): Promise<void> {
-  if (!isReceiptHash(hash)) throw new CliError('HASH must be the receipt\'s 64 lower-case hex characters', EXIT.usage);
+export async function verifyReceiptCommand(
+  hash: string,
+  options: { controlPlane?: string; trustCheckpoint?: string },
+): Promise<void> {
+  if (!isReceiptHash(hash)) throw new CliError("HASH must be the receipt's 64 lower-case hex characters", EXIT.usage);
   const base = baseUrl(options.controlPlane);
-  const { createLocalJWKSet, decodeCheckpoint, verifyCheckpoint, verifyCheckpointChain, verifyReceiptProof } = await verifiers();
-  const pinned = options.trustCheckpoint === undefined ? undefined : readPinned(options.trustCheckpoint, decodeCheckpoint);
+  const { createLocalJWKSet, decodeCheckpoint, verifyCheckpoint, verifyCheckpointChain, verifyReceiptProof } =
+    await verifiers();
+  const pinned =
+    options.trustCheckpoint === undefined ? undefined : readPinned(options.trustCheckpoint, decodeCheckpoint);
 
   progress(`fetching receipt ${hash} from ${base}`);
   const found = await getJson(`${base}/receipts/${hash}`);
   if (found.status === 404) throw new NotVerified(`not verified: ${base} knows no receipt ${hash}`);
-  if (found.status !== 200 || found.body['ok'] !== true) throw new CliError(`${base} answered ${found.status} (${String(found.body['reason'] ?? 'no reason')})`, EXIT.usage);
-  if (found.body['pending'] === true) throw new NotVerified(`not verified: receipt ${hash} is pending, its epoch is not sealed yet (try again in a few seconds)`);
+  if (found.status !== 200 || found.body['ok'] !== true)
+    throw new CliError(`${base} answered ${found.status} (${String(found.body['reason'] ?? 'no reason')})`, EXIT.usage);
+  if (found.body['pending'] === true)
+    throw new NotVerified(
+      `not verified: receipt ${hash} is pending, its epoch is not sealed yet (try again in a few seconds)`,
+    );
 
   progress(`fetching the JWKS from ${base}/.well-known/jwks.json`);
   const jwksAnswer = await getJson(`${base}/.well-known/jwks.json`);
-  if (jwksAnswer.status !== 200 || !Array.isArray(jwksAnswer.body['keys'])) throw new CliError(`${base} served no JWKS`, EXIT.usage);
+  if (jwksAnswer.status !== 200 || !Array.isArray(jwksAnswer.body['keys']))
+    throw new CliError(`${base} served no JWKS`, EXIT.usage);
   const keys = createLocalJWKSet(jwksAnswer.body as unknown as JSONWebKeySet);
 
   const checkpoint = found.body['checkpoint'];
   if (typeof checkpoint !== 'string') throw new NotVerified('not verified: the answer carries no checkpoint');
   progress('checking the canonical hash, the checkpoint signature and the audit path');
-  const verdict = await verifyReceiptProof({ hash, receipt: found.body['receipt'], proof: found.body['proof'] as InclusionProof, checkpoint }, keys);
+  const verdict = await verifyReceiptProof(
+    { hash, receipt: found.body['receipt'], proof: found.body['proof'] as InclusionProof, checkpoint },
+    keys,
+  );
   if (!verdict.ok) throw new NotVerified(`not verified: ${verdict.failure}`);
   const { epoch, size, at } = verdict.checkpoint;
   const { kid } = decodeCheckpoint(checkpoint);
-  progress(`checked: leaf ${(found.body['proof'] as InclusionProof).index} of ${size} in epoch ${epoch}, checkpoint signed by ${kid} at ${at}`);
+  progress(
+    `checked: leaf ${(found.body['proof'] as InclusionProof).index} of ${size} in epoch ${epoch}, checkpoint signed by ${kid} at ${at}`,
+  );
 
   if (pinned !== undefined) {
     progress(`following the checkpoint chain to the pinned epoch ${decodeCheckpoint(pinned).payload.epoch}`);
     try {
       await verifyCheckpoint(pinned, keys);
     } catch (error) {
-      throw new NotVerified(`not verified: the pinned checkpoint does not verify against the JWKS (${(error as Error).message})`);
+      throw new NotVerified(
+        `not verified: the pinned checkpoint does not verify against the JWKS (${(error as Error).message})`,
+      );
     }
-    const chain = await verifyCheckpointChain(checkpoint, pinned, async (n) => {
-      const answer = await getJson(`${base}/receipts/checkpoints/${n}`);
-      if (answer.status !== 200 || typeof answer.body['checkpoint'] !== 'string') throw new NotVerified(`not verified: ${base} serves no checkpoint for epoch ${n}`);
-      return answer.body['checkpoint'];
-    }, keys);
+    const chain = await verifyCheckpointChain(
+      checkpoint,
+      pinned,
+      async (n) => {
+        const answer = await getJson(`${base}/receipts/checkpoints/${n}`);
+        if (answer.status !== 200 || typeof answer.body['checkpoint'] !== 'string')
+          throw new NotVerified(`not verified: ${base} serves no checkpoint for epoch ${n}`);
+        return answer.body['checkpoint'];
+      },
+      keys,
+    );
     if (!chain.ok) throw new NotVerified(`not verified: ${chain.failure}`);
     progress(`checked: chained to the pinned checkpoint through ${chain.followed.length} checkpoint(s)`);
   }
-  say(`verified: receipt ${hash} is in epoch ${epoch} (leaf ${(found.body['proof'] as InclusionProof).index} of ${size}), checkpoint signed by ${kid}${pinned ? ', chained to the pinned checkpoint' : ''}`);
+  say(
+    `verified: receipt ${hash} is in epoch ${epoch} (leaf ${(found.body['proof'] as InclusionProof).index} of ${size}), checkpoint signed by ${kid}${pinned ? ', chained to the pinned checkpoint' : ''}`,
+  );
 }
 
 export function receiptCommand(program: Command): void {
   const receipt = program.command('receipt').description('Verify ledger receipts.');
   receipt
     .command('verify')
-    .description('Verify a receipt: canonical hash, RFC 9162 audit path, checkpoint signature (JWKS) and, with --trust-checkpoint, the chain to a pinned checkpoint. Exit 0 verified, 1 not verified, 2 usage or network error.')
+    .description(
+      'Verify a receipt: canonical hash, RFC 9162 audit path, checkpoint signature (JWKS) and, with --trust-checkpoint, the chain to a pinned checkpoint. Exit 0 verified, 1 not verified, 2 usage or network error.',
+    )
     .argument('<hash>', 'the receipt hash (64 lower-case hex characters)')
     .option('--control-plane <url>', 'base URL (issuer) of the control plane')
     .option('--trust-checkpoint <jws-or-file>', 'a checkpoint you trust (compact JWS, or a file holding one)')

@@ -15,7 +15,8 @@ interface Options {
 function positive(value: string | undefined, name: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new CliError(`${name} must be a whole number from 1 to ${max}`, EXIT.usage);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new CliError(`${name} must be a whole number from 1 to ${max}`, EXIT.usage);
   return n;
 }
 
@@ -31,11 +32,14 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
   const count = positive(options.count, '--count', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   const interval = positive(options.interval, '--interval', 1000, 3_600_000);
   // Loaded here rather than at the top, so the CLI's start (help, usage errors) never pays for jose.
-  const { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint } = await import('../../../lib/ledger/checkpoint.js');
+  const { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint } =
+    await import('../../../lib/ledger/checkpoint.js');
   let keys = await loadKeys(base);
   let printed = 0;
   let last: { epoch: number; jws: string; payload: CheckpointPayload } | null = null;
-  progress(`following the checkpoints of ${base} (every ${interval} ms${options.count ? `, ${count} checkpoint(s)` : ', until interrupted'})`);
+  progress(
+    `following the checkpoints of ${base} (every ${interval} ms${options.count ? `, ${count} checkpoint(s)` : ', until interrupted'})`,
+  );
 
   const verify = async (jws: string): Promise<CheckpointPayload> => {
     try {
@@ -46,14 +50,31 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
       try {
         return await verifyCheckpoint(jws, keys);
       } catch (error) {
-        throw new CliError(`checkpoint does not verify against ${base}'s JWKS: ${(error as Error).message}`, EXIT.failed);
+        throw new CliError(
+          `checkpoint does not verify against ${base}'s JWKS: ${(error as Error).message}`,
+          EXIT.failed,
+        );
       }
     }
   };
   const emit = (jws: string, payload: CheckpointPayload) => {
     const { kid } = decodeCheckpoint(jws);
-    if (options.json) say(JSON.stringify({ epoch: payload.epoch, size: payload.size, root: payload.root, prev: payload.prev, at: payload.at, kid, checkpoint: jws }));
-    else say(`epoch ${payload.epoch}  ${payload.size} receipt(s)  root ${payload.root}  at ${payload.at}  signed by ${kid}`);
+    if (options.json)
+      say(
+        JSON.stringify({
+          epoch: payload.epoch,
+          size: payload.size,
+          root: payload.root,
+          prev: payload.prev,
+          at: payload.at,
+          kid,
+          checkpoint: jws,
+        }),
+      );
+    else
+      say(
+        `epoch ${payload.epoch}  ${payload.size} receipt(s)  root ${payload.root}  at ${payload.at}  signed by ${kid}`,
+      );
     printed++;
   };
 
@@ -71,7 +92,10 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
           if (!jws) throw new CliError(`${base} serves no checkpoint for epoch ${epoch}`, EXIT.failed);
           const payload = await verify(jws);
           if (payload.epoch !== epoch || !isPreviousCheckpoint(payload, last.jws, last.payload)) {
-            throw new CliError(`the chain breaks at epoch ${epoch}: its prev is not the checkpoint of epoch ${last.epoch}`, EXIT.failed);
+            throw new CliError(
+              `the chain breaks at epoch ${epoch}: its prev is not the checkpoint of epoch ${last.epoch}`,
+              EXIT.failed,
+            );
           }
           last = { epoch, jws, payload };
           emit(jws, payload);
@@ -83,10 +107,14 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
     if (printed >= count || stop.aborted) break;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, interval);
-      stop.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
+      stop.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
     });
   }
   progress(`stopped after ${printed} checkpoint(s)`);
@@ -95,7 +123,8 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
 async function loadKeys(base: string) {
   const { createLocalJWKSet } = await import('jose');
   const answer = await requestJson('GET', `${base}/.well-known/jwks.json`);
-  if (answer.status !== 200 || !Array.isArray(answer.body['keys'])) throw new CliError(`${base} served no JWKS`, EXIT.usage);
+  if (answer.status !== 200 || !Array.isArray(answer.body['keys']))
+    throw new CliError(`${base} served no JWKS`, EXIT.usage);
   return createLocalJWKSet(answer.body as unknown as JSONWebKeySet);
 }
 
@@ -109,7 +138,10 @@ async function fetchCheckpoint(base: string, which: string, stop: AbortSignal): 
   }
   if (answer.status === 404) return null;
   if (answer.status !== 200 || typeof answer.body['checkpoint'] !== 'string') {
-    throw new CliError(`${base} answered ${answer.status} (${String(answer.body['reason'] ?? 'no reason')})`, EXIT.usage);
+    throw new CliError(
+      `${base} answered ${answer.status} (${String(answer.body['reason'] ?? 'no reason')})`,
+      EXIT.usage,
+    );
   }
   return answer.body['checkpoint'];
 }
@@ -118,7 +150,9 @@ export function receiptsCommands(program: Command): void {
   const receipts = program.command('receipts').description('Follow the receipt ledger.');
   receipts
     .command('tail')
-    .description('Print each new signed checkpoint as it is sealed, verified against the JWKS and chained to the one before. Stops on SIGINT or after --count. Exit 0 stopped, 1 a checkpoint did not verify, 2 usage or network error.')
+    .description(
+      'Print each new signed checkpoint as it is sealed, verified against the JWKS and chained to the one before. Stops on SIGINT or after --count. Exit 0 stopped, 1 a checkpoint did not verify, 2 usage or network error.',
+    )
     .option('--control-plane <url>', 'base URL (issuer) of the control plane')
     .option('--count <n>', 'stop after this many checkpoints (the latest one counts as the first)')
     .option('--interval <ms>', 'how often to ask for a new checkpoint (milliseconds, default 1000)')

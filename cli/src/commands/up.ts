@@ -19,13 +19,24 @@ export function upCommand(program: Command): void {
     .option('--data <dir>', 'data directory (default ./data)')
     .action(async (options: Record<string, unknown>) => {
       const { loadControlPlaneConfig, loadGatewayConfig } = await import('../../../config/load.js');
-      const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', { port: options['port'], data: options['data'] }) });
+      const config = loadControlPlaneConfig({
+        flags: flagsToConfig('control-plane', { port: options['port'], data: options['data'] }),
+      });
       const gatewayPortOption = portOption(options['gatewayPort'], '--gateway-port', DEFAULT_GATEWAY_PORT);
       const demoPortOption = portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT);
       // The servers load only once the flags are known good: a usage error answers at once.
-      const [{ IN_PLACE_DEMO_PATH, ensureInPlaceDemoClient }, { DEMO_POLICY, ensureLocalGatewayClient }, { startControlPlane }, { startGateway }, { startDemoApp }] = await Promise.all([
-        import('../../../control-plane/src/clients/in-place-demo.js'), import('../../../control-plane/src/clients/local-gateway.js'),
-        import('../../../control-plane/src/server.js'), import('../../../gateway/src/server.js'), import('../demo-app.js'),
+      const [
+        { IN_PLACE_DEMO_PATH, ensureInPlaceDemoClient },
+        { DEMO_POLICY, ensureLocalGatewayClient },
+        { startControlPlane },
+        { startGateway },
+        { startDemoApp },
+      ] = await Promise.all([
+        import('../../../control-plane/src/clients/in-place-demo.js'),
+        import('../../../control-plane/src/clients/local-gateway.js'),
+        import('../../../control-plane/src/server.js'),
+        import('../../../gateway/src/server.js'),
+        import('../demo-app.js'),
       ]);
       // The gateway's redirect URI is registered before it starts, so its port is fixed first.
       const gatewayPort = await resolvePort(gatewayPortOption, config.host);
@@ -35,7 +46,11 @@ export function upCommand(program: Command): void {
 
       // Notices (the founder setup link) wait for the summary, so each is shown once, after the URLs.
       const notices: string[] = [];
-      const controlPlane = await startControlPlane(config, { warn, notify: (line) => notices.push(line), logStream: humanLogStream(process.stderr, 'control plane') });
+      const controlPlane = await startControlPlane(config, {
+        warn,
+        notify: (line) => notices.push(line),
+        logStream: humanLogStream(process.stderr, 'control plane'),
+      });
       const closers: Array<() => Promise<void>> = [() => controlPlane.close()];
       const closeAll = async () => {
         for (const close of closers.reverse()) await close();
@@ -43,14 +58,25 @@ export function upCommand(program: Command): void {
       try {
         const inPlaceOrigins = demoOrigins(config.host, demoPort);
         const inPlaceClient = await ensureInPlaceDemoClient(controlPlane.services, { origins: inPlaceOrigins });
-        const demo = await startDemoApp({ port: demoPort, host: config.host, gatewayUrl, inPlace: { issuer: controlPlane.url, clientId: inPlaceClient.clientId } });
+        const demo = await startDemoApp({
+          port: demoPort,
+          host: config.host,
+          gatewayUrl,
+          inPlace: { issuer: controlPlane.url, clientId: inPlaceClient.clientId },
+        });
         closers.push(() => demo.close());
         const inPlaceUrl = `${inPlaceOrigins[0]}${IN_PLACE_DEMO_PATH}`;
         const client = await ensureLocalGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
         const gatewayConfig = loadGatewayConfig({
           overrides: {
-            host: config.host, port: gatewayPort, controlPlane: controlPlane.url, upstream: demo.url,
-            clientId: client.clientId, clientSecret: client.clientSecret, dataDir: join(config.dataDir, 'gateway'), logLevel: config.logLevel,
+            host: config.host,
+            port: gatewayPort,
+            controlPlane: controlPlane.url,
+            upstream: demo.url,
+            clientId: client.clientId,
+            clientSecret: client.clientSecret,
+            dataDir: join(config.dataDir, 'gateway'),
+            logLevel: config.logLevel,
           },
         });
         const gateway = await startGateway(gatewayConfig, { logStream: humanLogStream(process.stderr, 'gateway') });
@@ -59,7 +85,13 @@ export function upCommand(program: Command): void {
         say(`listening ${controlPlane.url}`);
         say(`listening ${gateway.url}`);
         say(`listening ${demo.url}`);
-        progress(upSummary({ controlPlane: controlPlane.url, gateway: gateway.url, demo: demo.url, inPlace: inPlaceUrl }, notices, client));
+        progress(
+          upSummary(
+            { controlPlane: controlPlane.url, gateway: gateway.url, demo: demo.url, inPlace: inPlaceUrl },
+            notices,
+            client,
+          ),
+        );
       } catch (error) {
         await closeAll();
         throw error;
@@ -81,7 +113,9 @@ export function upSummary(
     '  /admin there asks for a step-up, /public needs no sign-in.',
     `  Control plane (OIDC provider, accounts): ${urls.controlPlane}/auth`,
     `  Demo app without the gateway (what the gateway forwards to): ${urls.demo}/`,
-    ...(urls.inPlace ? [`  Sign in without leaving the page (popup, FedCM, passkey on the page): ${urls.inPlace}`] : []),
+    ...(urls.inPlace
+      ? [`  Sign in without leaving the page (popup, FedCM, passkey on the page): ${urls.inPlace}`]
+      : []),
     ...notices.map((line) => `  ${line}`),
     `  Gateway client ${client.clientId} ${client.created ? 'registered' : 'found'}; its secret was issued for this run only.`,
     'Only warnings and errors are logged here; Ctrl-C stops all three.',
@@ -92,7 +126,8 @@ export function upSummary(
 function portOption(raw: unknown, flag: string, fallback: number): number {
   if (raw === undefined) return fallback;
   const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`${flag} must be a port number from 0 to 65535`, EXIT.usage);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new CliError(`${flag} must be a port number from 0 to 65535`, EXIT.usage);
   return port;
 }
 

@@ -36,7 +36,8 @@ export async function accountExtras(services: ExtrasServices, identityId: string
 function secondFactorSections(totp: 'off' | 'pending' | 'active', unusedCodes: number): SafeHtml {
   return html`<p id="second-factor-status" role="status" aria-live="polite"></p>
 <h3 id="totp-h">Authenticator app (TOTP)</h3>
-${totp === 'active'
+${
+  totp === 'active'
     ? html`<p>TOTP is on: confirming it is you (step up) asks for a code from your app.</p>
 <p><button type="button" class="secondary" data-sf-action="totp-disable" aria-describedby="totp-disable-help">Turn off TOTP</button></p>
 <p id="totp-disable-help" class="muted">Turning it off needs a step-up in the last 5 minutes, or a sign-in with a backup code in the last 5 minutes.</p>`
@@ -50,7 +51,8 @@ ${totp === 'active'
     <input id="totp-code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required>
     <button type="submit">Turn on TOTP</button>
   </form>
-</div>`}
+</div>`
+}
 <h3 id="recovery-h">Backup codes</h3>
 <p>${unusedCodes ? `${unusedCodes} unused backup code${unusedCodes === 1 ? '' : 's'}.` : 'No backup codes yet.'} Each signs you in once if you lose your passkeys.</p>
 <p><button type="button" class="secondary" data-sf-action="recovery-regenerate">Make new backup codes</button></p>

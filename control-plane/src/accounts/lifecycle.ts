@@ -57,7 +57,15 @@ export async function disableAccount(services: AccountServices, identityId: stri
     if (!(await tx.identities.setState(identityId, 'disabled', now))) return { account, changed: false };
     const sessions = await tx.sessions.revokeAll(identityId, now);
     const grants = await tx.oidc.revokeGrantsOf(identityId, now);
-    const { receipt } = await services.events.record(tx, { type: 'account.disabled', at: now, outcome: 'success', identityId, by: 'admin', sessions, grants });
+    const { receipt } = await services.events.record(tx, {
+      type: 'account.disabled',
+      at: now,
+      outcome: 'success',
+      identityId,
+      by: 'admin',
+      sessions,
+      grants,
+    });
     return { account: { ...account, state: 'disabled' }, changed: true, ...(receipt ? { receipt } : {}) };
   });
 }
@@ -68,7 +76,13 @@ export async function enableAccount(services: AccountServices, identityId: strin
   return services.storage.transaction(async (tx) => {
     const account = (await summaryOf(tx, identityId)) ?? unknownAccount();
     if (!(await tx.identities.setState(identityId, 'active', now))) return { account, changed: false };
-    const { receipt } = await services.events.record(tx, { type: 'account.enabled', at: now, outcome: 'success', identityId, by: 'admin' });
+    const { receipt } = await services.events.record(tx, {
+      type: 'account.enabled',
+      at: now,
+      outcome: 'success',
+      identityId,
+      by: 'admin',
+    });
     return { account: { ...account, state: 'active' }, changed: true, ...(receipt ? { receipt } : {}) };
   });
 }
@@ -79,18 +93,34 @@ export async function enableAccount(services: AccountServices, identityId: strin
  * TOTP, recovery codes, emails, links, sessions, devices and usernames with it. Receipts stay:
  * they name the account only by its pseudonymous identity id.
  */
-export async function deleteAccount(services: AccountServices, identityId: string, by: 'self' | 'admin'): Promise<{ identityId: string; receipt?: string }> {
+export async function deleteAccount(
+  services: AccountServices,
+  identityId: string,
+  by: 'self' | 'admin',
+): Promise<{ identityId: string; receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.identities.get(identityId))) unknownAccount();
     const clients = await tx.clients.listByOwner(identityId);
     for (const client of clients) {
       await tx.clients.remove(client.clientId);
-      await services.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId: client.clientId });
+      await services.events.record(tx, {
+        type: 'client.deleted',
+        at: now,
+        outcome: 'success',
+        clientId: client.clientId,
+      });
     }
     await tx.oidc.forgetIdentity(identityId);
     await tx.identities.remove(identityId);
-    const { receipt } = await services.events.record(tx, { type: 'account.deleted', at: now, outcome: 'success', identityId, by, clients: clients.length });
+    const { receipt } = await services.events.record(tx, {
+      type: 'account.deleted',
+      at: now,
+      outcome: 'success',
+      identityId,
+      by,
+      clients: clients.length,
+    });
     return { identityId, ...(receipt ? { receipt } : {}) };
   });
 }
@@ -99,7 +129,11 @@ export async function deleteAccount(services: AccountServices, identityId: strin
  * The user's own deletion: `confirm` must be the account's current username (case-folded), so a
  * stray click or a forged request without it deletes nothing.
  */
-export async function deleteOwnAccount(services: AccountServices, identityId: string, confirm: unknown): Promise<{ identityId: string; receipt?: string }> {
+export async function deleteOwnAccount(
+  services: AccountServices,
+  identityId: string,
+  confirm: unknown,
+): Promise<{ identityId: string; receipt?: string }> {
   const identity = await services.storage.identities.get(identityId);
   if (!identity) unknownAccount();
   if (typeof confirm !== 'string' || confirm.trim().toLowerCase() !== identity.username) {

@@ -6,12 +6,19 @@ import type { ControlPlaneServices } from '../context.js';
 export type ProfileServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 
 /** The account's current username, or null for an unknown id. */
-export async function usernameOf(services: Pick<ProfileServices, 'storage'>, identityId: string): Promise<string | null> {
+export async function usernameOf(
+  services: Pick<ProfileServices, 'storage'>,
+  identityId: string,
+): Promise<string | null> {
   return (await services.storage.identities.get(identityId))?.username ?? null;
 }
 
 /** Sets the display name (checked free text, up to 64 characters); returns it as stored. */
-export async function setDisplayName(services: Pick<ProfileServices, 'storage' | 'now'>, identityId: string, input: unknown): Promise<string> {
+export async function setDisplayName(
+  services: Pick<ProfileServices, 'storage' | 'now'>,
+  identityId: string,
+  input: unknown,
+): Promise<string> {
   const displayName = checkFreeText(input, DISPLAY_NAME_MAX, 'display_name_invalid', 'the display name');
   await services.storage.identities.setDisplayName(identityId, displayName, services.now());
   return displayName;
@@ -32,14 +39,19 @@ export async function renameAccount(services: ProfileServices, identityId: strin
   const { receipt } = await services.storage.transaction(async (tx) => {
     const identity = await tx.identities.get(identityId);
     if (identity?.username === username) return {};
-    if (!(await tx.identities.rename(identityId, username, now))) throw fail('username_taken', 'that username is taken');
+    if (!(await tx.identities.rename(identityId, username, now)))
+      throw fail('username_taken', 'that username is taken');
     return services.events.record(tx, { type: 'account.renamed', at: now, outcome: 'success', identityId });
   });
   return { username, aliases: await services.storage.identities.aliases(identityId), ...(receipt ? { receipt } : {}) };
 }
 
 /** Merges preferences key by key (null removes a key) in one transaction; returns the result. */
-export async function updatePreferences(services: Pick<ProfileServices, 'storage' | 'now'>, identityId: string, update: unknown): Promise<Preferences> {
+export async function updatePreferences(
+  services: Pick<ProfileServices, 'storage' | 'now'>,
+  identityId: string,
+  update: unknown,
+): Promise<Preferences> {
   return services.storage.transaction(async (tx) => {
     const identity = await tx.identities.get(identityId);
     const merged = mergePreferences((identity?.preferences ?? {}) as Preferences, update);

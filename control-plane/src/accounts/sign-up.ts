@@ -4,7 +4,13 @@ import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
-import { CredentialLimits, creationOptions, readRegistration, verifyRegistration, type VerifiedRegistration } from '../passkeys/ceremony.js';
+import {
+  CredentialLimits,
+  creationOptions,
+  readRegistration,
+  verifyRegistration,
+  type VerifiedRegistration,
+} from '../passkeys/ceremony.js';
 import { openSession, type OpenedSession, type SignInBrowser } from '../sessions/start-session.js';
 import type { StoredCredential } from '../storage/types.js';
 import { checkSetupToken, consumeSetupToken } from './founder.js';
@@ -42,16 +48,35 @@ export async function beginSignUp(
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; signupToken: string }> {
   const username = checkUsername(input.username);
   await new CredentialLimits(services).perAccount('signup', username);
-  const displayName = checkFreeText(input.displayName ?? '', DISPLAY_NAME_MAX, 'display_name_invalid', 'the display name');
+  const displayName = checkFreeText(
+    input.displayName ?? '',
+    DISPLAY_NAME_MAX,
+    'display_name_invalid',
+    'the display name',
+  );
   if (input.setupToken !== undefined) await checkSetupToken(services, input.setupToken);
-  else if (!services.config.signup.selfService) throw fail('signup_closed', 'sign-up is closed on this server; ask its operator');
-  if (await services.storage.identities.findByUsername(username)) throw fail('username_taken', 'that username is taken');
+  else if (!services.config.signup.selfService)
+    throw fail('signup_closed', 'sign-up is closed on this server; ask its operator');
+  if (await services.storage.identities.findByUsername(username))
+    throw fail('username_taken', 'that username is taken');
 
   const identityId = randomId('usr');
   const options = await creationOptions(services, { identityId, username, displayName }, []);
   const signupToken = randomToken(32);
-  const state: SignupState = { challenge: options.challenge, identityId, username, displayName, ...(input.setupToken ? { setupToken: input.setupToken } : {}) };
-  if (!(await services.state.setIfAbsent(signupKey(signupToken), JSON.stringify(state), services.config.lifetimes.challenge * 1000))) {
+  const state: SignupState = {
+    challenge: options.challenge,
+    identityId,
+    username,
+    displayName,
+    ...(input.setupToken ? { setupToken: input.setupToken } : {}),
+  };
+  if (
+    !(await services.state.setIfAbsent(
+      signupKey(signupToken),
+      JSON.stringify(state),
+      services.config.lifetimes.challenge * 1000,
+    ))
+  ) {
     throw fail('internal', 'signup token collision');
   }
   return { options, signupToken };
@@ -77,11 +102,16 @@ export interface SignedUp {
  * the account (the founder when step 1 carried a setup token) with its first passkey and signs
  * the browser in. A founder sign-up that fails puts its setup token back, so the link still works.
  */
-export async function finishSignUp(services: SignUpServices, input: SignUpFinish, browser: SignInBrowser): Promise<SignedUp> {
+export async function finishSignUp(
+  services: SignUpServices,
+  input: SignUpFinish,
+  browser: SignInBrowser,
+): Promise<SignedUp> {
   const raw = await services.state.take(signupKey(input.signupToken));
   if (raw === null) throw fail('challenge_unknown', 'this sign-up expired or was finished already; start again');
   const state = JSON.parse(raw) as SignupState;
-  if (checkUsername(input.user) !== state.username) throw fail('challenge_mismatch', 'the sign-up was started for another username');
+  if (checkUsername(input.user) !== state.username)
+    throw fail('challenge_mismatch', 'the sign-up was started for another username');
   await new CredentialLimits(services).perAccount('signup', state.username);
   const { clientData, fields } = readRegistration(input.response);
   const verified = await verifyRegistration(services, input.response, clientData, fields, state.challenge);
@@ -91,18 +121,35 @@ export async function finishSignUp(services: SignUpServices, input: SignUpFinish
     const now = services.now();
     return await services.storage.transaction(async (tx) => {
       const founder = restoreSetup !== null;
-      if (founder && (await tx.identities.founderExists())) throw fail('invalid_setup_token', 'a founder account exists already');
+      if (founder && (await tx.identities.founderExists()))
+        throw fail('invalid_setup_token', 'a founder account exists already');
       const created = await tx.identities.create({
-        identityId: state.identityId, username: state.username, displayName: state.displayName, preferences: {}, founder, createdAt: now, updatedAt: now,
+        identityId: state.identityId,
+        username: state.username,
+        displayName: state.displayName,
+        preferences: {},
+        founder,
+        createdAt: now,
+        updatedAt: now,
       });
       if (!created) throw fail('username_taken', 'that username was taken in the meantime');
       if (!(await tx.credentials.insert(credentialRecord(state.identityId, verified, 'Passkey 1', now)))) {
         throw fail('credential_exists', 'this passkey is registered already');
       }
       const account = await services.events.record(tx, {
-        type: 'account.created', at: now, outcome: 'success', identityId: state.identityId, founder, credId: verified.credId,
+        type: 'account.created',
+        at: now,
+        outcome: 'success',
+        identityId: state.identityId,
+        founder,
+        credId: verified.credId,
       });
-      const session = await openSession(services, tx, browser, { identityId: state.identityId, assurance: 'passkey', amr: PASSKEY_AMR, credId: verified.credId });
+      const session = await openSession(services, tx, browser, {
+        identityId: state.identityId,
+        assurance: 'passkey',
+        amr: PASSKEY_AMR,
+        credId: verified.credId,
+      });
       const receipt = account.receipt ?? session.receipt;
       return { identityId: state.identityId, session, ...(receipt ? { receipt } : {}) };
     });
@@ -115,12 +162,23 @@ export async function finishSignUp(services: SignUpServices, input: SignUpFinish
 /** The stored form of a verified passkey. */
 export function credentialRecord(
   identityId: string,
-  verified: Pick<VerifiedRegistration, 'credId' | 'publicKey' | 'counter' | 'transports' | 'backupEligible' | 'backedUp'>,
+  verified: Pick<
+    VerifiedRegistration,
+    'credId' | 'publicKey' | 'counter' | 'transports' | 'backupEligible' | 'backedUp'
+  >,
   label: string,
   now: number,
 ): StoredCredential {
   return {
-    credId: verified.credId, identityId, publicKey: verified.publicKey, counter: verified.counter, transports: verified.transports,
-    backupEligible: verified.backupEligible, backedUp: verified.backedUp, label, createdAt: now, lastUsedAt: null,
+    credId: verified.credId,
+    identityId,
+    publicKey: verified.publicKey,
+    counter: verified.counter,
+    transports: verified.transports,
+    backupEligible: verified.backupEligible,
+    backedUp: verified.backedUp,
+    label,
+    createdAt: now,
+    lastUsedAt: null,
   };
 }

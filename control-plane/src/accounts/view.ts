@@ -15,7 +15,14 @@ export interface AccountView {
   emails: AccountExtras['emails'];
   passkeys: Array<{ credId: string; label: string; createdAt: number; lastUsedAt: number | null; backedUp: boolean }>;
   totp: AccountExtras['totp'];
-  sessions: Array<{ identifier: string; deviceId: string; assurance: string; current: boolean; createdAt: number; lastSeenAt: number }>;
+  sessions: Array<{
+    identifier: string;
+    deviceId: string;
+    assurance: string;
+    current: boolean;
+    createdAt: number;
+    lastSeenAt: number;
+  }>;
   devices: Array<{ deviceId: string; createdAt: number; lastSeenAt: number; current: boolean }>;
   founder: boolean;
   createdAt: number;
@@ -25,7 +32,11 @@ export interface AccountView {
 }
 
 /** The account as `/account?format=json` lists it (docs/accounts.md#the-account) (plus a few timestamps). Secret-free. */
-export async function loadAccountView(services: AccountViewServices, identityId: string, current: { sessionId?: string; deviceId?: string } = {}): Promise<{ view: AccountView; extras: AccountExtras }> {
+export async function loadAccountView(
+  services: AccountViewServices,
+  identityId: string,
+  current: { sessionId?: string; deviceId?: string } = {},
+): Promise<{ view: AccountView; extras: AccountExtras }> {
   const { storage } = services;
   const now = services.now();
   const identity = await storage.identities.get(identityId);
@@ -50,17 +61,34 @@ export async function loadAccountView(services: AccountViewServices, identityId:
       displayName: identity.displayName,
       preferences: identity.preferences,
       emails: extras.emails,
-      passkeys: passkeys.map((p) => ({ credId: p.credId, label: p.label, createdAt: p.createdAt, lastUsedAt: p.lastUsedAt, backedUp: p.backedUp })),
+      passkeys: passkeys.map((p) => ({
+        credId: p.credId,
+        label: p.label,
+        createdAt: p.createdAt,
+        lastUsedAt: p.lastUsedAt,
+        backedUp: p.backedUp,
+      })),
       totp: extras.totp,
       sessions: sessions.map((s) => ({
-        identifier: s.sessionId, deviceId: s.deviceId, assurance: effectiveAssurance(s, now, stepUpMs),
-        current: s.sessionId === current.sessionId, createdAt: s.createdAt, lastSeenAt: s.lastSeenAt,
+        identifier: s.sessionId,
+        deviceId: s.deviceId,
+        assurance: effectiveAssurance(s, now, stepUpMs),
+        current: s.sessionId === current.sessionId,
+        createdAt: s.createdAt,
+        lastSeenAt: s.lastSeenAt,
       })),
-      devices: devices.map((d) => ({ deviceId: d.deviceId, createdAt: d.createdAt, lastSeenAt: d.lastSeenAt, current: d.deviceId === current.deviceId })),
+      devices: devices.map((d) => ({
+        deviceId: d.deviceId,
+        createdAt: d.createdAt,
+        lastSeenAt: d.lastSeenAt,
+        current: d.deviceId === current.deviceId,
+      })),
       founder: identity.founder,
       createdAt: identity.createdAt,
       orgs: orgs.map((o) => ({ slug: o.slug, name: o.name, role: o.role })),
-      invites: invites.flatMap((i, n) => (invitedTo[n] ? [{ slug: invitedTo[n]!.slug, name: invitedTo[n]!.name, role: i.role }] : [])),
+      invites: invites.flatMap((i, n) =>
+        invitedTo[n] ? [{ slug: invitedTo[n]!.slug, name: invitedTo[n]!.name, role: i.role }] : [],
+      ),
     },
   };
 }

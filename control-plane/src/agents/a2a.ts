@@ -28,7 +28,8 @@ function parseCard(body: Buffer): Record<string, unknown> {
   } catch {
     throw fail('agent_card_invalid', 'the agent card is not JSON');
   }
-  if (typeof card !== 'object' || card === null || Array.isArray(card)) throw fail('agent_card_invalid', 'the agent card is not a JSON object');
+  if (typeof card !== 'object' || card === null || Array.isArray(card))
+    throw fail('agent_card_invalid', 'the agent card is not a JSON object');
   const name = (card as Record<string, unknown>).name;
   if (typeof name !== 'string' || name.length === 0) throw fail('agent_card_invalid', 'the agent card has no name');
   return card as Record<string, unknown>;
@@ -40,10 +41,19 @@ function parseCard(body: Buffer): Record<string, unknown> {
  * `descriptor-integrity` evidence with the SHA-256 of the exact bytes served, and fills the
  * declared card URL and capabilities only where they are still empty. Any refusal appends nothing.
  */
-export async function discoverA2aCard(services: A2aServices, session: SessionView, input: { agentId: string; url: string }) {
+export async function discoverA2aCard(
+  services: A2aServices,
+  session: SessionView,
+  input: { agentId: string; url: string },
+) {
   const agent = await ownedAgent(services, session.identityId, input.agentId);
-  if (agent.state === 'revoked') throw fail('agent_state', 'the agent is revoked: it gathers no evidence', { fields: { state: agent.state } });
-  const fetched = await services.fetcher.fetch(input.url, { ...CARD_FETCH, accept: 'application/json', followRedirects: true });
+  if (agent.state === 'revoked')
+    throw fail('agent_state', 'the agent is revoked: it gathers no evidence', { fields: { state: agent.state } });
+  const fetched = await services.fetcher.fetch(input.url, {
+    ...CARD_FETCH,
+    accept: 'application/json',
+    followRedirects: true,
+  });
   if (fetched.status !== 200) throw fail('fetch_failed', `the agent card URL answered ${fetched.status}`);
   const card = parseCard(fetched.body);
   const sha256 = createHash('sha256').update(fetched.body).digest('hex');
@@ -59,13 +69,33 @@ export async function discoverA2aCard(services: A2aServices, session: SessionVie
   }
   const changed = JSON.stringify(declared) !== JSON.stringify(agent.declared);
   const { receipt } = await services.storage.transaction(async (tx) => {
-    await tx.agents.appendEvidence({ agentId: agent.agentId, type: 'descriptor-integrity', at: now, expiresAt, detail: { url, sha256, fetched_at: fetchedAt } });
+    await tx.agents.appendEvidence({
+      agentId: agent.agentId,
+      type: 'descriptor-integrity',
+      at: now,
+      expiresAt,
+      detail: { url, sha256, fetched_at: fetchedAt },
+    });
     // A lost race on the state only skips filling the declared facts; the evidence stands on its own.
     if (changed) await tx.agents.update({ ...agent, declared, updatedAt: now }, agent.state);
-    return services.events.record(tx, { type: 'agent.evidence_added', at: now, outcome: 'success', agentId: agent.agentId, ownerId: agent.ownerId, evidence: 'descriptor-integrity', subject: url });
+    return services.events.record(tx, {
+      type: 'agent.evidence_added',
+      at: now,
+      outcome: 'success',
+      agentId: agent.agentId,
+      ownerId: agent.ownerId,
+      evidence: 'descriptor-integrity',
+      subject: url,
+    });
   });
   return {
-    evidence: { type: 'descriptor-integrity' as const, url, sha256, fetched_at: fetchedAt, expires_at: new Date(expiresAt).toISOString() },
+    evidence: {
+      type: 'descriptor-integrity' as const,
+      url,
+      sha256,
+      fetched_at: fetchedAt,
+      expires_at: new Date(expiresAt).toISOString(),
+    },
     declared,
     ...(receipt ? { receipt } : {}),
   };

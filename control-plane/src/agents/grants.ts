@@ -12,35 +12,79 @@ import { ownedAgent } from './lifecycle.js';
  * credential for an active agent at one client: the client must declare agent access, the
  * resource must be one the client registered, the scope within the client's.
  */
-export async function approveAgentGrant(services: AgentServices, session: SessionView, input: { agentId: string; clientId: string; resource?: string; scope: string }): Promise<{ grantId: string; receipt?: string }> {
-  if (session.assurance !== 'sensitive') throw fail('insufficient_assurance', 'approving an agent grant needs a sensitive session; step up at /auth/step-up', { fields: { required: 'sensitive', stepUp: '/auth/step-up' } });
+export async function approveAgentGrant(
+  services: AgentServices,
+  session: SessionView,
+  input: { agentId: string; clientId: string; resource?: string; scope: string },
+): Promise<{ grantId: string; receipt?: string }> {
+  if (session.assurance !== 'sensitive')
+    throw fail(
+      'insufficient_assurance',
+      'approving an agent grant needs a sensitive session; step up at /auth/step-up',
+      { fields: { required: 'sensitive', stepUp: '/auth/step-up' } },
+    );
   const agent = await ownedAgent(services, session.identityId, input.agentId);
-  if (agent.state !== 'active') throw fail('agent_state', `the agent is ${agent.state}: only an active agent gets grants`, { fields: { state: agent.state } });
+  if (agent.state !== 'active')
+    throw fail('agent_state', `the agent is ${agent.state}: only an active agent gets grants`, {
+      fields: { state: agent.state },
+    });
   const client = await services.storage.clients.get(input.clientId);
   if (!client) throw fail('not_found', 'no client has this id');
-  if (!client.metadata.access.agents) throw fail('forbidden', 'this client does not admit agents (its access declaration says humans only)');
+  if (!client.metadata.access.agents)
+    throw fail('forbidden', 'this client does not admit agents (its access declaration says humans only)');
   const resource = checkResource(client.metadata.resources, input.resource) ?? null;
   const registered = parseScope(client.metadata.scope);
   const scopes = parseScope(input.scope);
   const extra = scopes.find((s) => !registered.includes(s) || s === 'openid' || s === 'offline_access');
-  if (scopes.length === 0 || extra !== undefined) throw fail('invalid_scope', `scope ${extra ?? ''} is not one this client registered for agents`.trim());
+  if (scopes.length === 0 || extra !== undefined)
+    throw fail('invalid_scope', `scope ${extra ?? ''} is not one this client registered for agents`.trim());
   const now = services.now();
-  const grant: StoredAgentGrant = { grantId: randomId('agg'), agentId: agent.agentId, ownerId: agent.ownerId, clientId: client.clientId, resource, scope: formatScope(scopes), createdAt: now, revokedAt: null };
+  const grant: StoredAgentGrant = {
+    grantId: randomId('agg'),
+    agentId: agent.agentId,
+    ownerId: agent.ownerId,
+    clientId: client.clientId,
+    resource,
+    scope: formatScope(scopes),
+    createdAt: now,
+    revokedAt: null,
+  };
   const { receipt } = await services.storage.transaction(async (tx) => {
     await tx.agents.insertGrant(grant);
-    return services.events.record(tx, { type: 'agent.grant_approved', at: now, outcome: 'success', agentId: agent.agentId, ownerId: agent.ownerId, grantId: grant.grantId, clientId: client.clientId, resource, scope: grant.scope });
+    return services.events.record(tx, {
+      type: 'agent.grant_approved',
+      at: now,
+      outcome: 'success',
+      agentId: agent.agentId,
+      ownerId: agent.ownerId,
+      grantId: grant.grantId,
+      clientId: client.clientId,
+      resource,
+      scope: grant.scope,
+    });
   });
   return { grantId: grant.grantId, ...(receipt ? { receipt } : {}) };
 }
 
 /** `POST /auth/agents/proof/grants/revoke`: the owner ends one grant and every token issued under it. */
-export async function revokeAgentGrant(services: AgentServices, session: SessionView, grantId: string): Promise<{ receipt?: string }> {
+export async function revokeAgentGrant(
+  services: AgentServices,
+  session: SessionView,
+  grantId: string,
+): Promise<{ receipt?: string }> {
   const grant = await services.storage.agents.getGrant(grantId);
   if (!grant || grant.ownerId !== session.identityId) throw fail('not_found', 'no grant of yours has this id');
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.agents.revokeGrant(grantId, now))) throw fail('conflict', 'the grant was revoked already');
-    return services.events.record(tx, { type: 'agent.grant_revoked', at: now, outcome: 'success', agentId: grant.agentId, ownerId: grant.ownerId, grantId });
+    return services.events.record(tx, {
+      type: 'agent.grant_revoked',
+      at: now,
+      outcome: 'success',
+      agentId: grant.agentId,
+      ownerId: grant.ownerId,
+      grantId,
+    });
   });
 }
 
@@ -49,7 +93,12 @@ export async function revokeAgentGrant(services: AgentServices, session: Session
  * client, and the agent is active with the key the token is bound to. Suspension, compromise,
  * revocation, transfer and key rotation all end it at once.
  */
-export async function agentGrantStands(services: Pick<AgentServices, 'storage'>, grantId: string, clientId: string, jkt: string | undefined): Promise<boolean> {
+export async function agentGrantStands(
+  services: Pick<AgentServices, 'storage'>,
+  grantId: string,
+  clientId: string,
+  jkt: string | undefined,
+): Promise<boolean> {
   const grant = await services.storage.agents.getGrant(grantId);
   if (!grant || grant.revokedAt !== null || grant.clientId !== clientId) return false;
   const agent = await services.storage.agents.get(grant.agentId);

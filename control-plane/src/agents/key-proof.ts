@@ -31,7 +31,12 @@ export interface KeyProofRequest {
  * one in `DPoP-Nonce`; a proof by any key but `expectedJkt` is 401 `agent_key_mismatch`.
  * `expected` may also be a literal nonce (a one-use agent-proof challenge) instead of the server's.
  */
-export async function checkAgentKeyProof(services: KeyProofServices, request: KeyProofRequest, expectedJkt: string, expected: { nonce?: string } = {}): Promise<VerifiedDpopProof> {
+export async function checkAgentKeyProof(
+  services: KeyProofServices,
+  request: KeyProofRequest,
+  expectedJkt: string,
+  expected: { nonce?: string } = {},
+): Promise<VerifiedDpopProof> {
   const now = services.now();
   const audience = `${services.config.issuer}${request.path}`;
   const nonceKey = { key: services.secrets.macKey('agent-dpop-nonce'), audience };
@@ -51,7 +56,9 @@ export async function checkAgentKeyProof(services: KeyProofServices, request: Ke
     throw error;
   }
   if (proof.jkt !== expectedJkt) {
-    throw fail('agent_key_mismatch', 'the DPoP proof was signed by another key than the agent\'s', { headers: fresh ? { 'dpop-nonce': fresh } : {} });
+    throw fail('agent_key_mismatch', "the DPoP proof was signed by another key than the agent's", {
+      headers: fresh ? { 'dpop-nonce': fresh } : {},
+    });
   }
   return proof;
 }

@@ -26,13 +26,23 @@ export async function visibleAgent(services: Pick<AgentServices, 'storage'>, pro
   return agent;
 }
 
-const toEntry = (e: StoredAgentEvidence): EvidenceEntry => ({ type: e.type, at: e.at, expiresAt: e.expiresAt, detail: e.detail });
+const toEntry = (e: StoredAgentEvidence): EvidenceEntry => ({
+  type: e.type,
+  at: e.at,
+  expiresAt: e.expiresAt,
+  detail: e.detail,
+});
 
 /** The machine proof vector of `/agent/{proof_id}.json`: claims, evidence, a W3C VC 2.0 as `vc+jwt`, and the A2A card projection. */
 export async function proofVector(services: AgentServices, agent: StoredAgent) {
   const now = services.now();
   const evidence = (await services.storage.agents.listEvidence(agent.agentId)).map(toEntry);
-  const claims = computeClaims({ keyProvenAt: agent.keyProvenAt, ownerApprovedAt: agent.ownerApprovedAt, evidence, now });
+  const claims = computeClaims({
+    keyProvenAt: agent.keyProvenAt,
+    ownerApprovedAt: agent.ownerApprovedAt,
+    evidence,
+    now,
+  });
   const proofUrl = `${services.config.issuer}/agent/${agent.proofId}`;
   const key = services.keys.current();
   // VC Data Model 2.0 secured with VC-JOSE-COSE §3.1.1: the credential is the claim set; no `vc` claim.
@@ -43,12 +53,21 @@ export async function proofVector(services: AgentServices, agent: StoredAgent) {
     issuer: services.config.issuer,
     validFrom: new Date(now).toISOString(),
     validUntil: new Date(now + VC_LIFETIME_MS).toISOString(),
-    credentialSubject: { id: proofUrl, name: agent.name, subjectKind: agent.subjectKind, state: agent.state, jkt: agent.jkt, claims },
+    credentialSubject: {
+      id: proofUrl,
+      name: agent.name,
+      subjectKind: agent.subjectKind,
+      state: agent.state,
+      jkt: agent.jkt,
+      claims,
+    },
     iss: services.config.issuer,
     iat: Math.floor(now / 1000),
     exp: Math.floor((now + VC_LIFETIME_MS) / 1000),
   };
-  const vc = await new SignJWT(credential).setProtectedHeader({ alg: 'ES256', typ: 'vc+jwt', cty: 'vc', kid: key.kid }).sign(key.privateKey);
+  const vc = await new SignJWT(credential)
+    .setProtectedHeader({ alg: 'ES256', typ: 'vc+jwt', cty: 'vc', kid: key.kid })
+    .sign(key.privateKey);
   return {
     proof_id: agent.proofId,
     name: agent.name,
@@ -57,14 +76,21 @@ export async function proofVector(services: AgentServices, agent: StoredAgent) {
     publicJwk: agent.publicJwk,
     jkt: agent.jkt,
     claims,
-    evidence: evidence.map((e) => ({ type: e.type, ...e.detail, verified_at: new Date(e.at).toISOString(), expires_at: new Date(e.expiresAt).toISOString() })),
+    evidence: evidence.map((e) => ({
+      type: e.type,
+      ...e.detail,
+      verified_at: new Date(e.at).toISOString(),
+      expires_at: new Date(e.expiresAt).toISOString(),
+    })),
     vc,
     // A2A v1.0 AgentCard fields this record can speak for; an agent's own card stays authoritative.
     a2a: {
       name: agent.name,
       description: `${agent.subjectKind} agent with a Keyplane Proof Link`,
       version: '1.0',
-      supportedInterfaces: agent.declared.a2aCardUrl ? [{ url: agent.declared.a2aCardUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] : [],
+      supportedInterfaces: agent.declared.a2aCardUrl
+        ? [{ url: agent.declared.a2aCardUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }]
+        : [],
       capabilities: {},
       defaultInputModes: ['application/json'],
       defaultOutputModes: ['application/json'],
@@ -84,9 +110,15 @@ interface StoredChallenge {
 }
 
 /** `challenge`: a one-use nonce for a visible, active agent. */
-export async function issueChallenge(services: AgentServices, input: { proofId: string; purpose: 'verify' | 'run' }): Promise<{ challengeId: string; nonce: string; expiresAt: number }> {
+export async function issueChallenge(
+  services: AgentServices,
+  input: { proofId: string; purpose: 'verify' | 'run' },
+): Promise<{ challengeId: string; nonce: string; expiresAt: number }> {
   const agent = await visibleAgent(services, input.proofId);
-  if (agent.state !== 'active') throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, { fields: { state: agent.state } });
+  if (agent.state !== 'active')
+    throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, {
+      fields: { state: agent.state },
+    });
   const challengeId = randomId('apc');
   const nonce = randomToken(24);
   const expiresAt = services.now() + CHALLENGE_LIFETIME_MS;
@@ -107,28 +139,67 @@ export interface ProveInput {
  * current key must sign a DPoP proof whose `nonce` is the challenge's. A run also binds a
  * commitment-only run proof. One signature check and one signature per call.
  */
-export async function proveAgent(services: AgentServices, purpose: 'verify' | 'run', input: ProveInput, dpop: KeyProofRequest): Promise<{ token: string; expiresIn: number }> {
+export async function proveAgent(
+  services: AgentServices,
+  purpose: 'verify' | 'run',
+  input: ProveInput,
+  dpop: KeyProofRequest,
+): Promise<{ token: string; expiresIn: number }> {
   const agent = await visibleAgent(services, input.proofId);
   const raw = await services.state.take(`agents:challenge:${input.challengeId}`);
   const challenge = raw === null ? null : (JSON.parse(raw) as StoredChallenge);
-  if (!challenge || challenge.agentId !== agent.agentId || challenge.purpose !== purpose || services.now() >= challenge.expiresAt) {
-    throw fail('challenge_unknown', `the challenge is unknown, expired, used already, or not a ${purpose} challenge for this agent`);
+  if (
+    !challenge ||
+    challenge.agentId !== agent.agentId ||
+    challenge.purpose !== purpose ||
+    services.now() >= challenge.expiresAt
+  ) {
+    throw fail(
+      'challenge_unknown',
+      `the challenge is unknown, expired, used already, or not a ${purpose} challenge for this agent`,
+    );
   }
-  if (agent.state !== 'active') throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, { fields: { state: agent.state } });
+  if (agent.state !== 'active')
+    throw fail('agent_state', `the agent is ${agent.state}: it cannot prove itself now`, {
+      fields: { state: agent.state },
+    });
   await checkAgentKeyProof(services, dpop, agent.jkt, { nonce: challenge.nonce });
-  const runHash = purpose === 'run'
-    ? runProofHash(await verifyRunProof(input.runProof, { agentId: agent.agentId, challengeId: input.challengeId, jwk: agent.publicJwk, alg: agent.alg, importKey: async (jwk, alg) => (await agentKeyCache.resolve(jwk, alg)).key }))
-    : undefined;
+  const runHash =
+    purpose === 'run'
+      ? runProofHash(
+          await verifyRunProof(input.runProof, {
+            agentId: agent.agentId,
+            challengeId: input.challengeId,
+            jwk: agent.publicJwk,
+            alg: agent.alg,
+            importKey: async (jwk, alg) => (await agentKeyCache.resolve(jwk, alg)).key,
+          }),
+        )
+      : undefined;
   const now = services.now();
   const key = services.keys.current();
   const iat = Math.floor(now / 1000);
   // Signed with node:crypto on this thread: one ES256 signature, no thread-pool round trip.
-  const token = signCompactJws({ kid: key.kid, typ: purpose === 'run' ? 'agent-run+jwt' : 'agent-proof+jwt' }, {
-    iss: services.config.issuer, sub: agent.agentId, aud: input.audience ?? services.config.issuer, iat, exp: iat + PROOF_TOKEN_LIFETIME_S,
-    jti: randomToken(16), proof_id: agent.proofId, kind: agent.subjectKind, cnf: { jkt: agent.jkt }, challenge_id: input.challengeId,
-    ...(runHash ? { run_proof_hash: runHash } : {}),
-  }, key.privateKey, 'ES256');
+  const token = signCompactJws(
+    { kid: key.kid, typ: purpose === 'run' ? 'agent-run+jwt' : 'agent-proof+jwt' },
+    {
+      iss: services.config.issuer,
+      sub: agent.agentId,
+      aud: input.audience ?? services.config.issuer,
+      iat,
+      exp: iat + PROOF_TOKEN_LIFETIME_S,
+      jti: randomToken(16),
+      proof_id: agent.proofId,
+      kind: agent.subjectKind,
+      cnf: { jkt: agent.jkt },
+      challenge_id: input.challengeId,
+      ...(runHash ? { run_proof_hash: runHash } : {}),
+    },
+    key.privateKey,
+    'ES256',
+  );
   // The last proof is shown to the minute: one write a minute per agent, not one per proof.
-  if (agent.lastProofAt === null || now - agent.lastProofAt >= LAST_PROOF_RESOLUTION_MS) await services.storage.agents.recordProof(agent.agentId, now);
+  if (agent.lastProofAt === null || now - agent.lastProofAt >= LAST_PROOF_RESOLUTION_MS)
+    await services.storage.agents.recordProof(agent.agentId, now);
   return { token, expiresIn: PROOF_TOKEN_LIFETIME_S };
 }

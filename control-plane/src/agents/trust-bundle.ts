@@ -6,7 +6,9 @@ import type { ControlPlaneServices } from '../context.js';
  * federation peer needs to read our proofs, that is the claims, their evidence and lifetimes,
  * and the token types.
  */
-export async function signTrustBundle(services: Pick<ControlPlaneServices, 'config' | 'keys' | 'now'>): Promise<string> {
+export async function signTrustBundle(
+  services: Pick<ControlPlaneServices, 'config' | 'keys' | 'now'>,
+): Promise<string> {
   const now = Math.floor(services.now() / 1000);
   const key = services.keys.current();
   return new SignJWT({
@@ -21,6 +23,8 @@ export async function signTrustBundle(services: Pick<ControlPlaneServices, 'conf
     jwks_uri: `${services.config.issuer}/.well-known/jwks.json`,
   })
     .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'agent-trust-bundle+jwt' })
-    .setIssuer(services.config.issuer).setIssuedAt(now).setExpirationTime(now + 86_400)
+    .setIssuer(services.config.issuer)
+    .setIssuedAt(now)
+    .setExpirationTime(now + 86_400)
     .sign(key.privateKey);
 }

@@ -41,7 +41,10 @@ export interface LocalGatewayOptions {
   clientName?: string;
 }
 
-export async function ensureLocalGatewayClient(services: ControlPlaneServices, options: LocalGatewayOptions): Promise<LocalGatewayClient> {
+export async function ensureLocalGatewayClient(
+  services: ControlPlaneServices,
+  options: LocalGatewayOptions,
+): Promise<LocalGatewayClient> {
   const { storage, events } = services;
   const metadata = validateClientMetadata({
     client_name: options.clientName ?? 'Keyplane demo gateway',
@@ -65,9 +68,21 @@ export async function ensureLocalGatewayClient(services: ControlPlaneServices, o
 
   if (existing) {
     await storage.transaction(async (tx) => {
-      const updated = await tx.clients.update(existing.clientId, existing.revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash, secretIssuedAt: now, at: now });
+      const updated = await tx.clients.update(existing.clientId, existing.revision, {
+        type: clientTypeOf(metadata.token_endpoint_auth_method),
+        metadata,
+        secretHash,
+        secretIssuedAt: now,
+        at: now,
+      });
       if (!updated) throw new Error('the demo gateway client changed while keyplane up was starting; start again');
-      await events.record(tx, { type: 'client.secret_rotated', at: now, outcome: 'success', clientId: existing.clientId, revision: updated.revision });
+      await events.record(tx, {
+        type: 'client.secret_rotated',
+        at: now,
+        outcome: 'success',
+        clientId: existing.clientId,
+        revision: updated.revision,
+      });
     });
     return { clientId: existing.clientId, clientSecret: secret, created: false };
   }
@@ -87,7 +102,15 @@ export async function ensureLocalGatewayClient(services: ControlPlaneServices, o
   };
   await storage.transaction(async (tx) => {
     await tx.clients.insert(client);
-    await events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: null, by: 'admin', revision: 1 });
+    await events.record(tx, {
+      type: 'client.registered',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      ownerId: null,
+      by: 'admin',
+      revision: 1,
+    });
   });
   await writeFile(`${stateFile}.tmp`, JSON.stringify({ clientId: client.clientId }) + '\n', { mode: 0o600 });
   await rename(`${stateFile}.tmp`, stateFile);

@@ -34,14 +34,33 @@ export async function findClient(services: Pick<Services, 'storage'>, clientId: 
  * makes this `stale_revision` rather than overwriting it. The old secret stops working at once;
  * the new one is returned this once.
  */
-export async function rotateClientSecret(services: Services, client: StoredClient): Promise<{ client: StoredClient; secret: string; receipt?: string }> {
-  if (!usesClientSecret(client.metadata.token_endpoint_auth_method)) throw fail('invalid_request', 'this client does not authenticate with a client secret');
+export async function rotateClientSecret(
+  services: Services,
+  client: StoredClient,
+): Promise<{ client: StoredClient; secret: string; receipt?: string }> {
+  if (!usesClientSecret(client.metadata.token_endpoint_auth_method))
+    throw fail('invalid_request', 'this client does not authenticate with a client secret');
   const now = services.now();
   const secret = randomToken(32);
   return services.storage.transaction(async (tx) => {
-    const stored = await tx.clients.update(client.clientId, client.revision, { type: client.type, metadata: client.metadata, secretHash: hashClientSecret(secret), secretIssuedAt: now, at: now });
-    if (!stored) throw fail('stale_revision', 'the client changed since it was read; try again', { fields: { error: 'invalid_request', error_description: 'stale revision' } });
-    const { receipt } = await services.events.record(tx, { type: 'client.secret_rotated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision });
+    const stored = await tx.clients.update(client.clientId, client.revision, {
+      type: client.type,
+      metadata: client.metadata,
+      secretHash: hashClientSecret(secret),
+      secretIssuedAt: now,
+      at: now,
+    });
+    if (!stored)
+      throw fail('stale_revision', 'the client changed since it was read; try again', {
+        fields: { error: 'invalid_request', error_description: 'stale revision' },
+      });
+    const { receipt } = await services.events.record(tx, {
+      type: 'client.secret_rotated',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      revision: stored.revision,
+    });
     return { client: stored, secret, ...(receipt ? { receipt } : {}) };
   });
 }
@@ -60,18 +79,30 @@ export async function revokeClient(services: Services, clientId: string): Promis
  * Ends an account's live sessions (or the one named), with the grants they started; each
  * leaves a `session.revoked` receipt with `by: "admin"`.
  */
-export async function revokeSessions(services: Services, identityId: string, only?: string): Promise<{ revoked: string[]; receipts: string[] }> {
+export async function revokeSessions(
+  services: Services,
+  identityId: string,
+  only?: string,
+): Promise<{ revoked: string[]; receipts: string[] }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const live = (await tx.sessions.listLive(identityId, now)).map((s) => s.sessionId);
     const targets = only === undefined ? live : live.filter((id) => id === only);
-    if (only !== undefined && targets.length === 0) throw fail('unknown_session', 'the account has no live session with this identifier');
+    if (only !== undefined && targets.length === 0)
+      throw fail('unknown_session', 'the account has no live session with this identifier');
     const revoked: string[] = [];
     const receipts: string[] = [];
     for (const sessionId of targets) {
       if (!(await tx.sessions.revoke(identityId, sessionId, now))) continue;
       revoked.push(sessionId);
-      const { receipt } = await services.events.record(tx, { type: 'session.revoked', at: now, outcome: 'success', identityId, sessionId, by: 'admin' });
+      const { receipt } = await services.events.record(tx, {
+        type: 'session.revoked',
+        at: now,
+        outcome: 'success',
+        identityId,
+        sessionId,
+        by: 'admin',
+      });
       if (receipt) receipts.push(receipt);
     }
     await endGrantsOfSessions(services, tx, revoked, now);

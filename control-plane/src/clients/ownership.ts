@@ -49,11 +49,21 @@ export async function checkClientManager(
 }
 
 /** The client `clientId` if `identityId` may manage it (`checkClientManager`'s refusals otherwise). */
-export async function managedClient(services: OrgServices, identityId: string, clientId: string): Promise<StoredClient> {
+export async function managedClient(
+  services: OrgServices,
+  identityId: string,
+  clientId: string,
+): Promise<StoredClient> {
   return checkClientManager(services, await services.storage.clients.get(clientId), identityId);
 }
 
 /** The clients an account owns, or with `org` (a slug) the clients of that org, for its admins and owners. */
-export async function listOwnedClients(services: OrgServices, identityId: string, org?: unknown): Promise<StoredClient[]> {
-  return org === undefined ? services.storage.clients.listByOwner(identityId) : listOrgClients(services, org, identityId);
+export async function listOwnedClients(
+  services: OrgServices,
+  identityId: string,
+  org?: unknown,
+): Promise<StoredClient[]> {
+  return org === undefined
+    ? services.storage.clients.listByOwner(identityId)
+    : listOrgClients(services, org, identityId);
 }

@@ -1,5 +1,10 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import { clientTypeOf, usesClientSecret, validateClientMetadata, type ClientMetadata } from '../../../lib/oauth/client-metadata.js';
+import {
+  clientTypeOf,
+  usesClientSecret,
+  validateClientMetadata,
+  type ClientMetadata,
+} from '../../../lib/oauth/client-metadata.js';
 import { hashClientSecret, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
 import { oauthError } from '../../../lib/oauth/errors.js';
 import { checkResourceOwnership, type ResourceRegistrar } from '../../../lib/oauth/resource-ownership.js';
@@ -34,7 +39,10 @@ function bearerToken(header: string | undefined): string | undefined | null {
 }
 
 function invalidToken(message: string) {
-  return oauthError('unauthorized', message, { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+  return oauthError('unauthorized', message, {
+    error: 'invalid_token',
+    headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+  });
 }
 
 /**
@@ -42,17 +50,28 @@ function invalidToken(message: string) {
  * signed-in session, which then owns the client. A presented but wrong token never falls back
  * to the session.
  */
-export function authenticateRegistrar(services: Pick<ControlPlaneServices, 'config'>, authorization: string | undefined, session: SessionView | undefined): Registrar {
+export function authenticateRegistrar(
+  services: Pick<ControlPlaneServices, 'config'>,
+  authorization: string | undefined,
+  session: SessionView | undefined,
+): Registrar {
   const token = bearerToken(authorization);
   if (token !== undefined) {
     const adminToken = services.config.adminToken;
     if (token === null || adminToken === undefined || !constantEquals(token, adminToken)) {
-      throw invalidToken(adminToken === undefined ? 'registration with an admin token is disabled on this server' : 'the initial access token is not valid');
+      throw invalidToken(
+        adminToken === undefined
+          ? 'registration with an admin token is disabled on this server'
+          : 'the initial access token is not valid',
+      );
     }
     return { by: 'admin', ownerId: null };
   }
   if (session) return { by: 'session', ownerId: session.identityId };
-  throw oauthError('unauthorized', 'send the admin token as a Bearer token, or sign in', { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer' } });
+  throw oauthError('unauthorized', 'send the admin token as a Bearer token, or sign in', {
+    error: 'invalid_token',
+    headers: { 'www-authenticate': 'Bearer' },
+  });
 }
 
 /**
@@ -60,7 +79,8 @@ export function authenticateRegistrar(services: Pick<ControlPlaneServices, 'conf
  * session of one of its admins or owners may do that; the admin token registers operator clients.
  */
 export async function orgRegistrar(services: OrgServices, registrar: Registrar, org: unknown): Promise<Registrar> {
-  if (registrar.by !== 'session') throw fail('invalid_request', 'an organization\'s app is registered from a session of one of its admins or owners');
+  if (registrar.by !== 'session')
+    throw fail('invalid_request', "an organization's app is registered from a session of one of its admins or owners");
   return { by: 'session', ownerId: await orgOwnerFor(services, org, registrar.ownerId) };
 }
 
@@ -68,9 +88,17 @@ export async function orgRegistrar(services: OrgServices, registrar: Registrar, 
  * RFC 7592 §2: the registration access token of that very client. An unknown client answers
  * 401 like a wrong token, so client ids cannot be probed.
  */
-export async function authenticateRegistrationToken(services: Pick<ControlPlaneServices, 'storage'>, authorization: string | undefined, clientId: string): Promise<StoredClient> {
+export async function authenticateRegistrationToken(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  authorization: string | undefined,
+  clientId: string,
+): Promise<StoredClient> {
   const token = bearerToken(authorization);
-  if (!token) throw oauthError('unauthorized', 'send the registration access token as a Bearer token', { error: 'invalid_token', headers: { 'www-authenticate': 'Bearer' } });
+  if (!token)
+    throw oauthError('unauthorized', 'send the registration access token as a Bearer token', {
+      error: 'invalid_token',
+      headers: { 'www-authenticate': 'Bearer' },
+    });
   const client = await services.storage.clients.get(clientId);
   // Hash and compare even when the client is unknown, so both paths cost the same.
   const matches = constantEquals(sha256Hex(token), client?.registrationTokenHash ?? '');
@@ -79,20 +107,34 @@ export async function authenticateRegistrationToken(services: Pick<ControlPlaneS
 }
 
 /** Fields a client may echo back from a read (RFC 7592 §2.2) and that we ignore. */
-const READ_ONLY = ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at', 'client_type', 'ok', 'receipt'];
+const READ_ONLY = [
+  'registration_access_token',
+  'registration_client_uri',
+  'client_secret_expires_at',
+  'client_id_issued_at',
+  'client_type',
+  'ok',
+  'receipt',
+];
 
 /** RFC 7592 §2.2: the body names the client, the revision it was based on, and no new secret. */
-export function checkUpdateRequest(client: StoredClient, body: unknown): { revision: number; metadata: ClientMetadata } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw oauthError('invalid_client_metadata', 'the update must be a JSON object');
+export function checkUpdateRequest(
+  client: StoredClient,
+  body: unknown,
+): { revision: number; metadata: ClientMetadata } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw oauthError('invalid_client_metadata', 'the update must be a JSON object');
   const fields = { ...(body as Record<string, unknown>) };
-  if (fields.client_id !== client.clientId) throw oauthError('invalid_request', 'client_id in the body must be the client being updated');
+  if (fields.client_id !== client.clientId)
+    throw oauthError('invalid_request', 'client_id in the body must be the client being updated');
   const revision = fields.revision;
   if (typeof revision !== 'number' || !Number.isInteger(revision) || revision < 1) {
     throw oauthError('invalid_request', 'revision is required: send the revision this update is based on');
   }
   if (fields.client_secret !== undefined) {
     // The client may repeat its secret but never choose one.
-    if (!verifyClientSecret(fields.client_secret, client.secretHash)) throw oauthError('invalid_client_metadata', 'client_secret cannot be set by the client');
+    if (!verifyClientSecret(fields.client_secret, client.secretHash))
+      throw oauthError('invalid_client_metadata', 'client_secret cannot be set by the client');
   }
   for (const field of [...READ_ONLY, 'client_id', 'client_secret', 'revision']) delete fields[field];
   return { revision, metadata: validateClientMetadata(fields) };
@@ -113,7 +155,11 @@ export function newSecret(): { value: string; hash: string } {
  * The secret a client ends up with after an update: kept while it still authenticates with a
  * secret, issued when it newly does, dropped when it no longer does.
  */
-function secretAfterUpdate(client: StoredClient, metadata: ClientMetadata, now: number): { hash: string | null; issuedAt: number | null; value?: string } {
+function secretAfterUpdate(
+  client: StoredClient,
+  metadata: ClientMetadata,
+  now: number,
+): { hash: string | null; issuedAt: number | null; value?: string } {
   if (!usesClientSecret(metadata.token_endpoint_auth_method)) return { hash: null, issuedAt: null };
   if (client.secretHash !== null) return { hash: client.secretHash, issuedAt: client.secretIssuedAt };
   const secret = newSecret();
@@ -121,7 +167,11 @@ function secretAfterUpdate(client: StoredClient, metadata: ClientMetadata, now: 
 }
 
 /** The RFC 7591 §3.2.1 / RFC 7592 §3 response body. Secrets appear only when just issued. */
-export function describeClient(services: Pick<ControlPlaneServices, 'config'>, client: StoredClient, issued: IssuedSecrets = {}): Record<string, unknown> {
+export function describeClient(
+  services: Pick<ControlPlaneServices, 'config'>,
+  client: StoredClient,
+  issued: IssuedSecrets = {},
+): Record<string, unknown> {
   return {
     ok: true,
     client_id: client.clientId,
@@ -137,7 +187,9 @@ export function describeClient(services: Pick<ControlPlaneServices, 'config'>, c
 }
 
 export function staleRevision(): never {
-  throw fail('stale_revision', 'the client changed since that revision; read it again and retry', { fields: { error: 'invalid_request', error_description: 'stale revision' } });
+  throw fail('stale_revision', 'the client changed since that revision; read it again and retry', {
+    fields: { error: 'invalid_request', error_description: 'stale revision' },
+  });
 }
 
 /** A stored client, the secrets issued with this change (shown this once) and its receipt. */
@@ -151,16 +203,25 @@ export interface ClientChange {
  * Refuses resources that are another owner's gateway URL (docs/security.md "Cross-client
  * tokens"). An update acts for the client's owner (the operator for a client without one).
  */
-export async function checkOwnedResources(services: Pick<ControlPlaneServices, 'storage'>, metadata: ClientMetadata, ownerId: string | null): Promise<void> {
+export async function checkOwnedResources(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  metadata: ClientMetadata,
+  ownerId: string | null,
+): Promise<void> {
   if (metadata.resources.length === 0) return;
   const registrar: ResourceRegistrar = ownerId === null ? { admin: true } : { admin: false, ownerId };
-  const gateways = (await services.storage.clients.listGateways()).map((client) => ({ clientId: client.clientId, ownerId: client.ownerId, redirectUris: client.metadata.redirect_uris }));
+  const gateways = (await services.storage.clients.listGateways()).map((client) => ({
+    clientId: client.clientId,
+    ownerId: client.ownerId,
+    redirectUris: client.metadata.redirect_uris,
+  }));
   checkResourceOwnership(metadata.resources, gateways, registrar);
 }
 
 /** `first_party` skips the approval page, so only the operator (a client without owner) has it. */
 export function checkOperatorOnlyMetadata(metadata: ClientMetadata, ownerId: string | null): void {
-  if (metadata.first_party === true && ownerId !== null) throw oauthError('invalid_client_metadata', 'first_party can only be set with the admin token');
+  if (metadata.first_party === true && ownerId !== null)
+    throw oauthError('invalid_client_metadata', 'first_party can only be set with the admin token');
 }
 
 export interface RegisterOptions {
@@ -171,7 +232,12 @@ export interface RegisterOptions {
 }
 
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
-export async function registerClient(services: ControlPlaneServices, metadata: ClientMetadata, registrar: Registrar, options: RegisterOptions = {}): Promise<ClientChange> {
+export async function registerClient(
+  services: ControlPlaneServices,
+  metadata: ClientMetadata,
+  registrar: Registrar,
+  options: RegisterOptions = {},
+): Promise<ClientChange> {
   checkOperatorOnlyMetadata(metadata, registrar.ownerId);
   await checkOwnedResources(services, metadata, registrar.ownerId);
   await checkJwksUri(services, metadata);
@@ -193,16 +259,34 @@ export async function registerClient(services: ControlPlaneServices, metadata: C
   const { receipt } = await services.storage.transaction(async (tx) => {
     await tx.clients.insert(client);
     await options.onInsert?.(tx, client);
-    return services.events.record(tx, { type: 'client.registered', at: now, outcome: 'success', clientId: client.clientId, ownerId: client.ownerId, by: registrar.by, revision: 1, ...(options.connector ? { connector: options.connector } : {}) });
+    return services.events.record(tx, {
+      type: 'client.registered',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      ownerId: client.ownerId,
+      by: registrar.by,
+      revision: 1,
+      ...(options.connector ? { connector: options.connector } : {}),
+    });
   });
-  return { client, issued: { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value }, ...(receipt ? { receipt } : {}) };
+  return {
+    client,
+    issued: { ...(secret ? { clientSecret: secret.value } : {}), registrationToken: token.value },
+    ...(receipt ? { receipt } : {}),
+  };
 }
 
 /**
  * Replaces the client's metadata if it is still at `revision` (one conditional update, so a
  * concurrent edit is a `stale_revision`) and records `client.updated`.
  */
-export async function updateClient(services: ControlPlaneServices, client: StoredClient, revision: number, metadata: ClientMetadata): Promise<ClientChange> {
+export async function updateClient(
+  services: ControlPlaneServices,
+  client: StoredClient,
+  revision: number,
+  metadata: ClientMetadata,
+): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
   checkOperatorOnlyMetadata(metadata, client.ownerId);
   await checkOwnedResources(services, metadata, client.ownerId);
@@ -212,22 +296,48 @@ export async function updateClient(services: ControlPlaneServices, client: Store
   const { updated, receipt } = await services.storage.transaction(async (tx) => {
     // A client registered for a project stays inside its signed trust profile (docs/rollout.md).
     await refuseOutsideProfile(tx, client.clientId, metadata);
-    const stored = await tx.clients.update(client.clientId, revision, { type: clientTypeOf(metadata.token_endpoint_auth_method), metadata, secretHash: secret.hash, secretIssuedAt: secret.issuedAt, at: now });
+    const stored = await tx.clients.update(client.clientId, revision, {
+      type: clientTypeOf(metadata.token_endpoint_auth_method),
+      metadata,
+      secretHash: secret.hash,
+      secretIssuedAt: secret.issuedAt,
+      at: now,
+    });
     // Another update won the race since we read the client.
     if (!stored) staleRevision();
-    const recorded = await services.events.record(tx, { type: 'client.updated', at: now, outcome: 'success', clientId: client.clientId, revision: stored.revision, secretIssued: secret.value !== undefined });
+    const recorded = await services.events.record(tx, {
+      type: 'client.updated',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      revision: stored.revision,
+      secretIssued: secret.value !== undefined,
+    });
     return { updated: stored, receipt: recorded.receipt };
   });
-  return { client: updated, issued: secret.value !== undefined ? { clientSecret: secret.value } : {}, ...(receipt ? { receipt } : {}) };
+  return {
+    client: updated,
+    issued: secret.value !== undefined ? { clientSecret: secret.value } : {},
+    ...(receipt ? { receipt } : {}),
+  };
 }
 
 /** The response body for a change: the client description plus its receipt. */
-export function describeChange(services: Pick<ControlPlaneServices, 'config'>, change: ClientChange): Record<string, unknown> {
-  return { ...describeClient(services, change.client, change.issued), ...(change.receipt ? { receipt: change.receipt } : {}) };
+export function describeChange(
+  services: Pick<ControlPlaneServices, 'config'>,
+  change: ClientChange,
+): Record<string, unknown> {
+  return {
+    ...describeClient(services, change.client, change.issued),
+    ...(change.receipt ? { receipt: change.receipt } : {}),
+  };
 }
 
 /** RFC 7592 §2.3: deletes the client and records `client.deleted`. */
-export async function deleteClient(services: Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>, clientId: string): Promise<{ receipt?: string }> {
+export async function deleteClient(
+  services: Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>,
+  clientId: string,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'the client was deleted meanwhile');

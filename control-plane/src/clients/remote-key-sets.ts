@@ -28,7 +28,10 @@ export class RemoteKeySets {
   readonly #entries = new Map<string, Entry>();
   readonly #pending = new Map<string, Promise<Entry>>();
 
-  constructor(private readonly services: Pick<ControlPlaneServices, 'fetcher' | 'now'>, private readonly limit = MAX_ENTRIES) {}
+  constructor(
+    private readonly services: Pick<ControlPlaneServices, 'fetcher' | 'now'>,
+    private readonly limit = MAX_ENTRIES,
+  ) {}
 
   get size(): number {
     return this.#entries.size;
@@ -56,7 +59,11 @@ export class RemoteKeySets {
   }
 
   async #fetch(uri: string): Promise<Entry> {
-    const fetched = await this.services.fetcher.fetch(uri, { maxBytes: MAX_BYTES, timeoutMs: TIMEOUT_MS, accept: 'application/jwk-set+json, application/json' });
+    const fetched = await this.services.fetcher.fetch(uri, {
+      maxBytes: MAX_BYTES,
+      timeoutMs: TIMEOUT_MS,
+      accept: 'application/jwk-set+json, application/json',
+    });
     if (fetched.status !== 200) throw new Error(`the key set answered ${fetched.status}`);
     const keys = createLocalJWKSet(JSON.parse(fetched.body.toString('utf8')) as JSONWebKeySet);
     const entry = { keys, fetchedAt: this.services.now() };
@@ -72,7 +79,10 @@ export class RemoteKeySets {
  * of its host public (unless `fetch.allowPrivateTargets`). Checked at registration and update,
  * so a URL that points inside the network is refused before anything is ever sent to it.
  */
-export async function checkJwksUri(services: Pick<ControlPlaneServices, 'fetcher'>, metadata: ClientMetadata): Promise<void> {
+export async function checkJwksUri(
+  services: Pick<ControlPlaneServices, 'fetcher'>,
+  metadata: ClientMetadata,
+): Promise<void> {
   if (metadata.jwks_uri === undefined) return;
   try {
     await services.fetcher.check(metadata.jwks_uri);

@@ -8,7 +8,10 @@ import type { ControlPlaneServices } from '../context.js';
 export const CONTACT_TOPICS = ['general', 'security', 'privacy', 'abuse', 'support'] as const;
 export type ContactTopic = (typeof CONTACT_TOPICS)[number];
 
-export type ContactServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'events' | 'state' | 'mailer' | 'now' | 'notify'>;
+export type ContactServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'events' | 'state' | 'mailer' | 'now' | 'notify'
+>;
 
 export interface ContactInput {
   email: string;
@@ -28,10 +31,15 @@ async function throttle(services: ContactServices, ip: string, email: string): P
   const limiter = new RateLimiter(services.state);
   const limit = { max: services.config.contact.perAddressPerHour, windowMs: 3_600_000 };
   // Both per client address and per sender address: one sender cannot flood from many IPs, nor one IP as many senders.
-  for (const [bucket, subject] of [['contact-ip', ip], ['contact-sender', sha256Hex(`keyplane:contact:v1:${email}`)]] as const) {
+  for (const [bucket, subject] of [
+    ['contact-ip', ip],
+    ['contact-sender', sha256Hex(`keyplane:contact:v1:${email}`)],
+  ] as const) {
     const decision = await limiter.hit(bucket, subject, limit);
     if (!decision.allowed) {
-      throw fail('rate_limited', 'too many contact messages; try again later', { headers: { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) } });
+      throw fail('rate_limited', 'too many contact messages; try again later', {
+        headers: { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) },
+      });
     }
   }
 }
@@ -42,10 +50,15 @@ async function throttle(services: ContactServices, ip: string, email: string): P
  * receipt in one transaction. A mail failure does not lose the message: it is stored unmailed
  * and the operator is told on the console.
  */
-export async function receiveContact(services: ContactServices, input: ContactInput, ip: string): Promise<{ contactId: string; mailed: boolean; receipt?: string }> {
+export async function receiveContact(
+  services: ContactServices,
+  input: ContactInput,
+  ip: string,
+): Promise<{ contactId: string; mailed: boolean; receipt?: string }> {
   const email = normalizeEmailAddress(input.email);
   if (!email) throw fail('invalid_email', 'email must be an address you can be answered at');
-  if (!(CONTACT_TOPICS as readonly string[]).includes(input.topic)) throw fail('invalid_request', `topic must be one of ${CONTACT_TOPICS.join(', ')}`);
+  if (!(CONTACT_TOPICS as readonly string[]).includes(input.topic))
+    throw fail('invalid_request', `topic must be one of ${CONTACT_TOPICS.join(', ')}`);
   const message = cleanMessage(input.message);
   if (message.length === 0) throw fail('invalid_request', 'the message is empty');
   const max = services.config.contact.maxMessageChars;
@@ -65,12 +78,28 @@ export async function receiveContact(services: ContactServices, input: ContactIn
       });
       mailed = true;
     } catch (error) {
-      services.notify(`contact message ${contactId} was stored but could not be mailed to the operator: ${(error as Error).message}`);
+      services.notify(
+        `contact message ${contactId} was stored but could not be mailed to the operator: ${(error as Error).message}`,
+      );
     }
   }
   const { receipt } = await services.storage.transaction(async (tx) => {
-    await tx.contacts.insert({ contactId, email, topic: input.topic, message, createdAt, mailedAt: mailed ? services.now() : null });
-    return services.events.record(tx, { type: 'contact.received', at: createdAt, outcome: 'success', contactId, topic: input.topic, mailed });
+    await tx.contacts.insert({
+      contactId,
+      email,
+      topic: input.topic,
+      message,
+      createdAt,
+      mailedAt: mailed ? services.now() : null,
+    });
+    return services.events.record(tx, {
+      type: 'contact.received',
+      at: createdAt,
+      outcome: 'success',
+      contactId,
+      topic: input.topic,
+      mailed,
+    });
   });
   return { contactId, mailed, ...(receipt ? { receipt } : {}) };
 }

@@ -1,6 +1,11 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { normalizeEmailAddress } from '../../../lib/magic/email-address.js';
-import { checkMagicLink, issueEmailVerificationLink, redeemMagicLink, type RedeemFailure } from '../../../lib/magic/magic-link.js';
+import {
+  checkMagicLink,
+  issueEmailVerificationLink,
+  redeemMagicLink,
+  type RedeemFailure,
+} from '../../../lib/magic/magic-link.js';
 import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
 import { randomId } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
@@ -9,9 +14,13 @@ import { verificationMail } from '../mail/templates.js';
 
 /** Addresses one account may hold. */
 export const MAX_EMAILS = 10;
-export const LINK_REASONS: Record<RedeemFailure, 'link_invalid' | 'link_used' | 'link_expired' | 'link_wrong_device'> = {
-  unknown: 'link_invalid', used: 'link_used', expired: 'link_expired', wrong_device: 'link_wrong_device',
-};
+export const LINK_REASONS: Record<RedeemFailure, 'link_invalid' | 'link_used' | 'link_expired' | 'link_wrong_device'> =
+  {
+    unknown: 'link_invalid',
+    used: 'link_used',
+    expired: 'link_expired',
+    wrong_device: 'link_wrong_device',
+  };
 
 /** Used and expired links are kept a day so their pages can say which; then they go. */
 export const SPENT_LINKS_KEPT_MS = 86_400_000;
@@ -55,33 +64,56 @@ export async function addEmail(services: EmailServices, identityId: string, inpu
   await services.storage.links.purgeExpired(at - SPENT_LINKS_KEPT_MS);
   const outcome = await services.storage.transaction(async (tx) => {
     const existing = await tx.emails.listByIdentity(identityId);
-    if (existing.length >= MAX_EMAILS && !existing.some((e) => e.email === email)) throw fail('too_many_emails', `an account holds at most ${MAX_EMAILS} addresses`);
+    if (existing.length >= MAX_EMAILS && !existing.some((e) => e.email === email))
+      throw fail('too_many_emails', `an account holds at most ${MAX_EMAILS} addresses`);
     const emailId = randomId('eml');
     const row = await tx.emails.add({ emailId, identityId, email, createdAt: at, verifiedAt: null });
     if (row.verifiedAt !== null) return { row, sent: false as const };
-    const added = row.emailId === emailId
-      ? await services.events.record(tx, { type: 'email.added', at, outcome: 'success', identityId, emailId: row.emailId })
-      : {};
+    const added =
+      row.emailId === emailId
+        ? await services.events.record(tx, {
+            type: 'email.added',
+            at,
+            outcome: 'success',
+            identityId,
+            emailId: row.emailId,
+          })
+        : {};
     const decision = await new RateLimiter(services.state).hit('verify-mail', addressBucket(email), limit);
     if (!decision.allowed) {
       throw fail('rate_limited', 'too many verification mails to this address; try again later', {
         headers: { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) },
       });
     }
-    const link = issueEmailVerificationLink({ endpoint, identityId, emailId: row.emailId, now: at, lifetimeMs: lifetime * 1000 });
+    const link = issueEmailVerificationLink({
+      endpoint,
+      identityId,
+      emailId: row.emailId,
+      now: at,
+      lifetimeMs: lifetime * 1000,
+    });
     await tx.links.insert(link.record);
     return { row, sent: true as const, url: link.url, ...added };
   });
   if (outcome.sent) services.mailer.enqueue(verificationMail(email, outcome.url, lifetime));
   return {
-    email, verified: outcome.row.verifiedAt !== null, sent: outcome.sent,
+    email,
+    verified: outcome.row.verifiedAt !== null,
+    sent: outcome.sent,
     ...('receipt' in outcome && outcome.receipt ? { receipt: outcome.receipt } : {}),
   };
 }
 
 /** Checks a verification link without consuming it (what the confirmation page shows); throws its refusal. */
-export async function checkVerificationLink(services: Pick<EmailServices, 'storage' | 'now'>, token: string): Promise<void> {
-  const checked = await checkMagicLink(token, { purpose: 'verify_email', now: services.now(), find: (hash) => services.storage.links.find(hash) });
+export async function checkVerificationLink(
+  services: Pick<EmailServices, 'storage' | 'now'>,
+  token: string,
+): Promise<void> {
+  const checked = await checkMagicLink(token, {
+    purpose: 'verify_email',
+    now: services.now(),
+    find: (hash) => services.storage.links.find(hash),
+  });
   if (!checked.ok) throw fail(LINK_REASONS[checked.why]);
 }
 
@@ -89,11 +121,17 @@ export async function checkVerificationLink(services: Pick<EmailServices, 'stora
  * Consumes a verification link and marks its address verified. It does nothing else: no
  * session is created, merged or upgraded, whoever opens the link (docs/accounts.md#e-mail-addresses).
  */
-export async function verifyEmail(services: Pick<EmailServices, 'storage' | 'events' | 'now'>, token: string): Promise<{ already: boolean; receipt?: string }> {
+export async function verifyEmail(
+  services: Pick<EmailServices, 'storage' | 'events' | 'now'>,
+  token: string,
+): Promise<{ already: boolean; receipt?: string }> {
   const at = services.now();
   return services.storage.transaction(async (tx) => {
     const redemption = await redeemMagicLink(token, {
-      purpose: 'verify_email', now: at, find: (hash) => tx.links.find(hash), consume: (hash, now) => tx.links.consume(hash, now),
+      purpose: 'verify_email',
+      now: at,
+      find: (hash) => tx.links.find(hash),
+      consume: (hash, now) => tx.links.consume(hash, now),
     });
     if (!redemption.ok) throw fail(LINK_REASONS[redemption.why]);
     const { record } = redemption;
@@ -101,7 +139,13 @@ export async function verifyEmail(services: Pick<EmailServices, 'storage' | 'eve
     // Throwing rolls the consumption back: the link still works if the other account lets the address go.
     if (marked === 'taken') throw fail('email_taken', 'another account verified this address first');
     if (marked === 'already') return { already: true };
-    const recorded = await services.events.record(tx, { type: 'email.verified', at, outcome: 'success', identityId: record.identityId, emailId: record.emailId });
+    const recorded = await services.events.record(tx, {
+      type: 'email.verified',
+      at,
+      outcome: 'success',
+      identityId: record.identityId,
+      emailId: record.emailId,
+    });
     return { already: false, ...recorded };
   });
 }

@@ -36,18 +36,30 @@ async function claimNonce(services: Services, clientId: string, nonce: string): 
  * (`aud`), bound to the RP's nonce, stating what the session proved. The caller has checked the
  * origin, the client's in-place switch and `Sec-Fetch-Dest`.
  */
-export async function issueFedcmAssertion(services: Services, input: { session: SessionView; client: StoredClient; request: AssertionRequest }): Promise<{ token: string; receipt: string | undefined }> {
+export async function issueFedcmAssertion(
+  services: Services,
+  input: { session: SessionView; client: StoredClient; request: AssertionRequest },
+): Promise<{ token: string; receipt: string | undefined }> {
   const { session, client, request } = input;
-  if (request.accountId !== session.identityId) throw fail('account_mismatch', 'account_id is not the signed-in account');
+  if (request.accountId !== session.identityId)
+    throw fail('account_mismatch', 'account_id is not the signed-in account');
   const scopes = fedcmScopesOf(client);
   // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts): disabling
   // ends the sessions, and this covers one that lingers.
-  if (!(await isAccountActive(services.storage, session.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+  if (!(await isAccountActive(services.storage, session.identityId)))
+    throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const before = await services.storage.oidc.approval(session.identityId, client.clientId);
   const consent = decideInPlaceConsent({
-    transport: 'fedcm', request: { scopes }, approval: before, firstParty: client.metadata.first_party === true, disclosureShown: request.disclosureShown,
+    transport: 'fedcm',
+    request: { scopes },
+    approval: before,
+    firstParty: client.metadata.first_party === true,
+    disclosureShown: request.disclosureShown,
   });
-  if (!consent.allowed) throw fail('consent_required', 'the browser showed no disclosure and the account has not approved this client', { status: 403 });
+  if (!consent.allowed)
+    throw fail('consent_required', 'the browser showed no disclosure and the account has not approved this client', {
+      status: 403,
+    });
   await claimNonce(services, client.clientId, request.nonce);
   const now = services.now();
   const claims = buildIdTokenClaims({
@@ -67,9 +79,21 @@ export async function issueFedcmAssertion(services: Services, input: { session: 
   });
   const token = await signIdToken(claims, services.keys.current());
   const receipt = await services.storage.transaction(async (tx) => {
-    if (consent.recordApproval) await tx.oidc.recordApproval(session.identityId, client.clientId, { scopes: [...new Set([...(before?.scopes ?? []), ...scopes])], resources: before?.resources ?? [] }, now);
+    if (consent.recordApproval)
+      await tx.oidc.recordApproval(
+        session.identityId,
+        client.clientId,
+        { scopes: [...new Set([...(before?.scopes ?? []), ...scopes])], resources: before?.resources ?? [] },
+        now,
+      );
     const recorded = await services.events.record(tx, {
-      type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId, transport: 'fedcm', identityId: session.identityId, assurance: session.assurance,
+      type: 'signin.in_place',
+      at: now,
+      outcome: 'success',
+      client_id: client.clientId,
+      transport: 'fedcm',
+      identityId: session.identityId,
+      assurance: session.assurance,
     });
     return recorded.receipt;
   });
@@ -77,12 +101,21 @@ export async function issueFedcmAssertion(services: Services, input: { session: 
 }
 
 /** FedCM disconnect: forgets the account's approval of the client, receipted. */
-export async function disconnectFedcm(services: Services, input: { session: SessionView; client: StoredClient }): Promise<{ accountId: string; receipt: string | undefined }> {
+export async function disconnectFedcm(
+  services: Services,
+  input: { session: SessionView; client: StoredClient },
+): Promise<{ accountId: string; receipt: string | undefined }> {
   const { session, client } = input;
   const now = services.now();
   const receipt = await services.storage.transaction(async (tx) => {
     await tx.oidc.removeApproval(session.identityId, client.clientId);
-    const recorded = await services.events.record(tx, { type: 'fedcm.disconnected', at: now, outcome: 'success', client_id: client.clientId, identityId: session.identityId });
+    const recorded = await services.events.record(tx, {
+      type: 'fedcm.disconnected',
+      at: now,
+      outcome: 'success',
+      client_id: client.clientId,
+      identityId: session.identityId,
+    });
     return recorded.receipt;
   });
   return { accountId: session.identityId, receipt };
@@ -93,11 +126,15 @@ export async function disconnectFedcm(services: Services, input: { session: Sess
  * clients it approved before. A disabled account is offered to no relying party (its sessions
  * ended; this holds if one lingers); an unknown one reads as nobody signed in.
  */
-export async function fedcmAccountOf(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<FedcmAccount> {
+export async function fedcmAccountOf(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  identityId: string,
+): Promise<FedcmAccount> {
   const { storage } = services;
   const identity = await storage.identities.get(identityId);
   if (!identity) throw fail('unauthorized', 'nobody is signed in');
-  if (!(await isAccountActive(storage, identity.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+  if (!(await isAccountActive(storage, identity.identityId)))
+    throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const emails = await storage.emails.listByIdentity(identity.identityId);
   const email = emails.find((e) => e.verifiedAt !== null)?.email;
   const approvedClients = await storage.oidc.approvedClients(identity.identityId);

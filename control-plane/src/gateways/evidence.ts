@@ -13,12 +13,18 @@ export const EVIDENCE_KEPT_MS = 7 * 24 * 3600 * 1000;
  * Verifies a gateway instance's signed report for its (authenticated) client and stores it as
  * that instance's newest observation (docs/gateway.md#evidence).
  */
-export async function acceptEvidence(services: Pick<ControlPlaneServices, 'config' | 'storage' | 'now'>, client: StoredClient, jws: string): Promise<void> {
+export async function acceptEvidence(
+  services: Pick<ControlPlaneServices, 'config' | 'storage' | 'now'>,
+  client: StoredClient,
+  jws: string,
+): Promise<void> {
   const now = services.now();
   let verified;
   try {
     verified = await verifyGatewayEvidence(jws, {
-      audience: services.config.issuer, clientId: client.clientId, now,
+      audience: services.config.issuer,
+      clientId: client.clientId,
+      now,
       // Without registered keys the report's own key is accepted, because the channel is
       // client-authenticated; its thumbprint is recorded so a key change shows.
       ...(client.metadata.jwks ? { registeredKeys: client.metadata.jwks.keys } : {}),
@@ -38,8 +44,13 @@ export async function acceptEvidence(services: Pick<ControlPlaneServices, 'confi
  * sees every client, a session only the clients it owns. Someone else's client answers like a
  * missing one, so client ids cannot be probed.
  */
-export async function enforcementOf(services: GatewayServices, registrar: Registrar, clientId: string): Promise<{ client: StoredClient } & GatewayEnforcement> {
+export async function enforcementOf(
+  services: GatewayServices,
+  registrar: Registrar,
+  clientId: string,
+): Promise<{ client: StoredClient } & GatewayEnforcement> {
   const client = await services.storage.clients.get(clientId);
-  if (!client || (registrar.by === 'session' && client.ownerId !== registrar.ownerId)) throw fail('not_found', 'no such client');
+  if (!client || (registrar.by === 'session' && client.ownerId !== registrar.ownerId))
+    throw fail('not_found', 'no such client');
   return { client, ...(await gatewayEnforcement(services, client)) };
 }

@@ -1,6 +1,17 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import { GATEWAY_CONFIG_LIFETIME_SECONDS, REVOKED_SESSIONS_LIMIT, canReuseIssuedConfig, deriveIssuedPolicy, hashIssuedContent, signGatewayConfig } from '../../../lib/gateway/config-issuance.js';
-import { computeEnforcementStatus, type EnforcementReason, type EnforcementStatus } from '../../../lib/gateway/enforcement-status.js';
+import {
+  GATEWAY_CONFIG_LIFETIME_SECONDS,
+  REVOKED_SESSIONS_LIMIT,
+  canReuseIssuedConfig,
+  deriveIssuedPolicy,
+  hashIssuedContent,
+  signGatewayConfig,
+} from '../../../lib/gateway/config-issuance.js';
+import {
+  computeEnforcementStatus,
+  type EnforcementReason,
+  type EnforcementStatus,
+} from '../../../lib/gateway/enforcement-status.js';
 import { applyProfileToPolicy } from '../../../lib/profiles/constraints.js';
 import type { TrustProfile } from '../../../lib/profiles/documents.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -29,8 +40,16 @@ export async function profileOfClient(stores: Pick<Stores, 'rollout'>, clientId:
  * sessions revoked within the last session lifetime (a gateway session cannot outlive the
  * control-plane session it came from by longer, docs/gateway.md#revoked-sessions).
  */
-async function issuedContent(services: GatewayServices, client: StoredClient, stores: Pick<Stores, 'sessions' | 'rollout'>, now: number) {
-  const registered = deriveIssuedPolicy(client.metadata.gateway ?? noPolicy(), { redirectUris: client.metadata.redirect_uris, resources: client.metadata.resources });
+async function issuedContent(
+  services: GatewayServices,
+  client: StoredClient,
+  stores: Pick<Stores, 'sessions' | 'rollout'>,
+  now: number,
+) {
+  const registered = deriveIssuedPolicy(client.metadata.gateway ?? noPolicy(), {
+    redirectUris: client.metadata.redirect_uris,
+    resources: client.metadata.resources,
+  });
   const profile = await profileOfClient(stores, client.clientId);
   const policy = profile ? applyProfileToPolicy(registered, profile) : registered;
   const since = now - services.config.lifetimes.sessionAbsolute * 1000;
@@ -39,7 +58,10 @@ async function issuedContent(services: GatewayServices, client: StoredClient, st
 }
 
 function noPolicy(): never {
-  throw fail('no_gateway_policy', 'this client has no gateway metadata; add `gateway` to its registration (RFC 7592 update)');
+  throw fail(
+    'no_gateway_policy',
+    'this client has no gateway metadata; add `gateway` to its registration (RFC 7592 update)',
+  );
 }
 
 /**
@@ -49,7 +71,10 @@ function noPolicy(): never {
  * so two concurrent requests never issue one version with two contents (the gateway would
  * refuse that as equivocation).
  */
-export async function currentGatewayConfig(services: GatewayServices, client: StoredClient): Promise<IssuedGatewayConfig> {
+export async function currentGatewayConfig(
+  services: GatewayServices,
+  client: StoredClient,
+): Promise<IssuedGatewayConfig> {
   const { storage, keys, config } = services;
   const now = services.now();
   const key = keys.current();
@@ -59,20 +84,49 @@ export async function currentGatewayConfig(services: GatewayServices, client: St
   return storage.transaction(async (tx) => {
     // Read both again inside the transaction: a registration update or another mint may have landed.
     const current = await tx.clients.get(client.clientId);
-    const { policy: currentPolicy, revokedSessions, policyHash } = await issuedContent(services, current ?? noPolicy(), tx, now);
+    const {
+      policy: currentPolicy,
+      revokedSessions,
+      policyHash,
+    } = await issuedContent(services, current ?? noPolicy(), tx, now);
     const newest = await tx.gateway.latestConfig(client.clientId);
     if (canReuseIssuedConfig(newest, { policyHash, kid: key.kid, now })) return newest!;
     const version = (newest?.version ?? 0) + 1;
-    const signed = await signGatewayConfig({
-      issuer: config.issuer, clientId: client.clientId, version, policy: currentPolicy, revokedSessions, now, lifetimeSeconds: GATEWAY_CONFIG_LIFETIME_SECONDS,
-    }, key);
+    const signed = await signGatewayConfig(
+      {
+        issuer: config.issuer,
+        clientId: client.clientId,
+        version,
+        policy: currentPolicy,
+        revokedSessions,
+        now,
+        lifetimeSeconds: GATEWAY_CONFIG_LIFETIME_SECONDS,
+      },
+      key,
+    );
     const issued: IssuedGatewayConfig = {
-      clientId: client.clientId, version, jws: signed.jws, hash: signed.hash, policyHash, policy: currentPolicy, kid: key.kid,
-      issuedAt: signed.issuedAt, expiresAt: signed.expiresAt,
+      clientId: client.clientId,
+      version,
+      jws: signed.jws,
+      hash: signed.hash,
+      policyHash,
+      policy: currentPolicy,
+      kid: key.kid,
+      issuedAt: signed.issuedAt,
+      expiresAt: signed.expiresAt,
     };
-    if (!(await tx.gateway.insertConfig(issued))) throw fail('conflict', 'another config version was issued at the same moment; retry');
+    if (!(await tx.gateway.insertConfig(issued)))
+      throw fail('conflict', 'another config version was issued at the same moment; retry');
     await services.events.record(tx, {
-      type: 'gateway.config_issued', at: now, outcome: 'success', clientId: client.clientId, version, configHash: signed.hash, policyHash, mode: currentPolicy.mode, kid: key.kid,
+      type: 'gateway.config_issued',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      version,
+      configHash: signed.hash,
+      policyHash,
+      mode: currentPolicy.mode,
+      kid: key.kid,
     });
     return issued;
   });

@@ -7,14 +7,33 @@ import type { StoredGrant, Stores } from '../storage/types.js';
  * together; every revoked family leaves a `token.family_revoked` receipt.
  */
 
-async function record(services: Pick<ControlPlaneServices, 'events'>, tx: Stores, grants: StoredGrant[], at: number, cause: 'session_ended' | 'client_revoked'): Promise<void> {
+async function record(
+  services: Pick<ControlPlaneServices, 'events'>,
+  tx: Stores,
+  grants: StoredGrant[],
+  at: number,
+  cause: 'session_ended' | 'client_revoked',
+): Promise<void> {
   for (const grant of grants) {
-    await services.events.record(tx, { type: 'token.family_revoked', at, outcome: 'success', clientId: grant.clientId, identityId: grant.identityId, grantId: grant.grantId, cause });
+    await services.events.record(tx, {
+      type: 'token.family_revoked',
+      at,
+      outcome: 'success',
+      clientId: grant.clientId,
+      identityId: grant.identityId,
+      grantId: grant.grantId,
+      cause,
+    });
   }
 }
 
 /** Sessions ended: their refresh families (offline grants excepted) and codes not yet exchanged go. */
-export async function endGrantsOfSessions(services: Pick<ControlPlaneServices, 'events'>, tx: Stores, sessionIds: readonly string[], at: number): Promise<number> {
+export async function endGrantsOfSessions(
+  services: Pick<ControlPlaneServices, 'events'>,
+  tx: Stores,
+  sessionIds: readonly string[],
+  at: number,
+): Promise<number> {
   if (sessionIds.length === 0) return 0;
   const grants = await tx.oidc.endSessionGrants(sessionIds, at);
   await record(services, tx, grants, at, 'session_ended');
@@ -22,7 +41,12 @@ export async function endGrantsOfSessions(services: Pick<ControlPlaneServices, '
 }
 
 /** A client revoked or deleted: every refresh family and access token of it stops. */
-export async function endGrantsOfClient(services: Pick<ControlPlaneServices, 'events'>, tx: Stores, clientId: string, at: number): Promise<number> {
+export async function endGrantsOfClient(
+  services: Pick<ControlPlaneServices, 'events'>,
+  tx: Stores,
+  clientId: string,
+  at: number,
+): Promise<number> {
   const grants = await tx.oidc.revokeClientGrants(clientId, at);
   await record(services, tx, grants, at, 'client_revoked');
   return grants.length;

@@ -43,8 +43,7 @@ export async function inPlacePreflight(
   options: CorsOptions,
 ): Promise<FastifyReply> {
   const origin = request.headers.origin;
-  const allowed =
-    origin !== undefined && (await inPlaceOrigins(services)).includes(origin);
+  const allowed = origin !== undefined && (await inPlaceOrigins(services)).includes(origin);
   return reply
     .code(204)
     .headers(buildCorsHeaders(origin, allowed, options))

@@ -15,4 +15,8 @@ export const okObject = (properties: Record<string, unknown> = {}, required: str
 export const anyObject = { type: 'object', additionalProperties: true } as const;
 
 /** The `receipt` field of a response whose operation left one (docs/ledger.md). */
-export const receiptField = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the receipt for this change.' } as const;
+export const receiptField = {
+  type: 'string',
+  pattern: '^[0-9a-f]{64}$',
+  description: 'Hex SHA-256 of the receipt for this change.',
+} as const;

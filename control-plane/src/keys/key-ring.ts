@@ -21,7 +21,10 @@ export interface PublicJwk extends JWK {
 
 const DAY_MS = 86_400_000;
 
-export function rotationPolicy(keys: { rotateEveryDays: number; retainRetiredDays: number }, minimumRetainMs = 0): RotationPolicy {
+export function rotationPolicy(
+  keys: { rotateEveryDays: number; retainRetiredDays: number },
+  minimumRetainMs = 0,
+): RotationPolicy {
   return {
     rotateEveryMs: keys.rotateEveryDays * DAY_MS,
     retainRetiredMs: Math.max(keys.retainRetiredDays * DAY_MS, minimumRetainMs),
@@ -59,10 +62,14 @@ export class KeyRing {
   /** Re-reads the ring, so a rotation made by another process (`keyplane keys rotate`) takes effect. */
   async reload(): Promise<void> {
     this.loaded = await this.storage.keys.list();
-    const current = this.loaded.filter((k) => k.state === 'current').sort((a, b) => (b.activatedAt ?? 0) - (a.activatedAt ?? 0))[0];
+    const current = this.loaded
+      .filter((k) => k.state === 'current')
+      .sort((a, b) => (b.activatedAt ?? 0) - (a.activatedAt ?? 0))[0];
     if (!current) throw new Error('the key ring has no current key');
     if (this.signing?.kid !== current.kid) {
-      const jwk = JSON.parse(open(this.masterKey, current.sealedPrivateJwk, `signing-key:${current.kid}`).toString('utf8'));
+      const jwk = JSON.parse(
+        open(this.masterKey, current.sealedPrivateJwk, `signing-key:${current.kid}`).toString('utf8'),
+      );
       this.signing = {
         kid: current.kid,
         alg: 'ES256',

@@ -16,7 +16,8 @@ export interface SecretsService {
 export function createSecrets(masterKey: Buffer): SecretsService {
   const macKeys = new Map<string, Buffer>();
   return {
-    seal: (context, plaintext) => seal(masterKey, typeof plaintext === 'string' ? Buffer.from(plaintext) : plaintext, context),
+    seal: (context, plaintext) =>
+      seal(masterKey, typeof plaintext === 'string' ? Buffer.from(plaintext) : plaintext, context),
     open: (context, sealed) => open(masterKey, sealed, context),
     macKey(purpose) {
       let key = macKeys.get(purpose);

@@ -9,10 +9,15 @@ import type { Storage } from '../storage/types.js';
  * signature (against every key the ring ever published, read without the master key) and
  * its link to the one before. Stops at the first epoch that differs.
  */
-export async function auditLedger(storage: Storage, onEpoch: (line: string) => void = () => undefined): Promise<{ epochs: number; receipts: number; pending: number; failure?: string }> {
+export async function auditLedger(
+  storage: Storage,
+  onEpoch: (line: string) => void = () => undefined,
+): Promise<{ epochs: number; receipts: number; pending: number; failure?: string }> {
   {
     const published = await storage.keys.list();
-    const keys = createLocalJWKSet({ keys: published.map((k) => ({ ...k.publicJwk, kid: k.kid, alg: 'ES256' })) } as JSONWebKeySet);
+    const keys = createLocalJWKSet({
+      keys: published.map((k) => ({ ...k.publicJwk, kid: k.kid, alg: 'ES256' })),
+    } as JSONWebKeySet);
     const latest = await storage.receipts.latestCheckpoint();
     const pending = await storage.receipts.pendingCount();
     let receipts = 0;
@@ -28,10 +33,16 @@ export async function auditLedger(storage: Storage, onEpoch: (line: string) => v
         if (!isProtocolError(error, 'invalid_checkpoint')) throw error;
         return fail(error.message);
       }
-      if (payload.epoch !== epoch || payload.root !== stored.root || payload.size !== stored.size || payload.prev !== stored.prev) {
+      if (
+        payload.epoch !== epoch ||
+        payload.root !== stored.root ||
+        payload.size !== stored.size ||
+        payload.prev !== stored.prev
+      ) {
         return fail('the stored checkpoint columns differ from what its JWS signs');
       }
-      if (before && !isPreviousCheckpoint(payload, before.jws, before.payload)) return fail(`its prev is not the hash of epoch ${epoch - 1}'s checkpoint`);
+      if (before && !isPreviousCheckpoint(payload, before.jws, before.payload))
+        return fail(`its prev is not the hash of epoch ${epoch - 1}'s checkpoint`);
       const rows = await storage.receipts.epochReceipts(epoch);
       const audit = auditEpoch({ receipts: rows, root: payload.root, size: payload.size });
       if (!audit.ok) return fail(audit.problems.join('; '));

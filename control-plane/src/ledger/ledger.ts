@@ -39,8 +39,17 @@ export class Ledger {
 
   constructor(private readonly options: LedgerOptions) {
     if (options.metrics) {
-      this.appended = new Counter({ name: 'keyplane_receipts_total', help: 'Receipts written, by kind.', labelNames: ['kind'], registers: [options.metrics] });
-      this.sealed = new Counter({ name: 'keyplane_ledger_epochs_total', help: 'Ledger epochs sealed.', registers: [options.metrics] });
+      this.appended = new Counter({
+        name: 'keyplane_receipts_total',
+        help: 'Receipts written, by kind.',
+        labelNames: ['kind'],
+        registers: [options.metrics],
+      });
+      this.sealed = new Counter({
+        name: 'keyplane_ledger_epochs_total',
+        help: 'Ledger epochs sealed.',
+        registers: [options.metrics],
+      });
     }
   }
 
@@ -123,12 +132,22 @@ export class Ledger {
       const tree = buildSortedMerkleTree(pending.map((p) => p.treeKey));
       const hashByKey = new Map(pending.map((p) => [p.treeKey.toString('hex'), p.hash]));
       const root = toHex(treeRoot(tree));
-      const payload = buildCheckpointPayload({ epoch, root, size: tree.size, previous: latest?.jws ?? null, now: now() });
+      const payload = buildCheckpointPayload({
+        epoch,
+        root,
+        size: tree.size,
+        previous: latest?.jws ?? null,
+        now: now(),
+      });
       const jws = await signCheckpoint(payload, signingKey());
       await tx.receipts.insertCheckpoint({ epoch, jws, root, size: tree.size, prev: payload.prev, sealedAt: now() });
       await tx.receipts.assignEpoch(
         epoch,
-        tree.keys.map((key, index) => ({ hash: hashByKey.get(key.toString('hex'))!, index, path: auditPath(tree, index) })),
+        tree.keys.map((key, index) => ({
+          hash: hashByKey.get(key.toString('hex'))!,
+          index,
+          path: auditPath(tree, index),
+        })),
       );
       return { epoch, size: tree.size };
     });

@@ -9,8 +9,7 @@ import type { PlacedKey } from '../storage/types.js';
 export type ProofServices = Pick<ControlPlaneServices, 'storage'>;
 
 export type ReceiptLookup =
-  | { receipt: unknown; pending: true }
-  | { receipt: unknown; proof: InclusionProof; checkpoint: string };
+  { receipt: unknown; pending: true } | { receipt: unknown; proof: InclusionProof; checkpoint: string };
 
 /**
  * A receipt by its hash: with its proof and checkpoint once sealed. One indexed look-up by
@@ -25,7 +24,12 @@ export async function lookUpReceipt({ storage: stores }: ProofServices, hash: st
   if (!checkpoint) throw new Error(`epoch ${stored.epoch} has receipts but no checkpoint`);
   return {
     receipt,
-    proof: { epoch: stored.epoch, index: stored.index, size: checkpoint.size, path: stored.path.map((p) => p.toString('hex')) },
+    proof: {
+      epoch: stored.epoch,
+      index: stored.index,
+      size: checkpoint.size,
+      path: stored.path.map((p) => p.toString('hex')),
+    },
     checkpoint: checkpoint.jws,
   };
 }
@@ -41,14 +45,19 @@ export interface AbsenceAnswer {
  * key, with their positions and audit paths. The neighbours are tree keys, never receipt
  * hashes, so the answer gives nobody a look-up address.
  */
-export async function proveAbsence({ storage: stores }: ProofServices, hash: string, epoch: number): Promise<AbsenceAnswer> {
+export async function proveAbsence(
+  { storage: stores }: ProofServices,
+  hash: string,
+  epoch: number,
+): Promise<AbsenceAnswer> {
   if (!isReceiptHash(hash)) throw fail('invalid_request', 'the hash must be 64 lower-case hex characters');
   const checkpoint = await stores.receipts.checkpoint(epoch);
   if (!checkpoint) throw fail('unknown_epoch', `epoch ${epoch} is not sealed`);
   const key = treeKeyOf(hash);
   const { left, match, right } = await stores.receipts.neighbours(epoch, key);
   if (match) throw fail('receipt_in_epoch', `the receipt is in epoch ${epoch}`);
-  const wire = (p: PlacedKey | undefined) => (p ? { index: p.index, key: p.treeKey.toString('hex'), path: p.path.map((x) => x.toString('hex')) } : null);
+  const wire = (p: PlacedKey | undefined) =>
+    p ? { index: p.index, key: p.treeKey.toString('hex'), path: p.path.map((x) => x.toString('hex')) } : null;
   return {
     absence: { epoch, key: key.toString('hex'), size: checkpoint.size, left: wire(left), right: wire(right) },
     checkpoint: checkpoint.jws,
@@ -60,7 +69,9 @@ export async function proveAbsence({ storage: stores }: ProofServices, hash: str
  * `unknown_epoch` while that epoch is not sealed.
  */
 export async function checkpointOf({ storage: stores }: ProofServices, epoch?: number): Promise<string> {
-  const found = epoch === undefined ? await stores.receipts.latestCheckpoint() : await stores.receipts.checkpoint(epoch);
-  if (!found) throw fail('unknown_epoch', epoch === undefined ? 'no epoch has been sealed yet' : `epoch ${epoch} is not sealed`);
+  const found =
+    epoch === undefined ? await stores.receipts.latestCheckpoint() : await stores.receipts.checkpoint(epoch);
+  if (!found)
+    throw fail('unknown_epoch', epoch === undefined ? 'no epoch has been sealed yet' : `epoch ${epoch} is not sealed`);
   return found.jws;
 }

@@ -9,7 +9,12 @@ const NEVER_RECEIPTED = /secret|token|password|passphrase|cookie|^code$|^codes$|
 type Scalar = string | number | boolean | null;
 
 function isScalar(value: unknown): value is Scalar {
-  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+  return (
+    value === null ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  );
 }
 
 /**

@@ -19,10 +19,22 @@ export interface LinkExtras {
   project?: string;
 }
 
-async function issueFor(services: Pick<MagicServices, 'config' | 'now'>, tx: Stores, target: { emailId: string; identityId: string }, deviceId: string, extras: LinkExtras) {
+async function issueFor(
+  services: Pick<MagicServices, 'config' | 'now'>,
+  tx: Stores,
+  target: { emailId: string; identityId: string },
+  deviceId: string,
+  extras: LinkExtras,
+) {
   const endpoint = new URL(`${services.config.issuer}/auth/magic`).toString();
   const link = issueMagicLink({
-    endpoint, identityId: target.identityId, emailId: target.emailId, deviceId, now: services.now(), lifetimeMs: services.config.lifetimes.magicLink * 1000, ...extras,
+    endpoint,
+    identityId: target.identityId,
+    emailId: target.emailId,
+    deviceId,
+    now: services.now(),
+    lifetimeMs: services.config.lifetimes.magicLink * 1000,
+    ...extras,
   });
   await tx.links.insert(link.record);
   return link;
@@ -33,16 +45,29 @@ async function issueFor(services: Pick<MagicServices, 'config' | 'now'>, tx: Sto
  * It returns nothing the caller could tell apart: known or unknown address, under or over the
  * per-address limit, the outcome is the same, and the `magic_link.sent` receipt is not returned.
  */
-export async function requestSignInLink(services: MagicServices, email: string, deviceId: string, extras: LinkExtras): Promise<void> {
+export async function requestSignInLink(
+  services: MagicServices,
+  email: string,
+  deviceId: string,
+  extras: LinkExtras,
+): Promise<void> {
   const limit = await new RateLimiter(services.state).hit('magic-mail', addressBucket(email), {
-    max: services.config.limits.magicLinksPerAddressPerHour, windowMs: 3_600_000,
+    max: services.config.limits.magicLinksPerAddressPerHour,
+    windowMs: 3_600_000,
   });
   await services.storage.links.purgeExpired(services.now() - SPENT_LINKS_KEPT_MS);
   const target = limit.allowed ? await services.storage.emails.findVerified(email) : null;
   if (!target) return;
   const link = await services.storage.transaction(async (tx) => {
     const issued = await issueFor(services, tx, target, deviceId, extras);
-    await services.events.record(tx, { type: 'magic_link.sent', at: services.now(), outcome: 'success', identityId: target.identityId, emailId: target.emailId, deviceId });
+    await services.events.record(tx, {
+      type: 'magic_link.sent',
+      at: services.now(),
+      outcome: 'success',
+      identityId: target.identityId,
+      emailId: target.emailId,
+      deviceId,
+    });
     return issued;
   });
   services.mailer.enqueue(magicLinkMail(email, link.url, services.config.lifetimes.magicLink));
@@ -59,7 +84,12 @@ export interface DryRunLink {
  * for support). With a session, for the session's own verified address; for any verified
  * address only when the session is the founder's at `sensitive`, and that is receipted.
  */
-export async function dryRunSignInLink(services: Pick<MagicServices, 'config' | 'storage' | 'events' | 'now'>, session: SessionView | undefined, email: string, extras: LinkExtras): Promise<DryRunLink> {
+export async function dryRunSignInLink(
+  services: Pick<MagicServices, 'config' | 'storage' | 'events' | 'now'>,
+  session: SessionView | undefined,
+  email: string,
+  extras: LinkExtras,
+): Promise<DryRunLink> {
   if (!session) throw fail('unauthorized', 'a dry run needs a session');
   const target = await services.storage.emails.findVerified(email);
   const own = target !== null && target.identityId === session.identityId;
@@ -67,15 +97,25 @@ export async function dryRunSignInLink(services: Pick<MagicServices, 'config' | 
   if (!own) {
     const actor = await services.storage.identities.get(session.identityId);
     founder = actor?.founder === true && meetsAssurance(session.assurance, 'sensitive');
-    if (!founder) throw fail('forbidden', 'a dry run is for your own verified address (the founder at sensitive assurance may use any)');
+    if (!founder)
+      throw fail(
+        'forbidden',
+        'a dry run is for your own verified address (the founder at sensitive assurance may use any)',
+      );
     if (!target) throw fail('not_found', 'no account has this address verified');
   }
   const at = services.now();
   const { link, receipt } = await services.storage.transaction(async (tx) => {
     const issued = await issueFor(services, tx, target!, session.deviceId, extras);
     const recorded = await services.events.record(tx, {
-      type: 'magic_link.dry_run', at, outcome: 'success', identityId: target!.identityId, actorIdentityId: session.identityId,
-      actorSessionId: session.id, emailId: target!.emailId, founder,
+      type: 'magic_link.dry_run',
+      at,
+      outcome: 'success',
+      identityId: target!.identityId,
+      actorIdentityId: session.identityId,
+      actorSessionId: session.id,
+      emailId: target!.emailId,
+      founder,
     });
     return { link: issued, ...recorded };
   });
@@ -94,29 +134,49 @@ export interface RedeemingBrowser extends SignInBrowser {
  * unless it is already signed in to the same account at least as strongly: that session is kept,
  * never downgraded. Returns the new session's cookie value when one was opened.
  */
-export async function redeemSignInLink(services: Pick<MagicServices, 'config' | 'events' | 'storage' | 'now'>, token: string, browser: RedeemingBrowser): Promise<{ sessionToken?: string }> {
+export async function redeemSignInLink(
+  services: Pick<MagicServices, 'config' | 'events' | 'storage' | 'now'>,
+  token: string,
+  browser: RedeemingBrowser,
+): Promise<{ sessionToken?: string }> {
   const at = services.now();
   return services.storage.transaction(async (tx) => {
     const redemption = await redeemMagicLink(token, {
-      purpose: 'signin', now: at, deviceId: browser.presentedDeviceId, find: (hash) => tx.links.find(hash), consume: (hash, now) => tx.links.consume(hash, now),
+      purpose: 'signin',
+      now: at,
+      deviceId: browser.presentedDeviceId,
+      find: (hash) => tx.links.find(hash),
+      consume: (hash, now) => tx.links.consume(hash, now),
     });
     if (!redemption.ok) throw fail(LINK_REASONS[redemption.why]);
     const { record } = redemption;
     // The address may have been verified by the link's account and since moved: check it still is.
     const email = await tx.emails.get(record.emailId);
-    if (!email || email.verifiedAt === null || email.identityId !== record.identityId) throw fail('link_invalid', 'this address is no longer verified on the account');
+    if (!email || email.verifiedAt === null || email.identityId !== record.identityId)
+      throw fail('link_invalid', 'this address is no longer verified on the account');
     const current = browser.session;
     let sessionId: string;
     let sessionToken: string | undefined;
     if (current && current.identityId === record.identityId && meetsAssurance(current.assurance, 'email')) {
       sessionId = current.id;
     } else {
-      const opened = await openSession(services, tx, browser, { identityId: record.identityId, deviceId: record.deviceId!, assurance: 'email', amr: MAGIC_AMR });
+      const opened = await openSession(services, tx, browser, {
+        identityId: record.identityId,
+        deviceId: record.deviceId!,
+        assurance: 'email',
+        amr: MAGIC_AMR,
+      });
       sessionId = opened.sessionId;
       sessionToken = opened.token;
     }
     await services.events.record(tx, {
-      type: 'magic_link.redeemed', at, outcome: 'success', identityId: record.identityId, emailId: record.emailId, deviceId: record.deviceId!, sessionId,
+      type: 'magic_link.redeemed',
+      at,
+      outcome: 'success',
+      identityId: record.identityId,
+      emailId: record.emailId,
+      deviceId: record.deviceId!,
+      sessionId,
     });
     return sessionToken === undefined ? {} : { sessionToken };
   });

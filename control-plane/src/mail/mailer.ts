@@ -59,7 +59,9 @@ export function createMailer(options: MailerOptions): Mailer {
     kind: options.smtpUrl ? 'smtp' : 'outbox',
     send,
     enqueue(mail) {
-      const job = send(mail).catch((error) => options.onError?.(error)).finally(() => pending.delete(job));
+      const job = send(mail)
+        .catch((error) => options.onError?.(error))
+        .finally(() => pending.delete(job));
       pending.add(job);
     },
     async idle() {

@@ -14,8 +14,12 @@ export async function recordMcpAttempt(
 ): Promise<string | undefined> {
   const { receipt } = await services.storage.transaction((tx) =>
     services.events.record(tx, {
-      type: 'mcp.attempt', at: services.now(), outcome: 'failure',
-      method: receiptSafeName(attempt.method), tool: attempt.tool === null ? null : receiptSafeName(attempt.tool), reason: attempt.reason,
+      type: 'mcp.attempt',
+      at: services.now(),
+      outcome: 'failure',
+      method: receiptSafeName(attempt.method),
+      tool: attempt.tool === null ? null : receiptSafeName(attempt.tool),
+      reason: attempt.reason,
     }),
   );
   return receipt;

@@ -11,12 +11,21 @@ export const READ_ONLY_ERROR = -32003;
 const ajv = new Ajv2020({ allErrors: false, strict: false });
 const validators = new Map(MCP_TOOLS.map((tool) => [tool.name, ajv.compile(tool.inputSchema)]));
 
-async function refuse(services: McpServices, method: string, tool: string | null, reason: RefusalReason): Promise<never> {
+async function refuse(
+  services: McpServices,
+  method: string,
+  tool: string | null,
+  reason: RefusalReason,
+): Promise<never> {
   const receipt = await recordMcpAttempt(services, { method, tool, reason });
-  const message = reason === 'mcp_read_only'
-    ? 'this MCP server is read-only: nothing can be changed through it'
-    : `no tool is named ${tool ?? ''}; tools/list names them`;
-  throw new McpError(reason === 'mcp_read_only' ? READ_ONLY_ERROR : ErrorCode.InvalidParams, message, { reason, ...(receipt ? { receipt } : {}) });
+  const message =
+    reason === 'mcp_read_only'
+      ? 'this MCP server is read-only: nothing can be changed through it'
+      : `no tool is named ${tool ?? ''}; tools/list names them`;
+  throw new McpError(reason === 'mcp_read_only' ? READ_ONLY_ERROR : ErrorCode.InvalidParams, message, {
+    reason,
+    ...(receipt ? { receipt } : {}),
+  });
 }
 
 /**
@@ -30,18 +39,24 @@ export function createMcpServer(services: McpServices, sources: McpSources): Ser
     { name: 'keyplane', title: 'Keyplane (read-only)', version: '0.1.0' },
     {
       capabilities: { tools: { listChanged: false } },
-      instructions: 'Read-only tools over Keyplane\'s public data: discovery, receipts and their proofs, public agent proofs, site Ratings, the changelog and the agent trust bundle. Nothing can be changed through this server.',
+      instructions:
+        "Read-only tools over Keyplane's public data: discovery, receipts and their proofs, public agent proofs, site Ratings, the changelog and the agent trust bundle. Nothing can be changed through this server.",
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: MCP_TOOLS.map((tool) => ({ ...tool })) }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name } = request.params;
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
-    if (!isTool(name)) return refuse(services, 'tools/call', name, looksMutating(name) ? 'mcp_read_only' : 'mcp_unknown_tool');
+    if (!isTool(name))
+      return refuse(services, 'tools/call', name, looksMutating(name) ? 'mcp_read_only' : 'mcp_unknown_tool');
     const validate = validators.get(name)!;
     if (!validate(args)) {
       const first = validate.errors?.[0];
-      throw new McpError(ErrorCode.InvalidParams, `arguments${first?.instancePath ?? ''} ${first?.message ?? 'are invalid'}`, { reason: 'invalid_request' });
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `arguments${first?.instancePath ?? ''} ${first?.message ?? 'are invalid'}`,
+        { reason: 'invalid_request' },
+      );
     }
     return callTool(services, sources, name, args);
   });

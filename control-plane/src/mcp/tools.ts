@@ -10,7 +10,10 @@ import type { ControlPlaneServices } from '../context.js';
 import { lookUpReceipt } from '../ledger/proofs.js';
 import { siteVerification } from '../scan/seal.js';
 
-export type McpServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'keys' | 'now' | 'events' | 'state' | 'secrets'>;
+export type McpServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'keys' | 'now' | 'events' | 'state' | 'secrets'
+>;
 
 export interface McpSources {
   /** The OpenID Provider metadata as `/.well-known/openid-configuration` serves it. */
@@ -27,7 +30,11 @@ export interface ToolAnswer {
 }
 
 function answer(body: Record<string, unknown>, isError = false): ToolAnswer {
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, ...(isError ? { isError: true } : {}) };
+  return {
+    content: [{ type: 'text', text: JSON.stringify(body) }],
+    structuredContent: body,
+    ...(isError ? { isError: true } : {}),
+  };
 }
 
 type Args = Record<string, unknown>;
@@ -43,19 +50,39 @@ async function verifyReceipt(services: McpServices, args: Args): Promise<Record<
     input = { receipt: args['receipt'], proof: args['proof'] as InclusionProof, checkpoint: args['checkpoint'] };
   } else {
     const found = await lookUpReceipt(services, hash);
-    if ('pending' in found) return { ok: true, hash, verified: false, pending: true, failure: 'the receipt\'s epoch is not sealed yet; ask again in a few seconds' };
+    if ('pending' in found)
+      return {
+        ok: true,
+        hash,
+        verified: false,
+        pending: true,
+        failure: "the receipt's epoch is not sealed yet; ask again in a few seconds",
+      };
     input = found;
   }
   const keys = createLocalJWKSet(services.keys.jwks() as unknown as JSONWebKeySet);
   const verdict = await verifyReceiptProof({ hash, ...input }, keys);
   if (!verdict.ok) return { ok: true, hash, verified: false, failure: verdict.failure };
   const { epoch, size, root, at } = verdict.checkpoint;
-  return { ok: true, hash, verified: true, epoch, index: input.proof.index, size, root, at, kid: decodeCheckpoint(input.checkpoint).kid };
+  return {
+    ok: true,
+    hash,
+    verified: true,
+    epoch,
+    index: input.proof.index,
+    size,
+    root,
+    at,
+    kid: decodeCheckpoint(input.checkpoint).kid,
+  };
 }
 
 const TOOLS: Record<string, Tool> = {
   get_discovery: async (_services, sources) => ({ ok: true, metadata: sources.discovery() }),
-  get_receipt: async (services, _sources, args) => ({ ok: true, ...(await lookUpReceipt(services, String(args['hash']))) }),
+  get_receipt: async (services, _sources, args) => ({
+    ok: true,
+    ...(await lookUpReceipt(services, String(args['hash']))),
+  }),
   verify_receipt: async (services, _sources, args) => verifyReceipt(services, args),
   get_agent_proof: async (services, _sources, args) => {
     const agent = await visibleAgent(services, String(args['proof_id']));
@@ -73,7 +100,11 @@ const TOOLS: Record<string, Tool> = {
     if (picked.length === 0) throw fail('not_found', `no version ${String(args['version'])} in the changelog`);
     return { ok: true, versions: picked };
   },
-  get_agent_trust_bundle: async (services) => ({ ok: true, bundle: await signTrustBundle(services), jwks_uri: `${services.config.issuer}/.well-known/jwks.json` }),
+  get_agent_trust_bundle: async (services) => ({
+    ok: true,
+    bundle: await signTrustBundle(services),
+    jwks_uri: `${services.config.issuer}/.well-known/jwks.json`,
+  }),
 };
 
 export function isTool(name: string): boolean {
@@ -85,7 +116,12 @@ export function isTool(name: string): boolean {
  * id, a bad argument) is a tool result with `isError` and the usual envelope as its content, as
  * MCP 2025-11-25 "Error Handling" asks for tool execution errors; anything else propagates.
  */
-export async function callTool(services: McpServices, sources: McpSources, name: string, args: Args): Promise<ToolAnswer> {
+export async function callTool(
+  services: McpServices,
+  sources: McpSources,
+  name: string,
+  args: Args,
+): Promise<ToolAnswer> {
   const tool = TOOLS[name];
   if (!tool || !isTool(name)) throw new Error(`${name} is not a tool`);
   try {
@@ -95,4 +131,3 @@ export async function callTool(services: McpServices, sources: McpSources, name:
     throw error;
   }
 }
-

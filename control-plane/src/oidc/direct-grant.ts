@@ -105,7 +105,10 @@ export async function directGrantOptions(
   const identity = await storage.identities.findByUsername(username);
   const allow = identity ? await storage.credentials.listByIdentity(identity.identityId) : [];
   return {
-    options: await requestOptions(services, allow, { ...ceremony, identityId: identity?.identityId ?? randomId('usr') }),
+    options: await requestOptions(services, allow, {
+      ...ceremony,
+      identityId: identity?.identityId ?? randomId('usr'),
+    }),
   };
 }
 
@@ -187,9 +190,14 @@ async function runCeremony(
   if (checkUsername(registration!.user) !== pending.username)
     throw fail('challenge_mismatch', 'the sign-up was started for another username');
   await limits.perAccount('signup', pending.username);
-  const verified = await verifyRegistration(services, registration!.response, clientData, fields, clientData.challenge, [
-    origin,
-  ]);
+  const verified = await verifyRegistration(
+    services,
+    registration!.response,
+    clientData,
+    fields,
+    clientData.challenge,
+    [origin],
+  );
   const now = services.now();
   await storage.transaction(async (tx) => {
     const created = await tx.identities.create({

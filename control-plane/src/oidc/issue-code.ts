@@ -1,4 +1,9 @@
-import { mergeApproval, outlivesSession, type Approval, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
+import {
+  mergeApproval,
+  outlivesSession,
+  type Approval,
+  type AuthorizationRequest,
+} from '../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../lib/oauth/scope.js';
 import { randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
@@ -11,7 +16,11 @@ export type IssueCodeServices = Pick<ControlPlaneServices, 'config' | 'storage' 
 export type ApprovalKind = 'new' | 'remembered' | 'prompt_none' | 'first_party';
 
 /** What the user approved for this client before (scopes and resources), or null. */
-export async function approvalOf(services: Pick<ControlPlaneServices, 'storage'>, identityId: string, clientId: string): Promise<Approval | null> {
+export async function approvalOf(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  identityId: string,
+  clientId: string,
+): Promise<Approval | null> {
   return services.storage.oidc.approval(identityId, clientId);
 }
 
@@ -20,7 +29,13 @@ export async function approvalOf(services: Pick<ControlPlaneServices, 'storage'>
  * assurance and methods, and, for a fresh approval, remembers exactly the scopes and resource
  * the page named. Only the code's SHA-256 is stored; the code is returned once.
  */
-export async function issueAuthorizationCode(services: IssueCodeServices, session: SessionView, client: StoredClient, authz: AuthorizationRequest, approval: ApprovalKind): Promise<string> {
+export async function issueAuthorizationCode(
+  services: IssueCodeServices,
+  session: SessionView,
+  client: StoredClient,
+  authz: AuthorizationRequest,
+  approval: ApprovalKind,
+): Promise<string> {
   const now = services.now();
   const code = randomToken(32);
   await services.storage.transaction(async (tx) => {
@@ -42,19 +57,33 @@ export async function issueAuthorizationCode(services: IssueCodeServices, sessio
       expiresAt: now + services.config.lifetimes.authorizationCode * 1000,
       consumedAt: null,
       grantId: null,
-      offline: outlivesSession({ scopes: authz.scopes, gatewayClient: client.metadata.gateway !== undefined, approval }),
+      offline: outlivesSession({
+        scopes: authz.scopes,
+        gatewayClient: client.metadata.gateway !== undefined,
+        approval,
+      }),
     });
     if (approval === 'new') {
       const before = await tx.oidc.approval(session.identityId, client.clientId);
       await tx.oidc.recordApproval(session.identityId, client.clientId, mergeApproval(before, authz), now);
     }
     await services.events.record(tx, {
-      type: 'authorization.code_issued', at: now, outcome: 'success',
-      clientId: client.clientId, identityId: session.identityId, sessionId: session.id, approval,
+      type: 'authorization.code_issued',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      identityId: session.identityId,
+      sessionId: session.id,
+      approval,
     });
     await services.events.record(tx, {
-      type: 'signin.in_place', at: now, outcome: 'success', client_id: client.clientId,
-      transport: authz.responseMode === 'web_message' ? 'popup' : 'redirect', identityId: session.identityId, assurance: session.assurance,
+      type: 'signin.in_place',
+      at: now,
+      outcome: 'success',
+      client_id: client.clientId,
+      transport: authz.responseMode === 'web_message' ? 'popup' : 'redirect',
+      identityId: session.identityId,
+      assurance: session.assurance,
     });
   });
   return code;

@@ -26,7 +26,11 @@ async function identify(services: TokenStatusServices, token: string): Promise<I
  * token itself. An unknown token, or one of another client, changes nothing and is no error
  * (RFC 7009 §2.2), so the answer never tells whether a token exists.
  */
-export async function revokeToken(services: TokenStatusServices, client: StoredClient, token: string): Promise<{ receipt?: string }> {
+export async function revokeToken(
+  services: TokenStatusServices,
+  client: StoredClient,
+  token: string,
+): Promise<{ receipt?: string }> {
   const found = await identify(services, token);
   const now = services.now();
   if (!found) return {};
@@ -36,14 +40,28 @@ export async function revokeToken(services: TokenStatusServices, client: StoredC
     if (!grant || grant.clientId !== client.clientId) return {};
     return storage.transaction(async (tx) => {
       if (!(await tx.oidc.revokeGrant(grant.grantId, now))) return {};
-      return events.record(tx, { type: 'token.family_revoked', at: now, outcome: 'success', clientId: client.clientId, identityId: grant.identityId, grantId: grant.grantId, cause: 'revocation' });
+      return events.record(tx, {
+        type: 'token.family_revoked',
+        at: now,
+        outcome: 'success',
+        clientId: client.clientId,
+        identityId: grant.identityId,
+        grantId: grant.grantId,
+        cause: 'revocation',
+      });
     });
   }
   const { claims } = found;
   if (claims.client_id !== client.clientId) return {};
   return storage.transaction(async (tx) => {
     await tx.oidc.revokeAccessToken(claims.jti, claims.exp * 1000);
-    return events.record(tx, { type: 'token.access_revoked', at: now, outcome: 'success', clientId: client.clientId, grantId: grantIdOfJti(claims.jti) ?? '' });
+    return events.record(tx, {
+      type: 'token.access_revoked',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      grantId: grantIdOfJti(claims.jti) ?? '',
+    });
   });
 }
 
@@ -62,7 +80,11 @@ const INACTIVE = { active: false } as const;
  * token outside its resources), and every used, expired or revoked token or disabled account,
  * reads as inactive, the same answer as an unknown token (RFC 7662 §2.2).
  */
-export async function introspectToken(services: TokenStatusServices, client: StoredClient, token: string): Promise<Introspection> {
+export async function introspectToken(
+  services: TokenStatusServices,
+  client: StoredClient,
+  token: string,
+): Promise<Introspection> {
   const found = await identify(services, token);
   if (!found) return INACTIVE;
   const now = services.now();
@@ -71,21 +93,46 @@ export async function introspectToken(services: TokenStatusServices, client: Sto
     const aud = Array.isArray(claims.aud) ? claims.aud : claims.aud ? [claims.aud] : [];
     if (!mayIntrospect(client, claims.client_id, aud)) return INACTIVE;
     return {
-      active: true, token_type: claims.cnf?.jkt ? 'DPoP' : 'Bearer',
-      iss: claims.iss, sub: claims.sub, aud: claims.aud, client_id: claims.client_id, scope: claims.scope,
-      exp: claims.exp, iat: claims.iat, jti: claims.jti, auth_time: claims.auth_time, acr: claims.acr, amr: claims.amr, svc: claims.svc,
+      active: true,
+      token_type: claims.cnf?.jkt ? 'DPoP' : 'Bearer',
+      iss: claims.iss,
+      sub: claims.sub,
+      aud: claims.aud,
+      client_id: claims.client_id,
+      scope: claims.scope,
+      exp: claims.exp,
+      iat: claims.iat,
+      jti: claims.jti,
+      auth_time: claims.auth_time,
+      acr: claims.acr,
+      amr: claims.amr,
+      svc: claims.svc,
       ...(claims.cnf ? { cnf: claims.cnf } : {}),
     };
   }
   const { storage } = services;
   const refresh = await storage.oidc.findRefreshToken(sha256Hex(token));
   const grant = await storage.oidc.getGrant(found.grantId);
-  if (!refresh || !grant || grant.revokedAt !== null || refresh.usedAt !== null || refresh.idleExpiresAt <= now || grant.expiresAt <= now) return INACTIVE;
+  if (
+    !refresh ||
+    !grant ||
+    grant.revokedAt !== null ||
+    refresh.usedAt !== null ||
+    refresh.idleExpiresAt <= now ||
+    grant.expiresAt <= now
+  )
+    return INACTIVE;
   if (!(await isAccountActive(storage, grant.identityId))) return INACTIVE;
   if (!mayIntrospect(client, grant.clientId, [])) return INACTIVE;
   return {
-    active: true, token_type: 'refresh_token', iss: services.config.issuer, sub: grant.identityId, client_id: grant.clientId, scope: grant.scope,
-    exp: Math.floor(Math.min(refresh.idleExpiresAt, grant.expiresAt) / 1000), iat: Math.floor(refresh.createdAt / 1000),
+    active: true,
+    token_type: 'refresh_token',
+    iss: services.config.issuer,
+    sub: grant.identityId,
+    client_id: grant.clientId,
+    scope: grant.scope,
+    exp: Math.floor(Math.min(refresh.idleExpiresAt, grant.expiresAt) / 1000),
+    iat: Math.floor(refresh.createdAt / 1000),
     ...(refresh.dpopJkt ? { cnf: { jkt: refresh.dpopJkt } } : {}),
   };
 }

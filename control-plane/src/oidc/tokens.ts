@@ -19,9 +19,17 @@ import { agentGrantStands } from '../agents/grants.js';
 export type TokenServices = Pick<ControlPlaneServices, 'config' | 'keys' | 'storage' | 'now'>;
 
 /** The assurance a grant may still claim at `now`: `sensitive` only inside the step-up window. */
-export function grantAssurance(services: Pick<TokenServices, 'config'>, grant: Pick<StoredGrant, 'assurance' | 'authTime'>, now: number): AssuranceLevel {
+export function grantAssurance(
+  services: Pick<TokenServices, 'config'>,
+  grant: Pick<StoredGrant, 'assurance' | 'authTime'>,
+  now: number,
+): AssuranceLevel {
   if (grant.assurance !== 'sensitive') return grant.assurance;
-  return effectiveAssurance({ assurance: 'passkey', stepUpAt: grant.authTime }, now, services.config.lifetimes.stepUp * 1000);
+  return effectiveAssurance(
+    { assurance: 'passkey', stepUpAt: grant.authTime },
+    now,
+    services.config.lifetimes.stepUp * 1000,
+  );
 }
 
 export interface MintInput {
@@ -88,15 +96,24 @@ export interface UserClaims {
 }
 
 /** Profile and email facts of an identity, as ID token and userinfo state them (by scope). */
-export async function userClaims(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<UserClaims> {
+export async function userClaims(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  identityId: string,
+): Promise<UserClaims> {
   // Two independent reads: on a pooled backend they travel together.
-  const [identity, emails] = await Promise.all([services.storage.identities.get(identityId), services.storage.emails.listByIdentity(identityId)]);
+  const [identity, emails] = await Promise.all([
+    services.storage.identities.get(identityId),
+    services.storage.emails.listByIdentity(identityId),
+  ]);
   // A verified address first; an unverified one is stated with email_verified: false.
   const chosen = emails.find((e) => e.verifiedAt !== null) ?? emails[0];
   const out: UserClaims = {};
   if (chosen) out.email = { address: chosen.email, verified: chosen.verifiedAt !== null };
   if (identity) {
-    out.profile = { preferred_username: identity.username, ...(identity.displayName ? { name: identity.displayName } : {}) };
+    out.profile = {
+      preferred_username: identity.username,
+      ...(identity.displayName ? { name: identity.displayName } : {}),
+    };
   }
   return out;
 }
@@ -116,19 +133,28 @@ export function grantIdOfJti(jti: string): string | null {
   return dot > 0 ? jti.slice(0, dot) : null;
 }
 
-async function verifySigned(services: TokenServices, token: string, typ: string | undefined, options: { ignoreExpiry?: boolean } = {}): Promise<JWTVerifyResult> {
+async function verifySigned(
+  services: TokenServices,
+  token: string,
+  typ: string | undefined,
+  options: { ignoreExpiry?: boolean } = {},
+): Promise<JWTVerifyResult> {
   const now = services.now();
-  return jwtVerify(token, async (header) => {
-    const key = typeof header.kid === 'string' ? services.keys.publicKey(header.kid) : undefined;
-    if (!key) throw new joseErrors.JWKSNoMatchingKey();
-    return key;
-  }, {
-    issuer: services.config.issuer,
-    algorithms: ['ES256'],
-    ...(typ ? { typ } : {}),
-    currentDate: new Date(now),
-    ...(options.ignoreExpiry ? { clockTolerance: 10 * 365 * 86400 } : {}),
-  });
+  return jwtVerify(
+    token,
+    async (header) => {
+      const key = typeof header.kid === 'string' ? services.keys.publicKey(header.kid) : undefined;
+      if (!key) throw new joseErrors.JWKSNoMatchingKey();
+      return key;
+    },
+    {
+      issuer: services.config.issuer,
+      algorithms: ['ES256'],
+      ...(typ ? { typ } : {}),
+      currentDate: new Date(now),
+      ...(options.ignoreExpiry ? { clockTolerance: 10 * 365 * 86400 } : {}),
+    },
+  );
 }
 
 /**
@@ -144,23 +170,35 @@ export async function verifyAccessToken(services: TokenServices, token: string):
     throw fail('invalid_token', 'the access token is invalid or expired');
   }
   const claims = payload as AccessTokenClaimsRead;
-  if (typeof claims.jti !== 'string' || typeof claims.sub !== 'string' || typeof claims.client_id !== 'string' || typeof claims.scope !== 'string') {
+  if (
+    typeof claims.jti !== 'string' ||
+    typeof claims.sub !== 'string' ||
+    typeof claims.client_id !== 'string' ||
+    typeof claims.scope !== 'string'
+  ) {
     throw fail('invalid_token', 'the access token is missing claims');
   }
   const grantId = grantIdOfJti(claims.jti);
   if (grantId?.startsWith('agg_')) {
-    if (!(await agentGrantStands(services, grantId, claims.client_id, claims.cnf?.jkt))) throw fail('invalid_token', 'the access token was revoked');
+    if (!(await agentGrantStands(services, grantId, claims.client_id, claims.cnf?.jkt)))
+      throw fail('invalid_token', 'the access token was revoked');
   } else {
     const grant = grantId ? await services.storage.oidc.getGrant(grantId) : null;
-    if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id) throw fail('invalid_token', 'the access token was revoked');
-    if (!(await isAccountActive(services.storage, grant.identityId))) throw fail('invalid_token', 'the account is disabled or deleted');
+    if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id)
+      throw fail('invalid_token', 'the access token was revoked');
+    if (!(await isAccountActive(services.storage, grant.identityId)))
+      throw fail('invalid_token', 'the account is disabled or deleted');
   }
-  if (await services.storage.oidc.isAccessTokenRevoked(claims.jti)) throw fail('invalid_token', 'the access token was revoked');
+  if (await services.storage.oidc.isAccessTokenRevoked(claims.jti))
+    throw fail('invalid_token', 'the access token was revoked');
   return claims;
 }
 
 /** Verifies an ID token this server issued, for `id_token_hint` (an expired one is accepted, as OIDC RP-Initiated Logout allows). */
-export async function verifyIdTokenHint(services: TokenServices, token: string): Promise<{ sub: string; aud: string; sid?: string } | null> {
+export async function verifyIdTokenHint(
+  services: TokenServices,
+  token: string,
+): Promise<{ sub: string; aud: string; sid?: string } | null> {
   try {
     const { payload } = await verifySigned(services, token, 'JWT', { ignoreExpiry: true });
     const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;

@@ -28,7 +28,10 @@ export interface OrgView {
 export function domainProof(site: { url: string; proofToken: string }): SiteView['proof'] {
   const url = new URL(site.url);
   const value = `keyplane-site=${site.proofToken}`;
-  return { dns: { name: `_keyplane.${url.hostname}`, type: 'TXT', value }, wellKnown: { url: `${url.origin}/.well-known/keyplane-site.txt`, value } };
+  return {
+    dns: { name: `_keyplane.${url.hostname}`, type: 'TXT', value },
+    wellKnown: { url: `${url.origin}/.well-known/keyplane-site.txt`, value },
+  };
 }
 
 /** The org as `GET /org/{slug}?format=json` shows it to a member. */
@@ -40,8 +43,13 @@ export async function loadOrgView(services: OrgServices, m: Membership): Promise
     sites.map(async (s): Promise<SiteView> => {
       const latest = await storage.scans.latestForSite(s.siteId);
       return {
-        siteId: s.siteId, url: s.url, label: s.label, primary: s.primary, verified: s.verifiedAt !== null,
-        rating: latest ? (JSON.parse(latest.rating) as Rating) : null, proof: domainProof(s),
+        siteId: s.siteId,
+        url: s.url,
+        label: s.label,
+        primary: s.primary,
+        verified: s.verifiedAt !== null,
+        rating: latest ? (JSON.parse(latest.rating) as Rating) : null,
+        proof: domainProof(s),
       };
     }),
   );

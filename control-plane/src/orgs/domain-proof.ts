@@ -23,23 +23,43 @@ export async function proveSiteDomain(
   if (!site) throw fail('not_found', 'no such site in this organization');
   const url = new URL(site.url);
   let method: 'dns' | 'well-known' | null = null;
-  if (await hasTxtRecord(`_keyplane.${url.hostname}`, domainProofValue(site.proofToken), { resolvers: services.config.dns.resolvers })) method = 'dns';
+  if (
+    await hasTxtRecord(`_keyplane.${url.hostname}`, domainProofValue(site.proofToken), {
+      resolvers: services.config.dns.resolvers,
+    })
+  )
+    method = 'dns';
   if (!method) {
     try {
       const answer = await scanFetchFor(services)(new URL('/.well-known/keyplane-site.txt', url.origin), {
-        method: 'GET', verify: true, signal: AbortSignal.timeout(5000), maxBytes: 4096,
+        method: 'GET',
+        verify: true,
+        signal: AbortSignal.timeout(5000),
+        maxBytes: 4096,
       });
       if (answer.status === 200 && wellKnownFileProves(answer.body, site.proofToken)) method = 'well-known';
     } catch {
       method = null;
     }
   }
-  if (!method) throw fail('domain_not_verified', `publish the proof as TXT at _keyplane.${url.hostname} or in ${url.origin}/.well-known/keyplane-site.txt, then try again`);
+  if (!method)
+    throw fail(
+      'domain_not_verified',
+      `publish the proof as TXT at _keyplane.${url.hostname} or in ${url.origin}/.well-known/keyplane-site.txt, then try again`,
+    );
   const now = services.now();
   const found = method;
   return services.storage.transaction(async (tx) => {
     await tx.orgs.markSiteVerified(siteId, now);
-    const { receipt } = await services.events.record(tx, { type: 'org.site_verified', at: now, outcome: 'success', orgId: m.org.orgId, siteId, method: found, by: actor });
+    const { receipt } = await services.events.record(tx, {
+      type: 'org.site_verified',
+      at: now,
+      outcome: 'success',
+      orgId: m.org.orgId,
+      siteId,
+      method: found,
+      by: actor,
+    });
     return { method: found, ...(receipt ? { receipt } : {}) };
   });
 }

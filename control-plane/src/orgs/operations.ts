@@ -19,7 +19,12 @@ const NAME_MAX = 80;
  * The org as its member sees it. A non-member gets the same 404 as for an unknown slug, so
  * org names cannot be probed.
  */
-export async function loadMembership(services: OrgServices, slug: string, identityId: string, needed: OrgRole = 'member'): Promise<Membership> {
+export async function loadMembership(
+  services: OrgServices,
+  slug: string,
+  identityId: string,
+  needed: OrgRole = 'member',
+): Promise<Membership> {
   const org = await services.storage.orgs.getBySlug(slug);
   const member = org ? await services.storage.orgs.member(org.orgId, identityId) : null;
   if (!org || !member) throw fail('not_found', 'no such organization');
@@ -28,7 +33,11 @@ export async function loadMembership(services: OrgServices, slug: string, identi
 }
 
 /** Creates an org; the caller becomes its owner. The slug comes from the name, made unique. */
-export async function createOrg(services: OrgServices, actor: string, input: { name: unknown; website?: unknown }): Promise<{ org: StoredOrg; receipt?: string }> {
+export async function createOrg(
+  services: OrgServices,
+  actor: string,
+  input: { name: unknown; website?: unknown },
+): Promise<{ org: StoredOrg; receipt?: string }> {
   const name = checkFreeText(input.name, NAME_MAX, 'invalid_request', 'the organization name');
   if (!name) throw fail('invalid_request', 'the organization needs a name');
   let website: string | null = null;
@@ -40,43 +49,82 @@ export async function createOrg(services: OrgServices, actor: string, input: { n
   const base = slugify(name);
   const now = services.now();
   for (let attempt = 0; attempt < 5; attempt++) {
-    const slug = attempt === 0 ? base : `${base.slice(0, 33)}-${randomToken(3).toLowerCase().replace(/[^a-z0-9]/g, 'x')}`;
+    const slug =
+      attempt === 0
+        ? base
+        : `${base.slice(0, 33)}-${randomToken(3)
+            .toLowerCase()
+            .replace(/[^a-z0-9]/g, 'x')}`;
     const org: StoredOrg = { orgId: randomId('org'), slug, name, website, createdAt: now };
     const created = await services.storage.transaction(async (tx) => {
       if (!(await tx.orgs.create(org, actor))) return null;
-      return services.events.record(tx, { type: 'org.created', at: now, outcome: 'success', orgId: org.orgId, by: actor });
+      return services.events.record(tx, {
+        type: 'org.created',
+        at: now,
+        outcome: 'success',
+        orgId: org.orgId,
+        by: actor,
+      });
     });
     if (created) return { org, ...created };
   }
   throw fail('conflict', 'could not find a free slug for this name; try another name');
 }
 
-export async function addSite(services: OrgServices, m: Membership, actor: string, input: { url: unknown; label?: unknown }): Promise<{ site: OrgSite; receipt?: string }> {
+export async function addSite(
+  services: OrgServices,
+  m: Membership,
+  actor: string,
+  input: { url: unknown; label?: unknown },
+): Promise<{ site: OrgSite; receipt?: string }> {
   requireManager(m);
   const checked = checkSiteUrl(input.url);
   if (!checked.ok) throw fail('invalid_site_url', `the site URL is not usable (${checked.refusal})`);
-  const label = input.label === undefined || input.label === null ? null : checkFreeText(input.label, NAME_MAX, 'invalid_request', 'the label') || null;
+  const label =
+    input.label === undefined || input.label === null
+      ? null
+      : checkFreeText(input.label, NAME_MAX, 'invalid_request', 'the label') || null;
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const existing = await tx.orgs.sites(m.org.orgId);
     if (existing.some((s) => s.url === checked.url)) throw fail('conflict', 'this site is registered already');
     // Spec "States and transitions": the first site added becomes primary.
     const site: OrgSite = {
-      siteId: randomId('site'), orgId: m.org.orgId, url: checked.url, label, primary: existing.length === 0,
-      proofToken: randomToken(24), verifiedAt: null, createdAt: now,
+      siteId: randomId('site'),
+      orgId: m.org.orgId,
+      url: checked.url,
+      label,
+      primary: existing.length === 0,
+      proofToken: randomToken(24),
+      verifiedAt: null,
+      createdAt: now,
     };
     await tx.orgs.addSite(site);
-    const { receipt } = await services.events.record(tx, { type: 'org.site_added', at: now, outcome: 'success', orgId: m.org.orgId, siteId: site.siteId, primary: site.primary, by: actor });
+    const { receipt } = await services.events.record(tx, {
+      type: 'org.site_added',
+      at: now,
+      outcome: 'success',
+      orgId: m.org.orgId,
+      siteId: site.siteId,
+      primary: site.primary,
+      by: actor,
+    });
     return { site, ...(receipt ? { receipt } : {}) };
   });
 }
 
-export async function removeSite(services: OrgServices, m: Membership, actor: string, siteId: string): Promise<{ receipt?: string; primary: string | null }> {
+export async function removeSite(
+  services: OrgServices,
+  m: Membership,
+  actor: string,
+  siteId: string,
+): Promise<{ receipt?: string; primary: string | null }> {
   requireManager(m);
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const site = (await tx.orgs.sites(m.org.orgId)).find((s) => s.siteId === siteId);
-    if (!site || !(await tx.orgs.removeSite(m.org.orgId, siteId))) throw fail('not_found', 'no such site in this organization');
+    if (!site || !(await tx.orgs.removeSite(m.org.orgId, siteId)))
+      throw fail('not_found', 'no such site in this organization');
     // When the primary goes, the oldest remaining site takes its place so the org keeps a headline.
     let primary = (await tx.orgs.sites(m.org.orgId)).find((s) => s.primary)?.siteId ?? null;
     if (site.primary) {
@@ -86,21 +134,46 @@ export async function removeSite(services: OrgServices, m: Membership, actor: st
         primary = next.siteId;
       }
     }
-    const { receipt } = await services.events.record(tx, { type: 'org.site_removed', at: now, outcome: 'success', orgId: m.org.orgId, siteId, by: actor });
+    const { receipt } = await services.events.record(tx, {
+      type: 'org.site_removed',
+      at: now,
+      outcome: 'success',
+      orgId: m.org.orgId,
+      siteId,
+      by: actor,
+    });
     return { primary, ...(receipt ? { receipt } : {}) };
   });
 }
 
-export async function promoteSite(services: OrgServices, m: Membership, actor: string, siteId: string): Promise<{ receipt?: string }> {
+export async function promoteSite(
+  services: OrgServices,
+  m: Membership,
+  actor: string,
+  siteId: string,
+): Promise<{ receipt?: string }> {
   requireManager(m);
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.orgs.setPrimary(m.org.orgId, siteId))) throw fail('not_found', 'no such site in this organization');
-    return services.events.record(tx, { type: 'org.site_promoted', at: now, outcome: 'success', orgId: m.org.orgId, siteId, by: actor });
+    return services.events.record(tx, {
+      type: 'org.site_promoted',
+      at: now,
+      outcome: 'success',
+      orgId: m.org.orgId,
+      siteId,
+      by: actor,
+    });
   });
 }
 
-export async function changeRole(services: OrgServices, m: Membership, actor: string, target: string, role: OrgRole): Promise<{ receipt?: string }> {
+export async function changeRole(
+  services: OrgServices,
+  m: Membership,
+  actor: string,
+  target: string,
+  role: OrgRole,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const member = await tx.orgs.member(m.org.orgId, target);
@@ -108,38 +181,84 @@ export async function changeRole(services: OrgServices, m: Membership, actor: st
     refuseRoleChange(checkRoleChange(m.role, member.role, role, await tx.orgs.countOwners(m.org.orgId)));
     if (member.role === role) return {};
     await tx.orgs.setRole(m.org.orgId, target, role);
-    return services.events.record(tx, { type: 'org.member_role_changed', at: now, outcome: 'success', orgId: m.org.orgId, identityId: target, from: member.role, role, by: actor });
+    return services.events.record(tx, {
+      type: 'org.member_role_changed',
+      at: now,
+      outcome: 'success',
+      orgId: m.org.orgId,
+      identityId: target,
+      from: member.role,
+      role,
+      by: actor,
+    });
   });
 }
 
-export async function removeMember(services: OrgServices, m: Membership, actor: string, target: string): Promise<{ receipt?: string }> {
+export async function removeMember(
+  services: OrgServices,
+  m: Membership,
+  actor: string,
+  target: string,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const member = await tx.orgs.member(m.org.orgId, target);
     if (!member) throw fail('not_found', 'that account is not a member');
     refuseRoleChange(checkRoleChange(m.role, member.role, null, await tx.orgs.countOwners(m.org.orgId)));
     await tx.orgs.removeMember(m.org.orgId, target);
-    return services.events.record(tx, { type: 'org.member_removed', at: now, outcome: 'success', orgId: m.org.orgId, identityId: target, by: actor });
+    return services.events.record(tx, {
+      type: 'org.member_removed',
+      at: now,
+      outcome: 'success',
+      orgId: m.org.orgId,
+      identityId: target,
+      by: actor,
+    });
   });
 }
 
 /** Invites an account by username; it shows on that account's /account page until accepted. */
-export async function inviteMember(services: OrgServices, m: Membership, actor: string, username: string, role: OrgRole): Promise<{ identityId: string; receipt?: string }> {
+export async function inviteMember(
+  services: OrgServices,
+  m: Membership,
+  actor: string,
+  username: string,
+  role: OrgRole,
+): Promise<{ identityId: string; receipt?: string }> {
   requireManager(m);
   if (role === 'owner' && m.role !== 'owner') throw fail('forbidden', 'only an owner can grant the owner role');
   const identity = await services.storage.identities.findByUsername(username.trim().toLowerCase());
   if (!identity) throw fail('not_found', 'no account with that username');
   const now = services.now();
   return services.storage.transaction(async (tx) => {
-    if (await tx.orgs.member(m.org.orgId, identity.identityId)) throw fail('already_member', 'that account is a member already');
-    await tx.orgs.putInvite({ orgId: m.org.orgId, identityId: identity.identityId, role, invitedBy: actor, createdAt: now });
-    const { receipt } = await services.events.record(tx, { type: 'org.member_invited', at: now, outcome: 'success', orgId: m.org.orgId, identityId: identity.identityId, role, by: actor });
+    if (await tx.orgs.member(m.org.orgId, identity.identityId))
+      throw fail('already_member', 'that account is a member already');
+    await tx.orgs.putInvite({
+      orgId: m.org.orgId,
+      identityId: identity.identityId,
+      role,
+      invitedBy: actor,
+      createdAt: now,
+    });
+    const { receipt } = await services.events.record(tx, {
+      type: 'org.member_invited',
+      at: now,
+      outcome: 'success',
+      orgId: m.org.orgId,
+      identityId: identity.identityId,
+      role,
+      by: actor,
+    });
     return { identityId: identity.identityId, ...(receipt ? { receipt } : {}) };
   });
 }
 
 /** Accepts the caller's invite to the org named by `slug` (one use: the invite is taken). */
-export async function acceptInvite(services: OrgServices, slug: string, identityId: string): Promise<{ org: StoredOrg; role: OrgRole; receipt?: string }> {
+export async function acceptInvite(
+  services: OrgServices,
+  slug: string,
+  identityId: string,
+): Promise<{ org: StoredOrg; role: OrgRole; receipt?: string }> {
   const org = await services.storage.orgs.getBySlug(slug);
   if (!org) throw fail('not_found', 'no invitation to this organization');
   const now = services.now();
@@ -148,7 +267,14 @@ export async function acceptInvite(services: OrgServices, slug: string, identity
     if (!invite) throw fail('not_found', 'no invitation to this organization');
     const member: OrgMember = { identityId, role: invite.role, addedAt: now };
     if (!(await tx.orgs.addMember(org.orgId, member))) throw fail('already_member', 'you are a member already');
-    const { receipt } = await services.events.record(tx, { type: 'org.member_joined', at: now, outcome: 'success', orgId: org.orgId, identityId, role: invite.role });
+    const { receipt } = await services.events.record(tx, {
+      type: 'org.member_joined',
+      at: now,
+      outcome: 'success',
+      orgId: org.orgId,
+      identityId,
+      role: invite.role,
+    });
     return { org, role: invite.role, ...(receipt ? { receipt } : {}) };
   });
 }
@@ -158,11 +284,15 @@ function requireManager(m: Membership): void {
 }
 
 function refuseRoleChange(refusal: ReturnType<typeof checkRoleChange>): void {
-  if (refusal === 'forbidden') throw fail('forbidden', 'only an owner can grant, change or remove the owner role; management needs admin');
+  if (refusal === 'forbidden')
+    throw fail('forbidden', 'only an owner can grant, change or remove the owner role; management needs admin');
   if (refusal === 'last_owner') throw fail('last_owner', 'the organization must keep at least one owner');
 }
 
 /** The organizations where the account is an admin or owner, with its role there. */
-export async function orgsAdministeredBy(services: Pick<OrgServices, 'storage'>, identityId: string): Promise<Array<StoredOrg & { role: OrgRole }>> {
+export async function orgsAdministeredBy(
+  services: Pick<OrgServices, 'storage'>,
+  identityId: string,
+): Promise<Array<StoredOrg & { role: OrgRole }>> {
   return (await services.storage.orgs.listForMember(identityId)).filter((o) => hasRole(o.role, 'admin'));
 }

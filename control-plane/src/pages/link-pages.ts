@@ -3,15 +3,27 @@ import { html, page, type SafeHtml } from './layout.js';
 
 /** What a person reads when a mailed link cannot be used, by reason: the cause and the way on. */
 const EXPLANATIONS: Partial<Record<Reason, { heading: string; text: string }>> = {
-  link_invalid: { heading: 'This link does not work', text: 'The link is incomplete or was never issued. Copy the whole link from the mail, or ask for a new one.' },
-  link_used: { heading: 'This link was used already', text: 'Every link works once. If that was not you, sign in and check your sessions on the account page.' },
+  link_invalid: {
+    heading: 'This link does not work',
+    text: 'The link is incomplete or was never issued. Copy the whole link from the mail, or ask for a new one.',
+  },
+  link_used: {
+    heading: 'This link was used already',
+    text: 'Every link works once. If that was not you, sign in and check your sessions on the account page.',
+  },
   link_expired: { heading: 'This link has expired', text: 'Links work for a short time only. Ask for a new one.' },
   link_wrong_device: {
     heading: 'Open this link in the browser that asked for it',
     text: 'For your safety a sign-in link works only in the browser where it was requested. Open it there, or ask for a new link in this browser. This link was not used up.',
   },
-  invalid_return: { heading: 'This link points somewhere we do not know', text: 'The page it would return to is not one of ours or of a registered application, so the link was not used.' },
-  email_taken: { heading: 'This address belongs to another account', text: 'Another account verified this address first. An address can be verified on one account only.' },
+  invalid_return: {
+    heading: 'This link points somewhere we do not know',
+    text: 'The page it would return to is not one of ours or of a registered application, so the link was not used.',
+  },
+  email_taken: {
+    heading: 'This address belongs to another account',
+    text: 'Another account verified this address first. An address can be verified on one account only.',
+  },
   rate_limited: { heading: 'Too many attempts', text: 'Wait a little and try again.' },
 };
 
@@ -27,7 +39,10 @@ export interface LinkPageOptions {
 
 /** The refusal page of a mailed link: a clear heading, the reason code, what to do next. */
 export function linkRefusalPage(options: LinkPageOptions): string {
-  const explanation = EXPLANATIONS[options.reason] ?? { heading: 'This link cannot be used', text: REASONS[options.reason].description };
+  const explanation = EXPLANATIONS[options.reason] ?? {
+    heading: 'This link cannot be used',
+    text: REASONS[options.reason].description,
+  };
   return page({
     title: explanation.heading,
     nonce: options.nonce,
@@ -117,7 +132,10 @@ ${formError(options.reason)}<form method="post" action="/auth/recovery/verify">
 }
 
 /** Ask for a magic link: a plain form, works without JavaScript. `return`/`project` ride along hidden. */
-export function magicRequestPage(nonce: string, options: { email?: string; returnTo?: string; project?: string; reason?: Reason } = {}): string {
+export function magicRequestPage(
+  nonce: string,
+  options: { email?: string; returnTo?: string; project?: string; reason?: Reason } = {},
+): string {
   return page({
     title: 'E-mail me a sign-in link',
     nonce,

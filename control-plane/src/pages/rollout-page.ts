@@ -4,8 +4,21 @@ export interface RolloutRow {
   project: string;
   client_id: string | null;
   stage: string;
-  declared: { profile_version: number; required_assurance: string; exposure: string; mode: string | null; canary_percent: number | null; config_version: number | null };
-  observed: { instances: number; fresh_instances: number; age_seconds: number | null; config_version: number | null; mode: string | null };
+  declared: {
+    profile_version: number;
+    required_assurance: string;
+    exposure: string;
+    mode: string | null;
+    canary_percent: number | null;
+    config_version: number | null;
+  };
+  observed: {
+    instances: number;
+    fresh_instances: number;
+    age_seconds: number | null;
+    config_version: number | null;
+    mode: string | null;
+  };
   status: string;
   reason: string;
 }
@@ -48,7 +61,10 @@ export function rolloutTable(rows: RolloutRow[], nonce: string): SafeHtml {
 <h1>Rollout</h1>
 <p class="muted">Declared intent and live observation side by side. A project is <strong>enforced</strong> only while its gateways
 report fresh signed evidence of exactly the declared config; anything else is unverified, stale or a mismatch.</p>
-${rows.length === 0 ? html`<p>No project has a trust profile yet. Start with <code>keyplane rollout classify FILE</code>.</p>` : html`
+${
+  rows.length === 0
+    ? html`<p>No project has a trust profile yet. Start with <code>keyplane rollout classify FILE</code>.</p>`
+    : html`
 <table data-rollout>
 <caption>Projects (${rows.length})</caption>
 <thead>
@@ -56,7 +72,8 @@ ${rows.length === 0 ? html`<p>No project has a trust profile yet. Start with <co
 <th scope="col">Observed: evidence</th><th scope="col">Observed: config</th><th scope="col">Status</th></tr>
 </thead>
 <tbody>
-${rows.map((row) => html`<tr data-project="${row.project}">
+${rows.map(
+  (row) => html`<tr data-project="${row.project}">
 <th scope="row">${row.project}<br><code class="muted">${row.client_id ?? 'not registered'}</code></th>
 <td>${row.stage}</td>
 <td>v${row.declared.profile_version}, ${row.declared.exposure}, at least ${row.declared.required_assurance}</td>
@@ -64,7 +81,9 @@ ${rows.map((row) => html`<tr data-project="${row.project}">
 <td>${row.observed.fresh_instances} of ${row.observed.instances} fresh, last ${age(row.observed.age_seconds)}</td>
 <td>${row.observed.config_version !== null ? `v${row.observed.config_version} ${row.observed.mode ?? ''}` : 'none'}</td>
 <td class="status-${row.status}" data-status="${row.status}">${row.status}<br><span class="muted">${REASON_TEXT[row.reason] ?? row.reason}</span></td>
-</tr>`)}
+</tr>`,
+)}
 </tbody>
-</table>`}`;
+</table>`
+}`;
 }

@@ -15,13 +15,13 @@ ${options.stale ? html`<strong data-field="stale">This result is more than 30 da
 <p class="muted">Scores start at 100; each test adds or removes points, and bonuses count only when the penalties leave at least 90.</p>
 <table><caption>Tests</caption><thead><tr><th scope="col">Test</th><th scope="col">Result</th><th scope="col">Points</th>${advice ? html`<th scope="col">What to change</th>` : ''}</tr></thead><tbody>
 ${rating.tests.map((t) => {
-    const a = TEST_ADVICE[t.name];
-    const needsWork = !t.pass || t.score_modifier < 0;
-    return html`<tr data-test="${t.name}"><th scope="row">${a?.title ?? t.name}</th>
+  const a = TEST_ADVICE[t.name];
+  const needsWork = !t.pass || t.score_modifier < 0;
+  return html`<tr data-test="${t.name}"><th scope="row">${a?.title ?? t.name}</th>
 <td>${t.pass ? 'Pass' : html`<strong>Fail</strong>`}<br><code>${t.result}</code></td>
 <td>${t.score_modifier > 0 ? `+${t.score_modifier}` : String(t.score_modifier)}</td>
 ${advice ? html`<td>${needsWork && a ? html`${a.fix}<pre><code>${a.snippet}</code></pre>` : html`<span class="muted">Nothing to change.</span>`}</td>` : ''}</tr>`;
-  })}
+})}
 </tbody></table>
 <details><summary>Signed Rating (verify offline with the JWKS)</summary><pre><code data-field="signature">${rating.signature}</code></pre></details>
 </section>`;

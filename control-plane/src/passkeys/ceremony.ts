@@ -64,12 +64,20 @@ function challengeTtlMs(services: CeremonyServices): number {
 }
 
 async function storeChallenge(services: CeremonyServices, challenge: string, state: ChallengeState): Promise<void> {
-  const stored = await services.state.setIfAbsent(challengeKey(challenge), JSON.stringify(state), challengeTtlMs(services));
+  const stored = await services.state.setIfAbsent(
+    challengeKey(challenge),
+    JSON.stringify(state),
+    challengeTtlMs(services),
+  );
   if (!stored) throw fail('internal', 'challenge collision');
 }
 
 /** Consumes the challenge the response answers; `challenge_unknown` when it is unknown, expired or used. */
-export async function takeChallenge(services: CeremonyServices, clientData: ClientData, purpose: ChallengePurpose): Promise<ChallengeState> {
+export async function takeChallenge(
+  services: CeremonyServices,
+  clientData: ClientData,
+  purpose: ChallengePurpose,
+): Promise<ChallengeState> {
   const raw = await services.state.take(challengeKey(clientData.challenge));
   if (raw === null) throw fail('challenge_unknown', 'this sign-in attempt expired or was already used; start again');
   const state = JSON.parse(raw) as ChallengeState;
@@ -117,7 +125,11 @@ export async function creationOptionsFor(
   return options;
 }
 
-export async function requestOptions(services: CeremonyServices, allow: CredentialSummary[] | null, state: ChallengeState): Promise<PublicKeyCredentialRequestOptionsJSON> {
+export async function requestOptions(
+  services: CeremonyServices,
+  allow: CredentialSummary[] | null,
+  state: ChallengeState,
+): Promise<PublicKeyCredentialRequestOptionsJSON> {
   const options = await generateAuthenticationOptions({
     rpID: rpIdOf(services),
     userVerification: 'required',
@@ -138,11 +150,20 @@ export interface VerifiedRegistration {
 }
 
 /** Verifies an attestation (registration) response against `expectedChallenge`. */
-export async function verifyRegistration(services: CeremonyServices, response: unknown, clientData: ClientData, fields: Record<string, unknown>, expectedChallenge: string, origins: string[] = expectedOriginsOf(services)): Promise<VerifiedRegistration> {
-  if (clientData.challenge !== expectedChallenge) throw fail('challenge_mismatch', 'the response answers a different challenge');
+export async function verifyRegistration(
+  services: CeremonyServices,
+  response: unknown,
+  clientData: ClientData,
+  fields: Record<string, unknown>,
+  expectedChallenge: string,
+  origins: string[] = expectedOriginsOf(services),
+): Promise<VerifiedRegistration> {
+  if (clientData.challenge !== expectedChallenge)
+    throw fail('challenge_mismatch', 'the response answers a different challenge');
   checkOrigin(clientData, origins);
   const facts = checkAttestation(fields, rpIdOf(services));
-  if (facts.credentialId !== (response as { id?: unknown }).id) throw fail('webauthn_malformed', 'response.id is not the attested credential id');
+  if (facts.credentialId !== (response as { id?: unknown }).id)
+    throw fail('webauthn_malformed', 'response.id is not the attested credential id');
   let result: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
   try {
     result = await verifyRegistrationResponse({
@@ -242,7 +263,9 @@ export class CredentialLimits {
     const decision = await this.limiter.hit(bucket, subject, { max, windowMs: 60_000 });
     if (!decision.allowed) {
       const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      throw fail('rate_limited', `too many attempts; try again in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
+      throw fail('rate_limited', `too many attempts; try again in ${seconds} s`, {
+        headers: { 'retry-after': String(seconds) },
+      });
     }
   }
 }

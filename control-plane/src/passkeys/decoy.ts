@@ -8,8 +8,22 @@ import type { CredentialSummary } from '../storage/types.js';
  * nobody without the key can tell it from a real one (the advice of SimpleWebAuthn and Kratos).
  */
 export function decoyCredentials(key: Buffer, username: string): CredentialSummary[] {
-  const credId = createHmac('sha256', key).update(`keyplane:assertion-decoy:v1:${username}`).digest().subarray(0, 16).toString('base64url');
-  return [{
-    credId, identityId: '', transports: ['hybrid', 'internal'], backupEligible: true, backedUp: true, label: '', createdAt: 0, lastUsedAt: null, counter: 0,
-  }];
+  const credId = createHmac('sha256', key)
+    .update(`keyplane:assertion-decoy:v1:${username}`)
+    .digest()
+    .subarray(0, 16)
+    .toString('base64url');
+  return [
+    {
+      credId,
+      identityId: '',
+      transports: ['hybrid', 'internal'],
+      backupEligible: true,
+      backedUp: true,
+      label: '',
+      createdAt: 0,
+      lastUsedAt: null,
+      counter: 0,
+    },
+  ];
 }

@@ -9,39 +9,69 @@ import { creationOptionsFor, readRegistration, takeChallenge, verifyRegistration
 /** A signed-in account managing its passkeys: storage, the ledger's events, challenges, the clock. */
 export type PasskeyServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'now'>;
 
-export type PasskeySummary = Pick<StoredCredential, 'credId' | 'label' | 'createdAt' | 'lastUsedAt' | 'backedUp' | 'backupEligible' | 'transports'>;
+export type PasskeySummary = Pick<
+  StoredCredential,
+  'credId' | 'label' | 'createdAt' | 'lastUsedAt' | 'backedUp' | 'backupEligible' | 'transports'
+>;
 
 /** The account's passkeys, never their public keys. */
-export async function listPasskeys(services: Pick<PasskeyServices, 'storage'>, identityId: string): Promise<PasskeySummary[]> {
+export async function listPasskeys(
+  services: Pick<PasskeyServices, 'storage'>,
+  identityId: string,
+): Promise<PasskeySummary[]> {
   const passkeys = await services.storage.credentials.listByIdentity(identityId);
   return passkeys.map(({ credId, label, createdAt, lastUsedAt, backedUp, backupEligible, transports }) => ({
-    credId, label, createdAt, lastUsedAt, backedUp, backupEligible, transports,
+    credId,
+    label,
+    createdAt,
+    lastUsedAt,
+    backedUp,
+    backupEligible,
+    transports,
   }));
 }
 
-export async function renamePasskey(services: Pick<PasskeyServices, 'storage'>, identityId: string, credId: string, label: unknown): Promise<void> {
+export async function renamePasskey(
+  services: Pick<PasskeyServices, 'storage'>,
+  identityId: string,
+  credId: string,
+  label: unknown,
+): Promise<void> {
   const clean = checkFreeText(label, PASSKEY_LABEL_MAX, 'label_invalid', 'the label');
-  if (!(await services.storage.credentials.rename(identityId, credId, clean))) throw fail('unknown_passkey', 'no such passkey on this account');
+  if (!(await services.storage.credentials.rename(identityId, credId, clean)))
+    throw fail('unknown_passkey', 'no such passkey on this account');
 }
 
 /** Removes a passkey of the account, never its last one. */
-export async function removePasskey(services: PasskeyServices, identityId: string, credId: string): Promise<{ receipt?: string }> {
+export async function removePasskey(
+  services: PasskeyServices,
+  identityId: string,
+  credId: string,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const owned = (await tx.credentials.listByIdentity(identityId)).some((c) => c.credId === credId);
     if (!owned) throw fail('unknown_passkey', 'no such passkey on this account');
-    if ((await tx.credentials.countByIdentity(identityId)) <= 1) throw fail('last_passkey', 'this is the account\'s last passkey; add another before removing it');
+    if ((await tx.credentials.countByIdentity(identityId)) <= 1)
+      throw fail('last_passkey', "this is the account's last passkey; add another before removing it");
     await tx.credentials.remove(identityId, credId);
     return services.events.record(tx, { type: 'passkey.removed', at: now, outcome: 'success', identityId, credId });
   });
 }
 
 /** Creation options for one more passkey; the challenge is bound to this session. */
-export async function beginAddPasskey(services: PasskeyServices, session: Pick<SessionView, 'id' | 'identityId'>): Promise<PublicKeyCredentialCreationOptionsJSON> {
+export async function beginAddPasskey(
+  services: PasskeyServices,
+  session: Pick<SessionView, 'id' | 'identityId'>,
+): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const identity = await services.storage.identities.get(session.identityId);
   if (!identity) throw fail('unauthorized', 'sign in first');
   const existing = await services.storage.credentials.listByIdentity(identity.identityId);
-  return creationOptionsFor(services, identity, existing, { purpose: 'add', identityId: identity.identityId, sessionId: session.id });
+  return creationOptionsFor(services, identity, existing, {
+    purpose: 'add',
+    identityId: identity.identityId,
+    sessionId: session.id,
+  });
 }
 
 /** Verifies the new passkey (started by this very session) and stores it, labelled `Passkey <n>` unless named. */
@@ -52,14 +82,25 @@ export async function finishAddPasskey(
 ): Promise<{ credId: string; label: string; receipt?: string }> {
   const { clientData, fields } = readRegistration(input.response);
   const state = await takeChallenge(services, clientData, 'add');
-  if (state.identityId !== session.identityId || state.sessionId !== session.id) throw fail('challenge_mismatch', 'this passkey was started by another session');
+  if (state.identityId !== session.identityId || state.sessionId !== session.id)
+    throw fail('challenge_mismatch', 'this passkey was started by another session');
   const verified = await verifyRegistration(services, input.response, clientData, fields, clientData.challenge);
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const count = await tx.credentials.countByIdentity(session.identityId);
-    const label = input.label === undefined ? `Passkey ${count + 1}` : checkFreeText(input.label, PASSKEY_LABEL_MAX, 'label_invalid', 'the label');
-    if (!(await tx.credentials.insert(credentialRecord(session.identityId, verified, label, now)))) throw fail('credential_exists', 'this passkey is registered already');
-    const { receipt } = await services.events.record(tx, { type: 'passkey.added', at: now, outcome: 'success', identityId: session.identityId, credId: verified.credId });
+    const label =
+      input.label === undefined
+        ? `Passkey ${count + 1}`
+        : checkFreeText(input.label, PASSKEY_LABEL_MAX, 'label_invalid', 'the label');
+    if (!(await tx.credentials.insert(credentialRecord(session.identityId, verified, label, now))))
+      throw fail('credential_exists', 'this passkey is registered already');
+    const { receipt } = await services.events.record(tx, {
+      type: 'passkey.added',
+      at: now,
+      outcome: 'success',
+      identityId: session.identityId,
+      credId: verified.credId,
+    });
     return { credId: verified.credId, label, ...(receipt ? { receipt } : {}) };
   });
 }

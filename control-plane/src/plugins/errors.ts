@@ -47,10 +47,13 @@ const MESSAGES: Partial<Record<Reason, string>> = {
 export function toKeyplaneError(error: unknown): KeyplaneError {
   if (isKeyplaneError(error)) return error;
   const e = error as FastifyError & { validation?: unknown; validationContext?: string };
-  if (e && e.validation) return fail('invalid_request', `${e.validationContext ?? 'request'}${e.message.replace(/^[a-z]+/, '')}`.trim());
+  if (e && e.validation)
+    return fail('invalid_request', `${e.validationContext ?? 'request'}${e.message.replace(/^[a-z]+/, '')}`.trim());
   const byCode = e?.code ? FASTIFY_REASONS[e.code] : undefined;
-  if (byCode) return fail(byCode, byCode === 'invalid_request' ? 'the request body is not valid JSON' : MESSAGES[byCode]);
-  if (e instanceof SyntaxError && (e as FastifyError).statusCode === 400) return fail('invalid_request', 'the request body is not valid JSON');
+  if (byCode)
+    return fail(byCode, byCode === 'invalid_request' ? 'the request body is not valid JSON' : MESSAGES[byCode]);
+  if (e instanceof SyntaxError && (e as FastifyError).statusCode === 400)
+    return fail('invalid_request', 'the request body is not valid JSON');
   const status = e?.statusCode;
   if (status && status >= 400 && status < 500) {
     const reason = STATUS_REASONS[status] ?? 'invalid_request';

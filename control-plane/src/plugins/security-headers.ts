@@ -45,9 +45,13 @@ export const securityHeadersPlugin = fp(
       if (options.https) reply.header('strict-transport-security', 'max-age=63072000; includeSubDomains');
       const type = String(reply.getHeader('content-type') ?? '');
       if (!reply.hasHeader('content-security-policy')) {
-        reply.header('content-security-policy', type.startsWith('text/html') ? contentSecurityPolicy(request.kp?.cspNonce ?? 'none') : API_CSP);
+        reply.header(
+          'content-security-policy',
+          type.startsWith('text/html') ? contentSecurityPolicy(request.kp?.cspNonce ?? 'none') : API_CSP,
+        );
       }
-      if (!reply.hasHeader('cache-control')) reply.header('cache-control', request.routeOptions.config?.cache ?? 'no-store');
+      if (!reply.hasHeader('cache-control'))
+        reply.header('cache-control', request.routeOptions.config?.cache ?? 'no-store');
       return payload;
     });
   },

@@ -36,8 +36,9 @@ export const sessionPlugin = fp(
 
     app.addHook('onRequest', async (request, reply) => {
       // The FedCM cookie counts only on the FedCM endpoints (its path), whatever the browser sends.
-      const token = request.cookies[sessionCookieName(app)]
-        ?? (request.url.startsWith(FEDCM_COOKIE_PATH) ? request.cookies[fedcmCookieName(app)] : undefined);
+      const token =
+        request.cookies[sessionCookieName(app)] ??
+        (request.url.startsWith(FEDCM_COOKIE_PATH) ? request.cookies[fedcmCookieName(app)] : undefined);
       if (token === undefined) return;
       if (!wellFormedToken(token)) {
         clearSessionCookie(app, reply);
@@ -64,7 +65,12 @@ export const sessionPlugin = fp(
       if (!SAFE_METHODS.has(request.method) && request.routeOptions.config?.checksOwnOrigin !== true) {
         const origin = request.headers.origin;
         if (origin !== issuerOrigin) {
-          throw fail('origin_mismatch', origin ? 'this request came from another origin' : 'a signed-in request that changes state must carry an Origin header');
+          throw fail(
+            'origin_mismatch',
+            origin
+              ? 'this request came from another origin'
+              : 'a signed-in request that changes state must carry an Origin header',
+          );
         }
       }
     });
@@ -78,7 +84,8 @@ export const sessionPlugin = fp(
  */
 export function checkSignInOrigin(app: FastifyInstance, request: FastifyRequest): void {
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(app.kp.config.issuer).origin) throw fail('origin_mismatch', 'this request came from another origin');
+  if (origin !== undefined && origin !== new URL(app.kp.config.issuer).origin)
+    throw fail('origin_mismatch', 'this request came from another origin');
 }
 
 function sendToSignIn(reply: FastifyReply): FastifyReply {
@@ -104,7 +111,10 @@ export function requireAssurance(level: AssuranceLevel): SessionGuard {
       throw fail('unauthorized', 'sign in first');
     }
     if (meetsAssurance(session.assurance, level)) return;
-    if (isPageNavigation(request)) return reply.redirect(`/auth/step-up?return=${encodeURIComponent(request.url)}`, 303);
-    throw fail('insufficient_assurance', `this needs a ${level} session; step up at /auth/step-up`, { fields: { required: level, stepUp: '/auth/step-up' } });
+    if (isPageNavigation(request))
+      return reply.redirect(`/auth/step-up?return=${encodeURIComponent(request.url)}`, 303);
+    throw fail('insufficient_assurance', `this needs a ${level} session; step up at /auth/step-up`, {
+      fields: { required: level, stepUp: '/auth/step-up' },
+    });
   };
 }

@@ -1,6 +1,11 @@
 import { foldUsername } from '../../../lib/accounts/username.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import { generateRecoveryCodes, hashRecoveryCode, matchRecoveryCode, normalizeRecoveryCode } from '../../../lib/recovery/recovery-codes.js';
+import {
+  generateRecoveryCodes,
+  hashRecoveryCode,
+  matchRecoveryCode,
+  normalizeRecoveryCode,
+} from '../../../lib/recovery/recovery-codes.js';
 import { randomId } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -12,7 +17,10 @@ const MAC_PURPOSE = 'recovery-code';
 /** RFC 8176: a recovery code is a one-time password. */
 const RECOVERY_AMR = ['otp'];
 
-export type RecoveryServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'secrets' | 'events' | 'now'>;
+export type RecoveryServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'state' | 'secrets' | 'events' | 'now'
+>;
 
 /** Replaces the account's backup codes with ten new ones, returned this once; only keyed hashes are kept. */
 export async function regenerateRecoveryCodes(
@@ -22,10 +30,20 @@ export async function regenerateRecoveryCodes(
   const macKey = services.secrets.macKey(MAC_PURPOSE);
   const codes = generateRecoveryCodes();
   const at = services.now();
-  const hashed = codes.map((code) => ({ codeId: randomId('rc', 8), codeHash: hashRecoveryCode(macKey, normalizeRecoveryCode(code)!) }));
+  const hashed = codes.map((code) => ({
+    codeId: randomId('rc', 8),
+    codeHash: hashRecoveryCode(macKey, normalizeRecoveryCode(code)!),
+  }));
   const recorded = await services.storage.transaction(async (tx) => {
     await tx.recoveryCodes.replace(actor.identityId, hashed, at);
-    return services.events.record(tx, { type: 'recovery.regenerated', at, outcome: 'success', identityId: actor.identityId, sessionId: actor.sessionId, count: codes.length });
+    return services.events.record(tx, {
+      type: 'recovery.regenerated',
+      at,
+      outcome: 'success',
+      identityId: actor.identityId,
+      sessionId: actor.sessionId,
+      count: codes.length,
+    });
   });
   return { codes, ...recorded };
 }
@@ -44,7 +62,12 @@ export interface RecoverySignIn {
  * wrong code get the same refusal after the same work; wrong codes count towards the lockout of
  * the method. The per-IP limit is the caller's.
  */
-export async function signInWithRecoveryCode(services: RecoveryServices, user: string, code: string, browser: SignInBrowser): Promise<RecoverySignIn> {
+export async function signInWithRecoveryCode(
+  services: RecoveryServices,
+  user: string,
+  code: string,
+  browser: SignInBrowser,
+): Promise<RecoverySignIn> {
   const macKey = services.secrets.macKey(MAC_PURPOSE);
   const name = foldUsername(user);
   await limitPerAccount(services, 'recovery-verify', sha256Hex(name));
@@ -67,9 +90,21 @@ export async function signInWithRecoveryCode(services: RecoveryServices, user: s
     // One conditional update: of two concurrent uses of the same code, one signs in.
     if (!(await tx.recoveryCodes.consume(identityId, match.codeId, at))) throw refused;
     const opened = await openSession(services, tx, browser, { identityId, assurance: 'recovery', amr: RECOVERY_AMR });
-    const used = await services.events.record(tx, { type: 'recovery.used', at, outcome: 'success', identityId, sessionId: opened.sessionId, remaining });
+    const used = await services.events.record(tx, {
+      type: 'recovery.used',
+      at,
+      outcome: 'success',
+      identityId,
+      sessionId: opened.sessionId,
+      remaining,
+    });
     return { sessionToken: opened.token, receipt: opened.receipt ?? used.receipt };
   });
   await recordCodeSuccess(services, 'recovery', identityId);
-  return { identityId, remaining, sessionToken: result.sessionToken, ...(result.receipt ? { receipt: result.receipt } : {}) };
+  return {
+    identityId,
+    remaining,
+    sessionToken: result.sessionToken,
+    ...(result.receipt ? { receipt: result.receipt } : {}),
+  };
 }

@@ -6,7 +6,10 @@ import { profileOfClient } from '../gateways/issue-config.js';
 import type { Stores } from '../storage/types.js';
 
 /** Refuses metadata outside the profile with every violation named (RFC 7591 §3.2.2 `error` alongside). */
-export function refuseMetadataOutside(metadata: Pick<ClientMetadata, 'redirect_uris' | 'resources' | 'access'>, profile: TrustProfile): void {
+export function refuseMetadataOutside(
+  metadata: Pick<ClientMetadata, 'redirect_uris' | 'resources' | 'access'>,
+  profile: TrustProfile,
+): void {
   const violations = checkMetadataAgainstProfile(metadata, profile);
   if (violations.length === 0) return;
   const message = `outside the trust profile of ${profile.project}: ${violations.map((v) => v.message).join('; ')}`;
@@ -20,7 +23,11 @@ export function refuseMetadataOutside(metadata: Pick<ClientMetadata, 'redirect_u
 }
 
 /** A client registered for a project may change only within that project's newest profile. */
-export async function refuseOutsideProfile(stores: Pick<Stores, 'rollout'>, clientId: string, metadata: ClientMetadata): Promise<void> {
+export async function refuseOutsideProfile(
+  stores: Pick<Stores, 'rollout'>,
+  clientId: string,
+  metadata: ClientMetadata,
+): Promise<void> {
   const profile = await profileOfClient(stores, clientId);
   if (profile) refuseMetadataOutside(metadata, profile);
 }

@@ -14,23 +14,36 @@ function stageOf(state: ProjectState): string {
   if (!state.client) return 'classified';
   if (state.project.attestation && state.client.metadata.gateway?.mode === 'enforce') return 'attested';
   if (state.client.metadata.gateway?.mode === 'canary') return 'canary';
-  if (state.project.verification?.passed && state.project.verification.profileVersion === state.profile.version) return 'verified';
+  if (state.project.verification?.passed && state.project.verification.profileVersion === state.profile.version)
+    return 'verified';
   return 'registered';
 }
 
 function describeEvidence(report: StoredGatewayEvidence, now: number) {
   return {
-    instance: report.instance, gateway: report.gateway, issued_at: iso(report.issuedAt), received_at: iso(report.receivedAt), expires_at: iso(report.expiresAt),
-    fresh: now < report.expiresAt, age_seconds: Math.max(0, Math.round((now - report.issuedAt) / 1000)),
-    config: report.config, counts: report.counts, last_enforcement_at: iso(report.lastEnforcementAt),
+    instance: report.instance,
+    gateway: report.gateway,
+    issued_at: iso(report.issuedAt),
+    received_at: iso(report.receivedAt),
+    expires_at: iso(report.expiresAt),
+    fresh: now < report.expiresAt,
+    age_seconds: Math.max(0, Math.round((now - report.issuedAt) / 1000)),
+    config: report.config,
+    counts: report.counts,
+    last_enforcement_at: iso(report.lastEnforcementAt),
   };
 }
 
 function describeRegistration(client: StoredClient) {
   const { metadata } = client;
   return {
-    client_id: client.clientId, revision: client.revision, client_name: metadata.client_name ?? null, redirect_uris: metadata.redirect_uris,
-    resources: metadata.resources, access: metadata.access, gateway: metadata.gateway ?? null,
+    client_id: client.clientId,
+    revision: client.revision,
+    client_name: metadata.client_name ?? null,
+    redirect_uris: metadata.redirect_uris,
+    resources: metadata.resources,
+    access: metadata.access,
+    gateway: metadata.gateway ?? null,
   };
 }
 
@@ -46,15 +59,25 @@ export function describeRollout(state: ProjectState) {
     client_id: state.client?.clientId ?? null,
     stage: stageOf(state),
     declared: {
-      profile_version: state.profile.version, exposure: profile.exposure, data_class: profile.data_class, required_assurance: profile.required_assurance,
-      principals: profile.principals, mode: declared?.policy.mode ?? null, canary_percent: declared?.policy.canary_percent ?? null,
-      config_version: declared?.version ?? null, config_hash: declared?.hash ?? null,
+      profile_version: state.profile.version,
+      exposure: profile.exposure,
+      data_class: profile.data_class,
+      required_assurance: profile.required_assurance,
+      principals: profile.principals,
+      mode: declared?.policy.mode ?? null,
+      canary_percent: declared?.policy.canary_percent ?? null,
+      config_version: declared?.version ?? null,
+      config_hash: declared?.hash ?? null,
       attested_at: iso(state.project.attestation?.at),
     },
     observed: {
-      instances: reports.length, fresh_instances: reports.filter((report) => now < report.expiresAt).length,
-      last_evidence_at: iso(newest?.issuedAt), age_seconds: newest ? Math.max(0, Math.round((now - newest.issuedAt) / 1000)) : null,
-      config_version: newest?.config?.version ?? null, config_hash: newest?.config?.hash ?? null, mode: newest?.config?.mode ?? null,
+      instances: reports.length,
+      fresh_instances: reports.filter((report) => now < report.expiresAt).length,
+      last_evidence_at: iso(newest?.issuedAt),
+      age_seconds: newest ? Math.max(0, Math.round((now - newest.issuedAt) / 1000)) : null,
+      config_version: newest?.config?.version ?? null,
+      config_hash: newest?.config?.hash ?? null,
+      mode: newest?.config?.mode ?? null,
     },
     status: state.status,
     reason: state.reason,
@@ -65,7 +88,12 @@ export function describeRollout(state: ProjectState) {
 export function describeSlice(state: ProjectState) {
   const now = state.enforcement?.now ?? Date.now();
   const signed = (document: ProjectState['profile']) => ({
-    version: document.version, hash: document.hash, signed_at: iso(document.createdAt), kid: document.kid, jws: document.jws, document: document.document,
+    version: document.version,
+    hash: document.hash,
+    signed_at: iso(document.createdAt),
+    kid: document.kid,
+    jws: document.jws,
+    document: document.document,
   });
   return {
     ...describeRollout(state),
@@ -73,20 +101,35 @@ export function describeSlice(state: ProjectState) {
     plan: state.plan ? signed(state.plan) : null,
     registration: state.client ? describeRegistration(state.client) : null,
     gateway_policy: state.enforcement?.declared
-      ? { version: state.enforcement.declared.version, hash: state.enforcement.declared.hash, policy: state.enforcement.declared.policy, issued_at: iso(state.enforcement.declared.issuedAt) }
+      ? {
+          version: state.enforcement.declared.version,
+          hash: state.enforcement.declared.hash,
+          policy: state.enforcement.declared.policy,
+          issued_at: iso(state.enforcement.declared.issuedAt),
+        }
       : null,
     evidence: (state.enforcement?.observed ?? []).map((report) => describeEvidence(report, now)),
     verification: state.project.verification
       ? { ...state.project.verification, at: iso(state.project.verification.at) }
       : null,
     attestation: state.project.attestation
-      ? { jws: state.project.attestation.jws, hash: state.project.attestation.hash, at: iso(state.project.attestation.at), profile_version: state.project.attestation.profileVersion, config_version: state.project.attestation.configVersion }
+      ? {
+          jws: state.project.attestation.jws,
+          hash: state.project.attestation.hash,
+          at: iso(state.project.attestation.at),
+          profile_version: state.project.attestation.profileVersion,
+          config_version: state.project.attestation.configVersion,
+        }
       : null,
   };
 }
 
 /** Whether a signed-in account may read a project: it owns the client, or it administers the profile's org. */
-async function maySee(services: Pick<ControlPlaneServices, 'storage'>, viewer: Viewer, state: ProjectState): Promise<boolean> {
+async function maySee(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  viewer: Viewer,
+  state: ProjectState,
+): Promise<boolean> {
   if (viewer.operator) return true;
   if (state.client?.ownerId === viewer.identityId) return true;
   const slug = (state.profile.document as unknown as TrustProfile).org;

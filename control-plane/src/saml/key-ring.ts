@@ -68,7 +68,8 @@ export class SamlKeyRing {
     if (actions.length > 0) {
       // Generated outside the transaction (slow); under the ring lock, a replica that acted first wins and ours are dropped.
       const created = new Map<string, StoredSamlKey>();
-      for (const action of actions) if (action.type === 'create') created.set(action.state, await this.generate(action.state, now));
+      for (const action of actions)
+        if (action.type === 'create') created.set(action.state, await this.generate(action.state, now));
       const shape = (list: StoredSamlKey[]) => list.map((k) => `${k.kid}:${k.state}`).join(',');
       await storage.transaction(async (tx) => {
         // Another replica may have acted since we read the ring: then its keys stand and ours are dropped.
@@ -83,10 +84,14 @@ export class SamlKeyRing {
       });
     }
     this.loaded = await storage.saml.keys();
-    const current = this.loaded.filter((k) => k.state === 'current').sort((a, b) => (b.activatedAt ?? 0) - (a.activatedAt ?? 0))[0];
+    const current = this.loaded
+      .filter((k) => k.state === 'current')
+      .sort((a, b) => (b.activatedAt ?? 0) - (a.activatedAt ?? 0))[0];
     if (!current) throw new Error('the SAML key ring has no current key');
     if (this.signing?.kid !== current.kid) {
-      const privateKeyPem = this.services.secrets.open(`saml-key:${current.kid}`, current.sealedPrivateKey).toString('utf8');
+      const privateKeyPem = this.services.secrets
+        .open(`saml-key:${current.kid}`, current.sealedPrivateKey)
+        .toString('utf8');
       this.signing = { kid: current.kid, privateKeyPem, certificatePem: current.certificatePem };
     }
     this.loadedAt = this.services.now();
@@ -96,12 +101,24 @@ export class SamlKeyRing {
     const { keys } = this.services.config;
     // Valid through a full period as next, one as current and the retention after, with a margin.
     const validDays = Math.max(365, 2 * (keys.rotateEveryDays || 365) + keys.retainRetiredDays + 30);
-    const generated = await generateSamlKey({ commonName: `Keyplane SAML IdP ${new URL(this.services.config.issuer).host}`, now, validDays });
-    const kid = createHash('sha256').update(new X509Certificate(generated.certificatePem).raw).digest('base64url').slice(0, 22);
+    const generated = await generateSamlKey({
+      commonName: `Keyplane SAML IdP ${new URL(this.services.config.issuer).host}`,
+      now,
+      validDays,
+    });
+    const kid = createHash('sha256')
+      .update(new X509Certificate(generated.certificatePem).raw)
+      .digest('base64url')
+      .slice(0, 22);
     return {
-      kid, state, certificatePem: generated.certificatePem,
+      kid,
+      state,
+      certificatePem: generated.certificatePem,
       sealedPrivateKey: this.services.secrets.seal(`saml-key:${kid}`, generated.privateKeyPem),
-      createdAt: now, activatedAt: state === 'current' ? now : null, retiredAt: null, notAfter: generated.notAfter,
+      createdAt: now,
+      activatedAt: state === 'current' ? now : null,
+      retiredAt: null,
+      notAfter: generated.notAfter,
     };
   }
 }
@@ -114,4 +131,3 @@ export function samlKeyRing(services: SamlKeyServices): SamlKeyRing {
   if (!ring) rings.set(services.storage, (ring = new SamlKeyRing(services)));
   return ring;
 }
-

@@ -14,10 +14,14 @@ export type ProviderServices = Pick<ControlPlaneServices, 'storage' | 'events' |
  */
 export type ProviderActor = { kind: 'operator'; identityId?: string } | { kind: 'member'; identityId: string };
 
-const by = (actor: ProviderActor) => (actor.kind === 'operator' && actor.identityId === undefined ? 'admin' : 'session') as 'admin' | 'session';
+const by = (actor: ProviderActor) =>
+  (actor.kind === 'operator' && actor.identityId === undefined ? 'admin' : 'session') as 'admin' | 'session';
 
 /** The actor a signed-in account is: the founder's session is the operator's, like the admin token. */
-export async function sessionActor(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<ProviderActor> {
+export async function sessionActor(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  identityId: string,
+): Promise<ProviderActor> {
   const identity = await services.storage.identities.get(identityId);
   return identity?.founder ? { kind: 'operator', identityId } : { kind: 'member', identityId };
 }
@@ -36,7 +40,11 @@ export async function listProviders(services: ProviderServices, actor: ProviderA
 }
 
 /** One provider the actor manages; any other answers 404 exactly like an unknown id. */
-export async function getProvider(services: ProviderServices, actor: ProviderActor, id: string): Promise<StoredSamlProvider> {
+export async function getProvider(
+  services: ProviderServices,
+  actor: ProviderActor,
+  id: string,
+): Promise<StoredSamlProvider> {
   const provider = /^sp_[A-Za-z0-9_-]{1,64}$/.test(id) ? await services.storage.saml.provider(id) : null;
   if (!provider) throw fail('not_found', 'no such service provider');
   if (actor.kind === 'member') {
@@ -48,27 +56,47 @@ export async function getProvider(services: ProviderServices, actor: ProviderAct
 
 /** Registers a provider; an org admin names the org (`org`, its slug), the operator may. */
 export async function registerProvider(
-  services: ProviderServices, actor: ProviderActor, input: Record<string, unknown>,
+  services: ProviderServices,
+  actor: ProviderActor,
+  input: Record<string, unknown>,
 ): Promise<{ provider: StoredSamlProvider; receipt?: string }> {
   const settings = checkProviderSettings(input);
   let orgId: string | null = null;
   if (input.org !== undefined && input.org !== null && input.org !== '') {
     if (typeof input.org !== 'string') throw fail('invalid_request', 'org must be an organization slug');
-    if (actor.kind === 'member') orgId = (await loadMembership(services, input.org, actor.identityId, 'admin')).org.orgId;
+    if (actor.kind === 'member')
+      orgId = (await loadMembership(services, input.org, actor.identityId, 'admin')).org.orgId;
     else {
       const org = await services.storage.orgs.getBySlug(input.org);
       if (!org) throw fail('not_found', 'no such organization');
       orgId = org.orgId;
     }
   } else if (actor.kind === 'member') {
-    throw fail('invalid_request', 'org is required: service providers are registered for an organization you administer');
+    throw fail(
+      'invalid_request',
+      'org is required: service providers are registered for an organization you administer',
+    );
   }
   const now = services.now();
-  const provider: StoredSamlProvider = { id: randomId('sp_'), ...settings, orgId, revision: 1, createdAt: now, updatedAt: now };
+  const provider: StoredSamlProvider = {
+    id: randomId('sp_'),
+    ...settings,
+    orgId,
+    revision: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
   return services.storage.transaction(async (tx) => {
-    if (!(await tx.saml.insertProvider(provider))) throw fail('conflict', 'a service provider with this entity_id is registered already');
+    if (!(await tx.saml.insertProvider(provider)))
+      throw fail('conflict', 'a service provider with this entity_id is registered already');
     const { receipt } = await services.events.record(tx, {
-      type: 'saml.provider_registered', at: now, outcome: 'success', providerId: provider.id, entityId: provider.entityId, orgId, by: by(actor),
+      type: 'saml.provider_registered',
+      at: now,
+      outcome: 'success',
+      providerId: provider.id,
+      entityId: provider.entityId,
+      orgId,
+      by: by(actor),
     });
     return { provider, ...(receipt ? { receipt } : {}) };
   });
@@ -76,30 +104,50 @@ export async function registerProvider(
 
 /** Replaces the provider's settings (the body has the POST shape); the owning org stays. */
 export async function updateProvider(
-  services: ProviderServices, actor: ProviderActor, id: string, input: Record<string, unknown>,
+  services: ProviderServices,
+  actor: ProviderActor,
+  id: string,
+  input: Record<string, unknown>,
 ): Promise<{ provider: StoredSamlProvider; receipt?: string }> {
   const before = await getProvider(services, actor, id);
   const settings = checkProviderSettings(input);
   const revision = input.revision === undefined ? before.revision : input.revision;
-  if (typeof revision !== 'number' || !Number.isInteger(revision)) throw fail('invalid_request', 'revision must be an integer');
+  if (typeof revision !== 'number' || !Number.isInteger(revision))
+    throw fail('invalid_request', 'revision must be an integer');
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const updated = await tx.saml.updateProvider({ ...before, ...settings, updatedAt: now }, revision);
     if (updated === 'taken') throw fail('conflict', 'a service provider with this entity_id is registered already');
-    if (!updated) throw fail('stale_revision', 'the service provider changed since this revision; read it again and retry');
+    if (!updated)
+      throw fail('stale_revision', 'the service provider changed since this revision; read it again and retry');
     const { receipt } = await services.events.record(tx, {
-      type: 'saml.provider_updated', at: now, outcome: 'success', providerId: id, revision: updated.revision, by: by(actor),
+      type: 'saml.provider_updated',
+      at: now,
+      outcome: 'success',
+      providerId: id,
+      revision: updated.revision,
+      by: by(actor),
     });
     return { provider: updated, ...(receipt ? { receipt } : {}) };
   });
 }
 
-export async function deleteProvider(services: ProviderServices, actor: ProviderActor, id: string): Promise<{ receipt?: string }> {
+export async function deleteProvider(
+  services: ProviderServices,
+  actor: ProviderActor,
+  id: string,
+): Promise<{ receipt?: string }> {
   await getProvider(services, actor, id);
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.saml.removeProvider(id))) throw fail('not_found', 'no such service provider');
-    return services.events.record(tx, { type: 'saml.provider_deleted', at: now, outcome: 'success', providerId: id, by: by(actor) });
+    return services.events.record(tx, {
+      type: 'saml.provider_deleted',
+      at: now,
+      outcome: 'success',
+      providerId: id,
+      by: by(actor),
+    });
   });
 }
 

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { AssuranceLevel } from '../../../lib/assurance/assurance.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { checkAuthnRequest, parseAuthnRequest } from '../../../lib/saml/authn-request.js';
-import { decodePostMessage, decodeRedirectMessage, redirectSignedOctets, signRedirectQuery, verifyPostSignature, verifyRedirectSignature } from '../../../lib/saml/bindings.js';
+import {
+  decodePostMessage,
+  decodeRedirectMessage,
+  redirectSignedOctets,
+  signRedirectQuery,
+  verifyPostSignature,
+  verifyRedirectSignature,
+} from '../../../lib/saml/bindings.js';
 import { NAMEID_FORMAT, NS, STATUS } from '../../../lib/saml/constants.js';
 import { decideSso, type SsoDecision } from '../../../lib/saml/decide.js';
 import { parseLogoutRequest } from '../../../lib/saml/logout-request.js';
@@ -23,13 +30,18 @@ const PENDING_TTL_MS = 15 * 60_000;
 const RELAY_STATE_MAX = 2048;
 
 export const samlUrls = (issuer: string) => ({
-  entityId: `${issuer}/saml/metadata`, sso: `${issuer}/saml/sso`, slo: `${issuer}/saml/slo`,
+  entityId: `${issuer}/saml/metadata`,
+  sso: `${issuer}/saml/sso`,
+  slo: `${issuer}/saml/slo`,
 });
 
 export async function idpMetadata(services: SamlServices): Promise<string> {
   const urls = samlUrls(services.config.issuer);
   return buildIdpMetadata({
-    entityId: urls.entityId, ssoUrl: urls.sso, sloUrl: urls.slo, certificatesPem: await samlKeyRing(services).certificates(),
+    entityId: urls.entityId,
+    ssoUrl: urls.sso,
+    sloUrl: urls.slo,
+    certificatesPem: await samlKeyRing(services).certificates(),
   });
 }
 
@@ -81,32 +93,49 @@ function hasEmbeddedSignature(xml: string): boolean {
  * certificate only. Answers the XML to read: for the POST binding, the signed element itself.
  */
 async function authenticate(
-  services: SamlServices, incoming: IncomingMessage, issuerOf: (xml: string) => string, requireSignature: (p: StoredSamlProvider) => boolean,
+  services: SamlServices,
+  incoming: IncomingMessage,
+  issuerOf: (xml: string) => string,
+  requireSignature: (p: StoredSamlProvider) => boolean,
 ): Promise<{ xml: string; provider: StoredSamlProvider; signed: boolean }> {
   let xml: string;
   try {
-    xml = incoming.binding === 'redirect' ? decodeRedirectMessage(incoming.message) : decodePostMessage(incoming.message);
+    xml =
+      incoming.binding === 'redirect' ? decodeRedirectMessage(incoming.message) : decodePostMessage(incoming.message);
   } catch (error) {
     return toInvalid(error);
   }
   const issuer = issuerOf(xml);
   const provider = await services.storage.saml.providerByEntityId(issuer);
-  if (!provider) throw fail('saml_unknown_provider', 'the request\'s Issuer is not a registered service provider');
+  if (!provider) throw fail('saml_unknown_provider', "the request's Issuer is not a registered service provider");
   let signed = false;
   if (incoming.binding === 'redirect') {
     const query = incoming.rawQuery ?? '';
     if (redirectSignedOctets(query) !== null || /(^|&)Signature=/.test(query)) {
-      if (!verifyRedirectSignature(query, provider.certificatePem)) throw fail('saml_signature_invalid', 'the request\'s signature does not verify against the service provider\'s registered certificate');
+      if (!verifyRedirectSignature(query, provider.certificatePem))
+        throw fail(
+          'saml_signature_invalid',
+          "the request's signature does not verify against the service provider's registered certificate",
+        );
       signed = true;
     }
-    if (hasEmbeddedSignature(xml)) throw fail('saml_signature_invalid', 'a Redirect-binding message carries its signature in the query, not in the XML');
+    if (hasEmbeddedSignature(xml))
+      throw fail(
+        'saml_signature_invalid',
+        'a Redirect-binding message carries its signature in the query, not in the XML',
+      );
   } else if (hasEmbeddedSignature(xml)) {
     const verified = verifyPostSignature(xml, provider.certificatePem);
-    if (verified === null) throw fail('saml_signature_invalid', 'the request\'s signature does not verify against the service provider\'s registered certificate');
+    if (verified === null)
+      throw fail(
+        'saml_signature_invalid',
+        "the request's signature does not verify against the service provider's registered certificate",
+      );
     xml = verified;
     signed = true;
   }
-  if (!signed && requireSignature(provider)) throw fail('saml_signature_invalid', 'this service provider signs its requests, and this one is unsigned');
+  if (!signed && requireSignature(provider))
+    throw fail('saml_signature_invalid', 'this service provider signs its requests, and this one is unsigned');
   return { xml, provider, signed };
 }
 
@@ -118,34 +147,69 @@ function issuerOf(xml: string, parse: (xml: string) => { issuer: string }): stri
 async function claimRequestId(services: SamlServices, provider: StoredSamlProvider, id: string): Promise<void> {
   const key = `saml:request-id:${createHash('sha256').update(`${provider.id}\n${id}`).digest('base64url')}`;
   // Kept past the IssueInstant window, after which the request is refused as stale anyway.
-  if (!(await services.state.setIfAbsent(key, '1', 2 * SKEW_MS + 60_000))) throw fail('saml_request_replayed', 'a SAML request with this ID was received already');
+  if (!(await services.state.setIfAbsent(key, '1', 2 * SKEW_MS + 60_000)))
+    throw fail('saml_request_replayed', 'a SAML request with this ID was received already');
 }
 
 /** An AuthnRequest over either binding, checked all the way (docs/saml.md#what-is-refused). */
 export async function receiveAuthnRequest(services: SamlServices, incoming: IncomingMessage): Promise<PendingSso> {
   const relayState = relay(incoming.relayState);
-  const { xml, provider, signed } = await authenticate(services, incoming, (x) => issuerOf(x, parseAuthnRequest), (p) => p.wantSignedRequests);
+  const { xml, provider, signed } = await authenticate(
+    services,
+    incoming,
+    (x) => issuerOf(x, parseAuthnRequest),
+    (p) => p.wantSignedRequests,
+  );
   const request = parseAuthnRequest(xml);
   const now = services.now();
-  const checked = checkAuthnRequest(request, { entityId: provider.entityId, acsUrls: provider.acsUrls, nameIdFormat: provider.nameIdFormat }, {
-    ssoUrl: samlUrls(services.config.issuer).sso, now, skewMs: SKEW_MS, signed,
-  });
+  const checked = checkAuthnRequest(
+    request,
+    { entityId: provider.entityId, acsUrls: provider.acsUrls, nameIdFormat: provider.nameIdFormat },
+    {
+      ssoUrl: samlUrls(services.config.issuer).sso,
+      now,
+      skewMs: SKEW_MS,
+      signed,
+    },
+  );
   await claimRequestId(services, provider, request.id);
   return {
-    providerId: provider.id, requestId: request.id, acsUrl: checked.acsUrl, nameIdFormat: checked.nameIdFormat,
+    providerId: provider.id,
+    requestId: request.id,
+    acsUrl: checked.acsUrl,
+    nameIdFormat: checked.nameIdFormat,
     ...(checked.requiredAssurance !== undefined ? { requiredAssurance: checked.requiredAssurance } : {}),
-    forceAuthn: checked.forceAuthn, isPassive: checked.isPassive, ...(relayState ? { relayState } : {}), receivedAt: now,
+    forceAuthn: checked.forceAuthn,
+    isPassive: checked.isPassive,
+    ...(relayState ? { relayState } : {}),
+    receivedAt: now,
   };
 }
 
 /** IdP-initiated sign-in (saml-profiles §4.1.5): only for a provider that allows it, to its first ACS URL. */
-export async function idpInitiated(services: SamlServices, providerRef: string, relayState: string | undefined): Promise<PendingSso> {
-  const provider = (/^sp_/.test(providerRef) ? await services.storage.saml.provider(providerRef) : null) ?? (await services.storage.saml.providerByEntityId(providerRef));
-  if (!provider || !provider.allowIdpInitiated) throw fail('saml_unknown_provider', 'no service provider that accepts IdP-initiated sign-in is registered under that name');
+export async function idpInitiated(
+  services: SamlServices,
+  providerRef: string,
+  relayState: string | undefined,
+): Promise<PendingSso> {
+  const provider =
+    (/^sp_/.test(providerRef) ? await services.storage.saml.provider(providerRef) : null) ??
+    (await services.storage.saml.providerByEntityId(providerRef));
+  if (!provider || !provider.allowIdpInitiated)
+    throw fail(
+      'saml_unknown_provider',
+      'no service provider that accepts IdP-initiated sign-in is registered under that name',
+    );
   const state = relay(relayState);
   return {
-    providerId: provider.id, requestId: null, acsUrl: provider.acsUrls[0]!, nameIdFormat: provider.nameIdFormat,
-    forceAuthn: false, isPassive: false, ...(state ? { relayState: state } : {}), receivedAt: services.now(),
+    providerId: provider.id,
+    requestId: null,
+    acsUrl: provider.acsUrls[0]!,
+    nameIdFormat: provider.nameIdFormat,
+    forceAuthn: false,
+    isPassive: false,
+    ...(state ? { relayState: state } : {}),
+    receivedAt: services.now(),
   };
 }
 
@@ -157,7 +221,8 @@ export async function park(services: SamlServices, pending: PendingSso): Promise
 
 export async function parked(services: SamlServices, id: string): Promise<PendingSso> {
   const stored = /^[A-Za-z0-9_-]{32}$/.test(id) ? await services.state.get(`saml:pending:${id}`) : null;
-  if (!stored) throw fail('saml_request_invalid', 'this sign-in request has expired; go back to the application and start again');
+  if (!stored)
+    throw fail('saml_request_invalid', 'this sign-in request has expired; go back to the application and start again');
   return JSON.parse(stored) as PendingSso;
 }
 
@@ -177,18 +242,36 @@ function sessionIndex(sessionId: string, providerId: string): string {
   return `_${createHash('sha256').update(`saml-session\n${sessionId}\n${providerId}`).digest('hex').slice(0, 40)}`;
 }
 
-async function attributeValues(services: SamlServices, provider: StoredSamlProvider, session: SessionView, verifiedEmail: string | null): Promise<Record<string, string[]>> {
+async function attributeValues(
+  services: SamlServices,
+  provider: StoredSamlProvider,
+  session: SessionView,
+  verifiedEmail: string | null,
+): Promise<Record<string, string[]>> {
   const identity = await services.storage.identities.get(session.identityId);
   const values: Record<string, string[]> = {};
   for (const [name, source] of Object.entries(provider.attributes)) {
     switch (source) {
-      case 'sub': values[name] = [session.identityId]; break;
-      case 'username': values[name] = identity ? [identity.username] : []; break;
-      case 'display_name': values[name] = identity?.displayName ? [identity.displayName] : []; break;
-      case 'email': values[name] = verifiedEmail ? [verifiedEmail] : []; break;
-      case 'assurance': values[name] = [session.assurance]; break;
-      case 'amr': values[name] = [...session.amr]; break;
-      default: values[name] = [];
+      case 'sub':
+        values[name] = [session.identityId];
+        break;
+      case 'username':
+        values[name] = identity ? [identity.username] : [];
+        break;
+      case 'display_name':
+        values[name] = identity?.displayName ? [identity.displayName] : [];
+        break;
+      case 'email':
+        values[name] = verifiedEmail ? [verifiedEmail] : [];
+        break;
+      case 'assurance':
+        values[name] = [session.assurance];
+        break;
+      case 'amr':
+        values[name] = [...session.amr];
+        break;
+      default:
+        values[name] = [];
     }
   }
   return values;
@@ -204,51 +287,111 @@ async function verifiedEmailOf(services: SamlServices, identityId: string): Prom
  * `saml.assertion_issued` receipt. NameID: persistent = `sub`; emailAddress only when verified,
  * otherwise a signed InvalidNameIDPolicy error Response and no assertion.
  */
-export async function issueResponse(services: SamlServices, pendingId: string, session: SessionView): Promise<PostForm & { receipt?: string }> {
+export async function issueResponse(
+  services: SamlServices,
+  pendingId: string,
+  session: SessionView,
+): Promise<PostForm & { receipt?: string }> {
   const stored = /^[A-Za-z0-9_-]{32}$/.test(pendingId) ? await services.state.take(`saml:pending:${pendingId}`) : null;
-  if (!stored) throw fail('saml_request_invalid', 'this sign-in request has expired or was answered already; go back to the application and start again');
+  if (!stored)
+    throw fail(
+      'saml_request_invalid',
+      'this sign-in request has expired or was answered already; go back to the application and start again',
+    );
   const pending = JSON.parse(stored) as PendingSso;
   const provider = await services.storage.saml.provider(pending.providerId);
   // Re-checked: the provider may have been removed or edited while the user signed in.
-  if (!provider || !provider.acsUrls.includes(pending.acsUrl)) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
+  if (!provider || !provider.acsUrls.includes(pending.acsUrl))
+    throw fail('saml_unknown_provider', 'the service provider is no longer registered');
   const urls = samlUrls(services.config.issuer);
   const key = await samlKeyRing(services).current();
   const now = services.now();
   const verifiedEmail = await verifiedEmailOf(services, session.identityId);
-  const base = { issuer: urls.entityId, destination: pending.acsUrl, ...(pending.requestId ? { inResponseTo: pending.requestId } : {}), now };
+  const base = {
+    issuer: urls.entityId,
+    destination: pending.acsUrl,
+    ...(pending.requestId ? { inResponseTo: pending.requestId } : {}),
+    now,
+  };
   if (pending.nameIdFormat === NAMEID_FORMAT.email && !verifiedEmail) {
     return {
-      acsUrl: pending.acsUrl, ...(pending.relayState ? { relayState: pending.relayState } : {}),
-      samlResponse: Buffer.from(buildSignedErrorResponse({ ...base, status: STATUS.requester, subStatus: STATUS.invalidNameIdPolicy, message: 'the account has no verified email address' }, key)).toString('base64'),
+      acsUrl: pending.acsUrl,
+      ...(pending.relayState ? { relayState: pending.relayState } : {}),
+      samlResponse: Buffer.from(
+        buildSignedErrorResponse(
+          {
+            ...base,
+            status: STATUS.requester,
+            subStatus: STATUS.invalidNameIdPolicy,
+            message: 'the account has no verified email address',
+          },
+          key,
+        ),
+      ).toString('base64'),
     };
   }
-  const xml = buildSignedResponse({
-    ...base, audience: provider.entityId,
-    nameId: pending.nameIdFormat === NAMEID_FORMAT.email ? verifiedEmail! : session.identityId,
-    nameIdFormat: pending.nameIdFormat, sessionIndex: sessionIndex(session.id, provider.id), authnInstant: session.authTime,
-    assurance: session.assurance, attributes: await attributeValues(services, provider, session, verifiedEmail),
-    validitySeconds: ASSERTION_VALIDITY_SECONDS,
-  }, key);
-  const { receipt } = await services.storage.transaction((tx) => services.events.record(tx, {
-    type: 'saml.assertion_issued', at: now, outcome: 'success', providerId: provider.id, identityId: session.identityId, sessionId: session.id,
-    assurance: session.assurance, nameIdFormat: pending.nameIdFormat, initiated: pending.requestId ? 'sp' : 'idp',
-  }));
+  const xml = buildSignedResponse(
+    {
+      ...base,
+      audience: provider.entityId,
+      nameId: pending.nameIdFormat === NAMEID_FORMAT.email ? verifiedEmail! : session.identityId,
+      nameIdFormat: pending.nameIdFormat,
+      sessionIndex: sessionIndex(session.id, provider.id),
+      authnInstant: session.authTime,
+      assurance: session.assurance,
+      attributes: await attributeValues(services, provider, session, verifiedEmail),
+      validitySeconds: ASSERTION_VALIDITY_SECONDS,
+    },
+    key,
+  );
+  const { receipt } = await services.storage.transaction((tx) =>
+    services.events.record(tx, {
+      type: 'saml.assertion_issued',
+      at: now,
+      outcome: 'success',
+      providerId: provider.id,
+      identityId: session.identityId,
+      sessionId: session.id,
+      assurance: session.assurance,
+      nameIdFormat: pending.nameIdFormat,
+      initiated: pending.requestId ? 'sp' : 'idp',
+    }),
+  );
   return {
-    acsUrl: pending.acsUrl, samlResponse: Buffer.from(xml).toString('base64'), ...(pending.relayState ? { relayState: pending.relayState } : {}), ...(receipt ? { receipt } : {}),
+    acsUrl: pending.acsUrl,
+    samlResponse: Buffer.from(xml).toString('base64'),
+    ...(pending.relayState ? { relayState: pending.relayState } : {}),
+    ...(receipt ? { receipt } : {}),
   };
 }
 
 /** A signed error Response for a parked request that cannot be met (NoPassive, NoAuthnContext). */
-export async function errorResponse(services: SamlServices, pendingId: string, status: 'NoPassive' | 'NoAuthnContext'): Promise<PostForm> {
+export async function errorResponse(
+  services: SamlServices,
+  pendingId: string,
+  status: 'NoPassive' | 'NoAuthnContext',
+): Promise<PostForm> {
   const stored = await services.state.take(`saml:pending:${pendingId}`);
-  if (!stored) throw fail('saml_request_invalid', 'this sign-in request has expired; go back to the application and start again');
+  if (!stored)
+    throw fail('saml_request_invalid', 'this sign-in request has expired; go back to the application and start again');
   const pending = JSON.parse(stored) as PendingSso;
   const key = await samlKeyRing(services).current();
-  const xml = buildSignedErrorResponse({
-    issuer: samlUrls(services.config.issuer).entityId, destination: pending.acsUrl, ...(pending.requestId ? { inResponseTo: pending.requestId } : {}),
-    status: STATUS.responder, subStatus: status === 'NoPassive' ? STATUS.noPassive : STATUS.noAuthnContext, now: services.now(),
-  }, key);
-  return { acsUrl: pending.acsUrl, samlResponse: Buffer.from(xml).toString('base64'), ...(pending.relayState ? { relayState: pending.relayState } : {}) };
+  const xml = buildSignedErrorResponse(
+    {
+      issuer: samlUrls(services.config.issuer).entityId,
+      destination: pending.acsUrl,
+      ...(pending.requestId ? { inResponseTo: pending.requestId } : {}),
+      status: STATUS.responder,
+      subStatus: status === 'NoPassive' ? STATUS.noPassive : STATUS.noAuthnContext,
+      now: services.now(),
+    },
+    key,
+  );
+  return {
+    acsUrl: pending.acsUrl,
+    samlResponse: Buffer.from(xml).toString('base64'),
+    ...(pending.relayState ? { relayState: pending.relayState } : {}),
+  };
 }
 
 /** A checked LogoutRequest waiting for the browser's session (the POST binding comes back by GET). */
@@ -262,14 +405,27 @@ export interface PendingLogout {
 /** A LogoutRequest over either binding: always signed by the pinned certificate (saml-profiles §4.4.4.1). */
 export async function receiveLogoutRequest(services: SamlServices, incoming: IncomingMessage): Promise<PendingLogout> {
   const relayState = relay(incoming.relayState);
-  const { xml, provider } = await authenticate(services, incoming, (x) => issuerOf(x, parseLogoutRequest), () => true);
+  const { xml, provider } = await authenticate(
+    services,
+    incoming,
+    (x) => issuerOf(x, parseLogoutRequest),
+    () => true,
+  );
   const request = parseLogoutRequest(xml);
-  if (request.issuer !== provider.entityId) throw fail('saml_unknown_provider', 'the Issuer is not this service provider');
+  if (request.issuer !== provider.entityId)
+    throw fail('saml_unknown_provider', 'the Issuer is not this service provider');
   const now = services.now();
-  if (request.destination !== undefined && request.destination !== samlUrls(services.config.issuer).slo) throw fail('saml_request_invalid', 'Destination must be this IdP\'s SLO URL');
-  if (Math.abs(now - request.issueInstant) > SKEW_MS) throw fail('saml_request_invalid', 'IssueInstant is outside the allowed clock skew');
+  if (request.destination !== undefined && request.destination !== samlUrls(services.config.issuer).slo)
+    throw fail('saml_request_invalid', "Destination must be this IdP's SLO URL");
+  if (Math.abs(now - request.issueInstant) > SKEW_MS)
+    throw fail('saml_request_invalid', 'IssueInstant is outside the allowed clock skew');
   await claimRequestId(services, provider, request.id);
-  return { providerId: provider.id, requestId: request.id, nameId: request.nameId, ...(relayState ? { relayState } : {}) };
+  return {
+    providerId: provider.id,
+    requestId: request.id,
+    nameId: request.nameId,
+    ...(relayState ? { relayState } : {}),
+  };
 }
 
 export async function parkLogout(services: SamlServices, pending: PendingLogout): Promise<string> {
@@ -290,7 +446,9 @@ export async function takeParkedLogout(services: SamlServices, id: string): Prom
  * SP's SLO URL with a signed LogoutResponse (Redirect binding), or null for our own page.
  */
 export async function completeLogout(
-  services: SamlServices, pending: PendingLogout, session: SessionView | undefined,
+  services: SamlServices,
+  pending: PendingLogout,
+  session: SessionView | undefined,
   endSession: (tx: Stores, session: SessionView, now: number) => Promise<void>,
 ): Promise<{ redirect: string | null; ended: boolean; receipt?: string }> {
   const provider = await services.storage.saml.provider(pending.providerId);
@@ -298,19 +456,34 @@ export async function completeLogout(
   const now = services.now();
   let matches = false;
   if (session) {
-    matches = pending.nameId === session.identityId || (pending.nameId.includes('@') && (await verifiedEmailOf(services, session.identityId)) === pending.nameId.toLowerCase());
+    matches =
+      pending.nameId === session.identityId ||
+      (pending.nameId.includes('@') &&
+        (await verifiedEmailOf(services, session.identityId)) === pending.nameId.toLowerCase());
   }
   const { receipt } = await services.storage.transaction(async (tx) => {
     if (matches && session) await endSession(tx, session, now);
     return services.events.record(tx, {
-      type: 'saml.logout', at: now, outcome: 'success', providerId: provider.id,
-      identityId: matches && session ? session.identityId : null, sessionId: matches && session ? session.id : null,
+      type: 'saml.logout',
+      at: now,
+      outcome: 'success',
+      providerId: provider.id,
+      identityId: matches && session ? session.identityId : null,
+      sessionId: matches && session ? session.id : null,
     });
   });
   if (!provider.sloUrl) return { redirect: null, ended: matches, ...(receipt ? { receipt } : {}) };
   const key = await samlKeyRing(services).current();
-  const xml = buildLogoutResponse({ issuer: samlUrls(services.config.issuer).entityId, destination: provider.sloUrl, inResponseTo: pending.requestId, now });
+  const xml = buildLogoutResponse({
+    issuer: samlUrls(services.config.issuer).entityId,
+    destination: provider.sloUrl,
+    inResponseTo: pending.requestId,
+    now,
+  });
   const query = signRedirectQuery('SAMLResponse', xml, pending.relayState, key.privateKeyPem);
-  return { redirect: `${provider.sloUrl}${provider.sloUrl.includes('?') ? '&' : '?'}${query}`, ended: matches, ...(receipt ? { receipt } : {}) };
+  return {
+    redirect: `${provider.sloUrl}${provider.sloUrl.includes('?') ? '&' : '?'}${query}`,
+    ended: matches,
+    ...(receipt ? { receipt } : {}),
+  };
 }
-

@@ -44,7 +44,13 @@ export interface CaptureOptions {
 
 // The fetcher's refusals of the target itself; anything else (timeouts, resets, oversize bodies)
 // means that leg did not answer usably.
-const TARGET_REFUSALS = new Set(['fetch_invalid_url', 'fetch_not_https', 'fetch_credentials_in_url', 'fetch_private_address', 'scan_target_refused']);
+const TARGET_REFUSALS = new Set([
+  'fetch_invalid_url',
+  'fetch_not_https',
+  'fetch_credentials_in_url',
+  'fetch_private_address',
+  'scan_target_refused',
+]);
 
 function isRefusal(error: unknown): boolean {
   return isKeyplaneError(error) && TARGET_REFUSALS.has(error.reason);
@@ -105,7 +111,11 @@ async function leg(fetch: ScanFetch, start: URL, signal: AbortSignal): Promise<C
   }
 }
 
-async function optional(fetch: ScanFetch, url: URL, request: Omit<ScanRequest, 'verify'>): Promise<CapturedResponse | null> {
+async function optional(
+  fetch: ScanFetch,
+  url: URL,
+  request: Omit<ScanRequest, 'verify'>,
+): Promise<CapturedResponse | null> {
   try {
     return await fetchOne(fetch, url, request);
   } catch (error) {
@@ -125,12 +135,24 @@ export async function captureSite(url: string, options: CaptureOptions): Promise
   const httpStart = new URL(options.httpUrl ?? `http://${target.hostname}${target.pathname}${target.search}`);
   const [https, http] = await Promise.all([leg(options.fetch, target, signal), leg(options.fetch, httpStart, signal)]);
   const final = https?.at(-1) ?? http?.at(-1) ?? null;
-  const capture: Capture = { url: target.href, http, https, cors: null, corsOrigin: CORS_PROBE_ORIGIN, crossdomain: null, clientaccesspolicy: null };
+  const capture: Capture = {
+    url: target.href,
+    http,
+    https,
+    cors: null,
+    corsOrigin: CORS_PROBE_ORIGIN,
+    crossdomain: null,
+    clientaccesspolicy: null,
+  };
   if (!final) return capture;
   const finalUrl = new URL(final.url);
   const small = { signal, maxBytes: 65_536 };
   const [cors, crossdomain, clientaccesspolicy] = await Promise.all([
-    optional(options.fetch, finalUrl, { ...small, method: 'OPTIONS', headers: { origin: CORS_PROBE_ORIGIN, 'access-control-request-method': 'GET' } }),
+    optional(options.fetch, finalUrl, {
+      ...small,
+      method: 'OPTIONS',
+      headers: { origin: CORS_PROBE_ORIGIN, 'access-control-request-method': 'GET' },
+    }),
     optional(options.fetch, new URL('/crossdomain.xml', finalUrl), { ...small, method: 'GET' }),
     optional(options.fetch, new URL('/clientaccesspolicy.xml', finalUrl), { ...small, method: 'GET' }),
   ]);

@@ -14,13 +14,16 @@ const IN_FLIGHT_MS = 30_000;
 /** A URL the public scan accepts: https with a host name, no credentials, no IP literal. */
 export function checkScanUrl(raw: unknown): { url: string; host: string } {
   const checked = checkSiteUrl(raw);
-  if (!checked.ok) throw fail('scan_target_refused', `this URL cannot be scanned (${checked.refusal.replace('_', ' ')})`);
+  if (!checked.ok)
+    throw fail('scan_target_refused', `this URL cannot be scanned (${checked.refusal.replace('_', ' ')})`);
   return { url: checked.url, host: checked.host };
 }
 
 function limited(decision: { allowed: boolean; retryAfterMs: number }, message: string): void {
   if (decision.allowed) return;
-  throw fail('rate_limited', message, { headers: { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) } });
+  throw fail('rate_limited', message, {
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) },
+  });
 }
 
 /**
@@ -28,18 +31,30 @@ function limited(decision: { allowed: boolean; retryAfterMs: number }, message: 
  * cannot be hammered through us; otherwise the caller's address and the target host are each
  * throttled, and one scan per URL runs at a time across replicas.
  */
-export async function publicScan(services: PublicScanServices, raw: unknown, clientIp: string): Promise<{ rating: Rating; cached: boolean; receipt?: string }> {
+export async function publicScan(
+  services: PublicScanServices,
+  raw: unknown,
+  clientIp: string,
+): Promise<{ rating: Rating; cached: boolean; receipt?: string }> {
   const limiter = new RateLimiter(services.state);
-  limited(await limiter.hit('scan-ip', clientIp, { max: services.config.scan.publicPerIpPerHour, windowMs: HOUR_MS }), 'too many scans from this address; try again later');
+  limited(
+    await limiter.hit('scan-ip', clientIp, { max: services.config.scan.publicPerIpPerHour, windowMs: HOUR_MS }),
+    'too many scans from this address; try again later',
+  );
   const { url, host } = checkScanUrl(raw);
   const latest = await services.storage.scans.latestPublic(url);
   if (latest && services.now() - latest.scannedAt < services.config.scan.cacheSeconds * 1000) {
     return { rating: JSON.parse(latest.rating) as Rating, cached: true };
   }
-  limited(await limiter.hit('scan-host', host, { max: services.config.scan.publicPerHostPerHour, windowMs: HOUR_MS }), 'this site was scanned often lately; try again later');
+  limited(
+    await limiter.hit('scan-host', host, { max: services.config.scan.publicPerHostPerHour, windowMs: HOUR_MS }),
+    'this site was scanned often lately; try again later',
+  );
   const mark = `scan:inflight:${url}`;
   if (!(await services.state.setIfAbsent(mark, '1', IN_FLIGHT_MS))) {
-    throw fail('rate_limited', 'a scan of this URL is running; ask again in a few seconds', { headers: { 'retry-after': '10' } });
+    throw fail('rate_limited', 'a scan of this URL is running; ask again in a few seconds', {
+      headers: { 'retry-after': '10' },
+    });
   }
   try {
     const result = await runScan(services, url, { siteId: null, trigger: 'public' });
@@ -50,7 +65,10 @@ export async function publicScan(services: PublicScanServices, raw: unknown, cli
 }
 
 /** The newest public result for a URL, or null. */
-export async function latestPublicRating(services: Pick<ControlPlaneServices, 'storage'>, raw: unknown): Promise<Rating | null> {
+export async function latestPublicRating(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  raw: unknown,
+): Promise<Rating | null> {
   const { url } = checkScanUrl(raw);
   const latest = await services.storage.scans.latestPublic(url);
   return latest ? (JSON.parse(latest.rating) as Rating) : null;

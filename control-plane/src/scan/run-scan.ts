@@ -7,7 +7,10 @@ import type { ControlPlaneServices } from '../context.js';
 import { captureSite, type ScanFetch } from './capture-site.js';
 import { createScanFetch } from './scan-fetch.js';
 
-export type ScanServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now' | 'keys' | 'config' | 'metrics' | 'fetcher'>;
+export type ScanServices = Pick<
+  ControlPlaneServices,
+  'storage' | 'events' | 'now' | 'keys' | 'config' | 'metrics' | 'fetcher'
+>;
 
 const fetchers = new WeakMap<object, ScanFetch>();
 
@@ -28,7 +31,12 @@ const counters = new WeakMap<Registry, Counter<'trigger' | 'outcome'>>();
 function scansCounter(registry: Registry): Counter<'trigger' | 'outcome'> {
   let counter = counters.get(registry);
   if (!counter) {
-    counter = new Counter({ name: 'kp_scans_total', help: 'Posture scans run, by trigger and outcome.', labelNames: ['trigger', 'outcome'], registers: [registry] });
+    counter = new Counter({
+      name: 'kp_scans_total',
+      help: 'Posture scans run, by trigger and outcome.',
+      labelNames: ['trigger', 'outcome'],
+      registers: [registry],
+    });
     counters.set(registry, counter);
   }
   return counter;
@@ -51,10 +59,16 @@ export async function runScan(
   const counter = scansCounter(services.metrics);
   let analysis;
   try {
-    const capture = await captureSite(url, { fetch: scanFetchFor(services), ...(options.httpUrl ? { httpUrl: options.httpUrl } : {}) });
+    const capture = await captureSite(url, {
+      fetch: scanFetchFor(services),
+      ...(options.httpUrl ? { httpUrl: options.httpUrl } : {}),
+    });
     analysis = analyzeScan(capture);
   } catch (error) {
-    counter.inc({ trigger: options.trigger, outcome: isKeyplaneError(error) && error.reason === 'scan_target_refused' ? 'refused' : 'failed' });
+    counter.inc({
+      trigger: options.trigger,
+      outcome: isKeyplaneError(error) && error.reason === 'scan_target_refused' ? 'refused' : 'failed',
+    });
     if (error instanceof UngradableScanError) throw fail('scan_failed', error.message);
     throw error;
   }
@@ -62,10 +76,25 @@ export async function runScan(
   const rating = await signRating(buildRatingBody(analysis, url, new Date(now)), services.keys.current());
   const scanId = randomId('scn');
   const { receipt } = await services.storage.transaction(async (tx) => {
-    await tx.scans.record({ scanId, siteId: options.siteId, url, grade: rating.grade, score: rating.score, rating: JSON.stringify(rating), scannedAt: now });
+    await tx.scans.record({
+      scanId,
+      siteId: options.siteId,
+      url,
+      grade: rating.grade,
+      score: rating.score,
+      rating: JSON.stringify(rating),
+      scannedAt: now,
+    });
     return services.events.record(tx, {
-      type: 'scan.completed', at: now, outcome: 'success', scanId, siteId: options.siteId, grade: rating.grade, score: rating.score,
-      algorithm: rating.algorithm, trigger: options.trigger,
+      type: 'scan.completed',
+      at: now,
+      outcome: 'success',
+      scanId,
+      siteId: options.siteId,
+      grade: rating.grade,
+      score: rating.score,
+      algorithm: rating.algorithm,
+      trigger: options.trigger,
     });
   });
   counter.inc({ trigger: options.trigger, outcome: 'graded' });

@@ -5,7 +5,8 @@ import { CertificateError, type ScanFetch } from './capture-site.js';
 
 // OpenSSL and Node codes for a certificate that did not verify (expired, self-signed, unknown
 // issuer, wrong host name, ...): the scan grades such a site anyway, as the Observatory does.
-const CERTIFICATE_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS_CERT_ALTNAME_INVALID|HOSTNAME_MISMATCH/;
+const CERTIFICATE_CODES =
+  /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS_CERT_ALTNAME_INVALID|HOSTNAME_MISMATCH/;
 
 function headerPairs(headers: IncomingHttpHeaders): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];

@@ -14,14 +14,23 @@ export interface SiteStatus {
 }
 
 /** What the verification page and the seal show for a site. */
-export async function loadSiteStatus(services: Pick<ControlPlaneServices, 'storage' | 'now'>, siteId: string): Promise<SiteStatus | null> {
+export async function loadSiteStatus(
+  services: Pick<ControlPlaneServices, 'storage' | 'now'>,
+  siteId: string,
+): Promise<SiteStatus | null> {
   const site = await services.storage.orgs.site(siteId);
   if (!site) return null;
   const org = await services.storage.orgs.get(site.orgId);
   if (!org) return null;
   const latest = await services.storage.scans.latestForSite(siteId);
   const rating = latest ? (JSON.parse(latest.rating) as Rating) : null;
-  return { site, org, verified: site.verifiedAt !== null, rating, stale: latest !== null && services.now() - latest.scannedAt > STALE_AFTER_MS };
+  return {
+    site,
+    org,
+    verified: site.verifiedAt !== null,
+    rating,
+    stale: latest !== null && services.now() - latest.scannedAt > STALE_AFTER_MS,
+  };
 }
 
 export type SiteState = 'current' | 'stale' | 'unscanned' | 'unverified';
@@ -30,11 +39,21 @@ export type SiteState = 'current' | 'stale' | 'unscanned' | 'unverified';
 export async function siteVerification(services: Pick<ControlPlaneServices, 'storage' | 'now'>, siteId: string) {
   const status = await loadSiteStatus(services, siteId);
   if (!status) return null;
-  const state: SiteState = !status.verified ? 'unverified' : !status.rating ? 'unscanned' : status.stale ? 'stale' : 'current';
+  const state: SiteState = !status.verified
+    ? 'unverified'
+    : !status.rating
+      ? 'unscanned'
+      : status.stale
+        ? 'stale'
+        : 'current';
   return {
     status,
     view: {
-      siteId, url: status.site.url, org: { slug: status.org.slug, name: status.org.name }, verified: status.verified, status: state,
+      siteId,
+      url: status.site.url,
+      org: { slug: status.org.slug, name: status.org.name },
+      verified: status.verified,
+      status: state,
       rating: status.rating,
     },
   };
@@ -44,7 +63,10 @@ export async function siteVerification(services: Pick<ControlPlaneServices, 'sto
  * The site a seal on a page of `origin` stands for: a registered site with that origin whose
  * org proved control of the domain (the most recently proved one, should two orgs have).
  */
-export async function siteForOrigin(services: Pick<ControlPlaneServices, 'storage'>, origin: string): Promise<OrgSite | null> {
+export async function siteForOrigin(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  origin: string,
+): Promise<OrgSite | null> {
   const sites = (await services.storage.orgs.sitesByOrigin(origin)).filter((s) => s.verifiedAt !== null);
   sites.sort((a, b) => (b.verifiedAt ?? 0) - (a.verifiedAt ?? 0));
   return sites[0] ?? null;

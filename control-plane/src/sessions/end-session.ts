@@ -15,12 +15,24 @@ export interface Asker {
  * Revokes one live session of the account and ends the grants it opened. Refuses an identifier
  * that names no live session of this account, so one account cannot probe another's sessions.
  */
-export async function revokeSession(services: EndSessionServices, asker: Asker, identifier: string): Promise<{ receipt?: string }> {
+export async function revokeSession(
+  services: EndSessionServices,
+  asker: Asker,
+  identifier: string,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
-    if (!(await tx.sessions.revoke(asker.identityId, identifier, now))) throw fail('unknown_session', 'no live session with this identifier');
+    if (!(await tx.sessions.revoke(asker.identityId, identifier, now)))
+      throw fail('unknown_session', 'no live session with this identifier');
     await endGrantsOfSessions(services, tx, [identifier], now);
-    return services.events.record(tx, { type: 'session.revoked', at: now, outcome: 'success', identityId: asker.identityId, sessionId: identifier, by: asker.sessionId });
+    return services.events.record(tx, {
+      type: 'session.revoked',
+      at: now,
+      outcome: 'success',
+      identityId: asker.identityId,
+      sessionId: identifier,
+      by: asker.sessionId,
+    });
   });
 }
 
@@ -28,17 +40,31 @@ export async function revokeSession(services: EndSessionServices, asker: Asker, 
  * Revokes every session of one of the account's devices, ends their grants and drops the device
  * from the device ledger. Returns how many sessions ended.
  */
-export async function revokeDevice(services: EndSessionServices, asker: Asker, deviceId: string): Promise<{ sessions: number; receipt?: string }> {
+export async function revokeDevice(
+  services: EndSessionServices,
+  asker: Asker,
+  deviceId: string,
+): Promise<{ sessions: number; receipt?: string }> {
   const now = services.now();
   const { identityId } = asker;
   return services.storage.transaction(async (tx) => {
     const known = (await tx.devices.list(identityId)).some((d) => d.deviceId === deviceId);
     if (!known) throw fail('unknown_device', 'no device with this id on the account');
-    const onDevice = (await tx.sessions.listLive(identityId, now)).filter((s) => s.deviceId === deviceId).map((s) => s.sessionId);
+    const onDevice = (await tx.sessions.listLive(identityId, now))
+      .filter((s) => s.deviceId === deviceId)
+      .map((s) => s.sessionId);
     const sessions = await tx.sessions.revokeDevice(identityId, deviceId, now);
     await endGrantsOfSessions(services, tx, onDevice, now);
     await tx.devices.remove(identityId, deviceId);
-    const { receipt } = await services.events.record(tx, { type: 'device.revoked', at: now, outcome: 'success', identityId, deviceId, sessions, by: asker.sessionId });
+    const { receipt } = await services.events.record(tx, {
+      type: 'device.revoked',
+      at: now,
+      outcome: 'success',
+      identityId,
+      deviceId,
+      sessions,
+      by: asker.sessionId,
+    });
     return { sessions, ...(receipt ? { receipt } : {}) };
   });
 }
@@ -49,7 +75,13 @@ export async function signOut(services: EndSessionServices, asker: Asker): Promi
   return services.storage.transaction(async (tx) => {
     await tx.sessions.revoke(asker.identityId, asker.sessionId, now);
     await endGrantsOfSessions(services, tx, [asker.sessionId], now);
-    return services.events.record(tx, { type: 'session.ended', at: now, outcome: 'success', identityId: asker.identityId, sessionId: asker.sessionId });
+    return services.events.record(tx, {
+      type: 'session.ended',
+      at: now,
+      outcome: 'success',
+      identityId: asker.identityId,
+      sessionId: asker.sessionId,
+    });
   });
 }
 
@@ -59,12 +91,24 @@ export async function logOut(services: EndSessionServices, asker: Asker, clientI
   await services.storage.transaction(async (tx) => {
     await tx.sessions.revoke(asker.identityId, asker.sessionId, now);
     await endGrantsOfSessions(services, tx, [asker.sessionId], now);
-    await services.events.record(tx, { type: 'session.logged_out', at: now, outcome: 'success', identityId: asker.identityId, sessionId: asker.sessionId, clientId });
+    await services.events.record(tx, {
+      type: 'session.logged_out',
+      at: now,
+      outcome: 'success',
+      identityId: asker.identityId,
+      sessionId: asker.sessionId,
+      clientId,
+    });
   });
 }
 
 /** Ends a session and the grants it opened inside the caller's transaction (the caller records the event). */
-export async function endSessionIn(services: Pick<EndSessionServices, 'events'>, tx: Stores, session: { identityId: string; id: string }, now: number): Promise<void> {
+export async function endSessionIn(
+  services: Pick<EndSessionServices, 'events'>,
+  tx: Stores,
+  session: { identityId: string; id: string },
+  now: number,
+): Promise<void> {
   await tx.sessions.revoke(session.identityId, session.id, now);
   await endGrantsOfSessions(services, tx, [session.id], now);
 }

@@ -20,7 +20,11 @@ export interface StartSessionInput {
   credId?: string;
 }
 
-const METHOD: Record<SessionAssurance, 'passkey' | 'recovery' | 'email'> = { passkey: 'passkey', recovery: 'recovery', email: 'email' };
+const METHOD: Record<SessionAssurance, 'passkey' | 'recovery' | 'email'> = {
+  passkey: 'passkey',
+  recovery: 'recovery',
+  email: 'email',
+};
 
 /** What opening a session needs: config (lifetimes), the clock and the event bus. */
 export type SessionServices = Pick<ControlPlaneServices, 'config' | 'events' | 'now'>;
@@ -45,12 +49,18 @@ export interface OpenedSession {
  * and puts the device in the ledger. A session this browser already had is revoked, so a
  * sign-in never leaves two. The caller sets the cookie (`setSessionCookies`).
  */
-export async function openSession(services: SessionServices, tx: Stores, browser: SignInBrowser, input: StartSessionInput): Promise<OpenedSession> {
+export async function openSession(
+  services: SessionServices,
+  tx: Stores,
+  browser: SignInBrowser,
+  input: StartSessionInput,
+): Promise<OpenedSession> {
   const now = services.now();
   const { lifetimes } = services.config;
   const deviceId = input.deviceId ?? browser.deviceId();
   // Every sign-in (passkey, backup code, magic link) ends here, so this one check covers them all.
-  if (!(await isAccountActive(tx, input.identityId))) throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+  if (!(await isAccountActive(tx, input.identityId)))
+    throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const previous = browser.previous;
   if (previous) {
     await tx.sessions.revoke(previous.identityId, previous.id, now);
@@ -78,8 +88,14 @@ export async function openSession(services: SessionServices, tx: Stores, browser
   });
   await tx.devices.upsert(input.identityId, deviceId, now);
   const { receipt } = await services.events.record(tx, {
-    type: 'session.started', at: now, outcome: 'success',
-    identityId: input.identityId, sessionId, deviceId, method: METHOD[input.assurance], assurance: input.assurance,
+    type: 'session.started',
+    at: now,
+    outcome: 'success',
+    identityId: input.identityId,
+    sessionId,
+    deviceId,
+    method: METHOD[input.assurance],
+    assurance: input.assurance,
   });
   return receipt === undefined ? { sessionId, token } : { sessionId, token, receipt };
 }
@@ -113,7 +129,12 @@ export async function startSession(
 
 /** Expires the session cookie on the reply. */
 export function clearSessionCookie(app: FastifyInstance, reply: FastifyReply): void {
-  reply.clearCookie(sessionCookieName(app), { path: '/', httpOnly: true, sameSite: 'lax', secure: cookieOptions(app, 0).secure });
+  reply.clearCookie(sessionCookieName(app), {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: cookieOptions(app, 0).secure,
+  });
   reply.clearCookie(fedcmCookieName(app), { ...fedcmCookieOptions(0), maxAge: undefined });
   reply.header('set-login', 'logged-out');
 }

@@ -1,13 +1,22 @@
 import type { PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import { CredentialLimits, readAssertion, requestOptions, takeChallenge, verifyAssertion } from '../passkeys/ceremony.js';
+import {
+  CredentialLimits,
+  readAssertion,
+  requestOptions,
+  takeChallenge,
+  verifyAssertion,
+} from '../passkeys/ceremony.js';
 import { requireTotpIfActive } from '../totp/step-up-gate.js';
 
 export type StepUpServices = Pick<ControlPlaneServices, 'config' | 'state' | 'storage' | 'secrets' | 'events' | 'now'>;
 
 /** Step 1: request options limited to the account's own passkeys, bound to this session. The per-IP limit is the caller's. */
-export async function beginStepUp(services: StepUpServices, session: SessionView): Promise<PublicKeyCredentialRequestOptionsJSON> {
+export async function beginStepUp(
+  services: StepUpServices,
+  session: SessionView,
+): Promise<PublicKeyCredentialRequestOptionsJSON> {
   await new CredentialLimits(services).perAccount('step-up', session.identityId);
   const allow = await services.storage.credentials.listByIdentity(session.identityId);
   return requestOptions(services, allow, { purpose: 'step-up', identityId: session.identityId, sessionId: session.id });
@@ -27,10 +36,13 @@ export async function completeStepUp(
   await new CredentialLimits(services).perAccount('step-up', session.identityId);
   const { id, clientData, fields, userHandle } = readAssertion(input.response);
   const state = await takeChallenge(services, clientData, 'step-up');
-  if (state.identityId !== session.identityId || state.sessionId !== session.id) throw fail('challenge_mismatch', 'this step-up was started by another session');
+  if (state.identityId !== session.identityId || state.sessionId !== session.id)
+    throw fail('challenge_mismatch', 'this step-up was started by another session');
   const credential = await services.storage.credentials.get(id);
-  if (!credential || credential.identityId !== session.identityId) throw fail('unknown_credential', 'this passkey does not belong to your account');
-  if (userHandle !== undefined && userHandle !== credential.identityId) throw fail('unknown_credential', 'this passkey does not belong to your account');
+  if (!credential || credential.identityId !== session.identityId)
+    throw fail('unknown_credential', 'this passkey does not belong to your account');
+  if (userHandle !== undefined && userHandle !== credential.identityId)
+    throw fail('unknown_credential', 'this passkey does not belong to your account');
   const use = await verifyAssertion(services, input.response, clientData, fields, credential);
   const totp = await requireTotpIfActive(services, session.identityId, input.totpCode);
   const now = services.now();
@@ -39,7 +51,15 @@ export async function completeStepUp(
   const { receipt } = await services.storage.transaction(async (tx) => {
     await tx.credentials.recordUse(credential.credId, { ...use, at: now });
     await tx.sessions.stepUp(session.id, { at: now, assurance: 'passkey', amr, credId: credential.credId });
-    return services.events.record(tx, { type: 'step_up.completed', at: now, outcome: 'success', identityId: session.identityId, sessionId: session.id, credId: credential.credId, totp });
+    return services.events.record(tx, {
+      type: 'step_up.completed',
+      at: now,
+      outcome: 'success',
+      identityId: session.identityId,
+      sessionId: session.id,
+      credId: credential.credId,
+      totp,
+    });
   });
   return { expiresAt: now + services.config.lifetimes.stepUp * 1000, ...(receipt ? { receipt } : {}) };
 }

@@ -21,7 +21,8 @@ export type StorageConfig = Pick<ControlPlaneConfig, 'dataDir' | 'databaseUrl' |
  */
 export async function openStorage(config: StorageConfig): Promise<Storage> {
   const migrate = config.database.migrateOnStart;
-  if (config.databaseUrl) return openPostgresStorage(config.databaseUrl, { migrate, poolSize: config.database.poolSize });
+  if (config.databaseUrl)
+    return openPostgresStorage(config.databaseUrl, { migrate, poolSize: config.database.poolSize });
   return openSqliteStorage(config.dataDir, { migrate });
 }
 

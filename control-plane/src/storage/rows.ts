@@ -122,7 +122,8 @@ export interface CredentialRow {
 }
 
 /** Listings never select the public key column. */
-export const CREDENTIAL_SUMMARY_COLUMNS = 'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at';
+export const CREDENTIAL_SUMMARY_COLUMNS =
+  'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at';
 
 export const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): CredentialRow => ({
   cred_id: c.credId,
@@ -207,7 +208,12 @@ export interface DeviceRow {
   last_seen_at: number;
 }
 
-export const deviceFromRow = (row: DeviceRow) => ({ deviceId: row.device_id, identityId: row.identity_id, createdAt: row.created_at, lastSeenAt: row.last_seen_at });
+export const deviceFromRow = (row: DeviceRow) => ({
+  deviceId: row.device_id,
+  identityId: row.identity_id,
+  createdAt: row.created_at,
+  lastSeenAt: row.last_seen_at,
+});
 
 export interface TotpRow {
   identity_id: string;
@@ -236,7 +242,11 @@ export interface RecoveryRow {
 }
 
 export const recoveryFromRow = (row: RecoveryRow): StoredRecoveryCode => ({
-  codeId: row.code_id, identityId: row.identity_id, codeHash: row.code_hash, createdAt: row.created_at, usedAt: row.used_at,
+  codeId: row.code_id,
+  identityId: row.identity_id,
+  codeHash: row.code_hash,
+  createdAt: row.created_at,
+  usedAt: row.used_at,
 });
 
 export interface EmailRow {
@@ -248,7 +258,11 @@ export interface EmailRow {
 }
 
 export const emailFromRow = (row: EmailRow): StoredEmail => ({
-  emailId: row.email_id, identityId: row.identity_id, email: row.email, createdAt: row.created_at, verifiedAt: row.verified_at,
+  emailId: row.email_id,
+  identityId: row.identity_id,
+  email: row.email,
+  createdAt: row.created_at,
+  verifiedAt: row.verified_at,
 });
 
 export interface LinkRow {
@@ -314,7 +328,12 @@ export interface CheckpointRow {
 }
 
 export const checkpointFromRow = (row: CheckpointRow): StoredCheckpoint => ({
-  epoch: row.epoch, jws: row.jws, root: row.root, size: row.size, prev: row.prev, sealedAt: row.sealed_at,
+  epoch: row.epoch,
+  jws: row.jws,
+  root: row.root,
+  size: row.size,
+  prev: row.prev,
+  sealedAt: row.sealed_at,
 });
 
 /** Audit paths are stored as one byte string: the 32-byte hashes back to back. */
@@ -415,8 +434,14 @@ export interface RefreshRow {
 }
 
 /** The columns a code hands on to its grant: who signed in, to which client, with what. */
-type SignInColumns = Pick<GrantRow, 'client_id' | 'identity_id' | 'session_id' | 'scope' | 'resource' | 'assurance' | 'amr' | 'auth_time'>;
-type SignIn = Pick<StoredGrant, 'clientId' | 'identityId' | 'sessionId' | 'scope' | 'resource' | 'assurance' | 'amr' | 'authTime'>;
+type SignInColumns = Pick<
+  GrantRow,
+  'client_id' | 'identity_id' | 'session_id' | 'scope' | 'resource' | 'assurance' | 'amr' | 'auth_time'
+>;
+type SignIn = Pick<
+  StoredGrant,
+  'clientId' | 'identityId' | 'sessionId' | 'scope' | 'resource' | 'assurance' | 'amr' | 'authTime'
+>;
 
 const signInToRow = (s: SignIn): SignInColumns => ({
   client_id: s.clientId,
@@ -505,12 +530,26 @@ export const refreshFromRow = (row: RefreshRow): StoredRefreshToken => ({
 });
 
 /** A refresh token joined with its grant: the token's own columns that clash are prefixed `t_`. */
-export type RefreshGrantRow = GrantRow & { token_hash: string; t_dpop_jkt: Nullable<string>; t_created_at: number; idle_expires_at: number; used_at: Nullable<number> };
+export type RefreshGrantRow = GrantRow & {
+  token_hash: string;
+  t_dpop_jkt: Nullable<string>;
+  t_created_at: number;
+  idle_expires_at: number;
+  used_at: Nullable<number>;
+};
 
-export const REFRESH_GRANT_COLUMNS = 't.token_hash, t.dpop_jkt AS t_dpop_jkt, t.created_at AS t_created_at, t.idle_expires_at, t.used_at, g.*';
+export const REFRESH_GRANT_COLUMNS =
+  't.token_hash, t.dpop_jkt AS t_dpop_jkt, t.created_at AS t_created_at, t.idle_expires_at, t.used_at, g.*';
 
 export const refreshGrantFromRow = (row: RefreshGrantRow): { token: StoredRefreshToken; grant: StoredGrant } => ({
-  token: { tokenHash: row.token_hash, grantId: row.grant_id, dpopJkt: row.t_dpop_jkt, createdAt: row.t_created_at, idleExpiresAt: row.idle_expires_at, usedAt: row.used_at },
+  token: {
+    tokenHash: row.token_hash,
+    grantId: row.grant_id,
+    dpopJkt: row.t_dpop_jkt,
+    createdAt: row.t_created_at,
+    idleExpiresAt: row.idle_expires_at,
+    usedAt: row.used_at,
+  },
   grant: grantFromRow(row),
 });
 
@@ -604,70 +643,220 @@ export interface ApprovalRow {
   resources: string;
 }
 
-export const approvalFromRow = (row: ApprovalRow) => ({ scopes: row.scope.split(' ').filter(Boolean), resources: JSON.parse(row.resources) as string[] });
+export const approvalFromRow = (row: ApprovalRow) => ({
+  scopes: row.scope.split(' ').filter(Boolean),
+  resources: JSON.parse(row.resources) as string[],
+});
 
 // Agents (docs/agents.md).
 
 export interface EnrollmentRow {
-  enrollment_id: string; name: string; subject_kind: string; public_jwk: string; jkt: string; alg: string; visibility: string;
-  owner_code_hash: string; state: string; owner_id: string | null; approved_at: number | null; agent_id: string | null; created_at: number; expires_at: number;
+  enrollment_id: string;
+  name: string;
+  subject_kind: string;
+  public_jwk: string;
+  jkt: string;
+  alg: string;
+  visibility: string;
+  owner_code_hash: string;
+  state: string;
+  owner_id: string | null;
+  approved_at: number | null;
+  agent_id: string | null;
+  created_at: number;
+  expires_at: number;
 }
 
 export interface AgentRow {
-  agent_id: string; proof_id: string; owner_id: string; name: string; subject_kind: string; public_jwk: string; jkt: string; alg: string;
-  state: string; visibility: string; declared: string; resume_needs_key: number; key_proven_at: number | null; owner_approved_at: number | null;
-  last_proof_at: number | null; created_at: number; updated_at: number;
+  agent_id: string;
+  proof_id: string;
+  owner_id: string;
+  name: string;
+  subject_kind: string;
+  public_jwk: string;
+  jkt: string;
+  alg: string;
+  state: string;
+  visibility: string;
+  declared: string;
+  resume_needs_key: number;
+  key_proven_at: number | null;
+  owner_approved_at: number | null;
+  last_proof_at: number | null;
+  created_at: number;
+  updated_at: number;
 }
 
-export interface AgentEvidenceRow { agent_id: string; type: string; at: number; expires_at: number; detail: string }
-export interface TransferRow { agent_id: string; from_owner_id: string; to_identity_id: string; code_hash: string; created_at: number; expires_at: number }
-export interface AgentGrantRow { grant_id: string; agent_id: string; owner_id: string; client_id: string; resource: string | null; scope: string; created_at: number; revoked_at: number | null }
+export interface AgentEvidenceRow {
+  agent_id: string;
+  type: string;
+  at: number;
+  expires_at: number;
+  detail: string;
+}
+export interface TransferRow {
+  agent_id: string;
+  from_owner_id: string;
+  to_identity_id: string;
+  code_hash: string;
+  created_at: number;
+  expires_at: number;
+}
+export interface AgentGrantRow {
+  grant_id: string;
+  agent_id: string;
+  owner_id: string;
+  client_id: string;
+  resource: string | null;
+  scope: string;
+  created_at: number;
+  revoked_at: number | null;
+}
 
 export const enrollmentFromRow = (row: EnrollmentRow): StoredEnrollment => ({
-  enrollmentId: row.enrollment_id, name: row.name, subjectKind: row.subject_kind as StoredEnrollment['subjectKind'], publicJwk: JSON.parse(row.public_jwk),
-  jkt: row.jkt, alg: row.alg as StoredEnrollment['alg'], visibility: row.visibility as StoredEnrollment['visibility'], ownerCodeHash: row.owner_code_hash,
-  state: row.state as StoredEnrollment['state'], ownerId: row.owner_id, approvedAt: row.approved_at, agentId: row.agent_id, createdAt: row.created_at, expiresAt: row.expires_at,
+  enrollmentId: row.enrollment_id,
+  name: row.name,
+  subjectKind: row.subject_kind as StoredEnrollment['subjectKind'],
+  publicJwk: JSON.parse(row.public_jwk),
+  jkt: row.jkt,
+  alg: row.alg as StoredEnrollment['alg'],
+  visibility: row.visibility as StoredEnrollment['visibility'],
+  ownerCodeHash: row.owner_code_hash,
+  state: row.state as StoredEnrollment['state'],
+  ownerId: row.owner_id,
+  approvedAt: row.approved_at,
+  agentId: row.agent_id,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
 });
 
 export const agentFromRow = (row: AgentRow): StoredAgent => ({
-  agentId: row.agent_id, proofId: row.proof_id, ownerId: row.owner_id, name: row.name, subjectKind: row.subject_kind as StoredAgent['subjectKind'],
-  publicJwk: JSON.parse(row.public_jwk), jkt: row.jkt, alg: row.alg as StoredAgent['alg'], state: row.state as StoredAgent['state'],
-  visibility: row.visibility as StoredAgent['visibility'], declared: JSON.parse(row.declared), resumeNeedsKey: row.resume_needs_key === 1,
-  keyProvenAt: row.key_proven_at, ownerApprovedAt: row.owner_approved_at, lastProofAt: row.last_proof_at, createdAt: row.created_at, updatedAt: row.updated_at,
+  agentId: row.agent_id,
+  proofId: row.proof_id,
+  ownerId: row.owner_id,
+  name: row.name,
+  subjectKind: row.subject_kind as StoredAgent['subjectKind'],
+  publicJwk: JSON.parse(row.public_jwk),
+  jkt: row.jkt,
+  alg: row.alg as StoredAgent['alg'],
+  state: row.state as StoredAgent['state'],
+  visibility: row.visibility as StoredAgent['visibility'],
+  declared: JSON.parse(row.declared),
+  resumeNeedsKey: row.resume_needs_key === 1,
+  keyProvenAt: row.key_proven_at,
+  ownerApprovedAt: row.owner_approved_at,
+  lastProofAt: row.last_proof_at,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
 });
 
 export const agentGrantFromRow = (row: AgentGrantRow): StoredAgentGrant => ({
-  grantId: row.grant_id, agentId: row.agent_id, ownerId: row.owner_id, clientId: row.client_id, resource: row.resource, scope: row.scope, createdAt: row.created_at, revokedAt: row.revoked_at,
+  grantId: row.grant_id,
+  agentId: row.agent_id,
+  ownerId: row.owner_id,
+  clientId: row.client_id,
+  resource: row.resource,
+  scope: row.scope,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at,
 });
 
 export const agentEvidenceFromRow = (row: AgentEvidenceRow): StoredAgentEvidence => ({
-  agentId: row.agent_id, type: row.type as StoredAgentEvidence['type'], at: row.at, expiresAt: row.expires_at, detail: JSON.parse(row.detail),
+  agentId: row.agent_id,
+  type: row.type as StoredAgentEvidence['type'],
+  at: row.at,
+  expiresAt: row.expires_at,
+  detail: JSON.parse(row.detail),
 });
 
 export const transferFromRow = (row: TransferRow): StoredAgentTransfer => ({
-  agentId: row.agent_id, fromOwnerId: row.from_owner_id, toIdentityId: row.to_identity_id, codeHash: row.code_hash, createdAt: row.created_at, expiresAt: row.expires_at,
+  agentId: row.agent_id,
+  fromOwnerId: row.from_owner_id,
+  toIdentityId: row.to_identity_id,
+  codeHash: row.code_hash,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
 });
 
 // Organizations, their sites and scans (docs/orgs.md).
 
-export interface OrgRow { org_id: string; slug: string; name: string; website: string | null; created_at: number }
-export interface MemberRow { identity_id: string; role: OrgRole; added_at: number }
-export interface InviteRow { org_id: string; identity_id: string; role: OrgRole; invited_by: string; created_at: number }
-export interface SiteRow {
-  site_id: string; org_id: string; url: string; origin: string; label: string | null; is_primary: number;
-  proof_token: string; verified_at: number | null; created_at: number;
+export interface OrgRow {
+  org_id: string;
+  slug: string;
+  name: string;
+  website: string | null;
+  created_at: number;
 }
-export interface ScanRow { scan_id: string; site_id: string | null; url: string; grade: string; score: number; rating: string; scanned_at: number }
+export interface MemberRow {
+  identity_id: string;
+  role: OrgRole;
+  added_at: number;
+}
+export interface InviteRow {
+  org_id: string;
+  identity_id: string;
+  role: OrgRole;
+  invited_by: string;
+  created_at: number;
+}
+export interface SiteRow {
+  site_id: string;
+  org_id: string;
+  url: string;
+  origin: string;
+  label: string | null;
+  is_primary: number;
+  proof_token: string;
+  verified_at: number | null;
+  created_at: number;
+}
+export interface ScanRow {
+  scan_id: string;
+  site_id: string | null;
+  url: string;
+  grade: string;
+  score: number;
+  rating: string;
+  scanned_at: number;
+}
 
-export const orgFromRow = (r: OrgRow): StoredOrg => ({ orgId: r.org_id, slug: r.slug, name: r.name, website: r.website, createdAt: r.created_at });
-export const memberFromRow = (r: MemberRow): OrgMember => ({ identityId: r.identity_id, role: r.role, addedAt: r.added_at });
-export const inviteFromRow = (r: InviteRow): OrgInvite => ({ orgId: r.org_id, identityId: r.identity_id, role: r.role, invitedBy: r.invited_by, createdAt: r.created_at });
+export const orgFromRow = (r: OrgRow): StoredOrg => ({
+  orgId: r.org_id,
+  slug: r.slug,
+  name: r.name,
+  website: r.website,
+  createdAt: r.created_at,
+});
+export const memberFromRow = (r: MemberRow): OrgMember => ({
+  identityId: r.identity_id,
+  role: r.role,
+  addedAt: r.added_at,
+});
+export const inviteFromRow = (r: InviteRow): OrgInvite => ({
+  orgId: r.org_id,
+  identityId: r.identity_id,
+  role: r.role,
+  invitedBy: r.invited_by,
+  createdAt: r.created_at,
+});
 export const siteFromRow = (r: SiteRow): OrgSite => ({
-  siteId: r.site_id, orgId: r.org_id, url: r.url, label: r.label, primary: r.is_primary === 1,
-  proofToken: r.proof_token, verifiedAt: r.verified_at, createdAt: r.created_at,
+  siteId: r.site_id,
+  orgId: r.org_id,
+  url: r.url,
+  label: r.label,
+  primary: r.is_primary === 1,
+  proofToken: r.proof_token,
+  verifiedAt: r.verified_at,
+  createdAt: r.created_at,
 });
 export const scanFromRow = (r: ScanRow): StoredScan => ({
-  scanId: r.scan_id, siteId: r.site_id, url: r.url, grade: r.grade, score: r.score, rating: r.rating, scannedAt: r.scanned_at,
+  scanId: r.scan_id,
+  siteId: r.site_id,
+  url: r.url,
+  grade: r.grade,
+  score: r.score,
+  rating: r.rating,
+  scannedAt: r.scanned_at,
 });
 
 export interface SamlKeyRow {
@@ -820,9 +1009,19 @@ export interface ContactRow {
 }
 
 export const contactToRow = (c: StoredContact): ContactRow => ({
-  contact_id: c.contactId, email: c.email, topic: c.topic, message: c.message, created_at: c.createdAt, mailed_at: c.mailedAt,
+  contact_id: c.contactId,
+  email: c.email,
+  topic: c.topic,
+  message: c.message,
+  created_at: c.createdAt,
+  mailed_at: c.mailedAt,
 });
 
 export const contactFromRow = (row: ContactRow): StoredContact => ({
-  contactId: row.contact_id, email: row.email, topic: row.topic, message: row.message, createdAt: row.created_at, mailedAt: row.mailed_at,
+  contactId: row.contact_id,
+  email: row.email,
+  topic: row.topic,
+  message: row.message,
+  createdAt: row.created_at,
+  mailedAt: row.mailed_at,
 });

@@ -139,7 +139,10 @@ export interface SessionStore {
   /** Whether the session is live at `now` (not revoked, not expired). */
   isLive(sessionId: string, now: number): Promise<boolean>;
   touch(sessionId: string, at: number, idleExpiresAt: number): Promise<void>;
-  stepUp(sessionId: string, update: { at: number; assurance: SessionAssurance; amr: string[]; credId: string }): Promise<void>;
+  stepUp(
+    sessionId: string,
+    update: { at: number; assurance: SessionAssurance; amr: string[]; credId: string },
+  ): Promise<void>;
   /** Revokes one live session of the identity; false when there is none with that id. */
   revoke(identityId: string, sessionId: string, at: number): Promise<boolean>;
   /** Revokes every live session of the identity on the device; returns how many. */
@@ -334,7 +337,17 @@ export interface ClientStore {
    * (one conditional UPDATE) and returns the new record; null when the revision moved on or
    * the client is gone.
    */
-  update(clientId: string, expectedRevision: number, change: { type: ClientType; metadata: ClientMetadata; secretHash: string | null; secretIssuedAt: number | null; at: number }): Promise<StoredClient | null>;
+  update(
+    clientId: string,
+    expectedRevision: number,
+    change: {
+      type: ClientType;
+      metadata: ClientMetadata;
+      secretHash: string | null;
+      secretIssuedAt: number | null;
+      at: number;
+    },
+  ): Promise<StoredClient | null>;
   remove(clientId: string): Promise<boolean>;
   listByOwner(ownerId: string): Promise<StoredClient[]>;
   /** Every client, by client id, `limit` at a time after `after` (exclusive): the operators' listing. */
@@ -511,7 +524,8 @@ export interface GatewayStore {
 // ---- agent identity (docs/agents.md) ----
 
 export type AgentVisibility = 'private' | 'unlisted' | 'public';
-export type SubjectKind = 'service_bot' | 'automation' | 'ai_agent' | 'hybrid_agent' | 'robot' | 'device' | 'agent_team' | 'ephemeral_subagent';
+export type SubjectKind =
+  'service_bot' | 'automation' | 'ai_agent' | 'hybrid_agent' | 'robot' | 'device' | 'agent_team' | 'ephemeral_subagent';
 
 export interface StoredEnrollment {
   enrollmentId: string;
@@ -708,7 +722,6 @@ export interface ScanStore {
   /** The newest public scan of exactly this URL. */
   latestPublic(url: string): Promise<StoredScan | null>;
 }
-
 
 // ---- SAML 2.0 identity provider (docs/saml.md) ----
 

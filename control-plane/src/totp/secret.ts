@@ -32,7 +32,10 @@ export async function checkTotpCode(services: TotpServices, record: StoredTotp, 
   });
   if (!result.ok) {
     if (result.why === 'replayed') throw fail('totp_replayed', 'this code was used already; wait for the next one');
-    throw (await recordCodeFailure(services, 'totp', identityId)) ?? fail('totp_invalid', 'that code is not right; check the time on your device');
+    throw (
+      (await recordCodeFailure(services, 'totp', identityId)) ??
+      fail('totp_invalid', 'that code is not right; check the time on your device')
+    );
   }
   // One conditional update decides between concurrent uses of the same code.
   if (record.state === 'active' && !(await services.storage.totp.useStep(identityId, result.step))) {

@@ -9,10 +9,17 @@ import { checkTotpCode, type TotpServices } from './secret.js';
  * Resolves to true when a code was verified (the step-up's amr then includes `otp`), false when
  * TOTP is off or only pending (a pending setup protects nothing until it is confirmed).
  */
-export async function requireTotpIfActive(services: TotpServices, identityId: string, totpCode: string | undefined): Promise<boolean> {
+export async function requireTotpIfActive(
+  services: TotpServices,
+  identityId: string,
+  totpCode: string | undefined,
+): Promise<boolean> {
   const record = await services.storage.totp.get(identityId);
   if (!record || record.state !== 'active') return false;
-  if (totpCode === undefined || totpCode === '') throw fail('totp_required', 'TOTP is on for this account: enter the 6-digit code from your app', { fields: { totp: 'required' } });
+  if (totpCode === undefined || totpCode === '')
+    throw fail('totp_required', 'TOTP is on for this account: enter the 6-digit code from your app', {
+      fields: { totp: 'required' },
+    });
   await checkTotpCode(services, record, totpCode);
   return true;
 }

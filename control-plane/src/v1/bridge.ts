@@ -12,14 +12,23 @@ import type { StoredClient } from '../storage/types.js';
  * Kept only as a measured rollback bridge; v2 (code flow + PKCE) never puts a bearer-like
  * session in a URL.
  */
-export type BridgeServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'secrets' | 'events' | 'metrics' | 'now'>;
+export type BridgeServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'secrets' | 'events' | 'metrics' | 'now'
+>;
 
 const ID_PREFIX = 'v1s_';
 
 /** The one v1 client whose registered redirect URIs hold exactly `returnUrl`, or a refusal. */
 export async function findV1Client(services: BridgeServices, returnUrl: string): Promise<StoredClient> {
-  const clients = (await services.storage.clients.findByRedirectUri(returnUrl)).filter((client) => client.metadata.v1_bridge === true);
-  if (clients.length !== 1) throw fail('invalid_redirect_uri', 'the return URL is not a registered v1 return URL of a client with the v1 bridge on');
+  const clients = (await services.storage.clients.findByRedirectUri(returnUrl)).filter(
+    (client) => client.metadata.v1_bridge === true,
+  );
+  if (clients.length !== 1)
+    throw fail(
+      'invalid_redirect_uri',
+      'the return URL is not a registered v1 return URL of a client with the v1 bridge on',
+    );
   return clients[0]!;
 }
 
@@ -37,10 +46,21 @@ export async function issueV1SessionToken(
   const token = mintMacaroon(rootKey(services), {
     location: services.config.issuer,
     identifier: `${ID_PREFIX}${randomToken(16)}`,
-    caveats: [`client_id = ${input.client.clientId}`, `exp = ${expires}`, `identity = ${input.identityId}`, `session = ${input.sessionId}`],
+    caveats: [
+      `client_id = ${input.client.clientId}`,
+      `exp = ${expires}`,
+      `identity = ${input.identityId}`,
+      `session = ${input.sessionId}`,
+    ],
   });
   const { receipt } = await services.storage.transaction((tx) =>
-    services.events.record(tx, { type: 'v1.session_issued', at: now, outcome: 'success', clientId: input.client.clientId, identityId: input.identityId }),
+    services.events.record(tx, {
+      type: 'v1.session_issued',
+      at: now,
+      outcome: 'success',
+      clientId: input.client.clientId,
+      identityId: input.identityId,
+    }),
   );
   return { token, ...(receipt ? { receipt } : {}) };
 }
@@ -50,7 +70,10 @@ export async function issueV1SessionToken(
  * holds (not expired, the client still has the bridge on, the session is still live). Anything
  * else is the same refusal, so a caller learns nothing about why.
  */
-export async function verifyV1SessionToken(services: BridgeServices, token: string): Promise<{ identityId: string; clientId: string }> {
+export async function verifyV1SessionToken(
+  services: BridgeServices,
+  token: string,
+): Promise<{ identityId: string; clientId: string }> {
   const refused = () => fail('invalid_session_token', 'the v1 session token is not valid');
   const macaroon = verifyMacaroon(rootKey(services), token);
   if (!macaroon || !macaroon.identifier.startsWith(ID_PREFIX)) throw refused();
@@ -68,7 +91,8 @@ export async function verifyV1SessionToken(services: BridgeServices, token: stri
   const identityId = facts.get('identity');
   const sessionId = facts.get('session');
   const exp = Number(facts.get('exp'));
-  if (!clientId || !identityId || !sessionId || !Number.isSafeInteger(exp) || exp * 1000 <= services.now()) throw refused();
+  if (!clientId || !identityId || !sessionId || !Number.isSafeInteger(exp) || exp * 1000 <= services.now())
+    throw refused();
   const client = await services.storage.clients.get(clientId);
   if (client?.metadata.v1_bridge !== true) throw refused();
   const live = await services.storage.sessions.listLive(identityId, services.now());
@@ -83,8 +107,10 @@ export function v1RequestCounter(registry: Registry): Counter<'endpoint' | 'outc
   let counter = counters.get(registry);
   if (!counter) {
     counter = new Counter({
-      name: 'kp_v1_bridge_requests_total', help: 'Requests to the deprecated v1 bridge, by endpoint and outcome.',
-      labelNames: ['endpoint', 'outcome'], registers: [registry],
+      name: 'kp_v1_bridge_requests_total',
+      help: 'Requests to the deprecated v1 bridge, by endpoint and outcome.',
+      labelNames: ['endpoint', 'outcome'],
+      registers: [registry],
     });
     counters.set(registry, counter);
   }

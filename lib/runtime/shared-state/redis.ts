@@ -26,7 +26,10 @@ export class RedisSharedState implements SharedState {
   private readonly handlers = new Map<string, Set<(message: string) => void>>();
   private readonly prefix: string;
 
-  constructor(readonly url: string, options: RedisSharedStateOptions = {}) {
+  constructor(
+    readonly url: string,
+    options: RedisSharedStateOptions = {},
+  ) {
     this.prefix = options.prefix ?? 'kp:';
     this.client = new Redis(url, {
       lazyConnect: true,

@@ -43,7 +43,10 @@ export function cookiePrefixViolation(cookie: Cookie): string | null {
   return null;
 }
 
-function collectCookies(responses: CapturedResponse[]): { kept: Map<string, Cookie>; rejected: Record<string, string> } {
+function collectCookies(responses: CapturedResponse[]): {
+  kept: Map<string, Cookie>;
+  rejected: Record<string, string>;
+} {
   const kept = new Map<string, Cookie>();
   const rejected: Record<string, string> = {};
   for (const response of responses) {
@@ -88,11 +91,17 @@ export function testCookies(capture: Capture, hstsPasses: boolean): TestOutcome 
     cookies[cookie.name] = { secure: !!cookie.secure, httpOnly: !!cookie.httpOnly, sameSite: sameSite ?? null };
     // RFC 6265bis §5.7 step 18: SameSite=None needs Secure.
     if (!cookie.secure && sameSite === 'none') result = worse('cookies-samesite-flag-invalid', result);
-    if (!cookie.secure) result = worse(hstsPasses ? 'cookies-without-secure-flag-but-protected-by-hsts' : 'cookies-without-secure-flag', result);
+    if (!cookie.secure)
+      result = worse(
+        hstsPasses ? 'cookies-without-secure-flag-but-protected-by-hsts' : 'cookies-without-secure-flag',
+        result,
+      );
     if (antiCsrf && !sameSite) result = worse('cookies-anticsrf-without-samesite-flag', result);
     if (session && !cookie.secure) {
       result = worse(
-        hstsPasses ? 'cookies-session-without-secure-flag-but-protected-by-hsts' : 'cookies-session-without-secure-flag',
+        hstsPasses
+          ? 'cookies-session-without-secure-flag-but-protected-by-hsts'
+          : 'cookies-session-without-secure-flag',
         result,
       );
     }
@@ -101,8 +110,12 @@ export function testCookies(capture: Capture, hstsPasses: boolean): TestOutcome 
   }
   data['cookies'] = cookies;
   if (result === null) {
-    result = missingSameSite ? 'cookies-secure-with-httponly-sessions' : 'cookies-secure-with-httponly-sessions-and-samesite';
+    result = missingSameSite
+      ? 'cookies-secure-with-httponly-sessions'
+      : 'cookies-secure-with-httponly-sessions-and-samesite';
   }
-  const pass = result === 'cookies-secure-with-httponly-sessions' || result === 'cookies-secure-with-httponly-sessions-and-samesite';
+  const pass =
+    result === 'cookies-secure-with-httponly-sessions' ||
+    result === 'cookies-secure-with-httponly-sessions-and-samesite';
   return { name: 'cookies', result, pass, data };
 }

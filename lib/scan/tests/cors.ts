@@ -34,9 +34,11 @@ export function testCrossOriginResourceSharing(capture: Capture): TestOutcome {
   if (acao !== null) {
     const value = acao.slice(0, 256).trim();
     data['acao'] = value;
-    const credentials = getFirstHeader(capture.cors, 'access-control-allow-credentials')?.trim().toLowerCase() === 'true';
+    const credentials =
+      getFirstHeader(capture.cors, 'access-control-allow-credentials')?.trim().toLowerCase() === 'true';
     if (value === '*') result = 'cross-origin-resource-sharing-implemented-with-public-access';
-    else if (value === capture.corsOrigin && credentials) result = 'cross-origin-resource-sharing-implemented-with-universal-access';
+    else if (value === capture.corsOrigin && credentials)
+      result = 'cross-origin-resource-sharing-implemented-with-universal-access';
     else result = 'cross-origin-resource-sharing-implemented-with-restricted-access';
   }
   for (const kind of ['crossdomain', 'clientaccesspolicy'] as const) {
@@ -45,5 +47,10 @@ export function testCrossOriginResourceSharing(capture: Capture): TestOutcome {
       result = 'cross-origin-resource-sharing-implemented-with-universal-access';
     }
   }
-  return { name: 'cross-origin-resource-sharing', result, pass: result !== 'cross-origin-resource-sharing-implemented-with-universal-access', data };
+  return {
+    name: 'cross-origin-resource-sharing',
+    result,
+    pass: result !== 'cross-origin-resource-sharing-implemented-with-universal-access',
+    data,
+  };
 }

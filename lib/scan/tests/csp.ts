@@ -17,7 +17,16 @@ export interface ParsedCsp {
   invalid: string | null;
 }
 
-const DANGEROUSLY_BROAD = new Set(['ftp:', 'http:', 'https:', '*', 'http://*', 'http://*.*', 'https://*', 'https://*.*']);
+const DANGEROUSLY_BROAD = new Set([
+  'ftp:',
+  'http:',
+  'https:',
+  '*',
+  'http://*',
+  'http://*.*',
+  'https://*',
+  'https://*.*',
+]);
 const UNSAFE_INLINE = new Set(["'unsafe-inline'", 'data:']);
 const PASSIVE_DIRECTIVES = ['img-src', 'media-src'];
 const NONCE_OR_HASH = ["'sha256-", "'sha384-", "'sha512-", "'nonce-"];

@@ -12,7 +12,12 @@ export function testXContentTypeOptions(capture: Capture): TestOutcome {
       : header.slice(0, 256).trim().toLowerCase() === 'nosniff'
         ? 'x-content-type-options-nosniff'
         : 'x-content-type-options-header-invalid';
-  return { name: 'x-content-type-options', result, pass: result === 'x-content-type-options-nosniff', data: header === null ? {} : { header } };
+  return {
+    name: 'x-content-type-options',
+    result,
+    pass: result === 'x-content-type-options-nosniff',
+    data: header === null ? {} : { header },
+  };
 }
 
 /**
@@ -27,12 +32,18 @@ export function testXFrameOptions(capture: Capture): TestOutcome {
   let result: Expectation;
   if (frameAncestors) result = 'x-frame-options-implemented-via-csp';
   else if (header === null) result = 'x-frame-options-not-implemented';
-  else if (['deny', 'sameorigin'].includes(header.slice(0, 1024).trim().toLowerCase())) result = 'x-frame-options-sameorigin-or-deny';
+  else if (['deny', 'sameorigin'].includes(header.slice(0, 1024).trim().toLowerCase()))
+    result = 'x-frame-options-sameorigin-or-deny';
   else result = 'x-frame-options-header-invalid';
   const data: Record<string, unknown> = {};
   if (header !== null) data['header'] = header.slice(0, 1024);
   if (frameAncestors) data['frameAncestors'] = frameAncestors;
-  return { name: 'x-frame-options', result, pass: result === 'x-frame-options-implemented-via-csp' || result === 'x-frame-options-sameorigin-or-deny', data };
+  return {
+    name: 'x-frame-options',
+    result,
+    pass: result === 'x-frame-options-implemented-via-csp' || result === 'x-frame-options-sameorigin-or-deny',
+    data,
+  };
 }
 
 const PRIVATE_POLICIES = ['no-referrer', 'same-origin', 'strict-origin', 'strict-origin-when-cross-origin'];
@@ -46,7 +57,8 @@ export function testReferrerPolicy(capture: Capture): TestOutcome {
     const meta = readHtmlFacts(response.body).metaReferrer;
     if (meta) values.push(meta);
   }
-  if (values.length === 0) return { name: 'referrer-policy', result: 'referrer-policy-not-implemented', pass: true, data: {} };
+  if (values.length === 0)
+    return { name: 'referrer-policy', result: 'referrer-policy-not-implemented', pass: true, data: {} };
   const joined = values.join(', ');
   const policy =
     joined
@@ -65,7 +77,8 @@ export function testReferrerPolicy(capture: Capture): TestOutcome {
 /** Cross-Origin-Resource-Policy (Fetch §3.7); a repeated header is invalid. */
 export function testCrossOriginResourcePolicy(capture: Capture): TestOutcome {
   const headers = getHeaders(autoResponse(capture), 'cross-origin-resource-policy');
-  if (headers.length === 0) return { name: 'cross-origin-resource-policy', result: 'corp-not-implemented', pass: true, data: {} };
+  if (headers.length === 0)
+    return { name: 'cross-origin-resource-policy', result: 'corp-not-implemented', pass: true, data: {} };
   const value = headers.join(', ').slice(0, 256).trim().toLowerCase();
   const result: Expectation =
     value === 'same-origin'
@@ -75,5 +88,10 @@ export function testCrossOriginResourcePolicy(capture: Capture): TestOutcome {
         : value === 'cross-origin'
           ? 'corp-implemented-with-cross-origin'
           : 'corp-header-invalid';
-  return { name: 'cross-origin-resource-policy', result, pass: result !== 'corp-header-invalid', data: { header: value } };
+  return {
+    name: 'cross-origin-resource-policy',
+    result,
+    pass: result !== 'corp-header-invalid',
+    data: { header: value },
+  };
 }

@@ -38,7 +38,8 @@ export function testSubresourceIntegrity(capture: Capture): TestOutcome {
   const response = autoResponse(capture);
   const pageUrl = autoUrl(capture);
   if (!response || !pageUrl) return outcome('sri-not-implemented-but-no-scripts-loaded');
-  if (!isHtmlContentType(getFirstHeader(response, 'content-type'))) return outcome('sri-not-implemented-response-not-html');
+  if (!isHtmlContentType(getFirstHeader(response, 'content-type')))
+    return outcome('sri-not-implemented-response-not-html');
   const scripts = readHtmlFacts(response.body ?? '').scripts;
   const pageDomain = parseDomain(pageUrl.hostname).domain ?? pageUrl.hostname;
   const external: Record<string, { integrity: string | null; crossorigin: string | null }> = {};
@@ -69,8 +70,10 @@ export function testSubresourceIntegrity(capture: Capture): TestOutcome {
     if (!secureOrigin) {
       foreign = true;
       external[src] = { integrity, crossorigin: script['crossorigin'] ?? null };
-      if (integrity && !secureScheme) result = worse('sri-implemented-but-external-scripts-not-loaded-securely', result);
-      else if (!integrity && secureScheme) result = worse('sri-not-implemented-but-external-scripts-loaded-securely', result);
+      if (integrity && !secureScheme)
+        result = worse('sri-implemented-but-external-scripts-not-loaded-securely', result);
+      else if (!integrity && secureScheme)
+        result = worse('sri-not-implemented-but-external-scripts-loaded-securely', result);
       else if (!integrity) result = worse('sri-not-implemented-and-external-scripts-not-loaded-securely', result);
     } else if (integrity && secureScheme && result === null) {
       result = 'sri-implemented-and-all-scripts-loaded-securely';
@@ -78,7 +81,9 @@ export function testSubresourceIntegrity(capture: Capture): TestOutcome {
   }
   if (scripts.length === 0) return outcome('sri-not-implemented-but-no-scripts-loaded');
   if (result === null) {
-    result = foreign ? 'sri-implemented-and-external-scripts-loaded-securely' : 'sri-not-implemented-but-all-scripts-loaded-from-secure-origin';
+    result = foreign
+      ? 'sri-implemented-and-external-scripts-loaded-securely'
+      : 'sri-not-implemented-but-all-scripts-loaded-from-secure-origin';
   }
   return outcome(result, Object.keys(external).length > 0 ? { external } : {});
 }

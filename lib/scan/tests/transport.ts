@@ -80,7 +80,9 @@ export function testRedirection(capture: Capture, preloaded: PreloadLookup): Tes
   const outcome = (result: Expectation, data: Record<string, unknown> = {}): TestOutcome => ({
     name: 'redirection',
     result,
-    pass: ['redirection-to-https', 'redirection-not-needed-no-http', 'redirection-all-redirects-preloaded'].includes(result),
+    pass: ['redirection-to-https', 'redirection-not-needed-no-http', 'redirection-all-redirects-preloaded'].includes(
+      result,
+    ),
     data,
   });
   const chain = capture.http;
@@ -88,7 +90,8 @@ export function testRedirection(capture: Capture, preloaded: PreloadLookup): Tes
   const route = chain.map((r) => r.url);
   if (chain.some((r) => !r.verified)) return outcome('redirection-invalid-cert', { route });
   const urls = route.map((u) => new URL(u));
-  if (urls.every((u) => preloaded(u.hostname) !== null)) return outcome('redirection-all-redirects-preloaded', { route });
+  if (urls.every((u) => preloaded(u.hostname) !== null))
+    return outcome('redirection-all-redirects-preloaded', { route });
   if (urls.length === 1) return outcome('redirection-missing', { route });
   if (urls.at(-1)!.protocol !== 'https:') return outcome('redirection-not-to-https', { route });
   if (urls[1]!.protocol === 'http:') return outcome('redirection-not-to-https-on-initial-redirection', { route });

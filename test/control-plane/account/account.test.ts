@@ -6,7 +6,12 @@ import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
 type App = Awaited<ReturnType<typeof build>>['app'];
 const post = (app: App, url: string, headers: Record<string, string>, payload?: unknown) =>
-  app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) });
+  app.inject({
+    method: 'POST',
+    url,
+    headers,
+    ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+  });
 
 t.test('/account?format=json lists exactly the documented fields', async (t) => {
   const { app } = await build(t);
@@ -14,14 +19,37 @@ t.test('/account?format=json lists exactly the documented fields', async (t) => 
   const res = await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers });
   t.equal(res.statusCode, 200);
   const body = res.json();
-  for (const key of ['identityId', 'username', 'aliases', 'displayName', 'preferences', 'emails', 'passkeys', 'totp', 'sessions', 'devices']) t.ok(key in body, key);
+  for (const key of [
+    'identityId',
+    'username',
+    'aliases',
+    'displayName',
+    'preferences',
+    'emails',
+    'passkeys',
+    'totp',
+    'sessions',
+    'devices',
+  ])
+    t.ok(key in body, key);
   t.match(body, {
-    ok: true, identityId: ada.identityId, username: 'ada', aliases: [], displayName: 'Ada', preferences: {}, emails: [], totp: 'off',
+    ok: true,
+    identityId: ada.identityId,
+    username: 'ada',
+    aliases: [],
+    displayName: 'Ada',
+    preferences: {},
+    emails: [],
+    totp: 'off',
     passkeys: [{ credId: String, label: 'Passkey 1' }],
     sessions: [{ identifier: /^ses_/, deviceId: /^dev_/, assurance: 'passkey', current: true }],
     devices: [{ deviceId: body.sessions[0].deviceId }],
   });
-  const byAccept = await app.inject({ method: 'GET', url: '/account', headers: { ...ada.headers, accept: 'application/json' } });
+  const byAccept = await app.inject({
+    method: 'GET',
+    url: '/account',
+    headers: { ...ada.headers, accept: 'application/json' },
+  });
   t.equal(byAccept.json().username, 'ada', 'Accept: application/json also gets JSON');
 });
 
@@ -33,10 +61,18 @@ t.test('/account without a session: 401 for JSON, a redirect to /auth for HTML',
   const page = await app.inject({ method: 'GET', url: '/account', headers: { accept: 'text/html' } });
   t.equal(page.statusCode, 303);
   t.equal(page.headers.location, '/auth');
-  const forged = await app.inject({ method: 'GET', url: '/account?format=json', headers: { cookie: 'kp_session=' + 'A'.repeat(43) } });
+  const forged = await app.inject({
+    method: 'GET',
+    url: '/account?format=json',
+    headers: { cookie: 'kp_session=' + 'A'.repeat(43) },
+  });
   t.equal(forged.statusCode, 401, 'an unknown cookie value is no session');
   t.match(String(forged.headers['set-cookie']), /kp_session=;/, 'and is cleared');
-  const junk = await app.inject({ method: 'GET', url: '/account?format=json', headers: { cookie: 'kp_session=short' } });
+  const junk = await app.inject({
+    method: 'GET',
+    url: '/account?format=json',
+    headers: { cookie: 'kp_session=short' },
+  });
   t.equal(junk.statusCode, 401);
 });
 
@@ -49,7 +85,10 @@ t.test('the /account page shows the username with a strict CSP and its script', 
   t.match(res.body, /data-field="username">ada</);
   const nonce = /script-src 'nonce-([^']+)'/.exec(String(res.headers['content-security-policy']))?.[1];
   t.ok(nonce);
-  t.match(res.body, new RegExp(`<script type="module" nonce="${nonce!.replace(/[+/=]/g, (c) => `\\${c}`)}" src="/assets/account.js">`));
+  t.match(
+    res.body,
+    new RegExp(`<script type="module" nonce="${nonce!.replace(/[+/=]/g, (c) => `\\${c}`)}" src="/assets/account.js">`),
+  );
   t.notMatch(res.body, /onclick=|javascript:/, 'no inline handlers');
 });
 
@@ -60,12 +99,24 @@ t.test('the /auth page loads its module script; assets are served', async (t) =>
   t.match(page.body, /data-action="signup"/);
   t.match(page.body, /data-action="signin"/);
   t.match(page.body, /src="\/assets\/auth.js"/);
-  for (const path of ['/assets/auth.js', '/assets/common.js', '/assets/account.js', '/assets/step-up.js', '/assets/simplewebauthn/index.js', '/assets/simplewebauthn/methods/startRegistration.js']) {
+  for (const path of [
+    '/assets/auth.js',
+    '/assets/common.js',
+    '/assets/account.js',
+    '/assets/step-up.js',
+    '/assets/simplewebauthn/index.js',
+    '/assets/simplewebauthn/methods/startRegistration.js',
+  ]) {
     const res = await app.inject({ method: 'GET', url: path });
     t.equal(res.statusCode, 200, path);
     t.match(res.headers['content-type'], /text\/javascript/, path);
   }
-  for (const path of ['/assets/simplewebauthn/../package.json', '/assets/simplewebauthn/%2e%2e/%2e%2e/package.json', '/assets/simplewebauthn/index.d.ts', '/assets/simplewebauthn/nope.js']) {
+  for (const path of [
+    '/assets/simplewebauthn/../package.json',
+    '/assets/simplewebauthn/%2e%2e/%2e%2e/package.json',
+    '/assets/simplewebauthn/index.d.ts',
+    '/assets/simplewebauthn/nope.js',
+  ]) {
     const res = await app.inject({ method: 'GET', url: path });
     t.equal(res.statusCode, 404, path);
   }
@@ -80,31 +131,75 @@ t.test('profile, rename with aliases that still sign in, and preferences merged 
   const ada = await signUp(app, 'ada');
   await signUp(app, 'taken');
 
-  t.match((await post(app, '/auth/profile', ada.headers, { displayName: '  Ada Lovelace ' })).json(), { ok: true, displayName: 'Ada Lovelace' });
-  t.equal((await post(app, '/auth/profile', ada.headers, { displayName: 'x'.repeat(65) })).json().reason, 'display_name_invalid');
+  t.match((await post(app, '/auth/profile', ada.headers, { displayName: '  Ada Lovelace ' })).json(), {
+    ok: true,
+    displayName: 'Ada Lovelace',
+  });
+  t.equal(
+    (await post(app, '/auth/profile', ada.headers, { displayName: 'x'.repeat(65) })).json().reason,
+    'display_name_invalid',
+  );
   t.equal((await post(app, '/auth/profile', ada.headers, { displayName: 7 })).json().reason, 'display_name_invalid');
 
   const renamed = await post(app, '/auth/account/rename', ada.headers, { newUsername: 'Countess' });
   t.match(renamed.json(), { ok: true, username: 'countess', aliases: ['ada'] });
   t.match(events.at(-1), { type: 'account.renamed', identityId: ada.identityId });
-  t.equal((await post(app, '/auth/account/rename', ada.headers, { newUsername: 'taken' })).json().reason, 'username_taken');
-  t.equal((await post(app, '/auth/account/rename', ada.headers, { newUsername: 'no' })).json().reason, 'invalid_username');
-  t.equal((await post(app, '/auth/account/rename', ada.headers, { newUsername: 'countess' })).statusCode, 200, 'renaming to the same name is a no-op');
+  t.equal(
+    (await post(app, '/auth/account/rename', ada.headers, { newUsername: 'taken' })).json().reason,
+    'username_taken',
+  );
+  t.equal(
+    (await post(app, '/auth/account/rename', ada.headers, { newUsername: 'no' })).json().reason,
+    'invalid_username',
+  );
+  t.equal(
+    (await post(app, '/auth/account/rename', ada.headers, { newUsername: 'countess' })).statusCode,
+    200,
+    'renaming to the same name is a no-op',
+  );
   const other = await signUp(app, 'other');
   const grab = await post(app, '/auth/account/rename', other.headers, { newUsername: 'ADA' });
   t.equal(grab.json().reason, 'username_taken', 'an alias cannot be taken');
   const viaAlias = await signIn(app, ada, { user: 'ada' });
   const view = await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(viaAlias) });
-  t.match(view.json(), { username: 'countess', aliases: ['ada'], displayName: 'Ada Lovelace' }, 'the old name still signs in');
+  t.match(
+    view.json(),
+    { username: 'countess', aliases: ['ada'], displayName: 'Ada Lovelace' },
+    'the old name still signs in',
+  );
 
-  t.same((await post(app, '/auth/preferences', ada.headers, { preferences: { theme: 'dark', lang: 'en' } })).json().preferences, { theme: 'dark', lang: 'en' });
-  t.same((await post(app, '/auth/preferences', ada.headers, { preferences: { motion: 'reduce', contrast: 'more', text: 'large', email: 'none' } })).json().preferences,
-    { theme: 'dark', lang: 'en', motion: 'reduce', contrast: 'more', text: 'large', email: 'none' });
-  t.same((await post(app, '/auth/preferences', ada.headers, { preferences: { theme: null } })).json().preferences,
-    { lang: 'en', motion: 'reduce', contrast: 'more', text: 'large', email: 'none' });
-  t.equal((await post(app, '/auth/preferences', ada.headers, { preferences: { font: 'comic' } })).json().reason, 'invalid_preferences');
-  t.equal((await post(app, '/auth/preferences', ada.headers, { preferences: { theme: 'neon' } })).json().reason, 'invalid_preferences');
-  t.equal((await post(app, '/auth/preferences', ada.headers, { preferences: 'dark' })).json().reason, 'invalid_preferences');
+  t.same(
+    (await post(app, '/auth/preferences', ada.headers, { preferences: { theme: 'dark', lang: 'en' } })).json()
+      .preferences,
+    { theme: 'dark', lang: 'en' },
+  );
+  t.same(
+    (
+      await post(app, '/auth/preferences', ada.headers, {
+        preferences: { motion: 'reduce', contrast: 'more', text: 'large', email: 'none' },
+      })
+    ).json().preferences,
+    { theme: 'dark', lang: 'en', motion: 'reduce', contrast: 'more', text: 'large', email: 'none' },
+  );
+  t.same((await post(app, '/auth/preferences', ada.headers, { preferences: { theme: null } })).json().preferences, {
+    lang: 'en',
+    motion: 'reduce',
+    contrast: 'more',
+    text: 'large',
+    email: 'none',
+  });
+  t.equal(
+    (await post(app, '/auth/preferences', ada.headers, { preferences: { font: 'comic' } })).json().reason,
+    'invalid_preferences',
+  );
+  t.equal(
+    (await post(app, '/auth/preferences', ada.headers, { preferences: { theme: 'neon' } })).json().reason,
+    'invalid_preferences',
+  );
+  t.equal(
+    (await post(app, '/auth/preferences', ada.headers, { preferences: 'dark' })).json().reason,
+    'invalid_preferences',
+  );
 });
 
 t.test('/account/export is a portable, secret-free copy', async (t) => {
@@ -114,7 +209,11 @@ t.test('/account/export is a portable, secret-free copy', async (t) => {
   t.equal(res.statusCode, 200);
   t.match(res.headers['content-disposition'], /attachment/);
   const body = res.json();
-  t.match(body, { ok: true, format: 'keyplane-account-export/v1', account: { identityId: ada.identityId, username: 'ada', passkeys: [{ label: 'Passkey 1' }] } });
+  t.match(body, {
+    ok: true,
+    format: 'keyplane-account-export/v1',
+    account: { identityId: ada.identityId, username: 'ada', passkeys: [{ label: 'Passkey 1' }] },
+  });
   t.notMatch(res.body, /publicKey|tokenHash|token_hash|ses_/, 'no keys, hashes or session identifiers');
   t.notMatch(res.body, new RegExp(ada.cookies['kp_session']!), 'no cookie values');
   t.equal((await app.inject({ method: 'GET', url: '/account/export' })).statusCode, 401);
@@ -128,20 +227,30 @@ t.test('sessions: list, revoke another, revoke this one, unknown identifiers', a
   });
   const ada = await signUp(app, 'ada');
   const laptop = await signIn(app, ada);
-  const list = (await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers })).json().sessions as Array<{ identifier: string; current: boolean }>;
+  const list = (await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers })).json()
+    .sessions as Array<{ identifier: string; current: boolean }>;
   t.equal(list.length, 2);
   const other = list.find((s) => !s.current)!;
   const res = await post(app, '/auth/sessions/revoke', ada.headers, { identifier: other.identifier });
   t.equal(res.statusCode, 200);
   t.match(events.at(-1), { type: 'session.revoked', sessionId: other.identifier, identityId: ada.identityId });
-  t.equal((await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(laptop) })).statusCode, 401, 'the revoked session is gone');
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(laptop) })).statusCode,
+    401,
+    'the revoked session is gone',
+  );
   const again = await post(app, '/auth/sessions/revoke', ada.headers, { identifier: other.identifier });
   t.equal(again.statusCode, 404);
   t.equal(again.json().reason, 'unknown_session');
 
   const bob = await signUp(app, 'bob');
-  const bobSession = (await app.inject({ method: 'GET', url: '/account?format=json', headers: bob.headers })).json().sessions[0].identifier;
-  t.equal((await post(app, '/auth/sessions/revoke', ada.headers, { identifier: bobSession })).json().reason, 'unknown_session', 'another account\'s session is not found');
+  const bobSession = (await app.inject({ method: 'GET', url: '/account?format=json', headers: bob.headers })).json()
+    .sessions[0].identifier;
+  t.equal(
+    (await post(app, '/auth/sessions/revoke', ada.headers, { identifier: bobSession })).json().reason,
+    'unknown_session',
+    "another account's session is not found",
+  );
 
   const own = list.find((s) => s.current)!;
   const self = await post(app, '/auth/sessions/revoke', ada.headers, { identifier: own.identifier });
@@ -166,9 +275,16 @@ t.test('devices: revoking one ends all its sessions, then drops it from the ledg
   const res = await post(app, '/auth/devices/revoke', ada.headers, { deviceId: phoneDevice });
   t.match(res.json(), { ok: true, sessions: 2 });
   t.match(events.at(-1), { type: 'device.revoked', deviceId: phoneDevice, sessions: 2 });
-  for (const jar of [phone, phone2]) t.equal((await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(jar) })).statusCode, 401);
+  for (const jar of [phone, phone2])
+    t.equal(
+      (await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(jar) })).statusCode,
+      401,
+    );
   const after = (await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers })).json();
-  t.same(after.devices.map((d: { deviceId: string }) => d.deviceId), [view.devices.find((d: { current: boolean }) => d.current).deviceId]);
+  t.same(
+    after.devices.map((d: { deviceId: string }) => d.deviceId),
+    [view.devices.find((d: { current: boolean }) => d.current).deviceId],
+  );
   const unknown = await post(app, '/auth/devices/revoke', ada.headers, { deviceId: phoneDevice });
   t.equal(unknown.statusCode, 404);
   t.equal(unknown.json().reason, 'unknown_device');
@@ -189,7 +305,11 @@ t.test('sign-out ends the session and clears the cookie', async (t) => {
   const jar = absorbCookies(res, { ...ada.cookies });
   t.notOk(jar['kp_session']);
   t.ok(jar['kp_device'], 'the device cookie stays');
-  t.equal((await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers })).statusCode, 401, 'the old cookie no longer works');
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers })).statusCode,
+    401,
+    'the old cookie no longer works',
+  );
   const twice = await post(app, '/auth/signout', { origin: TEST_ISSUER });
   t.equal(twice.statusCode, 401);
 });
@@ -198,14 +318,22 @@ t.test('every signed-in state-changing request must come from the issuer origin'
   const { app } = await build(t);
   const ada = await signUp(app, 'ada');
   const cookie = ada.headers.cookie;
-  for (const [url, payload] of [['/auth/signout', undefined], ['/auth/profile', { displayName: 'x' }], ['/auth/passkeys/list', undefined]] as const) {
+  for (const [url, payload] of [
+    ['/auth/signout', undefined],
+    ['/auth/profile', { displayName: 'x' }],
+    ['/auth/passkeys/list', undefined],
+  ] as const) {
     const foreign = await post(app, url, { cookie, origin: 'https://evil.example' }, payload);
     t.equal(foreign.statusCode, 403, url);
     t.equal(foreign.json().reason, 'origin_mismatch', url);
     const none = await post(app, url, { cookie }, payload);
     t.equal(none.json().reason, 'origin_mismatch', `${url} without Origin`);
   }
-  t.equal((await app.inject({ method: 'GET', url: '/account?format=json', headers: { cookie } })).statusCode, 200, 'reads need no Origin');
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/account?format=json', headers: { cookie } })).statusCode,
+    200,
+    'reads need no Origin',
+  );
 });
 
 t.test('sessions expire after the idle time and at the absolute lifetime', async (t) => {
@@ -230,14 +358,30 @@ t.test('sessions expire after the idle time and at the absolute lifetime', async
     t.equal((await app.inject({ method: 'GET', url: '/account?format=json', headers: bob.headers })).statusCode, 200);
   }
   clock.advance(absolute - elapsed);
-  t.equal((await app.inject({ method: 'GET', url: '/account?format=json', headers: bob.headers })).statusCode, 401, 'never past the absolute lifetime');
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/account?format=json', headers: bob.headers })).statusCode,
+    401,
+    'never past the absolute lifetime',
+  );
 });
 
 t.test('account operations need a session', async (t) => {
   const { app } = await build(t);
-  for (const url of ['/auth/profile', '/auth/account/rename', '/auth/preferences', '/auth/sessions/revoke', '/auth/devices/revoke', '/auth/signout',
-    '/auth/passkeys/list', '/auth/passkeys/rename', '/auth/passkeys/remove', '/auth/passkeys/add-options', '/auth/passkeys/add-verify',
-    '/auth/step-up/options', '/auth/step-up/verify']) {
+  for (const url of [
+    '/auth/profile',
+    '/auth/account/rename',
+    '/auth/preferences',
+    '/auth/sessions/revoke',
+    '/auth/devices/revoke',
+    '/auth/signout',
+    '/auth/passkeys/list',
+    '/auth/passkeys/rename',
+    '/auth/passkeys/remove',
+    '/auth/passkeys/add-options',
+    '/auth/passkeys/add-verify',
+    '/auth/step-up/options',
+    '/auth/step-up/verify',
+  ]) {
     const res = await app.inject({ method: 'POST', url, payload: {} });
     t.equal(res.statusCode, 401, url);
     t.equal(res.json().reason, 'unauthorized', url);
@@ -247,12 +391,24 @@ t.test('account operations need a session', async (t) => {
 t.test('on an https issuer the cookies are __Host- prefixed and Secure, and RP ID follows the host', async (t) => {
   const issuer = 'https://id.example.com';
   const { app } = await build(t, { config: { issuer } });
-  const begin = (await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'ada' } })).json();
+  const begin = (
+    await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'ada' } })
+  ).json();
   t.equal(begin.options.rp.id, 'id.example.com');
   const authenticator = new SoftAuthenticator(issuer);
-  const done = await app.inject({ method: 'POST', url: '/auth/registration-verify', payload: { user: 'ada', response: authenticator.create(begin.options), signupToken: begin.signupToken } });
+  const done = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-verify',
+    payload: { user: 'ada', response: authenticator.create(begin.options), signupToken: begin.signupToken },
+  });
   t.equal(done.statusCode, 200, done.body);
-  const cookies = done.cookies as Array<{ name: string; value: string; secure?: boolean; path?: string; domain?: string }>;
+  const cookies = done.cookies as Array<{
+    name: string;
+    value: string;
+    secure?: boolean;
+    path?: string;
+    domain?: string;
+  }>;
   const session = cookies.find((c) => c.name === '__Host-kp_session');
   const device = cookies.find((c) => c.name === '__Host-kp_device');
   t.match(session, { secure: true, path: '/' });
@@ -260,21 +416,41 @@ t.test('on an https issuer the cookies are __Host- prefixed and Secure, and RP I
   t.notOk(session?.domain, '__Host- cookies carry no Domain');
   const headers = { cookie: `__Host-kp_session=${session!.value}`, origin: issuer };
   t.equal((await app.inject({ method: 'GET', url: '/account?format=json', headers })).json().username, 'ada');
-  t.equal((await app.inject({ method: 'POST', url: '/auth/signout', headers: { ...headers, origin: TEST_ISSUER } })).json().reason, 'origin_mismatch', 'the issuer origin is the https one');
+  t.equal(
+    (await app.inject({ method: 'POST', url: '/auth/signout', headers: { ...headers, origin: TEST_ISSUER } })).json()
+      .reason,
+    'origin_mismatch',
+    'the issuer origin is the https one',
+  );
   t.equal((await app.inject({ method: 'POST', url: '/auth/signout', headers })).statusCode, 200);
   const plain = new SoftAuthenticator('http://id.example.com');
-  const again = (await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'bob' } })).json();
-  const wrong = await app.inject({ method: 'POST', url: '/auth/registration-verify', payload: { user: 'bob', response: plain.create(again.options), signupToken: again.signupToken } });
+  const again = (
+    await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'bob' } })
+  ).json();
+  const wrong = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-verify',
+    payload: { user: 'bob', response: plain.create(again.options), signupToken: again.signupToken },
+  });
   t.equal(wrong.json().reason, 'webauthn_origin_mismatch', 'http on an https issuer is another origin');
 });
 
 t.test('a route that checks origins itself opts out of the issuer-only Origin check', async (t) => {
   const { app } = await build(t, { skipReady: true });
-  app.post('/test/own-origin', { config: { checksOwnOrigin: true } }, async (request) => ({ ok: true, signedIn: Boolean(request.kp.session) }));
+  app.post('/test/own-origin', { config: { checksOwnOrigin: true } }, async (request) => ({
+    ok: true,
+    signedIn: Boolean(request.kp.session),
+  }));
   app.post('/test/default', async () => ({ ok: true }));
   await app.ready();
   const ada = await signUp(app, 'ada');
   const foreign = { cookie: ada.headers.cookie, origin: 'https://rp.example' };
-  t.same((await app.inject({ method: 'POST', url: '/test/own-origin', headers: foreign })).json(), { ok: true, signedIn: true });
-  t.equal((await app.inject({ method: 'POST', url: '/test/default', headers: foreign })).json().reason, 'origin_mismatch');
+  t.same((await app.inject({ method: 'POST', url: '/test/own-origin', headers: foreign })).json(), {
+    ok: true,
+    signedIn: true,
+  });
+  t.equal(
+    (await app.inject({ method: 'POST', url: '/test/default', headers: foreign })).json().reason,
+    'origin_mismatch',
+  );
 });

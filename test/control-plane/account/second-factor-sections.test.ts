@@ -17,7 +17,13 @@ t.test('the account shows e-mails, TOTP state and the TOTP, backup-code and e-ma
 
   await browser.post('/auth/email/add', { email: 'ada@example.com' });
   const row = (await services.storage.emails.listByIdentity(identityId))[0]!;
-  await services.storage.emails.add({ emailId: 'eml_other', identityId, email: 'other@example.com', createdAt: clock.now(), verifiedAt: null });
+  await services.storage.emails.add({
+    emailId: 'eml_other',
+    identityId,
+    email: 'other@example.com',
+    createdAt: clock.now(),
+    verifiedAt: null,
+  });
   await services.storage.emails.markVerified(row.emailId, clock.now());
   const { secret } = (await browser.post('/auth/totp/setup')).json();
   t.equal((await browser.get('/account?format=json')).json().totp, 'pending');
@@ -26,7 +32,10 @@ t.test('the account shows e-mails, TOTP state and the TOTP, backup-code and e-ma
 
   json = (await browser.get('/account?format=json')).json();
   t.equal(json.totp, 'active');
-  t.same(json.emails, [{ email: 'ada@example.com', verified: true }, { email: 'other@example.com', verified: false }]);
+  t.same(json.emails, [
+    { email: 'ada@example.com', verified: true },
+    { email: 'other@example.com', verified: false },
+  ]);
 
   const page = await browser.get('/account', { accept: 'text/html' });
   t.equal(page.statusCode, 200);

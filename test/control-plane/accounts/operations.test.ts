@@ -15,7 +15,11 @@ const browser = (deviceId: string): SignInBrowser => ({ deviceId: () => deviceId
 
 async function signUp(services: Awaited<ReturnType<typeof build>>['services'], username: string, deviceId = 'dev_one') {
   const { options, signupToken } = await beginSignUp(services, { username });
-  const done = await finishSignUp(services, { user: username, response: new SoftAuthenticator(TEST_ISSUER).create(options), signupToken }, browser(deviceId));
+  const done = await finishSignUp(
+    services,
+    { user: username, response: new SoftAuthenticator(TEST_ISSUER).create(options), signupToken },
+    browser(deviceId),
+  );
   return { identityId: done.identityId, sessionId: done.session.sessionId };
 }
 
@@ -33,12 +37,24 @@ t.test('revoking a device ends its sessions only; an unknown device or session i
   const { services } = await build(t);
   const ada = await signUp(services, 'ada', 'dev_one');
   const other = await signUp(services, 'bob', 'dev_two');
-  t.equal(await reasonOf(revokeDevice(services, ada, 'dev_two')), 'unknown_device', "another account's device is unknown here");
-  t.equal(await reasonOf(revokeSession(services, ada, other.sessionId)), 'unknown_session', "another account's session is unknown here");
+  t.equal(
+    await reasonOf(revokeDevice(services, ada, 'dev_two')),
+    'unknown_device',
+    "another account's device is unknown here",
+  );
+  t.equal(
+    await reasonOf(revokeSession(services, ada, other.sessionId)),
+    'unknown_session',
+    "another account's session is unknown here",
+  );
   const revoked = await revokeDevice(services, ada, 'dev_one');
   t.equal(revoked.sessions, 1);
   t.same(await services.storage.sessions.listLive(ada.identityId, services.now()), []);
-  t.equal((await services.storage.sessions.listLive(other.identityId, services.now())).length, 1, "bob's session lives on");
+  t.equal(
+    (await services.storage.sessions.listLive(other.identityId, services.now())).length,
+    1,
+    "bob's session lives on",
+  );
   t.same(await services.storage.devices.list(ada.identityId), [], 'the device left the ledger');
 });
 
@@ -47,11 +63,24 @@ t.test('a backup code signs in once at recovery; a wrong code and an unknown nam
   const ada = await signUp(services, 'ada');
   const { codes } = await regenerateRecoveryCodes(services, ada);
   t.equal(codes.length, 10);
-  t.equal(await reasonOf(signInWithRecoveryCode(services, 'nobody', codes[0]!, browser('dev_x'))), 'invalid_recovery_code');
-  t.equal(await reasonOf(signInWithRecoveryCode(services, 'ada', 'not-a-code', browser('dev_x'))), 'invalid_recovery_code');
+  t.equal(
+    await reasonOf(signInWithRecoveryCode(services, 'nobody', codes[0]!, browser('dev_x'))),
+    'invalid_recovery_code',
+  );
+  t.equal(
+    await reasonOf(signInWithRecoveryCode(services, 'ada', 'not-a-code', browser('dev_x'))),
+    'invalid_recovery_code',
+  );
   const signedIn = await signInWithRecoveryCode(services, 'ADA', codes[0]!, browser('dev_x'));
   t.same([signedIn.identityId, signedIn.remaining], [ada.identityId, 9]);
   const live = await services.storage.sessions.listLive(ada.identityId, services.now());
-  t.ok(live.some((s) => s.deviceId === 'dev_x' && s.assurance === 'recovery'), 'the new session is at assurance recovery');
-  t.equal(await reasonOf(signInWithRecoveryCode(services, 'ada', codes[0]!, browser('dev_x'))), 'invalid_recovery_code', 'a used code does not work again');
+  t.ok(
+    live.some((s) => s.deviceId === 'dev_x' && s.assurance === 'recovery'),
+    'the new session is at assurance recovery',
+  );
+  t.equal(
+    await reasonOf(signInWithRecoveryCode(services, 'ada', codes[0]!, browser('dev_x'))),
+    'invalid_recovery_code',
+    'a used code does not work again',
+  );
 });

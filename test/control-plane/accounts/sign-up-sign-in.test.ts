@@ -10,7 +10,10 @@ import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 // The sign-up and sign-in operations called directly with the control plane's services: no
 // routes, no cookies. The HTTP shape of the same steps is covered in test/control-plane/passkeys/.
 
-function browser(deviceId = 'dev_test', previous?: { id: string; identityId: string }): SignInBrowser & { asked: number } {
+function browser(
+  deviceId = 'dev_test',
+  previous?: { id: string; identityId: string },
+): SignInBrowser & { asked: number } {
   const b = { asked: 0, previous, deviceId: () => (b.asked++, deviceId) };
   return b;
 }
@@ -28,7 +31,10 @@ t.test('sign-up creates the account, its first passkey and a session in one step
   t.equal(identity?.username, 'ada');
   t.equal(identity?.displayName, 'Ada L.');
   const passkeys = await services.storage.credentials.listByIdentity(done.identityId);
-  t.same(passkeys.map((p) => p.label), ['Passkey 1']);
+  t.same(
+    passkeys.map((p) => p.label),
+    ['Passkey 1'],
+  );
   t.match(done.session.token, /^[A-Za-z0-9_-]{43}$/);
   const session = await services.storage.sessions.findLive(sha256Hex(done.session.token), services.now());
   t.equal(session?.sessionId, done.session.sessionId, 'only the hash of the token is stored, and it finds the session');
@@ -37,8 +43,11 @@ t.test('sign-up creates the account, its first passkey and a session in one step
   t.equal(who.asked, 1, 'the device is asked for once, after the passkey verified');
 
   t.equal(
-    await reasonOf(finishSignUp(services, { user: 'ada', response: authenticator.create(options), signupToken }, browser())),
-    'challenge_unknown', 'the signup token is one-use',
+    await reasonOf(
+      finishSignUp(services, { user: 'ada', response: authenticator.create(options), signupToken }, browser()),
+    ),
+    'challenge_unknown',
+    'the signup token is one-use',
   );
   t.equal(await reasonOf(beginSignUp(services, { username: 'ada' })), 'username_taken');
 });
@@ -48,14 +57,28 @@ t.test('a failed sign-up asks for no device and leaves nothing behind', async (t
   const { options, signupToken } = await beginSignUp(services, { username: 'bob' });
   const who = browser();
   const response = new SoftAuthenticator('https://evil.example').create(options);
-  t.equal(await reasonOf(finishSignUp(services, { user: 'bob', response, signupToken }, who)), 'webauthn_origin_mismatch');
+  t.equal(
+    await reasonOf(finishSignUp(services, { user: 'bob', response, signupToken }, who)),
+    'webauthn_origin_mismatch',
+  );
   t.equal(who.asked, 0);
   t.equal(await services.storage.identities.findByUsername('bob'), null);
 
   const second = await beginSignUp(services, { username: 'bob' });
   t.equal(
-    await reasonOf(finishSignUp(services, { user: 'carol', response: new SoftAuthenticator(TEST_ISSUER).create(second.options), signupToken: second.signupToken }, browser())),
-    'challenge_mismatch', 'the token belongs to the name it was started for',
+    await reasonOf(
+      finishSignUp(
+        services,
+        {
+          user: 'carol',
+          response: new SoftAuthenticator(TEST_ISSUER).create(second.options),
+          signupToken: second.signupToken,
+        },
+        browser(),
+      ),
+    ),
+    'challenge_mismatch',
+    'the token belongs to the name it was started for',
   );
 });
 
@@ -64,8 +87,24 @@ t.test('two sign-ups racing for one name: one account, the other refused', async
   const first = await beginSignUp(services, { username: 'dup' });
   const second = await beginSignUp(services, { username: 'dup' });
   const results = await Promise.allSettled([
-    finishSignUp(services, { user: 'dup', response: new SoftAuthenticator(TEST_ISSUER).create(first.options), signupToken: first.signupToken }, browser()),
-    finishSignUp(services, { user: 'dup', response: new SoftAuthenticator(TEST_ISSUER).create(second.options), signupToken: second.signupToken }, browser()),
+    finishSignUp(
+      services,
+      {
+        user: 'dup',
+        response: new SoftAuthenticator(TEST_ISSUER).create(first.options),
+        signupToken: first.signupToken,
+      },
+      browser(),
+    ),
+    finishSignUp(
+      services,
+      {
+        user: 'dup',
+        response: new SoftAuthenticator(TEST_ISSUER).create(second.options),
+        signupToken: second.signupToken,
+      },
+      browser(),
+    ),
   ]);
   t.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
   const refused = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
@@ -77,7 +116,11 @@ t.test('sign-up closed: only the founder setup token opens it, once', async (t) 
   t.equal(await reasonOf(beginSignUp(services, { username: 'someone' })), 'signup_closed');
   const setupToken = new URL(JSON.parse(logs.find((l) => l.includes('setupUrl'))!).setupUrl).searchParams.get('setup')!;
   const { options, signupToken } = await beginSignUp(services, { username: 'root', setupToken });
-  const done = await finishSignUp(services, { user: 'root', response: new SoftAuthenticator(TEST_ISSUER).create(options), signupToken }, browser());
+  const done = await finishSignUp(
+    services,
+    { user: 'root', response: new SoftAuthenticator(TEST_ISSUER).create(options), signupToken },
+    browser(),
+  );
   t.equal((await services.storage.identities.get(done.identityId))?.founder, true);
   t.equal(await reasonOf(beginSignUp(services, { username: 'second', setupToken })), 'invalid_setup_token');
 });
@@ -86,15 +129,30 @@ t.test('sign-in: by username or usernameless; the previous session of the browse
   const { services } = await build(t);
   const authenticator = new SoftAuthenticator(TEST_ISSUER);
   const start = await beginSignUp(services, { username: 'erin' });
-  const up = await finishSignUp(services, { user: 'erin', response: authenticator.create(start.options), signupToken: start.signupToken }, browser());
+  const up = await finishSignUp(
+    services,
+    { user: 'erin', response: authenticator.create(start.options), signupToken: start.signupToken },
+    browser(),
+  );
 
   const named = await beginSignIn(services, 'erin');
-  t.same(named.allowCredentials?.map((c) => c.id), [authenticator.credentials[0]!.id]);
+  t.same(
+    named.allowCredentials?.map((c) => c.id),
+    [authenticator.credentials[0]!.id],
+  );
   const previous = { id: up.session.sessionId, identityId: up.identityId };
-  const signedIn = await finishSignIn(services, { user: 'erin', response: authenticator.get(named) }, browser('dev_test', previous));
+  const signedIn = await finishSignIn(
+    services,
+    { user: 'erin', response: authenticator.get(named) },
+    browser('dev_test', previous),
+  );
   t.equal(signedIn.identityId, up.identityId);
   t.not(signedIn.session.sessionId, up.session.sessionId);
-  t.equal(await services.storage.sessions.findLive(sha256Hex(up.session.token), services.now()), null, 'the session the browser had is revoked');
+  t.equal(
+    await services.storage.sessions.findLive(sha256Hex(up.session.token), services.now()),
+    null,
+    'the session the browser had is revoked',
+  );
 
   const usernameless = await beginSignIn(services, undefined);
   t.equal(usernameless.allowCredentials, undefined);
@@ -102,7 +160,8 @@ t.test('sign-in: by username or usernameless; the previous session of the browse
   t.equal(again.identityId, up.identityId);
   t.equal(
     await reasonOf(finishSignIn(services, { response: authenticator.get(usernameless) }, browser())),
-    'challenge_unknown', 'each challenge answers once',
+    'challenge_unknown',
+    'each challenge answers once',
   );
 });
 
@@ -114,19 +173,31 @@ t.test('sign-in: an unknown name gets decoys, and a passkey of another account i
 
   const a = new SoftAuthenticator(TEST_ISSUER);
   const sa = await beginSignUp(services, { username: 'frank' });
-  await finishSignUp(services, { user: 'frank', response: a.create(sa.options), signupToken: sa.signupToken }, browser());
+  await finishSignUp(
+    services,
+    { user: 'frank', response: a.create(sa.options), signupToken: sa.signupToken },
+    browser(),
+  );
   const b = new SoftAuthenticator(TEST_ISSUER);
   const sb = await beginSignUp(services, { username: 'grace' });
-  await finishSignUp(services, { user: 'grace', response: b.create(sb.options), signupToken: sb.signupToken }, browser());
+  await finishSignUp(
+    services,
+    { user: 'grace', response: b.create(sb.options), signupToken: sb.signupToken },
+    browser(),
+  );
 
   const forGrace = await beginSignIn(services, 'grace');
   t.equal(
-    await reasonOf(finishSignIn(services, { response: a.get({ ...forGrace, allowCredentials: undefined }) }, browser())),
-    'unknown_credential', 'frank\'s passkey cannot answer a sign-in started for grace',
+    await reasonOf(
+      finishSignIn(services, { response: a.get({ ...forGrace, allowCredentials: undefined }) }, browser()),
+    ),
+    'unknown_credential',
+    "frank's passkey cannot answer a sign-in started for grace",
   );
   const open = await beginSignIn(services, undefined);
   t.equal(
     await reasonOf(finishSignIn(services, { user: 'grace', response: a.get(open) }, browser())),
-    'unknown_credential', 'nor can it sign in naming grace',
+    'unknown_credential',
+    'nor can it sign in naming grace',
   );
 });

@@ -2,13 +2,22 @@ import t from 'tap';
 import { agentKey, enrollAgent } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
-t.test('the fleet page lists the owner\'s agents and has the owner-code field', async (t) => {
+t.test("the fleet page lists the owner's agents and has the owner-code field", async (t) => {
   const { app, signIn } = await buildSignedIn(t);
   const { browser } = await signIn({ username: 'alice' });
   const agent = await enrollAgent(app, browser, { name: 'Deploy <bot>' });
   const key = await agentKey();
-  const pending = (await app.inject({ method: 'POST', url: '/auth/agents/proof/enroll/begin', payload: { name: 'Waiting bot', subjectKind: 'robot', publicJwk: key.jwk } })).json();
-  await browser.post('/auth/agents/proof/enroll/approve', { enrollment_id: pending.enrollment_id, owner_code: pending.owner_code });
+  const pending = (
+    await app.inject({
+      method: 'POST',
+      url: '/auth/agents/proof/enroll/begin',
+      payload: { name: 'Waiting bot', subjectKind: 'robot', publicJwk: key.jwk },
+    })
+  ).json();
+  await browser.post('/auth/agents/proof/enroll/approve', {
+    enrollment_id: pending.enrollment_id,
+    owner_code: pending.owner_code,
+  });
   const res = await browser.get(`/account/agents?enrollment=${pending.enrollment_id}`, { accept: 'text/html' });
   t.equal(res.statusCode, 200);
   t.match(res.body, /name="owner_code"/);

@@ -8,11 +8,19 @@ import { buildSignedIn } from '../../helpers/signed-in.js';
 const TOKEN = '/auth/token';
 const ISSUER = 'http://localhost:4400';
 
-async function assertion(key: AgentKey, agentId: string, o: { aud?: string; exp?: number; jti?: string; sub?: string } = {}) {
+async function assertion(
+  key: AgentKey,
+  agentId: string,
+  o: { aud?: string; exp?: number; jti?: string; sub?: string } = {},
+) {
   const now = Math.floor(Date.now() / 1000);
   return new SignJWT({ jti: o.jti ?? randomBytes(12).toString('base64url') })
     .setProtectedHeader({ alg: key.alg })
-    .setIssuer(agentId).setSubject(o.sub ?? agentId).setAudience(o.aud ?? `${ISSUER}${TOKEN}`).setIssuedAt(now).setExpirationTime(o.exp ?? now + 120)
+    .setIssuer(agentId)
+    .setSubject(o.sub ?? agentId)
+    .setAudience(o.aud ?? `${ISSUER}${TOKEN}`)
+    .setIssuedAt(now)
+    .setExpirationTime(o.exp ?? now + 120)
     .sign(key.privateKey);
 }
 
@@ -21,18 +29,47 @@ async function setup(t: Parameters<typeof buildSignedIn>[0]) {
   const { browser } = await built.signIn({ username: 'alice' });
   const { browser: strong } = await built.signIn({ username: 'alice', assurance: 'sensitive' });
   const agent = await enrollAgent(built.app, browser);
-  const client = await registerClient(built.app, { access: { humans: false, agents: true }, scope: 'openid read write' });
+  const client = await registerClient(built.app, {
+    access: { humans: false, agents: true },
+    scope: 'openid read write',
+  });
   const humans = await registerClient(built.app, { scope: 'openid read' });
-  const grant = await strong.post('/auth/agents/proof/grants', { agent_id: agent.agentId, client_id: client.client_id, resource: RESOURCE, scope: 'read' });
-  const token = async (o: { key?: AgentKey; assertion?: string; scope?: string; dpop?: boolean; c?: typeof client } = {}) => {
+  const grant = await strong.post('/auth/agents/proof/grants', {
+    agent_id: agent.agentId,
+    client_id: client.client_id,
+    resource: RESOURCE,
+    scope: 'read',
+  });
+  const token = async (
+    o: { key?: AgentKey; assertion?: string; scope?: string; dpop?: boolean; c?: typeof client } = {},
+  ) => {
     const key = o.key ?? agent.key;
-    const payload = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: o.assertion ?? (await assertion(agent.key, agent.agentId)), resource: RESOURCE, ...(o.scope ? { scope: o.scope } : {}) });
+    const payload = new URLSearchParams({
+      grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer',
+      assertion: o.assertion ?? (await assertion(agent.key, agent.agentId)),
+      resource: RESOURCE,
+      ...(o.scope ? { scope: o.scope } : {}),
+    });
     return built.app.inject({
-      method: 'POST', url: TOKEN, payload: payload.toString(),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuth(o.c ?? client), ...(o.dpop === false ? {} : { dpop: await key.proof(TOKEN) }) },
+      method: 'POST',
+      url: TOKEN,
+      payload: payload.toString(),
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: basicAuth(o.c ?? client),
+        ...(o.dpop === false ? {} : { dpop: await key.proof(TOKEN) }),
+      },
     });
   };
-  const introspect = async (accessToken: string) => (await built.app.inject({ method: 'POST', url: '/auth/introspect', headers: { authorization: basicAuth(client) }, payload: { token: accessToken } })).json();
+  const introspect = async (accessToken: string) =>
+    (
+      await built.app.inject({
+        method: 'POST',
+        url: '/auth/introspect',
+        headers: { authorization: basicAuth(client) },
+        payload: { token: accessToken },
+      })
+    ).json();
   return { ...built, browser, strong, agent, client, humans, grant, token, introspect };
 }
 
@@ -71,29 +108,88 @@ t.test('revoking one grant ends its tokens', async (t) => {
   t.equal((await introspect(issued)).active, false);
 });
 
-t.test('the jwt-bearer grant refuses bad assertions, another key, no DPoP, a reused jti, a wider scope and a humans-only client; nothing is issued', async (t) => {
-  const { token, agent, humans, services } = await setup(t);
-  const events = recordEvents(services);
-  const other = await agentKey();
-  t.equal((await token({ key: other })).json().error, 'invalid_dpop_proof', 'a DPoP proof by another key');
-  t.equal((await token({ dpop: false })).json().error, 'invalid_dpop_proof');
-  t.equal((await token({ assertion: await assertion(other, agent.agentId) })).json().error, 'invalid_grant', 'signed by another key');
-  t.equal((await token({ assertion: await assertion(agent.key, agent.agentId, { aud: 'https://elsewhere' }) })).json().error, 'invalid_grant');
-  t.equal((await token({ assertion: await assertion(agent.key, agent.agentId, { exp: Math.floor(Date.now() / 1000) + 3600 }) })).json().error, 'invalid_grant', 'exp beyond 5 minutes');
-  t.equal((await token({ assertion: await assertion(agent.key, agent.agentId, { sub: 'agt_other' }) })).json().error, 'invalid_grant');
-  t.equal((await token({ assertion: 'not-a-jwt' })).json().error, 'invalid_grant');
-  t.equal((await token({ scope: 'write' })).json().error, 'invalid_scope');
-  t.equal((await token({ c: humans })).json().error, 'unauthorized_client');
-  t.same(events, [], 'nothing issued');
-  const once = await assertion(agent.key, agent.agentId, { jti: 'same' });
-  t.equal((await token({ assertion: once })).statusCode, 200);
-  t.equal((await token({ assertion: once })).json().error, 'invalid_grant', 'a reused jti');
-});
+t.test(
+  'the jwt-bearer grant refuses bad assertions, another key, no DPoP, a reused jti, a wider scope and a humans-only client; nothing is issued',
+  async (t) => {
+    const { token, agent, humans, services } = await setup(t);
+    const events = recordEvents(services);
+    const other = await agentKey();
+    t.equal((await token({ key: other })).json().error, 'invalid_dpop_proof', 'a DPoP proof by another key');
+    t.equal((await token({ dpop: false })).json().error, 'invalid_dpop_proof');
+    t.equal(
+      (await token({ assertion: await assertion(other, agent.agentId) })).json().error,
+      'invalid_grant',
+      'signed by another key',
+    );
+    t.equal(
+      (await token({ assertion: await assertion(agent.key, agent.agentId, { aud: 'https://elsewhere' }) })).json()
+        .error,
+      'invalid_grant',
+    );
+    t.equal(
+      (
+        await token({
+          assertion: await assertion(agent.key, agent.agentId, { exp: Math.floor(Date.now() / 1000) + 3600 }),
+        })
+      ).json().error,
+      'invalid_grant',
+      'exp beyond 5 minutes',
+    );
+    t.equal(
+      (await token({ assertion: await assertion(agent.key, agent.agentId, { sub: 'agt_other' }) })).json().error,
+      'invalid_grant',
+    );
+    t.equal((await token({ assertion: 'not-a-jwt' })).json().error, 'invalid_grant');
+    t.equal((await token({ scope: 'write' })).json().error, 'invalid_scope');
+    t.equal((await token({ c: humans })).json().error, 'unauthorized_client');
+    t.same(events, [], 'nothing issued');
+    const once = await assertion(agent.key, agent.agentId, { jti: 'same' });
+    t.equal((await token({ assertion: once })).statusCode, 200);
+    t.equal((await token({ assertion: once })).json().error, 'invalid_grant', 'a reused jti');
+  },
+);
 
 t.test('grant approval needs sensitive, an active agent and a client that admits agents', async (t) => {
   const { browser, strong, agent, humans, client } = await setup(t);
-  t.equal((await browser.post('/auth/agents/proof/grants', { agent_id: agent.agentId, client_id: client.client_id, scope: 'read' })).json().reason, 'insufficient_assurance');
-  t.equal((await strong.post('/auth/agents/proof/grants', { agent_id: agent.agentId, client_id: humans.client_id, scope: 'read' })).json().reason, 'forbidden');
-  t.equal((await strong.post('/auth/agents/proof/grants', { agent_id: agent.agentId, client_id: client.client_id, scope: 'admin' })).json().reason, 'invalid_scope');
-  t.equal((await strong.post('/auth/agents/proof/grants', { agent_id: agent.agentId, client_id: client.client_id, scope: 'read', resource: 'https://other.example' })).json().reason, 'invalid_target');
+  t.equal(
+    (
+      await browser.post('/auth/agents/proof/grants', {
+        agent_id: agent.agentId,
+        client_id: client.client_id,
+        scope: 'read',
+      })
+    ).json().reason,
+    'insufficient_assurance',
+  );
+  t.equal(
+    (
+      await strong.post('/auth/agents/proof/grants', {
+        agent_id: agent.agentId,
+        client_id: humans.client_id,
+        scope: 'read',
+      })
+    ).json().reason,
+    'forbidden',
+  );
+  t.equal(
+    (
+      await strong.post('/auth/agents/proof/grants', {
+        agent_id: agent.agentId,
+        client_id: client.client_id,
+        scope: 'admin',
+      })
+    ).json().reason,
+    'invalid_scope',
+  );
+  t.equal(
+    (
+      await strong.post('/auth/agents/proof/grants', {
+        agent_id: agent.agentId,
+        client_id: client.client_id,
+        scope: 'read',
+        resource: 'https://other.example',
+      })
+    ).json().reason,
+    'invalid_target',
+  );
 });

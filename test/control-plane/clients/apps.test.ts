@@ -18,12 +18,17 @@ async function setup(t: Test) {
   const owner = await built.signIn({ username: 'ada', assurance: 'sensitive' });
   const reg = await owner.browser.post('/apps/register', app1);
   t.equal(reg.statusCode, 201);
-  return { ...built, owner, registered: reg.json() as { client_id: string; client_secret: string; revision: number; receipt?: string } };
+  return {
+    ...built,
+    owner,
+    registered: reg.json() as { client_id: string; client_secret: string; revision: number; receipt?: string },
+  };
 }
 
 function tokenAttempt(built: { app: FastifyInstance }, client: { client_id: string; client_secret: string }) {
   return built.app.inject({
-    method: 'POST', url: '/auth/token',
+    method: 'POST',
+    url: '/auth/token',
     headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
     payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'not-a-real-token' }).toString(),
   });
@@ -37,7 +42,10 @@ t.test('an owner registers an app, lists it, and only its hash is stored', async
   t.equal(stored?.secretHash, sha256Hex(registered.client_secret));
   const list = await owner.browser.get('/apps?format=json');
   t.equal(list.statusCode, 200);
-  t.match(list.json(), { ok: true, clients: [{ client_id: registered.client_id, client_name: 'Notes', client_type: 'confidential', revision: 1 }] });
+  t.match(list.json(), {
+    ok: true,
+    clients: [{ client_id: registered.client_id, client_name: 'Notes', client_type: 'confidential', revision: 1 }],
+  });
   t.notOk(list.body.includes(registered.client_secret));
 });
 
@@ -54,10 +62,18 @@ t.test('the apps page is HTML with a nonce CSP, forms, and a same-origin referre
   t.notOk(/ on[a-z]+=/.test(res.body), 'no inline handlers');
 });
 
-t.test('the page\'s registration form works without JavaScript', async (t) => {
+t.test("the page's registration form works without JavaScript", async (t) => {
   const { app, signIn } = await buildSignedIn(t, {});
   const { browser, identityId } = await signIn({ username: 'bo' });
-  const res = await browser.post('/apps/register', new URLSearchParams({ client_name: 'Blog', redirect_uris: 'https://blog.example.com/cb\nhttps://staging.blog.example.com/cb', client_type: 'public' }).toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+  const res = await browser.post(
+    '/apps/register',
+    new URLSearchParams({
+      client_name: 'Blog',
+      redirect_uris: 'https://blog.example.com/cb\nhttps://staging.blog.example.com/cb',
+      client_type: 'public',
+    }).toString(),
+    { 'content-type': 'application/x-www-form-urlencoded' },
+  );
   t.equal(res.statusCode, 201);
   t.match(res.body, /App registered\./);
   const clients = await app.kp.storage.clients.listByOwner(identityId);
@@ -69,7 +85,13 @@ t.test('the page\'s registration form works without JavaScript', async (t) => {
 t.test('without a session every owner operation answers 401', async (t) => {
   const { app, registered } = await setup(t);
   const anon = new Browser(app);
-  for (const [method, url] of [['GET', '/apps?format=json'], ['POST', '/apps/register'], ['POST', `/apps/${registered.client_id}/update`], ['POST', `/apps/${registered.client_id}/rotate-secret`], ['POST', `/apps/${registered.client_id}/revoke`]] as const) {
+  for (const [method, url] of [
+    ['GET', '/apps?format=json'],
+    ['POST', '/apps/register'],
+    ['POST', `/apps/${registered.client_id}/update`],
+    ['POST', `/apps/${registered.client_id}/rotate-secret`],
+    ['POST', `/apps/${registered.client_id}/revoke`],
+  ] as const) {
     const res = await anon.request(method, url, method === 'POST' ? app1 : undefined);
     t.equal(res.statusCode, 401, url);
     t.match(res.json(), { ok: false, reason: 'unauthorized' });
@@ -85,7 +107,9 @@ t.test('editing, rotation and revocation need a sensitive session (403 insuffici
     t.equal(res.statusCode, 403, action);
     t.match(res.json(), { ok: false, reason: 'insufficient_assurance' });
   }
-  const form = await browser.post(`/apps/${registered.client_id}/revoke`, '', { 'content-type': 'application/x-www-form-urlencoded' });
+  const form = await browser.post(`/apps/${registered.client_id}/revoke`, '', {
+    'content-type': 'application/x-www-form-urlencoded',
+  });
   t.equal(form.statusCode, 303, 'a form post is sent to step up instead');
   t.equal(form.headers.location, '/auth/step-up?return=%2Fapps');
   t.ok(await app.kp.storage.clients.get(registered.client_id), 'still there');
@@ -109,17 +133,31 @@ t.test('a foreign client answers 404 like an unknown one', async (t) => {
 
 t.test('an owner edits redirect URIs with the current revision; a stale one is 409 stale_revision', async (t) => {
   const { owner, registered, app } = await setup(t);
-  const res = await owner.browser.post(`/apps/${registered.client_id}/update`, { revision: 1, redirect_uris: ['https://notes.example.com/cb2'] });
+  const res = await owner.browser.post(`/apps/${registered.client_id}/update`, {
+    revision: 1,
+    redirect_uris: ['https://notes.example.com/cb2'],
+  });
   t.equal(res.statusCode, 200, res.body);
-  t.match(res.json(), { ok: true, revision: 2, redirect_uris: ['https://notes.example.com/cb2'], client_name: 'Notes' });
+  t.match(res.json(), {
+    ok: true,
+    revision: 2,
+    redirect_uris: ['https://notes.example.com/cb2'],
+    client_name: 'Notes',
+  });
   t.notOk('client_secret' in res.json(), 'the secret is kept, not re-issued');
-  const stale = await owner.browser.post(`/apps/${registered.client_id}/update`, { revision: 1, client_name: 'Old view' });
+  const stale = await owner.browser.post(`/apps/${registered.client_id}/update`, {
+    revision: 1,
+    client_name: 'Old view',
+  });
   t.equal(stale.statusCode, 409);
   t.match(stale.json(), { ok: false, reason: 'stale_revision' });
   t.equal((await app.kp.storage.clients.get(registered.client_id))?.metadata.client_name, 'Notes');
   const missing = await owner.browser.post(`/apps/${registered.client_id}/update`, { client_name: 'No revision' });
   t.equal(missing.statusCode, 400);
-  const bad = await owner.browser.post(`/apps/${registered.client_id}/update`, { revision: 2, redirect_uris: ['http://evil.example.com/cb#frag'] });
+  const bad = await owner.browser.post(`/apps/${registered.client_id}/update`, {
+    revision: 2,
+    redirect_uris: ['http://evil.example.com/cb#frag'],
+  });
   t.equal(bad.statusCode, 400);
 });
 
@@ -158,7 +196,9 @@ t.test('revocation deletes the client; its secret stops working', async (t) => {
 
 t.test('a form post from the page revokes and returns to /apps', async (t) => {
   const { owner, registered, app } = await setup(t);
-  const res = await owner.browser.post(`/apps/${registered.client_id}/revoke`, '', { 'content-type': 'application/x-www-form-urlencoded' });
+  const res = await owner.browser.post(`/apps/${registered.client_id}/revoke`, '', {
+    'content-type': 'application/x-www-form-urlencoded',
+  });
   t.equal(res.statusCode, 303);
   t.equal(res.headers.location, '/apps');
   t.equal(await app.kp.storage.clients.get(registered.client_id), null);
@@ -166,7 +206,11 @@ t.test('a form post from the page revokes and returns to /apps', async (t) => {
 
 t.test('a cross-origin post is refused before anything changes', async (t) => {
   const { owner, registered, app } = await setup(t);
-  const res = await owner.browser.post(`/apps/${registered.client_id}/revoke`, {}, { origin: 'https://evil.example.com' });
+  const res = await owner.browser.post(
+    `/apps/${registered.client_id}/revoke`,
+    {},
+    { origin: 'https://evil.example.com' },
+  );
   t.equal(res.statusCode, 403);
   t.match(res.json(), { reason: 'origin_mismatch' });
   t.ok(await app.kp.storage.clients.get(registered.client_id));

@@ -1,8 +1,17 @@
 import t from 'tap';
 import { buildSignedIn } from '../../helpers/signed-in.js';
-import { ADMIN, authorizeUrl, exchangeCode, goodRequest, pkcePair, redirectParams, refresh, registerClient } from '../../helpers/oidc.js';
+import {
+  ADMIN,
+  authorizeUrl,
+  exchangeCode,
+  goodRequest,
+  pkcePair,
+  redirectParams,
+  refresh,
+  registerClient,
+} from '../../helpers/oidc.js';
 
-t.test('first_party is the operator\'s: a session asking for it is refused with invalid_client_metadata', async (t) => {
+t.test("first_party is the operator's: a session asking for it is refused with invalid_client_metadata", async (t) => {
   const { app, signIn } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
   const { browser } = await signIn({ username: 'mallory', assurance: 'sensitive' });
   const body = { redirect_uris: ['https://app.example.net/cb'], token_endpoint_auth_method: 'none', first_party: true };
@@ -14,14 +23,23 @@ t.test('first_party is the operator\'s: a session asking for it is refused with 
   const own = await browser.post('/register', { ...body, first_party: false });
   t.equal(own.statusCode, 201, 'false is the default and allowed');
   t.notOk(own.json().first_party);
-  const edit = await browser.post(`/apps/${own.json().client_id}/update`, { revision: own.json().revision, first_party: true });
+  const edit = await browser.post(`/apps/${own.json().client_id}/update`, {
+    revision: own.json().revision,
+    first_party: true,
+  });
   t.equal(edit.json().reason, 'invalid_client_metadata', 'nor by an edit');
   const put = await app.inject({
-    method: 'PUT', url: `/register/${own.json().client_id}`, headers: { authorization: `Bearer ${own.json().registration_access_token}` },
+    method: 'PUT',
+    url: `/register/${own.json().client_id}`,
+    headers: { authorization: `Bearer ${own.json().registration_access_token}` },
     payload: { client_id: own.json().client_id, revision: own.json().revision, ...body },
   });
   t.equal(put.json().reason, 'invalid_client_metadata', 'nor by an RFC 7592 update');
-  t.equal((await browser.post('/register', { ...body, first_party: 'yes' })).json().reason, 'invalid_client_metadata', 'a boolean');
+  t.equal(
+    (await browser.post('/register', { ...body, first_party: 'yes' })).json().reason,
+    'invalid_client_metadata',
+    'a boolean',
+  );
   const admin = await registerClient(app, { first_party: true });
   t.ok(admin.client_id, 'the admin token may');
 });
@@ -40,5 +58,9 @@ t.test('a first-party client skips the approval page; its grants still end with 
   const asked = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'consent' })));
   t.match(asked.body, /data-action="continue"/, 'prompt=consent still shows the page');
   await browser.post('/auth/signout');
-  t.equal((await refresh(app, client, tokens.refresh_token)).json().error, 'invalid_grant', 'skipping the page is no offline approval');
+  t.equal(
+    (await refresh(app, client, tokens.refresh_token)).json().error,
+    'invalid_grant',
+    'skipping the page is no offline approval',
+  );
 });

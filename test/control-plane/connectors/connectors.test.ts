@@ -139,23 +139,38 @@ t.test('an org admin registers a connector the org owns; a member may not, nor t
   await ok(member.browser, '/org/initech/members/accept');
   const org = (await services.storage.orgs.getBySlug('initech'))!;
 
-  const res = await owner.browser.post('/connectors/gitlab', { base_url: 'https://git.initech.example', org: 'initech' });
+  const res = await owner.browser.post('/connectors/gitlab', {
+    base_url: 'https://git.initech.example',
+    org: 'initech',
+  });
   t.equal(res.statusCode, 201, res.body);
   t.equal((await services.storage.clients.get(res.json().client.client_id))?.ownerId, org.orgId, 'the org owns it');
   const listed = await owner.browser.get('/apps?format=json&org=initech');
   t.match(listed.json().clients, [{ client_id: res.json().client.client_id }]);
 
-  const byMember = await member.browser.post('/connectors/gitlab', { base_url: 'https://git.initech.example', org: 'initech' });
+  const byMember = await member.browser.post('/connectors/gitlab', {
+    base_url: 'https://git.initech.example',
+    org: 'initech',
+  });
   t.equal(byMember.statusCode, 403);
   t.equal(byMember.json().reason, 'forbidden');
   const byToken = await services.storage.clients.listByOwner(org.orgId);
   t.equal(byToken.length, 1, 'nothing registered by the refusal');
-  const viaAdminToken = await built.app.inject({ method: 'POST', url: '/connectors/gitlab', headers: admin, payload: { base_url: 'https://git.initech.example', org: 'initech' } });
+  const viaAdminToken = await built.app.inject({
+    method: 'POST',
+    url: '/connectors/gitlab',
+    headers: admin,
+    payload: { base_url: 'https://git.initech.example', org: 'initech' },
+  });
   t.equal(viaAdminToken.statusCode, 400, 'the admin token registers operator clients only');
 
   const form = await owner.browser.post(
     '/apps/connectors',
-    new URLSearchParams({ connector: 'grafana', base_url: 'https://grafana.initech.example', org: 'initech' }).toString(),
+    new URLSearchParams({
+      connector: 'grafana',
+      base_url: 'https://grafana.initech.example',
+      org: 'initech',
+    }).toString(),
     { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
   );
   t.equal(form.statusCode, 201);

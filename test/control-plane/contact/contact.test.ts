@@ -7,16 +7,26 @@ const OPERATOR = 'operator@keyplane.example';
 
 async function served(t: Parameters<typeof build>[0], config: Record<string, unknown> = {}) {
   const smtp = await startSmtpServer(t);
-  const built = await build(t, { config: { 'mail.smtpUrl': smtp.url, 'contact.operatorAddress': OPERATOR, ...config } });
+  const built = await build(t, {
+    config: { 'mail.smtpUrl': smtp.url, 'contact.operatorAddress': OPERATOR, ...config },
+  });
   return { ...built, smtp, events: recordEvents(built.services) };
 }
 
-const send = (app: Awaited<ReturnType<typeof build>>['app'], payload: Record<string, unknown>, headers: Record<string, string> = {}, ip = '203.0.113.7') =>
-  app.inject({ method: 'POST', url: '/contact', payload, headers, remoteAddress: ip });
+const send = (
+  app: Awaited<ReturnType<typeof build>>['app'],
+  payload: Record<string, unknown>,
+  headers: Record<string, string> = {},
+  ip = '203.0.113.7',
+) => app.inject({ method: 'POST', url: '/contact', payload, headers, remoteAddress: ip });
 
 t.test('a JSON message is stored, mailed to the operator over SMTP and receipted', async (t) => {
   const { app, services, smtp, events } = await served(t);
-  const res = await send(app, { email: ' Ada@Example.COM ', topic: 'security', message: 'Found an issue.\r\nSecond line\u0007.' });
+  const res = await send(app, {
+    email: ' Ada@Example.COM ',
+    topic: 'security',
+    message: 'Found an issue.\r\nSecond line\u0007.',
+  });
   t.equal(res.statusCode, 200, res.body);
   const body = res.json();
   t.match(body, { ok: true, contactId: /^ctc_[A-Za-z0-9_-]{22}$/, mailed: true, receipt: /^[0-9a-f]{64}$/ });
@@ -30,11 +40,20 @@ t.test('a JSON message is stored, mailed to the operator over SMTP and receipted
   t.match(text, body.contactId);
 
   const stored = await services.storage.contacts.get(body.contactId);
-  t.match(stored, { email: 'ada@example.com', topic: 'security', message: 'Found an issue.\nSecond line.', mailedAt: Number });
+  t.match(stored, {
+    email: 'ada@example.com',
+    topic: 'security',
+    message: 'Found an issue.\nSecond line.',
+    mailedAt: Number,
+  });
   t.match(events.at(-1), { type: 'contact.received', contactId: body.contactId, topic: 'security', mailed: true });
   const receipt = (await app.inject({ method: 'GET', url: `/receipts/${body.receipt}` })).json();
   t.match(receipt.receipt, { kind: 'contact.received', contactId: body.contactId });
-  t.notMatch(JSON.stringify(receipt.receipt), /example\.com|Found an issue/, 'neither the sender nor the message is in the receipt');
+  t.notMatch(
+    JSON.stringify(receipt.receipt),
+    /example\.com|Found an issue/,
+    'neither the sender nor the message is in the receipt',
+  );
 });
 
 t.test('the form posts too, and the page is accessible with a strict CSP', async (t) => {
@@ -47,13 +66,20 @@ t.test('the form posts too, and the page is accessible with a strict CSP', async
   t.match(csp, /default-src 'none'/);
   t.notMatch(csp, /unsafe-inline/);
   t.notMatch(page.body, /\son[a-z]+=/i, 'no inline handlers');
-  for (const id of ['contact-email', 'contact-topic', 'contact-message']) t.match(page.body, new RegExp(`<label for="${id}">`), `${id} has a label`);
+  for (const id of ['contact-email', 'contact-topic', 'contact-message'])
+    t.match(page.body, new RegExp(`<label for="${id}">`), `${id} has a label`);
   t.match(page.body, /<form method="post" action="\/contact"/);
 
   const form = await app.inject({
-    method: 'POST', url: '/contact', remoteAddress: '203.0.113.8',
+    method: 'POST',
+    url: '/contact',
+    remoteAddress: '203.0.113.8',
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
-    payload: new URLSearchParams({ email: 'bob@example.org', topic: 'general', message: 'Hello from a form' }).toString(),
+    payload: new URLSearchParams({
+      email: 'bob@example.org',
+      topic: 'general',
+      message: 'Hello from a form',
+    }).toString(),
   });
   t.equal(form.statusCode, 303);
   t.match(form.headers.location, /^\/contact\?sent=ctc_/);
@@ -76,8 +102,16 @@ t.test('bad messages are refused with clear reasons and leave nothing', async (t
     t.equal(res.statusCode, status, JSON.stringify(payload).slice(0, 80));
     t.match(res.json(), { ok: false, reason, message: String });
   }
-  t.equal((await send(app, { email: 'ada@example.com', topic: 'security', message: '✓'.repeat(100) })).statusCode, 200, 'the cap counts characters, not bytes');
-  const huge = await send(app, { email: 'ada@example.com', topic: 'security', message: 'x'.repeat(services.config.http.bodyLimit) });
+  t.equal(
+    (await send(app, { email: 'ada@example.com', topic: 'security', message: '✓'.repeat(100) })).statusCode,
+    200,
+    'the cap counts characters, not bytes',
+  );
+  const huge = await send(app, {
+    email: 'ada@example.com',
+    topic: 'security',
+    message: 'x'.repeat(services.config.http.bodyLimit),
+  });
   t.equal(huge.statusCode, 413);
   t.equal(huge.json().reason, 'payload_too_large');
   t.equal(events.length - before, 1, 'only the accepted message left a receipt');
@@ -86,7 +120,11 @@ t.test('bad messages are refused with clear reasons and leave nothing', async (t
 t.test('messages are throttled per client address and per sender address', async (t) => {
   const { app } = await served(t, { 'contact.perAddressPerHour': 2, 'contact.operatorAddress': undefined });
   const message = (email: string) => ({ email, topic: 'general', message: 'hi' });
-  t.match((await send(app, message('a@example.com'), {}, '198.51.100.1')).json(), { ok: true, mailed: false }, 'no operator address: stored, not mailed');
+  t.match(
+    (await send(app, message('a@example.com'), {}, '198.51.100.1')).json(),
+    { ok: true, mailed: false },
+    'no operator address: stored, not mailed',
+  );
   t.equal((await send(app, message('b@example.com'), {}, '198.51.100.1')).statusCode, 200);
   const sameIp = await send(app, message('c@example.com'), {}, '198.51.100.1');
   t.equal(sameIp.statusCode, 429);

@@ -15,7 +15,10 @@ t.test('OpenID configuration advertises what exists and nothing else', async (t)
     if (!key.endsWith('_endpoint') || typeof value !== 'string') continue;
     const path = new URL(value).pathname;
     // printRoutes() splits shared prefixes (/auth/authorize under /auth), so ask the router itself.
-    t.ok(app.hasRoute({ method: 'GET', url: path }) || app.hasRoute({ method: 'POST', url: path }), `${key} (${path}) is a real route`);
+    t.ok(
+      app.hasRoute({ method: 'GET', url: path }) || app.hasRoute({ method: 'POST', url: path }),
+      `${key} (${path}) is a real route`,
+    );
   }
 });
 
@@ -57,8 +60,27 @@ t.test('openapi.json is a valid OpenAPI 3.1 document listing every route', async
   const result = await validator.validate(doc);
   t.same(result.errors, undefined, 'no schema errors');
   t.equal(result.valid, true);
-  for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/openapi.json', '/changelog', '/agents.json', '/agent', '/auth', '/.well-known/llms.txt',
-    '/saml/metadata', '/saml/sso', '/saml/slo', '/saml/providers', '/saml/providers/{id}', '/apps/saml', '/mcp', '/mcp/tools']) {
+  for (const path of [
+    '/healthz',
+    '/readyz',
+    '/metrics',
+    '/.well-known/openid-configuration',
+    '/.well-known/jwks.json',
+    '/openapi.json',
+    '/changelog',
+    '/agents.json',
+    '/agent',
+    '/auth',
+    '/.well-known/llms.txt',
+    '/saml/metadata',
+    '/saml/sso',
+    '/saml/slo',
+    '/saml/providers',
+    '/saml/providers/{id}',
+    '/apps/saml',
+    '/mcp',
+    '/mcp/tools',
+  ]) {
     t.ok(doc.paths[path], `${path} is described`);
   }
   t.ok(doc.components.schemas.envelope, 'the envelope schema is a shared component');
@@ -69,7 +91,10 @@ t.test('changelog: HTML, or versioned JSON by query or Accept', async (t) => {
   const html = await app.inject({ method: 'GET', url: '/changelog' });
   t.match(html.headers['content-type'], /text\/html/);
   t.match(html.body, /<h1>Changelog<\/h1>/);
-  for (const request of [{ url: '/changelog?format=json' }, { url: '/changelog', headers: { accept: 'application/json' } }]) {
+  for (const request of [
+    { url: '/changelog?format=json' },
+    { url: '/changelog', headers: { accept: 'application/json' } },
+  ]) {
     const res = await app.inject({ method: 'GET', ...request });
     const body = res.json();
     t.equal(body.ok, true);
@@ -98,16 +123,22 @@ t.test('agent documents: contract and secret-free introspection of live routes',
   t.equal(body.ok, true);
   t.ok(body.read_surfaces.some((s: { path: string }) => s.path === '/.well-known/openid-configuration'));
   t.ok(Array.isArray(body.callable_actions));
-  t.notMatch(agent.body, /"d":|PRIVATE KEY|"client_secret":"/, "no key material or secrets");
+  t.notMatch(agent.body, /"d":|PRIVATE KEY|"client_secret":"/, 'no key material or secrets');
 
   // All three documents come from the route table behind /openapi.json: every described operation is in each.
   const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   const operations: string[] = [];
   for (const [path, item] of Object.entries(openapi.paths as Record<string, Record<string, unknown>>)) {
-    for (const method of Object.keys(item)) if (['get', 'post', 'put', 'delete', 'patch'].includes(method)) operations.push(`${method.toUpperCase()} ${path}`);
+    for (const method of Object.keys(item))
+      if (['get', 'post', 'put', 'delete', 'patch'].includes(method))
+        operations.push(`${method.toUpperCase()} ${path}`);
   }
   const listed = (list: Array<{ method: string; path: string }>) => list.map((s) => `${s.method} ${s.path}`).sort();
-  t.same(listed([...body.read_surfaces, ...body.callable_actions]), [...operations].sort(), '/agent lists every operation');
+  t.same(
+    listed([...body.read_surfaces, ...body.callable_actions]),
+    [...operations].sort(),
+    '/agent lists every operation',
+  );
   t.same(listed(contract.routes), [...operations].sort(), '/agents.json lists every operation');
   const llms = (await app.inject({ method: 'GET', url: '/.well-known/llms.txt' })).body;
   for (const operation of operations) t.ok(llms.includes(`- ${operation}`), `llms.txt names ${operation}`);

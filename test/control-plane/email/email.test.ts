@@ -7,7 +7,10 @@ import { buildWatched } from '../../helpers/watched.js';
 function confirm(browser: Browser, link: URL, form = false) {
   const token = link.searchParams.get('token') ?? '';
   return form
-    ? browser.post('/auth/email/verify', `token=${encodeURIComponent(token)}`, { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' })
+    ? browser.post('/auth/email/verify', `token=${encodeURIComponent(token)}`, {
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'text/html',
+      })
     : browser.post('/auth/email/verify', { token }, { accept: 'application/json' });
 }
 
@@ -30,22 +33,45 @@ t.test('adding an address mails a verification link; opening it verifies without
   const sessionsBefore = (await services.storage.sessions.listLive(identityId, services.now())).length;
   const opened = await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'text/html' });
   t.equal(opened.statusCode, 200);
-  t.match(opened.body, /<form method="post" action="\/auth\/email\/verify" data-action="verify-email">/, 'a GET shows a button');
-  t.same((await services.storage.emails.listByIdentity(identityId)).map((e) => e.verifiedAt), [null], 'a GET (a mail scanner) verifies nothing');
-  t.equal((await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'text/html' })).statusCode, 200, 'nor uses the link up');
+  t.match(
+    opened.body,
+    /<form method="post" action="\/auth\/email\/verify" data-action="verify-email">/,
+    'a GET shows a button',
+  );
+  t.same(
+    (await services.storage.emails.listByIdentity(identityId)).map((e) => e.verifiedAt),
+    [null],
+    'a GET (a mail scanner) verifies nothing',
+  );
+  t.equal(
+    (await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'text/html' })).statusCode,
+    200,
+    'nor uses the link up',
+  );
   const page = await confirm(other, new URL(link!), true);
   t.equal(page.statusCode, 200);
   t.match(page.headers['content-type'], /^text\/html/);
   t.match(page.body, /Address verified/);
   t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
   t.notOk(other.cookies.has('kp_session'), 'no session is created');
-  t.equal((await services.storage.sessions.listLive(identityId, services.now())).length, sessionsBefore, 'no session is created or changed');
-  t.same((await services.storage.emails.listByIdentity(identityId)).map((e) => e.verifiedAt !== null), [true]);
+  t.equal(
+    (await services.storage.sessions.listLive(identityId, services.now())).length,
+    sessionsBefore,
+    'no session is created or changed',
+  );
+  t.same(
+    (await services.storage.emails.listByIdentity(identityId)).map((e) => e.verifiedAt !== null),
+    [true],
+  );
   t.ok(events.some((e) => e.type === 'email.verified' && e.identityId === identityId));
 
   const again = await confirm(other, new URL(link!));
   t.equal(again.statusCode, 410);
-  t.equal((await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'application/json' })).json().reason, 'link_used', 'the page says so too');
+  t.equal(
+    (await other.get(new URL(link!).pathname + new URL(link!).search, { accept: 'application/json' })).json().reason,
+    'link_used',
+    'the page says so too',
+  );
   t.equal(again.json().reason, 'link_used');
 });
 
@@ -56,7 +82,11 @@ t.test('verification answers JSON when asked, and refuses unknown or expired lin
   await browser.post('/auth/email/add', { email: 'bob2@example.com' });
   const [first, second] = await mails();
   const url = new URL(linkIn(first!, '/auth/email/verify')!);
-  t.match((await new Browser(app).get(url.pathname + url.search, { accept: 'application/json' })).json(), { ok: true, verified: false, confirm: 'POST /auth/email/verify' });
+  t.match((await new Browser(app).get(url.pathname + url.search, { accept: 'application/json' })).json(), {
+    ok: true,
+    verified: false,
+    confirm: 'POST /auth/email/verify',
+  });
   const json = await confirm(new Browser(app), url);
   t.equal(json.statusCode, 200);
   t.match(json.json(), { ok: true, verified: true, already: false, receipt: /^[0-9a-f]{64}$/ });
@@ -98,7 +128,8 @@ t.test('refuses adding without a session, a malformed address, and too many mail
     const res = await browser.post('/auth/email/add', { email });
     t.equal(res.json().reason, 'invalid_email', email);
   }
-  for (let i = 0; i < 5; i++) t.equal((await browser.post('/auth/email/add', { email: 'cy@example.com' })).statusCode, 200);
+  for (let i = 0; i < 5; i++)
+    t.equal((await browser.post('/auth/email/add', { email: 'cy@example.com' })).statusCode, 200);
   const limited = await browser.post('/auth/email/add', { email: 'cy@example.com' });
   t.equal(limited.statusCode, 429);
   t.equal(limited.json().reason, 'rate_limited');
@@ -119,9 +150,14 @@ t.test('re-adding a verified address sends nothing', async (t) => {
 t.test('an account holds at most 10 addresses', async (t) => {
   const { signIn } = await buildWatched(t);
   const { browser } = await signIn({ username: 'many' });
-  for (let i = 0; i < 10; i++) t.equal((await browser.post('/auth/email/add', { email: `a${i}@example.com` })).statusCode, 200);
+  for (let i = 0; i < 10; i++)
+    t.equal((await browser.post('/auth/email/add', { email: `a${i}@example.com` })).statusCode, 200);
   const over = await browser.post('/auth/email/add', { email: 'a10@example.com' });
   t.equal(over.statusCode, 409);
   t.equal(over.json().reason, 'too_many_emails');
-  t.equal((await browser.post('/auth/email/add', { email: 'a3@example.com' })).statusCode, 200, 'one it holds can be re-sent');
+  t.equal(
+    (await browser.post('/auth/email/add', { email: 'a3@example.com' })).statusCode,
+    200,
+    'one it holds can be re-sent',
+  );
 });

@@ -10,7 +10,7 @@ async function jwks(app: Parameters<typeof getConfig>[0]) {
   return (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
 }
 
-t.test('serves the client\'s policy as a JWS that the gateway\'s verifier accepts', async (t) => {
+t.test("serves the client's policy as a JWS that the gateway's verifier accepts", async (t) => {
   const { app, clock, services } = await setup(t);
   const client = await registerGateway(app);
   const res = await getConfig(app, client);
@@ -23,8 +23,16 @@ t.test('serves the client\'s policy as a JWS that the gateway\'s verifier accept
   t.equal(header.alg, 'ES256');
   const keys = await jwks(app);
   t.equal(header.kid, services.keys.current().kid, 'signed with the current key');
-  t.ok(keys.keys.some((key: { kid: string }) => key.kid === header.kid), 'which the JWKS lists');
-  const document = await verifyGatewayConfig(res.body, { keys, issuer: TEST_ISSUER, clientId: client.client_id, now: clock.now() });
+  t.ok(
+    keys.keys.some((key: { kid: string }) => key.kid === header.kid),
+    'which the JWKS lists',
+  );
+  const document = await verifyGatewayConfig(res.body, {
+    keys,
+    issuer: TEST_ISSUER,
+    clientId: client.client_id,
+    now: clock.now(),
+  });
   t.equal(document.version, 1);
   t.same(document.policy, POLICY);
   t.equal(document.exp - Math.floor(clock.now() / 1000), 86_400, 'valid for 24 hours');
@@ -42,7 +50,11 @@ t.test('refuses callers that are not the client, and clients without a gateway p
   t.match(wrong.headers['www-authenticate'], /^Basic/);
   const unknown = await getConfig(app, { client_id: 'cl_nobody', client_secret: 'x' });
   t.equal(unknown.statusCode, 401);
-  const bearer = await app.inject({ method: 'GET', url: '/gateway/config', headers: { authorization: `Bearer ${client.client_secret}` } });
+  const bearer = await app.inject({
+    method: 'GET',
+    url: '/gateway/config',
+    headers: { authorization: `Bearer ${client.client_secret}` },
+  });
   t.equal(bearer.statusCode, 401, 'only client authentication opens it');
 
   const plain = await registerGateway(app, {});
@@ -63,7 +75,11 @@ t.test('the same document comes back until something changes, and a matching If-
   t.equal(cached.statusCode, 304);
   t.equal(cached.body, '');
   t.equal(cached.headers['etag'], etag);
-  t.equal((await getConfig(app, client, { 'if-none-match': `"other", W/${etag}` })).statusCode, 304, 'weak comparison in a list');
+  t.equal(
+    (await getConfig(app, client, { 'if-none-match': `"other", W/${etag}` })).statusCode,
+    304,
+    'weak comparison in a list',
+  );
   t.equal((await getConfig(app, client, { 'if-none-match': '"other"' })).statusCode, 200);
 });
 
@@ -89,7 +105,11 @@ t.test('a registration update is a new version; so is a key rotation and a confi
   clock.advance(11 * 3_600_000);
   t.equal((await getConfig(app, client)).body, v3.body, 'before half its lifetime the config is served as it is');
   clock.advance(2 * 3_600_000);
-  const v4 = await verifyGatewayConfig((await getConfig(app, client)).body, { keys: await jwks(app), ...issuer, now: clock.now() });
+  const v4 = await verifyGatewayConfig((await getConfig(app, client)).body, {
+    keys: await jwks(app),
+    ...issuer,
+    now: clock.now(),
+  });
   t.equal(v4.version, 4, 'past half its lifetime a fresh copy is issued, so no gateway holds one near expiry');
 });
 
@@ -97,7 +117,10 @@ t.test('an update whose policy only reorders members keeps the version', async (
   const { app } = await setup(t);
   const client = await registerGateway(app);
   const v1 = await getConfig(app, client);
-  await updatePolicy(app, client, { routes: POLICY.routes.map((route) => Object.fromEntries(Object.entries(route).reverse())), mode: 'enforce' });
+  await updatePolicy(app, client, {
+    routes: POLICY.routes.map((route) => Object.fromEntries(Object.entries(route).reverse())),
+    mode: 'enforce',
+  });
   t.equal((await getConfig(app, client)).body, v1.body, 'compared as RFC 8785 canonical JSON');
 });
 
@@ -115,7 +138,11 @@ t.test('concurrent requests after an update issue exactly one new version', asyn
 t.test('a client registered for client_secret_post cannot use Basic here', async (t) => {
   const { app } = await setup(t);
   const client = await registerGateway(app, { gateway: POLICY, token_endpoint_auth_method: 'client_secret_post' });
-  const res = await app.inject({ method: 'GET', url: '/gateway/config', headers: { authorization: basicAuth(client) } });
+  const res = await app.inject({
+    method: 'GET',
+    url: '/gateway/config',
+    headers: { authorization: basicAuth(client) },
+  });
   t.equal(res.statusCode, 401);
   t.equal(res.json().reason, 'invalid_client');
 });
@@ -129,7 +156,19 @@ t.test('every new version is a receipted gateway.config_issued event; serving it
   const client = await registerGateway(app);
   const first = await getConfig(app, client);
   await getConfig(app, client);
-  t.match(seen, [{ type: 'gateway.config_issued', clientId: client.client_id, version: 1, configHash: sha256Hex(first.body), mode: POLICY.mode, kid: services.keys.current().kid }]);
+  t.match(seen, [
+    {
+      type: 'gateway.config_issued',
+      clientId: client.client_id,
+      version: 1,
+      configHash: sha256Hex(first.body),
+      mode: POLICY.mode,
+      kid: services.keys.current().kid,
+    },
+  ]);
   t.equal(seen.length, 1, 'the same version served twice is one event');
-  t.notOk(Object.keys(seen[0]!).some((name) => /jws|secret/i.test(name)), 'the event names the config by hash only');
+  t.notOk(
+    Object.keys(seen[0]!).some((name) => /jws|secret/i.test(name)),
+    'the event names the config by hash only',
+  );
 });

@@ -12,13 +12,24 @@ t.test('accepts a signed report from the authenticated client and keeps the newe
   t.same(res.json(), { ok: true });
   const [stored] = await services.storage.gateway.listEvidence(client.client_id, 10);
   t.match(stored, {
-    clientId: client.client_id, instance: 'instance-one', gateway: 'https://app.example.com', keyThumbprint: await calculateJwkThumbprint(key.jwk),
-    config: null, counts: { allowed: 3, refused: { unauthorized: 1 } }, expiresAt: Math.floor(clock.now() / 1000) * 1000 + 30_000,
+    clientId: client.client_id,
+    instance: 'instance-one',
+    gateway: 'https://app.example.com',
+    keyThumbprint: await calculateJwkThumbprint(key.jwk),
+    config: null,
+    counts: { allowed: 3, refused: { unauthorized: 1 } },
+    expiresAt: Math.floor(clock.now() / 1000) * 1000 + 30_000,
   });
 
-  const old = await evidence(key, client.client_id, clock.now() - 5000, { counts: { allowed: 1, refused: {}, observed: {} } });
+  const old = await evidence(key, client.client_id, clock.now() - 5000, {
+    counts: { allowed: 1, refused: {}, observed: {} },
+  });
   clock.advance(1000);
-  await postEvidence(app, client, await evidence(key, client.client_id, clock.now(), { counts: { allowed: 9, refused: {}, observed: {} } }));
+  await postEvidence(
+    app,
+    client,
+    await evidence(key, client.client_id, clock.now(), { counts: { allowed: 9, refused: {}, observed: {} } }),
+  );
   t.equal((await postEvidence(app, client, old)).statusCode, 202, 'an older report is accepted…');
   const list = await services.storage.gateway.listEvidence(client.client_id, 10);
   t.equal(list.length, 1);
@@ -36,15 +47,27 @@ t.test('refuses evidence that is not a valid report for this client', async (t) 
   const [h, p] = good.split('.');
   const forged = `${h}.${p}.${(await evidence(stranger, client.client_id, now)).split('.')[2]}`;
   const sign = (header: Record<string, unknown>, claims: Record<string, unknown>) =>
-    new SignJWT({ client_id: client.client_id, instance: 'instance-one', config: null, counts: { allowed: 0, refused: {}, observed: {} }, started_at: new Date(now).toISOString(), last_enforcement_at: null, ...claims })
+    new SignJWT({
+      client_id: client.client_id,
+      instance: 'instance-one',
+      config: null,
+      counts: { allowed: 0, refused: {}, observed: {} },
+      started_at: new Date(now).toISOString(),
+      last_enforcement_at: null,
+      ...claims,
+    })
       .setProtectedHeader({ alg: 'ES256', typ: 'keyplane-gateway-evidence+jwt', kid: key.kid, jwk: key.jwk, ...header })
-      .setIssuer('https://app.example.com').setAudience(TEST_ISSUER).setSubject(client.client_id).setJti('j1')
-      .setIssuedAt(Math.floor(now / 1000)).setExpirationTime(Math.floor(now / 1000) + 30)
+      .setIssuer('https://app.example.com')
+      .setAudience(TEST_ISSUER)
+      .setSubject(client.client_id)
+      .setJti('j1')
+      .setIssuedAt(Math.floor(now / 1000))
+      .setExpirationTime(Math.floor(now / 1000) + 30)
       .sign(key.privateKey);
   const cases: Record<string, string> = {
     'bad signature': forged,
-    'another client\'s report': await evidence(key, other.client_id, now),
-    'expired': await evidence(key, client.client_id, now - 60_000),
+    "another client's report": await evidence(key, other.client_id, now),
+    expired: await evidence(key, client.client_id, now - 60_000),
     'wrong typ': await sign({ typ: 'JWT' }, {}),
     'wrong aud': await evidence(key, client.client_id, now, { audience: 'https://elsewhere.example.com' }),
     'kid not the thumbprint': await sign({ kid: 'some-key' }, {}),
@@ -72,8 +95,11 @@ t.test('a client with registered keys must sign with one of them', async (t) => 
   // the stored record is given keys directly so the check is exercised through HTTP.
   const stored = (await services.storage.clients.get(client.client_id))!;
   await services.storage.clients.update(client.client_id, stored.revision, {
-    type: stored.type, metadata: { ...stored.metadata, jwks: { keys: [{ ...key.jwk, kid: key.kid }] } },
-    secretHash: stored.secretHash, secretIssuedAt: stored.secretIssuedAt, at: clock.now(),
+    type: stored.type,
+    metadata: { ...stored.metadata, jwks: { keys: [{ ...key.jwk, kid: key.kid }] } },
+    secretHash: stored.secretHash,
+    secretIssuedAt: stored.secretIssuedAt,
+    at: clock.now(),
   });
   t.equal((await postEvidence(app, client, await evidence(key, client.client_id, clock.now()))).statusCode, 202);
   const other = await postEvidence(app, client, await evidence(await gatewayKey(), client.client_id, clock.now()));
@@ -86,7 +112,12 @@ t.test('the endpoint needs client authentication, application/jwt and a small bo
   const { app, clock } = await setup(t);
   const client = await registerGateway(app);
   const jws = await evidence(await gatewayKey(), client.client_id, clock.now());
-  const anonymous = await app.inject({ method: 'POST', url: '/gateway/evidence', headers: { 'content-type': 'application/jwt' }, payload: jws });
+  const anonymous = await app.inject({
+    method: 'POST',
+    url: '/gateway/evidence',
+    headers: { 'content-type': 'application/jwt' },
+    payload: jws,
+  });
   t.equal(anonymous.statusCode, 401);
   t.equal(anonymous.json().reason, 'invalid_client');
   const wrong = await postEvidence(app, { ...client, client_secret: 'nope' }, jws);
@@ -107,5 +138,8 @@ t.test('the report of an instance silent for a week is forgotten when its client
   await postEvidence(app, client, await evidence(key, client.client_id, clock.now(), { instance: 'before-restart' }));
   clock.advance(8 * 24 * 3600 * 1000);
   await postEvidence(app, client, await evidence(key, client.client_id, clock.now(), { instance: 'after-restart' }));
-  t.same((await services.storage.gateway.listEvidence(client.client_id, 10)).map((r) => r.instance), ['after-restart']);
+  t.same(
+    (await services.storage.gateway.listEvidence(client.client_id, 10)).map((r) => r.instance),
+    ['after-restart'],
+  );
 });

@@ -4,7 +4,13 @@ import { build } from '../../helpers/build.js';
 
 t.test('every failure is the envelope with the right status', async (t) => {
   const { app } = await build(t, { skipReady: true, config: { 'http.bodyLimit': 1_048_576 } });
-  app.post('/test/echo', { schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string', maxLength: 10 } } } } }, async (request) => ({ ok: true, body: request.body }));
+  app.post(
+    '/test/echo',
+    {
+      schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string', maxLength: 10 } } } },
+    },
+    async (request) => ({ ok: true, body: request.body }),
+  );
   app.get('/test/boom', async () => {
     throw new Error('secret internal detail');
   });
@@ -12,12 +18,52 @@ t.test('every failure is the envelope with the right status', async (t) => {
 
   const cases: Array<{ name: string; request: InjectOptions; status: number; reason: string }> = [
     { name: 'unknown path', request: { method: 'GET', url: '/no/such/path' }, status: 404, reason: 'not_found' },
-    { name: 'malformed JSON', request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name":' }, status: 400, reason: 'invalid_request' },
-    { name: 'schema violation', request: { method: 'POST', url: '/test/echo', payload: { name: 'far too long a name' } }, status: 400, reason: 'invalid_request' },
-    { name: 'empty JSON body', request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '' }, status: 400, reason: 'invalid_request' },
-    { name: 'a 3 MB body', request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'x'.repeat(3 * 1024 * 1024) }) }, status: 413, reason: 'payload_too_large' },
-    { name: 'wrong content type', request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'text/plain' }, payload: 'name=x' }, status: 415, reason: 'unsupported_media_type' },
-    { name: 'xml content type', request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/xml' }, payload: '<a/>' }, status: 415, reason: 'unsupported_media_type' },
+    {
+      name: 'malformed JSON',
+      request: {
+        method: 'POST',
+        url: '/test/echo',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"name":',
+      },
+      status: 400,
+      reason: 'invalid_request',
+    },
+    {
+      name: 'schema violation',
+      request: { method: 'POST', url: '/test/echo', payload: { name: 'far too long a name' } },
+      status: 400,
+      reason: 'invalid_request',
+    },
+    {
+      name: 'empty JSON body',
+      request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '' },
+      status: 400,
+      reason: 'invalid_request',
+    },
+    {
+      name: 'a 3 MB body',
+      request: {
+        method: 'POST',
+        url: '/test/echo',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ name: 'x'.repeat(3 * 1024 * 1024) }),
+      },
+      status: 413,
+      reason: 'payload_too_large',
+    },
+    {
+      name: 'wrong content type',
+      request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'text/plain' }, payload: 'name=x' },
+      status: 415,
+      reason: 'unsupported_media_type',
+    },
+    {
+      name: 'xml content type',
+      request: { method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/xml' }, payload: '<a/>' },
+      status: 415,
+      reason: 'unsupported_media_type',
+    },
     { name: 'unexpected exception', request: { method: 'GET', url: '/test/boom' }, status: 500, reason: 'internal' },
   ];
   for (const c of cases) {
@@ -31,6 +77,11 @@ t.test('every failure is the envelope with the right status', async (t) => {
   }
   const ok = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 'ada' } });
   t.same(ok.json(), { ok: true, body: { name: 'ada' } });
-  const form = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=ada' });
+  const form = await app.inject({
+    method: 'POST',
+    url: '/test/echo',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'name=ada',
+  });
   t.equal(form.statusCode, 200, 'form bodies are understood');
 });

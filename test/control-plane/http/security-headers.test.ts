@@ -19,10 +19,15 @@ t.test('HTML pages get a strict nonce CSP and never frame', async (t) => {
   t.equal(res.headers['cache-control'], 'no-store');
   const scriptsAndStyles = res.body.match(/<(script|style)\b[^>]*>/g) ?? [];
   t.ok(scriptsAndStyles.length > 0);
-  for (const tag of scriptsAndStyles) t.match(tag, new RegExp(`nonce="${nonce!.replace(/[+/=]/g, '\\$&')}"`), `${tag} carries the nonce`);
+  for (const tag of scriptsAndStyles)
+    t.match(tag, new RegExp(`nonce="${nonce!.replace(/[+/=]/g, '\\$&')}"`), `${tag} carries the nonce`);
   t.notMatch(res.body, /\son[a-z]+=/i, 'no inline event handlers');
   const again = await app.inject({ method: 'GET', url: '/auth' });
-  t.not(/'nonce-([^']+)'/.exec(String(again.headers['content-security-policy']))?.[1], nonce, 'a fresh nonce per response');
+  t.not(
+    /'nonce-([^']+)'/.exec(String(again.headers['content-security-policy']))?.[1],
+    nonce,
+    'a fresh nonce per response',
+  );
 });
 
 t.test('JSON responses and failures carry the headers too; no HSTS on http', async (t) => {
@@ -45,7 +50,11 @@ t.test('HSTS when the issuer is https', async (t) => {
 
 t.test('a CORS preflight gets no allowance', async (t) => {
   const { app } = await build(t);
-  const res = await app.inject({ method: 'OPTIONS', url: '/.well-known/openid-configuration', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } });
+  const res = await app.inject({
+    method: 'OPTIONS',
+    url: '/.well-known/openid-configuration',
+    headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },
+  });
   t.equal(res.headers['access-control-allow-origin'], undefined);
   t.equal(res.json().ok, false);
 });
@@ -54,9 +63,19 @@ t.test('forwarded headers are believed only from trusted proxies', async (t) => 
   const { app } = await build(t, { skipReady: true, config: { 'http.trustedProxies': ['10.1.2.3'] } });
   app.get('/test/ip', async (request) => ({ ok: true, ip: request.ip, protocol: request.protocol }));
   await app.ready();
-  const trusted = await app.inject({ method: 'GET', url: '/test/ip', remoteAddress: '10.1.2.3', headers: { 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' } });
+  const trusted = await app.inject({
+    method: 'GET',
+    url: '/test/ip',
+    remoteAddress: '10.1.2.3',
+    headers: { 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' },
+  });
   t.same(trusted.json(), { ok: true, ip: '203.0.113.9', protocol: 'https' });
-  const untrusted = await app.inject({ method: 'GET', url: '/test/ip', remoteAddress: '198.51.100.7', headers: { 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' } });
+  const untrusted = await app.inject({
+    method: 'GET',
+    url: '/test/ip',
+    remoteAddress: '198.51.100.7',
+    headers: { 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' },
+  });
   t.same(untrusted.json(), { ok: true, ip: '198.51.100.7', protocol: 'http' });
 });
 
@@ -69,5 +88,6 @@ t.test('logs never carry credentials', async (t) => {
   });
   const text = logs.join('');
   t.match(text, /keep=visible/, 'the request was logged');
-  for (const secret of ['SECRET_TOKEN_VALUE', 'SECRET_CODE', 'SECRET_BEARER', 'SECRET_COOKIE', 'SECRET_DPOP']) t.notMatch(text, secret);
+  for (const secret of ['SECRET_TOKEN_VALUE', 'SECRET_CODE', 'SECRET_BEARER', 'SECRET_COOKIE', 'SECRET_DPOP'])
+    t.notMatch(text, secret);
 });

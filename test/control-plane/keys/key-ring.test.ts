@@ -12,10 +12,20 @@ import { manualClock, tempDir } from '../../helpers/build.js';
 
 const DAY = 86_400_000;
 
-async function ring(t: Parameters<typeof tempDir>[0], now: () => number, dir = tempDir(t), master = 'a-master-key-that-is-long-enough-0123456789') {
+async function ring(
+  t: Parameters<typeof tempDir>[0],
+  now: () => number,
+  dir = tempDir(t),
+  master = 'a-master-key-that-is-long-enough-0123456789',
+) {
   const storage = openSqliteStorage(dir);
   t.teardown(() => storage.close());
-  const keyRing = new KeyRing(storage, deriveMasterKey(master), rotationPolicy({ rotateEveryDays: 90, retainRetiredDays: 30 }), now);
+  const keyRing = new KeyRing(
+    storage,
+    deriveMasterKey(master),
+    rotationPolicy({ rotateEveryDays: 90, retainRetiredDays: 30 }),
+    now,
+  );
   await keyRing.ensure();
   return { keyRing, storage, dir };
 }
@@ -79,11 +89,17 @@ t.test('the schedule rotates when due and drops retired keys after retention', a
   clock.advance(DAY);
   await keyRing.ensure();
   t.not(keyRing.current().kid, first, 'rotated on schedule');
-  t.ok(keyRing.jwks().keys.some((k) => k.kid === first), 'retired key still published');
+  t.ok(
+    keyRing.jwks().keys.some((k) => k.kid === first),
+    'retired key still published',
+  );
   t.ok(keyRing.publicKey(first), 'and still usable for verification');
   clock.advance(30 * DAY);
   await keyRing.ensure();
-  t.notOk(keyRing.jwks().keys.some((k) => k.kid === first), 'dropped after its retention');
+  t.notOk(
+    keyRing.jwks().keys.some((k) => k.kid === first),
+    'dropped after its retention',
+  );
   t.equal(keyRing.publicKey(first), undefined);
 });
 
@@ -92,11 +108,19 @@ t.test('private keys are encrypted at rest and bound to their kid', async (t) =>
   const { keyRing, dir, storage } = await ring(t, clock.now);
   const db = new Database(join(dir, DATABASE_FILE), { readonly: true });
   t.teardown(() => db.close());
-  const rows = db.prepare('SELECT kid, sealed_private_jwk FROM signing_keys').all() as Array<{ kid: string; sealed_private_jwk: Buffer }>;
+  const rows = db.prepare('SELECT kid, sealed_private_jwk FROM signing_keys').all() as Array<{
+    kid: string;
+    sealed_private_jwk: Buffer;
+  }>;
   for (const row of rows) {
     t.notMatch(row.sealed_private_jwk.toString('latin1'), /"d"\s*:|"kty"/, 'no plaintext JWK in the database');
   }
-  const wrongMaster = new KeyRing(storage, deriveMasterKey('another-master-key-which-is-long-enough-xx'), rotationPolicy({ rotateEveryDays: 90, retainRetiredDays: 30 }), clock.now);
+  const wrongMaster = new KeyRing(
+    storage,
+    deriveMasterKey('another-master-key-which-is-long-enough-xx'),
+    rotationPolicy({ rotateEveryDays: 90, retainRetiredDays: 30 }),
+    clock.now,
+  );
   await t.rejects(wrongMaster.reload(), 'a different master key cannot open them');
   t.ok(keyRing.current());
 });

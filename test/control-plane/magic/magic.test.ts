@@ -11,8 +11,19 @@ function setup(t: { teardown(fn: () => unknown): void }) {
   return buildWatched(t, (clock) => ({ state: new MemorySharedState(clock.now), config: { adminToken: ADMIN_TOKEN } }));
 }
 
-async function verifiedEmail(services: RunningServices, identityId: string, email: string, verified = true): Promise<string> {
-  const row = await services.storage.emails.add({ emailId: `eml_${Math.random().toString(36).slice(2)}`, identityId, email, createdAt: services.now(), verifiedAt: null });
+async function verifiedEmail(
+  services: RunningServices,
+  identityId: string,
+  email: string,
+  verified = true,
+): Promise<string> {
+  const row = await services.storage.emails.add({
+    emailId: `eml_${Math.random().toString(36).slice(2)}`,
+    identityId,
+    email,
+    createdAt: services.now(),
+    verifiedAt: null,
+  });
   if (verified) await services.storage.emails.markVerified(row.emailId, services.now());
   return row.emailId;
 }
@@ -22,33 +33,42 @@ function pathOf(link: string): string {
   return url.pathname + url.search;
 }
 
-t.test('mails a link to a verified address; the requesting browser signs in at email and lands on /account', async (t) => {
-  const { app, signIn, services, events, mails } = await setup(t);
-  const { identityId } = await signIn({ username: 'ada' });
-  await verifiedEmail(services, identityId, 'ada@example.com');
+t.test(
+  'mails a link to a verified address; the requesting browser signs in at email and lands on /account',
+  async (t) => {
+    const { app, signIn, services, events, mails } = await setup(t);
+    const { identityId } = await signIn({ username: 'ada' });
+    await verifiedEmail(services, identityId, 'ada@example.com');
 
-  const browser = new Browser(app);
-  const res = await browser.post('/auth/magic/request', { email: 'ADA@example.com' });
-  t.equal(res.statusCode, 200);
-  t.equal(res.json().ok, true);
-  t.ok(browser.cookies.get('kp_device'), 'a requester without one gets a device cookie');
-  const [mail] = await mails();
-  t.match(mail, /^To: ada@example\.com\r$/m);
-  const link = linkIn(mail!, '/auth/magic')!;
-  t.match(link, /^http:\/\/localhost:4400\/auth\/magic\?token=[A-Za-z0-9_-]{43}/);
-  t.match(events.find((e) => e.type === 'magic_link.sent'), { identityId });
+    const browser = new Browser(app);
+    const res = await browser.post('/auth/magic/request', { email: 'ADA@example.com' });
+    t.equal(res.statusCode, 200);
+    t.equal(res.json().ok, true);
+    t.ok(browser.cookies.get('kp_device'), 'a requester without one gets a device cookie');
+    const [mail] = await mails();
+    t.match(mail, /^To: ada@example\.com\r$/m);
+    const link = linkIn(mail!, '/auth/magic')!;
+    t.match(link, /^http:\/\/localhost:4400\/auth\/magic\?token=[A-Za-z0-9_-]{43}/);
+    t.match(
+      events.find((e) => e.type === 'magic_link.sent'),
+      { identityId },
+    );
 
-  const landing = await browser.get(pathOf(link), { accept: 'text/html' });
-  t.equal(landing.statusCode, 303);
-  t.equal(landing.headers.location, '/account');
-  t.ok(browser.cookies.get('kp_session'));
-  const sessions = await services.storage.sessions.listLive(identityId, services.now());
-  const session = sessions.find((s) => s.assurance === 'email');
-  t.ok(session, 'signed in at email');
-  t.same(session!.amr, ['email']);
-  t.match(events.find((e) => e.type === 'magic_link.redeemed'), { identityId, sessionId: session!.sessionId });
-  t.notOk(JSON.stringify(events).includes('example.com'), 'events never carry the address');
-});
+    const landing = await browser.get(pathOf(link), { accept: 'text/html' });
+    t.equal(landing.statusCode, 303);
+    t.equal(landing.headers.location, '/account');
+    t.ok(browser.cookies.get('kp_session'));
+    const sessions = await services.storage.sessions.listLive(identityId, services.now());
+    const session = sessions.find((s) => s.assurance === 'email');
+    t.ok(session, 'signed in at email');
+    t.same(session!.amr, ['email']);
+    t.match(
+      events.find((e) => e.type === 'magic_link.redeemed'),
+      { identityId, sessionId: session!.sessionId },
+    );
+    t.notOk(JSON.stringify(events).includes('example.com'), 'events never carry the address');
+  },
+);
 
 t.test('answers the same for an unknown or unverified address, and mails nothing', async (t) => {
   const { app, signIn, services, mails } = await setup(t);
@@ -58,7 +78,11 @@ t.test('answers the same for an unknown or unverified address, and mails nothing
   const answers = [];
   for (const email of ['bob@example.com', 'nobody@example.com', 'unverified@example.com']) {
     const res = await new Browser(app).post('/auth/magic/request', { email });
-    answers.push({ status: res.statusCode, body: res.body, cookies: [res.headers['set-cookie']].flat().map((c) => String(c).split('=')[0]) });
+    answers.push({
+      status: res.statusCode,
+      body: res.body,
+      cookies: [res.headers['set-cookie']].flat().map((c) => String(c).split('=')[0]),
+    });
   }
   t.same(answers[1], answers[0], 'unknown address: same status, body and cookie names');
   t.same(answers[2], answers[0], 'unverified address: same answer');
@@ -147,7 +171,10 @@ t.test('validates return: same-origin paths only; a bad one is refused and leave
   const { identityId } = await signIn({ username: 'gus' });
   await verifiedEmail(services, identityId, 'gus@example.com');
   const browser = new Browser(app);
-  const refused = await browser.post('/auth/magic/request', { email: 'gus@example.com', return: 'https://evil.example/steal' });
+  const refused = await browser.post('/auth/magic/request', {
+    email: 'gus@example.com',
+    return: 'https://evil.example/steal',
+  });
   t.equal(refused.statusCode, 400);
   t.equal(refused.json().reason, 'invalid_return');
 
@@ -166,27 +193,45 @@ t.test('validates return: same-origin paths only; a bad one is refused and leave
   t.equal(good.headers.location, '/account?tab=emails');
 });
 
-t.test('return may be a redirect URI a relying party registered, matched exactly, and is then a link, not a redirect', async (t) => {
-  const { app, signIn, services, mails } = await setup(t);
-  const { identityId } = await signIn({ username: 'hal' });
-  await verifiedEmail(services, identityId, 'hal@example.com');
-  const registered = await app.inject({
-    method: 'POST', url: '/register', headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { redirect_uris: ['https://app.example.com/welcome'], token_endpoint_auth_method: 'none' },
-  });
-  t.equal(registered.statusCode, 201, registered.body);
-  const browser = new Browser(app);
-  for (const nearMiss of ['https://app.example.com/welcome/', 'https://app.example.com/Welcome', 'https://app.example.com/welcome?x=1', 'https://app.example.com.evil.example/welcome']) {
-    t.equal((await browser.post('/auth/magic/request', { email: 'hal@example.com', return: nearMiss })).json().reason, 'invalid_return', nearMiss);
-  }
-  await browser.post('/auth/magic/request', { email: 'hal@example.com', return: 'https://app.example.com/welcome' });
-  const link = linkIn((await mails())[0]!, '/auth/magic')!;
-  const done = await browser.get(pathOf(link), { accept: 'text/html' });
-  t.equal(done.statusCode, 200, 'signed in, but never redirected to a URI the link cannot prove');
-  t.notOk(done.headers.location);
-  t.match(done.body, /<a href="https:\/\/app\.example\.com\/welcome" data-action="continue"/, 'a link the user may follow');
-  t.ok(browser.cookies.get('kp_session'));
-});
+t.test(
+  'return may be a redirect URI a relying party registered, matched exactly, and is then a link, not a redirect',
+  async (t) => {
+    const { app, signIn, services, mails } = await setup(t);
+    const { identityId } = await signIn({ username: 'hal' });
+    await verifiedEmail(services, identityId, 'hal@example.com');
+    const registered = await app.inject({
+      method: 'POST',
+      url: '/register',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { redirect_uris: ['https://app.example.com/welcome'], token_endpoint_auth_method: 'none' },
+    });
+    t.equal(registered.statusCode, 201, registered.body);
+    const browser = new Browser(app);
+    for (const nearMiss of [
+      'https://app.example.com/welcome/',
+      'https://app.example.com/Welcome',
+      'https://app.example.com/welcome?x=1',
+      'https://app.example.com.evil.example/welcome',
+    ]) {
+      t.equal(
+        (await browser.post('/auth/magic/request', { email: 'hal@example.com', return: nearMiss })).json().reason,
+        'invalid_return',
+        nearMiss,
+      );
+    }
+    await browser.post('/auth/magic/request', { email: 'hal@example.com', return: 'https://app.example.com/welcome' });
+    const link = linkIn((await mails())[0]!, '/auth/magic')!;
+    const done = await browser.get(pathOf(link), { accept: 'text/html' });
+    t.equal(done.statusCode, 200, 'signed in, but never redirected to a URI the link cannot prove');
+    t.notOk(done.headers.location);
+    t.match(
+      done.body,
+      /<a href="https:\/\/app\.example\.com\/welcome" data-action="continue"/,
+      'a link the user may follow',
+    );
+    t.ok(browser.cookies.get('kp_session'));
+  },
+);
 
 t.test('a live stronger session of the same account is kept, not downgraded', async (t) => {
   const { signIn, services, mails } = await setup(t);
@@ -198,49 +243,74 @@ t.test('a live stronger session of the same account is kept, not downgraded', as
   t.equal((await browser.get(pathOf(link))).statusCode, 303);
   t.equal(browser.cookies.get('kp_session'), before, 'the passkey session stays');
   const live = await services.storage.sessions.listLive(identityId, services.now());
-  t.same(live.map((s) => s.assurance), ['passkey']);
+  t.same(
+    live.map((s) => s.assurance),
+    ['passkey'],
+  );
 });
 
-t.test('dryRun: own verified address with a session; any address for the founder at sensitive, receipted', async (t) => {
-  const { app, signIn, services, mails, events } = await setup(t);
-  const { browser: ivy, identityId: ivyId } = await signIn({ username: 'ivy' });
-  await verifiedEmail(services, ivyId, 'ivy@example.com');
+t.test(
+  'dryRun: own verified address with a session; any address for the founder at sensitive, receipted',
+  async (t) => {
+    const { app, signIn, services, mails, events } = await setup(t);
+    const { browser: ivy, identityId: ivyId } = await signIn({ username: 'ivy' });
+    await verifiedEmail(services, ivyId, 'ivy@example.com');
 
-  t.equal((await new Browser(app).post('/auth/magic/request', { email: 'ivy@example.com', dryRun: true })).json().reason, 'unauthorized');
+    t.equal(
+      (await new Browser(app).post('/auth/magic/request', { email: 'ivy@example.com', dryRun: true })).json().reason,
+      'unauthorized',
+    );
 
-  const own = await ivy.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: true });
-  t.equal(own.statusCode, 200);
-  t.match(own.json(), { ok: true, dryRun: true });
-  t.match(own.json().link, /^http:\/\/localhost:4400\/auth\/magic\?token=/);
-  t.equal((await mails()).length, 0, 'a dry run sends nothing');
-  t.equal((await ivy.get(pathOf(own.json().link))).statusCode, 303, 'the link works on the session\'s device');
+    const own = await ivy.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: true });
+    t.equal(own.statusCode, 200);
+    t.match(own.json(), { ok: true, dryRun: true });
+    t.match(own.json().link, /^http:\/\/localhost:4400\/auth\/magic\?token=/);
+    t.equal((await mails()).length, 0, 'a dry run sends nothing');
+    t.equal((await ivy.get(pathOf(own.json().link))).statusCode, 303, "the link works on the session's device");
 
-  const { browser: founder, identityId: founderId } = await signIn({ username: 'root', founder: true });
-  const notOwn = await ivy.post('/auth/magic/request', { email: 'root@example.com', dryRun: 'yes' });
-  t.equal(notOwn.statusCode, 403);
-  t.equal(notOwn.json().reason, 'forbidden');
-  t.equal((await founder.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: 1 })).statusCode, 403, 'the founder needs sensitive');
+    const { browser: founder, identityId: founderId } = await signIn({ username: 'root', founder: true });
+    const notOwn = await ivy.post('/auth/magic/request', { email: 'root@example.com', dryRun: 'yes' });
+    t.equal(notOwn.statusCode, 403);
+    t.equal(notOwn.json().reason, 'forbidden');
+    t.equal(
+      (await founder.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: 1 })).statusCode,
+      403,
+      'the founder needs sensitive',
+    );
 
-  const { browser: stepped } = await signIn({ username: 'root', assurance: 'sensitive' });
-  const any = await stepped.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: true });
-  t.equal(any.statusCode, 200);
-  t.match(any.json(), { ok: true, dryRun: true, receipt: /^[0-9a-f]{64}$/ });
-  t.match(events.find((e) => e.type === 'magic_link.dry_run' && e.founder), { identityId: ivyId, actorIdentityId: founderId });
-  t.equal((await stepped.post('/auth/magic/request', { email: 'nobody@example.com', dryRun: true })).json().reason, 'not_found');
-  t.equal((await mails()).length, 0);
+    const { browser: stepped } = await signIn({ username: 'root', assurance: 'sensitive' });
+    const any = await stepped.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: true });
+    t.equal(any.statusCode, 200);
+    t.match(any.json(), { ok: true, dryRun: true, receipt: /^[0-9a-f]{64}$/ });
+    t.match(
+      events.find((e) => e.type === 'magic_link.dry_run' && e.founder),
+      { identityId: ivyId, actorIdentityId: founderId },
+    );
+    t.equal(
+      (await stepped.post('/auth/magic/request', { email: 'nobody@example.com', dryRun: true })).json().reason,
+      'not_found',
+    );
+    t.equal((await mails()).length, 0);
 
-  const notDry = await ivy.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: false });
-  t.notOk(notDry.json().link, 'dryRun false is a real request');
-  t.equal((await mails()).length, 1);
-});
+    const notDry = await ivy.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: false });
+    t.notOk(notDry.json().link, 'dryRun false is a real request');
+    t.equal((await mails()).length, 1);
+  },
+);
 
 t.test('refuses malformed requests', async (t) => {
   const { app } = await setup(t);
   const b = new Browser(app);
   t.equal((await b.post('/auth/magic/request', { email: 'nope' })).json().reason, 'invalid_email');
   t.equal((await b.post('/auth/magic/request', {})).json().reason, 'invalid_request');
-  t.equal((await b.post('/auth/magic/request', { email: 'a@example.com', project: 'x'.repeat(201) })).json().reason, 'invalid_request');
-  t.equal((await b.post('/auth/magic/request', { email: 'a@example.com' }, { origin: 'https://evil.example' })).json().reason, 'origin_mismatch');
+  t.equal(
+    (await b.post('/auth/magic/request', { email: 'a@example.com', project: 'x'.repeat(201) })).json().reason,
+    'invalid_request',
+  );
+  t.equal(
+    (await b.post('/auth/magic/request', { email: 'a@example.com' }, { origin: 'https://evil.example' })).json().reason,
+    'origin_mismatch',
+  );
 });
 
 t.test('works as a plain HTML form without JavaScript, carrying return and project', async (t) => {
@@ -248,7 +318,9 @@ t.test('works as a plain HTML form without JavaScript, carrying return and proje
   const { identityId } = await signIn({ username: 'nojs' });
   await verifiedEmail(services, identityId, 'nojs@example.com');
   const browser = new Browser(app);
-  const page = await browser.get('/auth/magic/request?return=%2Faccount%3Ftab%3D1&project=Demo', { accept: 'text/html' });
+  const page = await browser.get('/auth/magic/request?return=%2Faccount%3Ftab%3D1&project=Demo', {
+    accept: 'text/html',
+  });
   t.equal(page.statusCode, 200);
   t.match(page.body, /<form method="post" action="\/auth\/magic\/request">/);
   t.match(page.body, /<input type="hidden" name="return" value="\/account\?tab=1">/);
@@ -260,17 +332,29 @@ t.test('works as a plain HTML form without JavaScript, carrying return and proje
   const bad = await browser.post('/auth/magic/request', 'email=nope', html);
   t.equal(bad.statusCode, 400);
   t.match(bad.body, /role="alert"/);
-  const sent = await browser.post('/auth/magic/request', 'email=nojs%40example.com&return=%2Faccount%3Ftab%3D1&project=Demo', html);
+  const sent = await browser.post(
+    '/auth/magic/request',
+    'email=nojs%40example.com&return=%2Faccount%3Ftab%3D1&project=Demo',
+    html,
+  );
   t.equal(sent.statusCode, 200);
   t.match(sent.body, /Check your mail/);
   const unknown = await new Browser(app).post('/auth/magic/request', 'email=ghost%40example.com', html);
-  t.equal(unknown.body.replace(/nonce="[^"]+"/g, ''), sent.body.replace(/nonce="[^"]+"/g, ''), 'the same page for an unknown address');
+  t.equal(
+    unknown.body.replace(/nonce="[^"]+"/g, ''),
+    sent.body.replace(/nonce="[^"]+"/g, ''),
+    'the same page for an unknown address',
+  );
   const link = linkIn((await mails())[0]!, '/auth/magic')!;
   const landed = await browser.get(pathOf(link));
   t.equal(landed.headers.location, '/account?tab=1');
 
   const again = await browser.get(pathOf(link), { accept: 'text/html' });
-  t.match(again.body, /href="\/auth\/magic\/request\?return=%2Faccount%3Ftab%3D1&amp;project=Demo"/, 'the refusal offers a new link for the same place');
+  t.match(
+    again.body,
+    /href="\/auth\/magic\/request\?return=%2Faccount%3Ftab%3D1&amp;project=Demo"/,
+    'the refusal offers a new link for the same place',
+  );
 });
 
 t.test('a HEAD request never consumes a link', async (t) => {

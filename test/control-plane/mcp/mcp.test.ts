@@ -16,7 +16,9 @@ const { browser } = await built.signIn({ username: 'ada' });
 const agent = await enrollAgent(app, browser, { visibility: 'public', name: 'Public bot' });
 const hidden = await enrollAgent(app, browser, { visibility: 'private', name: 'Private bot' });
 await browser.post('/auth/orgs/create', { name: 'Acme' });
-const { siteId } = (await browser.post('/org/acme/websites/add', { url: 'https://www.acme.example/' })).json() as { siteId: string };
+const { siteId } = (await browser.post('/org/acme/websites/add', { url: 'https://www.acme.example/' })).json() as {
+  siteId: string;
+};
 await app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
 
@@ -50,15 +52,25 @@ t.test('the SDK client negotiates 2025-11-25 and lists the read-only catalogue',
   t.ok(client.getServerCapabilities()?.tools, 'tools capability');
   const { tools } = await client.listTools();
   t.same(tools.map((tool) => tool.name).sort(), MCP_TOOLS.map((tool) => tool.name).sort());
-  for (const tool of tools) t.match(tool.annotations, { readOnlyHint: true, destructiveHint: false }, `${tool.name} is read-only`);
+  for (const tool of tools)
+    t.match(tool.annotations, { readOnlyHint: true, destructiveHint: false }, `${tool.name} is read-only`);
 
   const raw = await fetch(`${base}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
   });
   t.equal(raw.status, 200);
-  t.equal(((await raw.json()) as { result: { protocolVersion: string } }).result.protocolVersion, '2025-11-25', 'the server answers with the version asked for');
+  t.equal(
+    ((await raw.json()) as { result: { protocolVersion: string } }).result.protocolVersion,
+    '2025-11-25',
+    'the server answers with the version asked for',
+  );
   t.equal(raw.headers.get('x-content-type-options'), 'nosniff');
   t.equal(raw.headers.get('cache-control'), 'no-store');
   t.match(raw.headers.get('content-security-policy'), /default-src 'none'/);
@@ -79,14 +91,39 @@ t.test('every tool answers through the SDK client', async (t) => {
   t.match(pending, { ok: true, receipt: { kind: 'mcp.attempt' } });
   await services.ledger.sealNow();
   const found = json(await client.callTool({ name: 'get_receipt', arguments: { hash } }));
-  t.match(found, { ok: true, receipt: { kind: 'mcp.attempt', outcome: 'failure', tool: 'delete_account', method: 'tools/call', reason: 'mcp_read_only' }, proof: { epoch: Number } });
+  t.match(found, {
+    ok: true,
+    receipt: {
+      kind: 'mcp.attempt',
+      outcome: 'failure',
+      tool: 'delete_account',
+      method: 'tools/call',
+      reason: 'mcp_read_only',
+    },
+    proof: { epoch: Number },
+  });
   t.type(found.checkpoint, 'string');
 
   const verified = json(await client.callTool({ name: 'verify_receipt', arguments: { hash } }));
   t.match(verified, { ok: true, verified: true, epoch: found.proof.epoch, index: found.proof.index, kid: String });
-  const copy = json(await client.callTool({ name: 'verify_receipt', arguments: { hash, receipt: found.receipt, proof: found.proof, checkpoint: found.checkpoint } }));
+  const copy = json(
+    await client.callTool({
+      name: 'verify_receipt',
+      arguments: { hash, receipt: found.receipt, proof: found.proof, checkpoint: found.checkpoint },
+    }),
+  );
   t.equal(copy.verified, true, 'a kept copy verifies');
-  const tampered = json(await client.callTool({ name: 'verify_receipt', arguments: { hash, receipt: { ...found.receipt, tool: 'other' }, proof: found.proof, checkpoint: found.checkpoint } }));
+  const tampered = json(
+    await client.callTool({
+      name: 'verify_receipt',
+      arguments: {
+        hash,
+        receipt: { ...found.receipt, tool: 'other' },
+        proof: found.proof,
+        checkpoint: found.checkpoint,
+      },
+    }),
+  );
   t.match(tampered, { verified: false, failure: /canonical hash/ });
   const unknown = await client.callTool({ name: 'get_receipt', arguments: { hash: 'f'.repeat(64) } });
   t.equal(unknown.isError, true);
@@ -97,20 +134,48 @@ t.test('every tool answers through the SDK client', async (t) => {
   for (const proofId of [hidden.proofId, 'A'.repeat(22)]) {
     const missing = await client.callTool({ name: 'get_agent_proof', arguments: { proof_id: proofId } });
     t.equal(missing.isError, true);
-    t.same(json(missing), { ok: false, reason: 'not_found', message: json(missing).message }, 'private and unknown proofs are the same not_found');
+    t.same(
+      json(missing),
+      { ok: false, reason: 'not_found', message: json(missing).message },
+      'private and unknown proofs are the same not_found',
+    );
   }
 
   const site = json(await client.callTool({ name: 'get_site_rating', arguments: { site_id: siteId } }));
-  t.match(site, { ok: true, siteId, url: 'https://www.acme.example/', org: { slug: 'acme' }, verified: false, status: 'unverified', rating: null });
-  t.match(json(await client.callTool({ name: 'get_site_rating', arguments: { site_id: 'site_nope' } })), { ok: false, reason: 'not_found' });
+  t.match(site, {
+    ok: true,
+    siteId,
+    url: 'https://www.acme.example/',
+    org: { slug: 'acme' },
+    verified: false,
+    status: 'unverified',
+    rating: null,
+  });
+  t.match(json(await client.callTool({ name: 'get_site_rating', arguments: { site_id: 'site_nope' } })), {
+    ok: false,
+    reason: 'not_found',
+  });
 
   const changelog = json(await client.callTool({ name: 'get_changelog', arguments: {} }));
   t.ok(changelog.versions.length >= 2);
-  t.same(changelog.versions, (await app.inject({ method: 'GET', url: '/changelog?format=json' })).json().versions, 'one source');
-  t.same(json(await client.callTool({ name: 'get_changelog', arguments: { version: '0.1.0' } })).versions.map((v: { version: string }) => v.version), ['0.1.0']);
+  t.same(
+    changelog.versions,
+    (await app.inject({ method: 'GET', url: '/changelog?format=json' })).json().versions,
+    'one source',
+  );
+  t.same(
+    json(await client.callTool({ name: 'get_changelog', arguments: { version: '0.1.0' } })).versions.map(
+      (v: { version: string }) => v.version,
+    ),
+    ['0.1.0'],
+  );
 
   const bundle = json(await client.callTool({ name: 'get_agent_trust_bundle', arguments: {} }));
-  const { payload, protectedHeader } = await jwtVerify(bundle.bundle, createLocalJWKSet(services.keys.jwks() as never), { issuer: services.config.issuer });
+  const { payload, protectedHeader } = await jwtVerify(
+    bundle.bundle,
+    createLocalJWKSet(services.keys.jwks() as never),
+    { issuer: services.config.issuer },
+  );
   t.equal(protectedHeader.typ, 'agent-trust-bundle+jwt');
   t.ok(payload['claims']);
 
@@ -131,11 +196,15 @@ t.test('mutation attempts and unknown tools are refused and receipted; unknown m
   t.equal(mutating.code, READ_ONLY_ERROR);
   t.match(mutating.data, { reason: 'mcp_read_only', receipt: /^[0-9a-f]{64}$/ });
 
-  const write = await refusal(client.request({ method: 'resources/write', params: { uri: 'x' } } as never, EmptyResultSchema));
+  const write = await refusal(
+    client.request({ method: 'resources/write', params: { uri: 'x' } } as never, EmptyResultSchema),
+  );
   t.equal(write.code, READ_ONLY_ERROR);
   t.match(write.data, { reason: 'mcp_read_only', receipt: /^[0-9a-f]{64}$/ });
 
-  const unknownMethod = await refusal(client.request({ method: 'resources/frobnicate', params: {} } as never, EmptyResultSchema));
+  const unknownMethod = await refusal(
+    client.request({ method: 'resources/frobnicate', params: {} } as never, EmptyResultSchema),
+  );
   t.equal(unknownMethod.code, ErrorCode.MethodNotFound);
 
   const attempts = events.slice(before).filter((e) => e.type === 'mcp.attempt');
@@ -155,15 +224,25 @@ t.test('mutation attempts and unknown tools are refused and receipted; unknown m
 
 t.test('non-MCP failures keep the envelope; GET /mcp/tools is the plain catalogue', async (t) => {
   const tooBig = await fetch(`${base}/mcp`, {
-    method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(services.config.http.bodyLimit) } }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'ping',
+      params: { pad: 'x'.repeat(services.config.http.bodyLimit) },
+    }),
   });
   t.equal(tooBig.status, 413);
   t.match(await tooBig.json(), { ok: false, reason: 'payload_too_large' });
   const text = await fetch(`${base}/mcp`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
   t.equal(text.status, 415);
   t.match(await text.json(), { ok: false, reason: 'unsupported_media_type' });
-  const notRpc = await fetch(`${base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"hello":1}' });
+  const notRpc = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"hello":1}',
+  });
   t.equal(notRpc.status, 400);
   t.match(await notRpc.json(), { ok: false, reason: 'invalid_request' });
   const get = await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream' } });
@@ -172,18 +251,29 @@ t.test('non-MCP failures keep the envelope; GET /mcp/tools is the plain catalogu
   t.match(await get.json(), { ok: false, reason: 'method_not_allowed' });
 
   const catalogue = (await (await fetch(`${base}/mcp/tools`)).json()) as { tools: Array<{ name: string }> };
-  t.match(catalogue, { ok: true, endpoint: `${services.config.issuer}/mcp`, transport: 'streamable-http', protocolVersion: '2025-11-25' });
-  t.same(catalogue.tools.map((tool: { name: string }) => tool.name), MCP_TOOLS.map((tool) => tool.name));
+  t.match(catalogue, {
+    ok: true,
+    endpoint: `${services.config.issuer}/mcp`,
+    transport: 'streamable-http',
+    protocolVersion: '2025-11-25',
+  });
+  t.same(
+    catalogue.tools.map((tool: { name: string }) => tool.name),
+    MCP_TOOLS.map((tool) => tool.name),
+  );
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   for (const path of ['/mcp', '/mcp/tools']) t.ok(doc.paths[path], `${path} is in /openapi.json`);
 });
 
 t.test('MCP requests are throttled per address', async (t) => {
   const limited = await buildSignedIn(t, { config: { 'mcp.perIpPerMinute': 2 } });
-  const ping = () => limited.app.inject({
-    method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    payload: { jsonrpc: '2.0', id: 1, method: 'ping' },
-  });
+  const ping = () =>
+    limited.app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      payload: { jsonrpc: '2.0', id: 1, method: 'ping' },
+    });
   t.equal((await ping()).statusCode, 200);
   t.equal((await ping()).statusCode, 200);
   const third = await ping();

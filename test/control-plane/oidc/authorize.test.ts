@@ -1,7 +1,17 @@
 import t from 'tap';
 import { TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
-import { ADMIN, REDIRECT, authorizeUrl, decodeEntities, goodRequest, obtainCode, pkcePair, redirectParams, registerClient } from '../../helpers/oidc.js';
+import {
+  ADMIN,
+  REDIRECT,
+  authorizeUrl,
+  decodeEntities,
+  goodRequest,
+  obtainCode,
+  pkcePair,
+  redirectParams,
+  registerClient,
+} from '../../helpers/oidc.js';
 
 async function setup(t: Parameters<typeof buildSignedIn>[0], metadata: Record<string, unknown> = {}) {
   const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
@@ -10,42 +20,62 @@ async function setup(t: Parameters<typeof buildSignedIn>[0], metadata: Record<st
 }
 
 function isErrorPage(res: { statusCode: number; headers: Record<string, unknown>; body: string }): boolean {
-  return res.statusCode === 400 && res.headers.location === undefined && String(res.headers['content-type']).startsWith('text/html') && res.body.includes('cannot continue');
+  return (
+    res.statusCode === 400 &&
+    res.headers.location === undefined &&
+    String(res.headers['content-type']).startsWith('text/html') &&
+    res.body.includes('cannot continue')
+  );
 }
 
 t.test('an unknown client or an unregistered redirect URI is shown on a page, never redirected', async (t) => {
   const { app, client, challenge } = await setup(t);
   const browser = new Browser(app);
-  t.ok(isErrorPage(await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)))), 'unknown client');
-  t.ok(isErrorPage(await browser.get(authorizeUrl({ ...goodRequest(client, challenge), client_id: undefined }))), 'no client_id');
+  t.ok(
+    isErrorPage(await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)))),
+    'unknown client',
+  );
+  t.ok(
+    isErrorPage(await browser.get(authorizeUrl({ ...goodRequest(client, challenge), client_id: undefined }))),
+    'no client_id',
+  );
   const nearMisses: Record<string, string | undefined> = {
     'trailing slash': `${REDIRECT}/`,
-    'case': 'https://notes.example.com/Callback',
+    case: 'https://notes.example.com/Callback',
     'host case': 'https://NOTES.example.com/callback',
     'extra query': `${REDIRECT}?x=1`,
     'other host': 'https://evil.example.com/callback',
     'other port': 'https://notes.example.com:8443/callback',
-    'fragment': `${REDIRECT}#frag`,
+    fragment: `${REDIRECT}#frag`,
     'http instead of https': 'http://notes.example.com/callback',
-    'missing': undefined,
+    missing: undefined,
   };
   for (const [name, uri] of Object.entries(nearMisses)) {
     const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { redirect_uri: uri })));
     t.ok(isErrorPage(res), `${name}: error page, no redirect`);
   }
-  const twice = await browser.get(`${authorizeUrl(goodRequest(client, challenge))}&redirect_uri=${encodeURIComponent(REDIRECT)}`);
+  const twice = await browser.get(
+    `${authorizeUrl(goodRequest(client, challenge))}&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+  );
   t.ok(isErrorPage(twice), 'a repeated redirect_uri is not trusted either');
 });
 
 t.test('an unknown client says unknown_client: on the page, and as the envelope to a JSON caller', async (t) => {
   const { app, client, challenge } = await setup(t);
   const browser = new Browser(app);
-  const page = await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)), { accept: 'text/html' });
+  const page = await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)), {
+    accept: 'text/html',
+  });
   t.match(page.body, /<code data-reason="unknown_client">unknown_client<\/code>/);
-  const json = await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)), { accept: 'application/json' });
+  const json = await browser.get(authorizeUrl(goodRequest({ client_id: 'cl_nobody' }, challenge)), {
+    accept: 'application/json',
+  });
   t.equal(json.statusCode, 400);
   t.match(json.json(), { ok: false, reason: 'unknown_client' });
-  const redirect = await browser.get(authorizeUrl(goodRequest(client, challenge, { redirect_uri: 'https://evil.example.com/cb' })), { accept: 'application/json' });
+  const redirect = await browser.get(
+    authorizeUrl(goodRequest(client, challenge, { redirect_uri: 'https://evil.example.com/cb' })),
+    { accept: 'application/json' },
+  );
   t.match(redirect.json(), { ok: false, reason: 'unknown_client' }, 'an unregistered redirect URI too');
   t.notOk(redirect.headers.location);
 });
@@ -55,12 +85,17 @@ t.test('authorize has a per-address throttle of its own', async (t) => {
   const client = await registerClient(built.app);
   const browser = new Browser(built.app);
   const { challenge } = pkcePair();
-  for (let i = 0; i < 3; i++) t.equal((await browser.get(authorizeUrl(goodRequest(client, challenge)))).statusCode, 303, `request ${i + 1}`);
+  for (let i = 0; i < 3; i++)
+    t.equal((await browser.get(authorizeUrl(goodRequest(client, challenge)))).statusCode, 303, `request ${i + 1}`);
   const limited = await browser.get(authorizeUrl(goodRequest(client, challenge)));
   t.equal(limited.statusCode, 429);
   t.equal(limited.json().reason, 'rate_limited');
   t.ok(Number(limited.headers['retry-after']) >= 1);
-  t.equal((await built.app.inject({ method: 'POST', url: '/auth/authorize', payload: { approval: 'x' } })).statusCode, 429, 'the one-tap POST counts too');
+  t.equal(
+    (await built.app.inject({ method: 'POST', url: '/auth/authorize', payload: { approval: 'x' } })).statusCode,
+    429,
+    'the one-tap POST counts too',
+  );
 });
 
 t.test('refusals after the redirect URI is known go back to it with error, state and iss', async (t) => {
@@ -102,7 +137,9 @@ t.test('refusals after the redirect URI is known go back to it with error, state
 t.test('offline_access needs the refresh grant registered', async (t) => {
   const { app, challenge } = await setup(t);
   const noRefresh = await registerClient(app, { grant_types: ['authorization_code'], scope: 'openid email' });
-  const res = await new Browser(app).get(authorizeUrl(goodRequest(noRefresh, challenge, { scope: 'openid offline_access' })));
+  const res = await new Browser(app).get(
+    authorizeUrl(goodRequest(noRefresh, challenge, { scope: 'openid offline_access' })),
+  );
   t.equal(redirectParams(res).get('error'), 'invalid_scope');
 });
 
@@ -114,39 +151,55 @@ t.test('prompt=none without a session is login_required', async (t) => {
   t.equal(redirectParams(res).get('iss'), TEST_ISSUER);
 });
 
-t.test('acr_values=sensitive with a passkey session: prompt=none is interaction_required, otherwise a step-up and back', async (t) => {
-  const { client, challenge, signIn } = await setup(t);
-  const { browser } = await signIn({ username: 'alice', assurance: 'passkey' });
-  const silent = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'sensitive' })));
-  t.equal(redirectParams(silent).get('error'), 'interaction_required');
+t.test(
+  'acr_values=sensitive with a passkey session: prompt=none is interaction_required, otherwise a step-up and back',
+  async (t) => {
+    const { client, challenge, signIn } = await setup(t);
+    const { browser } = await signIn({ username: 'alice', assurance: 'passkey' });
+    const silent = await browser.get(
+      authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'sensitive' })),
+    );
+    t.equal(redirectParams(silent).get('error'), 'interaction_required');
 
-  const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { acr_values: 'sensitive' })));
-  t.equal(res.statusCode, 303);
-  const location = new URL(String(res.headers.location), TEST_ISSUER);
-  t.equal(location.pathname, '/auth/step-up');
-  t.match(location.searchParams.get('return'), /^\/auth\/authorize\?resume=[A-Za-z0-9_-]{32}$/);
+    const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { acr_values: 'sensitive' })));
+    t.equal(res.statusCode, 303);
+    const location = new URL(String(res.headers.location), TEST_ISSUER);
+    t.equal(location.pathname, '/auth/step-up');
+    t.match(location.searchParams.get('return'), /^\/auth\/authorize\?resume=[A-Za-z0-9_-]{32}$/);
 
-  // A step-up later (here: a fresh sensitive sign-in of the same browser), the resumed request continues.
-  await signIn({ username: 'alice', assurance: 'sensitive' }, browser);
-  const resumed = await browser.get(location.searchParams.get('return')!);
-  t.equal(resumed.statusCode, 200, 'the one-tap page');
-  t.match(resumed.body, /data-action="continue"/);
-});
+    // A step-up later (here: a fresh sensitive sign-in of the same browser), the resumed request continues.
+    await signIn({ username: 'alice', assurance: 'sensitive' }, browser);
+    const resumed = await browser.get(location.searchParams.get('return')!);
+    t.equal(resumed.statusCode, 200, 'the one-tap page');
+    t.match(resumed.body, /data-action="continue"/);
+  },
+);
 
-t.test('prompt=none with a session but no approval is consent_required; once approved it issues a code at once', async (t) => {
-  const { client, challenge, signIn } = await setup(t);
-  const { browser } = await signIn({ username: 'alice' });
-  const refused = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })));
-  t.equal(refused.statusCode, 302);
-  t.equal(redirectParams(refused).get('error'), 'consent_required', 'OIDC Core §3.1.2.6: never a code without an approval');
-  t.notOk(redirectParams(refused).get('code'));
-  t.equal(redirectParams(refused).get('state'), 'st-123');
-  await obtainCode(browser, goodRequest(client, challenge));
-  const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })));
-  t.equal(res.statusCode, 302);
-  t.ok(redirectParams(res).get('code'), 'acr passkey is met by a passkey session');
-  t.equal(redirectParams(res).get('state'), 'st-123');
-});
+t.test(
+  'prompt=none with a session but no approval is consent_required; once approved it issues a code at once',
+  async (t) => {
+    const { client, challenge, signIn } = await setup(t);
+    const { browser } = await signIn({ username: 'alice' });
+    const refused = await browser.get(
+      authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })),
+    );
+    t.equal(refused.statusCode, 302);
+    t.equal(
+      redirectParams(refused).get('error'),
+      'consent_required',
+      'OIDC Core §3.1.2.6: never a code without an approval',
+    );
+    t.notOk(redirectParams(refused).get('code'));
+    t.equal(redirectParams(refused).get('state'), 'st-123');
+    await obtainCode(browser, goodRequest(client, challenge));
+    const res = await browser.get(
+      authorizeUrl(goodRequest(client, challenge, { prompt: 'none', acr_values: 'passkey' })),
+    );
+    t.equal(res.statusCode, 302);
+    t.ok(redirectParams(res).get('code'), 'acr passkey is met by a passkey session');
+    t.equal(redirectParams(res).get('state'), 'st-123');
+  },
+);
 
 t.test('without a session the sign-in page is shown and the request resumes after sign-in', async (t) => {
   const { app, client, challenge, signIn } = await setup(t);
@@ -189,27 +242,45 @@ t.test('the one-tap form: deny, a forged approval, and another session are refus
   const { browser } = await signIn({ username: 'alice' });
   const page = await browser.get(authorizeUrl(goodRequest(client, challenge)));
   const form: Record<string, string> = {};
-  for (const m of page.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form[m[1]!] = decodeEntities(m[2]!);
+  for (const m of page.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
+    form[m[1]!] = decodeEntities(m[2]!);
   t.match(form, { client_id: client.client_id, redirect_uri: REDIRECT, code_challenge: challenge, approval: /.+/ });
 
-  const tampered = await browser.request('POST', '/auth/authorize', new URLSearchParams({ ...form, scope: 'openid' }).toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+  const tampered = await browser.request(
+    'POST',
+    '/auth/authorize',
+    new URLSearchParams({ ...form, scope: 'openid' }).toString(),
+    { 'content-type': 'application/x-www-form-urlencoded' },
+  );
   t.equal(tampered.statusCode, 403, 'changed parameters do not match the approval');
 
   const page2 = await browser.get(authorizeUrl(goodRequest(client, challenge)));
   const form2: Record<string, string> = {};
-  for (const m of page2.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form2[m[1]!] = decodeEntities(m[2]!);
+  for (const m of page2.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
+    form2[m[1]!] = decodeEntities(m[2]!);
   const { browser: mallory } = await signIn({ username: 'mallory' });
-  const stolen = await mallory.request('POST', '/auth/authorize', new URLSearchParams(form2).toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+  const stolen = await mallory.request('POST', '/auth/authorize', new URLSearchParams(form2).toString(), {
+    'content-type': 'application/x-www-form-urlencoded',
+  });
   t.equal(stolen.statusCode, 403, 'an approval works only for the session it was shown to');
 
   const page3 = await browser.get(authorizeUrl(goodRequest(client, challenge)));
   const form3: Record<string, string> = {};
-  for (const m of page3.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form3[m[1]!] = decodeEntities(m[2]!);
-  const deny = await browser.request('POST', '/auth/authorize', new URLSearchParams({ ...form3, decision: 'deny' }).toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+  for (const m of page3.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
+    form3[m[1]!] = decodeEntities(m[2]!);
+  const deny = await browser.request(
+    'POST',
+    '/auth/authorize',
+    new URLSearchParams({ ...form3, decision: 'deny' }).toString(),
+    { 'content-type': 'application/x-www-form-urlencoded' },
+  );
   t.equal(deny.statusCode, 303);
   t.equal(redirectParams(deny).get('error'), 'access_denied');
 
-  const crossSite = await browser.request('POST', '/auth/authorize', new URLSearchParams(form3).toString(), { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example.com' });
+  const crossSite = await browser.request('POST', '/auth/authorize', new URLSearchParams(form3).toString(), {
+    'content-type': 'application/x-www-form-urlencoded',
+    origin: 'https://evil.example.com',
+  });
   t.equal(crossSite.statusCode, 403, 'a cross-origin POST with the session is refused by the Origin check');
 });
 
@@ -228,20 +299,25 @@ t.test('response_mode=web_message answers with a page that posts to the redirect
   t.equal(script.statusCode, 200);
   t.match(script.body, /window\.opener\.postMessage\(response, origin\)/);
 
-  const error = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message', response_type: 'token' })));
+  const error = await browser.get(
+    authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message', response_type: 'token' })),
+  );
   t.match(error.body, /unsupported_response_type/);
 });
 
-t.test('response_mode=web_message is refused (by a query redirect) for a client without in-place sign-in', async (t) => {
-  const { client, challenge, signIn } = await setup(t);
-  const { browser } = await signIn({ username: 'alice' });
-  const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message' })));
-  const params = redirectParams(res);
-  t.equal(params.base, REDIRECT);
-  t.equal(params.get('error'), 'invalid_request');
-  t.match(params.get('error_description'), /in_place/);
-  t.equal(params.get('code'), null);
-});
+t.test(
+  'response_mode=web_message is refused (by a query redirect) for a client without in-place sign-in',
+  async (t) => {
+    const { client, challenge, signIn } = await setup(t);
+    const { browser } = await signIn({ username: 'alice' });
+    const res = await browser.get(authorizeUrl(goodRequest(client, challenge, { response_mode: 'web_message' })));
+    const params = redirectParams(res);
+    t.equal(params.base, REDIRECT);
+    t.equal(params.get('error'), 'invalid_request');
+    t.match(params.get('error_description'), /in_place/);
+    t.equal(params.get('code'), null);
+  },
+);
 
 t.test('discovery advertises the provider endpoints and capabilities', async (t) => {
   const { app } = await setup(t);
@@ -259,7 +335,11 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
   });
-  t.same(doc.grant_types_supported.sort(), ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer']);
+  t.same(doc.grant_types_supported.sort(), [
+    'authorization_code',
+    'refresh_token',
+    'urn:ietf:params:oauth:grant-type:jwt-bearer',
+  ]);
   t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'offline_access']);
   t.ok(doc.token_endpoint_auth_methods_supported.includes('none'));
 });

@@ -23,18 +23,34 @@ t.test('creating an org makes the caller its owner, and the dashboard has the co
   t.match(created.receipt, /^[0-9a-f]{64}$/);
   const body = await view(alice, 'acme-widgets');
   t.same(body, {
-    ok: true, slug: 'acme-widgets', name: 'Acme Widgets', website: 'https://acme.example/', role: 'owner',
-    members: [{ user: alice.identityId, username: 'alice', role: 'owner' }], sites: [], rating: null,
+    ok: true,
+    slug: 'acme-widgets',
+    name: 'Acme Widgets',
+    website: 'https://acme.example/',
+    role: 'owner',
+    members: [{ user: alice.identityId, username: 'alice', role: 'owner' }],
+    sites: [],
+    rating: null,
   });
   const again = (await post(alice, '/auth/orgs/create', { name: 'Acme Widgets' })).json();
   t.not(again.slug, 'acme-widgets', 'a taken slug gets a suffix');
   const outsider = await app.inject({ method: 'GET', url: '/org/acme-widgets?format=json', headers: bob.headers });
   t.equal(outsider.statusCode, 404, 'non-members cannot see the org');
-  t.equal((await app.inject({ method: 'GET', url: '/org/nope?format=json', headers: bob.headers })).json().reason, 'not_found');
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/org/nope?format=json', headers: bob.headers })).json().reason,
+    'not_found',
+  );
   t.equal((await app.inject({ method: 'GET', url: '/org/acme-widgets?format=json' })).statusCode, 401);
   t.equal((await post(alice, '/auth/orgs/create', { name: '   ' })).json().reason, 'invalid_request');
-  t.equal((await post(alice, '/auth/orgs/create', { name: 'X', website: 'http://x.example/' })).json().reason, 'invalid_site_url');
-  const page = await app.inject({ method: 'GET', url: '/org/acme-widgets', headers: { ...alice.headers, accept: 'text/html' } });
+  t.equal(
+    (await post(alice, '/auth/orgs/create', { name: 'X', website: 'http://x.example/' })).json().reason,
+    'invalid_site_url',
+  );
+  const page = await app.inject({
+    method: 'GET',
+    url: '/org/acme-widgets',
+    headers: { ...alice.headers, accept: 'text/html' },
+  });
   t.equal(page.statusCode, 200);
   t.match(page.body, /Acme Widgets/);
   t.match(page.headers['content-security-policy'], /script-src/);
@@ -43,7 +59,11 @@ t.test('creating an org makes the caller its owner, and the dashboard has the co
 t.test('sites: https only, the first is primary, promote and remove', async (t) => {
   const { alice, post, view } = await setUp(t);
   await post(alice, '/auth/orgs/create', { name: 'Acme' });
-  for (const [url, refusal] of [['http://acme.example/', 'invalid_site_url'], ['https://u:p@acme.example/', 'invalid_site_url'], ['https://10.1.2.3/', 'invalid_site_url']] as const) {
+  for (const [url, refusal] of [
+    ['http://acme.example/', 'invalid_site_url'],
+    ['https://u:p@acme.example/', 'invalid_site_url'],
+    ['https://10.1.2.3/', 'invalid_site_url'],
+  ] as const) {
     const res = await post(alice, '/org/acme/websites/add', { url });
     t.equal(res.statusCode, 400, url);
     t.equal(res.json().reason, refusal);
@@ -55,22 +75,41 @@ t.test('sites: https only, the first is primary, promote and remove', async (t) 
   t.equal(second.primary, false);
   t.equal((await post(alice, '/org/acme/websites/add', { url: 'https://acme.example/' })).json().reason, 'conflict');
   let v = await view(alice, 'acme');
-  t.same(v.sites.map((s: { siteId: string; primary: boolean; label: string | null }) => [s.siteId, s.primary, s.label]), [[first.siteId, true, 'Shop'], [second.siteId, false, null]]);
+  t.same(
+    v.sites.map((s: { siteId: string; primary: boolean; label: string | null }) => [s.siteId, s.primary, s.label]),
+    [
+      [first.siteId, true, 'Shop'],
+      [second.siteId, false, null],
+    ],
+  );
   t.match(v.sites[0].proof.dns, { name: '_keyplane.acme.example', type: 'TXT' });
   t.equal((await post(alice, '/org/acme/websites/primary', { siteId: second.siteId })).statusCode, 200);
   v = await view(alice, 'acme');
-  t.same(v.sites.map((s: { primary: boolean }) => s.primary), [false, true]);
+  t.same(
+    v.sites.map((s: { primary: boolean }) => s.primary),
+    [false, true],
+  );
   t.equal((await post(alice, '/org/acme/websites/primary', { siteId: 'site_nope' })).json().reason, 'not_found');
-  t.match((await post(alice, '/org/acme/websites/remove', { siteId: second.siteId })).json(), { ok: true, receipt: /^[0-9a-f]{64}$/ });
+  t.match((await post(alice, '/org/acme/websites/remove', { siteId: second.siteId })).json(), {
+    ok: true,
+    receipt: /^[0-9a-f]{64}$/,
+  });
   v = await view(alice, 'acme');
-  t.same(v.sites.map((s: { siteId: string; primary: boolean }) => [s.siteId, s.primary]), [[first.siteId, true]], 'the remaining site became primary');
+  t.same(
+    v.sites.map((s: { siteId: string; primary: boolean }) => [s.siteId, s.primary]),
+    [[first.siteId, true]],
+    'the remaining site became primary',
+  );
   t.equal((await post(alice, '/org/acme/websites/remove', { siteId: second.siteId })).json().reason, 'not_found');
 });
 
 t.test('invites: shown on /account, accepted once, with the invited role', async (t) => {
   const { app, alice, bob, carol, post, view } = await setUp(t);
   await post(alice, '/auth/orgs/create', { name: 'Acme' });
-  t.equal((await post(alice, '/org/acme/members/invite', { username: 'nobody', role: 'member' })).json().reason, 'not_found');
+  t.equal(
+    (await post(alice, '/org/acme/members/invite', { username: 'nobody', role: 'member' })).json().reason,
+    'not_found',
+  );
   const invited = await post(alice, '/org/acme/members/invite', { username: 'Bob', role: 'admin' });
   t.equal(invited.statusCode, 200);
   t.equal(invited.json().user, bob.identityId);
@@ -83,13 +122,25 @@ t.test('invites: shown on /account, accepted once, with the invited role', async
   t.match(accepted.json(), { ok: true, role: 'admin', receipt: /^[0-9a-f]{64}$/ });
   t.equal((await post(bob, '/org/acme/members/accept')).json().reason, 'not_found', 'an invite is used once');
   t.equal((await view(bob, 'acme')).role, 'admin');
-  t.same((await app.inject({ method: 'GET', url: '/account?format=json', headers: bob.headers })).json().orgs, [{ slug: 'acme', name: 'Acme', role: 'admin' }]);
+  t.same((await app.inject({ method: 'GET', url: '/account?format=json', headers: bob.headers })).json().orgs, [
+    { slug: 'acme', name: 'Acme', role: 'admin' },
+  ]);
   t.equal((await post(alice, '/org/acme/members/invite', { username: 'bob' })).json().reason, 'already_member');
-  t.equal((await post(bob, '/org/acme/members/invite', { username: 'carol', role: 'owner' })).json().reason, 'forbidden', 'an admin cannot invite an owner');
-  t.equal((await post(carol, '/org/acme/members/invite', { username: 'carol' })).statusCode, 404, 'outsiders cannot invite');
+  t.equal(
+    (await post(bob, '/org/acme/members/invite', { username: 'carol', role: 'owner' })).json().reason,
+    'forbidden',
+    'an admin cannot invite an owner',
+  );
+  t.equal(
+    (await post(carol, '/org/acme/members/invite', { username: 'carol' })).statusCode,
+    404,
+    'outsiders cannot invite',
+  );
   const form = await app.inject({
-    method: 'POST', url: '/org/acme/members/invite',
-    headers: { ...alice.headers, 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' }, payload: 'username=carol&role=member',
+    method: 'POST',
+    url: '/org/acme/members/invite',
+    headers: { ...alice.headers, 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+    payload: 'username=carol&role=member',
   });
   t.equal(form.statusCode, 303, 'a plain form post goes back to the dashboard');
   t.equal(form.headers.location, '/org/acme');
@@ -98,26 +149,64 @@ t.test('invites: shown on /account, accepted once, with the invited role', async
 t.test('roles: admins manage, only owners touch the owner role, the last owner stays', async (t) => {
   const { alice, bob, carol, post, view } = await setUp(t);
   await post(alice, '/auth/orgs/create', { name: 'Acme' });
-  for (const [who, role] of [[bob, 'admin'], [carol, 'member']] as const) {
+  for (const [who, role] of [
+    [bob, 'admin'],
+    [carol, 'member'],
+  ] as const) {
     await post(alice, '/org/acme/members/invite', { username: who.username, role });
     await post(who, '/org/acme/members/accept');
   }
-  t.equal((await post(carol, '/org/acme/members/role', { user: carol.identityId, role: 'admin' })).json().reason, 'forbidden', 'a member cannot manage');
+  t.equal(
+    (await post(carol, '/org/acme/members/role', { user: carol.identityId, role: 'admin' })).json().reason,
+    'forbidden',
+    'a member cannot manage',
+  );
   t.equal((await post(carol, '/org/acme/websites/add', { url: 'https://acme.example/' })).json().reason, 'forbidden');
-  t.equal((await post(bob, '/org/acme/members/role', { user: carol.identityId, role: 'owner' })).json().reason, 'forbidden', 'an admin cannot grant owner');
-  t.equal((await post(bob, '/org/acme/members/role', { user: alice.identityId, role: 'member' })).json().reason, 'forbidden', 'an admin cannot demote an owner');
+  t.equal(
+    (await post(bob, '/org/acme/members/role', { user: carol.identityId, role: 'owner' })).json().reason,
+    'forbidden',
+    'an admin cannot grant owner',
+  );
+  t.equal(
+    (await post(bob, '/org/acme/members/role', { user: alice.identityId, role: 'member' })).json().reason,
+    'forbidden',
+    'an admin cannot demote an owner',
+  );
   t.equal((await post(bob, '/org/acme/members/remove', { user: alice.identityId })).json().reason, 'forbidden');
   const demoteLast = await post(alice, '/org/acme/members/role', { user: alice.identityId, role: 'admin' });
   t.equal(demoteLast.statusCode, 409);
   t.equal(demoteLast.json().reason, 'last_owner');
   t.equal((await post(alice, '/org/acme/members/remove', { user: alice.identityId })).json().reason, 'last_owner');
-  t.match((await post(bob, '/org/acme/members/role', { user: carol.identityId, role: 'admin' })).json(), { ok: true, receipt: /^[0-9a-f]{64}$/ });
+  t.match((await post(bob, '/org/acme/members/role', { user: carol.identityId, role: 'admin' })).json(), {
+    ok: true,
+    receipt: /^[0-9a-f]{64}$/,
+  });
   t.match((await post(alice, '/org/acme/members/role', { user: bob.identityId, role: 'owner' })).json(), { ok: true });
-  t.match((await post(alice, '/org/acme/members/role', { user: bob.identityId, role: 'owner' })).json(), { ok: true }, 'no change is fine');
-  t.match((await post(bob, '/org/acme/members/role', { user: alice.identityId, role: 'admin' })).json(), { ok: true }, 'with two owners one may step down');
+  t.match(
+    (await post(alice, '/org/acme/members/role', { user: bob.identityId, role: 'owner' })).json(),
+    { ok: true },
+    'no change is fine',
+  );
+  t.match(
+    (await post(bob, '/org/acme/members/role', { user: alice.identityId, role: 'admin' })).json(),
+    { ok: true },
+    'with two owners one may step down',
+  );
   t.equal((await post(bob, '/org/acme/members/role', { user: 'usr_nope', role: 'admin' })).json().reason, 'not_found');
   t.equal((await post(bob, '/org/acme/members/remove', { user: 'usr_nope' })).json().reason, 'not_found');
-  t.match((await post(alice, '/org/acme/members/remove', { user: carol.identityId })).json(), { ok: true, receipt: /^[0-9a-f]{64}$/ });
-  t.same((await view(bob, 'acme')).members.map((m: { username: string; role: string }) => [m.username, m.role]), [['alice', 'admin'], ['bob', 'owner']]);
-  t.equal((await post(bob, '/org/acme/members/role', { user: bob.identityId, role: 'member' })).json().reason, 'last_owner');
+  t.match((await post(alice, '/org/acme/members/remove', { user: carol.identityId })).json(), {
+    ok: true,
+    receipt: /^[0-9a-f]{64}$/,
+  });
+  t.same(
+    (await view(bob, 'acme')).members.map((m: { username: string; role: string }) => [m.username, m.role]),
+    [
+      ['alice', 'admin'],
+      ['bob', 'owner'],
+    ],
+  );
+  t.equal(
+    (await post(bob, '/org/acme/members/role', { user: bob.identityId, role: 'member' })).json().reason,
+    'last_owner',
+  );
 });

@@ -17,23 +17,38 @@ t.test('a fresh install logs a one-time setup link that creates the founder', as
   const page = await app.inject({ method: 'GET', url: `/auth?setup=${token}` });
   t.match(page.body, /founder/, 'the page says what the link does');
 
-  const closed = await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'someone' } });
+  const closed = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-options',
+    payload: { username: 'someone' },
+  });
   t.equal(closed.json().reason, 'signup_closed', 'ordinary sign-up stays closed');
 
   const founder = await signUp(app, 'root', { setupToken: token });
   t.equal(await founderOf(app, founder.headers), true);
 
-  const again = await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'second', setupToken: token } });
+  const again = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-options',
+    payload: { username: 'second', setupToken: token },
+  });
   t.equal(again.statusCode, 403);
   t.equal(again.json().reason, 'invalid_setup_token', 'the link is one-use');
-  const wrong = await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'second', setupToken: 'x'.repeat(43) } });
+  const wrong = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-options',
+    payload: { username: 'second', setupToken: 'x'.repeat(43) },
+  });
   t.equal(wrong.json().reason, 'invalid_setup_token');
 
   // A restart: the first process lets go of the database before the second opens it.
   await app.close();
   await services.close();
   const restarted = await build(t, { dataDir });
-  t.notOk(restarted.logs.some((l) => l.includes('setupUrl')), 'no setup link once a founder exists');
+  t.notOk(
+    restarted.logs.some((l) => l.includes('setupUrl')),
+    'no setup link once a founder exists',
+  );
 });
 
 t.test('with self-service on, ordinary accounts are users and the link still makes the founder', async (t) => {
@@ -50,11 +65,22 @@ t.test('with self-service on, ordinary accounts are users and the link still mak
 t.test('a failed founder sign-up does not burn the link', async (t) => {
   const { app, logs } = await build(t);
   const token = setupTokenFrom(logs);
-  const first = (await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'owner', setupToken: token } })).json();
+  const first = (
+    await app.inject({
+      method: 'POST',
+      url: '/auth/registration-options',
+      payload: { username: 'owner', setupToken: token },
+    })
+  ).json();
   await signUp(app, 'owner');
   const res = await app.inject({
-    method: 'POST', url: '/auth/registration-verify',
-    payload: { user: 'owner', response: new SoftAuthenticator(TEST_ISSUER).create(first.options), signupToken: first.signupToken },
+    method: 'POST',
+    url: '/auth/registration-verify',
+    payload: {
+      user: 'owner',
+      response: new SoftAuthenticator(TEST_ISSUER).create(first.options),
+      signupToken: first.signupToken,
+    },
   });
   t.equal(res.json().reason, 'username_taken');
   const founder = await signUp(app, 'owner2', { setupToken: token });
@@ -64,11 +90,26 @@ t.test('a failed founder sign-up does not burn the link', async (t) => {
 t.test('two founder sign-ups racing on one link: only one wins', async (t) => {
   const { app, logs } = await build(t);
   const token = setupTokenFrom(logs);
-  const a = (await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'alpha', setupToken: token } })).json();
-  const b = (await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'beta', setupToken: token } })).json();
-  const finish = (s: { options: unknown; signupToken: string }, user: string) => app.inject({
-    method: 'POST', url: '/auth/registration-verify', payload: { user, response: new SoftAuthenticator(TEST_ISSUER).create(s.options), signupToken: s.signupToken },
-  });
+  const a = (
+    await app.inject({
+      method: 'POST',
+      url: '/auth/registration-options',
+      payload: { username: 'alpha', setupToken: token },
+    })
+  ).json();
+  const b = (
+    await app.inject({
+      method: 'POST',
+      url: '/auth/registration-options',
+      payload: { username: 'beta', setupToken: token },
+    })
+  ).json();
+  const finish = (s: { options: unknown; signupToken: string }, user: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/auth/registration-verify',
+      payload: { user, response: new SoftAuthenticator(TEST_ISSUER).create(s.options), signupToken: s.signupToken },
+    });
   const [ra, rb] = await Promise.all([finish(a, 'alpha'), finish(b, 'beta')]);
   t.same([ra.statusCode, rb.statusCode].sort(), [200, 403]);
   t.equal((ra.statusCode === 403 ? ra : rb).json().reason, 'invalid_setup_token');

@@ -24,7 +24,11 @@ t.test('lists, adds, renames and removes passkeys; never the last one', async (t
   const first = ada.authenticator.credentials[0]!.id;
 
   const options = (await post(app, '/auth/passkeys/add-options', ada)).json().options;
-  t.same(options.excludeCredentials.map((c: { id: string }) => c.id), [first], 'existing passkeys are excluded');
+  t.same(
+    options.excludeCredentials.map((c: { id: string }) => c.id),
+    [first],
+    'existing passkeys are excluded',
+  );
   t.equal(options.authenticatorSelection.residentKey, 'required');
   const phone = new SoftAuthenticator(TEST_ISSUER);
   const added = await post(app, '/auth/passkeys/add-verify', ada, { response: phone.create(options) });
@@ -33,14 +37,28 @@ t.test('lists, adds, renames and removes passkeys; never the last one', async (t
   t.match(events.at(-1), { type: 'passkey.added', identityId: ada.identityId, credId: phone.credentials[0]!.id });
 
   const list = await post(app, '/auth/passkeys/list', ada);
-  t.same(list.json().passkeys.map((p: { label: string }) => p.label), ['Passkey 1', 'Passkey 2']);
+  t.same(
+    list.json().passkeys.map((p: { label: string }) => p.label),
+    ['Passkey 1', 'Passkey 2'],
+  );
   t.notMatch(list.body, /publicKey|counter/, 'no public keys or counters');
 
   t.equal((await post(app, '/auth/passkeys/rename', ada, { credId: first, label: ' Laptop ' })).statusCode, 200);
   t.equal((await post(app, '/auth/passkeys/list', ada)).json().passkeys[0].label, 'Laptop');
-  t.equal((await post(app, '/auth/passkeys/rename', ada, { credId: first, label: 'x'.repeat(65) })).json().reason, 'label_invalid', 'oversized label');
-  t.equal((await post(app, '/auth/passkeys/rename', ada, { credId: first, label: '' })).json().reason, 'label_invalid', 'empty label');
-  t.equal((await post(app, '/auth/passkeys/rename', ada, { credId: 'nope', label: 'x' })).json().reason, 'unknown_passkey');
+  t.equal(
+    (await post(app, '/auth/passkeys/rename', ada, { credId: first, label: 'x'.repeat(65) })).json().reason,
+    'label_invalid',
+    'oversized label',
+  );
+  t.equal(
+    (await post(app, '/auth/passkeys/rename', ada, { credId: first, label: '' })).json().reason,
+    'label_invalid',
+    'empty label',
+  );
+  t.equal(
+    (await post(app, '/auth/passkeys/rename', ada, { credId: 'nope', label: 'x' })).json().reason,
+    'unknown_passkey',
+  );
 
   // the new passkey signs in on its own
   const phoneAccount = { ...ada, authenticator: phone };
@@ -52,7 +70,11 @@ t.test('lists, adds, renames and removes passkeys; never the last one', async (t
   const last = await post(app, '/auth/passkeys/remove', ada, { credId: phone.credentials[0]!.id });
   t.equal(last.statusCode, 409);
   t.equal(last.json().reason, 'last_passkey');
-  t.equal((await post(app, '/auth/passkeys/remove', ada, { credId: first })).json().reason, 'unknown_passkey', 'removing twice');
+  t.equal(
+    (await post(app, '/auth/passkeys/remove', ada, { credId: first })).json().reason,
+    'unknown_passkey',
+    'removing twice',
+  );
   await t.rejects(signIn(app, ada), 'a removed passkey no longer signs in');
 });
 
@@ -63,7 +85,10 @@ t.test('a passkey cannot be managed by another account', async (t) => {
   await addPasskey(app, ada);
   const adaCred = ada.authenticator.credentials[0]!.id;
   t.equal((await post(app, '/auth/passkeys/remove', bob, { credId: adaCred })).json().reason, 'unknown_passkey');
-  t.equal((await post(app, '/auth/passkeys/rename', bob, { credId: adaCred, label: 'mine' })).json().reason, 'unknown_passkey');
+  t.equal(
+    (await post(app, '/auth/passkeys/rename', bob, { credId: adaCred, label: 'mine' })).json().reason,
+    'unknown_passkey',
+  );
 });
 
 t.test('refuses add-verify with a replayed, foreign or duplicate response', async (t) => {
@@ -79,18 +104,26 @@ t.test('refuses add-verify with a replayed, foreign or duplicate response', asyn
   t.equal(replay.json().reason, 'challenge_unknown');
 
   const bobOptions = (await post(app, '/auth/passkeys/add-options', bob)).json().options;
-  const stolen = await post(app, '/auth/passkeys/add-verify', ada, { response: new SoftAuthenticator(TEST_ISSUER).create(bobOptions) });
+  const stolen = await post(app, '/auth/passkeys/add-verify', ada, {
+    response: new SoftAuthenticator(TEST_ISSUER).create(bobOptions),
+  });
   t.equal(stolen.json().reason, 'challenge_mismatch', 'a challenge issued to another account');
 
   const signinOptions = (await app.inject({ method: 'GET', url: '/auth/assertion-options' })).json().options;
-  const wrongPurpose = await post(app, '/auth/passkeys/add-verify', ada, { response: new SoftAuthenticator(TEST_ISSUER).create({ ...options, challenge: signinOptions.challenge }) });
+  const wrongPurpose = await post(app, '/auth/passkeys/add-verify', ada, {
+    response: new SoftAuthenticator(TEST_ISSUER).create({ ...options, challenge: signinOptions.challenge }),
+  });
   t.equal(wrongPurpose.json().reason, 'challenge_mismatch', 'a sign-in challenge');
 
   // an id other than the attested credential id
   const mismatchOptions = (await post(app, '/auth/passkeys/add-options', ada)).json().options;
   const mismatch = new SoftAuthenticator(TEST_ISSUER).create(mismatchOptions) as any;
   mismatch.id = mismatch.rawId = ada.authenticator.credentials[0]!.id;
-  t.equal((await post(app, '/auth/passkeys/add-verify', ada, { response: mismatch })).json().reason, 'webauthn_malformed', 'id differs from the attested credential');
+  t.equal(
+    (await post(app, '/auth/passkeys/add-verify', ada, { response: mismatch })).json().reason,
+    'webauthn_malformed',
+    'id differs from the attested credential',
+  );
 
   // the same authenticator key registered twice (the browser's excludeCredentials would stop it; the server does too)
   const dupOptions = (await post(app, '/auth/passkeys/add-options', ada)).json().options;
@@ -106,12 +139,24 @@ t.test('refuses add-verify with a replayed, foreign or duplicate response', asyn
   ] as const;
   for (const [name, tweak, reason] of forged) {
     const o = (await post(app, '/auth/passkeys/add-options', ada)).json().options;
-    const res = await post(app, '/auth/passkeys/add-verify', ada, { response: new SoftAuthenticator(TEST_ISSUER).create(o, tweak) });
+    const res = await post(app, '/auth/passkeys/add-verify', ada, {
+      response: new SoftAuthenticator(TEST_ISSUER).create(o, tweak),
+    });
     t.equal(res.json().reason, reason, name);
   }
   const o = (await post(app, '/auth/passkeys/add-options', ada)).json().options;
-  const longLabel = await post(app, '/auth/passkeys/add-verify', ada, { response: new SoftAuthenticator(TEST_ISSUER).create(o), label: 'y'.repeat(100) });
+  const longLabel = await post(app, '/auth/passkeys/add-verify', ada, {
+    response: new SoftAuthenticator(TEST_ISSUER).create(o),
+    label: 'y'.repeat(100),
+  });
   t.equal(longLabel.json().reason, 'label_invalid');
-  t.equal((await post(app, '/auth/passkeys/add-verify', ada, { response: 'junk' })).json().reason, 'webauthn_malformed');
-  t.equal((await post(app, '/auth/passkeys/list', ada)).json().passkeys.length, 2, 'only the one good passkey was added');
+  t.equal(
+    (await post(app, '/auth/passkeys/add-verify', ada, { response: 'junk' })).json().reason,
+    'webauthn_malformed',
+  );
+  t.equal(
+    (await post(app, '/auth/passkeys/list', ada)).json().passkeys.length,
+    2,
+    'only the one good passkey was added',
+  );
 });

@@ -7,7 +7,10 @@ import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 type App = Awaited<ReturnType<typeof build>>['app'];
 
 async function options(app: App, user?: string) {
-  const res = await app.inject({ method: 'GET', url: `/auth/assertion-options${user !== undefined ? `?user=${encodeURIComponent(user)}` : ''}` });
+  const res = await app.inject({
+    method: 'GET',
+    url: `/auth/assertion-options${user !== undefined ? `?user=${encodeURIComponent(user)}` : ''}`,
+  });
   return res;
 }
 
@@ -35,37 +38,69 @@ t.test('signs in usernameless and with a username, each time a new session', asy
   t.match(events, [{ type: 'session.started', method: 'passkey', identityId: account.identityId }]);
 
   const named = (await options(app, 'ADA')).json().options;
-  t.same(named.allowCredentials.map((c: { id: string }) => c.id), [account.authenticator.credentials[0]!.id], 'the account\'s passkeys are offered');
-  const byName = await verify(app, { user: 'Ada', response: account.authenticator.get(named), deviceId: 'dev_ignored' }, headersFor(jar));
+  t.same(
+    named.allowCredentials.map((c: { id: string }) => c.id),
+    [account.authenticator.credentials[0]!.id],
+    "the account's passkeys are offered",
+  );
+  const byName = await verify(
+    app,
+    { user: 'Ada', response: account.authenticator.get(named), deviceId: 'dev_ignored' },
+    headersFor(jar),
+  );
   t.equal(byName.statusCode, 200);
   const jar2 = absorbCookies(byName, { ...jar });
   t.equal(jar2['kp_device'], jar['kp_device'], 'the device cookie stays');
   const view = await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(jar2) });
   const devices = view.json().devices as Array<{ deviceId: string }>;
-  t.notOk(devices.some((d) => d.deviceId === 'dev_ignored'), 'a deviceId in the body never names the device');
+  t.notOk(
+    devices.some((d) => d.deviceId === 'dev_ignored'),
+    'a deviceId in the body never names the device',
+  );
   t.ok(view.json().passkeys[0].lastUsedAt, 'last use is recorded');
 });
 
-t.test('an unknown username gets options of the same shape with stable decoy credential ids, then cannot sign in', async (t) => {
-  const { app } = await build(t);
-  const account = await signUp(app, 'ada');
-  const res = await options(app, 'nobody');
-  t.equal(res.statusCode, 200, 'no hint that the name does not exist');
-  const known = (await options(app, 'ada')).json().options;
-  const decoy = res.json().options;
-  t.same(Object.keys(decoy).sort(), Object.keys(known).sort(), 'the same members as for a real account');
-  t.equal(decoy.allowCredentials.length, 1, 'an unknown name lists a credential too, like an account with one passkey');
-  t.same(Object.keys(decoy.allowCredentials[0]).sort(), Object.keys(known.allowCredentials[0]).sort(), 'each descriptor has the same shape');
-  t.match(decoy.allowCredentials[0].id, /^[A-Za-z0-9_-]{22}$/, 'a 16-byte credential id');
-  t.same((await options(app, 'nobody')).json().options.allowCredentials, decoy.allowCredentials, 'the same name always gets the same decoy');
-  t.not((await options(app, 'somebody')).json().options.allowCredentials[0].id, decoy.allowCredentials[0].id, 'another name another decoy');
-  t.not(decoy.allowCredentials[0].id, account.authenticator.credentials[0]!.id);
-  const attempt = await verify(app, { response: account.authenticator.get(res.json().options, { credId: account.authenticator.credentials[0]!.id }) });
-  t.equal(attempt.statusCode, 401);
-  t.equal(attempt.json().reason, 'unknown_credential');
-  const bad = await options(app, 'no way');
-  t.equal(bad.json().reason, 'invalid_username');
-});
+t.test(
+  'an unknown username gets options of the same shape with stable decoy credential ids, then cannot sign in',
+  async (t) => {
+    const { app } = await build(t);
+    const account = await signUp(app, 'ada');
+    const res = await options(app, 'nobody');
+    t.equal(res.statusCode, 200, 'no hint that the name does not exist');
+    const known = (await options(app, 'ada')).json().options;
+    const decoy = res.json().options;
+    t.same(Object.keys(decoy).sort(), Object.keys(known).sort(), 'the same members as for a real account');
+    t.equal(
+      decoy.allowCredentials.length,
+      1,
+      'an unknown name lists a credential too, like an account with one passkey',
+    );
+    t.same(
+      Object.keys(decoy.allowCredentials[0]).sort(),
+      Object.keys(known.allowCredentials[0]).sort(),
+      'each descriptor has the same shape',
+    );
+    t.match(decoy.allowCredentials[0].id, /^[A-Za-z0-9_-]{22}$/, 'a 16-byte credential id');
+    t.same(
+      (await options(app, 'nobody')).json().options.allowCredentials,
+      decoy.allowCredentials,
+      'the same name always gets the same decoy',
+    );
+    t.not(
+      (await options(app, 'somebody')).json().options.allowCredentials[0].id,
+      decoy.allowCredentials[0].id,
+      'another name another decoy',
+    );
+    t.not(decoy.allowCredentials[0].id, account.authenticator.credentials[0]!.id);
+    const attempt = await verify(app, {
+      response: account.authenticator.get(res.json().options, { credId: account.authenticator.credentials[0]!.id }),
+    });
+    t.equal(attempt.statusCode, 401);
+    t.equal(attempt.json().reason, 'unknown_credential');
+    const bad = await options(app, 'no way');
+    t.equal(bad.json().reason, 'invalid_username');
+  },
+);
 
 t.test('refuses replayed, foreign, forged and cloned assertions with specific reasons', async (t) => {
   const { app } = await build(t);
@@ -85,24 +120,68 @@ t.test('refuses replayed, foreign, forged and cloned assertions with specific re
   t.equal(unknown.json().reason, 'unknown_credential');
 
   const bobFor = await verify(app, { user: 'ada', response: bob.authenticator.get(await fresh()) });
-  t.equal(bobFor.json().reason, 'unknown_credential', 'another account\'s passkey with user=ada');
-  const bobOnAdaOptions = await verify(app, { response: bob.authenticator.get(await fresh('ada'), { credId: bob.authenticator.credentials[0]!.id }) });
-  t.equal(bobOnAdaOptions.json().reason, 'unknown_credential', 'options for ada answered by bob\'s passkey');
+  t.equal(bobFor.json().reason, 'unknown_credential', "another account's passkey with user=ada");
+  const bobOnAdaOptions = await verify(app, {
+    response: bob.authenticator.get(await fresh('ada'), { credId: bob.authenticator.credentials[0]!.id }),
+  });
+  t.equal(bobOnAdaOptions.json().reason, 'unknown_credential', "options for ada answered by bob's passkey");
   const handle = bob.authenticator.get(await fresh()) as any;
   handle.response.userHandle = Buffer.from('usr_someoneelse').toString('base64url');
-  t.equal((await verify(app, { response: handle })).json().reason, 'unknown_credential', 'a user handle of another account');
+  t.equal(
+    (await verify(app, { response: handle })).json().reason,
+    'unknown_credential',
+    'a user handle of another account',
+  );
 
   const cases: Array<[string, (o: any) => unknown, string, number]> = [
-    ['a wrong origin', (o) => ada.authenticator.get(o, { origin: 'http://localhost:9999' }), 'webauthn_origin_mismatch', 400],
+    [
+      'a wrong origin',
+      (o) => ada.authenticator.get(o, { origin: 'http://localhost:9999' }),
+      'webauthn_origin_mismatch',
+      400,
+    ],
     ['a wrong RP ID', (o) => ada.authenticator.get(o, { rpId: 'example.com' }), 'webauthn_rp_mismatch', 400],
-    ['no user verification', (o) => ada.authenticator.get(o, { noUserVerification: true }), 'user_verification_required', 400],
+    [
+      'no user verification',
+      (o) => ada.authenticator.get(o, { noUserVerification: true }),
+      'user_verification_required',
+      400,
+    ],
     ['a bad signature', (o) => ada.authenticator.get(o, { badSignature: true }), 'webauthn_verification_failed', 400],
-    ['a counter that went backwards', (o) => ada.authenticator.get(o, { counter: 1 }), 'credential_counter_regressed', 401],
+    [
+      'a counter that went backwards',
+      (o) => ada.authenticator.get(o, { counter: 1 }),
+      'credential_counter_regressed',
+      401,
+    ],
     ['a registration type', (o) => ada.authenticator.get(o, { type: 'webauthn.create' }), 'webauthn_malformed', 400],
     ['garbage', () => 42, 'webauthn_malformed', 400],
-    ['bad base64url', (o) => { const r = ada.authenticator.get(o) as any; r.response.authenticatorData = '%%%'; return r; }, 'webauthn_malformed', 400],
-    ['truncated authenticator data', (o) => { const r = ada.authenticator.get(o) as any; r.response.authenticatorData = 'AAAA'; return r; }, 'webauthn_malformed', 400],
-    ['an unknown challenge', (o) => ada.authenticator.get(o, { challenge: 'bm90LWEtY2hhbGxlbmdl' }), 'challenge_unknown', 400],
+    [
+      'bad base64url',
+      (o) => {
+        const r = ada.authenticator.get(o) as any;
+        r.response.authenticatorData = '%%%';
+        return r;
+      },
+      'webauthn_malformed',
+      400,
+    ],
+    [
+      'truncated authenticator data',
+      (o) => {
+        const r = ada.authenticator.get(o) as any;
+        r.response.authenticatorData = 'AAAA';
+        return r;
+      },
+      'webauthn_malformed',
+      400,
+    ],
+    [
+      'an unknown challenge',
+      (o) => ada.authenticator.get(o, { challenge: 'bm90LWEtY2hhbGxlbmdl' }),
+      'challenge_unknown',
+      400,
+    ],
   ];
   for (const [name, make, reason, status] of cases) {
     const res = await verify(app, { response: make(await fresh()) });
@@ -122,7 +201,9 @@ t.test('a step-up challenge cannot be used to sign in', async (t) => {
 });
 
 t.test('rate-limits sign-in per account and per IP', async (t) => {
-  const { app } = await build(t, { config: { 'limits.authPerAccountPerMinute': 2, 'limits.authPerIpPerMinute': 1000 } });
+  const { app } = await build(t, {
+    config: { 'limits.authPerAccountPerMinute': 2, 'limits.authPerIpPerMinute': 1000 },
+  });
   const ada = await signUp(app, 'ada');
   await signIn(app, ada);
   await signIn(app, ada);

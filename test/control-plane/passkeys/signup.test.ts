@@ -7,7 +7,11 @@ import { absorbCookies, headersFor, signUp } from '../../helpers/accounts.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 
-async function begin(app: Awaited<ReturnType<typeof build>>['app'], username: string, extra: Record<string, unknown> = {}) {
+async function begin(
+  app: Awaited<ReturnType<typeof build>>['app'],
+  username: string,
+  extra: Record<string, unknown> = {},
+) {
   const res = await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username, ...extra } });
   return res;
 }
@@ -23,7 +27,11 @@ t.test('signs up with a passkey: account, first passkey, session and device cook
   t.equal(started.statusCode, 200);
   const { options, signupToken } = started.json();
   t.equal(options.rp.id, 'localhost', 'RP ID is the issuer host name');
-  t.same(options.pubKeyCredParams.map((p: { alg: number }) => p.alg), [-8, -7, -257], 'algorithms are pinned');
+  t.same(
+    options.pubKeyCredParams.map((p: { alg: number }) => p.alg),
+    [-8, -7, -257],
+    'algorithms are pinned',
+  );
   t.equal(options.authenticatorSelection.residentKey, 'required', 'discoverable credentials');
   t.equal(options.authenticatorSelection.userVerification, 'required');
   t.equal(options.user.name, 'ada', 'the username is case-folded');
@@ -32,12 +40,23 @@ t.test('signs up with a passkey: account, first passkey, session and device cook
 
   const authenticator = new SoftAuthenticator(TEST_ISSUER);
   const response = authenticator.create(options);
-  const done = await app.inject({ method: 'POST', url: '/auth/registration-verify', payload: { user: 'ada', response, signupToken } });
+  const done = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-verify',
+    payload: { user: 'ada', response, signupToken },
+  });
   t.equal(done.statusCode, 200, done.body);
   const body = done.json();
   t.match(body, { ok: true, home: '/account' });
   t.match(body.identityId, /^usr_/);
-  const cookies = done.cookies as Array<{ name: string; value: string; httpOnly?: boolean; sameSite?: string; path?: string; secure?: boolean }>;
+  const cookies = done.cookies as Array<{
+    name: string;
+    value: string;
+    httpOnly?: boolean;
+    sameSite?: string;
+    path?: string;
+    secure?: boolean;
+  }>;
   const session = cookies.find((c) => c.name === 'kp_session');
   const device = cookies.find((c) => c.name === 'kp_device');
   t.ok(session && device, 'session and device cookies are set');
@@ -45,11 +64,24 @@ t.test('signs up with a passkey: account, first passkey, session and device cook
   t.notOk(session!.secure, 'not Secure on an http://localhost issuer');
   t.match(device, { httpOnly: true, sameSite: 'Lax', path: '/' });
 
-  const account = await app.inject({ method: 'GET', url: '/account?format=json', headers: { cookie: `kp_session=${session!.value}` } });
-  t.match(account.json(), { ok: true, identityId: body.identityId, username: 'ada', displayName: 'Ada Lovelace', passkeys: [{ credId: response.id, label: 'Passkey 1' }] });
+  const account = await app.inject({
+    method: 'GET',
+    url: '/account?format=json',
+    headers: { cookie: `kp_session=${session!.value}` },
+  });
+  t.match(account.json(), {
+    ok: true,
+    identityId: body.identityId,
+    username: 'ada',
+    displayName: 'Ada Lovelace',
+    passkeys: [{ credId: response.id, label: 'Passkey 1' }],
+  });
   t.notMatch(account.body, /publicKey/, 'public keys are never listed');
 
-  t.same(events.map((e) => e.type), ['account.created', 'session.started']);
+  t.same(
+    events.map((e) => e.type),
+    ['account.created', 'session.started'],
+  );
   t.match(events[0], { identityId: body.identityId, founder: false, credId: response.id });
   t.match(events[1], { identityId: body.identityId, method: 'passkey', assurance: 'passkey' });
 
@@ -58,7 +90,11 @@ t.test('signs up with a passkey: account, first passkey, session and device cook
   t.teardown(() => db.close());
   const rows = db.prepare('SELECT * FROM sessions').all() as Array<Record<string, unknown>>;
   t.equal(rows.length, 1);
-  t.equal(rows[0]!['token_hash'], createHash('sha256').update(session!.value).digest('hex'), 'only the SHA-256 of the cookie is stored');
+  t.equal(
+    rows[0]!['token_hash'],
+    createHash('sha256').update(session!.value).digest('hex'),
+    'only the SHA-256 of the cookie is stored',
+  );
   t.notMatch(JSON.stringify(rows), new RegExp(session!.value), 'the cookie value is nowhere in the table');
   t.same(JSON.parse(String(rows[0]!['amr'])), ['pop', 'user']);
 });
@@ -68,7 +104,11 @@ t.test('responses carry the receipt a subscribed ledger returns', async (t) => {
   services.events.subscribe(() => 'ab'.repeat(32));
   const started = (await begin(app, 'receipted')).json();
   const response = new SoftAuthenticator(TEST_ISSUER).create(started.options);
-  const done = await app.inject({ method: 'POST', url: '/auth/registration-verify', payload: { user: 'receipted', response, signupToken: started.signupToken } });
+  const done = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-verify',
+    payload: { user: 'receipted', response, signupToken: started.signupToken },
+  });
   t.match(done.json().receipt, /^[0-9a-f]{64}$/);
 });
 
@@ -98,17 +138,27 @@ t.test('refuses a name taken between options and verify', async (t) => {
   const second = (await begin(app, 'bob')).json();
   const a = new SoftAuthenticator(TEST_ISSUER);
   const b = new SoftAuthenticator(TEST_ISSUER);
-  const ok = await app.inject({ method: 'POST', url: '/auth/registration-verify', payload: { user: 'bob', response: a.create(first.options), signupToken: first.signupToken } });
+  const ok = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-verify',
+    payload: { user: 'bob', response: a.create(first.options), signupToken: first.signupToken },
+  });
   t.equal(ok.statusCode, 200);
-  const late = await app.inject({ method: 'POST', url: '/auth/registration-verify', payload: { user: 'bob', response: b.create(second.options), signupToken: second.signupToken } });
+  const late = await app.inject({
+    method: 'POST',
+    url: '/auth/registration-verify',
+    payload: { user: 'bob', response: b.create(second.options), signupToken: second.signupToken },
+  });
   t.equal(late.statusCode, 409);
   t.equal(late.json().reason, 'username_taken');
 });
 
 t.test('refuses replayed, mismatched and forged registration responses, each with its reason', async (t) => {
   const { app, services } = await build(t);
-  const verify = (payload: Record<string, unknown>) => app.inject({ method: 'POST', url: '/auth/registration-verify', payload });
-  const fresh = async (username: string) => (await begin(app, username)).json() as { options: any; signupToken: string };
+  const verify = (payload: Record<string, unknown>) =>
+    app.inject({ method: 'POST', url: '/auth/registration-verify', payload });
+  const fresh = async (username: string) =>
+    (await begin(app, username)).json() as { options: any; signupToken: string };
   const a = new SoftAuthenticator(TEST_ISSUER);
 
   const reused = await fresh('carol');
@@ -130,8 +180,20 @@ t.test('refuses replayed, mismatched and forged registration responses, each wit
     ['an assertion type', 'ivan', (o) => a.create(o, { type: 'webauthn.get' })],
     ['garbage', 'judy', () => 'not a credential'],
     ['missing fields', 'kate', () => ({ id: 'abc', rawId: 'abc', type: 'public-key' })],
-    ['non-base64url client data', 'liam', (o) => ({ ...(a.create(o) as object), response: { clientDataJSON: '***', attestationObject: 'AA' } })],
-    ['a broken attestation object', 'mona', (o) => { const r = a.create(o) as any; r.response.attestationObject = 'AAAA'; return r; }],
+    [
+      'non-base64url client data',
+      'liam',
+      (o) => ({ ...(a.create(o) as object), response: { clientDataJSON: '***', attestationObject: 'AA' } }),
+    ],
+    [
+      'a broken attestation object',
+      'mona',
+      (o) => {
+        const r = a.create(o) as any;
+        r.response.attestationObject = 'AAAA';
+        return r;
+      },
+    ],
     ['mismatched id and rawId', 'nina', (o) => ({ ...(a.create(o) as object), rawId: 'other' })],
   ];
   const expected: Record<string, string> = {
@@ -150,7 +212,11 @@ t.test('refuses replayed, mismatched and forged registration responses, each wit
   };
   for (const [name, username, make, user] of cases) {
     const started = await fresh(username);
-    const res = await verify({ user: user ?? username, response: make(started.options), signupToken: started.signupToken });
+    const res = await verify({
+      user: user ?? username,
+      response: make(started.options),
+      signupToken: started.signupToken,
+    });
     t.equal(res.statusCode, 400, `${name}: 400`);
     t.equal(res.json().reason, expected[name], name);
     t.equal(res.json().ok, false);
@@ -183,7 +249,11 @@ t.test('a second sign-up in the same browser replaces its session and keeps its 
   const first = await signUp(app, 'first');
   const second = await signUp(app, 'second', { cookies: first.cookies });
   t.equal(second.cookies['kp_device'], first.cookies['kp_device'], 'same device cookie');
-  const old = await app.inject({ method: 'GET', url: '/account?format=json', headers: { cookie: `kp_session=${first.cookies['kp_session']}` } });
+  const old = await app.inject({
+    method: 'GET',
+    url: '/account?format=json',
+    headers: { cookie: `kp_session=${first.cookies['kp_session']}` },
+  });
   t.equal(old.statusCode, 401, 'the earlier session was revoked');
   absorbCookies(old, first.cookies);
   t.notOk(first.cookies['kp_session'], 'and its stale cookie is cleared');

@@ -40,8 +40,13 @@ async function getJson(base: string, path: string): Promise<{ status: number; js
 async function signUp(base: string, username: string, authenticator: SoftAuthenticator): Promise<string> {
   const begin = await post(base, '/auth/registration-options', { username });
   if (begin.status !== 200) throw new Error(`registration-options: ${JSON.stringify(begin.json)}`);
-  const done = await post(base, '/auth/registration-verify', { user: username, response: authenticator.create(begin.json.options), signupToken: begin.json.signupToken });
-  if (done.status !== 200 || typeof done.json.receipt !== 'string') throw new Error(`registration-verify: ${JSON.stringify(done.json)}`);
+  const done = await post(base, '/auth/registration-verify', {
+    user: username,
+    response: authenticator.create(begin.json.options),
+    signupToken: begin.json.signupToken,
+  });
+  if (done.status !== 200 || typeof done.json.receipt !== 'string')
+    throw new Error(`registration-verify: ${JSON.stringify(done.json)}`);
   return done.json.receipt;
 }
 
@@ -49,7 +54,8 @@ async function signIn(base: string, authenticator: SoftAuthenticator): Promise<s
   const begin = await getJson(base, '/auth/assertion-options');
   if (begin.status !== 200) throw new Error(`assertion-options: ${JSON.stringify(begin.json)}`);
   const done = await post(base, '/auth/assertion-verify', { response: authenticator.get(begin.json.options) });
-  if (done.status !== 200 || typeof done.json.receipt !== 'string') throw new Error(`assertion-verify ${done.status}: ${JSON.stringify(done.json)}`);
+  if (done.status !== 200 || typeof done.json.receipt !== 'string')
+    throw new Error(`assertion-verify ${done.status}: ${JSON.stringify(done.json)}`);
   return done.json.receipt;
 }
 
@@ -59,11 +65,18 @@ t.setTimeout(300_000);
 t.test('every receipt hash a client was given survives SIGKILL in the middle of a sign-in load', async (t) => {
   const dir = tempDir(t);
   const config = join(tempDir(t), 'keyplane.yaml');
-  writeFileSync(config, [
-    'limits:', '  authPerIpPerMinute: 1000000', '  authPerAccountPerMinute: 1000000',
-    'ledger:', '  sealIntervalMs: 60000', '  sealMaxReceipts: 50',
-    'logLevel: warn',
-  ].join('\n'));
+  writeFileSync(
+    config,
+    [
+      'limits:',
+      '  authPerIpPerMinute: 1000000',
+      '  authPerAccountPerMinute: 1000000',
+      'ledger:',
+      '  sealIntervalMs: 60000',
+      '  sealMaxReceipts: 50',
+      'logLevel: warn',
+    ].join('\n'),
+  );
   const args = ['control-plane', '--port', '0', '--data', dir, '--config', config];
   let server: Server | undefined = await startCli(args, env, 60_000);
   t.teardown(() => {
@@ -89,7 +102,8 @@ t.test('every receipt hash a client was given survives SIGKILL in the middle of 
   });
   const target = 120;
   const started = Date.now();
-  while (given.length < target && failures.length === 0 && Date.now() - started < 60_000) await new Promise((r) => setTimeout(r, 20));
+  while (given.length < target && failures.length === 0 && Date.now() - started < 60_000)
+    await new Promise((r) => setTimeout(r, 20));
   t.same(failures, [], 'the load ran without refusals');
   // Kill while requests are in flight: nothing gets a chance to flush or seal.
   const exited = once(server.child, 'exit');
@@ -121,7 +135,10 @@ t.test('every receipt hash a client was given survives SIGKILL in the middle of 
       missing.push(hash);
       continue;
     }
-    const verdict = await verifyReceiptProof({ hash, receipt: found.json.receipt, proof: found.json.proof, checkpoint: found.json.checkpoint }, jwks);
+    const verdict = await verifyReceiptProof(
+      { hash, receipt: found.json.receipt, proof: found.json.proof, checkpoint: found.json.checkpoint },
+      jwks,
+    );
     if (!verdict.ok) unverified.push(`${hash}: ${verdict.failure}`);
   }
   t.same(missing, [], 'no receipt a client was given is lost');
@@ -131,7 +148,12 @@ t.test('every receipt hash a client was given survives SIGKILL in the middle of 
   // The epochs form one chain, with no epoch sealed twice or skipped.
   const latest = (await getJson(again, '/receipts/checkpoints/latest')).json.checkpoint as string;
   const first = (await getJson(again, '/receipts/checkpoints/1')).json.checkpoint as string;
-  const chain = await verifyCheckpointChain(latest, first, async (n) => (await getJson(again, `/receipts/checkpoints/${n}`)).json.checkpoint, jwks);
+  const chain = await verifyCheckpointChain(
+    latest,
+    first,
+    async (n) => (await getJson(again, `/receipts/checkpoints/${n}`)).json.checkpoint,
+    jwks,
+  );
   t.ok(chain.ok, chain.failure ?? `chain of ${decodeCheckpoint(latest).payload.epoch} epochs`);
 
   t.equal(await server.stop('SIGTERM'), 0, 'the restarted server stops cleanly');

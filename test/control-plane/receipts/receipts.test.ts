@@ -10,7 +10,13 @@ import { build, manualClock, tempDir } from '../../helpers/build.js';
 function addReceiptedRoute(app: FastifyInstance): void {
   app.post<{ Querystring: { fail?: string } }>('/test/receipted', async (request) => {
     const { receipt } = await app.kp.storage.transaction(async (tx) => {
-      const recorded = await app.kp.events.record(tx, { type: 'keys.rotated', at: app.kp.now(), outcome: 'success', kid: `k-${randomBytes(4).toString('hex')}`, retired: null });
+      const recorded = await app.kp.events.record(tx, {
+        type: 'keys.rotated',
+        at: app.kp.now(),
+        outcome: 'success',
+        kid: `k-${randomBytes(4).toString('hex')}`,
+        retired: null,
+      });
       if (request.query.fail) throw new Error('the action failed after its receipt was written');
       return recorded;
     });
@@ -23,13 +29,22 @@ const sha = (...parts: Buffer[]) => parts.reduce((h, p) => h.update(p), createHa
 function jcs(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(jcs).join(',')}]`;
   if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${jcs((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${jcs((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
-async function independentlyVerify(hash: string, body: { receipt: unknown; proof: { epoch: number; index: number; size: number; path: string[] }; checkpoint: string }, jwks: JSONWebKeySet): Promise<boolean> {
+async function independentlyVerify(
+  hash: string,
+  body: { receipt: unknown; proof: { epoch: number; index: number; size: number; path: string[] }; checkpoint: string },
+  jwks: JSONWebKeySet,
+): Promise<boolean> {
   if (createHash('sha256').update(jcs(body.receipt)).digest('hex') !== hash) return false;
-  const { payload, protectedHeader } = await compactVerify(body.checkpoint, createLocalJWKSet(jwks), { algorithms: ['ES256'] });
+  const { payload, protectedHeader } = await compactVerify(body.checkpoint, createLocalJWKSet(jwks), {
+    algorithms: ['ES256'],
+  });
   if (!protectedHeader.kid) return false;
   const cp = JSON.parse(new TextDecoder().decode(payload)) as { epoch: number; root: string; size: number };
   if (cp.epoch !== body.proof.epoch || cp.size !== body.proof.size) return false;
@@ -43,7 +58,10 @@ async function independentlyVerify(hash: string, body: { receipt: unknown; proof
     if (sn === 0) return false;
     if (fn & 1 || fn === sn) {
       r = sha(Buffer.from([1]), p, r);
-      while (!(fn & 1) && fn !== 0) { fn >>= 1; sn >>= 1; }
+      while (!(fn & 1) && fn !== 0) {
+        fn >>= 1;
+        sn >>= 1;
+      }
     } else r = sha(Buffer.from([1]), r, p);
     fn >>= 1;
     sn >>= 1;
@@ -51,41 +69,55 @@ async function independentlyVerify(hash: string, body: { receipt: unknown; proof
   return sn === 0 && r.toString('hex') === cp.root;
 }
 
-t.test('a receipted action returns a hash that is pending, then sealed with a proof an independent verifier accepts', async (t) => {
-  const clock = manualClock();
-  const { app, services } = await build(t, { skipReady: true, now: clock.now, config: { 'ledger.sealIntervalMs': 60_000 } });
-  addReceiptedRoute(app);
-  await app.ready();
-  const hashes: string[] = [];
-  for (let i = 0; i < 3; i++) {
-    const res = await app.inject({ method: 'POST', url: '/test/receipted' });
-    t.equal(res.statusCode, 200);
-    hashes.push(res.json().receipt);
-  }
-  t.ok(hashes.every((h) => /^[0-9a-f]{64}$/.test(h)), 'each response carries receipt: <hex sha-256>');
-  const pending = (await app.inject({ method: 'GET', url: `/receipts/${hashes[0]}` })).json();
-  t.same(Object.keys(pending).sort(), ['ok', 'pending', 'receipt']);
-  t.equal(pending.pending, true);
-  t.equal(pending.receipt.kind, 'keys.rotated');
-  t.equal(pending.receipt.at, '2026-11-22T12:00:00.000Z');
-  t.match(pending.receipt.nonce, /^[0-9a-f]{32}$/);
+t.test(
+  'a receipted action returns a hash that is pending, then sealed with a proof an independent verifier accepts',
+  async (t) => {
+    const clock = manualClock();
+    const { app, services } = await build(t, {
+      skipReady: true,
+      now: clock.now,
+      config: { 'ledger.sealIntervalMs': 60_000 },
+    });
+    addReceiptedRoute(app);
+    await app.ready();
+    const hashes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await app.inject({ method: 'POST', url: '/test/receipted' });
+      t.equal(res.statusCode, 200);
+      hashes.push(res.json().receipt);
+    }
+    t.ok(
+      hashes.every((h) => /^[0-9a-f]{64}$/.test(h)),
+      'each response carries receipt: <hex sha-256>',
+    );
+    const pending = (await app.inject({ method: 'GET', url: `/receipts/${hashes[0]}` })).json();
+    t.same(Object.keys(pending).sort(), ['ok', 'pending', 'receipt']);
+    t.equal(pending.pending, true);
+    t.equal(pending.receipt.kind, 'keys.rotated');
+    t.equal(pending.receipt.at, '2026-11-22T12:00:00.000Z');
+    t.match(pending.receipt.nonce, /^[0-9a-f]{32}$/);
 
-  t.same(await services.ledger.sealNow(), [1]);
-  const jwks = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
-  const indices = new Set<number>();
-  for (const hash of hashes) {
-    const res = await app.inject({ method: 'GET', url: `/receipts/${hash}` });
-    t.equal(res.statusCode, 200);
-    const body = res.json();
-    t.same(Object.keys(body).sort(), ['checkpoint', 'ok', 'proof', 'receipt']);
-    t.equal(body.proof.epoch, 1);
-    t.equal(body.proof.size, 3);
-    indices.add(body.proof.index);
-    t.ok(await independentlyVerify(hash, body, jwks), `independent verifier accepts ${hash.slice(0, 8)}`);
-    t.equal(decodeCheckpoint(body.checkpoint).kid, services.keys.current().kid, 'signed by the current key, kid in the header');
-  }
-  t.same([...indices].sort(), [0, 1, 2], 'each key has its own sorted position');
-});
+    t.same(await services.ledger.sealNow(), [1]);
+    const jwks = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+    const indices = new Set<number>();
+    for (const hash of hashes) {
+      const res = await app.inject({ method: 'GET', url: `/receipts/${hash}` });
+      t.equal(res.statusCode, 200);
+      const body = res.json();
+      t.same(Object.keys(body).sort(), ['checkpoint', 'ok', 'proof', 'receipt']);
+      t.equal(body.proof.epoch, 1);
+      t.equal(body.proof.size, 3);
+      indices.add(body.proof.index);
+      t.ok(await independentlyVerify(hash, body, jwks), `independent verifier accepts ${hash.slice(0, 8)}`);
+      t.equal(
+        decodeCheckpoint(body.checkpoint).kid,
+        services.keys.current().kid,
+        'signed by the current key, kid in the header',
+      );
+    }
+    t.same([...indices].sort(), [0, 1, 2], 'each key has its own sorted position');
+  },
+);
 
 t.test('altered, malformed and unknown hashes are 404, and nothing lists receipts', async (t) => {
   const { app, services } = await build(t, { skipReady: true, config: { 'ledger.sealIntervalMs': 60_000 } });
@@ -100,7 +132,10 @@ t.test('altered, malformed and unknown hashes are 404, and nothing lists receipt
     ['truncated', `/receipts/${hash.slice(0, 63)}`],
     ['extended', `/receipts/${hash}0`],
     ['not hex', `/receipts/${'g'.repeat(64)}`],
-    ['the tree key instead of the hash', `/receipts/${createHash('sha256').update('keyplane:receipt:v1').update(Buffer.from(hash, 'hex')).digest('hex')}`],
+    [
+      'the tree key instead of the hash',
+      `/receipts/${createHash('sha256').update('keyplane:receipt:v1').update(Buffer.from(hash, 'hex')).digest('hex')}`,
+    ],
     ['the listing', '/receipts'],
     ['the listing with a slash', '/receipts/'],
     ['a search', `/receipts?kind=keys.rotated`],
@@ -130,15 +165,27 @@ t.test('an action whose receipt is written and then fails leaves no receipt', as
   t.same(await services.ledger.sealNow(), [], 'nothing was left pending');
   const broken = await app.inject({ method: 'POST', url: '/test/unreceiptable' });
   t.equal(broken.statusCode, 500, 'a receipt that cannot be written fails the action');
-  t.equal((await app.inject({ method: 'GET', url: `/receipts/${'ab'.repeat(32)}` })).statusCode, 404, 'and nothing of it stays');
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/receipts/${'ab'.repeat(32)}` })).statusCode,
+    404,
+    'and nothing of it stays',
+  );
 });
 
 t.test('checkpoints chain through prev and are served by epoch and as latest', async (t) => {
   const clock = manualClock();
-  const { app, services } = await build(t, { skipReady: true, now: clock.now, config: { 'ledger.sealIntervalMs': 60_000 } });
+  const { app, services } = await build(t, {
+    skipReady: true,
+    now: clock.now,
+    config: { 'ledger.sealIntervalMs': 60_000 },
+  });
   addReceiptedRoute(app);
   await app.ready();
-  t.equal((await app.inject({ method: 'GET', url: '/receipts/checkpoints/latest' })).json().reason, 'unknown_epoch', 'no checkpoint before the first epoch');
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/receipts/checkpoints/latest' })).json().reason,
+    'unknown_epoch',
+    'no checkpoint before the first epoch',
+  );
   for (let epoch = 1; epoch <= 3; epoch++) {
     for (let i = 0; i < epoch; i++) await app.inject({ method: 'POST', url: '/test/receipted' });
     clock.advance(1000);
@@ -154,7 +201,11 @@ t.test('checkpoints chain through prev and are served by epoch and as latest', a
     const res = await app.inject({ method: 'GET', url: `/receipts/checkpoints/${current.payload.epoch - 1}` });
     t.equal(res.statusCode, 200);
     const previous = res.json().checkpoint as string;
-    t.equal(createHash('sha256').update(previous).digest('hex'), current.payload.prev, `epoch ${current.payload.epoch} chains to ${current.payload.epoch - 1}`);
+    t.equal(
+      createHash('sha256').update(previous).digest('hex'),
+      current.payload.prev,
+      `epoch ${current.payload.epoch} chains to ${current.payload.epoch - 1}`,
+    );
     jws = previous;
     current = decodeCheckpoint(previous);
   }
@@ -171,7 +222,8 @@ t.test('proves a hash absent from an epoch with the neighbouring keys', async (t
   addReceiptedRoute(app);
   await app.ready();
   const hashes: string[] = [];
-  for (let i = 0; i < 20; i++) hashes.push((await app.inject({ method: 'POST', url: '/test/receipted' })).json().receipt);
+  for (let i = 0; i < 20; i++)
+    hashes.push((await app.inject({ method: 'POST', url: '/test/receipted' })).json().receipt);
   await services.ledger.sealNow();
   for (let probe = 0; probe < 30; probe++) {
     const hash = randomBytes(32).toString('hex');
@@ -181,15 +233,29 @@ t.test('proves a hash absent from an epoch with the neighbouring keys', async (t
     const cp = decodeCheckpoint(checkpoint).payload;
     const key = createHash('sha256').update('keyplane:receipt:v1').update(Buffer.from(hash, 'hex')).digest();
     t.equal(absence.key, key.toString('hex'));
-    if (!verifyAbsenceProof({ key, proof: absence, root: cp.root, size: cp.size })) t.fail(`absence of ${hash} does not verify`);
-    t.notOk(hashes.includes(absence.left?.key) || hashes.includes(absence.right?.key), 'neighbours are tree keys, never look-up hashes');
+    if (!verifyAbsenceProof({ key, proof: absence, root: cp.root, size: cp.size }))
+      t.fail(`absence of ${hash} does not verify`);
+    t.notOk(
+      hashes.includes(absence.left?.key) || hashes.includes(absence.right?.key),
+      'neighbours are tree keys, never look-up hashes',
+    );
   }
   const present = await app.inject({ method: 'GET', url: `/receipts/${hashes[3]}/absence?epoch=1` });
   t.equal(present.statusCode, 409);
   t.equal(present.json().reason, 'receipt_in_epoch');
-  t.equal((await app.inject({ method: 'GET', url: `/receipts/${hashes[3]}/absence?epoch=2` })).json().reason, 'unknown_epoch');
-  t.equal((await app.inject({ method: 'GET', url: `/receipts/${hashes[3]!.toUpperCase()}/absence?epoch=1` })).statusCode, 400);
-  t.equal((await app.inject({ method: 'GET', url: `/receipts/${hashes[3]}/absence` })).statusCode, 400, 'the epoch is required');
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/receipts/${hashes[3]}/absence?epoch=2` })).json().reason,
+    'unknown_epoch',
+  );
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/receipts/${hashes[3]!.toUpperCase()}/absence?epoch=1` })).statusCode,
+    400,
+  );
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/receipts/${hashes[3]}/absence` })).statusCode,
+    400,
+    'the epoch is required',
+  );
   t.equal((await app.inject({ method: 'GET', url: `/receipts/${hashes[3]}/absence?epoch=-1` })).statusCode, 400);
 });
 
@@ -208,19 +274,26 @@ t.test('sealing survives a restart: pending receipts are sealed at start, no epo
   const res = (await second.app.inject({ method: 'GET', url: `/receipts/${left}` })).json();
   t.equal(res.proof.epoch, 2, 'the receipt left pending was sealed at start into the next epoch');
   t.equal((await second.app.inject({ method: 'GET', url: `/receipts/${before}` })).json().proof.epoch, 1);
-  const latest = decodeCheckpoint((await second.app.inject({ method: 'GET', url: '/receipts/checkpoints/latest' })).json().checkpoint).payload;
+  const latest = decodeCheckpoint(
+    (await second.app.inject({ method: 'GET', url: '/receipts/checkpoints/latest' })).json().checkpoint,
+  ).payload;
   t.equal(latest.epoch, 2);
   t.same(await second.services.ledger.sealNow(), []);
 });
 
 t.test('seals on its own timer and as soon as sealMaxReceipts are pending', async (t) => {
-  const { app, services } = await build(t, { skipReady: true, config: { 'ledger.sealIntervalMs': 60_000, 'ledger.sealMaxReceipts': 5 } });
+  const { app, services } = await build(t, {
+    skipReady: true,
+    config: { 'ledger.sealIntervalMs': 60_000, 'ledger.sealMaxReceipts': 5 },
+  });
   addReceiptedRoute(app);
   await app.ready();
   const hashes: string[] = [];
-  for (let i = 0; i < 5; i++) hashes.push((await app.inject({ method: 'POST', url: '/test/receipted' })).json().receipt);
+  for (let i = 0; i < 5; i++)
+    hashes.push((await app.inject({ method: 'POST', url: '/test/receipted' })).json().receipt);
   // The fifth receipt schedules a seal right after its transaction; wait for it without sleeping on time.
-  for (let i = 0; i < 100 && (await services.storage.receipts.pendingCount()) > 0; i++) await new Promise((r) => setImmediate(r));
+  for (let i = 0; i < 100 && (await services.storage.receipts.pendingCount()) > 0; i++)
+    await new Promise((r) => setImmediate(r));
   t.equal(await services.storage.receipts.pendingCount(), 0, 'sealed without waiting for the interval');
   t.equal((await app.inject({ method: 'GET', url: `/receipts/${hashes[4]}` })).json().proof.size, 5);
 

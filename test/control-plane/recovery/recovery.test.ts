@@ -18,7 +18,10 @@ t.test('regenerate shows 10 codes once and stores only keyed hashes', async (t) 
   t.equal(stored.length, 10);
   const dump = JSON.stringify(stored);
   for (const code of codes) t.notOk(dump.includes(code.replace(/-/g, '')), 'no code is stored in the clear');
-  t.match(events.find((e) => e.type === 'recovery.regenerated'), { identityId, count: 10 });
+  t.match(
+    events.find((e) => e.type === 'recovery.regenerated'),
+    { identityId, count: 10 },
+  );
 
   const again = (await browser.post('/auth/recovery/regenerate')).json().codes;
   t.equal(again.filter((c: string) => codes.includes(c)).length, 0, 'a new set replaces the old one');
@@ -38,7 +41,10 @@ t.test('a code signs in at recovery assurance, once', async (t) => {
   const { codes } = (await browser.post('/auth/recovery/regenerate')).json();
 
   const lost = new Browser(app);
-  const res = await lost.post('/auth/recovery/verify', { user: 'BOB', code: codes[2].toLowerCase().replace(/-/g, ' ') });
+  const res = await lost.post('/auth/recovery/verify', {
+    user: 'BOB',
+    code: codes[2].toLowerCase().replace(/-/g, ' '),
+  });
   t.equal(res.statusCode, 200);
   t.match(res.json(), { ok: true, identityId, home: '/account', remaining: 9 });
   t.ok(lost.cookies.get('kp_session'), 'a session cookie is set');
@@ -46,8 +52,14 @@ t.test('a code signs in at recovery assurance, once', async (t) => {
   const created = sessions.find((s) => s.assurance === 'recovery');
   t.ok(created, 'the session is at recovery');
   t.same(created!.amr, ['otp']);
-  t.match(events.find((e) => e.type === 'recovery.used'), { identityId, remaining: 9 });
-  t.match(events.find((e) => e.type === 'session.started' && e.method === 'recovery'), { identityId, assurance: 'recovery' });
+  t.match(
+    events.find((e) => e.type === 'recovery.used'),
+    { identityId, remaining: 9 },
+  );
+  t.match(
+    events.find((e) => e.type === 'session.started' && e.method === 'recovery'),
+    { identityId, assurance: 'recovery' },
+  );
 
   const reused = await new Browser(app).post('/auth/recovery/verify', { user: 'bob', code: codes[2] });
   t.equal(reused.statusCode, 401);
@@ -67,7 +79,10 @@ t.test('locks recovery for the account after 5 wrong codes, with one lockout eve
   const { codes } = (await browser.post('/auth/recovery/regenerate')).json();
   const guesser = new Browser(app);
   for (let i = 1; i <= 4; i++) {
-    t.equal((await guesser.post('/auth/recovery/verify', { user: 'cy', code: `ZZZZ-ZZZZ-ZZZZ-ZZZ${i}` })).json().reason, 'invalid_recovery_code');
+    t.equal(
+      (await guesser.post('/auth/recovery/verify', { user: 'cy', code: `ZZZZ-ZZZZ-ZZZZ-ZZZ${i}` })).json().reason,
+      'invalid_recovery_code',
+    );
   }
   const fifth = await guesser.post('/auth/recovery/verify', { user: 'cy', code: 'ZZZZ-ZZZZ-ZZZZ-ZZZ5' });
   t.equal(fifth.statusCode, 429);
@@ -76,15 +91,26 @@ t.test('locks recovery for the account after 5 wrong codes, with one lockout eve
   const right = await guesser.post('/auth/recovery/verify', { user: 'cy', code: codes[0] });
   t.equal(right.json().reason, 'locked_out', 'the right code waits for the lock too');
   t.equal(events.filter((e) => e.type === 'lockout.started').length, 1);
-  t.match(events.find((e) => e.type === 'lockout.started'), { identityId, method: 'recovery' });
+  t.match(
+    events.find((e) => e.type === 'lockout.started'),
+    { identityId, method: 'recovery' },
+  );
   clock.advance(900_000);
-  t.equal((await guesser.post('/auth/recovery/verify', { user: 'cy', code: codes[0] })).statusCode, 200, 'unlocked after 15 minutes');
+  t.equal(
+    (await guesser.post('/auth/recovery/verify', { user: 'cy', code: codes[0] })).statusCode,
+    200,
+    'unlocked after 15 minutes',
+  );
 });
 
 t.test('is rate-limited per IP across accounts', async (t) => {
   const { app } = await setup(t, { 'limits.authPerIpPerMinute': 3 });
   const guesser = new Browser(app);
-  for (let i = 0; i < 3; i++) t.equal((await guesser.post('/auth/recovery/verify', { user: `user${i}`, code: 'ABCD-EFGH-JKMN-PQRS' })).statusCode, 401);
+  for (let i = 0; i < 3; i++)
+    t.equal(
+      (await guesser.post('/auth/recovery/verify', { user: `user${i}`, code: 'ABCD-EFGH-JKMN-PQRS' })).statusCode,
+      401,
+    );
   const limited = await guesser.post('/auth/recovery/verify', { user: 'user9', code: 'ABCD-EFGH-JKMN-PQRS' });
   t.equal(limited.statusCode, 429);
   t.equal(limited.json().reason, 'rate_limited');
@@ -94,15 +120,26 @@ t.test('is rate-limited per IP across accounts', async (t) => {
 t.test('refuses a sign-in POST from another origin and malformed bodies', async (t) => {
   const { app } = await setup(t);
   const b = new Browser(app);
-  const foreign = await b.post('/auth/recovery/verify', { user: 'ada', code: 'ABCD-EFGH-JKMN-PQRS' }, { origin: 'https://evil.example' });
+  const foreign = await b.post(
+    '/auth/recovery/verify',
+    { user: 'ada', code: 'ABCD-EFGH-JKMN-PQRS' },
+    { origin: 'https://evil.example' },
+  );
   t.equal(foreign.json().reason, 'origin_mismatch');
   t.equal((await b.post('/auth/recovery/verify', { user: 'ada' })).json().reason, 'invalid_request');
-  t.equal((await b.post('/auth/recovery/verify', { user: 'ada', code: 'x'.repeat(65) })).json().reason, 'invalid_request');
+  t.equal(
+    (await b.post('/auth/recovery/verify', { user: 'ada', code: 'x'.repeat(65) })).json().reason,
+    'invalid_request',
+  );
 });
 
 t.test('is rate-limited per account name, known or not', async (t) => {
   const { app } = await setup(t, { 'limits.authPerAccountPerMinute': 2, 'limits.lockoutThreshold': 10 });
-  for (const user of ['ghost', 'Ghost']) t.equal((await new Browser(app).post('/auth/recovery/verify', { user, code: 'ABCD-EFGH-JKMN-PQRS' })).statusCode, 401);
+  for (const user of ['ghost', 'Ghost'])
+    t.equal(
+      (await new Browser(app).post('/auth/recovery/verify', { user, code: 'ABCD-EFGH-JKMN-PQRS' })).statusCode,
+      401,
+    );
   const limited = await new Browser(app).post('/auth/recovery/verify', { user: 'GHOST', code: 'ABCD-EFGH-JKMN-PQRS' });
   t.equal(limited.json().reason, 'rate_limited');
 });
@@ -112,7 +149,9 @@ t.test('responses carry the receipts of what they changed', async (t) => {
   const { browser } = await signIn({ username: 'rex' });
   const regenerated = (await browser.post('/auth/recovery/regenerate')).json();
   t.match(regenerated.receipt, /^[0-9a-f]{64}$/);
-  const used = (await new Browser(app).post('/auth/recovery/verify', { user: 'rex', code: regenerated.codes[0] })).json();
+  const used = (
+    await new Browser(app).post('/auth/recovery/verify', { user: 'rex', code: regenerated.codes[0] })
+  ).json();
   t.match(used.receipt, /^[0-9a-f]{64}$/);
   const receipt = await app.inject({ method: 'GET', url: `/receipts/${used.receipt}` });
   t.equal(receipt.statusCode, 200, 'the receipt can be looked up by its hash');
@@ -149,10 +188,19 @@ t.test('with a real passkey account: codes made in its session sign it in at rec
   const made = await app.inject({ method: 'POST', url: '/auth/recovery/regenerate', headers: ada.headers });
   t.equal(made.statusCode, 200);
   const jar = {};
-  const res = await app.inject({ method: 'POST', url: '/auth/recovery/verify', payload: { user: 'RealAda', code: made.json().codes[9] } });
+  const res = await app.inject({
+    method: 'POST',
+    url: '/auth/recovery/verify',
+    payload: { user: 'RealAda', code: made.json().codes[9] },
+  });
   t.equal(res.statusCode, 200);
   absorbCookies(res, jar);
   const account = await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(jar) });
   t.match(account.json(), { identityId: ada.identityId });
-  t.ok(account.json().sessions.some((s: { assurance: string; current: boolean }) => s.assurance === 'recovery' && s.current), 'the new session is at recovery');
+  t.ok(
+    account
+      .json()
+      .sessions.some((s: { assurance: string; current: boolean }) => s.assurance === 'recovery' && s.current),
+    'the new session is at recovery',
+  );
 });

@@ -7,7 +7,16 @@ import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
 import { RedisSharedState } from '../../../lib/runtime/shared-state/redis.js';
 import { build, type Built } from '../../helpers/build.js';
 import { signIn, signUp } from '../../helpers/accounts.js';
-import { ADMIN, dpopKey, exchangeCode, goodRequest, obtainCode, pkcePair, refresh, registerClient } from '../../helpers/oidc.js';
+import {
+  ADMIN,
+  dpopKey,
+  exchangeCode,
+  goodRequest,
+  obtainCode,
+  pkcePair,
+  refresh,
+  registerClient,
+} from '../../helpers/oidc.js';
 import { createTestDatabase, postgresAvailability } from '../../helpers/postgres.js';
 import { REDIS_URL, redisAvailability } from '../../helpers/redis.js';
 import { Browser } from '../../helpers/signed-in.js';
@@ -37,11 +46,17 @@ async function replicas(t: Test, config: Record<string, unknown> = {}): Promise<
 /** An app-shaped round-robin: each inject goes to the next replica. */
 function roundRobin(apps: FastifyInstance[]): FastifyInstance {
   let next = 0;
-  return { inject: (options: InjectOptions) => apps[next++ % apps.length]!.inject(options) } as unknown as FastifyInstance;
+  return {
+    inject: (options: InjectOptions) => apps[next++ % apps.length]!.inject(options),
+  } as unknown as FastifyInstance;
 }
 
 if (!postgres.run || !redis.run) {
-  t.test('two replicas on one PostgreSQL and one Redis', { skip: !postgres.run ? postgres.reason : (redis as { reason: string }).reason }, () => undefined);
+  t.test(
+    'two replicas on one PostgreSQL and one Redis',
+    { skip: !postgres.run ? postgres.reason : (redis as { reason: string }).reason },
+    () => undefined,
+  );
 } else {
   t.test('two replicas starting together on an empty database create one signing-key ring', async (t) => {
     const databaseUrl = await createTestDatabase(t);
@@ -50,7 +65,11 @@ if (!postgres.run || !redis.run) {
     const keys = await a.services.storage.keys.list();
     t.equal(keys.filter((k) => k.state === 'current').length, 1, 'one current key');
     t.equal(keys.filter((k) => k.state === 'next').length, 1, 'one next key');
-    const jwks = async (built: Built) => (await built.app.inject({ url: '/.well-known/jwks.json' })).json().keys.map((k: { kid: string }) => k.kid).sort();
+    const jwks = async (built: Built) =>
+      (await built.app.inject({ url: '/.well-known/jwks.json' }))
+        .json()
+        .keys.map((k: { kid: string }) => k.kid)
+        .sort();
     t.same(await jwks(b), await jwks(a), 'both publish the same key set');
   });
 
@@ -72,24 +91,33 @@ if (!postgres.run || !redis.run) {
     t.ok(exchanged.json().refresh_token);
   });
 
-  t.test('a code redeemed on both replicas at once is redeemed once; a refresh token used on both rotates once', async (t) => {
-    const [a, b] = await replicas(t);
-    const account = await signUp(a.app, 'grace');
-    const client = await registerClient(b.app);
-    const browser = new Browser(a.app);
-    for (const [name, value] of Object.entries(await signIn(b.app, account))) browser.cookies.set(name, value);
+  t.test(
+    'a code redeemed on both replicas at once is redeemed once; a refresh token used on both rotates once',
+    async (t) => {
+      const [a, b] = await replicas(t);
+      const account = await signUp(a.app, 'grace');
+      const client = await registerClient(b.app);
+      const browser = new Browser(a.app);
+      for (const [name, value] of Object.entries(await signIn(b.app, account))) browser.cookies.set(name, value);
 
-    for (let round = 0; round < 5; round++) {
-      const { verifier, challenge } = pkcePair();
-      const { code } = await obtainCode(browser, goodRequest(client, challenge));
-      const both = await Promise.all([exchangeCode(a.app, client, code, verifier), exchangeCode(b.app, client, code, verifier)]);
-      t.same(both.map((r) => r.statusCode).sort(), [200, 400], `round ${round}: one exchange wins`);
-      const winner = both.find((r) => r.statusCode === 200)!.json();
-      const raced = await Promise.all([refresh(a.app, client, winner.refresh_token), refresh(b.app, client, winner.refresh_token)]);
-      t.equal(raced.filter((r) => r.statusCode === 200).length, 1, `round ${round}: one rotation wins`);
-      t.equal(raced.find((r) => r.statusCode !== 200)?.json().reason, 'invalid_grant');
-    }
-  });
+      for (let round = 0; round < 5; round++) {
+        const { verifier, challenge } = pkcePair();
+        const { code } = await obtainCode(browser, goodRequest(client, challenge));
+        const both = await Promise.all([
+          exchangeCode(a.app, client, code, verifier),
+          exchangeCode(b.app, client, code, verifier),
+        ]);
+        t.same(both.map((r) => r.statusCode).sort(), [200, 400], `round ${round}: one exchange wins`);
+        const winner = both.find((r) => r.statusCode === 200)!.json();
+        const raced = await Promise.all([
+          refresh(a.app, client, winner.refresh_token),
+          refresh(b.app, client, winner.refresh_token),
+        ]);
+        t.equal(raced.filter((r) => r.statusCode === 200).length, 1, `round ${round}: one rotation wins`);
+        t.equal(raced.find((r) => r.statusCode !== 200)?.json().reason, 'invalid_grant');
+      }
+    },
+  );
 
   t.test('a DPoP proof used on one replica is a replay on the other', async (t) => {
     const [a, b] = await replicas(t);
@@ -100,10 +128,22 @@ if (!postgres.run || !redis.run) {
     const key = await dpopKey();
     const proof = await key.proof({});
     const { verifier, challenge } = pkcePair();
-    const first = await exchangeCode(a.app, client, (await obtainCode(browser, goodRequest(client, challenge))).code, verifier, { dpop: proof });
+    const first = await exchangeCode(
+      a.app,
+      client,
+      (await obtainCode(browser, goodRequest(client, challenge))).code,
+      verifier,
+      { dpop: proof },
+    );
     t.equal(first.statusCode, 200, 'the proof is accepted once');
     const again = pkcePair();
-    const second = await exchangeCode(b.app, client, (await obtainCode(browser, goodRequest(client, again.challenge))).code, again.verifier, { dpop: proof });
+    const second = await exchangeCode(
+      b.app,
+      client,
+      (await obtainCode(browser, goodRequest(client, again.challenge))).code,
+      again.verifier,
+      { dpop: proof },
+    );
     t.equal(second.json().reason, 'invalid_dpop_proof');
   });
 
@@ -116,8 +156,17 @@ if (!postgres.run || !redis.run) {
     // Wrong codes alternate between the replicas: the failure count lives in the shared state.
     const guesser = new Browser(roundRobin([a.app, b.app]));
     const reasons: string[] = [];
-    for (let i = 1; i <= 5; i++) reasons.push((await guesser.post('/auth/recovery/verify', { user: 'cyril', code: `ZZZZ-ZZZZ-ZZZZ-ZZZ${i}` })).json().reason);
-    t.same(reasons, ['invalid_recovery_code', 'invalid_recovery_code', 'invalid_recovery_code', 'invalid_recovery_code', 'locked_out']);
+    for (let i = 1; i <= 5; i++)
+      reasons.push(
+        (await guesser.post('/auth/recovery/verify', { user: 'cyril', code: `ZZZZ-ZZZZ-ZZZZ-ZZZ${i}` })).json().reason,
+      );
+    t.same(reasons, [
+      'invalid_recovery_code',
+      'invalid_recovery_code',
+      'invalid_recovery_code',
+      'invalid_recovery_code',
+      'locked_out',
+    ]);
     for (const replica of [a, b]) {
       const right = await new Browser(replica.app).post('/auth/recovery/verify', { user: 'cyril', code: codes[0] });
       t.equal(right.statusCode, 429);
@@ -129,35 +178,57 @@ if (!postgres.run || !redis.run) {
     const [a, b] = await replicas(t, { 'limits.authPerIpPerMinute': 4 });
     const rr = roundRobin([a.app, b.app]);
     const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push((await rr.inject({ method: 'GET', url: '/auth/assertion-options' })).statusCode);
+    for (let i = 0; i < 6; i++)
+      statuses.push((await rr.inject({ method: 'GET', url: '/auth/assertion-options' })).statusCode);
     t.same(statuses, [200, 200, 200, 200, 429, 429], 'the fifth request is refused, whichever replica gets it');
   });
 
-  t.test('both replicas sealing at once: every receipt sealed exactly once, the checkpoint chain unbroken', async (t) => {
-    const [a, b] = await replicas(t, { 'ledger.sealMaxReceipts': 7, 'ledger.sealIntervalMs': 60_000 });
-    const rr = roundRobin([a.app, b.app]);
-    const hashes: string[] = [];
-    // Receipts written on both replicas while both seal (each seals as its own count fills up).
-    await Promise.all(Array.from({ length: 4 }, async (_, w) => {
-      const account = await signUp(rr, `sealer-${w}`);
-      for (let i = 0; i < 6; i++) {
-        const begin = await rr.inject({ method: 'GET', url: '/auth/assertion-options' });
-        const done = await rr.inject({ method: 'POST', url: '/auth/assertion-verify', headers: { origin: account.headers.origin }, payload: { response: account.authenticator.get(begin.json().options) } });
-        hashes.push(done.json().receipt);
-      }
-    }));
-    await Promise.all([a.services.ledger.sealNow(), b.services.ledger.sealNow(), a.services.ledger.sealNow(), b.services.ledger.sealNow()]);
-    t.equal(await a.services.storage.receipts.pendingCount(), 0, 'nothing left pending');
-    const missing = [];
-    for (const hash of hashes) if ((await b.services.storage.receipts.get(hash))?.epoch == null) missing.push(hash);
-    t.same(missing, [], 'every receipt handed out is sealed');
-    const audit = await auditLedger(a.services.storage);
-    t.equal(audit.failure, undefined, 'every epoch recomputes, every checkpoint links to the one before');
-    t.ok(audit.epochs > 1, `${audit.epochs} epochs`);
-    const latest = (await a.services.storage.receipts.latestCheckpoint())!;
-    const jwks = createLocalJWKSet({ keys: (await a.services.storage.keys.list()).map((k) => ({ ...k.publicJwk, kid: k.kid, alg: 'ES256' })) } as never);
-    const chain = await verifyCheckpointChain(latest.jws, (await a.services.storage.receipts.checkpoint(1))!.jws,
-      async (n) => (await b.services.storage.receipts.checkpoint(n))!.jws, jwks);
-    t.ok(chain.ok, chain.failure ?? 'the chain verifies from the latest checkpoint back to epoch 1');
-  });
+  t.test(
+    'both replicas sealing at once: every receipt sealed exactly once, the checkpoint chain unbroken',
+    async (t) => {
+      const [a, b] = await replicas(t, { 'ledger.sealMaxReceipts': 7, 'ledger.sealIntervalMs': 60_000 });
+      const rr = roundRobin([a.app, b.app]);
+      const hashes: string[] = [];
+      // Receipts written on both replicas while both seal (each seals as its own count fills up).
+      await Promise.all(
+        Array.from({ length: 4 }, async (_, w) => {
+          const account = await signUp(rr, `sealer-${w}`);
+          for (let i = 0; i < 6; i++) {
+            const begin = await rr.inject({ method: 'GET', url: '/auth/assertion-options' });
+            const done = await rr.inject({
+              method: 'POST',
+              url: '/auth/assertion-verify',
+              headers: { origin: account.headers.origin },
+              payload: { response: account.authenticator.get(begin.json().options) },
+            });
+            hashes.push(done.json().receipt);
+          }
+        }),
+      );
+      await Promise.all([
+        a.services.ledger.sealNow(),
+        b.services.ledger.sealNow(),
+        a.services.ledger.sealNow(),
+        b.services.ledger.sealNow(),
+      ]);
+      t.equal(await a.services.storage.receipts.pendingCount(), 0, 'nothing left pending');
+      const missing = [];
+      for (const hash of hashes) if ((await b.services.storage.receipts.get(hash))?.epoch == null) missing.push(hash);
+      t.same(missing, [], 'every receipt handed out is sealed');
+      const audit = await auditLedger(a.services.storage);
+      t.equal(audit.failure, undefined, 'every epoch recomputes, every checkpoint links to the one before');
+      t.ok(audit.epochs > 1, `${audit.epochs} epochs`);
+      const latest = (await a.services.storage.receipts.latestCheckpoint())!;
+      const jwks = createLocalJWKSet({
+        keys: (await a.services.storage.keys.list()).map((k) => ({ ...k.publicJwk, kid: k.kid, alg: 'ES256' })),
+      } as never);
+      const chain = await verifyCheckpointChain(
+        latest.jws,
+        (await a.services.storage.receipts.checkpoint(1))!.jws,
+        async (n) => (await b.services.storage.receipts.checkpoint(n))!.jws,
+        jwks,
+      );
+      t.ok(chain.ok, chain.failure ?? 'the chain verifies from the latest checkpoint back to epoch 1');
+    },
+  );
 }

@@ -32,11 +32,26 @@ const spKeys = Promise.all([
   generateSamlKey({ commonName: 'Attacker', now: Date.now(), validDays: 30, modulusLength: 2048 }),
 ]);
 
-function authnRequest(options: { issuer?: string; acs?: string; id?: string; instant?: number; extra?: Record<string, string>; context?: { comparison: string; refs: string[] }; format?: string } = {}) {
+function authnRequest(
+  options: {
+    issuer?: string;
+    acs?: string;
+    id?: string;
+    instant?: number;
+    extra?: Record<string, string>;
+    context?: { comparison: string; refs: string[] };
+    format?: string;
+  } = {},
+) {
   const id = options.id ?? newSamlId();
   const root = create().ele(NS.protocol, 'samlp:AuthnRequest', {
-    ID: id, Version: '2.0', IssueInstant: new Date(options.instant ?? Date.now()).toISOString(), Destination: SSO,
-    AssertionConsumerServiceURL: options.acs ?? ACS, ProtocolBinding: BINDING.post, ...options.extra,
+    ID: id,
+    Version: '2.0',
+    IssueInstant: new Date(options.instant ?? Date.now()).toISOString(),
+    Destination: SSO,
+    AssertionConsumerServiceURL: options.acs ?? ACS,
+    ProtocolBinding: BINDING.post,
+    ...options.extra,
   });
   root.ele(NS.assertion, 'saml:Issuer').txt(options.issuer ?? SP_ENTITY);
   if (options.format) root.ele(NS.protocol, 'samlp:NameIDPolicy', { Format: options.format, AllowCreate: 'true' });
@@ -49,14 +64,22 @@ function authnRequest(options: { issuer?: string; acs?: string; id?: string; ins
 
 function logoutRequest(nameId: string) {
   const id = newSamlId();
-  const root = create().ele(NS.protocol, 'samlp:LogoutRequest', { ID: id, Version: '2.0', IssueInstant: new Date().toISOString(), Destination: `${TEST_ISSUER}/saml/slo` });
+  const root = create().ele(NS.protocol, 'samlp:LogoutRequest', {
+    ID: id,
+    Version: '2.0',
+    IssueInstant: new Date().toISOString(),
+    Destination: `${TEST_ISSUER}/saml/slo`,
+  });
   root.ele(NS.assertion, 'saml:Issuer').txt(SP_ENTITY);
   root.ele(NS.assertion, 'saml:NameID', { Format: NAMEID_FORMAT.persistent }).txt(nameId);
   return root.end({ headless: true });
 }
 
 function formValue(body: string, name: string): string | undefined {
-  return new RegExp(`name="${name}" value="([^"]*)"`).exec(body)?.[1]?.replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+  return new RegExp(`name="${name}" value="([^"]*)"`)
+    .exec(body)?.[1]
+    ?.replace(/&quot;/g, '"')
+    .replace(/&amp;/g, '&');
 }
 
 t.test('SAML identity provider', async (t) => {
@@ -70,16 +93,56 @@ t.test('SAML identity provider', async (t) => {
   };
 
   const registered = await app.inject({
-    method: 'POST', url: '/saml/providers', headers: admin,
-    payload: { entity_id: SP_ENTITY, acs_urls: [ACS], certificate: sp.certificatePem, slo_url: SLO, name: 'Mellon', attributes: { assurance: 'assurance', username: 'username', mail: 'email' } },
+    method: 'POST',
+    url: '/saml/providers',
+    headers: admin,
+    payload: {
+      entity_id: SP_ENTITY,
+      acs_urls: [ACS],
+      certificate: sp.certificatePem,
+      slo_url: SLO,
+      name: 'Mellon',
+      attributes: { assurance: 'assurance', username: 'username', mail: 'email' },
+    },
   });
   t.equal(registered.statusCode, 201, registered.statusCode === 201 ? 'registered' : registered.body);
   const provider = registered.json().provider;
   t.match(registered.json().receipt, /^[0-9a-f]{64}$/);
   t.equal(provider.want_signed_requests, true, 'signed requests are the default');
-  t.equal((await app.inject({ method: 'POST', url: '/saml/providers', headers: admin, payload: { entity_id: SP_ENTITY, acs_urls: [ACS], certificate: sp.certificatePem } })).json().reason, 'conflict', 'one registration per entityID');
-  t.equal((await app.inject({ method: 'POST', url: '/saml/providers', headers: admin, payload: { entity_id: 'x', acs_urls: ['http://evil.example/acs'], certificate: sp.certificatePem } })).json().reason, 'invalid_request', 'plain http ACS refused');
-  t.equal((await app.inject({ method: 'POST', url: '/saml/providers', payload: { entity_id: 'x', acs_urls: [ACS], certificate: sp.certificatePem } })).statusCode, 401);
+  t.equal(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/saml/providers',
+        headers: admin,
+        payload: { entity_id: SP_ENTITY, acs_urls: [ACS], certificate: sp.certificatePem },
+      })
+    ).json().reason,
+    'conflict',
+    'one registration per entityID',
+  );
+  t.equal(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/saml/providers',
+        headers: admin,
+        payload: { entity_id: 'x', acs_urls: ['http://evil.example/acs'], certificate: sp.certificatePem },
+      })
+    ).json().reason,
+    'invalid_request',
+    'plain http ACS refused',
+  );
+  t.equal(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/saml/providers',
+        payload: { entity_id: 'x', acs_urls: [ACS], certificate: sp.certificatePem },
+      })
+    ).statusCode,
+    401,
+  );
 
   const { browser, identityId } = await built.signIn({ username: 'ada' });
 
@@ -118,7 +181,14 @@ t.test('SAML identity provider', async (t) => {
     t.equal(text('Audience'), SP_ENTITY);
     t.equal(text('AuthnContextClassRef'), 'urn:keyplane:assurance:passkey');
     t.equal(doc.documentElement!.getAttribute('InResponseTo'), id);
-    const attributes = Object.fromEntries([...doc.getElementsByTagNameNS(NS.assertion, 'Attribute') as unknown as Iterable<{ getAttribute(n: string): string; textContent: string }>].map((a) => [a.getAttribute('Name'), a.textContent]));
+    const attributes = Object.fromEntries(
+      [
+        ...(doc.getElementsByTagNameNS(NS.assertion, 'Attribute') as unknown as Iterable<{
+          getAttribute(n: string): string;
+          textContent: string;
+        }>),
+      ].map((a) => [a.getAttribute('Name'), a.textContent]),
+    );
     t.equal(attributes.assurance, 'passkey');
     t.equal(attributes.username, 'ada');
     t.notOk('mail' in attributes && attributes.mail, 'no unverified email');
@@ -129,9 +199,30 @@ t.test('SAML identity provider', async (t) => {
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       writeFileSync(join(dir, 'r.xml'), response);
       writeFileSync(join(dir, 'idp.crt'), (await samlKeyRing(services).current()).certificatePem);
-      for (const xpath of ["/*[local-name()='Response']/*[local-name()='Signature']", "//*[local-name()='Assertion']/*[local-name()='Signature']"]) {
-        t.doesNotThrow(() => execFileSync('xmlsec1', ['--verify', '--pubkey-cert-pem', join(dir, 'idp.crt'), '--id-attr:ID', 'urn:oasis:names:tc:SAML:2.0:protocol:Response',
-          '--id-attr:ID', 'urn:oasis:names:tc:SAML:2.0:assertion:Assertion', '--node-xpath', xpath, join(dir, 'r.xml')], { stdio: 'pipe' }), `xmlsec1 verifies ${xpath}`);
+      for (const xpath of [
+        "/*[local-name()='Response']/*[local-name()='Signature']",
+        "//*[local-name()='Assertion']/*[local-name()='Signature']",
+      ]) {
+        t.doesNotThrow(
+          () =>
+            execFileSync(
+              'xmlsec1',
+              [
+                '--verify',
+                '--pubkey-cert-pem',
+                join(dir, 'idp.crt'),
+                '--id-attr:ID',
+                'urn:oasis:names:tc:SAML:2.0:protocol:Response',
+                '--id-attr:ID',
+                'urn:oasis:names:tc:SAML:2.0:assertion:Assertion',
+                '--node-xpath',
+                xpath,
+                join(dir, 'r.xml'),
+              ],
+              { stdio: 'pipe' },
+            ),
+          `xmlsec1 verifies ${xpath}`,
+        );
       }
     }
   });
@@ -139,91 +230,228 @@ t.test('SAML identity provider', async (t) => {
   await t.test('POST binding continues by GET, so the Lax session cookie comes along', async (t) => {
     const { xml, id } = authnRequest();
     const signed = signSamlElement(xml, id, sp);
-    const posted = await app.inject({ method: 'POST', url: '/saml/sso', headers: { origin: 'https://sp.example.com' }, payload: { SAMLRequest: Buffer.from(signed).toString('base64') } });
+    const posted = await app.inject({
+      method: 'POST',
+      url: '/saml/sso',
+      headers: { origin: 'https://sp.example.com' },
+      payload: { SAMLRequest: Buffer.from(signed).toString('base64') },
+    });
     t.equal(posted.statusCode, 303, posted.body);
     const page = await browser.get(String(posted.headers.location));
     t.equal(page.statusCode, 200);
     t.ok(formValue(page.body, 'SAMLResponse'));
   });
 
-  await t.test('ForceAuthn and RequestedAuthnContext go through step-up; the class ref says what was proved', async (t) => {
-    for (const request of [authnRequest({ extra: { ForceAuthn: 'true' } }), authnRequest({ context: { comparison: 'minimum', refs: ['urn:keyplane:assurance:sensitive'] } })]) {
-      const res = await browser.get(`/saml/sso?${signRedirectQuery('SAMLRequest', request.xml, undefined, sp.privateKeyPem)}`);
-      t.equal(res.statusCode, 303);
-      t.match(res.headers.location, /^\/auth\/step-up\?return=%2Fsaml%2Fsso%3Fresume%3D/);
-    }
-    const { browser: strong } = await built.signIn({ username: 'grace', assurance: 'sensitive' });
-    const request = authnRequest({ context: { comparison: 'exact', refs: ['urn:keyplane:assurance:sensitive'] } });
-    const page = await strong.get(`/saml/sso?${signRedirectQuery('SAMLRequest', request.xml, undefined, sp.privateKeyPem)}`);
-    t.equal(page.statusCode, 200);
-    t.match(Buffer.from(formValue(page.body, 'SAMLResponse')!, 'base64').toString(), /urn:keyplane:assurance:sensitive/);
-    const passive = authnRequest({ extra: { IsPassive: 'true', ForceAuthn: 'true' } });
-    const refused = await browser.get(`/saml/sso?${signRedirectQuery('SAMLRequest', passive.xml, undefined, sp.privateKeyPem)}`);
-    t.match(Buffer.from(formValue(refused.body, 'SAMLResponse')!, 'base64').toString(), /status:NoPassive/, 'IsPassive: a signed NoPassive answer, no assertion');
-    const email = authnRequest({ format: NAMEID_FORMAT.email });
-    const noEmail = await browser.get(`/saml/sso?${signRedirectQuery('SAMLRequest', email.xml, undefined, sp.privateKeyPem)}`);
-    const answer = Buffer.from(formValue(noEmail.body, 'SAMLResponse')!, 'base64').toString();
-    t.match(answer, /InvalidNameIDPolicy/, 'emailAddress only when verified');
-    t.notMatch(answer, /Assertion/);
-  });
+  await t.test(
+    'ForceAuthn and RequestedAuthnContext go through step-up; the class ref says what was proved',
+    async (t) => {
+      for (const request of [
+        authnRequest({ extra: { ForceAuthn: 'true' } }),
+        authnRequest({ context: { comparison: 'minimum', refs: ['urn:keyplane:assurance:sensitive'] } }),
+      ]) {
+        const res = await browser.get(
+          `/saml/sso?${signRedirectQuery('SAMLRequest', request.xml, undefined, sp.privateKeyPem)}`,
+        );
+        t.equal(res.statusCode, 303);
+        t.match(res.headers.location, /^\/auth\/step-up\?return=%2Fsaml%2Fsso%3Fresume%3D/);
+      }
+      const { browser: strong } = await built.signIn({ username: 'grace', assurance: 'sensitive' });
+      const request = authnRequest({ context: { comparison: 'exact', refs: ['urn:keyplane:assurance:sensitive'] } });
+      const page = await strong.get(
+        `/saml/sso?${signRedirectQuery('SAMLRequest', request.xml, undefined, sp.privateKeyPem)}`,
+      );
+      t.equal(page.statusCode, 200);
+      t.match(
+        Buffer.from(formValue(page.body, 'SAMLResponse')!, 'base64').toString(),
+        /urn:keyplane:assurance:sensitive/,
+      );
+      const passive = authnRequest({ extra: { IsPassive: 'true', ForceAuthn: 'true' } });
+      const refused = await browser.get(
+        `/saml/sso?${signRedirectQuery('SAMLRequest', passive.xml, undefined, sp.privateKeyPem)}`,
+      );
+      t.match(
+        Buffer.from(formValue(refused.body, 'SAMLResponse')!, 'base64').toString(),
+        /status:NoPassive/,
+        'IsPassive: a signed NoPassive answer, no assertion',
+      );
+      const email = authnRequest({ format: NAMEID_FORMAT.email });
+      const noEmail = await browser.get(
+        `/saml/sso?${signRedirectQuery('SAMLRequest', email.xml, undefined, sp.privateKeyPem)}`,
+      );
+      const answer = Buffer.from(formValue(noEmail.body, 'SAMLResponse')!, 'base64').toString();
+      t.match(answer, /InvalidNameIDPolicy/, 'emailAddress only when verified');
+      t.notMatch(answer, /Assertion/);
+    },
+  );
 
   await t.test('emailAddress NameID and the email attribute once the address is verified', async (t) => {
     const now = Date.now();
-    const row = await services.storage.emails.add({ emailId: 'eml_ada', identityId, email: 'ada@example.com', createdAt: now, verifiedAt: null });
+    const row = await services.storage.emails.add({
+      emailId: 'eml_ada',
+      identityId,
+      email: 'ada@example.com',
+      createdAt: now,
+      verifiedAt: null,
+    });
     await services.storage.emails.markVerified(row.emailId, now);
     const request = authnRequest({ format: NAMEID_FORMAT.email });
-    const page = await browser.get(`/saml/sso?${signRedirectQuery('SAMLRequest', request.xml, undefined, sp.privateKeyPem)}`);
+    const page = await browser.get(
+      `/saml/sso?${signRedirectQuery('SAMLRequest', request.xml, undefined, sp.privateKeyPem)}`,
+    );
     const doc = parseXml(Buffer.from(formValue(page.body, 'SAMLResponse')!, 'base64').toString());
     const nameId = doc.getElementsByTagNameNS(NS.assertion, 'NameID')[0]!;
     t.equal(nameId.textContent, 'ada@example.com');
     t.equal(nameId.getAttribute('Format'), NAMEID_FORMAT.email);
-    t.match(doc.toString(), /Name="mail"[^>]*><saml:AttributeValue>ada@example\.com</, 'the verified address as the mail attribute');
+    t.match(
+      doc.toString(),
+      /Name="mail"[^>]*><saml:AttributeValue>ada@example\.com</,
+      'the verified address as the mail attribute',
+    );
   });
 
   await t.test('every refusal: a page or envelope with its reason, nothing issued', async (t) => {
     const before = await issued();
-    const get = (query: string, json = false) => browser.get(`/saml/sso?${query}`, json ? { accept: 'application/json' } : {});
-    const post = (xml: string) => app.inject({ method: 'POST', url: '/saml/sso', payload: { SAMLRequest: Buffer.from(xml).toString('base64') } });
-    const reasonOf = (res: { body: string; headers: Record<string, unknown> }) => /data-reason="([a-z_]+)"/.exec(res.body)?.[1] ?? (String(res.headers['content-type']).includes('json') ? JSON.parse(res.body).reason : undefined);
-    const check = async (label: string, res: { statusCode: number; body: string; headers: Record<string, unknown> }, reason: string) => {
+    const get = (query: string, json = false) =>
+      browser.get(`/saml/sso?${query}`, json ? { accept: 'application/json' } : {});
+    const post = (xml: string) =>
+      app.inject({ method: 'POST', url: '/saml/sso', payload: { SAMLRequest: Buffer.from(xml).toString('base64') } });
+    const reasonOf = (res: { body: string; headers: Record<string, unknown> }) =>
+      /data-reason="([a-z_]+)"/.exec(res.body)?.[1] ??
+      (String(res.headers['content-type']).includes('json') ? JSON.parse(res.body).reason : undefined);
+    const check = async (
+      label: string,
+      res: { statusCode: number; body: string; headers: Record<string, unknown> },
+      reason: string,
+    ) => {
       t.equal(reasonOf(res), reason, label);
       t.notMatch(res.body, /SAMLResponse/, `${label}: no Response`);
       t.ok(res.statusCode >= 400, `${label}: ${res.statusCode}`);
     };
     const unsigned = authnRequest();
-    await check('unsigned request from an SP that must sign', await get(`SAMLRequest=${encodeURIComponent(encodeRedirectMessage(unsigned.xml))}`), 'saml_signature_invalid');
+    await check(
+      'unsigned request from an SP that must sign',
+      await get(`SAMLRequest=${encodeURIComponent(encodeRedirectMessage(unsigned.xml))}`),
+      'saml_signature_invalid',
+    );
     await check('unsigned POST', await post(authnRequest().xml), 'saml_signature_invalid');
-    await check('signed by another certificate (Redirect)', await get(signRedirectQuery('SAMLRequest', authnRequest().xml, undefined, attacker.privateKeyPem)), 'saml_signature_invalid');
+    await check(
+      'signed by another certificate (Redirect)',
+      await get(signRedirectQuery('SAMLRequest', authnRequest().xml, undefined, attacker.privateKeyPem)),
+      'saml_signature_invalid',
+    );
     const other = authnRequest();
-    await check('signed by another certificate (POST)', await post(signSamlElement(other.xml, other.id, attacker)), 'saml_signature_invalid');
+    await check(
+      'signed by another certificate (POST)',
+      await post(signSamlElement(other.xml, other.id, attacker)),
+      'saml_signature_invalid',
+    );
     const good = authnRequest();
     const signed = signSamlElement(good.xml, good.id, sp);
     const evil = authnRequest({ acs: 'https://evil.example/acs' });
-    await check('wrapped signature', await post(evil.xml.replace('</samlp:AuthnRequest>', `${signed.replace(/^<\?xml[^>]*>/, '')}</samlp:AuthnRequest>`)), 'saml_signature_invalid');
+    await check(
+      'wrapped signature',
+      await post(
+        evil.xml.replace('</samlp:AuthnRequest>', `${signed.replace(/^<\?xml[^>]*>/, '')}</samlp:AuthnRequest>`),
+      ),
+      'saml_signature_invalid',
+    );
     const signature = /<ds:Signature[\s\S]*<\/ds:Signature>/.exec(signed)![0];
-    await check('signature lifted onto other content', await post(evil.xml.replace(`ID="${evil.id}"`, `ID="${good.id}"`).replace('</saml:Issuer>', `</saml:Issuer>${signature}`)), 'saml_signature_invalid');
+    await check(
+      'signature lifted onto other content',
+      await post(
+        evil.xml.replace(`ID="${evil.id}"`, `ID="${good.id}"`).replace('</saml:Issuer>', `</saml:Issuer>${signature}`),
+      ),
+      'saml_signature_invalid',
+    );
     const bomb = `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><samlp:AuthnRequest xmlns:samlp="${NS.protocol}">&b;</samlp:AuthnRequest>`;
     await check('XML bomb', await post(bomb), 'saml_request_invalid');
     const xxe = `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><samlp:AuthnRequest xmlns:samlp="${NS.protocol}">&e;</samlp:AuthnRequest>`;
-    await check('external entity', await get(`SAMLRequest=${encodeURIComponent(encodeRedirectMessage(xxe))}`), 'saml_request_invalid');
+    await check(
+      'external entity',
+      await get(`SAMLRequest=${encodeURIComponent(encodeRedirectMessage(xxe))}`),
+      'saml_request_invalid',
+    );
     const once = authnRequest();
     const onceQuery = signRedirectQuery('SAMLRequest', once.xml, undefined, sp.privateKeyPem);
     t.equal((await get(onceQuery)).statusCode, 200, 'first use');
     await check('replayed request ID', await get(onceQuery), 'saml_request_replayed');
-    await check('unregistered ACS URL', await get(signRedirectQuery('SAMLRequest', authnRequest({ acs: 'https://evil.example/acs' }).xml, undefined, sp.privateKeyPem)), 'saml_acs_not_registered');
-    await check('unknown SP', await get(signRedirectQuery('SAMLRequest', authnRequest({ issuer: 'https://unknown.example/sp' }).xml, undefined, sp.privateKeyPem)), 'saml_unknown_provider');
-    await check('stale IssueInstant', await get(signRedirectQuery('SAMLRequest', authnRequest({ instant: Date.now() - 3_600_000 }).xml, undefined, sp.privateKeyPem)), 'saml_request_invalid');
-    await check('wrong Destination', await get(signRedirectQuery('SAMLRequest', authnRequest({ extra: { Destination: 'https://other.example/sso' } }).xml, undefined, sp.privateKeyPem)), 'saml_request_invalid');
+    await check(
+      'unregistered ACS URL',
+      await get(
+        signRedirectQuery(
+          'SAMLRequest',
+          authnRequest({ acs: 'https://evil.example/acs' }).xml,
+          undefined,
+          sp.privateKeyPem,
+        ),
+      ),
+      'saml_acs_not_registered',
+    );
+    await check(
+      'unknown SP',
+      await get(
+        signRedirectQuery(
+          'SAMLRequest',
+          authnRequest({ issuer: 'https://unknown.example/sp' }).xml,
+          undefined,
+          sp.privateKeyPem,
+        ),
+      ),
+      'saml_unknown_provider',
+    );
+    await check(
+      'stale IssueInstant',
+      await get(
+        signRedirectQuery(
+          'SAMLRequest',
+          authnRequest({ instant: Date.now() - 3_600_000 }).xml,
+          undefined,
+          sp.privateKeyPem,
+        ),
+      ),
+      'saml_request_invalid',
+    );
+    await check(
+      'wrong Destination',
+      await get(
+        signRedirectQuery(
+          'SAMLRequest',
+          authnRequest({ extra: { Destination: 'https://other.example/sso' } }).xml,
+          undefined,
+          sp.privateKeyPem,
+        ),
+      ),
+      'saml_request_invalid',
+    );
     const inflated = deflateRawSync(Buffer.alloc(20 * 1024 * 1024, 0x20)).toString('base64');
     await check('deflate bomb', await get(`SAMLRequest=${encodeURIComponent(inflated)}`), 'saml_request_invalid');
-    await check('IdP-initiated for an SP that does not allow it', await get(`sp=${encodeURIComponent(SP_ENTITY)}`), 'saml_unknown_provider');
+    await check(
+      'IdP-initiated for an SP that does not allow it',
+      await get(`sp=${encodeURIComponent(SP_ENTITY)}`),
+      'saml_unknown_provider',
+    );
     const json = await get(`SAMLRequest=${encodeURIComponent(encodeRedirectMessage(authnRequest().xml))}`, true);
-    t.same(json.json(), { ok: false, reason: 'saml_signature_invalid', message: json.json().message }, 'an API caller gets the envelope');
+    t.same(
+      json.json(),
+      { ok: false, reason: 'saml_signature_invalid', message: json.json().message },
+      'an API caller gets the envelope',
+    );
     t.equal(await issued(), before + 1, 'only the one valid request issued anything');
   });
 
   await t.test('IdP-initiated sign-in for an SP that allows it', async (t) => {
-    const updated = await app.inject({ method: 'PUT', url: `/saml/providers/${provider.id}`, headers: admin, payload: { entity_id: SP_ENTITY, acs_urls: [ACS], certificate: sp.certificatePem, slo_url: SLO, allow_idp_initiated: true } });
+    const updated = await app.inject({
+      method: 'PUT',
+      url: `/saml/providers/${provider.id}`,
+      headers: admin,
+      payload: {
+        entity_id: SP_ENTITY,
+        acs_urls: [ACS],
+        certificate: sp.certificatePem,
+        slo_url: SLO,
+        allow_idp_initiated: true,
+      },
+    });
     t.equal(updated.statusCode, 200, updated.body);
     t.equal(updated.json().provider.revision, 2);
     const page = await browser.get(`/saml/sso?sp=${provider.id}&RelayState=%2Fhome`);
@@ -234,13 +462,24 @@ t.test('SAML identity provider', async (t) => {
 
   await t.test('single logout: a signed LogoutRequest ends the session and answers signed at the SP', async (t) => {
     const { browser: leaving, identityId: who } = await built.signIn({ username: 'lin' });
-    const unsigned = await leaving.get(`/saml/slo?SAMLRequest=${encodeURIComponent(encodeRedirectMessage(logoutRequest(who)))}`);
-    t.equal(/data-reason="([a-z_]+)"/.exec(unsigned.body)?.[1], 'saml_signature_invalid', 'an unsigned LogoutRequest is refused');
-    const res = await leaving.get(`/saml/slo?${signRedirectQuery('SAMLRequest', logoutRequest(who), 'back', sp.privateKeyPem)}`);
+    const unsigned = await leaving.get(
+      `/saml/slo?SAMLRequest=${encodeURIComponent(encodeRedirectMessage(logoutRequest(who)))}`,
+    );
+    t.equal(
+      /data-reason="([a-z_]+)"/.exec(unsigned.body)?.[1],
+      'saml_signature_invalid',
+      'an unsigned LogoutRequest is refused',
+    );
+    const res = await leaving.get(
+      `/saml/slo?${signRedirectQuery('SAMLRequest', logoutRequest(who), 'back', sp.privateKeyPem)}`,
+    );
     t.equal(res.statusCode, 303);
     const location = new URL(String(res.headers.location));
     t.equal(`${location.origin}${location.pathname}`, SLO);
-    t.ok(location.searchParams.get('SAMLResponse') && location.searchParams.get('Signature'), 'a signed LogoutResponse');
+    t.ok(
+      location.searchParams.get('SAMLResponse') && location.searchParams.get('Signature'),
+      'a signed LogoutResponse',
+    );
     t.equal(location.searchParams.get('RelayState'), 'back');
     t.equal((await leaving.get('/apps', { accept: 'application/json' })).statusCode, 401, 'the session has ended');
     const text = await services.metrics.getSingleMetricAsString('keyplane_receipts_total');
@@ -249,7 +488,11 @@ t.test('SAML identity provider', async (t) => {
 
   await t.test('the operator rotates the IdP key; the old certificate stays in the metadata', async (t) => {
     const before = await samlKeyRing(services).current();
-    t.equal((await browser.post('/saml/keys/rotate', {})).json().reason, 'insufficient_assurance', 'not with a session');
+    t.equal(
+      (await browser.post('/saml/keys/rotate', {})).json().reason,
+      'insufficient_assurance',
+      'not with a session',
+    );
     const rotated = await app.inject({ method: 'POST', url: '/saml/keys/rotate', headers: admin });
     t.equal(rotated.statusCode, 200, rotated.body);
     t.equal(rotated.json().retired, before.kid);
@@ -258,63 +501,102 @@ t.test('SAML identity provider', async (t) => {
     t.not((await samlKeyRing(services).current()).kid, before.kid, 'a new key signs');
   });
 
-  await t.test('org admins manage their org\'s providers; others see 404', async (t) => {
+  await t.test("org admins manage their org's providers; others see 404", async (t) => {
     const { browser: owner } = await built.signIn({ username: 'orgadmin', assurance: 'sensitive' });
     const created = await owner.post('/auth/orgs/create', { name: 'Acme' });
     t.equal(created.statusCode, 200, created.body);
     const slug = created.json().org?.slug ?? created.json().slug;
-    const payload = { entity_id: 'https://acme.example/sp', acs_urls: ['https://acme.example/acs'], certificate: sp.certificatePem, org: slug };
+    const payload = {
+      entity_id: 'https://acme.example/sp',
+      acs_urls: ['https://acme.example/acs'],
+      certificate: sp.certificatePem,
+      org: slug,
+    };
     const mine = await owner.post('/saml/providers', payload);
     t.equal(mine.statusCode, 201, mine.body);
     t.equal(mine.json().provider.org_id !== null, true);
-    t.equal((await owner.get('/saml/providers')).json().providers.length, 1, 'only the org\'s providers');
+    t.equal((await owner.get('/saml/providers')).json().providers.length, 1, "only the org's providers");
     const { browser: stranger } = await built.signIn({ username: 'stranger', assurance: 'sensitive' });
     t.equal((await stranger.get(`/saml/providers/${mine.json().provider.id}`)).statusCode, 404);
     t.equal((await stranger.post('/saml/providers', payload)).statusCode, 404, 'not an admin of that org');
     const { browser: weak } = await built.signIn({ username: 'weak' });
-    t.equal((await weak.post('/saml/providers', { ...payload, entity_id: 'https://x.example/sp' })).json().reason, 'insufficient_assurance');
+    t.equal(
+      (await weak.post('/saml/providers', { ...payload, entity_id: 'https://x.example/sp' })).json().reason,
+      'insufficient_assurance',
+    );
     const page = await owner.get('/apps/saml');
     t.equal(page.statusCode, 200);
     t.match(page.body, /https:\/\/acme\.example\/sp/);
     t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
-    const removed = await owner.post(`/apps/saml/${mine.json().provider.id}/delete`, {}, { 'content-type': 'application/x-www-form-urlencoded' });
+    const removed = await owner.post(
+      `/apps/saml/${mine.json().provider.id}/delete`,
+      {},
+      { 'content-type': 'application/x-www-form-urlencoded' },
+    );
     t.equal(removed.statusCode, 200, removed.body.slice(0, 300));
     t.match(removed.body, /Service provider removed/);
     t.equal((await owner.get('/saml/providers')).json().providers.length, 0, 'removed from the page');
   });
 
-  await t.test('the founder is the operator on /apps/saml: every provider, and installation-wide ones from the form', async (t) => {
-    const { browser: founder } = await built.signIn({ username: 'founderop', assurance: 'sensitive', founder: true });
-    const before = await founder.get('/apps/saml');
-    t.equal(before.statusCode, 200);
-    t.match(before.body, /the whole installation \(operator\)/, 'the form offers the installation as owner');
-    const form = new URLSearchParams({ org: '', entity_id: 'https://ops.example/sp', acs_urls: 'https://ops.example/acs', certificate: sp.certificatePem, name_id_format: 'persistent', want_signed_requests: 'true' });
-    const registered = await founder.post('/apps/saml/register', form.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
-    t.equal(registered.statusCode, 200, registered.body.slice(0, 300));
-    t.match(registered.body, /https:\/\/ops\.example\/sp/);
-    const stored = (await services.storage.saml.listProviders()).find((p) => p.entityId === 'https://ops.example/sp');
-    t.equal(stored?.orgId, null, 'owned by the installation');
-    const { browser: member } = await built.signIn({ username: 'plainmember', assurance: 'sensitive' });
-    const theirs = await member.get('/apps/saml');
-    t.notMatch(theirs.body, /ops\.example/, 'an ordinary account does not see installation providers');
-    t.notMatch(theirs.body, /the whole installation \(operator\)/, 'nor the installation as owner');
-    t.equal((await member.get(`/apps/saml/${stored!.id}/edit`)).statusCode, 404, 'not theirs to edit');
-    const edit = await founder.get(`/apps/saml/${stored!.id}/edit`);
-    t.equal(edit.statusCode, 200);
-    t.match(edit.body, /value="https:\/\/ops\.example\/sp"/, 'the form is filled');
-    t.match(edit.body, /name="revision" value="1"/);
-    const saveForm = (revision: string, name: string) => new URLSearchParams({ revision, name, entity_id: 'https://ops.example/sp', acs_urls: 'https://ops.example/acs\nhttps://ops.example/acs2', certificate: sp.certificatePem, name_id_format: 'persistent', want_signed_requests: 'true' }).toString();
-    const saved = await founder.post(`/apps/saml/${stored!.id}/update`, saveForm('1', 'Ops tool'), { 'content-type': 'application/x-www-form-urlencoded' });
-    t.equal(saved.statusCode, 200, saved.body.slice(0, 300));
-    t.match(saved.body, /saved/);
-    const after = await services.storage.saml.provider(stored!.id);
-    t.equal(after?.name, 'Ops tool');
-    t.same(after?.acsUrls, ['https://ops.example/acs', 'https://ops.example/acs2']);
-    t.same(after?.attributes, stored!.attributes, 'the attribute mapping is kept');
-    const stale = await founder.post(`/apps/saml/${stored!.id}/update`, saveForm('1', 'Late'), { 'content-type': 'application/x-www-form-urlencoded' });
-    t.equal(stale.statusCode, 409, 'a stale revision is refused');
-    t.equal((await services.storage.saml.provider(stored!.id))?.name, 'Ops tool', 'and changes nothing');
-    const removed = await founder.post(`/apps/saml/${stored!.id}/delete`, '', { 'content-type': 'application/x-www-form-urlencoded' });
-    t.match(removed.body, /Service provider removed/);
-  });
+  await t.test(
+    'the founder is the operator on /apps/saml: every provider, and installation-wide ones from the form',
+    async (t) => {
+      const { browser: founder } = await built.signIn({ username: 'founderop', assurance: 'sensitive', founder: true });
+      const before = await founder.get('/apps/saml');
+      t.equal(before.statusCode, 200);
+      t.match(before.body, /the whole installation \(operator\)/, 'the form offers the installation as owner');
+      const form = new URLSearchParams({
+        org: '',
+        entity_id: 'https://ops.example/sp',
+        acs_urls: 'https://ops.example/acs',
+        certificate: sp.certificatePem,
+        name_id_format: 'persistent',
+        want_signed_requests: 'true',
+      });
+      const registered = await founder.post('/apps/saml/register', form.toString(), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      t.equal(registered.statusCode, 200, registered.body.slice(0, 300));
+      t.match(registered.body, /https:\/\/ops\.example\/sp/);
+      const stored = (await services.storage.saml.listProviders()).find((p) => p.entityId === 'https://ops.example/sp');
+      t.equal(stored?.orgId, null, 'owned by the installation');
+      const { browser: member } = await built.signIn({ username: 'plainmember', assurance: 'sensitive' });
+      const theirs = await member.get('/apps/saml');
+      t.notMatch(theirs.body, /ops\.example/, 'an ordinary account does not see installation providers');
+      t.notMatch(theirs.body, /the whole installation \(operator\)/, 'nor the installation as owner');
+      t.equal((await member.get(`/apps/saml/${stored!.id}/edit`)).statusCode, 404, 'not theirs to edit');
+      const edit = await founder.get(`/apps/saml/${stored!.id}/edit`);
+      t.equal(edit.statusCode, 200);
+      t.match(edit.body, /value="https:\/\/ops\.example\/sp"/, 'the form is filled');
+      t.match(edit.body, /name="revision" value="1"/);
+      const saveForm = (revision: string, name: string) =>
+        new URLSearchParams({
+          revision,
+          name,
+          entity_id: 'https://ops.example/sp',
+          acs_urls: 'https://ops.example/acs\nhttps://ops.example/acs2',
+          certificate: sp.certificatePem,
+          name_id_format: 'persistent',
+          want_signed_requests: 'true',
+        }).toString();
+      const saved = await founder.post(`/apps/saml/${stored!.id}/update`, saveForm('1', 'Ops tool'), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      t.equal(saved.statusCode, 200, saved.body.slice(0, 300));
+      t.match(saved.body, /saved/);
+      const after = await services.storage.saml.provider(stored!.id);
+      t.equal(after?.name, 'Ops tool');
+      t.same(after?.acsUrls, ['https://ops.example/acs', 'https://ops.example/acs2']);
+      t.same(after?.attributes, stored!.attributes, 'the attribute mapping is kept');
+      const stale = await founder.post(`/apps/saml/${stored!.id}/update`, saveForm('1', 'Late'), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      t.equal(stale.statusCode, 409, 'a stale revision is refused');
+      t.equal((await services.storage.saml.provider(stored!.id))?.name, 'Ops tool', 'and changes nothing');
+      const removed = await founder.post(`/apps/saml/${stored!.id}/delete`, '', {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      t.match(removed.body, /Service provider removed/);
+    },
+  );
 });

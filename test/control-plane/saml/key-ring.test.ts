@@ -8,7 +8,10 @@ import { build, manualClock } from '../../helpers/build.js';
  */
 t.test('the SAML key ring rotates and keeps retired certificates listed while in use', async (t) => {
   const clock = manualClock();
-  const { services } = await build(t, { now: clock.now, config: { 'keys.rotateEveryDays': 30, 'keys.retainRetiredDays': 7 } });
+  const { services } = await build(t, {
+    now: clock.now,
+    config: { 'keys.rotateEveryDays': 30, 'keys.retainRetiredDays': 7 },
+  });
   const ring = new SamlKeyRing(services);
   t.same(await services.storage.saml.keys(), [], 'nothing is generated before first use');
   const first = await ring.current();

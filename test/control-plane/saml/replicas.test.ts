@@ -17,7 +17,12 @@ import { REDIS_URL, redisAvailability } from '../../helpers/redis.js';
  */
 const REQUIRE_ALL = process.env.KEYPLANE_REQUIRE_ALL === '1';
 const [postgres, redis] = await Promise.all([postgresAvailability(), redisAvailability()]);
-const skip = postgres.run && redis.run ? false : REQUIRE_ALL ? false : `needs PostgreSQL and Redis: ${!postgres.run ? postgres.reason : ''} ${!redis.run ? redis.reason : ''}`;
+const skip =
+  postgres.run && redis.run
+    ? false
+    : REQUIRE_ALL
+      ? false
+      : `needs PostgreSQL and Redis: ${!postgres.run ? postgres.reason : ''} ${!redis.run ? redis.reason : ''}`;
 const ADMIN = 'saml-replica-admin-0123456789abcdef0123456789';
 
 t.test('SAML across two replicas', { skip }, async (t) => {
@@ -38,7 +43,12 @@ t.test('SAML across two replicas', { skip }, async (t) => {
   const sp = await generateSamlKey({ commonName: 'SP', now: Date.now(), validDays: 2, modulusLength: 2048 });
   const entityId = 'https://sp.example.com/md';
   const acs = 'https://sp.example.com/acs';
-  const registered = await a.app.inject({ method: 'POST', url: '/saml/providers', headers: { authorization: `Bearer ${ADMIN}` }, payload: { entity_id: entityId, acs_urls: [acs], certificate: sp.certificatePem } });
+  const registered = await a.app.inject({
+    method: 'POST',
+    url: '/saml/providers',
+    headers: { authorization: `Bearer ${ADMIN}` },
+    payload: { entity_id: entityId, acs_urls: [acs], certificate: sp.certificatePem },
+  });
   t.equal(registered.statusCode, 201, registered.statusCode === 201 ? 'registered' : registered.body);
 
   const [metaA, metaB] = [await a.app.inject({ url: '/saml/metadata' }), await b.app.inject({ url: '/saml/metadata' })];
@@ -46,7 +56,12 @@ t.test('SAML across two replicas', { skip }, async (t) => {
   t.same(certs(metaB.body), certs(metaA.body), 'one key ring in storage: the same certificates at both');
 
   const root = create().ele(NS.protocol, 'samlp:AuthnRequest', {
-    ID: newSamlId(), Version: '2.0', IssueInstant: new Date().toISOString(), Destination: `${TEST_ISSUER}/saml/sso`, AssertionConsumerServiceURL: acs, ProtocolBinding: BINDING.post,
+    ID: newSamlId(),
+    Version: '2.0',
+    IssueInstant: new Date().toISOString(),
+    Destination: `${TEST_ISSUER}/saml/sso`,
+    AssertionConsumerServiceURL: acs,
+    ProtocolBinding: BINDING.post,
   });
   root.ele(NS.assertion, 'saml:Issuer').txt(entityId);
   const query = signRedirectQuery('SAMLRequest', root.end({ headless: true }), undefined, sp.privateKeyPem);

@@ -17,46 +17,80 @@ async function app(t: Test, config: Record<string, unknown> = {}, now?: () => nu
   });
 }
 
-t.test('public scan: a signed Rating, cached for a few minutes, readable as a page; verifiable with jose and the JWKS', async (t) => {
-  const { app: server } = await app(t);
-  const site = await startSite(t, tls, HARDENED_HEADERS);
-  const url = `${site.origin}/`;
-  const first = await server.inject({ method: 'POST', url: '/scan', payload: { url } });
-  t.equal(first.statusCode, 200);
-  const body = first.json();
-  t.match(body, { ok: true, cached: false, receipt: /^[0-9a-f]{64}$/, rating: { url, algorithm: 'keyplane-scan/1 (observatory-5)' } });
-  const rating = body.rating as Rating;
-  const jwks = (await server.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
-  t.same(await verifyRating(rating, jwks), (({ signature: _s, ...rest }) => rest)(rating));
-  const { protectedHeader } = await compactVerify(rating.signature, createLocalJWKSet(jwks));
-  t.equal(protectedHeader.typ, 'keyplane-rating+jws');
+t.test(
+  'public scan: a signed Rating, cached for a few minutes, readable as a page; verifiable with jose and the JWKS',
+  async (t) => {
+    const { app: server } = await app(t);
+    const site = await startSite(t, tls, HARDENED_HEADERS);
+    const url = `${site.origin}/`;
+    const first = await server.inject({ method: 'POST', url: '/scan', payload: { url } });
+    t.equal(first.statusCode, 200);
+    const body = first.json();
+    t.match(body, {
+      ok: true,
+      cached: false,
+      receipt: /^[0-9a-f]{64}$/,
+      rating: { url, algorithm: 'keyplane-scan/1 (observatory-5)' },
+    });
+    const rating = body.rating as Rating;
+    const jwks = (await server.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+    t.same(await verifyRating(rating, jwks), (({ signature: _s, ...rest }) => rest)(rating));
+    const { protectedHeader } = await compactVerify(rating.signature, createLocalJWKSet(jwks));
+    t.equal(protectedHeader.typ, 'keyplane-rating+jws');
 
-  const requestsBefore = site.requests.length;
-  const second = (await server.inject({ method: 'POST', url: '/scan', payload: { url } })).json();
-  t.equal(second.cached, true);
-  t.equal(site.requests.length, requestsBefore, 'a cached result does not touch the site');
-  t.same((await server.inject({ method: 'GET', url: `/scan?format=json&url=${encodeURIComponent(url)}` })).json(), { ok: true, rating });
-  t.equal((await server.inject({ method: 'GET', url: `/scan?format=json&url=${encodeURIComponent('https://never.example/')}` })).statusCode, 404);
-  t.equal((await server.inject({ method: 'GET', url: '/scan?format=json' })).json().reason, 'invalid_request');
+    const requestsBefore = site.requests.length;
+    const second = (await server.inject({ method: 'POST', url: '/scan', payload: { url } })).json();
+    t.equal(second.cached, true);
+    t.equal(site.requests.length, requestsBefore, 'a cached result does not touch the site');
+    t.same((await server.inject({ method: 'GET', url: `/scan?format=json&url=${encodeURIComponent(url)}` })).json(), {
+      ok: true,
+      rating,
+    });
+    t.equal(
+      (
+        await server.inject({
+          method: 'GET',
+          url: `/scan?format=json&url=${encodeURIComponent('https://never.example/')}`,
+        })
+      ).statusCode,
+      404,
+    );
+    t.equal((await server.inject({ method: 'GET', url: '/scan?format=json' })).json().reason, 'invalid_request');
 
-  const page = await server.inject({ method: 'GET', url: `/scan?url=${encodeURIComponent(url)}`, headers: { accept: 'text/html' } });
-  t.equal(page.statusCode, 200);
-  t.match(page.body, /data-field="grade">[A-F]/);
-  t.match(page.body, /data-test="x-content-type-options"/);
-  t.match(page.headers['content-security-policy'], /default-src 'none'/);
-  const empty = await server.inject({ method: 'GET', url: '/scan', headers: { accept: 'text/html' } });
-  t.match(empty.body, /<form method="post" data-kp-post data-then="scan" action="\/scan"/);
-  const bad = await server.inject({ method: 'GET', url: '/scan?url=http%3A%2F%2Fx', headers: { accept: 'text/html' } });
-  t.match(bad.body, /cannot be scanned/);
-  const unknown = await server.inject({ method: 'GET', url: '/scan?url=https%3A%2F%2Fnever.example%2F', headers: { accept: 'text/html' } });
-  t.match(unknown.body, /not been scanned yet/);
+    const page = await server.inject({
+      method: 'GET',
+      url: `/scan?url=${encodeURIComponent(url)}`,
+      headers: { accept: 'text/html' },
+    });
+    t.equal(page.statusCode, 200);
+    t.match(page.body, /data-field="grade">[A-F]/);
+    t.match(page.body, /data-test="x-content-type-options"/);
+    t.match(page.headers['content-security-policy'], /default-src 'none'/);
+    const empty = await server.inject({ method: 'GET', url: '/scan', headers: { accept: 'text/html' } });
+    t.match(empty.body, /<form method="post" data-kp-post data-then="scan" action="\/scan"/);
+    const bad = await server.inject({
+      method: 'GET',
+      url: '/scan?url=http%3A%2F%2Fx',
+      headers: { accept: 'text/html' },
+    });
+    t.match(bad.body, /cannot be scanned/);
+    const unknown = await server.inject({
+      method: 'GET',
+      url: '/scan?url=https%3A%2F%2Fnever.example%2F',
+      headers: { accept: 'text/html' },
+    });
+    t.match(unknown.body, /not been scanned yet/);
 
-  const form = await server.inject({
-    method: 'POST', url: '/scan', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' }, payload: `url=${encodeURIComponent(url)}`,
-  });
-  t.equal(form.statusCode, 303);
-  t.equal(form.headers.location, `/scan?url=${encodeURIComponent(url)}`);
-});
+    const form = await server.inject({
+      method: 'POST',
+      url: '/scan',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+      payload: `url=${encodeURIComponent(url)}`,
+    });
+    t.equal(form.statusCode, 303);
+    t.equal(form.headers.location, `/scan?url=${encodeURIComponent(url)}`);
+  },
+);
 
 t.test('public scan refusals: bad URLs, per-address and per-host throttles', async (t) => {
   const { app: server } = await app(t, { 'scan.publicPerIpPerHour': 4, 'scan.publicPerHostPerHour': 1 });
@@ -66,7 +100,10 @@ t.test('public scan refusals: bad URLs, per-address and per-host throttles', asy
     t.equal(res.json().reason, 'scan_target_refused');
   }
   const site = await startSite(t, tls, HARDENED_HEADERS);
-  t.equal((await server.inject({ method: 'POST', url: '/scan', payload: { url: `${site.origin}/a` } })).statusCode, 200);
+  t.equal(
+    (await server.inject({ method: 'POST', url: '/scan', payload: { url: `${site.origin}/a` } })).statusCode,
+    200,
+  );
   const host = await server.inject({ method: 'POST', url: '/scan', payload: { url: `${site.origin}/b` } });
   t.equal(host.statusCode, 429, 'a second fresh scan of the same host');
   t.equal(host.json().reason, 'rate_limited');
@@ -87,7 +124,8 @@ t.test('org scan, domain proof, seal and verification page; stale after 30 days'
     res.end(`keyplane-site=${token}\n`);
     return true;
   });
-  const post = (url: string, payload: Record<string, unknown> = {}, who = alice) => server.inject({ method: 'POST', url, headers: who.headers, payload });
+  const post = (url: string, payload: Record<string, unknown> = {}, who = alice) =>
+    server.inject({ method: 'POST', url, headers: who.headers, payload });
   await post('/auth/orgs/create', { name: 'Acme' });
   t.equal((await post('/org/acme/scan')).json().reason, 'not_found', 'no site yet');
   const { siteId } = (await post('/org/acme/websites/add', { url: `${site.origin}/` })).json();
@@ -102,18 +140,29 @@ t.test('org scan, domain proof, seal and verification page; stale after 30 days'
   t.equal(view.sites[0].verified, false);
 
   // Until the domain is proved there is no seal.
-  const sealFor = () => server.inject({ method: 'GET', url: `/embed/seal.json?origin=${encodeURIComponent(site.origin)}` });
+  const sealFor = () =>
+    server.inject({ method: 'GET', url: `/embed/seal.json?origin=${encodeURIComponent(site.origin)}` });
   t.equal((await sealFor()).statusCode, 404);
   t.equal((await server.inject({ method: 'GET', url: `/verify/${siteId}?format=json` })).json().status, 'unverified');
   const refused = await post('/org/acme/websites/verify', { siteId });
   t.equal(refused.statusCode, 409);
   t.equal(refused.json().reason, 'domain_not_verified');
   token = view.sites[0].proof.wellKnown.value.replace('keyplane-site=', '');
-  t.match((await post('/org/acme/websites/verify', { siteId })).json(), { ok: true, method: 'well-known', receipt: /^[0-9a-f]{64}$/ });
+  t.match((await post('/org/acme/websites/verify', { siteId })).json(), {
+    ok: true,
+    method: 'well-known',
+    receipt: /^[0-9a-f]{64}$/,
+  });
 
   const seal = await sealFor();
   t.equal(seal.statusCode, 200);
-  t.match(seal.json(), { ok: true, siteId, grade: scanned.json().rating.grade, stale: false, verifyUrl: `http://localhost:4400/verify/${siteId}` });
+  t.match(seal.json(), {
+    ok: true,
+    siteId,
+    grade: scanned.json().rating.grade,
+    stale: false,
+    verifyUrl: `http://localhost:4400/verify/${siteId}`,
+  });
   t.equal(seal.headers['access-control-allow-origin'], '*');
   t.notOk(seal.headers['set-cookie']);
   const script = await server.inject({ method: 'GET', url: '/embed/seal.js' });
@@ -124,19 +173,40 @@ t.test('org scan, domain proof, seal and verification page; stale after 30 days'
   t.match(script.body, /credentials: 'omit'/);
 
   const verify = (await server.inject({ method: 'GET', url: `/verify/${siteId}?format=json` })).json();
-  t.match(verify, { ok: true, siteId, url: `${site.origin}/`, org: { slug: 'acme', name: 'Acme' }, verified: true, status: 'current' });
+  t.match(verify, {
+    ok: true,
+    siteId,
+    url: `${site.origin}/`,
+    org: { slug: 'acme', name: 'Acme' },
+    verified: true,
+    status: 'current',
+  });
   const jwks = (await server.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
   await verifyRating(verify.rating, jwks);
-  const page = await server.inject({ method: 'GET', url: `/verify/${siteId}`, headers: { accept: 'text/html', referer: 'https://phish.example/x' } });
+  const page = await server.inject({
+    method: 'GET',
+    url: `/verify/${siteId}`,
+    headers: { accept: 'text/html', referer: 'https://phish.example/x' },
+  });
   t.match(page.body, /data-field="org">Acme/);
   t.match(page.body, /You came here from <strong>https:\/\/phish.example<\/strong>/);
   t.equal((await server.inject({ method: 'GET', url: '/verify/site_nope?format=json' })).statusCode, 404);
-  t.equal((await server.inject({ method: 'GET', url: '/embed/seal.json?origin=nonsense' })).json().reason, 'invalid_request');
+  t.equal(
+    (await server.inject({ method: 'GET', url: '/embed/seal.json?origin=nonsense' })).json().reason,
+    'invalid_request',
+  );
 
   clock.advance(31 * 86_400_000);
-  t.equal((await server.inject({ method: 'GET', url: `/verify/${siteId}?format=json` })).json().status, 'stale', 'never shown as current');
+  t.equal(
+    (await server.inject({ method: 'GET', url: `/verify/${siteId}?format=json` })).json().status,
+    'stale',
+    'never shown as current',
+  );
   t.equal((await sealFor()).json().stale, true);
-  t.match((await server.inject({ method: 'GET', url: `/verify/${siteId}`, headers: { accept: 'text/html' } })).body, /not current/);
+  t.match(
+    (await server.inject({ method: 'GET', url: `/verify/${siteId}`, headers: { accept: 'text/html' } })).body,
+    /not current/,
+  );
 });
 
 t.test('daily rescans of primary sites, one replica at a time, counted in kp_scans_total', async (t) => {
@@ -145,8 +215,20 @@ t.test('daily rescans of primary sites, one replica at a time, counted in kp_sca
   const alice = await signUp(server, 'alice');
   const site = await startSite(t, tls, HARDENED_HEADERS);
   await server.inject({ method: 'POST', url: '/auth/orgs/create', headers: alice.headers, payload: { name: 'Acme' } });
-  const { siteId } = (await server.inject({ method: 'POST', url: '/org/acme/websites/add', headers: alice.headers, payload: { url: `${site.origin}/` } })).json();
-  await server.inject({ method: 'POST', url: '/org/acme/websites/add', headers: alice.headers, payload: { url: `${site.origin}/second` } });
+  const { siteId } = (
+    await server.inject({
+      method: 'POST',
+      url: '/org/acme/websites/add',
+      headers: alice.headers,
+      payload: { url: `${site.origin}/` },
+    })
+  ).json();
+  await server.inject({
+    method: 'POST',
+    url: '/org/acme/websites/add',
+    headers: alice.headers,
+    payload: { url: `${site.origin}/second` },
+  });
 
   t.same(await rescanDueSites(services), [siteId], 'never scanned: due; only the primary');
   t.same(await rescanDueSites(services), [], 'scanned just now');
@@ -160,13 +242,14 @@ t.test('daily rescans of primary sites, one replica at a time, counted in kp_sca
   t.match(metrics, /kp_scans_total\{trigger="schedule",outcome="graded"\} 2/);
 });
 
-t.test('a site\'s domain is proved by a TXT record found through the configured resolvers (dns2)', async (t) => {
+t.test("a site's domain is proved by a TXT record found through the configured resolvers (dns2)", async (t) => {
   const records = new Map<string, string[][]>();
   const dns = await startTxtServer(t, records);
   const { app: server } = await app(t, { 'dns.resolvers': [dns.address] });
   const alice = await signUp(server, 'alice');
   const site = await startSite(t, tls, HARDENED_HEADERS);
-  const post = (url: string, payload: Record<string, unknown> = {}) => server.inject({ method: 'POST', url, headers: alice.headers, payload });
+  const post = (url: string, payload: Record<string, unknown> = {}) =>
+    server.inject({ method: 'POST', url, headers: alice.headers, payload });
   await post('/auth/orgs/create', { name: 'Acme' });
   const { siteId } = (await post('/org/acme/websites/add', { url: `${site.origin}/` })).json();
   const view = (await server.inject({ method: 'GET', url: '/org/acme?format=json', headers: alice.headers })).json();

@@ -27,7 +27,11 @@ export async function startSite(
 ): Promise<TestHttpsServer> {
   return startHttpsServer(t, tls, (req, res) => {
     if (extra(req, res)) return;
-    if (req.url === '/crossdomain.xml' || req.url === '/clientaccesspolicy.xml' || req.url?.startsWith('/.well-known/')) {
+    if (
+      req.url === '/crossdomain.xml' ||
+      req.url === '/clientaccesspolicy.xml' ||
+      req.url?.startsWith('/.well-known/')
+    ) {
       res.statusCode = 404;
       res.end();
       return;
@@ -44,13 +48,19 @@ export async function startSite(
 }
 
 /** A plain-http server on 127.0.0.1 answering with `handler`; closed when the test ends. */
-export async function startHttpSite(t: Tap, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; url: string }> {
+export async function startHttpSite(
+  t: Tap,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Server; url: string }> {
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   return { server, url: `http://localhost:${(server.address() as AddressInfo).port}/` };
 }
 

@@ -10,7 +10,13 @@ interface Tap {
 }
 
 const identity = (identityId: string, username: string, founder = false) => ({
-  identityId, username, displayName: '', preferences: {}, founder, createdAt: 10, updatedAt: 10,
+  identityId,
+  username,
+  displayName: '',
+  preferences: {},
+  founder,
+  createdAt: 10,
+  updatedAt: 10,
 });
 
 /** Behaviour every identity, credential, session and device store backend must show. */
@@ -32,36 +38,57 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.same(await s.identities.aliases('usr_a'), ['ada']);
     t.notOk(await s.identities.rename('usr_b', 'ada', 21), 'an alias cannot be taken by someone else');
     t.notOk(await s.identities.create(identity('usr_d', 'ada')), 'nor claimed by a new account');
-    t.ok(await s.identities.rename('usr_a', 'ada', 22), 'taking back one\'s own alias');
+    t.ok(await s.identities.rename('usr_a', 'ada', 22), "taking back one's own alias");
     t.same(await s.identities.aliases('usr_a'), ['ada2']);
     t.equal((await s.identities.get('usr_a'))?.username, 'ada');
 
     await s.identities.setDisplayName('usr_b', 'Grace Hopper', 30);
     await s.identities.setPreferences('usr_b', { theme: 'dark' }, 31);
     const grace = await s.identities.get('usr_b');
-    t.same([grace?.displayName, grace?.preferences, grace?.updatedAt, grace?.founder], ['Grace Hopper', { theme: 'dark' }, 31, false]);
+    t.same(
+      [grace?.displayName, grace?.preferences, grace?.updatedAt, grace?.founder],
+      ['Grace Hopper', { theme: 'dark' }, 31, false],
+    );
   });
 
   t.test('credential store: public keys only on get, counters, unique ids', async (t) => {
     const s = await open();
     await s.identities.create(identity('usr_a', 'ada'));
     const cred = (credId: string, createdAt: number) => ({
-      credId, identityId: 'usr_a', publicKey: new Uint8Array([1, 2, 3]), counter: 0, transports: ['internal'],
-      backupEligible: true, backedUp: false, label: credId, createdAt, lastUsedAt: null,
+      credId,
+      identityId: 'usr_a',
+      publicKey: new Uint8Array([1, 2, 3]),
+      counter: 0,
+      transports: ['internal'],
+      backupEligible: true,
+      backedUp: false,
+      label: credId,
+      createdAt,
+      lastUsedAt: null,
     });
     t.ok(await s.credentials.insert(cred('c2', 2)));
     t.ok(await s.credentials.insert(cred('c1', 1)));
     t.notOk(await s.credentials.insert(cred('c1', 3)), 'a credential id is registered once');
     const listed = await s.credentials.listByIdentity('usr_a');
-    t.same(listed.map((c) => c.credId), ['c1', 'c2'], 'in creation order');
-    t.notOk(listed.some((c) => 'publicKey' in c), 'listings never carry the public key');
+    t.same(
+      listed.map((c) => c.credId),
+      ['c1', 'c2'],
+      'in creation order',
+    );
+    t.notOk(
+      listed.some((c) => 'publicKey' in c),
+      'listings never carry the public key',
+    );
     t.same((await s.credentials.get('c1'))?.publicKey, new Uint8Array([1, 2, 3]));
     t.equal(await s.credentials.countByIdentity('usr_a'), 2);
     t.ok(await s.credentials.rename('usr_a', 'c1', 'Laptop'));
     t.notOk(await s.credentials.rename('usr_b', 'c1', 'Stolen'), 'only the owner renames');
     await s.credentials.recordUse('c1', { counter: 7, backedUp: true, at: 50 });
     const used = await s.credentials.get('c1');
-    t.same([used?.label, used?.counter, used?.backedUp, used?.lastUsedAt, used?.transports], ['Laptop', 7, true, 50, ['internal']]);
+    t.same(
+      [used?.label, used?.counter, used?.backedUp, used?.lastUsedAt, used?.transports],
+      ['Laptop', 7, true, 50, ['internal']],
+    );
     t.notOk(await s.credentials.remove('usr_b', 'c1'), 'only the owner removes');
     t.ok(await s.credentials.remove('usr_a', 'c1'));
     t.equal(await s.credentials.get('c1'), null);
@@ -71,8 +98,20 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     const s = await open();
     await s.identities.create(identity('usr_a', 'ada'));
     const session = (sessionId: string, deviceId: string) => ({
-      sessionId, tokenHash: `hash-${sessionId}`, identityId: 'usr_a', deviceId, assurance: 'passkey' as const, amr: ['pop', 'user'],
-      authTime: 100, stepUpAt: null, credId: 'c1', createdAt: 100, lastSeenAt: 100, idleExpiresAt: 200, absoluteExpiresAt: 1000, revokedAt: null,
+      sessionId,
+      tokenHash: `hash-${sessionId}`,
+      identityId: 'usr_a',
+      deviceId,
+      assurance: 'passkey' as const,
+      amr: ['pop', 'user'],
+      authTime: 100,
+      stepUpAt: null,
+      credId: 'c1',
+      createdAt: 100,
+      lastSeenAt: 100,
+      idleExpiresAt: 200,
+      absoluteExpiresAt: 1000,
+      revokedAt: null,
     });
     await s.sessions.insert(session('s1', 'd1'));
     await s.sessions.insert(session('s2', 'd1'));
@@ -88,9 +127,15 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
 
     await s.sessions.stepUp('s1', { at: 300, assurance: 'passkey', amr: ['pop', 'user', 'otp'], credId: 'c2' });
     const stepped = await s.sessions.findLive('hash-s1', 301);
-    t.same([stepped?.stepUpAt, stepped?.authTime, stepped?.amr, stepped?.credId], [300, 300, ['pop', 'user', 'otp'], 'c2']);
+    t.same(
+      [stepped?.stepUpAt, stepped?.authTime, stepped?.amr, stepped?.credId],
+      [300, 300, ['pop', 'user', 'otp'], 'c2'],
+    );
 
-    t.same((await s.sessions.listLive('usr_a', 150)).map((x) => x.sessionId), ['s1', 's2', 's3']);
+    t.same(
+      (await s.sessions.listLive('usr_a', 150)).map((x) => x.sessionId),
+      ['s1', 's2', 's3'],
+    );
     t.notOk(await s.sessions.revoke('usr_b', 's2', 150), 'only the owner revokes');
     t.ok(await s.sessions.revoke('usr_a', 's2', 150));
     t.notOk(await s.sessions.revoke('usr_a', 's2', 151), 'revoking twice finds nothing');
@@ -99,9 +144,12 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.equal(await s.sessions.isLive('s3', 151), true);
     t.equal(await s.sessions.isLive('s3', 200), false, 'nor an expired one');
     t.equal(await s.sessions.isLive('nope', 151), false);
-    t.equal(await s.sessions.revokeDevice('usr_a', 'd1', 160), 1, 'revokes the device\'s remaining live session');
-    t.same((await s.sessions.listLive('usr_a', 161)).map((x) => x.sessionId), ['s3']);
-    t.equal(await s.sessions.revokeAll('usr_b', 162), 0, 'only the account\'s own sessions');
+    t.equal(await s.sessions.revokeDevice('usr_a', 'd1', 160), 1, "revokes the device's remaining live session");
+    t.same(
+      (await s.sessions.listLive('usr_a', 161)).map((x) => x.sessionId),
+      ['s3'],
+    );
+    t.equal(await s.sessions.revokeAll('usr_b', 162), 0, "only the account's own sessions");
     t.equal(await s.sessions.revokeAll('usr_a', 162), 1);
     t.same(await s.sessions.listLive('usr_a', 163), []);
   });
@@ -117,10 +165,33 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.equal(await s.identities.state('usr_a'), 'disabled');
     t.ok(await s.identities.setState('usr_a', 'active', 22));
     t.ok(await s.identities.rename('usr_a', 'ada2', 23));
-    await s.credentials.insert({ credId: 'c1', identityId: 'usr_a', publicKey: new Uint8Array([1]), counter: 0, transports: [], backupEligible: true, backedUp: true, label: 'x', createdAt: 1, lastUsedAt: null });
+    await s.credentials.insert({
+      credId: 'c1',
+      identityId: 'usr_a',
+      publicKey: new Uint8Array([1]),
+      counter: 0,
+      transports: [],
+      backupEligible: true,
+      backedUp: true,
+      label: 'x',
+      createdAt: 1,
+      lastUsedAt: null,
+    });
     await s.sessions.insert({
-      sessionId: 's1', tokenHash: 'h1', identityId: 'usr_a', deviceId: 'd1', assurance: 'passkey', amr: [], authTime: 1, stepUpAt: null, credId: null,
-      createdAt: 1, lastSeenAt: 1, idleExpiresAt: 100, absoluteExpiresAt: 100, revokedAt: null,
+      sessionId: 's1',
+      tokenHash: 'h1',
+      identityId: 'usr_a',
+      deviceId: 'd1',
+      assurance: 'passkey',
+      amr: [],
+      authTime: 1,
+      stepUpAt: null,
+      credId: null,
+      createdAt: 1,
+      lastSeenAt: 1,
+      idleExpiresAt: 100,
+      absoluteExpiresAt: 100,
+      revokedAt: null,
     });
     await s.devices.upsert('usr_a', 'd1', 1);
     t.ok(await s.identities.remove('usr_a'));
@@ -148,17 +219,26 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     ]);
     t.notOk(await s.devices.remove('usr_a', 'd3'));
     t.ok(await s.devices.remove('usr_a', 'd1'));
-    t.same((await s.devices.list('usr_a')).map((d) => d.deviceId), ['d2']);
-    t.same((await s.devices.list('usr_b')).map((d) => d.deviceId), ['d1'], 'another identity\'s ledger is untouched');
+    t.same(
+      (await s.devices.list('usr_a')).map((d) => d.deviceId),
+      ['d2'],
+    );
+    t.same(
+      (await s.devices.list('usr_b')).map((d) => d.deviceId),
+      ['d1'],
+      "another identity's ledger is untouched",
+    );
   });
 
   t.test('account writes in a failed transaction leave nothing behind', async (t) => {
     const s = await open();
-    await t.rejects(s.transaction(async (tx) => {
-      await tx.identities.create(identity('usr_x', 'xavier'));
-      await tx.devices.upsert('usr_x', 'd1', 1);
-      throw new Error('abort');
-    }));
+    await t.rejects(
+      s.transaction(async (tx) => {
+        await tx.identities.create(identity('usr_x', 'xavier'));
+        await tx.devices.upsert('usr_x', 'd1', 1);
+        throw new Error('abort');
+      }),
+    );
     t.equal(await s.identities.findByUsername('xavier'), null);
     t.equal(await s.identities.count(), 0);
   });

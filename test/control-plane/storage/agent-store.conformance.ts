@@ -3,15 +3,44 @@ import type { Storage, StoredAgent, StoredEnrollment } from '../../../control-pl
 
 function enrollment(id: string, extra: Partial<StoredEnrollment> = {}): StoredEnrollment {
   return {
-    enrollmentId: id, name: 'bot', subjectKind: 'ai_agent', publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' }, jkt: 'j'.repeat(43), alg: 'EdDSA',
-    visibility: 'public', ownerCodeHash: 'c'.repeat(64), state: 'pending_approval', ownerId: null, approvedAt: null, agentId: null, createdAt: 0, expiresAt: 1000, ...extra,
+    enrollmentId: id,
+    name: 'bot',
+    subjectKind: 'ai_agent',
+    publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' },
+    jkt: 'j'.repeat(43),
+    alg: 'EdDSA',
+    visibility: 'public',
+    ownerCodeHash: 'c'.repeat(64),
+    state: 'pending_approval',
+    ownerId: null,
+    approvedAt: null,
+    agentId: null,
+    createdAt: 0,
+    expiresAt: 1000,
+    ...extra,
   };
 }
 
 function agent(id: string, extra: Partial<StoredAgent> = {}): StoredAgent {
   return {
-    agentId: id, proofId: `p-${id}`, ownerId: 'usr_a', name: 'bot', subjectKind: 'ai_agent', publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' }, jkt: 'j'.repeat(43),
-    alg: 'EdDSA', state: 'active', visibility: 'public', declared: {}, resumeNeedsKey: false, keyProvenAt: 1, ownerApprovedAt: 1, lastProofAt: null, createdAt: 1, updatedAt: 1, ...extra,
+    agentId: id,
+    proofId: `p-${id}`,
+    ownerId: 'usr_a',
+    name: 'bot',
+    subjectKind: 'ai_agent',
+    publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' },
+    jkt: 'j'.repeat(43),
+    alg: 'EdDSA',
+    state: 'active',
+    visibility: 'public',
+    declared: {},
+    resumeNeedsKey: false,
+    keyProvenAt: 1,
+    ownerApprovedAt: 1,
+    lastProofAt: null,
+    createdAt: 1,
+    updatedAt: 1,
+    ...extra,
   };
 }
 
@@ -26,7 +55,10 @@ export function agentStoreConformance(t: Test, open: () => Promise<Storage>): vo
     t.equal(await agents.approveEnrollment('aen_1', 'usr_a', 1000), false, 'expired');
     t.equal(await agents.approveEnrollment('aen_1', 'usr_a', 10), true);
     t.equal(await agents.approveEnrollment('aen_1', 'usr_b', 11), false, 'approved once');
-    t.same((await agents.listApprovedEnrollments('usr_a', 12)).map((e) => e.enrollmentId), ['aen_1']);
+    t.same(
+      (await agents.listApprovedEnrollments('usr_a', 12)).map((e) => e.enrollmentId),
+      ['aen_1'],
+    );
     t.same(await agents.listApprovedEnrollments('usr_b', 12), []);
     t.equal(await agents.completeEnrollment('aen_1', 'agt_1', 1000), false, 'expired');
     t.equal(await agents.completeEnrollment('aen_1', 'agt_1', 20), true);
@@ -44,9 +76,22 @@ export function agentStoreConformance(t: Test, open: () => Promise<Storage>): vo
     t.same(await agents.get('agt_1'), agent('agt_1'));
     t.same(await agents.getByProofId('p-agt_2'), agent('agt_2', { ownerId: 'usr_b', createdAt: 2 }));
     t.equal(await agents.getByProofId('nope'), null);
-    t.same((await agents.listByOwner('usr_a')).map((a) => a.agentId), ['agt_1']);
-    t.equal(await agents.update(agent('agt_1', { state: 'suspended', declared: { a2aCardUrl: 'https://a' } }), 'suspended'), false, 'stale state');
-    t.equal(await agents.update(agent('agt_1', { state: 'suspended', declared: { a2aCardUrl: 'https://a' }, resumeNeedsKey: true }), 'active'), true);
+    t.same(
+      (await agents.listByOwner('usr_a')).map((a) => a.agentId),
+      ['agt_1'],
+    );
+    t.equal(
+      await agents.update(agent('agt_1', { state: 'suspended', declared: { a2aCardUrl: 'https://a' } }), 'suspended'),
+      false,
+      'stale state',
+    );
+    t.equal(
+      await agents.update(
+        agent('agt_1', { state: 'suspended', declared: { a2aCardUrl: 'https://a' }, resumeNeedsKey: true }),
+        'active',
+      ),
+      true,
+    );
     const updated = await agents.get('agt_1');
     t.equal(updated?.state, 'suspended');
     t.equal(updated?.resumeNeedsKey, true);
@@ -58,32 +103,66 @@ export function agentStoreConformance(t: Test, open: () => Promise<Storage>): vo
 
   t.test('agent store: evidence is appended in order', async (t) => {
     const { agents } = await open();
-    await agents.appendEvidence({ agentId: 'agt_1', type: 'domain-control', at: 1, expiresAt: 2, detail: { domain: 'a.example' } });
-    await agents.appendEvidence({ agentId: 'agt_1', type: 'descriptor-integrity', at: 3, expiresAt: 4, detail: { url: 'https://a', sha256: 'f' } });
-    t.same((await agents.listEvidence('agt_1')).map((e) => e.type), ['domain-control', 'descriptor-integrity']);
+    await agents.appendEvidence({
+      agentId: 'agt_1',
+      type: 'domain-control',
+      at: 1,
+      expiresAt: 2,
+      detail: { domain: 'a.example' },
+    });
+    await agents.appendEvidence({
+      agentId: 'agt_1',
+      type: 'descriptor-integrity',
+      at: 3,
+      expiresAt: 4,
+      detail: { url: 'https://a', sha256: 'f' },
+    });
+    t.same(
+      (await agents.listEvidence('agt_1')).map((e) => e.type),
+      ['domain-control', 'descriptor-integrity'],
+    );
     t.same(await agents.listEvidence('agt_2'), []);
   });
 
-  t.test('agent store: a transfer is consumed once, by the named identity with the right code, before expiry', async (t) => {
-    const { agents } = await open();
-    const transfer = { agentId: 'agt_1', fromOwnerId: 'usr_a', toIdentityId: 'usr_b', codeHash: 'h1', createdAt: 0, expiresAt: 100 };
-    await agents.putTransfer(transfer);
-    t.same(await agents.getTransfer('agt_1'), transfer);
-    t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_c', 10), false, 'someone else');
-    t.equal(await agents.consumeTransfer('agt_1', 'h2', 'usr_b', 10), false, 'wrong code');
-    t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_b', 100), false, 'expired');
-    t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_b', 10), true);
-    t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_b', 10), false, 'once');
-    await agents.putTransfer(transfer);
-    await agents.putTransfer({ ...transfer, codeHash: 'h3' });
-    t.equal((await agents.getTransfer('agt_1'))?.codeHash, 'h3', 'a new transfer replaces the old');
-    await agents.deleteTransfer('agt_1');
-    t.equal(await agents.getTransfer('agt_1'), null);
-  });
+  t.test(
+    'agent store: a transfer is consumed once, by the named identity with the right code, before expiry',
+    async (t) => {
+      const { agents } = await open();
+      const transfer = {
+        agentId: 'agt_1',
+        fromOwnerId: 'usr_a',
+        toIdentityId: 'usr_b',
+        codeHash: 'h1',
+        createdAt: 0,
+        expiresAt: 100,
+      };
+      await agents.putTransfer(transfer);
+      t.same(await agents.getTransfer('agt_1'), transfer);
+      t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_c', 10), false, 'someone else');
+      t.equal(await agents.consumeTransfer('agt_1', 'h2', 'usr_b', 10), false, 'wrong code');
+      t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_b', 100), false, 'expired');
+      t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_b', 10), true);
+      t.equal(await agents.consumeTransfer('agt_1', 'h1', 'usr_b', 10), false, 'once');
+      await agents.putTransfer(transfer);
+      await agents.putTransfer({ ...transfer, codeHash: 'h3' });
+      t.equal((await agents.getTransfer('agt_1'))?.codeHash, 'h3', 'a new transfer replaces the old');
+      await agents.deleteTransfer('agt_1');
+      t.equal(await agents.getTransfer('agt_1'), null);
+    },
+  );
 
   t.test('agent store: grants are revoked one by one or all at once', async (t) => {
     const { agents } = await open();
-    const grant = { grantId: 'agg_1', agentId: 'agt_1', ownerId: 'usr_a', clientId: 'cl_1', resource: null, scope: 'read', createdAt: 1, revokedAt: null };
+    const grant = {
+      grantId: 'agg_1',
+      agentId: 'agt_1',
+      ownerId: 'usr_a',
+      clientId: 'cl_1',
+      resource: null,
+      scope: 'read',
+      createdAt: 1,
+      revokedAt: null,
+    };
     await agents.insertGrant(grant);
     await agents.insertGrant({ ...grant, grantId: 'agg_2', resource: 'https://api.example' });
     t.same(await agents.getGrant('agg_1'), grant);
@@ -91,6 +170,9 @@ export function agentStoreConformance(t: Test, open: () => Promise<Storage>): vo
     t.equal(await agents.revokeGrant('agg_1', 5), true);
     t.equal(await agents.revokeGrant('agg_1', 6), false);
     t.equal(await agents.revokeGrants('agt_1', 7), 1, 'only the live one');
-    t.same((await agents.listGrants('agt_1')).map((g) => g.revokedAt), [5, 7]);
+    t.same(
+      (await agents.listGrants('agt_1')).map((g) => g.revokedAt),
+      [5, 7],
+    );
   });
 }

@@ -2,7 +2,12 @@ import type { Test } from 'tap';
 import type { Storage, StoredContact } from '../../../control-plane/src/storage/types.js';
 
 const contact = (contactId: string, createdAt = 1000): StoredContact => ({
-  contactId, email: 'ada@example.com', topic: 'security', message: 'Line one\nLine two — ünïcode ✓', createdAt, mailedAt: null,
+  contactId,
+  email: 'ada@example.com',
+  topic: 'security',
+  message: 'Line one\nLine two — ünïcode ✓',
+  createdAt,
+  mailedAt: null,
 });
 
 /** Behaviour every ContactStore backend must show. */
@@ -30,10 +35,12 @@ export function contactStoreConformance(t: Test, open: () => Promise<Storage>): 
 
   t.test('contact store: an insert inside a rolled-back transaction leaves nothing', async (t) => {
     const storage = await open();
-    await t.rejects(storage.transaction(async (tx) => {
-      await tx.contacts.insert(contact('ctc_tx'));
-      throw new Error('roll back');
-    }));
+    await t.rejects(
+      storage.transaction(async (tx) => {
+        await tx.contacts.insert(contact('ctc_tx'));
+        throw new Error('roll back');
+      }),
+    );
     t.equal(await storage.contacts.get('ctc_tx'), null);
   });
 }

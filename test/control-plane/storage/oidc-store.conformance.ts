@@ -5,14 +5,40 @@ interface Tap {
 }
 
 const code = (hash: string, at: number): StoredAuthorizationCode => ({
-  codeHash: hash, clientId: 'cl_1', redirectUri: 'https://app.example.com/cb', identityId: 'usr_1', sessionId: 'ses_1', scope: 'openid offline_access',
-  resource: null, nonce: 'n', codeChallenge: 'c', dpopJkt: null, assurance: 'passkey', amr: ['pop', 'user'], authTime: at, createdAt: at, expiresAt: at + 60_000,
-  consumedAt: null, grantId: null, offline: false,
+  codeHash: hash,
+  clientId: 'cl_1',
+  redirectUri: 'https://app.example.com/cb',
+  identityId: 'usr_1',
+  sessionId: 'ses_1',
+  scope: 'openid offline_access',
+  resource: null,
+  nonce: 'n',
+  codeChallenge: 'c',
+  dpopJkt: null,
+  assurance: 'passkey',
+  amr: ['pop', 'user'],
+  authTime: at,
+  createdAt: at,
+  expiresAt: at + 60_000,
+  consumedAt: null,
+  grantId: null,
+  offline: false,
 });
 
 const grant = (id: string, at: number): StoredGrant => ({
-  grantId: id, clientId: 'cl_1', identityId: 'usr_1', sessionId: 'ses_1', scope: 'openid offline_access', resource: null, assurance: 'passkey',
-  amr: ['pop'], authTime: at, createdAt: at, expiresAt: at + 86_400_000, revokedAt: null, offline: false,
+  grantId: id,
+  clientId: 'cl_1',
+  identityId: 'usr_1',
+  sessionId: 'ses_1',
+  scope: 'openid offline_access',
+  resource: null,
+  assurance: 'passkey',
+  amr: ['pop'],
+  authTime: at,
+  createdAt: at,
+  expiresAt: at + 86_400_000,
+  revokedAt: null,
+  offline: false,
 });
 
 /** The OIDC store's contract, for every backend: one-time codes and refresh tokens are consumed exactly once. */
@@ -31,18 +57,37 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
   t.test('a code is read without being spent, and spent with the grant it links in the same update', async (t) => {
     const storage = await open();
     await storage.oidc.insertCode(code('h2', 1000));
-    t.match(await storage.oidc.findCode('h2'), { codeHash: 'h2', consumedAt: null, grantId: null, amr: ['pop', 'user'] });
+    t.match(await storage.oidc.findCode('h2'), {
+      codeHash: 'h2',
+      consumedAt: null,
+      grantId: null,
+      amr: ['pop', 'user'],
+    });
     t.match(await storage.oidc.findCode('h2'), { consumedAt: null }, 'reading spends nothing');
-    t.match(await storage.oidc.consumeCode('h2', 2000, 'gr_9'), { status: 'consumed', code: { grantId: 'gr_9', consumedAt: 2000 } });
+    t.match(await storage.oidc.consumeCode('h2', 2000, 'gr_9'), {
+      status: 'consumed',
+      code: { grantId: 'gr_9', consumedAt: 2000 },
+    });
     t.match(await storage.oidc.findCode('h2'), { consumedAt: 2000, grantId: 'gr_9' });
-    t.match(await storage.oidc.consumeCode('h2', 3000, 'gr_10'), { status: 'replayed', code: { grantId: 'gr_9' } }, 'a replay links nothing');
+    t.match(
+      await storage.oidc.consumeCode('h2', 3000, 'gr_10'),
+      { status: 'replayed', code: { grantId: 'gr_9' } },
+      'a replay links nothing',
+    );
     t.equal(await storage.oidc.findCode('nope'), null);
   });
 
   t.test('a refresh token is read with its grant', async (t) => {
     const storage = await open();
     await storage.oidc.insertGrant({ ...grant('gr_5', 1000), offline: true });
-    await storage.oidc.insertRefreshToken({ tokenHash: 'r5', grantId: 'gr_5', dpopJkt: 'jkt-5', createdAt: 1500, idleExpiresAt: 5000, usedAt: null });
+    await storage.oidc.insertRefreshToken({
+      tokenHash: 'r5',
+      grantId: 'gr_5',
+      dpopJkt: 'jkt-5',
+      createdAt: 1500,
+      idleExpiresAt: 5000,
+      usedAt: null,
+    });
     t.same(await storage.oidc.findRefreshGrant('r5'), {
       token: { tokenHash: 'r5', grantId: 'gr_5', dpopJkt: 'jkt-5', createdAt: 1500, idleExpiresAt: 5000, usedAt: null },
       grant: { ...grant('gr_5', 1000), offline: true },
@@ -55,8 +100,18 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
   t.test('refresh tokens rotate once; grants revoke once', async (t) => {
     const storage = await open();
     await storage.oidc.insertGrant(grant('gr_1', 1000));
-    await storage.oidc.insertRefreshToken({ tokenHash: 'r1', grantId: 'gr_1', dpopJkt: null, createdAt: 1000, idleExpiresAt: 5000, usedAt: null });
-    const results = await Promise.all([storage.oidc.consumeRefreshToken('r1', 2000), storage.oidc.consumeRefreshToken('r1', 2000)]);
+    await storage.oidc.insertRefreshToken({
+      tokenHash: 'r1',
+      grantId: 'gr_1',
+      dpopJkt: null,
+      createdAt: 1000,
+      idleExpiresAt: 5000,
+      usedAt: null,
+    });
+    const results = await Promise.all([
+      storage.oidc.consumeRefreshToken('r1', 2000),
+      storage.oidc.consumeRefreshToken('r1', 2000),
+    ]);
     t.same(results.map((r) => r.status).sort(), ['consumed', 'reused']);
     t.same(await storage.oidc.consumeRefreshToken('r2', 2000), { status: 'unknown' });
     t.equal(await storage.oidc.revokeGrant('gr_1', 3000), true);
@@ -64,57 +119,86 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     t.equal((await storage.oidc.getGrant('gr_1'))?.revokedAt, 3000);
   });
 
-  t.test('an account\'s grants revoke together and its codes, grants, tokens and approvals can be forgotten', async (t) => {
-    const storage = await open();
-    await storage.oidc.insertGrant(grant('gr_1', 1000));
-    await storage.oidc.insertGrant(grant('gr_2', 1000));
-    await storage.oidc.insertGrant({ ...grant('gr_3', 1000), identityId: 'usr_2' });
-    await storage.oidc.revokeGrant('gr_2', 1500);
-    t.equal(await storage.oidc.revokeGrantsOf('usr_1', 2000), 1, 'only live grants');
-    t.equal((await storage.oidc.getGrant('gr_1'))?.revokedAt, 2000);
-    t.equal((await storage.oidc.getGrant('gr_2'))?.revokedAt, 1500);
-    t.equal((await storage.oidc.getGrant('gr_3'))?.revokedAt, null, 'another account\'s grant stays');
-    await storage.oidc.insertRefreshToken({ tokenHash: 'r1', grantId: 'gr_1', dpopJkt: null, createdAt: 1000, idleExpiresAt: 5000, usedAt: null });
-    await storage.oidc.insertCode(code('c1', 1000));
-    await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid'], resources: [] }, 1000);
-    await storage.oidc.recordApproval('usr_2', 'cl_1', { scopes: ['openid'], resources: [] }, 1000);
-    await storage.oidc.forgetIdentity('usr_1');
-    t.equal(await storage.oidc.getGrant('gr_1'), null);
-    t.equal(await storage.oidc.findRefreshToken('r1'), null);
-    t.same(await storage.oidc.consumeCode('c1', 2000), { status: 'unknown' });
-    t.equal(await storage.oidc.approval('usr_1', 'cl_1'), null);
-    t.same(await storage.oidc.approval('usr_2', 'cl_1'), { scopes: ['openid'], resources: [] });
-    t.ok(await storage.oidc.getGrant('gr_3'));
-  });
+  t.test(
+    "an account's grants revoke together and its codes, grants, tokens and approvals can be forgotten",
+    async (t) => {
+      const storage = await open();
+      await storage.oidc.insertGrant(grant('gr_1', 1000));
+      await storage.oidc.insertGrant(grant('gr_2', 1000));
+      await storage.oidc.insertGrant({ ...grant('gr_3', 1000), identityId: 'usr_2' });
+      await storage.oidc.revokeGrant('gr_2', 1500);
+      t.equal(await storage.oidc.revokeGrantsOf('usr_1', 2000), 1, 'only live grants');
+      t.equal((await storage.oidc.getGrant('gr_1'))?.revokedAt, 2000);
+      t.equal((await storage.oidc.getGrant('gr_2'))?.revokedAt, 1500);
+      t.equal((await storage.oidc.getGrant('gr_3'))?.revokedAt, null, "another account's grant stays");
+      await storage.oidc.insertRefreshToken({
+        tokenHash: 'r1',
+        grantId: 'gr_1',
+        dpopJkt: null,
+        createdAt: 1000,
+        idleExpiresAt: 5000,
+        usedAt: null,
+      });
+      await storage.oidc.insertCode(code('c1', 1000));
+      await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid'], resources: [] }, 1000);
+      await storage.oidc.recordApproval('usr_2', 'cl_1', { scopes: ['openid'], resources: [] }, 1000);
+      await storage.oidc.forgetIdentity('usr_1');
+      t.equal(await storage.oidc.getGrant('gr_1'), null);
+      t.equal(await storage.oidc.findRefreshToken('r1'), null);
+      t.same(await storage.oidc.consumeCode('c1', 2000), { status: 'unknown' });
+      t.equal(await storage.oidc.approval('usr_1', 'cl_1'), null);
+      t.same(await storage.oidc.approval('usr_2', 'cl_1'), { scopes: ['openid'], resources: [] });
+      t.ok(await storage.oidc.getGrant('gr_3'));
+    },
+  );
 
-  t.test('a session\'s end revokes its grants (offline ones excepted) and drops its pending codes; a client\'s revocation revokes all of its grants', async (t) => {
-    const storage = await open();
-    await storage.oidc.insertGrant(grant('gr_a', 1000));
-    await storage.oidc.insertGrant({ ...grant('gr_offline', 1000), offline: true });
-    await storage.oidc.insertGrant({ ...grant('gr_other', 1000), sessionId: 'ses_2' });
-    await storage.oidc.insertGrant({ ...grant('gr_client2', 1000), clientId: 'cl_2', sessionId: 'ses_3' });
-    await storage.oidc.insertCode(code('pending', 1000));
-    await storage.oidc.insertCode({ ...code('pending2', 1000), sessionId: 'ses_2' });
-    const ended = await storage.oidc.endSessionGrants(['ses_1', 'ses_1'], 2000);
-    t.same(ended.map((g) => g.grantId), ['gr_a']);
-    t.equal(ended[0]!.revokedAt, 2000);
-    t.equal((await storage.oidc.getGrant('gr_offline'))?.revokedAt, null, 'an offline grant outlives its session');
-    t.equal((await storage.oidc.getGrant('gr_offline'))?.offline, true);
-    t.equal((await storage.oidc.getGrant('gr_other'))?.revokedAt, null, 'other sessions untouched');
-    t.same(await storage.oidc.consumeCode('pending', 2000), { status: 'unknown' }, 'a pending code of the session is gone');
-    t.equal((await storage.oidc.consumeCode('pending2', 2000)).status, 'consumed', 'another session\'s code stays');
-    t.same(await storage.oidc.endSessionGrants(['ses_1'], 3000), [], 'nothing twice');
-    const client = await storage.oidc.revokeClientGrants('cl_1', 4000);
-    t.same(client.map((g) => g.grantId).sort(), ['gr_offline', 'gr_other']);
-    t.equal((await storage.oidc.getGrant('gr_client2'))?.revokedAt, null);
-  });
+  t.test(
+    "a session's end revokes its grants (offline ones excepted) and drops its pending codes; a client's revocation revokes all of its grants",
+    async (t) => {
+      const storage = await open();
+      await storage.oidc.insertGrant(grant('gr_a', 1000));
+      await storage.oidc.insertGrant({ ...grant('gr_offline', 1000), offline: true });
+      await storage.oidc.insertGrant({ ...grant('gr_other', 1000), sessionId: 'ses_2' });
+      await storage.oidc.insertGrant({ ...grant('gr_client2', 1000), clientId: 'cl_2', sessionId: 'ses_3' });
+      await storage.oidc.insertCode(code('pending', 1000));
+      await storage.oidc.insertCode({ ...code('pending2', 1000), sessionId: 'ses_2' });
+      const ended = await storage.oidc.endSessionGrants(['ses_1', 'ses_1'], 2000);
+      t.same(
+        ended.map((g) => g.grantId),
+        ['gr_a'],
+      );
+      t.equal(ended[0]!.revokedAt, 2000);
+      t.equal((await storage.oidc.getGrant('gr_offline'))?.revokedAt, null, 'an offline grant outlives its session');
+      t.equal((await storage.oidc.getGrant('gr_offline'))?.offline, true);
+      t.equal((await storage.oidc.getGrant('gr_other'))?.revokedAt, null, 'other sessions untouched');
+      t.same(
+        await storage.oidc.consumeCode('pending', 2000),
+        { status: 'unknown' },
+        'a pending code of the session is gone',
+      );
+      t.equal((await storage.oidc.consumeCode('pending2', 2000)).status, 'consumed', "another session's code stays");
+      t.same(await storage.oidc.endSessionGrants(['ses_1'], 3000), [], 'nothing twice');
+      const client = await storage.oidc.revokeClientGrants('cl_1', 4000);
+      t.same(client.map((g) => g.grantId).sort(), ['gr_offline', 'gr_other']);
+      t.equal((await storage.oidc.getGrant('gr_client2'))?.revokedAt, null);
+    },
+  );
 
   t.test('approvals, revoked access tokens and purging', async (t) => {
     const storage = await open();
     t.equal(await storage.oidc.approval('usr_1', 'cl_1'), null);
     await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid', 'email'], resources: [] }, 1000);
-    await storage.oidc.recordApproval('usr_1', 'cl_1', { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 2000);
-    t.same(await storage.oidc.approval('usr_1', 'cl_1'), { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] }, 'scopes and resources approved');
+    await storage.oidc.recordApproval(
+      'usr_1',
+      'cl_1',
+      { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] },
+      2000,
+    );
+    t.same(
+      await storage.oidc.approval('usr_1', 'cl_1'),
+      { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com'] },
+      'scopes and resources approved',
+    );
     t.equal(await storage.oidc.approval('usr_1', 'cl_2'), null, 'per client');
     await storage.oidc.recordApproval('usr_1', 'cl_0', { scopes: ['openid'], resources: [] }, 2000);
     await storage.oidc.recordApproval('usr_2', 'cl_2', { scopes: ['openid'], resources: [] }, 2000);

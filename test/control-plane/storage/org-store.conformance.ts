@@ -1,9 +1,22 @@
 import type { Test } from 'tap';
 import type { OrgSite, Storage, StoredOrg } from '../../../control-plane/src/storage/types.js';
 
-const org = (slug: string, orgId = `org_${slug}`): StoredOrg => ({ orgId, slug, name: slug.toUpperCase(), website: null, createdAt: 1000 });
+const org = (slug: string, orgId = `org_${slug}`): StoredOrg => ({
+  orgId,
+  slug,
+  name: slug.toUpperCase(),
+  website: null,
+  createdAt: 1000,
+});
 const site = (siteId: string, orgId: string, url: string, primary = false, createdAt = 2000): OrgSite => ({
-  siteId, orgId, url, label: null, primary, proofToken: `tok-${siteId}`, verifiedAt: null, createdAt,
+  siteId,
+  orgId,
+  url,
+  label: null,
+  primary,
+  proofToken: `tok-${siteId}`,
+  verifiedAt: null,
+  createdAt,
 });
 
 /** Behaviour every OrgStore and ScanStore backend must show. */
@@ -41,7 +54,9 @@ export function orgStoreConformance(t: Test, open: () => Promise<Storage>): void
     await orgs.create(org('acme'), 'id_a');
     await orgs.putInvite({ orgId: 'org_acme', identityId: 'id_b', role: 'member', invitedBy: 'id_a', createdAt: 1 });
     await orgs.putInvite({ orgId: 'org_acme', identityId: 'id_b', role: 'admin', invitedBy: 'id_a', createdAt: 2 });
-    t.same(await orgs.invitesFor('id_b'), [{ orgId: 'org_acme', identityId: 'id_b', role: 'admin', invitedBy: 'id_a', createdAt: 2 }]);
+    t.same(await orgs.invitesFor('id_b'), [
+      { orgId: 'org_acme', identityId: 'id_b', role: 'admin', invitedBy: 'id_a', createdAt: 2 },
+    ]);
     t.match(await orgs.takeInvite('org_acme', 'id_b'), { role: 'admin' });
     t.equal(await orgs.takeInvite('org_acme', 'id_b'), null);
     t.same(await orgs.invitesFor('id_b'), []);
@@ -54,30 +69,65 @@ export function orgStoreConformance(t: Test, open: () => Promise<Storage>): void
     await orgs.addSite(site('s1', 'org_acme', 'https://shop.example/', true, 2000));
     await orgs.addSite(site('s2', 'org_acme', 'https://blog.example/news', false, 2001));
     await orgs.addSite(site('s3', 'org_beta', 'https://shop.example/other', true, 2002));
-    t.same((await orgs.sites('org_acme')).map((s) => [s.siteId, s.primary]), [['s1', true], ['s2', false]]);
-    t.equal(await orgs.setPrimary('org_acme', 's3'), false, 'another org\'s site');
+    t.same(
+      (await orgs.sites('org_acme')).map((s) => [s.siteId, s.primary]),
+      [
+        ['s1', true],
+        ['s2', false],
+      ],
+    );
+    t.equal(await orgs.setPrimary('org_acme', 's3'), false, "another org's site");
     t.equal(await orgs.setPrimary('org_acme', 's2'), true);
-    t.same((await orgs.sites('org_acme')).map((s) => [s.siteId, s.primary]), [['s1', false], ['s2', true]]);
-    t.same((await orgs.primarySites()).map((s) => s.siteId), ['s2', 's3']);
-    t.same((await orgs.sitesByOrigin('https://shop.example')).map((s) => s.siteId), ['s1', 's3']);
+    t.same(
+      (await orgs.sites('org_acme')).map((s) => [s.siteId, s.primary]),
+      [
+        ['s1', false],
+        ['s2', true],
+      ],
+    );
+    t.same(
+      (await orgs.primarySites()).map((s) => s.siteId),
+      ['s2', 's3'],
+    );
+    t.same(
+      (await orgs.sitesByOrigin('https://shop.example')).map((s) => s.siteId),
+      ['s1', 's3'],
+    );
     await orgs.markSiteVerified('s1', 5000);
     t.equal((await orgs.site('s1'))!.verifiedAt, 5000);
     t.equal(await orgs.site('nope'), null);
     t.equal(await orgs.removeSite('org_beta', 's1'), false);
     t.equal(await orgs.removeSite('org_acme', 's1'), true);
-    t.same((await orgs.sites('org_acme')).map((s) => s.siteId), ['s2']);
+    t.same(
+      (await orgs.sites('org_acme')).map((s) => s.siteId),
+      ['s2'],
+    );
   });
 
   t.test('scan store: history per site newest first, public scans by URL', async (t) => {
     const { scans } = await open();
-    const scan = (scanId: string, siteId: string | null, url: string, scannedAt: number) => ({ scanId, siteId, url, grade: 'B', score: 70, rating: '{}', scannedAt });
+    const scan = (scanId: string, siteId: string | null, url: string, scannedAt: number) => ({
+      scanId,
+      siteId,
+      url,
+      grade: 'B',
+      score: 70,
+      rating: '{}',
+      scannedAt,
+    });
     await scans.record(scan('a', 's1', 'https://shop.example/', 1));
     await scans.record(scan('b', 's1', 'https://shop.example/', 3));
     await scans.record(scan('c', null, 'https://shop.example/', 5));
     await scans.record(scan('d', null, 'https://shop.example/', 4));
     t.equal((await scans.latestForSite('s1'))!.scanId, 'b');
-    t.same((await scans.historyForSite('s1', 10)).map((s) => s.scanId), ['b', 'a']);
-    t.same((await scans.historyForSite('s1', 1)).map((s) => s.scanId), ['b']);
+    t.same(
+      (await scans.historyForSite('s1', 10)).map((s) => s.scanId),
+      ['b', 'a'],
+    );
+    t.same(
+      (await scans.historyForSite('s1', 1)).map((s) => s.scanId),
+      ['b'],
+    );
     t.equal(await scans.latestForSite('s9'), null);
     t.same(await scans.latestPublic('https://shop.example/'), scan('c', null, 'https://shop.example/', 5));
     t.equal(await scans.latestPublic('https://other.example/'), null);

@@ -20,8 +20,14 @@ t.test('the factory picks SQLite without a database URL and names it without a p
   t.teardown(() => storage.close());
   t.equal(await storage.ping(), true);
   t.match(describeStorage({ dataDir, database: { migrateOnStart: true, poolSize: 2 } }), /^SQLite .*keyplane\.db$/);
-  t.equal(describeStorage({ dataDir, databaseUrl: 'postgres://kp:secret@db.internal/keyplane', database: { migrateOnStart: true, poolSize: 2 } }),
-    'PostgreSQL db.internal:5432/keyplane');
+  t.equal(
+    describeStorage({
+      dataDir,
+      databaseUrl: 'postgres://kp:secret@db.internal/keyplane',
+      database: { migrateOnStart: true, poolSize: 2 },
+    }),
+    'PostgreSQL db.internal:5432/keyplane',
+  );
 });
 
 t.test('SQLite with migrations at start off refuses an outdated schema until `migrate` ran', async (t) => {
@@ -48,24 +54,43 @@ else {
     }
   };
 
-  t.test('postgres: migrations run once, recorded in schema_migrations, even when replicas start together', async (t) => {
-    const url = await createTestDatabase(t);
-    const [a, b] = await Promise.all([openPostgresStorage(url, { poolSize: 2 }), openPostgresStorage(url, { poolSize: 2 })]);
-    t.teardown(() => Promise.all([a!.close(), b!.close()]));
-    const rows = await admin(url, 'SELECT version FROM schema_migrations ORDER BY version');
-    t.same(rows.map((r) => r.version), migrations.map((m) => m.version).sort((x, y) => x - y));
-    t.equal(await a!.ping(), true);
-  });
+  t.test(
+    'postgres: migrations run once, recorded in schema_migrations, even when replicas start together',
+    async (t) => {
+      const url = await createTestDatabase(t);
+      const [a, b] = await Promise.all([
+        openPostgresStorage(url, { poolSize: 2 }),
+        openPostgresStorage(url, { poolSize: 2 }),
+      ]);
+      t.teardown(() => Promise.all([a!.close(), b!.close()]));
+      const rows = await admin(url, 'SELECT version FROM schema_migrations ORDER BY version');
+      t.same(
+        rows.map((r) => r.version),
+        migrations.map((m) => m.version).sort((x, y) => x - y),
+      );
+      t.equal(await a!.ping(), true);
+    },
+  );
 
   t.test('postgres: a later migration applies on top; a failing one rolls back', async (t) => {
     const url = await createTestDatabase(t);
     await (await openPostgresStorage(url, { poolSize: 1 })).close();
-    const later = [...migrations, { version: latest + 1, name: 'later', sql: 'CREATE TABLE test_later (id INTEGER PRIMARY KEY);' }];
+    const later = [
+      ...migrations,
+      { version: latest + 1, name: 'later', sql: 'CREATE TABLE test_later (id INTEGER PRIMARY KEY);' },
+    ];
     await (await openPostgresStorage(url, { poolSize: 1, migrations: later })).close();
     t.same(await admin(url, "SELECT to_regclass('test_later')::text AS t"), [{ t: 'test_later' }]);
-    const broken = [...later, { version: latest + 2, name: 'broken', sql: 'CREATE TABLE ok_one (id INTEGER); CREATE TABLE;' }];
+    const broken = [
+      ...later,
+      { version: latest + 2, name: 'broken', sql: 'CREATE TABLE ok_one (id INTEGER); CREATE TABLE;' },
+    ];
     await t.rejects(openPostgresStorage(url, { poolSize: 1, migrations: broken }));
-    t.same(await admin(url, "SELECT to_regclass('ok_one')::text AS t"), [{ t: null }], 'nothing of the failed migration stays');
+    t.same(
+      await admin(url, "SELECT to_regclass('ok_one')::text AS t"),
+      [{ t: null }],
+      'nothing of the failed migration stays',
+    );
     t.same(await admin(url, 'SELECT max(version) AS v FROM schema_migrations'), [{ v: latest + 1 }]);
   });
 

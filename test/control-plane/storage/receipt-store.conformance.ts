@@ -16,10 +16,26 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
       for (const [i, n] of [3, 1, 2].entries()) await tx.receipts.append(receipt(n), hashes[i]!, 1000 + i);
     });
     const got = await storage.receipts.get(hashes[0]!);
-    t.same(got, { hash: hashes[0], body: canonicalJson(receipt(3)), treeKey: treeKeyOf(hashes[0]!), createdAt: 1000, epoch: null, index: null, path: null });
+    t.same(got, {
+      hash: hashes[0],
+      body: canonicalJson(receipt(3)),
+      treeKey: treeKeyOf(hashes[0]!),
+      createdAt: 1000,
+      epoch: null,
+      index: null,
+      path: null,
+    });
     t.equal(await storage.receipts.get('00'.repeat(32)), undefined, 'an unknown hash');
-    t.same((await storage.receipts.pending(10)).map((p) => p.hash), hashes, 'pending in arrival order');
-    t.same((await storage.receipts.pending(2)).map((p) => p.hash), hashes.slice(0, 2), 'limited');
+    t.same(
+      (await storage.receipts.pending(10)).map((p) => p.hash),
+      hashes,
+      'pending in arrival order',
+    );
+    t.same(
+      (await storage.receipts.pending(2)).map((p) => p.hash),
+      hashes.slice(0, 2),
+      'limited',
+    );
     t.equal(await storage.receipts.pendingCount(), 3);
     await t.rejects(storage.receipts.append(receipt(3), hashes[0]!, 0), 'hashes are unique');
   });
@@ -27,10 +43,12 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
   t.test('receipt store: a rolled-back transaction leaves no receipt', async (t) => {
     const storage = await open();
     const hash = hashReceipt(receipt(9));
-    await t.rejects(storage.transaction(async (tx) => {
-      await tx.receipts.append(receipt(9), hash, 0);
-      throw new Error('the action failed');
-    }));
+    await t.rejects(
+      storage.transaction(async (tx) => {
+        await tx.receipts.append(receipt(9), hash, 0);
+        throw new Error('the action failed');
+      }),
+    );
     t.equal(await storage.receipts.get(hash), undefined);
   });
 
@@ -41,17 +59,50 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
     const sorted = [...hashes].sort((a, b) => Buffer.compare(treeKeyOf(a), treeKeyOf(b)));
     const path = (i: number) => [Buffer.alloc(32, i), Buffer.alloc(32, i + 100)];
     await storage.transaction(async (tx) => {
-      await tx.receipts.insertCheckpoint({ epoch: 1, jws: 'a.b.c', root: 'ab'.repeat(32), size: 3, prev: null, sealedAt: 5 });
-      await tx.receipts.assignEpoch(1, sorted.slice(0, 3).map((hash, index) => ({ hash, index, path: path(index) })));
+      await tx.receipts.insertCheckpoint({
+        epoch: 1,
+        jws: 'a.b.c',
+        root: 'ab'.repeat(32),
+        size: 3,
+        prev: null,
+        sealedAt: 5,
+      });
+      await tx.receipts.assignEpoch(
+        1,
+        sorted.slice(0, 3).map((hash, index) => ({ hash, index, path: path(index) })),
+      );
     });
-    t.same(await storage.receipts.checkpoint(1), { epoch: 1, jws: 'a.b.c', root: 'ab'.repeat(32), size: 3, prev: null, sealedAt: 5 });
+    t.same(await storage.receipts.checkpoint(1), {
+      epoch: 1,
+      jws: 'a.b.c',
+      root: 'ab'.repeat(32),
+      size: 3,
+      prev: null,
+      sealedAt: 5,
+    });
     t.same(await storage.receipts.latestCheckpoint(), await storage.receipts.checkpoint(1));
     t.equal(await storage.receipts.checkpoint(2), undefined);
     const sealed = await storage.receipts.get(sorted[1]!);
     t.same([sealed!.epoch, sealed!.index, sealed!.path], [1, 1, path(1)]);
-    t.same((await storage.receipts.pending(10)).map((p) => p.hash), [sorted[3]]);
-    await t.rejects(storage.receipts.assignEpoch(2, [{ hash: sorted[0]!, index: 0, path: [] }]), 'a sealed receipt is never sealed again');
-    await t.rejects(storage.receipts.insertCheckpoint({ epoch: 1, jws: 'd.e.f', root: 'cd'.repeat(32), size: 1, prev: null, sealedAt: 6 }), 'an epoch is sealed once');
+    t.same(
+      (await storage.receipts.pending(10)).map((p) => p.hash),
+      [sorted[3]],
+    );
+    await t.rejects(
+      storage.receipts.assignEpoch(2, [{ hash: sorted[0]!, index: 0, path: [] }]),
+      'a sealed receipt is never sealed again',
+    );
+    await t.rejects(
+      storage.receipts.insertCheckpoint({
+        epoch: 1,
+        jws: 'd.e.f',
+        root: 'cd'.repeat(32),
+        size: 1,
+        prev: null,
+        sealedAt: 6,
+      }),
+      'an epoch is sealed once',
+    );
 
     const middle = await storage.receipts.neighbours(1, treeKeyOf(sorted[1]!));
     t.same([middle.left?.index, middle.match?.index, middle.right?.index], [0, 1, 2]);
@@ -61,7 +112,10 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
     t.same([below.left, below.match, below.right?.index], [undefined, undefined, 0]);
     const above = await storage.receipts.neighbours(1, Buffer.alloc(32, 0xff));
     t.same([above.left?.index, above.match, above.right], [2, undefined, undefined]);
-    t.same((await storage.receipts.neighbours(2, Buffer.alloc(32, 1))), {}, 'an unsealed epoch has no keys');
-    t.same((await storage.receipts.epochReceipts(1)).map((r) => [r.hash, r.index]), sorted.slice(0, 3).map((h, i) => [h, i]));
+    t.same(await storage.receipts.neighbours(2, Buffer.alloc(32, 1)), {}, 'an unsealed epoch has no keys');
+    t.same(
+      (await storage.receipts.epochReceipts(1)).map((r) => [r.hash, r.index]),
+      sorted.slice(0, 3).map((h, i) => [h, i]),
+    );
   });
 }

@@ -4,9 +4,20 @@ import type { Storage, StoredSamlProvider } from '../../../control-plane/src/sto
 type Tap = Test;
 
 const provider = (id: string, entityId: string, orgId: string | null, createdAt: number): StoredSamlProvider => ({
-  id, entityId, name: 'SP', acsUrls: ['https://sp.example/acs', 'https://sp.example/acs2'], sloUrl: null, certificatePem: 'PEM',
-  nameIdFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent', attributes: { a: 'username' },
-  allowIdpInitiated: false, wantSignedRequests: true, orgId, revision: 1, createdAt, updatedAt: createdAt,
+  id,
+  entityId,
+  name: 'SP',
+  acsUrls: ['https://sp.example/acs', 'https://sp.example/acs2'],
+  sloUrl: null,
+  certificatePem: 'PEM',
+  nameIdFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+  attributes: { a: 'username' },
+  allowIdpInitiated: false,
+  wantSignedRequests: true,
+  orgId,
+  revision: 1,
+  createdAt,
+  updatedAt: createdAt,
 });
 
 /** Behaviour every SamlStore backend must show. */
@@ -14,11 +25,21 @@ export function samlStoreConformance(t: Tap, open: () => Promise<Storage>): void
   t.test('saml keys: insert, list, state changes, removal; sealed bytes round-trip', async (t) => {
     const storage = await open();
     const key = (kid: string, createdAt: number) => ({
-      kid, state: 'next' as const, certificatePem: `CERT ${kid}`, sealedPrivateKey: Buffer.from([9, 8, 7]), createdAt, activatedAt: null, retiredAt: null, notAfter: 99,
+      kid,
+      state: 'next' as const,
+      certificatePem: `CERT ${kid}`,
+      sealedPrivateKey: Buffer.from([9, 8, 7]),
+      createdAt,
+      activatedAt: null,
+      retiredAt: null,
+      notAfter: 99,
     });
     await storage.saml.insertKey(key('b', 2));
     await storage.saml.insertKey(key('a', 1));
-    t.same((await storage.saml.keys()).map((k) => k.kid), ['a', 'b']);
+    t.same(
+      (await storage.saml.keys()).map((k) => k.kid),
+      ['a', 'b'],
+    );
     await storage.saml.setKeyState('a', 'current', 10);
     await storage.saml.setKeyState('b', 'retired', 20);
     const [a, b] = await storage.saml.keys();
@@ -27,27 +48,56 @@ export function samlStoreConformance(t: Tap, open: () => Promise<Storage>): void
     t.same(a!.sealedPrivateKey, Buffer.from([9, 8, 7]));
     await t.rejects(storage.saml.insertKey(key('a', 3)), 'kids are unique');
     await storage.saml.removeKey('a');
-    t.same((await storage.saml.keys()).map((k) => k.kid), ['b']);
+    t.same(
+      (await storage.saml.keys()).map((k) => k.kid),
+      ['b'],
+    );
   });
 
   t.test('saml providers: one per entityID, lookups, org listing, conditional update, removal', async (t) => {
     const storage = await open();
     const now = Date.now();
-    await storage.orgs.create({ orgId: 'org_1', slug: 'acme', name: 'Acme', website: null, createdAt: now }, 'usr_owner');
+    await storage.orgs.create(
+      { orgId: 'org_1', slug: 'acme', name: 'Acme', website: null, createdAt: now },
+      'usr_owner',
+    );
     t.equal(await storage.saml.insertProvider(provider('sp_1', 'https://one.example', null, 1)), true);
     t.equal(await storage.saml.insertProvider(provider('sp_2', 'https://two.example', 'org_1', 2)), true);
-    t.equal(await storage.saml.insertProvider(provider('sp_3', 'https://one.example', null, 3)), false, 'entityID taken');
-    t.same(await storage.saml.provider('sp_1'), provider('sp_1', 'https://one.example', null, 1), 'round-trips every field');
+    t.equal(
+      await storage.saml.insertProvider(provider('sp_3', 'https://one.example', null, 3)),
+      false,
+      'entityID taken',
+    );
+    t.same(
+      await storage.saml.provider('sp_1'),
+      provider('sp_1', 'https://one.example', null, 1),
+      'round-trips every field',
+    );
     t.equal((await storage.saml.providerByEntityId('https://two.example'))?.id, 'sp_2');
     t.equal(await storage.saml.provider('sp_none'), null);
-    t.same((await storage.saml.listProviders()).map((p) => p.id), ['sp_1', 'sp_2']);
-    t.same((await storage.saml.listProviders(['org_1'])).map((p) => p.id), ['sp_2']);
+    t.same(
+      (await storage.saml.listProviders()).map((p) => p.id),
+      ['sp_1', 'sp_2'],
+    );
+    t.same(
+      (await storage.saml.listProviders(['org_1'])).map((p) => p.id),
+      ['sp_2'],
+    );
     t.same(await storage.saml.listProviders(['org_other']), []);
-    const changed = { ...provider('sp_1', 'https://one.example', null, 1), acsUrls: ['https://one.example/new'], allowIdpInitiated: true, updatedAt: 5 };
+    const changed = {
+      ...provider('sp_1', 'https://one.example', null, 1),
+      acsUrls: ['https://one.example/new'],
+      allowIdpInitiated: true,
+      updatedAt: 5,
+    };
     const updated = await storage.saml.updateProvider(changed, 1);
     t.match(updated, { revision: 2, allowIdpInitiated: true });
     t.equal(await storage.saml.updateProvider(changed, 1), null, 'a stale revision changes nothing');
-    t.equal(await storage.saml.updateProvider({ ...changed, entityId: 'https://two.example' }, 2), 'taken', 'another provider\'s entityID');
+    t.equal(
+      await storage.saml.updateProvider({ ...changed, entityId: 'https://two.example' }, 2),
+      'taken',
+      "another provider's entityID",
+    );
     t.same((await storage.saml.provider('sp_1'))!.acsUrls, ['https://one.example/new']);
     t.equal(await storage.saml.removeProvider('sp_1'), true);
     t.equal(await storage.saml.removeProvider('sp_1'), false);

@@ -3,7 +3,13 @@ import { Database, driverPackage, loadDriver } from '../../../control-plane/src/
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { DATABASE_FILE, MigrationError, backupDatabase, migrate, openDatabase } from '../../../control-plane/src/storage/sqlite/database.js';
+import {
+  DATABASE_FILE,
+  MigrationError,
+  backupDatabase,
+  migrate,
+  openDatabase,
+} from '../../../control-plane/src/storage/sqlite/database.js';
 import { migrations } from '../../../control-plane/src/storage/sqlite/migrations.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { tempDir } from '../../helpers/build.js';
@@ -17,13 +23,19 @@ t.test('a missing Node 20 build is reported with what to do; other load failures
   const missing = () => {
     throw Object.assign(new Error('Cannot find module'), { code: 'MODULE_NOT_FOUND' });
   };
-  t.throws(() => loadDriver('better-sqlite3-node20', missing), /needs the optional dependency better-sqlite3-node20.*Node\.js 22\.14 or later/);
+  t.throws(
+    () => loadDriver('better-sqlite3-node20', missing),
+    /needs the optional dependency better-sqlite3-node20.*Node\.js 22\.14 or later/,
+  );
   t.throws(() => loadDriver('better-sqlite3', missing), /Cannot find module/);
   const broken = () => {
     throw new Error('invalid ELF header');
   };
   t.throws(() => loadDriver('better-sqlite3-node20', broken), /invalid ELF header/);
-  t.equal(loadDriver('better-sqlite3', () => Database), Database);
+  t.equal(
+    loadDriver('better-sqlite3', () => Database),
+    Database,
+  );
 });
 
 t.test('statements freed by the garbage collector do not abort the process', { timeout: 60_000 }, async (t) => {
@@ -52,7 +64,10 @@ t.test('a later migration applies on top of an older database', async (t) => {
   const db = new Database(':memory:');
   migrate(db, migrations.slice(0, 1));
   t.equal(db.pragma('user_version', { simple: true }), 1);
-  const extra = [...migrations, { version: latest + 1, name: 'test column', sql: 'CREATE TABLE test_later (id INTEGER PRIMARY KEY);' }];
+  const extra = [
+    ...migrations,
+    { version: latest + 1, name: 'test column', sql: 'CREATE TABLE test_later (id INTEGER PRIMARY KEY);' },
+  ];
   migrate(db, extra);
   t.equal(db.pragma('user_version', { simple: true }), latest + 1);
   t.ok(db.prepare("SELECT name FROM sqlite_master WHERE name = 'test_later'").get());
@@ -62,7 +77,12 @@ t.test('a later migration applies on top of an older database', async (t) => {
 t.test('a failing migration rolls back and leaves the version', async (t) => {
   const db = new Database(':memory:');
   migrate(db, migrations);
-  t.throws(() => migrate(db, [...migrations, { version: latest + 1, name: 'broken', sql: 'CREATE TABLE ok_one (id INTEGER); CREATE TABLE;' }]));
+  t.throws(() =>
+    migrate(db, [
+      ...migrations,
+      { version: latest + 1, name: 'broken', sql: 'CREATE TABLE ok_one (id INTEGER); CREATE TABLE;' },
+    ]),
+  );
   t.equal(db.pragma('user_version', { simple: true }), latest);
   t.notOk(db.prepare("SELECT name FROM sqlite_master WHERE name = 'ok_one'").get());
   db.close();
@@ -80,11 +100,29 @@ t.test('a database newer than the code is refused', async (t) => {
 t.test('online backup restores into a working store', async (t) => {
   const dir = tempDir(t);
   const storage = openSqliteStorage(dir);
-  await storage.keys.insert({ kid: 'k1', alg: 'ES256', state: 'current', publicJwk: { kty: 'EC' }, sealedPrivateJwk: Buffer.from('sealed'), createdAt: 1, activatedAt: 1, retiredAt: null });
+  await storage.keys.insert({
+    kid: 'k1',
+    alg: 'ES256',
+    state: 'current',
+    publicJwk: { kty: 'EC' },
+    sealedPrivateJwk: Buffer.from('sealed'),
+    createdAt: 1,
+    activatedAt: 1,
+    retiredAt: null,
+  });
   const out = join(tempDir(t), 'backup.db');
   const { pages } = await backupDatabase(dir, out);
   t.ok(pages > 0);
-  await storage.keys.insert({ kid: 'k2', alg: 'ES256', state: 'next', publicJwk: { kty: 'EC' }, sealedPrivateJwk: Buffer.from('x'), createdAt: 2, activatedAt: null, retiredAt: null });
+  await storage.keys.insert({
+    kid: 'k2',
+    alg: 'ES256',
+    state: 'next',
+    publicJwk: { kty: 'EC' },
+    sealedPrivateJwk: Buffer.from('x'),
+    createdAt: 2,
+    activatedAt: null,
+    retiredAt: null,
+  });
   await storage.close();
 
   const restoredDir = tempDir(t);
@@ -92,7 +130,11 @@ t.test('online backup restores into a working store', async (t) => {
   copyFileSync(out, join(restoredDir, DATABASE_FILE));
   const restored = openSqliteStorage(restoredDir);
   t.teardown(() => restored.close());
-  t.same((await restored.keys.list()).map((k) => k.kid), ['k1'], 'the backup holds what existed when it was taken');
+  t.same(
+    (await restored.keys.list()).map((k) => k.kid),
+    ['k1'],
+    'the backup holds what existed when it was taken',
+  );
   t.equal(await restored.ping(), true);
 });
 
@@ -103,13 +145,23 @@ t.test('transactions queued together share a commit; a failing one is undone alo
   const receipt = (n: number) => ({ kind: 'test.event', at: '2026-11-23T12:00:00Z', outcome: 'success', n });
   const hash = (n: number) => n.toString(16).padStart(64, '0');
   // Started in one tick: they queue behind the first and run in one group.
-  const results = await Promise.allSettled([1, 2, 3, 4].map((n) => storage.transaction(async (tx) => {
-    await tx.receipts.append(receipt(n), hash(n), 1000);
-    if (n === 3) throw new Error('refused');
-    return n;
-  })));
-  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
-  t.same(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)), [1, 2, 'refused', 4]);
+  const results = await Promise.allSettled(
+    [1, 2, 3, 4].map((n) =>
+      storage.transaction(async (tx) => {
+        await tx.receipts.append(receipt(n), hash(n), 1000);
+        if (n === 3) throw new Error('refused');
+        return n;
+      }),
+    ),
+  );
+  t.same(
+    results.map((r) => r.status),
+    ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+  );
+  t.same(
+    results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+    [1, 2, 'refused', 4],
+  );
   t.ok(await storage.receipts.get(hash(1)));
   t.equal(await storage.receipts.get(hash(3)), undefined, 'the failed transaction left nothing');
   t.equal(await storage.receipts.pendingCount(), 3);
@@ -118,7 +170,12 @@ t.test('transactions queued together share a commit; a failing one is undone alo
   t.teardown(() => other.close());
   t.ok(await other.receipts.get(hash(4)), 'committed before the caller heard of it');
   // A duplicate key (a statement error) inside a group fails that transaction only.
-  const again = await Promise.allSettled([5, 1, 6].map((n) => storage.transaction((tx) => tx.receipts.append(receipt(n), hash(n), 2000))));
-  t.same(again.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  const again = await Promise.allSettled(
+    [5, 1, 6].map((n) => storage.transaction((tx) => tx.receipts.append(receipt(n), hash(n), 2000))),
+  );
+  t.same(
+    again.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
   t.equal(await storage.receipts.pendingCount(), 5);
 });

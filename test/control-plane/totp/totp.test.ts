@@ -59,7 +59,10 @@ t.test('refuses a wrong code and a replayed one', async (t) => {
   await t.rejects(requireTotpIfActive(app.kp, identityId, code), { name: 'KeyplaneError', reason: 'totp_replayed' });
   clock.advance(30_000);
   await t.resolves(requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())));
-  await t.rejects(requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())), { name: 'KeyplaneError', reason: 'totp_replayed' });
+  await t.rejects(requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())), {
+    name: 'KeyplaneError',
+    reason: 'totp_replayed',
+  });
 });
 
 t.test('setup cannot replace an active secret', async (t) => {
@@ -80,8 +83,15 @@ t.test('the step-up gate: off passes, active needs a right code', async (t) => {
   t.equal(await requireTotpIfActive(app.kp, identityId, undefined), false, 'a pending setup protects nothing yet');
   await browser.post('/auth/totp/confirm', { code: generateTotpCode(secret, clock.now()) });
   clock.advance(30_000);
-  await t.rejects(requireTotpIfActive(app.kp, identityId, undefined), { name: 'KeyplaneError', reason: 'totp_required', status: 401 });
-  await t.rejects(requireTotpIfActive(app.kp, identityId, '000000' === generateTotpCode(secret, clock.now()) ? '111111' : '000000'), { name: 'KeyplaneError', reason: 'totp_invalid' });
+  await t.rejects(requireTotpIfActive(app.kp, identityId, undefined), {
+    name: 'KeyplaneError',
+    reason: 'totp_required',
+    status: 401,
+  });
+  await t.rejects(
+    requireTotpIfActive(app.kp, identityId, '000000' === generateTotpCode(secret, clock.now()) ? '111111' : '000000'),
+    { name: 'KeyplaneError', reason: 'totp_invalid' },
+  );
   t.equal(await requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())), true);
 });
 
@@ -92,15 +102,35 @@ t.test('locks TOTP for 15 minutes after 5 wrong codes, and records the lockout o
   await browser.post('/auth/totp/confirm', { code: generateTotpCode(secret, clock.now()) });
   clock.advance(30_000);
   const right = generateTotpCode(secret, clock.now());
-  for (let i = 1; i <= 4; i++) await t.rejects(requireTotpIfActive(app.kp, identityId, wrongCode(right)), { name: 'KeyplaneError', reason: 'totp_invalid' }, `failure ${i}`);
-  await t.rejects(requireTotpIfActive(app.kp, identityId, wrongCode(right)), { name: 'KeyplaneError', reason: 'locked_out', status: 429 }, 'the fifth locks');
-  await t.rejects(requireTotpIfActive(app.kp, identityId, right), { name: 'KeyplaneError', reason: 'locked_out' }, 'even the right code is refused while locked');
+  for (let i = 1; i <= 4; i++)
+    await t.rejects(
+      requireTotpIfActive(app.kp, identityId, wrongCode(right)),
+      { name: 'KeyplaneError', reason: 'totp_invalid' },
+      `failure ${i}`,
+    );
+  await t.rejects(
+    requireTotpIfActive(app.kp, identityId, wrongCode(right)),
+    { name: 'KeyplaneError', reason: 'locked_out', status: 429 },
+    'the fifth locks',
+  );
+  await t.rejects(
+    requireTotpIfActive(app.kp, identityId, right),
+    { name: 'KeyplaneError', reason: 'locked_out' },
+    'even the right code is refused while locked',
+  );
   const locked = await browser.post('/auth/totp/setup');
   t.equal(locked.statusCode, 409, 'setup is not a code check');
   t.equal(events.filter((e) => e.type === 'lockout.started').length, 1);
-  t.match(events.find((e) => e.type === 'lockout.started'), { identityId, method: 'totp', outcome: 'failure' });
+  t.match(
+    events.find((e) => e.type === 'lockout.started'),
+    { identityId, method: 'totp', outcome: 'failure' },
+  );
   clock.advance(900_000);
-  t.equal(await requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())), true, 'unlocked after 15 minutes');
+  t.equal(
+    await requireTotpIfActive(app.kp, identityId, generateTotpCode(secret, clock.now())),
+    true,
+    'unlocked after 15 minutes',
+  );
 });
 
 t.test('wrong confirm codes count toward the lockout too, answered with Retry-After', async (t) => {
@@ -130,7 +160,11 @@ t.test('disable needs a fresh session: sensitive, or a recovery sign-in within t
 
   const { browser: recovery } = await signIn({ username: 'hal', assurance: 'recovery' });
   clock.advance(301_000);
-  t.equal((await recovery.post('/auth/totp/disable')).statusCode, 403, 'a recovery sign-in older than the window may not');
+  t.equal(
+    (await recovery.post('/auth/totp/disable')).statusCode,
+    403,
+    'a recovery sign-in older than the window may not',
+  );
 
   const { browser: sensitive } = await signIn({ username: 'hal', assurance: 'sensitive' });
   const off = await sensitive.post('/auth/totp/disable');
@@ -142,5 +176,9 @@ t.test('disable needs a fresh session: sensitive, or a recovery sign-in within t
 
   const { browser: fresh } = await signIn({ username: 'hal', assurance: 'recovery' });
   await fresh.post('/auth/totp/setup');
-  t.equal((await fresh.post('/auth/totp/disable')).statusCode, 200, 'a fresh recovery sign-in may cancel a pending setup');
+  t.equal(
+    (await fresh.post('/auth/totp/disable')).statusCode,
+    200,
+    'a fresh recovery sign-in may cancel a pending setup',
+  );
 });

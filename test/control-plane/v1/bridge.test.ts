@@ -24,40 +24,57 @@ async function setup(t: Test, v1 = true) {
     t.equal(`${location.origin}${location.pathname}`, V1_RETURN);
     return location.searchParams.get('session')!;
   };
-  const verify = (token: unknown) => built.app.inject({ method: 'POST', url: '/auth/verify-session', payload: { token } });
-  return { ...built, client, browser, identityId, v1Token, verify, advance: (ms: number) => { clock += ms; } };
+  const verify = (token: unknown) =>
+    built.app.inject({ method: 'POST', url: '/auth/verify-session', payload: { token } });
+  return {
+    ...built,
+    client,
+    browser,
+    identityId,
+    v1Token,
+    verify,
+    advance: (ms: number) => {
+      clock += ms;
+    },
+  };
 }
 
-t.test('a signed-in user reaches a v1 return URL with a macaroon the relying party redeems; answers are deprecated and counted', async (t) => {
-  const { app, browser, identityId, v1Token, verify } = await setup(t);
-  const token = await v1Token();
-  t.match(token, /^[A-Za-z0-9_-]+$/);
-  const macaroon = JSON.parse(Buffer.from(token, 'base64url').toString());
-  t.match(macaroon, { v: 2, i: /^v1s_/ });
-  t.match(macaroon.c.map((c: { i: string }) => c.i), [/^client_id = /, /^exp = \d+$/, `identity = ${identityId}`, /^session = /]);
+t.test(
+  'a signed-in user reaches a v1 return URL with a macaroon the relying party redeems; answers are deprecated and counted',
+  async (t) => {
+    const { app, browser, identityId, v1Token, verify } = await setup(t);
+    const token = await v1Token();
+    t.match(token, /^[A-Za-z0-9_-]+$/);
+    const macaroon = JSON.parse(Buffer.from(token, 'base64url').toString());
+    t.match(macaroon, { v: 2, i: /^v1s_/ });
+    t.match(
+      macaroon.c.map((c: { i: string }) => c.i),
+      [/^client_id = /, /^exp = \d+$/, `identity = ${identityId}`, /^session = /],
+    );
 
-  const redeemed = await verify(token);
-  t.equal(redeemed.statusCode, 200);
-  t.same(redeemed.json(), { ok: true, identityId });
-  t.match(redeemed.headers.deprecation, /^@\d+$/);
-  t.equal(redeemed.headers.sunset, 'Wed, 30 Jun 2027 00:00:00 GMT');
-  t.match(redeemed.headers.link, /\/auth\/v1\/migrate>; rel="deprecation"/);
+    const redeemed = await verify(token);
+    t.equal(redeemed.statusCode, 200);
+    t.same(redeemed.json(), { ok: true, identityId });
+    t.match(redeemed.headers.deprecation, /^@\d+$/);
+    t.equal(redeemed.headers.sunset, 'Wed, 30 Jun 2027 00:00:00 GMT');
+    t.match(redeemed.headers.link, /\/auth\/v1\/migrate>; rel="deprecation"/);
 
-  const script = await app.inject({ method: 'GET', url: '/auth-client.js' });
-  t.equal(script.statusCode, 200);
-  t.match(script.headers['content-type'], /javascript/);
-  t.match(script.body, /data-signin/);
-  t.ok(script.headers.deprecation);
+    const script = await app.inject({ method: 'GET', url: '/auth-client.js' });
+    t.equal(script.statusCode, 200);
+    t.match(script.headers['content-type'], /javascript/);
+    t.match(script.body, /data-signin/);
+    t.ok(script.headers.deprecation);
 
-  const guide = await browser.get('/auth/v1/migrate');
-  t.equal(guide.statusCode, 200);
-  t.match(guide.body, /redirect_uri/);
-  t.match(guide.body, /@keyplane\/sdk/);
+    const guide = await browser.get('/auth/v1/migrate');
+    t.equal(guide.statusCode, 200);
+    t.match(guide.body, /redirect_uri/);
+    t.match(guide.body, /@keyplane\/sdk/);
 
-  const metrics = await app.inject({ method: 'GET', url: '/metrics' });
-  t.match(metrics.body, /kp_v1_bridge_requests_total\{endpoint="\/auth\/verify-session",outcome="ok"\} 1/);
-  t.match(metrics.body, /kp_v1_bridge_requests_total\{endpoint="\/auth\/v1\/return",outcome="ok"\} 1/);
-});
+    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    t.match(metrics.body, /kp_v1_bridge_requests_total\{endpoint="\/auth\/verify-session",outcome="ok"\} 1/);
+    t.match(metrics.body, /kp_v1_bridge_requests_total\{endpoint="\/auth\/v1\/return",outcome="ok"\} 1/);
+  },
+);
 
 t.test('without a session the v1 return signs in first and comes back', async (t) => {
   const { app } = await setup(t);
@@ -65,7 +82,11 @@ t.test('without a session the v1 return signs in first and comes back', async (t
   t.equal(res.statusCode, 303);
   const location = new URL(String(res.headers.location), 'http://x');
   t.equal(location.pathname, '/auth');
-  t.equal(location.searchParams.get('return'), `/auth/v1/return?to=${encodeURIComponent(V1_RETURN)}`, 'a same-origin path the sign-in page returns to');
+  t.equal(
+    location.searchParams.get('return'),
+    `/auth/v1/return?to=${encodeURIComponent(V1_RETURN)}`,
+    'a same-origin path the sign-in page returns to',
+  );
 });
 
 t.test('the bridge is off unless the client opted in, and only for its exact registered return URLs', async (t) => {
@@ -89,7 +110,13 @@ t.test('verify-session refuses forged, tampered, expired, attenuated and orphane
   const refusals: Array<[string, unknown]> = [
     ['garbage', 'not-a-macaroon'],
     ['empty JSON', encode({})],
-    ['another identity', encode({ ...json, c: json.c.map((c: { i: string }) => (c.i.startsWith('identity') ? { i: 'identity = usr_other' } : c)) })],
+    [
+      'another identity',
+      encode({
+        ...json,
+        c: json.c.map((c: { i: string }) => (c.i.startsWith('identity') ? { i: 'identity = usr_other' } : c)),
+      }),
+    ],
     ['a caveat dropped', encode({ ...json, c: json.c.slice(1) })],
     ['signature of another token', encode({ ...json, s64: Buffer.alloc(32).toString('base64url') })],
   ];
@@ -102,7 +129,11 @@ t.test('verify-session refuses forged, tampered, expired, attenuated and orphane
 
   // Attenuation by the holder is well-formed, but a caveat we do not know can never be satisfied.
   const { createHmac } = await import('node:crypto');
-  const extended = { ...json, c: [...json.c, { i: 'ip = 10.0.0.1' }], s64: createHmac('sha256', Buffer.from(json.s64, 'base64url')).update('ip = 10.0.0.1').digest('base64url') };
+  const extended = {
+    ...json,
+    c: [...json.c, { i: 'ip = 10.0.0.1' }],
+    s64: createHmac('sha256', Buffer.from(json.s64, 'base64url')).update('ip = 10.0.0.1').digest('base64url'),
+  };
   t.equal((await verify(encode(extended))).json().reason, 'invalid_session_token', 'an unknown caveat');
 
   t.equal((await verify(token)).statusCode, 200, 'the real token is still good');
@@ -118,7 +149,12 @@ t.test('verify-session refuses forged, tampered, expired, attenuated and orphane
 
 t.test('registration: v1_bridge must be a boolean; a v2 redirect carries only code, state and iss', async (t) => {
   const { app, browser } = await setup(t);
-  const bad = await app.inject({ method: 'POST', url: '/register', headers: { authorization: `Bearer ${ADMIN}` }, payload: { redirect_uris: [V1_RETURN], v1_bridge: 'yes' } });
+  const bad = await app.inject({
+    method: 'POST',
+    url: '/register',
+    headers: { authorization: `Bearer ${ADMIN}` },
+    payload: { redirect_uris: [V1_RETURN], v1_bridge: 'yes' },
+  });
   t.equal(bad.statusCode, 400);
   t.equal(bad.json().reason, 'invalid_client_metadata');
   const v2 = await registerClient(app);

@@ -48,10 +48,59 @@ async function listen(server: Server): Promise<number> {
 t.test('direct grant in Chromium over TLS with related origins', { skip }, async (t) => {
   const dir = tempDir(t, 'keyplane-tls-');
   const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { cwd: dir, stdio: 'ignore' });
-  run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=Keyplane Test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=idp.test']);
+  run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=Keyplane Test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  ]);
+  run('openssl', [
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'leaf.key',
+    '-out',
+    'leaf.csr',
+    '-subj',
+    '/CN=idp.test',
+  ]);
   writeFileSync(join(dir, 'ext'), 'subjectAltName=DNS:idp.test,DNS:rp.test\nextendedKeyUsage=serverAuth\n');
-  run('openssl', ['x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.crt', '-days', '2', '-extfile', 'ext']);
+  run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    'leaf.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'leaf.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'ext',
+  ]);
   mkdirSync(join(dir, 'home/.pki/nssdb'), { recursive: true });
   run('certutil', ['-d', 'sql:home/.pki/nssdb', '-N', '--empty-password']);
   run('certutil', ['-d', 'sql:home/.pki/nssdb', '-A', '-t', 'C,,', '-n', 'keyplane-test-ca', '-i', 'ca.crt']);
@@ -62,10 +111,24 @@ t.test('direct grant in Chromium over TLS with related origins', { skip }, async
   const seen: string[] = [];
   idpServer.prependListener('request', (request: IncomingMessage) => seen.push(`${request.method} ${request.url}`));
   const config = loadControlPlaneConfig({
-    env: {}, overrides: { dataDir: tempDir(t), issuer: 'https://idp.test', masterKey: TEST_MASTER_KEY, logLevel: 'warn', adminToken: ADMIN },
+    env: {},
+    overrides: {
+      dataDir: tempDir(t),
+      issuer: 'https://idp.test',
+      masterKey: TEST_MASTER_KEY,
+      logLevel: 'warn',
+      adminToken: ADMIN,
+    },
   }) as ControlPlaneConfig & { issuer: string };
   const services = await openControlPlaneServices(config);
-  const app = await buildControlPlane(services, { logStream: new Writable({ write(_c, _e, done) { done(); } }), serverFactory: (handler) => idpServer.on('request', handler) as never });
+  const app = await buildControlPlane(services, {
+    logStream: new Writable({
+      write(_c, _e, done) {
+        done();
+      },
+    }),
+    serverFactory: (handler) => idpServer.on('request', handler) as never,
+  });
   await app.ready();
 
   const rpServer = createServer(tls, (_req, res) => {
@@ -74,16 +137,31 @@ t.test('direct grant in Chromium over TLS with related origins', { skip }, async
   });
   const rpPort = await listen(rpServer);
 
-
   const reg = await app.inject({
-    method: 'POST', url: '/register', headers: { authorization: `Bearer ${ADMIN}` },
-    payload: { client_name: 'Direct RP', redirect_uris: ['https://rp.test/callback'], token_endpoint_auth_method: 'none', in_place: true, first_party: true },
+    method: 'POST',
+    url: '/register',
+    headers: { authorization: `Bearer ${ADMIN}` },
+    payload: {
+      client_name: 'Direct RP',
+      redirect_uris: ['https://rp.test/callback'],
+      token_endpoint_auth_method: 'none',
+      in_place: true,
+      first_party: true,
+    },
   });
   const clientId = reg.json().client_id as string;
 
   const browser = await chromium.launch({
-    executablePath: CHROMIUM, headless: true, env: { ...process.env, HOME: join(dir, 'home') },
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', `--host-resolver-rules=MAP idp.test:443 127.0.0.1:${idpPort}, MAP rp.test:443 127.0.0.1:${rpPort}`],
+    executablePath: CHROMIUM,
+    headless: true,
+    env: { ...process.env, HOME: join(dir, 'home') },
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      `--host-resolver-rules=MAP idp.test:443 127.0.0.1:${idpPort}, MAP rp.test:443 127.0.0.1:${rpPort}`,
+    ],
   });
   // One teardown, in order: the browser, then both servers' connections, then the servers.
   t.teardown(async () => {
@@ -99,20 +177,52 @@ t.test('direct grant in Chromium over TLS with related origins', { skip }, async
   const page = await browser.newPage();
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
-  await cdp.send('WebAuthn.addVirtualAuthenticator', { options: { protocol: 'ctap2', ctap2Version: 'ctap2_1', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true } });
+  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      ctap2Version: 'ctap2_1',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
   await page.goto('https://rp.test/');
   // RFC 7636 Appendix B's verifier and challenge.
   const verifier = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
   const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
 
-  const signedUp = await page.evaluate(([id, c]) => (globalThis as any).direct(id, c, 'dana'), [clientId, challenge] as const);
-  t.match(signedUp, { ok: true, code: /^[A-Za-z0-9_-]{43}$/, state: 'st-direct', iss: 'https://idp.test' }, `sign-up in place: ${JSON.stringify(signedUp)}`);
-  t.ok(seen.includes('GET /.well-known/webauthn'), `Chromium fetched the related-origins file from the RP ID (${seen.join(', ')})`);
+  const signedUp = await page.evaluate(([id, c]) => (globalThis as any).direct(id, c, 'dana'), [
+    clientId,
+    challenge,
+  ] as const);
+  t.match(
+    signedUp,
+    { ok: true, code: /^[A-Za-z0-9_-]{43}$/, state: 'st-direct', iss: 'https://idp.test' },
+    `sign-up in place: ${JSON.stringify(signedUp)}`,
+  );
+  t.ok(
+    seen.includes('GET /.well-known/webauthn'),
+    `Chromium fetched the related-origins file from the RP ID (${seen.join(', ')})`,
+  );
   const signedIn = await page.evaluate(([id, c]) => (globalThis as any).direct(id, c), [clientId, challenge] as const);
-  t.match(signedIn, { ok: true, code: /^[A-Za-z0-9_-]{43}$/ }, `sign-in with the new passkey: ${JSON.stringify(signedIn)}`);
+  t.match(
+    signedIn,
+    { ok: true, code: /^[A-Za-z0-9_-]{43}$/ },
+    `sign-in with the new passkey: ${JSON.stringify(signedIn)}`,
+  );
   const tokens = await app.inject({
-    method: 'POST', url: '/auth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ grant_type: 'authorization_code', client_id: clientId, code: signedIn.code, redirect_uri: 'https://rp.test/callback', code_verifier: verifier }).toString(),
+    method: 'POST',
+    url: '/auth/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: signedIn.code,
+      redirect_uri: 'https://rp.test/callback',
+      code_verifier: verifier,
+    }).toString(),
   });
   t.equal(tokens.statusCode, 200, tokens.body);
   t.ok(tokens.json().id_token, 'the code is exchanged at /auth/token like any other');

@@ -38,14 +38,29 @@ async function listen(server: Server, host: string): Promise<number> {
 t.test('FedCM in Chromium', { skip }, async (t) => {
   const config = loadControlPlaneConfig({
     env: {},
-    overrides: { dataDir: tempDir(t), host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn', adminToken: ADMIN },
+    overrides: {
+      dataDir: tempDir(t),
+      host: '127.0.0.1',
+      port: 0,
+      masterKey: TEST_MASTER_KEY,
+      logLevel: 'warn',
+      adminToken: ADMIN,
+    },
   });
-  const server: RunningControlPlane = await startControlPlane(config, { logStream: new Writable({ write(_c, _e, done) { done(); } }) });
+  const server: RunningControlPlane = await startControlPlane(config, {
+    logStream: new Writable({
+      write(_c, _e, done) {
+        done();
+      },
+    }),
+  });
   t.teardown(() => server.close());
   const seen: string[] = [];
   // Every request as the IdP's socket saw it (what Chromium actually sent).
   server.app.server.prependListener('request', (request: IncomingMessage) => {
-    seen.push(`${request.method} ${request.url!.split('?')[0]} origin=${request.headers.origin ?? '-'} dest=${request.headers['sec-fetch-dest'] ?? '-'} session=${request.headers.cookie?.includes('kp_session=') ? 'lax' : request.headers.cookie?.includes('kp_fedcm=') ? 'fedcm' : 'no'}`);
+    seen.push(
+      `${request.method} ${request.url!.split('?')[0]} origin=${request.headers.origin ?? '-'} dest=${request.headers['sec-fetch-dest'] ?? '-'} session=${request.headers.cookie?.includes('kp_session=') ? 'lax' : request.headers.cookie?.includes('kp_fedcm=') ? 'fedcm' : 'no'}`,
+    );
   });
 
   const rp = createServer((_req, res) => {
@@ -57,11 +72,18 @@ t.test('FedCM in Chromium', { skip }, async (t) => {
   const rpOrigin = `http://127.0.0.1:${rpPort}`;
 
   const reg = await fetch(`${server.url}/register`, {
-    method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'FedCM RP', redirect_uris: [`${rpOrigin}/callback`], token_endpoint_auth_method: 'none', scope: 'openid profile', in_place: true }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'FedCM RP',
+      redirect_uris: [`${rpOrigin}/callback`],
+      token_endpoint_auth_method: 'none',
+      scope: 'openid profile',
+      in_place: true,
+    }),
   });
   t.equal(reg.status, 201);
-  const clientId = (await reg.json() as { client_id: string }).client_id;
+  const clientId = ((await reg.json()) as { client_id: string }).client_id;
 
   const { page, cdp, problems, addAuthenticator } = await launchChromium(t, { expectedFailures: ['/fedcm/accounts'] });
   await addAuthenticator();
@@ -69,51 +91,98 @@ t.test('FedCM in Chromium', { skip }, async (t) => {
   await page.goto(`${server.url}/auth`);
   await page.fill('input[name="username"]', 'fedcm-user');
   await page.click('button[data-action="signup"]');
-  await page.waitForURL((url) => url.pathname === '/account', { timeout: 20_000 }).catch((error) => {
-    throw new Error(`sign-up did not finish: ${problems.join(' | ')} ${error}`);
-  });
+  await page
+    .waitForURL((url) => url.pathname === '/account', { timeout: 20_000 })
+    .catch((error) => {
+      throw new Error(`sign-up did not finish: ${problems.join(' | ')} ${error}`);
+    });
 
   const dialogs: string[] = [];
   await cdp.send('FedCm.enable', { disableRejectionDelay: true });
-  cdp.on('FedCm.dialogShown', (event: { dialogId: string; dialogType: string; accounts: Array<{ accountId: string }> }) => {
-    dialogs.push(event.dialogType);
-    if (event.dialogType === 'AccountChooser' || event.dialogType === 'AutoReauthn') void cdp.send('FedCm.selectAccount', { dialogId: event.dialogId, accountIndex: 0 });
-    else if (event.dialogType === 'ConfirmIdpLogin') void cdp.send('FedCm.clickDialogButton', { dialogId: event.dialogId, dialogButton: 'ConfirmIdpLoginContinue' });
-    else void cdp.send('FedCm.dismissDialog', { dialogId: event.dialogId });
-  });
+  cdp.on(
+    'FedCm.dialogShown',
+    (event: { dialogId: string; dialogType: string; accounts: Array<{ accountId: string }> }) => {
+      dialogs.push(event.dialogType);
+      if (event.dialogType === 'AccountChooser' || event.dialogType === 'AutoReauthn')
+        void cdp.send('FedCm.selectAccount', { dialogId: event.dialogId, accountIndex: 0 });
+      else if (event.dialogType === 'ConfirmIdpLogin')
+        void cdp.send('FedCm.clickDialogButton', { dialogId: event.dialogId, dialogButton: 'ConfirmIdpLoginContinue' });
+      else void cdp.send('FedCm.dismissDialog', { dialogId: event.dialogId });
+    },
+  );
 
   await page.goto(`${rpOrigin}/`);
   const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
 
   /** Runs the RP's FedCM call; gives up after 20 s with what the IdP saw (a hung dialog never settles). */
-  async function signIn(nonce: string, mode: 'active' | 'passive' = 'active'): Promise<{ token?: string; failed?: string; message?: string }> {
+  async function signIn(
+    nonce: string,
+    mode: 'active' | 'passive' = 'active',
+  ): Promise<{ token?: string; failed?: string; message?: string }> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`FedCM call did not settle; dialogs: ${dialogs.join(',')}; IdP saw: ${seen.join(' | ')}; ${problems.join(' | ')}`)), 20_000);
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `FedCM call did not settle; dialogs: ${dialogs.join(',')}; IdP saw: ${seen.join(' | ')}; ${problems.join(' | ')}`,
+            ),
+          ),
+        20_000,
+      );
     });
     try {
-      return await Promise.race([page.evaluate(([configURL, id, n, m]) => (globalThis as any).fedcm(configURL, id, n, m), [`${server.url}/fedcm/config.json`, clientId, nonce, mode] as const), timeout]);
+      return await Promise.race([
+        page.evaluate(([configURL, id, n, m]) => (globalThis as any).fedcm(configURL, id, n, m), [
+          `${server.url}/fedcm/config.json`,
+          clientId,
+          nonce,
+          mode,
+        ] as const),
+        timeout,
+      ]);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  await t.test('the RP page receives an ID token for its client, bound to its nonce, that verifies against the JWKS', async (t) => {
-    let result = await signIn('nonce-e2e-1');
-    if (result.failed === 'NetworkError' && !seen.some((line) => line.startsWith('GET /fedcm/accounts'))) {
-      // Seen once in five runs on a fresh profile: Chromium rejected before fetching accounts
-      // (cause not established). Nothing was issued; ask once more.
-      await cdp.send('FedCm.resetCooldown');
-      result = await signIn('nonce-e2e-1');
-    }
-    t.ok(result.token, `a token came back (${JSON.stringify(result)} ${dialogs.join(',')} ${problems.join(' | ')} ${seen.join(' | ')})`);
-    const { payload } = await jwtVerify(result.token!, jwks, { issuer: server.url, audience: clientId, algorithms: ['ES256'] });
-    t.match(payload, { nonce: 'nonce-e2e-1', preferred_username: 'fedcm-user', svc: { assurance: 'passkey', principal: { type: 'human' } } });
-    t.same(dialogs.slice(0, 1), ['AccountChooser'], 'the browser showed its account chooser');
-    const assertion = seen.find((line) => line.startsWith('POST /fedcm/assertion'));
-    t.equal(assertion, `POST /fedcm/assertion origin=${rpOrigin} dest=webidentity session=fedcm`, 'Chromium sent the RP origin, Sec-Fetch-Dest and the FedCM cookie (SameSite=None), not the Lax one');
-    t.ok(seen.some((line) => line.startsWith('GET /.well-known/web-identity')), 'Chromium fetched the well-known file');
-  });
+  await t.test(
+    'the RP page receives an ID token for its client, bound to its nonce, that verifies against the JWKS',
+    async (t) => {
+      let result = await signIn('nonce-e2e-1');
+      if (result.failed === 'NetworkError' && !seen.some((line) => line.startsWith('GET /fedcm/accounts'))) {
+        // Seen once in five runs on a fresh profile: Chromium rejected before fetching accounts
+        // (cause not established). Nothing was issued; ask once more.
+        await cdp.send('FedCm.resetCooldown');
+        result = await signIn('nonce-e2e-1');
+      }
+      t.ok(
+        result.token,
+        `a token came back (${JSON.stringify(result)} ${dialogs.join(',')} ${problems.join(' | ')} ${seen.join(' | ')})`,
+      );
+      const { payload } = await jwtVerify(result.token!, jwks, {
+        issuer: server.url,
+        audience: clientId,
+        algorithms: ['ES256'],
+      });
+      t.match(payload, {
+        nonce: 'nonce-e2e-1',
+        preferred_username: 'fedcm-user',
+        svc: { assurance: 'passkey', principal: { type: 'human' } },
+      });
+      t.same(dialogs.slice(0, 1), ['AccountChooser'], 'the browser showed its account chooser');
+      const assertion = seen.find((line) => line.startsWith('POST /fedcm/assertion'));
+      t.equal(
+        assertion,
+        `POST /fedcm/assertion origin=${rpOrigin} dest=webidentity session=fedcm`,
+        'Chromium sent the RP origin, Sec-Fetch-Dest and the FedCM cookie (SameSite=None), not the Lax one',
+      );
+      t.ok(
+        seen.some((line) => line.startsWith('GET /.well-known/web-identity')),
+        'Chromium fetched the well-known file',
+      );
+    },
+  );
 
   await t.test('a second sign-in with the same nonce gets no token', async (t) => {
     const result = await signIn('nonce-e2e-1');
@@ -123,7 +192,11 @@ t.test('FedCM in Chromium', { skip }, async (t) => {
 
   await t.test('after sign-out (Set-Login: logged-out) the browser does not ask the IdP for accounts', async (t) => {
     await page.goto(`${server.url}/account`);
-    await page.evaluate(() => fetch('/auth/signout', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then((r) => r.status));
+    await page.evaluate(() =>
+      fetch('/auth/signout', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then(
+        (r) => r.status,
+      ),
+    );
     await page.goto(`${rpOrigin}/`);
     const before = seen.filter((line) => line.startsWith('GET /fedcm/accounts')).length;
     await cdp.send('FedCm.resetCooldown');
@@ -131,6 +204,10 @@ t.test('FedCM in Chromium', { skip }, async (t) => {
     const result = await signIn('nonce-e2e-2', 'passive');
     t.notOk(result.token);
     t.equal(result.failed, 'NetworkError', 'logged out: rejected at once, without a dialog');
-    t.equal(seen.filter((line) => line.startsWith('GET /fedcm/accounts')).length, before, 'no accounts fetch while logged out');
+    t.equal(
+      seen.filter((line) => line.startsWith('GET /fedcm/accounts')).length,
+      before,
+      'no accounts fetch while logged out',
+    );
   });
 });

@@ -38,9 +38,22 @@ function pkce() {
 t.test('OIDC in Chromium', { skip }, async (t) => {
   const config = loadControlPlaneConfig({
     env: {},
-    overrides: { dataDir: tempDir(t), host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn', adminToken: ADMIN },
+    overrides: {
+      dataDir: tempDir(t),
+      host: '127.0.0.1',
+      port: 0,
+      masterKey: TEST_MASTER_KEY,
+      logLevel: 'warn',
+      adminToken: ADMIN,
+    },
   });
-  const server: RunningControlPlane = await startControlPlane(config, { logStream: new Writable({ write(_c, _e, done) { done(); } }) });
+  const server: RunningControlPlane = await startControlPlane(config, {
+    logStream: new Writable({
+      write(_c, _e, done) {
+        done();
+      },
+    }),
+  });
   t.teardown(() => server.close());
 
   const rp = createServer((_req, res) => {
@@ -55,11 +68,18 @@ t.test('OIDC in Chromium', { skip }, async (t) => {
   const callback = `${rpOrigin}/callback`;
 
   const reg = await fetch(`${server.url}/register`, {
-    method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'Browser RP', redirect_uris: [callback], token_endpoint_auth_method: 'none', scope: 'openid profile', in_place: true }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'Browser RP',
+      redirect_uris: [callback],
+      token_endpoint_auth_method: 'none',
+      scope: 'openid profile',
+      in_place: true,
+    }),
   });
   t.equal(reg.status, 201);
-  const clientId = (await reg.json() as { client_id: string }).client_id;
+  const clientId = ((await reg.json()) as { client_id: string }).client_id;
 
   const { page, problems, addAuthenticator } = await launchChromium(t, { traceResponses: true });
   await addAuthenticator();
@@ -67,44 +87,67 @@ t.test('OIDC in Chromium', { skip }, async (t) => {
   const authorizeUrl = (extra: Record<string, string>) => {
     const { challenge } = pkce();
     return `${server.url}/auth/authorize?${new URLSearchParams({
-      client_id: clientId, redirect_uri: callback, response_type: 'code', scope: 'openid profile', state: 'st-browser',
-      code_challenge: challenge, code_challenge_method: 'S256', ...extra,
+      client_id: clientId,
+      redirect_uri: callback,
+      response_type: 'code',
+      scope: 'openid profile',
+      state: 'st-browser',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      ...extra,
     })}`;
   };
 
-  await t.test('redirect flow: sign-up on the sign-in page, resumption, one tap, back to the client with the code', async (t) => {
-    await page.goto(authorizeUrl({}));
-    t.equal(new URL(page.url()).pathname, '/auth', 'no session: the sign-in page');
-    await page.fill('input[name="username"]', 'popper');
-    await page.click('button[data-action="signup"]');
-    await page.waitForSelector('form[data-action="continue"]', { timeout: 20_000 });
-    t.match(await page.textContent('h1'), /Continue to Browser RP/);
-    await Promise.all([
-      page.waitForURL((url) => url.href.startsWith(callback), { timeout: 20_000 }).catch(async (error) => {
-        throw new Error(`not back at the client: ${page.url()} ${(await page.textContent('main').catch(() => ''))?.trim()} ${problems.join(' | ')} ${error}`);
-      }),
-      page.click('form[data-action="continue"] button[value="allow"]'),
-    ]);
-    const landed = new URL(page.url());
-    t.match(landed.searchParams.get('code'), /^[A-Za-z0-9_-]{43}$/);
-    t.equal(landed.searchParams.get('state'), 'st-browser');
-    t.equal(landed.searchParams.get('iss'), server.url);
-  });
+  await t.test(
+    'redirect flow: sign-up on the sign-in page, resumption, one tap, back to the client with the code',
+    async (t) => {
+      await page.goto(authorizeUrl({}));
+      t.equal(new URL(page.url()).pathname, '/auth', 'no session: the sign-in page');
+      await page.fill('input[name="username"]', 'popper');
+      await page.click('button[data-action="signup"]');
+      await page.waitForSelector('form[data-action="continue"]', { timeout: 20_000 });
+      t.match(await page.textContent('h1'), /Continue to Browser RP/);
+      await Promise.all([
+        page
+          .waitForURL((url) => url.href.startsWith(callback), { timeout: 20_000 })
+          .catch(async (error) => {
+            throw new Error(
+              `not back at the client: ${page.url()} ${(await page.textContent('main').catch(() => ''))?.trim()} ${problems.join(' | ')} ${error}`,
+            );
+          }),
+        page.click('form[data-action="continue"] button[value="allow"]'),
+      ]);
+      const landed = new URL(page.url());
+      t.match(landed.searchParams.get('code'), /^[A-Za-z0-9_-]{43}$/);
+      t.equal(landed.searchParams.get('state'), 'st-browser');
+      t.equal(landed.searchParams.get('iss'), server.url);
+    },
+  );
 
   await t.test('popup: the registered origin receives {code, state, iss}', async (t) => {
     await page.goto(`${rpOrigin}/`);
-    t.ok(await page.evaluate((url) => (globalThis as any).openPopup(url), authorizeUrl({ response_mode: 'web_message', prompt: 'none' })));
+    t.ok(
+      await page.evaluate(
+        (url) => (globalThis as any).openPopup(url),
+        authorizeUrl({ response_mode: 'web_message', prompt: 'none' }),
+      ),
+    );
     await page.waitForFunction(() => (globalThis as any).received.length > 0, undefined, { timeout: 20_000 });
     const received = await page.evaluate(() => (globalThis as any).received);
     t.equal(received.length, 1);
-    t.equal(received[0].origin, server.url, 'posted by the provider\'s page');
+    t.equal(received[0].origin, server.url, "posted by the provider's page");
     t.match(received[0].data, { code: /^[A-Za-z0-9_-]{43}$/, state: 'st-browser', iss: server.url });
     await page.waitForFunction(() => (globalThis as any).popup.closed, undefined, { timeout: 10_000 });
   });
 
   await t.test('popup: a page on another origin receives nothing', async (t) => {
     await page.goto(`${otherOrigin}/`);
-    t.ok(await page.evaluate((url) => (globalThis as any).openPopup(url), authorizeUrl({ response_mode: 'web_message', prompt: 'none' })));
+    t.ok(
+      await page.evaluate(
+        (url) => (globalThis as any).openPopup(url),
+        authorizeUrl({ response_mode: 'web_message', prompt: 'none' }),
+      ),
+    );
     // The popup posts (to the registered origin only) and closes itself; wait for that, then a moment more.
     await page.waitForFunction(() => (globalThis as any).popup.closed, undefined, { timeout: 20_000 });
     await page.waitForTimeout(300);

@@ -13,10 +13,21 @@ import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 const skip = chromiumSkip(t, 'browser return-URL suite');
 
 t.test('after sign-in, tricky return targets never leave the origin', { skip, timeout: 120_000 }, async (t) => {
-  const config = loadControlPlaneConfig({ env: {}, overrides: { dataDir: tempDir(t), host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn' } });
-  const server: RunningControlPlane = await startControlPlane(config, { logStream: new Writable({ write(_c, _e, done) { done(); } }) });
+  const config = loadControlPlaneConfig({
+    env: {},
+    overrides: { dataDir: tempDir(t), host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn' },
+  });
+  const server: RunningControlPlane = await startControlPlane(config, {
+    logStream: new Writable({
+      write(_c, _e, done) {
+        done();
+      },
+    }),
+  });
   t.teardown(() => server.close());
-  const { page, problems, addAuthenticator } = await launchChromium(t, { expectedFailures: ['/auth/assertion-options'] });
+  const { page, problems, addAuthenticator } = await launchChromium(t, {
+    expectedFailures: ['/auth/assertion-options'],
+  });
   await addAuthenticator();
   await page.goto(`${server.url}/auth`);
   await page.fill('input[name="username"]', 'returner');
@@ -27,15 +38,27 @@ t.test('after sign-in, tricky return targets never leave the origin', { skip, ti
     await page.goto(`${server.url}/auth?return=${encodeURIComponent(target)}`);
     await page.fill('input[name="username"]', '');
     await Promise.all([
-      page.waitForURL((url) => !(url.origin === server.url && url.pathname === '/auth'), { timeout: 20_000 }).catch((error) => {
-        throw new Error(`no navigation after sign-in for ${JSON.stringify(target)}: ${problems.join('; ')} ${error}`);
-      }),
+      page
+        .waitForURL((url) => !(url.origin === server.url && url.pathname === '/auth'), { timeout: 20_000 })
+        .catch((error) => {
+          throw new Error(`no navigation after sign-in for ${JSON.stringify(target)}: ${problems.join('; ')} ${error}`);
+        }),
       page.click('button[data-action="signin"]'),
     ]);
     return new URL(page.url());
   };
 
-  for (const target of ['/\t/evil.example/', '/\n/evil.example/', '/\r\n/evil.example', '/%09/evil.example', '//evil.example/', '/\\evil.example/', '\\/evil.example/', 'javascript:alert(1)', '/%5cevil.example']) {
+  for (const target of [
+    '/\t/evil.example/',
+    '/\n/evil.example/',
+    '/\r\n/evil.example',
+    '/%09/evil.example',
+    '//evil.example/',
+    '/\\evil.example/',
+    '\\/evil.example/',
+    'javascript:alert(1)',
+    '/%5cevil.example',
+  ]) {
     const landed = await signInWith(target);
     t.equal(landed.origin, server.url, `${JSON.stringify(target)} stays on the origin`);
     t.equal(landed.pathname, '/account', `${JSON.stringify(target)} falls back to /account`);

@@ -28,75 +28,110 @@ async function allowIfAsked(page: Page): Promise<void> {
   if (await form.count()) await form.click();
 }
 
-t.test('keyplane up: a passkey in the browser reaches the demo app through the gateway', { skip, timeout: 120_000 }, async (t) => {
-  const up = await startCli(['up', '--port', '0', '--gateway-port', '0', '--demo-port', '0', '--data', tempDir(t)], {}, 60_000);
-  t.teardown(() => up.stop());
-  const [controlPlane, gateway, demo] = await waitFor('three listening lines', async () => {
-    const urls = [...up.stdout().matchAll(/^listening (\S+)$/gm)].map((m) => m[1]!);
-    return urls.length === 3 ? urls : undefined;
-  });
-  t.match(controlPlane, /^http:\/\/localhost:\d+$/);
-  t.match(gateway, /^http:\/\/localhost:\d+$/);
-  t.ok(await waitFor('where to open it', async () => (up.stderr().includes(`Open ${gateway}/`) ? true : undefined)), 'says where to open it');
-  await waitFor('the gateway to hold its signed config', async () => ((await fetch(`${gateway}/readyz`)).status === 200 ? true : undefined));
+t.test(
+  'keyplane up: a passkey in the browser reaches the demo app through the gateway',
+  { skip, timeout: 120_000 },
+  async (t) => {
+    const up = await startCli(
+      ['up', '--port', '0', '--gateway-port', '0', '--demo-port', '0', '--data', tempDir(t)],
+      {},
+      60_000,
+    );
+    t.teardown(() => up.stop());
+    const [controlPlane, gateway, demo] = await waitFor('three listening lines', async () => {
+      const urls = [...up.stdout().matchAll(/^listening (\S+)$/gm)].map((m) => m[1]!);
+      return urls.length === 3 ? urls : undefined;
+    });
+    t.match(controlPlane, /^http:\/\/localhost:\d+$/);
+    t.match(gateway, /^http:\/\/localhost:\d+$/);
+    t.ok(
+      await waitFor('where to open it', async () => (up.stderr().includes(`Open ${gateway}/`) ? true : undefined)),
+      'says where to open it',
+    );
+    await waitFor('the gateway to hold its signed config', async () =>
+      (await fetch(`${gateway}/readyz`)).status === 200 ? true : undefined,
+    );
 
-  const direct = await (await fetch(`${demo}/`, { headers: { accept: 'application/json' } })).json() as { identity: Record<string, string | undefined>; assertion: { verified: boolean } };
-  t.same(direct.identity, {}, 'straight to the demo app: no identity');
-  t.equal(direct.assertion.verified, false);
+    const direct = (await (await fetch(`${demo}/`, { headers: { accept: 'application/json' } })).json()) as {
+      identity: Record<string, string | undefined>;
+      assertion: { verified: boolean };
+    };
+    t.same(direct.identity, {}, 'straight to the demo app: no identity');
+    t.equal(direct.assertion.verified, false);
 
-  const { context, page, problems, addAuthenticator } = await launchChromium(t);
-  await addAuthenticator();
-  const why = () => `at ${page.url()}; ${problems.join('; ')}`;
+    const { context, page, problems, addAuthenticator } = await launchChromium(t);
+    await addAuthenticator();
+    const why = () => `at ${page.url()}; ${problems.join('; ')}`;
 
-  await t.test('anonymous → sign-up with a passkey → back on the original URL with identity headers', async (t) => {
-    await page.goto(`${gateway}/reports/q3?view=full`);
-    t.equal(new URL(page.url()).origin, controlPlane, 'sent to the control plane to sign in');
-    await page.fill('input[name="username"]', 'newcomer');
-    await page.click('button[data-action="signup"]');
-    await page.waitForURL((url) => url.origin === gateway || url.pathname === '/auth/authorize' || url.pathname.startsWith('/auth/continue'), { timeout: 20_000 })
-      .catch((error) => { throw new Error(`sign-up went nowhere ${why()}; ${error}`); });
-    await allowIfAsked(page);
-    await page.waitForURL(`${gateway}/reports/q3?view=full`, { timeout: 20_000 }).catch((error) => { throw new Error(`not back at the original URL ${why()}; ${error}`); });
-    t.equal(await page.textContent('#path'), '/reports/q3');
-    t.match(await page.textContent('#x-auth-subject'), /^\S+$/, 'the demo app received a subject');
-    t.equal(await page.textContent('#x-auth-principal-type'), 'human');
-    t.equal(await page.textContent('#x-auth-assurance'), 'passkey');
-    t.match(await page.getAttribute('#assertion', 'class'), 'good', 'the assertion verifies with /_gate/jwks');
-  });
+    await t.test('anonymous → sign-up with a passkey → back on the original URL with identity headers', async (t) => {
+      await page.goto(`${gateway}/reports/q3?view=full`);
+      t.equal(new URL(page.url()).origin, controlPlane, 'sent to the control plane to sign in');
+      await page.fill('input[name="username"]', 'newcomer');
+      await page.click('button[data-action="signup"]');
+      await page
+        .waitForURL(
+          (url) =>
+            url.origin === gateway || url.pathname === '/auth/authorize' || url.pathname.startsWith('/auth/continue'),
+          { timeout: 20_000 },
+        )
+        .catch((error) => {
+          throw new Error(`sign-up went nowhere ${why()}; ${error}`);
+        });
+      await allowIfAsked(page);
+      await page.waitForURL(`${gateway}/reports/q3?view=full`, { timeout: 20_000 }).catch((error) => {
+        throw new Error(`not back at the original URL ${why()}; ${error}`);
+      });
+      t.equal(await page.textContent('#path'), '/reports/q3');
+      t.match(await page.textContent('#x-auth-subject'), /^\S+$/, 'the demo app received a subject');
+      t.equal(await page.textContent('#x-auth-principal-type'), 'human');
+      t.equal(await page.textContent('#x-auth-assurance'), 'passkey');
+      t.match(await page.getAttribute('#assertion', 'class'), 'good', 'the assertion verifies with /_gate/jwks');
+    });
 
-  await t.test('spoofed identity headers from the page never reach the app', async (t) => {
-    // The demo page's CSP allows no fetch, so the browser's cookies are replayed from here.
-    const cookie = (await context.cookies(gateway)).map((c) => `${c.name}=${c.value}`).join('; ');
-    const res = await fetch(`${gateway}/api/whoami`, { headers: { cookie, 'X-Auth-Subject': 'root', 'X_Auth_Subject': 'root', 'X-Auth-Assurance': 'sensitive' } });
-    t.equal(res.status, 200);
-    const seen = await res.json() as { identity: Record<string, string> };
-    t.not(seen.identity['x-auth-subject'], 'root');
-    t.equal(seen.identity['x-auth-assurance'], 'passkey');
-  });
+    await t.test('spoofed identity headers from the page never reach the app', async (t) => {
+      // The demo page's CSP allows no fetch, so the browser's cookies are replayed from here.
+      const cookie = (await context.cookies(gateway)).map((c) => `${c.name}=${c.value}`).join('; ');
+      const res = await fetch(`${gateway}/api/whoami`, {
+        headers: { cookie, 'X-Auth-Subject': 'root', X_Auth_Subject: 'root', 'X-Auth-Assurance': 'sensitive' },
+      });
+      t.equal(res.status, 200);
+      const seen = (await res.json()) as { identity: Record<string, string> };
+      t.not(seen.identity['x-auth-subject'], 'root');
+      t.equal(seen.identity['x-auth-assurance'], 'passkey');
+    });
 
-  await t.test('a sensitive route sends the passkey session through step-up and back', async (t) => {
-    await page.goto(`${gateway}/admin`);
-    t.equal(new URL(page.url()).origin, controlPlane, 'sent to the control plane for a step-up');
-    await page.click('button[data-action="step-up"]');
-    await page.waitForURL((url) => url.origin === gateway || url.pathname.startsWith('/auth/continue'), { timeout: 20_000 })
-      .catch((error) => { throw new Error(`step-up went nowhere ${why()}; ${error}`); });
-    await allowIfAsked(page);
-    await page.waitForURL(`${gateway}/admin`, { timeout: 20_000 }).catch((error) => { throw new Error(`not back at /admin ${why()}; ${error}`); });
-    t.equal(await page.textContent('#x-auth-assurance'), 'sensitive');
-  });
+    await t.test('a sensitive route sends the passkey session through step-up and back', async (t) => {
+      await page.goto(`${gateway}/admin`);
+      t.equal(new URL(page.url()).origin, controlPlane, 'sent to the control plane for a step-up');
+      await page.click('button[data-action="step-up"]');
+      await page
+        .waitForURL((url) => url.origin === gateway || url.pathname.startsWith('/auth/continue'), { timeout: 20_000 })
+        .catch((error) => {
+          throw new Error(`step-up went nowhere ${why()}; ${error}`);
+        });
+      await allowIfAsked(page);
+      await page.waitForURL(`${gateway}/admin`, { timeout: 20_000 }).catch((error) => {
+        throw new Error(`not back at /admin ${why()}; ${error}`);
+      });
+      t.equal(await page.textContent('#x-auth-assurance'), 'sensitive');
+    });
 
-  await t.test('sign-out ends the gateway session and the control plane session', async (t) => {
-    await page.goto(`${gateway}/_gate/signout`);
-    // A GET only shows the confirmation form; its button posts the sign-out.
-    await page.click('button[data-action="signout"]');
-    await page.waitForURL((url) => url.origin === controlPlane && url.pathname === '/auth', { timeout: 20_000 })
-      .catch((error) => { throw new Error(`not at the sign-in page after sign-out ${why()}; ${error}`); });
-    const after = await fetch(`${gateway}/api/whoami`, { headers: { accept: 'application/json' } });
-    t.equal(after.status, 401, 'no cookie, no entry');
-    await page.goto(`${gateway}/public`);
-    t.equal(await page.textContent('#x-auth-subject'), 'not sent', 'a public route passes with no identity');
-  });
+    await t.test('sign-out ends the gateway session and the control plane session', async (t) => {
+      await page.goto(`${gateway}/_gate/signout`);
+      // A GET only shows the confirmation form; its button posts the sign-out.
+      await page.click('button[data-action="signout"]');
+      await page
+        .waitForURL((url) => url.origin === controlPlane && url.pathname === '/auth', { timeout: 20_000 })
+        .catch((error) => {
+          throw new Error(`not at the sign-in page after sign-out ${why()}; ${error}`);
+        });
+      const after = await fetch(`${gateway}/api/whoami`, { headers: { accept: 'application/json' } });
+      t.equal(after.status, 401, 'no cookie, no entry');
+      await page.goto(`${gateway}/public`);
+      t.equal(await page.textContent('#x-auth-subject'), 'not sent', 'a public route passes with no identity');
+    });
 
-  t.same(problems, [], 'no page errors, failed loads or CSP violations');
-  t.equal(await up.stop(), 0, 'SIGTERM drains all three and exits 0');
-});
+    t.same(problems, [], 'no page errors, failed loads or CSP violations');
+    t.equal(await up.stop(), 0, 'SIGTERM drains all three and exits 0');
+  },
+);

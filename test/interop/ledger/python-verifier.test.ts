@@ -11,7 +11,9 @@ import { signUp } from '../../helpers/accounts.js';
  */
 const SCRIPT = fileURLToPath(new URL('./verify_receipt.py', import.meta.url));
 // The first interpreter that has `cryptography`: PATH's python3, else Debian's (python3-cryptography).
-const PYTHON = ['python3', '/usr/bin/python3'].find((python) => spawnSync(python, ['-c', 'import cryptography'], { encoding: 'utf8' }).status === 0);
+const PYTHON = ['python3', '/usr/bin/python3'].find(
+  (python) => spawnSync(python, ['-c', 'import cryptography'], { encoding: 'utf8' }).status === 0,
+);
 const available = PYTHON !== undefined;
 
 function verify(input: unknown): { code: number | null; out: string } {
@@ -21,13 +23,21 @@ function verify(input: unknown): { code: number | null; out: string } {
 
 const required = process.env['KEYPLANE_REQUIRE_ALL'] === '1';
 if (!available && required) t.fail('python3 with the cryptography package is required (KEYPLANE_REQUIRE_ALL=1)');
-const skip = available || required ? false : 'python3 with the cryptography package is not installed: the outside-verifier suite is skipped';
+const skip =
+  available || required
+    ? false
+    : 'python3 with the cryptography package is not installed: the outside-verifier suite is skipped';
 
 t.test('an independent Python verifier accepts a sign-in receipt and refuses altered ones', { skip }, async (t) => {
   const { app, services } = await build(t, { config: { 'ledger.sealIntervalMs': 60_000 } });
   const account = await signUp(app, 'outside-verifier');
   const begin = await app.inject({ method: 'GET', url: '/auth/assertion-options' });
-  const done = await app.inject({ method: 'POST', url: '/auth/assertion-verify', headers: { origin: account.headers.origin }, payload: { response: account.authenticator.get(begin.json().options) } });
+  const done = await app.inject({
+    method: 'POST',
+    url: '/auth/assertion-verify',
+    headers: { origin: account.headers.origin },
+    payload: { response: account.authenticator.get(begin.json().options) },
+  });
   t.equal(done.statusCode, 200);
   const hash = done.json().receipt as string;
   t.match(hash, /^[0-9a-f]{64}$/, 'the sign-in answer carries its receipt hash');
@@ -38,7 +48,11 @@ t.test('an independent Python verifier accepts a sign-in receipt and refuses alt
   const input = { hash, receipt: body.receipt, proof: body.proof, checkpoint: body.checkpoint, jwks };
   t.same(verify(input), { code: 0, out: 'ok' });
   t.equal(verify({ ...input, receipt: { ...body.receipt, outcome: 'failure' } }).code, 1, 'an altered receipt');
-  t.equal(verify({ ...input, proof: { ...body.proof, index: (body.proof.index + 1) % body.proof.size } }).code, 1, 'another index');
+  t.equal(
+    verify({ ...input, proof: { ...body.proof, index: (body.proof.index + 1) % body.proof.size } }).code,
+    1,
+    'another index',
+  );
   const [h, p, s] = (body.checkpoint as string).split('.');
   t.equal(verify({ ...input, checkpoint: `${h}.${p}.${s!.slice(0, -4)}AAAA` }).code, 1, 'a broken signature');
 });

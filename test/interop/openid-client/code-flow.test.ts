@@ -43,12 +43,29 @@ class CookieJar {
   }
 }
 
-async function start(t: Parameters<typeof tempDir>[0], extra: Record<string, unknown> = {}): Promise<RunningControlPlane> {
+async function start(
+  t: Parameters<typeof tempDir>[0],
+  extra: Record<string, unknown> = {},
+): Promise<RunningControlPlane> {
   const config = loadControlPlaneConfig({
     env: {},
-    overrides: { dataDir: tempDir(t), host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn', adminToken: ADMIN, ...extra },
+    overrides: {
+      dataDir: tempDir(t),
+      host: '127.0.0.1',
+      port: 0,
+      masterKey: TEST_MASTER_KEY,
+      logLevel: 'warn',
+      adminToken: ADMIN,
+      ...extra,
+    },
   });
-  const server = await startControlPlane(config, { logStream: new Writable({ write(_c, _e, done) { done(); } }) });
+  const server = await startControlPlane(config, {
+    logStream: new Writable({
+      write(_c, _e, done) {
+        done();
+      },
+    }),
+  });
   t.teardown(() => server.close());
   return server;
 }
@@ -59,26 +76,42 @@ async function passkeySignUp(base: string, username: string): Promise<CookieJar>
   const authenticator = new SoftAuthenticator(base);
   const post = async (path: string, body: unknown) => {
     const res = await fetch(`${base}${path}`, {
-      method: 'POST', headers: { 'content-type': 'application/json', origin: base, ...(jar.cookies.size ? { cookie: jar.header() } : {}) }, body: JSON.stringify(body),
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        origin: base,
+        ...(jar.cookies.size ? { cookie: jar.header() } : {}),
+      },
+      body: JSON.stringify(body),
     });
     jar.absorb(res);
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<Record<string, any>>;
   };
   const begin = await post('/auth/registration-options', { username });
-  await post('/auth/registration-verify', { user: username, response: authenticator.create(begin.options), signupToken: begin.signupToken });
+  await post('/auth/registration-verify', {
+    user: username,
+    response: authenticator.create(begin.options),
+    signupToken: begin.signupToken,
+  });
   // A fresh passkey sign-in (usernameless), as a returning user would.
-  const options = await (await fetch(`${base}/auth/assertion-options`)).json() as Record<string, any>;
+  const options = (await (await fetch(`${base}/auth/assertion-options`)).json()) as Record<string, any>;
   await post('/auth/assertion-verify', { response: authenticator.get(options.options) });
   return jar;
 }
 
 async function register(base: string, metadata: Record<string, unknown>): Promise<Record<string, any>> {
   const res = await fetch(`${base}/register`, {
-    method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
     body: JSON.stringify({
-      client_name: 'Interop RP', redirect_uris: [CALLBACK], post_logout_redirect_uris: ['http://localhost:9/'],
-      grant_types: ['authorization_code', 'refresh_token'], scope: 'openid email profile offline_access', resources: [RESOURCE], ...metadata,
+      client_name: 'Interop RP',
+      redirect_uris: [CALLBACK],
+      post_logout_redirect_uris: ['http://localhost:9/'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: 'openid email profile offline_access',
+      resources: [RESOURCE],
+      ...metadata,
     }),
   });
   if (res.status !== 201) throw new Error(`register: ${await res.text()}`);
@@ -92,71 +125,129 @@ async function browse(url: URL, jar: CookieJar, base: string): Promise<URL> {
     const html = await res.text();
     const form = new URLSearchParams();
     for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-      form.append(m[1]!, m[2]!.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'));
+      form.append(
+        m[1]!,
+        m[2]!
+          .replace(/&quot;/g, '"')
+          .replace(/&#39;/g, "'")
+          .replace(/&lt;/g, '<')
+          .replace(/&gt;/g, '>')
+          .replace(/&amp;/g, '&'),
+      );
     }
-    res = await fetch(`${base}/auth/authorize`, { method: 'POST', redirect: 'manual', headers: { cookie: jar.header(), origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+    res = await fetch(`${base}/auth/authorize`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: jar.header(), origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    });
   }
   const location = res.headers.get('location');
-  if (!location || !location.startsWith(CALLBACK)) throw new Error(`authorize answered ${res.status} ${location ?? await res.text()}`);
+  if (!location || !location.startsWith(CALLBACK))
+    throw new Error(`authorize answered ${res.status} ${location ?? (await res.text())}`);
   return new URL(location);
 }
 
-t.test('openid-client: code flow with PKCE against a passkey session, ID token, userinfo, refresh rotation, revocation', async (t) => {
-  const server = await start(t);
-  const base = server.url;
-  const jar = await passkeySignUp(base, 'interop-alice');
-  const registered = await register(base, { token_endpoint_auth_method: 'client_secret_basic' });
-  const config = await client.discovery(new URL(base), registered.client_id, registered.client_secret, client.ClientSecretBasic(registered.client_secret), { execute: [client.allowInsecureRequests] });
-  t.equal(config.serverMetadata().issuer, base);
+t.test(
+  'openid-client: code flow with PKCE against a passkey session, ID token, userinfo, refresh rotation, revocation',
+  async (t) => {
+    const server = await start(t);
+    const base = server.url;
+    const jar = await passkeySignUp(base, 'interop-alice');
+    const registered = await register(base, { token_endpoint_auth_method: 'client_secret_basic' });
+    const config = await client.discovery(
+      new URL(base),
+      registered.client_id,
+      registered.client_secret,
+      client.ClientSecretBasic(registered.client_secret),
+      { execute: [client.allowInsecureRequests] },
+    );
+    t.equal(config.serverMetadata().issuer, base);
 
-  const verifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const nonce = client.randomNonce();
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: CALLBACK, scope: 'openid email profile offline_access', code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256', state, nonce,
-  });
-  const callback = await browse(url, jar, base);
-  t.equal(callback.searchParams.get('iss'), base, 'RFC 9207 iss');
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const nonce = client.randomNonce();
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: CALLBACK,
+      scope: 'openid email profile offline_access',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    });
+    const callback = await browse(url, jar, base);
+    t.equal(callback.searchParams.get('iss'), base, 'RFC 9207 iss');
 
-  const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
-  const claims = tokens.claims()!;
-  t.equal(claims.iss, base);
-  t.equal(claims.aud, registered.client_id);
-  t.equal(claims.nonce, nonce);
-  t.match(claims, { acr: 'passkey', svc: { assurance: 'passkey', principal: { type: 'human', id: claims.sub } } });
-  t.equal(tokens.token_type.toLowerCase(), 'bearer');
+    const tokens = await client.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    });
+    const claims = tokens.claims()!;
+    t.equal(claims.iss, base);
+    t.equal(claims.aud, registered.client_id);
+    t.equal(claims.nonce, nonce);
+    t.match(claims, { acr: 'passkey', svc: { assurance: 'passkey', principal: { type: 'human', id: claims.sub } } });
+    t.equal(tokens.token_type.toLowerCase(), 'bearer');
 
-  const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
-  t.equal(info.sub, claims.sub);
-  t.equal(info.preferred_username, 'interop-alice');
+    const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
+    t.equal(info.sub, claims.sub);
+    t.equal(info.preferred_username, 'interop-alice');
 
-  const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
-  t.not(refreshed.refresh_token, tokens.refresh_token, 'rotated');
-  t.equal(refreshed.claims()!.sub, claims.sub);
-  t.equal(await refusal(client.refreshTokenGrant(config, tokens.refresh_token!)), 'invalid_grant', 'the rotated-out token is refused');
-  t.equal(await refusal(client.refreshTokenGrant(config, refreshed.refresh_token!)), 'invalid_grant', 'and its reuse revoked the family');
+    const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
+    t.not(refreshed.refresh_token, tokens.refresh_token, 'rotated');
+    t.equal(refreshed.claims()!.sub, claims.sub);
+    t.equal(
+      await refusal(client.refreshTokenGrant(config, tokens.refresh_token!)),
+      'invalid_grant',
+      'the rotated-out token is refused',
+    );
+    t.equal(
+      await refusal(client.refreshTokenGrant(config, refreshed.refresh_token!)),
+      'invalid_grant',
+      'and its reuse revoked the family',
+    );
 
-  // A new grant, then revoked through the library.
-  const again = client.buildAuthorizationUrl(config, { redirect_uri: CALLBACK, scope: 'openid offline_access', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
-  const second = await client.authorizationCodeGrant(config, await browse(again, jar, base), { pkceCodeVerifier: verifier, expectedState: state });
-  await client.tokenRevocation(config, second.refresh_token!);
-  t.equal(await refusal(client.refreshTokenGrant(config, second.refresh_token!)), 'invalid_grant');
-  await t.rejects(client.fetchUserInfo(config, second.access_token, claims.sub), 'the family\'s access token is revoked too');
+    // A new grant, then revoked through the library.
+    const again = client.buildAuthorizationUrl(config, {
+      redirect_uri: CALLBACK,
+      scope: 'openid offline_access',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+    });
+    const second = await client.authorizationCodeGrant(config, await browse(again, jar, base), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
+    await client.tokenRevocation(config, second.refresh_token!);
+    t.equal(await refusal(client.refreshTokenGrant(config, second.refresh_token!)), 'invalid_grant');
+    await t.rejects(
+      client.fetchUserInfo(config, second.access_token, claims.sub),
+      "the family's access token is revoked too",
+    );
 
-  // RP-initiated logout URL built by the library, exact post_logout_redirect_uri.
-  const logout = client.buildEndSessionUrl(config, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: 'http://localhost:9/', state: 'bye' });
-  const out = await fetch(logout, { redirect: 'manual', headers: { cookie: jar.header() } });
-  t.equal(out.status, 302);
-  t.equal(out.headers.get('location'), 'http://localhost:9/?state=bye');
-});
+    // RP-initiated logout URL built by the library, exact post_logout_redirect_uri.
+    const logout = client.buildEndSessionUrl(config, {
+      id_token_hint: tokens.id_token!,
+      post_logout_redirect_uri: 'http://localhost:9/',
+      state: 'bye',
+    });
+    const out = await fetch(logout, { redirect: 'manual', headers: { cookie: jar.header() } });
+    t.equal(out.status, 302);
+    t.equal(out.headers.get('location'), 'http://localhost:9/?state=bye');
+  },
+);
 
-t.test('openid-client: DPoP through the library\'s handle, with resource indicators, for a public client', async (t) => {
+t.test("openid-client: DPoP through the library's handle, with resource indicators, for a public client", async (t) => {
   const server = await start(t);
   const base = server.url;
   const jar = await passkeySignUp(base, 'interop-bob');
   const registered = await register(base, { token_endpoint_auth_method: 'none' });
-  const config = await client.discovery(new URL(base), registered.client_id, undefined, client.None(), { execute: [client.allowInsecureRequests] });
+  const config = await client.discovery(new URL(base), registered.client_id, undefined, client.None(), {
+    execute: [client.allowInsecureRequests],
+  });
   const keyPair = await client.randomDPoPKeyPair('ES256');
   const dpop = client.getDPoPHandle(config, keyPair);
   const jkt = await calculateJwkThumbprint(await exportJWK(keyPair.publicKey));
@@ -164,26 +255,58 @@ t.test('openid-client: DPoP through the library\'s handle, with resource indicat
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: CALLBACK, scope: 'openid offline_access', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state,
+    redirect_uri: CALLBACK,
+    scope: 'openid offline_access',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
     dpop_jkt: jkt,
   });
-  const tokens = await client.authorizationCodeGrant(config, await browse(url, jar, base), { pkceCodeVerifier: verifier, expectedState: state }, undefined, { DPoP: dpop });
+  const tokens = await client.authorizationCodeGrant(
+    config,
+    await browse(url, jar, base),
+    { pkceCodeVerifier: verifier, expectedState: state },
+    undefined,
+    { DPoP: dpop },
+  );
   t.equal(tokens.token_type.toLowerCase(), 'dpop');
   const at = decodeJwt(tokens.access_token);
   t.same(at.cnf, { jkt });
   const info = await client.fetchUserInfo(config, tokens.access_token, client.skipSubjectCheck, { DPoP: dpop });
   t.equal(info.sub, at.sub);
 
-  const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!, { resource: RESOURCE }, { DPoP: dpop });
+  const refreshed = await client.refreshTokenGrant(
+    config,
+    tokens.refresh_token!,
+    { resource: RESOURCE },
+    { DPoP: dpop },
+  );
   t.equal(decodeJwt(refreshed.access_token).aud, RESOURCE, 'resource indicator at refresh sets the audience');
   t.equal(refreshed.token_type.toLowerCase(), 'dpop');
 
   const other = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
-  t.equal(await refusal(client.refreshTokenGrant(config, refreshed.refresh_token!, undefined, { DPoP: other })), 'invalid_grant', 'the refresh token is bound to the key');
+  t.equal(
+    await refusal(client.refreshTokenGrant(config, refreshed.refresh_token!, undefined, { DPoP: other })),
+    'invalid_grant',
+    'the refresh token is bound to the key',
+  );
 
   // Resource indicator at authorize: aud is the resource, the ID token's aud stays the client.
-  const withResource = client.buildAuthorizationUrl(config, { redirect_uri: CALLBACK, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, resource: RESOURCE });
-  const rs = await client.authorizationCodeGrant(config, await browse(withResource, jar, base), { pkceCodeVerifier: verifier, expectedState: state }, undefined, { DPoP: dpop });
+  const withResource = client.buildAuthorizationUrl(config, {
+    redirect_uri: CALLBACK,
+    scope: 'openid',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    resource: RESOURCE,
+  });
+  const rs = await client.authorizationCodeGrant(
+    config,
+    await browse(withResource, jar, base),
+    { pkceCodeVerifier: verifier, expectedState: state },
+    undefined,
+    { DPoP: dpop },
+  );
   t.equal(decodeJwt(rs.access_token).aud, RESOURCE);
   t.equal(rs.claims()!.aud, registered.client_id);
 });
@@ -193,14 +316,32 @@ t.test('openid-client: DPoP server nonces are picked up and retried by the libra
   const base = server.url;
   const jar = await passkeySignUp(base, 'interop-carol');
   const registered = await register(base, { token_endpoint_auth_method: 'client_secret_post' });
-  const config = await client.discovery(new URL(base), registered.client_id, registered.client_secret, client.ClientSecretPost(registered.client_secret), { execute: [client.allowInsecureRequests] });
+  const config = await client.discovery(
+    new URL(base),
+    registered.client_id,
+    registered.client_secret,
+    client.ClientSecretPost(registered.client_secret),
+    { execute: [client.allowInsecureRequests] },
+  );
   const dpop = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
-  const url = client.buildAuthorizationUrl(config, { redirect_uri: CALLBACK, scope: 'openid offline_access', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: CALLBACK,
+    scope: 'openid offline_access',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+  });
   const callback = await browse(url, jar, base);
   // The first request of each server learns its nonce (use_dpop_nonce); openid-client retries once with it.
-  const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state }, undefined, { DPoP: dpop });
+  const tokens = await client.authorizationCodeGrant(
+    config,
+    callback,
+    { pkceCodeVerifier: verifier, expectedState: state },
+    undefined,
+    { DPoP: dpop },
+  );
   t.equal(tokens.token_type.toLowerCase(), 'dpop');
   const info = await client.fetchUserInfo(config, tokens.access_token, client.skipSubjectCheck, { DPoP: dpop });
   t.ok(info.sub);

@@ -22,14 +22,22 @@ t.test('mod_auth_mellon signs in through Keyplane in Chromium', { skip, timeout:
   const server = await startLiveControlPlane(t);
   const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
   const mellon = await startMellon({
-    dir: tempDir(t, 'keyplane-mellon-'), idpMetadata: metadata,
+    dir: tempDir(t, 'keyplane-mellon-'),
+    idpMetadata: metadata,
     attributes: { 'urn:keyplane:attribute:assurance': 'assurance', 'urn:keyplane:attribute:username': 'username' },
   });
   t.teardown(() => mellon.stop());
 
   const registered = await fetch(`${server.url}/saml/providers`, {
-    method: 'POST', headers: { authorization: `Bearer ${LIVE_ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ entity_id: mellon.entityId, acs_urls: [mellon.acsUrl], slo_url: mellon.sloUrl, certificate: mellon.certificatePem, name: 'Apache mellon' }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${LIVE_ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      entity_id: mellon.entityId,
+      acs_urls: [mellon.acsUrl],
+      slo_url: mellon.sloUrl,
+      certificate: mellon.certificatePem,
+      name: 'Apache mellon',
+    }),
   });
   t.equal(registered.status, 201, registered.status === 201 ? 'registered' : await registered.clone().text());
 
@@ -37,16 +45,26 @@ t.test('mod_auth_mellon signs in through Keyplane in Chromium', { skip, timeout:
   await addAuthenticator();
   let posted: string | undefined;
   page.on('request', (request) => {
-    if (request.method() === 'POST' && request.url() === mellon.acsUrl) posted = new URLSearchParams(request.postData() ?? '').get('SAMLResponse') ?? undefined;
+    if (request.method() === 'POST' && request.url() === mellon.acsUrl)
+      posted = new URLSearchParams(request.postData() ?? '').get('SAMLResponse') ?? undefined;
   });
-  const diagnose = () => `at ${page.url()} | ${problems.slice(-12).join(' | ')} | mellon: ${mellon.errorLog().slice(-1500)}`;
+  const diagnose = () =>
+    `at ${page.url()} | ${problems.slice(-12).join(' | ')} | mellon: ${mellon.errorLog().slice(-1500)}`;
 
   await t.test('SP-initiated: mellon → Keyplane sign-up → auto-posted Response → the protected page', async (t) => {
     await page.goto(`${mellon.url}/protected/echo`);
-    await page.waitForURL((url) => url.pathname === '/auth', { timeout: 30_000 }).catch((error) => { throw new Error(`not at sign-in: ${diagnose()} ${error}`); });
+    await page
+      .waitForURL((url) => url.pathname === '/auth', { timeout: 30_000 })
+      .catch((error) => {
+        throw new Error(`not at sign-in: ${diagnose()} ${error}`);
+      });
     await page.fill('input[name="username"]', 'melly');
     await page.click('button[data-action="signup"]');
-    await page.waitForURL((url) => url.href.startsWith(`${mellon.url}/protected/echo`), { timeout: 60_000 }).catch((error) => { throw new Error(`not back at mellon: ${diagnose()} ${error}`); });
+    await page
+      .waitForURL((url) => url.href.startsWith(`${mellon.url}/protected/echo`), { timeout: 60_000 })
+      .catch((error) => {
+        throw new Error(`not back at mellon: ${diagnose()} ${error}`);
+      });
     const text = (await page.textContent('body')) ?? '';
     t.match(text, /NAME_ID=usr_[A-Za-z0-9_-]+/, 'mellon read the persistent NameID (the sub)');
     t.match(text, /ASSURANCE=passkey/, 'and the assurance attribute');
@@ -54,26 +72,58 @@ t.test('mod_auth_mellon signs in through Keyplane in Chromium', { skip, timeout:
     t.match(text, /REMOTE_USER=usr_/);
   });
 
-  await t.test('the Response the browser carried verifies with xmlsec1 against the metadata certificate', { skip: existsSync('/usr/bin/xmlsec1') ? false : 'xmlsec1 missing' }, async (t) => {
-    t.ok(posted, 'the browser posted a SAMLResponse to the ACS URL');
-    const dir = tempDir(t, 'keyplane-xmlsec-');
-    const cert = /<ds:X509Certificate>([^<]+)<\/ds:X509Certificate>/.exec(metadata)![1]!;
-    writeFileSync(join(dir, 'idp.crt'), `-----BEGIN CERTIFICATE-----\n${cert.replace(/(.{64})/g, '$1\n').trim()}\n-----END CERTIFICATE-----\n`);
-    writeFileSync(join(dir, 'response.xml'), Buffer.from(posted!, 'base64'));
-    for (const xpath of ["/*[local-name()='Response']/*[local-name()='Signature']", "//*[local-name()='Assertion']/*[local-name()='Signature']"]) {
-      t.doesNotThrow(() => execFileSync('xmlsec1', [
-        '--verify', '--pubkey-cert-pem', join(dir, 'idp.crt'),
-        '--id-attr:ID', 'urn:oasis:names:tc:SAML:2.0:protocol:Response', '--id-attr:ID', 'urn:oasis:names:tc:SAML:2.0:assertion:Assertion',
-        '--node-xpath', xpath, join(dir, 'response.xml'),
-      ], { stdio: 'pipe' }), xpath);
-    }
-  });
+  await t.test(
+    'the Response the browser carried verifies with xmlsec1 against the metadata certificate',
+    { skip: existsSync('/usr/bin/xmlsec1') ? false : 'xmlsec1 missing' },
+    async (t) => {
+      t.ok(posted, 'the browser posted a SAMLResponse to the ACS URL');
+      const dir = tempDir(t, 'keyplane-xmlsec-');
+      const cert = /<ds:X509Certificate>([^<]+)<\/ds:X509Certificate>/.exec(metadata)![1]!;
+      writeFileSync(
+        join(dir, 'idp.crt'),
+        `-----BEGIN CERTIFICATE-----\n${cert.replace(/(.{64})/g, '$1\n').trim()}\n-----END CERTIFICATE-----\n`,
+      );
+      writeFileSync(join(dir, 'response.xml'), Buffer.from(posted!, 'base64'));
+      for (const xpath of [
+        "/*[local-name()='Response']/*[local-name()='Signature']",
+        "//*[local-name()='Assertion']/*[local-name()='Signature']",
+      ]) {
+        t.doesNotThrow(
+          () =>
+            execFileSync(
+              'xmlsec1',
+              [
+                '--verify',
+                '--pubkey-cert-pem',
+                join(dir, 'idp.crt'),
+                '--id-attr:ID',
+                'urn:oasis:names:tc:SAML:2.0:protocol:Response',
+                '--id-attr:ID',
+                'urn:oasis:names:tc:SAML:2.0:assertion:Assertion',
+                '--node-xpath',
+                xpath,
+                join(dir, 'response.xml'),
+              ],
+              { stdio: 'pipe' },
+            ),
+          xpath,
+        );
+      }
+    },
+  );
 
   await t.test('single logout through mellon ends the Keyplane session', async (t) => {
     await page.goto(`${mellon.url}/mellon/logout?ReturnTo=${encodeURIComponent(`${mellon.url}/protected/echo`)}`);
     // Back at mellon, signed out there too: the protected page sends the browser to sign in again.
-    await page.waitForURL((url) => url.pathname === '/auth', { timeout: 60_000 }).catch((error) => { throw new Error(`not signed out: ${diagnose()} ${error}`); });
+    await page
+      .waitForURL((url) => url.pathname === '/auth', { timeout: 60_000 })
+      .catch((error) => {
+        throw new Error(`not signed out: ${diagnose()} ${error}`);
+      });
     const cookies = await context.cookies(server.url);
-    t.notOk(cookies.some((c) => /kp_session/.test(c.name) && c.value), 'the Keyplane session cookie is gone');
+    t.notOk(
+      cookies.some((c) => /kp_session/.test(c.name) && c.value),
+      'the Keyplane session cookie is gone',
+    );
   });
 });

@@ -34,7 +34,12 @@ t.test('enqueued mail is sent in the background and idle() waits for it', async 
 
 t.test('a failing SMTP server is reported, never thrown at the caller', async (t) => {
   const errors: unknown[] = [];
-  const mailer = createMailer({ smtpUrl: 'smtp://127.0.0.1:1', from: 'Keyplane <no-reply@keyplane.test>', dataDir: tempDir(t), onError: (e) => errors.push(e) });
+  const mailer = createMailer({
+    smtpUrl: 'smtp://127.0.0.1:1',
+    from: 'Keyplane <no-reply@keyplane.test>',
+    dataDir: tempDir(t),
+    onError: (e) => errors.push(e),
+  });
   mailer.enqueue(magicLinkMail('ada@example.com', LINK, 600));
   await mailer.idle();
   await mailer.close();
@@ -64,7 +69,9 @@ t.test('without SMTP, writes RFC 5322 files to <dataDir>/outbox/', async (t) => 
 t.test('end to end over SMTP: verify an address, then sign in with a magic link from the mail', async (t) => {
   const { buildSignedIn, Browser } = await import('../../helpers/signed-in.js');
   const smtp = await startSmtpServer(t);
-  const { app, signIn, services } = await buildSignedIn(t, { config: { 'mail.smtpUrl': smtp.url, 'mail.from': 'Keyplane <no-reply@keyplane.test>' } });
+  const { app, signIn, services } = await buildSignedIn(t, {
+    config: { 'mail.smtpUrl': smtp.url, 'mail.from': 'Keyplane <no-reply@keyplane.test>' },
+  });
   t.equal(services.mailer.kind, 'smtp');
   const { browser, identityId } = await signIn({ username: 'ada' });
 
@@ -72,7 +79,11 @@ t.test('end to end over SMTP: verify an address, then sign in with a magic link 
   const verification = await smtp.next();
   t.same(verification.to, ['ada@example.com']);
   const verifyLink = new URL(linkIn(verification.raw, '/auth/email/verify')!);
-  const verified = await new Browser(app).post('/auth/email/verify', { token: verifyLink.searchParams.get('token') }, { accept: 'application/json' });
+  const verified = await new Browser(app).post(
+    '/auth/email/verify',
+    { token: verifyLink.searchParams.get('token') },
+    { accept: 'application/json' },
+  );
   t.match(verified.json(), { ok: true, verified: true });
 
   const laptop = new Browser(app);
@@ -86,6 +97,9 @@ t.test('end to end over SMTP: verify an address, then sign in with a magic link 
   t.equal(landed.statusCode, 303);
   t.equal(landed.headers.location, '/account');
   const live = await services.storage.sessions.listLive(identityId, services.now());
-  t.ok(live.some((s) => s.assurance === 'email'), 'signed in at email');
+  t.ok(
+    live.some((s) => s.assurance === 'email'),
+    'signed in at email',
+  );
   t.equal(readdirSync(join(services.config.dataDir)).includes('outbox'), false, 'nothing went to the outbox');
 });

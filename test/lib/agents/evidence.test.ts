@@ -3,9 +3,17 @@ import { computeClaims, EVIDENCE_LIFETIME_MS, isEvidenceFresh } from '../../../l
 
 t.test('claims are independent and freshness-scoped', async (t) => {
   const day = 86_400_000;
-  const dns = { type: 'domain-control' as const, at: 0, expiresAt: EVIDENCE_LIFETIME_MS['domain-control'], detail: { domain: 'a.example' } };
+  const dns = {
+    type: 'domain-control' as const,
+    at: 0,
+    expiresAt: EVIDENCE_LIFETIME_MS['domain-control'],
+    detail: { domain: 'a.example' },
+  };
   const none = computeClaims({ keyProvenAt: null, ownerApprovedAt: null, evidence: [], now: 0 });
-  t.same(Object.values(none).map((c) => c.status), ['declared', 'declared', 'declared', 'declared']);
+  t.same(
+    Object.values(none).map((c) => c.status),
+    ['declared', 'declared', 'declared', 'declared'],
+  );
   const fresh = computeClaims({ keyProvenAt: 5, ownerApprovedAt: 1, evidence: [dns], now: day });
   t.equal(fresh.key_control.status, 'verified');
   t.equal(fresh.owner_accountability.status, 'verified');

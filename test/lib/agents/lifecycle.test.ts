@@ -1,6 +1,12 @@
 import t from 'tap';
 import { reasonOf } from '../../helpers/reason-of.js';
-import { AGENT_STATES, enrollmentState, nextAgentState, transitionAgent, type AgentAction } from '../../../lib/agents/lifecycle.js';
+import {
+  AGENT_STATES,
+  enrollmentState,
+  nextAgentState,
+  transitionAgent,
+  type AgentAction,
+} from '../../../lib/agents/lifecycle.js';
 import { KeyplaneError } from '../../../lib/errors/keyplane-error.js';
 
 t.test('the spec state table holds', async (t) => {
@@ -10,12 +16,24 @@ t.test('the spec state table holds', async (t) => {
   t.equal(transitionAgent('active', 'revoke'), 'revoked');
   t.equal(transitionAgent('active', 'transfer_begin'), 'suspended');
   t.equal(transitionAgent('suspended', 'transfer_accept'), 'suspended');
-  t.equal(transitionAgent('compromised', 'rotate_key'), 'suspended', 'compromise recovery rotates first and stays suspended');
+  t.equal(
+    transitionAgent('compromised', 'rotate_key'),
+    'suspended',
+    'compromise recovery rotates first and stays suspended',
+  );
   t.equal(transitionAgent('active', 'rotate_key'), 'active');
 });
 
 t.test('revoked is terminal: every action is refused from it', async (t) => {
-  for (const action of ['suspend', 'resume', 'mark_compromised', 'revoke', 'transfer_begin', 'transfer_accept', 'rotate_key'] as AgentAction[]) {
+  for (const action of [
+    'suspend',
+    'resume',
+    'mark_compromised',
+    'revoke',
+    'transfer_begin',
+    'transfer_accept',
+    'rotate_key',
+  ] as AgentAction[]) {
     t.equal(nextAgentState('revoked', action), null, action);
   }
 });
@@ -25,9 +43,18 @@ t.test('an illegal transition is refused with the current state in the message',
   t.equal(error.reason, 'agent_state');
   t.match(error.message, /compromised/);
   t.same(error.fields, { state: 'compromised' });
-  t.equal(reasonOf(() => transitionAgent('suspended', 'suspend')), 'agent_state');
-  t.equal(reasonOf(() => transitionAgent('active', 'resume')), 'agent_state');
-  t.equal(reasonOf(() => transitionAgent('compromised', 'transfer_begin')), 'agent_state');
+  t.equal(
+    reasonOf(() => transitionAgent('suspended', 'suspend')),
+    'agent_state',
+  );
+  t.equal(
+    reasonOf(() => transitionAgent('active', 'resume')),
+    'agent_state',
+  );
+  t.equal(
+    reasonOf(() => transitionAgent('compromised', 'transfer_begin')),
+    'agent_state',
+  );
   t.equal(AGENT_STATES.length, 4);
 });
 

@@ -1,6 +1,10 @@
 import t from 'tap';
 import {
-  ASSURANCE_LEVELS, effectiveAssurance, isAssuranceLevel, meetsAssurance, rankAssurance,
+  ASSURANCE_LEVELS,
+  effectiveAssurance,
+  isAssuranceLevel,
+  meetsAssurance,
+  rankAssurance,
 } from '../../../lib/assurance/assurance.js';
 
 const WINDOW = 5 * 60_000;
@@ -18,7 +22,11 @@ t.test('orders recovery < email < passkey < sensitive', async (t) => {
 t.test('meetsAssurance is at-least, never more than proved', async (t) => {
   for (const actual of ASSURANCE_LEVELS) {
     for (const required of ASSURANCE_LEVELS) {
-      t.equal(meetsAssurance(actual, required), rankAssurance(actual) >= rankAssurance(required), `${actual} vs ${required}`);
+      t.equal(
+        meetsAssurance(actual, required),
+        rankAssurance(actual) >= rankAssurance(required),
+        `${actual} vs ${required}`,
+      );
     }
   }
   t.notOk(meetsAssurance('recovery', 'passkey'), 'a recovery sign-in is not a passkey sign-in');
@@ -38,5 +46,9 @@ t.test('without a step-up the sign-in level stands', async (t) => {
   t.equal(effectiveAssurance({ assurance: 'recovery', stepUpAt: null }, 5, WINDOW), 'recovery');
   t.equal(effectiveAssurance({ assurance: 'email', stepUpAt: null }, 5, WINDOW), 'email');
   t.equal(effectiveAssurance({ assurance: 'passkey', stepUpAt: null }, 5, WINDOW), 'passkey');
-  t.equal(effectiveAssurance({ assurance: 'sensitive', stepUpAt: null }, 5, WINDOW), 'passkey', 'a stored sensitive never outlives its window');
+  t.equal(
+    effectiveAssurance({ assurance: 'sensitive', stepUpAt: null }, 5, WINDOW),
+    'passkey',
+    'a stored sensitive never outlives its window',
+  );
 });

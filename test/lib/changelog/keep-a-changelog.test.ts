@@ -30,12 +30,20 @@ continued without indent
 `);
   t.same(versions, [
     { version: 'Unreleased', date: null, changes: [{ type: 'added', text: 'New thing that wraps.' }] },
-    { version: '1.1.0', date: '2026-02-03', changes: [
-      { type: 'fixed', text: 'A fix with `code`.' }, { type: 'fixed', text: 'Another' }, { type: 'security', text: 'Patched continued without indent' },
-    ] },
+    {
+      version: '1.1.0',
+      date: '2026-02-03',
+      changes: [
+        { type: 'fixed', text: 'A fix with `code`.' },
+        { type: 'fixed', text: 'Another' },
+        { type: 'security', text: 'Patched continued without indent' },
+      ],
+    },
     { version: '1.0.0', date: '2026-01-01', changes: [{ type: 'changed', text: 'Untyped bullet' }] },
   ]);
-  t.same(parseKeepAChangelog('\uFEFF## [2.0.0] - 2026-03-04\r\n### Removed\r\n- Old\r\n'), [{ version: '2.0.0', date: '2026-03-04', changes: [{ type: 'removed', text: 'Old' }] }]);
+  t.same(parseKeepAChangelog('\uFEFF## [2.0.0] - 2026-03-04\r\n### Removed\r\n- Old\r\n'), [
+    { version: '2.0.0', date: '2026-03-04', changes: [{ type: 'removed', text: 'Old' }] },
+  ]);
 });
 
 t.test('refuses what is not Keep a Changelog, naming the line', async (t) => {
@@ -46,7 +54,8 @@ t.test('refuses what is not Keep a Changelog, naming the line', async (t) => {
     ['- orphan\n', /line 1: a change before the first version heading/],
     ['## Notes on things\n', /line 1: "## Notes on things" is not a version heading/],
   ];
-  for (const [text, message] of cases) t.throws(() => parseKeepAChangelog(text), { name: 'ChangelogFormatError', message });
+  for (const [text, message] of cases)
+    t.throws(() => parseKeepAChangelog(text), { name: 'ChangelogFormatError', message });
   t.ok(new ChangelogFormatError('x', 3) instanceof Error);
 });
 
@@ -54,6 +63,10 @@ t.test('the repository CHANGELOG.md parses and is found from the sources and fro
   const path = findChangelog();
   const versions = parseKeepAChangelog(readFileSync(path, 'utf8'));
   t.ok(versions.length >= 2);
-  t.equal(findChangelog(new URL('../../../dist/control-plane/src/changelog', import.meta.url).pathname), path, 'found from the build directory');
+  t.equal(
+    findChangelog(new URL('../../../dist/control-plane/src/changelog', import.meta.url).pathname),
+    path,
+    'found from the build directory',
+  );
   t.throws(() => findChangelog('/'), /CHANGELOG\.md not found/);
 });

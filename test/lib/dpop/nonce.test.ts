@@ -34,12 +34,22 @@ t.test('refuses a short key', async (t) => {
 t.test('maps a refused proof to the token-endpoint and resource answers', async (t) => {
   const { DpopError } = await import('../../../lib/dpop/errors.js');
   const { dpopRefusal, dpopChallenge } = await import('../../../lib/dpop/respond.js');
-  const token = dpopRefusal(new DpopError('use_dpop_nonce', 'nonce', 'the DPoP proof must carry the server nonce'), 'token', 'n-1');
+  const token = dpopRefusal(
+    new DpopError('use_dpop_nonce', 'nonce', 'the DPoP proof must carry the server nonce'),
+    'token',
+    'n-1',
+  );
   t.equal(token.status, 400);
   t.same(token.headers, { 'dpop-nonce': 'n-1' });
   t.match(token.toEnvelope(), { ok: false, reason: 'use_dpop_nonce', error: 'use_dpop_nonce' });
-  const resource = dpopRefusal(new DpopError('invalid_dpop_proof', 'htu', 'the DPoP proof is for another URI'), 'resource');
+  const resource = dpopRefusal(
+    new DpopError('invalid_dpop_proof', 'htu', 'the DPoP proof is for another URI'),
+    'resource',
+  );
   t.equal(resource.status, 401);
-  t.equal(resource.headers['www-authenticate'], 'DPoP algs="ES256 EdDSA", error="invalid_dpop_proof", error_description="the DPoP proof is for another URI"');
+  t.equal(
+    resource.headers['www-authenticate'],
+    'DPoP algs="ES256 EdDSA", error="invalid_dpop_proof", error_description="the DPoP proof is for another URI"',
+  );
   t.equal(dpopChallenge(), 'DPoP algs="ES256 EdDSA"');
 });

@@ -59,7 +59,16 @@ t.test('finds every non-public IPv6 class, including forms that carry an IPv4 ad
 });
 
 t.test('lets public unicast addresses through', async (t) => {
-  for (const address of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::6810:85e5', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1']) {
+  for (const address of [
+    '93.184.215.14',
+    '8.8.8.8',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2606:4700::6810:85e5',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    '2002:808:808::1',
+  ]) {
     t.equal(classifyAddress(address), null, address);
   }
 });

@@ -1,6 +1,12 @@
 import t from 'tap';
 import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import { checkFetchTarget, createGuardedFetcher, fetchGuarded, isFetchRefusal, type GuardedFetchOptions } from '../../../lib/fetch/guarded-fetch.js';
+import {
+  checkFetchTarget,
+  createGuardedFetcher,
+  fetchGuarded,
+  isFetchRefusal,
+  type GuardedFetchOptions,
+} from '../../../lib/fetch/guarded-fetch.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 
 // Private targets are switched on here only, to reach the local test server; the refusals
@@ -19,7 +25,14 @@ async function refusal(promise: Promise<unknown>): Promise<string> {
 t.test('fetches a JSON document over https from a server with a trusted private CA', async (t) => {
   const server = await startHttpsServer(t, tls, (req, res) => {
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ keys: [], ua: req.headers['user-agent'], cookie: req.headers.cookie ?? null, auth: req.headers.authorization ?? null }));
+    res.end(
+      JSON.stringify({
+        keys: [],
+        ua: req.headers['user-agent'],
+        cookie: req.headers.cookie ?? null,
+        auth: req.headers.authorization ?? null,
+      }),
+    );
   });
   const fetched = await fetchGuarded(`${server.origin}/jwks?probe=1`, { allowPrivateTargets: true, ca: tls.ca });
   t.equal(fetched.status, 200);
@@ -42,7 +55,11 @@ t.test('connects to the checked address and verifies TLS for the host name', asy
     lookups += 1;
     return [{ address: '127.0.0.1', family: 4 as const }];
   };
-  const fetched = await fetchGuarded(`https://keys.test:${server.port}/`, { allowPrivateTargets: true, ca: tls.ca, resolver });
+  const fetched = await fetchGuarded(`https://keys.test:${server.port}/`, {
+    allowPrivateTargets: true,
+    ca: tls.ca,
+    resolver,
+  });
   t.equal(fetched.body.toString(), 'ok');
   t.equal(lookups, 1, 'the host is resolved once');
   t.equal(hostHeader, `keys.test:${server.port}`);
@@ -58,19 +75,31 @@ t.test('refuses a certificate that does not chain to a trusted CA', async (t) =>
 t.test('refuses a certificate for another host name even at the right address', async (t) => {
   const server = await startHttpsServer(t, tls, (_req, res) => res.end('ok'));
   const resolver = async () => [{ address: '127.0.0.1', family: 4 as const }];
-  t.equal(await refusal(fetchGuarded(`https://other.test:${server.port}/`, { allowPrivateTargets: true, ca: tls.ca, resolver })), 'fetch_failed');
+  t.equal(
+    await refusal(
+      fetchGuarded(`https://other.test:${server.port}/`, { allowPrivateTargets: true, ca: tls.ca, resolver }),
+    ),
+    'fetch_failed',
+  );
 });
 
 t.test('follows redirects, checking each target, and reports the chain', async (t) => {
   const server = await startHttpsServer(t, tls, (req, res) => {
     if (req.url === '/a') res.writeHead(302, { location: '/b' }).end();
-    else if (req.url === '/b') res.writeHead(301, { location: `${'https://localhost:'}${(req.socket.localPort)}/c#frag` }).end();
+    else if (req.url === '/b')
+      res.writeHead(301, { location: `${'https://localhost:'}${req.socket.localPort}/c#frag` }).end();
     else res.end('done');
   });
   const fetched = await fetchGuarded(`${server.origin}/a`, { allowPrivateTargets: true, ca: tls.ca });
   t.equal(fetched.body.toString(), 'done');
   t.equal(fetched.url, `${server.origin}/c`);
-  t.same(fetched.redirects.map((hop) => [hop.url, hop.status]), [[`${server.origin}/a`, 302], [`${server.origin}/b`, 301]]);
+  t.same(
+    fetched.redirects.map((hop) => [hop.url, hop.status]),
+    [
+      [`${server.origin}/a`, 302],
+      [`${server.origin}/b`, 301],
+    ],
+  );
   t.same(server.requests, ['GET /a', 'GET /b', 'GET /c']);
 });
 
@@ -91,13 +120,20 @@ t.test('refuses redirect loops and long redirect chains', async (t) => {
   t.equal(await refusal(fetchGuarded(`${server.origin}/loop`, options)), 'fetch_too_many_redirects');
   t.same(server.requests, ['GET /loop', 'GET /loop2']);
   server.requests.length = 0;
-  t.equal(await refusal(fetchGuarded(`${server.origin}/0`, { ...options, maxRedirects: 2 })), 'fetch_too_many_redirects');
+  t.equal(
+    await refusal(fetchGuarded(`${server.origin}/0`, { ...options, maxRedirects: 2 })),
+    'fetch_too_many_redirects',
+  );
   t.same(server.requests, ['GET /0', 'GET /1', 'GET /2'], 'stops after the allowed redirects');
 });
 
 t.test('refuses a redirect to plain http, to a URL with credentials and to a malformed URL', async (t) => {
   const server = await startHttpsServer(t, tls, (req, res) => {
-    const targets: Record<string, string> = { '/http': 'http://localhost/', '/creds': 'https://user:pw@localhost/', '/bad': 'https://[oops/' };
+    const targets: Record<string, string> = {
+      '/http': 'http://localhost/',
+      '/creds': 'https://user:pw@localhost/',
+      '/bad': 'https://[oops/',
+    };
     res.writeHead(302, { location: targets[req.url!]! }).end();
   });
   const options: GuardedFetchOptions = { allowPrivateTargets: true, ca: tls.ca };
@@ -114,19 +150,34 @@ t.test('binds the configured CA file and private-target switch once', async (t) 
   const strict = createGuardedFetcher({ caFile: tls.caFile });
   t.equal(await refusal(strict.fetch(server.origin)), 'fetch_private_address');
   t.equal(await refusal(strict.check(server.origin)), 'fetch_private_address');
-  t.equal(await refusal(fetchGuarded(server.origin, { caFile: tls.caFile, allowPrivateTargets: true, accept: 'text/plain' })), 'no refusal');
+  t.equal(
+    await refusal(fetchGuarded(server.origin, { caFile: tls.caFile, allowPrivateTargets: true, accept: 'text/plain' })),
+    'no refusal',
+  );
 });
 
 t.test('lets exactly the listed private addresses through', async (t) => {
   const server = await startHttpsServer(t, tls, (_req, res) => res.end('listed'));
   const fetched = await fetchGuarded(server.origin, { ca: tls.ca, allowAddresses: ['127.0.0.1'] });
   t.equal(fetched.body.toString(), 'listed');
-  t.equal(await refusal(fetchGuarded(`https://[::1]:${server.port}/`, { ca: tls.ca, allowAddresses: ['127.0.0.1'] })), 'fetch_private_address');
+  t.equal(
+    await refusal(fetchGuarded(`https://[::1]:${server.port}/`, { ca: tls.ca, allowAddresses: ['127.0.0.1'] })),
+    'fetch_private_address',
+  );
 });
 
 t.test('an unresolvable host is refused with its own reason', async (t) => {
   t.equal(await refusal(fetchGuarded('https://nothing.test/', { resolver: async () => [] })), 'fetch_unresolvable');
-  t.equal(await refusal(fetchGuarded('https://nothing.test/', { resolver: async () => { throw new Error('ENOTFOUND'); } })), 'fetch_unresolvable');
+  t.equal(
+    await refusal(
+      fetchGuarded('https://nothing.test/', {
+        resolver: async () => {
+          throw new Error('ENOTFOUND');
+        },
+      }),
+    ),
+    'fetch_unresolvable',
+  );
   t.equal(await refusal(checkFetchTarget('https://nothing.invalid/')), 'fetch_unresolvable');
 });
 

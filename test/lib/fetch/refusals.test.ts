@@ -11,7 +11,11 @@ async function refusal(promise: Promise<unknown>): Promise<{ reason: string; add
   try {
     await promise;
   } catch (error) {
-    if (isKeyplaneError(error)) return { reason: error.reason, ...(error.fields.addressClass ? { addressClass: error.fields.addressClass } : {}) };
+    if (isKeyplaneError(error))
+      return {
+        reason: error.reason,
+        ...(error.fields.addressClass ? { addressClass: error.fields.addressClass } : {}),
+      };
     return { reason: `not a KeyplaneError: ${String(error)}` };
   }
   return { reason: 'no refusal' };
@@ -51,7 +55,11 @@ t.test('refuses loopback, private, link-local and metadata targets without conne
   };
   for (const [url, addressClass] of Object.entries(cases)) {
     t.same(await refusal(fetchGuarded(url)), { reason: 'fetch_private_address', addressClass }, url);
-    t.same(await refusal(checkFetchTarget(url)), { reason: 'fetch_private_address', addressClass }, `${url} (check only)`);
+    t.same(
+      await refusal(checkFetchTarget(url)),
+      { reason: 'fetch_private_address', addressClass },
+      `${url} (check only)`,
+    );
   }
   t.equal(local.seen.connections, 0);
   t.equal(local6.seen.connections, 0);
@@ -60,11 +68,23 @@ t.test('refuses loopback, private, link-local and metadata targets without conne
 t.test('refuses a host name that resolves to loopback, or to any private address among public ones', async (t) => {
   const local = await listener(t);
   const toLoopback = async () => [{ address: '127.0.0.1', family: 4 as const }];
-  t.same(await refusal(fetchGuarded(`https://keys.example.com:${local.port}/`, { resolver: toLoopback })), { reason: 'fetch_private_address', addressClass: 'loopback' });
-  const mixed = async () => [{ address: '93.184.215.14', family: 4 as const }, { address: '10.0.0.7', family: 4 as const }];
-  t.same(await refusal(fetchGuarded('https://keys.example.com/', { resolver: mixed })), { reason: 'fetch_private_address', addressClass: 'private' });
+  t.same(await refusal(fetchGuarded(`https://keys.example.com:${local.port}/`, { resolver: toLoopback })), {
+    reason: 'fetch_private_address',
+    addressClass: 'loopback',
+  });
+  const mixed = async () => [
+    { address: '93.184.215.14', family: 4 as const },
+    { address: '10.0.0.7', family: 4 as const },
+  ];
+  t.same(await refusal(fetchGuarded('https://keys.example.com/', { resolver: mixed })), {
+    reason: 'fetch_private_address',
+    addressClass: 'private',
+  });
   const mapped = async () => [{ address: '::ffff:169.254.169.254', family: 6 as const }];
-  t.same(await refusal(fetchGuarded('https://keys.example.com/', { resolver: mapped })), { reason: 'fetch_private_address', addressClass: 'metadata' });
+  t.same(await refusal(fetchGuarded('https://keys.example.com/', { resolver: mapped })), {
+    reason: 'fetch_private_address',
+    addressClass: 'metadata',
+  });
   t.equal(local.seen.connections, 0);
 });
 
@@ -79,21 +99,36 @@ t.test('refuses a redirect to a private address, checked again on that hop', asy
     res.writeHead(302, { location: targets[req.url!]! }).end();
   });
   // Only the first hop's own address is let through (an internal key server would be listed likewise).
-  const resolver = async (host: string) => [{ address: host === 'localhost' ? '127.0.0.1' : '127.0.0.3', family: 4 as const }];
+  const resolver = async (host: string) => [
+    { address: host === 'localhost' ? '127.0.0.1' : '127.0.0.3', family: 4 as const },
+  ];
   const options = { ca: tls.ca, allowAddresses: ['127.0.0.1'], resolver };
-  t.same(await refusal(fetchGuarded(`${server.origin}/to-ip`, options)), { reason: 'fetch_private_address', addressClass: 'loopback' });
-  t.same(await refusal(fetchGuarded(`${server.origin}/to-name`, options)), { reason: 'fetch_private_address', addressClass: 'loopback' });
-  t.same(await refusal(fetchGuarded(`${server.origin}/to-metadata`, options)), { reason: 'fetch_private_address', addressClass: 'metadata' });
+  t.same(await refusal(fetchGuarded(`${server.origin}/to-ip`, options)), {
+    reason: 'fetch_private_address',
+    addressClass: 'loopback',
+  });
+  t.same(await refusal(fetchGuarded(`${server.origin}/to-name`, options)), {
+    reason: 'fetch_private_address',
+    addressClass: 'loopback',
+  });
+  t.same(await refusal(fetchGuarded(`${server.origin}/to-metadata`, options)), {
+    reason: 'fetch_private_address',
+    addressClass: 'metadata',
+  });
   t.same(server.requests, ['GET /to-ip', 'GET /to-name', 'GET /to-metadata']);
   t.equal(other.seen.connections, 0);
 });
 
 t.test('refuses plain http, URLs with credentials and non-URLs', async (t) => {
   const local = await listener(t);
-  t.same(await refusal(fetchGuarded(`http://127.0.0.1:${local.port}/internal-admin?probe=1`)), { reason: 'fetch_not_https' });
+  t.same(await refusal(fetchGuarded(`http://127.0.0.1:${local.port}/internal-admin?probe=1`)), {
+    reason: 'fetch_not_https',
+  });
   t.same(await refusal(fetchGuarded('http://keys.example.com/jwks')), { reason: 'fetch_not_https' });
   t.same(await refusal(fetchGuarded('ftp://keys.example.com/jwks')), { reason: 'fetch_not_https' });
-  t.same(await refusal(fetchGuarded('https://user:secret@keys.example.com/jwks')), { reason: 'fetch_credentials_in_url' });
+  t.same(await refusal(fetchGuarded('https://user:secret@keys.example.com/jwks')), {
+    reason: 'fetch_credentials_in_url',
+  });
   t.same(await refusal(fetchGuarded('https://token@keys.example.com/jwks')), { reason: 'fetch_credentials_in_url' });
   t.same(await refusal(fetchGuarded('/jwks')), { reason: 'fetch_invalid_url' });
   t.equal(local.seen.connections, 0);
@@ -117,7 +152,11 @@ t.test('cuts off a body larger than the cap, declared or streamed', async (t) =>
   const options = { ca: tls.ca, allowPrivateTargets: true, maxBytes: 1000 };
   t.same(await refusal(fetchGuarded(`${server.origin}/declared`, options)), { reason: 'fetch_too_large' });
   t.same(await refusal(fetchGuarded(`${server.origin}/streamed`, options)), { reason: 'fetch_too_large' });
-  t.same(await refusal(fetchGuarded(`${server.origin}/streamed`, { ca: tls.ca, allowPrivateTargets: true })), { reason: 'fetch_too_large' }, 'the default cap is 128 KiB');
+  t.same(
+    await refusal(fetchGuarded(`${server.origin}/streamed`, { ca: tls.ca, allowPrivateTargets: true })),
+    { reason: 'fetch_too_large' },
+    'the default cap is 128 KiB',
+  );
 });
 
 t.test('gives up on a server that does not answer, or answers too slowly, by the deadline', async (t) => {
@@ -133,7 +172,9 @@ t.test('gives up on a server that does not answer, or answers too slowly, by the
   t.same(await refusal(fetchGuarded(`${server.origin}/silent`, options)), { reason: 'fetch_timeout' });
   t.same(await refusal(fetchGuarded(`${server.origin}/dribble`, options)), { reason: 'fetch_timeout' });
   const slowResolver = () => new Promise<never>(() => undefined);
-  t.same(await refusal(fetchGuarded('https://slow-dns.example.com/', { resolver: slowResolver, timeoutMs: 100 })), { reason: 'fetch_timeout' });
+  t.same(await refusal(fetchGuarded('https://slow-dns.example.com/', { resolver: slowResolver, timeoutMs: 100 })), {
+    reason: 'fetch_timeout',
+  });
 });
 
 t.test('a server that closes mid-body is a failed fetch', async (t) => {
@@ -142,5 +183,7 @@ t.test('a server that closes mid-body is a failed fetch', async (t) => {
     res.write('{"partial":');
     setImmediate(() => res.socket?.destroy());
   });
-  t.same(await refusal(fetchGuarded(server.origin, { ca: tls.ca, allowPrivateTargets: true })), { reason: 'fetch_failed' });
+  t.same(await refusal(fetchGuarded(server.origin, { ca: tls.ca, allowPrivateTargets: true })), {
+    reason: 'fetch_failed',
+  });
 });

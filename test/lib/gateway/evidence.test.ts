@@ -11,9 +11,16 @@ async function key() {
 
 const now = Date.parse('2026-11-22T12:00:00Z');
 const input = {
-  issuer: 'https://gw.example.com', audience: 'https://id.example.com', clientId: 'cl_1', instance: 'inst-12345',
-  config: { version: 2, hash: 'c'.repeat(64), mode: 'canary' as const }, counts: { allowed: 4, refused: { unauthorized: 1 }, observed: { insufficient_scope: 2 } },
-  lastEnforcementAt: now - 5000, startedAt: now - 60_000, now, ttlSeconds: 30,
+  issuer: 'https://gw.example.com',
+  audience: 'https://id.example.com',
+  clientId: 'cl_1',
+  instance: 'inst-12345',
+  config: { version: 2, hash: 'c'.repeat(64), mode: 'canary' as const },
+  counts: { allowed: 4, refused: { unauthorized: 1 }, observed: { insufficient_scope: 2 } },
+  lastEnforcementAt: now - 5000,
+  startedAt: now - 60_000,
+  now,
+  ttlSeconds: 30,
 };
 
 t.test('a report carries its public key and instance, and verifies with that key', async (t) => {
@@ -24,11 +31,41 @@ t.test('a report carries its public key and instance, and verifies with that key
   t.same(Object.keys(header.jwk!).sort(), ['crv', 'kty', 'x', 'y'], 'only the public members');
   const verified = await verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now });
   t.same(verified, {
-    clientId: 'cl_1', instance: 'inst-12345', gateway: input.issuer, keyThumbprint: k.kid, jti: verified.jti,
-    issuedAt: now, expiresAt: now + 30_000, config: input.config, counts: input.counts, lastEnforcementAt: now - 5000, startedAt: now - 60_000,
+    clientId: 'cl_1',
+    instance: 'inst-12345',
+    gateway: input.issuer,
+    keyThumbprint: k.kid,
+    jti: verified.jti,
+    issuedAt: now,
+    expiresAt: now + 30_000,
+    config: input.config,
+    counts: input.counts,
+    lastEnforcementAt: now - 5000,
+    startedAt: now - 60_000,
   });
-  t.ok(await verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now, registeredKeys: [k.publicJwk] }), 'a registered key');
-  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now, registeredKeys: [(await key()).publicJwk] }), { code: 'invalid_evidence' });
-  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_2', now }), { code: 'invalid_evidence' });
-  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now: now + 31_000 }), /expired/);
+  t.ok(
+    await verifyGatewayEvidence(jws, {
+      audience: input.audience,
+      clientId: 'cl_1',
+      now,
+      registeredKeys: [k.publicJwk],
+    }),
+    'a registered key',
+  );
+  await t.rejects(
+    verifyGatewayEvidence(jws, {
+      audience: input.audience,
+      clientId: 'cl_1',
+      now,
+      registeredKeys: [(await key()).publicJwk],
+    }),
+    { code: 'invalid_evidence' },
+  );
+  await t.rejects(verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_2', now }), {
+    code: 'invalid_evidence',
+  });
+  await t.rejects(
+    verifyGatewayEvidence(jws, { audience: input.audience, clientId: 'cl_1', now: now + 31_000 }),
+    /expired/,
+  );
 });

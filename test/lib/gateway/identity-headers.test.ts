@@ -1,11 +1,25 @@
 import t from 'tap';
-import { buildIdentityHeaders, isIdentityHeaderName, normalizeHeaderName, stripIdentityHeaders } from '../../../lib/gateway/identity-headers.js';
+import {
+  buildIdentityHeaders,
+  isIdentityHeaderName,
+  normalizeHeaderName,
+  stripIdentityHeaders,
+} from '../../../lib/gateway/identity-headers.js';
 
 const NAMES = ['X-Auth-Subject', 'X-Auth-Principal-Type', 'X-Auth-Assurance', 'X-Auth-Email', 'X-Auth-Assertion'];
 
 function spellings(name: string): string[] {
   const lower = name.toLowerCase();
-  return [name, lower, name.toUpperCase(), name.replace(/-/g, '_'), lower.replace(/-/g, '.'), name.replace(/-/g, '.'), lower.replace(/-/, '_').replace(/-/g, '.'), `x-AUTH_${name.slice(7)}`];
+  return [
+    name,
+    lower,
+    name.toUpperCase(),
+    name.replace(/-/g, '_'),
+    lower.replace(/-/g, '.'),
+    name.replace(/-/g, '.'),
+    lower.replace(/-/, '_').replace(/-/g, '.'),
+    `x-AUTH_${name.slice(7)}`,
+  ];
 }
 
 t.test('recognises every identity header in every spelling', async (t) => {
@@ -17,21 +31,47 @@ t.test('recognises every identity header in every spelling', async (t) => {
 });
 
 t.test('leaves other headers alone', async (t) => {
-  for (const name of ['authorization', 'x-authorization', 'x-auth', 'cookie', 'x-forwarded-for', 'auth-subject', 'xauth-subject']) t.notOk(isIdentityHeaderName(name), name);
+  for (const name of [
+    'authorization',
+    'x-authorization',
+    'x-auth',
+    'cookie',
+    'x-forwarded-for',
+    'auth-subject',
+    'xauth-subject',
+  ])
+    t.notOk(isIdentityHeaderName(name), name);
   t.equal(normalizeHeaderName('X_Auth.Subject'), 'x-auth-subject');
 });
 
 t.test('strips them all from a header object and reports which', async (t) => {
-  const headers: Record<string, unknown> = { host: 'a', 'x-auth-subject': 'evil', x_auth_subject: 'evil', 'x.auth.email': 'e', 'X-AUTH-ASSURANCE': 'sensitive', accept: '*/*' };
+  const headers: Record<string, unknown> = {
+    host: 'a',
+    'x-auth-subject': 'evil',
+    x_auth_subject: 'evil',
+    'x.auth.email': 'e',
+    'X-AUTH-ASSURANCE': 'sensitive',
+    accept: '*/*',
+  };
   const removed = stripIdentityHeaders(headers);
   t.same(Object.keys(headers).sort(), ['accept', 'host']);
   t.equal(removed.length, 4);
 });
 
 t.test('sends the email only when it is verified', async (t) => {
-  const base = { subject: 'u1', principalType: 'human' as const, assurance: 'passkey', assertion: 'jwt', email: 'a@example.test' };
+  const base = {
+    subject: 'u1',
+    principalType: 'human' as const,
+    assurance: 'passkey',
+    assertion: 'jwt',
+    email: 'a@example.test',
+  };
   t.same(buildIdentityHeaders({ ...base, emailVerified: true }), {
-    'x-auth-subject': 'u1', 'x-auth-principal-type': 'human', 'x-auth-assurance': 'passkey', 'x-auth-assertion': 'jwt', 'x-auth-email': 'a@example.test',
+    'x-auth-subject': 'u1',
+    'x-auth-principal-type': 'human',
+    'x-auth-assurance': 'passkey',
+    'x-auth-assertion': 'jwt',
+    'x-auth-email': 'a@example.test',
   });
   t.notOk('x-auth-email' in buildIdentityHeaders({ ...base, emailVerified: false }));
   t.notOk('x-auth-email' in buildIdentityHeaders(base));

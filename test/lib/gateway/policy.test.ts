@@ -1,5 +1,12 @@
 import t from 'tap';
-import { canaryBucket, checkGatewayPolicy, evaluatePolicy, findRoute, type Caller, type GatewayPolicy } from '../../../lib/gateway/policy.js';
+import {
+  canaryBucket,
+  checkGatewayPolicy,
+  evaluatePolicy,
+  findRoute,
+  type Caller,
+  type GatewayPolicy,
+} from '../../../lib/gateway/policy.js';
 
 const routes = [
   { path: '/', min_assurance: 'email' as const },
@@ -11,7 +18,15 @@ const routes = [
 const enforce: GatewayPolicy = { mode: 'enforce', routes };
 
 function caller(overrides: Partial<Caller> = {}): Caller {
-  return { kind: 'session', subject: 'u1', principalType: 'human', assurance: 'passkey', scopes: ['read'], bucketId: 'sid-1', ...overrides };
+  return {
+    kind: 'session',
+    subject: 'u1',
+    principalType: 'human',
+    assurance: 'passkey',
+    scopes: ['read'],
+    bucketId: 'sid-1',
+    ...overrides,
+  };
 }
 
 t.test('the longest segment prefix wins', async (t) => {
@@ -29,7 +44,11 @@ t.test('public routes allow anyone; others need a caller', async (t) => {
   const anonymous = evaluatePolicy(enforce, '/home', null);
   t.equal(anonymous.outcome, 'refuse');
   t.equal(anonymous.outcome === 'refuse' && anonymous.reason, 'unauthorized');
-  t.equal(evaluatePolicy({ mode: 'enforce', routes: [] }, '/anything', null).outcome, 'refuse', 'an unmatched path is protected');
+  t.equal(
+    evaluatePolicy({ mode: 'enforce', routes: [] }, '/anything', null).outcome,
+    'refuse',
+    'an unmatched path is protected',
+  );
   t.equal(evaluatePolicy({ mode: 'enforce', routes: [] }, '/anything', caller()).outcome, 'allow');
 });
 
@@ -37,40 +56,89 @@ t.test('min_assurance asks for step-up with the level needed', async (t) => {
   const decision = evaluatePolicy(enforce, '/api/admin', caller());
   t.match(decision, { outcome: 'refuse', reason: 'insufficient_user_authentication', requiredAssurance: 'sensitive' });
   t.equal(evaluatePolicy(enforce, '/api/admin', caller({ assurance: 'sensitive' })).outcome, 'allow');
-  t.match(evaluatePolicy(enforce, '/home', caller({ assurance: 'recovery' })), { outcome: 'refuse', reason: 'insufficient_user_authentication', requiredAssurance: 'email' });
+  t.match(evaluatePolicy(enforce, '/home', caller({ assurance: 'recovery' })), {
+    outcome: 'refuse',
+    reason: 'insufficient_user_authentication',
+    requiredAssurance: 'email',
+  });
   t.equal(evaluatePolicy(enforce, '/home', caller({ assurance: 'email' })).outcome, 'allow');
 });
 
 t.test('principals, scopes and dpop', async (t) => {
-  t.match(evaluatePolicy(enforce, '/api/admin', caller({ principalType: 'agent', assurance: 'sensitive' })), { reason: 'principal_not_allowed' });
-  t.match(evaluatePolicy(enforce, '/api/x', caller({ scopes: [] })), { reason: 'insufficient_scope', missingScopes: ['read'] });
-  t.match(evaluatePolicy(enforce, '/agents', caller({ principalType: 'agent', kind: 'bearer' })), { reason: 'dpop_required' });
+  t.match(evaluatePolicy(enforce, '/api/admin', caller({ principalType: 'agent', assurance: 'sensitive' })), {
+    reason: 'principal_not_allowed',
+  });
+  t.match(evaluatePolicy(enforce, '/api/x', caller({ scopes: [] })), {
+    reason: 'insufficient_scope',
+    missingScopes: ['read'],
+  });
+  t.match(evaluatePolicy(enforce, '/agents', caller({ principalType: 'agent', kind: 'bearer' })), {
+    reason: 'dpop_required',
+  });
   t.equal(evaluatePolicy(enforce, '/agents', caller({ principalType: 'agent', kind: 'dpop' })).outcome, 'allow');
 });
 
 t.test('observe passes through and says what it would refuse', async (t) => {
   const observe: GatewayPolicy = { mode: 'observe', routes };
-  t.match(evaluatePolicy(observe, '/api/admin', caller()), { outcome: 'allow', enforced: false, wouldRefuse: 'insufficient_user_authentication' });
+  t.match(evaluatePolicy(observe, '/api/admin', caller()), {
+    outcome: 'allow',
+    enforced: false,
+    wouldRefuse: 'insufficient_user_authentication',
+  });
   t.match(evaluatePolicy(observe, '/home', null), { outcome: 'allow', enforced: false, wouldRefuse: 'unauthorized' });
-  t.match(evaluatePolicy(observe, '/home', caller()), { outcome: 'allow', enforced: false }, 'an allowed request under observe was not enforced either');
+  t.match(
+    evaluatePolicy(observe, '/home', caller()),
+    { outcome: 'allow', enforced: false },
+    'an allowed request under observe was not enforced either',
+  );
   t.match(evaluatePolicy(enforce, '/home', caller()), { outcome: 'allow', enforced: true });
 });
 
 t.test('canary enforces for a stable share of sessions', async (t) => {
   const ids = Array.from({ length: 400 }, (_, i) => `session-${i}`);
   const canary: GatewayPolicy = { mode: 'canary', canary_percent: 25, routes };
-  const enforced = ids.filter((id) => evaluatePolicy(canary, '/api/admin', caller({ bucketId: id })).outcome === 'refuse');
+  const enforced = ids.filter(
+    (id) => evaluatePolicy(canary, '/api/admin', caller({ bucketId: id })).outcome === 'refuse',
+  );
   t.ok(enforced.length > 50 && enforced.length < 150, `about a quarter enforced (${enforced.length})`);
-  for (const id of enforced.slice(0, 20)) t.equal(evaluatePolicy(canary, '/api/admin', caller({ bucketId: id })).outcome, 'refuse', 'stable');
+  for (const id of enforced.slice(0, 20))
+    t.equal(evaluatePolicy(canary, '/api/admin', caller({ bucketId: id })).outcome, 'refuse', 'stable');
   t.equal(canaryBucket('x'), canaryBucket('x'));
-  t.equal(ids.filter((id) => evaluatePolicy({ ...canary, canary_percent: 0 }, '/api/admin', caller({ bucketId: id })).outcome === 'refuse').length, 0);
-  t.equal(ids.filter((id) => evaluatePolicy({ ...canary, canary_percent: 100 }, '/api/admin', caller({ bucketId: id })).outcome === 'refuse').length, 400);
+  t.equal(
+    ids.filter(
+      (id) =>
+        evaluatePolicy({ ...canary, canary_percent: 0 }, '/api/admin', caller({ bucketId: id })).outcome === 'refuse',
+    ).length,
+    0,
+  );
+  t.equal(
+    ids.filter(
+      (id) =>
+        evaluatePolicy({ ...canary, canary_percent: 100 }, '/api/admin', caller({ bucketId: id })).outcome === 'refuse',
+    ).length,
+    400,
+  );
   t.equal(evaluatePolicy(canary, '/home', null).outcome, 'allow', 'an anonymous caller has no bucket and is observed');
 });
 
 t.test('checks a policy document and lists every problem', async (t) => {
   t.same(checkGatewayPolicy(enforce), []);
-  const problems = checkGatewayPolicy({ mode: 'strict', canary_percent: 101, routes: [{ path: 'api', min_assurance: 'high', principals: ['robot'], scopes: [''], dpop: 'maybe', public: 'yes', extra: 1 }, 3] });
+  const problems = checkGatewayPolicy({
+    mode: 'strict',
+    canary_percent: 101,
+    routes: [
+      {
+        path: 'api',
+        min_assurance: 'high',
+        principals: ['robot'],
+        scopes: [''],
+        dpop: 'maybe',
+        public: 'yes',
+        extra: 1,
+      },
+      3,
+    ],
+  });
   t.equal(problems.length, 10, problems.join('\n'));
   t.same(checkGatewayPolicy(null), ['gateway must be an object']);
   t.same(checkGatewayPolicy({ mode: 'enforce' }), ['gateway.routes must be an array']);

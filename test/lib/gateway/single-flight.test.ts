@@ -14,9 +14,14 @@ t.test('20 concurrent callers: the work runs once and every caller gets its resu
     await sleep(50);
     return 'sealed-session-v2';
   };
-  const results = await Promise.all(Array.from({ length: 20 }, () => runSingleFlight(state, 'refresh:sid-1', work, options)));
+  const results = await Promise.all(
+    Array.from({ length: 20 }, () => runSingleFlight(state, 'refresh:sid-1', work, options)),
+  );
   t.equal(calls, 1, 'one refresh');
-  t.ok(results.every((r) => r.ok && r.value === 'sealed-session-v2'), 'nobody is logged out');
+  t.ok(
+    results.every((r) => r.ok && r.value === 'sealed-session-v2'),
+    'nobody is logged out',
+  );
   t.equal(results.filter((r) => r.leader).length, 1);
   const late = await runSingleFlight(state, 'refresh:sid-1', work, options);
   t.match(late, { ok: true, value: 'sealed-session-v2', leader: false }, 'a late arrival reads the stored result');
@@ -37,6 +42,12 @@ t.test('a failed flight fails every waiter at once; a dead leader times waiters 
 
   await state.setIfAbsent('flight:lock:stuck', 'someone', 60_000);
   let clock = 0;
-  const result = await runSingleFlight(state, 'stuck', async () => 'x', { ...options, now: () => clock, sleep: async () => { clock += 500; } });
+  const result = await runSingleFlight(state, 'stuck', async () => 'x', {
+    ...options,
+    now: () => clock,
+    sleep: async () => {
+      clock += 500;
+    },
+  });
   t.match(result, { ok: false, reason: 'timeout', leader: false });
 });

@@ -1,12 +1,29 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import {
-  EMPTY_TREE_ROOT, auditPath, buildMerkleTree, buildSortedMerkleTree, hashChildren, hashLeaf, indexOfKey,
-  rootFromInclusionProof, treeRoot, verifyInclusionProof,
+  EMPTY_TREE_ROOT,
+  auditPath,
+  buildMerkleTree,
+  buildSortedMerkleTree,
+  hashChildren,
+  hashLeaf,
+  indexOfKey,
+  rootFromInclusionProof,
+  treeRoot,
+  verifyInclusionProof,
 } from '../../../lib/ledger/merkle-tree.js';
 
 // RFC 6962 / RFC 9162 test tree (certificate-transparency; transparency-dev/merkle testonly).
-const LEAF_INPUTS = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f'];
+const LEAF_INPUTS = [
+  '',
+  '00',
+  '10',
+  '2021',
+  '3031',
+  '40414243',
+  '5051525354555657',
+  '606162636465666768696a6b6c6d6e6f',
+];
 const ROOTS = [
   'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
   '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d',
@@ -21,10 +38,34 @@ const ROOTS = [
 // (0-based index, size, path) from the same test tree.
 const INCLUSION = [
   { index: 0, size: 1, path: [] as string[] },
-  { index: 0, size: 8, path: ['96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7', '5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e', '6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4'] },
-  { index: 5, size: 8, path: ['bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b', 'ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0', 'd37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7'] },
+  {
+    index: 0,
+    size: 8,
+    path: [
+      '96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7',
+      '5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e',
+      '6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4',
+    ],
+  },
+  {
+    index: 5,
+    size: 8,
+    path: [
+      'bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b',
+      'ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0',
+      'd37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7',
+    ],
+  },
   { index: 2, size: 3, path: ['fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125'] },
-  { index: 1, size: 5, path: ['6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d', '5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e', 'bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b'] },
+  {
+    index: 1,
+    size: 5,
+    path: [
+      '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d',
+      '5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e',
+      'bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b',
+    ],
+  },
 ];
 const leaves = LEAF_INPUTS.map((h) => Buffer.from(h, 'hex'));
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -32,10 +73,18 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 /** MTH straight from RFC 9162 §2.1.1, recursive, as an independent reference. */
 function referenceRoot(d: Buffer[]): Buffer {
   if (d.length === 0) return createHash('sha256').digest();
-  if (d.length === 1) return createHash('sha256').update(Buffer.from([0])).update(d[0]!).digest();
+  if (d.length === 1)
+    return createHash('sha256')
+      .update(Buffer.from([0]))
+      .update(d[0]!)
+      .digest();
   let k = 1;
   while (k * 2 < d.length) k *= 2;
-  return createHash('sha256').update(Buffer.from([1])).update(referenceRoot(d.slice(0, k))).update(referenceRoot(d.slice(k))).digest();
+  return createHash('sha256')
+    .update(Buffer.from([1]))
+    .update(referenceRoot(d.slice(0, k)))
+    .update(referenceRoot(d.slice(k)))
+    .digest();
 }
 
 /** A small seeded generator so property failures reproduce. */
@@ -66,7 +115,10 @@ t.test('produces and verifies the published RFC 6962 audit paths', async (t) => 
   for (const v of INCLUSION) {
     const tree = buildMerkleTree(leaves.slice(0, v.size));
     t.same(auditPath(tree, v.index).map(hex), v.path, `PATH(${v.index}, D[${v.size}])`);
-    t.ok(verifyInclusionProof({ key: leaves[v.index]!, index: v.index, size: v.size, path: v.path, root: ROOTS[v.size]! }), `verifies PATH(${v.index}, D[${v.size}])`);
+    t.ok(
+      verifyInclusionProof({ key: leaves[v.index]!, index: v.index, size: v.size, path: v.path, root: ROOTS[v.size]! }),
+      `verifies PATH(${v.index}, D[${v.size}])`,
+    );
   }
 });
 
@@ -95,7 +147,8 @@ t.test('every leaf of random sorted trees of sizes 1 to 300 verifies, and every 
     for (let i = 0; i < n; i++) {
       const key = tree.keys[i]!;
       const path = auditPath(tree, i);
-      if (!verifyInclusionProof({ key, index: i, size: n, path, root })) failures.push(`size ${n} leaf ${i} does not verify`);
+      if (!verifyInclusionProof({ key, index: i, size: n, path, root }))
+        failures.push(`size ${n} leaf ${i} does not verify`);
       else verified++;
       // Alterations on a sample of leaves per tree (first, last and a few random ones) keep the run short.
       if (i !== 0 && i !== n - 1 && rand() > 6 / n) continue;
@@ -106,13 +159,23 @@ t.test('every leaf of random sorted trees of sizes 1 to 300 verifies, and every 
         return c;
       };
       for (let p = 0; p < path.length; p++) {
-        alterations.push([`path[${p}] flipped`, { key, index: i, size: n, path: path.map((x, j) => (j === p ? flipped(x, Math.floor(rand() * 32)) : x)), root }]);
+        alterations.push([
+          `path[${p}] flipped`,
+          {
+            key,
+            index: i,
+            size: n,
+            path: path.map((x, j) => (j === p ? flipped(x, Math.floor(rand() * 32)) : x)),
+            root,
+          },
+        ]);
       }
       if (path.length > 0) {
         alterations.push(['last path element dropped', { key, index: i, size: n, path: path.slice(0, -1), root }]);
         alterations.push(['first path element dropped', { key, index: i, size: n, path: path.slice(1), root }]);
       }
-      if (path.length > 1) alterations.push(['path reversed', { key, index: i, size: n, path: [...path].reverse(), root }]);
+      if (path.length > 1)
+        alterations.push(['path reversed', { key, index: i, size: n, path: [...path].reverse(), root }]);
       alterations.push(['element appended', { key, index: i, size: n, path: [...path, root], root }]);
       alterations.push(['root flipped', { key, index: i, size: n, path, root: flipped(root, i) }]);
       alterations.push(['key flipped', { key: flipped(key, i), index: i, size: n, path, root }]);
@@ -138,11 +201,19 @@ t.test('the path alone does not bind the tree size: the signed checkpoint does',
   const tree = buildMerkleTree(keys);
   const root = treeRoot(tree);
   t.ok(verifyInclusionProof({ key: keys[0]!, index: 0, size: 3, path: auditPath(tree, 0), root }));
-  t.ok(verifyInclusionProof({ key: keys[0]!, index: 0, size: 4, path: auditPath(tree, 0), root }), 'same root, other size');
+  t.ok(
+    verifyInclusionProof({ key: keys[0]!, index: 0, size: 4, path: auditPath(tree, 0), root }),
+    'same root, other size',
+  );
 });
 
 t.test('sorted trees order keys as bytes and refuse duplicates', async (t) => {
-  const keys = [Buffer.from('ff', 'hex'), Buffer.from('00ff', 'hex'), Buffer.from('0100', 'hex'), Buffer.from('00', 'hex')];
+  const keys = [
+    Buffer.from('ff', 'hex'),
+    Buffer.from('00ff', 'hex'),
+    Buffer.from('0100', 'hex'),
+    Buffer.from('00', 'hex'),
+  ];
   const tree = buildSortedMerkleTree(keys);
   t.same(tree.keys.map(hex), ['00', '00ff', '0100', 'ff']);
   t.equal(indexOfKey(tree, Buffer.from('0100', 'hex')), 2);
@@ -155,9 +226,30 @@ t.test('refuses malformed proof inputs without throwing', async (t) => {
   const path = auditPath(tree, 3).map(hex);
   const root = ROOTS[8]!;
   t.ok(verifyInclusionProof({ key: leaves[3]!, index: 3, size: 8, path, root }));
-  t.notOk(verifyInclusionProof({ key: leaves[3]!, index: 3, size: 8, path: [...path.slice(0, 2), 'zz'], root }), 'non-hex path');
-  t.notOk(verifyInclusionProof({ key: leaves[3]!, index: 3, size: 8, path: [...path.slice(0, 2), path[2]!.toUpperCase()], root }), 'upper-case hex');
-  t.notOk(verifyInclusionProof({ key: leaves[3]!, index: 3, size: 8, path: [...path.slice(0, 2), path[2]!.slice(0, 62)], root }), 'short element');
+  t.notOk(
+    verifyInclusionProof({ key: leaves[3]!, index: 3, size: 8, path: [...path.slice(0, 2), 'zz'], root }),
+    'non-hex path',
+  );
+  t.notOk(
+    verifyInclusionProof({
+      key: leaves[3]!,
+      index: 3,
+      size: 8,
+      path: [...path.slice(0, 2), path[2]!.toUpperCase()],
+      root,
+    }),
+    'upper-case hex',
+  );
+  t.notOk(
+    verifyInclusionProof({
+      key: leaves[3]!,
+      index: 3,
+      size: 8,
+      path: [...path.slice(0, 2), path[2]!.slice(0, 62)],
+      root,
+    }),
+    'short element',
+  );
   t.notOk(verifyInclusionProof({ key: leaves[3]!, index: 3.5, size: 8, path, root }), 'fractional index');
   t.notOk(verifyInclusionProof({ key: leaves[3]!, index: 8, size: 8, path, root }), 'index = size');
   t.notOk(verifyInclusionProof({ key: leaves[3]!, index: 3, size: 8, path, root: root.slice(2) }), 'short root');

@@ -1,6 +1,11 @@
 import t from 'tap';
 import {
-  hashLinkToken, issueEmailVerificationLink, issueMagicLink, redeemMagicLink, sameOriginReturn, type LinkRecord,
+  hashLinkToken,
+  issueEmailVerificationLink,
+  issueMagicLink,
+  redeemMagicLink,
+  sameOriginReturn,
+  type LinkRecord,
 } from '../../../lib/magic/magic-link.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -22,8 +27,14 @@ function memoryLinks() {
 
 function issue() {
   return issueMagicLink({
-    endpoint: 'http://localhost:4400/auth/magic', identityId: 'idn_1', emailId: 'eml_1', deviceId: 'dev_a',
-    now: NOW, lifetimeMs: TEN_MINUTES, returnTo: '/account', project: 'Demo <app>',
+    endpoint: 'http://localhost:4400/auth/magic',
+    identityId: 'idn_1',
+    emailId: 'eml_1',
+    deviceId: 'dev_a',
+    now: NOW,
+    lifetimeMs: TEN_MINUTES,
+    returnTo: '/account',
+    project: 'Demo <app>',
   });
 }
 
@@ -69,7 +80,12 @@ t.test('refuses an expired, unknown, malformed or other-purpose token', async (t
   const store = memoryLinks();
   const link = issue();
   store.records.set(link.record.tokenHash, link.record);
-  const late = await redeemMagicLink(link.token, { purpose: 'signin', now: NOW + TEN_MINUTES, deviceId: 'dev_a', ...store });
+  const late = await redeemMagicLink(link.token, {
+    purpose: 'signin',
+    now: NOW + TEN_MINUTES,
+    deviceId: 'dev_a',
+    ...store,
+  });
   t.equal(late.ok ? 'ok' : late.why, 'expired');
   const unknown = await redeemMagicLink('A'.repeat(43), { purpose: 'signin', now: NOW, deviceId: 'dev_a', ...store });
   t.equal(unknown.ok ? 'ok' : unknown.why, 'unknown');
@@ -88,13 +104,29 @@ t.test('of two concurrent redemptions exactly one wins', async (t) => {
     const record = store.records.get(hash);
     return record ? { ...record } : null;
   };
-  const results = await Promise.all([1, 2].map(() => redeemMagicLink(link.token, { purpose: 'signin', now: NOW, deviceId: 'dev_a', find: slowFind, consume: store.consume })));
+  const results = await Promise.all(
+    [1, 2].map(() =>
+      redeemMagicLink(link.token, {
+        purpose: 'signin',
+        now: NOW,
+        deviceId: 'dev_a',
+        find: slowFind,
+        consume: store.consume,
+      }),
+    ),
+  );
   t.equal(results.filter((r) => r.ok).length, 1);
 });
 
 t.test('verification links are not bound to a device', async (t) => {
   const store = memoryLinks();
-  const link = issueEmailVerificationLink({ endpoint: 'http://localhost:4400/auth/email/verify', identityId: 'idn_1', emailId: 'eml_1', now: NOW, lifetimeMs: TEN_MINUTES });
+  const link = issueEmailVerificationLink({
+    endpoint: 'http://localhost:4400/auth/email/verify',
+    identityId: 'idn_1',
+    emailId: 'eml_1',
+    now: NOW,
+    lifetimeMs: TEN_MINUTES,
+  });
   store.records.set(link.record.tokenHash, link.record);
   t.equal(link.record.deviceId, null);
   t.equal(new URL(link.url).searchParams.get('project'), null);
@@ -110,7 +142,21 @@ t.test('accepts only same-origin returns on the issuer', async (t) => {
   t.equal(sameOriginReturn('/auth/authorize?client_id=x&state=y', issuer), '/auth/authorize?client_id=x&state=y');
   t.equal(sameOriginReturn('http://localhost:4400/account#top', issuer), '/account#top');
   t.equal(sameOriginReturn('http://localhost:4400', issuer), '/');
-  for (const bad of ['//evil.example/x', '/\\evil.example', 'https://evil.example/', 'http://localhost:4401/account', 'javascript:alert(1)', 'account', '', '/a\nb', 'http://localhost:4400@evil.example/', '/.//evil.example/x', '/a/..//evil.example', 'http://localhost:4400/..//evil.example', '/%5cevil.example']) {
+  for (const bad of [
+    '//evil.example/x',
+    '/\\evil.example',
+    'https://evil.example/',
+    'http://localhost:4401/account',
+    'javascript:alert(1)',
+    'account',
+    '',
+    '/a\nb',
+    'http://localhost:4400@evil.example/',
+    '/.//evil.example/x',
+    '/a/..//evil.example',
+    'http://localhost:4400/..//evil.example',
+    '/%5cevil.example',
+  ]) {
     t.equal(sameOriginReturn(bad, issuer), null, JSON.stringify(bad));
   }
 });
@@ -119,7 +165,25 @@ t.test('normalizes plausible email addresses and refuses the rest', async (t) =>
   const { normalizeEmailAddress } = await import('../../../lib/magic/email-address.js');
   t.equal(normalizeEmailAddress('  Ada.Lovelace+kp@Example.COM '), 'ada.lovelace+kp@example.com');
   t.equal(normalizeEmailAddress('x@sub.example.org'), 'x@sub.example.org');
-  for (const bad of ['', 'ada', 'ada@', '@example.com', 'ada@example', 'a b@example.com', 'ada@@example.com', 'ada@exa mple.com', '"ada"@example.com', 'ada@-example.com', `${'a'.repeat(65)}@example.com`, `a@${'b'.repeat(250)}.com`, 'ada@example.com\n']) {
-    t.equal(normalizeEmailAddress(bad), bad.trim() === 'ada@example.com' ? 'ada@example.com' : null, JSON.stringify(bad));
+  for (const bad of [
+    '',
+    'ada',
+    'ada@',
+    '@example.com',
+    'ada@example',
+    'a b@example.com',
+    'ada@@example.com',
+    'ada@exa mple.com',
+    '"ada"@example.com',
+    'ada@-example.com',
+    `${'a'.repeat(65)}@example.com`,
+    `a@${'b'.repeat(250)}.com`,
+    'ada@example.com\n',
+  ]) {
+    t.equal(
+      normalizeEmailAddress(bad),
+      bad.trim() === 'ada@example.com' ? 'ada@example.com' : null,
+      JSON.stringify(bad),
+    );
   }
 });

@@ -1,5 +1,13 @@
 import t from 'tap';
-import { buildRedirect, checkAuthorizationRequest, coversRequest, decideAuthorization, mergeApproval, readClientId, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
+import {
+  buildRedirect,
+  checkAuthorizationRequest,
+  coversRequest,
+  decideAuthorization,
+  mergeApproval,
+  readClientId,
+  type AuthorizationRequest,
+} from '../../../lib/oauth/authorization-request.js';
 
 const client = {
   clientId: 'cl_1',
@@ -10,17 +18,49 @@ const client = {
   allowsHumans: true,
 };
 const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
-const good = { client_id: 'cl_1', redirect_uri: 'https://app.example.com/cb', response_type: 'code', code_challenge: challenge, code_challenge_method: 'S256', scope: 'openid email', state: 's' };
+const good = {
+  client_id: 'cl_1',
+  redirect_uri: 'https://app.example.com/cb',
+  response_type: 'code',
+  code_challenge: challenge,
+  code_challenge_method: 'S256',
+  scope: 'openid email',
+  state: 's',
+};
 
 t.test('accepts a good request and reads every parameter', async (t) => {
-  const check = checkAuthorizationRequest({ ...good, nonce: 'n', resource: 'https://api.example.com', prompt: 'login consent', max_age: '30', acr_values: 'sensitive passkey bogus', response_mode: 'web_message' }, client);
+  const check = checkAuthorizationRequest(
+    {
+      ...good,
+      nonce: 'n',
+      resource: 'https://api.example.com',
+      prompt: 'login consent',
+      max_age: '30',
+      acr_values: 'sensitive passkey bogus',
+      response_mode: 'web_message',
+    },
+    client,
+  );
   t.ok(check.ok);
   if (!check.ok) return;
-  t.match(check.request, { clientId: 'cl_1', responseMode: 'web_message', scopes: ['openid', 'email'], resource: 'https://api.example.com', prompt: ['login', 'consent'], maxAge: 30, acr: 'passkey', nonce: 'n', state: 's' });
+  t.match(check.request, {
+    clientId: 'cl_1',
+    responseMode: 'web_message',
+    scopes: ['openid', 'email'],
+    resource: 'https://api.example.com',
+    prompt: ['login', 'consent'],
+    maxAge: 30,
+    acr: 'passkey',
+    nonce: 'n',
+    state: 's',
+  });
 });
 
 t.test('never offers a redirect target before the redirect URI matched exactly', async (t) => {
-  const check = checkAuthorizationRequest({ ...good, redirect_uri: 'https://app.example.com/cb/', response_type: 'token' }, client);
+  const check = checkAuthorizationRequest(
+    { ...good, redirect_uri: 'https://app.example.com/cb/', response_type: 'token' },
+    client,
+  );
   t.same(check.ok, false);
   t.equal((check as { target: unknown }).target, null);
   t.equal(readClientId({ client_id: ['a', 'b'] }), null);
@@ -31,54 +71,238 @@ t.test('refuses human sign-in for an agents-only client', async (t) => {
   t.match(check, { ok: false, error: 'unauthorized_client' });
 });
 
-const base: AuthorizationRequest = { clientId: 'cl_1', redirectUri: 'https://app.example.com/cb', responseMode: 'query', scopes: ['openid'], codeChallenge: challenge, prompt: [] };
+const base: AuthorizationRequest = {
+  clientId: 'cl_1',
+  redirectUri: 'https://app.example.com/cb',
+  responseMode: 'query',
+  scopes: ['openid'],
+  codeChallenge: challenge,
+  prompt: [],
+};
 const session = { assurance: 'passkey' as const, authTime: 1_000_000 };
 
 t.test('decides: sign in, step up, approve, or issue', async (t) => {
-  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approval: null }), { action: 'login' });
-  t.match(decideAuthorization({ request: { ...base, prompt: ['none'] }, session: undefined, now: 2_000_000, approval: null }), { action: 'refuse', error: 'login_required' });
+  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approval: null }), {
+    action: 'login',
+  });
+  t.match(
+    decideAuthorization({ request: { ...base, prompt: ['none'] }, session: undefined, now: 2_000_000, approval: null }),
+    { action: 'refuse', error: 'login_required' },
+  );
   t.same(decideAuthorization({ request: base, session, now: 2_000_000, approval: null }), { action: 'consent' });
-  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approval: { scopes: ['openid', 'email'], resources: [] } }), { action: 'issue', approval: 'remembered' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['consent'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'consent' });
-  t.match(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approval: null }), { action: 'refuse', error: 'consent_required' }, 'OIDC Core §3.1.2.6: prompt=none never issues without an approval');
-  t.same(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'prompt_none' });
-  t.same(decideAuthorization({ request: { ...base, acr: 'sensitive' }, session, now: 2_000_000, approval: null }), { action: 'step_up' });
-  t.match(decideAuthorization({ request: { ...base, acr: 'sensitive', prompt: ['none'] }, session, now: 2_000_000, approval: null }), { action: 'refuse', error: 'interaction_required' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 11_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 10 }, session, now: 1_000_000 + 9_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'remembered' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['login'] }, session, now: 2_000_000, loginAfter: 900_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'remembered' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' });
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0 }, session, now: 1_000_001, loginAfter: 1_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'issue', approval: 'remembered' }, 'max_age=0 is met by the sign-in it asked for');
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive' }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'step_up' }, 'max_age=0 with a higher acr: one step-up is the fresh authentication');
-  t.same(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'passkey' }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'login' }, 'acr already met: a plain fresh sign-in');
-  t.match(decideAuthorization({ request: { ...base, maxAge: 0, acr: 'sensitive', prompt: ['none'] }, session, now: 1_000_001, approval: { scopes: ['openid'], resources: [] } }), { action: 'refuse', error: 'login_required' });
+  t.same(
+    decideAuthorization({
+      request: base,
+      session,
+      now: 2_000_000,
+      approval: { scopes: ['openid', 'email'], resources: [] },
+    }),
+    { action: 'issue', approval: 'remembered' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, prompt: ['consent'] },
+      session,
+      now: 2_000_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'consent' },
+  );
+  t.match(
+    decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approval: null }),
+    { action: 'refuse', error: 'consent_required' },
+    'OIDC Core §3.1.2.6: prompt=none never issues without an approval',
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, prompt: ['none'] },
+      session,
+      now: 2_000_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'issue', approval: 'prompt_none' },
+  );
+  t.same(decideAuthorization({ request: { ...base, acr: 'sensitive' }, session, now: 2_000_000, approval: null }), {
+    action: 'step_up',
+  });
+  t.match(
+    decideAuthorization({
+      request: { ...base, acr: 'sensitive', prompt: ['none'] },
+      session,
+      now: 2_000_000,
+      approval: null,
+    }),
+    { action: 'refuse', error: 'interaction_required' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, maxAge: 10 },
+      session,
+      now: 1_000_000 + 11_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'login' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, maxAge: 10 },
+      session,
+      now: 1_000_000 + 9_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'issue', approval: 'remembered' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, prompt: ['login'] },
+      session,
+      now: 2_000_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'login' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, prompt: ['login'] },
+      session,
+      now: 2_000_000,
+      loginAfter: 900_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'issue', approval: 'remembered' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, maxAge: 0 },
+      session,
+      now: 1_000_001,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'login' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, maxAge: 0 },
+      session,
+      now: 1_000_001,
+      loginAfter: 1_000_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'issue', approval: 'remembered' },
+    'max_age=0 is met by the sign-in it asked for',
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, maxAge: 0, acr: 'sensitive' },
+      session,
+      now: 1_000_001,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'step_up' },
+    'max_age=0 with a higher acr: one step-up is the fresh authentication',
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, maxAge: 0, acr: 'passkey' },
+      session,
+      now: 1_000_001,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'login' },
+    'acr already met: a plain fresh sign-in',
+  );
+  t.match(
+    decideAuthorization({
+      request: { ...base, maxAge: 0, acr: 'sensitive', prompt: ['none'] },
+      session,
+      now: 1_000_001,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'refuse', error: 'login_required' },
+  );
 });
 
 t.test('an approval covers a request only with every scope and the resource it names', async (t) => {
   const approval = { scopes: ['openid', 'email'], resources: ['https://api.example.com'] };
   t.ok(coversRequest(approval, { scopes: ['openid'] }));
   t.ok(coversRequest(approval, { scopes: ['openid'], resource: 'https://api.example.com' }));
-  t.notOk(coversRequest(approval, { scopes: ['openid'], resource: 'https://gw.example.com' }), 'a resource never approved');
+  t.notOk(
+    coversRequest(approval, { scopes: ['openid'], resource: 'https://gw.example.com' }),
+    'a resource never approved',
+  );
   t.notOk(coversRequest(approval, { scopes: ['openid', 'profile'] }), 'a scope never approved');
   t.notOk(coversRequest(null, { scopes: [] }));
   const withResource = { ...base, resource: 'https://gw.example.com' };
-  t.match(decideAuthorization({ request: { ...withResource, prompt: ['none'] }, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'refuse', error: 'consent_required' });
-  t.same(decideAuthorization({ request: withResource, session, now: 2_000_000, approval: { scopes: ['openid'], resources: [] } }), { action: 'consent' });
-  t.same(mergeApproval(approval, { scopes: ['profile', 'openid'], resource: 'https://gw.example.com' }), { scopes: ['openid', 'email', 'profile'], resources: ['https://api.example.com', 'https://gw.example.com'] });
+  t.match(
+    decideAuthorization({
+      request: { ...withResource, prompt: ['none'] },
+      session,
+      now: 2_000_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'refuse', error: 'consent_required' },
+  );
+  t.same(
+    decideAuthorization({
+      request: withResource,
+      session,
+      now: 2_000_000,
+      approval: { scopes: ['openid'], resources: [] },
+    }),
+    { action: 'consent' },
+  );
+  t.same(mergeApproval(approval, { scopes: ['profile', 'openid'], resource: 'https://gw.example.com' }), {
+    scopes: ['openid', 'email', 'profile'],
+    resources: ['https://api.example.com', 'https://gw.example.com'],
+  });
   t.same(mergeApproval(null, { scopes: ['openid'] }), { scopes: ['openid'], resources: [] });
 });
 
 t.test('a first-party client skips the approval page, but not a sign-in, a step-up or prompt=consent', async (t) => {
-  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'issue', approval: 'first_party' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['none'] }, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'issue', approval: 'first_party' });
-  t.same(decideAuthorization({ request: { ...base, prompt: ['consent'] }, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'consent' });
-  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approval: null, firstParty: true }), { action: 'login' });
-  t.same(decideAuthorization({ request: { ...base, acr: 'sensitive' }, session, now: 2_000_000, approval: null, firstParty: true }), { action: 'step_up' });
+  t.same(decideAuthorization({ request: base, session, now: 2_000_000, approval: null, firstParty: true }), {
+    action: 'issue',
+    approval: 'first_party',
+  });
+  t.same(
+    decideAuthorization({
+      request: { ...base, prompt: ['none'] },
+      session,
+      now: 2_000_000,
+      approval: null,
+      firstParty: true,
+    }),
+    { action: 'issue', approval: 'first_party' },
+  );
+  t.same(
+    decideAuthorization({
+      request: { ...base, prompt: ['consent'] },
+      session,
+      now: 2_000_000,
+      approval: null,
+      firstParty: true,
+    }),
+    { action: 'consent' },
+  );
+  t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approval: null, firstParty: true }), {
+    action: 'login',
+  });
+  t.same(
+    decideAuthorization({
+      request: { ...base, acr: 'sensitive' },
+      session,
+      now: 2_000_000,
+      approval: null,
+      firstParty: true,
+    }),
+    { action: 'step_up' },
+  );
 });
 
 t.test('buildRedirect keeps the registered query and appends parameters', async (t) => {
-  t.equal(buildRedirect('https://app.example.com/cb?tenant=a', { code: 'c d', state: 's' }), 'https://app.example.com/cb?tenant=a&code=c+d&state=s');
+  t.equal(
+    buildRedirect('https://app.example.com/cb?tenant=a', { code: 'c d', state: 's' }),
+    'https://app.example.com/cb?tenant=a&code=c+d&state=s',
+  );
 });
 
 t.test('refuses each bad parameter with its RFC 6749 code, sent back to the verified redirect URI', async (t) => {
@@ -98,7 +322,12 @@ t.test('refuses each bad parameter with its RFC 6749 code, sent back to the veri
     ['a malformed scope', { scope: 'openid  email' }, 'invalid_scope'],
     ['a scope the provider does not offer', { scope: 'openid admin' }, 'invalid_scope'],
     ['a scope the client did not register', { scope: 'openid profile' }, 'invalid_scope'],
-    ['offline_access without the refresh_token grant', { scope: 'openid offline_access' }, 'invalid_scope', { ...client, grantTypes: ['authorization_code'] }],
+    [
+      'offline_access without the refresh_token grant',
+      { scope: 'openid offline_access' },
+      'invalid_scope',
+      { ...client, grantTypes: ['authorization_code'] },
+    ],
     ['an unregistered resource', { resource: 'https://other.example.com' }, 'invalid_target'],
     ['an unknown prompt', { prompt: 'select_account' }, 'invalid_request'],
     ['prompt=none with another value', { prompt: 'none login' }, 'invalid_request'],
@@ -111,11 +340,33 @@ t.test('refuses each bad parameter with its RFC 6749 code, sent back to the veri
   ];
   for (const [name, change, error, forClient] of cases) {
     const check = checkAuthorizationRequest({ ...good, ...change }, forClient ?? client);
-    t.match(check, { ok: false, error, target: { redirectUri: 'https://app.example.com/cb', responseMode: 'query' } }, name);
+    t.match(
+      check,
+      { ok: false, error, target: { redirectUri: 'https://app.example.com/cb', responseMode: 'query' } },
+      name,
+    );
   }
-  t.match(checkAuthorizationRequest({ ...good, prompt: 'none' }, client), { ok: true }, 'the good request with one change still passes');
-  t.match(checkAuthorizationRequest({ ...good, scope: 'openid bogus' }, client), { ok: false, target: { state: 's' } }, 'state rides along on the error');
-  t.match(checkAuthorizationRequest({ ...good, response_mode: 'web_message', scope: 'openid bogus' }, client), { ok: false, target: { responseMode: 'web_message' } });
-  t.notOk('state' in ((checkAuthorizationRequest({ ...good, state: 's'.repeat(2049) }, client) as { target: object }).target), 'an overlong state is not echoed');
-  t.match(checkAuthorizationRequest({ ...good, redirect_uri: undefined }, client), { ok: false, target: null }, 'no redirect_uri: an error page');
+  t.match(
+    checkAuthorizationRequest({ ...good, prompt: 'none' }, client),
+    { ok: true },
+    'the good request with one change still passes',
+  );
+  t.match(
+    checkAuthorizationRequest({ ...good, scope: 'openid bogus' }, client),
+    { ok: false, target: { state: 's' } },
+    'state rides along on the error',
+  );
+  t.match(checkAuthorizationRequest({ ...good, response_mode: 'web_message', scope: 'openid bogus' }, client), {
+    ok: false,
+    target: { responseMode: 'web_message' },
+  });
+  t.notOk(
+    'state' in (checkAuthorizationRequest({ ...good, state: 's'.repeat(2049) }, client) as { target: object }).target,
+    'an overlong state is not echoed',
+  );
+  t.match(
+    checkAuthorizationRequest({ ...good, redirect_uri: undefined }, client),
+    { ok: false, target: null },
+    'no redirect_uri: an error page',
+  );
 });

@@ -8,7 +8,11 @@ t.test('parses client_secret_basic with form-encoded parts', async (t) => {
   t.same(parseClientSecretBasic(basic('cl_1:s3cret')), { clientId: 'cl_1', clientSecret: 's3cret' });
   t.same(parseClientSecretBasic(basic('cl%3A1:a%2Bb+c')), { clientId: 'cl:1', clientSecret: 'a+b c' });
   t.same(parseClientSecretBasic(basic('cl_1:')), { clientId: 'cl_1', clientSecret: '' });
-  t.same(parseClientSecretBasic(`basic ${Buffer.from('a:b').toString('base64')}`), { clientId: 'a', clientSecret: 'b' }, 'scheme is case-insensitive');
+  t.same(
+    parseClientSecretBasic(`basic ${Buffer.from('a:b').toString('base64')}`),
+    { clientId: 'a', clientSecret: 'b' },
+    'scheme is case-insensitive',
+  );
 });
 
 t.test('refuses malformed client_secret_basic', async (t) => {
@@ -29,7 +33,8 @@ t.test('verifies a client secret against its hash only', async (t) => {
 t.test('reads Bearer and DPoP access tokens', async (t) => {
   t.same(readAccessToken('Bearer abc.def-ghi'), { scheme: 'Bearer', token: 'abc.def-ghi' });
   t.same(readAccessToken('dpop abc'), { scheme: 'DPoP', token: 'abc' });
-  for (const bad of [undefined, '', 'Bearer', 'Bearer a b', 'Basic abc', 'Bearer ab"c']) t.equal(readAccessToken(bad), null, String(bad));
+  for (const bad of [undefined, '', 'Bearer', 'Bearer a b', 'Basic abc', 'Bearer ab"c'])
+    t.equal(readAccessToken(bad), null, String(bad));
 });
 
 t.test('refuses a DPoP-bound token presented as Bearer', async (t) => {

@@ -22,12 +22,20 @@ t.test('applies the documented defaults', async (t) => {
 t.test('keeps optional descriptive fields and dedupes lists', async (t) => {
   const metadata = validateClientMetadata({
     redirect_uris: ['https://a.example.com/cb', 'https://a.example.com/cb'],
-    client_name: 'A', client_uri: 'https://a.example.com', logo_uri: 'https://a.example.com/logo.png',
-    scope: 'openid openid email', dpop_bound_access_tokens: true,
+    client_name: 'A',
+    client_uri: 'https://a.example.com',
+    logo_uri: 'https://a.example.com/logo.png',
+    scope: 'openid openid email',
+    dpop_bound_access_tokens: true,
   });
   t.same(metadata.redirect_uris, ['https://a.example.com/cb']);
   t.equal(metadata.scope, 'openid email');
-  t.match(metadata, { client_name: 'A', client_uri: 'https://a.example.com', logo_uri: 'https://a.example.com/logo.png', dpop_bound_access_tokens: true });
+  t.match(metadata, {
+    client_name: 'A',
+    client_uri: 'https://a.example.com',
+    logo_uri: 'https://a.example.com/logo.png',
+    dpop_bound_access_tokens: true,
+  });
 });
 
 t.test('refuses malformed descriptive fields', async (t) => {
@@ -37,15 +45,31 @@ t.test('refuses malformed descriptive fields', async (t) => {
   t.equal(refusalOf({ ...base, logo_uri: 'not a url' }), 'invalid_client_metadata');
   t.equal(refusalOf({ ...base, dpop_bound_access_tokens: 'yes' }), 'invalid_client_metadata');
   t.equal(refusalOf({ ...base, scope: '' }), 'invalid_client_metadata');
-  t.equal(refusalOf({ ...base, redirect_uris: ['https://a.example.com/cb'], grant_types: 'authorization_code' }), 'invalid_client_metadata');
+  t.equal(
+    refusalOf({ ...base, redirect_uris: ['https://a.example.com/cb'], grant_types: 'authorization_code' }),
+    'invalid_client_metadata',
+  );
   t.equal(refusalOf([]), 'invalid_client_metadata');
-  t.equal(refusalOf({ redirect_uris: Array.from({ length: 21 }, (_v, i) => `https://a.example.com/${i}`) }), 'invalid_redirect_uri');
-  t.equal(refusalOf({ ...base, gateway: { mode: 'enforce', routes: [{ path: '/', scopes: ['a b'] }] } }), 'invalid_client_metadata');
-  t.equal(refusalOf({ ...base, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://keys.example.com' }), 'invalid_client_metadata');
+  t.equal(
+    refusalOf({ redirect_uris: Array.from({ length: 21 }, (_v, i) => `https://a.example.com/${i}`) }),
+    'invalid_redirect_uri',
+  );
+  t.equal(
+    refusalOf({ ...base, gateway: { mode: 'enforce', routes: [{ path: '/', scopes: ['a b'] }] } }),
+    'invalid_client_metadata',
+  );
+  t.equal(
+    refusalOf({ ...base, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://keys.example.com' }),
+    'invalid_client_metadata',
+  );
 });
 
 t.test('accepts private_key_jwt with a jwks_uri', async (t) => {
-  const metadata = validateClientMetadata({ redirect_uris: ['https://a.example.com/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://a.example.com/jwks' });
+  const metadata = validateClientMetadata({
+    redirect_uris: ['https://a.example.com/cb'],
+    token_endpoint_auth_method: 'private_key_jwt',
+    jwks_uri: 'https://a.example.com/jwks',
+  });
   t.equal(metadata.jwks_uri, 'https://a.example.com/jwks');
 });
 

@@ -1,7 +1,11 @@
 import t from 'tap';
 import { matchRedirectUri, originsOf, validateRedirectUriForRegistration } from '../../../lib/oauth/redirect-uri.js';
 
-const REGISTERED = ['https://app.example.com/callback', 'https://staging.app.example.com/callback', 'http://localhost:3000/cb'];
+const REGISTERED = [
+  'https://app.example.com/callback',
+  'https://staging.app.example.com/callback',
+  'http://localhost:3000/cb',
+];
 
 t.test('matches a registered redirect URI exactly', async (t) => {
   for (const uri of REGISTERED) t.ok(matchRedirectUri(REGISTERED, uri), uri);
@@ -34,7 +38,14 @@ t.test('refuses every near miss of a registered redirect URI', async (t) => {
 });
 
 t.test('accepts https and loopback http redirect URIs at registration', async (t) => {
-  for (const uri of ['https://app.example.com/cb', 'https://app.example.com/cb?tenant=a', 'http://localhost:8080/cb', 'http://127.0.0.1/cb', 'http://[::1]:9000/cb', 'https://app.example.com']) {
+  for (const uri of [
+    'https://app.example.com/cb',
+    'https://app.example.com/cb?tenant=a',
+    'http://localhost:8080/cb',
+    'http://127.0.0.1/cb',
+    'http://[::1]:9000/cb',
+    'https://app.example.com',
+  ]) {
     t.equal(validateRedirectUriForRegistration(uri), null, uri);
   }
 });
@@ -60,9 +71,14 @@ t.test('refuses unsafe redirect URIs at registration', async (t) => {
     [`https://app.example.com/${'a'.repeat(2000)}`, 'too_long'],
     [42, 'not_a_string'],
   ];
-  for (const [uri, problem] of cases) t.equal(validateRedirectUriForRegistration(uri)?.problem, problem, String(uri).slice(0, 60));
+  for (const [uri, problem] of cases)
+    t.equal(validateRedirectUriForRegistration(uri)?.problem, problem, String(uri).slice(0, 60));
 });
 
 t.test('lists the distinct origins of redirect URIs', async (t) => {
-  t.same(originsOf([...REGISTERED, 'https://app.example.com/other', 'not a url']), ['https://app.example.com', 'https://staging.app.example.com', 'http://localhost:3000']);
+  t.same(originsOf([...REGISTERED, 'https://app.example.com/other', 'not a url']), [
+    'https://app.example.com',
+    'https://staging.app.example.com',
+    'http://localhost:3000',
+  ]);
 });

@@ -25,7 +25,12 @@ t.test('slugs', async (t) => {
 });
 
 t.test('site URLs: https with a host name only', async (t) => {
-  t.match(checkSiteUrl('https://Shop.Example/path?q=1'), { ok: true, url: 'https://shop.example/path?q=1', origin: 'https://shop.example', host: 'shop.example' });
+  t.match(checkSiteUrl('https://Shop.Example/path?q=1'), {
+    ok: true,
+    url: 'https://shop.example/path?q=1',
+    origin: 'https://shop.example',
+    host: 'shop.example',
+  });
   t.match(checkSiteUrl('https://localhost:8443/'), { ok: true, origin: 'https://localhost:8443' });
   t.same(checkSiteUrl('http://shop.example/'), { ok: false, refusal: 'not_https' });
   t.same(checkSiteUrl('https://u:p@shop.example/'), { ok: false, refusal: 'credentials' });

@@ -1,7 +1,11 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import {
-  generateRecoveryCodes, hashRecoveryCode, matchRecoveryCode, normalizeRecoveryCode, RECOVERY_ALPHABET,
+  generateRecoveryCodes,
+  hashRecoveryCode,
+  matchRecoveryCode,
+  normalizeRecoveryCode,
+  RECOVERY_ALPHABET,
 } from '../../../lib/recovery/recovery-codes.js';
 
 t.test('generates ten distinct 4x4 codes of 80 bits from an unambiguous alphabet', async (t) => {
@@ -46,7 +50,10 @@ t.test('hashes under a server key: deterministic per key, different across keys'
 t.test('matches a typed code against the stored hashes', async (t) => {
   const key = randomBytes(32);
   const codes = generateRecoveryCodes();
-  const stored = codes.map((code, i) => ({ id: `r${i}`, codeHash: hashRecoveryCode(key, normalizeRecoveryCode(code)!) }));
+  const stored = codes.map((code, i) => ({
+    id: `r${i}`,
+    codeHash: hashRecoveryCode(key, normalizeRecoveryCode(code)!),
+  }));
   t.equal(matchRecoveryCode(key, codes[3]!.toLowerCase().replace(/-/g, ' '), stored)?.id, 'r3');
   t.equal(matchRecoveryCode(key, 'ZZZZ-ZZZZ-ZZZZ-ZZZZ', stored), null);
   t.equal(matchRecoveryCode(key, 'not a code', stored), null);

@@ -35,5 +35,8 @@ t.test('waitForPort resolves once something listens, and rejects when nothing do
   await listen(server, port, '127.0.0.1');
   await waiting;
   await new Promise((resolve) => server.close(resolve));
-  await t.rejects(waitForPort(port, '127.0.0.1', 200), /nothing accepted connections on 127\.0\.0\.1:\d+ within 200 ms/);
+  await t.rejects(
+    waitForPort(port, '127.0.0.1', 200),
+    /nothing accepted connections on 127\.0\.0\.1:\d+ within 200 ms/,
+  );
 });

@@ -48,7 +48,10 @@ function sharedStateSuite(name: string, open: () => Promise<SharedState>): void 
       const key = k('take');
       await state.set(key, 'one-time', 5000);
       const results = await Promise.all(Array.from({ length: 20 }, () => state.take(key)));
-      t.same(results.filter((r) => r !== null), ['one-time']);
+      t.same(
+        results.filter((r) => r !== null),
+        ['one-time'],
+      );
       t.equal(await state.get(key), null);
       t.equal(await state.take(k('missing')), null);
     });
@@ -84,10 +87,20 @@ function sharedStateSuite(name: string, open: () => Promise<SharedState>): void 
       const subject = randomUUID();
       const decisions = [];
       for (let i = 0; i < 4; i++) decisions.push(await limiter.hit('test', subject, { max: 3, windowMs: 10_000 }));
-      t.same(decisions.map((d) => d.allowed), [true, true, true, false]);
-      t.same(decisions.map((d) => d.remaining), [2, 1, 0, 0]);
+      t.same(
+        decisions.map((d) => d.allowed),
+        [true, true, true, false],
+      );
+      t.same(
+        decisions.map((d) => d.remaining),
+        [2, 1, 0, 0],
+      );
       t.ok(decisions[3]!.retryAfterMs > 0 && decisions[3]!.retryAfterMs <= 10_000);
-      t.equal((await limiter.hit('test', randomUUID(), { max: 3, windowMs: 10_000 })).allowed, true, 'subjects are independent');
+      t.equal(
+        (await limiter.hit('test', randomUUID(), { max: 3, windowMs: 10_000 })).allowed,
+        true,
+        'subjects are independent',
+      );
     });
 
     t.test('lockout after the threshold, started exactly once, success clears failures', async (t) => {
@@ -114,7 +127,10 @@ function sharedStateSuite(name: string, open: () => Promise<SharedState>): void 
 sharedStateSuite('in-process', async () => new MemorySharedState());
 
 const redis = await redisAvailability();
-if (redis.run) sharedStateSuite('redis', async () => new RedisSharedState(REDIS_URL, { prefix: `kptest:${randomUUID()}:` }).connect());
+if (redis.run)
+  sharedStateSuite('redis', async () =>
+    new RedisSharedState(REDIS_URL, { prefix: `kptest:${randomUUID()}:` }).connect(),
+  );
 else t.test(`redis: shared state`, { skip: redis.reason }, () => undefined);
 
 t.test('in-process lockout expires with a controlled clock', async (t) => {

@@ -11,14 +11,21 @@ export function site(
   const page: CapturedResponse = {
     url: `${ORIGIN}/`,
     status: 200,
-    headers: headers.some(([n]) => n.toLowerCase() === 'content-type') ? headers : [['Content-Type', 'text/html; charset=utf-8'], ...headers],
+    headers: headers.some(([n]) => n.toLowerCase() === 'content-type')
+      ? headers
+      : [['Content-Type', 'text/html; charset=utf-8'], ...headers],
     body: options.body ?? '<!doctype html><title>x</title>',
     verified: options.verified ?? true,
   };
   const http =
     options.http === undefined
       ? [
-          { url: `http://${HOST}/`, status: 301, headers: [['Location', `${ORIGIN}/`]] as Array<[string, string]>, verified: true },
+          {
+            url: `http://${HOST}/`,
+            status: 301,
+            headers: [['Location', `${ORIGIN}/`]] as Array<[string, string]>,
+            verified: true,
+          },
           page,
         ]
       : options.http;
@@ -44,7 +51,11 @@ export const HARDENED: Array<[string, string]> = [
 ];
 
 /** The hardened headers with one replaced (by name) or removed (value null). */
-export function hardenedWith(name: string, value: string | null, extra: Array<[string, string]> = []): Array<[string, string]> {
+export function hardenedWith(
+  name: string,
+  value: string | null,
+  extra: Array<[string, string]> = [],
+): Array<[string, string]> {
   const rest = HARDENED.filter(([n]) => n.toLowerCase() !== name.toLowerCase());
   return [...rest, ...(value === null ? [] : [[name, value] as [string, string]]), ...extra];
 }

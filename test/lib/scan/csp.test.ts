@@ -8,8 +8,16 @@ const cases: Array<[string, string, boolean]> = [
   ["default-src 'self'", 'csp-implemented-with-no-unsafe', true],
   ["default-src 'self'; object-src 'none'", 'csp-implemented-with-no-unsafe', true],
   ["script-src 'self'; object-src 'none'", 'csp-implemented-with-unsafe-inline-in-style-src-only', true],
-  ["default-src 'self'; style-src 'self' 'unsafe-inline'", 'csp-implemented-with-unsafe-inline-in-style-src-only', true],
-  ["default-src 'self'; img-src http://img.example", 'csp-implemented-with-insecure-scheme-in-passive-content-only', true],
+  [
+    "default-src 'self'; style-src 'self' 'unsafe-inline'",
+    'csp-implemented-with-unsafe-inline-in-style-src-only',
+    true,
+  ],
+  [
+    "default-src 'self'; img-src http://img.example",
+    'csp-implemented-with-insecure-scheme-in-passive-content-only',
+    true,
+  ],
   ["default-src 'self'; script-src 'self' 'unsafe-eval'", 'csp-implemented-with-unsafe-eval', false],
   ["default-src 'self'; script-src 'self' 'unsafe-inline'", 'csp-implemented-with-unsafe-inline', false],
   ["default-src 'self'; script-src 'self' data:", 'csp-implemented-with-unsafe-inline', false],
@@ -20,7 +28,11 @@ const cases: Array<[string, string, boolean]> = [
   ["default-src 'self'; script-src http://cdn.example", 'csp-implemented-with-insecure-scheme', false],
   ["default-src 'self'; script-src 'nonce-abc123' 'unsafe-inline'", 'csp-implemented-with-no-unsafe', true],
   ["default-src 'self'; script-src 'sha256-abc=' 'unsafe-inline'", 'csp-implemented-with-no-unsafe', true],
-  ["default-src 'none'; script-src 'nonce-abc' 'strict-dynamic' https: 'unsafe-inline'", 'csp-implemented-with-no-unsafe-default-src-none', true],
+  [
+    "default-src 'none'; script-src 'nonce-abc' 'strict-dynamic' https: 'unsafe-inline'",
+    'csp-implemented-with-no-unsafe-default-src-none',
+    true,
+  ],
   ["default-src 'self'; script-src 'strict-dynamic'", 'csp-header-invalid', false],
   ["default-src 'self'; default-src 'none'", 'csp-header-invalid', false],
   ['a', 'csp-header-invalid', false],
@@ -64,9 +76,20 @@ t.test('several policies: a weakness counts only when every policy has it', asyn
 
 t.test('reports base-uri, form-action and object-src restrictions and strict-dynamic as evidence', async (t) => {
   const outcome = testContentSecurityPolicy(
-    site([['Content-Security-Policy', "default-src 'self'; script-src 'nonce-r4nd0m' 'strict-dynamic'; base-uri 'none'; form-action 'self'; object-src 'none'"]]),
+    site([
+      [
+        'Content-Security-Policy',
+        "default-src 'self'; script-src 'nonce-r4nd0m' 'strict-dynamic'; base-uri 'none'; form-action 'self'; object-src 'none'",
+      ],
+    ]),
   );
-  t.match(outcome.data, { strictDynamic: true, nonceOrHash: true, baseUriRestricted: true, formActionRestricted: true, objectSrcRestricted: true });
+  t.match(outcome.data, {
+    strictDynamic: true,
+    nonceOrHash: true,
+    baseUriRestricted: true,
+    formActionRestricted: true,
+    objectSrcRestricted: true,
+  });
   const loose = testContentSecurityPolicy(site([['Content-Security-Policy', "default-src 'self'; base-uri *"]]));
   t.match(loose.data, { baseUriRestricted: false, formActionRestricted: false });
 });
@@ -74,6 +97,13 @@ t.test('reports base-uri, form-action and object-src restrictions and strict-dyn
 t.test('http pages are not held to the insecure-scheme rules', async (t) => {
   const capture = site([['Content-Security-Policy', "default-src 'self'; script-src http://cdn.example"]]);
   capture.https = null;
-  capture.http = [{ url: 'http://www.shop.example/', status: 200, headers: [['Content-Security-Policy', "default-src 'self'; script-src http://cdn.example"]], verified: true }];
+  capture.http = [
+    {
+      url: 'http://www.shop.example/',
+      status: 200,
+      headers: [['Content-Security-Policy', "default-src 'self'; script-src http://cdn.example"]],
+      verified: true,
+    },
+  ];
   t.equal(testContentSecurityPolicy(capture).result, 'csp-implemented-with-no-unsafe');
 });

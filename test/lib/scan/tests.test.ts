@@ -30,17 +30,29 @@ t.test('redirection: every path of the http chain', async (t) => {
   t.equal(grade([hop(`http://${HOST}/`), hop(`${ORIGIN}/`, 200)]).result, 'redirection-to-https');
   t.equal(grade([hop(`http://${HOST}/`, 200)]).result, 'redirection-missing');
   t.equal(grade([hop(`http://${HOST}/`), hop(`http://other.example/`, 200)]).result, 'redirection-not-to-https');
-  t.equal(grade([hop(`http://${HOST}/`), hop(`http://${HOST}/x`), hop(`${ORIGIN}/`, 200)]).result, 'redirection-not-to-https-on-initial-redirection');
+  t.equal(
+    grade([hop(`http://${HOST}/`), hop(`http://${HOST}/x`), hop(`${ORIGIN}/`, 200)]).result,
+    'redirection-not-to-https-on-initial-redirection',
+  );
   t.equal(grade([hop(`http://${HOST}/`), hop('https://shop.example/', 200)]).result, 'redirection-off-host-from-http');
-  t.equal(grade([hop(`http://${HOST}/`), { ...hop(`${ORIGIN}/`, 200), verified: false }]).result, 'redirection-invalid-cert');
-  t.equal(testRedirection(site([], { http: [hop(`http://${HOST}/`, 200)] }), preloadAll).result, 'redirection-all-redirects-preloaded');
+  t.equal(
+    grade([hop(`http://${HOST}/`), { ...hop(`${ORIGIN}/`, 200), verified: false }]).result,
+    'redirection-invalid-cert',
+  );
+  t.equal(
+    testRedirection(site([], { http: [hop(`http://${HOST}/`, 200)] }), preloadAll).result,
+    'redirection-all-redirects-preloaded',
+  );
   t.notOk(grade([hop(`http://${HOST}/`, 200)]).pass);
   t.ok(grade(null).pass);
 });
 
 t.test('HSTS: max-age thresholds, invalid headers, certificates and preload eligibility', async (t) => {
   const grade = (value: string | null, opts: { verified?: boolean } = {}) =>
-    testStrictTransportSecurity(site(value === null ? [] : [['Strict-Transport-Security', value]], opts), noPreloadList);
+    testStrictTransportSecurity(
+      site(value === null ? [] : [['Strict-Transport-Security', value]], opts),
+      noPreloadList,
+    );
   t.equal(grade('max-age=15552000').result, 'hsts-implemented-max-age-at-least-six-months');
   t.equal(grade('max-age=15551999').result, 'hsts-implemented-max-age-less-than-six-months');
   t.equal(grade(null).result, 'hsts-not-implemented');
@@ -59,19 +71,29 @@ t.test('HSTS: max-age thresholds, invalid headers, certificates and preload elig
 });
 
 t.test('cookies: the worst finding over every cookie wins', async (t) => {
-  const grade = (cookies: string[], hsts = false) => testCookies(site(cookies.map((c) => ['Set-Cookie', c] as [string, string])), hsts);
+  const grade = (cookies: string[], hsts = false) =>
+    testCookies(site(cookies.map((c) => ['Set-Cookie', c] as [string, string])), hsts);
   t.equal(grade([]).result, 'cookies-not-found');
-  t.equal(grade(['sessionid=1; Secure; HttpOnly; SameSite=Lax']).result, 'cookies-secure-with-httponly-sessions-and-samesite');
+  t.equal(
+    grade(['sessionid=1; Secure; HttpOnly; SameSite=Lax']).result,
+    'cookies-secure-with-httponly-sessions-and-samesite',
+  );
   t.equal(grade(['sessionid=1; Secure; HttpOnly']).result, 'cookies-secure-with-httponly-sessions');
   t.equal(grade(['theme=dark; SameSite=Lax']).result, 'cookies-without-secure-flag');
   t.equal(grade(['theme=dark; SameSite=Lax'], true).result, 'cookies-without-secure-flag-but-protected-by-hsts');
-  t.equal(grade(['sessionid=1; HttpOnly; SameSite=Lax'], true).result, 'cookies-session-without-secure-flag-but-protected-by-hsts');
+  t.equal(
+    grade(['sessionid=1; HttpOnly; SameSite=Lax'], true).result,
+    'cookies-session-without-secure-flag-but-protected-by-hsts',
+  );
   t.equal(grade(['sessionid=1; HttpOnly; SameSite=Lax']).result, 'cookies-session-without-secure-flag');
   t.equal(grade(['sessionid=1; Secure; SameSite=Lax']).result, 'cookies-session-without-httponly-flag');
   t.equal(grade(['csrftoken=1; Secure']).result, 'cookies-anticsrf-without-samesite-flag');
   t.equal(grade(['a=1; Secure; SameSite=Bogus']).result, 'cookies-samesite-flag-invalid');
   t.equal(grade(['a=1; SameSite=None'], true).result, 'cookies-samesite-flag-invalid');
-  t.equal(grade(['theme=1; Secure; SameSite=Lax', 'sessionid=1; Secure; SameSite=Lax']).result, 'cookies-session-without-httponly-flag');
+  t.equal(
+    grade(['theme=1; Secure; SameSite=Lax', 'sessionid=1; Secure; SameSite=Lax']).result,
+    'cookies-session-without-httponly-flag',
+  );
   t.ok(grade(['sessionid=1; Secure; HttpOnly']).pass);
   t.notOk(grade(['theme=dark']).pass);
 });
@@ -86,7 +108,11 @@ t.test('cookies: browsers drop prefixed cookies that break their prefix rules', 
     ]),
     true,
   );
-  t.same(Object.keys(outcome.data['prefixViolations'] as object).sort(), ['__Host-id', '__Host-sess', '__Secure-login']);
+  t.same(Object.keys(outcome.data['prefixViolations'] as object).sort(), [
+    '__Host-id',
+    '__Host-sess',
+    '__Secure-login',
+  ]);
   t.equal(outcome.result, 'cookies-secure-with-httponly-sessions-and-samesite');
   const noSecure = testCookies(site([['Set-Cookie', '__Host-x=1; Path=/']]), true);
   t.equal(noSecure.result, 'cookies-not-found');
@@ -102,23 +128,30 @@ t.test('X-Content-Type-Options', async (t) => {
 });
 
 t.test('framing: X-Frame-Options or a restrictive frame-ancestors in a header', async (t) => {
-  const grade = (headers: Array<[string, string]>, body?: string) => testXFrameOptions(site(headers, body ? { body } : {}));
+  const grade = (headers: Array<[string, string]>, body?: string) =>
+    testXFrameOptions(site(headers, body ? { body } : {}));
   t.equal(grade([['X-Frame-Options', 'DENY']]).result, 'x-frame-options-sameorigin-or-deny');
   t.equal(grade([['X-Frame-Options', 'sameorigin']]).result, 'x-frame-options-sameorigin-or-deny');
   t.equal(grade([['X-Frame-Options', 'ALLOW-FROM https://a.example']]).result, 'x-frame-options-header-invalid');
   t.equal(grade([['X-Frame-Options', 'maybe']]).result, 'x-frame-options-header-invalid');
   t.equal(grade([]).result, 'x-frame-options-not-implemented');
   t.equal(grade([['Content-Security-Policy', "frame-ancestors 'self'"]]).result, 'x-frame-options-implemented-via-csp');
-  t.equal(grade([['Content-Security-Policy', 'frame-ancestors *']]).result, 'x-frame-options-not-implemented', 'a wildcard does not count');
   t.equal(
-    grade([], `<meta http-equiv="Content-Security-Policy" content="default-src 'self'; frame-ancestors 'none'">`).result,
+    grade([['Content-Security-Policy', 'frame-ancestors *']]).result,
+    'x-frame-options-not-implemented',
+    'a wildcard does not count',
+  );
+  t.equal(
+    grade([], `<meta http-equiv="Content-Security-Policy" content="default-src 'self'; frame-ancestors 'none'">`)
+      .result,
     'x-frame-options-not-implemented',
     'browsers ignore frame-ancestors in meta',
   );
 });
 
 t.test('Referrer-Policy from header and meta; the last valid token wins', async (t) => {
-  const grade = (headers: Array<[string, string]>, body?: string) => testReferrerPolicy(site(headers, body ? { body } : {}));
+  const grade = (headers: Array<[string, string]>, body?: string) =>
+    testReferrerPolicy(site(headers, body ? { body } : {}));
   t.equal(grade([['Referrer-Policy', 'no-referrer']]).result, 'referrer-policy-private');
   t.equal(grade([['Referrer-Policy', 'strict-origin-when-cross-origin']]).result, 'referrer-policy-private');
   t.equal(grade([['Referrer-Policy', 'unsafe-url']]).result, 'referrer-policy-unsafe');
@@ -131,7 +164,8 @@ t.test('Referrer-Policy from header and meta; the last valid token wins', async 
 });
 
 t.test('Cross-Origin-Resource-Policy', async (t) => {
-  const grade = (vs: string[]) => testCrossOriginResourcePolicy(site(vs.map((v) => ['Cross-Origin-Resource-Policy', v] as [string, string])));
+  const grade = (vs: string[]) =>
+    testCrossOriginResourcePolicy(site(vs.map((v) => ['Cross-Origin-Resource-Policy', v] as [string, string])));
   t.equal(grade(['same-origin']).result, 'corp-implemented-with-same-origin');
   t.equal(grade(['same-site']).result, 'corp-implemented-with-same-site');
   t.equal(grade(['cross-origin']).result, 'corp-implemented-with-cross-origin');
@@ -144,35 +178,96 @@ t.test('CORS: credentials with an echoed origin, and wildcard policy files', asy
   const origin = 'https://scan.keyplane.invalid';
   const grade = (cors?: Array<[string, string]>) => testCrossOriginResourceSharing(site([], cors ? { cors } : {}));
   t.equal(grade().result, 'cross-origin-resource-sharing-not-implemented');
-  t.equal(grade([['Access-Control-Allow-Origin', '*']]).result, 'cross-origin-resource-sharing-implemented-with-public-access');
-  t.equal(grade([['Access-Control-Allow-Origin', 'https://app.example']]).result, 'cross-origin-resource-sharing-implemented-with-restricted-access');
-  t.equal(grade([['Access-Control-Allow-Origin', origin]]).result, 'cross-origin-resource-sharing-implemented-with-restricted-access');
-  const universal = grade([['Access-Control-Allow-Origin', origin], ['Access-Control-Allow-Credentials', 'true']]);
+  t.equal(
+    grade([['Access-Control-Allow-Origin', '*']]).result,
+    'cross-origin-resource-sharing-implemented-with-public-access',
+  );
+  t.equal(
+    grade([['Access-Control-Allow-Origin', 'https://app.example']]).result,
+    'cross-origin-resource-sharing-implemented-with-restricted-access',
+  );
+  t.equal(
+    grade([['Access-Control-Allow-Origin', origin]]).result,
+    'cross-origin-resource-sharing-implemented-with-restricted-access',
+  );
+  const universal = grade([
+    ['Access-Control-Allow-Origin', origin],
+    ['Access-Control-Allow-Credentials', 'true'],
+  ]);
   t.equal(universal.result, 'cross-origin-resource-sharing-implemented-with-universal-access');
   t.notOk(universal.pass);
   const flash = site([]);
-  flash.crossdomain = { url: `${ORIGIN}/crossdomain.xml`, status: 200, headers: [], verified: true, body: '<cross-domain-policy><allow-access-from domain="*"/></cross-domain-policy>' };
-  t.equal(testCrossOriginResourceSharing(flash).result, 'cross-origin-resource-sharing-implemented-with-universal-access');
+  flash.crossdomain = {
+    url: `${ORIGIN}/crossdomain.xml`,
+    status: 200,
+    headers: [],
+    verified: true,
+    body: '<cross-domain-policy><allow-access-from domain="*"/></cross-domain-policy>',
+  };
+  t.equal(
+    testCrossOriginResourceSharing(flash).result,
+    'cross-origin-resource-sharing-implemented-with-universal-access',
+  );
   const silverlight = site([]);
   silverlight.clientaccesspolicy = {
-    url: `${ORIGIN}/clientaccesspolicy.xml`, status: 200, headers: [], verified: true,
+    url: `${ORIGIN}/clientaccesspolicy.xml`,
+    status: 200,
+    headers: [],
+    verified: true,
     body: '<access-policy><cross-domain-access><policy><allow-from><domain uri="*"/></allow-from></policy></cross-domain-access></access-policy>',
   };
-  t.equal(testCrossOriginResourceSharing(silverlight).result, 'cross-origin-resource-sharing-implemented-with-universal-access');
-  t.notOk(allowsAnyOrigin('<cross-domain-policy><allow-access-from domain="*.shop.example"/></cross-domain-policy>', 'crossdomain'));
+  t.equal(
+    testCrossOriginResourceSharing(silverlight).result,
+    'cross-origin-resource-sharing-implemented-with-universal-access',
+  );
+  t.notOk(
+    allowsAnyOrigin(
+      '<cross-domain-policy><allow-access-from domain="*.shop.example"/></cross-domain-policy>',
+      'crossdomain',
+    ),
+  );
 });
 
 t.test('SRI: scripts from other domains need integrity and https', async (t) => {
-  const grade = (body: string, headers: Array<[string, string]> = []) => testSubresourceIntegrity(site(headers, { body }));
+  const grade = (body: string, headers: Array<[string, string]> = []) =>
+    testSubresourceIntegrity(site(headers, { body }));
   t.equal(grade('<p>hi</p>').result, 'sri-not-implemented-but-no-scripts-loaded');
-  t.equal(grade('<script src="/app.js"></script>').result, 'sri-not-implemented-but-all-scripts-loaded-from-secure-origin');
-  t.equal(grade('<script src="https://static.shop.example/app.js"></script>').result, 'sri-not-implemented-but-all-scripts-loaded-from-secure-origin');
-  t.equal(grade('<script src="/app.js" integrity="sha384-x"></script>').result, 'sri-implemented-and-all-scripts-loaded-securely');
-  t.equal(grade('<script src="https://cdn.example.net/a.js" integrity="sha384-x" crossorigin="anonymous"></script>').result, 'sri-implemented-and-external-scripts-loaded-securely');
-  t.equal(grade('<script src="https://cdn.example.net/a.js"></script>').result, 'sri-not-implemented-but-external-scripts-loaded-securely');
-  t.equal(grade('<script src="http://cdn.example.net/a.js" integrity="sha384-x"></script>').result, 'sri-implemented-but-external-scripts-not-loaded-securely');
-  t.equal(grade('<script src="http://cdn.example.net/a.js"></script>').result, 'sri-not-implemented-and-external-scripts-not-loaded-securely');
-  t.equal(grade('<script src="//cdn.example.net/a.js"></script>').result, 'sri-not-implemented-and-external-scripts-not-loaded-securely');
+  t.equal(
+    grade('<script src="/app.js"></script>').result,
+    'sri-not-implemented-but-all-scripts-loaded-from-secure-origin',
+  );
+  t.equal(
+    grade('<script src="https://static.shop.example/app.js"></script>').result,
+    'sri-not-implemented-but-all-scripts-loaded-from-secure-origin',
+  );
+  t.equal(
+    grade('<script src="/app.js" integrity="sha384-x"></script>').result,
+    'sri-implemented-and-all-scripts-loaded-securely',
+  );
+  t.equal(
+    grade('<script src="https://cdn.example.net/a.js" integrity="sha384-x" crossorigin="anonymous"></script>').result,
+    'sri-implemented-and-external-scripts-loaded-securely',
+  );
+  t.equal(
+    grade('<script src="https://cdn.example.net/a.js"></script>').result,
+    'sri-not-implemented-but-external-scripts-loaded-securely',
+  );
+  t.equal(
+    grade('<script src="http://cdn.example.net/a.js" integrity="sha384-x"></script>').result,
+    'sri-implemented-but-external-scripts-not-loaded-securely',
+  );
+  t.equal(
+    grade('<script src="http://cdn.example.net/a.js"></script>').result,
+    'sri-not-implemented-and-external-scripts-not-loaded-securely',
+  );
+  t.equal(
+    grade('<script src="//cdn.example.net/a.js"></script>').result,
+    'sri-not-implemented-and-external-scripts-not-loaded-securely',
+  );
   t.equal(grade('{"a":1}', [['Content-Type', 'application/json']]).result, 'sri-not-implemented-response-not-html');
-  t.equal(grade('<script src="https://cdn.example.net/a.js"</scr<<ipt>>').result.startsWith('sri-'), true, 'broken markup still grades');
+  t.equal(
+    grade('<script src="https://cdn.example.net/a.js"</scr<<ipt>>').result.startsWith('sri-'),
+    true,
+    'broken markup still grades',
+  );
 });

@@ -1,7 +1,13 @@
 import t from 'tap';
 import { Secret, TOTP, URI } from 'otpauth';
 import {
-  buildTotpUri, generateTotpCode, generateTotpSecret, renderTotpQrSvg, totpStepAt, verifyTotpCode, TOTP_PERIOD_SECONDS,
+  buildTotpUri,
+  generateTotpCode,
+  generateTotpSecret,
+  renderTotpQrSvg,
+  totpStepAt,
+  verifyTotpCode,
+  TOTP_PERIOD_SECONDS,
 } from '../../../lib/totp/totp.js';
 
 const NOW = Date.parse('2026-11-22T12:00:10Z');
@@ -54,22 +60,39 @@ t.test('refuses a code whose time step was already used (replay)', async (t) => 
   const first = verifyTotpCode(code, { secretBase32: base32, now: NOW, lastUsedStep: null });
   t.equal(first.ok, true);
   const step = first.ok ? first.step : 0;
-  t.same(verifyTotpCode(code, { secretBase32: base32, now: NOW + 5000, lastUsedStep: step }), { ok: false, why: 'replayed' });
+  t.same(verifyTotpCode(code, { secretBase32: base32, now: NOW + 5000, lastUsedStep: step }), {
+    ok: false,
+    why: 'replayed',
+  });
   // An older step inside the window is refused too once a later one was used.
   const earlier = generateTotpCode(base32, NOW - STEP_MS);
-  t.same(verifyTotpCode(earlier, { secretBase32: base32, now: NOW, lastUsedStep: step }), { ok: false, why: 'replayed' });
+  t.same(verifyTotpCode(earlier, { secretBase32: base32, now: NOW, lastUsedStep: step }), {
+    ok: false,
+    why: 'replayed',
+  });
   // The next step's code is fine.
   const next = generateTotpCode(base32, NOW + STEP_MS);
-  t.same(verifyTotpCode(next, { secretBase32: base32, now: NOW + STEP_MS, lastUsedStep: step }), { ok: true, step: step + 1 });
+  t.same(verifyTotpCode(next, { secretBase32: base32, now: NOW + STEP_MS, lastUsedStep: step }), {
+    ok: true,
+    step: step + 1,
+  });
 });
 
 t.test('refuses malformed codes without evaluating them', async (t) => {
   const { base32 } = generateTotpSecret();
   for (const code of ['', '12345', '1234567', 'abcdef', '12 34 5x']) {
-    t.same(verifyTotpCode(code, { secretBase32: base32, now: NOW, lastUsedStep: null }), { ok: false, why: 'malformed' }, JSON.stringify(code));
+    t.same(
+      verifyTotpCode(code, { secretBase32: base32, now: NOW, lastUsedStep: null }),
+      { ok: false, why: 'malformed' },
+      JSON.stringify(code),
+    );
   }
   const spaced = generateTotpCode(base32, NOW).replace(/^(\d{3})/, '$1 ');
-  t.equal(verifyTotpCode(spaced, { secretBase32: base32, now: NOW, lastUsedStep: null }).ok, true, 'a space in the middle is ignored');
+  t.equal(
+    verifyTotpCode(spaced, { secretBase32: base32, now: NOW, lastUsedStep: null }).ok,
+    true,
+    'a space in the middle is ignored',
+  );
 });
 
 t.test('a wrong code is wrong', async (t) => {

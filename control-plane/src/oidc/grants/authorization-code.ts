@@ -20,7 +20,12 @@ import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from 
  * read and the spend is refused without revoking the winner's grant. The reads that do not
  * depend on each other go out together.
  */
-export async function authorizationCodeGrant(services: GrantServices, client: StoredClient, body: Record<string, unknown>, proof: VerifiedDpopProof | null): Promise<GrantResult> {
+export async function authorizationCodeGrant(
+  services: GrantServices,
+  client: StoredClient,
+  body: Record<string, unknown>,
+  proof: VerifiedDpopProof | null,
+): Promise<GrantResult> {
   const { storage, config, events } = services;
   const code = stringParam(body, 'code');
   const redirectUri = stringParam(body, 'redirect_uri');
@@ -43,7 +48,14 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
   let resource: string | null;
   try {
     if (!active) throw oauthError('invalid_grant', 'the account is disabled or deleted');
-    checkCodeExchange(stored, { clientId: client.clientId, redirectUri, verifier, proofJkt: proof?.jkt ?? null, now, sessionLive });
+    checkCodeExchange(stored, {
+      clientId: client.clientId,
+      redirectUri,
+      verifier,
+      proofJkt: proof?.jkt ?? null,
+      now,
+      sessionLive,
+    });
     resource = resourceFor(client, body, stored.resource);
   } catch (error) {
     // A refused exchange uses the code up too.
@@ -74,15 +86,25 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
     await tx.oidc.insertGrant(grant);
     if (refreshToken) {
       await tx.oidc.insertRefreshToken({
-        tokenHash: sha256Hex(refreshToken), grantId: grant.grantId,
+        tokenHash: sha256Hex(refreshToken),
+        grantId: grant.grantId,
         // RFC 9449 §5: refresh tokens of public clients are bound to the DPoP key.
         dpopJkt: client.type === 'public' && proof ? proof.jkt : null,
-        createdAt: now, idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000), usedAt: null,
+        createdAt: now,
+        idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000),
+        usedAt: null,
       });
     }
     return events.record(tx, {
-      type: 'token.issued', at: now, outcome: 'success', clientId: client.clientId, identityId: grant.identityId,
-      grantId: grant.grantId, dpop: proof !== null, refresh: refreshToken !== undefined, resource,
+      type: 'token.issued',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      identityId: grant.identityId,
+      grantId: grant.grantId,
+      dpop: proof !== null,
+      refresh: refreshToken !== undefined,
+      resource,
     });
   });
   if ('spent' in written) {
@@ -90,7 +112,15 @@ export async function authorizationCodeGrant(services: GrantServices, client: St
     throw oauthError('invalid_grant', 'the authorization code is unknown');
   }
   const { receipt } = written;
-  const minted = await mintTokens(services, { grant, scopes, resource, dpopJkt: proof?.jkt ?? null, nonce: stored.nonce, idToken, ...(claims ? { claims } : {}) });
+  const minted = await mintTokens(services, {
+    grant,
+    scopes,
+    resource,
+    dpopJkt: proof?.jkt ?? null,
+    nonce: stored.nonce,
+    idToken,
+    ...(claims ? { claims } : {}),
+  });
   return { minted, scopes, ...(refreshToken ? { refreshToken } : {}), ...(receipt ? { receipt } : {}), proof };
 }
 

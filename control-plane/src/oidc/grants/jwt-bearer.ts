@@ -17,7 +17,8 @@ type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'eve
 function param(body: Record<string, unknown>, name: string): string | undefined {
   const value = body[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value.length === 0 || value.length > 8192) throw oauthError('invalid_request', `${name} must be a non-empty string`);
+  if (typeof value !== 'string' || value.length === 0 || value.length > 8192)
+    throw oauthError('invalid_request', `${name} must be a non-empty string`);
   return value;
 }
 
@@ -27,52 +28,98 @@ function param(body: Record<string, unknown>, name: string): string | undefined 
  * 5 minutes, one-use `jti`) and a DPoP proof with the same key; the token is issued under a
  * live grant its owner approved for this client, bound to the key (`cnf.jkt`).
  */
-export async function jwtBearerGrant(services: Services, client: StoredClient, body: Record<string, unknown>, proof: VerifiedDpopProof | null) {
+export async function jwtBearerGrant(
+  services: Services,
+  client: StoredClient,
+  body: Record<string, unknown>,
+  proof: VerifiedDpopProof | null,
+) {
   const assertion = param(body, 'assertion');
   if (!assertion) throw oauthError('invalid_request', 'assertion is required');
-  if (!proof) throw oauthError('invalid_dpop_proof', 'agent tokens are DPoP-bound: send a DPoP proof made with the agent key', { status: 400 });
+  if (!proof)
+    throw oauthError('invalid_dpop_proof', 'agent tokens are DPoP-bound: send a DPoP proof made with the agent key', {
+      status: 400,
+    });
   let claimed: string | undefined;
   try {
     claimed = decodeJwt(assertion).iss;
   } catch {
     throw oauthError('invalid_grant', 'the assertion is not a JWT');
   }
-  const agent = typeof claimed === 'string' && claimed.startsWith('agt_') ? await services.storage.agents.get(claimed) : null;
+  const agent =
+    typeof claimed === 'string' && claimed.startsWith('agt_') ? await services.storage.agents.get(claimed) : null;
   if (!agent || agent.state !== 'active') throw oauthError('invalid_grant', 'no active agent issued this assertion');
   const now = services.now();
   const tokenEndpoint = `${services.config.issuer}/auth/token`;
   let payload;
   try {
     ({ payload } = await jwtVerify(assertion, await importJWK(agent.publicJwk, agent.alg), {
-      issuer: agent.agentId, subject: agent.agentId, audience: tokenEndpoint, algorithms: [agent.alg], currentDate: new Date(now), requiredClaims: ['exp', 'jti'],
+      issuer: agent.agentId,
+      subject: agent.agentId,
+      audience: tokenEndpoint,
+      algorithms: [agent.alg],
+      currentDate: new Date(now),
+      requiredClaims: ['exp', 'jti'],
     }));
   } catch {
-    throw oauthError('invalid_grant', 'the assertion is not signed by the agent key or its claims are wrong (iss, sub, aud, exp)');
+    throw oauthError(
+      'invalid_grant',
+      'the assertion is not signed by the agent key or its claims are wrong (iss, sub, aud, exp)',
+    );
   }
-  if (payload.exp! - now / 1000 > MAX_ASSERTION_SECONDS) throw oauthError('invalid_grant', 'the assertion must expire within 5 minutes');
-  if (proof.jkt !== agent.jkt) throw oauthError('invalid_dpop_proof', 'the DPoP proof must be made with the agent key', { status: 400 });
+  if (payload.exp! - now / 1000 > MAX_ASSERTION_SECONDS)
+    throw oauthError('invalid_grant', 'the assertion must expire within 5 minutes');
+  if (proof.jkt !== agent.jkt)
+    throw oauthError('invalid_dpop_proof', 'the DPoP proof must be made with the agent key', { status: 400 });
   const jti = String(payload.jti).slice(0, 256);
-  const fresh = await services.state.setIfAbsent(`agents:assertion:${agent.agentId}:${jti}`, '1', (MAX_ASSERTION_SECONDS + 60) * 1000);
+  const fresh = await services.state.setIfAbsent(
+    `agents:assertion:${agent.agentId}:${jti}`,
+    '1',
+    (MAX_ASSERTION_SECONDS + 60) * 1000,
+  );
   if (!fresh) throw oauthError('invalid_grant', 'the assertion was used already');
-  const grants = (await services.storage.agents.listGrants(agent.agentId)).filter((g) => g.revokedAt === null && g.clientId === client.clientId && g.ownerId === agent.ownerId);
+  const grants = (await services.storage.agents.listGrants(agent.agentId)).filter(
+    (g) => g.revokedAt === null && g.clientId === client.clientId && g.ownerId === agent.ownerId,
+  );
   const resource = param(body, 'resource') ?? null;
-  const grant = grants.find((g) => g.resource === resource) ?? (resource === null && grants.length === 1 ? grants[0] : undefined);
+  const grant =
+    grants.find((g) => g.resource === resource) ?? (resource === null && grants.length === 1 ? grants[0] : undefined);
   if (!grant) throw oauthError('invalid_grant', 'the owner approved no grant for this agent, client and resource');
   const granted = parseScope(grant.scope);
   const requested = body.scope === undefined ? granted : parseScope(body.scope);
   const extra = requested.find((s) => !granted.includes(s));
-  if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted to this agent`);
+  if (extra !== undefined)
+    throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted to this agent`);
   const key = services.keys.current();
   const lifetime = services.config.lifetimes.accessToken;
   const claims = buildAccessTokenClaims({
-    issuer: services.config.issuer, subject: agent.agentId, clientId: client.clientId, now, lifetimeSeconds: lifetime, authTime: now,
+    issuer: services.config.issuer,
+    subject: agent.agentId,
+    clientId: client.clientId,
+    now,
+    lifetimeSeconds: lifetime,
+    authTime: now,
     // The agent proved its key, not a human sign-in: `passkey` is the ceiling (docs/agents.md#tokens).
-    provedAssurance: 'passkey', amr: ['pop'],
+    provedAssurance: 'passkey',
+    amr: ['pop'],
     principal: { type: 'agent', id: agent.agentId as `agt_${string}`, owner: agent.ownerId, kind: agent.subjectKind },
-    scopes: requested, jti: `${grant.grantId}.${randomToken(12)}`, dpopJkt: agent.jkt, ...(grant.resource ? { resource: grant.resource } : {}),
+    scopes: requested,
+    jti: `${grant.grantId}.${randomToken(12)}`,
+    dpopJkt: agent.jkt,
+    ...(grant.resource ? { resource: grant.resource } : {}),
   });
   const accessToken = await signAccessToken(claims, key);
   const { receipt } = await services.storage.transaction((tx) =>
-    services.events.record(tx, { type: 'agent.token_issued', at: now, outcome: 'success', agentId: agent.agentId, ownerId: agent.ownerId, grantId: grant.grantId, clientId: client.clientId, jkt: agent.jkt }));
+    services.events.record(tx, {
+      type: 'agent.token_issued',
+      at: now,
+      outcome: 'success',
+      agentId: agent.agentId,
+      ownerId: agent.ownerId,
+      grantId: grant.grantId,
+      clientId: client.clientId,
+      jkt: agent.jkt,
+    }),
+  );
   return { accessToken, expiresIn: lifetime, scope: formatScope(requested), ...(receipt ? { receipt } : {}) };
 }

@@ -16,7 +16,12 @@ import { resourceFor, revokeFamily, revokeFamilyIn, type GrantResult, type Grant
  * that writes its successor and the receipt (a token used concurrently rotates once), and a
  * rotated-out token that comes back revokes its whole family (RFC 9700 §4.14.2).
  */
-export async function refreshTokenGrant(services: GrantServices, client: StoredClient, body: Record<string, unknown>, proof: VerifiedDpopProof | null): Promise<GrantResult> {
+export async function refreshTokenGrant(
+  services: GrantServices,
+  client: StoredClient,
+  body: Record<string, unknown>,
+  proof: VerifiedDpopProof | null,
+): Promise<GrantResult> {
   const { storage, config, events } = services;
   const presented = stringParam(body, 'refresh_token');
   if (!presented) throw oauthError('invalid_request', 'refresh_token is required');
@@ -25,7 +30,8 @@ export async function refreshTokenGrant(services: GrantServices, client: StoredC
   const read = await storage.oidc.findRefreshGrant(hash);
   if (!read) throw oauthError('invalid_grant', 'the refresh token is unknown');
   const { token: found, grant } = read;
-  if (grant.clientId !== client.clientId) throw oauthError('invalid_grant', 'the refresh token was issued to another client');
+  if (grant.clientId !== client.clientId)
+    throw oauthError('invalid_grant', 'the refresh token was issued to another client');
   // Checked before the token is used up, so someone without the key cannot burn it.
   if (found.dpopJkt !== null && (!proof || proof.jkt !== found.dpopJkt)) {
     throw oauthError('invalid_grant', 'the refresh token is bound to a DPoP key: send a proof made with that key');
@@ -44,7 +50,8 @@ export async function refreshTokenGrant(services: GrantServices, client: StoredC
   ]);
   if (!active) throw oauthError('invalid_grant', 'the account is disabled or deleted');
   if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
-  if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token')) throw oauthError('invalid_grant', 'the grant does not allow refresh');
+  if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token'))
+    throw oauthError('invalid_grant', 'the grant does not allow refresh');
   const resource = resourceFor(client, body, grant.resource);
   if (!sessionLive) {
     await revokeFamily(services, grant, 'session_ended');
@@ -64,16 +71,37 @@ export async function refreshTokenGrant(services: GrantServices, client: StoredC
     // Use at the app is use of the sign-in: the session's idle limit moves on (never its absolute one).
     if (!grant.offline) await tx.sessions.touch(grant.sessionId, now, now + config.lifetimes.sessionIdle * 1000);
     await tx.oidc.insertRefreshToken({
-      tokenHash: sha256Hex(refreshToken), grantId: grant.grantId, dpopJkt: found.dpopJkt,
-      createdAt: now, idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000), usedAt: null,
+      tokenHash: sha256Hex(refreshToken),
+      grantId: grant.grantId,
+      dpopJkt: found.dpopJkt,
+      createdAt: now,
+      idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000),
+      usedAt: null,
     });
-    return events.record(tx, { type: 'token.refreshed', at: now, outcome: 'success', clientId: client.clientId, identityId: grant.identityId, grantId: grant.grantId, dpop: proof !== null });
+    return events.record(tx, {
+      type: 'token.refreshed',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      identityId: grant.identityId,
+      grantId: grant.grantId,
+      dpop: proof !== null,
+    });
   });
   if ('refused' in outcome) {
-    if (outcome.refused === 'reused') throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
+    if (outcome.refused === 'reused')
+      throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
     throw oauthError('invalid_grant', 'the refresh token has expired');
   }
   const { receipt } = outcome;
-  const minted = await mintTokens(services, { grant, scopes: requested, resource, dpopJkt: proof?.jkt ?? null, nonce: null, idToken, ...(claims ? { claims } : {}) });
+  const minted = await mintTokens(services, {
+    grant,
+    scopes: requested,
+    resource,
+    dpopJkt: proof?.jkt ?? null,
+    nonce: null,
+    idToken,
+    ...(claims ? { claims } : {}),
+  });
   return { minted, scopes: requested, refreshToken, ...(receipt ? { receipt } : {}), proof };
 }

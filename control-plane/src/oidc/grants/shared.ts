@@ -26,15 +26,34 @@ export async function revokeFamily(services: GrantServices, grant: StoredGrant, 
 }
 
 /** `revokeFamily` inside a transaction the caller holds. */
-export async function revokeFamilyIn(tx: Stores, services: Pick<GrantServices, 'events'>, grant: StoredGrant, cause: RevocationCause, now: number): Promise<void> {
+export async function revokeFamilyIn(
+  tx: Stores,
+  services: Pick<GrantServices, 'events'>,
+  grant: StoredGrant,
+  cause: RevocationCause,
+  now: number,
+): Promise<void> {
   if (!(await tx.oidc.revokeGrant(grant.grantId, now))) return;
-  await services.events.record(tx, { type: 'token.family_revoked', at: now, outcome: 'success', clientId: grant.clientId, identityId: grant.identityId, grantId: grant.grantId, cause });
+  await services.events.record(tx, {
+    type: 'token.family_revoked',
+    at: now,
+    outcome: 'success',
+    clientId: grant.clientId,
+    identityId: grant.identityId,
+    grantId: grant.grantId,
+    cause,
+  });
 }
 
 /** RFC 8707 at the token endpoint: a resource must be registered, and within what the grant allowed. */
-export function resourceFor(client: StoredClient, body: Record<string, unknown>, granted: string | null): string | null {
+export function resourceFor(
+  client: StoredClient,
+  body: Record<string, unknown>,
+  granted: string | null,
+): string | null {
   const requested = checkResource(client.metadata.resources, body.resource);
   if (requested === undefined) return granted;
-  if (granted !== null && requested !== granted) throw oauthError('invalid_target', 'the resource differs from the one authorized');
+  if (granted !== null && requested !== granted)
+    throw oauthError('invalid_target', 'the resource differs from the one authorized');
   return requested;
 }

@@ -18,16 +18,50 @@ const accountSchema = {
     aliases: { type: 'array', items: { type: 'string' } },
     displayName: { type: 'string' },
     preferences: { type: 'object', additionalProperties: { type: 'string' } },
-    emails: { type: 'array', items: { type: 'object', properties: { email: { type: 'string' }, verified: { type: 'boolean' } } } },
-    passkeys: { type: 'array', items: { type: 'object', additionalProperties: true, properties: { credId: { type: 'string' }, label: { type: 'string' } } } },
+    emails: {
+      type: 'array',
+      items: { type: 'object', properties: { email: { type: 'string' }, verified: { type: 'boolean' } } },
+    },
+    passkeys: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: { credId: { type: 'string' }, label: { type: 'string' } },
+      },
+    },
     totp: { enum: ['off', 'pending', 'active'] },
     sessions: {
       type: 'array',
-      items: { type: 'object', additionalProperties: true, properties: { identifier: { type: 'string' }, deviceId: { type: 'string' }, assurance: { type: 'string' }, current: { type: 'boolean' } } },
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: {
+          identifier: { type: 'string' },
+          deviceId: { type: 'string' },
+          assurance: { type: 'string' },
+          current: { type: 'boolean' },
+        },
+      },
     },
-    devices: { type: 'array', items: { type: 'object', additionalProperties: true, properties: { deviceId: { type: 'string' } } } },
-    orgs: { type: 'array', items: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } } } },
-    invites: { type: 'array', items: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } } } },
+    devices: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: true, properties: { deviceId: { type: 'string' } } },
+    },
+    orgs: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
+      },
+    },
+    invites: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
+      },
+    },
   },
   additionalProperties: true,
 } as const;
@@ -39,127 +73,229 @@ const receiptOnly = { 200: okObject({ receipt: { type: 'string' } }), ...errorRe
 export default async function accountRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', requireSession);
 
-  app.get('/account', {
-    schema: {
-      tags: ['accounts'], summary: 'The account: HTML page, or with format=json the profile (docs/accounts.md#the-account)', security: session,
-      querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
-      response: { 200: accountSchema, ...errorResponses },
+  app.get(
+    '/account',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'The account: HTML page, or with format=json the profile (docs/accounts.md#the-account)',
+        security: session,
+        querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
+        response: { 200: accountSchema, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const current = request.kp.session!;
-    const { view, extras } = await loadAccountView(app.kp, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
-    if (wantsJson(request)) return { ok: true, ...view };
-    reply.type('text/html; charset=utf-8');
-    return page({
-      title: 'Your account',
-      nonce: request.kp.cspNonce,
-      lang: view.preferences['lang'] ?? 'en',
-      scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
-      body: accountPage(view, current.assurance, [...(extras.sections ?? []), orgsSection(view)]),
-    });
-  });
-
-  app.get('/account/export', {
-    schema: {
-      tags: ['accounts'], summary: 'A portable, secret-free JSON copy of the account', security: session,
-      response: { 200: okObject({ format: { type: 'string' }, exportedAt: { type: 'string' }, account: { type: 'object', additionalProperties: true } }), ...errorResponses },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { view, extras } = await loadAccountView(app.kp, current.identityId, {
+        sessionId: current.id,
+        deviceId: current.deviceId,
+      });
+      if (wantsJson(request)) return { ok: true, ...view };
+      reply.type('text/html; charset=utf-8');
+      return page({
+        title: 'Your account',
+        nonce: request.kp.cspNonce,
+        lang: view.preferences['lang'] ?? 'en',
+        scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
+        body: accountPage(view, current.assurance, [...(extras.sections ?? []), orgsSection(view)]),
+      });
     },
-  }, async (request, reply) => {
-    const current = request.kp.session!;
-    const { view } = await loadAccountView(app.kp, current.identityId, { sessionId: current.id, deviceId: current.deviceId });
-    const { sessions: _sessions, ...rest } = view;
-    reply.header('content-disposition', 'attachment; filename="keyplane-account.json"');
-    return {
-      ok: true,
-      format: 'keyplane-account-export/v1',
-      exportedAt: new Date(app.kp.now()).toISOString(),
-      account: { ...rest, sessions: view.sessions.map(({ identifier: _id, ...s }) => s) },
-    };
-  });
+  );
 
-  app.post('/auth/profile', {
-    schema: {
-      tags: ['accounts'], summary: 'Set the display name (up to 64 characters)', security: session,
-      body: { type: 'object', required: ['displayName'], properties: { displayName: {} } },
-      response: { 200: okObject({ displayName: { type: 'string' } }), ...errorResponses },
+  app.get(
+    '/account/export',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'A portable, secret-free JSON copy of the account',
+        security: session,
+        response: {
+          200: okObject({
+            format: { type: 'string' },
+            exportedAt: { type: 'string' },
+            account: { type: 'object', additionalProperties: true },
+          }),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request) => {
-    const displayName = await setDisplayName(app.kp, request.kp.session!.identityId, (request.body as { displayName: unknown }).displayName);
-    return { ok: true, displayName };
-  });
-
-  app.post('/auth/account/rename', {
-    schema: {
-      tags: ['accounts'], summary: 'Change the username; the old one stays an alias that still resolves', security: session,
-      body: { type: 'object', required: ['newUsername'], properties: { newUsername: {} } },
-      response: { 200: okObject({ username: { type: 'string' }, aliases: { type: 'array', items: { type: 'string' } }, receipt: { type: 'string' } }), ...errorResponses },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { view } = await loadAccountView(app.kp, current.identityId, {
+        sessionId: current.id,
+        deviceId: current.deviceId,
+      });
+      const { sessions: _sessions, ...rest } = view;
+      reply.header('content-disposition', 'attachment; filename="keyplane-account.json"');
+      return {
+        ok: true,
+        format: 'keyplane-account-export/v1',
+        exportedAt: new Date(app.kp.now()).toISOString(),
+        account: { ...rest, sessions: view.sessions.map(({ identifier: _id, ...s }) => s) },
+      };
     },
-  }, async (request) => {
-    return { ok: true, ...(await renameAccount(app.kp, request.kp.session!.identityId, (request.body as { newUsername: unknown }).newUsername)) };
-  });
+  );
 
-  app.post('/auth/preferences', {
-    schema: {
-      tags: ['accounts'], summary: 'Merge preferences key by key (theme, lang, contrast, motion, text, email; null removes a key)', security: session,
-      body: { type: 'object', required: ['preferences'], properties: { preferences: {} } },
-      response: { 200: okObject({ preferences: { type: 'object', additionalProperties: { type: 'string' } } }, ['preferences']), ...errorResponses },
+  app.post(
+    '/auth/profile',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Set the display name (up to 64 characters)',
+        security: session,
+        body: { type: 'object', required: ['displayName'], properties: { displayName: {} } },
+        response: { 200: okObject({ displayName: { type: 'string' } }), ...errorResponses },
+      },
     },
-  }, async (request) => {
-    const preferences = await updatePreferences(app.kp, request.kp.session!.identityId, (request.body as { preferences: unknown }).preferences);
-    return { ok: true, preferences };
-  });
-
-  app.post('/auth/sessions/revoke', {
-    schema: {
-      tags: ['accounts'], summary: 'Revoke one of the account\'s sessions (this one too: then it signs out)', security: session,
-      body: { type: 'object', required: ['identifier'], properties: { identifier: { type: 'string' } } },
-      response: receiptOnly,
+    async (request) => {
+      const displayName = await setDisplayName(
+        app.kp,
+        request.kp.session!.identityId,
+        (request.body as { displayName: unknown }).displayName,
+      );
+      return { ok: true, displayName };
     },
-  }, async (request, reply) => {
-    const current = request.kp.session!;
-    const { identifier } = request.body as { identifier: string };
-    const { receipt } = await revokeSession(app.kp, { identityId: current.identityId, sessionId: current.id }, identifier);
-    if (identifier === current.id) clearSessionCookie(app, reply);
-    return { ok: true, ...(receipt ? { receipt } : {}) };
-  });
+  );
 
-  app.post('/auth/devices/revoke', {
-    schema: {
-      tags: ['accounts'], summary: 'Revoke every session of a device, then drop it from the device ledger', security: session,
-      body: { type: 'object', required: ['deviceId'], properties: { deviceId: { type: 'string' } } },
-      response: { 200: okObject({ sessions: { type: 'integer' }, receipt: { type: 'string' } }), ...errorResponses },
+  app.post(
+    '/auth/account/rename',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Change the username; the old one stays an alias that still resolves',
+        security: session,
+        body: { type: 'object', required: ['newUsername'], properties: { newUsername: {} } },
+        response: {
+          200: okObject({
+            username: { type: 'string' },
+            aliases: { type: 'array', items: { type: 'string' } },
+            receipt: { type: 'string' },
+          }),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request, reply) => {
-    const current = request.kp.session!;
-    const { deviceId } = request.body as { deviceId: string };
-    const revoked = await revokeDevice(app.kp, { identityId: current.identityId, sessionId: current.id }, deviceId);
-    if (deviceId === current.deviceId) clearSessionCookie(app, reply);
-    return { ok: true, ...revoked };
-  });
-
-  app.post('/account/delete', {
-    onRequest: requireAssurance('sensitive'),
-    schema: {
-      tags: ['accounts'],
-      summary: 'Delete this account (sensitive session; `confirm` is the username): passkeys, TOTP, backup codes, e-mails, sessions, grants and personal clients go; receipts keep only the pseudonymous id',
-      security: session,
-      body: { type: 'object', required: ['confirm'], properties: { confirm: { type: 'string', maxLength: 200 } } },
-      response: receiptOnly,
+    async (request) => {
+      return {
+        ok: true,
+        ...(await renameAccount(
+          app.kp,
+          request.kp.session!.identityId,
+          (request.body as { newUsername: unknown }).newUsername,
+        )),
+      };
     },
-  }, async (request, reply) => {
-    const { receipt } = await deleteOwnAccount(app.kp, request.kp.session!.identityId, (request.body as { confirm: string }).confirm);
-    clearSessionCookie(app, reply);
-    return { ok: true, ...(receipt ? { receipt } : {}) };
-  });
+  );
 
-  app.post('/auth/signout', {
-    schema: { tags: ['accounts'], summary: 'Sign out: ends this session and clears its cookie', security: session, response: receiptOnly },
-  }, async (request, reply) => {
-    const current = request.kp.session!;
-    const { receipt } = await signOut(app.kp, { identityId: current.identityId, sessionId: current.id });
-    clearSessionCookie(app, reply);
-    return { ok: true, ...(receipt ? { receipt } : {}) };
-  });
+  app.post(
+    '/auth/preferences',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Merge preferences key by key (theme, lang, contrast, motion, text, email; null removes a key)',
+        security: session,
+        body: { type: 'object', required: ['preferences'], properties: { preferences: {} } },
+        response: {
+          200: okObject({ preferences: { type: 'object', additionalProperties: { type: 'string' } } }, ['preferences']),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const preferences = await updatePreferences(
+        app.kp,
+        request.kp.session!.identityId,
+        (request.body as { preferences: unknown }).preferences,
+      );
+      return { ok: true, preferences };
+    },
+  );
+
+  app.post(
+    '/auth/sessions/revoke',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: "Revoke one of the account's sessions (this one too: then it signs out)",
+        security: session,
+        body: { type: 'object', required: ['identifier'], properties: { identifier: { type: 'string' } } },
+        response: receiptOnly,
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { identifier } = request.body as { identifier: string };
+      const { receipt } = await revokeSession(
+        app.kp,
+        { identityId: current.identityId, sessionId: current.id },
+        identifier,
+      );
+      if (identifier === current.id) clearSessionCookie(app, reply);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
+    '/auth/devices/revoke',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Revoke every session of a device, then drop it from the device ledger',
+        security: session,
+        body: { type: 'object', required: ['deviceId'], properties: { deviceId: { type: 'string' } } },
+        response: { 200: okObject({ sessions: { type: 'integer' }, receipt: { type: 'string' } }), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { deviceId } = request.body as { deviceId: string };
+      const revoked = await revokeDevice(app.kp, { identityId: current.identityId, sessionId: current.id }, deviceId);
+      if (deviceId === current.deviceId) clearSessionCookie(app, reply);
+      return { ok: true, ...revoked };
+    },
+  );
+
+  app.post(
+    '/account/delete',
+    {
+      onRequest: requireAssurance('sensitive'),
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'Delete this account (sensitive session; `confirm` is the username): passkeys, TOTP, backup codes, e-mails, sessions, grants and personal clients go; receipts keep only the pseudonymous id',
+        security: session,
+        body: { type: 'object', required: ['confirm'], properties: { confirm: { type: 'string', maxLength: 200 } } },
+        response: receiptOnly,
+      },
+    },
+    async (request, reply) => {
+      const { receipt } = await deleteOwnAccount(
+        app.kp,
+        request.kp.session!.identityId,
+        (request.body as { confirm: string }).confirm,
+      );
+      clearSessionCookie(app, reply);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
+    '/auth/signout',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Sign out: ends this session and clears its cookie',
+        security: session,
+        response: receiptOnly,
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { receipt } = await signOut(app.kp, { identityId: current.identityId, sessionId: current.id });
+      clearSessionCookie(app, reply);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
 }
 
 function time(ms: number | null): string {
@@ -192,22 +328,34 @@ ${view.aliases.length ? html`<p class="muted">Previous usernames that still work
 
 <h2 id="passkeys-h">Passkeys</h2>
 <table aria-labelledby="passkeys-h"><thead><tr><th scope="col">Label</th><th scope="col">Added</th><th scope="col">Last used</th><th scope="col">Actions</th></tr></thead><tbody>
-${view.passkeys.map((p) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td>${time(p.createdAt)}</td><td>${time(p.lastUsedAt)}</td>
+${view.passkeys.map(
+  (
+    p,
+  ) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td>${time(p.createdAt)}</td><td>${time(p.lastUsedAt)}</td>
 <td><button type="button" class="secondary" data-action="rename-passkey" data-cred-id="${p.credId}" aria-label="Rename ${p.label}">Rename</button>
-<button type="button" class="secondary" data-action="remove-passkey" data-cred-id="${p.credId}" aria-label="Remove ${p.label}"${view.passkeys.length <= 1 ? html` disabled title="Your last passkey cannot be removed"` : ''}>Remove</button></td></tr>`)}
+<button type="button" class="secondary" data-action="remove-passkey" data-cred-id="${p.credId}" aria-label="Remove ${p.label}"${view.passkeys.length <= 1 ? html` disabled title="Your last passkey cannot be removed"` : ''}>Remove</button></td></tr>`,
+)}
 </tbody></table>
 <button type="button" data-action="add-passkey">Add a passkey</button>
 
 <h2 id="sessions-h">Sessions</h2>
 <table aria-labelledby="sessions-h"><thead><tr><th scope="col">Session</th><th scope="col">Device</th><th scope="col">Assurance</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
-${view.sessions.map((s) => html`<tr><td><code>${s.identifier.slice(0, 12)}…</code>${s.current ? html` <strong>(this one)</strong>` : ''}</td><td><code>${s.deviceId.slice(0, 12)}…</code></td><td>${s.assurance}</td><td>${time(s.lastSeenAt)}</td>
-<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}">Revoke</button></td></tr>`)}
+${view.sessions.map(
+  (
+    s,
+  ) => html`<tr><td><code>${s.identifier.slice(0, 12)}…</code>${s.current ? html` <strong>(this one)</strong>` : ''}</td><td><code>${s.deviceId.slice(0, 12)}…</code></td><td>${s.assurance}</td><td>${time(s.lastSeenAt)}</td>
+<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}">Revoke</button></td></tr>`,
+)}
 </tbody></table>
 
 <h2 id="devices-h">Devices</h2>
 <table aria-labelledby="devices-h"><thead><tr><th scope="col">Device</th><th scope="col">First seen</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
-${view.devices.map((d) => html`<tr><td><code>${d.deviceId.slice(0, 12)}…</code>${d.current ? html` <strong>(this device)</strong>` : ''}</td><td>${time(d.createdAt)}</td><td>${time(d.lastSeenAt)}</td>
-<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}">Revoke device</button></td></tr>`)}
+${view.devices.map(
+  (
+    d,
+  ) => html`<tr><td><code>${d.deviceId.slice(0, 12)}…</code>${d.current ? html` <strong>(this device)</strong>` : ''}</td><td>${time(d.createdAt)}</td><td>${time(d.lastSeenAt)}</td>
+<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}">Revoke device</button></td></tr>`,
+)}
 </tbody></table>
 
 <h2 id="security-h">Two-step and e-mail</h2>
@@ -239,8 +387,12 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 function orgsSection(view: AccountView) {
   return html`<h2 id="orgs-h">Organizations</h2>
 ${view.orgs.length ? html`<ul aria-labelledby="orgs-h">${view.orgs.map((o) => html`<li><a href="/org/${encodeURIComponent(o.slug)}">${o.name}</a> · ${o.role}</li>`)}</ul>` : html`<p class="muted">You belong to no organization yet.</p>`}
-${view.invites.map((i) => html`<form method="post" data-kp-post action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
-<p>You are invited to <strong>${i.name}</strong> as ${i.role}. <button type="submit" data-action="accept-invite">Accept</button></p></form>`)}
+${view.invites.map(
+  (
+    i,
+  ) => html`<form method="post" data-kp-post action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
+<p>You are invited to <strong>${i.name}</strong> as ${i.role}. <button type="submit" data-action="accept-invite">Accept</button></p></form>`,
+)}
 <p id="form-status" role="status" aria-live="polite"></p>
 <form method="post" data-kp-post data-then="org" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">Create an organization</h3>
 <label for="org-name">Name</label> <input id="org-name" name="name" type="text" required maxlength="80">

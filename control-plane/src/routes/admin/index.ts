@@ -1,7 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
-import { deleteAccount, disableAccount, enableAccount, findAccount, type AccountChange } from '../../accounts/lifecycle.js';
+import {
+  deleteAccount,
+  disableAccount,
+  enableAccount,
+  findAccount,
+  type AccountChange,
+} from '../../accounts/lifecycle.js';
 import { clientSummary, findClient, revokeClient, revokeSessions, rotateClientSecret } from '../../clients/operator.js';
 import { listClients } from '../../clients/find-client.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
@@ -9,28 +15,59 @@ import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];
 const params = {
-  type: 'object', required: ['identityId'],
-  properties: { identityId: { type: 'string', minLength: 1, maxLength: 100, description: 'The identity id (`usr_…`); a username is accepted too.' } },
+  type: 'object',
+  required: ['identityId'],
+  properties: {
+    identityId: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 100,
+      description: 'The identity id (`usr_…`); a username is accepted too.',
+    },
+  },
 } as const;
-const accountReply = okObject({
-  identityId: { type: 'string' }, username: { type: 'string' }, state: { enum: ['active', 'disabled'] }, receipt: receiptField,
-}, ['identityId', 'username', 'state']);
+const accountReply = okObject(
+  {
+    identityId: { type: 'string' },
+    username: { type: 'string' },
+    state: { enum: ['active', 'disabled'] },
+    receipt: receiptField,
+  },
+  ['identityId', 'username', 'state'],
+);
 
 /** The operator's admin token as a Bearer token, compared in constant time; no token configured means no admin API. */
 function requireAdminToken(app: FastifyInstance, request: FastifyRequest): void {
   const expected = app.kp.config.adminToken;
   const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
-  if (expected === undefined) throw fail('unauthorized', 'the admin API is off: no admin token is configured', { headers: { 'www-authenticate': 'Bearer' } });
-  if (presented === undefined || !constantEquals(presented, expected)) throw fail('unauthorized', 'send the admin token as a Bearer token', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+  if (expected === undefined)
+    throw fail('unauthorized', 'the admin API is off: no admin token is configured', {
+      headers: { 'www-authenticate': 'Bearer' },
+    });
+  if (presented === undefined || !constantEquals(presented, expected))
+    throw fail('unauthorized', 'send the admin token as a Bearer token', {
+      headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+    });
 }
 
-const clientParams = { type: 'object', required: ['clientId'], properties: { clientId: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
+const clientParams = {
+  type: 'object',
+  required: ['clientId'],
+  properties: { clientId: { type: 'string', minLength: 1, maxLength: 200 } },
+} as const;
 const clientSchema = {
-  type: 'object', required: ['client_id', 'client_type', 'revision', 'created_at'],
+  type: 'object',
+  required: ['client_id', 'client_type', 'revision', 'created_at'],
   properties: {
-    client_id: { type: 'string' }, client_name: { type: ['string', 'null'] }, client_type: { type: 'string' }, owner: { type: ['string', 'null'] },
-    revision: { type: 'integer' }, created_at: { type: 'string' }, redirect_uris: { type: 'array', items: { type: 'string' } },
-    gateway: { type: ['object', 'null'], properties: { mode: { type: 'string' } } }, secret_issued_at: { type: ['string', 'null'] },
+    client_id: { type: 'string' },
+    client_name: { type: ['string', 'null'] },
+    client_type: { type: 'string' },
+    owner: { type: ['string', 'null'] },
+    revision: { type: 'integer' },
+    created_at: { type: 'string' },
+    redirect_uris: { type: 'array', items: { type: 'string' } },
+    gateway: { type: ['object', 'null'], properties: { mode: { type: 'string' } } },
+    secret_issued_at: { type: ['string', 'null'] },
   },
 } as const;
 
@@ -43,89 +80,213 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (request) => requireAdminToken(app, request));
   const ref = (request: FastifyRequest) => (request.params as { identityId: string }).identityId;
 
-  app.get('/admin/accounts/:identityId', {
-    schema: { tags: ['admin'], summary: 'An account\'s id, username and state (`active` or `disabled`)', security: admin, params, response: { 200: accountReply, ...errorResponses } },
-  }, async (request) => ({ ok: true, ...(await findAccount(app.kp, ref(request))) }));
-
-  app.post('/admin/accounts/:identityId/disable', {
-    schema: {
-      tags: ['admin'], summary: 'Disable an account: no sign-in, its sessions end and every grant is revoked; already disabled changes nothing',
-      security: admin, params, response: { 200: accountReply, ...errorResponses },
-    },
-  }, async (request) => reply(await disableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId)));
-
-  app.post('/admin/accounts/:identityId/enable', {
-    schema: { tags: ['admin'], summary: 'Enable a disabled account: it can sign in again', security: admin, params, response: { 200: accountReply, ...errorResponses } },
-  }, async (request) => reply(await enableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId)));
-
-  app.delete('/admin/accounts/:identityId', {
-    schema: {
-      tags: ['admin'], summary: 'Delete an account and everything it holds; receipts keep only its pseudonymous id',
-      security: admin, params, response: { 200: okObject({ identityId: { type: 'string' }, deleted: { const: true }, receipt: receiptField }, ['identityId', 'deleted']), ...errorResponses },
-    },
-  }, async (request) => {
-    const { identityId, receipt } = await deleteAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId, 'admin');
-    return { ok: true, identityId, deleted: true, ...(receipt ? { receipt } : {}) };
-  });
-
-  app.post('/admin/accounts/:identityId/sessions/revoke', {
-    schema: {
-      tags: ['admin'], summary: 'End an account\'s live sessions (or only `session`) and the grants they started; each leaves a session.revoked receipt',
-      security: admin, params,
-      body: { type: 'object', additionalProperties: false, properties: { session: { type: 'string', minLength: 1, maxLength: 200 } } },
-      response: {
-        200: okObject({ identityId: { type: 'string' }, username: { type: 'string' }, revoked: { type: 'array', items: { type: 'string' } }, receipts: { type: 'array', items: receiptField } }, ['identityId', 'revoked', 'receipts']),
-        ...errorResponses,
+  app.get(
+    '/admin/accounts/:identityId',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: "An account's id, username and state (`active` or `disabled`)",
+        security: admin,
+        params,
+        response: { 200: accountReply, ...errorResponses },
       },
     },
-  }, async (request) => {
-    const account = await findAccount(app.kp, ref(request));
-    const only = (request.body as { session?: string } | null | undefined)?.session;
-    const { revoked, receipts } = await revokeSessions(app.kp, account.identityId, only);
-    return { ok: true, identityId: account.identityId, username: account.username, revoked, receipts };
-  });
+    async (request) => ({ ok: true, ...(await findAccount(app.kp, ref(request))) }),
+  );
 
-  app.get('/admin/clients', {
-    schema: {
-      tags: ['admin'], summary: 'Registered clients by client id, a page at a time (`after` the last one seen); no secrets',
-      security: admin,
-      querystring: {
-        type: 'object', additionalProperties: false,
-        properties: { after: { type: 'string', maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 500, default: 100 } },
+  app.post(
+    '/admin/accounts/:identityId/disable',
+    {
+      schema: {
+        tags: ['admin'],
+        summary:
+          'Disable an account: no sign-in, its sessions end and every grant is revoked; already disabled changes nothing',
+        security: admin,
+        params,
+        response: { 200: accountReply, ...errorResponses },
       },
-      response: { 200: okObject({ clients: { type: 'array', items: clientSchema }, next: { type: ['string', 'null'] } }, ['clients', 'next']), ...errorResponses },
     },
-  }, async (request) => {
-    const { after, limit } = request.query as { after?: string; limit: number };
-    const page = await listClients(app.kp, after ?? null, limit);
-    return { ok: true, clients: page.map(clientSummary), next: page.length === limit ? page.at(-1)!.clientId : null };
-  });
+    async (request) => reply(await disableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId)),
+  );
+
+  app.post(
+    '/admin/accounts/:identityId/enable',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Enable a disabled account: it can sign in again',
+        security: admin,
+        params,
+        response: { 200: accountReply, ...errorResponses },
+      },
+    },
+    async (request) => reply(await enableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId)),
+  );
+
+  app.delete(
+    '/admin/accounts/:identityId',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Delete an account and everything it holds; receipts keep only its pseudonymous id',
+        security: admin,
+        params,
+        response: {
+          200: okObject({ identityId: { type: 'string' }, deleted: { const: true }, receipt: receiptField }, [
+            'identityId',
+            'deleted',
+          ]),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const { identityId, receipt } = await deleteAccount(
+        app.kp,
+        (await findAccount(app.kp, ref(request))).identityId,
+        'admin',
+      );
+      return { ok: true, identityId, deleted: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
+    '/admin/accounts/:identityId/sessions/revoke',
+    {
+      schema: {
+        tags: ['admin'],
+        summary:
+          "End an account's live sessions (or only `session`) and the grants they started; each leaves a session.revoked receipt",
+        security: admin,
+        params,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { session: { type: 'string', minLength: 1, maxLength: 200 } },
+        },
+        response: {
+          200: okObject(
+            {
+              identityId: { type: 'string' },
+              username: { type: 'string' },
+              revoked: { type: 'array', items: { type: 'string' } },
+              receipts: { type: 'array', items: receiptField },
+            },
+            ['identityId', 'revoked', 'receipts'],
+          ),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const account = await findAccount(app.kp, ref(request));
+      const only = (request.body as { session?: string } | null | undefined)?.session;
+      const { revoked, receipts } = await revokeSessions(app.kp, account.identityId, only);
+      return { ok: true, identityId: account.identityId, username: account.username, revoked, receipts };
+    },
+  );
+
+  app.get(
+    '/admin/clients',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Registered clients by client id, a page at a time (`after` the last one seen); no secrets',
+        security: admin,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            after: { type: 'string', maxLength: 200 },
+            limit: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
+          },
+        },
+        response: {
+          200: okObject({ clients: { type: 'array', items: clientSchema }, next: { type: ['string', 'null'] } }, [
+            'clients',
+            'next',
+          ]),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const { after, limit } = request.query as { after?: string; limit: number };
+      const page = await listClients(app.kp, after ?? null, limit);
+      return { ok: true, clients: page.map(clientSummary), next: page.length === limit ? page.at(-1)!.clientId : null };
+    },
+  );
 
   const clientId = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
 
-  app.get('/admin/clients/:clientId', {
-    schema: { tags: ['admin'], summary: 'One client\'s registration, without secrets', security: admin, params: clientParams, response: { 200: okObject({ client: clientSchema }, ['client']), ...errorResponses } },
-  }, async (request) => ({ ok: true, client: clientSummary(await findClient(app.kp, clientId(request))) }));
-
-  app.post('/admin/clients/:clientId/rotate-secret', {
-    schema: {
-      tags: ['admin'], summary: 'Issue a new secret to a confidential client (shown this once); the old one stops working at once',
-      security: admin, params: clientParams,
-      response: { 200: okObject({ client_id: { type: 'string' }, client_secret: { type: 'string' }, revision: { type: 'integer' }, receipt: receiptField }, ['client_id', 'client_secret', 'revision']), ...errorResponses },
+  app.get(
+    '/admin/clients/:clientId',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: "One client's registration, without secrets",
+        security: admin,
+        params: clientParams,
+        response: { 200: okObject({ client: clientSchema }, ['client']), ...errorResponses },
+      },
     },
-  }, async (request) => {
-    const { client, secret, receipt } = await rotateClientSecret(app.kp, await findClient(app.kp, clientId(request)));
-    return { ok: true, client_id: client.clientId, client_secret: secret, revision: client.revision, ...(receipt ? { receipt } : {}) };
-  });
+    async (request) => ({ ok: true, client: clientSummary(await findClient(app.kp, clientId(request))) }),
+  );
 
-  app.post('/admin/clients/:clientId/revoke', {
-    schema: {
-      tags: ['admin'], summary: 'Revoke (delete) a client: its grants and tokens stop at once',
-      security: admin, params: clientParams,
-      response: { 200: okObject({ client_id: { type: 'string' }, revoked: { const: true }, receipt: receiptField }, ['client_id', 'revoked']), ...errorResponses },
+  app.post(
+    '/admin/clients/:clientId/rotate-secret',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Issue a new secret to a confidential client (shown this once); the old one stops working at once',
+        security: admin,
+        params: clientParams,
+        response: {
+          200: okObject(
+            {
+              client_id: { type: 'string' },
+              client_secret: { type: 'string' },
+              revision: { type: 'integer' },
+              receipt: receiptField,
+            },
+            ['client_id', 'client_secret', 'revision'],
+          ),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request) => {
-    const { receipt } = await revokeClient(app.kp, clientId(request));
-    return { ok: true, client_id: clientId(request), revoked: true, ...(receipt ? { receipt } : {}) };
-  });
+    async (request) => {
+      const { client, secret, receipt } = await rotateClientSecret(app.kp, await findClient(app.kp, clientId(request)));
+      return {
+        ok: true,
+        client_id: client.clientId,
+        client_secret: secret,
+        revision: client.revision,
+        ...(receipt ? { receipt } : {}),
+      };
+    },
+  );
+
+  app.post(
+    '/admin/clients/:clientId/revoke',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Revoke (delete) a client: its grants and tokens stop at once',
+        security: admin,
+        params: clientParams,
+        response: {
+          200: okObject({ client_id: { type: 'string' }, revoked: { const: true }, receipt: receiptField }, [
+            'client_id',
+            'revoked',
+          ]),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const { receipt } = await revokeClient(app.kp, clientId(request));
+      return { ok: true, client_id: clientId(request), revoked: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
 }

@@ -7,8 +7,16 @@ import { anyObject, errorResponses, okObject } from '../../http/schemas.js';
 import { challengeId, keyProofOf, rfc3339 } from './schemas.js';
 
 const PROOF_REF = /^([A-Za-z0-9_-]{22,64})(\.json)?$/;
-const tokenAnswer = { 200: okObject({ token: { type: 'string' }, expires_in: { type: 'integer', maximum: 300 } }, ['token', 'expires_in']), ...errorResponses };
-const audience = { type: 'string', minLength: 1, maxLength: 500, description: 'The verifier\'s audience; the token\'s `aud`' } as const;
+const tokenAnswer = {
+  200: okObject({ token: { type: 'string' }, expires_in: { type: 'integer', maximum: 300 } }, ['token', 'expires_in']),
+  ...errorResponses,
+};
+const audience = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 500,
+  description: "The verifier's audience; the token's `aud`",
+} as const;
 const proofIdField = { type: 'string', minLength: 1, maxLength: 100 } as const;
 
 /**
@@ -18,78 +26,162 @@ const proofIdField = { type: 'string', minLength: 1, maxLength: 100 } as const;
 export default async function agentProofRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
 
-  app.get('/agent/:proofRef', {
-    config: { cache: 'no-store' },
-    schema: {
-      tags: ['agents'], summary: 'Proof Link: the HTML profile at /agent/{proof_id}, or the proof vector (claims, evidence, vc+jwt, A2A projection) at /agent/{proof_id}.json; private and unknown ids are the same 404',
-      params: { type: 'object', required: ['proofRef'], properties: { proofRef: { type: 'string', maxLength: 80, description: '{proof_id} or {proof_id}.json' } } },
-      response: { 200: anyObject, ...errorResponses },
+  app.get(
+    '/agent/:proofRef',
+    {
+      config: { cache: 'no-store' },
+      schema: {
+        tags: ['agents'],
+        summary:
+          'Proof Link: the HTML profile at /agent/{proof_id}, or the proof vector (claims, evidence, vc+jwt, A2A projection) at /agent/{proof_id}.json; private and unknown ids are the same 404',
+        params: {
+          type: 'object',
+          required: ['proofRef'],
+          properties: { proofRef: { type: 'string', maxLength: 80, description: '{proof_id} or {proof_id}.json' } },
+        },
+        response: { 200: anyObject, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const match = PROOF_REF.exec((request.params as { proofRef: string }).proofRef);
-    if (!match) throw fail('not_found', 'no public agent profile has this id');
-    const agent = await visibleAgent(services, match[1]!);
-    const vector = await proofVector(services, agent);
-    if (match[2]) return vector;
-    reply.type('text/html; charset=utf-8');
-    const rows = Object.entries(vector.claims).map(([name, claim]) => html`<tr><th>${name.replace('_', ' ')}</th><td data-claim="${name}">${claim.status}</td><td>${claim.verified_at ?? ''}</td></tr>`);
-    return page({
-      title: agent.name,
-      nonce: request.kp.cspNonce,
-      body: html`<h1>${agent.name}</h1>
+    async (request, reply) => {
+      const match = PROOF_REF.exec((request.params as { proofRef: string }).proofRef);
+      if (!match) throw fail('not_found', 'no public agent profile has this id');
+      const agent = await visibleAgent(services, match[1]!);
+      const vector = await proofVector(services, agent);
+      if (match[2]) return vector;
+      reply.type('text/html; charset=utf-8');
+      const rows = Object.entries(vector.claims).map(
+        ([name, claim]) =>
+          html`<tr><th>${name.replace('_', ' ')}</th><td data-claim="${name}">${claim.status}</td><td>${claim.verified_at ?? ''}</td></tr>`,
+      );
+      return page({
+        title: agent.name,
+        nonce: request.kp.cspNonce,
+        body: html`<h1>${agent.name}</h1>
 <p>${agent.subjectKind.replace('_', ' ')} · <strong data-state="${agent.state}">${agent.state}</strong></p>
 <p>Key thumbprint <code>${agent.jkt}</code></p>
 <table><tbody>${rows}</tbody></table>
 <p><a href="/agent/${agent.proofId}.json">Proof vector (JSON, with a W3C verifiable credential)</a></p>
 <p>This page shows public claims only. Ask the agent to prove its key with a challenge before trusting it.</p>`,
-    });
-  });
-
-  app.post('/api/agent-proof/challenge', {
-    schema: {
-      tags: ['agents'], summary: 'A one-use, 60-second nonce for a visible active agent, for verify or run',
-      body: { type: 'object', required: ['proof_id'], additionalProperties: false, properties: { proof_id: proofIdField, purpose: { enum: ['verify', 'run'] } } },
-      response: { 200: okObject({ challenge_id: challengeId, nonce: { type: 'string' }, expires_at: rfc3339 }, ['challenge_id', 'nonce', 'expires_at']), ...errorResponses },
+      });
     },
-  }, async (request) => {
-    const body = request.body as { proof_id: string; purpose?: 'verify' | 'run' };
-    const issued = await issueChallenge(services, { proofId: body.proof_id, purpose: body.purpose ?? 'verify' });
-    return { ok: true, challenge_id: issued.challengeId, nonce: issued.nonce, expires_at: new Date(issued.expiresAt).toISOString() };
-  });
+  );
 
-  app.post('/api/agent-proof/verify', {
-    schema: {
-      tags: ['agents'], summary: 'Prove the agent key: a DPoP proof by the current key whose nonce is the challenge nonce; returns an agent-proof+jwt',
-      headers: { type: 'object', properties: { dpop: { type: 'string' } } },
-      body: { type: 'object', required: ['proof_id', 'challenge_id'], additionalProperties: false, properties: { proof_id: proofIdField, challenge_id: challengeId, audience } },
-      response: tokenAnswer,
-    },
-  }, async (request) => {
-    const body = request.body as { proof_id: string; challenge_id: string; audience?: string };
-    const proved = await proveAgent(services, 'verify', { proofId: body.proof_id, challengeId: body.challenge_id, ...(body.audience ? { audience: body.audience } : {}) }, keyProofOf(request, '/api/agent-proof/verify'));
-    return { ok: true, token: proved.token, expires_in: proved.expiresIn };
-  });
-
-  app.post('/api/agent-proof/run', {
-    schema: {
-      tags: ['agents'], summary: 'Bind a commitment-only svc-agent-run-proof-v1 to the agent key and a run challenge; returns an agent-run+jwt with run_proof_hash',
-      headers: { type: 'object', properties: { dpop: { type: 'string' } } },
-      body: {
-        type: 'object', required: ['proof_id', 'challenge_id', 'run_proof'], additionalProperties: false,
-        // The run proof is checked in code (lib/agents/run-proof.ts) so raw content gets its own refusal.
-        properties: { proof_id: proofIdField, challenge_id: challengeId, audience, run_proof: { type: 'object', additionalProperties: true, maxProperties: 20 } },
+  app.post(
+    '/api/agent-proof/challenge',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'A one-use, 60-second nonce for a visible active agent, for verify or run',
+        body: {
+          type: 'object',
+          required: ['proof_id'],
+          additionalProperties: false,
+          properties: { proof_id: proofIdField, purpose: { enum: ['verify', 'run'] } },
+        },
+        response: {
+          200: okObject({ challenge_id: challengeId, nonce: { type: 'string' }, expires_at: rfc3339 }, [
+            'challenge_id',
+            'nonce',
+            'expires_at',
+          ]),
+          ...errorResponses,
+        },
       },
-      response: tokenAnswer,
     },
-  }, async (request) => {
-    const body = request.body as { proof_id: string; challenge_id: string; audience?: string; run_proof: unknown };
-    const proved = await proveAgent(services, 'run', { proofId: body.proof_id, challengeId: body.challenge_id, runProof: body.run_proof, ...(body.audience ? { audience: body.audience } : {}) }, keyProofOf(request, '/api/agent-proof/run'));
-    return { ok: true, token: proved.token, expires_in: proved.expiresIn };
-  });
-  app.get('/api/agent-trust/bundle', {
-    schema: {
-      tags: ['agents'], summary: 'The claim registry as a signed trust bundle (compact JWS, typ agent-trust-bundle+jwt, ES256, key via jwks_uri) for federation peers',
-      response: { 200: okObject({ bundle: { type: 'string' } }, ['bundle']), ...errorResponses },
+    async (request) => {
+      const body = request.body as { proof_id: string; purpose?: 'verify' | 'run' };
+      const issued = await issueChallenge(services, { proofId: body.proof_id, purpose: body.purpose ?? 'verify' });
+      return {
+        ok: true,
+        challenge_id: issued.challengeId,
+        nonce: issued.nonce,
+        expires_at: new Date(issued.expiresAt).toISOString(),
+      };
     },
-  }, async () => ({ ok: true, bundle: await signTrustBundle(services) }));
+  );
+
+  app.post(
+    '/api/agent-proof/verify',
+    {
+      schema: {
+        tags: ['agents'],
+        summary:
+          'Prove the agent key: a DPoP proof by the current key whose nonce is the challenge nonce; returns an agent-proof+jwt',
+        headers: { type: 'object', properties: { dpop: { type: 'string' } } },
+        body: {
+          type: 'object',
+          required: ['proof_id', 'challenge_id'],
+          additionalProperties: false,
+          properties: { proof_id: proofIdField, challenge_id: challengeId, audience },
+        },
+        response: tokenAnswer,
+      },
+    },
+    async (request) => {
+      const body = request.body as { proof_id: string; challenge_id: string; audience?: string };
+      const proved = await proveAgent(
+        services,
+        'verify',
+        {
+          proofId: body.proof_id,
+          challengeId: body.challenge_id,
+          ...(body.audience ? { audience: body.audience } : {}),
+        },
+        keyProofOf(request, '/api/agent-proof/verify'),
+      );
+      return { ok: true, token: proved.token, expires_in: proved.expiresIn };
+    },
+  );
+
+  app.post(
+    '/api/agent-proof/run',
+    {
+      schema: {
+        tags: ['agents'],
+        summary:
+          'Bind a commitment-only svc-agent-run-proof-v1 to the agent key and a run challenge; returns an agent-run+jwt with run_proof_hash',
+        headers: { type: 'object', properties: { dpop: { type: 'string' } } },
+        body: {
+          type: 'object',
+          required: ['proof_id', 'challenge_id', 'run_proof'],
+          additionalProperties: false,
+          // The run proof is checked in code (lib/agents/run-proof.ts) so raw content gets its own refusal.
+          properties: {
+            proof_id: proofIdField,
+            challenge_id: challengeId,
+            audience,
+            run_proof: { type: 'object', additionalProperties: true, maxProperties: 20 },
+          },
+        },
+        response: tokenAnswer,
+      },
+    },
+    async (request) => {
+      const body = request.body as { proof_id: string; challenge_id: string; audience?: string; run_proof: unknown };
+      const proved = await proveAgent(
+        services,
+        'run',
+        {
+          proofId: body.proof_id,
+          challengeId: body.challenge_id,
+          runProof: body.run_proof,
+          ...(body.audience ? { audience: body.audience } : {}),
+        },
+        keyProofOf(request, '/api/agent-proof/run'),
+      );
+      return { ok: true, token: proved.token, expires_in: proved.expiresIn };
+    },
+  );
+  app.get(
+    '/api/agent-trust/bundle',
+    {
+      schema: {
+        tags: ['agents'],
+        summary:
+          'The claim registry as a signed trust bundle (compact JWS, typ agent-trust-bundle+jwt, ES256, key via jwks_uri) for federation peers',
+        response: { 200: okObject({ bundle: { type: 'string' } }, ['bundle']), ...errorResponses },
+      },
+    },
+    async () => ({ ok: true, bundle: await signTrustBundle(services) }),
+  );
 }

@@ -30,43 +30,62 @@ export default async function assetRoutes(app: FastifyInstance): Promise<void> {
     '/assets/copy.js': COPY_JS,
   };
   for (const [path, source] of Object.entries(scripts)) {
-    app.get(path, { config: { cache: 'no-cache' }, schema: { tags: ['pages'], summary: 'Page script (ES module)', produces: ['text/javascript'] } }, async (_request, reply) => {
-      reply.type(JS);
-      return source;
-    });
+    app.get(
+      path,
+      {
+        config: { cache: 'no-cache' },
+        schema: { tags: ['pages'], summary: 'Page script (ES module)', produces: ['text/javascript'] },
+      },
+      async (_request, reply) => {
+        reply.type(JS);
+        return source;
+      },
+    );
   }
 
   // Pages link /favicon.svg; browsers still ask for /favicon.ico on their own (JSON pages, older ones).
   for (const path of ['/favicon.svg', '/favicon.ico']) {
-    app.get(path, {
-      config: { cache: 'public, max-age=86400' },
-      schema: { tags: ['pages'], summary: 'The Keyplane icon (SVG)', produces: ['image/svg+xml'] },
-    }, async (_request, reply) => {
-      reply.type('image/svg+xml');
-      return FAVICON_SVG;
-    });
+    app.get(
+      path,
+      {
+        config: { cache: 'public, max-age=86400' },
+        schema: { tags: ['pages'], summary: 'The Keyplane icon (SVG)', produces: ['image/svg+xml'] },
+      },
+      async (_request, reply) => {
+        reply.type('image/svg+xml');
+        return FAVICON_SVG;
+      },
+    );
   }
 
   const root = simpleWebAuthnEsmDir();
   const cache = new Map<string, string>();
-  app.get('/assets/simplewebauthn/*', {
-    config: { cache: 'public, max-age=86400' },
-    schema: { tags: ['pages'], summary: '@simplewebauthn/browser (ESM build, served from the package)', produces: ['text/javascript'] },
-  }, async (request, reply) => {
-    const rest = (request.params as { '*': string })['*'];
-    if (!/^[A-Za-z0-9_/-]+\.js$/.test(rest) || rest.includes('..')) throw fail('not_found', 'no such asset');
-    const file = normalize(join(root, rest));
-    if (!file.startsWith(root + sep)) throw fail('not_found', 'no such asset');
-    let source = cache.get(file);
-    if (source === undefined) {
-      try {
-        source = await readFile(file, 'utf8');
-      } catch {
-        throw fail('not_found', 'no such asset');
+  app.get(
+    '/assets/simplewebauthn/*',
+    {
+      config: { cache: 'public, max-age=86400' },
+      schema: {
+        tags: ['pages'],
+        summary: '@simplewebauthn/browser (ESM build, served from the package)',
+        produces: ['text/javascript'],
+      },
+    },
+    async (request, reply) => {
+      const rest = (request.params as { '*': string })['*'];
+      if (!/^[A-Za-z0-9_/-]+\.js$/.test(rest) || rest.includes('..')) throw fail('not_found', 'no such asset');
+      const file = normalize(join(root, rest));
+      if (!file.startsWith(root + sep)) throw fail('not_found', 'no such asset');
+      let source = cache.get(file);
+      if (source === undefined) {
+        try {
+          source = await readFile(file, 'utf8');
+        } catch {
+          throw fail('not_found', 'no such asset');
+        }
+        cache.set(file, source);
       }
-      cache.set(file, source);
-    }
-    reply.type(JS);
-    return source;
-  });
+      reply.type(JS);
+      return source;
+    },
+  );
 }

@@ -5,34 +5,46 @@ import { v1DeprecationHeaders, v1RequestCounter } from '../../v1/bridge.js';
 
 /** The sign-in and sign-up page. */
 export default async function authPageRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/auth', {
-    schema: {
-      tags: ['accounts'], summary: 'HTML sign-in and sign-up page', produces: ['text/html'],
-      querystring: {
-        type: 'object',
-        properties: {
-          setup: { type: 'string', description: 'Founder setup token from the first-run link' },
-          return: { type: 'string', description: 'A path on this server to open after sign-in (default /account); an absolute URL is a registered v1 return URL (deprecated v1 bridge, see /auth/v1/migrate)' },
+  app.get(
+    '/auth',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'HTML sign-in and sign-up page',
+        produces: ['text/html'],
+        querystring: {
+          type: 'object',
+          properties: {
+            setup: { type: 'string', description: 'Founder setup token from the first-run link' },
+            return: {
+              type: 'string',
+              description:
+                'A path on this server to open after sign-in (default /account); an absolute URL is a registered v1 return URL (deprecated v1 bridge, see /auth/v1/migrate)',
+            },
+          },
         },
       },
     },
-  }, async (request, reply) => {
-    const back = (request.query as { return?: string }).return;
-    if (typeof back === 'string' && /^https?:\/\//i.test(back)) {
-      // The deprecated v1 `return=` flow: its own route checks the URL and hands over the token.
-      v1RequestCounter(app.kp.metrics).inc({ endpoint: '/auth', outcome: 'ok' });
-      return reply.code(303).headers(v1DeprecationHeaders(app.kp.config)).redirect(`/auth/v1/return?to=${encodeURIComponent(back)}`);
-    }
-    const founderSetup = typeof (request.query as { setup?: string }).setup === 'string';
-    // The one strict return-URL rule (docs/security.md "Open redirects"), applied here so the
-    // page script never judges a URL itself: only a path on this origin reaches data-return.
-    const returnTo = validateReturnUrl(back, app.kp.config.issuer) ?? '';
-    reply.type('text/html; charset=utf-8');
-    return page({
-      title: 'Sign in',
-      nonce: request.kp.cspNonce,
-      scripts: ['/assets/auth.js'],
-      body: html`<h1>Sign in to Keyplane</h1>
+    async (request, reply) => {
+      const back = (request.query as { return?: string }).return;
+      if (typeof back === 'string' && /^https?:\/\//i.test(back)) {
+        // The deprecated v1 `return=` flow: its own route checks the URL and hands over the token.
+        v1RequestCounter(app.kp.metrics).inc({ endpoint: '/auth', outcome: 'ok' });
+        return reply
+          .code(303)
+          .headers(v1DeprecationHeaders(app.kp.config))
+          .redirect(`/auth/v1/return?to=${encodeURIComponent(back)}`);
+      }
+      const founderSetup = typeof (request.query as { setup?: string }).setup === 'string';
+      // The one strict return-URL rule (docs/security.md "Open redirects"), applied here so the
+      // page script never judges a URL itself: only a path on this origin reaches data-return.
+      const returnTo = validateReturnUrl(back, app.kp.config.issuer) ?? '';
+      reply.type('text/html; charset=utf-8');
+      return page({
+        title: 'Sign in',
+        nonce: request.kp.cspNonce,
+        scripts: ['/assets/auth.js'],
+        body: html`<h1>Sign in to Keyplane</h1>
 ${request.kp.session ? html`<p>You are signed in already: <a href="/account">go to your account</a>, or sign in to another one below.</p>` : ''}
 ${founderSetup ? html`<p><strong>First run:</strong> choose the username of the founder (operator) account and create its passkey.</p>` : ''}
 <form id="auth-form" data-return="${returnTo}" novalidate>
@@ -44,6 +56,7 @@ ${founderSetup ? html`<p><strong>First run:</strong> choose the username of the 
   <p id="status" role="status" aria-live="polite"></p>
 </form>
 <p class="muted">No passkey at hand? <a href="/auth/magic/request">Email me a sign-in link</a> (verified addresses only) or <a href="/auth/recovery">use a backup code</a>.</p>`,
-    });
-  });
+      });
+    },
+  );
 }

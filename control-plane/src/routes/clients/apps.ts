@@ -25,12 +25,37 @@ import { connectorForm, connectorResultNotice } from '../connectors/page.js';
 
 const session = [{ sessionCookie: [] }];
 const anyBody = { type: 'object', additionalProperties: true } as const;
-const clientParams = { type: 'object', required: ['client_id'], properties: { client_id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
-const describedClient = { type: 'object', additionalProperties: true, properties: { client_id: { type: 'string' }, revision: { type: 'integer' } } } as const;
-const clientReply = okObject({ receipt: { type: 'string' }, client_id: { type: 'string' }, client_secret: { type: 'string', description: 'Shown once.' }, revision: { type: 'integer' } });
+const clientParams = {
+  type: 'object',
+  required: ['client_id'],
+  properties: { client_id: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
+const describedClient = {
+  type: 'object',
+  additionalProperties: true,
+  properties: { client_id: { type: 'string' }, revision: { type: 'integer' } },
+} as const;
+const clientReply = okObject({
+  receipt: { type: 'string' },
+  client_id: { type: 'string' },
+  client_secret: { type: 'string', description: 'Shown once.' },
+  revision: { type: 'integer' },
+});
 
 /** Fields never taken from an owner's update body (they are server-managed). */
-const SERVER_FIELDS = ['ok', 'receipt', 'client_id', 'client_secret', 'client_secret_expires_at', 'client_id_issued_at', 'registration_access_token', 'registration_client_uri', 'client_type', 'revision', 'format'];
+const SERVER_FIELDS = [
+  'ok',
+  'receipt',
+  'client_id',
+  'client_secret',
+  'client_secret_expires_at',
+  'client_id_issued_at',
+  'registration_access_token',
+  'registration_client_uri',
+  'client_type',
+  'revision',
+  'format',
+];
 
 const sensitiveSession = requireAssurance('sensitive');
 
@@ -41,7 +66,8 @@ const sensitiveSession = requireAssurance('sensitive');
  */
 const ownerAction: SessionGuard = async (request, reply) => {
   const current = request.kp.session;
-  if (current && isForm(request) && !meetsAssurance(current.assurance, 'sensitive')) return reply.redirect('/auth/step-up?return=%2Fapps', 303);
+  if (current && isForm(request) && !meetsAssurance(current.assurance, 'sensitive'))
+    return reply.redirect('/auth/step-up?return=%2Fapps', 303);
   return sensitiveSession(request, reply);
 };
 
@@ -51,13 +77,17 @@ function isForm(request: FastifyRequest): boolean {
 
 function bodyObject(request: FastifyRequest): Record<string, unknown> {
   const body = request.body;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw fail('invalid_request', 'the body must be a JSON object or form data');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw fail('invalid_request', 'the body must be a JSON object or form data');
   return { ...(body as Record<string, unknown>) };
 }
 
 /** A textarea of URIs, one per line (or whitespace-separated). */
 function uriList(value: unknown): string[] {
-  return [value ?? []].flat().flatMap((v) => String(v).split(/\s+/)).filter((v) => v !== '');
+  return [value ?? []]
+    .flat()
+    .flatMap((v) => String(v).split(/\s+/))
+    .filter((v) => v !== '');
 }
 
 /** The page's registration form as RFC 7591 metadata. */
@@ -72,7 +102,8 @@ function formRegistration(fields: Record<string, unknown>): Record<string, unkno
 
 function revisionOf(value: unknown): number {
   const revision = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : value;
-  if (typeof revision !== 'number' || !Number.isInteger(revision) || revision < 1) throw fail('invalid_request', 'revision is required: send the revision this edit is based on');
+  if (typeof revision !== 'number' || !Number.isInteger(revision) || revision < 1)
+    throw fail('invalid_request', 'revision is required: send the revision this edit is based on');
   return revision;
 }
 
@@ -86,7 +117,11 @@ async function ownClient(app: FastifyInstance, request: FastifyRequest): Promise
 }
 
 /** The owner of a new client: the caller, or the org named by `org` (its slug) when the caller is an admin or owner there. */
-async function ownerFor(app: FastifyInstance, request: FastifyRequest, fields: Record<string, unknown>): Promise<string> {
+async function ownerFor(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  fields: Record<string, unknown>,
+): Promise<string> {
   const org = fields.org;
   delete fields.org;
   const identityId = request.kp.session!.identityId;
@@ -135,7 +170,12 @@ function gatewayCell(client: StoredClient, enforcement: GatewayEnforcement | und
 <a href="/gateway/status/${encodeURIComponent(client.clientId)}">Declared and observed (JSON)</a>`;
 }
 
-function appsPage(clients: StoredClient[], enforcement: ReadonlyMap<string, GatewayEnforcement>, assurance: string, notice?: SafeHtml): SafeHtml {
+function appsPage(
+  clients: StoredClient[],
+  enforcement: ReadonlyMap<string, GatewayEnforcement>,
+  assurance: string,
+  notice?: SafeHtml,
+): SafeHtml {
   const sensitive = assurance === 'sensitive';
   return html`<h1>Your apps</h1>
 <p class="muted">Apps you registered to sign people in with Keyplane (OpenID Connect). The relying-party guide is <code>docs/oidc.md</code>.</p>
@@ -143,13 +183,16 @@ function appsPage(clients: StoredClient[], enforcement: ReadonlyMap<string, Gate
 ${notice ?? ''}
 ${sensitive ? '' : html`<p role="note">Editing, rotating a secret or revoking an app needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps">Confirm with your passkey</a> first.</p>`}
 <h2 id="list-heading">Registered apps</h2>
-${clients.length === 0 ? html`<p>You have not registered an app yet.</p>` : html`<table aria-labelledby="list-heading">
+${
+  clients.length === 0
+    ? html`<p>You have not registered an app yet.</p>`
+    : html`<table aria-labelledby="list-heading">
 <thead><tr><th scope="col">App</th><th scope="col">Client ID</th><th scope="col">Type</th><th scope="col">Gateway enforcement</th><th scope="col">Actions</th></tr></thead>
 <tbody>
 ${clients.map((c) => {
-    const id = encodeURIComponent(c.clientId);
-    const confidential = usesClientSecret(c.metadata.token_endpoint_auth_method);
-    return html`<tr>
+  const id = encodeURIComponent(c.clientId);
+  const confidential = usesClientSecret(c.metadata.token_endpoint_auth_method);
+  return html`<tr>
 <td>${c.metadata.client_name ?? '(no name)'}</td>
 <td><code>${c.clientId}</code></td>
 <td>${clientTypeOf(c.metadata.token_endpoint_auth_method)}</td>
@@ -167,10 +210,11 @@ ${confidential ? html`<form method="post" action="/apps/${id}/rotate-secret"><bu
 <form method="post" action="/apps/${id}/revoke"><button type="submit" class="secondary" aria-describedby="revoke-note">Revoke app</button></form>
 </td>
 </tr>`;
-  })}
+})}
 </tbody>
 </table>
-<p id="revoke-note" class="muted">Revoking deletes the app at once; its sign-ins stop working.</p>`}
+<p id="revoke-note" class="muted">Revoking deletes the app at once; its sign-ins stop working.</p>`
+}
 <h2>Register an app</h2>
 <form method="post" action="/apps/register">
 <label for="client_name">App name</label>
@@ -195,14 +239,30 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     return payload;
   });
 
-  async function renderApps(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200, listed?: StoredClient[], scripts?: string[]): Promise<string> {
+  async function renderApps(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    notice?: SafeHtml,
+    status = 200,
+    listed?: StoredClient[],
+    scripts?: string[],
+  ): Promise<string> {
     const current = request.kp.session!;
-    const clients = listed ?? await listOwnedClients(app.kp, current.identityId);
+    const clients = listed ?? (await listOwnedClients(app.kp, current.identityId));
     // Green only with fresh evidence, as GET /gateway/status says it: declared and observed are kept apart (docs/gateway.md#evidence).
     const enforcement = new Map<string, GatewayEnforcement>();
-    for (const client of clients) if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app.kp, client));
+    for (const client of clients)
+      if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app.kp, client));
     reply.code(status);
-    return sameOriginPage(reply, page({ title: 'Your apps', nonce: request.kp.cspNonce, body: appsPage(clients, enforcement, current.assurance, notice), ...(scripts ? { scripts } : {}) }));
+    return sameOriginPage(
+      reply,
+      page({
+        title: 'Your apps',
+        nonce: request.kp.cspNonce,
+        body: appsPage(clients, enforcement, current.assurance, notice),
+        ...(scripts ? { scripts } : {}),
+      }),
+    );
   }
 
   function secretNotice(client: StoredClient, secret: string | undefined, what: string): SafeHtml {
@@ -212,108 +272,183 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
 </div>`;
   }
 
-  app.get('/apps', {
-    onRequest: requireSession,
-    schema: {
-      tags: ['clients'], summary: 'Your apps: the self-serve registration page, or with format=json the list of clients you own', security: session,
-      description: 'With `org=<slug>`: the clients that organization owns, for its admins and owners (a member gets 403 `forbidden`, a non-member 404).',
-      querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] }, org: { type: 'string', maxLength: 64 } } },
-      response: { 200: okObject({ clients: { type: 'array', items: describedClient } }), ...errorResponses },
+  app.get(
+    '/apps',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['clients'],
+        summary: 'Your apps: the self-serve registration page, or with format=json the list of clients you own',
+        security: session,
+        description:
+          'With `org=<slug>`: the clients that organization owns, for its admins and owners (a member gets 403 `forbidden`, a non-member 404).',
+        querystring: {
+          type: 'object',
+          properties: { format: { enum: ['json', 'html'] }, org: { type: 'string', maxLength: 64 } },
+        },
+        response: { 200: okObject({ clients: { type: 'array', items: describedClient } }), ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const { format, org } = request.query as { format?: string; org?: string };
-    const identityId = request.kp.session!.identityId;
-    const clients = await listOwnedClients(app.kp, identityId, org);
-    if (format === 'json') return { ok: true, clients: clients.map(listEntry) };
-    return renderApps(request, reply, undefined, 200, clients);
-  });
+    async (request, reply) => {
+      const { format, org } = request.query as { format?: string; org?: string };
+      const identityId = request.kp.session!.identityId;
+      const clients = await listOwnedClients(app.kp, identityId, org);
+      if (format === 'json') return { ok: true, clients: clients.map(listEntry) };
+      return renderApps(request, reply, undefined, 200, clients);
+    },
+  );
 
-  app.post('/apps/register', {
-    onRequest: requireSession,
-    schema: {
-      tags: ['clients'], summary: 'Register a client you own (RFC 7591 metadata as JSON, or the page\'s form)', security: session,
-      description: 'With `org: <slug>` the organization owns the client; the caller must be its admin or owner.',
-      body: anyBody, response: { 201: clientReply, ...errorResponses },
+  app.post(
+    '/apps/register',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['clients'],
+        summary: "Register a client you own (RFC 7591 metadata as JSON, or the page's form)",
+        security: session,
+        description: 'With `org: <slug>` the organization owns the client; the caller must be its admin or owner.',
+        body: anyBody,
+        response: { 201: clientReply, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const form = isForm(request);
-    const fields = bodyObject(request);
-    const ownerId = await ownerFor(app, request, fields);
-    const metadata = validateClientMetadata(form ? formRegistration(fields) : fields);
-    const change = await registerClient(app.kp, metadata, { by: 'session', ownerId });
-    if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App registered.'), 201);
-    reply.code(201);
-    return describeChange(app.kp, change);
-  });
-
-  app.post('/apps/connectors', {
-    onRequest: requireSession,
-    schema: {
-      tags: ['connectors'], summary: 'The page\'s connector form: registers a client you own from a template and shows the tool\'s configuration', security: session,
-      body: anyBody, response: { 201: { type: 'string', description: 'The apps page with the registration and the snippet.' }, ...errorResponses },
-    },
-  }, async (request, reply) => {
-    const fields = bodyObject(request);
-    try {
+    async (request, reply) => {
+      const form = isForm(request);
+      const fields = bodyObject(request);
       const ownerId = await ownerFor(app, request, fields);
-      const { connector, ...inputs } = fields;
-      if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
-      // Empty form fields (the URL of a tool that takes none) are not inputs.
-      const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
-      const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
-      return await renderApps(request, reply, connectorResultNotice(result), 201, undefined, ['/assets/copy.js']);
-    } catch (error) {
-      // A person at the form gets the page back with the reason, not a JSON envelope.
-      if (!isKeyplaneError(error)) throw error;
-      return renderApps(request, reply, html`<p role="alert" class="error" data-reason="${error.reason}">${error.message}</p>`, error.status);
-    }
-  });
-
-  app.post('/apps/:client_id/update', {
-    onRequest: ownerAction,
-    schema: {
-      tags: ['clients'], summary: 'Edit a client you own (sensitive session); the body names the revision it is based on and the fields to change', security: session,
-      params: clientParams, body: anyBody, response: { 200: clientReply, ...errorResponses },
+      const metadata = validateClientMetadata(form ? formRegistration(fields) : fields);
+      const change = await registerClient(app.kp, metadata, { by: 'session', ownerId });
+      if (form)
+        return renderApps(
+          request,
+          reply,
+          secretNotice(change.client, change.issued.clientSecret, 'App registered.'),
+          201,
+        );
+      reply.code(201);
+      return describeChange(app.kp, change);
     },
-  }, async (request, reply) => {
-    const client = await ownClient(app, request);
-    const form = isForm(request);
-    const fields = bodyObject(request);
-    const revision = revisionOf(fields.revision);
-    if (form) {
-      fields.redirect_uris = uriList(fields.redirect_uris);
-      if (typeof fields.client_name === 'string') fields.client_name = fields.client_name.trim();
-    }
-    for (const field of SERVER_FIELDS) delete fields[field];
-    const metadata = validateClientMetadata({ ...client.metadata, ...fields });
-    const change = await updateClient(app.kp, client, revision, metadata);
-    if (form) return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App saved.'));
-    return describeChange(app.kp, change);
-  });
+  );
 
-  app.post('/apps/:client_id/rotate-secret', {
-    onRequest: ownerAction,
-    schema: {
-      tags: ['clients'], summary: 'Rotate the secret of a confidential client you own (sensitive session); the old secret stops working at once', security: session,
-      params: clientParams, response: { 200: clientReply, ...errorResponses },
+  app.post(
+    '/apps/connectors',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['connectors'],
+        summary:
+          "The page's connector form: registers a client you own from a template and shows the tool's configuration",
+        security: session,
+        body: anyBody,
+        response: {
+          201: { type: 'string', description: 'The apps page with the registration and the snippet.' },
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request, reply) => {
-    const client = await ownClient(app, request);
-    const { client: updated, secret, receipt } = await rotateClientSecret(app.kp, client);
-    if (isForm(request)) return renderApps(request, reply, secretNotice(updated, secret, 'Secret rotated; the old one no longer works.'));
-    return { ok: true, client_id: updated.clientId, client_secret: secret, revision: updated.revision, ...(receipt ? { receipt } : {}) };
-  });
+    async (request, reply) => {
+      const fields = bodyObject(request);
+      try {
+        const ownerId = await ownerFor(app, request, fields);
+        const { connector, ...inputs } = fields;
+        if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
+        // Empty form fields (the URL of a tool that takes none) are not inputs.
+        const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
+        const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
+        return await renderApps(request, reply, connectorResultNotice(result), 201, undefined, ['/assets/copy.js']);
+      } catch (error) {
+        // A person at the form gets the page back with the reason, not a JSON envelope.
+        if (!isKeyplaneError(error)) throw error;
+        return renderApps(
+          request,
+          reply,
+          html`<p role="alert" class="error" data-reason="${error.reason}">${error.message}</p>`,
+          error.status,
+        );
+      }
+    },
+  );
 
-  app.post('/apps/:client_id/revoke', {
-    onRequest: ownerAction,
-    schema: {
-      tags: ['clients'], summary: 'Revoke (delete) a client you own (sensitive session)', security: session,
-      params: clientParams, response: { 200: okObject({ receipt: { type: 'string' } }), ...errorResponses },
+  app.post(
+    '/apps/:client_id/update',
+    {
+      onRequest: ownerAction,
+      schema: {
+        tags: ['clients'],
+        summary:
+          'Edit a client you own (sensitive session); the body names the revision it is based on and the fields to change',
+        security: session,
+        params: clientParams,
+        body: anyBody,
+        response: { 200: clientReply, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const client = await ownClient(app, request);
-    const { receipt } = await deleteClient(app.kp, client.clientId);
-    if (isForm(request)) return reply.redirect('/apps', 303);
-    return { ok: true, ...(receipt ? { receipt } : {}) };
-  });
+    async (request, reply) => {
+      const client = await ownClient(app, request);
+      const form = isForm(request);
+      const fields = bodyObject(request);
+      const revision = revisionOf(fields.revision);
+      if (form) {
+        fields.redirect_uris = uriList(fields.redirect_uris);
+        if (typeof fields.client_name === 'string') fields.client_name = fields.client_name.trim();
+      }
+      for (const field of SERVER_FIELDS) delete fields[field];
+      const metadata = validateClientMetadata({ ...client.metadata, ...fields });
+      const change = await updateClient(app.kp, client, revision, metadata);
+      if (form)
+        return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App saved.'));
+      return describeChange(app.kp, change);
+    },
+  );
+
+  app.post(
+    '/apps/:client_id/rotate-secret',
+    {
+      onRequest: ownerAction,
+      schema: {
+        tags: ['clients'],
+        summary:
+          'Rotate the secret of a confidential client you own (sensitive session); the old secret stops working at once',
+        security: session,
+        params: clientParams,
+        response: { 200: clientReply, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const client = await ownClient(app, request);
+      const { client: updated, secret, receipt } = await rotateClientSecret(app.kp, client);
+      if (isForm(request))
+        return renderApps(
+          request,
+          reply,
+          secretNotice(updated, secret, 'Secret rotated; the old one no longer works.'),
+        );
+      return {
+        ok: true,
+        client_id: updated.clientId,
+        client_secret: secret,
+        revision: updated.revision,
+        ...(receipt ? { receipt } : {}),
+      };
+    },
+  );
+
+  app.post(
+    '/apps/:client_id/revoke',
+    {
+      onRequest: ownerAction,
+      schema: {
+        tags: ['clients'],
+        summary: 'Revoke (delete) a client you own (sensitive session)',
+        security: session,
+        params: clientParams,
+        response: { 200: okObject({ receipt: { type: 'string' } }), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const client = await ownClient(app, request);
+      const { receipt } = await deleteClient(app.kp, client.clientId);
+      if (isForm(request)) return reply.redirect('/apps', 303);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
 }

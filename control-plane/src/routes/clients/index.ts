@@ -3,7 +3,15 @@ import { validateClientMetadata } from '../../../../lib/oauth/client-metadata.js
 import { errorResponses } from '../../http/schemas.js';
 import appsRoutes from './apps.js';
 import {
-  authenticateRegistrar, authenticateRegistrationToken, checkUpdateRequest, deleteClient, describeChange, describeClient, orgRegistrar, registerClient, updateClient,
+  authenticateRegistrar,
+  authenticateRegistrationToken,
+  checkUpdateRequest,
+  deleteClient,
+  describeChange,
+  describeClient,
+  orgRegistrar,
+  registerClient,
+  updateClient,
 } from '../../clients/registration.js';
 
 const stringArray = { type: 'array', items: { type: 'string' } } as const;
@@ -21,7 +29,10 @@ const clientResponse = {
     client_secret_expires_at: { type: 'integer' },
     registration_access_token: { type: 'string', description: 'RFC 7592 management credential; shown once.' },
     registration_client_uri: { type: 'string' },
-    revision: { type: 'integer', description: 'Send it back with an update; a stale one is refused with stale_revision.' },
+    revision: {
+      type: 'integer',
+      description: 'Send it back with an update; a stale one is refused with stale_revision.',
+    },
     client_type: { enum: ['public', 'confidential'] },
     client_name: { type: 'string' },
     redirect_uris: stringArray,
@@ -34,13 +45,20 @@ const clientResponse = {
     token_endpoint_auth_method: { type: 'string' },
     dpop_bound_access_tokens: { type: 'boolean' },
     gateway: { type: 'object', additionalProperties: true },
-    first_party: { type: 'boolean', description: 'The operator\'s own app: no approval page. Only with the admin token.' },
+    first_party: {
+      type: 'boolean',
+      description: "The operator's own app: no approval page. Only with the admin token.",
+    },
     jwks: { type: 'object', additionalProperties: true },
   },
   additionalProperties: true,
 } as const;
 
-const clientParams = { type: 'object', required: ['client_id'], properties: { client_id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+const clientParams = {
+  type: 'object',
+  required: ['client_id'],
+  properties: { client_id: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
 const anyBody = { type: 'object', additionalProperties: true } as const;
 const registrationToken = [{ bearerAuth: [] }];
 
@@ -53,60 +71,87 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
   // The owner operations and the self-serve app page (GET /apps, POST /apps/...).
   await app.register(appsRoutes);
 
-  app.post('/register', {
-    config: { discovery: { endpoint: 'registration_endpoint' } },
-    schema: {
-      tags: ['clients'],
-      summary: 'Register an OIDC client (RFC 7591) with the admin token or a signed-in session',
-      description: 'A session may add `org: <slug>` to register a client its organization owns (admins and owners only; docs/orgs.md#apps).',
-      security: [{ bearerAuth: [] }, { sessionCookie: [] }],
-      body: anyBody,
-      response: { 201: clientResponse, ...errorResponses },
+  app.post(
+    '/register',
+    {
+      config: { discovery: { endpoint: 'registration_endpoint' } },
+      schema: {
+        tags: ['clients'],
+        summary: 'Register an OIDC client (RFC 7591) with the admin token or a signed-in session',
+        description:
+          'A session may add `org: <slug>` to register a client its organization owns (admins and owners only; docs/orgs.md#apps).',
+        security: [{ bearerAuth: [] }, { sessionCookie: [] }],
+        body: anyBody,
+        response: { 201: clientResponse, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
-    const { org, ...body } = (request.body ?? {}) as Record<string, unknown>;
-    const owned = org === undefined ? registrar : await orgRegistrar(app.kp, registrar, org);
-    const change = await registerClient(app.kp, validateClientMetadata(body), owned);
-    reply.code(201);
-    return describeChange(app.kp, change);
-  });
+    async (request, reply) => {
+      const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
+      const { org, ...body } = (request.body ?? {}) as Record<string, unknown>;
+      const owned = org === undefined ? registrar : await orgRegistrar(app.kp, registrar, org);
+      const change = await registerClient(app.kp, validateClientMetadata(body), owned);
+      reply.code(201);
+      return describeChange(app.kp, change);
+    },
+  );
 
-  app.get('/register/:client_id', {
-    schema: {
-      tags: ['clients'], summary: 'Read a client registration (RFC 7592) with its registration access token', security: registrationToken,
-      params: clientParams, response: { 200: clientResponse, ...errorResponses },
+  app.get(
+    '/register/:client_id',
+    {
+      schema: {
+        tags: ['clients'],
+        summary: 'Read a client registration (RFC 7592) with its registration access token',
+        security: registrationToken,
+        params: clientParams,
+        response: { 200: clientResponse, ...errorResponses },
+      },
     },
-  }, async (request) => {
-    const { client_id: clientId } = request.params as { client_id: string };
-    const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
-    return describeClient(app.kp, client);
-  });
+    async (request) => {
+      const { client_id: clientId } = request.params as { client_id: string };
+      const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
+      return describeClient(app.kp, client);
+    },
+  );
 
-  app.put('/register/:client_id', {
-    schema: {
-      tags: ['clients'],
-      summary: 'Replace a client registration (RFC 7592); the body carries client_id and the current revision',
-      security: registrationToken,
-      params: clientParams, body: anyBody, response: { 200: clientResponse, ...errorResponses },
+  app.put(
+    '/register/:client_id',
+    {
+      schema: {
+        tags: ['clients'],
+        summary: 'Replace a client registration (RFC 7592); the body carries client_id and the current revision',
+        security: registrationToken,
+        params: clientParams,
+        body: anyBody,
+        response: { 200: clientResponse, ...errorResponses },
+      },
     },
-  }, async (request) => {
-    const { client_id: clientId } = request.params as { client_id: string };
-    const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
-    const { revision, metadata } = checkUpdateRequest(client, request.body);
-    return describeChange(app.kp, await updateClient(app.kp, client, revision, metadata));
-  });
+    async (request) => {
+      const { client_id: clientId } = request.params as { client_id: string };
+      const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
+      const { revision, metadata } = checkUpdateRequest(client, request.body);
+      return describeChange(app.kp, await updateClient(app.kp, client, revision, metadata));
+    },
+  );
 
-  app.delete('/register/:client_id', {
-    schema: {
-      tags: ['clients'], summary: 'Delete a client registration (RFC 7592) with its registration access token', security: registrationToken,
-      params: clientParams,
-      response: { 200: { type: 'object', required: ['ok'], properties: { ok: { const: true }, receipt: { type: 'string' } } }, ...errorResponses },
+  app.delete(
+    '/register/:client_id',
+    {
+      schema: {
+        tags: ['clients'],
+        summary: 'Delete a client registration (RFC 7592) with its registration access token',
+        security: registrationToken,
+        params: clientParams,
+        response: {
+          200: { type: 'object', required: ['ok'], properties: { ok: { const: true }, receipt: { type: 'string' } } },
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request) => {
-    const { client_id: clientId } = request.params as { client_id: string };
-    await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
-    const { receipt } = await deleteClient(app.kp, clientId);
-    return { ok: true, ...(receipt ? { receipt } : {}) };
-  });
+    async (request) => {
+      const { client_id: clientId } = request.params as { client_id: string };
+      await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
+      const { receipt } = await deleteClient(app.kp, clientId);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
 }

@@ -5,7 +5,11 @@ import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 const TOPIC_LABELS: Record<(typeof CONTACT_TOPICS)[number], string> = {
-  general: 'General question', security: 'Security report', privacy: 'Privacy or data request', abuse: 'Report abuse', support: 'Help with an account',
+  general: 'General question',
+  security: 'Security report',
+  privacy: 'Privacy or data request',
+  abuse: 'Report abuse',
+  support: 'Help with an account',
 };
 
 function contactPage(nonce: string, max: number, sent: boolean) {
@@ -35,33 +39,62 @@ ${sent ? html`<p role="status" data-state="sent">Thank you: your message was rec
 export default async function contactRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
 
-  app.get('/contact', {
-    schema: {
-      tags: ['contact'], summary: 'The contact form (HTML)',
-      querystring: { type: 'object', properties: { sent: { type: 'string', maxLength: 100 } } },
+  app.get(
+    '/contact',
+    {
+      schema: {
+        tags: ['contact'],
+        summary: 'The contact form (HTML)',
+        querystring: { type: 'object', properties: { sent: { type: 'string', maxLength: 100 } } },
+      },
     },
-  }, async (request, reply) => {
-    reply.type('text/html; charset=utf-8');
-    return contactPage(request.kp.cspNonce, services.config.contact.maxMessageChars, (request.query as { sent?: string }).sent !== undefined);
-  });
+    async (request, reply) => {
+      reply.type('text/html; charset=utf-8');
+      return contactPage(
+        request.kp.cspNonce,
+        services.config.contact.maxMessageChars,
+        (request.query as { sent?: string }).sent !== undefined,
+      );
+    },
+  );
 
-  app.post('/contact', {
-    schema: {
-      tags: ['contact'],
-      summary: 'Send the operator a message (JSON or form): validated, size-capped, throttled per client and sender address, stored, mailed and receipted',
-      body: {
-        type: 'object', required: ['email', 'topic', 'message'], additionalProperties: false,
-        properties: {
-          email: { type: 'string', maxLength: 254 },
-          topic: { type: 'string', enum: [...CONTACT_TOPICS] },
-          message: { type: 'string', description: `At most contact.maxMessageChars characters (default 4000); longer is 413 message_too_long` },
+  app.post(
+    '/contact',
+    {
+      schema: {
+        tags: ['contact'],
+        summary:
+          'Send the operator a message (JSON or form): validated, size-capped, throttled per client and sender address, stored, mailed and receipted',
+        body: {
+          type: 'object',
+          required: ['email', 'topic', 'message'],
+          additionalProperties: false,
+          properties: {
+            email: { type: 'string', maxLength: 254 },
+            topic: { type: 'string', enum: [...CONTACT_TOPICS] },
+            message: {
+              type: 'string',
+              description: `At most contact.maxMessageChars characters (default 4000); longer is 413 message_too_long`,
+            },
+          },
+        },
+        response: {
+          200: okObject({ contactId: { type: 'string' }, mailed: { type: 'boolean' }, receipt: receiptField }, [
+            'contactId',
+            'mailed',
+          ]),
+          ...errorResponses,
         },
       },
-      response: { 200: okObject({ contactId: { type: 'string' }, mailed: { type: 'boolean' }, receipt: receiptField }, ['contactId', 'mailed']), ...errorResponses },
     },
-  }, async (request, reply) => {
-    const result = await receiveContact(services, request.body as { email: string; topic: string; message: string }, request.ip);
-    if (isHtmlFormPost(request)) return reply.redirect(`/contact?sent=${encodeURIComponent(result.contactId)}`, 303);
-    return { ok: true, ...result };
-  });
+    async (request, reply) => {
+      const result = await receiveContact(
+        services,
+        request.body as { email: string; topic: string; message: string },
+        request.ip,
+      );
+      if (isHtmlFormPost(request)) return reply.redirect(`/contact?sent=${encodeURIComponent(result.contactId)}`, 303);
+      return { ok: true, ...result };
+    },
+  );
 }

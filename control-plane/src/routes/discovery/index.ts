@@ -20,7 +20,13 @@ export function collectDiscovery(app: FastifyInstance): { metadata: Record<strin
   const collected: Record<string, unknown> = {};
   app.addHook('onRoute', (route: RouteOptions) => {
     const discovery = route.config?.discovery;
-    if (!discovery || (route.method !== 'GET' && route.method !== 'POST' && !(Array.isArray(route.method) && route.method.includes('GET')))) return;
+    if (
+      !discovery ||
+      (route.method !== 'GET' &&
+        route.method !== 'POST' &&
+        !(Array.isArray(route.method) && route.method.includes('GET')))
+    )
+      return;
     if (discovery.endpoint) collected[discovery.endpoint] = `${app.kp.config.issuer}${route.url}`;
     for (const [key, value] of Object.entries(discovery.metadata ?? {})) {
       const before = collected[key];
@@ -31,7 +37,10 @@ export function collectDiscovery(app: FastifyInstance): { metadata: Record<strin
 }
 
 /** The OpenID Provider metadata: the fixed members plus what the registered routes declared. */
-export function discoveryDocument(issuer: string, collected: { metadata: Record<string, unknown> }): Record<string, unknown> {
+export function discoveryDocument(
+  issuer: string,
+  collected: { metadata: Record<string, unknown> },
+): Record<string, unknown> {
   return {
     // REQUIRED by OIDC Discovery 1.0 §3 and true of this server as it stands; every endpoint
     // and the capabilities that come with it are added by the routes that implement them.
@@ -44,54 +53,109 @@ export function discoveryDocument(issuer: string, collected: { metadata: Record<
   };
 }
 
-export default async function discoveryRoutes(app: FastifyInstance, options: { collected: { metadata: Record<string, unknown> } }): Promise<void> {
+export default async function discoveryRoutes(
+  app: FastifyInstance,
+  options: { collected: { metadata: Record<string, unknown> } },
+): Promise<void> {
   const { issuer } = app.kp.config;
   const cache = 'public, max-age=300';
 
-  app.get('/.well-known/openid-configuration', {
-    config: { cache },
-    schema: { tags: ['discovery'], summary: 'OpenID Connect discovery (advertises only what this server implements)', response: { 200: anyObject, ...errorResponses } },
-  }, async () => discoveryDocument(issuer, options.collected));
-
-  app.get(JWKS_PATH, {
-    config: { cache: 'public, max-age=300' },
-    schema: { tags: ['discovery'], summary: 'JSON Web Key Set: current, next and retired public keys (ES256)', response: { 200: anyObject, ...errorResponses } },
-  }, async (_request, reply) => {
-    reply.type('application/jwk-set+json');
-    return app.kp.keys.jwks();
-  });
-
-  app.get('/.well-known/oauth-protected-resource', {
-    config: { cache },
-    schema: { tags: ['discovery'], summary: 'OAuth 2.0 protected resource metadata (RFC 9728)', response: { 200: anyObject, ...errorResponses } },
-  }, async () => ({
-    // The resource this server itself protects is its userinfo endpoint (RFC 9728 §2: the protected resource metadata names it).
-    resource: issuer,
-    resource_name: 'Keyplane userinfo',
-    authorization_servers: [issuer],
-    scopes_supported: ['openid', 'email', 'profile'],
-    jwks_uri: `${issuer}${JWKS_PATH}`,
-    bearer_methods_supported: ['header'],
-    resource_signing_alg_values_supported: ['ES256'],
-    dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
-    dpop_bound_access_tokens_required: false,
-    resource_documentation: `${issuer}/openapi.json`,
-  }));
-
-  app.get('/.well-known/web-identity', {
-    config: { cache },
-    schema: {
-      tags: ['discovery'], summary: 'FedCM well-known file: the provider configuration URL, the accounts endpoint and the login URL',
-      response: { 200: { type: 'object', required: ['provider_urls'], properties: { provider_urls: { type: 'array', items: { type: 'string' } }, accounts_endpoint: { type: 'string' }, login_url: { type: 'string' } } }, ...errorResponses },
+  app.get(
+    '/.well-known/openid-configuration',
+    {
+      config: { cache },
+      schema: {
+        tags: ['discovery'],
+        summary: 'OpenID Connect discovery (advertises only what this server implements)',
+        response: { 200: anyObject, ...errorResponses },
+      },
     },
-  }, async () => buildWebIdentity(issuer));
+    async () => discoveryDocument(issuer, options.collected),
+  );
 
-  app.get('/.well-known/webauthn', {
-    config: { cache },
-    schema: {
-      tags: ['discovery'],
-      summary: 'WebAuthn related origins (WebAuthn L3 §5.11): the registered origins of clients with in-place sign-in on, which may use this RP ID',
-      response: { 200: { type: 'object', required: ['origins'], properties: { origins: { type: 'array', items: { type: 'string' } } } }, ...errorResponses },
+  app.get(
+    JWKS_PATH,
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: {
+        tags: ['discovery'],
+        summary: 'JSON Web Key Set: current, next and retired public keys (ES256)',
+        response: { 200: anyObject, ...errorResponses },
+      },
     },
-  }, async () => ({ origins: await inPlaceOrigins(app.kp) }));
+    async (_request, reply) => {
+      reply.type('application/jwk-set+json');
+      return app.kp.keys.jwks();
+    },
+  );
+
+  app.get(
+    '/.well-known/oauth-protected-resource',
+    {
+      config: { cache },
+      schema: {
+        tags: ['discovery'],
+        summary: 'OAuth 2.0 protected resource metadata (RFC 9728)',
+        response: { 200: anyObject, ...errorResponses },
+      },
+    },
+    async () => ({
+      // The resource this server itself protects is its userinfo endpoint (RFC 9728 §2: the protected resource metadata names it).
+      resource: issuer,
+      resource_name: 'Keyplane userinfo',
+      authorization_servers: [issuer],
+      scopes_supported: ['openid', 'email', 'profile'],
+      jwks_uri: `${issuer}${JWKS_PATH}`,
+      bearer_methods_supported: ['header'],
+      resource_signing_alg_values_supported: ['ES256'],
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
+      dpop_bound_access_tokens_required: false,
+      resource_documentation: `${issuer}/openapi.json`,
+    }),
+  );
+
+  app.get(
+    '/.well-known/web-identity',
+    {
+      config: { cache },
+      schema: {
+        tags: ['discovery'],
+        summary: 'FedCM well-known file: the provider configuration URL, the accounts endpoint and the login URL',
+        response: {
+          200: {
+            type: 'object',
+            required: ['provider_urls'],
+            properties: {
+              provider_urls: { type: 'array', items: { type: 'string' } },
+              accounts_endpoint: { type: 'string' },
+              login_url: { type: 'string' },
+            },
+          },
+          ...errorResponses,
+        },
+      },
+    },
+    async () => buildWebIdentity(issuer),
+  );
+
+  app.get(
+    '/.well-known/webauthn',
+    {
+      config: { cache },
+      schema: {
+        tags: ['discovery'],
+        summary:
+          'WebAuthn related origins (WebAuthn L3 §5.11): the registered origins of clients with in-place sign-in on, which may use this RP ID',
+        response: {
+          200: {
+            type: 'object',
+            required: ['origins'],
+            properties: { origins: { type: 'array', items: { type: 'string' } } },
+          },
+          ...errorResponses,
+        },
+      },
+    },
+    async () => ({ origins: await inPlaceOrigins(app.kp) }),
+  );
 }

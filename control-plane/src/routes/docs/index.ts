@@ -62,17 +62,28 @@ function changelogPage(nonce: string, versions: ChangelogVersion[]) {
     nonce,
     body: html`<h1>Changelog</h1>
 <p class="muted">Also as versioned JSON: <a href="/changelog?format=json">/changelog?format=json</a>.</p>
-${versions.map((v) => html`<section aria-labelledby="${id(v)}">
+${versions.map(
+  (v) => html`<section aria-labelledby="${id(v)}">
 <h2 id="${id(v)}">${v.version}${v.date ? html` <span class="muted">(<time datetime="${v.date}">${v.date}</time>)</span>` : ''}</h2>
 <ul>${v.changes.map((c) => html`<li><strong>${c.type}</strong>: ${inline(c.text)}</li>`)}</ul>
-</section>`)}`,
+</section>`,
+)}`,
   });
 }
 
-const changeSchema = { type: 'object', required: ['type', 'text'], properties: { type: { type: 'string' }, text: { type: 'string' } } } as const;
+const changeSchema = {
+  type: 'object',
+  required: ['type', 'text'],
+  properties: { type: { type: 'string' }, text: { type: 'string' } },
+} as const;
 const versionSchema = {
-  type: 'object', required: ['version', 'date', 'changes'],
-  properties: { version: { type: 'string' }, date: { type: ['string', 'null'], format: 'date' }, changes: { type: 'array', items: changeSchema } },
+  type: 'object',
+  required: ['version', 'date', 'changes'],
+  properties: {
+    version: { type: 'string' },
+    date: { type: ['string', 'null'], format: 'date' },
+    changes: { type: 'array', items: changeSchema },
+  },
 } as const;
 
 export default async function docsRoutes(app: FastifyInstance): Promise<void> {
@@ -82,95 +93,149 @@ export default async function docsRoutes(app: FastifyInstance): Promise<void> {
     format === 'json' || (format === undefined && /application\/json/.test(accept ?? ''));
   const routes = () => describeRoutes(app.swagger() as OpenApiDocument);
 
-  app.get('/openapi.json', {
-    config: { cache: 'public, max-age=300' },
-    schema: { tags: ['discovery'], summary: 'OpenAPI 3.1 description of this interface (version svc-api-1)', response: { 200: anyObject, ...errorResponses } },
-  }, async () => app.swagger());
-
-  app.get('/changelog', {
-    config: { cache: 'public, max-age=300' },
-    schema: {
-      tags: ['discovery'],
-      summary: 'Release history from CHANGELOG.md: HTML, or versioned JSON with format=json or Accept: application/json',
-      querystring: { type: 'object', properties: { format: { type: 'string', enum: ['json', 'html'] } }, additionalProperties: false },
-      response: { 200: okObject({ versions: { type: 'array', items: versionSchema } }, ['versions']), ...errorResponses },
+  app.get(
+    '/openapi.json',
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: {
+        tags: ['discovery'],
+        summary: 'OpenAPI 3.1 description of this interface (version svc-api-1)',
+        response: { 200: anyObject, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const { format } = request.query as { format?: string };
-    reply.header('vary', 'accept');
-    if (wantsJson(format, request.headers.accept)) return { ok: true, versions };
-    reply.type('text/html; charset=utf-8');
-    return changelogPage(request.kp.cspNonce, versions);
-  });
+    async () => app.swagger(),
+  );
 
-  app.get('/agents.json', {
-    config: { cache: 'public, max-age=300' },
-    schema: { tags: ['discovery'], summary: 'Capability and safety contract for automated clients, with every route', response: { 200: anyObject, ...errorResponses } },
-  }, async () => {
-    const surfaces = describeSurfaces(app.swagger() as OpenApiDocument);
-    return {
-      ok: true,
-      format: 'keyplane-agents/v1',
-      service: 'Keyplane',
-      issuer,
-      api: 'svc-api-1',
-      documents: {
-        introspection: `${issuer}/agent`,
-        openapi: `${issuer}/openapi.json`,
-        oidc: `${issuer}/.well-known/openid-configuration`,
-        llms: `${issuer}/.well-known/llms.txt`,
-        changelog: `${issuer}/changelog?format=json`,
-        ...(app.hasRoute({ method: 'POST', url: '/mcp' }) ? { mcp: `${issuer}/mcp`, mcp_tools: `${issuer}/mcp/tools` } : {}),
+  app.get(
+    '/changelog',
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: {
+        tags: ['discovery'],
+        summary:
+          'Release history from CHANGELOG.md: HTML, or versioned JSON with format=json or Accept: application/json',
+        querystring: {
+          type: 'object',
+          properties: { format: { type: 'string', enum: ['json', 'html'] } },
+          additionalProperties: false,
+        },
+        response: {
+          200: okObject({ versions: { type: 'array', items: versionSchema } }, ['versions']),
+          ...errorResponses,
+        },
       },
-      principals: {
-        human: 'Signs in with a passkey; tokens carry svc.principal.type = "human".',
-        agent: 'Uses its own approved, scoped, revocable credential; a human sign-in never makes a script an agent.',
-      },
-      safety: [
-        'Every failure is a JSON envelope {ok:false, reason, message?} with a matching HTTP status.',
-        'Requests on credential paths are rate-limited per address and per account; repeated failures lock out.',
-        'Receipts are looked up by hash only; nothing is listed or enumerable.',
-        'No secret, token or code is ever returned twice or written to logs.',
-        'The MCP tool server is read-only: a call that would change anything is refused and receipted.',
-      ],
-      routes: [...surfaces.read, ...surfaces.actions].map(({ method, path, summary, auth }) => ({ method, path, summary, auth })),
-    };
-  });
+    },
+    async (request, reply) => {
+      const { format } = request.query as { format?: string };
+      reply.header('vary', 'accept');
+      if (wantsJson(format, request.headers.accept)) return { ok: true, versions };
+      reply.type('text/html; charset=utf-8');
+      return changelogPage(request.kp.cspNonce, versions);
+    },
+  );
 
-  app.get('/agent', {
-    config: { cache: 'public, max-age=60' },
-    schema: { tags: ['discovery'], summary: 'Secret-free introspection: capabilities, read surfaces and callable actions', response: { 200: anyObject, ...errorResponses } },
-  }, async () => {
-    const surfaces = describeSurfaces(app.swagger() as OpenApiDocument);
-    const strip = ({ method, path, summary, auth }: Surface) => ({ method, path, summary, auth });
-    return {
-      ok: true,
-      format: 'keyplane-agent-introspection/v1',
-      issuer,
-      api: 'svc-api-1',
-      capabilities: {
-        oidc: { response_types: ['code'], pkce: ['S256'], signing: ['ES256'], dpop: ['ES256', 'EdDSA'] },
-        receipts: 'by hash only',
-        ...(app.hasRoute({ method: 'POST', url: '/mcp' }) ? { mcp: { endpoint: `${issuer}/mcp`, transport: 'streamable-http', read_only: true } } : {}),
+  app.get(
+    '/agents.json',
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: {
+        tags: ['discovery'],
+        summary: 'Capability and safety contract for automated clients, with every route',
+        response: { 200: anyObject, ...errorResponses },
       },
-      read_surfaces: surfaces.read.map(strip),
-      callable_actions: surfaces.actions.map(strip),
-    };
-  });
+    },
+    async () => {
+      const surfaces = describeSurfaces(app.swagger() as OpenApiDocument);
+      return {
+        ok: true,
+        format: 'keyplane-agents/v1',
+        service: 'Keyplane',
+        issuer,
+        api: 'svc-api-1',
+        documents: {
+          introspection: `${issuer}/agent`,
+          openapi: `${issuer}/openapi.json`,
+          oidc: `${issuer}/.well-known/openid-configuration`,
+          llms: `${issuer}/.well-known/llms.txt`,
+          changelog: `${issuer}/changelog?format=json`,
+          ...(app.hasRoute({ method: 'POST', url: '/mcp' })
+            ? { mcp: `${issuer}/mcp`, mcp_tools: `${issuer}/mcp/tools` }
+            : {}),
+        },
+        principals: {
+          human: 'Signs in with a passkey; tokens carry svc.principal.type = "human".',
+          agent: 'Uses its own approved, scoped, revocable credential; a human sign-in never makes a script an agent.',
+        },
+        safety: [
+          'Every failure is a JSON envelope {ok:false, reason, message?} with a matching HTTP status.',
+          'Requests on credential paths are rate-limited per address and per account; repeated failures lock out.',
+          'Receipts are looked up by hash only; nothing is listed or enumerable.',
+          'No secret, token or code is ever returned twice or written to logs.',
+          'The MCP tool server is read-only: a call that would change anything is refused and receipted.',
+        ],
+        routes: [...surfaces.read, ...surfaces.actions].map(({ method, path, summary, auth }) => ({
+          method,
+          path,
+          summary,
+          auth,
+        })),
+      };
+    },
+  );
 
-  app.get('/.well-known/llms.txt', {
-    config: { cache: 'public, max-age=300' },
-    schema: { tags: ['discovery'], summary: 'Plain-text guide for language models, with every route', produces: ['text/plain'] },
-  }, async (_request, reply) => {
-    reply.type('text/plain; charset=utf-8');
-    const byTag = new Map<string, Surface[]>();
-    for (const surface of routes()) {
-      const tag = surface.tags[0] ?? 'other';
-      byTag.set(tag, [...(byTag.get(tag) ?? []), surface]);
-    }
-    const sections = [...byTag].map(([tag, list]) =>
-      `## ${tag}\n${list.map((s) => `- ${s.method} ${s.path}${s.auth[0] === 'none' ? '' : ` (${s.auth.join(', ')})`}: ${s.summary}`).join('\n')}`);
-    return `# Keyplane
+  app.get(
+    '/agent',
+    {
+      config: { cache: 'public, max-age=60' },
+      schema: {
+        tags: ['discovery'],
+        summary: 'Secret-free introspection: capabilities, read surfaces and callable actions',
+        response: { 200: anyObject, ...errorResponses },
+      },
+    },
+    async () => {
+      const surfaces = describeSurfaces(app.swagger() as OpenApiDocument);
+      const strip = ({ method, path, summary, auth }: Surface) => ({ method, path, summary, auth });
+      return {
+        ok: true,
+        format: 'keyplane-agent-introspection/v1',
+        issuer,
+        api: 'svc-api-1',
+        capabilities: {
+          oidc: { response_types: ['code'], pkce: ['S256'], signing: ['ES256'], dpop: ['ES256', 'EdDSA'] },
+          receipts: 'by hash only',
+          ...(app.hasRoute({ method: 'POST', url: '/mcp' })
+            ? { mcp: { endpoint: `${issuer}/mcp`, transport: 'streamable-http', read_only: true } }
+            : {}),
+        },
+        read_surfaces: surfaces.read.map(strip),
+        callable_actions: surfaces.actions.map(strip),
+      };
+    },
+  );
+
+  app.get(
+    '/.well-known/llms.txt',
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: {
+        tags: ['discovery'],
+        summary: 'Plain-text guide for language models, with every route',
+        produces: ['text/plain'],
+      },
+    },
+    async (_request, reply) => {
+      reply.type('text/plain; charset=utf-8');
+      const byTag = new Map<string, Surface[]>();
+      for (const surface of routes()) {
+        const tag = surface.tags[0] ?? 'other';
+        byTag.set(tag, [...(byTag.get(tag) ?? []), surface]);
+      }
+      const sections = [...byTag].map(
+        ([tag, list]) =>
+          `## ${tag}\n${list.map((s) => `- ${s.method} ${s.path}${s.auth[0] === 'none' ? '' : ` (${s.auth.join(', ')})`}: ${s.summary}`).join('\n')}`,
+      );
+      return `# Keyplane
 
 > Passkey-first identity and security plane: an OpenID Connect provider (code flow, PKCE S256, ES256, DPoP), passkeys, a tamper-evident receipt ledger and an edge gateway.
 
@@ -190,5 +255,6 @@ Issuer: ${issuer}
 
 ${sections.join('\n\n')}
 `;
-  });
+    },
+  );
 }

@@ -12,23 +12,42 @@ import { errorResponses, okObject, receiptField as receipt } from '../../http/sc
  * (docs/accounts.md#e-mail-addresses), whoever opens it and whatever session that browser has.
  */
 export default async function emailRoutes(app: FastifyInstance): Promise<void> {
-  app.post('/auth/email/add', {
-    preHandler: requireSession,
-    schema: {
-      tags: ['accounts'], summary: 'Adds an email address to the account and mails it a verification link', security: [{ sessionCookie: [] }],
-      body: {
-        type: 'object', required: ['email'], additionalProperties: false,
-        properties: { email: { type: 'string', minLength: 3, maxLength: 254 } },
-      },
-      response: {
-        200: okObject({
-          email: { type: 'string' }, verified: { type: 'boolean' },
-          sent: { type: 'boolean', description: 'Whether a verification mail went out (false when already verified).' }, receipt,
-        }, ['email', 'verified', 'sent']),
-        ...errorResponses,
+  app.post(
+    '/auth/email/add',
+    {
+      preHandler: requireSession,
+      schema: {
+        tags: ['accounts'],
+        summary: 'Adds an email address to the account and mails it a verification link',
+        security: [{ sessionCookie: [] }],
+        body: {
+          type: 'object',
+          required: ['email'],
+          additionalProperties: false,
+          properties: { email: { type: 'string', minLength: 3, maxLength: 254 } },
+        },
+        response: {
+          200: okObject(
+            {
+              email: { type: 'string' },
+              verified: { type: 'boolean' },
+              sent: {
+                type: 'boolean',
+                description: 'Whether a verification mail went out (false when already verified).',
+              },
+              receipt,
+            },
+            ['email', 'verified', 'sent'],
+          ),
+          ...errorResponses,
+        },
       },
     },
-  }, async (request) => ({ ok: true, ...(await addEmail(app.kp, request.kp.session!.identityId, (request.body as { email: string }).email)) }));
+    async (request) => ({
+      ok: true,
+      ...(await addEmail(app.kp, request.kp.session!.identityId, (request.body as { email: string }).email)),
+    }),
+  );
 
   // The confirmation page posts back with the session cookie when the browser has one: under the
   // app-wide `no-referrer` Chromium would send `Origin: null`, which the session plugin refuses.
@@ -41,52 +60,76 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
   function refusalPage(request: FastifyRequest, reply: FastifyReply, error: unknown): string {
     if (!isKeyplaneError(error) || wantsJson(request)) throw error;
     reply.code(error.status).type('text/html; charset=utf-8');
-    return linkRefusalPage({ nonce: request.kp.cspNonce, reason: error.reason, retryHref: '/account', retryLabel: 'Go to your account (add the address again for a new link)' });
+    return linkRefusalPage({
+      nonce: request.kp.cspNonce,
+      reason: error.reason,
+      retryHref: '/account',
+      retryLabel: 'Go to your account (add the address again for a new link)',
+    });
   }
 
-  app.get('/auth/email/verify', {
-    // A HEAD (link preview, scanner) must never consume a one-time link; nor does a GET.
-    exposeHeadRoute: false,
-    schema: {
-      tags: ['accounts'],
-      summary: 'The mailed link: checks it and shows a confirmation page whose button POSTs to verify (mail scanners open links by GET, so a GET verifies nothing). JSON with Accept: application/json',
-      querystring: { type: 'object', properties: { token: { type: 'string', maxLength: 200 } } },
-      produces: ['text/html', 'application/json'],
-      response: { 200: okObject({ verified: { const: false }, confirm: { type: 'string', description: 'POST /auth/email/verify with {token} verifies.' } }), ...errorResponses },
+  app.get(
+    '/auth/email/verify',
+    {
+      // A HEAD (link preview, scanner) must never consume a one-time link; nor does a GET.
+      exposeHeadRoute: false,
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'The mailed link: checks it and shows a confirmation page whose button POSTs to verify (mail scanners open links by GET, so a GET verifies nothing). JSON with Accept: application/json',
+        querystring: { type: 'object', properties: { token: { type: 'string', maxLength: 200 } } },
+        produces: ['text/html', 'application/json'],
+        response: {
+          200: okObject({
+            verified: { const: false },
+            confirm: { type: 'string', description: 'POST /auth/email/verify with {token} verifies.' },
+          }),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request, reply) => {
-    const token = (request.query as { token?: string }).token ?? '';
-    try {
-      await checkVerificationLink(app.kp, token);
-    } catch (error) {
-      return refusalPage(request, reply, error);
-    }
-    if (wantsJson(request)) return { ok: true, verified: false, confirm: 'POST /auth/email/verify' };
-    sameOriginReferrer.add(reply);
-    reply.type('text/html; charset=utf-8');
-    return emailConfirmPage(request.kp.cspNonce, token);
-  });
-
-  app.post('/auth/email/verify', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'Marks an address verified (the confirmation page\'s button, or JSON {token}); creates, merges or upgrades no session',
-      consumes: ['application/x-www-form-urlencoded', 'application/json'],
-      body: { type: 'object', required: ['token'], properties: { token: { type: 'string', maxLength: 200 } } },
-      produces: ['text/html', 'application/json'],
-      response: { 200: okObject({ verified: { const: true }, already: { type: 'boolean' }, receipt }), ...errorResponses },
-    },
-  }, async (request, reply) => {
-    const token = (request.body as { token: string }).token;
-    const html = isHtmlFormPost(request);
-    try {
-      const result = await verifyEmail(app.kp, token);
-      if (!html) return { ok: true, verified: true, ...result };
+    async (request, reply) => {
+      const token = (request.query as { token?: string }).token ?? '';
+      try {
+        await checkVerificationLink(app.kp, token);
+      } catch (error) {
+        return refusalPage(request, reply, error);
+      }
+      if (wantsJson(request)) return { ok: true, verified: false, confirm: 'POST /auth/email/verify' };
+      sameOriginReferrer.add(reply);
       reply.type('text/html; charset=utf-8');
-      return emailVerifiedPage(request.kp.cspNonce, result.already);
-    } catch (error) {
-      if (!html) throw error;
-      return refusalPage(request, reply, error);
-    }
-  });
+      return emailConfirmPage(request.kp.cspNonce, token);
+    },
+  );
+
+  app.post(
+    '/auth/email/verify',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary:
+          "Marks an address verified (the confirmation page's button, or JSON {token}); creates, merges or upgrades no session",
+        consumes: ['application/x-www-form-urlencoded', 'application/json'],
+        body: { type: 'object', required: ['token'], properties: { token: { type: 'string', maxLength: 200 } } },
+        produces: ['text/html', 'application/json'],
+        response: {
+          200: okObject({ verified: { const: true }, already: { type: 'boolean' }, receipt }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const token = (request.body as { token: string }).token;
+      const html = isHtmlFormPost(request);
+      try {
+        const result = await verifyEmail(app.kp, token);
+        if (!html) return { ok: true, verified: true, ...result };
+        reply.type('text/html; charset=utf-8');
+        return emailVerifiedPage(request.kp.cspNonce, result.already);
+      } catch (error) {
+        if (!html) throw error;
+        return refusalPage(request, reply, error);
+      }
+    },
+  );
 }

@@ -13,66 +13,116 @@ import { isAllowedReturn } from '../../magic/return.js';
 
 const PROJECT_MAX = 80;
 /** The one answer of a real request, whether or not the address has an account, and over the limit too. */
-const REQUESTED = 'If this address is verified on an account, a sign-in link is on its way. It works once, for a few minutes, in this browser only.';
+const REQUESTED =
+  'If this address is verified on an account, a sign-in link is on its way. It works once, for a few minutes, in this browser only.';
 
 /** `dryRun` is "any" in the spec: present and not an explicit false value means yes. */
 function isDryRun(value: unknown): boolean {
-  return value !== undefined && value !== null && value !== false && value !== '' && value !== 0 && value !== 'false' && value !== '0';
+  return (
+    value !== undefined &&
+    value !== null &&
+    value !== false &&
+    value !== '' &&
+    value !== 0 &&
+    value !== 'false' &&
+    value !== '0'
+  );
 }
 
 function cleanProject(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
-  const text = value.replace(/[\u0000-\u001f\u007f]/g, ' ').trim().slice(0, PROJECT_MAX);
+  const text = value
+    .replace(/[\u0000-\u001f\u007f]/g, ' ')
+    .trim()
+    .slice(0, PROJECT_MAX);
   return text === '' ? undefined : text;
 }
 
 /** Magic sign-in links: mailed only to verified addresses, one use, 10 minutes, on the requesting device. */
 export default async function magicRoutes(app: FastifyInstance): Promise<void> {
-  app.post('/auth/magic/request', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'Requests a magic sign-in link; answers the same whether or not the address has an account. `dryRun` (session) returns the link instead of mailing it',
-      body: {
-        type: 'object', required: ['email'], additionalProperties: false,
-        properties: {
-          email: { type: 'string', minLength: 3, maxLength: 254 },
-          dryRun: { description: 'Any value but false/0/"": return the link without sending. Own verified address with a session; any address for the founder at `sensitive` (receipted).' },
-          return: { type: 'string', maxLength: 2048, description: 'Where to land after sign-in: a path on this server (or, later, a registered relying-party URI).' },
-          project: { type: 'string', maxLength: 200, description: 'Display name of the application being signed in to, shown as plain text.' },
+  app.post(
+    '/auth/magic/request',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'Requests a magic sign-in link; answers the same whether or not the address has an account. `dryRun` (session) returns the link instead of mailing it',
+        body: {
+          type: 'object',
+          required: ['email'],
+          additionalProperties: false,
+          properties: {
+            email: { type: 'string', minLength: 3, maxLength: 254 },
+            dryRun: {
+              description:
+                'Any value but false/0/"": return the link without sending. Own verified address with a session; any address for the founder at `sensitive` (receipted).',
+            },
+            return: {
+              type: 'string',
+              maxLength: 2048,
+              description:
+                'Where to land after sign-in: a path on this server (or, later, a registered relying-party URI).',
+            },
+            project: {
+              type: 'string',
+              maxLength: 200,
+              description: 'Display name of the application being signed in to, shown as plain text.',
+            },
+          },
+        },
+        response: {
+          200: okObject({
+            message: { type: 'string' },
+            dryRun: { type: 'boolean' },
+            link: { type: 'string' },
+            expiresAt: { type: 'integer' },
+            receipt: receiptField,
+          }),
+          ...errorResponses,
         },
       },
-      response: {
-        200: okObject({
-          message: { type: 'string' }, dryRun: { type: 'boolean' }, link: { type: 'string' }, expiresAt: { type: 'integer' },
-          receipt: receiptField,
-        }),
-        ...errorResponses,
+    },
+    async (request, reply) => {
+      if (!isHtmlFormPost(request)) return requestLink(request, reply);
+      // The no-JavaScript form: the same answer as a page, a refusal re-shows the form.
+      const body = request.body as { email?: string; return?: string; project?: string };
+      try {
+        const answer = await requestLink(request, reply);
+        reply.type('text/html; charset=utf-8');
+        return magicRequestedPage(request.kp.cspNonce, answer.message ?? REQUESTED);
+      } catch (error) {
+        if (!isKeyplaneError(error)) throw error;
+        reply.code(error.status).headers(error.headers).type('text/html; charset=utf-8');
+        return magicRequestPage(request.kp.cspNonce, {
+          email: body.email ?? '',
+          reason: error.reason,
+          ...(await formExtras(body)),
+        });
+      }
+    },
+  );
+
+  app.get(
+    '/auth/magic/request',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'HTML page: ask for a magic sign-in link (a plain form, no JavaScript needed)',
+        produces: ['text/html'],
+        querystring: {
+          type: 'object',
+          properties: { return: { type: 'string', maxLength: 2048 }, project: { type: 'string', maxLength: 200 } },
+        },
       },
     },
-  }, async (request, reply) => {
-    if (!isHtmlFormPost(request)) return requestLink(request, reply);
-    // The no-JavaScript form: the same answer as a page, a refusal re-shows the form.
-    const body = request.body as { email?: string; return?: string; project?: string };
-    try {
-      const answer = await requestLink(request, reply);
+    async (request, reply) => {
       reply.type('text/html; charset=utf-8');
-      return magicRequestedPage(request.kp.cspNonce, answer.message ?? REQUESTED);
-    } catch (error) {
-      if (!isKeyplaneError(error)) throw error;
-      reply.code(error.status).headers(error.headers).type('text/html; charset=utf-8');
-      return magicRequestPage(request.kp.cspNonce, { email: body.email ?? '', reason: error.reason, ...(await formExtras(body)) });
-    }
-  });
-
-  app.get('/auth/magic/request', {
-    schema: {
-      tags: ['accounts'], summary: 'HTML page: ask for a magic sign-in link (a plain form, no JavaScript needed)', produces: ['text/html'],
-      querystring: { type: 'object', properties: { return: { type: 'string', maxLength: 2048 }, project: { type: 'string', maxLength: 200 } } },
+      return magicRequestPage(
+        request.kp.cspNonce,
+        await formExtras(request.query as { return?: string; project?: string }),
+      );
     },
-  }, async (request, reply) => {
-    reply.type('text/html; charset=utf-8');
-    return magicRequestPage(request.kp.cspNonce, await formExtras(request.query as { return?: string; project?: string }));
-  });
+  );
 
   /** `return` (only when allowed) and `project` carried through the request form. */
   async function formExtras(source: { return?: string; project?: string }): Promise<LinkExtras> {
@@ -81,7 +131,10 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     return { ...(returnTo ? { returnTo } : {}), ...(project ? { project } : {}) };
   }
 
-  async function requestLink(request: FastifyRequest, reply: FastifyReply): Promise<{ ok: true; message?: string; dryRun?: boolean; link?: string; expiresAt?: number; receipt?: string }> {
+  async function requestLink(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<{ ok: true; message?: string; dryRun?: boolean; link?: string; expiresAt?: number; receipt?: string }> {
     checkSignInOrigin(app, request);
     await limitPerIp(app.kp, request, 'magic-request');
     const body = request.body as { email: string; dryRun?: unknown; return?: string; project?: string };
@@ -91,8 +144,12 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
       returnTo = (await isAllowedReturn(app.kp, body.return)) ?? undefined;
       if (!returnTo) throw fail('invalid_return', 'return must be a path on this server');
     }
-    const extras = { ...(returnTo ? { returnTo } : {}), ...(cleanProject(body.project) ? { project: cleanProject(body.project)! } : {}) };
-    if (isDryRun(body.dryRun)) return { ok: true, dryRun: true, ...(await dryRunSignInLink(app.kp, request.kp.session, email, extras)) };
+    const extras = {
+      ...(returnTo ? { returnTo } : {}),
+      ...(cleanProject(body.project) ? { project: cleanProject(body.project)! } : {}),
+    };
+    if (isDryRun(body.dryRun))
+      return { ok: true, dryRun: true, ...(await dryRunSignInLink(app.kp, request.kp.session, email, extras)) };
 
     // The device cookie is minted for every requester, so the answer's headers do not differ either.
     const deviceId = request.kp.session?.deviceId ?? ensureDeviceId(app, request, reply);
@@ -101,37 +158,58 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     return { ok: true, message: REQUESTED };
   }
 
-  app.get('/auth/magic', {
-    // A HEAD (link preview, scanner) must never consume a one-time link.
-    exposeHeadRoute: false,
-    schema: {
-      tags: ['accounts'],
-      summary: 'Consumes a magic link on the device that requested it, signs in at `email` and hands off to the validated return (or /account)',
-      querystring: {
-        type: 'object',
-        properties: { token: { type: 'string', maxLength: 200 }, return: { type: 'string', maxLength: 2048 }, project: { type: 'string', maxLength: 200 } },
+  app.get(
+    '/auth/magic',
+    {
+      // A HEAD (link preview, scanner) must never consume a one-time link.
+      exposeHeadRoute: false,
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'Consumes a magic link on the device that requested it, signs in at `email` and hands off to the validated return (or /account)',
+        querystring: {
+          type: 'object',
+          properties: {
+            token: { type: 'string', maxLength: 200 },
+            return: { type: 'string', maxLength: 2048 },
+            project: { type: 'string', maxLength: 200 },
+          },
+        },
+        produces: ['text/html'],
+        response: { ...errorResponses },
       },
-      produces: ['text/html'],
-      response: { ...errorResponses },
     },
-  }, async (request, reply) => {
-    const query = request.query as { token?: string; return?: string; project?: string };
-    const project = cleanProject(query.project);
-    try {
-      return await redeem(request, reply, query.token ?? '', query.return, project);
-    } catch (error) {
-      if (!isKeyplaneError(error) || wantsJson(request)) throw error;
-      reply.code(error.status).type('text/html; charset=utf-8');
-      const extras = await formExtras(query);
-      const again = new URLSearchParams();
-      if (extras.returnTo) again.set('return', extras.returnTo);
-      if (extras.project) again.set('project', extras.project);
-      const retryHref = `/auth/magic/request${again.toString() ? `?${again.toString()}` : ''}`;
-      return linkRefusalPage({ nonce: request.kp.cspNonce, reason: error.reason, project, retryHref, retryLabel: 'Ask for a new sign-in link' });
-    }
-  });
+    async (request, reply) => {
+      const query = request.query as { token?: string; return?: string; project?: string };
+      const project = cleanProject(query.project);
+      try {
+        return await redeem(request, reply, query.token ?? '', query.return, project);
+      } catch (error) {
+        if (!isKeyplaneError(error) || wantsJson(request)) throw error;
+        reply.code(error.status).type('text/html; charset=utf-8');
+        const extras = await formExtras(query);
+        const again = new URLSearchParams();
+        if (extras.returnTo) again.set('return', extras.returnTo);
+        if (extras.project) again.set('project', extras.project);
+        const retryHref = `/auth/magic/request${again.toString() ? `?${again.toString()}` : ''}`;
+        return linkRefusalPage({
+          nonce: request.kp.cspNonce,
+          reason: error.reason,
+          project,
+          retryHref,
+          retryLabel: 'Ask for a new sign-in link',
+        });
+      }
+    },
+  );
 
-  async function redeem(request: FastifyRequest, reply: FastifyReply, token: string, rawReturn: string | undefined, project: string | undefined) {
+  async function redeem(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: string,
+    rawReturn: string | undefined,
+    project: string | undefined,
+  ) {
     // Validated before the token is touched: a link with a bad return is refused and stays unused.
     let target = '/account';
     if (rawReturn !== undefined && rawReturn !== '') {

@@ -1,8 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
 import {
-  buildRedirect, checkAuthorizationRequest, decideAuthorization, mergeApproval, readClientId,
-  type AuthorizationRequest, type ErrorTarget, type RawParams,
+  buildRedirect,
+  checkAuthorizationRequest,
+  decideAuthorization,
+  mergeApproval,
+  readClientId,
+  type AuthorizationRequest,
+  type ErrorTarget,
+  type RawParams,
 } from '../../../../lib/oauth/authorization-request.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
@@ -20,7 +26,22 @@ const PENDING_TTL_MS = 15 * 60_000;
 /** A one-tap page's approval token lives this long (ms). */
 const APPROVAL_TTL_MS = 10 * 60_000;
 /** Parameters carried through the pending request and the one-tap form. */
-const CARRIED = ['client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age', 'acr_values', 'dpop_jkt', 'resource'];
+const CARRIED = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'response_mode',
+  'scope',
+  'state',
+  'nonce',
+  'code_challenge',
+  'code_challenge_method',
+  'prompt',
+  'max_age',
+  'acr_values',
+  'dpop_jkt',
+  'resource',
+];
 
 interface Pending {
   params: Record<string, string>;
@@ -31,13 +52,25 @@ interface Pending {
 // redirected with an RFC 6749 error (or shown on a page) instead of failing schema validation.
 const authorizeQuery = {
   type: 'object',
-  properties: Object.fromEntries(Object.entries({
-    client_id: 'registered client id', redirect_uri: 'exact registered callback', response_type: 'code (only)',
-    code_challenge: 'PKCE S256 challenge (required)', code_challenge_method: 'S256 (only)', state: 'opaque RP value', nonce: 'ID token nonce',
-    scope: 'openid, email, profile, offline_access', resource: 'RFC 8707 resource (exact registered URI)', response_mode: 'query or web_message',
-    prompt: 'none, login or consent', max_age: 'seconds', acr_values: 'recovery, email, passkey or sensitive', dpop_jkt: 'RFC 9449 §10 key thumbprint',
-    resume: 'internal: resumes a request after sign-in or step-up',
-  }).map(([name, description]) => [name, { description }])),
+  properties: Object.fromEntries(
+    Object.entries({
+      client_id: 'registered client id',
+      redirect_uri: 'exact registered callback',
+      response_type: 'code (only)',
+      code_challenge: 'PKCE S256 challenge (required)',
+      code_challenge_method: 'S256 (only)',
+      state: 'opaque RP value',
+      nonce: 'ID token nonce',
+      scope: 'openid, email, profile, offline_access',
+      resource: 'RFC 8707 resource (exact registered URI)',
+      response_mode: 'query or web_message',
+      prompt: 'none, login or consent',
+      max_age: 'seconds',
+      acr_values: 'recovery, email, passkey or sensitive',
+      dpop_jkt: 'RFC 9449 §10 key thumbprint',
+      resume: 'internal: resumes a request after sign-in or step-up',
+    }).map(([name, description]) => [name, { description }]),
+  ),
   additionalProperties: true,
 } as const;
 
@@ -52,7 +85,11 @@ function carried(params: RawParams): Record<string, string> {
 }
 
 function targetOf(authz: AuthorizationRequest): ErrorTarget {
-  return { redirectUri: authz.redirectUri, responseMode: authz.responseMode, ...(authz.state !== undefined ? { state: authz.state } : {}) };
+  return {
+    redirectUri: authz.redirectUri,
+    responseMode: authz.responseMode,
+    ...(authz.state !== undefined ? { state: authz.state } : {}),
+  };
 }
 
 function digestOf(params: Record<string, string>): string {
@@ -68,48 +105,112 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   const { state, config } = app.kp;
   const { issuer } = config;
 
-  app.get(WEB_MESSAGE_SCRIPT, {
-    config: { cache: 'public, max-age=300' },
-    schema: { tags: ['oidc'], summary: 'Script of the web_message response page', hide: true },
-  }, async (_request, reply) => {
-    reply.type('text/javascript; charset=utf-8');
-    return WEB_MESSAGE_JS;
-  });
+  app.get(
+    WEB_MESSAGE_SCRIPT,
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: { tags: ['oidc'], summary: 'Script of the web_message response page', hide: true },
+    },
+    async (_request, reply) => {
+      reply.type('text/javascript; charset=utf-8');
+      return WEB_MESSAGE_JS;
+    },
+  );
 
   /** Sends a response (code or error) to the verified redirect URI, by the requested mode. */
-  function respond(request: FastifyRequest, reply: FastifyReply, target: ErrorTarget, params: Record<string, string>): FastifyReply {
-    if (target.responseMode === 'web_message') return sendWebMessage(request, reply, new URL(target.redirectUri).origin, params);
+  function respond(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    target: ErrorTarget,
+    params: Record<string, string>,
+  ): FastifyReply {
+    if (target.responseMode === 'web_message')
+      return sendWebMessage(request, reply, new URL(target.redirectUri).origin, params);
     return reply.redirect(buildRedirect(target.redirectUri, params), request.method === 'POST' ? 303 : 302);
   }
 
-  function respondError(request: FastifyRequest, reply: FastifyReply, target: ErrorTarget, error: OAuthErrorCode, description: string): FastifyReply {
+  function respondError(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    target: ErrorTarget,
+    error: OAuthErrorCode,
+    description: string,
+  ): FastifyReply {
     request.log.info({ reason: error }, 'authorization refused');
-    return respond(request, reply, target, authorizationErrorParams({ error, description, ...(target.state !== undefined ? { state: target.state } : {}), iss: issuer }));
+    return respond(
+      request,
+      reply,
+      target,
+      authorizationErrorParams({
+        error,
+        description,
+        ...(target.state !== undefined ? { state: target.state } : {}),
+        iss: issuer,
+      }),
+    );
   }
 
   /**
    * Looks the client up and checks the request against its registration. A refusal is already
    * answered: on a page while the redirect URI is unverified, else at that URI.
    */
-  async function checkRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
+  async function checkRequest(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    params: RawParams,
+  ): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
     const clientId = readClientId(params);
     const client = clientId ? await findClient(app.kp, clientId) : null;
-    if (!client) return { refused: sendErrorPage(request, reply, clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).', { reason: 'unknown_client' }) };
+    if (!client)
+      return {
+        refused: sendErrorPage(
+          request,
+          reply,
+          clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).',
+          { reason: 'unknown_client' },
+        ),
+      };
     const check = checkAuthorizationRequest(params, authorizationClientOf(client));
     if (!check.ok) {
-      if (check.target === null) return { refused: sendErrorPage(request, reply, `The redirect address is not registered for this app. ${check.description}.`, { reason: 'unknown_client' }) };
+      if (check.target === null)
+        return {
+          refused: sendErrorPage(
+            request,
+            reply,
+            `The redirect address is not registered for this app. ${check.description}.`,
+            { reason: 'unknown_client' },
+          ),
+        };
       return { refused: respondError(request, reply, check.target, check.error, check.description) };
     }
     // The popup is in-place sign-in: only for a client that turned it on (docs/in-place.md).
     if (check.request.responseMode === 'web_message' && client.metadata.in_place !== true) {
-      return { refused: respondError(request, reply, { ...targetOf(check.request), responseMode: 'query' }, 'invalid_request', 'response_mode=web_message needs in-place sign-in turned on (client metadata in_place: true)') };
+      return {
+        refused: respondError(
+          request,
+          reply,
+          { ...targetOf(check.request), responseMode: 'query' },
+          'invalid_request',
+          'response_mode=web_message needs in-place sign-in turned on (client metadata in_place: true)',
+        ),
+      };
     }
     return { client, authz: check.request, target: targetOf(check.request) };
   }
 
-  async function issueCode(request: FastifyRequest, reply: FastifyReply, client: StoredClient, authz: AuthorizationRequest, approval: ApprovalKind): Promise<FastifyReply> {
+  async function issueCode(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    client: StoredClient,
+    authz: AuthorizationRequest,
+    approval: ApprovalKind,
+  ): Promise<FastifyReply> {
     const code = await issueAuthorizationCode(app.kp, request.kp.session!, client, authz, approval);
-    return respond(request, reply, targetOf(authz), { code, ...(authz.state !== undefined ? { state: authz.state } : {}), iss: issuer });
+    return respond(request, reply, targetOf(authz), {
+      code,
+      ...(authz.state !== undefined ? { state: authz.state } : {}),
+      iss: issuer,
+    });
   }
 
   async function park(params: Record<string, string>, loginAfter?: number): Promise<string> {
@@ -127,7 +228,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const resume = incoming.resume;
     if (typeof resume === 'string') {
       const stored = /^[A-Za-z0-9_-]{32}$/.test(resume) ? await state.get(`oidc:pending:${resume}`) : null;
-      if (!stored) return sendErrorPage(request, reply, 'This sign-in request has expired. Go back to the app and start again.');
+      if (!stored)
+        return sendErrorPage(request, reply, 'This sign-in request has expired. Go back to the app and start again.');
       const pending = JSON.parse(stored) as Pending;
       params = pending.params;
       loginAfter = pending.loginAfter;
@@ -140,7 +242,10 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const now = app.kp.now();
     const approval = session ? await approvalOf(app.kp, session.identityId, client.clientId) : null;
     const decision = decideAuthorization({
-      request: authz, now, approval, firstParty: client.metadata.first_party === true,
+      request: authz,
+      now,
+      approval,
+      firstParty: client.metadata.first_party === true,
       session: session ? { assurance: session.assurance, authTime: session.authTime } : undefined,
       ...(loginAfter !== undefined ? { loginAfter } : {}),
     });
@@ -161,7 +266,11 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       case 'consent': {
         const hidden = carried(params);
         const approval = randomToken(24);
-        await state.set(`oidc:approval:${approval}`, JSON.stringify({ sessionId: session!.id, digest: digestOf(hidden) }), APPROVAL_TTL_MS);
+        await state.set(
+          `oidc:approval:${approval}`,
+          JSON.stringify({ sessionId: session!.id, digest: digestOf(hidden) }),
+          APPROVAL_TTL_MS,
+        );
         const username = await usernameOf(app.kp, session!.identityId);
         const origin = new URL(authz.redirectUri).origin;
         return sendOneTap(request, reply, {
@@ -185,22 +294,42 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     if ('refused' in checked) return checked.refused;
     const { client, authz, target } = checked;
     const token = body.approval;
-    const stored = typeof token === 'string' && /^[A-Za-z0-9_-]{32}$/.test(token) ? await state.take(`oidc:approval:${token}`) : null;
+    const stored =
+      typeof token === 'string' && /^[A-Za-z0-9_-]{32}$/.test(token)
+        ? await state.take(`oidc:approval:${token}`)
+        : null;
     const session = request.kp.session;
     const grant = stored ? (JSON.parse(stored) as { sessionId: string; digest: string }) : null;
     if (!session || !grant || grant.sessionId !== session.id || grant.digest !== digestOf(params)) {
-      return sendErrorPage(request, reply, 'This approval has expired or belongs to another sign-in. Go back to the app and start again.', { reason: 'access_denied' });
+      return sendErrorPage(
+        request,
+        reply,
+        'This approval has expired or belongs to another sign-in. Go back to the app and start again.',
+        { reason: 'access_denied' },
+      );
     }
     if (body.decision === 'deny') return respondError(request, reply, target, 'access_denied', 'the user declined');
     // The session may have changed since the page was shown: decide again, but the approval now counts.
-    const decision = decideAuthorization({ request: { ...authz, prompt: [] }, session: { assurance: session.assurance, authTime: session.authTime }, now: app.kp.now(), approval: mergeApproval(null, authz) });
-    if (decision.action !== 'issue') return sendErrorPage(request, reply, 'The sign-in changed while this page was open. Go back to the app and start again.', { reason: 'access_denied' });
+    const decision = decideAuthorization({
+      request: { ...authz, prompt: [] },
+      session: { assurance: session.assurance, authTime: session.authTime },
+      now: app.kp.now(),
+      approval: mergeApproval(null, authz),
+    });
+    if (decision.action !== 'issue')
+      return sendErrorPage(
+        request,
+        reply,
+        'The sign-in changed while this page was open. Go back to the app and start again.',
+        { reason: 'access_denied' },
+      );
     return issueCode(request, reply, client, authz, 'new');
   }
 
   const schema = {
     tags: ['oidc'],
-    summary: 'OIDC authorization endpoint: code flow with PKCE S256 (redirects, or shows the sign-in, step-up or one-tap page)',
+    summary:
+      'OIDC authorization endpoint: code flow with PKCE S256 (redirects, or shows the sign-in, step-up or one-tap page)',
     produces: ['text/html'],
     response: { ...errorResponses },
   };
@@ -212,7 +341,23 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       grant_types_supported: ['authorization_code'],
       code_challenge_methods_supported: ['S256'],
       scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
-      claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'acr', 'amr', 'sid', 'email', 'email_verified', 'name', 'preferred_username', 'svc'],
+      claims_supported: [
+        'iss',
+        'sub',
+        'aud',
+        'exp',
+        'iat',
+        'auth_time',
+        'nonce',
+        'acr',
+        'amr',
+        'sid',
+        'email',
+        'email_verified',
+        'name',
+        'preferred_username',
+        'svc',
+      ],
       acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
       prompt_values_supported: ['none', 'login', 'consent'],
       claims_parameter_supported: false,
@@ -223,14 +368,25 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   };
 
   // No automatic HEAD route: a HEAD must never issue a code.
-  app.get('/auth/authorize', { exposeHeadRoute: false, config: { discovery }, schema: { ...schema, querystring: authorizeQuery } }, async (request, reply) =>
-    handle(request, reply, request.query as RawParams));
+  app.get(
+    '/auth/authorize',
+    { exposeHeadRoute: false, config: { discovery }, schema: { ...schema, querystring: authorizeQuery } },
+    async (request, reply) => handle(request, reply, request.query as RawParams),
+  );
 
-  app.post('/auth/authorize', {
-    schema: { ...schema, summary: 'OIDC authorization by POST (RFC 6749 §3.1), and the one-tap form\'s approval', body: { type: 'object', additionalProperties: true } },
-  }, async (request, reply) => {
-    const body = (request.body ?? {}) as RawParams;
-    if (body.approval !== undefined) return approve(request, reply, body);
-    return handle(request, reply, body);
-  });
+  app.post(
+    '/auth/authorize',
+    {
+      schema: {
+        ...schema,
+        summary: "OIDC authorization by POST (RFC 6749 §3.1), and the one-tap form's approval",
+        body: { type: 'object', additionalProperties: true },
+      },
+    },
+    async (request, reply) => {
+      const body = (request.body ?? {}) as RawParams;
+      if (body.approval !== undefined) return approve(request, reply, body);
+      return handle(request, reply, body);
+    },
+  );
 }

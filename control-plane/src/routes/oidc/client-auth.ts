@@ -16,13 +16,20 @@ const ASSERTION_MAX_AGE_SECONDS = 300;
 
 function invalidClient(message: string, basic: boolean) {
   // RFC 6749 §5.2: 401 with a WWW-Authenticate challenge when the client tried the Authorization header.
-  return oauthError('invalid_client', message, { status: 401, ...(basic ? { headers: { 'www-authenticate': 'Basic realm="keyplane"' } } : {}) });
+  return oauthError('invalid_client', message, {
+    status: 401,
+    ...(basic ? { headers: { 'www-authenticate': 'Basic realm="keyplane"' } } : {}),
+  });
 }
 
 const remoteSets = new WeakMap<ControlPlaneServices, RemoteKeySets>();
 
 /** The client's registered keys; a `jwks_uri` is fetched through the guarded fetcher and cached. */
-async function keySetOf(services: ControlPlaneServices, client: StoredClient, refresh: boolean): Promise<JWTVerifyGetKey | null> {
+async function keySetOf(
+  services: ControlPlaneServices,
+  client: StoredClient,
+  refresh: boolean,
+): Promise<JWTVerifyGetKey | null> {
   if (client.metadata.jwks) return createLocalJWKSet(client.metadata.jwks);
   const uri = client.metadata.jwks_uri;
   if (!uri) return null;
@@ -34,7 +41,7 @@ async function keySetOf(services: ControlPlaneServices, client: StoredClient, re
   try {
     return await sets.get(uri, refresh);
   } catch {
-    throw invalidClient('the client\'s key set could not be fetched', false);
+    throw invalidClient("the client's key set could not be fetched", false);
   }
 }
 
@@ -44,29 +51,44 @@ async function keySetOf(services: ControlPlaneServices, client: StoredClient, re
  * `client_secret_post`, `private_key_jwt` (RFC 7523, with `jti` replay refused) and `none` for
  * public clients, which only identify themselves with `client_id`.
  */
-export async function authenticateClient(app: FastifyInstance, request: FastifyRequest, body: Record<string, unknown>): Promise<StoredClient> {
+export async function authenticateClient(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  body: Record<string, unknown>,
+): Promise<StoredClient> {
   const authorization = request.headers.authorization;
   const basic = parseClientSecretBasic(authorization);
-  if (authorization !== undefined && /^basic /i.test(authorization.trim()) && !basic) throw invalidClient('the Basic credentials are malformed', true);
+  if (authorization !== undefined && /^basic /i.test(authorization.trim()) && !basic)
+    throw invalidClient('the Basic credentials are malformed', true);
   const postSecret = body.client_secret;
   const assertion = body.client_assertion;
   const bodyClientId = body.client_id;
-  const used = [basic ? 'basic' : null, postSecret !== undefined ? 'post' : null, assertion !== undefined ? 'jwt' : null].filter(Boolean);
+  const used = [
+    basic ? 'basic' : null,
+    postSecret !== undefined ? 'post' : null,
+    assertion !== undefined ? 'jwt' : null,
+  ].filter(Boolean);
   if (used.length > 1) throw oauthError('invalid_request', 'use exactly one client authentication method');
-  if (bodyClientId !== undefined && typeof bodyClientId !== 'string') throw oauthError('invalid_request', 'client_id must be a single string');
+  if (bodyClientId !== undefined && typeof bodyClientId !== 'string')
+    throw oauthError('invalid_request', 'client_id must be a single string');
 
   let method: ClientAuthMethod;
   let clientId: string | undefined;
   if (basic) {
     method = 'client_secret_basic';
     clientId = basic.clientId;
-    if (bodyClientId !== undefined && bodyClientId !== clientId) throw oauthError('invalid_request', 'client_id differs from the authenticated client');
+    if (bodyClientId !== undefined && bodyClientId !== clientId)
+      throw oauthError('invalid_request', 'client_id differs from the authenticated client');
   } else if (postSecret !== undefined) {
     method = 'client_secret_post';
     clientId = bodyClientId as string | undefined;
   } else if (assertion !== undefined) {
     method = 'private_key_jwt';
-    if (typeof assertion !== 'string' || body.client_assertion_type !== ASSERTION_TYPE) throw oauthError('invalid_request', `client_assertion must be one JWT with client_assertion_type ${ASSERTION_TYPE}`);
+    if (typeof assertion !== 'string' || body.client_assertion_type !== ASSERTION_TYPE)
+      throw oauthError(
+        'invalid_request',
+        `client_assertion must be one JWT with client_assertion_type ${ASSERTION_TYPE}`,
+      );
     try {
       const sub = decodeJwt(assertion).sub;
       clientId = typeof bodyClientId === 'string' ? bodyClientId : typeof sub === 'string' ? sub : undefined;
@@ -81,13 +103,17 @@ export async function authenticateClient(app: FastifyInstance, request: FastifyR
   const client = await findClient(app.kp, clientId);
   if (!client) throw invalidClient('unknown client or wrong credentials', method === 'client_secret_basic');
   if (client.metadata.token_endpoint_auth_method !== method) {
-    throw invalidClient(`this client is registered for ${client.metadata.token_endpoint_auth_method}, not ${method}`, method === 'client_secret_basic');
+    throw invalidClient(
+      `this client is registered for ${client.metadata.token_endpoint_auth_method}, not ${method}`,
+      method === 'client_secret_basic',
+    );
   }
   switch (method) {
     case 'client_secret_basic':
     case 'client_secret_post': {
       const secret = method === 'client_secret_basic' ? basic!.clientSecret : postSecret;
-      if (!verifyClientSecret(secret, client.secretHash)) throw invalidClient('unknown client or wrong credentials', method === 'client_secret_basic');
+      if (!verifyClientSecret(secret, client.secretHash))
+        throw invalidClient('unknown client or wrong credentials', method === 'client_secret_basic');
       return client;
     }
     case 'private_key_jwt':
@@ -125,7 +151,8 @@ async function verifyClientAssertion(app: FastifyInstance, client: StoredClient,
     ({ payload } = await verify(false));
   } catch (error) {
     // A key the cached set lacks: the client may have rotated, so its jwks_uri is read again once.
-    const rotated = (error as { code?: unknown }).code === 'ERR_JWKS_NO_MATCHING_KEY' && client.metadata.jwks_uri !== undefined;
+    const rotated =
+      (error as { code?: unknown }).code === 'ERR_JWKS_NO_MATCHING_KEY' && client.metadata.jwks_uri !== undefined;
     if (!rotated) rethrowUnverified(error);
     try {
       ({ payload } = await verify(true));
@@ -134,6 +161,10 @@ async function verifyClientAssertion(app: FastifyInstance, client: StoredClient,
     }
   }
   const jti = String(payload.jti);
-  const fresh = await app.kp.state.setIfAbsent(`oidc:assertion:${client.clientId}:${sha256Hex(jti)}`, '1', ASSERTION_MAX_AGE_SECONDS * 1000 + 60_000);
+  const fresh = await app.kp.state.setIfAbsent(
+    `oidc:assertion:${client.clientId}:${sha256Hex(jti)}`,
+    '1',
+    ASSERTION_MAX_AGE_SECONDS * 1000 + 60_000,
+  );
   if (!fresh) throw invalidClient('the client assertion was used already', false);
 }

@@ -48,17 +48,23 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
     return payload;
   });
   for (const path of CORS_PATHS) {
-    app.options(path, { schema: { tags: ['oidc'], summary: `CORS preflight for ${path} (registered client origins only)`, hide: true } }, async (request, reply) => {
-      const origin = request.headers.origin;
-      reply.header('vary', 'Origin');
-      if (await allowedOrigin(origin)) {
-        reply.header('access-control-allow-origin', origin!);
-        reply.header('access-control-allow-methods', path === '/auth/userinfo' ? 'GET, POST' : 'POST');
-        reply.header('access-control-allow-headers', 'Authorization, Content-Type, DPoP');
-        reply.header('access-control-max-age', '600');
-      }
-      return reply.code(204).send();
-    });
+    app.options(
+      path,
+      {
+        schema: { tags: ['oidc'], summary: `CORS preflight for ${path} (registered client origins only)`, hide: true },
+      },
+      async (request, reply) => {
+        const origin = request.headers.origin;
+        reply.header('vary', 'Origin');
+        if (await allowedOrigin(origin)) {
+          reply.header('access-control-allow-origin', origin!);
+          reply.header('access-control-allow-methods', path === '/auth/userinfo' ? 'GET, POST' : 'POST');
+          reply.header('access-control-allow-headers', 'Authorization, Content-Type, DPoP');
+          reply.header('access-control-max-age', '600');
+        }
+        return reply.code(204).send();
+      },
+    );
   }
   await app.register(authorizeRoutes);
   await app.register(directGrantRoutes);

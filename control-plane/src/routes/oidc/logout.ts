@@ -25,19 +25,35 @@ function text(params: Params, name: string): string | undefined {
  * otherwise the signed-out page links to it (docs/security.md "Open redirects").
  */
 export default async function logoutRoutes(app: FastifyInstance): Promise<void> {
-  async function handle(request: FastifyRequest, reply: FastifyReply, params: Params, confirmed: boolean): Promise<FastifyReply> {
+  async function handle(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    params: Params,
+    confirmed: boolean,
+  ): Promise<FastifyReply> {
     const hintValue = text(params, 'id_token_hint');
     const hint = hintValue ? await verifyIdTokenHint(app.kp, hintValue) : null;
     if (hintValue && !hint) return sendErrorPage(request, reply, 'The id_token_hint was not issued by this server.');
     const clientIdParam = text(params, 'client_id');
-    if (hint && clientIdParam && clientIdParam !== hint.aud) return sendErrorPage(request, reply, 'client_id differs from the audience of id_token_hint.');
+    if (hint && clientIdParam && clientIdParam !== hint.aud)
+      return sendErrorPage(request, reply, 'client_id differs from the audience of id_token_hint.');
     const clientId = clientIdParam ?? hint?.aud;
     const client: StoredClient | null = clientId ? await findClient(app.kp, clientId) : null;
     if (clientId && !client) return sendErrorPage(request, reply, 'The app (client_id) is not registered here.');
     const redirect = text(params, 'post_logout_redirect_uri');
     if (redirect !== undefined) {
-      if (!client) return sendErrorPage(request, reply, 'post_logout_redirect_uri needs id_token_hint or client_id to identify the app.');
-      if (!matchRedirectUri(client.metadata.post_logout_redirect_uris, redirect)) return sendErrorPage(request, reply, 'post_logout_redirect_uri is not registered for this app (it must match exactly).');
+      if (!client)
+        return sendErrorPage(
+          request,
+          reply,
+          'post_logout_redirect_uri needs id_token_hint or client_id to identify the app.',
+        );
+      if (!matchRedirectUri(client.metadata.post_logout_redirect_uris, redirect))
+        return sendErrorPage(
+          request,
+          reply,
+          'post_logout_redirect_uri is not registered for this app (it must match exactly).',
+        );
     }
     const state = text(params, 'state');
     const session = request.kp.session;
@@ -59,14 +75,27 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
     // Anyone may register a client with any post_logout_redirect_uri, so only an id_token_hint
     // (which proves the client) earns a redirect; a bare client_id gets a link the user may follow.
     if (hint) return reply.redirect(target, request.method === 'POST' ? 303 : 302);
-    return sendSignedOut(request, reply, { href: target, label: client!.metadata.client_name ?? new URL(redirect).origin });
+    return sendSignedOut(request, reply, {
+      href: target,
+      label: client!.metadata.client_name ?? new URL(redirect).origin,
+    });
   }
 
   const schema = {
-    tags: ['oidc'], summary: 'RP-initiated logout: ends the session and returns to a registered post_logout_redirect_uri', produces: ['text/html'],
+    tags: ['oidc'],
+    summary: 'RP-initiated logout: ends the session and returns to a registered post_logout_redirect_uri',
+    produces: ['text/html'],
     response: { ...errorResponses },
   };
-  app.get('/auth/logout', { exposeHeadRoute: false, config: { discovery: { endpoint: 'end_session_endpoint' } }, schema }, async (request, reply) => handle(request, reply, request.query as Params, false));
+  app.get(
+    '/auth/logout',
+    { exposeHeadRoute: false, config: { discovery: { endpoint: 'end_session_endpoint' } }, schema },
+    async (request, reply) => handle(request, reply, request.query as Params, false),
+  );
   // The confirmation form posts here from our own origin (the session plugin checks Origin).
-  app.post('/auth/logout', { schema: { ...schema, body: { type: 'object', additionalProperties: true } } }, async (request, reply) => handle(request, reply, (request.body ?? {}) as Params, true));
+  app.post(
+    '/auth/logout',
+    { schema: { ...schema, body: { type: 'object', additionalProperties: true } } },
+    async (request, reply) => handle(request, reply, (request.body ?? {}) as Params, true),
+  );
 }

@@ -39,32 +39,46 @@ function formPage(reply: FastifyReply, html: string): string {
  * An authorization error shown here because the client or its redirect URI cannot be trusted
  * (never redirected). The page names its `reason`; a caller that asked for JSON gets the envelope.
  */
-export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, description: string, options: { status?: number; reason?: Reason } = {}): FastifyReply {
+export function sendErrorPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  description: string,
+  options: { status?: number; reason?: Reason } = {},
+): FastifyReply {
   const reason = options.reason ?? 'invalid_request';
   reply.code(options.status ?? REASONS[reason].status);
   if (wantsJson(request)) return reply.send(fail(reason, description).toEnvelope());
   reply.type('text/html; charset=utf-8');
-  return reply.send(page({
-    title: 'Sign-in request refused',
-    nonce: request.kp.cspNonce,
-    body: html`<h1>This sign-in request cannot continue</h1>
+  return reply.send(
+    page({
+      title: 'Sign-in request refused',
+      nonce: request.kp.cspNonce,
+      body: html`<h1>This sign-in request cannot continue</h1>
 <p class="error" role="alert">${description}</p>
 <p class="muted">The app that sent you here is not set up correctly, so Keyplane will not send you back to it. Close this page and tell the app's team.</p>
 <p class="muted">Reason: <code data-reason="${reason}">${reason}</code></p>`,
-  }));
+    }),
+  );
 }
 
 /** The web_message response: a page whose nonce'd module script posts `response` to the opener at `origin`. */
-export function sendWebMessage(request: FastifyRequest, reply: FastifyReply, origin: string, response: Record<string, string>): FastifyReply {
+export function sendWebMessage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  origin: string,
+  response: Record<string, string>,
+): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
-  return reply.send(page({
-    title: 'Returning to the app',
-    nonce: request.kp.cspNonce,
-    scripts: [WEB_MESSAGE_SCRIPT],
-    body: html`<h1>Returning to the app…</h1>
+  return reply.send(
+    page({
+      title: 'Returning to the app',
+      nonce: request.kp.cspNonce,
+      scripts: [WEB_MESSAGE_SCRIPT],
+      body: html`<h1>Returning to the app…</h1>
 <div id="kp-response" hidden data-origin="${origin}" data-response="${JSON.stringify(response)}"></div>
 <p id="kp-status" role="status" aria-live="polite">You can close this window.</p>`,
-  }));
+    }),
+  );
 }
 
 export interface OneTapView {
@@ -91,38 +105,68 @@ export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: O
   reply.code(200).type('text/html; charset=utf-8');
   // The approval answers with a redirect to the client, which CSP form-action must allow.
   reply.header('content-security-policy', contentSecurityPolicy(request.kp.cspNonce, { formAction: view.formAction }));
-  return reply.send(formPage(reply, page({
-    title: `Continue to ${view.clientName}`,
-    nonce: request.kp.cspNonce,
-    body: html`<h1>Continue to ${view.clientName}?</h1>
+  return reply.send(
+    formPage(
+      reply,
+      page({
+        title: `Continue to ${view.clientName}`,
+        nonce: request.kp.cspNonce,
+        body: html`<h1>Continue to ${view.clientName}?</h1>
 <p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
 <ul>${view.scopes.map((scope) => html`<li>${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul>
-${view.resources.length ? html`<p>and to act for you at:</p>
+${
+  view.resources.length
+    ? html`<p>and to act for you at:</p>
 <ul data-field="resources">${view.resources.map((resource) => html`<li><code>${resource}</code></li>`)}</ul>
-` : ''}<form method="post" action="/auth/authorize" data-action="continue">
+`
+    : ''
+}<form method="post" action="/auth/authorize" data-action="continue">
 ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
 <button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
 </form>
 <p class="muted">Keyplane remembers this choice for this app; you will not be asked again for the same access.</p>`,
-  })));
+      }),
+    ),
+  );
 }
 
 /** RP-initiated logout without a usable id_token_hint: the user confirms with a same-origin POST. */
-export function sendLogoutConfirm(request: FastifyRequest, reply: FastifyReply, hidden: Record<string, string>): FastifyReply {
+export function sendLogoutConfirm(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  hidden: Record<string, string>,
+): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
-  return reply.send(formPage(reply, page({
-    title: 'Sign out',
-    nonce: request.kp.cspNonce,
-    body: html`<h1>Sign out of Keyplane?</h1>
+  return reply.send(
+    formPage(
+      reply,
+      page({
+        title: 'Sign out',
+        nonce: request.kp.cspNonce,
+        body: html`<h1>Sign out of Keyplane?</h1>
 <form method="post" action="/auth/logout" data-action="logout">
 ${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit">Sign out</button>
 </form>`,
-  })));
+      }),
+    ),
+  );
 }
 
 /** The signed-out page; `next` is a link back to the app (never an automatic redirect). */
-export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, next?: { href: string; label: string }): FastifyReply {
+export function sendSignedOut(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  next?: { href: string; label: string },
+): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
-  const back = next ? html`<p><a href="${next.href}" data-action="return" rel="noreferrer">Return to ${next.label}</a></p>` : '';
-  return reply.send(page({ title: 'Signed out', nonce: request.kp.cspNonce, body: html`<h1>You are signed out</h1>${back}<p><a href="/auth">Sign in again</a></p>` }));
+  const back = next
+    ? html`<p><a href="${next.href}" data-action="return" rel="noreferrer">Return to ${next.label}</a></p>`
+    : '';
+  return reply.send(
+    page({
+      title: 'Signed out',
+      nonce: request.kp.cspNonce,
+      body: html`<h1>You are signed out</h1>${back}<p><a href="/auth">Sign in again</a></p>`,
+    }),
+  );
 }

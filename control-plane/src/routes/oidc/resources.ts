@@ -19,17 +19,30 @@ function challenge(error?: { code: string; description: string }): string {
   return `Bearer realm="keyplane"${suffix}, ${dpopChallenge(error ? { error: error.code, description: error.description } : {})}`;
 }
 
-function resourceRefusal(reason: 'invalid_token' | 'unauthorized' | 'insufficient_scope', description: string): KeyplaneError {
-  if (reason === 'unauthorized') return fail('unauthorized', description, { status: 401, headers: { 'www-authenticate': challenge() } });
+function resourceRefusal(
+  reason: 'invalid_token' | 'unauthorized' | 'insufficient_scope',
+  description: string,
+): KeyplaneError {
+  if (reason === 'unauthorized')
+    return fail('unauthorized', description, { status: 401, headers: { 'www-authenticate': challenge() } });
   const status = reason === 'insufficient_scope' ? 403 : 401;
-  return fail(reason, description, { status, headers: { 'www-authenticate': challenge({ code: reason, description }) }, fields: oauthFields(reason, description) });
+  return fail(reason, description, {
+    status,
+    headers: { 'www-authenticate': challenge({ code: reason, description }) },
+    fields: oauthFields(reason, description),
+  });
 }
 
 /**
  * Authenticates a protected-resource request to this server: Bearer or DPoP (RFC 6750, RFC 9449
  * §7), with the token bound to the proof key and a DPoP-bound token under `Bearer` refused.
  */
-async function authenticateResource(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, path: string): Promise<AccessTokenClaimsRead> {
+async function authenticateResource(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  path: string,
+): Promise<AccessTokenClaimsRead> {
   const presented = readAccessToken(request.headers.authorization);
   if (!presented) throw resourceRefusal('unauthorized', 'send an access token as Authorization: Bearer or DPoP');
   let claims: AccessTokenClaimsRead;
@@ -41,10 +54,18 @@ async function authenticateResource(app: FastifyInstance, request: FastifyReques
   }
   const bound = typeof claims.cnf?.jkt === 'string' ? claims.cnf.jkt : undefined;
   const problem = checkTokenScheme(presented.scheme, bound);
-  if (problem === 'bearer_for_bound_token') throw resourceRefusal('invalid_token', 'this access token is DPoP-bound: present it with Authorization: DPoP and a proof');
-  if (problem === 'dpop_for_unbound_token') throw resourceRefusal('invalid_token', 'this access token is not DPoP-bound: present it as Bearer');
+  if (problem === 'bearer_for_bound_token')
+    throw resourceRefusal(
+      'invalid_token',
+      'this access token is DPoP-bound: present it with Authorization: DPoP and a proof',
+    );
+  if (problem === 'dpop_for_unbound_token')
+    throw resourceRefusal('invalid_token', 'this access token is not DPoP-bound: present it as Bearer');
   if (bound !== undefined) {
-    const proof = await checkDpopHeader(app.kp, request, reply, path, 'resource', { accessToken: presented.token, boundJkt: bound });
+    const proof = await checkDpopHeader(app.kp, request, reply, path, 'resource', {
+      accessToken: presented.token,
+      boundJkt: bound,
+    });
     if (!proof) throw resourceRefusal('invalid_token', 'a DPoP proof is required with this access token');
   }
   return claims;
@@ -58,57 +79,106 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
     const claims = await authenticateResource(app, request, reply, USERINFO_PATH);
     // The userinfo endpoint is a resource of the issuer: tokens for other resources are refused.
     const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-    if (!aud.includes(claims.client_id) && !aud.includes(config.issuer)) throw resourceRefusal('invalid_token', 'this access token is for another resource');
+    if (!aud.includes(claims.client_id) && !aud.includes(config.issuer))
+      throw resourceRefusal('invalid_token', 'this access token is for another resource');
     const scopes = parseScope(claims.scope);
     if (!scopes.includes('openid')) throw resourceRefusal('insufficient_scope', 'userinfo needs the openid scope');
     const facts = await userClaims(app.kp, claims.sub);
     return {
       ok: true,
       sub: claims.sub,
-      ...(scopes.includes('email') && facts.email ? { email: facts.email.address, email_verified: facts.email.verified === true } : {}),
+      ...(scopes.includes('email') && facts.email
+        ? { email: facts.email.address, email_verified: facts.email.verified === true }
+        : {}),
       ...(scopes.includes('profile') && facts.profile ? facts.profile : {}),
     };
   }
 
   const userinfoSchema = {
-    tags: ['oidc'], summary: 'OIDC userinfo for the access token (Bearer or DPoP)', security: [{ bearerAuth: [] }],
+    tags: ['oidc'],
+    summary: 'OIDC userinfo for the access token (Bearer or DPoP)',
+    security: [{ bearerAuth: [] }],
     response: { 200: anyObject, ...errorResponses },
   };
-  app.get(USERINFO_PATH, { config: { discovery: { endpoint: 'userinfo_endpoint' } }, schema: userinfoSchema }, async (request, reply) => userinfo(request, reply));
+  app.get(
+    USERINFO_PATH,
+    { config: { discovery: { endpoint: 'userinfo_endpoint' } }, schema: userinfoSchema },
+    async (request, reply) => userinfo(request, reply),
+  );
   app.post(USERINFO_PATH, { schema: userinfoSchema }, async (request, reply) => userinfo(request, reply));
 
-  app.post('/auth/revoke', {
-    config: { discovery: { endpoint: 'revocation_endpoint', metadata: { revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] } } },
-    schema: {
-      tags: ['oidc'], summary: 'Token revocation (RFC 7009): a refresh token revokes its whole family; an access token itself',
-      consumes: ['application/x-www-form-urlencoded', 'application/json'], body: { type: 'object', additionalProperties: true },
-      response: { 200: { type: 'object', required: ['ok'], properties: { ok: { const: true }, receipt: { type: 'string' } } }, ...errorResponses },
+  app.post(
+    '/auth/revoke',
+    {
+      config: {
+        discovery: {
+          endpoint: 'revocation_endpoint',
+          metadata: {
+            revocation_endpoint_auth_methods_supported: [
+              'client_secret_basic',
+              'client_secret_post',
+              'private_key_jwt',
+              'none',
+            ],
+          },
+        },
+      },
+      schema: {
+        tags: ['oidc'],
+        summary: 'Token revocation (RFC 7009): a refresh token revokes its whole family; an access token itself',
+        consumes: ['application/x-www-form-urlencoded', 'application/json'],
+        body: { type: 'object', additionalProperties: true },
+        response: {
+          200: { type: 'object', required: ['ok'], properties: { ok: { const: true }, receipt: { type: 'string' } } },
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request, reply) => {
-    reply.header('cache-control', 'no-store');
-    const body = readTokenRequestBody(request.body);
-    const client = await authenticateClient(app, request, body);
-    const token = body.token;
-    if (typeof token !== 'string' || token.length === 0 || token.length > 8192) throw oauthError('invalid_request', 'token is required');
-    const { receipt } = await revokeToken(app.kp, client, token);
-    return receipt ? { ok: true, receipt } : { ok: true };
-  });
-
-  app.post('/auth/introspect', {
-    config: { discovery: { endpoint: 'introspection_endpoint', metadata: { introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'] } } },
-    schema: {
-      tags: ['oidc'], summary: 'Token introspection for resource servers (RFC 7662); confidential clients only',
-      consumes: ['application/x-www-form-urlencoded', 'application/json'], body: { type: 'object', additionalProperties: true },
-      response: { 200: anyObject, ...errorResponses },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      const body = readTokenRequestBody(request.body);
+      const client = await authenticateClient(app, request, body);
+      const token = body.token;
+      if (typeof token !== 'string' || token.length === 0 || token.length > 8192)
+        throw oauthError('invalid_request', 'token is required');
+      const { receipt } = await revokeToken(app.kp, client, token);
+      return receipt ? { ok: true, receipt } : { ok: true };
     },
-  }, async (request, reply) => {
-    reply.header('cache-control', 'no-store');
-    const body = readTokenRequestBody(request.body);
-    const client = await authenticateClient(app, request, body);
-    if (client.type !== 'confidential') throw oauthError('unauthorized_client', 'introspection needs an authenticated confidential client');
-    const token = body.token;
-    if (typeof token !== 'string' || token.length === 0 || token.length > 8192) throw oauthError('invalid_request', 'token is required');
-    return { ok: true, ...(await introspectToken(app.kp, client, token)) };
-  });
+  );
 
+  app.post(
+    '/auth/introspect',
+    {
+      config: {
+        discovery: {
+          endpoint: 'introspection_endpoint',
+          metadata: {
+            introspection_endpoint_auth_methods_supported: [
+              'client_secret_basic',
+              'client_secret_post',
+              'private_key_jwt',
+            ],
+          },
+        },
+      },
+      schema: {
+        tags: ['oidc'],
+        summary: 'Token introspection for resource servers (RFC 7662); confidential clients only',
+        consumes: ['application/x-www-form-urlencoded', 'application/json'],
+        body: { type: 'object', additionalProperties: true },
+        response: { 200: anyObject, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      const body = readTokenRequestBody(request.body);
+      const client = await authenticateClient(app, request, body);
+      if (client.type !== 'confidential')
+        throw oauthError('unauthorized_client', 'introspection needs an authenticated confidential client');
+      const token = body.token;
+      if (typeof token !== 'string' || token.length === 0 || token.length > 8192)
+        throw oauthError('invalid_request', 'token is required');
+      return { ok: true, ...(await introspectToken(app.kp, client, token)) };
+    },
+  );
 }

@@ -23,7 +23,10 @@ const tokenResponse = {
     expires_in: { type: 'integer' },
     scope: { type: 'string' },
     id_token: { type: 'string' },
-    refresh_token: { type: 'string', description: 'Rotates on every use; only with offline_access and the refresh_token grant registered.' },
+    refresh_token: {
+      type: 'string',
+      description: 'Rotates on every use; only with offline_access and the refresh_token grant registered.',
+    },
     receipt: { type: 'string' },
   },
   additionalProperties: true,
@@ -47,66 +50,96 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
     const decision = await limiter.hit(bucket, subject, { max, windowMs: 60_000 });
     if (!decision.allowed) {
       const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      throw fail('rate_limited', `too many token requests; try again in ${seconds} s`, { headers: { 'retry-after': String(seconds) }, fields: { error: 'slow_down', error_description: 'too many token requests' } });
+      throw fail('rate_limited', `too many token requests; try again in ${seconds} s`, {
+        headers: { 'retry-after': String(seconds) },
+        fields: { error: 'slow_down', error_description: 'too many token requests' },
+      });
     }
   }
 
   function checkDpopRequirement(client: StoredClient, proof: VerifiedDpopProof | null): void {
     if (client.metadata.dpop_bound_access_tokens && !proof) {
-      throw oauthError('invalid_dpop_proof', 'this client is registered for DPoP-bound tokens: send a DPoP proof', { status: 400 });
+      throw oauthError('invalid_dpop_proof', 'this client is registered for DPoP-bound tokens: send a DPoP proof', {
+        status: 400,
+      });
     }
   }
 
-  app.post('/auth/token', {
-    config: {
-      discovery: {
-        endpoint: 'token_endpoint',
-        metadata: {
-          grant_types_supported: ['authorization_code', 'refresh_token', JWT_BEARER],
-          token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
-          token_endpoint_auth_signing_alg_values_supported: ['ES256', 'EdDSA', 'PS256', 'RS256'],
-          dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+  app.post(
+    '/auth/token',
+    {
+      config: {
+        discovery: {
+          endpoint: 'token_endpoint',
+          metadata: {
+            grant_types_supported: ['authorization_code', 'refresh_token', JWT_BEARER],
+            token_endpoint_auth_methods_supported: [
+              'client_secret_basic',
+              'client_secret_post',
+              'private_key_jwt',
+              'none',
+            ],
+            token_endpoint_auth_signing_alg_values_supported: ['ES256', 'EdDSA', 'PS256', 'RS256'],
+            dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+          },
         },
       },
+      schema: {
+        tags: ['oidc'],
+        summary:
+          'OIDC token endpoint: authorization_code (PKCE) and refresh_token grants; DPoP-bound tokens with a DPoP header; errors carry error/error_description too',
+        consumes: ['application/x-www-form-urlencoded', 'application/json'],
+        body: { type: 'object', additionalProperties: true },
+        response: { 200: tokenResponse, ...errorResponses },
+      },
     },
-    schema: {
-      tags: ['oidc'],
-      summary: 'OIDC token endpoint: authorization_code (PKCE) and refresh_token grants; DPoP-bound tokens with a DPoP header; errors carry error/error_description too',
-      consumes: ['application/x-www-form-urlencoded', 'application/json'],
-      body: { type: 'object', additionalProperties: true },
-      response: { 200: tokenResponse, ...errorResponses },
+    async (request, reply) => {
+      noStore(reply);
+      const body = readTokenRequestBody(request.body);
+      // Per address before authentication; per client only once the client is proven, so that
+      // nobody can use up another client's budget by naming it.
+      await limit('token:ip', request.ip, config.limits.authPerIpPerMinute);
+      const client = await authenticateClient(app, request, body);
+      await limit('token:client', client.clientId, config.limits.authPerIpPerMinute * 10);
+      const grantType = stringParam(body, 'grant_type');
+      if (!grantType) throw oauthError('invalid_request', 'grant_type is required');
+      if (grantType === JWT_BEARER) {
+        // Agents (RFC 7523 §2.1): admitted by the client's access declaration, not its grant_types.
+        if (!client.metadata.access.agents)
+          throw oauthError('unauthorized_client', 'this client does not admit agents');
+        const issued = await jwtBearerGrant(
+          app.kp,
+          client,
+          body,
+          await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token'),
+        );
+        return {
+          ok: true,
+          access_token: issued.accessToken,
+          token_type: 'DPoP',
+          expires_in: issued.expiresIn,
+          scope: issued.scope,
+          ...(issued.receipt ? { receipt: issued.receipt } : {}),
+        };
+      }
+      if (grantType !== 'authorization_code' && grantType !== 'refresh_token')
+        throw oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
+      if (!client.metadata.grant_types.includes(grantType))
+        throw oauthError('unauthorized_client', `this client is not registered for ${grantType}`);
+      const proof = await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token');
+      checkDpopRequirement(client, proof);
+      const grant = grantType === 'authorization_code' ? authorizationCodeGrant : refreshTokenGrant;
+      const result = await grant(app.kp, client, body, proof);
+      return {
+        ok: true,
+        access_token: result.minted.accessToken,
+        token_type: result.proof ? 'DPoP' : 'Bearer',
+        expires_in: result.minted.expiresIn,
+        scope: formatScope(result.scopes),
+        ...(result.minted.idToken ? { id_token: result.minted.idToken } : {}),
+        ...(result.refreshToken ? { refresh_token: result.refreshToken } : {}),
+        ...(result.receipt ? { receipt: result.receipt } : {}),
+      };
     },
-  }, async (request, reply) => {
-    noStore(reply);
-    const body = readTokenRequestBody(request.body);
-    // Per address before authentication; per client only once the client is proven, so that
-    // nobody can use up another client's budget by naming it.
-    await limit('token:ip', request.ip, config.limits.authPerIpPerMinute);
-    const client = await authenticateClient(app, request, body);
-    await limit('token:client', client.clientId, config.limits.authPerIpPerMinute * 10);
-    const grantType = stringParam(body, 'grant_type');
-    if (!grantType) throw oauthError('invalid_request', 'grant_type is required');
-    if (grantType === JWT_BEARER) {
-      // Agents (RFC 7523 §2.1): admitted by the client's access declaration, not its grant_types.
-      if (!client.metadata.access.agents) throw oauthError('unauthorized_client', 'this client does not admit agents');
-      const issued = await jwtBearerGrant(app.kp, client, body, await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token'));
-      return { ok: true, access_token: issued.accessToken, token_type: 'DPoP', expires_in: issued.expiresIn, scope: issued.scope, ...(issued.receipt ? { receipt: issued.receipt } : {}) };
-    }
-    if (grantType !== 'authorization_code' && grantType !== 'refresh_token') throw oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
-    if (!client.metadata.grant_types.includes(grantType)) throw oauthError('unauthorized_client', `this client is not registered for ${grantType}`);
-    const proof = await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token');
-    checkDpopRequirement(client, proof);
-    const grant = grantType === 'authorization_code' ? authorizationCodeGrant : refreshTokenGrant;
-    const result = await grant(app.kp, client, body, proof);
-    return {
-      ok: true,
-      access_token: result.minted.accessToken,
-      token_type: result.proof ? 'DPoP' : 'Bearer',
-      expires_in: result.minted.expiresIn,
-      scope: formatScope(result.scopes),
-      ...(result.minted.idToken ? { id_token: result.minted.idToken } : {}),
-      ...(result.refreshToken ? { refresh_token: result.refreshToken } : {}),
-      ...(result.receipt ? { receipt: result.receipt } : {}),
-    };
-  });
+  );
 }

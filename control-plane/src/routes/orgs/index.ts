@@ -4,7 +4,15 @@ import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
 import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
 import {
-  acceptInvite, addSite, changeRole, createOrg, inviteMember, loadMembership, promoteSite, removeMember, removeSite,
+  acceptInvite,
+  addSite,
+  changeRole,
+  createOrg,
+  inviteMember,
+  loadMembership,
+  promoteSite,
+  removeMember,
+  removeSite,
 } from '../../orgs/operations.js';
 import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
@@ -14,31 +22,54 @@ import { proveSiteDomain } from '../../orgs/domain-proof.js';
 import { scanOrgSite } from '../../orgs/scan-site.js';
 
 const session = [{ sessionCookie: [] }];
-const slugParams = { type: 'object', required: ['slug'], properties: { slug: { type: 'string', maxLength: 64 } } } as const;
+const slugParams = {
+  type: 'object',
+  required: ['slug'],
+  properties: { slug: { type: 'string', maxLength: 64 } },
+} as const;
 const receiptOnly = { 200: okObject({ receipt: receiptField }), ...errorResponses };
 
 const siteSchema = {
   type: 'object',
   required: ['siteId', 'url', 'primary'],
   properties: {
-    siteId: { type: 'string' }, url: { type: 'string' }, label: { type: ['string', 'null'] }, primary: { type: 'boolean' },
-    verified: { type: 'boolean' }, rating: { anyOf: [ratingSchema, { type: 'null' }] },
+    siteId: { type: 'string' },
+    url: { type: 'string' },
+    label: { type: ['string', 'null'] },
+    primary: { type: 'boolean' },
+    verified: { type: 'boolean' },
+    rating: { anyOf: [ratingSchema, { type: 'null' }] },
     proof: {
       type: 'object',
       properties: {
-        dns: { type: 'object', properties: { name: { type: 'string' }, type: { const: 'TXT' }, value: { type: 'string' } } },
+        dns: {
+          type: 'object',
+          properties: { name: { type: 'string' }, type: { const: 'TXT' }, value: { type: 'string' } },
+        },
         wellKnown: { type: 'object', properties: { url: { type: 'string' }, value: { type: 'string' } } },
       },
     },
   },
 } as const;
 
-export const orgViewSchema = okObject({
-  slug: { type: 'string' }, name: { type: 'string' }, website: { type: ['string', 'null'] }, role: { enum: ORG_ROLES },
-  members: { type: 'array', items: { type: 'object', properties: { user: { type: 'string' }, username: { type: 'string' }, role: { enum: ORG_ROLES } } } },
-  sites: { type: 'array', items: siteSchema },
-  rating: { anyOf: [ratingSchema, { type: 'null' }] },
-}, ['slug', 'name', 'role', 'members', 'sites', 'rating']);
+export const orgViewSchema = okObject(
+  {
+    slug: { type: 'string' },
+    name: { type: 'string' },
+    website: { type: ['string', 'null'] },
+    role: { enum: ORG_ROLES },
+    members: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { user: { type: 'string' }, username: { type: 'string' }, role: { enum: ORG_ROLES } },
+      },
+    },
+    sites: { type: 'array', items: siteSchema },
+    rating: { anyOf: [ratingSchema, { type: 'null' }] },
+  },
+  ['slug', 'name', 'role', 'members', 'sites', 'rating'],
+);
 
 /** After a plain HTML form post, go back to the dashboard; otherwise answer JSON. */
 function answer(request: FastifyRequest, reply: FastifyReply, slug: string, body: Record<string, unknown>) {
@@ -50,97 +81,230 @@ function answer(request: FastifyRequest, reply: FastifyReply, slug: string, body
 export default async function orgRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
   await app.register(async (assets) => {
-    assets.get('/assets/forms.js', { config: { cache: 'no-cache' }, schema: { tags: ['pages'], summary: 'Page script (ES module): the org and scan forms' } }, async (_request, reply) => {
-      reply.type('text/javascript; charset=utf-8');
-      return FORMS_JS;
-    });
+    assets.get(
+      '/assets/forms.js',
+      {
+        config: { cache: 'no-cache' },
+        schema: { tags: ['pages'], summary: 'Page script (ES module): the org and scan forms' },
+      },
+      async (_request, reply) => {
+        reply.type('text/javascript; charset=utf-8');
+        return FORMS_JS;
+      },
+    );
   });
   await app.register(async (app) => {
-  app.addHook('onRequest', requireSession);
+    app.addHook('onRequest', requireSession);
 
-  app.post('/auth/orgs/create', {
-    schema: {
-      tags: ['orgs'], summary: 'Create an organization; the caller becomes its owner', security: session,
-      body: { type: 'object', required: ['name'], properties: { name: { type: 'string', maxLength: 200 }, website: { type: 'string', maxLength: 2048 } } },
-      response: { 200: okObject({ orgId: { type: 'string' }, slug: { type: 'string' }, name: { type: 'string' }, receipt: receiptField }, ['slug']), ...errorResponses },
-    },
-  }, async (request, reply) => {
-    const { org, receipt } = await createOrg(services, request.kp.session!.identityId, request.body as { name: unknown; website?: unknown });
-    return answer(request, reply, org.slug, { orgId: org.orgId, slug: org.slug, name: org.name, ...(receipt ? { receipt } : {}) });
-  });
+    app.post(
+      '/auth/orgs/create',
+      {
+        schema: {
+          tags: ['orgs'],
+          summary: 'Create an organization; the caller becomes its owner',
+          security: session,
+          body: {
+            type: 'object',
+            required: ['name'],
+            properties: { name: { type: 'string', maxLength: 200 }, website: { type: 'string', maxLength: 2048 } },
+          },
+          response: {
+            200: okObject(
+              { orgId: { type: 'string' }, slug: { type: 'string' }, name: { type: 'string' }, receipt: receiptField },
+              ['slug'],
+            ),
+            ...errorResponses,
+          },
+        },
+      },
+      async (request, reply) => {
+        const { org, receipt } = await createOrg(
+          services,
+          request.kp.session!.identityId,
+          request.body as { name: unknown; website?: unknown },
+        );
+        return answer(request, reply, org.slug, {
+          orgId: org.orgId,
+          slug: org.slug,
+          name: org.name,
+          ...(receipt ? { receipt } : {}),
+        });
+      },
+    );
 
-  app.get('/org/:slug', {
-    schema: {
-      tags: ['orgs'], summary: 'The org dashboard (members only): HTML, or JSON with format=json', security: session,
-      params: slugParams, querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
-      response: { 200: orgViewSchema, ...errorResponses },
-    },
-  }, async (request, reply) => {
-    const { slug } = request.params as { slug: string };
-    const m = await loadMembership(services, slug, request.kp.session!.identityId);
-    const view = await loadOrgView(services, m);
-    if (wantsJson(request)) return { ok: true, ...view };
-    reply.type('text/html; charset=utf-8');
-    return page({ title: `${view.name} · organization`, nonce: request.kp.cspNonce, scripts: ['/assets/forms.js'], body: dashboard(view, services.now()) });
-  });
+    app.get(
+      '/org/:slug',
+      {
+        schema: {
+          tags: ['orgs'],
+          summary: 'The org dashboard (members only): HTML, or JSON with format=json',
+          security: session,
+          params: slugParams,
+          querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
+          response: { 200: orgViewSchema, ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const { slug } = request.params as { slug: string };
+        const m = await loadMembership(services, slug, request.kp.session!.identityId);
+        const view = await loadOrgView(services, m);
+        if (wantsJson(request)) return { ok: true, ...view };
+        reply.type('text/html; charset=utf-8');
+        return page({
+          title: `${view.name} · organization`,
+          nonce: request.kp.cspNonce,
+          scripts: ['/assets/forms.js'],
+          body: dashboard(view, services.now()),
+        });
+      },
+    );
 
-  const mutation = (path: string, summary: string, body: object | null, handler: (request: FastifyRequest, slug: string) => Promise<Record<string, unknown>>) =>
-    app.post(`/org/:slug/${path}`, {
-      schema: { tags: ['orgs'], summary, security: session, params: slugParams, ...(body ? { body } : {}), response: receiptOnly },
-    }, async (request, reply) => {
-      const { slug } = request.params as { slug: string };
-      return answer(request, reply, slug, await handler(request, slug));
+    const mutation = (
+      path: string,
+      summary: string,
+      body: object | null,
+      handler: (request: FastifyRequest, slug: string) => Promise<Record<string, unknown>>,
+    ) =>
+      app.post(
+        `/org/:slug/${path}`,
+        {
+          schema: {
+            tags: ['orgs'],
+            summary,
+            security: session,
+            params: slugParams,
+            ...(body ? { body } : {}),
+            response: receiptOnly,
+          },
+        },
+        async (request, reply) => {
+          const { slug } = request.params as { slug: string };
+          return answer(request, reply, slug, await handler(request, slug));
+        },
+      );
+
+    const member = (request: FastifyRequest, slug: string) =>
+      loadMembership(services, slug, request.kp.session!.identityId);
+    const actor = (request: FastifyRequest) => request.kp.session!.identityId;
+    const siteIdBody = {
+      type: 'object',
+      required: ['siteId'],
+      properties: { siteId: { type: 'string', maxLength: 100 } },
+    };
+    const userBody = { type: 'object', required: ['user'], properties: { user: { type: 'string', maxLength: 100 } } };
+
+    mutation(
+      'websites/add',
+      'Register a site (https); the first becomes primary',
+      {
+        type: 'object',
+        required: ['url'],
+        properties: { url: { type: 'string', maxLength: 2048 }, label: { type: 'string', maxLength: 200 } },
+      },
+      async (request, slug) => {
+        const { site, receipt } = await addSite(
+          services,
+          await member(request, slug),
+          actor(request),
+          request.body as { url: unknown; label?: unknown },
+        );
+        return { siteId: site.siteId, primary: site.primary, ...(receipt ? { receipt } : {}) };
+      },
+    );
+    mutation(
+      'websites/remove',
+      'Remove a site (the oldest remaining one becomes primary if it was)',
+      siteIdBody,
+      async (request, slug) =>
+        removeSite(services, await member(request, slug), actor(request), (request.body as { siteId: string }).siteId),
+    );
+    mutation('websites/primary', 'Promote a site to primary', siteIdBody, async (request, slug) =>
+      promoteSite(services, await member(request, slug), actor(request), (request.body as { siteId: string }).siteId),
+    );
+    mutation(
+      'members/role',
+      "Change a member's role; only owners touch the owner role, the last owner stays",
+      {
+        type: 'object',
+        required: ['user', 'role'],
+        properties: { user: { type: 'string', maxLength: 100 }, role: { enum: ORG_ROLES } },
+      },
+      async (request, slug) => {
+        const { user, role } = request.body as { user: string; role: OrgRole };
+        return changeRole(services, await member(request, slug), actor(request), user, role);
+      },
+    );
+    mutation('members/remove', 'Remove a member; the last owner is never removable', userBody, async (request, slug) =>
+      removeMember(services, await member(request, slug), actor(request), (request.body as { user: string }).user),
+    );
+    mutation(
+      'members/invite',
+      'Invite an account by username; it sees the invite on /account',
+      {
+        type: 'object',
+        required: ['username'],
+        properties: { username: { type: 'string', maxLength: 64 }, role: { enum: ORG_ROLES, default: 'member' } },
+      },
+      async (request, slug) => {
+        const { username, role } = request.body as { username: string; role: OrgRole };
+        const { identityId, receipt } = await inviteMember(
+          services,
+          await member(request, slug),
+          actor(request),
+          username,
+          role,
+        );
+        return { user: identityId, ...(receipt ? { receipt } : {}) };
+      },
+    );
+    mutation(
+      'websites/verify',
+      "Prove control of a site's domain (DNS TXT _keyplane.<host> or /.well-known/keyplane-site.txt); only then is a seal shown",
+      siteIdBody,
+      async (request, slug) =>
+        proveSiteDomain(
+          services,
+          await member(request, slug),
+          actor(request),
+          (request.body as { siteId: string }).siteId,
+        ),
+    );
+
+    app.post(
+      '/org/:slug/scan',
+      {
+        schema: {
+          tags: ['orgs'],
+          summary: 'Scan the primary site (or `siteId`, or a `website` override) and answer with the signed Rating',
+          security: session,
+          params: slugParams,
+          body: {
+            type: 'object',
+            properties: { siteId: { type: 'string', maxLength: 100 }, website: { type: 'string', maxLength: 2048 } },
+          },
+          response: {
+            200: okObject({ rating: ratingSchema, siteId: { type: ['string', 'null'] }, receipt: receiptField }, [
+              'rating',
+            ]),
+            ...errorResponses,
+          },
+        },
+      },
+      async (request, reply) => {
+        const { slug } = request.params as { slug: string };
+        const result = await scanOrgSite(
+          services,
+          await member(request, slug),
+          (request.body ?? {}) as { siteId?: string; website?: string },
+        );
+        return answer(request, reply, slug, result);
+      },
+    );
+
+    mutation('members/accept', "Accept the caller's invite to this organization", null, async (request, slug) => {
+      const { role, receipt } = await acceptInvite(services, slug, actor(request));
+      return { role, ...(receipt ? { receipt } : {}) };
     });
-
-  const member = (request: FastifyRequest, slug: string) => loadMembership(services, slug, request.kp.session!.identityId);
-  const actor = (request: FastifyRequest) => request.kp.session!.identityId;
-  const siteIdBody = { type: 'object', required: ['siteId'], properties: { siteId: { type: 'string', maxLength: 100 } } };
-  const userBody = { type: 'object', required: ['user'], properties: { user: { type: 'string', maxLength: 100 } } };
-
-  mutation('websites/add', 'Register a site (https); the first becomes primary', {
-    type: 'object', required: ['url'], properties: { url: { type: 'string', maxLength: 2048 }, label: { type: 'string', maxLength: 200 } },
-  }, async (request, slug) => {
-    const { site, receipt } = await addSite(services, await member(request, slug), actor(request), request.body as { url: unknown; label?: unknown });
-    return { siteId: site.siteId, primary: site.primary, ...(receipt ? { receipt } : {}) };
-  });
-  mutation('websites/remove', 'Remove a site (the oldest remaining one becomes primary if it was)', siteIdBody, async (request, slug) =>
-    removeSite(services, await member(request, slug), actor(request), (request.body as { siteId: string }).siteId));
-  mutation('websites/primary', 'Promote a site to primary', siteIdBody, async (request, slug) =>
-    promoteSite(services, await member(request, slug), actor(request), (request.body as { siteId: string }).siteId));
-  mutation('members/role', 'Change a member\'s role; only owners touch the owner role, the last owner stays', {
-    type: 'object', required: ['user', 'role'], properties: { user: { type: 'string', maxLength: 100 }, role: { enum: ORG_ROLES } },
-  }, async (request, slug) => {
-    const { user, role } = request.body as { user: string; role: OrgRole };
-    return changeRole(services, await member(request, slug), actor(request), user, role);
-  });
-  mutation('members/remove', 'Remove a member; the last owner is never removable', userBody, async (request, slug) =>
-    removeMember(services, await member(request, slug), actor(request), (request.body as { user: string }).user));
-  mutation('members/invite', 'Invite an account by username; it sees the invite on /account', {
-    type: 'object', required: ['username'], properties: { username: { type: 'string', maxLength: 64 }, role: { enum: ORG_ROLES, default: 'member' } },
-  }, async (request, slug) => {
-    const { username, role } = request.body as { username: string; role: OrgRole };
-    const { identityId, receipt } = await inviteMember(services, await member(request, slug), actor(request), username, role);
-    return { user: identityId, ...(receipt ? { receipt } : {}) };
-  });
-  mutation('websites/verify', 'Prove control of a site\'s domain (DNS TXT _keyplane.<host> or /.well-known/keyplane-site.txt); only then is a seal shown', siteIdBody, async (request, slug) =>
-    proveSiteDomain(services, await member(request, slug), actor(request), (request.body as { siteId: string }).siteId));
-
-  app.post('/org/:slug/scan', {
-    schema: {
-      tags: ['orgs'], summary: 'Scan the primary site (or `siteId`, or a `website` override) and answer with the signed Rating', security: session, params: slugParams,
-      body: { type: 'object', properties: { siteId: { type: 'string', maxLength: 100 }, website: { type: 'string', maxLength: 2048 } } },
-      response: { 200: okObject({ rating: ratingSchema, siteId: { type: ['string', 'null'] }, receipt: receiptField }, ['rating']), ...errorResponses },
-    },
-  }, async (request, reply) => {
-    const { slug } = request.params as { slug: string };
-    const result = await scanOrgSite(services, await member(request, slug), (request.body ?? {}) as { siteId?: string; website?: string });
-    return answer(request, reply, slug, result);
-  });
-
-  mutation('members/accept', 'Accept the caller\'s invite to this organization', null, async (request, slug) => {
-    const { role, receipt } = await acceptInvite(services, slug, actor(request));
-    return { role, ...(receipt ? { receipt } : {}) };
-  });
   });
 }
 
@@ -163,24 +327,40 @@ function dashboard(view: OrgView, now: number) {
 <p>Your role: <strong data-field="role">${view.role}</strong>. Headline rating: ${gradeOf(view.rating)}</p>
 <h2 id="sites-h">Sites</h2>
 <table aria-labelledby="sites-h"><thead><tr><th scope="col">Site</th><th scope="col">Rating</th><th scope="col">Domain</th>${manager ? html`<th scope="col">Actions</th>` : ''}</tr></thead><tbody>
-${view.sites.map((s) => html`<tr data-site="${s.siteId}"><td>${s.label ? html`${s.label}: ` : ''}<a href="/verify/${s.siteId}">${s.url}</a>${s.primary ? html` <strong>(primary)</strong>` : ''}</td>
+${view.sites.map(
+  (
+    s,
+  ) => html`<tr data-site="${s.siteId}"><td>${s.label ? html`${s.label}: ` : ''}<a href="/verify/${s.siteId}">${s.url}</a>${s.primary ? html` <strong>(primary)</strong>` : ''}</td>
 <td>${gradeOf(s.rating)}</td>
 <td>${s.verified ? 'verified' : html`not verified: publish <code>${s.proof.dns.value}</code> as TXT at <code>${s.proof.dns.name}</code> or in <code>${s.proof.wellKnown.url}</code>`}</td>
-${manager ? html`<td>
+${
+  manager
+    ? html`<td>
 <form method="post" data-kp-post action="/org/${slug}/scan"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" data-action="scan">Scan now</button></form>
 ${s.verified ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/verify"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Check domain</button></form>`}
 ${s.primary ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/primary"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Make primary</button></form>`}
 <form method="post" data-kp-post action="/org/${slug}/websites/remove"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Remove</button></form>
-</td>` : ''}</tr>`)}
+</td>`
+    : ''
+}</tr>`,
+)}
 </tbody></table>
-${manager ? html`<form method="post" data-kp-post action="/org/${slug}/websites/add" aria-labelledby="add-site-h"><h3 id="add-site-h">Add a site</h3>
+${
+  manager
+    ? html`<form method="post" data-kp-post action="/org/${slug}/websites/add" aria-labelledby="add-site-h"><h3 id="add-site-h">Add a site</h3>
 <label for="site-url">URL (https)</label> <input id="site-url" name="url" type="url" required placeholder="https://www.example.com/">
 <label for="site-label">Label (optional)</label> <input id="site-label" name="label" type="text">
-<button type="submit" data-action="add-site">Add site</button></form>` : ''}
+<button type="submit" data-action="add-site">Add site</button></form>`
+    : ''
+}
 <h2 id="members-h">Members</h2>
 <ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${x.role}</li>`)}</ul>
-${manager ? html`<form method="post" data-kp-post action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
+${
+  manager
+    ? html`<form method="post" data-kp-post action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
 <label for="invite-username">Username</label> <input id="invite-username" name="username" type="text" required>
 <label for="invite-role">Role</label> <select id="invite-role" name="role"><option value="member">member</option><option value="admin">admin</option>${view.role === 'owner' ? html`<option value="owner">owner</option>` : ''}</select>
-<button type="submit">Invite</button></form>` : ''}`;
+<button type="submit">Invite</button></form>`
+    : ''
+}`;
 }

@@ -11,10 +11,19 @@ export const ratingSchema = {
     tests: {
       type: 'array',
       items: {
-        type: 'object', required: ['name', 'pass', 'score_modifier', 'result'],
-        properties: { name: { type: 'string' }, pass: { type: 'boolean' }, score_modifier: { type: 'integer' }, result: { type: 'string' } },
+        type: 'object',
+        required: ['name', 'pass', 'score_modifier', 'result'],
+        properties: {
+          name: { type: 'string' },
+          pass: { type: 'boolean' },
+          score_modifier: { type: 'integer' },
+          result: { type: 'string' },
+        },
       },
     },
-    signature: { type: 'string', description: 'Compact JWS (ES256, typ keyplane-rating+jws) over the RFC 8785 form of the other members.' },
+    signature: {
+      type: 'string',
+      description: 'Compact JWS (ES256, typ keyplane-rating+jws) over the RFC 8785 form of the other members.',
+    },
   },
 } as const;

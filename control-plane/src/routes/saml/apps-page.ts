@@ -5,7 +5,15 @@ import { orgsAdministeredBy } from '../../orgs/operations.js';
 import { NAMEID_FORMAT } from '../../../../lib/saml/constants.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
-import { deleteProvider, getProvider, listProviders, registerProvider, sessionActor, updateProvider, type ProviderActor } from '../../saml/providers.js';
+import {
+  deleteProvider,
+  getProvider,
+  listProviders,
+  registerProvider,
+  sessionActor,
+  updateProvider,
+  type ProviderActor,
+} from '../../saml/providers.js';
 import { samlUrls } from '../../saml/sso.js';
 import type { StoredSamlProvider } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -17,10 +25,17 @@ import { errorResponses } from '../../http/schemas.js';
  */
 const session = [{ sessionCookie: [] }];
 const sameOriginReferrer = new WeakSet<FastifyReply>();
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
 
 function lines(value: unknown): string[] {
-  return [value ?? []].flat().flatMap((v) => String(v).split(/\s+/)).filter((v) => v !== '');
+  return [value ?? []]
+    .flat()
+    .flatMap((v) => String(v).split(/\s+/))
+    .filter((v) => v !== '');
 }
 
 function formatName(format: string): string {
@@ -28,7 +43,12 @@ function formatName(format: string): string {
 }
 
 function providersPage(input: {
-  providers: StoredSamlProvider[]; operator: boolean; orgs: Array<{ slug: string; name: string; orgId: string }>; sensitive: boolean; issuer: string; notice?: SafeHtml;
+  providers: StoredSamlProvider[];
+  operator: boolean;
+  orgs: Array<{ slug: string; name: string; orgId: string }>;
+  sensitive: boolean;
+  issuer: string;
+  notice?: SafeHtml;
 }): SafeHtml {
   const urls = samlUrls(input.issuer);
   const orgName = new Map(input.orgs.map((o) => [o.orgId, o.name]));
@@ -38,27 +58,46 @@ function providersPage(input: {
 ${input.notice ?? ''}
 ${input.sensitive ? '' : html`<p role="note">Registering or removing a provider needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps%2Fsaml">Confirm with your passkey</a> first.</p>`}
 <h2 id="sp-heading">Registered providers</h2>
-${input.providers.length === 0 ? html`<p>No service provider is registered for your organizations.</p>` : html`<table aria-labelledby="sp-heading">
+${
+  input.providers.length === 0
+    ? html`<p>No service provider is registered for your organizations.</p>`
+    : html`<table aria-labelledby="sp-heading">
 <thead><tr><th scope="col">Name</th><th scope="col">Entity ID</th><th scope="col">Organization</th><th scope="col">NameID</th><th scope="col">ACS URLs</th><th scope="col">Actions</th></tr></thead>
 <tbody>
-${input.providers.map((p) => html`<tr data-provider="${p.id}">
+${input.providers.map(
+  (p) => html`<tr data-provider="${p.id}">
 <td>${p.name ?? '(no name)'}</td>
 <td><code>${p.entityId}</code></td>
-<td>${p.orgId ? orgName.get(p.orgId) ?? p.orgId : 'operator'}</td>
+<td>${p.orgId ? (orgName.get(p.orgId) ?? p.orgId) : 'operator'}</td>
 <td>${formatName(p.nameIdFormat)}</td>
 <td>${p.acsUrls.map((u) => html`<code>${u}</code> `)}</td>
 <td><a href="/apps/saml/${encodeURIComponent(p.id)}/edit" aria-label="Edit ${p.name ?? p.entityId}">Edit</a>
 <form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="Remove ${p.name ?? p.entityId}">Remove</button></form></td>
-</tr>`)}
+</tr>`,
+)}
 </tbody>
-</table>`}
+</table>`
+}
 <h2>Register a service provider</h2>
-${input.orgs.length === 0 && !input.operator ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>` : providerForm({ action: '/apps/saml/register', submit: 'Register', owners: html`<label for="org">Owner</label>
-<select id="org" name="org">${input.operator ? html`<option value="">the whole installation (operator)</option>` : ''}${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>` })}`;
+${
+  input.orgs.length === 0 && !input.operator
+    ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>`
+    : providerForm({
+        action: '/apps/saml/register',
+        submit: 'Register',
+        owners: html`<label for="org">Owner</label>
+<select id="org" name="org">${input.operator ? html`<option value="">the whole installation (operator)</option>` : ''}${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>`,
+      })
+}`;
 }
 
 /** The provider form: empty to register, filled (with the revision it was read at) to edit. */
-function providerForm(input: { action: string; submit: string; owners?: SafeHtml; provider?: StoredSamlProvider }): SafeHtml {
+function providerForm(input: {
+  action: string;
+  submit: string;
+  owners?: SafeHtml;
+  provider?: StoredSamlProvider;
+}): SafeHtml {
   const p = input.provider;
   const email = p?.nameIdFormat === NAMEID_FORMAT.email;
   return html`<form method="post" action="${input.action}">
@@ -85,10 +124,13 @@ ${input.owners ?? ''}${p ? html`<input type="hidden" name="revision" value="${St
 function formSettings(fields: Record<string, unknown>): Record<string, unknown> {
   return {
     entity_id: typeof fields.entity_id === 'string' ? fields.entity_id.trim() : fields.entity_id,
-    acs_urls: lines(fields.acs_urls), certificate: fields.certificate, name_id_format: fields.name_id_format,
+    acs_urls: lines(fields.acs_urls),
+    certificate: fields.certificate,
+    name_id_format: fields.name_id_format,
     ...(typeof fields.name === 'string' && fields.name.trim() ? { name: fields.name } : {}),
     ...(typeof fields.slo_url === 'string' && fields.slo_url.trim() ? { slo_url: fields.slo_url.trim() } : {}),
-    want_signed_requests: fields.want_signed_requests === 'true', allow_idp_initiated: fields.allow_idp_initiated === 'true',
+    want_signed_requests: fields.want_signed_requests === 'true',
+    allow_idp_initiated: fields.allow_idp_initiated === 'true',
   };
 }
 
@@ -99,22 +141,41 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     return payload;
   });
 
-  async function render(request: FastifyRequest, reply: FastifyReply, notice?: SafeHtml, status = 200): Promise<string> {
+  async function render(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    notice?: SafeHtml,
+    status = 200,
+  ): Promise<string> {
     const current = request.kp.session!;
     const orgs = await orgsAdministeredBy(services, current.identityId);
     const actor = await sessionActor(services, current.identityId);
     const providers = await listProviders(services, actor);
     reply.code(status).type('text/html; charset=utf-8');
     sameOriginReferrer.add(reply);
-    const body = providersPage({ providers, orgs, operator: actor.kind === 'operator', sensitive: meetsAssurance(current.assurance, 'sensitive'), issuer: services.config.issuer, ...(notice ? { notice } : {}) });
-    return page({ title: 'SAML service providers', nonce: request.kp.cspNonce, body })
-      .replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+    const body = providersPage({
+      providers,
+      orgs,
+      operator: actor.kind === 'operator',
+      sensitive: meetsAssurance(current.assurance, 'sensitive'),
+      issuer: services.config.issuer,
+      ...(notice ? { notice } : {}),
+    });
+    return page({ title: 'SAML service providers', nonce: request.kp.cspNonce, body }).replace(
+      '<meta name="referrer" content="no-referrer">',
+      '<meta name="referrer" content="same-origin">',
+    );
   }
 
   /** A change from the page: without a sensitive session, off to the step-up page and back. */
-  async function change(request: FastifyRequest, reply: FastifyReply, work: (actor: ProviderActor) => Promise<SafeHtml>): Promise<unknown> {
+  async function change(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    work: (actor: ProviderActor) => Promise<SafeHtml>,
+  ): Promise<unknown> {
     const current = request.kp.session!;
-    if (!meetsAssurance(current.assurance, 'sensitive')) return reply.redirect('/auth/step-up?return=%2Fapps%2Fsaml', 303);
+    if (!meetsAssurance(current.assurance, 'sensitive'))
+      return reply.redirect('/auth/step-up?return=%2Fapps%2Fsaml', 303);
     try {
       return await render(request, reply, await work(await sessionActor(services, current.identityId)));
     } catch (error) {
@@ -123,55 +184,123 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     }
   }
 
-  app.get('/apps/saml', {
-    onRequest: requireSession,
-    schema: { tags: ['saml'], summary: 'SAML service providers of your organizations: the management page', security: session, produces: ['text/html'], response: { ...errorResponses } },
-  }, async (request, reply) => render(request, reply));
+  app.get(
+    '/apps/saml',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['saml'],
+        summary: 'SAML service providers of your organizations: the management page',
+        security: session,
+        produces: ['text/html'],
+        response: { ...errorResponses },
+      },
+    },
+    async (request, reply) => render(request, reply),
+  );
 
-  app.post('/apps/saml/register', {
-    onRequest: requireSession,
-    schema: { tags: ['saml'], summary: 'Register a service provider from the page\'s form (sensitive session)', security: session, body: { type: 'object', additionalProperties: true }, response: { ...errorResponses } },
-  }, async (request, reply) => change(request, reply, async (actor) => {
-    const fields = (request.body ?? {}) as Record<string, unknown>;
-    if (typeof fields !== 'object') throw fail('invalid_request', 'send the form');
-    const { provider } = await registerProvider(services, actor, { org: fields.org, ...formSettings(fields) });
-    return html`<p role="status">Service provider <code>${provider.entityId}</code> registered.</p>`;
-  }));
+  app.post(
+    '/apps/saml/register',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['saml'],
+        summary: "Register a service provider from the page's form (sensitive session)",
+        security: session,
+        body: { type: 'object', additionalProperties: true },
+        response: { ...errorResponses },
+      },
+    },
+    async (request, reply) =>
+      change(request, reply, async (actor) => {
+        const fields = (request.body ?? {}) as Record<string, unknown>;
+        if (typeof fields !== 'object') throw fail('invalid_request', 'send the form');
+        const { provider } = await registerProvider(services, actor, { org: fields.org, ...formSettings(fields) });
+        return html`<p role="status">Service provider <code>${provider.entityId}</code> registered.</p>`;
+      }),
+  );
 
-  app.post('/apps/saml/:id/delete', {
-    onRequest: requireSession,
-    schema: { tags: ['saml'], summary: 'Remove a service provider from the page (sensitive session)', security: session, params: idParams, response: { ...errorResponses } },
-  }, async (request, reply) => change(request, reply, async (actor) => {
-    await deleteProvider(services, actor, (request.params as { id: string }).id);
-    return html`<p role="status">Service provider removed.</p>`;
-  }));
+  app.post(
+    '/apps/saml/:id/delete',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['saml'],
+        summary: 'Remove a service provider from the page (sensitive session)',
+        security: session,
+        params: idParams,
+        response: { ...errorResponses },
+      },
+    },
+    async (request, reply) =>
+      change(request, reply, async (actor) => {
+        await deleteProvider(services, actor, (request.params as { id: string }).id);
+        return html`<p role="status">Service provider removed.</p>`;
+      }),
+  );
 
-  app.get('/apps/saml/:id/edit', {
-    onRequest: requireSession,
-    schema: { tags: ['saml'], summary: 'The edit form of one service provider', security: session, params: idParams, produces: ['text/html'], response: { ...errorResponses } },
-  }, async (request, reply) => {
-    const current = request.kp.session!;
-    const provider = await getProvider(services, await sessionActor(services, current.identityId), (request.params as { id: string }).id);
-    reply.type('text/html; charset=utf-8');
-    sameOriginReferrer.add(reply);
-    const body = html`<h1>Edit ${provider.name ?? provider.entityId}</h1>
+  app.get(
+    '/apps/saml/:id/edit',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['saml'],
+        summary: 'The edit form of one service provider',
+        security: session,
+        params: idParams,
+        produces: ['text/html'],
+        response: { ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const provider = await getProvider(
+        services,
+        await sessionActor(services, current.identityId),
+        (request.params as { id: string }).id,
+      );
+      reply.type('text/html; charset=utf-8');
+      sameOriginReferrer.add(reply);
+      const body = html`<h1>Edit ${provider.name ?? provider.entityId}</h1>
 <p><a href="/apps/saml">Back to the service providers</a></p>
 ${meetsAssurance(current.assurance, 'sensitive') ? '' : html`<p role="note">Saving needs a recent passkey confirmation; you will be asked for it.</p>`}
 ${providerForm({ action: `/apps/saml/${encodeURIComponent(provider.id)}/update`, submit: 'Save', provider })}`;
-    return page({ title: 'Edit a SAML service provider', nonce: request.kp.cspNonce, body })
-      .replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
-  });
+      return page({ title: 'Edit a SAML service provider', nonce: request.kp.cspNonce, body }).replace(
+        '<meta name="referrer" content="no-referrer">',
+        '<meta name="referrer" content="same-origin">',
+      );
+    },
+  );
 
-  app.post('/apps/saml/:id/update', {
-    onRequest: requireSession,
-    schema: { tags: ['saml'], summary: 'Save a service provider from its edit form (sensitive session; stale revisions refused)', security: session, params: idParams, body: { type: 'object', additionalProperties: true }, response: { ...errorResponses } },
-  }, async (request, reply) => change(request, reply, async (actor) => {
-    const fields = (request.body ?? {}) as Record<string, unknown>;
-    const id = (request.params as { id: string }).id;
-    // The form has no attribute editor: the stored mapping is kept, not reset to the default.
-    const before = await getProvider(services, actor, id);
-    const revision = typeof fields.revision === 'string' && /^[0-9]{1,9}$/.test(fields.revision) ? Number(fields.revision) : undefined;
-    const { provider } = await updateProvider(services, actor, id, { ...formSettings(fields), attributes: before.attributes, ...(revision === undefined ? {} : { revision }) });
-    return html`<p role="status">Service provider <code>${provider.entityId}</code> saved.</p>`;
-  }));
+  app.post(
+    '/apps/saml/:id/update',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['saml'],
+        summary: 'Save a service provider from its edit form (sensitive session; stale revisions refused)',
+        security: session,
+        params: idParams,
+        body: { type: 'object', additionalProperties: true },
+        response: { ...errorResponses },
+      },
+    },
+    async (request, reply) =>
+      change(request, reply, async (actor) => {
+        const fields = (request.body ?? {}) as Record<string, unknown>;
+        const id = (request.params as { id: string }).id;
+        // The form has no attribute editor: the stored mapping is kept, not reset to the default.
+        const before = await getProvider(services, actor, id);
+        const revision =
+          typeof fields.revision === 'string' && /^[0-9]{1,9}$/.test(fields.revision)
+            ? Number(fields.revision)
+            : undefined;
+        const { provider } = await updateProvider(services, actor, id, {
+          ...formSettings(fields),
+          attributes: before.attributes,
+          ...(revision === undefined ? {} : { revision }),
+        });
+        return html`<p role="status">Service provider <code>${provider.entityId}</code> saved.</p>`;
+      }),
+  );
 }

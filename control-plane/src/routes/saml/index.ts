@@ -5,10 +5,29 @@ import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import { endSessionIn } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import { samlKeyRing } from '../../saml/key-ring.js';
-import { deleteProvider, describeProvider, getProvider, listProviders, registerProvider, updateProvider, type ProviderActor } from '../../saml/providers.js';
 import {
-  completeLogout, decide, errorResponse, idpInitiated, idpMetadata, issueResponse, park, parked, parkLogout,
-  receiveAuthnRequest, receiveLogoutRequest, takeParkedLogout, type IncomingMessage,
+  deleteProvider,
+  describeProvider,
+  getProvider,
+  listProviders,
+  registerProvider,
+  updateProvider,
+  type ProviderActor,
+} from '../../saml/providers.js';
+import {
+  completeLogout,
+  decide,
+  errorResponse,
+  idpInitiated,
+  idpMetadata,
+  issueResponse,
+  park,
+  parked,
+  parkLogout,
+  receiveAuthnRequest,
+  receiveLogoutRequest,
+  takeParkedLogout,
+  type IncomingMessage,
 } from '../../saml/sso.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { POST_JS, POST_SCRIPT, sendPostForm, sendSamlError, sendSignedOut } from './pages.js';
@@ -16,26 +35,55 @@ import { POST_JS, POST_SCRIPT, sendPostForm, sendSamlError, sendSignedOut } from
 const BEARER = /^Bearer +(\S+)$/i;
 const bearerOrSession: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { sessionCookie: [] }];
 const anyBody = { type: 'object', additionalProperties: true } as const;
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
 const providerObject = {
-  type: 'object', additionalProperties: true,
+  type: 'object',
+  additionalProperties: true,
   properties: {
-    id: { type: 'string' }, entity_id: { type: 'string' }, name: { type: ['string', 'null'] }, acs_urls: { type: 'array', items: { type: 'string' } },
-    slo_url: { type: ['string', 'null'] }, certificate: { type: 'string' }, name_id_format: { type: 'string' },
-    attributes: { type: 'object', additionalProperties: { type: 'string' } }, allow_idp_initiated: { type: 'boolean' },
-    want_signed_requests: { type: 'boolean' }, org_id: { type: ['string', 'null'] }, revision: { type: 'integer' },
+    id: { type: 'string' },
+    entity_id: { type: 'string' },
+    name: { type: ['string', 'null'] },
+    acs_urls: { type: 'array', items: { type: 'string' } },
+    slo_url: { type: ['string', 'null'] },
+    certificate: { type: 'string' },
+    name_id_format: { type: 'string' },
+    attributes: { type: 'object', additionalProperties: { type: 'string' } },
+    allow_idp_initiated: { type: 'boolean' },
+    want_signed_requests: { type: 'boolean' },
+    org_id: { type: ['string', 'null'] },
+    revision: { type: 'integer' },
   },
 } as const;
 const providerReply = okObject({ provider: providerObject, receipt: receiptField }, ['provider']);
 const providerBody = {
-  type: 'object', required: ['entity_id', 'acs_urls', 'certificate'], additionalProperties: true,
+  type: 'object',
+  required: ['entity_id', 'acs_urls', 'certificate'],
+  additionalProperties: true,
   properties: {
-    entity_id: { type: 'string', description: 'The SP\'s entityID.' },
-    acs_urls: { type: 'array', items: { type: 'string' }, description: 'Exact AssertionConsumerService URLs (HTTP-POST); the first is the default.' },
-    certificate: { type: 'string', description: 'The SP\'s signing certificate (PEM), pinned: requests must verify against it.' },
-    name_id_format: { type: 'string', description: '`persistent` (default: the account\'s `sub`) or `email` (verified addresses only).' },
-    attributes: { type: 'object', additionalProperties: { type: 'string' }, description: 'SAML attribute name → source: sub, username, display_name, email, assurance, amr.' },
-    slo_url: { type: 'string', description: 'The SP\'s SingleLogoutService URL (HTTP-Redirect), if any.' },
+    entity_id: { type: 'string', description: "The SP's entityID." },
+    acs_urls: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'Exact AssertionConsumerService URLs (HTTP-POST); the first is the default.',
+    },
+    certificate: {
+      type: 'string',
+      description: "The SP's signing certificate (PEM), pinned: requests must verify against it.",
+    },
+    name_id_format: {
+      type: 'string',
+      description: "`persistent` (default: the account's `sub`) or `email` (verified addresses only).",
+    },
+    attributes: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: 'SAML attribute name → source: sub, username, display_name, email, assurance, amr.',
+    },
+    slo_url: { type: 'string', description: "The SP's SingleLogoutService URL (HTTP-Redirect), if any." },
     allow_idp_initiated: { type: 'boolean', description: 'Accept IdP-initiated sign-in (default false).' },
     want_signed_requests: { type: 'boolean', description: 'Refuse unsigned AuthnRequests (default true).' },
     org: { type: 'string', description: 'Slug of the organization that owns it (required for an org admin).' },
@@ -46,12 +94,21 @@ const samlQuery = {
   type: 'object',
   properties: {
     SAMLRequest: { type: 'string', description: 'HTTP-Redirect binding: the deflated, base64 request.' },
-    RelayState: { type: 'string' }, SigAlg: { type: 'string' }, Signature: { type: 'string' },
-    sp: { type: 'string', description: 'IdP-initiated sign-in: the provider id or entityID (only for providers that allow it).' },
+    RelayState: { type: 'string' },
+    SigAlg: { type: 'string' },
+    Signature: { type: 'string' },
+    sp: {
+      type: 'string',
+      description: 'IdP-initiated sign-in: the provider id or entityID (only for providers that allow it).',
+    },
     resume: { type: 'string', description: 'internal: resumes a request after sign-in or step-up' },
   },
 } as const;
-const samlBody = { type: 'object', properties: { SAMLRequest: { type: 'string' }, RelayState: { type: 'string' } }, additionalProperties: true } as const;
+const samlBody = {
+  type: 'object',
+  properties: { SAMLRequest: { type: 'string' }, RelayState: { type: 'string' } },
+  additionalProperties: true,
+} as const;
 
 function rawQuery(request: FastifyRequest): string {
   const url = request.raw.url ?? '';
@@ -68,24 +125,39 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
     const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
     if (presented !== undefined) {
       const expected = services.config.adminToken;
-      if (expected === undefined || !constantEquals(presented, expected)) throw fail('unauthorized', 'send the admin token as a Bearer token', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+      if (expected === undefined || !constantEquals(presented, expected))
+        throw fail('unauthorized', 'send the admin token as a Bearer token', {
+          headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+        });
       return { kind: 'operator' };
     }
     const session = request.kp.session;
     if (!session) throw fail('unauthorized', 'sign in first, or send the admin token');
     if (change && !meetsAssurance(session.assurance, 'sensitive')) {
-      throw fail('insufficient_assurance', 'changing a service provider needs a sensitive session; step up at /auth/step-up', { fields: { required: 'sensitive', stepUp: '/auth/step-up' } });
+      throw fail(
+        'insufficient_assurance',
+        'changing a service provider needs a sensitive session; step up at /auth/step-up',
+        { fields: { required: 'sensitive', stepUp: '/auth/step-up' } },
+      );
     }
     return { kind: 'member', identityId: session.identityId };
   }
 
-  app.get('/saml/metadata', {
-    config: { cache: 'public, max-age=3600' },
-    schema: { tags: ['saml'], summary: 'The IdP\'s SAML 2.0 metadata: entityID, SSO and SLO endpoints, signing certificates (current first)', produces: ['application/samlmetadata+xml'] },
-  }, async (_request, reply) => {
-    reply.type('application/samlmetadata+xml; charset=utf-8');
-    return idpMetadata(services);
-  });
+  app.get(
+    '/saml/metadata',
+    {
+      config: { cache: 'public, max-age=3600' },
+      schema: {
+        tags: ['saml'],
+        summary: "The IdP's SAML 2.0 metadata: entityID, SSO and SLO endpoints, signing certificates (current first)",
+        produces: ['application/samlmetadata+xml'],
+      },
+    },
+    async (_request, reply) => {
+      reply.type('application/samlmetadata+xml; charset=utf-8');
+      return idpMetadata(services);
+    },
+  );
 
   app.get(POST_SCRIPT, { schema: { hide: true } }, async (_request, reply) => {
     reply.type('text/javascript; charset=utf-8');
@@ -114,131 +186,254 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   }
 
   const ssoSchema = {
-    tags: ['saml'], produces: ['text/html'],
-    summary: 'SAML SSO: an AuthnRequest by HTTP-Redirect, or IdP-initiated with `sp`; signs in or steps up, then posts the signed Response to the registered ACS URL',
+    tags: ['saml'],
+    produces: ['text/html'],
+    summary:
+      'SAML SSO: an AuthnRequest by HTTP-Redirect, or IdP-initiated with `sp`; signs in or steps up, then posts the signed Response to the registered ACS URL',
     response: { ...errorResponses },
   };
-  app.get('/saml/sso', { exposeHeadRoute: false, schema: { ...ssoSchema, querystring: samlQuery } }, async (request, reply) => {
-    const query = request.query as Record<string, string | undefined>;
-    try {
-      if (typeof query.resume === 'string') return await proceed(request, reply, query.resume);
-      if (typeof query.SAMLRequest === 'string') {
-        const incoming: IncomingMessage = { binding: 'redirect', message: query.SAMLRequest, rawQuery: rawQuery(request), ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}) };
-        return await proceed(request, reply, await park(services, await receiveAuthnRequest(services, incoming)));
+  app.get(
+    '/saml/sso',
+    { exposeHeadRoute: false, schema: { ...ssoSchema, querystring: samlQuery } },
+    async (request, reply) => {
+      const query = request.query as Record<string, string | undefined>;
+      try {
+        if (typeof query.resume === 'string') return await proceed(request, reply, query.resume);
+        if (typeof query.SAMLRequest === 'string') {
+          const incoming: IncomingMessage = {
+            binding: 'redirect',
+            message: query.SAMLRequest,
+            rawQuery: rawQuery(request),
+            ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
+          };
+          return await proceed(request, reply, await park(services, await receiveAuthnRequest(services, incoming)));
+        }
+        if (typeof query.sp === 'string')
+          return await proceed(
+            request,
+            reply,
+            await park(services, await idpInitiated(services, query.sp, query.RelayState)),
+          );
+        throw fail('saml_request_invalid', 'send a SAMLRequest (or `sp` for IdP-initiated sign-in)');
+      } catch (error) {
+        return sendSamlError(request, reply, error);
       }
-      if (typeof query.sp === 'string') return await proceed(request, reply, await park(services, await idpInitiated(services, query.sp, query.RelayState)));
-      throw fail('saml_request_invalid', 'send a SAMLRequest (or `sp` for IdP-initiated sign-in)');
-    } catch (error) {
-      return sendSamlError(request, reply, error);
-    }
-  });
+    },
+  );
 
-  app.post('/saml/sso', {
-    config: { checksOwnOrigin: true },
-    schema: { ...ssoSchema, summary: 'SAML SSO over HTTP-POST: the AuthnRequest is checked, then the browser continues at GET /saml/sso', body: samlBody },
-  }, async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    try {
-      if (typeof body.SAMLRequest !== 'string') throw fail('saml_request_invalid', 'send a SAMLRequest');
-      const incoming: IncomingMessage = { binding: 'post', message: body.SAMLRequest, ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}) };
-      return await continueWith(reply, await park(services, await receiveAuthnRequest(services, incoming)));
-    } catch (error) {
-      return sendSamlError(request, reply, error);
-    }
-  });
+  app.post(
+    '/saml/sso',
+    {
+      config: { checksOwnOrigin: true },
+      schema: {
+        ...ssoSchema,
+        summary: 'SAML SSO over HTTP-POST: the AuthnRequest is checked, then the browser continues at GET /saml/sso',
+        body: samlBody,
+      },
+    },
+    async (request, reply) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      try {
+        if (typeof body.SAMLRequest !== 'string') throw fail('saml_request_invalid', 'send a SAMLRequest');
+        const incoming: IncomingMessage = {
+          binding: 'post',
+          message: body.SAMLRequest,
+          ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}),
+        };
+        return await continueWith(reply, await park(services, await receiveAuthnRequest(services, incoming)));
+      } catch (error) {
+        return sendSamlError(request, reply, error);
+      }
+    },
+  );
 
   async function logout(request: FastifyRequest, reply: FastifyReply, pendingId: string): Promise<FastifyReply> {
     const pending = await takeParkedLogout(services, pendingId);
     const session = request.kp.session;
-    const done = await completeLogout(services, pending, session, (tx, ending, now) => endSessionIn(services, tx, ending, now));
+    const done = await completeLogout(services, pending, session, (tx, ending, now) =>
+      endSessionIn(services, tx, ending, now),
+    );
     if (done.ended) clearSessionCookie(app, reply);
     if (done.redirect) return reply.redirect(done.redirect, 303);
     return sendSignedOut(request, reply, done.ended);
   }
 
   const sloSchema = {
-    tags: ['saml'], produces: ['text/html'],
-    summary: 'SAML single logout: a LogoutRequest signed by the SP\'s pinned certificate ends the matching session; the signed LogoutResponse goes to the SP\'s SLO URL',
+    tags: ['saml'],
+    produces: ['text/html'],
+    summary:
+      "SAML single logout: a LogoutRequest signed by the SP's pinned certificate ends the matching session; the signed LogoutResponse goes to the SP's SLO URL",
     response: { ...errorResponses },
   };
-  app.get('/saml/slo', { exposeHeadRoute: false, schema: { ...sloSchema, querystring: samlQuery } }, async (request, reply) => {
-    const query = request.query as Record<string, string | undefined>;
-    try {
-      if (typeof query.resume === 'string') return await logout(request, reply, query.resume);
-      if (typeof query.SAMLRequest !== 'string') throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
-      const incoming: IncomingMessage = { binding: 'redirect', message: query.SAMLRequest, rawQuery: rawQuery(request), ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}) };
-      return await logout(request, reply, await parkLogout(services, await receiveLogoutRequest(services, incoming)));
-    } catch (error) {
-      return sendSamlError(request, reply, error);
-    }
-  });
-
-  app.post('/saml/slo', {
-    config: { checksOwnOrigin: true },
-    schema: { ...sloSchema, body: samlBody },
-  }, async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    try {
-      if (typeof body.SAMLRequest !== 'string') throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
-      const incoming: IncomingMessage = { binding: 'post', message: body.SAMLRequest, ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}) };
-      const id = await parkLogout(services, await receiveLogoutRequest(services, incoming));
-      return reply.redirect(`/saml/slo?resume=${id}`, 303);
-    } catch (error) {
-      return sendSamlError(request, reply, error);
-    }
-  });
-
-  app.post('/saml/keys/rotate', {
-    schema: {
-      tags: ['saml'], summary: 'Rotate the IdP signing key now (admin token): the next key signs, the old certificate stays in the metadata for its retention',
-      security: [{ bearerAuth: [] }], response: { 200: okObject({ current: { type: 'string' }, retired: { type: ['string', 'null'] } }, ['current']), ...errorResponses },
+  app.get(
+    '/saml/slo',
+    { exposeHeadRoute: false, schema: { ...sloSchema, querystring: samlQuery } },
+    async (request, reply) => {
+      const query = request.query as Record<string, string | undefined>;
+      try {
+        if (typeof query.resume === 'string') return await logout(request, reply, query.resume);
+        if (typeof query.SAMLRequest !== 'string')
+          throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
+        const incoming: IncomingMessage = {
+          binding: 'redirect',
+          message: query.SAMLRequest,
+          rawQuery: rawQuery(request),
+          ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
+        };
+        return await logout(request, reply, await parkLogout(services, await receiveLogoutRequest(services, incoming)));
+      } catch (error) {
+        return sendSamlError(request, reply, error);
+      }
     },
-  }, async (request) => {
-    if (actorOf(request, true).kind !== 'operator') throw fail('forbidden', 'rotating the IdP key needs the admin token');
-    return { ok: true, ...(await samlKeyRing(services).rotate()) };
-  });
+  );
+
+  app.post(
+    '/saml/slo',
+    {
+      config: { checksOwnOrigin: true },
+      schema: { ...sloSchema, body: samlBody },
+    },
+    async (request, reply) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      try {
+        if (typeof body.SAMLRequest !== 'string')
+          throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
+        const incoming: IncomingMessage = {
+          binding: 'post',
+          message: body.SAMLRequest,
+          ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}),
+        };
+        const id = await parkLogout(services, await receiveLogoutRequest(services, incoming));
+        return reply.redirect(`/saml/slo?resume=${id}`, 303);
+      } catch (error) {
+        return sendSamlError(request, reply, error);
+      }
+    },
+  );
+
+  app.post(
+    '/saml/keys/rotate',
+    {
+      schema: {
+        tags: ['saml'],
+        summary:
+          'Rotate the IdP signing key now (admin token): the next key signs, the old certificate stays in the metadata for its retention',
+        security: [{ bearerAuth: [] }],
+        response: {
+          200: okObject({ current: { type: 'string' }, retired: { type: ['string', 'null'] } }, ['current']),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      if (actorOf(request, true).kind !== 'operator')
+        throw fail('forbidden', 'rotating the IdP key needs the admin token');
+      return { ok: true, ...(await samlKeyRing(services).rotate()) };
+    },
+  );
 
   // ---- service providers: the operator (admin token) or an org admin (session) ----
 
-  app.get('/saml/providers', {
-    schema: {
-      tags: ['saml'], summary: 'The service providers you manage (all of them with the admin token)', security: bearerOrSession,
-      response: { 200: okObject({ providers: { type: 'array', items: providerObject } }, ['providers']), ...errorResponses },
+  app.get(
+    '/saml/providers',
+    {
+      schema: {
+        tags: ['saml'],
+        summary: 'The service providers you manage (all of them with the admin token)',
+        security: bearerOrSession,
+        response: {
+          200: okObject({ providers: { type: 'array', items: providerObject } }, ['providers']),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request) => ({ ok: true, providers: (await listProviders(services, actorOf(request, false))).map(describeProvider) }));
+    async (request) => ({
+      ok: true,
+      providers: (await listProviders(services, actorOf(request, false))).map(describeProvider),
+    }),
+  );
 
-  app.post('/saml/providers', {
-    schema: {
-      tags: ['saml'], summary: 'Register a SAML service provider (its certificate is pinned)', security: bearerOrSession,
-      body: providerBody, response: { 201: providerReply, ...errorResponses },
+  app.post(
+    '/saml/providers',
+    {
+      schema: {
+        tags: ['saml'],
+        summary: 'Register a SAML service provider (its certificate is pinned)',
+        security: bearerOrSession,
+        body: providerBody,
+        response: { 201: providerReply, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const { provider, receipt } = await registerProvider(services, actorOf(request, true), request.body as Record<string, unknown>);
-    reply.code(201);
-    return { ok: true, provider: describeProvider(provider), ...(receipt ? { receipt } : {}) };
-  });
-
-  app.get('/saml/providers/:id', {
-    schema: { tags: ['saml'], summary: 'One service provider you manage', security: bearerOrSession, params: idParams, response: { 200: providerReply, ...errorResponses } },
-  }, async (request) => ({ ok: true, provider: describeProvider(await getProvider(services, actorOf(request, false), (request.params as { id: string }).id)) }));
-
-  app.put('/saml/providers/:id', {
-    schema: {
-      tags: ['saml'], summary: 'Replace a service provider\'s settings (same body as registration; `revision` optional)', security: bearerOrSession,
-      params: idParams, body: anyBody, response: { 200: providerReply, ...errorResponses },
+    async (request, reply) => {
+      const { provider, receipt } = await registerProvider(
+        services,
+        actorOf(request, true),
+        request.body as Record<string, unknown>,
+      );
+      reply.code(201);
+      return { ok: true, provider: describeProvider(provider), ...(receipt ? { receipt } : {}) };
     },
-  }, async (request) => {
-    const { provider, receipt } = await updateProvider(services, actorOf(request, true), (request.params as { id: string }).id, request.body as Record<string, unknown>);
-    return { ok: true, provider: describeProvider(provider), ...(receipt ? { receipt } : {}) };
-  });
+  );
 
-  app.delete('/saml/providers/:id', {
-    schema: {
-      tags: ['saml'], summary: 'Remove a service provider: its requests are refused from now on', security: bearerOrSession,
-      params: idParams, response: { 200: okObject({ deleted: { const: true }, receipt: receiptField }, ['deleted']), ...errorResponses },
+  app.get(
+    '/saml/providers/:id',
+    {
+      schema: {
+        tags: ['saml'],
+        summary: 'One service provider you manage',
+        security: bearerOrSession,
+        params: idParams,
+        response: { 200: providerReply, ...errorResponses },
+      },
     },
-  }, async (request) => {
-    const { receipt } = await deleteProvider(services, actorOf(request, true), (request.params as { id: string }).id);
-    return { ok: true, deleted: true, ...(receipt ? { receipt } : {}) };
-  });
+    async (request) => ({
+      ok: true,
+      provider: describeProvider(
+        await getProvider(services, actorOf(request, false), (request.params as { id: string }).id),
+      ),
+    }),
+  );
+
+  app.put(
+    '/saml/providers/:id',
+    {
+      schema: {
+        tags: ['saml'],
+        summary: "Replace a service provider's settings (same body as registration; `revision` optional)",
+        security: bearerOrSession,
+        params: idParams,
+        body: anyBody,
+        response: { 200: providerReply, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { provider, receipt } = await updateProvider(
+        services,
+        actorOf(request, true),
+        (request.params as { id: string }).id,
+        request.body as Record<string, unknown>,
+      );
+      return { ok: true, provider: describeProvider(provider), ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.delete(
+    '/saml/providers/:id',
+    {
+      schema: {
+        tags: ['saml'],
+        summary: 'Remove a service provider: its requests are refused from now on',
+        security: bearerOrSession,
+        params: idParams,
+        response: {
+          200: okObject({ deleted: { const: true }, receipt: receiptField }, ['deleted']),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const { receipt } = await deleteProvider(services, actorOf(request, true), (request.params as { id: string }).id);
+      return { ok: true, deleted: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
 }

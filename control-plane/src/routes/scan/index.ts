@@ -11,7 +11,10 @@ import type { Rating } from '../../../../lib/scan/rating.js';
 import { registerScanMetrics } from '../../scan/run-scan.js';
 import { startRescans } from '../../scan/rescans.js';
 
-const urlQuery = { type: 'object', properties: { url: { type: 'string', maxLength: 2048 }, format: { enum: ['json', 'html'] } } } as const;
+const urlQuery = {
+  type: 'object',
+  properties: { url: { type: 'string', maxLength: 2048 }, format: { enum: ['json', 'html'] } },
+} as const;
 
 function scanPage(nonce: string, url: string, rating: Rating | null, note: string | null) {
   return page({
@@ -42,119 +45,175 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
     app.addHook('onClose', async () => stop?.());
   }
 
-  app.post('/scan', {
-    schema: {
-      tags: ['scan'], summary: 'Scan a public https site anonymously (throttled per address and per site; recent results are reused)',
-      body: { type: 'object', required: ['url'], properties: { url: { type: 'string', maxLength: 2048 } } },
-      response: { 200: okObject({ rating: ratingSchema, cached: { type: 'boolean' }, receipt: receiptField }, ['rating', 'cached']), ...errorResponses },
+  app.post(
+    '/scan',
+    {
+      schema: {
+        tags: ['scan'],
+        summary: 'Scan a public https site anonymously (throttled per address and per site; recent results are reused)',
+        body: { type: 'object', required: ['url'], properties: { url: { type: 'string', maxLength: 2048 } } },
+        response: {
+          200: okObject({ rating: ratingSchema, cached: { type: 'boolean' }, receipt: receiptField }, [
+            'rating',
+            'cached',
+          ]),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request, reply) => {
-    const { url } = request.body as { url: string };
-    const result = await publicScan(services, url, request.ip);
-    if (isHtmlFormPost(request)) return reply.redirect(`/scan?url=${encodeURIComponent(result.rating.url)}`, 303);
-    return { ok: true, ...result };
-  });
+    async (request, reply) => {
+      const { url } = request.body as { url: string };
+      const result = await publicScan(services, url, request.ip);
+      if (isHtmlFormPost(request)) return reply.redirect(`/scan?url=${encodeURIComponent(result.rating.url)}`, 303);
+      return { ok: true, ...result };
+    },
+  );
 
-  app.get('/scan', {
-    schema: {
-      tags: ['scan'], summary: 'The latest public scan of a URL (JSON), or the scan page with its report (HTML)',
-      querystring: urlQuery,
-      response: { 200: okObject({ rating: ratingSchema }, ['rating']), ...errorResponses },
+  app.get(
+    '/scan',
+    {
+      schema: {
+        tags: ['scan'],
+        summary: 'The latest public scan of a URL (JSON), or the scan page with its report (HTML)',
+        querystring: urlQuery,
+        response: { 200: okObject({ rating: ratingSchema }, ['rating']), ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const { url } = request.query as { url?: string };
-    if (wantsJson(request)) {
-      if (!url) throw fail('invalid_request', 'url is required');
-      const rating = await latestPublicRating(services, url);
-      if (!rating) throw fail('not_found', 'this URL has not been scanned yet');
-      return { ok: true, rating };
-    }
-    let rating: Rating | null = null;
-    let note: string | null = null;
-    if (url) {
-      try {
-        rating = await latestPublicRating(services, url);
-        if (!rating) note = 'This URL has not been scanned yet.';
-      } catch {
-        note = 'This URL cannot be scanned: it must be an https URL with a host name.';
+    async (request, reply) => {
+      const { url } = request.query as { url?: string };
+      if (wantsJson(request)) {
+        if (!url) throw fail('invalid_request', 'url is required');
+        const rating = await latestPublicRating(services, url);
+        if (!rating) throw fail('not_found', 'this URL has not been scanned yet');
+        return { ok: true, rating };
       }
-    }
-    reply.type('text/html; charset=utf-8');
-    return scanPage(request.kp.cspNonce, url ?? '', rating, note);
-  });
+      let rating: Rating | null = null;
+      let note: string | null = null;
+      if (url) {
+        try {
+          rating = await latestPublicRating(services, url);
+          if (!rating) note = 'This URL has not been scanned yet.';
+        } catch {
+          note = 'This URL cannot be scanned: it must be an https URL with a host name.';
+        }
+      }
+      reply.type('text/html; charset=utf-8');
+      return scanPage(request.kp.cspNonce, url ?? '', rating, note);
+    },
+  );
 
-  app.get('/embed/seal.js', {
-    config: { cache: 'public, max-age=300' },
-    schema: { tags: ['scan'], summary: 'The seal script: a small badge for the page\'s own origin, linking to its verification page' },
-  }, async (_request, reply) => {
-    // Embedded by other sites: loadable cross-origin (COEP: require-corp pages too), no cookies.
-    reply.header('cross-origin-resource-policy', 'cross-origin');
-    reply.type('text/javascript; charset=utf-8');
-    return sealScript(services.config.issuer);
-  });
-
-  app.get('/embed/seal.json', {
-    config: { cache: 'public, max-age=60' },
-    schema: {
-      tags: ['scan'], summary: 'What the seal shows for an origin: only a site whose org proved control of the domain',
-      querystring: { type: 'object', required: ['origin'], properties: { origin: { type: 'string', maxLength: 2048 } } },
-      response: {
-        200: okObject({ siteId: { type: 'string' }, grade: { type: 'string' }, score: { type: 'integer' }, scannedAt: { type: 'string' }, stale: { type: 'boolean' }, verifyUrl: { type: 'string' } }),
-        ...errorResponses,
+  app.get(
+    '/embed/seal.js',
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: {
+        tags: ['scan'],
+        summary: "The seal script: a small badge for the page's own origin, linking to its verification page",
       },
     },
-  }, async (request, reply) => {
-    reply.header('access-control-allow-origin', '*');
-    reply.header('cross-origin-resource-policy', 'cross-origin');
-    const { origin } = request.query as { origin: string };
-    let normalised: string;
-    try {
-      normalised = new URL(origin).origin;
-    } catch {
-      throw fail('invalid_request', 'origin must be an origin such as https://www.example.com');
-    }
-    const site = await siteForOrigin(services, normalised);
-    const status = site ? await loadSiteStatus(services, site.siteId) : null;
-    if (!status?.rating) throw fail('not_found', 'no verified site with a scan has this origin');
-    return {
-      ok: true, siteId: status.site.siteId, grade: status.rating.grade, score: status.rating.score, scannedAt: status.rating.scanned_at,
-      stale: status.stale, verifyUrl: `${services.config.issuer}/verify/${status.site.siteId}`,
-    };
-  });
+    async (_request, reply) => {
+      // Embedded by other sites: loadable cross-origin (COEP: require-corp pages too), no cookies.
+      reply.header('cross-origin-resource-policy', 'cross-origin');
+      reply.type('text/javascript; charset=utf-8');
+      return sealScript(services.config.issuer);
+    },
+  );
 
-  app.get('/verify/:siteId', {
-    schema: {
-      tags: ['scan'], summary: 'A site\'s verification page: org, URL, current grade and scan time, with the signed Rating (format=json)',
-      params: { type: 'object', required: ['siteId'], properties: { siteId: { type: 'string', maxLength: 100 } } },
-      querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
-      response: {
-        200: okObject({
-          siteId: { type: 'string' }, url: { type: 'string' }, org: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' } } },
-          verified: { type: 'boolean' }, status: { enum: ['current', 'stale', 'unscanned', 'unverified'] }, rating: { anyOf: [ratingSchema, { type: 'null' }] },
-        }, ['siteId', 'url', 'org', 'verified', 'status', 'rating']),
-        ...errorResponses,
+  app.get(
+    '/embed/seal.json',
+    {
+      config: { cache: 'public, max-age=60' },
+      schema: {
+        tags: ['scan'],
+        summary: 'What the seal shows for an origin: only a site whose org proved control of the domain',
+        querystring: {
+          type: 'object',
+          required: ['origin'],
+          properties: { origin: { type: 'string', maxLength: 2048 } },
+        },
+        response: {
+          200: okObject({
+            siteId: { type: 'string' },
+            grade: { type: 'string' },
+            score: { type: 'integer' },
+            scannedAt: { type: 'string' },
+            stale: { type: 'boolean' },
+            verifyUrl: { type: 'string' },
+          }),
+          ...errorResponses,
+        },
       },
     },
-  }, async (request, reply) => {
-    const { siteId } = request.params as { siteId: string };
-    const found = await siteVerification(services, siteId);
-    if (!found) throw fail('not_found', 'no such site');
-    const { status, view } = found;
-    const state = view.status;
-    if (wantsJson(request)) return { ok: true, ...view };
-    const referer = request.headers.referer;
-    let arrivedFrom: string | null;
-    try {
-      arrivedFrom = referer ? new URL(referer).origin : null;
-    } catch {
-      arrivedFrom = null;
-    }
-    const siteOrigin = new URL(status.site.url).origin;
-    reply.type('text/html; charset=utf-8');
-    return page({
-      title: `Verification · ${status.site.url}`,
-      nonce: request.kp.cspNonce,
-      body: html`<h1>Site verification</h1>
+    async (request, reply) => {
+      reply.header('access-control-allow-origin', '*');
+      reply.header('cross-origin-resource-policy', 'cross-origin');
+      const { origin } = request.query as { origin: string };
+      let normalised: string;
+      try {
+        normalised = new URL(origin).origin;
+      } catch {
+        throw fail('invalid_request', 'origin must be an origin such as https://www.example.com');
+      }
+      const site = await siteForOrigin(services, normalised);
+      const status = site ? await loadSiteStatus(services, site.siteId) : null;
+      if (!status?.rating) throw fail('not_found', 'no verified site with a scan has this origin');
+      return {
+        ok: true,
+        siteId: status.site.siteId,
+        grade: status.rating.grade,
+        score: status.rating.score,
+        scannedAt: status.rating.scanned_at,
+        stale: status.stale,
+        verifyUrl: `${services.config.issuer}/verify/${status.site.siteId}`,
+      };
+    },
+  );
+
+  app.get(
+    '/verify/:siteId',
+    {
+      schema: {
+        tags: ['scan'],
+        summary:
+          "A site's verification page: org, URL, current grade and scan time, with the signed Rating (format=json)",
+        params: { type: 'object', required: ['siteId'], properties: { siteId: { type: 'string', maxLength: 100 } } },
+        querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
+        response: {
+          200: okObject(
+            {
+              siteId: { type: 'string' },
+              url: { type: 'string' },
+              org: { type: 'object', properties: { slug: { type: 'string' }, name: { type: 'string' } } },
+              verified: { type: 'boolean' },
+              status: { enum: ['current', 'stale', 'unscanned', 'unverified'] },
+              rating: { anyOf: [ratingSchema, { type: 'null' }] },
+            },
+            ['siteId', 'url', 'org', 'verified', 'status', 'rating'],
+          ),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { siteId } = request.params as { siteId: string };
+      const found = await siteVerification(services, siteId);
+      if (!found) throw fail('not_found', 'no such site');
+      const { status, view } = found;
+      const state = view.status;
+      if (wantsJson(request)) return { ok: true, ...view };
+      const referer = request.headers.referer;
+      let arrivedFrom: string | null;
+      try {
+        arrivedFrom = referer ? new URL(referer).origin : null;
+      } catch {
+        arrivedFrom = null;
+      }
+      const siteOrigin = new URL(status.site.url).origin;
+      reply.type('text/html; charset=utf-8');
+      return page({
+        title: `Verification · ${status.site.url}`,
+        nonce: request.kp.cspNonce,
+        body: html`<h1>Site verification</h1>
 <p>Check that this page's address starts with <strong>${services.config.issuer}/verify/</strong>: only this page, on this address, vouches for a seal.</p>
 <dl>
 <dt>Organization</dt><dd data-field="org">${status.org.name}</dd>
@@ -165,6 +224,7 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
 ${arrivedFrom && arrivedFrom !== siteOrigin ? html`<p role="alert">You came here from <strong>${arrivedFrom}</strong>, but this seal belongs to <strong>${siteOrigin}</strong>.</p>` : ''}
 <p class="muted">What was checked: an external scan of HTTP security headers, cookies, redirects and scripts. It says nothing about anything else.</p>
 ${status.rating ? ratingReport(status.rating, { stale: status.stale, advice: false }) : html`<p>No scan yet.</p>`}`,
-    });
-  });
+      });
+    },
+  );
 }

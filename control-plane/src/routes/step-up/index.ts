@@ -15,20 +15,26 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
   const limits = new CredentialLimits(app.kp);
   app.addHook('onRequest', requireSession);
 
-  app.get('/auth/step-up', {
-    schema: {
-      tags: ['passkeys'], summary: 'HTML step-up page: confirm with a passkey (and TOTP when active) to reach `sensitive`',
-      querystring: { type: 'object', properties: { return: { type: 'string' } } }, produces: ['text/html'],
+  app.get(
+    '/auth/step-up',
+    {
+      schema: {
+        tags: ['passkeys'],
+        summary: 'HTML step-up page: confirm with a passkey (and TOTP when active) to reach `sensitive`',
+        querystring: { type: 'object', properties: { return: { type: 'string' } } },
+        produces: ['text/html'],
+      },
     },
-  }, async (request, reply) => {
-    // A `return` target must be a path on this server (never `//host` or a scheme).
-    const back = sameOriginReturn((request.query as { return?: string }).return ?? '', app.kp.config.issuer) ?? '/account';
-    reply.type('text/html; charset=utf-8');
-    return page({
-      title: 'Confirm it is you',
-      nonce: request.kp.cspNonce,
-      scripts: ['/assets/step-up.js'],
-      body: html`<h1>Confirm it is you</h1>
+    async (request, reply) => {
+      // A `return` target must be a path on this server (never `//host` or a scheme).
+      const back =
+        sameOriginReturn((request.query as { return?: string }).return ?? '', app.kp.config.issuer) ?? '/account';
+      reply.type('text/html; charset=utf-8');
+      return page({
+        title: 'Confirm it is you',
+        nonce: request.kp.cspNonce,
+        scripts: ['/assets/step-up.js'],
+        body: html`<h1>Confirm it is you</h1>
 <p>This action needs a fresh confirmation. Use one of your passkeys; it counts for ${Math.round(app.kp.config.lifetimes.stepUp / 60)} minutes.</p>
 <form id="step-up-form" data-return="${back}" novalidate>
   <label for="totp-code">Authenticator code (only if your account uses one)</label>
@@ -37,30 +43,57 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
   <p id="status" role="status" aria-live="polite"></p>
 </form>
 <p><a href="${back}">Cancel</a></p>`,
-    });
-  });
-
-  app.post('/auth/step-up/options', {
-    schema: {
-      tags: ['passkeys'], summary: 'Begin a step-up: request options limited to this account\'s passkeys', security: [{ sessionCookie: [] }],
-      response: { 200: okObject({ options: { type: 'object', additionalProperties: true } }, ['options']), ...errorResponses },
+      });
     },
-  }, async (request) => {
-    await limits.perIp(request, 'step-up');
-    return { ok: true, options: await beginStepUp(app.kp, request.kp.session!) };
-  });
+  );
 
-  app.post('/auth/step-up/verify', {
-    schema: {
-      tags: ['passkeys'], summary: 'Finish a step-up: the session is `sensitive` until `expiresAt`', security: [{ sessionCookie: [] }],
-      body: { type: 'object', required: ['response'], properties: { response: {}, totpCode: { type: 'string' } } },
-      response: {
-        200: okObject({ assurance: { const: 'sensitive' }, expiresAt: { type: 'integer' }, receipt: { type: 'string' } }, ['assurance', 'expiresAt']),
-        ...errorResponses,
+  app.post(
+    '/auth/step-up/options',
+    {
+      schema: {
+        tags: ['passkeys'],
+        summary: "Begin a step-up: request options limited to this account's passkeys",
+        security: [{ sessionCookie: [] }],
+        response: {
+          200: okObject({ options: { type: 'object', additionalProperties: true } }, ['options']),
+          ...errorResponses,
+        },
       },
     },
-  }, async (request) => {
-    await limits.perIp(request, 'step-up');
-    return { ok: true, assurance: 'sensitive' as const, ...(await completeStepUp(app.kp, request.kp.session!, request.body as { response: unknown; totpCode?: string })) };
-  });
+    async (request) => {
+      await limits.perIp(request, 'step-up');
+      return { ok: true, options: await beginStepUp(app.kp, request.kp.session!) };
+    },
+  );
+
+  app.post(
+    '/auth/step-up/verify',
+    {
+      schema: {
+        tags: ['passkeys'],
+        summary: 'Finish a step-up: the session is `sensitive` until `expiresAt`',
+        security: [{ sessionCookie: [] }],
+        body: { type: 'object', required: ['response'], properties: { response: {}, totpCode: { type: 'string' } } },
+        response: {
+          200: okObject(
+            { assurance: { const: 'sensitive' }, expiresAt: { type: 'integer' }, receipt: { type: 'string' } },
+            ['assurance', 'expiresAt'],
+          ),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      await limits.perIp(request, 'step-up');
+      return {
+        ok: true,
+        assurance: 'sensitive' as const,
+        ...(await completeStepUp(
+          app.kp,
+          request.kp.session!,
+          request.body as { response: unknown; totpCode?: string },
+        )),
+      };
+    },
+  );
 }

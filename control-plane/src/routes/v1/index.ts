@@ -2,7 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { V1_AUTH_CLIENT_JS } from '../../pages/scripts/v1-auth-client.js';
-import { findV1Client, issueV1SessionToken, v1DeprecationHeaders, v1RequestCounter, verifyV1SessionToken } from '../../v1/bridge.js';
+import {
+  findV1Client,
+  issueV1SessionToken,
+  v1DeprecationHeaders,
+  v1RequestCounter,
+  verifyV1SessionToken,
+} from '../../v1/bridge.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 
 /**
@@ -18,61 +24,105 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
     return payload;
   });
   app.addHook('onResponse', async (request, reply) => {
-    counter.inc({ endpoint: request.routeOptions.url ?? 'unknown', outcome: reply.statusCode < 400 ? 'ok' : 'refused' });
+    counter.inc({
+      endpoint: request.routeOptions.url ?? 'unknown',
+      outcome: reply.statusCode < 400 ? 'ok' : 'refused',
+    });
   });
 
-  app.get('/auth-client.js', {
-    schema: { tags: ['v1 (deprecated)'], summary: 'Deprecated v1 script wiring data-signin, data-signup and data-recover', produces: ['text/javascript'], deprecated: true },
-  }, async (_request, reply) => {
-    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300');
-    return V1_AUTH_CLIENT_JS;
-  });
-
-  app.get<{ Querystring: { to: string } }>('/auth/v1/return', {
-    schema: {
-      tags: ['v1 (deprecated)'], deprecated: true,
-      summary: 'Hands a v1 session token to a registered v1 return URL (signs in first when needed)',
-      querystring: { type: 'object', required: ['to'], properties: { to: { type: 'string', minLength: 1, maxLength: 2000 } } },
-      response: errorResponses,
+  app.get(
+    '/auth-client.js',
+    {
+      schema: {
+        tags: ['v1 (deprecated)'],
+        summary: 'Deprecated v1 script wiring data-signin, data-signup and data-recover',
+        produces: ['text/javascript'],
+        deprecated: true,
+      },
     },
-  }, async (request, reply) => {
-    const to = request.query.to;
-    if (!/^https?:\/\//i.test(to)) throw fail('invalid_request', 'to must be an absolute http(s) URL');
-    const client = await findV1Client(services, to);
-    const session = request.kp.session;
-    if (!session) {
-      return reply.code(303).redirect(`/auth?return=${encodeURIComponent(`/auth/v1/return?to=${encodeURIComponent(to)}`)}`);
-    }
-    const { token } = await issueV1SessionToken(services, { client, identityId: session.identityId, sessionId: session.id });
-    const target = new URL(to);
-    target.searchParams.set('session', token);
-    // The token is in the URL (that is v1's flaw): keep it out of Referer headers and caches at least.
-    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
-    return reply.code(302).redirect(target.href);
-  });
-
-  app.post<{ Body: { token: string } }>('/auth/verify-session', {
-    schema: {
-      tags: ['v1 (deprecated)'], deprecated: true,
-      summary: 'Redeems a v1 session token server to server',
-      body: { type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1, maxLength: 4096 } } },
-      response: { 200: okObject({ identityId: { type: 'string' } }, ['identityId']), ...errorResponses },
+    async (_request, reply) => {
+      reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300');
+      return V1_AUTH_CLIENT_JS;
     },
-  }, async (request, reply) => {
-    const { identityId } = await verifyV1SessionToken(services, request.body.token);
-    reply.header('cache-control', 'no-store');
-    return { ok: true, identityId };
-  });
+  );
 
-  app.get('/auth/v1/migrate', {
-    schema: { tags: ['v1 (deprecated)'], summary: 'How a v1 integrator moves to v2 (OIDC code flow with PKCE)', produces: ['text/html'] },
-  }, async (request, reply) => {
-    const issuer = services.config.issuer;
-    reply.type('text/html; charset=utf-8');
-    return page({
-      title: 'Moving from v1 to v2',
-      nonce: request.kp.cspNonce,
-      body: html`<h1>Moving from the v1 script bridge to v2</h1>
+  app.get<{ Querystring: { to: string } }>(
+    '/auth/v1/return',
+    {
+      schema: {
+        tags: ['v1 (deprecated)'],
+        deprecated: true,
+        summary: 'Hands a v1 session token to a registered v1 return URL (signs in first when needed)',
+        querystring: {
+          type: 'object',
+          required: ['to'],
+          properties: { to: { type: 'string', minLength: 1, maxLength: 2000 } },
+        },
+        response: errorResponses,
+      },
+    },
+    async (request, reply) => {
+      const to = request.query.to;
+      if (!/^https?:\/\//i.test(to)) throw fail('invalid_request', 'to must be an absolute http(s) URL');
+      const client = await findV1Client(services, to);
+      const session = request.kp.session;
+      if (!session) {
+        return reply
+          .code(303)
+          .redirect(`/auth?return=${encodeURIComponent(`/auth/v1/return?to=${encodeURIComponent(to)}`)}`);
+      }
+      const { token } = await issueV1SessionToken(services, {
+        client,
+        identityId: session.identityId,
+        sessionId: session.id,
+      });
+      const target = new URL(to);
+      target.searchParams.set('session', token);
+      // The token is in the URL (that is v1's flaw): keep it out of Referer headers and caches at least.
+      reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+      return reply.code(302).redirect(target.href);
+    },
+  );
+
+  app.post<{ Body: { token: string } }>(
+    '/auth/verify-session',
+    {
+      schema: {
+        tags: ['v1 (deprecated)'],
+        deprecated: true,
+        summary: 'Redeems a v1 session token server to server',
+        body: {
+          type: 'object',
+          required: ['token'],
+          additionalProperties: false,
+          properties: { token: { type: 'string', minLength: 1, maxLength: 4096 } },
+        },
+        response: { 200: okObject({ identityId: { type: 'string' } }, ['identityId']), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { identityId } = await verifyV1SessionToken(services, request.body.token);
+      reply.header('cache-control', 'no-store');
+      return { ok: true, identityId };
+    },
+  );
+
+  app.get(
+    '/auth/v1/migrate',
+    {
+      schema: {
+        tags: ['v1 (deprecated)'],
+        summary: 'How a v1 integrator moves to v2 (OIDC code flow with PKCE)',
+        produces: ['text/html'],
+      },
+    },
+    async (request, reply) => {
+      const issuer = services.config.issuer;
+      reply.type('text/html; charset=utf-8');
+      return page({
+        title: 'Moving from v1 to v2',
+        nonce: request.kp.cspNonce,
+        body: html`<h1>Moving from the v1 script bridge to v2</h1>
 <p>The v1 bridge (<code>auth-client.js</code>, <code>?return=</code> with a <code>session</code> token in your URL, <code>POST /auth/verify-session</code>) is deprecated and will be removed after <strong>${services.config.v1.sunset}</strong>. Its token travels in a URL, where logs, history and Referer headers can keep it; v2 never does that.</p>
 <h2>The steps</h2>
 <ol>
@@ -83,6 +133,7 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
   <li>Remove <code>v1_bridge: true</code> from your registration. Until you do, watch <code>kp_v1_bridge_requests_total</code> on <code>/metrics</code> fall to zero.</li>
 </ol>
 <p>Every v1 answer carries <code>Deprecation</code> and <code>Sunset</code> headers (RFC 9745, RFC 8594) and a <code>Link</code> to this page.</p>`,
-    });
-  });
+      });
+    },
+  );
 }

@@ -15,8 +15,24 @@ import type { Sql } from './sql.js';
 
 /** The agent columns after agent_id, in the order of the INSERT and the UPDATE below. */
 function agentParams(a: StoredAgent): unknown[] {
-  return [a.proofId, a.ownerId, a.name, a.subjectKind, JSON.stringify(a.publicJwk), a.jkt, a.alg, a.state, a.visibility, JSON.stringify(a.declared),
-    a.resumeNeedsKey ? 1 : 0, a.keyProvenAt, a.ownerApprovedAt, a.lastProofAt, a.createdAt, a.updatedAt];
+  return [
+    a.proofId,
+    a.ownerId,
+    a.name,
+    a.subjectKind,
+    JSON.stringify(a.publicJwk),
+    a.jkt,
+    a.alg,
+    a.state,
+    a.visibility,
+    JSON.stringify(a.declared),
+    a.resumeNeedsKey ? 1 : 0,
+    a.keyProvenAt,
+    a.ownerApprovedAt,
+    a.lastProofAt,
+    a.createdAt,
+    a.updatedAt,
+  ];
 }
 
 export function postgresAgentStore(sql: Sql): AgentStore {
@@ -25,7 +41,22 @@ export function postgresAgentStore(sql: Sql): AgentStore {
       await sql.count(
         `INSERT INTO agent_enrollments (enrollment_id, name, subject_kind, public_jwk, jkt, alg, visibility, owner_code_hash, state, owner_id, approved_at, agent_id, created_at, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-        [e.enrollmentId, e.name, e.subjectKind, JSON.stringify(e.publicJwk), e.jkt, e.alg, e.visibility, e.ownerCodeHash, e.state, e.ownerId, e.approvedAt, e.agentId, e.createdAt, e.expiresAt],
+        [
+          e.enrollmentId,
+          e.name,
+          e.subjectKind,
+          JSON.stringify(e.publicJwk),
+          e.jkt,
+          e.alg,
+          e.visibility,
+          e.ownerCodeHash,
+          e.state,
+          e.ownerId,
+          e.approvedAt,
+          e.agentId,
+          e.createdAt,
+          e.expiresAt,
+        ],
       );
     },
     getEnrollment: async (id) => {
@@ -38,9 +69,17 @@ export function postgresAgentStore(sql: Sql): AgentStore {
         [id, ownerId, at],
       )) === 1,
     completeEnrollment: async (id, agentId, at) =>
-      (await sql.count(`UPDATE agent_enrollments SET state = 'completed', agent_id = $2 WHERE enrollment_id = $1 AND state = 'approved' AND expires_at > $3`, [id, agentId, at])) === 1,
+      (await sql.count(
+        `UPDATE agent_enrollments SET state = 'completed', agent_id = $2 WHERE enrollment_id = $1 AND state = 'approved' AND expires_at > $3`,
+        [id, agentId, at],
+      )) === 1,
     listApprovedEnrollments: async (ownerId, now) =>
-      (await sql.rows<EnrollmentRow>(`SELECT * FROM agent_enrollments WHERE owner_id = $1 AND state = 'approved' AND expires_at > $2 ORDER BY created_at`, [ownerId, now])).map(enrollmentFromRow),
+      (
+        await sql.rows<EnrollmentRow>(
+          `SELECT * FROM agent_enrollments WHERE owner_id = $1 AND state = 'approved' AND expires_at > $2 ORDER BY created_at`,
+          [ownerId, now],
+        )
+      ).map(enrollmentFromRow),
     insertAgent: async (a) => {
       await sql.count(
         `INSERT INTO agents (agent_id, proof_id, owner_id, name, subject_kind, public_jwk, jkt, alg, state, visibility, declared, resume_needs_key, key_proven_at, owner_approved_at, last_proof_at, created_at, updated_at)
@@ -56,7 +95,10 @@ export function postgresAgentStore(sql: Sql): AgentStore {
       const [row] = await sql.rows<AgentRow>('SELECT * FROM agents WHERE proof_id = $1', [proofId]);
       return row ? agentFromRow(row) : null;
     },
-    listByOwner: async (ownerId) => (await sql.rows<AgentRow>('SELECT * FROM agents WHERE owner_id = $1 ORDER BY created_at, agent_id', [ownerId])).map(agentFromRow),
+    listByOwner: async (ownerId) =>
+      (
+        await sql.rows<AgentRow>('SELECT * FROM agents WHERE owner_id = $1 ORDER BY created_at, agent_id', [ownerId])
+      ).map(agentFromRow),
     // Compare-and-set on the state the caller read: of two concurrent transitions one wins.
     update: async (a, expectedState) =>
       (await sql.count(
@@ -65,12 +107,21 @@ export function postgresAgentStore(sql: Sql): AgentStore {
         [...agentParams(a), a.agentId, expectedState],
       )) === 1,
     recordProof: async (agentId, at) => {
-      await sql.count('UPDATE agents SET last_proof_at = GREATEST(COALESCE(last_proof_at, 0), $2) WHERE agent_id = $1', [agentId, at]);
+      await sql.count(
+        'UPDATE agents SET last_proof_at = GREATEST(COALESCE(last_proof_at, 0), $2) WHERE agent_id = $1',
+        [agentId, at],
+      );
     },
     appendEvidence: async (e) => {
-      await sql.count('INSERT INTO agent_evidence (agent_id, type, at, expires_at, detail) VALUES ($1, $2, $3, $4, $5)', [e.agentId, e.type, e.at, e.expiresAt, JSON.stringify(e.detail)]);
+      await sql.count(
+        'INSERT INTO agent_evidence (agent_id, type, at, expires_at, detail) VALUES ($1, $2, $3, $4, $5)',
+        [e.agentId, e.type, e.at, e.expiresAt, JSON.stringify(e.detail)],
+      );
     },
-    listEvidence: async (agentId) => (await sql.rows<AgentEvidenceRow>('SELECT * FROM agent_evidence WHERE agent_id = $1 ORDER BY seq', [agentId])).map(agentEvidenceFromRow),
+    listEvidence: async (agentId) =>
+      (
+        await sql.rows<AgentEvidenceRow>('SELECT * FROM agent_evidence WHERE agent_id = $1 ORDER BY seq', [agentId])
+      ).map(agentEvidenceFromRow),
     putTransfer: async (t) => {
       await sql.count(
         `INSERT INTO agent_transfers (agent_id, from_owner_id, to_identity_id, code_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
@@ -85,7 +136,10 @@ export function postgresAgentStore(sql: Sql): AgentStore {
     },
     // One DELETE: of two replicas accepting the same transfer, one removes the row.
     consumeTransfer: async (agentId, codeHash, toIdentityId, now) =>
-      (await sql.count('DELETE FROM agent_transfers WHERE agent_id = $1 AND code_hash = $2 AND to_identity_id = $3 AND expires_at > $4', [agentId, codeHash, toIdentityId, now])) === 1,
+      (await sql.count(
+        'DELETE FROM agent_transfers WHERE agent_id = $1 AND code_hash = $2 AND to_identity_id = $3 AND expires_at > $4',
+        [agentId, codeHash, toIdentityId, now],
+      )) === 1,
     deleteTransfer: async (agentId) => {
       await sql.count('DELETE FROM agent_transfers WHERE agent_id = $1', [agentId]);
     },
@@ -99,8 +153,18 @@ export function postgresAgentStore(sql: Sql): AgentStore {
       const [row] = await sql.rows<AgentGrantRow>('SELECT * FROM agent_grants WHERE grant_id = $1', [grantId]);
       return row ? agentGrantFromRow(row) : null;
     },
-    listGrants: async (agentId) => (await sql.rows<AgentGrantRow>('SELECT * FROM agent_grants WHERE agent_id = $1 ORDER BY created_at, grant_id', [agentId])).map(agentGrantFromRow),
-    revokeGrant: async (grantId, at) => (await sql.count('UPDATE agent_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [grantId, at])) === 1,
-    revokeGrants: (agentId, at) => sql.count('UPDATE agent_grants SET revoked_at = $2 WHERE agent_id = $1 AND revoked_at IS NULL', [agentId, at]),
+    listGrants: async (agentId) =>
+      (
+        await sql.rows<AgentGrantRow>('SELECT * FROM agent_grants WHERE agent_id = $1 ORDER BY created_at, grant_id', [
+          agentId,
+        ])
+      ).map(agentGrantFromRow),
+    revokeGrant: async (grantId, at) =>
+      (await sql.count('UPDATE agent_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [
+        grantId,
+        at,
+      ])) === 1,
+    revokeGrants: (agentId, at) =>
+      sql.count('UPDATE agent_grants SET revoked_at = $2 WHERE agent_id = $1 AND revoked_at IS NULL', [agentId, at]),
   };
 }

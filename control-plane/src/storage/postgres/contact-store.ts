@@ -12,7 +12,10 @@ export function postgresContactStore(sql: Sql): ContactStore {
       return row ? contactFromRow(row) : null;
     },
     markMailed: async (contactId, at) =>
-      (await sql.count('UPDATE contacts SET mailed_at = $2 WHERE contact_id = $1 AND mailed_at IS NULL', [contactId, at])) === 1,
+      (await sql.count('UPDATE contacts SET mailed_at = $2 WHERE contact_id = $1 AND mailed_at IS NULL', [
+        contactId,
+        at,
+      ])) === 1,
     purgeBefore: (before) => sql.count('DELETE FROM contacts WHERE created_at < $1', [before]),
   };
 }

@@ -25,11 +25,15 @@ async function appliedVersion(client: pg.PoolClient): Promise<number> {
  */
 export async function migratePostgres(pool: pg.Pool, migrations: Migration[]): Promise<{ from: number; to: number }> {
   const latest = latestOf(migrations);
-  await pool.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`).catch((error: unknown) => {
-    // Two replicas creating it at once: the loser sees a unique violation on the catalog.
-    if ((error as { code?: string }).code !== '23505') throw error;
-  });
+  await pool
+    .query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    )
+    .catch((error: unknown) => {
+      // Two replicas creating it at once: the loser sees a unique violation on the catalog.
+      if ((error as { code?: string }).code !== '23505') throw error;
+    });
   const from = await currentVersion(pool);
   if (from > latest) throw newerError(from, latest);
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
@@ -40,7 +44,10 @@ export async function migratePostgres(pool: pg.Pool, migrations: Migration[]): P
       const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
       if (done.rowCount) return;
       await client.query(migration.sql);
-      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
     });
   }
   return { from, to: Math.max(latest, from) };
@@ -52,7 +59,9 @@ export async function checkPostgresVersion(pool: pg.Pool, migrations: Migration[
   const current = await currentVersion(pool);
   if (current > latest) throw newerError(current, latest);
   if (current < latest) {
-    throw new MigrationError(`the database is at schema version ${current}, this Keyplane needs ${latest}; run \`keyplane migrate\` (migrations at start are off)`);
+    throw new MigrationError(
+      `the database is at schema version ${current}, this Keyplane needs ${latest}; run \`keyplane migrate\` (migrations at start are off)`,
+    );
   }
 }
 

@@ -12,7 +12,12 @@ export function postgresDeviceStore(sql: Sql): DeviceStore {
       );
     },
     list: async (identityId) =>
-      (await sql.rows<DeviceRow>('SELECT * FROM devices WHERE identity_id = $1 ORDER BY created_at, device_id', [identityId])).map(deviceFromRow),
-    remove: async (identityId, deviceId) => (await sql.count('DELETE FROM devices WHERE identity_id = $1 AND device_id = $2', [identityId, deviceId])) === 1,
+      (
+        await sql.rows<DeviceRow>('SELECT * FROM devices WHERE identity_id = $1 ORDER BY created_at, device_id', [
+          identityId,
+        ])
+      ).map(deviceFromRow),
+    remove: async (identityId, deviceId) =>
+      (await sql.count('DELETE FROM devices WHERE identity_id = $1 AND device_id = $2', [identityId, deviceId])) === 1,
   };
 }

@@ -14,11 +14,16 @@ export function postgresEmailStore(sql: Sql): EmailStore {
          ON CONFLICT (identity_id, email) DO NOTHING`,
         [record.emailId, record.identityId, record.email, record.createdAt],
       );
-      return (await one('SELECT * FROM emails WHERE identity_id = $1 AND email = $2', [record.identityId, record.email]))!;
+      return (await one('SELECT * FROM emails WHERE identity_id = $1 AND email = $2', [
+        record.identityId,
+        record.email,
+      ]))!;
     },
     get: (emailId) => one('SELECT * FROM emails WHERE email_id = $1', [emailId]),
     listByIdentity: async (identityId) =>
-      (await sql.rows<EmailRow>('SELECT * FROM emails WHERE identity_id = $1 ORDER BY created_at, email', [identityId])).map(emailFromRow),
+      (
+        await sql.rows<EmailRow>('SELECT * FROM emails WHERE identity_id = $1 ORDER BY created_at, email', [identityId])
+      ).map(emailFromRow),
     findVerified: (email) => one('SELECT * FROM emails WHERE email = $1 AND verified_at IS NOT NULL', [email]),
     markVerified: async (emailId, at) => {
       const row = await one('SELECT * FROM emails WHERE email_id = $1', [emailId]);
@@ -27,11 +32,13 @@ export function postgresEmailStore(sql: Sql): EmailStore {
       try {
         // The partial unique index lets one account only hold an address as verified: of two
         // replicas verifying it for two accounts at once, the second UPDATE is refused.
-        const changed = await sql.atomic((tx) => tx.count(
-          `UPDATE emails SET verified_at = $2 WHERE email_id = $1 AND verified_at IS NULL
+        const changed = await sql.atomic((tx) =>
+          tx.count(
+            `UPDATE emails SET verified_at = $2 WHERE email_id = $1 AND verified_at IS NULL
              AND NOT EXISTS (SELECT 1 FROM emails WHERE email = $3 AND verified_at IS NOT NULL)`,
-          [emailId, at, row.email],
-        ));
+            [emailId, at, row.email],
+          ),
+        );
         if (changed === 1) return 'verified';
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;

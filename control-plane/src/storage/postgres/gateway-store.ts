@@ -1,4 +1,11 @@
-import { evidenceFromRow, evidenceToRow, gatewayConfigFromRow, gatewayConfigToRow, type ConfigRow, type EvidenceRow } from '../rows.js';
+import {
+  evidenceFromRow,
+  evidenceToRow,
+  gatewayConfigFromRow,
+  gatewayConfigToRow,
+  type ConfigRow,
+  type EvidenceRow,
+} from '../rows.js';
 import type { GatewayStore } from '../types.js';
 import { insertOf, type Sql } from './sql.js';
 
@@ -12,15 +19,26 @@ WHERE excluded.issued_at >= gateway_evidence.issued_at AND excluded.jti <> gatew
 export function postgresGatewayStore(sql: Sql): GatewayStore {
   return {
     latestConfig: async (clientId) => {
-      const [row] = await sql.rows<ConfigRow>('SELECT * FROM gateway_configs WHERE client_id = $1 ORDER BY version DESC LIMIT 1', [clientId]);
+      const [row] = await sql.rows<ConfigRow>(
+        'SELECT * FROM gateway_configs WHERE client_id = $1 ORDER BY version DESC LIMIT 1',
+        [clientId],
+      );
       return row ? gatewayConfigFromRow(row) : null;
     },
     insertConfig: async (config) =>
-      (await sql.count(...insertOf('gateway_configs', gatewayConfigToRow(config), 'ON CONFLICT (client_id, version) DO NOTHING'))) === 1,
-    recordEvidence: async (evidence) => (await sql.count(...insertOf('gateway_evidence', evidenceToRow(evidence), KEEP_NEWEST))) === 1,
-    forgetEvidence: (clientId, expiredBefore) => sql.count('DELETE FROM gateway_evidence WHERE client_id = $1 AND expires_at < $2', [clientId, expiredBefore]),
+      (await sql.count(
+        ...insertOf('gateway_configs', gatewayConfigToRow(config), 'ON CONFLICT (client_id, version) DO NOTHING'),
+      )) === 1,
+    recordEvidence: async (evidence) =>
+      (await sql.count(...insertOf('gateway_evidence', evidenceToRow(evidence), KEEP_NEWEST))) === 1,
+    forgetEvidence: (clientId, expiredBefore) =>
+      sql.count('DELETE FROM gateway_evidence WHERE client_id = $1 AND expires_at < $2', [clientId, expiredBefore]),
     listEvidence: async (clientId, limit) =>
-      (await sql.rows<EvidenceRow>('SELECT * FROM gateway_evidence WHERE client_id = $1 ORDER BY received_at DESC, instance LIMIT $2', [clientId, limit]))
-        .map(evidenceFromRow),
+      (
+        await sql.rows<EvidenceRow>(
+          'SELECT * FROM gateway_evidence WHERE client_id = $1 ORDER BY received_at DESC, instance LIMIT $2',
+          [clientId, limit],
+        )
+      ).map(evidenceFromRow),
   };
 }

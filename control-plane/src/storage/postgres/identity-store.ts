@@ -2,7 +2,8 @@ import { identityFromRow, identityToRow, type IdentityRow } from '../rows.js';
 import type { AccountState, IdentityStore } from '../types.js';
 import { Rollback, insertOf, type Sql } from './sql.js';
 
-const CLAIM = 'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES ($1, $2, 1, $3) ON CONFLICT (name) DO NOTHING';
+const CLAIM =
+  'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES ($1, $2, 1, $3) ON CONFLICT (name) DO NOTHING';
 
 export function postgresIdentityStore(sql: Sql): IdentityStore {
   const one = async (text: string, values: unknown[]) => {
@@ -19,33 +20,61 @@ export function postgresIdentityStore(sql: Sql): IdentityStore {
       }),
     get: (identityId) => one('SELECT * FROM identities WHERE identity_id = $1', [identityId]),
     findByUsername: (folded) =>
-      one('SELECT i.* FROM identity_names n JOIN identities i ON i.identity_id = n.identity_id WHERE n.name = $1', [folded]),
+      one('SELECT i.* FROM identity_names n JOIN identities i ON i.identity_id = n.identity_id WHERE n.name = $1', [
+        folded,
+      ]),
     aliases: async (identityId) =>
-      (await sql.rows<{ name: string }>('SELECT name FROM identity_names WHERE identity_id = $1 AND current = 0 ORDER BY created_at, name', [identityId]))
-        .map((row) => row.name),
+      (
+        await sql.rows<{ name: string }>(
+          'SELECT name FROM identity_names WHERE identity_id = $1 AND current = 0 ORDER BY created_at, name',
+          [identityId],
+        )
+      ).map((row) => row.name),
     rename: (identityId, folded, at) =>
       sql.atomic(async (tx) => {
-        const [holder] = await tx.rows<{ identity_id: string }>('SELECT identity_id FROM identity_names WHERE name = $1', [folded]);
+        const [holder] = await tx.rows<{ identity_id: string }>(
+          'SELECT identity_id FROM identity_names WHERE name = $1',
+          [folded],
+        );
         if (holder && holder.identity_id !== identityId) return false;
         await tx.count('UPDATE identity_names SET current = 0 WHERE identity_id = $1', [identityId]);
         // Taking back one's own alias makes it current again (keeping its first-claimed time).
         if (holder) await tx.count('UPDATE identity_names SET current = 1 WHERE name = $1', [folded]);
         else if ((await tx.count(CLAIM, [folded, identityId, at])) !== 1) throw new Rollback(false);
-        await tx.count('UPDATE identities SET username = $2, updated_at = $3 WHERE identity_id = $1', [identityId, folded, at]);
+        await tx.count('UPDATE identities SET username = $2, updated_at = $3 WHERE identity_id = $1', [
+          identityId,
+          folded,
+          at,
+        ]);
         return true;
       }),
     setDisplayName: async (identityId, displayName, at) => {
-      await sql.count('UPDATE identities SET display_name = $2, updated_at = $3 WHERE identity_id = $1', [identityId, displayName, at]);
+      await sql.count('UPDATE identities SET display_name = $2, updated_at = $3 WHERE identity_id = $1', [
+        identityId,
+        displayName,
+        at,
+      ]);
     },
     setPreferences: async (identityId, preferences, at) => {
-      await sql.count('UPDATE identities SET preferences = $2, updated_at = $3 WHERE identity_id = $1', [identityId, JSON.stringify(preferences), at]);
+      await sql.count('UPDATE identities SET preferences = $2, updated_at = $3 WHERE identity_id = $1', [
+        identityId,
+        JSON.stringify(preferences),
+        at,
+      ]);
     },
     count: async () => (await sql.rows<{ n: number }>('SELECT count(*) AS n FROM identities'))[0]!.n,
     founderExists: async () => (await sql.rows('SELECT 1 FROM identities WHERE founder = 1')).length > 0,
-    state: async (identityId) => (await sql.rows<{ state: AccountState }>('SELECT state FROM identities WHERE identity_id = $1', [identityId]))[0]?.state ?? null,
+    state: async (identityId) =>
+      (await sql.rows<{ state: AccountState }>('SELECT state FROM identities WHERE identity_id = $1', [identityId]))[0]
+        ?.state ?? null,
     setState: async (identityId, state, at) =>
-      (await sql.count('UPDATE identities SET state = $2, updated_at = $3 WHERE identity_id = $1 AND state <> $2', [identityId, state, at])) === 1,
+      (await sql.count('UPDATE identities SET state = $2, updated_at = $3 WHERE identity_id = $1 AND state <> $2', [
+        identityId,
+        state,
+        at,
+      ])) === 1,
     // Names, aliases, passkeys, sessions, devices, TOTP, recovery codes, emails and links go by ON DELETE CASCADE.
-    remove: async (identityId) => (await sql.count('DELETE FROM identities WHERE identity_id = $1', [identityId])) === 1,
+    remove: async (identityId) =>
+      (await sql.count('DELETE FROM identities WHERE identity_id = $1', [identityId])) === 1,
   };
 }

@@ -12,7 +12,10 @@ export function postgresLinkStore(sql: Sql): LinkStore {
       return row ? linkFromRow(row) : null;
     },
     consume: async (tokenHash, at) =>
-      (await sql.count('UPDATE one_time_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2', [tokenHash, at])) === 1,
+      (await sql.count(
+        'UPDATE one_time_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
+        [tokenHash, at],
+      )) === 1,
     purgeExpired: (before) => sql.count('DELETE FROM one_time_links WHERE expires_at < $1', [before]),
   };
 }

@@ -1,6 +1,18 @@
 import {
-  REFRESH_GRANT_COLUMNS, approvalFromRow, codeFromRow, codeToRow, grantFromRow, grantToRow, refreshFromRow, refreshGrantFromRow, refreshToRow,
-  type ApprovalRow, type CodeRow, type RefreshGrantRow, type RefreshRow, type GrantRow,
+  REFRESH_GRANT_COLUMNS,
+  approvalFromRow,
+  codeFromRow,
+  codeToRow,
+  grantFromRow,
+  grantToRow,
+  refreshFromRow,
+  refreshGrantFromRow,
+  refreshToRow,
+  type ApprovalRow,
+  type CodeRow,
+  type RefreshGrantRow,
+  type RefreshRow,
+  type GrantRow,
 } from '../rows.js';
 import type { OidcStore } from '../types.js';
 import { insertOf, type Sql } from './sql.js';
@@ -43,7 +55,11 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       const [row] = await sql.rows<GrantRow>('SELECT * FROM oidc_grants WHERE grant_id = $1', [grantId]);
       return row ? grantFromRow(row) : null;
     },
-    revokeGrant: async (grantId, at) => (await sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [grantId, at])) === 1,
+    revokeGrant: async (grantId, at) =>
+      (await sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [
+        grantId,
+        at,
+      ])) === 1,
     // One transaction: the grants revoked and the unspent codes of those sessions dropped together.
     endSessionGrants: (sessionIds, at) =>
       sql.atomic(async (tx) => {
@@ -58,7 +74,10 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       }),
     revokeClientGrants: (clientId, at) =>
       sql.atomic(async (tx) => {
-        const rows = await tx.rows<GrantRow>('UPDATE oidc_grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL RETURNING *', [clientId, at]);
+        const rows = await tx.rows<GrantRow>(
+          'UPDATE oidc_grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL RETURNING *',
+          [clientId, at],
+        );
         await tx.count('DELETE FROM oidc_codes WHERE client_id = $1 AND consumed_at IS NULL', [clientId]);
         return rows.map(grantFromRow);
       }),
@@ -82,9 +101,13 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       return { status: row.fresh ? 'consumed' : 'reused', token: refreshFromRow(row) };
     },
     revokeAccessToken: async (jti, expiresAt) => {
-      await sql.count('INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING', [jti, expiresAt]);
+      await sql.count(
+        'INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING',
+        [jti, expiresAt],
+      );
     },
-    isAccessTokenRevoked: async (jti) => (await sql.rows('SELECT 1 FROM oidc_revoked_access_tokens WHERE jti = $1', [jti])).length > 0,
+    isAccessTokenRevoked: async (jti) =>
+      (await sql.rows('SELECT 1 FROM oidc_revoked_access_tokens WHERE jti = $1', [jti])).length > 0,
     recordApproval: async (identityId, clientId, approval, at) => {
       await sql.count(
         `INSERT INTO oidc_approvals (identity_id, client_id, scope, resources, approved_at) VALUES ($1, $2, $3, $4, $5)
@@ -93,13 +116,29 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       );
     },
     approval: async (identityId, clientId) => {
-      const [row] = await sql.rows<ApprovalRow>('SELECT scope, resources FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId]);
+      const [row] = await sql.rows<ApprovalRow>(
+        'SELECT scope, resources FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2',
+        [identityId, clientId],
+      );
       return row ? approvalFromRow(row) : null;
     },
     approvedClients: async (identityId) =>
-      (await sql.rows<{ client_id: string }>('SELECT client_id FROM oidc_approvals WHERE identity_id = $1 ORDER BY client_id', [identityId])).map((row) => row.client_id),
-    removeApproval: async (identityId, clientId) => (await sql.count('DELETE FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [identityId, clientId])) > 0,
-    revokeGrantsOf: (identityId, at) => sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE identity_id = $1 AND revoked_at IS NULL', [identityId, at]),
+      (
+        await sql.rows<{ client_id: string }>(
+          'SELECT client_id FROM oidc_approvals WHERE identity_id = $1 ORDER BY client_id',
+          [identityId],
+        )
+      ).map((row) => row.client_id),
+    removeApproval: async (identityId, clientId) =>
+      (await sql.count('DELETE FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [
+        identityId,
+        clientId,
+      ])) > 0,
+    revokeGrantsOf: (identityId, at) =>
+      sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE identity_id = $1 AND revoked_at IS NULL', [
+        identityId,
+        at,
+      ]),
     forgetIdentity: async (identityId) => {
       await sql.atomic(async (tx) => {
         await tx.count('DELETE FROM oidc_codes WHERE identity_id = $1', [identityId]);
@@ -109,7 +148,10 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       });
     },
     purgeExpired: async (before) => {
-      let removed = await sql.count('DELETE FROM oidc_codes WHERE expires_at < $1 AND (consumed_at IS NULL OR grant_id IS NULL)', [before]);
+      let removed = await sql.count(
+        'DELETE FROM oidc_codes WHERE expires_at < $1 AND (consumed_at IS NULL OR grant_id IS NULL)',
+        [before],
+      );
       removed += await sql.count('DELETE FROM oidc_refresh_tokens WHERE idle_expires_at < $1', [before]);
       removed += await sql.count('DELETE FROM oidc_revoked_access_tokens WHERE expires_at < $1', [before]);
       return removed;

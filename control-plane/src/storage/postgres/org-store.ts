@@ -1,4 +1,15 @@
-import { inviteFromRow, memberFromRow, orgFromRow, scanFromRow, siteFromRow, type InviteRow, type MemberRow, type OrgRow, type ScanRow, type SiteRow } from '../rows.js';
+import {
+  inviteFromRow,
+  memberFromRow,
+  orgFromRow,
+  scanFromRow,
+  siteFromRow,
+  type InviteRow,
+  type MemberRow,
+  type OrgRow,
+  type ScanRow,
+  type SiteRow,
+} from '../rows.js';
 import type { OrgRole, OrgStore, ScanStore } from '../types.js';
 import type { Sql } from './sql.js';
 
@@ -8,10 +19,16 @@ export function postgresOrgStore(sql: Sql): OrgStore {
     create: (org, ownerId) =>
       sql.atomic(async (tx) => {
         const inserted =
-          (await tx.count('INSERT INTO orgs (org_id, slug, name, website, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING', [
-            org.orgId, org.slug, org.name, org.website, org.createdAt,
-          ])) === 1;
-        if (inserted) await tx.count("INSERT INTO org_members (org_id, identity_id, role, added_at) VALUES ($1, $2, 'owner', $3)", [org.orgId, ownerId, org.createdAt]);
+          (await tx.count(
+            'INSERT INTO orgs (org_id, slug, name, website, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+            [org.orgId, org.slug, org.name, org.website, org.createdAt],
+          )) === 1;
+        if (inserted)
+          await tx.count("INSERT INTO org_members (org_id, identity_id, role, added_at) VALUES ($1, $2, 'owner', $3)", [
+            org.orgId,
+            ownerId,
+            org.createdAt,
+          ]);
         return inserted;
       }),
     getBySlug: async (slug) => {
@@ -23,20 +40,44 @@ export function postgresOrgStore(sql: Sql): OrgStore {
       return row ? orgFromRow(row) : null;
     },
     listForMember: async (identityId) =>
-      (await sql.rows<OrgRow & { role: OrgRole }>('SELECT o.*, m.role FROM orgs o JOIN org_members m ON m.org_id = o.org_id WHERE m.identity_id = $1 ORDER BY o.slug', [identityId]))
-        .map((r) => ({ ...orgFromRow(r), role: r.role })),
+      (
+        await sql.rows<OrgRow & { role: OrgRole }>(
+          'SELECT o.*, m.role FROM orgs o JOIN org_members m ON m.org_id = o.org_id WHERE m.identity_id = $1 ORDER BY o.slug',
+          [identityId],
+        )
+      ).map((r) => ({ ...orgFromRow(r), role: r.role })),
     members: async (orgId) =>
-      (await sql.rows<MemberRow>('SELECT identity_id, role, added_at FROM org_members WHERE org_id = $1 ORDER BY added_at, identity_id', [orgId])).map(memberFromRow),
+      (
+        await sql.rows<MemberRow>(
+          'SELECT identity_id, role, added_at FROM org_members WHERE org_id = $1 ORDER BY added_at, identity_id',
+          [orgId],
+        )
+      ).map(memberFromRow),
     member: async (orgId, identityId) => {
-      const [row] = await sql.rows<MemberRow>('SELECT identity_id, role, added_at FROM org_members WHERE org_id = $1 AND identity_id = $2', [orgId, identityId]);
+      const [row] = await sql.rows<MemberRow>(
+        'SELECT identity_id, role, added_at FROM org_members WHERE org_id = $1 AND identity_id = $2',
+        [orgId, identityId],
+      );
       return row ? memberFromRow(row) : null;
     },
     addMember: async (orgId, m) =>
-      (await sql.count('INSERT INTO org_members (org_id, identity_id, role, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [orgId, m.identityId, m.role, m.addedAt])) === 1,
-    setRole: async (orgId, identityId, role) => (await sql.count('UPDATE org_members SET role = $3 WHERE org_id = $1 AND identity_id = $2', [orgId, identityId, role])) === 1,
-    removeMember: async (orgId, identityId) => (await sql.count('DELETE FROM org_members WHERE org_id = $1 AND identity_id = $2', [orgId, identityId])) === 1,
+      (await sql.count(
+        'INSERT INTO org_members (org_id, identity_id, role, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+        [orgId, m.identityId, m.role, m.addedAt],
+      )) === 1,
+    setRole: async (orgId, identityId, role) =>
+      (await sql.count('UPDATE org_members SET role = $3 WHERE org_id = $1 AND identity_id = $2', [
+        orgId,
+        identityId,
+        role,
+      ])) === 1,
+    removeMember: async (orgId, identityId) =>
+      (await sql.count('DELETE FROM org_members WHERE org_id = $1 AND identity_id = $2', [orgId, identityId])) === 1,
     countOwners: async (orgId) => {
-      const [row] = await sql.rows<{ n: number }>("SELECT COUNT(*) AS n FROM org_members WHERE org_id = $1 AND role = 'owner'", [orgId]);
+      const [row] = await sql.rows<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM org_members WHERE org_id = $1 AND role = 'owner'",
+        [orgId],
+      );
       return Number(row?.n ?? 0);
     },
     putInvite: async (invite) => {
@@ -46,13 +87,22 @@ export function postgresOrgStore(sql: Sql): OrgStore {
         [invite.orgId, invite.identityId, invite.role, invite.invitedBy, invite.createdAt],
       );
     },
-    invitesFor: async (identityId) => (await sql.rows<InviteRow>('SELECT * FROM org_invites WHERE identity_id = $1 ORDER BY created_at', [identityId])).map(inviteFromRow),
+    invitesFor: async (identityId) =>
+      (
+        await sql.rows<InviteRow>('SELECT * FROM org_invites WHERE identity_id = $1 ORDER BY created_at', [identityId])
+      ).map(inviteFromRow),
     // DELETE … RETURNING: an invite is accepted once even when two replicas race.
     takeInvite: async (orgId, identityId) => {
-      const [row] = await sql.rows<InviteRow>('DELETE FROM org_invites WHERE org_id = $1 AND identity_id = $2 RETURNING *', [orgId, identityId]);
+      const [row] = await sql.rows<InviteRow>(
+        'DELETE FROM org_invites WHERE org_id = $1 AND identity_id = $2 RETURNING *',
+        [orgId, identityId],
+      );
       return row ? inviteFromRow(row) : null;
     },
-    sites: async (orgId) => (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE org_id = $1 ORDER BY created_at, site_id', [orgId])).map(siteFromRow),
+    sites: async (orgId) =>
+      (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE org_id = $1 ORDER BY created_at, site_id', [orgId])).map(
+        siteFromRow,
+      ),
     site: async (siteId) => {
       const [row] = await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE site_id = $1', [siteId]);
       return row ? siteFromRow(row) : null;
@@ -60,43 +110,73 @@ export function postgresOrgStore(sql: Sql): OrgStore {
     addSite: async (site) => {
       await sql.count(
         `INSERT INTO org_sites (site_id, org_id, url, origin, label, is_primary, proof_token, verified_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [site.siteId, site.orgId, site.url, new URL(site.url).origin, site.label, site.primary ? 1 : 0, site.proofToken, site.verifiedAt, site.createdAt],
+        [
+          site.siteId,
+          site.orgId,
+          site.url,
+          new URL(site.url).origin,
+          site.label,
+          site.primary ? 1 : 0,
+          site.proofToken,
+          site.verifiedAt,
+          site.createdAt,
+        ],
       );
     },
     // Clearing the old primary and setting the new one in one transaction keeps the
     // one-primary-per-org unique index satisfied at every statement.
     setPrimary: (orgId, siteId) =>
       sql.atomic(async (tx) => {
-        const exists = await tx.rows('SELECT 1 FROM org_sites WHERE org_id = $1 AND site_id = $2 FOR UPDATE', [orgId, siteId]);
+        const exists = await tx.rows('SELECT 1 FROM org_sites WHERE org_id = $1 AND site_id = $2 FOR UPDATE', [
+          orgId,
+          siteId,
+        ]);
         if (exists.length === 0) return false;
         await tx.count('UPDATE org_sites SET is_primary = 0 WHERE org_id = $1 AND is_primary = 1', [orgId]);
         await tx.count('UPDATE org_sites SET is_primary = 1 WHERE site_id = $1', [siteId]);
         return true;
       }),
-    removeSite: async (orgId, siteId) => (await sql.count('DELETE FROM org_sites WHERE org_id = $1 AND site_id = $2', [orgId, siteId])) === 1,
+    removeSite: async (orgId, siteId) =>
+      (await sql.count('DELETE FROM org_sites WHERE org_id = $1 AND site_id = $2', [orgId, siteId])) === 1,
     markSiteVerified: async (siteId, at) => {
       await sql.count('UPDATE org_sites SET verified_at = $2 WHERE site_id = $1', [siteId, at]);
     },
-    sitesByOrigin: async (origin) => (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE origin = $1 ORDER BY created_at', [origin])).map(siteFromRow),
-    primarySites: async () => (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE is_primary = 1 ORDER BY site_id')).map(siteFromRow),
+    sitesByOrigin: async (origin) =>
+      (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE origin = $1 ORDER BY created_at', [origin])).map(
+        siteFromRow,
+      ),
+    primarySites: async () =>
+      (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE is_primary = 1 ORDER BY site_id')).map(siteFromRow),
   };
 }
 
 export function postgresScanStore(sql: Sql): ScanStore {
   return {
     record: async (scan) => {
-      await sql.count('INSERT INTO scans (scan_id, site_id, url, grade, score, rating, scanned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-        scan.scanId, scan.siteId, scan.url, scan.grade, scan.score, scan.rating, scan.scannedAt,
-      ]);
+      await sql.count(
+        'INSERT INTO scans (scan_id, site_id, url, grade, score, rating, scanned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [scan.scanId, scan.siteId, scan.url, scan.grade, scan.score, scan.rating, scan.scannedAt],
+      );
     },
     latestForSite: async (siteId) => {
-      const [row] = await sql.rows<ScanRow>('SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1', [siteId]);
+      const [row] = await sql.rows<ScanRow>(
+        'SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1',
+        [siteId],
+      );
       return row ? scanFromRow(row) : null;
     },
     historyForSite: async (siteId, limit) =>
-      (await sql.rows<ScanRow>('SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT $2', [siteId, limit])).map(scanFromRow),
+      (
+        await sql.rows<ScanRow>('SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT $2', [
+          siteId,
+          limit,
+        ])
+      ).map(scanFromRow),
     latestPublic: async (url) => {
-      const [row] = await sql.rows<ScanRow>('SELECT * FROM scans WHERE site_id IS NULL AND url = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1', [url]);
+      const [row] = await sql.rows<ScanRow>(
+        'SELECT * FROM scans WHERE site_id IS NULL AND url = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1',
+        [url],
+      );
       return row ? scanFromRow(row) : null;
     },
   };

@@ -14,8 +14,16 @@ export function postgresRecoveryCodeStore(sql: Sql): RecoveryCodeStore {
         );
       }),
     listUnused: async (identityId) =>
-      (await sql.rows<RecoveryRow>('SELECT * FROM recovery_codes WHERE identity_id = $1 AND used_at IS NULL ORDER BY code_id', [identityId])).map(recoveryFromRow),
+      (
+        await sql.rows<RecoveryRow>(
+          'SELECT * FROM recovery_codes WHERE identity_id = $1 AND used_at IS NULL ORDER BY code_id',
+          [identityId],
+        )
+      ).map(recoveryFromRow),
     consume: async (identityId, codeId, at) =>
-      (await sql.count('UPDATE recovery_codes SET used_at = $3 WHERE identity_id = $1 AND code_id = $2 AND used_at IS NULL', [identityId, codeId, at])) === 1,
+      (await sql.count(
+        'UPDATE recovery_codes SET used_at = $3 WHERE identity_id = $1 AND code_id = $2 AND used_at IS NULL',
+        [identityId, codeId, at],
+      )) === 1,
   };
 }

@@ -1,5 +1,10 @@
 import {
-  samlKeyFromRow, samlKeyToRow, samlProviderFromRow, samlProviderToRow, type SamlKeyRow, type SamlProviderRow,
+  samlKeyFromRow,
+  samlKeyToRow,
+  samlProviderFromRow,
+  samlProviderToRow,
+  type SamlKeyRow,
+  type SamlProviderRow,
 } from '../rows.js';
 import type { SamlStore } from '../types.js';
 import { SAML_RING_LOCK } from './database.js';
@@ -10,7 +15,8 @@ export function postgresSamlStore(sql: Sql): SamlStore {
     lockRing: async () => {
       await sql.rows('SELECT pg_advisory_xact_lock($1)', [SAML_RING_LOCK]);
     },
-    keys: async () => (await sql.rows<SamlKeyRow>('SELECT * FROM saml_keys ORDER BY created_at, kid')).map(samlKeyFromRow),
+    keys: async () =>
+      (await sql.rows<SamlKeyRow>('SELECT * FROM saml_keys ORDER BY created_at, kid')).map(samlKeyFromRow),
     insertKey: async (key) => {
       await sql.count(...insertOf('saml_keys', samlKeyToRow(key)));
     },
@@ -27,7 +33,9 @@ export function postgresSamlStore(sql: Sql): SamlStore {
       await sql.count('DELETE FROM saml_keys WHERE kid = $1', [kid]);
     },
     insertProvider: async (provider) =>
-      (await sql.count(...insertOf('saml_providers', samlProviderToRow(provider), 'ON CONFLICT (entity_id) DO NOTHING'))) === 1,
+      (await sql.count(
+        ...insertOf('saml_providers', samlProviderToRow(provider), 'ON CONFLICT (entity_id) DO NOTHING'),
+      )) === 1,
     provider: async (id) => {
       const [row] = await sql.rows<SamlProviderRow>('SELECT * FROM saml_providers WHERE id = $1', [id]);
       return row ? samlProviderFromRow(row) : null;
@@ -37,9 +45,13 @@ export function postgresSamlStore(sql: Sql): SamlStore {
       return row ? samlProviderFromRow(row) : null;
     },
     listProviders: async (orgIds) => {
-      const rows = orgIds === undefined
-        ? await sql.rows<SamlProviderRow>('SELECT * FROM saml_providers ORDER BY created_at, id')
-        : await sql.rows<SamlProviderRow>('SELECT * FROM saml_providers WHERE org_id = ANY($1::text[]) ORDER BY created_at, id', [orgIds]);
+      const rows =
+        orgIds === undefined
+          ? await sql.rows<SamlProviderRow>('SELECT * FROM saml_providers ORDER BY created_at, id')
+          : await sql.rows<SamlProviderRow>(
+              'SELECT * FROM saml_providers WHERE org_id = ANY($1::text[]) ORDER BY created_at, id',
+              [orgIds],
+            );
       return rows.map(samlProviderFromRow);
     },
     updateProvider: async (provider, revision) => {
@@ -52,8 +64,20 @@ export function postgresSamlStore(sql: Sql): SamlStore {
                name_id_format = $7, attributes = $8, allow_idp_initiated = $9, want_signed_requests = $10,
                revision = $11::integer + 1, updated_at = $12
              WHERE id = $1 AND revision = $11::integer`,
-            [row.id, row.entity_id, row.name, row.acs_urls, row.slo_url, row.certificate_pem, row.name_id_format, row.attributes,
-              row.allow_idp_initiated, row.want_signed_requests, revision, row.updated_at],
+            [
+              row.id,
+              row.entity_id,
+              row.name,
+              row.acs_urls,
+              row.slo_url,
+              row.certificate_pem,
+              row.name_id_format,
+              row.attributes,
+              row.allow_idp_initiated,
+              row.want_signed_requests,
+              revision,
+              row.updated_at,
+            ],
           );
           if (changed !== 1) throw new Rollback(null);
           return { ...provider, revision: revision + 1 };

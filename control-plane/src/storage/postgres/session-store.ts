@@ -11,31 +11,56 @@ export function postgresSessionStore(sql: Sql): SessionStore {
       await sql.count(...insertOf('sessions', sessionToRow(session)));
     },
     findLive: async (tokenHash, now) => {
-      const [row] = await sql.rows<SessionRow>(`SELECT * FROM sessions WHERE token_hash = $1 AND ${LIVE}`, [tokenHash, now]);
+      const [row] = await sql.rows<SessionRow>(`SELECT * FROM sessions WHERE token_hash = $1 AND ${LIVE}`, [
+        tokenHash,
+        now,
+      ]);
       return row ? sessionFromRow(row) : null;
     },
     listLive: async (identityId, now) =>
-      (await sql.rows<SessionRow>(`SELECT * FROM sessions WHERE identity_id = $1 AND ${LIVE} ORDER BY created_at, session_id`, [identityId, now])).map(sessionFromRow),
-    isLive: async (sessionId, now) => (await sql.rows(`SELECT 1 FROM sessions WHERE session_id = $1 AND ${LIVE}`, [sessionId, now])).length > 0,
+      (
+        await sql.rows<SessionRow>(
+          `SELECT * FROM sessions WHERE identity_id = $1 AND ${LIVE} ORDER BY created_at, session_id`,
+          [identityId, now],
+        )
+      ).map(sessionFromRow),
+    isLive: async (sessionId, now) =>
+      (await sql.rows(`SELECT 1 FROM sessions WHERE session_id = $1 AND ${LIVE}`, [sessionId, now])).length > 0,
     touch: async (sessionId, at, idleExpiresAt) => {
       // The idle expiry never outgrows the absolute one.
-      await sql.count('UPDATE sessions SET last_seen_at = $2, idle_expires_at = LEAST($3, absolute_expires_at) WHERE session_id = $1 AND revoked_at IS NULL', [sessionId, at, idleExpiresAt]);
+      await sql.count(
+        'UPDATE sessions SET last_seen_at = $2, idle_expires_at = LEAST($3, absolute_expires_at) WHERE session_id = $1 AND revoked_at IS NULL',
+        [sessionId, at, idleExpiresAt],
+      );
     },
     stepUp: async (sessionId, update) => {
-      await sql.count('UPDATE sessions SET step_up_at = $2, auth_time = $2, assurance = $3, amr = $4, cred_id = $5 WHERE session_id = $1',
-        [sessionId, update.at, update.assurance, JSON.stringify(update.amr), update.credId]);
+      await sql.count(
+        'UPDATE sessions SET step_up_at = $2, auth_time = $2, assurance = $3, amr = $4, cred_id = $5 WHERE session_id = $1',
+        [sessionId, update.at, update.assurance, JSON.stringify(update.amr), update.credId],
+      );
     },
     revoke: async (identityId, sessionId, at) =>
-      (await sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND session_id = $3 AND ${LIVE}`, [identityId, at, sessionId])) === 1,
-    revokeAll: (identityId, at) => sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND ${LIVE}`, [identityId, at]),
+      (await sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND session_id = $3 AND ${LIVE}`, [
+        identityId,
+        at,
+        sessionId,
+      ])) === 1,
+    revokeAll: (identityId, at) =>
+      sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND ${LIVE}`, [identityId, at]),
     revokeDevice: (identityId, deviceId, at) =>
-      sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND device_id = $3 AND ${LIVE}`, [identityId, at, deviceId]),
+      sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND device_id = $3 AND ${LIVE}`, [
+        identityId,
+        at,
+        deviceId,
+      ]),
     listRevokedForClient: async (clientId, since, limit) =>
-      (await sql.rows<{ id: string }>(
-        `SELECT s.session_id AS id FROM sessions s
+      (
+        await sql.rows<{ id: string }>(
+          `SELECT s.session_id AS id FROM sessions s
          WHERE s.revoked_at >= $2 AND EXISTS (SELECT 1 FROM oidc_grants g WHERE g.session_id = s.session_id AND g.client_id = $1)
          ORDER BY s.revoked_at DESC, s.session_id LIMIT $3`,
-        [clientId, since, limit],
-      )).map((row) => row.id),
+          [clientId, since, limit],
+        )
+      ).map((row) => row.id),
   };
 }

@@ -106,7 +106,10 @@ export function createPool(url: string, max: number): pg.Pool {
     connectionString: url,
     max,
     // Timestamps in ms stay far below 2^53, so a number loses nothing.
-    types: { getTypeParser: ((oid: number, format?: string) => (oid === INT8 ? Number : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        oid === INT8 ? Number : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
   });
 }
 

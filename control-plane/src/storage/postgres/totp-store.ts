@@ -19,14 +19,17 @@ export function postgresTotpStore(sql: Sql): TotpStore {
         [record.identityId, record.sealedSecret, record.createdAt],
       )) === 1,
     activate: async (identityId, step, at) =>
-      (await sql.count(`UPDATE totp_secrets SET state = 'active', activated_at = $3, last_used_step = $2 WHERE identity_id = $1 AND state = 'pending'`,
-        [identityId, step, at])) === 1,
+      (await sql.count(
+        `UPDATE totp_secrets SET state = 'active', activated_at = $3, last_used_step = $2 WHERE identity_id = $1 AND state = 'pending'`,
+        [identityId, step, at],
+      )) === 1,
     useStep: async (identityId, step) =>
       (await sql.count(
         `UPDATE totp_secrets SET last_used_step = $2
          WHERE identity_id = $1 AND state = 'active' AND (last_used_step IS NULL OR last_used_step < $2)`,
         [identityId, step],
       )) === 1,
-    remove: async (identityId) => (await sql.count('DELETE FROM totp_secrets WHERE identity_id = $1', [identityId])) === 1,
+    remove: async (identityId) =>
+      (await sql.count('DELETE FROM totp_secrets WHERE identity_id = $1', [identityId])) === 1,
   };
 }

@@ -6,7 +6,8 @@ export function sqliteClientStore(runner: Runner): ClientStore {
   return {
     insert: (client) =>
       runner.run((db) => {
-        cached(db, 
+        cached(
+          db,
           `INSERT INTO oidc_clients (client_id, client_type, auth_method, secret_hash, secret_issued_at, metadata, owner_id,
              registration_token_hash, revision, created_at, updated_at)
            VALUES (@client_id, @client_type, @auth_method, @secret_hash, @secret_issued_at, @metadata, @owner_id,
@@ -32,7 +33,8 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       }),
     update: (clientId, expectedRevision, change) =>
       runner.run((db) => {
-        const result = cached(db, 
+        const result = cached(
+          db,
           `UPDATE oidc_clients SET client_type = @client_type, auth_method = @auth_method, metadata = @metadata,
              secret_hash = @secret_hash, secret_issued_at = @secret_issued_at, revision = revision + 1, updated_at = @at
            WHERE client_id = @client_id AND revision = @expected`,
@@ -53,15 +55,29 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       runner.run((db) => cached(db, 'DELETE FROM oidc_clients WHERE client_id = ?').run(clientId).changes === 1),
     listByOwner: (ownerId) =>
       runner.run((db) =>
-        (cached(db, 'SELECT * FROM oidc_clients WHERE owner_id = ? ORDER BY created_at, client_id').all(ownerId) as ClientRow[]).map(fromRow),
+        (
+          cached(db, 'SELECT * FROM oidc_clients WHERE owner_id = ? ORDER BY created_at, client_id').all(
+            ownerId,
+          ) as ClientRow[]
+        ).map(fromRow),
       ),
     list: (after, limit) =>
       runner.run((db) =>
-        (cached(db, 'SELECT * FROM oidc_clients WHERE client_id > ? ORDER BY client_id LIMIT ?').all(after ?? '', limit) as ClientRow[]).map(fromRow),
+        (
+          cached(db, 'SELECT * FROM oidc_clients WHERE client_id > ? ORDER BY client_id LIMIT ?').all(
+            after ?? '',
+            limit,
+          ) as ClientRow[]
+        ).map(fromRow),
       ),
     listGateways: () =>
       runner.run((db) =>
-        (cached(db, "SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.gateway') IS NOT NULL ORDER BY created_at, client_id").all() as ClientRow[]).map(fromRow),
+        (
+          cached(
+            db,
+            "SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.gateway') IS NOT NULL ORDER BY created_at, client_id",
+          ).all() as ClientRow[]
+        ).map(fromRow),
       ),
     allRedirectUris: () =>
       runner.run((db) => {
@@ -70,13 +86,20 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       }),
     inPlaceRedirectUris: () =>
       runner.run((db) => {
-        const rows = cached(db, "SELECT metadata FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1").all() as Array<{ metadata: string }>;
+        const rows = cached(
+          db,
+          "SELECT metadata FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1",
+        ).all() as Array<{ metadata: string }>;
         return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
       }),
     findByRedirectUri: (uri) =>
       runner.run((db) =>
-        (cached(db, `SELECT DISTINCT c.* FROM oidc_clients c, json_each(c.metadata, '$.redirect_uris') r WHERE r.value = ? ORDER BY c.created_at, c.client_id`)
-          .all(uri) as ClientRow[]).map(fromRow),
+        (
+          cached(
+            db,
+            `SELECT DISTINCT c.* FROM oidc_clients c, json_each(c.metadata, '$.redirect_uris') r WHERE r.value = ? ORDER BY c.created_at, c.client_id`,
+          ).all(uri) as ClientRow[]
+        ).map(fromRow),
       ),
   };
 }

@@ -7,8 +7,10 @@ export function sqliteContactStore(runner: Runner): ContactStore {
     insert: (record) =>
       runner.run((db) => {
         const row = contactToRow(record);
-        cached(db, 'INSERT INTO contacts (contact_id, email, topic, message, created_at, mailed_at) VALUES (?, ?, ?, ?, ?, ?)')
-          .run(row.contact_id, row.email, row.topic, row.message, row.created_at, row.mailed_at);
+        cached(
+          db,
+          'INSERT INTO contacts (contact_id, email, topic, message, created_at, mailed_at) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(row.contact_id, row.email, row.topic, row.message, row.created_at, row.mailed_at);
       }),
     get: (contactId) =>
       runner.run((db) => {
@@ -16,7 +18,12 @@ export function sqliteContactStore(runner: Runner): ContactStore {
         return row ? contactFromRow(row) : null;
       }),
     markMailed: (contactId, at) =>
-      runner.run((db) => cached(db, 'UPDATE contacts SET mailed_at = ? WHERE contact_id = ? AND mailed_at IS NULL').run(at, contactId).changes === 1),
-    purgeBefore: (before) => runner.run((db) => cached(db, 'DELETE FROM contacts WHERE created_at < ?').run(before).changes),
+      runner.run(
+        (db) =>
+          cached(db, 'UPDATE contacts SET mailed_at = ? WHERE contact_id = ? AND mailed_at IS NULL').run(at, contactId)
+            .changes === 1,
+      ),
+    purgeBefore: (before) =>
+      runner.run((db) => cached(db, 'DELETE FROM contacts WHERE created_at < ?').run(before).changes),
   };
 }

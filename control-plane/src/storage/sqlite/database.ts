@@ -10,7 +10,11 @@ export { MigrationError };
 
 export const DATABASE_FILE = 'keyplane.db';
 
-export function openDatabase(dataDir: string, migrations: Migration[] = allMigrations, options: { migrate?: boolean } = {}): Sqlite {
+export function openDatabase(
+  dataDir: string,
+  migrations: Migration[] = allMigrations,
+  options: { migrate?: boolean } = {},
+): Sqlite {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const db = new Database(join(dataDir, DATABASE_FILE));
   db.pragma('journal_mode = WAL');
@@ -52,7 +56,9 @@ function checkVersion(db: Sqlite, migrations: Migration[]): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > latest) migrate(db, migrations);
   if (current < latest) {
-    throw new MigrationError(`the database is at schema version ${current}, this Keyplane needs ${latest}; run \`keyplane migrate\` (migrations at start are off)`);
+    throw new MigrationError(
+      `the database is at schema version ${current}, this Keyplane needs ${latest}; run \`keyplane migrate\` (migrations at start are off)`,
+    );
   }
 }
 

@@ -6,11 +6,17 @@ export function sqliteEmailStore(runner: Runner): EmailStore {
   return {
     add: (record) =>
       runner.run((db) => {
-        cached(db, 
+        cached(
+          db,
           `INSERT INTO emails (email_id, identity_id, email, created_at, verified_at) VALUES (?, ?, ?, ?, NULL)
            ON CONFLICT (identity_id, email) DO NOTHING`,
         ).run(record.emailId, record.identityId, record.email, record.createdAt);
-        return fromRow(cached(db, 'SELECT * FROM emails WHERE identity_id = ? AND email = ?').get(record.identityId, record.email) as EmailRow);
+        return fromRow(
+          cached(db, 'SELECT * FROM emails WHERE identity_id = ? AND email = ?').get(
+            record.identityId,
+            record.email,
+          ) as EmailRow,
+        );
       }),
     get: (emailId) =>
       runner.run((db) => {
@@ -19,11 +25,16 @@ export function sqliteEmailStore(runner: Runner): EmailStore {
       }),
     listByIdentity: (identityId) =>
       runner.run((db) =>
-        (cached(db, 'SELECT * FROM emails WHERE identity_id = ? ORDER BY created_at, email').all(identityId) as EmailRow[]).map(fromRow),
+        (
+          cached(db, 'SELECT * FROM emails WHERE identity_id = ? ORDER BY created_at, email').all(
+            identityId,
+          ) as EmailRow[]
+        ).map(fromRow),
       ),
     findVerified: (email) =>
       runner.run((db) => {
-        const row = cached(db, 'SELECT * FROM emails WHERE email = ? AND verified_at IS NOT NULL').get(email) as EmailRow | undefined;
+        const row = cached(db, 'SELECT * FROM emails WHERE email = ? AND verified_at IS NOT NULL').get(email) as
+          EmailRow | undefined;
         return row ? fromRow(row) : null;
       }),
     markVerified: (emailId, at) =>

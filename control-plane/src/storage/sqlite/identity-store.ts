@@ -9,7 +9,8 @@ export function sqliteIdentityStore(runner: Runner): IdentityStore {
         db.transaction(() => {
           const taken = cached(db, 'SELECT 1 FROM identity_names WHERE name = ?').get(identity.username);
           if (taken) return false;
-          cached(db, 
+          cached(
+            db,
             `INSERT INTO identities (identity_id, username, display_name, preferences, founder, created_at, updated_at)
              VALUES (@identity_id, @username, @display_name, @preferences, @founder, @created_at, @updated_at)`,
           ).run({
@@ -22,55 +23,97 @@ export function sqliteIdentityStore(runner: Runner): IdentityStore {
             updated_at: identity.updatedAt,
           });
           cached(db, 'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES (?, ?, 1, ?)').run(
-            identity.username, identity.identityId, identity.createdAt,
+            identity.username,
+            identity.identityId,
+            identity.createdAt,
           );
           return true;
         })(),
       ),
     get: (identityId) =>
       runner.run((db) => {
-        const row = cached(db, 'SELECT * FROM identities WHERE identity_id = ?').get(identityId) as IdentityRow | undefined;
+        const row = cached(db, 'SELECT * FROM identities WHERE identity_id = ?').get(identityId) as
+          IdentityRow | undefined;
         return row ? fromRow(row) : null;
       }),
     findByUsername: (folded) =>
       runner.run((db) => {
-        const row = cached(db, 
+        const row = cached(
+          db,
           'SELECT i.* FROM identity_names n JOIN identities i ON i.identity_id = n.identity_id WHERE n.name = ?',
         ).get(folded) as IdentityRow | undefined;
         return row ? fromRow(row) : null;
       }),
     aliases: (identityId) =>
       runner.run((db) =>
-        (cached(db, 'SELECT name FROM identity_names WHERE identity_id = ? AND current = 0 ORDER BY created_at, name').all(identityId) as Array<{ name: string }>)
-          .map((row) => row.name),
+        (
+          cached(
+            db,
+            'SELECT name FROM identity_names WHERE identity_id = ? AND current = 0 ORDER BY created_at, name',
+          ).all(identityId) as Array<{ name: string }>
+        ).map((row) => row.name),
       ),
     rename: (identityId, folded, at) =>
       runner.run((db) =>
         db.transaction(() => {
-          const holder = cached(db, 'SELECT identity_id FROM identity_names WHERE name = ?').get(folded) as { identity_id: string } | undefined;
+          const holder = cached(db, 'SELECT identity_id FROM identity_names WHERE name = ?').get(folded) as
+            { identity_id: string } | undefined;
           if (holder && holder.identity_id !== identityId) return false;
           cached(db, 'UPDATE identity_names SET current = 0 WHERE identity_id = ?').run(identityId);
           // Taking back one's own alias makes it current again (keeping its first-claimed time).
           if (holder) cached(db, 'UPDATE identity_names SET current = 1 WHERE name = ?').run(folded);
-          else cached(db, 'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES (?, ?, 1, ?)').run(folded, identityId, at);
-          cached(db, 'UPDATE identities SET username = ?, updated_at = ? WHERE identity_id = ?').run(folded, at, identityId);
+          else
+            cached(db, 'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES (?, ?, 1, ?)').run(
+              folded,
+              identityId,
+              at,
+            );
+          cached(db, 'UPDATE identities SET username = ?, updated_at = ? WHERE identity_id = ?').run(
+            folded,
+            at,
+            identityId,
+          );
           return true;
         })(),
       ),
     setDisplayName: (identityId, displayName, at) =>
       runner.run((db) => {
-        cached(db, 'UPDATE identities SET display_name = ?, updated_at = ? WHERE identity_id = ?').run(displayName, at, identityId);
+        cached(db, 'UPDATE identities SET display_name = ?, updated_at = ? WHERE identity_id = ?').run(
+          displayName,
+          at,
+          identityId,
+        );
       }),
     setPreferences: (identityId, preferences, at) =>
       runner.run((db) => {
-        cached(db, 'UPDATE identities SET preferences = ?, updated_at = ? WHERE identity_id = ?').run(JSON.stringify(preferences), at, identityId);
+        cached(db, 'UPDATE identities SET preferences = ?, updated_at = ? WHERE identity_id = ?').run(
+          JSON.stringify(preferences),
+          at,
+          identityId,
+        );
       }),
     count: () => runner.run((db) => (cached(db, 'SELECT COUNT(*) AS n FROM identities').get() as { n: number }).n),
-    founderExists: () => runner.run((db) => cached(db, 'SELECT 1 FROM identities WHERE founder = 1').get() !== undefined),
+    founderExists: () =>
+      runner.run((db) => cached(db, 'SELECT 1 FROM identities WHERE founder = 1').get() !== undefined),
     state: (identityId) =>
-      runner.run((db) => (cached(db, 'SELECT state FROM identities WHERE identity_id = ?').get(identityId) as { state: AccountState } | undefined)?.state ?? null),
+      runner.run(
+        (db) =>
+          (
+            cached(db, 'SELECT state FROM identities WHERE identity_id = ?').get(identityId) as
+              { state: AccountState } | undefined
+          )?.state ?? null,
+      ),
     setState: (identityId, state, at) =>
-      runner.run((db) => cached(db, 'UPDATE identities SET state = ?, updated_at = ? WHERE identity_id = ? AND state <> ?').run(state, at, identityId, state).changes === 1),
-    remove: (identityId) => runner.run((db) => cached(db, 'DELETE FROM identities WHERE identity_id = ?').run(identityId).changes === 1),
+      runner.run(
+        (db) =>
+          cached(db, 'UPDATE identities SET state = ?, updated_at = ? WHERE identity_id = ? AND state <> ?').run(
+            state,
+            at,
+            identityId,
+            state,
+          ).changes === 1,
+      ),
+    remove: (identityId) =>
+      runner.run((db) => cached(db, 'DELETE FROM identities WHERE identity_id = ?').run(identityId).changes === 1),
   };
 }

@@ -12,14 +12,16 @@ export function sqliteKeyStore(runner: Runner): KeyStore {
       ),
     insert: (key) =>
       runner.run((db) => {
-        cached(db, 
+        cached(
+          db,
           `INSERT INTO signing_keys (kid, alg, state, public_jwk, sealed_private_jwk, created_at, activated_at, retired_at)
            VALUES (@kid, @alg, @state, @public_jwk, @sealed_private_jwk, @created_at, @activated_at, @retired_at)`,
         ).run(keyToRow(key));
       }),
     setState: (kid: string, state: KeyState, at: number) =>
       runner.run((db) => {
-        cached(db, 
+        cached(
+          db,
           `UPDATE signing_keys SET state = @state,
              activated_at = CASE WHEN @state = 'current' THEN @at ELSE activated_at END,
              retired_at = CASE WHEN @state = 'retired' THEN @at ELSE retired_at END
@@ -32,4 +34,3 @@ export function sqliteKeyStore(runner: Runner): KeyStore {
       }),
   };
 }
-

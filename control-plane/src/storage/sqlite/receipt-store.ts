@@ -15,12 +15,18 @@ function prepare(db: Sqlite) {
     pending: db.prepare('SELECT hash, tree_key FROM receipts WHERE epoch IS NULL ORDER BY seq LIMIT ?'),
     pendingCount: db.prepare('SELECT count(*) AS n FROM receipts WHERE epoch IS NULL'),
     place: db.prepare('UPDATE receipts SET epoch = ?, tree_index = ?, path = ? WHERE hash = ? AND epoch IS NULL'),
-    insertCheckpoint: db.prepare('INSERT INTO receipt_checkpoints (epoch, jws, root, size, prev, sealed_at) VALUES (?, ?, ?, ?, ?, ?)'),
+    insertCheckpoint: db.prepare(
+      'INSERT INTO receipt_checkpoints (epoch, jws, root, size, prev, sealed_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
     checkpoint: db.prepare('SELECT * FROM receipt_checkpoints WHERE epoch = ?'),
     latest: db.prepare('SELECT * FROM receipt_checkpoints ORDER BY epoch DESC LIMIT 1'),
-    below: db.prepare('SELECT tree_index, tree_key, path FROM receipts WHERE epoch = ? AND tree_key < ? ORDER BY tree_key DESC LIMIT 1'),
+    below: db.prepare(
+      'SELECT tree_index, tree_key, path FROM receipts WHERE epoch = ? AND tree_key < ? ORDER BY tree_key DESC LIMIT 1',
+    ),
     at: db.prepare('SELECT tree_index, tree_key, path FROM receipts WHERE epoch = ? AND tree_key = ?'),
-    above: db.prepare('SELECT tree_index, tree_key, path FROM receipts WHERE epoch = ? AND tree_key > ? ORDER BY tree_key ASC LIMIT 1'),
+    above: db.prepare(
+      'SELECT tree_index, tree_key, path FROM receipts WHERE epoch = ? AND tree_key > ? ORDER BY tree_key ASC LIMIT 1',
+    ),
     epochReceipts: db.prepare('SELECT hash, body, tree_index FROM receipts WHERE epoch = ? ORDER BY tree_index'),
   };
 }
@@ -47,7 +53,10 @@ export function sqliteReceiptStore(runner: Runner): ReceiptStore {
       }),
     pending: (limit) =>
       runner.run((db) =>
-        (statements(db).pending.all(limit) as Array<{ hash: string; tree_key: Buffer }>).map((r) => ({ hash: r.hash, treeKey: r.tree_key })),
+        (statements(db).pending.all(limit) as Array<{ hash: string; tree_key: Buffer }>).map((r) => ({
+          hash: r.hash,
+          treeKey: r.tree_key,
+        })),
       ),
     // BEGIN IMMEDIATE holds the database's one write lock: no other sealer can run meanwhile.
     lockSealing: () => Promise.resolve(),
@@ -92,12 +101,13 @@ export function sqliteReceiptStore(runner: Runner): ReceiptStore {
       }),
     epochReceipts: (epoch) =>
       runner.run((db) =>
-        (statements(db).epochReceipts.all(epoch) as Array<{ hash: string; body: string; tree_index: number }>).map((r) => ({
-          hash: r.hash,
-          body: r.body,
-          index: r.tree_index,
-        })),
+        (statements(db).epochReceipts.all(epoch) as Array<{ hash: string; body: string; tree_index: number }>).map(
+          (r) => ({
+            hash: r.hash,
+            body: r.body,
+            index: r.tree_index,
+          }),
+        ),
       ),
   };
 }
-

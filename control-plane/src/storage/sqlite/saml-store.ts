@@ -1,7 +1,12 @@
 import type { KeyState, SamlStore } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import {
-  samlKeyFromRow, samlKeyToRow, samlProviderFromRow, samlProviderToRow, type SamlKeyRow, type SamlProviderRow,
+  samlKeyFromRow,
+  samlKeyToRow,
+  samlProviderFromRow,
+  samlProviderToRow,
+  type SamlKeyRow,
+  type SamlProviderRow,
 } from '../rows.js';
 
 const isUnique = (error: unknown) => /UNIQUE constraint failed/.test((error as Error)?.message ?? '');
@@ -11,17 +16,21 @@ export function sqliteSamlStore(runner: Runner): SamlStore {
     // Transactions begin IMMEDIATE: the write lock is held already.
     lockRing: async () => {},
     keys: () =>
-      runner.run((db) => (cached(db, 'SELECT * FROM saml_keys ORDER BY created_at, kid').all() as SamlKeyRow[]).map(samlKeyFromRow)),
+      runner.run((db) =>
+        (cached(db, 'SELECT * FROM saml_keys ORDER BY created_at, kid').all() as SamlKeyRow[]).map(samlKeyFromRow),
+      ),
     insertKey: (key) =>
       runner.run((db) => {
-        cached(db,
+        cached(
+          db,
           `INSERT INTO saml_keys (kid, state, certificate_pem, sealed_private_key, created_at, activated_at, retired_at, not_after)
            VALUES (@kid, @state, @certificate_pem, @sealed_private_key, @created_at, @activated_at, @retired_at, @not_after)`,
         ).run(samlKeyToRow(key));
       }),
     setKeyState: (kid: string, state: KeyState, at: number) =>
       runner.run((db) => {
-        cached(db,
+        cached(
+          db,
           `UPDATE saml_keys SET state = @state,
              activated_at = CASE WHEN @state = 'current' THEN @at ELSE activated_at END,
              retired_at = CASE WHEN @state = 'retired' THEN @at ELSE retired_at END
@@ -35,7 +44,8 @@ export function sqliteSamlStore(runner: Runner): SamlStore {
     insertProvider: (provider) =>
       runner.run((db) => {
         try {
-          cached(db,
+          cached(
+            db,
             `INSERT INTO saml_providers (id, entity_id, name, acs_urls, slo_url, certificate_pem, name_id_format, attributes,
                allow_idp_initiated, want_signed_requests, org_id, revision, created_at, updated_at)
              VALUES (@id, @entity_id, @name, @acs_urls, @slo_url, @certificate_pem, @name_id_format, @attributes,
@@ -54,20 +64,24 @@ export function sqliteSamlStore(runner: Runner): SamlStore {
       }),
     providerByEntityId: (entityId) =>
       runner.run((db) => {
-        const row = cached(db, 'SELECT * FROM saml_providers WHERE entity_id = ?').get(entityId) as SamlProviderRow | undefined;
+        const row = cached(db, 'SELECT * FROM saml_providers WHERE entity_id = ?').get(entityId) as
+          SamlProviderRow | undefined;
         return row ? samlProviderFromRow(row) : null;
       }),
     listProviders: (orgIds) =>
       runner.run((db) => {
         const rows = cached(db, 'SELECT * FROM saml_providers ORDER BY created_at, id').all() as SamlProviderRow[];
         const wanted = orgIds === undefined ? null : new Set(orgIds);
-        return rows.filter((row) => wanted === null || (row.org_id !== null && wanted.has(row.org_id))).map(samlProviderFromRow);
+        return rows
+          .filter((row) => wanted === null || (row.org_id !== null && wanted.has(row.org_id)))
+          .map(samlProviderFromRow);
       }),
     updateProvider: (provider, revision) =>
       runner.run((db) => {
         const row = samlProviderToRow(provider);
         try {
-          const changed = cached(db,
+          const changed = cached(
+            db,
             `UPDATE saml_providers SET entity_id = @entity_id, name = @name, acs_urls = @acs_urls, slo_url = @slo_url,
                certificate_pem = @certificate_pem, name_id_format = @name_id_format, attributes = @attributes,
                allow_idp_initiated = @allow_idp_initiated, want_signed_requests = @want_signed_requests,
@@ -80,6 +94,7 @@ export function sqliteSamlStore(runner: Runner): SamlStore {
           throw error;
         }
       }),
-    removeProvider: (id) => runner.run((db) => cached(db, 'DELETE FROM saml_providers WHERE id = ?').run(id).changes === 1),
+    removeProvider: (id) =>
+      runner.run((db) => cached(db, 'DELETE FROM saml_providers WHERE id = ?').run(id).changes === 1),
   };
 }

@@ -8,7 +8,8 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
   return {
     insert: (session) =>
       runner.run((db) => {
-        cached(db, 
+        cached(
+          db,
           `INSERT INTO sessions (session_id, token_hash, identity_id, device_id, assurance, amr, auth_time, step_up_at, cred_id,
              created_at, last_seen_at, idle_expires_at, absolute_expires_at, revoked_at)
            VALUES (@session_id, @token_hash, @identity_id, @device_id, @assurance, @amr, @auth_time, @step_up_at, @cred_id,
@@ -32,43 +33,79 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
       }),
     findLive: (tokenHash, now) =>
       runner.run((db) => {
-        const row = cached(db, `SELECT * FROM sessions WHERE token_hash = @hash AND ${LIVE}`).get({ hash: tokenHash, now }) as SessionRow | undefined;
+        const row = cached(db, `SELECT * FROM sessions WHERE token_hash = @hash AND ${LIVE}`).get({
+          hash: tokenHash,
+          now,
+        }) as SessionRow | undefined;
         return row ? fromRow(row) : null;
       }),
     listLive: (identityId, now) =>
       runner.run((db) =>
-        (cached(db, `SELECT * FROM sessions WHERE identity_id = @identityId AND ${LIVE} ORDER BY created_at, session_id`).all({ identityId, now }) as SessionRow[]).map(fromRow),
+        (
+          cached(
+            db,
+            `SELECT * FROM sessions WHERE identity_id = @identityId AND ${LIVE} ORDER BY created_at, session_id`,
+          ).all({ identityId, now }) as SessionRow[]
+        ).map(fromRow),
       ),
     isLive: (sessionId, now) =>
-      runner.run((db) => cached(db, `SELECT 1 AS live FROM sessions WHERE session_id = @sessionId AND ${LIVE}`).get({ sessionId, now }) !== undefined),
+      runner.run(
+        (db) =>
+          cached(db, `SELECT 1 AS live FROM sessions WHERE session_id = @sessionId AND ${LIVE}`).get({
+            sessionId,
+            now,
+          }) !== undefined,
+      ),
     touch: (sessionId, at, idleExpiresAt) =>
       runner.run((db) => {
         // The idle expiry never outgrows the absolute one.
-        cached(db, 'UPDATE sessions SET last_seen_at = ?, idle_expires_at = MIN(?, absolute_expires_at) WHERE session_id = ? AND revoked_at IS NULL').run(at, idleExpiresAt, sessionId);
+        cached(
+          db,
+          'UPDATE sessions SET last_seen_at = ?, idle_expires_at = MIN(?, absolute_expires_at) WHERE session_id = ? AND revoked_at IS NULL',
+        ).run(at, idleExpiresAt, sessionId);
       }),
     stepUp: (sessionId, update) =>
       runner.run((db) => {
-        cached(db, 'UPDATE sessions SET step_up_at = ?, auth_time = ?, assurance = ?, amr = ?, cred_id = ? WHERE session_id = ?')
-          .run(update.at, update.at, update.assurance, JSON.stringify(update.amr), update.credId, sessionId);
+        cached(
+          db,
+          'UPDATE sessions SET step_up_at = ?, auth_time = ?, assurance = ?, amr = ?, cred_id = ? WHERE session_id = ?',
+        ).run(update.at, update.at, update.assurance, JSON.stringify(update.amr), update.credId, sessionId);
       }),
     revoke: (identityId, sessionId, at) =>
-      runner.run((db) =>
-        cached(db, `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND session_id = @sessionId AND ${LIVE}`)
-          .run({ at, identityId, sessionId, now: at }).changes === 1,
+      runner.run(
+        (db) =>
+          cached(
+            db,
+            `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND session_id = @sessionId AND ${LIVE}`,
+          ).run({ at, identityId, sessionId, now: at }).changes === 1,
       ),
     revokeAll: (identityId, at) =>
-      runner.run((db) => cached(db, `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND ${LIVE}`).run({ at, identityId, now: at }).changes),
+      runner.run(
+        (db) =>
+          cached(db, `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND ${LIVE}`).run({
+            at,
+            identityId,
+            now: at,
+          }).changes,
+      ),
     revokeDevice: (identityId, deviceId, at) =>
-      runner.run((db) =>
-        cached(db, `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND device_id = @deviceId AND ${LIVE}`)
-          .run({ at, identityId, deviceId, now: at }).changes,
+      runner.run(
+        (db) =>
+          cached(
+            db,
+            `UPDATE sessions SET revoked_at = @at WHERE identity_id = @identityId AND device_id = @deviceId AND ${LIVE}`,
+          ).run({ at, identityId, deviceId, now: at }).changes,
       ),
     listRevokedForClient: (clientId, since, limit) =>
       runner.run((db) =>
-        (cached(db, `SELECT s.session_id AS id FROM sessions s
+        (
+          cached(
+            db,
+            `SELECT s.session_id AS id FROM sessions s
              WHERE s.revoked_at >= @since AND EXISTS (SELECT 1 FROM oidc_grants g WHERE g.session_id = s.session_id AND g.client_id = @clientId)
-             ORDER BY s.revoked_at DESC, s.session_id LIMIT @limit`)
-          .all({ clientId, since, limit }) as Array<{ id: string }>).map((row) => row.id),
+             ORDER BY s.revoked_at DESC, s.session_id LIMIT @limit`,
+          ).all({ clientId, since, limit }) as Array<{ id: string }>
+        ).map((row) => row.id),
       ),
   };
 }
