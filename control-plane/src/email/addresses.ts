@@ -104,17 +104,21 @@ export async function addEmail(services: EmailServices, identityId: string, inpu
   };
 }
 
-/** Checks a verification link without consuming it (what the confirmation page shows); throws its refusal. */
+/**
+ * Checks a verification link without consuming it (what the confirmation page shows) and names
+ * the account that asked for it; throws its refusal.
+ */
 export async function checkVerificationLink(
   services: Pick<EmailServices, 'storage' | 'now'>,
   token: string,
-): Promise<void> {
+): Promise<{ identityId: string }> {
   const checked = await checkMagicLink(token, {
     purpose: 'verify_email',
     now: services.now(),
     find: (hash) => services.storage.links.find(hash),
   });
   if (!checked.ok) throw fail(LINK_REASONS[checked.why]);
+  return { identityId: checked.record.identityId };
 }
 
 /**

@@ -75,6 +75,44 @@ t.test('adding an address mails a verification link; opening it verifies without
   t.equal(again.json().reason, 'link_used');
 });
 
+t.test(
+  "a GET from the account's own signed-in browser verifies at once; another account's session gets the button",
+  async (t) => {
+    const { app, signIn, services, mails, events } = await buildWatched(t);
+    const { browser: ada, identityId } = await signIn({ username: 'ada' });
+    const { browser: mallory } = await signIn({ username: 'mallory' });
+    await ada.post('/auth/email/add', { email: 'ada@example.com' });
+    await ada.post('/auth/email/add', { email: 'ada2@example.com' });
+    const [first, second] = await mails();
+    const firstLink = new URL(linkIn(first!, '/auth/email/verify')!);
+    const secondLink = new URL(linkIn(second!, '/auth/email/verify')!);
+    const verified = async () =>
+      (await services.storage.emails.listByIdentity(identityId)).filter((e) => e.verifiedAt !== null).length;
+
+    const elsewhere = await mallory.get(firstLink.pathname + firstLink.search, { accept: 'text/html' });
+    t.match(elsewhere.body, /data-action="verify-email"/, "another account's session sees the button");
+    t.equal(await verified(), 0, 'and verifies nothing');
+
+    const own = await ada.get(firstLink.pathname + firstLink.search, { accept: 'text/html' });
+    t.equal(own.statusCode, 200);
+    t.match(own.body, /Address verified/);
+    t.equal(await verified(), 1);
+    const sessionCookie = ada.cookies.get('kp_session');
+    t.ok(
+      events.some((e) => e.type === 'email.verified' && e.identityId === identityId),
+      'receipted',
+    );
+    const used = await ada.get(firstLink.pathname + firstLink.search, { accept: 'application/json' });
+    t.equal(used.statusCode, 410, 'the link is used up');
+    t.equal(used.json().reason, 'link_used');
+
+    const json = await ada.get(secondLink.pathname + secondLink.search, { accept: 'application/json' });
+    t.match(json.json(), { ok: true, verified: true, already: false, receipt: /^[0-9a-f]{64}$/ });
+    t.equal(await verified(), 2);
+    t.equal(ada.cookies.get('kp_session'), sessionCookie, 'the session is left as it was');
+  },
+);
+
 t.test('verification answers JSON when asked, and refuses unknown or expired links clearly', async (t) => {
   const { signIn, mails, clock, app } = await buildWatched(t);
   const { browser } = await signIn({ username: 'bob' });

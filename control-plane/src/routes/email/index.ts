@@ -76,13 +76,18 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['accounts'],
         summary:
-          'The mailed link: checks it and shows a confirmation page whose button POSTs to verify (mail scanners open links by GET, so a GET verifies nothing). JSON with Accept: application/json',
+          "The mailed link. Opened in a browser signed in to the account that added the address, it marks the address verified at once; otherwise it shows a confirmation page whose button POSTs to verify (mail scanners open links by GET without the account's session). JSON with Accept: application/json",
         querystring: { type: 'object', properties: { token: { type: 'string', maxLength: 200 } } },
         produces: ['text/html', 'application/json'],
         response: {
           200: okObject({
-            verified: { const: false },
-            confirm: { type: 'string', description: 'POST /auth/email/verify with {token} verifies.' },
+            verified: { type: 'boolean' },
+            already: { type: 'boolean' },
+            receipt,
+            confirm: {
+              type: 'string',
+              description: 'When not verified: POST /auth/email/verify with {token} verifies.',
+            },
           }),
           ...errorResponses,
         },
@@ -90,10 +95,23 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const token = (request.query as { token?: string }).token ?? '';
+      let requester: string;
       try {
-        await checkVerificationLink(app.kp, token);
+        requester = (await checkVerificationLink(app.kp, token)).identityId;
       } catch (error) {
         return refusalPage(request, reply, error);
+      }
+      // The account's own signed-in browser proves the click is the owner's, which a scanner
+      // fetching the link cannot: it verifies at once. Any other session, or none, gets the button.
+      if (request.kp.session?.identityId === requester) {
+        try {
+          const result = await verifyEmail(app.kp, token);
+          if (wantsJson(request)) return { ok: true, verified: true, ...result };
+          reply.type('text/html; charset=utf-8');
+          return emailVerifiedPage(request.kp.cspNonce, result.already);
+        } catch (error) {
+          return refusalPage(request, reply, error);
+        }
       }
       if (wantsJson(request)) return { ok: true, verified: false, confirm: 'POST /auth/email/verify' };
       sameOriginReferrer.add(reply);
