@@ -90,7 +90,7 @@ export async function buildSignedIn(
         });
       }
       const level = body.assurance === 'sensitive' ? 'passkey' : body.assurance;
-      const { sessionId } = await startSession(app, reply, tx, {
+      const { sessionId } = await startSession(app.kp, reply, tx, {
         identityId,
         assurance: level,
         amr: level === 'passkey' ? ['pop', 'user'] : ['otp'],

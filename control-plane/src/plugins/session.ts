@@ -6,7 +6,13 @@ import { fail } from '../../../lib/errors/keyplane-error.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { SessionView } from '../context.js';
 import { isPageNavigation } from '../http/negotiate.js';
-import { FEDCM_COOKIE_PATH, fedcmCookieName, sessionCookieName, wellFormedToken } from '../sessions/cookies.js';
+import {
+  type CookieServices,
+  FEDCM_COOKIE_PATH,
+  fedcmCookieName,
+  sessionCookieName,
+  wellFormedToken,
+} from '../sessions/cookies.js';
 import { clearSessionCookie } from '../sessions/start-session.js';
 
 declare module 'fastify' {
@@ -37,17 +43,17 @@ export const sessionPlugin = fp(
     app.addHook('onRequest', async (request, reply) => {
       // The FedCM cookie counts only on the FedCM endpoints (its path), whatever the browser sends.
       const token =
-        request.cookies[sessionCookieName(app)] ??
-        (request.url.startsWith(FEDCM_COOKIE_PATH) ? request.cookies[fedcmCookieName(app)] : undefined);
+        request.cookies[sessionCookieName(app.kp)] ??
+        (request.url.startsWith(FEDCM_COOKIE_PATH) ? request.cookies[fedcmCookieName(app.kp)] : undefined);
       if (token === undefined) return;
       if (!wellFormedToken(token)) {
-        clearSessionCookie(app, reply);
+        clearSessionCookie(app.kp, reply);
         return;
       }
       const now = app.kp.now();
       const stored = await app.kp.storage.sessions.findLive(sha256Hex(token), now);
       if (!stored) {
-        clearSessionCookie(app, reply);
+        clearSessionCookie(app.kp, reply);
         return;
       }
       if (now - stored.lastSeenAt >= TOUCH_EVERY_MS) {
@@ -82,9 +88,9 @@ export const sessionPlugin = fp(
  * For sign-in POSTs that carry no session yet (recovery code, magic-link request): a browser's
  * Origin must be ours (no login CSRF); API callers send no Origin and pass.
  */
-export function checkSignInOrigin(app: FastifyInstance, request: FastifyRequest): void {
+export function checkSignInOrigin(kp: CookieServices, request: FastifyRequest): void {
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(app.kp.config.issuer).origin)
+  if (origin !== undefined && origin !== new URL(kp.config.issuer).origin)
     throw fail('origin_mismatch', 'this request came from another origin');
 }
 

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ControlPlaneServices } from '../context.js';
 import { randomToken } from '../../../lib/util/random.js';
 import { sha256 } from '../../../lib/util/sha256.js';
 
@@ -6,16 +7,19 @@ import { sha256 } from '../../../lib/util/sha256.js';
  * Cookie names and attributes (docs/accounts.md#sessions-and-devices): `__Host-` names on https issuers,
  * plain names on http://localhost, where browsers refuse Secure cookies.
  */
-export function isHttpsIssuer(app: FastifyInstance): boolean {
-  return app.kp.config.issuer.startsWith('https://');
+/** What the cookie helpers read: the issuer's scheme and the lifetimes. */
+export type CookieServices = Pick<ControlPlaneServices, 'config'>;
+
+export function isHttpsIssuer(kp: CookieServices): boolean {
+  return kp.config.issuer.startsWith('https://');
 }
 
-export function sessionCookieName(app: FastifyInstance): string {
-  return isHttpsIssuer(app) ? '__Host-kp_session' : 'kp_session';
+export function sessionCookieName(kp: CookieServices): string {
+  return isHttpsIssuer(kp) ? '__Host-kp_session' : 'kp_session';
 }
 
-export function deviceCookieName(app: FastifyInstance): string {
-  return isHttpsIssuer(app) ? '__Host-kp_device' : 'kp_device';
+export function deviceCookieName(kp: CookieServices): string {
+  return isHttpsIssuer(kp) ? '__Host-kp_device' : 'kp_device';
 }
 
 /**
@@ -28,8 +32,8 @@ export function deviceCookieName(app: FastifyInstance): string {
  */
 export const FEDCM_COOKIE_PATH = '/fedcm/';
 
-export function fedcmCookieName(app: FastifyInstance): string {
-  return isHttpsIssuer(app) ? '__Secure-kp_fedcm' : 'kp_fedcm';
+export function fedcmCookieName(kp: CookieServices): string {
+  return isHttpsIssuer(kp) ? '__Secure-kp_fedcm' : 'kp_fedcm';
 }
 
 export function fedcmCookieOptions(maxAgeSeconds: number) {
@@ -39,8 +43,8 @@ export function fedcmCookieOptions(maxAgeSeconds: number) {
 /** 400 days: the longest lifetime browsers keep a cookie. */
 export const DEVICE_COOKIE_MAX_AGE = 400 * 24 * 3600;
 
-export function cookieOptions(app: FastifyInstance, maxAgeSeconds: number) {
-  return { httpOnly: true, sameSite: 'lax' as const, secure: isHttpsIssuer(app), path: '/', maxAge: maxAgeSeconds };
+export function cookieOptions(kp: CookieServices, maxAgeSeconds: number) {
+  return { httpOnly: true, sameSite: 'lax' as const, secure: isHttpsIssuer(kp), path: '/', maxAge: maxAgeSeconds };
 }
 
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -59,18 +63,18 @@ export function deviceIdFromToken(token: string): string {
 }
 
 /** The device id of this browser, from its device cookie; undefined when it has none. */
-export function currentDeviceId(app: FastifyInstance, request: FastifyRequest): string | undefined {
-  const token = request.cookies?.[deviceCookieName(app)];
+export function currentDeviceId(kp: CookieServices, request: FastifyRequest): string | undefined {
+  const token = request.cookies?.[deviceCookieName(kp)];
   return wellFormedToken(token) ? deviceIdFromToken(token) : undefined;
 }
 
 /** The device id of this browser, minting a device cookie on the reply when it has none. */
-export function ensureDeviceId(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): string {
-  const existing = currentDeviceId(app, request);
+export function ensureDeviceId(kp: CookieServices, request: FastifyRequest, reply: FastifyReply): string {
+  const existing = currentDeviceId(kp, request);
   if (existing) return existing;
   const token = randomToken(32);
-  reply.setCookie(deviceCookieName(app), token, cookieOptions(app, DEVICE_COOKIE_MAX_AGE));
+  reply.setCookie(deviceCookieName(kp), token, cookieOptions(kp, DEVICE_COOKIE_MAX_AGE));
   // Later reads in this request see the new device.
-  (request.cookies as Record<string, string>)[deviceCookieName(app)] = token;
+  (request.cookies as Record<string, string>)[deviceCookieName(kp)] = token;
   return deviceIdFromToken(token);
 }

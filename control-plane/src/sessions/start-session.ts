@@ -1,11 +1,18 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
-import { cookieOptions, ensureDeviceId, fedcmCookieName, fedcmCookieOptions, sessionCookieName } from './cookies.js';
+import {
+  type CookieServices,
+  cookieOptions,
+  ensureDeviceId,
+  fedcmCookieName,
+  fedcmCookieOptions,
+  sessionCookieName,
+} from './cookies.js';
 import { endGrantsOfSessions } from '../grants/end-grants.js';
 
 export interface StartSessionInput {
@@ -101,40 +108,40 @@ export async function openSession(
 }
 
 /** The browser of this request: its device cookie (minted on the reply when missing) and its current session. */
-export function browserOf(app: FastifyInstance, reply: FastifyReply): SignInBrowser {
+export function browserOf(kp: CookieServices, reply: FastifyReply): SignInBrowser {
   const request = reply.request;
-  return { deviceId: () => ensureDeviceId(app, request, reply), previous: request.kp.session };
+  return { deviceId: () => ensureDeviceId(kp, request, reply), previous: request.kp.session };
 }
 
 /** Sets the session cookie (and its FedCM twin) for a session `openSession` created. */
-export function setSessionCookies(app: FastifyInstance, reply: FastifyReply, token: string): void {
-  const { lifetimes } = app.kp.config;
-  reply.setCookie(sessionCookieName(app), token, cookieOptions(app, lifetimes.sessionAbsolute));
-  reply.setCookie(fedcmCookieName(app), token, fedcmCookieOptions(lifetimes.sessionAbsolute));
+export function setSessionCookies(kp: CookieServices, reply: FastifyReply, token: string): void {
+  const { lifetimes } = kp.config;
+  reply.setCookie(sessionCookieName(kp), token, cookieOptions(kp, lifetimes.sessionAbsolute));
+  reply.setCookie(fedcmCookieName(kp), token, fedcmCookieOptions(lifetimes.sessionAbsolute));
   // Login Status API (https://w3c-fedid.github.io/login-status/): FedCM asks for accounts only while logged in.
   reply.header('set-login', 'logged-in');
 }
 
 /** `openSession` for a route: the browser of this reply, and the cookies set on it. */
 export async function startSession(
-  app: FastifyInstance,
+  services: ControlPlaneServices,
   reply: FastifyReply,
   tx: Stores,
   input: StartSessionInput,
 ): Promise<{ sessionId: string; receipt?: string }> {
-  const { token, ...opened } = await openSession(app.kp, tx, browserOf(app, reply), input);
-  setSessionCookies(app, reply, token);
+  const { token, ...opened } = await openSession(services, tx, browserOf(services, reply), input);
+  setSessionCookies(services, reply, token);
   return opened;
 }
 
 /** Expires the session cookie on the reply. */
-export function clearSessionCookie(app: FastifyInstance, reply: FastifyReply): void {
-  reply.clearCookie(sessionCookieName(app), {
+export function clearSessionCookie(kp: CookieServices, reply: FastifyReply): void {
+  reply.clearCookie(sessionCookieName(kp), {
     path: '/',
     httpOnly: true,
     sameSite: 'lax',
-    secure: cookieOptions(app, 0).secure,
+    secure: cookieOptions(kp, 0).secure,
   });
-  reply.clearCookie(fedcmCookieName(app), { ...fedcmCookieOptions(0), maxAge: undefined });
+  reply.clearCookie(fedcmCookieName(kp), { ...fedcmCookieOptions(0), maxAge: undefined });
   reply.header('set-login', 'logged-out');
 }

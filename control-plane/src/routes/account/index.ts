@@ -230,7 +230,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
         { identityId: current.identityId, sessionId: current.id },
         identifier,
       );
-      if (identifier === current.id) clearSessionCookie(app, reply);
+      if (identifier === current.id) clearSessionCookie(app.kp, reply);
       return { ok: true, ...(receipt ? { receipt } : {}) };
     },
   );
@@ -250,7 +250,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       const current = request.kp.session!;
       const { deviceId } = request.body as { deviceId: string };
       const revoked = await revokeDevice(app.kp, { identityId: current.identityId, sessionId: current.id }, deviceId);
-      if (deviceId === current.deviceId) clearSessionCookie(app, reply);
+      if (deviceId === current.deviceId) clearSessionCookie(app.kp, reply);
       return { ok: true, ...revoked };
     },
   );
@@ -274,7 +274,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
         request.kp.session!.identityId,
         (request.body as { confirm: string }).confirm,
       );
-      clearSessionCookie(app, reply);
+      clearSessionCookie(app.kp, reply);
       return { ok: true, ...(receipt ? { receipt } : {}) };
     },
   );
@@ -292,7 +292,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       const current = request.kp.session!;
       const { receipt } = await signOut(app.kp, { identityId: current.identityId, sessionId: current.id });
-      clearSessionCookie(app, reply);
+      clearSessionCookie(app.kp, reply);
       return { ok: true, ...(receipt ? { receipt } : {}) };
     },
   );

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/types.js';
 import { authenticateRegistrar } from '../../clients/registration.js';
-import { authenticateClient } from '../oidc/client-auth.js';
+import { authenticateClient } from '../../clients/authenticate-client.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { acceptEvidence, enforcementOf } from '../../gateways/evidence.js';
 import { currentGatewayConfig } from '../../gateways/issue-config.js';
@@ -144,7 +144,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request, reply) => {
-      const client = await authenticateClient(app, request, {});
+      const client = await authenticateClient(app.kp, request.headers.authorization, {});
       const issued = await currentGatewayConfig(app.kp, client);
       const etag = `"${issued.hash}"`;
       reply.header('etag', etag).header('cache-control', 'no-store');
@@ -168,7 +168,7 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request, reply) => {
-      const client = await authenticateClient(app, request, {});
+      const client = await authenticateClient(app.kp, request.headers.authorization, {});
       await acceptEvidence(app.kp, client, (request.body as string).trim());
       reply.code(202);
       return { ok: true };

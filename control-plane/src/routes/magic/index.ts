@@ -135,7 +135,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     request: FastifyRequest,
     reply: FastifyReply,
   ): Promise<{ ok: true; message?: string; dryRun?: boolean; link?: string; expiresAt?: number; receipt?: string }> {
-    checkSignInOrigin(app, request);
+    checkSignInOrigin(app.kp, request);
     await limitPerIp(app.kp, request, 'magic-request');
     const body = request.body as { email: string; dryRun?: unknown; return?: string; project?: string };
     const email = checkEmailAddress(body.email);
@@ -152,7 +152,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
       return { ok: true, dryRun: true, ...(await dryRunSignInLink(app.kp, request.kp.session, email, extras)) };
 
     // The device cookie is minted for every requester, so the answer's headers do not differ either.
-    const deviceId = request.kp.session?.deviceId ?? ensureDeviceId(app, request, reply);
+    const deviceId = request.kp.session?.deviceId ?? ensureDeviceId(app.kp, request, reply);
     // Counted for every address, known or not; over the limit the answer is the same and nothing is sent.
     await requestSignInLink(app.kp, email, deviceId, extras);
     return { ok: true, message: REQUESTED };
@@ -218,11 +218,11 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
       target = allowed;
     }
     const { sessionToken } = await redeemSignInLink(app.kp, token, {
-      ...browserOf(app, reply),
-      presentedDeviceId: currentDeviceId(app, request) ?? request.kp.session?.deviceId ?? null,
+      ...browserOf(app.kp, reply),
+      presentedDeviceId: currentDeviceId(app.kp, request) ?? request.kp.session?.deviceId ?? null,
       session: request.kp.session,
     });
-    if (sessionToken !== undefined) setSessionCookies(app, reply, sessionToken);
+    if (sessionToken !== undefined) setSessionCookies(app.kp, reply, sessionToken);
     // A path on this server (a pending authorize request hands off to its client from there) is
     // followed; a relying-party URI is only linked: anyone can register one, and the link proves
     // no client (docs/security.md "Open redirects").

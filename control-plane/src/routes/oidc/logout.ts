@@ -68,7 +68,7 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
     }
     if (session) {
       await logOut(app.kp, { identityId: session.identityId, sessionId: session.id }, client?.clientId ?? null);
-      clearSessionCookie(app, reply);
+      clearSessionCookie(app.kp, reply);
     }
     if (redirect === undefined) return sendSignedOut(request, reply);
     const target = buildRedirect(redirect, state !== undefined ? { state } : {});

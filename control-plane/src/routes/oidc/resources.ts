@@ -5,7 +5,7 @@ import { checkTokenScheme, readAccessToken } from '../../../../lib/oauth/access-
 import { oauthError, oauthFields } from '../../../../lib/oauth/errors.js';
 import { parseScope } from '../../../../lib/oauth/scope.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
-import { authenticateClient } from './client-auth.js';
+import { authenticateClient } from '../../clients/authenticate-client.js';
 import { checkDpopHeader } from '../../oidc/dpop-header.js';
 import { readTokenRequestBody } from '../../oidc/token-request.js';
 import { introspectToken, revokeToken } from '../../oidc/revoke-introspect.js';
@@ -137,7 +137,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
     async (request, reply) => {
       reply.header('cache-control', 'no-store');
       const body = readTokenRequestBody(request.body);
-      const client = await authenticateClient(app, request, body);
+      const client = await authenticateClient(app.kp, request.headers.authorization, body);
       const token = body.token;
       if (typeof token !== 'string' || token.length === 0 || token.length > 8192)
         throw oauthError('invalid_request', 'token is required');
@@ -172,7 +172,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
     async (request, reply) => {
       reply.header('cache-control', 'no-store');
       const body = readTokenRequestBody(request.body);
-      const client = await authenticateClient(app, request, body);
+      const client = await authenticateClient(app.kp, request.headers.authorization, body);
       if (client.type !== 'confidential')
         throw oauthError('unauthorized_client', 'introspection needs an authenticated confidential client');
       const token = body.token;

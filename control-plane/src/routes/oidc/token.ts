@@ -11,7 +11,7 @@ import { refreshTokenGrant } from '../../oidc/grants/refresh-token.js';
 import { readTokenRequestBody, stringParam } from '../../oidc/token-request.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
-import { authenticateClient } from './client-auth.js';
+import { authenticateClient } from '../../clients/authenticate-client.js';
 
 const tokenResponse = {
   type: 'object',
@@ -99,7 +99,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       // Per address before authentication; per client only once the client is proven, so that
       // nobody can use up another client's budget by naming it.
       await limit('token:ip', request.ip, config.limits.authPerIpPerMinute);
-      const client = await authenticateClient(app, request, body);
+      const client = await authenticateClient(app.kp, request.headers.authorization, body);
       await limit('token:client', client.clientId, config.limits.authPerIpPerMinute * 10);
       const grantType = stringParam(body, 'grant_type');
       if (!grantType) throw oauthError('invalid_request', 'grant_type is required');

@@ -100,8 +100,8 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       const body = request.body as { user: string; response: unknown; signupToken: string };
       await limits.perIp(request, 'signup');
-      const { identityId, session, receipt } = await finishSignUp(services, body, browserOf(app, reply));
-      setSessionCookies(app, reply, session.token);
+      const { identityId, session, receipt } = await finishSignUp(services, body, browserOf(app.kp, reply));
+      setSessionCookies(app.kp, reply, session.token);
       return { ok: true, identityId, home: HOME, ...(receipt ? { receipt } : {}) };
     },
   );
@@ -140,8 +140,8 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       const body = request.body as { user?: unknown; response: unknown };
       await limits.perIp(request, 'signin');
-      const { identityId, session } = await finishSignIn(services, body, browserOf(app, reply));
-      setSessionCookies(app, reply, session.token);
+      const { identityId, session } = await finishSignIn(services, body, browserOf(app.kp, reply));
+      setSessionCookies(app.kp, reply, session.token);
       return { ok: true, identityId, home: HOME, ...(session.receipt ? { receipt: session.receipt } : {}) };
     },
   );

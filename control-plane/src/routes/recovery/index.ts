@@ -108,11 +108,11 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
   );
 
   async function verify(request: FastifyRequest, reply: FastifyReply) {
-    checkSignInOrigin(app, request);
+    checkSignInOrigin(app.kp, request);
     await limitPerIp(app.kp, request, 'recovery-verify');
     const { user, code } = request.body as { user: string; code: string };
-    const { sessionToken, ...signedIn } = await signInWithRecoveryCode(app.kp, user, code, browserOf(app, reply));
-    setSessionCookies(app, reply, sessionToken);
+    const { sessionToken, ...signedIn } = await signInWithRecoveryCode(app.kp, user, code, browserOf(app.kp, reply));
+    setSessionCookies(app.kp, reply, sessionToken);
     return {
       ok: true,
       identityId: signedIn.identityId,

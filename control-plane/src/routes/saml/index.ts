@@ -253,7 +253,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
     const done = await completeLogout(services, pending, session, (tx, ending, now) =>
       endSessionIn(services, tx, ending, now),
     );
-    if (done.ended) clearSessionCookie(app, reply);
+    if (done.ended) clearSessionCookie(app.kp, reply);
     if (done.redirect) return reply.redirect(done.redirect, 303);
     return sendSignedOut(request, reply, done.ended);
   }

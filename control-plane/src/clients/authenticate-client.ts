@@ -1,14 +1,13 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import { parseClientSecretBasic, verifyClientSecret } from '../../../../lib/oauth/client-auth.js';
-import type { ClientAuthMethod } from '../../../../lib/oauth/client-metadata.js';
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
-import { findClient } from '../../clients/find-client.js';
-import { RemoteKeySets } from '../../clients/remote-key-sets.js';
-import type { ControlPlaneServices } from '../../context.js';
-import type { StoredClient } from '../../storage/types.js';
+import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import { parseClientSecretBasic, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
+import type { ClientAuthMethod } from '../../../lib/oauth/client-metadata.js';
+import { oauthError } from '../../../lib/oauth/errors.js';
+import { sha256Hex } from '../../../lib/util/sha256.js';
+import { findClient } from './find-client.js';
+import { RemoteKeySets } from './remote-key-sets.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { StoredClient } from '../storage/types.js';
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 /** A client assertion older than this is refused even when its exp is later (RFC 7523 §3 leaves the bound to the server). */
@@ -52,11 +51,10 @@ async function keySetOf(
  * public clients, which only identify themselves with `client_id`.
  */
 export async function authenticateClient(
-  app: FastifyInstance,
-  request: FastifyRequest,
+  services: ControlPlaneServices,
+  authorization: string | undefined,
   body: Record<string, unknown>,
 ): Promise<StoredClient> {
-  const authorization = request.headers.authorization;
   const basic = parseClientSecretBasic(authorization);
   if (authorization !== undefined && /^basic /i.test(authorization.trim()) && !basic)
     throw invalidClient('the Basic credentials are malformed', true);
@@ -100,7 +98,7 @@ export async function authenticateClient(
     clientId = bodyClientId as string | undefined;
   }
   if (!clientId) throw invalidClient('client authentication is required', false);
-  const client = await findClient(app.kp, clientId);
+  const client = await findClient(services, clientId);
   if (!client) throw invalidClient('unknown client or wrong credentials', method === 'client_secret_basic');
   if (client.metadata.token_endpoint_auth_method !== method) {
     throw invalidClient(
@@ -117,7 +115,7 @@ export async function authenticateClient(
       return client;
     }
     case 'private_key_jwt':
-      await verifyClientAssertion(app, client, assertion as string);
+      await verifyClientAssertion(services, client, assertion as string);
       return client;
     case 'none':
       return client;
@@ -129,11 +127,15 @@ function rethrowUnverified(error: unknown): never {
   throw invalidClient('the client assertion does not verify', false);
 }
 
-async function verifyClientAssertion(app: FastifyInstance, client: StoredClient, assertion: string): Promise<void> {
-  const { issuer } = app.kp.config;
-  const now = app.kp.now();
+async function verifyClientAssertion(
+  services: ControlPlaneServices,
+  client: StoredClient,
+  assertion: string,
+): Promise<void> {
+  const { issuer } = services.config;
+  const now = services.now();
   const verify = async (refresh: boolean) => {
-    const keys = await keySetOf(app.kp, client, refresh);
+    const keys = await keySetOf(services, client, refresh);
     if (!keys) throw invalidClient('the client has no registered keys', false);
     return jwtVerify(assertion, keys, {
       issuer: client.clientId,
@@ -161,7 +163,7 @@ async function verifyClientAssertion(app: FastifyInstance, client: StoredClient,
     }
   }
   const jti = String(payload.jti);
-  const fresh = await app.kp.state.setIfAbsent(
+  const fresh = await services.state.setIfAbsent(
     `oidc:assertion:${client.clientId}:${sha256Hex(jti)}`,
     '1',
     ASSERTION_MAX_AGE_SECONDS * 1000 + 60_000,
