@@ -1,7 +1,7 @@
 import { fail } from '../errors/keyplane-error.js';
 
 /**
- * Account preferences (spec "Account": theme, lang, contrast, motion, text, email), merged key by
+ * Account preferences (theme, lang, contrast, motion, text, email; docs/accounts.md), merged key by
  * key: a key in the update replaces that key, `null` removes it, absent keys stay as they were.
  */
 export type Preferences = Partial<Record<PreferenceKey, string>>;

@@ -10,7 +10,7 @@ export type AgentAction =
 
 /**
  * The lifecycle as a table: for each action, the states it may start from and where it leads.
- * The spec's state table lists the transitions from `active`; revoking or marking compromised
+ * The public state table lists the transitions from `active`; revoking or marking compromised
  * is also allowed from `suspended` (and revoking from `compromised`), because an owner must be
  * able to end an agent whatever it is doing (docs/agents.md#states).
  */

@@ -323,7 +323,7 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   return metadata;
 }
 
-/** Public for `none`, confidential for every other method (spec "OIDC client": type). */
+/** Public for `none`, confidential for every other method (RFC 6749 §2.1). */
 export function clientTypeOf(method: ClientAuthMethod): ClientType {
   return method === 'none' ? 'public' : 'confidential';
 }

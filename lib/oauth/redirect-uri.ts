@@ -1,5 +1,5 @@
 /**
- * Redirect URIs are an exact-match allowlist (spec, OIDC rule 2; RFC 9700 §2.1): no prefix,
+ * Redirect URIs are an exact-match allowlist (RFC 9700 §2.1): no prefix,
  * pattern, case-folding or port relaxation, so a near miss (trailing slash, case, extra query,
  * other host or port, fragment, userinfo) never matches.
  */

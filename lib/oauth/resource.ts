@@ -2,7 +2,7 @@ import { oauthError } from './errors.js';
 
 /**
  * RFC 8707 §2: the `resource` parameter must exactly match one of the resource URIs registered
- * for the client (spec, OIDC rule 2). Returns the resource (the access token's `aud`), or
+ * for the client (RFC 8707 §2, docs/oidc.md). Returns the resource (the access token's `aud`), or
  * undefined when none was requested. Keyplane accepts one resource per request: several are
  * refused with `invalid_target` rather than minting a multi-audience token.
  */

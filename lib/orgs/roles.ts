@@ -12,7 +12,7 @@ export function hasRole(role: OrgRole, needed: OrgRole): boolean {
 export type RoleChangeRefusal = 'forbidden' | 'last_owner' | null;
 
 /**
- * The spec's role rules for changing `target` from `from` to `to` (null: removing them):
+ * The role rules (docs/orgs.md) for changing `target` from `from` to `to` (null: removing them):
  * management needs admin; only an owner grants, changes or removes the owner role; the last
  * owner is never demoted or removed.
  */

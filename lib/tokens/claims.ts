@@ -17,7 +17,7 @@ export interface SvcClaim {
 
 /**
  * The assurance a token may state: what the sign-in proved, or less when the caller asks for
- * less, never more (spec "What the service does" 4).
+ * less, never more (docs/oidc.md).
  */
 export function capAssurance(proved: AssuranceLevel, reported?: AssuranceLevel): AssuranceLevel {
   if (!isAssuranceLevel(proved)) throw new TypeError('unknown assurance level');
@@ -134,7 +134,7 @@ function common(input: CommonInput) {
 }
 
 /**
- * The claims of an ID token (OIDC Core §2 and the spec's Tokens table): `aud` is the client
+ * The claims of an ID token (OIDC Core §2 and docs/oidc.md): `aud` is the client
  * alone, never a resource; `email` and `email_verified` only with scope `email`, and
  * `email_verified` is exactly `true` only for a verified address.
  */

@@ -4,7 +4,7 @@ import type { ControlPlaneServices } from '../context.js';
 export type RefusalReason = 'mcp_read_only' | 'mcp_unknown_tool';
 
 /**
- * Receipts a refused MCP call (the spec: every mutation attempt through MCP leaves an
+ * Receipts a refused MCP call (docs/mcp.md: every mutation attempt through MCP leaves an
  * attempt-and-outcome receipt). The method and tool name are kept only when short and plain,
  * so a caller cannot write arbitrary text into the ledger. Returns the receipt hash.
  */

@@ -249,7 +249,7 @@ export async function directGrant(
     ...(authz.nonce !== undefined ? { nonce: authz.nonce } : {}),
   });
   const { identityId } = await runCeremony(services, caller, body);
-  // The direct grant cannot ask for a TOTP code: the popup can (spec, Errors 6).
+  // The direct grant cannot ask for a TOTP code: the popup can (docs/in-place.md).
   const totp = await storage.totp.get(identityId);
   if (totp?.state === 'active')
     throw fail('step_up_required', 'this account also needs its TOTP code: sign in through the popup', {

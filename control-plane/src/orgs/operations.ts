@@ -88,7 +88,7 @@ export async function addSite(
   return services.storage.transaction(async (tx) => {
     const existing = await tx.orgs.sites(m.org.orgId);
     if (existing.some((s) => s.url === checked.url)) throw fail('conflict', 'this site is registered already');
-    // Spec "States and transitions": the first site added becomes primary.
+    // The first site added becomes primary (docs/orgs.md).
     const site: OrgSite = {
       siteId: randomId('site'),
       orgId: m.org.orgId,

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { KeyProofRequest } from '../../agents/key-proof.js';
 
-/** Shared pieces of the agent route schemas (names fixed by the spec's agent identity tables). */
+/** Shared pieces of the agent route schemas (names fixed by the public agent API, docs/agents.md). */
 export const SUBJECT_KINDS = [
   'service_bot',
   'automation',

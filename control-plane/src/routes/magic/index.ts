@@ -16,7 +16,7 @@ const PROJECT_MAX = 80;
 const REQUESTED =
   'If this address is verified on an account, a sign-in link is on its way. It works once, for a few minutes, in this browser only.';
 
-/** `dryRun` is "any" in the spec: present and not an explicit false value means yes. */
+/** `dryRun` takes any value: present and not an explicit false value means yes (docs/accounts.md#magic-links). */
 function isDryRun(value: unknown): boolean {
   return (
     value !== undefined &&

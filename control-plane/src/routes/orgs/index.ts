@@ -77,7 +77,7 @@ function answer(request: FastifyRequest, reply: FastifyReply, slug: string, body
   return { ok: true, ...body };
 }
 
-/** Organizations: create, dashboard, sites, members and invites (spec "Organizations"; docs/orgs.md). */
+/** Organizations: create, dashboard, sites, members and invites (docs/orgs.md). */
 export default async function orgRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
   await app.register(async (assets) => {

@@ -43,7 +43,7 @@ const passkeyItem = {
   },
 };
 
-/** Passkey sign-up, sign-in and management (spec "Release history and sign-in" and "Account"). */
+/** Passkey sign-up, sign-in and management (docs/accounts.md). */
 export default async function passkeyRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
   const limits = new CredentialLimits(services);
@@ -132,7 +132,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
         tags: ['passkeys'],
         summary: 'Finish a passkey sign-in: sets the session cookie',
         description:
-          "`deviceId` is accepted for the spec's shape; the device is always the one named by the device cookie.",
+          '`deviceId` is accepted for compatibility; the device is always the one named by the device cookie.',
         body: { type: 'object', required: ['response'], properties: { user: {}, response: {}, deviceId: {} } },
         response: signedInResponse,
       },
