@@ -78,7 +78,7 @@ t.test('adding an address mails a verification link; opening it verifies without
 t.test(
   "a GET from the account's own signed-in browser verifies at once; another account's session gets the button",
   async (t) => {
-    const { app, signIn, services, mails, events } = await buildWatched(t);
+    const { signIn, services, mails, events } = await buildWatched(t);
     const { browser: ada, identityId } = await signIn({ username: 'ada' });
     const { browser: mallory } = await signIn({ username: 'mallory' });
     await ada.post('/auth/email/add', { email: 'ada@example.com' });
