@@ -11,7 +11,9 @@ export const POSTGRES_URL = process.env['KEYPLANE_TEST_POSTGRES_URL'] ?? 'postgr
  * except under KEYPLANE_REQUIRE_ALL=1 (CI), where a missing server is a failure.
  */
 export async function postgresAvailability(): Promise<{ run: true } | { run: false; reason: string }> {
-  const probe = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 1500 });
+  // A missing server refuses at once; the timeout only bounds a hung one. 1.5 s was too tight for a
+  // test process still busy loading its modules on a loaded machine (a CI run failed on it).
+  const probe = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 10_000 });
   try {
     await probe.connect();
     await probe.query('SELECT 1');
