@@ -442,7 +442,6 @@ export interface OidcStore {
    * exchange creates.
    */
   consumeCode(codeHash: string, at: number, grantId?: string): Promise<CodeConsumption>;
-  setCodeGrant(codeHash: string, grantId: string): Promise<void>;
   insertGrant(grant: StoredGrant): Promise<void>;
   getGrant(grantId: string): Promise<StoredGrant | null>;
   /** Revokes the grant (its whole family); false when it was revoked already or is unknown. */

@@ -46,11 +46,18 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
   t.test('a code is consumed by exactly one of two concurrent exchanges; later ones see a replay', async (t) => {
     const storage = await open();
     await storage.oidc.insertCode(code('h1', 1000));
-    const results = await Promise.all([storage.oidc.consumeCode('h1', 2000), storage.oidc.consumeCode('h1', 2000)]);
+    const results = await Promise.all([
+      storage.oidc.consumeCode('h1', 2000, 'gr_1'),
+      storage.oidc.consumeCode('h1', 2000, 'gr_2'),
+    ]);
     t.same(results.map((r) => r.status).sort(), ['consumed', 'replayed']);
-    await storage.oidc.setCodeGrant('h1', 'gr_1');
+    const [linked] = results.flatMap((r) => (r.status === 'consumed' ? [r.code.grantId] : []));
+    t.match(linked, /^gr_[12]$/, 'the winner links its grant in the same update');
     const later = await storage.oidc.consumeCode('h1', 3000);
-    t.match(later, { status: 'replayed', code: { grantId: 'gr_1', consumedAt: 2000, amr: ['pop', 'user'] } });
+    t.match(later, {
+      status: 'replayed',
+      code: { grantId: linked, consumedAt: 2000, amr: ['pop', 'user'] },
+    });
     t.same(await storage.oidc.consumeCode('nope', 3000), { status: 'unknown' });
   });
 

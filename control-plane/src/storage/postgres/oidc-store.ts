@@ -45,9 +45,6 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       if (!row) return { status: 'unknown' };
       return { status: row.fresh ? 'consumed' : 'replayed', code: codeFromRow(row) };
     },
-    setCodeGrant: async (codeHash, grantId) => {
-      await sql.count('UPDATE oidc_codes SET grant_id = $2 WHERE code_hash = $1', [codeHash, grantId]);
-    },
     insertGrant: async (grant) => {
       await sql.count(...insertOf('oidc_grants', grantToRow({ ...grant, revokedAt: null })));
     },

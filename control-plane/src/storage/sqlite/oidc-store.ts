@@ -57,10 +57,6 @@ export function sqliteOidcStore(runner: Runner): OidcStore {
         const used = cached(db, 'SELECT * FROM oidc_codes WHERE code_hash = ?').get(codeHash) as CodeRow | undefined;
         return used ? { status: 'replayed' as const, code: codeFromRow(used) } : { status: 'unknown' as const };
       }),
-    setCodeGrant: (codeHash, grantId) =>
-      runner.run((db) => {
-        cached(db, 'UPDATE oidc_codes SET grant_id = ? WHERE code_hash = ?').run(grantId, codeHash);
-      }),
     insertGrant: (grant) =>
       runner.run((db) => {
         cached(
