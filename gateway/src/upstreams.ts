@@ -45,26 +45,17 @@ export function isKeyplaneCookie(name: string): boolean {
   return /^(__Host-|__Secure-)?kp_/i.test(name);
 }
 
-const KEPT_COOKIES_LIMIT = 10_000;
-const keptCookies = new Map<string, string>();
-
 /**
- * The Cookie header without Keyplane's cookies ('' when none is left), remembered by the exact
- * header: a browser sends the same one on every request until a cookie changes.
+ * The Cookie header without Keyplane's cookies ('' when none is left). Not cached by header: a
+ * cache keyed by whole Cookie headers would let a client that sends a new large header each time
+ * fill memory, and the split costs about what hashing the key would.
  */
 function withoutKeyplaneCookies(header: string): string {
-  let kept = keptCookies.get(header);
-  if (kept === undefined) {
-    kept = header
-      .split(';')
-      .map((part) => part.trim())
-      .filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim()))
-      .join('; ');
-    // Full means cleared, as the gateway's other caches: what is here can be computed again.
-    if (keptCookies.size >= KEPT_COOKIES_LIMIT) keptCookies.clear();
-    keptCookies.set(header, kept);
-  }
-  return kept;
+  return header
+    .split(';')
+    .map((part) => part.trim())
+    .filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim()))
+    .join('; ');
 }
 
 /** The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity headers in. */
