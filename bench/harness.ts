@@ -87,19 +87,23 @@ export interface BenchCase<T> {
 export const benchCase = <T>(c: BenchCase<T>): BenchCase<unknown> => c as BenchCase<unknown>;
 
 /**
- * Runs the cases in alternating batches until each has had SECONDS of timed work. On a shared
- * machine the load changes from one second to the next; interleaved, the cases see the same
- * load, so the ratio between them holds up where runs one after another would not.
+ * Runs the cases in alternating batches until each has had SECONDS of timed work, `inFlight`
+ * calls of a batch at a time. On a shared machine the load changes from one second to the next;
+ * interleaved, the cases see the same load, so the ratio between them holds up where runs one
+ * after another would not.
  */
-export async function measureInterleaved(cases: Array<BenchCase<unknown>>, batch = 50): Promise<Rate[]> {
+export async function measureInterleaved(
+  cases: Array<BenchCase<unknown>>,
+  { batch = 50, inFlight = 1 }: { batch?: number; inFlight?: number } = {},
+): Promise<Rate[]> {
   const totals = cases.map(() => ({ count: 0, elapsedNs: 0n, cpuUs: 0 }));
-  for (const c of cases) for (const input of await c.prepare(200)) await c.op(input); // warm-up
+  for (const c of cases) await runAll(await c.prepare(200), c.op, inFlight); // warm-up
   while (totals.some((t) => t.elapsedNs < BigInt(SECONDS * 1e9))) {
     for (const [i, c] of cases.entries()) {
       const inputs = await c.prepare(batch);
       const cpuStart = process.cpuUsage();
       const start = process.hrtime.bigint();
-      for (const input of inputs) await c.op(input);
+      await runAll(inputs, c.op, inFlight);
       totals[i]!.elapsedNs += process.hrtime.bigint() - start;
       const used = process.cpuUsage(cpuStart);
       totals[i]!.cpuUs += used.user + used.system;
@@ -114,6 +118,15 @@ export async function measureInterleaved(cases: Array<BenchCase<unknown>>, batch
     );
     return rate;
   });
+}
+
+/** Calls `op` on every input, `inFlight` calls at a time (requests in flight, as concurrent clients make them). */
+async function runAll<T>(inputs: T[], op: (input: T) => Promise<void>, inFlight: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < inputs.length) await op(inputs[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, inputs.length) }, worker));
 }
 
 /** Raw node:crypto ES256 signatures per second: the bound a signing endpoint is judged against. */
