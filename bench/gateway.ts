@@ -235,14 +235,20 @@ async function cpuOf(child: ChildProcess): Promise<number> {
 
 type Headers = Record<string, string> | (() => Promise<Record<string, string>>);
 
+/** `load` against a child process, with the child's CPU time per request of the timed part (not the warm-up). */
 async function measured(server: { child: ChildProcess; url: string }, headers: Headers, path = '/'): Promise<Result> {
-  const before = await cpuOf(server.child);
-  const result = await load(server.url, headers, path);
+  let before = 0;
+  const result = await load(server.url, headers, path, async () => void (before = await cpuOf(server.child)));
   const after = await cpuOf(server.child);
   return { ...result, cpuUs: (after - before) / result.requests };
 }
 
-async function load(url: string, headersOf: Headers, path = '/'): Promise<Result> {
+async function load(
+  url: string,
+  headersOf: Headers,
+  path = '/',
+  afterWarmUp: () => Promise<void> = async () => undefined,
+): Promise<Result> {
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
   const latencies: number[] = [];
   let errors = 0;
@@ -262,6 +268,7 @@ async function load(url: string, headersOf: Headers, path = '/'): Promise<Result
   };
   const warm = performance.now() + 1000;
   await Promise.all(Array.from({ length: CONNECTIONS }, () => run(warm, false)));
+  await afterWarmUp();
   const started = performance.now();
   await Promise.all(Array.from({ length: CONNECTIONS }, () => run(started + SECONDS * 1000, true)));
   const elapsed = (performance.now() - started) / 1000;
