@@ -9,7 +9,7 @@ import { metricsPlugin } from './plugins/metrics.js';
 import { requestContextPlugin } from './plugins/request-context.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { sessionPlugin } from './plugins/session.js';
-import { loggerOptions } from './logging.js';
+import { AccessLog, loggerOptions } from './logging.js';
 import authPageRoutes from './routes/auth-page/index.js';
 import accountRoutes from './routes/account/index.js';
 import adminRoutes from './routes/admin/index.js';
@@ -56,6 +56,7 @@ export async function buildControlPlane(
   const trusted = compileAddressList(config.http.trustedProxies);
   const app = Fastify({
     logger: loggerOptions(config.logLevel, options.logStream),
+    logController: new AccessLog(),
     bodyLimit: config.http.bodyLimit,
     trustProxy: (address: string) => trusted(address),
     genReqId: () => randomUUID(),

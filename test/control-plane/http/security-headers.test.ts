@@ -88,6 +88,14 @@ t.test('logs never carry credentials', async (t) => {
   });
   const text = logs.join('');
   t.match(text, /keep=visible/, 'the request was logged');
+  const access = logs.map(
+    (line) => JSON.parse(line) as { msg: string; req?: { url: string }; res?: { statusCode: number } },
+  );
+  t.same(
+    access.filter((line) => line.req !== undefined).map((line) => [line.msg, typeof line.res?.statusCode]),
+    [['request completed', 'number']],
+    'one access-log line per request, written when it completes',
+  );
   for (const secret of ['SECRET_TOKEN_VALUE', 'SECRET_CODE', 'SECRET_BEARER', 'SECRET_COOKIE', 'SECRET_DPOP'])
     t.notMatch(text, secret);
 });

@@ -135,4 +135,40 @@ export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): vo
     );
     t.equal(await storage.clients.get('cl_1'), null);
   });
+
+  t.test('client store: a read after a write sees the write, in a transaction or not', async (t) => {
+    // SQLite keeps the rows it read (one writer); every write must still show at once.
+    const storage = await open();
+    await storage.clients.insert(client('cl_1', null, 'https://one.example.com/cb'));
+    t.equal((await storage.clients.get('cl_1'))?.revision, 1, 'read once');
+    const change = {
+      type: 'public' as const,
+      metadata: validateClientMetadata({
+        redirect_uris: ['https://new.example.com/cb'],
+        token_endpoint_auth_method: 'none',
+      }),
+      secretHash: null,
+      secretIssuedAt: null,
+      at: 5,
+    };
+    await storage.transaction((tx) => tx.clients.update('cl_1', 1, change));
+    const read = await storage.clients.get('cl_1');
+    t.equal(read?.revision, 2, 'the committed update is read');
+    t.same(read?.metadata.redirect_uris, ['https://new.example.com/cb']);
+    read!.metadata.redirect_uris.push('https://changed-by-caller.example.com/cb');
+    t.same(
+      (await storage.clients.get('cl_1'))?.metadata.redirect_uris,
+      ['https://new.example.com/cb'],
+      'a record of its own',
+    );
+    await t.rejects(
+      storage.transaction(async (tx) => {
+        await tx.clients.update('cl_1', 2, { ...change, at: 6 });
+        throw new Error('abort');
+      }),
+    );
+    t.equal((await storage.clients.get('cl_1'))?.revision, 2, 'a rolled-back update is not read');
+    t.equal(await storage.transaction((tx) => tx.clients.remove('cl_1')), true);
+    t.equal(await storage.clients.get('cl_1'), null, 'a removed client is gone');
+  });
 }

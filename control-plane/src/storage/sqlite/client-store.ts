@@ -2,10 +2,24 @@ import type { ClientStore, StoredClient } from '../types.js';
 import { cached, type Runner } from './serial-runner.js';
 import { clientFromRow as fromRow, type ClientRow } from '../rows.js';
 
-export function sqliteClientStore(runner: Runner): ClientStore {
+/** How many client rows the read cache holds at most (the oldest read goes first). */
+const CACHED_CLIENTS = 1024;
+
+/**
+ * The rows of clients read outside transactions, by client id: every token, revocation and
+ * introspection request reads its client, and the row changes only through this store, which
+ * drops it on every write (inside a transaction too, so a rolled-back write only costs a re-read).
+ * Only SQLite caches: its file has one writer, this process, while PostgreSQL is shared by
+ * replicas that must see another's revocation at once.
+ */
+export type ClientRowCache = Map<string, ClientRow>;
+
+export function sqliteClientStore(runner: Runner, rows: ClientRowCache, readsCache: boolean): ClientStore {
+  const forget = (clientId: string) => void rows.delete(clientId);
   return {
     insert: (client) =>
       runner.run((db) => {
+        forget(client.clientId);
         cached(
           db,
           `INSERT INTO oidc_clients (client_id, client_type, auth_method, secret_hash, secret_issued_at, metadata, owner_id,
@@ -28,11 +42,21 @@ export function sqliteClientStore(runner: Runner): ClientStore {
       }),
     get: (clientId) =>
       runner.run((db) => {
-        const row = cached(db, 'SELECT * FROM oidc_clients WHERE client_id = ?').get(clientId) as ClientRow | undefined;
-        return row ? fromRow(row) : null;
+        let row = readsCache ? rows.get(clientId) : undefined;
+        if (!row) {
+          row = cached(db, 'SELECT * FROM oidc_clients WHERE client_id = ?').get(clientId) as ClientRow | undefined;
+          if (!row) return null;
+          if (readsCache) {
+            if (rows.size >= CACHED_CLIENTS) forget(rows.keys().next().value!);
+            rows.set(clientId, row);
+          }
+        }
+        // Parsed on every read: callers get a record of their own.
+        return fromRow(row);
       }),
     update: (clientId, expectedRevision, change) =>
       runner.run((db) => {
+        forget(clientId);
         const result = cached(
           db,
           `UPDATE oidc_clients SET client_type = @client_type, auth_method = @auth_method, metadata = @metadata,
@@ -52,7 +76,10 @@ export function sqliteClientStore(runner: Runner): ClientStore {
         return fromRow(cached(db, 'SELECT * FROM oidc_clients WHERE client_id = ?').get(clientId) as ClientRow);
       }),
     remove: (clientId) =>
-      runner.run((db) => cached(db, 'DELETE FROM oidc_clients WHERE client_id = ?').run(clientId).changes === 1),
+      runner.run((db) => {
+        forget(clientId);
+        return cached(db, 'DELETE FROM oidc_clients WHERE client_id = ?').run(clientId).changes === 1;
+      }),
     listByOwner: (ownerId) =>
       runner.run((db) =>
         (

@@ -11,7 +11,7 @@ import { sqliteRecoveryCodeStore } from './recovery-code-store.js';
 import { sqliteEmailStore } from './email-store.js';
 import { sqliteLinkStore } from './link-store.js';
 import { sqliteReceiptStore } from './receipt-store.js';
-import { sqliteClientStore } from './client-store.js';
+import { sqliteClientStore, type ClientRowCache } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
 import { sqliteGatewayStore } from './gateway-store.js';
 import { sqliteAgentStore } from './agent-store.js';
@@ -20,7 +20,7 @@ import { sqliteSamlStore } from './saml-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
 import { sqliteRolloutStore } from './rollout-store.js';
 
-function storesOn(runner: Runner): Stores {
+function storesOn(runner: Runner, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
     keys: sqliteKeyStore(runner),
     identities: sqliteIdentityStore(runner),
@@ -32,7 +32,7 @@ function storesOn(runner: Runner): Stores {
     emails: sqliteEmailStore(runner),
     links: sqliteLinkStore(runner),
     receipts: sqliteReceiptStore(runner),
-    clients: sqliteClientStore(runner),
+    clients: sqliteClientStore(runner, clientRows, outsideTransactions),
     oidc: sqliteOidcStore(runner),
     gateway: sqliteGatewayStore(runner),
     agents: sqliteAgentStore(runner),
@@ -48,9 +48,10 @@ export function openSqliteStorage(dataDir: string, options: { migrate?: boolean 
   const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
   // Built once: a transaction's stores only differ in the runner, which is the same every time.
-  const inTransaction = storesOn(runner.direct);
+  const clientRows: ClientRowCache = new Map();
+  const inTransaction = storesOn(runner.direct, clientRows, false);
   return {
-    ...storesOn(runner),
+    ...storesOn(runner, clientRows, true),
     transaction: (work) => runner.transaction(() => work(inTransaction)),
     ping: () => runner.run((d) => cached(d, 'SELECT 1 AS ok').get() !== undefined),
     close: async () => {
