@@ -48,7 +48,7 @@ import {
   type Rate,
 } from './harness.js';
 
-const { tap, runTeardowns } = benchTap();
+type Teardowns = ReturnType<typeof benchTap>['tap'];
 
 /** Logs the JOSE header of the first access token each provider issues (both must be ES256 at+jwt). */
 const shown = new Set<string>();
@@ -124,7 +124,7 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof pgQuery;
 
-async function postgresDatabase(): Promise<string | null> {
+async function postgresDatabase(tap: Teardowns): Promise<string | null> {
   const url = process.env['KEYPLANE_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
   try {
@@ -147,7 +147,7 @@ async function postgresDatabase(): Promise<string | null> {
   return dbUrl.toString();
 }
 
-async function keyplane(databaseUrl?: string): Promise<Contender> {
+async function keyplane(tap: Teardowns, databaseUrl?: string): Promise<Contender> {
   const backend = databaseUrl ? 'PostgreSQL' : 'SQLite';
   const { app, browser } = await benchControlPlane(tap, { adminToken: ADMIN, ...(databaseUrl ? { databaseUrl } : {}) });
   const client = await registerClient(app);
@@ -300,22 +300,27 @@ async function nodeOidcProvider(): Promise<Contender> {
  * 654 exchanges per CPU-second fresh, 259 after one round of each case), which a shared instance
  * would have counted against it.
  */
-async function sideBySide(contenders: () => Promise<Contender[]>, inFlight: number): Promise<Rates[]> {
+async function sideBySide(contenders: (tap: Teardowns) => Promise<Contender[]>, inFlight: number): Promise<Rates[]> {
   log(`  ${inFlight} request${inFlight === 1 ? '' : 's'} in flight:`);
   const options = { batch: Math.max(50, inFlight * 8), inFlight };
-  const forExchange = await contenders();
+  // Each case's providers are torn down after it: a control plane left running keeps its timers
+  // (the sealer ticks every second), whose work would be counted in the next case.
+  const forExchange = benchTap();
   const exchange = await measureInterleaved(
-    forExchange.map((provider) => casesOf(provider, inFlight).exchange),
+    (await contenders(forExchange.tap)).map((provider) => casesOf(provider, inFlight).exchange),
     options,
   );
-  const forRefresh = await contenders();
+  await forExchange.runTeardowns();
+  const forRefresh = benchTap();
+  const refreshing = await contenders(forRefresh.tap);
   const refresh = await measureInterleaved(
-    forRefresh.map((provider) => casesOf(provider, inFlight).refresh),
+    refreshing.map((provider) => casesOf(provider, inFlight).refresh),
     options,
   );
   const out: Rates[] = [];
-  for (const [i, provider] of forRefresh.entries())
+  for (const [i, provider] of refreshing.entries())
     out.push({ exchange: exchange[i]!, refresh: refresh[i]!, statements: await provider.statements?.() });
+  await forRefresh.runTeardowns();
   return out;
 }
 
@@ -328,55 +333,51 @@ const IN_FLIGHT = Math.max(2, Number(process.env['BENCH_IN_FLIGHT'] ?? 16));
 const TARGETS = { exchange: 2000, refresh: 3000, ratio: 1.5 };
 
 describeRun('bench:token');
+const bound = await es256Bound();
+let withReference = true;
 try {
-  const bound = await es256Bound();
-  let withReference = true;
-  try {
-    await nodeOidcProvider();
-  } catch (error) {
-    withReference = false;
-    log(`  oidc-provider could not be set up: ${(error as Error).message}`);
-  }
-  const postgresRun = process.env['BENCH_SKIP_POSTGRES'] !== '1';
-  const rounds: Array<{ inFlight: number; kp: Rates; other: Rates | null; onPg: Rates | null }> = [];
-  for (const inFlight of [1, IN_FLIGHT]) {
-    const [kp, other = null] = await sideBySide(
-      async () => [await keyplane(), ...(withReference ? [await nodeOidcProvider()] : [])],
-      inFlight,
+  await nodeOidcProvider();
+} catch (error) {
+  withReference = false;
+  log(`  oidc-provider could not be set up: ${(error as Error).message}`);
+}
+const postgresRun = process.env['BENCH_SKIP_POSTGRES'] !== '1';
+const rounds: Array<{ inFlight: number; kp: Rates; other: Rates | null; onPg: Rates | null }> = [];
+for (const inFlight of [1, IN_FLIGHT]) {
+  const [kp, other = null] = await sideBySide(
+    async (tap) => [await keyplane(tap), ...(withReference ? [await nodeOidcProvider()] : [])],
+    inFlight,
+  );
+  const [onPg = null] = postgresRun
+    ? await sideBySide(async (tap) => {
+        const databaseUrl = await postgresDatabase(tap);
+        return databaseUrl ? [await keyplane(tap, databaseUrl)] : [];
+      }, inFlight)
+    : [];
+  rounds.push({ inFlight, kp: kp!, other, onPg });
+}
+const verdict = (ok: boolean) => (ok ? 'met' : 'not met');
+const round = (rate: Rate) => `${Math.round(rate.cpu)} / ${Math.round(rate.wall)}`;
+// A code exchange signs two JWTs (ID token, access token); a refresh signs two as well. Each
+// cell is "per CPU-second / per wall second"; the targets are judged on the CPU figure (one
+// core's worth of this process), which holds up when the machine is shared.
+process.stdout.write(
+  `\nLoad average at the end: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ')} (1 / 5 / 15 min). Cells: per CPU-second / per wall second.\n`,
+);
+process.stdout.write(
+  '\n| grant | in flight | Keyplane SQLite | target (per CPU-s) | node-oidc-provider | ratio per CPU-s (wall) (target ≥ 1.5) | Keyplane PostgreSQL | PostgreSQL statements per grant | ES256 bound ÷ 2 | SQLite share of bound (CPU) |\n|---|---|---|---|---|---|---|---|---|---|\n',
+);
+for (const { inFlight, kp, other, onPg } of rounds) {
+  for (const name of ['exchange', 'refresh'] as const) {
+    const k = kp[name];
+    const o = other?.[name];
+    const target = TARGETS[name];
+    const ratio = o === undefined ? null : k.cpu / o.cpu;
+    const wallRatio = o === undefined ? null : k.wall / o.wall;
+    process.stdout.write(
+      `| ${name === 'exchange' ? 'code exchange' : 'refresh (rotating)'} | ${inFlight} | ${round(k)} | ≥ ${target}: ${verdict(k.cpu >= target)} | ${o === undefined ? 'n/a' : round(o)} | ${ratio === null ? 'n/a' : `${ratio.toFixed(2)} (${wallRatio!.toFixed(2)}): ${verdict(ratio >= TARGETS.ratio)}`} | ${onPg ? round(onPg[name]) : 'skipped'} | ${onPg?.statements ? onPg.statements[name] : 'n/a'} | ${Math.round(bound.cpu / 2)} / ${Math.round(bound.wall / 2)} | ${((k.cpu / (bound.cpu / 2)) * 100).toFixed(1)} % |\n`,
     );
-    const [onPg = null] = postgresRun
-      ? await sideBySide(async () => {
-          const databaseUrl = await postgresDatabase();
-          return databaseUrl ? [await keyplane(databaseUrl)] : [];
-        }, inFlight)
-      : [];
-    rounds.push({ inFlight, kp: kp!, other, onPg });
   }
-  const verdict = (ok: boolean) => (ok ? 'met' : 'not met');
-  const round = (rate: Rate) => `${Math.round(rate.cpu)} / ${Math.round(rate.wall)}`;
-  // A code exchange signs two JWTs (ID token, access token); a refresh signs two as well. Each
-  // cell is "per CPU-second / per wall second"; the targets are judged on the CPU figure (one
-  // core's worth of this process), which holds up when the machine is shared.
-  process.stdout.write(
-    `\nLoad average at the end: ${loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' / ')} (1 / 5 / 15 min). Cells: per CPU-second / per wall second.\n`,
-  );
-  process.stdout.write(
-    '\n| grant | in flight | Keyplane SQLite | target (per CPU-s) | node-oidc-provider | ratio per CPU-s (wall) (target ≥ 1.5) | Keyplane PostgreSQL | PostgreSQL statements per grant | ES256 bound ÷ 2 | SQLite share of bound (CPU) |\n|---|---|---|---|---|---|---|---|---|---|\n',
-  );
-  for (const { inFlight, kp, other, onPg } of rounds) {
-    for (const name of ['exchange', 'refresh'] as const) {
-      const k = kp[name];
-      const o = other?.[name];
-      const target = TARGETS[name];
-      const ratio = o === undefined ? null : k.cpu / o.cpu;
-      const wallRatio = o === undefined ? null : k.wall / o.wall;
-      process.stdout.write(
-        `| ${name === 'exchange' ? 'code exchange' : 'refresh (rotating)'} | ${inFlight} | ${round(k)} | ≥ ${target}: ${verdict(k.cpu >= target)} | ${o === undefined ? 'n/a' : round(o)} | ${ratio === null ? 'n/a' : `${ratio.toFixed(2)} (${wallRatio!.toFixed(2)}): ${verdict(ratio >= TARGETS.ratio)}`} | ${onPg ? round(onPg[name]) : 'skipped'} | ${onPg?.statements ? onPg.statements[name] : 'n/a'} | ${Math.round(bound.cpu / 2)} / ${Math.round(bound.wall / 2)} | ${((k.cpu / (bound.cpu / 2)) * 100).toFixed(1)} % |\n`,
-      );
-    }
-  }
-} finally {
-  await runTeardowns();
 }
