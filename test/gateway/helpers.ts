@@ -207,6 +207,29 @@ export async function startUpstream(
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, seen, last: () => seen.at(-1)! };
 }
 
+const SWITCHING_PROTOCOLS =
+  'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n';
+
+/**
+ * An upstream that records every upgrade request and accepts it with 101; with `echo` the socket
+ * then sends back what it receives, otherwise it ends after the 101.
+ */
+export async function startUpgradingUpstream(t: Tap, options: { echo?: boolean } = {}): Promise<Upstream> {
+  const upstream = await startUpstream(t, undefined, (req, socket) => {
+    upstream.seen.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body: '',
+    });
+    if (!options.echo) return void socket.end(SWITCHING_PROTOCOLS);
+    socket.write(SWITCHING_PROTOCOLS);
+    socket.pipe(socket);
+  });
+  return upstream;
+}
+
 export interface TestGateway {
   running: RunningGateway;
   /** The public URL. */

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { request } from 'undici';
-import { DEFAULT_IDENTITY, rawHttp, startTestGateway, startUpstream } from './helpers.js';
+import { DEFAULT_IDENTITY, rawHttp, startTestGateway, startUpgradingUpstream, startUpstream } from './helpers.js';
 
 const OPEN = {
   mode: 'enforce' as const,
@@ -278,19 +278,7 @@ t.test('streams request and response bodies, SSE unbuffered', async (t) => {
 });
 
 t.test('a WebSocket upgrade passes through with identity; refused without a session', async (t) => {
-  const upstream = await startUpstream(t, undefined, (req, socket) => {
-    upstream.seen.push({
-      method: req.method ?? '',
-      url: req.url ?? '',
-      headers: req.headers,
-      rawHeaders: req.rawHeaders,
-      body: '',
-    });
-    socket.write(
-      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n',
-    );
-    socket.pipe(socket);
-  });
+  const upstream = await startUpgradingUpstream(t, { echo: true });
   const gw = await startTestGateway(t, { upstream: upstream.url, policy: OPEN });
   const cookie = await gw.sessionCookie();
   const { port } = new URL(gw.url);
@@ -329,18 +317,7 @@ t.test('a WebSocket upgrade passes through with identity; refused without a sess
 t.test(
   'in observe mode an upgrade the policy would refuse passes without identity and is counted as observed',
   async (t) => {
-    const upstream = await startUpstream(t, undefined, (req, socket) => {
-      upstream.seen.push({
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        rawHeaders: req.rawHeaders,
-        body: '',
-      });
-      socket.end(
-        'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n',
-      );
-    });
+    const upstream = await startUpgradingUpstream(t);
     const gw = await startTestGateway(t, { upstream: upstream.url, policy: { ...OPEN, mode: 'observe' } });
     const answer = await rawHttp(
       gw.url,

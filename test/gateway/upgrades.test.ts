@@ -1,6 +1,13 @@
 import t from 'tap';
 import { TokenEndpointError, type TokenClient, type TokenSet } from '../../gateway/src/token-client.js';
-import { CLIENT_ID, rawHttp, signAccessToken, signIdToken, startTestGateway, startUpstream } from './helpers.js';
+import {
+  CLIENT_ID,
+  rawHttp,
+  signAccessToken,
+  signIdToken,
+  startTestGateway,
+  startUpgradingUpstream,
+} from './helpers.js';
 
 const POLICY = {
   mode: 'enforce' as const,
@@ -29,18 +36,7 @@ async function afterWindow(): Promise<TokenSet> {
 t.test(
   'an upgrade re-checks the session like a request: refreshed when due, step-up window and sign-out apply',
   async (t) => {
-    const upstream = await startUpstream(t, undefined, (req, socket) => {
-      upstream.seen.push({
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        rawHeaders: req.rawHeaders,
-        body: '',
-      });
-      socket.end(
-        'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n',
-      );
-    });
+    const upstream = await startUpgradingUpstream(t);
     let answer: () => Promise<TokenSet> = afterWindow;
     const calls: string[] = [];
     const tokenClient: TokenClient = {
