@@ -2,10 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { request } from 'undici';
-import { loadControlPlaneConfig, loadGatewayConfig } from '../../config/load.js';
-import { startControlPlane } from '../../control-plane/src/server.js';
+import { loadGatewayConfig } from '../../config/load.js';
 import { startGateway } from '../../gateway/src/server.js';
-import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
+import { tempDir } from '../helpers/build.js';
+import { startLiveControlPlane } from '../helpers/live-browser.js';
 import { ADMIN } from '../helpers/oidc.js';
 import { startUpstream } from './helpers.js';
 
@@ -43,21 +43,7 @@ async function statusOf(url: string): Promise<number> {
 t.test(
   'a real gateway pulls its signed config from a real control plane, follows an update within 5 s and shows green',
   async (t) => {
-    const cp = await startControlPlane(
-      loadControlPlaneConfig({
-        env: {},
-        overrides: {
-          port: 0,
-          host: '127.0.0.1',
-          dataDir: tempDir(t),
-          masterKey: TEST_MASTER_KEY,
-          adminToken: ADMIN,
-          logLevel: 'warn',
-        },
-      }),
-      { logStream: sink() },
-    );
-    t.teardown(() => cp.close());
+    const cp = await startLiveControlPlane(t, { adminToken: ADMIN });
     const admin = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
 
     const registered = await json(`${cp.url}/register`, {
@@ -158,21 +144,7 @@ t.test(
 );
 
 t.test('a gateway the control plane refuses stays closed and says why in its log', async (t) => {
-  const cp = await startControlPlane(
-    loadControlPlaneConfig({
-      env: {},
-      overrides: {
-        port: 0,
-        host: '127.0.0.1',
-        dataDir: tempDir(t),
-        masterKey: TEST_MASTER_KEY,
-        adminToken: ADMIN,
-        logLevel: 'warn',
-      },
-    }),
-    { logStream: sink() },
-  );
-  t.teardown(() => cp.close());
+  const cp = await startLiveControlPlane(t, { adminToken: ADMIN });
   const registered = await json(`${cp.url}/register`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
