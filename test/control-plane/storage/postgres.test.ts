@@ -58,11 +58,10 @@ else {
     'postgres: migrations run once, recorded in schema_migrations, even when replicas start together',
     async (t) => {
       const url = await createTestDatabase(t);
-      const [a, b] = await Promise.all([
-        openPostgresStorage(url, { poolSize: 2 }),
-        openPostgresStorage(url, { poolSize: 2 }),
-      ]);
-      t.teardown(() => Promise.all([a!.close(), b!.close()]));
+      // Six at once: CREATE TABLE IF NOT EXISTS races on the catalog unless it waits for the lock.
+      const opened = await Promise.all(Array.from({ length: 6 }, () => openPostgresStorage(url, { poolSize: 2 })));
+      t.teardown(() => Promise.all(opened.map((storage) => storage.close())));
+      const [a] = opened;
       const rows = await admin(url, 'SELECT version FROM schema_migrations ORDER BY version');
       t.same(
         rows.map((r) => r.version),

@@ -25,15 +25,15 @@ async function appliedVersion(client: pg.PoolClient): Promise<number> {
  */
 export async function migratePostgres(pool: pg.Pool, migrations: Migration[]): Promise<{ from: number; to: number }> {
   const latest = latestOf(migrations);
-  await pool
-    .query(
+  // Under the lock too: two replicas issuing CREATE TABLE IF NOT EXISTS at once race on the
+  // catalog, and the loser fails (a unique violation, or "type already exists" for the row type).
+  await inTransaction(pool, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query(
       `CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
-    )
-    .catch((error: unknown) => {
-      // Two replicas creating it at once: the loser sees a unique violation on the catalog.
-      if ((error as { code?: string }).code !== '23505') throw error;
-    });
+    );
+  });
   const from = await currentVersion(pool);
   if (from > latest) throw newerError(from, latest);
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
