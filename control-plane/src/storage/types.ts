@@ -889,9 +889,39 @@ export interface Stores {
   contacts: ContactStore;
 }
 
+/** What a spend with writes did: `written` is what `write` returned, present only when this call spent the row. */
+export interface SpentWith<Consumption, T> {
+  consumption: Consumption;
+  written?: T;
+}
+
+/**
+ * The writes that go with a spend. They may only call store methods that write and return
+ * nothing (inserts, `sessions.touch`, receipt appends): PostgreSQL collects their statements
+ * before it knows whether the spend happens, and sends them with it.
+ */
+export type WritesWithSpend<T> = (tx: Stores) => Promise<T>;
+
 export interface Storage extends Stores {
   /** Runs `work` in one transaction: everything it writes lands together or not at all. */
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
+  /**
+   * Spends the code (as `oidc.consumeCode` with `grantId`) and, only if this call spent it, lands
+   * what `write` writes in the same atomic step. On PostgreSQL the spend and the writes are one
+   * statement (one round trip, no BEGIN or COMMIT); on SQLite, one transaction.
+   */
+  redeemCode<T>(
+    codeHash: string,
+    at: number,
+    grantId: string,
+    write: WritesWithSpend<T>,
+  ): Promise<SpentWith<CodeConsumption, T>>;
+  /** The same for a refresh token (as `oidc.consumeRefreshToken`) and the writes of its rotation. */
+  rotateRefreshToken<T>(
+    tokenHash: string,
+    at: number,
+    write: WritesWithSpend<T>,
+  ): Promise<SpentWith<RefreshConsumption, T>>;
   /** Cheap liveness check for /readyz. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -1,3 +1,4 @@
+import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { Storage, StoredAuthorizationCode, StoredGrant } from '../../../control-plane/src/storage/types.js';
 
 interface Tap {
@@ -41,6 +42,8 @@ const grant = (id: string, at: number): StoredGrant => ({
   offline: false,
 });
 
+const receiptHash = (grantId: string) => sha256Hex(`receipt of ${grantId}`);
+
 /** The OIDC store's contract, for every backend: one-time codes and refresh tokens are consumed exactly once. */
 export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void {
   t.test('a code is consumed by exactly one of two concurrent exchanges; later ones see a replay', async (t) => {
@@ -82,6 +85,108 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
       'a replay links nothing',
     );
     t.equal(await storage.oidc.findCode('nope'), null);
+  });
+
+  t.test('a code is redeemed with its writes exactly once; the loser writes nothing', async (t) => {
+    const storage = await open();
+    await storage.oidc.insertCode(code('h3', 1000));
+    const redeem = (grantId: string) =>
+      storage.redeemCode('h3', 2000, grantId, async (tx) => {
+        await tx.oidc.insertGrant(grant(grantId, 2000));
+        await tx.oidc.insertRefreshToken({
+          tokenHash: `rt-${grantId}`,
+          grantId,
+          dpopJkt: null,
+          createdAt: 2000,
+          idleExpiresAt: 9000,
+          usedAt: null,
+        });
+        await tx.receipts.append({ kind: 'token.issued' }, receiptHash(grantId), 2000, `{"g":"${grantId}"}`);
+        return grantId;
+      });
+    const results = await Promise.all([redeem('gr_a'), redeem('gr_b')]);
+    t.same(results.map((r) => r.consumption.status).sort(), ['consumed', 'replayed']);
+    const winner = results.find((r) => r.consumption.status === 'consumed')!;
+    const loser = results.find((r) => r.consumption.status === 'replayed')!;
+    t.notOk('written' in loser, "the loser's writes report nothing");
+    const won = winner.written!;
+    const lost = won === 'gr_a' ? 'gr_b' : 'gr_a';
+    t.match(winner.consumption, { code: { grantId: won, consumedAt: 2000 } });
+    t.match(await storage.oidc.findRefreshGrant(`rt-${won}`), { grant: { grantId: won } });
+    t.equal(await storage.oidc.getGrant(lost), null, "the loser's grant was not written");
+    t.equal(await storage.oidc.findRefreshToken(`rt-${lost}`), null);
+    t.ok(await storage.receipts.get(receiptHash(won)));
+    t.notOk(await storage.receipts.get(receiptHash(lost)), 'nor its receipt');
+    t.same(await storage.redeemCode('nope', 2000, 'gr_c', async () => 'x'), { consumption: { status: 'unknown' } });
+  });
+
+  t.test('a refresh token rotates with its writes exactly once, and a failed write spends nothing', async (t) => {
+    const storage = await open();
+    await storage.identities.create({
+      identityId: 'usr_1',
+      username: 'ada',
+      displayName: '',
+      preferences: {},
+      founder: false,
+      createdAt: 10,
+      updatedAt: 10,
+    });
+    await storage.sessions.insert({
+      sessionId: 'ses_1',
+      tokenHash: 'cookie-1',
+      identityId: 'usr_1',
+      deviceId: 'dev_1',
+      assurance: 'passkey',
+      amr: ['pop'],
+      authTime: 100,
+      stepUpAt: null,
+      credId: null,
+      createdAt: 100,
+      lastSeenAt: 100,
+      idleExpiresAt: 3000,
+      absoluteExpiresAt: 5000,
+      revokedAt: null,
+    });
+    await storage.oidc.insertGrant(grant('gr_r', 1000));
+    const token = (tokenHash: string) => ({
+      tokenHash,
+      grantId: 'gr_r',
+      dpopJkt: null,
+      createdAt: 2000,
+      idleExpiresAt: 9000,
+      usedAt: null,
+    });
+    await storage.oidc.insertRefreshToken(token('r10'));
+    const rotate = (successor: string) =>
+      storage.rotateRefreshToken('r10', 2000, async (tx) => {
+        await tx.sessions.touch('ses_1', 2000, 9000);
+        await tx.oidc.insertRefreshToken(token(successor));
+        return successor;
+      });
+    const results = await Promise.all([rotate('r11'), rotate('r12')]);
+    t.same(results.map((r) => r.consumption.status).sort(), ['consumed', 'reused']);
+    const won = results.find((r) => r.consumption.status === 'consumed')!.written!;
+    t.equal(
+      await storage.oidc.findRefreshToken(won === 'r11' ? 'r12' : 'r11'),
+      null,
+      "the loser's successor is not there",
+    );
+    t.match(await storage.oidc.findRefreshToken(won), { usedAt: null });
+    t.match(
+      await storage.sessions.findLive('cookie-1', 2000),
+      { lastSeenAt: 2000, idleExpiresAt: 5000 },
+      'touched once, capped at the absolute end',
+    );
+
+    await storage.oidc.insertRefreshToken(token('r20'));
+    await t.rejects(
+      storage.rotateRefreshToken('r20', 2500, async (tx) => {
+        await tx.oidc.insertRefreshToken(token(won));
+      }),
+      'a write that fails (a taken key) fails the rotation',
+    );
+    t.match(await storage.oidc.findRefreshToken('r20'), { usedAt: null }, 'and leaves the token unspent');
+    t.same(await storage.rotateRefreshToken('nope', 2000, async () => 'x'), { consumption: { status: 'unknown' } });
   });
 
   t.test('a refresh token is read with its grant', async (t) => {

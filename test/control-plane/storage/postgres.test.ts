@@ -3,6 +3,7 @@ import pg from 'pg';
 import { MigrationError } from '../../../control-plane/src/storage/migration-error.js';
 import { openPostgresStorage } from '../../../control-plane/src/storage/postgres/index.js';
 import { migrations } from '../../../control-plane/src/storage/postgres/migrations.js';
+import { collectingSql, spendWith } from '../../../control-plane/src/storage/postgres/sql.js';
 import { migrations as sqliteMigrations } from '../../../control-plane/src/storage/sqlite/migrations.js';
 import { describeStorage, migrateStorage, openStorage } from '../../../control-plane/src/storage/open-storage.js';
 import { tempDir } from '../../helpers/build.js';
@@ -12,6 +13,41 @@ const latest = Math.max(...migrations.map((m) => m.version));
 
 t.test('both backends know the same migration versions', async (t) => {
   t.same(migrations.map((m) => m.version).sort(), sqliteMigrations.map((m) => m.version).sort());
+});
+
+t.test('writes go with a spend as guarded CTEs numbered after it; other statements are refused', async (t) => {
+  const spend = {
+    spent: 'spent AS (UPDATE t SET used = $2 WHERE k = $1 AND used IS NULL RETURNING *)',
+    answer: 'SELECT * FROM spent',
+  };
+  const [text, values] = spendWith(
+    spend,
+    ['k', 1],
+    [
+      ['INSERT INTO a (x, y) VALUES ($1, $2)', ['x', 'y']],
+      ['UPDATE b SET z = LEAST($2, w) WHERE id = $1 OR id = $3', ['id', 2, 'other']],
+    ],
+  );
+  t.equal(
+    text,
+    `WITH ${spend.spent},
+  w1 AS (INSERT INTO a (x, y) SELECT $3, $4 WHERE EXISTS (SELECT 1 FROM spent)),
+  w2 AS (UPDATE b SET z = LEAST($6, w) WHERE EXISTS (SELECT 1 FROM spent) AND (id = $5 OR id = $7))
+SELECT * FROM spent`,
+  );
+  t.same(values, ['k', 1, 'x', 'y', 'id', 2, 'other']);
+  for (const refused of [
+    'INSERT INTO a (x) VALUES ($1) ON CONFLICT (x) DO NOTHING',
+    'INSERT INTO a (x) SELECT $1',
+    'DELETE FROM a WHERE x = $1',
+    'UPDATE a SET x = $1',
+  ])
+    t.throws(() => spendWith(spend, [], [[refused, [1]]]), /cannot go with a spend/, refused);
+  const collected: Array<[string, unknown[]]> = [];
+  const sql = collectingSql(collected);
+  t.equal(await sql.atomic((inner) => inner.count('INSERT INTO a (x) VALUES ($1)', [1])), 1);
+  t.same(collected, [['INSERT INTO a (x) VALUES ($1)', [1]]]);
+  await t.rejects(sql.rows('SELECT 1'), /only writes/);
 });
 
 t.test('the factory picks SQLite without a database URL and names it without a password', async (t) => {

@@ -13,9 +13,9 @@ import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from 
 /**
  * The authorization-code grant (RFC 6749 §4.1.3, PKCE RFC 7636 §4.6): the code is checked
  * against client, redirect URI, verifier, DPoP key and the live sign-in, then spent in the
- * transaction that writes what the exchange creates (grant, refresh token, receipt): one
- * conditional update both spends it and links it to the grant, so two replicas redeeming it at
- * once redeem it once. A code that fails a check is spent all the same. A code found spent is a
+ * same atomic step that writes what the exchange creates (grant, refresh token, receipt; one
+ * statement on PostgreSQL): one conditional update both spends it and links it to the grant, so
+ * two replicas redeeming it at once redeem it once. A code that fails a check is spent all the same. A code found spent is a
  * replay and revokes everything issued from it; one spent by a concurrent exchange between the
  * read and the spend is refused without revoking the winner's grant. The reads that do not
  * depend on each other go out together.
@@ -79,10 +79,7 @@ export async function authorizationCodeGrant(
     offline: stored.offline,
   };
   const refreshToken = withRefresh ? randomToken(32) : undefined;
-  const written = await storage.transaction(async (tx) => {
-    const spent = await tx.oidc.consumeCode(codeHash, now, grant.grantId);
-    // Spent since it was read: nothing is written.
-    if (spent.status !== 'consumed') return { spent };
+  const { consumption, written } = await storage.redeemCode(codeHash, now, grant.grantId, async (tx) => {
     await tx.oidc.insertGrant(grant);
     if (refreshToken) {
       await tx.oidc.insertRefreshToken({
@@ -107,10 +104,9 @@ export async function authorizationCodeGrant(
       resource,
     });
   });
-  if ('spent' in written) {
-    if (written.spent.status === 'replayed') throw lostRace();
-    throw oauthError('invalid_grant', 'the authorization code is unknown');
-  }
+  // Spent since it was read: nothing was written.
+  if (consumption.status === 'replayed') throw lostRace();
+  if (!written) throw oauthError('invalid_grant', 'the authorization code is unknown');
   const { receipt } = written;
   const minted = await mintTokens(services, {
     grant,

@@ -7,14 +7,14 @@ import { isAccountActive } from '../../accounts/lifecycle.js';
 import type { StoredClient } from '../../storage/types.js';
 import { mintTokens, userClaims } from '../tokens.js';
 import { stringParam } from '../token-request.js';
-import { resourceFor, revokeFamily, revokeFamilyIn, type GrantResult, type GrantServices } from './shared.js';
+import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
 
 /**
  * The refresh-token grant (RFC 6749 §6) with rotation: every check that can fail without the
  * token being at fault runs before it is spent, so a refused request leaves it working; the
- * token and its grant are read together; the spend is one conditional update in the transaction
+ * token and its grant are read together; the spend is one conditional update in the atomic step
  * that writes its successor and the receipt (a token used concurrently rotates once), and a
- * rotated-out token that comes back revokes its whole family (RFC 9700 §4.14.2).
+ * rotated-out token that comes back revokes its whole family (RFC 9700 §4.14.2) right after.
  */
 export async function refreshTokenGrant(
   services: GrantServices,
@@ -58,16 +58,11 @@ export async function refreshTokenGrant(
     throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
   }
   const refreshToken = randomToken(32);
-  const outcome = await storage.transaction(async (tx) => {
-    // The spend shares the transaction (and its commit) with the rotation it allows.
-    const consumed = await tx.oidc.consumeRefreshToken(hash, now);
-    if (consumed.status !== 'consumed') {
-      // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
-      await revokeFamilyIn(tx, services, grant, 'refresh_reuse', now);
-      return { refused: 'reused' as const };
-    }
+  const expired = found.idleExpiresAt <= now || grant.expiresAt <= now;
+  // The spend lands with the rotation it allows (one statement on PostgreSQL).
+  const { consumption, written } = await storage.rotateRefreshToken(hash, now, async (tx) => {
     // Spent all the same: an expired token stays used up.
-    if (found.idleExpiresAt <= now || grant.expiresAt <= now) return { refused: 'expired' as const };
+    if (expired) return null;
     // Use at the app is use of the sign-in: the session's idle limit moves on (never its absolute one).
     if (!grant.offline) await tx.sessions.touch(grant.sessionId, now, now + config.lifetimes.sessionIdle * 1000);
     await tx.oidc.insertRefreshToken({
@@ -88,12 +83,13 @@ export async function refreshTokenGrant(
       dpop: proof !== null,
     });
   });
-  if ('refused' in outcome) {
-    if (outcome.refused === 'reused')
-      throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
-    throw oauthError('invalid_grant', 'the refresh token has expired');
+  if (consumption.status !== 'consumed') {
+    // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
+    await revokeFamily(services, grant, 'refresh_reuse');
+    throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
   }
-  const { receipt } = outcome;
+  if (!written) throw oauthError('invalid_grant', 'the refresh token has expired');
+  const { receipt } = written;
   const minted = await mintTokens(services, {
     grant,
     scopes: requested,

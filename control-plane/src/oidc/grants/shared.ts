@@ -2,7 +2,7 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { checkResource } from '../../../../lib/oauth/resource.js';
 import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
 import type { ControlPlaneServices } from '../../context.js';
-import type { Stores, StoredClient, StoredGrant } from '../../storage/types.js';
+import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import type { Minted } from '../tokens.js';
 
 /** What the authorization-code and refresh-token grants run on. */
@@ -22,26 +22,17 @@ type RevocationCause = 'code_replay' | 'refresh_reuse' | 'session_ended';
 /** Revokes a grant (its whole family) with a receipt. */
 export async function revokeFamily(services: GrantServices, grant: StoredGrant, cause: RevocationCause): Promise<void> {
   const now = services.now();
-  await services.storage.transaction((tx) => revokeFamilyIn(tx, services, grant, cause, now));
-}
-
-/** `revokeFamily` inside a transaction the caller holds. */
-export async function revokeFamilyIn(
-  tx: Stores,
-  services: Pick<GrantServices, 'events'>,
-  grant: StoredGrant,
-  cause: RevocationCause,
-  now: number,
-): Promise<void> {
-  if (!(await tx.oidc.revokeGrant(grant.grantId, now))) return;
-  await services.events.record(tx, {
-    type: 'token.family_revoked',
-    at: now,
-    outcome: 'success',
-    clientId: grant.clientId,
-    identityId: grant.identityId,
-    grantId: grant.grantId,
-    cause,
+  await services.storage.transaction(async (tx) => {
+    if (!(await tx.oidc.revokeGrant(grant.grantId, now))) return;
+    await services.events.record(tx, {
+      type: 'token.family_revoked',
+      at: now,
+      outcome: 'success',
+      clientId: grant.clientId,
+      identityId: grant.identityId,
+      grantId: grant.grantId,
+      cause,
+    });
   });
 }
 

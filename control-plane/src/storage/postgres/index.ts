@@ -1,6 +1,6 @@
 import { postgresContactStore } from './contact-store.js';
 import type { Migration } from '../sqlite/migrations.js';
-import type { Storage, Stores } from '../types.js';
+import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import { postgresAgentStore } from './agent-store.js';
 import { postgresClientStore } from './client-store.js';
 import { postgresCredentialStore } from './credential-store.js';
@@ -12,13 +12,22 @@ import { postgresIdentityStore } from './identity-store.js';
 import { postgresKeyStore } from './key-store.js';
 import { postgresLinkStore } from './link-store.js';
 import { migrations as allMigrations } from './migrations.js';
-import { postgresOidcStore } from './oidc-store.js';
+import { postgresOidcStore, spendCode, spendRefreshToken } from './oidc-store.js';
 import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
 import { postgresRecoveryCodeStore } from './recovery-code-store.js';
 import { postgresSamlStore } from './saml-store.js';
 import { postgresSessionStore } from './session-store.js';
-import { clientSql, createPool, inTransaction, poolSql, type Sql } from './sql.js';
+import {
+  clientSql,
+  collectingSql,
+  createPool,
+  inTransaction,
+  poolSql,
+  spendWith,
+  type SpendStatement,
+  type Sql,
+} from './sql.js';
 import { postgresTotpStore } from './totp-store.js';
 import { postgresRolloutStore } from './rollout-store.js';
 
@@ -46,6 +55,18 @@ function storesOn(sql: Sql): Stores {
   };
 }
 
+/** A spend and its writes as one statement on the pool; `write`'s answer counts only if the spend happened. */
+async function spendTogether<C extends { status: string }, R, T>(
+  sql: Sql,
+  spend: { statement: SpendStatement; values: unknown[]; consumption: (rows: R[]) => C },
+  write: WritesWithSpend<T>,
+): Promise<SpentWith<C, T>> {
+  const writes: Array<[string, unknown[]]> = [];
+  const written = await write(storesOn(collectingSql(writes)));
+  const consumption = spend.consumption(await sql.rows<R>(...spendWith(spend.statement, spend.values, writes)));
+  return consumption.status === 'consumed' ? { consumption, written } : { consumption };
+}
+
 export interface PostgresOptions {
   /** Apply pending migrations first (default); otherwise refuse a schema that is not exactly current. */
   migrate?: boolean;
@@ -65,9 +86,12 @@ export async function openPostgresStorage(url: string, options: PostgresOptions 
     await pool.end();
     throw error;
   }
+  const direct = poolSql(pool);
   return {
-    ...storesOn(poolSql(pool)),
+    ...storesOn(direct),
     transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client)))),
+    redeemCode: (codeHash, at, grantId, write) => spendTogether(direct, spendCode(codeHash, at, grantId), write),
+    rotateRefreshToken: (tokenHash, at, write) => spendTogether(direct, spendRefreshToken(tokenHash, at), write),
     ping: async () => {
       try {
         await pool.query('SELECT 1');

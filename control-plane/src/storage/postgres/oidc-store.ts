@@ -14,22 +14,40 @@ import {
   type RefreshRow,
   type GrantRow,
 } from '../rows.js';
-import type { OidcStore } from '../types.js';
-import { insertOf, type Sql } from './sql.js';
+import type { CodeConsumption, OidcStore, RefreshConsumption } from '../types.js';
+import { insertOf, spendWith, type Sql, type SpendStatement } from './sql.js';
 
 /**
- * Spends a one-time row in one round trip: the conditional UPDATE marks it for exactly one
- * caller (a concurrent one on another replica waits for the row lock, re-reads the committed
- * row under READ COMMITTED and matches nothing); everyone else gets the row as it stood.
+ * Spends a one-time row in one round trip: the conditional UPDATE in `spent` marks it for
+ * exactly one caller (a concurrent one on another replica waits for the row lock, re-reads the
+ * committed row under READ COMMITTED and matches nothing); everyone else gets the row as it
+ * stood. `spendWith` (sql.ts) puts writes between the two parts that land only with the spend.
  */
-const spendOnce = (table: string, key: string, column: string, also = '') => `
-  WITH spent AS (UPDATE ${table} SET ${column} = $2${also} WHERE ${key} = $1 AND ${column} IS NULL RETURNING *)
-  SELECT true AS fresh, * FROM spent
+const spendOnce = (table: string, key: string, column: string, also = ''): SpendStatement => ({
+  spent: `spent AS (UPDATE ${table} SET ${column} = $2${also} WHERE ${key} = $1 AND ${column} IS NULL RETURNING *)`,
+  answer: `SELECT true AS fresh, * FROM spent
   UNION ALL
-  SELECT false AS fresh, * FROM ${table} WHERE ${key} = $1 AND NOT EXISTS (SELECT 1 FROM spent)`;
+  SELECT false AS fresh, * FROM ${table} WHERE ${key} = $1 AND NOT EXISTS (SELECT 1 FROM spent)`,
+});
 
 const SPEND_CODE = spendOnce('oidc_codes', 'code_hash', 'consumed_at', ', grant_id = $3');
 const SPEND_REFRESH = spendOnce('oidc_refresh_tokens', 'token_hash', 'used_at');
+
+/** `consumeCode` as a statement, with what its answer means. */
+export const spendCode = (codeHash: string, at: number, grantId: string | null) => ({
+  statement: SPEND_CODE,
+  values: [codeHash, at, grantId],
+  consumption: ([row]: Array<CodeRow & { fresh: boolean }>): CodeConsumption =>
+    row ? { status: row.fresh ? 'consumed' : 'replayed', code: codeFromRow(row) } : { status: 'unknown' },
+});
+
+/** `consumeRefreshToken` as a statement, with what its answer means. */
+export const spendRefreshToken = (tokenHash: string, at: number) => ({
+  statement: SPEND_REFRESH,
+  values: [tokenHash, at],
+  consumption: ([row]: Array<RefreshRow & { fresh: boolean }>): RefreshConsumption =>
+    row ? { status: row.fresh ? 'consumed' : 'reused', token: refreshFromRow(row) } : { status: 'unknown' },
+});
 
 export function postgresOidcStore(sql: Sql): OidcStore {
   return {
@@ -41,9 +59,8 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       return row ? codeFromRow(row) : null;
     },
     consumeCode: async (codeHash, at, grantId) => {
-      const [row] = await sql.rows<CodeRow & { fresh: boolean }>(SPEND_CODE, [codeHash, at, grantId ?? null]);
-      if (!row) return { status: 'unknown' };
-      return { status: row.fresh ? 'consumed' : 'replayed', code: codeFromRow(row) };
+      const spend = spendCode(codeHash, at, grantId ?? null);
+      return spend.consumption(await sql.rows(...spendWith(spend.statement, spend.values)));
     },
     insertGrant: async (grant) => {
       await sql.count(...insertOf('oidc_grants', grantToRow({ ...grant, revokedAt: null })));
@@ -93,9 +110,8 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       return row ? refreshGrantFromRow(row) : null;
     },
     consumeRefreshToken: async (tokenHash, at) => {
-      const [row] = await sql.rows<RefreshRow & { fresh: boolean }>(SPEND_REFRESH, [tokenHash, at]);
-      if (!row) return { status: 'unknown' };
-      return { status: row.fresh ? 'consumed' : 'reused', token: refreshFromRow(row) };
+      const spend = spendRefreshToken(tokenHash, at);
+      return spend.consumption(await sql.rows(...spendWith(spend.statement, spend.values)));
     },
     revokeAccessToken: async (jti, expiresAt) => {
       await sql.count(

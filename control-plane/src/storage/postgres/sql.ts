@@ -134,3 +134,60 @@ export function insertOf(table: string, row: object, suffix = ''): [string, unkn
   }
   return [text, Object.values(row)];
 }
+
+/** A statement that spends a one-time row: the CTE `spent` marks it, `answer` reports on it. */
+export interface SpendStatement {
+  spent: string;
+  answer: string;
+}
+
+const GUARD = 'EXISTS (SELECT 1 FROM spent)';
+
+/**
+ * Turns a collected write into a CTE that lands only if `spent` marked a row, its parameters
+ * numbered from `offset + 1`. Only the two shapes the stores write are taken: an INSERT … VALUES
+ * without a suffix (from `insertOf` or written out) and an UPDATE … WHERE (whose SET holds no WHERE).
+ */
+function guarded(text: string, offset: number): string {
+  const renumbered = text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+  const insert = /^INSERT INTO (\w+ \([^)]*\)) VALUES \(([^()]*)\)$/.exec(renumbered);
+  if (insert) return `INSERT INTO ${insert[1]} SELECT ${insert[2]} WHERE ${GUARD}`;
+  const update = /^(UPDATE \w+ SET .*?) WHERE (.*)$/s.exec(renumbered);
+  if (update) return `${update[1]} WHERE ${GUARD} AND (${update[2]})`;
+  throw new Error(`this statement cannot go with a spend: ${text.slice(0, 60)}`);
+}
+
+/**
+ * One statement for a spend and the writes that go with it: every write sees the spend's
+ * snapshot and lands only if the spend marked its row, all in the statement's own
+ * transaction, so the pair needs no BEGIN and no COMMIT: one round trip.
+ */
+export function spendWith(
+  spend: SpendStatement,
+  spendValues: unknown[],
+  writes: ReadonlyArray<readonly [string, unknown[]]> = [],
+): [string, unknown[]] {
+  const values = [...spendValues];
+  const ctes = [spend.spent];
+  for (const [text, writeValues] of writes) {
+    ctes.push(`w${ctes.length} AS (${guarded(text, values.length)})`);
+    values.push(...writeValues);
+  }
+  return [`WITH ${ctes.join(',\n  ')}\n${spend.answer}`, values];
+}
+
+/**
+ * Where `WritesWithSpend` run on PostgreSQL: their statements are collected, not sent
+ * (each reports one row touched), and reads are refused.
+ */
+export function collectingSql(into: Array<[string, unknown[]]>): Sql {
+  const sql: Sql = {
+    rows: () => Promise.reject(new Error('only writes can go with a spend')),
+    count: async (text, values) => {
+      into.push([text, values ?? []]);
+      return 1;
+    },
+    atomic: (work) => work(sql),
+  };
+  return sql;
+}

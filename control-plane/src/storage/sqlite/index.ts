@@ -53,6 +53,20 @@ export function openSqliteStorage(dataDir: string, options: { migrate?: boolean 
   return {
     ...storesOn(runner, clientRows, true),
     transaction: (work) => runner.transaction(() => work(inTransaction)),
+    redeemCode: (codeHash, at, grantId, write) =>
+      runner.transaction(async () => {
+        const consumption = await inTransaction.oidc.consumeCode(codeHash, at, grantId);
+        return consumption.status === 'consumed'
+          ? { consumption, written: await write(inTransaction) }
+          : { consumption };
+      }),
+    rotateRefreshToken: (tokenHash, at, write) =>
+      runner.transaction(async () => {
+        const consumption = await inTransaction.oidc.consumeRefreshToken(tokenHash, at);
+        return consumption.status === 'consumed'
+          ? { consumption, written: await write(inTransaction) }
+          : { consumption };
+      }),
     ping: () => runner.run((d) => cached(d, 'SELECT 1 AS ok').get() !== undefined),
     close: async () => {
       db.close();
