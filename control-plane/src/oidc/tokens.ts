@@ -5,7 +5,7 @@ import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel } from 
 import { signAccessToken, signIdToken } from '../../../lib/tokens/sign-token.js';
 import { randomToken } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredGrant } from '../storage/types.js';
+import type { Identity, StoredEmail, StoredGrant } from '../storage/types.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import { agentGrantStands } from '../agents/grants.js';
 
@@ -105,6 +105,11 @@ export async function userClaims(
     services.storage.identities.get(identityId),
     services.storage.emails.listByIdentity(identityId),
   ]);
+  return claimsOf(identity, emails);
+}
+
+/** `userClaims` from the account and its addresses read already. */
+export function claimsOf(identity: Identity | null, emails: readonly StoredEmail[]): UserClaims {
   // A verified address first; an unverified one is stated with email_verified: false.
   const chosen = emails.find((e) => e.verifiedAt !== null) ?? emails[0];
   const out: UserClaims = {};

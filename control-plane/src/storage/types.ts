@@ -902,6 +902,16 @@ export interface SpentWith<Consumption, T> {
  */
 export type WritesWithSpend<T> = (tx: Stores) => Promise<T>;
 
+/** What a grant checks about the account and the sign-in behind it before it issues. */
+export interface GrantSubject {
+  /** The account's state; null when it is gone. */
+  state: AccountState | null;
+  /** Whether the session is live at the time asked (true when no session was named). */
+  sessionLive: boolean;
+  /** When asked for: the account and its addresses, for the ID token's claims. */
+  claims?: { identity: Identity | null; emails: StoredEmail[] };
+}
+
 export interface Storage extends Stores {
   /** Runs `work` in one transaction: everything it writes lands together or not at all. */
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
@@ -922,6 +932,11 @@ export interface Storage extends Stores {
     at: number,
     write: WritesWithSpend<T>,
   ): Promise<SpentWith<RefreshConsumption, T>>;
+  /**
+   * The grant's subject in one read (one statement on PostgreSQL): the account's state, whether
+   * `sessionId` (unless null) is live at `now`, and with `withClaims` the account and its addresses.
+   */
+  grantSubject(identityId: string, sessionId: string | null, now: number, withClaims: boolean): Promise<GrantSubject>;
   /** Cheap liveness check for /readyz. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -1,4 +1,5 @@
 import type { Storage } from '../../../control-plane/src/storage/types.js';
+import { identity, session } from './fixtures/accounts.js';
 
 interface Tap {
   test(name: string, fn: (t: Tap) => Promise<void>): Promise<void> | unknown;
@@ -8,16 +9,6 @@ interface Tap {
   notOk(a: unknown, m?: string): void;
   rejects(p: Promise<unknown>, m?: string): Promise<void> | unknown;
 }
-
-const identity = (identityId: string, username: string, founder = false) => ({
-  identityId,
-  username,
-  displayName: '',
-  preferences: {},
-  founder,
-  createdAt: 10,
-  updatedAt: 10,
-});
 
 /** Behaviour every identity, credential, session and device store backend must show. */
 export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): void {
@@ -97,22 +88,6 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
   t.test('session store: live look-up by hash, idle and absolute expiry, revocation', async (t) => {
     const s = await open();
     await s.identities.create(identity('usr_a', 'ada'));
-    const session = (sessionId: string, deviceId: string) => ({
-      sessionId,
-      tokenHash: `hash-${sessionId}`,
-      identityId: 'usr_a',
-      deviceId,
-      assurance: 'passkey' as const,
-      amr: ['pop', 'user'],
-      authTime: 100,
-      stepUpAt: null,
-      credId: 'c1',
-      createdAt: 100,
-      lastSeenAt: 100,
-      idleExpiresAt: 200,
-      absoluteExpiresAt: 1000,
-      revokedAt: null,
-    });
     await s.sessions.insert(session('s1', 'd1'));
     await s.sessions.insert(session('s2', 'd1'));
     await s.sessions.insert(session('s3', 'd2'));
@@ -152,6 +127,55 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.equal(await s.sessions.revokeAll('usr_b', 162), 0, "only the account's own sessions");
     t.equal(await s.sessions.revokeAll('usr_a', 162), 1);
     t.same(await s.sessions.listLive('usr_a', 163), []);
+  });
+
+  t.test("a grant's subject: account state, the session's liveness and the claims, read together", async (t) => {
+    const s = await open();
+    await s.identities.create({ ...identity('usr_a', 'ada'), displayName: 'Ada L.' });
+    await s.emails.add({
+      emailId: 'eml_2',
+      identityId: 'usr_a',
+      email: 'b@example.com',
+      createdAt: 20,
+      verifiedAt: 30,
+    });
+    await s.emails.add({
+      emailId: 'eml_1',
+      identityId: 'usr_a',
+      email: 'a@example.com',
+      createdAt: 10,
+      verifiedAt: null,
+    });
+    await s.sessions.insert(session('s1', 'd1'));
+    t.same(await s.grantSubject('usr_a', 's1', 150, false), { state: 'active', sessionLive: true });
+    t.same(await s.grantSubject('usr_a', 's1', 200, false), { state: 'active', sessionLive: false }, 'idle end');
+    t.same(
+      await s.grantSubject('usr_a', null, 5000, false),
+      { state: 'active', sessionLive: true },
+      'no session asked',
+    );
+    t.same(await s.grantSubject('usr_a', 'nope', 150, false), { state: 'active', sessionLive: false });
+    t.same(await s.grantSubject('usr_a', 's1', 150, true), {
+      state: 'active',
+      sessionLive: true,
+      claims: {
+        identity: await s.identities.get('usr_a'),
+        emails: await s.emails.listByIdentity('usr_a'),
+      },
+    });
+    t.same(
+      (await s.grantSubject('usr_a', 's1', 150, true)).claims?.emails.map((e) => e.emailId),
+      ['eml_1', 'eml_2'],
+      'addresses in the order listByIdentity gives',
+    );
+    await s.sessions.revoke('usr_a', 's1', 160);
+    await s.identities.setState('usr_a', 'disabled', 170);
+    t.same(await s.grantSubject('usr_a', 's1', 180, false), { state: 'disabled', sessionLive: false });
+    t.same(await s.grantSubject('usr_x', null, 180, true), {
+      state: null,
+      sessionLive: true,
+      claims: { identity: null, emails: [] },
+    });
   });
 
   t.test('identity store: account state, and deletion that takes everything hanging on the identity', async (t) => {

@@ -1,4 +1,5 @@
 import { sha256Hex } from '../../../lib/util/sha256.js';
+import { identity, session } from './fixtures/accounts.js';
 import type { Storage, StoredAuthorizationCode, StoredGrant } from '../../../control-plane/src/storage/types.js';
 
 interface Tap {
@@ -122,30 +123,11 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
 
   t.test('a refresh token rotates with its writes exactly once, and a failed write spends nothing', async (t) => {
     const storage = await open();
-    await storage.identities.create({
-      identityId: 'usr_1',
-      username: 'ada',
-      displayName: '',
-      preferences: {},
-      founder: false,
-      createdAt: 10,
-      updatedAt: 10,
-    });
+    await storage.identities.create(identity('usr_1', 'ada'));
     await storage.sessions.insert({
-      sessionId: 'ses_1',
-      tokenHash: 'cookie-1',
-      identityId: 'usr_1',
-      deviceId: 'dev_1',
-      assurance: 'passkey',
-      amr: ['pop'],
-      authTime: 100,
-      stepUpAt: null,
-      credId: null,
-      createdAt: 100,
-      lastSeenAt: 100,
+      ...session('ses_1', 'dev_1', 'usr_1'),
       idleExpiresAt: 3000,
       absoluteExpiresAt: 5000,
-      revokedAt: null,
     });
     await storage.oidc.insertGrant(grant('gr_r', 1000));
     const token = (tokenHash: string) => ({
@@ -173,7 +155,7 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     );
     t.match(await storage.oidc.findRefreshToken(won), { usedAt: null });
     t.match(
-      await storage.sessions.findLive('cookie-1', 2000),
+      await storage.sessions.findLive('hash-ses_1', 2000),
       { lastSeenAt: 2000, idleExpiresAt: 5000 },
       'touched once, capped at the absolute end',
     );

@@ -4,9 +4,8 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { parseScope } from '../../../../lib/oauth/scope.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
-import { isAccountActive } from '../../accounts/lifecycle.js';
 import type { StoredAuthorizationCode, StoredClient, StoredGrant } from '../../storage/types.js';
-import { mintTokens, userClaims } from '../tokens.js';
+import { claimsOf, mintTokens } from '../tokens.js';
 import { stringParam } from '../token-request.js';
 import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
 
@@ -17,8 +16,8 @@ import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from 
  * statement on PostgreSQL): one conditional update both spends it and links it to the grant, so
  * two replicas redeeming it at once redeem it once. A code that fails a check is spent all the same. A code found spent is a
  * replay and revokes everything issued from it; one spent by a concurrent exchange between the
- * read and the spend is refused without revoking the winner's grant. The reads that do not
- * depend on each other go out together.
+ * read and the spend is refused without revoking the winner's grant. What the exchange checks
+ * about the account and the sign-in is read at once (`grantSubject`).
  */
 export async function authorizationCodeGrant(
   services: GrantServices,
@@ -40,21 +39,18 @@ export async function authorizationCodeGrant(
   if (stored.consumedAt !== null) return refuseReplay(services, stored);
   const scopes = parseScope(stored.scope);
   const idToken = scopes.includes('openid');
-  const [active, sessionLive, claims] = await Promise.all([
-    isAccountActive(storage, stored.identityId),
-    storage.sessions.isLive(stored.sessionId, now),
-    idToken ? userClaims(services, stored.identityId) : undefined,
-  ]);
+  const subject = await storage.grantSubject(stored.identityId, stored.sessionId, now, idToken);
+  const claims = subject.claims && claimsOf(subject.claims.identity, subject.claims.emails);
   let resource: string | null;
   try {
-    if (!active) throw oauthError('invalid_grant', 'the account is disabled or deleted');
+    if (subject.state !== 'active') throw oauthError('invalid_grant', 'the account is disabled or deleted');
     checkCodeExchange(stored, {
       clientId: client.clientId,
       redirectUri,
       verifier,
       proofJkt: proof?.jkt ?? null,
       now,
-      sessionLive,
+      sessionLive: subject.sessionLive,
     });
     resource = resourceFor(client, body, stored.resource);
   } catch (error) {

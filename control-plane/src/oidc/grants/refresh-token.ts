@@ -3,9 +3,8 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { parseScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
-import { isAccountActive } from '../../accounts/lifecycle.js';
 import type { StoredClient } from '../../storage/types.js';
-import { mintTokens, userClaims } from '../tokens.js';
+import { claimsOf, mintTokens } from '../tokens.js';
 import { stringParam } from '../token-request.js';
 import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
 
@@ -42,18 +41,20 @@ export async function refreshTokenGrant(
   const requested = body.scope === undefined ? granted : parseScope(body.scope);
   const extra = requested.find((scope) => !granted.includes(scope));
   const idToken = requested.includes('openid');
-  const [active, sessionLive, claims] = await Promise.all([
-    isAccountActive(storage, grant.identityId),
+  const subject = await storage.grantSubject(
+    grant.identityId,
     // A grant ends with the session that started it, unless the user approved offline access.
-    grant.offline || storage.sessions.isLive(grant.sessionId, now),
-    extra === undefined && idToken ? userClaims(services, grant.identityId) : undefined,
-  ]);
-  if (!active) throw oauthError('invalid_grant', 'the account is disabled or deleted');
+    grant.offline ? null : grant.sessionId,
+    now,
+    extra === undefined && idToken,
+  );
+  const claims = subject.claims && claimsOf(subject.claims.identity, subject.claims.emails);
+  if (subject.state !== 'active') throw oauthError('invalid_grant', 'the account is disabled or deleted');
   if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
   if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token'))
     throw oauthError('invalid_grant', 'the grant does not allow refresh');
   const resource = resourceFor(client, body, grant.resource);
-  if (!sessionLive) {
+  if (!subject.sessionLive) {
     await revokeFamily(services, grant, 'session_ended');
     throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
   }

@@ -8,7 +8,7 @@ import { checkPostgresVersion, migratePostgres } from './database.js';
 import { postgresDeviceStore } from './device-store.js';
 import { postgresEmailStore } from './email-store.js';
 import { postgresGatewayStore } from './gateway-store.js';
-import { postgresIdentityStore } from './identity-store.js';
+import { postgresGrantSubject, postgresIdentityStore } from './identity-store.js';
 import { postgresKeyStore } from './key-store.js';
 import { postgresLinkStore } from './link-store.js';
 import { migrations as allMigrations } from './migrations.js';
@@ -91,6 +91,8 @@ export async function openPostgresStorage(url: string, options: PostgresOptions 
     ...storesOn(direct),
     transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client)))),
     redeemCode: (codeHash, at, grantId, write) => spendTogether(direct, spendCode(codeHash, at, grantId), write),
+    grantSubject: (identityId, sessionId, now, withClaims) =>
+      postgresGrantSubject(direct, identityId, sessionId, now, withClaims),
     rotateRefreshToken: (tokenHash, at, write) => spendTogether(direct, spendRefreshToken(tokenHash, at), write),
     ping: async () => {
       try {

@@ -2,8 +2,11 @@ import { sessionFromRow, sessionToRow, type SessionRow } from '../rows.js';
 import type { SessionStore } from '../types.js';
 import { insertOf, type Sql } from './sql.js';
 
-/** Live at the time in parameter $2. */
-const LIVE = 'revoked_at IS NULL AND idle_expires_at > $2 AND absolute_expires_at > $2';
+/** A session row live at the time in parameter `now` ('$2'). */
+export const liveAt = (now: string) =>
+  `revoked_at IS NULL AND idle_expires_at > ${now} AND absolute_expires_at > ${now}`;
+
+const LIVE = liveAt('$2');
 
 export function postgresSessionStore(sql: Sql): SessionStore {
   return {
