@@ -483,6 +483,18 @@ async function main(): Promise<void> {
       `# bench:gateway on ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, node ${process.version}, ${CONNECTIONS} keep-alive connections, ${SECONDS} s each\n`,
     );
     process.stdout.write(`# before: ${loadLine()} (1, 5, 15 min; figures from a loaded machine are indicative only)\n`);
+    // BENCH_ONLY=dpop runs (d) alone, three times (to profile the DPoP path with BENCH_PROFILE).
+    if (process.env['BENCH_ONLY'] === 'dpop') {
+      const path = '/api/items';
+      const proofs = await proofMaker(gateway.dpopJwk!, `${gateway.publicUrl}${path}`, gateway.token!);
+      for (let pass = 1; pass <= 3; pass++) {
+        await proofs.fill(8000 * (SECONDS + 1));
+        process.stdout.write(
+          `${line(`(d) gateway, DPoP-bound token, pass ${pass}`, await measured(gateway, () => proofs.next(), path))}\n`,
+        );
+      }
+      return;
+    }
     // BENCH_ONLY=gateway skips (a) and (b), e.g. to profile the gateway alone.
     const only = process.env['BENCH_ONLY'] === 'gateway';
     const direct = only ? undefined : await measured(upstream, {});
