@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import type { ClientOrigins } from './clients/client-origins.js';
 import type { AssuranceLevel } from '../../lib/assurance/assurance.js';
 import type { ControlPlaneConfig } from '../../config/types.js';
 import type { GuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
@@ -24,6 +25,8 @@ export interface ControlPlaneServices {
   secrets: SecretsService;
   /** Outgoing mail: SMTP, or RFC 5322 files in <dataDir>/outbox/. */
   mailer: Mailer;
+  /** The origins of registered redirect URIs, kept for the CORS checks (docs/oidc.md#cors). */
+  clientOrigins: ClientOrigins;
   /** The one way to fetch a URL a user gave (https, public addresses, capped): docs/fetch.md. */
   fetcher: GuardedFetcher;
   now: () => number;

@@ -12,6 +12,7 @@ import { createSecrets } from './keys/secrets.js';
 import { createMailer } from './mail/mailer.js';
 import { openStorage, type StorageConfig } from './storage/open-storage.js';
 import type { Storage } from './storage/types.js';
+import { ClientOrigins } from './clients/client-origins.js';
 
 export interface OpenOptions {
   now?: () => number;
@@ -60,6 +61,10 @@ export async function openControlPlaneServices(
       onError: (error) => options.warn?.(`sealing the receipt ledger failed: ${(error as Error).message}`),
     });
     events.subscribe(ledger.record);
+    const clientOrigins = new ClientOrigins(storage.clients);
+    events.subscribe((_tx, event) => {
+      if (event.type.startsWith('client.')) clientOrigins.forget();
+    });
     await ledger.start();
     const mailer = createMailer({
       smtpUrl: config.mail.smtpUrl,
@@ -77,6 +82,7 @@ export async function openControlPlaneServices(
       events,
       ledger,
       secrets: createSecrets(master.key),
+      clientOrigins,
       mailer,
       now,
       fetcher: createGuardedFetcher({

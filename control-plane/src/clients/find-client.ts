@@ -1,4 +1,3 @@
-import { originsOf } from '../../../lib/oauth/redirect-uri.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 
@@ -20,14 +19,4 @@ export async function listClients(
   limit: number,
 ): Promise<StoredClient[]> {
   return services.storage.clients.list(after, limit);
-}
-
-/** The origins of every registered redirect URI: browser-based clients' origins for CORS. */
-export async function redirectOrigins(services: Pick<ControlPlaneServices, 'storage'>): Promise<string[]> {
-  return originsOf(await services.storage.clients.allRedirectUris());
-}
-
-/** The origins of clients that turned in-place sign-in on (docs/in-place.md#origins). */
-export async function inPlaceOrigins(services: Pick<ControlPlaneServices, 'storage'>): Promise<string[]> {
-  return originsOf(await services.storage.clients.inPlaceRedirectUris());
 }

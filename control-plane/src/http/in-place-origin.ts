@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { buildCorsHeaders, isRegisteredOrigin, type CorsOptions } from '../../../lib/oauth/in-place.js';
 import type { ControlPlaneServices } from '../context.js';
-import { findClient, inPlaceOrigins } from '../clients/find-client.js';
+import { findClient } from '../clients/find-client.js';
 import type { StoredClient } from '../storage/types.js';
 
 /**
@@ -37,13 +37,13 @@ export async function inPlaceClientFor(
  * in-place client passes; the request itself is then checked against its own client.
  */
 export async function inPlacePreflight(
-  services: Pick<ControlPlaneServices, 'storage'>,
+  services: Pick<ControlPlaneServices, 'clientOrigins'>,
   request: FastifyRequest,
   reply: FastifyReply,
   options: CorsOptions,
 ): Promise<FastifyReply> {
   const origin = request.headers.origin;
-  const allowed = origin !== undefined && (await inPlaceOrigins(services)).includes(origin);
+  const allowed = origin !== undefined && (await services.clientOrigins.inPlace()).includes(origin);
   return reply
     .code(204)
     .headers(buildCorsHeaders(origin, allowed, options))

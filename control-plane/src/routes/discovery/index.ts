@@ -1,5 +1,4 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { inPlaceOrigins } from '../../clients/find-client.js';
 import { buildWebIdentity } from '../../../../lib/fedcm/identity-provider.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
 
@@ -156,6 +155,6 @@ export default async function discoveryRoutes(
         },
       },
     },
-    async () => ({ origins: await inPlaceOrigins(app.kp) }),
+    async () => ({ origins: [...(await app.kp.clientOrigins.inPlace())] }),
   );
 }

@@ -5,7 +5,6 @@ import logoutRoutes from './logout.js';
 import oidcResourceRoutes from './resources.js';
 import tokenRoutes from './token.js';
 import { sameOriginReferrer } from './pages.js';
-import { redirectOrigins } from '../../clients/find-client.js';
 import { purgeExpiredTokens } from '../../oidc/revoke-introspect.js';
 
 const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect']);
@@ -35,7 +34,7 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
   // session cookie is never part of these calls), and the headers RFC 9449 §7.1 says to expose.
   async function allowedOrigin(origin: string | undefined): Promise<boolean> {
     if (origin === undefined || origin === 'null') return false;
-    return (await redirectOrigins(app.kp)).includes(origin);
+    return app.kp.clientOrigins.registered(origin);
   }
   app.addHook('onSend', async (request, reply, payload) => {
     if (!CORS_PATHS.includes(request.routeOptions.url ?? '') || request.method === 'OPTIONS') return payload;

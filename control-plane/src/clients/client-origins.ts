@@ -1,0 +1,73 @@
+import { originsOf } from '../../../lib/oauth/redirect-uri.js';
+import type { ClientStore } from '../storage/types.js';
+
+/**
+ * How long origins read here stand before they are read again: the longest a client change made
+ * through another replica takes to reach this one's CORS answers (a change made here is seen at once).
+ */
+export const CLIENT_ORIGINS_MAX_AGE_MS = 5_000;
+
+/** A value read on demand and kept until `forget()` or for `maxAgeMs`; a failed read is not kept. */
+class Kept<T> {
+  #value: Promise<T> | null = null;
+  #readAt = 0;
+
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly maxAgeMs: number,
+    private readonly clock: () => number,
+  ) {}
+
+  get(): Promise<T> {
+    const now = this.clock();
+    if (this.#value && now - this.#readAt < this.maxAgeMs) return this.#value;
+    this.#readAt = now;
+    const value = this.read();
+    this.#value = value;
+    value.catch(() => {
+      if (this.#value === value) this.#value = null;
+    });
+    return value;
+  }
+
+  forget(): void {
+    this.#value = null;
+  }
+}
+
+/**
+ * The origins of registered redirect URIs, for the CORS answers of the OIDC endpoints and the
+ * in-place sign-in ones, which every browser request asks for: reading every client's metadata
+ * each time grows with the number of clients. Read once, then kept until a client changes here
+ * (the control plane calls `forget` on every `client.*` event) or for `maxAgeMs` at most. The age
+ * is measured on the monotonic clock, not the control plane's (which tests stop).
+ */
+export class ClientOrigins {
+  readonly #all: Kept<ReadonlySet<string>>;
+  readonly #inPlace: Kept<readonly string[]>;
+
+  constructor(
+    clients: Pick<ClientStore, 'allRedirectUris' | 'inPlaceRedirectUris'>,
+    maxAgeMs = CLIENT_ORIGINS_MAX_AGE_MS,
+    clock: () => number = () => performance.now(),
+  ) {
+    this.#all = new Kept(async () => new Set(originsOf(await clients.allRedirectUris())), maxAgeMs, clock);
+    this.#inPlace = new Kept(async () => originsOf(await clients.inPlaceRedirectUris()), maxAgeMs, clock);
+  }
+
+  /** Whether `origin` is the origin of some client's redirect URI (browser-based clients' CORS). */
+  async registered(origin: string): Promise<boolean> {
+    return (await this.#all.get()).has(origin);
+  }
+
+  /** The origins of clients that turned in-place sign-in on (docs/in-place.md#origins). */
+  inPlace(): Promise<readonly string[]> {
+    return this.#inPlace.get();
+  }
+
+  /** A client changed: the next question reads them again. */
+  forget(): void {
+    this.#all.forget();
+    this.#inPlace.forget();
+  }
+}
