@@ -260,6 +260,14 @@ export const controlPlaneSchema: Group = group('Control plane', {
       default: 4000,
       description: 'Longest contact message (characters); longer ones get 413 `message_too_long`.',
     },
+    retentionDays: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 3650,
+      default: 180,
+      description:
+        "Days a stored contact message (with the sender's address) is kept; older ones are deleted every hour. Its receipt, which holds neither, stays.",
+    },
   }),
   ledger: group('Receipt ledger', {
     sealIntervalMs: {

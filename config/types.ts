@@ -40,7 +40,7 @@ export interface ControlPlaneSettings {
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
   mcp: { perIpPerMinute: number };
-  contact: { operatorAddress?: string; perAddressPerHour: number; maxMessageChars: number };
+  contact: { operatorAddress?: string; perAddressPerHour: number; maxMessageChars: number; retentionDays: number };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
   v1: { sessionTokenLifetime: number; deprecatedAt: string; sunset: string };
   oidc: { dpopNonce: boolean };

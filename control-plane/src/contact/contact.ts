@@ -45,6 +45,14 @@ async function throttle(services: ContactServices, ip: string, email: string): P
 }
 
 /**
+ * Deletes the messages older than `contact.retentionDays` (the control plane runs it hourly):
+ * the sender's address and words are kept no longer than the operator said. Returns how many.
+ */
+export function purgeOldContacts(services: Pick<ContactServices, 'config' | 'storage' | 'now'>): Promise<number> {
+  return services.storage.contacts.purgeBefore(services.now() - services.config.contact.retentionDays * 86_400_000);
+}
+
+/**
  * Takes one contact message: validates it, throttles per client and sender address, mails the
  * operator (when `contact.operatorAddress` is set), then stores it with its `contact.received`
  * receipt in one transaction. A mail failure does not lose the message: it is stored unmailed

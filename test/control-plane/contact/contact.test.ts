@@ -1,5 +1,6 @@
 import t from 'tap';
-import { build } from '../../helpers/build.js';
+import { build, manualClock } from '../../helpers/build.js';
+import { purgeOldContacts } from '../../../control-plane/src/contact/contact.js';
 import { decodeQuotedPrintable, startSmtpServer } from '../../helpers/smtp.js';
 import { recordEvents } from '../../helpers/agents.js';
 
@@ -133,4 +134,21 @@ t.test('messages are throttled per client address and per sender address', async
   t.equal((await send(app, message('a@example.com'), {}, '198.51.100.2')).statusCode, 200);
   const sameSender = await send(app, message('A@example.com'), {}, '198.51.100.3');
   t.equal(sameSender.statusCode, 429, 'one sender from many addresses is throttled too');
+});
+
+t.test('messages older than contact.retentionDays are deleted; their receipts stay', async (t) => {
+  const clock = manualClock(Date.now());
+  const { app, services } = await build(t, { now: clock.now, config: { 'contact.retentionDays': 30 } });
+  const old = await send(app, { email: 'old@example.com', topic: 'general', message: 'from long ago' });
+  t.equal(old.statusCode, 200, old.body);
+  clock.advance(29 * 86_400_000);
+  const recent = await send(app, { email: 'new@example.com', topic: 'general', message: 'from this month' });
+  t.equal(await purgeOldContacts(services), 0, 'nothing is 30 days old yet');
+  clock.advance(86_400_000);
+  t.equal(await purgeOldContacts(services), 0, 'exactly 30 days old is not older');
+  clock.advance(1);
+  t.equal(await purgeOldContacts(services), 1);
+  t.equal(await services.storage.contacts.get(old.json().contactId), null, 'the old message and its address are gone');
+  t.ok(await services.storage.contacts.get(recent.json().contactId), 'the recent one stays');
+  t.ok(await services.storage.receipts.get(old.json().receipt), 'the receipt (no address, no message) stays');
 });

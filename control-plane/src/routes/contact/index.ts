@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { CONTACT_TOPICS, receiveContact } from '../../contact/contact.js';
+import { CONTACT_TOPICS, purgeOldContacts, receiveContact } from '../../contact/contact.js';
 import { html, page } from '../../pages/layout.js';
 import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
@@ -38,6 +38,8 @@ ${sent ? html`<p role="status" data-state="sent">Thank you: your message was rec
 /** The contact channel (docs/contact.md): a form page and one POST taking the form or JSON. */
 export default async function contactRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
+  const purge = setInterval(() => void purgeOldContacts(services).catch(() => undefined), 3_600_000).unref();
+  app.addHook('onClose', async () => clearInterval(purge));
 
   app.get(
     '/contact',
