@@ -898,7 +898,9 @@ export interface SpentWith<Consumption, T> {
 /**
  * The writes that go with a spend. They may only call store methods that write and return
  * nothing (inserts, `sessions.touch`, receipt appends): PostgreSQL collects their statements
- * before it knows whether the spend happens, and sends them with it.
+ * before it knows whether the spend happens, and sends them with it. For the same reason,
+ * whatever else they do (the ledger counting its receipt) happens there even when the spend
+ * does not: check what can be checked before (a row read as spent already).
  */
 export type WritesWithSpend<T> = (tx: Stores) => Promise<T>;
 

@@ -3,7 +3,7 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { parseScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
-import type { StoredClient } from '../../storage/types.js';
+import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import { claimsOf, mintTokens } from '../tokens.js';
 import { stringParam } from '../token-request.js';
 import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
@@ -58,6 +58,9 @@ export async function refreshTokenGrant(
     await revokeFamily(services, grant, 'session_ended');
     throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
   }
+  // A token seen spent already is a reuse: no spend to attempt (one that loses a race to a
+  // concurrent rotation is found out by the spend below).
+  if (found.usedAt !== null) throw await refuseReuse(services, grant);
   const refreshToken = randomToken(32);
   const expired = found.idleExpiresAt <= now || grant.expiresAt <= now;
   // The spend lands with the rotation it allows (one statement on PostgreSQL).
@@ -84,11 +87,7 @@ export async function refreshTokenGrant(
       dpop: proof !== null,
     });
   });
-  if (consumption.status !== 'consumed') {
-    // RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client.
-    await revokeFamily(services, grant, 'refresh_reuse');
-    throw oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
-  }
+  if (consumption.status !== 'consumed') throw await refuseReuse(services, grant);
   if (!written) throw oauthError('invalid_grant', 'the refresh token has expired');
   const { receipt } = written;
   const minted = await mintTokens(services, {
@@ -101,4 +100,10 @@ export async function refreshTokenGrant(
     ...(claims ? { claims } : {}),
   });
   return { minted, scopes: requested, refreshToken, ...(receipt ? { receipt } : {}), proof };
+}
+
+/** RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client. */
+async function refuseReuse(services: GrantServices, grant: StoredGrant) {
+  await revokeFamily(services, grant, 'refresh_reuse');
+  return oauthError('invalid_grant', 'the refresh token was used already; its whole family is revoked');
 }
