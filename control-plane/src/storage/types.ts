@@ -904,14 +904,18 @@ export interface SpentWith<Consumption, T> {
  */
 export type WritesWithSpend<T> = (tx: Stores) => Promise<T>;
 
-/** What a grant checks about the account and the sign-in behind it before it issues. */
+/**
+ * What is stored about the account and the sign-in behind a code or grant, read with it: what
+ * the grant checks before it issues, and what the ID token states.
+ */
 export interface GrantSubject {
   /** The account's state; null when it is gone. */
   state: AccountState | null;
-  /** Whether the session is live at the time asked (true when no session was named). */
+  /** Whether the session that started it is live at the time asked. */
   sessionLive: boolean;
-  /** When asked for: the account and its addresses, for the ID token's claims. */
-  claims?: { identity: Identity | null; emails: StoredEmail[] };
+  identity: Identity | null;
+  /** In `emails.listByIdentity` order. */
+  emails: StoredEmail[];
 }
 
 export interface Storage extends Stores {
@@ -934,11 +938,16 @@ export interface Storage extends Stores {
     at: number,
     write: WritesWithSpend<T>,
   ): Promise<SpentWith<RefreshConsumption, T>>;
-  /**
-   * The grant's subject in one read (one statement on PostgreSQL): the account's state, whether
-   * `sessionId` (unless null) is live at `now`, and with `withClaims` the account and its addresses.
-   */
-  grantSubject(identityId: string, sessionId: string | null, now: number, withClaims: boolean): Promise<GrantSubject>;
+  /** The code (as `oidc.findCode`) with its subject, in one read (one statement on PostgreSQL). */
+  findCodeWithSubject(
+    codeHash: string,
+    now: number,
+  ): Promise<{ code: StoredAuthorizationCode; subject: GrantSubject } | null>;
+  /** The refresh token with its grant (as `oidc.findRefreshGrant`) and the grant's subject, in one read. */
+  findRefreshWithSubject(
+    tokenHash: string,
+    now: number,
+  ): Promise<{ token: StoredRefreshToken; grant: StoredGrant; subject: GrantSubject } | null>;
   /** Cheap liveness check for /readyz. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -129,55 +129,6 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.same(await s.sessions.listLive('usr_a', 163), []);
   });
 
-  t.test("a grant's subject: account state, the session's liveness and the claims, read together", async (t) => {
-    const s = await open();
-    await s.identities.create({ ...identity('usr_a', 'ada'), displayName: 'Ada L.' });
-    await s.emails.add({
-      emailId: 'eml_2',
-      identityId: 'usr_a',
-      email: 'b@example.com',
-      createdAt: 20,
-      verifiedAt: 30,
-    });
-    await s.emails.add({
-      emailId: 'eml_1',
-      identityId: 'usr_a',
-      email: 'a@example.com',
-      createdAt: 10,
-      verifiedAt: null,
-    });
-    await s.sessions.insert(session('s1', 'd1'));
-    t.same(await s.grantSubject('usr_a', 's1', 150, false), { state: 'active', sessionLive: true });
-    t.same(await s.grantSubject('usr_a', 's1', 200, false), { state: 'active', sessionLive: false }, 'idle end');
-    t.same(
-      await s.grantSubject('usr_a', null, 5000, false),
-      { state: 'active', sessionLive: true },
-      'no session asked',
-    );
-    t.same(await s.grantSubject('usr_a', 'nope', 150, false), { state: 'active', sessionLive: false });
-    t.same(await s.grantSubject('usr_a', 's1', 150, true), {
-      state: 'active',
-      sessionLive: true,
-      claims: {
-        identity: await s.identities.get('usr_a'),
-        emails: await s.emails.listByIdentity('usr_a'),
-      },
-    });
-    t.same(
-      (await s.grantSubject('usr_a', 's1', 150, true)).claims?.emails.map((e) => e.emailId),
-      ['eml_1', 'eml_2'],
-      'addresses in the order listByIdentity gives',
-    );
-    await s.sessions.revoke('usr_a', 's1', 160);
-    await s.identities.setState('usr_a', 'disabled', 170);
-    t.same(await s.grantSubject('usr_a', 's1', 180, false), { state: 'disabled', sessionLive: false });
-    t.same(await s.grantSubject('usr_x', null, 180, true), {
-      state: null,
-      sessionLive: true,
-      claims: { identity: null, emails: [] },
-    });
-  });
-
   t.test('identity store: account state, and deletion that takes everything hanging on the identity', async (t) => {
     const s = await open();
     await s.identities.create(identity('usr_a', 'ada'));

@@ -171,6 +171,68 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
     t.same(await storage.rotateRefreshToken('nope', 2000, async () => 'x'), { consumption: { status: 'unknown' } });
   });
 
+  t.test(
+    'a code and a refresh token are read with their subject: account state, session, profile and addresses',
+    async (t) => {
+      const storage = await open();
+      await storage.identities.create({ ...identity('usr_1', 'ada'), displayName: 'Ada L.' });
+      await storage.emails.add({
+        emailId: 'eml_2',
+        identityId: 'usr_1',
+        email: 'b@example.com',
+        createdAt: 20,
+        verifiedAt: 30,
+      });
+      await storage.emails.add({
+        emailId: 'eml_1',
+        identityId: 'usr_1',
+        email: 'a@example.com',
+        createdAt: 10,
+        verifiedAt: null,
+      });
+      // Live from 100 until its idle end at 200.
+      await storage.sessions.insert(session('ses_1', 'dev_1', 'usr_1'));
+      await storage.oidc.insertCode(code('c5', 100));
+      await storage.oidc.insertGrant(grant('gr_6', 100));
+      const token = {
+        tokenHash: 'r6',
+        grantId: 'gr_6',
+        dpopJkt: null,
+        createdAt: 100,
+        idleExpiresAt: 5000,
+        usedAt: null,
+      };
+      await storage.oidc.insertRefreshToken(token);
+      const subject = async (sessionLive: boolean) => ({
+        state: await storage.identities.state('usr_1'),
+        sessionLive,
+        identity: await storage.identities.get('usr_1'),
+        emails: await storage.emails.listByIdentity('usr_1'),
+      });
+
+      t.same(await storage.findCodeWithSubject('c5', 150), { code: code('c5', 100), subject: await subject(true) });
+      t.same(await storage.findRefreshWithSubject('r6', 150), {
+        token,
+        grant: grant('gr_6', 100),
+        subject: await subject(true),
+      });
+      t.same(
+        (await storage.findCodeWithSubject('c5', 150))?.subject.emails.map((e) => e.emailId),
+        ['eml_1', 'eml_2'],
+        'addresses in the order listByIdentity gives',
+      );
+      t.equal((await storage.findCodeWithSubject('c5', 200))?.subject.sessionLive, false, 'past the idle end');
+      t.equal((await storage.findRefreshWithSubject('r6', 200))?.subject.sessionLive, false);
+
+      await storage.sessions.revoke('usr_1', 'ses_1', 160);
+      await storage.identities.setState('usr_1', 'disabled', 170);
+      t.match(await storage.findCodeWithSubject('c5', 180), { subject: { state: 'disabled', sessionLive: false } });
+      t.match(await storage.findRefreshWithSubject('r6', 180), { subject: { state: 'disabled', sessionLive: false } });
+      t.equal(await storage.findCodeWithSubject('nope', 150), null);
+      t.equal(await storage.findRefreshWithSubject('nope', 150), null);
+    },
+  );
+
   t.test('a refresh token is read with its grant', async (t) => {
     const storage = await open();
     await storage.oidc.insertGrant({ ...grant('gr_5', 1000), offline: true });

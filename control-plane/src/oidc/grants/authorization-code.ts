@@ -17,7 +17,7 @@ import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from 
  * two replicas redeeming it at once redeem it once. A code that fails a check is spent all the same. A code found spent is a
  * replay and revokes everything issued from it; one spent by a concurrent exchange between the
  * read and the spend is refused without revoking the winner's grant. What the exchange checks
- * about the account and the sign-in is read at once (`grantSubject`).
+ * about the account and the sign-in is read with the code (`findCodeWithSubject`).
  */
 export async function authorizationCodeGrant(
   services: GrantServices,
@@ -34,13 +34,13 @@ export async function authorizationCodeGrant(
   if (!verifier) throw oauthError('invalid_request', 'code_verifier is required (PKCE)');
   const now = services.now();
   const codeHash = sha256Hex(code);
-  const stored = await storage.oidc.findCode(codeHash);
-  if (!stored) throw oauthError('invalid_grant', 'the authorization code is unknown');
+  const read = await storage.findCodeWithSubject(codeHash, now);
+  if (!read) throw oauthError('invalid_grant', 'the authorization code is unknown');
+  const { code: stored, subject } = read;
   if (stored.consumedAt !== null) return refuseReplay(services, stored);
   const scopes = parseScope(stored.scope);
   const idToken = scopes.includes('openid');
-  const subject = await storage.grantSubject(stored.identityId, stored.sessionId, now, idToken);
-  const claims = subject.claims && claimsOf(subject.claims.identity, subject.claims.emails);
+  const claims = idToken ? claimsOf(subject.identity, subject.emails) : undefined;
   let resource: string | null;
   try {
     if (subject.state !== 'active') throw oauthError('invalid_grant', 'the account is disabled or deleted');

@@ -11,9 +11,10 @@ import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from 
 /**
  * The refresh-token grant (RFC 6749 §6) with rotation: every check that can fail without the
  * token being at fault runs before it is spent, so a refused request leaves it working; the
- * token and its grant are read together; the spend is one conditional update in the atomic step
- * that writes its successor and the receipt (a token used concurrently rotates once), and a
- * rotated-out token that comes back revokes its whole family (RFC 9700 §4.14.2) right after.
+ * token, its grant, the account and the session are read together; the spend is one
+ * conditional update in the atomic step that writes its successor and the receipt (a token used
+ * concurrently rotates once), and a rotated-out token that comes back revokes its whole family
+ * (RFC 9700 §4.14.2) right after.
  */
 export async function refreshTokenGrant(
   services: GrantServices,
@@ -26,9 +27,9 @@ export async function refreshTokenGrant(
   if (!presented) throw oauthError('invalid_request', 'refresh_token is required');
   const now = services.now();
   const hash = sha256Hex(presented);
-  const read = await storage.oidc.findRefreshGrant(hash);
+  const read = await storage.findRefreshWithSubject(hash, now);
   if (!read) throw oauthError('invalid_grant', 'the refresh token is unknown');
-  const { token: found, grant } = read;
+  const { token: found, grant, subject } = read;
   if (grant.clientId !== client.clientId)
     throw oauthError('invalid_grant', 'the refresh token was issued to another client');
   // Checked before the token is used up, so someone without the key cannot burn it.
@@ -41,20 +42,14 @@ export async function refreshTokenGrant(
   const requested = body.scope === undefined ? granted : parseScope(body.scope);
   const extra = requested.find((scope) => !granted.includes(scope));
   const idToken = requested.includes('openid');
-  const subject = await storage.grantSubject(
-    grant.identityId,
-    // A grant ends with the session that started it, unless the user approved offline access.
-    grant.offline ? null : grant.sessionId,
-    now,
-    extra === undefined && idToken,
-  );
-  const claims = subject.claims && claimsOf(subject.claims.identity, subject.claims.emails);
+  const claims = idToken ? claimsOf(subject.identity, subject.emails) : undefined;
   if (subject.state !== 'active') throw oauthError('invalid_grant', 'the account is disabled or deleted');
   if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
   if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token'))
     throw oauthError('invalid_grant', 'the grant does not allow refresh');
   const resource = resourceFor(client, body, grant.resource);
-  if (!subject.sessionLive) {
+  // A grant ends with the session that started it, unless the user approved offline access.
+  if (!grant.offline && !subject.sessionLive) {
     await revokeFamily(services, grant, 'session_ended');
     throw oauthError('invalid_grant', 'the sign-in that started this grant has ended');
   }

@@ -1,6 +1,5 @@
-import { emailFromRow, identityFromRow, identityToRow, type EmailRow, type IdentityRow } from '../rows.js';
-import type { AccountState, GrantSubject, IdentityStore } from '../types.js';
-import { liveAt } from './session-store.js';
+import { identityFromRow, identityToRow, type IdentityRow } from '../rows.js';
+import type { AccountState, IdentityStore } from '../types.js';
 import { Rollback, insertOf, type Sql } from './sql.js';
 
 const CLAIM =
@@ -77,36 +76,5 @@ export function postgresIdentityStore(sql: Sql): IdentityStore {
     // Names, aliases, passkeys, sessions, devices, TOTP, recovery codes, emails and links go by ON DELETE CASCADE.
     remove: async (identityId) =>
       (await sql.count('DELETE FROM identities WHERE identity_id = $1', [identityId])) === 1,
-  };
-}
-
-/**
- * `Storage.grantSubject` as one statement: the account row, the session's liveness (as
- * `sessions.isLive`) and, when asked for, the addresses (as `emails.listByIdentity`).
- */
-export async function postgresGrantSubject(
-  sql: Sql,
-  identityId: string,
-  sessionId: string | null,
-  now: number,
-  withClaims: boolean,
-): Promise<GrantSubject> {
-  const [row] = await sql.rows<IdentityRow & { state: AccountState; session_live: boolean; emails: EmailRow[] | null }>(
-    `SELECT i.*,
-       ($2::text IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE session_id = $2 AND ${liveAt('$3')})) AS session_live,
-       CASE WHEN $4::boolean THEN (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.email), '[]'::json) FROM emails e WHERE e.identity_id = $1) END AS emails
-     FROM identities i WHERE i.identity_id = $1`,
-    [identityId, sessionId, now, withClaims],
-  );
-  if (!row)
-    return {
-      state: null,
-      sessionLive: sessionId === null,
-      ...(withClaims ? { claims: { identity: null, emails: [] } } : {}),
-    };
-  return {
-    state: row.state,
-    sessionLive: row.session_live,
-    ...(withClaims ? { claims: { identity: identityFromRow(row), emails: (row.emails ?? []).map(emailFromRow) } } : {}),
   };
 }

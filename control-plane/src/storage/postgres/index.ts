@@ -8,11 +8,17 @@ import { checkPostgresVersion, migratePostgres } from './database.js';
 import { postgresDeviceStore } from './device-store.js';
 import { postgresEmailStore } from './email-store.js';
 import { postgresGatewayStore } from './gateway-store.js';
-import { postgresGrantSubject, postgresIdentityStore } from './identity-store.js';
+import { postgresIdentityStore } from './identity-store.js';
 import { postgresKeyStore } from './key-store.js';
 import { postgresLinkStore } from './link-store.js';
 import { migrations as allMigrations } from './migrations.js';
-import { postgresOidcStore, spendCode, spendRefreshToken } from './oidc-store.js';
+import {
+  postgresCodeWithSubject,
+  postgresOidcStore,
+  postgresRefreshWithSubject,
+  spendCode,
+  spendRefreshToken,
+} from './oidc-store.js';
 import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
 import { postgresRecoveryCodeStore } from './recovery-code-store.js';
@@ -91,8 +97,8 @@ export async function openPostgresStorage(url: string, options: PostgresOptions 
     ...storesOn(direct),
     transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client)))),
     redeemCode: (codeHash, at, grantId, write) => spendTogether(direct, spendCode(codeHash, at, grantId), write),
-    grantSubject: (identityId, sessionId, now, withClaims) =>
-      postgresGrantSubject(direct, identityId, sessionId, now, withClaims),
+    findCodeWithSubject: (codeHash, now) => postgresCodeWithSubject(direct, codeHash, now),
+    findRefreshWithSubject: (tokenHash, now) => postgresRefreshWithSubject(direct, tokenHash, now),
     rotateRefreshToken: (tokenHash, at, write) => spendTogether(direct, spendRefreshToken(tokenHash, at), write),
     ping: async () => {
       try {

@@ -1,5 +1,5 @@
 import { sqliteContactStore } from './contact-store.js';
-import type { Storage, Stores } from '../types.js';
+import type { GrantSubject, Storage, Stores } from '../types.js';
 import { openDatabase } from './database.js';
 import { sqliteKeyStore } from './key-store.js';
 import { sqliteIdentityStore } from './identity-store.js';
@@ -44,6 +44,17 @@ function storesOn(runner: Runner, clientRows: ClientRowCache, outsideTransaction
   };
 }
 
+/** A grant's subject from the stores (in-process reads: nothing to gain from one statement). */
+async function subjectOf(stores: Stores, identityId: string, sessionId: string, now: number): Promise<GrantSubject> {
+  const [state, sessionLive, identity, emails] = await Promise.all([
+    stores.identities.state(identityId),
+    stores.sessions.isLive(sessionId, now),
+    stores.identities.get(identityId),
+    stores.emails.listByIdentity(identityId),
+  ]);
+  return { state, sessionLive, identity, emails };
+}
+
 export function openSqliteStorage(dataDir: string, options: { migrate?: boolean } = {}): Storage {
   const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
@@ -61,16 +72,6 @@ export function openSqliteStorage(dataDir: string, options: { migrate?: boolean 
           ? { consumption, written: await write(inTransaction) }
           : { consumption };
       }),
-    // In-process reads: nothing to gain from one statement.
-    grantSubject: async (identityId, sessionId, now, withClaims) => {
-      const [state, sessionLive, identity, emails] = await Promise.all([
-        stores.identities.state(identityId),
-        sessionId === null || stores.sessions.isLive(sessionId, now),
-        withClaims ? stores.identities.get(identityId) : null,
-        withClaims ? stores.emails.listByIdentity(identityId) : [],
-      ]);
-      return { state, sessionLive, ...(withClaims ? { claims: { identity, emails } } : {}) };
-    },
     rotateRefreshToken: (tokenHash, at, write) =>
       runner.transaction(async () => {
         const consumption = await inTransaction.oidc.consumeRefreshToken(tokenHash, at);
@@ -78,6 +79,16 @@ export function openSqliteStorage(dataDir: string, options: { migrate?: boolean 
           ? { consumption, written: await write(inTransaction) }
           : { consumption };
       }),
+    findCodeWithSubject: async (codeHash, now) => {
+      const code = await stores.oidc.findCode(codeHash);
+      return code && { code, subject: await subjectOf(stores, code.identityId, code.sessionId, now) };
+    },
+    findRefreshWithSubject: async (tokenHash, now) => {
+      const found = await stores.oidc.findRefreshGrant(tokenHash);
+      return (
+        found && { ...found, subject: await subjectOf(stores, found.grant.identityId, found.grant.sessionId, now) }
+      );
+    },
     ping: () => runner.run((d) => cached(d, 'SELECT 1 AS ok').get() !== undefined),
     close: async () => {
       db.close();
