@@ -108,10 +108,14 @@ if (!postgres.run || !redis.run) {
           exchangeCode(b.app, client, code, verifier),
         ]);
         t.same(both.map((r) => r.statusCode).sort(), [200, 400], `round ${round}: one exchange wins`);
-        const winner = both.find((r) => r.statusCode === 200)!.json();
+        // A loser that read the code after the winner spent it saw a replay and rightly revoked
+        // the winner's tokens; the refresh race runs on a grant of its own.
+        const fresh = pkcePair();
+        const own = await obtainCode(browser, goodRequest(client, fresh.challenge));
+        const issued = (await exchangeCode(b.app, client, own.code, fresh.verifier)).json();
         const raced = await Promise.all([
-          refresh(a.app, client, winner.refresh_token),
-          refresh(b.app, client, winner.refresh_token),
+          refresh(a.app, client, issued.refresh_token),
+          refresh(b.app, client, issued.refresh_token),
         ]);
         t.equal(raced.filter((r) => r.statusCode === 200).length, 1, `round ${round}: one rotation wins`);
         t.equal(raced.find((r) => r.statusCode !== 200)?.json().reason, 'invalid_grant');
