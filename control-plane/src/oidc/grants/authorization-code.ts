@@ -13,11 +13,12 @@ import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from 
  * The authorization-code grant (RFC 6749 §4.1.3, PKCE RFC 7636 §4.6): the code is checked
  * against client, redirect URI, verifier, DPoP key and the live sign-in, then spent in the
  * same atomic step that writes what the exchange creates (grant, refresh token, receipt; one
- * statement on PostgreSQL): one conditional update both spends it and links it to the grant, so
- * two replicas redeeming it at once redeem it once. A code that fails a check is spent all the same. A code found spent is a
- * replay and revokes everything issued from it; one spent by a concurrent exchange between the
- * read and the spend is refused without revoking the winner's grant. What the exchange checks
- * about the account and the sign-in is read with the code (`findCodeWithSubject`).
+ * statement on PostgreSQL): one conditional update both spends it and links it to the grant,
+ * so two replicas redeeming it at once redeem it once. A code that fails a check is spent all
+ * the same. A code found spent is a replay and revokes everything issued from it; one spent by
+ * a concurrent exchange between the read and the spend is refused without revoking the
+ * winner's grant. What the exchange checks about the account and the sign-in is read with the
+ * code (`findCodeWithSubject`).
  */
 export async function authorizationCodeGrant(
   services: GrantServices,

@@ -1,5 +1,5 @@
 import { sqliteContactStore } from './contact-store.js';
-import type { GrantSubject, Storage, Stores } from '../types.js';
+import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import { openDatabase } from './database.js';
 import { sqliteKeyStore } from './key-store.js';
 import { sqliteIdentityStore } from './identity-store.js';
@@ -62,23 +62,19 @@ export function openSqliteStorage(dataDir: string, options: { migrate?: boolean 
   const clientRows: ClientRowCache = new Map();
   const inTransaction = storesOn(runner.direct, clientRows, false);
   const stores = storesOn(runner, clientRows, true);
+  // The spend, then (only if it happened) the writes it allows, in one transaction.
+  const spendThen = <C extends { status: string }, T>(spend: () => Promise<C>, write: WritesWithSpend<T>) =>
+    runner.transaction(async (): Promise<SpentWith<C, T>> => {
+      const consumption = await spend();
+      return consumption.status === 'consumed' ? { consumption, written: await write(inTransaction) } : { consumption };
+    });
   return {
     ...stores,
     transaction: (work) => runner.transaction(() => work(inTransaction)),
     redeemCode: (codeHash, at, grantId, write) =>
-      runner.transaction(async () => {
-        const consumption = await inTransaction.oidc.consumeCode(codeHash, at, grantId);
-        return consumption.status === 'consumed'
-          ? { consumption, written: await write(inTransaction) }
-          : { consumption };
-      }),
+      spendThen(() => inTransaction.oidc.consumeCode(codeHash, at, grantId), write),
     rotateRefreshToken: (tokenHash, at, write) =>
-      runner.transaction(async () => {
-        const consumption = await inTransaction.oidc.consumeRefreshToken(tokenHash, at);
-        return consumption.status === 'consumed'
-          ? { consumption, written: await write(inTransaction) }
-          : { consumption };
-      }),
+      spendThen(() => inTransaction.oidc.consumeRefreshToken(tokenHash, at), write),
     findCodeWithSubject: async (codeHash, now) => {
       const code = await stores.oidc.findCode(codeHash);
       return code && { code, subject: await subjectOf(stores, code.identityId, code.sessionId, now) };
