@@ -119,6 +119,12 @@ if (!postgres.run || !redis.run) {
         ]);
         t.equal(raced.filter((r) => r.statusCode === 200).length, 1, `round ${round}: one rotation wins`);
         t.equal(raced.find((r) => r.statusCode !== 200)?.json().reason, 'invalid_grant');
+        // The loser counts as reuse (docs/security.md): the family goes, the winner's new token with it.
+        const rotated = raced.find((r) => r.statusCode === 200)?.json().refresh_token;
+        t.match((await refresh(a.app, client, rotated)).json(), {
+          reason: 'invalid_grant',
+          error_description: /revoked/,
+        });
       }
     },
   );

@@ -35,6 +35,9 @@ const spendOnce = (table: string, key: string, column: string, also = ''): Spend
   SELECT false AS fresh, * FROM ${table} WHERE ${key} = $1 AND NOT EXISTS (SELECT 1 FROM spent)`,
 });
 
+/** A refresh token (`t`) joined with its grant (`g`), as `REFRESH_GRANT_COLUMNS` reads them. */
+const TOKEN_WITH_GRANT = 'oidc_refresh_tokens t JOIN oidc_grants g ON g.grant_id = t.grant_id';
+
 const SPEND_CODE = spendOnce('oidc_codes', 'code_hash', 'consumed_at', ', grant_id = $3');
 const SPEND_REFRESH = spendOnce('oidc_refresh_tokens', 'token_hash', 'used_at');
 
@@ -109,7 +112,7 @@ export function postgresOidcStore(sql: Sql): OidcStore {
     },
     findRefreshGrant: async (tokenHash) => {
       const [row] = await sql.rows<RefreshGrantRow>(
-        `SELECT ${REFRESH_GRANT_COLUMNS} FROM oidc_refresh_tokens t JOIN oidc_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = $1`,
+        `SELECT ${REFRESH_GRANT_COLUMNS} FROM ${TOKEN_WITH_GRANT} WHERE t.token_hash = $1`,
         [tokenHash],
       );
       return row ? refreshGrantFromRow(row) : null;
@@ -206,7 +209,7 @@ const CODE_WITH_SUBJECT = `SELECT c.*, ${subjectColumns('c.identity_id', 'c.sess
   FROM oidc_codes c LEFT JOIN identities i ON i.identity_id = c.identity_id WHERE c.code_hash = $1`;
 
 const REFRESH_WITH_SUBJECT = `SELECT ${REFRESH_GRANT_COLUMNS}, ${subjectColumns('g.identity_id', 'g.session_id', '$2')}
-  FROM oidc_refresh_tokens t JOIN oidc_grants g ON g.grant_id = t.grant_id
+  FROM ${TOKEN_WITH_GRANT}
   LEFT JOIN identities i ON i.identity_id = g.identity_id WHERE t.token_hash = $1`;
 
 /** `Storage.findCodeWithSubject` as one statement. */
