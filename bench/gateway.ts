@@ -495,6 +495,14 @@ async function main(): Promise<void> {
       }
       return;
     }
+    // BENCH_ONLY=cookie runs (c) alone, three times (to profile the cookie path with BENCH_PROFILE).
+    if (process.env['BENCH_ONLY'] === 'cookie') {
+      for (let pass = 1; pass <= 3; pass++) {
+        const result = await measured(gateway, { cookie: gateway.cookie!, accept: 'text/html' });
+        process.stdout.write(`${line(`(c) gateway, cookie session, pass ${pass}`, result)}\n`);
+      }
+      return;
+    }
     // BENCH_ONLY=gateway skips (a) and (b), e.g. to profile the gateway alone.
     const only = process.env['BENCH_ONLY'] === 'gateway';
     const direct = only ? undefined : await measured(upstream, {});

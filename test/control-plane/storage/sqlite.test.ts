@@ -6,6 +6,8 @@ import { promisify } from 'node:util';
 import {
   DATABASE_FILE,
   MigrationError,
+  WAL_CHECKPOINT_PAGES,
+  WAL_SIZE_LIMIT,
   backupDatabase,
   migrate,
   openDatabase,
@@ -54,6 +56,8 @@ t.test('migrations run in order at start, once, in WAL mode', async (t) => {
   const db = openDatabase(dir);
   t.equal(db.pragma('user_version', { simple: true }), latest);
   t.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+  t.equal(db.pragma('wal_autocheckpoint', { simple: true }), WAL_CHECKPOINT_PAGES, 'checkpoints are spaced out');
+  t.equal(db.pragma('journal_size_limit', { simple: true }), WAL_SIZE_LIMIT, 'the WAL file is cut back after one');
   db.close();
   const again = openDatabase(dir);
   t.equal(again.pragma('user_version', { simple: true }), latest, 'reopening applies nothing twice');
