@@ -3,7 +3,8 @@ import type { ClientStore } from '../storage/types.js';
 
 /**
  * How long origins read here stand before they are read again: the longest a client change made
- * through another replica takes to reach this one's CORS answers (a change made here is seen at once).
+ * through another replica takes to reach this one's CORS answers. A change made here is seen at
+ * once, except on PostgreSQL by a read that overlaps the change's commit (docs/oidc.md §9.1).
  */
 export const CLIENT_ORIGINS_MAX_AGE_MS = 5_000;
 

@@ -44,7 +44,11 @@ function storesOn(runner: Runner, clientRows: ClientRowCache, outsideTransaction
   };
 }
 
-/** A grant's subject from the stores (in-process reads: nothing to gain from one statement). */
+/**
+ * A grant's subject from the stores, as four in-process reads: together 40–55 µs of an exchange's
+ * ~800 with 16 in flight, too little to tie one statement to every identity column
+ * (docs/performance.md, 2026-11-24).
+ */
 async function subjectOf(stores: Stores, identityId: string, sessionId: string, now: number): Promise<GrantSubject> {
   const [state, sessionLive, identity, emails] = await Promise.all([
     stores.identities.state(identityId),
