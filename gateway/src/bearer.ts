@@ -4,7 +4,7 @@ import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import { isDpopError } from '../../lib/dpop/errors.js';
 import { checkDpopNonce, issueDpopNonce } from '../../lib/dpop/nonce.js';
 import { dpopChallenge } from '../../lib/dpop/respond.js';
-import { dpopReplayKey, verifyDpopProof } from '../../lib/dpop/verify-dpop-proof.js';
+import { computeAth, dpopReplayKey, verifyDpopProof } from '../../lib/dpop/verify-dpop-proof.js';
 import type { Caller } from '../../lib/gateway/policy.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
@@ -41,7 +41,7 @@ export interface ApiAuthContext {
   /** With `dpopNonce` on: the nonce keys, newest first (the first issues, all verify). */
   dpopNonceKeys?: readonly Uint8Array[];
   /** Access tokens already verified here, by their exact string, until their `exp`. */
-  verifiedTokens?: ExpiringCache<string, Record<string, unknown>>;
+  verifiedTokens?: ExpiringCache<string, VerifiedAccessToken>;
   dpopKeys?: DpopKeyCache;
 }
 
@@ -81,13 +81,19 @@ function invalidToken(scheme: 'Bearer' | 'DPoP', realm: string, message: string)
   });
 }
 
+/** An access token that verified: its claims, and its hash as a DPoP proof's `ath` states it. */
+export interface VerifiedAccessToken {
+  claims: Record<string, unknown>;
+  ath: string;
+}
+
 /**
  * ES256, `typ: at+jwt`, issuer, `exp`. A token that verified once is taken from the cache until
  * its `exp`: its signature cannot change before then, and its ES256 verification was the
  * costliest step of an API request. Audience and client are checked on every request (they
  * depend on the route and the held policy).
  */
-async function verifyAccessToken(token: string, context: ApiAuthContext): Promise<Record<string, unknown>> {
+async function verifyAccessToken(token: string, context: ApiAuthContext): Promise<VerifiedAccessToken> {
   const now = context.now();
   const known = context.verifiedTokens?.get(token, now);
   if (known) return known;
@@ -98,8 +104,9 @@ async function verifyAccessToken(token: string, context: ApiAuthContext): Promis
     currentDate: new Date(now),
     requiredClaims: ['exp', 'iat', 'sub'],
   });
-  context.verifiedTokens?.set(token, payload, (payload.exp as number) * 1000, now);
-  return payload;
+  const verified = { claims: payload, ath: computeAth(token) };
+  context.verifiedTokens?.set(token, verified, (payload.exp as number) * 1000, now);
+  return verified;
 }
 
 /** Splits `Authorization` into scheme and token; null when it is not Bearer or DPoP. */
@@ -122,7 +129,7 @@ export async function authenticateApiCaller(
   const parsed = parseAuthorization(request.authorization);
   const realm = context.publicUrl;
   if (!parsed) throw invalidToken('Bearer', realm, 'the Authorization header must be Bearer or DPoP with a token');
-  const claims = await verifyAccessToken(parsed.token, context).catch(() => {
+  const { claims, ath } = await verifyAccessToken(parsed.token, context).catch(() => {
     throw invalidToken(parsed.scheme, realm, 'the access token is not valid here');
   });
   // RFC 8707 / RFC 9068 §4: a token for another resource (another route's API) is not for this one.
@@ -149,6 +156,7 @@ export async function authenticateApiCaller(
         now,
         maxAgeSeconds: DPOP_MAX_AGE_SECONDS,
         accessToken: parsed.token,
+        accessTokenHash: ath,
         boundJkt: jkt,
         // Checked before the jti is recorded, so a proof refused for its nonce does not burn its jti.
         ...(nonceKeys

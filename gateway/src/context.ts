@@ -11,6 +11,7 @@ import type { GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
 import type { SharedState } from '../../lib/runtime/shared-state/index.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
 import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
+import type { VerifiedAccessToken } from './bearer.js';
 import type { GatewaySigningKey } from './keys.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { TokenClient } from './token-client.js';
@@ -48,7 +49,7 @@ export interface GatewayContext {
   caches: {
     /** Opened session cookies by the exact Cookie header. */
     sessions: ExpiringCache<string, GateSession>;
-    verifiedTokens: ExpiringCache<string, Record<string, unknown>>;
+    verifiedTokens: ExpiringCache<string, VerifiedAccessToken>;
     dpopKeys: DpopKeyCache;
     /** Upstream assertions by identity and audience. */
     assertions: ExpiringCache<string, string>;

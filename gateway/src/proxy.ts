@@ -2,14 +2,14 @@ import type { Reason } from '../../lib/errors/reasons.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 
 /**
  * The proxy hop. HTTP goes through an undici Pool with keep-alive (docs/gateway.md#decisions: about 1.6× the
- * throughput of http-proxy here), streaming both ways; `pool.stream` writes the upstream body
- * straight into the client response, so SSE passes unbuffered. WebSocket upgrades go through
- * http-proxy, which handles the 101 handshake and the socket splice.
+ * throughput of http-proxy here), streaming both ways; a dispatch handler writes each upstream
+ * chunk straight into the client response as it comes, so SSE passes unbuffered. WebSocket
+ * upgrades go through http-proxy, which handles the 101 handshake and the socket splice.
  */
 
 /** RFC 9110 §7.6.1 hop-by-hop fields, plus the de-facto Proxy-* and Keep-Alive. */
@@ -31,7 +31,7 @@ const HOP_BY_HOP = new Set([
  * names. Take it from the client's headers BEFORE the gateway adds its own, so a client can never
  * name a gateway-set header in `Connection` to have it removed (CVE-2021-32813). A copy rather
  * than deletes: an object that loses a property turns into a slow dictionary for the rest of the
- * request.
+ * request. Names are lowercase, as node (`req.headers`) and undici (response headers) give them.
  */
 export function endToEnd<T>(headers: Record<string, T>): Record<string, T> {
   const connection = headers['connection'];
@@ -45,8 +45,7 @@ export function endToEnd<T>(headers: Record<string, T>): Record<string, T> {
           .map((token) => String(token).trim().toLowerCase());
   const out: Record<string, T> = {};
   for (const name in headers) {
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || lower.startsWith('proxy-') || named.includes(lower)) continue;
+    if (HOP_BY_HOP.has(name) || name.startsWith('proxy-') || (named.length > 0 && named.includes(name))) continue;
     out[name] = headers[name]!;
   }
   return out;
@@ -80,10 +79,102 @@ export interface ForwardInput {
   res: ServerResponse;
   /** Path and query exactly as the policy saw them. */
   target: string;
-  /** Final request headers (hop-by-hop already dropped). */
-  headers: Record<string, string | string[] | undefined>;
+  /**
+   * Final request headers: hop-by-hop already dropped, and neither Host (undici sets it from the
+   * pool's origin) nor Expect (which undici refuses; node answered 100-continue already).
+   */
+  headers: Record<string, string | string[]>;
   /** From hasBody(), taken before the hop-by-hop headers went. */
   body: boolean;
+}
+
+export type ForwardOutcome = { ok: true } | { ok: false; reason: Reason };
+
+/**
+ * One forwarded response, written into the client's as undici reads it: the head once the
+ * upstream's is in, each chunk as it arrives (pausing the upstream while the client is slow), the
+ * end with the upstream's. A client that goes away aborts the upstream request. Leaner than
+ * `pool.stream`, whose async resource and `finished()` listeners cost more per request than the
+ * rest of the hop (docs/performance.md).
+ */
+class ForwardHandler implements Dispatcher.DispatchHandler {
+  readonly #res: ServerResponse;
+  readonly #resolve: (outcome: ForwardOutcome) => void;
+  readonly #onHeaders: ((elapsedMs: number) => void) | undefined;
+  readonly #started = performance.now();
+  #controller: Dispatcher.DispatchController | null = null;
+  #done = false;
+
+  constructor(
+    res: ServerResponse,
+    resolve: (outcome: ForwardOutcome) => void,
+    onHeaders: ((elapsedMs: number) => void) | undefined,
+  ) {
+    this.#res = res;
+    this.#resolve = resolve;
+    this.#onHeaders = onHeaders;
+    res.once('close', () => {
+      if (this.#done) return;
+      // The client left (an event stream's usual end): the upstream request ends with it, and
+      // the request counts as let through, not as an upstream failure.
+      this.#done = true;
+      this.#controller?.abort(new Error('the client closed the connection'));
+      resolve({ ok: true });
+    });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#res.destroyed) controller.abort(new Error('the client closed the connection'));
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    upstreamHeaders: Record<string, string | string[] | undefined>,
+  ): void {
+    // 1xx informational answers are not relayed (node answered the client's 100-continue already).
+    if (statusCode < 200) return;
+    const res = this.#res;
+    this.#onHeaders?.(performance.now() - this.#started);
+    const out = endToEnd(upstreamHeaders as Record<string, string | string[]>);
+    // Cookies the gateway set before forwarding (a refreshed session) go out beside the app's:
+    // writeHead would otherwise replace them with the upstream's Set-Cookie.
+    const own = res.getHeader('set-cookie');
+    if (own !== undefined) out['set-cookie'] = [...[own].flat().map(String), ...[out['set-cookie'] ?? []].flat()];
+    res.writeHead(statusCode, out);
+    // An event stream may not write its first byte for a while: its head goes out at once.
+    // Everything else sends its head with the first body bytes, in one write.
+    const type = out['content-type'];
+    if (typeof type === 'string' && type.startsWith('text/event-stream')) res.flushHeaders();
+    if (res.destroyed) controller.abort(new Error('the client closed the connection'));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#res.write(chunk)) return;
+    controller.pause();
+    this.#res.once('drain', () => controller.resume());
+  }
+
+  onResponseEnd(): void {
+    this.#done = true;
+    this.#res.end();
+    this.#resolve({ ok: true });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    const res = this.#res;
+    const failure = upstreamFailure(error);
+    if (!res.headersSent && !res.destroyed) {
+      res.writeHead(failure.status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(JSON.stringify(failure.toEnvelope()));
+    } else if (!res.destroyed) {
+      res.destroy();
+    }
+    this.#resolve({ ok: false, reason: failure.reason });
+  }
 }
 
 export class UpstreamProxy {
@@ -116,55 +207,19 @@ export class UpstreamProxy {
    * Forwards one request; resolves when the response has been written (or failed and answered)
    * with what happened: the upstream answered, or the reason it failed.
    */
-  async forward(input: ForwardInput): Promise<{ ok: true } | { ok: false; reason: Reason }> {
-    const { req, res } = input;
-    // Copied rather than deleted from: a property deleted turns the object into a slow dictionary.
-    const headers: Record<string, string | string[]> = {};
-    for (const name in input.headers) {
-      const value = input.headers[name];
-      // undici sets Host from the pool origin and refuses Expect (node answered 100-continue already).
-      if (value === undefined || name === 'host' || name === 'expect') continue;
-      headers[name] = value;
-    }
-    const started = performance.now();
-    try {
-      await this.#pool.stream(
+  forward(input: ForwardInput): Promise<ForwardOutcome> {
+    return new Promise((resolve) => {
+      const handler = new ForwardHandler(input.res, resolve, this.#options.onHeaders);
+      this.#pool.dispatch(
         {
           path: input.target,
-          method: req.method as 'GET',
-          headers,
-          body: input.body ? req : null,
-          opaque: res,
+          method: input.req.method as 'GET',
+          headers: input.headers,
+          body: input.body ? input.req : null,
         },
-        ({ statusCode, headers: upstreamHeaders }) => {
-          this.#options.onHeaders?.(performance.now() - started);
-          const out = endToEnd(upstreamHeaders as Record<string, string | string[]>);
-          // Cookies the gateway set before forwarding (a refreshed session) go out beside the app's:
-          // writeHead would otherwise replace them with the upstream's Set-Cookie.
-          const own = res.getHeader('set-cookie');
-          if (own !== undefined) out['set-cookie'] = [...[own].flat().map(String), ...[out['set-cookie'] ?? []].flat()];
-          res.writeHead(statusCode, out);
-          // An event stream may not write its first byte for a while: its head goes out at once.
-          // Everything else sends its head with the first body bytes, in one write.
-          const type = out['content-type'];
-          if (typeof type === 'string' && type.startsWith('text/event-stream')) res.flushHeaders();
-          return res;
-        },
+        handler,
       );
-    } catch (error) {
-      const failure = upstreamFailure(error);
-      if (!res.headersSent) {
-        res.writeHead(failure.status, {
-          'content-type': 'application/json; charset=utf-8',
-          'cache-control': 'no-store',
-        });
-        res.end(JSON.stringify(failure.toEnvelope()));
-      } else if (!res.destroyed) {
-        res.destroy();
-      }
-      return { ok: false, reason: failure.reason };
-    }
-    return { ok: true };
+    });
   }
 
   /** Splices a WebSocket (or other upgrade) to the upstream; headers are already final. */

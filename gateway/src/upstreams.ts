@@ -58,16 +58,20 @@ function withoutKeyplaneCookies(header: string): string {
     .join('; ');
 }
 
-/** The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity headers in. */
+/**
+ * The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity
+ * headers in, and neither Host nor Expect (the proxy hop's `ForwardInput.headers`).
+ */
 export async function upstreamHeaders(
   ctx: GatewayContext,
   req: IncomingMessage,
   who: Identified,
   origin: string,
-): Promise<Record<string, string | string[] | undefined>> {
-  const headers: Record<string, string | string[] | undefined> = {};
+): Promise<Record<string, string | string[]>> {
+  const headers: Record<string, string | string[]> = {};
   for (const name in req.headers) {
     const value = req.headers[name];
+    if (value === undefined || name === 'host' || name === 'expect') continue;
     // Session cookies stay at the edge: the upstream never sees the gateway's tokens or the control plane's session.
     if (name === 'cookie' && typeof value === 'string') {
       const kept = withoutKeyplaneCookies(value);

@@ -47,31 +47,54 @@ export function signCompactJws(
   return `${input}.${signature.toString('base64url')}`;
 }
 
+/** A compact JWS split once: its parsed header and the parts the signature covers. */
+export interface SplitJws {
+  header: Record<string, unknown>;
+  /** The base64url header and payload joined by a dot: what the signature covers. */
+  signingInput: string;
+  /** The base64url payload. */
+  payload: string;
+  /** The base64url signature. */
+  signature: string;
+}
+
 /**
- * Checks a compact JWS made with `alg` by `key` and returns its header and payload bytes, or
- * null when anything is off: not compact, a header that is not a JSON object, another `alg`,
- * a `crit` header (no extension is understood here, RFC 7515 §4.1.11), or a bad signature.
+ * Splits a compact JWS (RFC 7515 §7.1) and parses its header, or null when it is not three
+ * base64url parts or its header is not a JSON object. Verifiers that must look at the header
+ * first (the key to check with may come from it) read it here once, then call `verifySplitJws`.
  */
-export function verifyCompactJws(
-  jws: string,
-  key: KeyObject,
-  alg: NodeJwsAlg,
-): { header: Record<string, unknown>; payload: Buffer } | null {
+export function splitCompactJws(jws: string): SplitJws | null {
   if (typeof jws !== 'string' || !COMPACT.test(jws)) return null;
-  const [h, p, s] = jws.split('.') as [string, string, string];
+  const first = jws.indexOf('.');
+  const second = jws.indexOf('.', first + 1);
+  const encodedHeader = jws.slice(0, first);
   let header: unknown;
   try {
-    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
+    header = JSON.parse(Buffer.from(encodedHeader, 'base64url').toString('utf8'));
   } catch {
     return null;
   }
   if (typeof header !== 'object' || header === null || Array.isArray(header)) return null;
-  const fields = header as Record<string, unknown>;
-  if (fields.alg !== alg || 'crit' in fields || fields.b64 === false) return null;
-  const signature = Buffer.from(s, 'base64url');
-  if (alg === 'ES256' && signature.length !== 64) return null;
-  if (alg === 'EdDSA' && signature.length !== 64) return null;
-  const data = Buffer.from(`${h}.${p}`);
+  return {
+    header: header as Record<string, unknown>,
+    signingInput: jws.slice(0, second),
+    payload: jws.slice(first + 1, second),
+    signature: jws.slice(second + 1),
+  };
+}
+
+/**
+ * Checks a split JWS made with `alg` by `key` and returns its payload bytes, or null when
+ * anything is off: another `alg`, a `crit` header (no extension is understood here, RFC 7515
+ * §4.1.11), an unencoded payload, or a bad signature.
+ */
+export function verifySplitJws(jws: SplitJws, key: KeyObject, alg: NodeJwsAlg): Buffer | null {
+  const { header } = jws;
+  if (header.alg !== alg || 'crit' in header || header.b64 === false) return null;
+  const signature = Buffer.from(jws.signature, 'base64url');
+  // ES256 in JWS is the raw r || s (RFC 7518 §3.4); Ed25519 signatures are 64 bytes too.
+  if (signature.length !== 64) return null;
+  const data = Buffer.from(jws.signingInput);
   let good: boolean;
   try {
     good =
@@ -81,5 +104,19 @@ export function verifyCompactJws(
   } catch {
     return null;
   }
-  return good ? { header: fields, payload: Buffer.from(p, 'base64url') } : null;
+  return good ? Buffer.from(jws.payload, 'base64url') : null;
+}
+
+/**
+ * Checks a compact JWS made with `alg` by `key` and returns its header and payload bytes, or
+ * null when anything is off (`splitCompactJws`, then `verifySplitJws`).
+ */
+export function verifyCompactJws(
+  jws: string,
+  key: KeyObject,
+  alg: NodeJwsAlg,
+): { header: Record<string, unknown>; payload: Buffer } | null {
+  const split = splitCompactJws(jws);
+  const payload = split && verifySplitJws(split, key, alg);
+  return payload ? { header: split.header, payload } : null;
 }

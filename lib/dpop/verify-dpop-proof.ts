@@ -1,9 +1,9 @@
-import { calculateJwkThumbprint, decodeProtectedHeader, type JWK } from 'jose';
-import { importPublicJwk, verifyCompactJws } from '../crypto/node-jws.js';
+import { calculateJwkThumbprint, type JWK } from 'jose';
+import { importPublicJwk, splitCompactJws, verifySplitJws, type SplitJws } from '../crypto/node-jws.js';
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
 import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
-import { constantEquals } from '../util/constant-equals.js';
+import { constantEquals, equalDigests } from '../util/constant-equals.js';
 import { sha256 } from '../util/sha256.js';
 
 /** Local policy (RFC 9449 §4.3 check 5): asymmetric algorithms only, never `none` or a MAC. */
@@ -34,6 +34,8 @@ export interface VerifyDpopProofOptions {
   maxFutureSeconds?: number;
   /** The access token presented with the proof; its hash must be `ath` (check 12). */
   accessToken?: string;
+  /** `computeAth(accessToken)` when the caller has it already (a cache of verified tokens). */
+  accessTokenHash?: string;
   /** The `cnf.jkt` the access token is bound to; the proof key must have that thumbprint (check 12). */
   boundJkt?: string;
   /**
@@ -93,14 +95,11 @@ export async function verifyDpopProof(
   const value = (Array.isArray(proof) ? proof[0] : proof) as string;
   if (typeof value !== 'string' || value.includes(',')) refuse('header', 'send exactly one DPoP header');
 
-  // 2. A single well-formed JWT.
+  // 2. A single well-formed JWT, split and its header parsed once.
   if (value.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(value)) refuse('jwt', 'the DPoP proof is not a compact JWS');
-  let header: Record<string, unknown>;
-  try {
-    header = decodeProtectedHeader(value) as Record<string, unknown>;
-  } catch {
-    refuse('jwt', 'the DPoP proof header is not valid');
-  }
+  const split = splitCompactJws(value);
+  if (!split) refuse('jwt', 'the DPoP proof header is not valid');
+  const { header } = split as SplitJws;
 
   // 4. typ.
   if (header.typ !== 'dpop+jwt') refuse('typ', 'the DPoP proof typ must be dpop+jwt');
@@ -129,9 +128,9 @@ export async function verifyDpopProof(
       : { key: importPublicJwk(jwk), jkt: undefined };
     jkt = resolved.jkt;
     // node:crypto checks on the calling thread (WebCrypto would queue every proof on the thread pool).
-    const verified = verifyCompactJws(value, resolved.key, alg as DpopAlgorithm);
+    const verified = verifySplitJws(split as SplitJws, resolved.key, alg as DpopAlgorithm);
     if (!verified) throw new Error('bad signature');
-    payload = JSON.parse(UTF8.decode(verified.payload)) as Record<string, unknown>;
+    payload = JSON.parse(UTF8.decode(verified)) as Record<string, unknown>;
   } catch {
     refuse('signature', 'the DPoP proof signature does not verify with its jwk');
   }
@@ -174,12 +173,16 @@ export async function verifyDpopProof(
   if (iatMs > options.now + futureMs) refuse('iat', 'the DPoP proof was issued in the future');
   if (iatMs < options.now - maxAgeMs) refuse('iat', 'the DPoP proof is too old');
 
-  // 12. ath and key binding for resource access.
-  if (options.accessToken !== undefined && !constantEquals(payload.ath as string, computeAth(options.accessToken))) {
+  // 12. ath and key binding for resource access. Both sides are public digests (of the token the
+  // caller presents, of a public key): compared without an early exit, but not hashed again.
+  if (
+    options.accessToken !== undefined &&
+    !equalDigests(payload.ath as string, options.accessTokenHash ?? computeAth(options.accessToken))
+  ) {
     refuse('ath', 'the DPoP proof ath does not match the access token');
   }
   jkt ??= await calculateJwkThumbprint(jwk as JWK, 'sha256');
-  if (options.boundJkt !== undefined && !constantEquals(jkt, options.boundJkt))
+  if (options.boundJkt !== undefined && !equalDigests(jkt, options.boundJkt))
     refuse('binding', 'the DPoP proof key is not the key the token is bound to');
 
   // §11.1: single use. Last, so a proof that fails any other check is not remembered.

@@ -362,6 +362,25 @@ t.test('check 12: refuses a wrong ath and a key other than the bound one', async
     ),
     { code: 'invalid_dpop_proof', check: 'binding' },
   );
+  // A precomputed hash (the gateway's cache of verified tokens) is what the proof is held to.
+  await verifyDpopProof(
+    await proof({ claims: { ath: computeAth(token) } }),
+    options({ accessToken: token, accessTokenHash: computeAth(token) }),
+  );
+  t.match(
+    await refusal(
+      verifyDpopProof(
+        await proof({ claims: { ath: computeAth(token) } }),
+        options({ accessToken: token, accessTokenHash: computeAth('another') }),
+      ),
+    ),
+    { check: 'ath' },
+  );
+  t.match(
+    await refusal(verifyDpopProof(await proof({ claims: { ath: 'é'.repeat(43) } }), options({ accessToken: token }))),
+    { check: 'ath' },
+    'an ath of another byte length is refused, not thrown on',
+  );
 });
 
 t.test('refuses a replayed proof, and remembers the jti only for valid proofs', async (t) => {
