@@ -129,7 +129,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(
-    controller: Dispatcher.DispatchController,
+    _controller: Dispatcher.DispatchController,
     statusCode: number,
     upstreamHeaders: Record<string, string | string[] | undefined>,
   ): void {
@@ -147,7 +147,6 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     // Everything else sends its head with the first body bytes, in one write.
     const type = out['content-type'];
     if (typeof type === 'string' && type.startsWith('text/event-stream')) res.flushHeaders();
-    if (res.destroyed) controller.abort(new Error('the client closed the connection'));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -1,5 +1,5 @@
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { importPublicJwk, splitCompactJws, verifySplitJws, type SplitJws } from '../crypto/node-jws.js';
+import { importPublicJwk, splitCompactJws, verifySplitJws } from '../crypto/node-jws.js';
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
 import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
@@ -99,7 +99,7 @@ export async function verifyDpopProof(
   if (value.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(value)) refuse('jwt', 'the DPoP proof is not a compact JWS');
   const split = splitCompactJws(value);
   if (!split) refuse('jwt', 'the DPoP proof header is not valid');
-  const { header } = split as SplitJws;
+  const { header } = split;
 
   // 4. typ.
   if (header.typ !== 'dpop+jwt') refuse('typ', 'the DPoP proof typ must be dpop+jwt');
@@ -128,7 +128,7 @@ export async function verifyDpopProof(
       : { key: importPublicJwk(jwk), jkt: undefined };
     jkt = resolved.jkt;
     // node:crypto checks on the calling thread (WebCrypto would queue every proof on the thread pool).
-    const verified = verifySplitJws(split as SplitJws, resolved.key, alg as DpopAlgorithm);
+    const verified = verifySplitJws(split, resolved.key, alg as DpopAlgorithm);
     if (!verified) throw new Error('bad signature');
     payload = JSON.parse(UTF8.decode(verified)) as Record<string, unknown>;
   } catch {
