@@ -52,6 +52,8 @@ export interface RequestContext {
   requestId: string;
   cspNonce: string;
   session?: SessionView;
+  /** SHA-256 (hex) of the session cookie that found `session`: what a renewal of its token replaces. */
+  sessionTokenHash?: string;
 }
 
 declare module 'fastify' {

@@ -94,7 +94,11 @@ export async function signIn(
   return absorbCookies(done, jar);
 }
 
-/** Steps the session in `jar` up to `sensitive`. */
+/**
+ * Steps the session in `jar` up to `sensitive`. The step-up renews the session's token, so the
+ * new cookie goes into `jar` (and into `account.headers` when `jar` is the account's own), as a
+ * browser would keep it.
+ */
 export async function stepUp(
   app: FastifyInstance,
   account: TestAccount,
@@ -103,7 +107,17 @@ export async function stepUp(
   const begin = await app.inject({ method: 'POST', url: '/auth/step-up/options', headers: headersFor(jar) });
   if (begin.statusCode !== 200) throw new Error(`step-up/options: ${begin.body}`);
   const response = account.authenticator.get(begin.json().options);
-  return app.inject({ method: 'POST', url: '/auth/step-up/verify', headers: headersFor(jar), payload: { response } });
+  const done = await app.inject({
+    method: 'POST',
+    url: '/auth/step-up/verify',
+    headers: headersFor(jar),
+    payload: { response },
+  });
+  if (done.statusCode === 200) {
+    absorbCookies(done, jar);
+    if (jar === account.cookies) account.headers.cookie = cookieHeader(jar);
+  }
+  return done;
 }
 
 /** The founder setup token logged at start (from the build helper's captured logs). */

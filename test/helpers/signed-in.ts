@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { build, TEST_ISSUER, type Built, type BuildOptions } from './build.js';
-import { startSession } from '../../control-plane/src/sessions/start-session.js';
+import { renewSessionToken } from '../../control-plane/src/sessions/renew-session.js';
+import { browserOf, openSession, setSessionCookies } from '../../control-plane/src/sessions/start-session.js';
+import { sha256Hex } from '../../lib/util/sha256.js';
 
 interface Tap {
   teardown(fn: () => unknown): void;
@@ -64,7 +66,7 @@ export interface SignInOptions {
 
 /**
  * Builds a control plane with one extra test-only route that creates an account and signs a
- * browser in through the real `startSession` (the passkey ceremonies have their own suites).
+ * browser in through the real `openSession` (the passkey ceremonies have their own suites).
  */
 export async function buildSignedIn(
   t: Tap,
@@ -90,18 +92,24 @@ export async function buildSignedIn(
         });
       }
       const level = body.assurance === 'sensitive' ? 'passkey' : body.assurance;
-      const { sessionId } = await startSession(app.kp, reply, tx, {
+      const opened = await openSession(app.kp, tx, browserOf(app.kp, reply), {
         identityId,
         assurance: level,
         amr: level === 'passkey' ? ['pop', 'user'] : ['otp'],
       });
-      if (body.assurance === 'sensitive')
-        await tx.sessions.stepUp(sessionId, {
-          at: now,
-          assurance: 'passkey',
-          amr: ['pop', 'user'],
-          credId: 'test-cred',
-        });
+      const { sessionId } = opened;
+      let token = opened.token;
+      if (body.assurance === 'sensitive') {
+        // A step-up, as completeStepUp records it: a new token that counts as sensitive.
+        const renewed = await renewSessionToken(
+          app.kp,
+          tx,
+          { id: sessionId, identityId, tokenHash: sha256Hex(token) },
+          { kind: 'step-up', amr: ['pop', 'user'], credId: 'test-cred' },
+        );
+        token = renewed!.token;
+      }
+      setSessionCookies(app.kp, reply, token);
       return { ok: true, identityId, sessionId };
     });
   });

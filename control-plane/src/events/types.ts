@@ -13,6 +13,15 @@ interface EventBase {
   outcome: 'success' | 'failure';
 }
 
+/** What a sign-in says about the session it opened or renewed. */
+interface SignInFields {
+  identityId: string;
+  sessionId: string;
+  deviceId: string;
+  method: 'passkey' | 'recovery' | 'email';
+  assurance: 'recovery' | 'email' | 'passkey';
+}
+
 export type DomainEvent =
   | (EventBase & { type: 'keys.rotated'; kid: string; retired: string | null })
   // passkey accounts, sessions and devices; see docs/events.md
@@ -22,14 +31,10 @@ export type DomainEvent =
   | (EventBase & { type: 'account.disabled'; identityId: string; by: 'admin'; sessions: number; grants: number })
   | (EventBase & { type: 'account.enabled'; identityId: string; by: 'admin' })
   | (EventBase & { type: 'account.deleted'; identityId: string; by: 'self' | 'admin'; clients: number })
-  | (EventBase & {
-      type: 'session.started';
-      identityId: string;
-      sessionId: string;
-      deviceId: string;
-      method: 'passkey' | 'recovery' | 'email';
-      assurance: 'recovery' | 'email' | 'passkey';
-    })
+  | (EventBase & SignInFields & { type: 'session.started' })
+  // A sign-in on a browser that had a session of the same account: the session went on under a
+  // new token (docs/security.md#session-tokens). Not an end: the sid, grants and history stay.
+  | (EventBase & SignInFields & { type: 'session.reauthenticated' })
   | (EventBase & { type: 'session.ended'; identityId: string; sessionId: string })
   | (EventBase & { type: 'session.revoked'; identityId: string; sessionId: string; by: string })
   | (EventBase & { type: 'device.revoked'; identityId: string; deviceId: string; sessions: number; by: string })

@@ -122,23 +122,24 @@ export async function dryRunSignInLink(
   return { link: link.url, expiresAt: link.record.expiresAt, ...(receipt ? { receipt } : {}) };
 }
 
-/** The browser redeeming a link: its device cookie (the link is bound to it) and its session. */
+/** The browser redeeming a link: its device cookie (the link is bound to it) and its session (`previous`). */
 export interface RedeemingBrowser extends SignInBrowser {
   /** The device id this browser presents (its cookie, else its session's), or null. */
   presentedDeviceId: string | null;
-  session?: SessionView | undefined;
 }
 
 /**
- * Consumes a sign-in link on the device that asked for it and signs that browser in at `email`,
- * unless it is already signed in to the same account at least as strongly: that session is kept,
- * never downgraded. Returns the new session's cookie value when one was opened.
+ * Consumes a sign-in link on the device that asked for it and signs that browser in at `email`.
+ * A link is an authentication, so the browser always leaves with a new session token
+ * (docs/security.md#session-tokens): a session it already had with the same account goes on
+ * under the new token, keeping its state when it proved `email` or more (never downgraded),
+ * else raised to `email`; otherwise a new session starts. Returns the cookie value to set.
  */
 export async function redeemSignInLink(
-  services: Pick<MagicServices, 'config' | 'events' | 'storage' | 'now'>,
+  services: Pick<MagicServices, 'config' | 'events' | 'storage' | 'state' | 'now'>,
   token: string,
   browser: RedeemingBrowser,
-): Promise<{ sessionToken?: string }> {
+): Promise<{ sessionToken: string }> {
   const at = services.now();
   return services.storage.transaction(async (tx) => {
     const redemption = await redeemMagicLink(token, {
@@ -154,21 +155,13 @@ export async function redeemSignInLink(
     const email = await tx.emails.get(record.emailId);
     if (!email || email.verifiedAt === null || email.identityId !== record.identityId)
       throw fail('link_invalid', 'this address is no longer verified on the account');
-    const current = browser.session;
-    let sessionId: string;
-    let sessionToken: string | undefined;
-    if (current && current.identityId === record.identityId && meetsAssurance(current.assurance, 'email')) {
-      sessionId = current.id;
-    } else {
-      const opened = await openSession(services, tx, browser, {
-        identityId: record.identityId,
-        deviceId: record.deviceId!,
-        assurance: 'email',
-        amr: MAGIC_AMR,
-      });
-      sessionId = opened.sessionId;
-      sessionToken = opened.token;
-    }
+    const { sessionId, token: sessionToken } = await openSession(services, tx, browser, {
+      identityId: record.identityId,
+      deviceId: record.deviceId!,
+      assurance: 'email',
+      amr: MAGIC_AMR,
+      keepStrongerSession: true,
+    });
     await services.events.record(tx, {
       type: 'magic_link.redeemed',
       at,
@@ -178,6 +171,6 @@ export async function redeemSignInLink(
       deviceId: record.deviceId!,
       sessionId,
     });
-    return sessionToken === undefined ? {} : { sessionToken };
+    return { sessionToken };
   });
 }

@@ -13,6 +13,7 @@ import {
   sessionCookieName,
   wellFormedToken,
 } from '../sessions/cookies.js';
+import { renewedTokenKey } from '../sessions/renew-session.js';
 import { clearSessionCookie } from '../sessions/start-session.js';
 
 declare module 'fastify' {
@@ -51,9 +52,11 @@ export const sessionPlugin = fp(
         return;
       }
       const now = app.kp.now();
-      const stored = await app.kp.storage.sessions.findLive(sha256Hex(token), now);
+      const tokenHash = sha256Hex(token);
+      const stored = await app.kp.storage.sessions.findLive(tokenHash, now);
       if (!stored) {
-        clearSessionCookie(app.kp, reply);
+        // A token renewed away a moment ago is refused, but its cookie not cleared: the browser holds the new one.
+        if ((await app.kp.state.get(renewedTokenKey(tokenHash))) === null) clearSessionCookie(app.kp, reply);
         return;
       }
       if (now - stored.lastSeenAt >= TOUCH_EVERY_MS) {
@@ -68,6 +71,7 @@ export const sessionPlugin = fp(
         authTime: stored.authTime,
       };
       request.kp.session = view;
+      request.kp.sessionTokenHash = tokenHash;
       if (!SAFE_METHODS.has(request.method) && request.routeOptions.config?.checksOwnOrigin !== true) {
         const origin = request.headers.origin;
         if (origin !== issuerOrigin) {

@@ -1,9 +1,9 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
-import type { ControlPlaneServices } from '../context.js';
+import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
 import {
   type CookieServices,
@@ -13,7 +13,8 @@ import {
   fedcmCookieOptions,
   sessionCookieName,
 } from './cookies.js';
-import { endGrantsOfSessions } from '../grants/end-grants.js';
+import { endSessionIn } from './end-session.js';
+import { type PresentedSession, renewSessionToken } from './renew-session.js';
 
 export interface StartSessionInput {
   identityId: string;
@@ -25,6 +26,11 @@ export interface StartSessionInput {
   amr: string[];
   /** The passkey used, for passkey sign-ins. */
   credId?: string;
+  /**
+   * A magic link's rule (docs/accounts.md#magic-links): a session of this account that proved at
+   * least `assurance` keeps its state and only gets a new token, rather than being set to it.
+   */
+  keepStrongerSession?: boolean;
 }
 
 const METHOD: Record<SessionAssurance, 'passkey' | 'recovery' | 'email'> = {
@@ -33,15 +39,18 @@ const METHOD: Record<SessionAssurance, 'passkey' | 'recovery' | 'email'> = {
   email: 'email',
 };
 
-/** What opening a session needs: config (lifetimes), the clock and the event bus. */
-export type SessionServices = Pick<ControlPlaneServices, 'config' | 'events' | 'now'>;
+/** What opening a session needs: config (lifetimes), the clock, the event bus and shared state (renewals). */
+export type SessionServices = Pick<ControlPlaneServices, 'config' | 'events' | 'state' | 'now'>;
 
 /** The browser a sign-in happens in, as operations see it (no cookies, no reply). */
 export interface SignInBrowser {
   /** This browser's device id; called only once the sign-in succeeded (mints the device cookie when new). */
   deviceId(): string;
-  /** The session this browser had, revoked by the new one. */
-  previous?: { id: string; identityId: string } | undefined;
+  /**
+   * The session this browser had: renewed under a new token when the sign-in is to the same
+   * account, ended when it is to another.
+   */
+  previous?: PresentedSession | undefined;
 }
 
 export interface OpenedSession {
@@ -52,9 +61,15 @@ export interface OpenedSession {
 }
 
 /**
- * Creates a session record inside the caller's transaction (with its `session.started` event)
- * and puts the device in the ledger. A session this browser already had is revoked, so a
- * sign-in never leaves two. The caller sets the cookie (`setSessionCookies`).
+ * Signs a browser in inside the caller's transaction. Every sign-in is an authentication, so the
+ * browser leaves with a new session token either way (docs/security.md#session-tokens):
+ * - the browser already has a live session of this account: that session is renewed (same id,
+ *   device, history and grants; a new token; what this sign-in proved, see `Authentication`),
+ *   with a `session.reauthenticated` event, so the account page still shows one session;
+ * - otherwise a new session is created with its `session.started` event and the device goes in
+ *   the ledger; a session of ANOTHER account that the browser had is ended first (with its
+ *   grants), so a sign-in never leaves two.
+ * The caller sets the cookie (`setSessionCookies`).
  */
 export async function openSession(
   services: SessionServices,
@@ -64,16 +79,33 @@ export async function openSession(
 ): Promise<OpenedSession> {
   const now = services.now();
   const { lifetimes } = services.config;
-  const deviceId = input.deviceId ?? browser.deviceId();
   // Every sign-in (passkey, backup code, magic link) ends here, so this one check covers them all.
   if (!(await isAccountActive(tx, input.identityId)))
     throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const previous = browser.previous;
-  if (previous) {
-    await tx.sessions.revoke(previous.identityId, previous.id, now);
-    await endGrantsOfSessions(services, tx, [previous.id], now);
+  if (previous && previous.identityId === input.identityId) {
+    const renewed = await renewSessionToken(services, tx, previous, { kind: 'sign-in', ...input });
+    // Null: that session ended or was renewed meanwhile; this sign-in then starts a new one.
+    if (renewed) {
+      const { receipt } = await services.events.record(tx, {
+        type: 'session.reauthenticated',
+        at: now,
+        outcome: 'success',
+        identityId: input.identityId,
+        sessionId: renewed.sessionId,
+        deviceId: renewed.deviceId,
+        method: METHOD[input.assurance],
+        assurance: renewed.assurance,
+      });
+      const { sessionId, token } = renewed;
+      return receipt === undefined ? { sessionId, token } : { sessionId, token, receipt };
+    }
+  } else if (previous) {
+    // Another account's session: this is its end (a sign-out of that account), not a renewal.
+    await endSessionIn(services, tx, previous, now);
   }
 
+  const deviceId = input.deviceId ?? browser.deviceId();
   const token = randomToken(32);
   const sessionId = randomId('ses');
   const absoluteExpiresAt = now + lifetimes.sessionAbsolute * 1000;
@@ -107,31 +139,28 @@ export async function openSession(
   return receipt === undefined ? { sessionId, token } : { sessionId, token, receipt };
 }
 
+/**
+ * The session this request presented, with the hash of its cookie (what a renewal replaces);
+ * undefined without a live session.
+ */
+export function presentedSession(request: FastifyRequest): (SessionView & PresentedSession) | undefined {
+  const { session, sessionTokenHash } = request.kp;
+  return session && sessionTokenHash !== undefined ? { ...session, tokenHash: sessionTokenHash } : undefined;
+}
+
 /** The browser of this request: its device cookie (minted on the reply when missing) and its current session. */
 export function browserOf(kp: CookieServices, reply: FastifyReply): SignInBrowser {
   const request = reply.request;
-  return { deviceId: () => ensureDeviceId(kp, request, reply), previous: request.kp.session };
+  return { deviceId: () => ensureDeviceId(kp, request, reply), previous: presentedSession(request) };
 }
 
-/** Sets the session cookie (and its FedCM twin) for a session `openSession` created. */
+/** Sets the session cookie (and its FedCM twin) for a session `openSession` created or a renewal gave a new token. */
 export function setSessionCookies(kp: CookieServices, reply: FastifyReply, token: string): void {
   const { lifetimes } = kp.config;
   reply.setCookie(sessionCookieName(kp), token, cookieOptions(kp, lifetimes.sessionAbsolute));
   reply.setCookie(fedcmCookieName(kp), token, fedcmCookieOptions(lifetimes.sessionAbsolute));
   // Login Status API (https://w3c-fedid.github.io/login-status/): FedCM asks for accounts only while logged in.
   reply.header('set-login', 'logged-in');
-}
-
-/** `openSession` for a route: the browser of this reply, and the cookies set on it. */
-export async function startSession(
-  services: ControlPlaneServices,
-  reply: FastifyReply,
-  tx: Stores,
-  input: StartSessionInput,
-): Promise<{ sessionId: string; receipt?: string }> {
-  const { token, ...opened } = await openSession(services, tx, browserOf(services, reply), input);
-  setSessionCookies(services, reply, token);
-  return opened;
 }
 
 /** Expires the session cookie on the reply. */

@@ -9,6 +9,7 @@ import {
   verifyAssertion,
 } from '../passkeys/ceremony.js';
 import { requireTotpIfActive } from '../totp/step-up-gate.js';
+import { type PresentedSession, renewSessionToken } from './renew-session.js';
 
 export type StepUpServices = Pick<ControlPlaneServices, 'config' | 'state' | 'storage' | 'secrets' | 'events' | 'now'>;
 
@@ -24,15 +25,17 @@ export async function beginStepUp(
 
 /**
  * Step 2: the assertion must come from a passkey of this account, for the challenge this very
- * session asked for, plus the TOTP code when the account has TOTP active. The session then counts
- * as `sensitive` for `lifetimes.stepUp` seconds and its `auth_time` moves to now. Returns when
- * that ends.
+ * session asked for, plus the TOTP code when the account has TOTP active. A step-up is an
+ * authentication, so the session gets a new token (docs/security.md#session-tokens): the token
+ * presented here is ended in the same storage step and never becomes `sensitive`; the new one
+ * counts as `sensitive` for `lifetimes.stepUp` seconds, with `auth_time` at now. Returns the new
+ * cookie value (for the caller to set) and when the window ends.
  */
 export async function completeStepUp(
   services: StepUpServices,
-  session: SessionView,
+  session: SessionView & PresentedSession,
   input: { response: unknown; totpCode?: string | undefined },
-): Promise<{ expiresAt: number; receipt?: string }> {
+): Promise<{ token: string; expiresAt: number; receipt?: string }> {
   await new CredentialLimits(services).perAccount('step-up', session.identityId);
   const { id, clientData, fields, userHandle } = readAssertion(input.response);
   const state = await takeChallenge(services, clientData, 'step-up');
@@ -47,11 +50,13 @@ export async function completeStepUp(
   const totp = await requireTotpIfActive(services, session.identityId, input.totpCode);
   const now = services.now();
   // RFC 8176: a passkey with user verification adds `pop` and `user`; with a TOTP code, `otp` and `mfa`.
-  const amr = [...new Set([...session.amr, 'pop', 'user', ...(totp ? ['otp', 'mfa'] : [])])];
-  const { receipt } = await services.storage.transaction(async (tx) => {
+  const amr = ['pop', 'user', ...(totp ? ['otp', 'mfa'] : [])];
+  const { token, receipt } = await services.storage.transaction(async (tx) => {
     await tx.credentials.recordUse(credential.credId, { ...use, at: now });
-    await tx.sessions.stepUp(session.id, { at: now, assurance: 'passkey', amr, credId: credential.credId });
-    return services.events.record(tx, {
+    const renewed = await renewSessionToken(services, tx, session, { kind: 'step-up', amr, credId: credential.credId });
+    // The session ended, or another request renewed its token, while this step-up was verified.
+    if (!renewed) throw fail('unauthorized', 'this session ended or changed meanwhile; sign in again');
+    const recorded = await services.events.record(tx, {
       type: 'step_up.completed',
       at: now,
       outcome: 'success',
@@ -60,6 +65,7 @@ export async function completeStepUp(
       credId: credential.credId,
       totp,
     });
+    return { token: renewed.token, receipt: recorded.receipt };
   });
-  return { expiresAt: now + services.config.lifetimes.stepUp * 1000, ...(receipt ? { receipt } : {}) };
+  return { token, expiresAt: now + services.config.lifetimes.stepUp * 1000, ...(receipt ? { receipt } : {}) };
 }

@@ -117,7 +117,7 @@ export interface StoredSession {
   tokenHash: string;
   identityId: string;
   deviceId: string;
-  /** What the sign-in proved; a step-up raises it to at least `passkey`. */
+  /** What the sign-ins of this session proved (the strongest); a step-up raises it to at least `passkey`. */
   assurance: SessionAssurance;
   amr: string[];
   authTime: number;
@@ -131,6 +131,20 @@ export interface StoredSession {
   revokedAt: number | null;
 }
 
+/** What a session's renewal writes: the new token's hash and the state of the session after the authentication. */
+export type SessionRenewal = Pick<
+  StoredSession,
+  | 'tokenHash'
+  | 'assurance'
+  | 'amr'
+  | 'authTime'
+  | 'stepUpAt'
+  | 'credId'
+  | 'lastSeenAt'
+  | 'idleExpiresAt'
+  | 'absoluteExpiresAt'
+>;
+
 export interface SessionStore {
   insert(session: StoredSession): Promise<void>;
   /** The session with this cookie hash when it is live at `now` (not revoked, not expired). */
@@ -139,10 +153,15 @@ export interface SessionStore {
   /** Whether the session is live at `now` (not revoked, not expired). */
   isLive(sessionId: string, now: number): Promise<boolean>;
   touch(sessionId: string, at: number, idleExpiresAt: number): Promise<void>;
-  stepUp(
-    sessionId: string,
-    update: { at: number; assurance: SessionAssurance; amr: string[]; credId: string },
-  ): Promise<void>;
+  /**
+   * Gives a live session a new token and what the authentication just proved, in ONE conditional
+   * update (docs/security.md#session-tokens, ASVS 5.0 V7.2.4): the session id, identity, device
+   * and creation time stay, and with them everything keyed by the id (grants, the gateways' deny
+   * lists, receipts); the token presented before finds nothing afterwards. False when no live
+   * session `sessionId` holds `presentedTokenHash` at `now`: ended, expired, or renewed already
+   * by a concurrent request (of two renewals of the same token, one wins).
+   */
+  renewToken(sessionId: string, presentedTokenHash: string, renewal: SessionRenewal, now: number): Promise<boolean>;
   /** Revokes one live session of the identity; false when there is none with that id. */
   revoke(identityId: string, sessionId: string, at: number): Promise<boolean>;
   /** Revokes every live session of the identity on the device; returns how many. */

@@ -12,7 +12,7 @@ import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
 function browser(
   deviceId = 'dev_test',
-  previous?: { id: string; identityId: string },
+  previous?: { id: string; identityId: string; tokenHash: string },
 ): SignInBrowser & { asked: number } {
   const b = { asked: 0, previous, deviceId: () => (b.asked++, deviceId) };
   return b;
@@ -125,7 +125,7 @@ t.test('sign-up closed: only the founder setup token opens it, once', async (t) 
   t.equal(await reasonOf(beginSignUp(services, { username: 'second', setupToken })), 'invalid_setup_token');
 });
 
-t.test('sign-in: by username or usernameless; the previous session of the browser ends', async (t) => {
+t.test('sign-in: by username or usernameless; the session the browser had goes on under a new token', async (t) => {
   const { services } = await build(t);
   const authenticator = new SoftAuthenticator(TEST_ISSUER);
   const start = await beginSignUp(services, { username: 'erin' });
@@ -140,19 +140,23 @@ t.test('sign-in: by username or usernameless; the previous session of the browse
     named.allowCredentials?.map((c) => c.id),
     [authenticator.credentials[0]!.id],
   );
-  const previous = { id: up.session.sessionId, identityId: up.identityId };
-  const signedIn = await finishSignIn(
-    services,
-    { user: 'erin', response: authenticator.get(named) },
-    browser('dev_test', previous),
-  );
+  const previous = { id: up.session.sessionId, identityId: up.identityId, tokenHash: sha256Hex(up.session.token) };
+  const who = browser('dev_test', previous);
+  const signedIn = await finishSignIn(services, { user: 'erin', response: authenticator.get(named) }, who);
   t.equal(signedIn.identityId, up.identityId);
-  t.not(signedIn.session.sessionId, up.session.sessionId);
+  t.equal(signedIn.session.sessionId, up.session.sessionId, 'the same session (its sid, grants and history stay)');
+  t.not(signedIn.session.token, up.session.token, 'under a new token');
+  t.equal(who.asked, 0, 'no new device is minted for it');
   t.equal(
     await services.storage.sessions.findLive(sha256Hex(up.session.token), services.now()),
     null,
-    'the session the browser had is revoked',
+    'the token the browser had finds nothing any more',
   );
+  t.equal(
+    (await services.storage.sessions.findLive(sha256Hex(signedIn.session.token), services.now()))?.sessionId,
+    up.session.sessionId,
+  );
+  t.equal((await services.storage.sessions.listLive(up.identityId, services.now())).length, 1, 'one session');
 
   const usernameless = await beginSignIn(services, undefined);
   t.equal(usernameless.allowCredentials, undefined);

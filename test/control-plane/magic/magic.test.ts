@@ -233,20 +233,28 @@ t.test(
   },
 );
 
-t.test('a live stronger session of the same account is kept, not downgraded', async (t) => {
-  const { signIn, services, mails } = await setup(t);
+t.test('a live stronger session of the same account is kept, not downgraded, under a new token', async (t) => {
+  const { app, signIn, services, mails } = await setup(t);
   const { browser, identityId } = await signIn({ username: 'hal' });
   await verifiedEmail(services, identityId, 'hal@example.com');
-  const before = browser.cookies.get('kp_session');
+  const before = browser.cookies.get('kp_session')!;
+  const [session] = await services.storage.sessions.listLive(identityId, services.now());
   await browser.post('/auth/magic/request', { email: 'hal@example.com' });
   const link = linkIn((await mails())[0]!, '/auth/magic')!;
   t.equal((await browser.get(pathOf(link))).statusCode, 303);
-  t.equal(browser.cookies.get('kp_session'), before, 'the passkey session stays');
+  t.not(browser.cookies.get('kp_session'), before, 'a link is an authentication: a new session token');
   const live = await services.storage.sessions.listLive(identityId, services.now());
   t.same(
-    live.map((s) => s.assurance),
-    ['passkey'],
+    live.map((s) => [s.sessionId, s.assurance, s.authTime, s.amr]),
+    [[session!.sessionId, 'passkey', session!.authTime, session!.amr]],
+    'the same passkey session, its level and auth_time as they were',
   );
+  const stale = await app.inject({
+    method: 'GET',
+    url: '/account?format=json',
+    headers: { cookie: `kp_session=${before}` },
+  });
+  t.equal(stale.statusCode, 401, 'the token from before the link is refused');
 });
 
 t.test(

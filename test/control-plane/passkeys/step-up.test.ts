@@ -1,6 +1,6 @@
 import t from 'tap';
 import { build, manualClock } from '../../helpers/build.js';
-import { headersFor, signUp, stepUp } from '../../helpers/accounts.js';
+import { absorbCookies, headersFor, signUp, stepUp } from '../../helpers/accounts.js';
 import { requireAssurance } from '../../../control-plane/src/plugins/session.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 import { generateTotpCode } from '../../../lib/totp/totp.js';
@@ -29,12 +29,22 @@ t.test('a step-up makes the session sensitive for the window, then it reads as p
   t.equal(page.statusCode, 303);
   t.equal(page.headers.location, '/auth/step-up?return=%2Ftest%2Fsensitive-page');
 
+  const captured = { ...ada.headers };
+  const sessionsBefore = (await account()).json().sessions;
   const res = await stepUp(app, ada, ada.cookies);
   t.equal(res.statusCode, 200, res.body);
   t.match(res.json(), { ok: true, assurance: 'sensitive', expiresAt: clock.now() + config.lifetimes.stepUp * 1000 });
+  t.notOk('token' in res.json(), 'the new token travels only as a cookie');
   t.match(events.at(-1), { type: 'step_up.completed', identityId: ada.identityId, totp: false });
-  t.equal((await account()).json().sessions[0].assurance, 'sensitive');
+  t.not(ada.headers.cookie, captured.cookie, 'the step-up set a new session cookie');
+  const sessions = (await account()).json().sessions;
+  t.equal(sessions.length, 1, 'one session, not two');
+  t.equal(sessions[0].identifier, sessionsBefore[0].identifier, 'the same session, under a new token');
+  t.equal(sessions[0].assurance, 'sensitive');
   t.equal((await app.inject({ method: 'POST', url: '/test/sensitive', headers: ada.headers })).statusCode, 200);
+  const stale = await app.inject({ method: 'POST', url: '/test/sensitive', headers: captured });
+  t.equal(stale.statusCode, 401, 'the token from before the step-up never became sensitive: it is refused');
+  t.equal(stale.json().reason, 'unauthorized');
 
   clock.advance(config.lifetimes.stepUp * 1000 - 1);
   t.equal((await account()).json().sessions[0].assurance, 'sensitive', 'still inside the window');
@@ -98,7 +108,11 @@ t.test("refuses step-ups with another account's passkey, another session's chall
   const options = (await app.inject({ method: 'POST', url: '/auth/step-up/options', headers: ada.headers })).json()
     .options;
   const response = ada.authenticator.get(options);
-  t.equal((await verify(ada.headers, response)).statusCode, 200);
+  const first = await verify(ada.headers, response);
+  t.equal(first.statusCode, 200);
+  t.equal((await verify(ada.headers, response)).json().reason, 'unauthorized', 'the old token ended with the step-up');
+  absorbCookies(first, ada.cookies);
+  ada.headers = headersFor(ada.cookies);
   t.equal((await verify(ada.headers, response)).json().reason, 'challenge_unknown', 'replayed');
 
   const signIn = (await app.inject({ method: 'GET', url: '/auth/assertion-options' })).json().options;
@@ -146,8 +160,17 @@ t.test('with TOTP active a step-up needs the passkey and a code; amr gains otp',
   });
   t.equal(res.statusCode, 200, res.body);
   t.match(res.json(), { ok: true, assurance: 'sensitive' });
-  const account = (await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers })).json();
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers })).statusCode,
+    401,
+    'the token from before the step-up is refused',
+  );
+  absorbCookies(res, ada.cookies);
+  const account = (
+    await app.inject({ method: 'GET', url: '/account?format=json', headers: headersFor(ada.cookies) })
+  ).json();
   t.match(account, { totp: 'active', sessions: [{ assurance: 'sensitive' }] });
+  t.equal(account.sessions.length, 1);
 });
 
 t.test('the passkey, step-up and account endpoints are in the OpenAPI document', async (t) => {

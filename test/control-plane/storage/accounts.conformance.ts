@@ -100,12 +100,59 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.same([touched?.lastSeenAt, touched?.idleExpiresAt], [190, 1000], 'idle expiry never passes the absolute one');
     t.equal(await s.sessions.findLive('hash-s1', 1000), null, 'absolute expiry');
 
-    await s.sessions.stepUp('s1', { at: 300, assurance: 'passkey', amr: ['pop', 'user', 'otp'], credId: 'c2' });
-    const stepped = await s.sessions.findLive('hash-s1', 301);
-    t.same(
-      [stepped?.stepUpAt, stepped?.authTime, stepped?.amr, stepped?.credId],
-      [300, 300, ['pop', 'user', 'otp'], 'c2'],
+    const renewal = {
+      tokenHash: 'hash-s1-next',
+      assurance: 'passkey' as const,
+      amr: ['pop', 'user', 'otp'],
+      authTime: 300,
+      stepUpAt: 300,
+      credId: 'c2',
+      lastSeenAt: 300,
+      idleExpiresAt: 400,
+      absoluteExpiresAt: 1300,
+    };
+    t.notOk(
+      await s.sessions.renewToken('s1', 'hash-s2', renewal, 190),
+      'a renewal needs the token the session holds, not another one',
     );
+    t.ok(await s.sessions.renewToken('s1', 'hash-s1', renewal, 190));
+    t.equal(await s.sessions.findLive('hash-s1', 191), null, 'the token presented before finds nothing');
+    const renewed = await s.sessions.findLive('hash-s1-next', 301);
+    t.same(
+      [
+        renewed?.sessionId,
+        renewed?.identityId,
+        renewed?.deviceId,
+        renewed?.createdAt,
+        renewed?.stepUpAt,
+        renewed?.authTime,
+        renewed?.amr,
+        renewed?.credId,
+        renewed?.lastSeenAt,
+        renewed?.idleExpiresAt,
+        renewed?.absoluteExpiresAt,
+      ],
+      ['s1', 'usr_a', 'd1', 100, 300, 300, ['pop', 'user', 'otp'], 'c2', 300, 400, 1300],
+      'the same session, with the new token and what the authentication proved',
+    );
+    t.notOk(
+      await s.sessions.renewToken('s1', 'hash-s1', { ...renewal, tokenHash: 'hash-s1-third' }, 192),
+      'the old token cannot be renewed again (of two renewals, one wins)',
+    );
+    t.notOk(
+      await s.sessions.renewToken('s2', 'hash-s2', { ...renewal, tokenHash: 'hash-s2-next' }, 200),
+      'nor an expired session',
+    );
+    // Two renewals of one token in concurrent transactions: one swaps it, the other finds it gone.
+    const unchanged = { ...renewal, lastSeenAt: 100, idleExpiresAt: 200, absoluteExpiresAt: 1000 };
+    const raced = await Promise.all(
+      ['hash-s3-a', 'hash-s3-b'].map((tokenHash) =>
+        s.transaction((tx) => tx.sessions.renewToken('s3', 'hash-s3', { ...unchanged, tokenHash }, 150)),
+      ),
+    );
+    t.same(raced.filter(Boolean).length, 1, 'of two concurrent renewals of the same token, exactly one wins');
+    const winner = raced[0] ? 'hash-s3-a' : 'hash-s3-b';
+    t.equal((await s.sessions.findLive(winner, 150))?.sessionId, 's3');
 
     t.same(
       (await s.sessions.listLive('usr_a', 150)).map((x) => x.sessionId),

@@ -220,9 +220,8 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     const { sessionToken } = await redeemSignInLink(app.kp, token, {
       ...browserOf(app.kp, reply),
       presentedDeviceId: currentDeviceId(app.kp, request) ?? request.kp.session?.deviceId ?? null,
-      session: request.kp.session,
     });
-    if (sessionToken !== undefined) setSessionCookies(app.kp, reply, sessionToken);
+    setSessionCookies(app.kp, reply, sessionToken);
     // A path on this server (a pending authorize request hands off to its client from there) is
     // followed; a relying-party URI is only linked: anyone can register one, and the link proves
     // no client (docs/security.md "Open redirects").

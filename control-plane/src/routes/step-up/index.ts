@@ -4,12 +4,13 @@ import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
+import { presentedSession, setSessionCookies } from '../../sessions/start-session.js';
 import { beginStepUp, completeStepUp } from '../../sessions/step-up.js';
 
 /**
  * Step-up: the signed-in user re-verifies a passkey of this account for the purpose (plus TOTP
- * when the account has it active); the session then counts as `sensitive` for
- * `lifetimes.stepUp` seconds (default 300) and its `auth_time` moves to now.
+ * when the account has it active); the session then gets a new token that counts as `sensitive`
+ * for `lifetimes.stepUp` seconds (default 300), and its `auth_time` moves to now.
  */
 export default async function stepUpRoutes(app: FastifyInstance): Promise<void> {
   const limits = new CredentialLimits(app.kp);
@@ -71,7 +72,7 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
     {
       schema: {
         tags: ['passkeys'],
-        summary: 'Finish a step-up: the session is `sensitive` until `expiresAt`',
+        summary: 'Finish a step-up: the session gets a new cookie, `sensitive` until `expiresAt`',
         security: [{ sessionCookie: [] }],
         body: { type: 'object', required: ['response'], properties: { response: {}, totpCode: { type: 'string' } } },
         response: {
@@ -83,17 +84,16 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       await limits.perIp(request, 'step-up');
-      return {
-        ok: true,
-        assurance: 'sensitive' as const,
-        ...(await completeStepUp(
-          app.kp,
-          request.kp.session!,
-          request.body as { response: unknown; totpCode?: string },
-        )),
-      };
+      const { token, ...done } = await completeStepUp(
+        app.kp,
+        presentedSession(request)!,
+        request.body as { response: unknown; totpCode?: string },
+      );
+      // A new session token: the one this request came with no longer finds the session.
+      setSessionCookies(app.kp, reply, token);
+      return { ok: true, assurance: 'sensitive' as const, ...done };
     },
   );
 }

@@ -36,12 +36,26 @@ export function postgresSessionStore(sql: Sql): SessionStore {
         [sessionId, at, idleExpiresAt],
       );
     },
-    stepUp: async (sessionId, update) => {
-      await sql.count(
-        'UPDATE sessions SET step_up_at = $2, auth_time = $2, assurance = $3, amr = $4, cred_id = $5 WHERE session_id = $1',
-        [sessionId, update.at, update.assurance, JSON.stringify(update.amr), update.credId],
-      );
-    },
+    renewToken: async (sessionId, presentedTokenHash, renewal, now) =>
+      (await sql.count(
+        `UPDATE sessions SET token_hash = $4, assurance = $5, amr = $6, auth_time = $7, step_up_at = $8, cred_id = $9,
+           last_seen_at = $10, idle_expires_at = $11, absolute_expires_at = $12
+         WHERE session_id = $1 AND token_hash = $3 AND ${LIVE}`,
+        [
+          sessionId,
+          now,
+          presentedTokenHash,
+          renewal.tokenHash,
+          renewal.assurance,
+          JSON.stringify(renewal.amr),
+          renewal.authTime,
+          renewal.stepUpAt,
+          renewal.credId,
+          renewal.lastSeenAt,
+          renewal.idleExpiresAt,
+          renewal.absoluteExpiresAt,
+        ],
+      )) === 1,
     revoke: async (identityId, sessionId, at) =>
       (await sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND session_id = $3 AND ${LIVE}`, [
         identityId,

@@ -64,13 +64,30 @@ export function sqliteSessionStore(runner: Runner): SessionStore {
           'UPDATE sessions SET last_seen_at = ?, idle_expires_at = MIN(?, absolute_expires_at) WHERE session_id = ? AND revoked_at IS NULL',
         ).run(at, idleExpiresAt, sessionId);
       }),
-    stepUp: (sessionId, update) =>
-      runner.run((db) => {
-        cached(
-          db,
-          'UPDATE sessions SET step_up_at = ?, auth_time = ?, assurance = ?, amr = ?, cred_id = ? WHERE session_id = ?',
-        ).run(update.at, update.at, update.assurance, JSON.stringify(update.amr), update.credId, sessionId);
-      }),
+    renewToken: (sessionId, presentedTokenHash, renewal, now) =>
+      runner.run(
+        (db) =>
+          cached(
+            db,
+            `UPDATE sessions SET token_hash = @token_hash, assurance = @assurance, amr = @amr, auth_time = @auth_time,
+               step_up_at = @step_up_at, cred_id = @cred_id, last_seen_at = @last_seen_at,
+               idle_expires_at = @idle_expires_at, absolute_expires_at = @absolute_expires_at
+             WHERE session_id = @sessionId AND token_hash = @presented AND ${LIVE}`,
+          ).run({
+            sessionId,
+            presented: presentedTokenHash,
+            now,
+            token_hash: renewal.tokenHash,
+            assurance: renewal.assurance,
+            amr: JSON.stringify(renewal.amr),
+            auth_time: renewal.authTime,
+            step_up_at: renewal.stepUpAt,
+            cred_id: renewal.credId,
+            last_seen_at: renewal.lastSeenAt,
+            idle_expires_at: renewal.idleExpiresAt,
+            absolute_expires_at: renewal.absoluteExpiresAt,
+          }).changes === 1,
+      ),
     revoke: (identityId, sessionId, at) =>
       runner.run(
         (db) =>
