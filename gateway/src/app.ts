@@ -8,7 +8,7 @@ import { buildGatewayEvidence } from '../../lib/gateway/evidence.js';
 import type { ClientView } from '../../lib/gateway/forwarded.js';
 import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import { normalizeRequestTarget, type RequestTarget } from '../../lib/gateway/request-path.js';
-import type { CookieKey } from '../../lib/gateway/session-cookie.js';
+import type { CookieKey, GateSession } from '../../lib/gateway/session-cookie.js';
 import { GatewayConfigHolder, type ConfigStore } from '../../lib/gateway/signed-config.js';
 import { MemorySharedState, type SharedState } from '../../lib/runtime/shared-state/index.js';
 import { ExpiringCache } from '../../lib/util/expiring-cache.js';
@@ -17,6 +17,7 @@ import { authorize } from './authorize.js';
 import { deriveDpopNonceKeys, remoteControlPlaneKeys } from './bearer.js';
 import { fileConfigStore } from './config-store.js';
 import { createForwardedReader, type GatewayContext, type ResolvedGatewayConfig } from './context.js';
+import { EndedSessions } from './ended-sessions.js';
 import { forwardAuth } from './forward-auth.js';
 import { loadCookieKeys, loadOrCreateSigningKey, type GatewaySigningKey } from './keys.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
@@ -86,6 +87,8 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   });
   heldVersion = () => holder.current?.version ?? 0;
   const dpopNonceKeys = config.dpopNonce ? deriveDpopNonceKeys(cookieKeys) : undefined;
+  const state = deps.state ?? new MemorySharedState();
+  const sessions = new ExpiringCache<string, GateSession>(SESSION_CACHE_LIMIT);
   return {
     config,
     publicUrl,
@@ -97,7 +100,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
     holder,
     secure: publicUrl.startsWith('https://'),
     redirectUri: `${publicUrl}/_gate/callback`,
-    state: deps.state ?? new MemorySharedState(),
+    state,
     keys: deps.controlPlaneKeys ?? remoteControlPlaneKeys(controlPlane),
     signingKey: await loadOrCreateSigningKey(config.dataDir),
     ...(dpopNonceKeys ? { dpopNonceKeys } : {}),
@@ -113,11 +116,12 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
         }),
     ),
     caches: {
-      sessions: new ExpiringCache(SESSION_CACHE_LIMIT),
+      sessions,
       verifiedTokens: new ExpiringCache(TOKEN_CACHE_LIMIT),
       dpopKeys: new DpopKeyCache(TOKEN_CACHE_LIMIT),
       assertions: new ExpiringCache(ASSERTION_CACHE_LIMIT),
     },
+    endedSessions: new EndedSessions(state, now, () => sessions.clear()),
     enforcement: { lastAt: null },
     applyForwarded: createForwardedReader(config.trustedProxies, publicUrl),
   };
@@ -200,6 +204,7 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
 export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayDeps = {}): Promise<Gateway> {
   const ctx = await buildContext(config, deps);
   const ownsState = !deps.state;
+  await ctx.endedSessions.start();
   const startedAt = ctx.now();
   // Tells this process's evidence apart from other replicas' and from its own after a restart.
   const instance = randomToken(12);
@@ -271,6 +276,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     },
     async close(force = false) {
       await ctx.upstreams.close(force);
+      await ctx.endedSessions.stop();
       if (ownsState) await ctx.state.close();
     },
   };

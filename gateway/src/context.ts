@@ -12,6 +12,7 @@ import type { SharedState } from '../../lib/runtime/shared-state/index.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
 import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import type { VerifiedAccessToken } from './bearer.js';
+import type { EndedSessions } from './ended-sessions.js';
 import type { GatewaySigningKey } from './keys.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { TokenClient } from './token-client.js';
@@ -54,6 +55,8 @@ export interface GatewayContext {
     /** Upstream assertions by identity and audience. */
     assertions: ExpiringCache<string, string>;
   };
+  /** Sessions replaced by a sign-in or step-up, or signed out, whose cookies are refused (docs/gateway.md#session-rotation). */
+  endedSessions: EndedSessions;
   /** When a decision last held against a refusal (evidence reports it). */
   enforcement: { lastAt: number | null };
   /** Forwarded headers kept only from a trusted peer (docs/architecture.md#decisions: a client could forge them), and what they say about the client. */

@@ -12,6 +12,7 @@ import {
   writeLoginCookie,
   writeSessionCookies,
   type GateSession,
+  type LoginState,
 } from '../../lib/gateway/session-cookie.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
@@ -22,7 +23,7 @@ import type { Refusal } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { verifyIdToken } from './id-token.js';
 import { countRefusal, redirect, sendError } from './respond.js';
-import { latestSessionKey } from './sessions.js';
+import { endGatewaySession } from './sessions.js';
 import { isTokenEndpointError } from './token-client.js';
 
 /** How long a login (state, nonce, PKCE verifier) may take, in seconds. */
@@ -40,12 +41,21 @@ async function startSignIn(
   returnTo: string,
   acr?: string,
 ): Promise<{ location: string; cookies: string[] }> {
-  const login = {
+  // The session the browser has now, ended once this sign-in succeeds (docs/gateway.md#session-rotation).
+  const current = cookieHeader
+    ? await readSessionCookies(parseCookieHeader(cookieHeader), {
+        keys: ctx.cookieKeys,
+        now: ctx.now(),
+        secure: ctx.secure,
+      })
+    : null;
+  const login: LoginState = {
     state: randomToken(16),
     nonce: randomToken(16),
     codeVerifier: randomToken(32),
     returnTo,
     ...(acr ? { acrValues: acr } : {}),
+    ...(current?.exp !== undefined ? { replaces: { sid: current.sid, exp: current.exp } } : {}),
   };
   const cookies = [
     await writeLoginCookie(login, {
@@ -217,6 +227,7 @@ export async function callback(
     ...(set.refreshToken ? { refreshToken: set.refreshToken } : {}),
     idToken: set.idToken,
   };
+  await endReplacedSessions(ctx, login, cookies, at);
   // A new sid and every old session cookie (chunks too) replaced: nothing from before the sign-in survives it.
   const written = await writeSessionCookies(session, {
     keys: ctx.cookieKeys,
@@ -230,6 +241,35 @@ export async function callback(
     'signed in',
   );
   redirect(res, `${ctx.publicUrl}${login.returnTo}`, [...cleared, ...written]);
+}
+
+/**
+ * Session rotation at an authentication (docs/gateway.md#session-rotation; OWASP ASVS 5.0
+ * V7.2.4): the session this sign-in or step-up replaces ends, both the one the browser presents
+ * now (a step-up keeps it until here) and the one its `/_gate/signin` cleared, so a copy of the
+ * old cookie is refused at every replica instead of living on beside the new one, and never
+ * moves on to it. The old cookie's refresh token is revoked at the control plane (RFC 7009), as
+ * at sign-out. The control-plane session itself goes on (renewed there under a new token,
+ * same `sid`): this ends only the gateway's cookie.
+ */
+async function endReplacedSessions(
+  ctx: GatewayContext,
+  login: LoginState,
+  cookies: Readonly<Record<string, string>>,
+  at: number,
+): Promise<void> {
+  const presented = await readSessionCookies(cookies, { keys: ctx.cookieKeys, now: at, secure: ctx.secure });
+  const ended = new Map<string, number>();
+  const replaces = login.replaces;
+  if (replaces && typeof replaces.sid === 'string' && typeof replaces.exp === 'number')
+    ended.set(replaces.sid, replaces.exp * 1000);
+  if (presented?.exp !== undefined) ended.set(presented.sid, presented.exp * 1000);
+  for (const [sid, until] of ended) await endGatewaySession(ctx, sid, until);
+  if (presented?.refreshToken && ctx.tokens?.revoke && !(await ctx.tokens.revoke(presented.refreshToken)))
+    ctx.log.warn(
+      { event: 'gateway.revoke_failed' },
+      "the control plane did not confirm the replaced session's refresh token revocation",
+    );
 }
 
 /** The sign-out form's CSRF token: bound to the session (HMAC with the newest cookie key), so another site cannot know it. */
@@ -294,8 +334,9 @@ export async function signout(
   if (!constantEquals(form.get('csrf') ?? '', signoutToken(ctx, session))) {
     return sendError(ctx.metrics, res, fail('origin_mismatch', "sign out from the gateway's own sign-out page"));
   }
-  // A copy of an older cookie must not move on to the newest state of this session, nor refresh.
-  await ctx.state.del(latestSessionKey(session.sid));
+  // A copy of this cookie (or an older one) is refused at once at every replica: it must not move
+  // on to the newest state of this session, nor refresh (docs/gateway.md#session-rotation).
+  await endGatewaySession(ctx, session.sid, (session.exp ?? 0) * 1000);
   if (session.refreshToken && ctx.tokens?.revoke) {
     const revoked = await ctx.tokens.revoke(session.refreshToken);
     if (!revoked)

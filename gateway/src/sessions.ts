@@ -17,6 +17,16 @@ export const REFRESH_SKEW_SECONDS = 30;
 export const latestSessionKey = (sid: string) => `session:latest:${sid}`;
 
 /**
+ * Ends a gateway session before its cookie expires (replaced by a sign-in or step-up, or signed
+ * out): its newest state is forgotten, so no copy moves on to it, and its sid is refused at every
+ * replica until `untilMs` (docs/gateway.md#session-rotation).
+ */
+export async function endGatewaySession(ctx: GatewayContext, sid: string, untilMs: number): Promise<void> {
+  await ctx.state.del(latestSessionKey(sid));
+  await ctx.endedSessions.end(sid, untilMs);
+}
+
+/**
  * Opens the session cookie, remembering recent openings by the exact Cookie header (bounded,
  * until the session's own expiry): a browser sends the same header on every request, and
  * decrypting it each time is the largest part of the gateway's own work per request.
@@ -32,6 +42,8 @@ export async function openSession(ctx: GatewayContext, header: string | undefine
     secure: ctx.secure,
   });
   if (!session) return null;
+  // Opened afresh: whether it ended at another replica is read from shared state (docs/gateway.md#session-rotation).
+  await ctx.endedSessions.lookUp(session.sid);
   // Never cached past the moment its access token is due for refresh.
   const due =
     session.accessTokenExpiresAt !== undefined
@@ -96,6 +108,14 @@ export async function identifySession(
     ctx.caches.sessions.delete(cookieHeader);
     await ctx.state.del(latestSessionKey(session.sid));
     res?.setHeader('set-cookie', clearSessionCookies(cookieNames(cookieHeader), ctx.secure));
+    return { caller: null, session: null, api: false };
+  }
+  if (ctx.endedSessions.has(session.sid)) {
+    // A cookie of a session that a sign-in or step-up replaced, or that signed out: a copy (or a
+    // straggler) is refused, never moved on (docs/gateway.md#session-rotation). Its cookies are
+    // not cleared: a request that was in flight when the new cookie arrived would clear that one.
+    ctx.caches.sessions.delete(cookieHeader);
+    ctx.log.info({ event: 'gateway.ended_session_presented' }, 'a cookie of an ended session was refused');
     return { caller: null, session: null, api: false };
   }
   if (refreshDue(ctx, session)) {

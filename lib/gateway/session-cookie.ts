@@ -61,6 +61,8 @@ export interface LoginState {
   codeVerifier: string;
   returnTo: string;
   acrValues?: string;
+  /** The session this sign-in (or step-up) replaces: its `sid` and cookie expiry (seconds), ended when it succeeds. */
+  replaces?: { sid: string; exp: number };
 }
 
 type Use = 'session' | 'login';

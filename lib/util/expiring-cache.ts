@@ -28,6 +28,10 @@ export class ExpiringCache<K, V> {
     this.#entries.delete(key);
   }
 
+  clear(): void {
+    this.#entries.clear();
+  }
+
   get size(): number {
     return this.#entries.size;
   }

@@ -4,6 +4,7 @@ import { loadControlPlaneConfig } from '../../config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/src/server.js';
 import { createTokenClient, type TokenClient } from '../../gateway/src/token-client.js';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
+import type { SharedState } from '../../lib/runtime/shared-state/index.js';
 import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
 import { findFreePort } from '../../lib/runtime/listen.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
@@ -79,7 +80,10 @@ export async function startCp(t: Tap): Promise<RunningControlPlane> {
 export type Tap = Parameters<typeof tempDir>[0];
 
 /** Signs up with a software passkey and signs in again; the jar holds the control plane's session. */
-export async function passkeyUser(base: string, username: string): Promise<{ jar: Jar; identityId: string }> {
+export async function passkeyUser(
+  base: string,
+  username: string,
+): Promise<{ jar: Jar; identityId: string; authenticator: SoftAuthenticator }> {
   const jar = new Jar();
   const authenticator = new SoftAuthenticator(base);
   const post = async (path: string, body: unknown) => {
@@ -101,7 +105,7 @@ export async function passkeyUser(base: string, username: string): Promise<{ jar
   });
   const options = (await (await request(`${base}/auth/assertion-options`)).body.json()) as Record<string, any>;
   await post('/auth/assertion-verify', { response: authenticator.get(options.options) });
-  return { jar, identityId: created.identityId };
+  return { jar, identityId: created.identityId, authenticator };
 }
 
 export interface World {
@@ -109,7 +113,7 @@ export interface World {
   client: { client_id: string; client_secret: string };
   gw: TestGateway;
   upstream: Upstream;
-  user: { jar: Jar; identityId: string };
+  user: { jar: Jar; identityId: string; authenticator: SoftAuthenticator };
   refreshes: { count: number };
   /** Milliseconds added to the gateway's clock. */
   clock: { offset: number };
@@ -118,7 +122,7 @@ export interface World {
 export async function world(
   t: Tap,
   policy: GatewayPolicy = POLICY,
-  options: { register?: (gatewayUrl: string) => Record<string, unknown>; pull?: boolean } = {},
+  options: { register?: (gatewayUrl: string) => Record<string, unknown>; pull?: boolean; state?: SharedState } = {},
 ): Promise<World> {
   const cp = await startCp(t);
   const port = await findFreePort();
@@ -161,6 +165,7 @@ export async function world(
     remoteKeys: true,
     overrides: { port, controlPlane: cp.url, clientId: client.client_id, clientSecret: client.client_secret },
     deps: { tokenClient, now: () => Date.now() + clock.offset },
+    ...(options.state ? { state: options.state } : {}),
   });
   if (options.pull) {
     // The signed config comes from the control plane's GET /gateway/config, as in production.
