@@ -34,7 +34,7 @@ export type DomainEvent =
   | (EventBase & SignInFields & { type: 'session.started' })
   // A sign-in on a browser that had a session of the same account: the session went on under a
   // new token (docs/security.md#session-tokens). Not an end: the sid, grants and history stay.
-  | (EventBase & SignInFields & { type: 'session.reauthenticated' })
+  | (EventBase & SignInFields & { type: 'session.renewed' })
   | (EventBase & { type: 'session.ended'; identityId: string; sessionId: string })
   | (EventBase & { type: 'session.revoked'; identityId: string; sessionId: string; by: string })
   | (EventBase & { type: 'device.revoked'; identityId: string; deviceId: string; sessions: number; by: string })

@@ -65,7 +65,7 @@ export interface OpenedSession {
  * browser leaves with a new session token either way (docs/security.md#session-tokens):
  * - the browser already has a live session of this account: that session is renewed (same id,
  *   device, history and grants; a new token; what this sign-in proved, see `Authentication`),
- *   with a `session.reauthenticated` event, so the account page still shows one session;
+ *   with a `session.renewed` event, so the account page still shows one session;
  * - otherwise a new session is created with its `session.started` event and the device goes in
  *   the ledger; a session of ANOTHER account that the browser had is ended first (with its
  *   grants), so a sign-in never leaves two.
@@ -88,7 +88,7 @@ export async function openSession(
     // Null: that session ended or was renewed meanwhile; this sign-in then starts a new one.
     if (renewed) {
       const { receipt } = await services.events.record(tx, {
-        type: 'session.reauthenticated',
+        type: 'session.renewed',
         at: now,
         outcome: 'success',
         identityId: input.identityId,

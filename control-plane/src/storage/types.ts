@@ -117,7 +117,7 @@ export interface StoredSession {
   tokenHash: string;
   identityId: string;
   deviceId: string;
-  /** What the sign-ins of this session proved (the strongest); a step-up raises it to at least `passkey`. */
+  /** What the last sign-in proved (a magic link never lowers it); a step-up raises it to at least `passkey`. */
   assurance: SessionAssurance;
   amr: string[];
   authTime: number;

@@ -113,7 +113,7 @@ t.test(
     t.not(tokenOf(browser), before, 'passkey sign-in: a new token');
     await refused(t, app, before, 'ada', 'passkey sign-in');
     await oneSession(t, browser, sessionId, 'passkey', 'passkey sign-in');
-    t.match(events.at(-1), { type: 'session.reauthenticated', sessionId, method: 'passkey', assurance: 'passkey' });
+    t.match(events.at(-1), { type: 'session.renewed', sessionId, method: 'passkey', assurance: 'passkey' });
 
     // 2. A backup code.
     const codes = (await ok(await browser.post('/auth/recovery/regenerate'), 'regenerate')).json().codes as string[];
