@@ -8,7 +8,7 @@ import { buildGatewayEvidence } from '../../lib/gateway/evidence.js';
 import type { ClientView } from '../../lib/gateway/forwarded.js';
 import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import { normalizeRequestTarget, type RequestTarget } from '../../lib/gateway/request-path.js';
-import type { CookieKey, GateSession } from '../../lib/gateway/session-cookie.js';
+import type { CookieKey } from '../../lib/gateway/session-cookie.js';
 import { GatewayConfigHolder, type ConfigStore } from '../../lib/gateway/signed-config.js';
 import { MemorySharedState, type SharedState } from '../../lib/runtime/shared-state/index.js';
 import { ExpiringCache } from '../../lib/util/expiring-cache.js';
@@ -87,9 +87,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   });
   heldVersion = () => holder.current?.version ?? 0;
   const dpopNonceKeys = config.dpopNonce ? deriveDpopNonceKeys(cookieKeys) : undefined;
-  const state = deps.state ?? new MemorySharedState();
-  const sessions = new ExpiringCache<string, GateSession>(SESSION_CACHE_LIMIT);
-  return {
+  const context: Omit<GatewayContext, 'endedSessions'> = {
     config,
     publicUrl,
     controlPlane,
@@ -100,7 +98,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
     holder,
     secure: publicUrl.startsWith('https://'),
     redirectUri: `${publicUrl}/_gate/callback`,
-    state,
+    state: deps.state ?? new MemorySharedState(),
     keys: deps.controlPlaneKeys ?? remoteControlPlaneKeys(controlPlane),
     signingKey: await loadOrCreateSigningKey(config.dataDir),
     ...(dpopNonceKeys ? { dpopNonceKeys } : {}),
@@ -116,15 +114,17 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
         }),
     ),
     caches: {
-      sessions,
+      sessions: new ExpiringCache(SESSION_CACHE_LIMIT),
       verifiedTokens: new ExpiringCache(TOKEN_CACHE_LIMIT),
       dpopKeys: new DpopKeyCache(TOKEN_CACHE_LIMIT),
       assertions: new ExpiringCache(ASSERTION_CACHE_LIMIT),
     },
-    endedSessions: new EndedSessions(state, now, () => sessions.clear()),
     enforcement: { lastAt: null },
     applyForwarded: createForwardedReader(config.trustedProxies, publicUrl),
   };
+  // Ended sessions share the context's state; overflowing, they make every cookie be opened again.
+  const endedSessions = new EndedSessions(context.state, now, () => context.caches.sessions.clear());
+  return { ...context, endedSessions };
 }
 
 /** `/healthz`, `/readyz` (200 only with a signed config) and `/metrics`. */

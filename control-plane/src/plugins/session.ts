@@ -59,6 +59,8 @@ export const sessionPlugin = fp(
         if ((await app.kp.state.get(renewedTokenKey(tokenHash))) === null) clearSessionCookie(app.kp, reply);
         return;
       }
+      // What a renewal of this session's token must replace (sessions/renew-session.ts).
+      request.kp.sessionTokenHash = tokenHash;
       if (now - stored.lastSeenAt >= TOUCH_EVERY_MS) {
         await app.kp.storage.sessions.touch(stored.sessionId, now, now + app.kp.config.lifetimes.sessionIdle * 1000);
       }
@@ -71,7 +73,6 @@ export const sessionPlugin = fp(
         authTime: stored.authTime,
       };
       request.kp.session = view;
-      request.kp.sessionTokenHash = tokenHash;
       if (!SAFE_METHODS.has(request.method) && request.routeOptions.config?.checksOwnOrigin !== true) {
         const origin = request.headers.origin;
         if (origin !== issuerOrigin) {
