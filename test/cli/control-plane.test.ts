@@ -117,6 +117,7 @@ t.test('a taken port is a clear failure, exit 1', async (t) => {
 
 t.test('keys rotate and list; backup writes a copy', async (t) => {
   const data = tempDir(t);
+  t.equal((await runInProcess(['migrate', '--data', data])).code, 0);
   const before = await runInProcess(['keys', 'list', '--data', data], { KEYPLANE_MASTER_KEY: 'k'.repeat(40) });
   t.equal(before.code, 0);
   const [currentBefore] = before.stdout.split('\n').filter((l) => l.endsWith('current'));
