@@ -78,8 +78,11 @@ export async function assertStoreExists(config: StorageConfig): Promise<void> {
   let db: Database | undefined;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
-    const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
-    if (tables.n === 0) throw new StoreUnavailableError(`${file} holds no Keyplane schema: ${hint}`);
+    // The ledger, or the first table every release before it created.
+    const ours = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN (?, 'signing_keys')")
+      .get(LEDGER_TABLE);
+    if (!ours) throw new StoreUnavailableError(`${file} holds no Keyplane schema: ${hint}`);
   } catch (error) {
     if (error instanceof StoreUnavailableError) throw error;
     throw new StoreUnavailableError(`${file} cannot be read as a SQLite database (${(error as Error).message})`);

@@ -169,6 +169,20 @@ else {
     }
   });
 
+  t.test(
+    'postgres: a pre-ledger database with a version this release does not know is refused and left as it was',
+    async (t) => {
+      const url = await createTestDatabase(t);
+      await preLedgerDatabase(url, [1, 2]);
+      await admin(url, "INSERT INTO schema_migrations (version, name) VALUES (95, 'from a newer branch')");
+      await t.rejects(
+        openPostgresStorage(url, { poolSize: 1 }),
+        /it has migration 0095-from a newer branch, which this release does not know/,
+      );
+      t.same(await admin(url, "SELECT to_regclass('schema_ledger')::text AS t"), [{ t: null }], 'no ledger was left');
+    },
+  );
+
   t.test('postgres: a recorded migration whose file changed stops the start', async (t) => {
     const url = await createMigratedTestDatabase(t);
     const edited = migrations.map((m) => (m.id === '0030' ? defineMigration(m.id, m.name, `${m.sql}-- edited\n`) : m));

@@ -145,6 +145,9 @@ t.test('a pre-ledger database with a user_version past every legacy migration is
     () => openDatabase(dir),
     /schema version 97 without a migration ledger, newer than this Keyplane understands/,
   );
+  const db = new Database(join(dir, DATABASE_FILE));
+  t.same(db.prepare("SELECT name FROM sqlite_master WHERE name = 'schema_ledger'").all(), [], 'no ledger was left');
+  db.close();
 });
 
 t.test('a recorded migration whose file changed stops the start, before anything runs', async (t) => {

@@ -82,7 +82,10 @@ export async function migratePostgres(pool: pg.Pool, known: Migration[]): Promis
   const { created, adopted } = await inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     if (await exists(client, LEDGER_TABLE)) return { created: false, adopted: [] };
-    return createLedger(client, known);
+    const created = await createLedger(client, known);
+    // Refused with the adoption rolled back: a refused store is left as it was.
+    refuseUnsafePlan(planMigrations(known, await readLedger(client)), known, { pending: true });
+    return created;
   });
   const plan = planMigrations(known, await readLedger(pool));
   refuseUnsafePlan(plan, known, { pending: true });

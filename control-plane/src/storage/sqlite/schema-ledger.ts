@@ -95,7 +95,10 @@ export function migrateSqlite(db: Sqlite, known: Migration[], clock: () => Date 
     .transaction(() => {
       if (hasTable(db, LEDGER_TABLE)) return { created: false, adopted: [] };
       const empty = isEmpty(db);
-      return { created: empty, adopted: createLedger(db, known, clock().toISOString()) };
+      const adopted = createLedger(db, known, clock().toISOString());
+      // Refused with the adoption undone: a refused store is left as it was.
+      refuseUnsafePlan(planMigrations(known, readLedger(db)), known, { pending: true });
+      return { created: empty, adopted };
     })
     .immediate();
   const plan = planMigrations(known, readLedger(db));
