@@ -25,6 +25,11 @@ t.test('control-plane prints its URL, serves, and exits 0 on SIGTERM', async (t)
   t.match(server.stderr(), /KEYPLANE_MASTER_KEY is not set/, 'the dev key warning is visible');
   t.match(
     server.stderr(),
+    new RegExp(`^created a new database at SQLite ${data}/keyplane\\.db \\(\\d+ migration\\(s\\)`, 'm'),
+    'a new store is said in one line, so a mistyped --data is noticed',
+  );
+  t.match(
+    server.stderr(),
     new RegExp(`^No founder account yet\\. Create it within 24 hours at: ${server.url}/auth\\?setup=`, 'm'),
     'the founder link is a plain line',
   );

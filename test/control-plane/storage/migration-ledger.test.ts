@@ -1,5 +1,5 @@
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LEGACY_VERSIONS, legacyId, preLedgerVersion } from '../../../control-plane/src/storage/legacy-versions.js';
 import { MigrationError } from '../../../control-plane/src/storage/migration-error.js';
@@ -7,6 +7,7 @@ import {
   compareIds,
   defineMigration,
   loadMigrations,
+  MIGRATIONS_DIR,
   migrationChecksum,
   planMigrations,
   refuseUnsafePlan,
@@ -40,6 +41,17 @@ t.test(
       'in id order',
     );
     t.not(sqlite[0]!.sql, postgres[0]!.sql, 'each dialect has its own SQL');
+  },
+);
+
+const BUILT = join(import.meta.dirname, '../../../dist/control-plane/src/storage/migrations');
+t.test(
+  'the build ships every migration file in dist/',
+  { skip: existsSync(BUILT) ? false : 'no build in dist/ (npm test builds it first)' },
+  async (t) => {
+    const sources = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql'));
+    for (const file of sources)
+      t.equal(readFileSync(join(BUILT, file), 'utf8'), readFileSync(join(MIGRATIONS_DIR, file), 'utf8'), file);
   },
 );
 
