@@ -113,7 +113,7 @@ export const controlPlaneSchema: Group = group('Control plane', {
       type: 'boolean',
       default: true,
       description:
-        'Apply pending schema migrations when the control plane starts. Off: start refuses an outdated schema and `keyplane migrate` applies it.',
+        "Apply every schema migration the store lacks when the control plane starts (docs/operations.md#upgrades). Off: start refuses a store whose migrations are not exactly this release's, and `keyplane migrate` applies them.",
     },
     poolSize: {
       type: 'integer',

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../config/config-error.js';
 import { MigrationError } from '../../control-plane/src/storage/migration-error.js';
+import { StoreUnavailableError } from '../../control-plane/src/storage/store-unavailable-error.js';
 import { accountsCommands } from './commands/accounts.js';
 import { agentCommands } from './commands/agent.js';
 import { backupCommand } from './commands/backup.js';
@@ -78,9 +79,11 @@ function exitCodeFor(error: unknown, output: Output): number {
     output.stderr(`keyplane: ${error.message}\n`);
     return error.exitCode;
   }
-  if (error instanceof MigrationError) {
+  // The store is not one this release may use as configured (missing, unreachable, migrated by a
+  // newer release, a changed migration): the operator fixes the setup, nothing failed mid-way.
+  if (error instanceof MigrationError || error instanceof StoreUnavailableError) {
     output.stderr(`keyplane: ${error.message}\n`);
-    return EXIT.failed;
+    return EXIT.usage;
   }
   const e = error as NodeJS.ErrnoException;
   output.stderr(`keyplane: ${e.code === 'EADDRINUSE' ? `address in use (${e.message})` : e.message}\n`);

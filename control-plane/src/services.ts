@@ -10,7 +10,8 @@ import { resolveMasterKey } from './keys/master-key.js';
 import { Ledger } from './ledger/ledger.js';
 import { createSecrets } from './keys/secrets.js';
 import { createMailer } from './mail/mailer.js';
-import { openStorage, type StorageConfig } from './storage/open-storage.js';
+import { summarizeMigration } from './storage/migration-ledger.js';
+import { describeStorage, openExistingStorage, openStorage, type StorageConfig } from './storage/open-storage.js';
 import type { Storage } from './storage/types.js';
 import { ClientOrigins } from './clients/client-origins.js';
 
@@ -38,7 +39,13 @@ export async function openControlPlaneServices(
       `KEYPLANE_MASTER_KEY is not set: using the generated dev key ${master.devKeyFile}. Set a master key in production.`,
     );
   }
-  const storage: Storage = await openStorage(config);
+  const storage: Storage = await openStorage(config, {
+    // A new store, or migrations applied, said in a line: a mistyped data path is noticed.
+    onMigrated: (report) => {
+      if (report.created || report.applied.length > 0)
+        for (const line of summarizeMigration(describeStorage(config), report)) options.notify?.(line);
+    },
+  });
   let state: SharedState | undefined;
   try {
     state = options.state ?? (await openSharedState(config.redisUrl));
@@ -118,9 +125,10 @@ export interface OfflineServices {
 
 /**
  * Storage for the offline CLI commands (keys, ledger audit): the same factory as the server, so
- * they work on SQLite and PostgreSQL alike, without the key schedule, sealer or shared state.
+ * they work on SQLite and PostgreSQL alike, without the key schedule, sealer or shared state. The
+ * store must exist: these commands never create one.
  */
 export async function openOfflineServices(config: ControlPlaneConfig & StorageConfig): Promise<OfflineServices> {
-  const storage = await openStorage(config);
+  const storage = await openExistingStorage(config);
   return { config, storage, close: () => storage.close() };
 }

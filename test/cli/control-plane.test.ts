@@ -25,6 +25,11 @@ t.test('control-plane prints its URL, serves, and exits 0 on SIGTERM', async (t)
   t.match(server.stderr(), /KEYPLANE_MASTER_KEY is not set/, 'the dev key warning is visible');
   t.match(
     server.stderr(),
+    new RegExp(`^created a new database at SQLite ${data}/keyplane\\.db \\(\\d+ migration\\(s\\)`, 'm'),
+    'a new store is said in one line, so a mistyped --data is noticed',
+  );
+  t.match(
+    server.stderr(),
     new RegExp(`^No founder account yet\\. Create it within 24 hours at: ${server.url}/auth\\?setup=`, 'm'),
     'the founder link is a plain line',
   );
@@ -117,6 +122,7 @@ t.test('a taken port is a clear failure, exit 1', async (t) => {
 
 t.test('keys rotate and list; backup writes a copy', async (t) => {
   const data = tempDir(t);
+  t.equal((await runInProcess(['migrate', '--data', data])).code, 0);
   const before = await runInProcess(['keys', 'list', '--data', data], { KEYPLANE_MASTER_KEY: 'k'.repeat(40) });
   t.equal(before.code, 0);
   const [currentBefore] = before.stdout.split('\n').filter((l) => l.endsWith('current'));

@@ -15,7 +15,10 @@ else {
     const url = await createTestDatabase(t);
     const migrated = await runCli(['migrate', '--database', url], env);
     t.equal(migrated.code, 0, migrated.stderr);
-    t.match(migrated.stdout, /^schema migrated from version 0 to \d+/);
+    t.match(
+      migrated.stdout,
+      /^created a new database at PostgreSQL 127\.0\.0\.1:5432\/kp_test_\w+ \(\d+ migration\(s\), newest \d+-[a-z-]+\)\n$/,
+    );
     t.match(migrated.stderr, /migrating PostgreSQL 127\.0\.0\.1:5432\/kp_test_/);
     t.match((await runInProcess(['migrate', '--database', url], env)).stdout, /nothing to apply/);
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openPostgresStorage } from '../../control-plane/src/storage/postgres/index.js';
-import { migrations } from '../../control-plane/src/storage/postgres/migrations.js';
+import { loadMigrations } from '../../control-plane/src/storage/migration-ledger.js';
 
 /** The shared test server (trust auth); each test creates and drops its own database on it. */
 export const POSTGRES_URL = process.env['KEYPLANE_TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -66,7 +66,8 @@ let template: Promise<string> | undefined;
  */
 function migratedTemplate(): Promise<string> {
   template ??= admin(async (client) => {
-    const name = `kp_template_${createHash('sha256').update(JSON.stringify(migrations)).digest('hex').slice(0, 16)}`;
+    const ledger = loadMigrations('postgres').map((m) => `${m.id} ${m.checksum}`);
+    const name = `kp_template_${createHash('sha256').update(ledger.join('\n')).digest('hex').slice(0, 16)}`;
     const ready = async () =>
       (await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [name])).rowCount === 1;
     if (await ready()) return name;

@@ -15,26 +15,31 @@ export function backupCommand(program: Command): void {
   )
     .requiredOption('--out <file>', 'file to write the backup to')
     .action(async (options: Record<string, unknown> & { out: string }) => {
-      const [{ loadControlPlaneConfig }, { backupSqliteStorage, describeStorage, sqliteDatabaseFile }] =
-        await Promise.all([
-          import('../../../config/load.js'),
-          import('../../../control-plane/src/storage/open-storage.js'),
-        ]);
+      const [
+        { loadControlPlaneConfig },
+        { assertStoreExists, backupSqliteStorage, describeStorage, sqliteDatabaseFile },
+      ] = await Promise.all([
+        import('../../../config/load.js'),
+        import('../../../control-plane/src/storage/open-storage.js'),
+      ]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       if (existsSync(options.out)) throw new CliError(`${options.out} exists; choose a new file`, EXIT.usage);
+      // A mistyped --data or --database is refused here: a backup of nothing would look like one.
+      await assertStoreExists(config);
       if (config.databaseUrl) {
         progress(`backing up ${describeStorage(config)} with pg_dump …`);
         await pgDump(config.databaseUrl, options.out);
         say(
-          `backup written to ${options.out} (pg_dump custom format). Restore: pg_restore --clean --dbname <url> ${options.out}`,
+          `backup written to ${options.out} (pg_dump custom format). Restore into an empty database: pg_restore --no-owner --exit-on-error --single-transaction --dbname <url> ${options.out} (docs/operations.md#restoring-a-backup)`,
         );
         return;
       }
       const file = sqliteDatabaseFile(config)!;
-      if (!existsSync(file)) throw new CliError(`no Keyplane database in ${config.dataDir}`, EXIT.usage);
       progress(`backing up ${file} …`);
       const { pages } = await backupSqliteStorage(config, options.out);
-      say(`backup written to ${options.out} (${pages} pages). Restore: stop the server, copy it to ${file}.`);
+      say(
+        `backup written to ${options.out} (${pages} pages). Restore: stop the control plane, copy it to ${file} and remove ${file}-wal and ${file}-shm (docs/operations.md#restoring-a-backup)`,
+      );
     });
 }
 

@@ -7,20 +7,19 @@ export function migrateCommand(program: Command): void {
     program
       .command('migrate')
       .description(
-        'Apply pending schema migrations to the SQLite data directory or the PostgreSQL database, then exit. Safe to run while other replicas start (an advisory lock serializes them); refuses a database newer than this release.',
+        'Apply every missing schema migration to the SQLite data directory or the PostgreSQL database, then exit; creates the database when there is none, and says so. Safe to run while other replicas start (an advisory lock serializes them); refuses a database migrated by a newer release or whose recorded migration changed (exit 2).',
       ),
   ).action(async (options: Record<string, unknown>) => {
-    const [{ loadControlPlaneConfig }, { describeStorage, migrateStorage }] = await Promise.all([
-      import('../../../config/load.js'),
-      import('../../../control-plane/src/storage/open-storage.js'),
-    ]);
-    const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
-    progress(`migrating ${describeStorage(config)}`);
-    const { from, to } = await migrateStorage(config);
-    say(
-      from === to
-        ? `schema already at version ${to}; nothing to apply`
-        : `schema migrated from version ${from} to ${to}`,
+    const [{ loadControlPlaneConfig }, { describeStorage, migrateStorage }, { summarizeMigration }] = await Promise.all(
+      [
+        import('../../../config/load.js'),
+        import('../../../control-plane/src/storage/open-storage.js'),
+        import('../../../control-plane/src/storage/migration-ledger.js'),
+      ],
     );
+    const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
+    const where = describeStorage(config);
+    progress(`migrating ${where}`);
+    for (const line of summarizeMigration(where, await migrateStorage(config))) say(line);
   });
 }

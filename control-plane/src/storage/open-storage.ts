@@ -1,29 +1,50 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import type { ControlPlaneConfig } from '../../../config/types.js';
-import { migratePostgres } from './postgres/database.js';
+import { LEDGER_TABLE, loadMigrations, type MigrationReport } from './migration-ledger.js';
 import { openPostgresStorage } from './postgres/index.js';
-import { migrations as postgresMigrations } from './postgres/migrations.js';
+import { migratePostgres } from './postgres/schema-ledger.js';
 import { createPool } from './postgres/sql.js';
-import { DATABASE_FILE, backupDatabase, migrate as migrateSqlite, openDatabase } from './sqlite/database.js';
+import { DATABASE_FILE, backupDatabase, openDatabase } from './sqlite/database.js';
 import { Database } from './sqlite/driver.js';
 import { openSqliteStorage } from './sqlite/index.js';
-import { migrations as sqliteMigrations } from './sqlite/migrations.js';
+import { StoreUnavailableError } from './store-unavailable-error.js';
 import type { Storage } from './types.js';
 
 /** What a control plane's storage is chosen from. */
 export type StorageConfig = Pick<ControlPlaneConfig, 'dataDir' | 'databaseUrl' | 'database'>;
 
+export interface OpenStorageOptions {
+  /** Told what the migration run at start did (the server logs what it applied). */
+  onMigrated?: (report: MigrationReport) => void;
+}
+
 /**
  * The one storage factory (server, CLI, tests): PostgreSQL when `databaseUrl` is set, otherwise
- * embedded SQLite in the data dir. Pending migrations run first unless `database.migrateOnStart`
- * is off, in which case a schema that is not current is refused.
+ * embedded SQLite in the data dir. Missing migrations run first unless `database.migrateOnStart`
+ * is off, in which case a schema that is not exactly the code's is refused.
  */
-export async function openStorage(config: StorageConfig): Promise<Storage> {
+export async function openStorage(config: StorageConfig, options: OpenStorageOptions = {}): Promise<Storage> {
   const migrate = config.database.migrateOnStart;
-  if (config.databaseUrl)
-    return openPostgresStorage(config.databaseUrl, { migrate, poolSize: config.database.poolSize });
-  return openSqliteStorage(config.dataDir, { migrate });
+  const onMigrated = options.onMigrated ? { onMigrated: options.onMigrated } : {};
+  if (config.databaseUrl) {
+    const url = config.databaseUrl;
+    return reachable(config, () =>
+      openPostgresStorage(url, { migrate, poolSize: config.database.poolSize, ...onMigrated }),
+    );
+  }
+  return openSqliteStorage(config.dataDir, { migrate, ...onMigrated });
+}
+
+/**
+ * Opens a store that must exist already (`ledger audit`, `keys`): a data directory or database
+ * that holds no Keyplane schema is refused before anything is created, since an empty store would
+ * answer as if it were the real one (`ledger intact: 0 epoch(s)` for a mistyped path).
+ */
+export async function openExistingStorage(config: StorageConfig): Promise<Storage> {
+  await assertStoreExists(config);
+  return openStorage(config);
 }
 
 /** Where the storage lives, for messages: never the password. */
@@ -33,27 +54,110 @@ export function describeStorage(config: StorageConfig): string {
   return `PostgreSQL ${url.hostname}:${url.port || 5432}${url.pathname}`;
 }
 
-/** `keyplane migrate`: applies pending migrations and says from which version to which. */
-export async function migrateStorage(config: StorageConfig): Promise<{ from: number; to: number }> {
+/**
+ * Refuses (StoreUnavailableError) a store that does not exist or holds no Keyplane schema, or a
+ * PostgreSQL server that cannot be reached; reads only, creates nothing.
+ */
+export async function assertStoreExists(config: StorageConfig): Promise<void> {
   if (config.databaseUrl) {
-    const pool = createPool(config.databaseUrl, 1);
+    const found = await reachable(config, () => postgresSchemaTables(config.databaseUrl!));
+    if (found === 0)
+      throw new StoreUnavailableError(
+        `${describeStorage(config)} holds no Keyplane schema: check --database, or run \`keyplane migrate\` to create one there`,
+      );
+    return;
+  }
+  const file = join(config.dataDir, DATABASE_FILE);
+  const hint = 'check --data, or run `keyplane migrate` to create one there';
+  if (!existsSync(config.dataDir))
+    throw new StoreUnavailableError(`the data directory ${config.dataDir} does not exist: ${hint}`);
+  if (!existsSync(file))
+    throw new StoreUnavailableError(
+      `there is no Keyplane database in ${config.dataDir} (no ${DATABASE_FILE}): ${hint}`,
+    );
+  let db: Database | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    // The ledger, or the first table every release before it created.
+    const ours = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN (?, 'signing_keys')")
+      .get(LEDGER_TABLE);
+    if (!ours) throw new StoreUnavailableError(`${file} holds no Keyplane schema: ${hint}`);
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) throw error;
+    throw new StoreUnavailableError(`${file} cannot be read as a SQLite database (${(error as Error).message})`);
+  } finally {
+    db?.close();
+  }
+}
+
+/** How many of Keyplane's bookkeeping tables (the ledger, or the table of before it) the database has. */
+async function postgresSchemaTables(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT (to_regclass($1) IS NOT NULL)::int + (to_regclass('schema_migrations') IS NOT NULL)::int AS n`,
+      [LEDGER_TABLE],
+    );
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Connection failures (no server, no such host or database, refused credentials) are not failures of the work. */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  '28000', // invalid_authorization_specification
+  '28P01', // invalid_password
+  '3D000', // invalid_catalog_name: no such database
+  '57P03', // cannot_connect_now
+]);
+
+function unreachable(error: unknown): boolean {
+  const e = error as { code?: string; errors?: unknown[]; message?: string } | null;
+  if (!e) return false;
+  if (e.code && UNREACHABLE_CODES.has(e.code)) return true;
+  if (Array.isArray(e.errors) && e.errors.some(unreachable)) return true;
+  return /timeout expired|Connection terminated due to connection timeout/.test(e.message ?? '');
+}
+
+async function reachable<T>(config: StorageConfig, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!unreachable(error)) throw error;
+    const reason = (error as Error).message || (error as { code?: string }).code;
+    throw new StoreUnavailableError(`cannot reach ${describeStorage(config)}: ${reason}`, { cause: error });
+  }
+}
+
+/**
+ * `keyplane migrate`: applies every missing migration, creating the store when there is none
+ * (`created` in the report says so).
+ */
+export async function migrateStorage(config: StorageConfig): Promise<MigrationReport> {
+  if (config.databaseUrl) {
+    const url = config.databaseUrl;
+    const pool = createPool(url, 1);
+    pool.on('error', () => undefined);
     try {
-      return await migratePostgres(pool, postgresMigrations);
+      return await reachable(config, () => migratePostgres(pool, loadMigrations('postgres')));
     } finally {
       await pool.end();
     }
   }
-  if (!existsSync(join(config.dataDir, DATABASE_FILE))) {
-    openDatabase(config.dataDir, sqliteMigrations).close();
-    return { from: 0, to: Math.max(...sqliteMigrations.map((m) => m.version)) };
-  }
-  const db = new Database(join(config.dataDir, DATABASE_FILE), { fileMustExist: true });
-  try {
-    const from = db.pragma('user_version', { simple: true }) as number;
-    return { from, to: migrateSqlite(db, sqliteMigrations) };
-  } finally {
-    db.close();
-  }
+  const isNew = !existsSync(join(config.dataDir, DATABASE_FILE));
+  let report: MigrationReport | undefined;
+  openDatabase(config.dataDir, loadMigrations('sqlite'), { onMigrated: (r) => (report = r) }).close();
+  return { ...report!, created: isNew || report!.created };
 }
 
 /** The SQLite database file of this config (null on PostgreSQL), for `keyplane backup`. */

@@ -1,17 +1,15 @@
 import { postgresContactStore } from './contact-store.js';
-import type { Migration } from '../sqlite/migrations.js';
+import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import { postgresAgentStore } from './agent-store.js';
 import { postgresClientStore } from './client-store.js';
 import { postgresCredentialStore } from './credential-store.js';
-import { checkPostgresVersion, migratePostgres } from './database.js';
 import { postgresDeviceStore } from './device-store.js';
 import { postgresEmailStore } from './email-store.js';
 import { postgresGatewayStore } from './gateway-store.js';
 import { postgresIdentityStore } from './identity-store.js';
 import { postgresKeyStore } from './key-store.js';
 import { postgresLinkStore } from './link-store.js';
-import { migrations as allMigrations } from './migrations.js';
 import {
   postgresCodeWithSubject,
   postgresOidcStore,
@@ -22,6 +20,7 @@ import {
 import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
 import { postgresRecoveryCodeStore } from './recovery-code-store.js';
+import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';
 import { postgresSamlStore } from './saml-store.js';
 import { postgresSessionStore } from './session-store.js';
 import {
@@ -74,20 +73,24 @@ async function spendTogether<C extends { status: string }, R, T>(
 }
 
 export interface PostgresOptions {
-  /** Apply pending migrations first (default); otherwise refuse a schema that is not exactly current. */
+  /** Apply missing migrations first (default); otherwise refuse a schema that is not exactly the code's. */
   migrate?: boolean;
   poolSize?: number;
   migrations?: Migration[];
+  /** Told what the migration run did (start-up logs it). */
+  onMigrated?: (report: MigrationReport) => void;
 }
 
 export async function openPostgresStorage(url: string, options: PostgresOptions = {}): Promise<Storage> {
   const pool = createPool(url, options.poolSize ?? 10);
   // An idle connection the server drops (restart, failover) must not crash the process.
   pool.on('error', () => undefined);
-  const migrations = options.migrations ?? allMigrations;
+  const migrations = options.migrations ?? loadMigrations('postgres');
   try {
-    if (options.migrate ?? true) await migratePostgres(pool, migrations);
-    else await checkPostgresVersion(pool, migrations);
+    if (options.migrate ?? true) {
+      const report = await migratePostgres(pool, migrations);
+      options.onMigrated?.(report);
+    } else await checkPostgresSchema(pool, migrations);
   } catch (error) {
     await pool.end();
     throw error;

@@ -1,8 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MigrationError } from '../migration-error.js';
+import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import { Database } from './driver.js';
-import { migrations as allMigrations, type Migration } from './migrations.js';
+import { checkSqliteSchema, migrateSqlite } from './schema-ledger.js';
 
 export type Sqlite = Database;
 
@@ -17,11 +18,18 @@ export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
 export function openDatabase(
   dataDir: string,
-  migrations: Migration[] = allMigrations,
-  options: { migrate?: boolean } = {},
+  migrations: Migration[] = loadMigrations('sqlite'),
+  options: { migrate?: boolean; onMigrated?: (report: MigrationReport) => void } = {},
 ): Sqlite {
+  const file = join(dataDir, DATABASE_FILE);
+  const migrate = options.migrate ?? true;
+  // Without migrations nothing may create the store: a wrong path is reported, not made.
+  if (!migrate && !existsSync(file))
+    throw new MigrationError(
+      `there is no database at ${file}; run \`keyplane migrate\` to create it (migrations at start are off)`,
+    );
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const db = new Database(join(dataDir, DATABASE_FILE));
+  const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   // Checkpoint every WAL_CHECKPOINT_PAGES pages instead of SQLite's 1,000: a page written by
@@ -32,44 +40,15 @@ export function openDatabase(
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   try {
-    if (options.migrate ?? true) migrate(db, migrations);
-    else checkVersion(db, migrations);
+    if (migrate) {
+      const report = migrateSqlite(db, migrations);
+      options.onMigrated?.(report);
+    } else checkSqliteSchema(db, migrations);
   } catch (error) {
     db.close();
     throw error;
   }
   return db;
-}
-
-/** Applies every migration above the database's version, each in its own transaction. */
-export function migrate(db: Sqlite, migrations: Migration[]): number {
-  const latest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > latest) {
-    throw new MigrationError(
-      `the database is at schema version ${current}, newer than this Keyplane understands (${latest}); run a newer release or restore a backup`,
-    );
-  }
-  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (migration.version <= current) continue;
-    db.transaction(() => {
-      db.exec(migration.sql);
-      db.pragma(`user_version = ${migration.version}`);
-    })();
-  }
-  return latest;
-}
-
-/** Refuses a schema that is behind the code (migrations off at start) or ahead of it. */
-function checkVersion(db: Sqlite, migrations: Migration[]): void {
-  const latest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > latest) migrate(db, migrations);
-  if (current < latest) {
-    throw new MigrationError(
-      `the database is at schema version ${current}, this Keyplane needs ${latest}; run \`keyplane migrate\` (migrations at start are off)`,
-    );
-  }
 }
 
 /** Online backup through SQLite's backup API: consistent while the server keeps writing. */

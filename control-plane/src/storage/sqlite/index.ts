@@ -1,5 +1,6 @@
 import { sqliteContactStore } from './contact-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
+import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
 import { sqliteKeyStore } from './key-store.js';
 import { sqliteIdentityStore } from './identity-store.js';
@@ -59,7 +60,10 @@ async function subjectOf(stores: Stores, identityId: string, sessionId: string, 
   return { state, sessionLive, identity, emails };
 }
 
-export function openSqliteStorage(dataDir: string, options: { migrate?: boolean } = {}): Storage {
+export function openSqliteStorage(
+  dataDir: string,
+  options: { migrate?: boolean; onMigrated?: (report: MigrationReport) => void } = {},
+): Storage {
   const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
   // Built once: a transaction's stores only differ in the runner, which is the same every time.
