@@ -1,3 +1,4 @@
+import { postgresLogoutStore } from './logout-store.js';
 import { postgresContactStore } from './contact-store.js';
 import type { Migration } from '../sqlite/migrations.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
@@ -55,6 +56,7 @@ function storesOn(sql: Sql): Stores {
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
     rollout: postgresRolloutStore(sql),
+    logouts: postgresLogoutStore(sql),
     contacts: postgresContactStore(sql),
     scans: postgresScanStore(sql),
     saml: postgresSamlStore(sql),
