@@ -16,8 +16,9 @@ import type { BackchannelLogout, LogoutAttempt, Stores } from '../storage/types.
 const LOGOUT_TOKEN_LIFETIME_SECONDS = 120;
 /** A claimed row is this replica's for this long; one that crashed meanwhile leaves it to the others after. */
 const LEASE_MS = 60_000;
-/** Rows claimed per round. */
+/** Rows claimed per round, and sent at most this many at a time (well inside the lease even when each times out). */
 const BATCH = 20;
+const CONCURRENCY = 5;
 /** Waits before the next attempt grow by this factor from the first, up to the last. */
 const BACKOFF = { firstMs: 5000, factor: 3, maxMs: 3_600_000 };
 /** Finished rows are kept this long (ms), then purged; participants as long as a session can live. */
@@ -141,7 +142,8 @@ export class BackchannelLogoutWorker {
           if (this.closed) return attempted;
           const now = this.services.now();
           const due = await this.services.storage.logouts.claimDue(now, this.holder, now + LEASE_MS, BATCH);
-          await Promise.all(due.map((logout) => this.deliver(logout)));
+          for (let i = 0; i < due.length; i += CONCURRENCY)
+            await Promise.all(due.slice(i, i + CONCURRENCY).map((logout) => this.deliver(logout)));
           attempted += due.length;
           if (due.length < BATCH) break;
         }
