@@ -1,6 +1,7 @@
 import type { RunningControlPlane } from '../../control-plane/src/server.js';
 import type { tempDir } from './build.js';
 import { startLiveControlPlane } from './live-browser.js';
+import { decodeEntities } from './oidc.js';
 import { SoftAuthenticator } from './soft-authenticator.js';
 
 /**
@@ -103,15 +104,7 @@ export async function browse(url: URL, jar: CookieJar, base: string): Promise<UR
     const html = await res.text();
     const form = new URLSearchParams();
     for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-      form.append(
-        m[1]!,
-        m[2]!
-          .replace(/&quot;/g, '"')
-          .replace(/&#39;/g, "'")
-          .replace(/&lt;/g, '<')
-          .replace(/&gt;/g, '>')
-          .replace(/&amp;/g, '&'),
-      );
+      form.append(m[1]!, decodeEntities(m[2]!));
     }
     res = await fetch(`${base}/auth/authorize`, {
       method: 'POST',

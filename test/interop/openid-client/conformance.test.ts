@@ -12,6 +12,7 @@ import {
   start,
 } from '../../helpers/openid-client.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
+import { decodeEntities } from '../../helpers/oidc.js';
 
 /**
  * What the OpenID Foundation's Basic, Config and Dynamic OP plans check and Keyplane once failed,
@@ -200,7 +201,7 @@ t.test('form_post: the library takes the response from the posted form', async (
   t.match(html, `action="${CALLBACK}"`);
   const form = new URLSearchParams();
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
-    form.append(m[1]!, m[2]!.replace(/&amp;/g, '&'));
+    form.append(m[1]!, decodeEntities(m[2]!));
   // What the browser's POST delivers to the relying party's callback.
   const posted = new Request(CALLBACK, {
     method: 'POST',
