@@ -303,6 +303,32 @@ export const controlPlaneSchema: Group = group('Control plane', {
     },
   }),
   oidc: group('OpenID Connect provider', {
+    defaultClientScopes: {
+      type: 'array',
+      items: { type: 'string', enum: ['openid', 'email', 'profile', 'offline_access'] },
+      uniqueItems: true,
+      default: ['openid', 'email', 'profile', 'offline_access'],
+      description:
+        'Scopes a client registered without `scope` gets (OIDC Dynamic Registration has no `scope` member); `openid` is always among them and `offline_access` only with the `refresh_token` grant. Narrow it to register less by default.',
+    },
+    backchannelLogout: group('OpenID Connect Back-Channel Logout 1.0: delivery of logout tokens', {
+      pollIntervalMs: {
+        type: 'integer',
+        minimum: 100,
+        maximum: 60_000,
+        default: 2000,
+        description:
+          'Look for logout tokens due for delivery at least this often (milliseconds); a session that ends on this replica wakes the worker at once.',
+      },
+      maxAttempts: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 50,
+        default: 10,
+        description:
+          'Delivery attempts per logout token before it is abandoned (receipted as `logout.backchannel_abandoned`); the waits between attempts grow from 5 s to 1 h.',
+      },
+    }),
     dpopNonce: {
       type: 'boolean',
       default: false,
@@ -310,20 +336,23 @@ export const controlPlaneSchema: Group = group('Control plane', {
         'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in proofs at the token and userinfo endpoints. Stateless: any replica with the master key accepts them.',
     },
   }),
-  fetch: group("Server-side fetches of URLs users give (a client's `jwks_uri`, agent cards, scans)", {
-    allowPrivateTargets: {
-      type: 'boolean',
-      default: false,
-      description:
-        'Let server-side fetches and registered `jwks_uri` values reach loopback, private, link-local and metadata addresses. For tests only: it opens the control plane to server-side request forgery.',
+  fetch: group(
+    "Server-side fetches of URLs users give (a client's `jwks_uri`, `request_uris` and `backchannel_logout_uri`, agent cards, scans)",
+    {
+      allowPrivateTargets: {
+        type: 'boolean',
+        default: false,
+        description:
+          'Let server-side fetches and registered `jwks_uri`, `request_uris` and `backchannel_logout_uri` values reach loopback, private, link-local and metadata addresses. For tests only: it opens the control plane to server-side request forgery.',
+      },
+      caFile: {
+        type: 'string',
+        minLength: 1,
+        description:
+          'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.',
+      },
     },
-    caFile: {
-      type: 'string',
-      minLength: 1,
-      description:
-        'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.',
-    },
-  }),
+  ),
 });
 
 export const gatewaySchema: Group = group('Edge-gate', {

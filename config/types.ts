@@ -43,7 +43,11 @@ export interface ControlPlaneSettings {
   contact: { operatorAddress?: string; perAddressPerHour: number; maxMessageChars: number; retentionDays: number };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };
   v1: { sessionTokenLifetime: number; deprecatedAt: string; sunset: string };
-  oidc: { dpopNonce: boolean };
+  oidc: {
+    defaultClientScopes: string[];
+    backchannelLogout: { pollIntervalMs: number; maxAttempts: number };
+    dpopNonce: boolean;
+  };
   fetch: { allowPrivateTargets: boolean; caFile?: string };
 }
 

@@ -10,6 +10,7 @@ import type { Ledger } from './ledger/ledger.js';
 import type { SecretsService } from './keys/secrets.js';
 import type { Mailer } from './mail/mailer.js';
 import type { Storage } from './storage/types.js';
+import type { BackchannelLogoutWorker } from './logout/backchannel.js';
 
 /** The services a control plane runs on, built once at start and handed to every plugin. */
 export interface ControlPlaneServices {
@@ -29,6 +30,8 @@ export interface ControlPlaneServices {
   clientOrigins: ClientOrigins;
   /** The one way to fetch a URL a user gave (https, public addresses, capped): docs/fetch.md. */
   fetcher: GuardedFetcher;
+  /** Delivers queued back-channel logout tokens (docs/oidc.md#back-channel-logout); `deliverDue()` runs a round now. */
+  backchannelLogout: Pick<BackchannelLogoutWorker, 'deliverDue' | 'nudge'>;
   now: () => number;
   /** Tells the operator something they must act on (the CLI prints it as a plain line on stderr). */
   notify: (line: string) => void;

@@ -14,6 +14,7 @@ import { summarizeMigration } from './storage/migration-ledger.js';
 import { describeStorage, openExistingStorage, openStorage, type StorageConfig } from './storage/open-storage.js';
 import type { Storage } from './storage/types.js';
 import { ClientOrigins } from './clients/client-origins.js';
+import { BackchannelLogoutWorker } from './logout/backchannel.js';
 
 export interface OpenOptions {
   now?: () => number;
@@ -80,6 +81,23 @@ export async function openControlPlaneServices(
       onError: (error) => options.warn?.(`outgoing mail failed: ${(error as Error).message}`),
     });
     let closing: Promise<void> | undefined;
+    const fetcher = createGuardedFetcher({
+      allowPrivateTargets: config.fetch.allowPrivateTargets,
+      ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}),
+    });
+    // Logout tokens queued on this replica are delivered at once; those of others (or left by a
+    // crash) on the next poll.
+    const backchannelLogout = new BackchannelLogoutWorker(
+      { storage, events, keys, config, fetcher, now },
+      {
+        ...config.oidc.backchannelLogout,
+        onError: (error) => options.warn?.(`back-channel logout delivery failed: ${(error as Error).message}`),
+      },
+    );
+    events.subscribe((_tx, event) => {
+      if (event.type === 'logout.backchannel_queued') backchannelLogout.nudge();
+    });
+    backchannelLogout.start();
     return {
       config,
       storage,
@@ -92,14 +110,13 @@ export async function openControlPlaneServices(
       clientOrigins,
       mailer,
       now,
-      fetcher: createGuardedFetcher({
-        allowPrivateTargets: config.fetch.allowPrivateTargets,
-        ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}),
-      }),
+      fetcher,
+      backchannelLogout,
       notify: options.notify ?? (() => undefined),
       close() {
         // Idempotent: a test (or a signal handler) may close before the owner's own teardown does.
         closing ??= (async () => {
+          await backchannelLogout.close();
           await ledger.close();
           clearInterval(reload);
           clearInterval(schedule);

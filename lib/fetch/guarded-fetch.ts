@@ -36,8 +36,13 @@ export interface GuardedFetchOptions {
   resolver?: Resolver;
   /** The `Accept` header (default `application/json, *\/*;q=0.5`). */
   accept?: string;
-  /** The method (default GET). The posture scan also sends a CORS preflight (`OPTIONS`). */
-  method?: 'GET' | 'OPTIONS';
+  /**
+   * The method (default GET). The posture scan also sends a CORS preflight (`OPTIONS`);
+   * back-channel logout POSTs a form (`body`).
+   */
+  method?: 'GET' | 'OPTIONS' | 'POST';
+  /** The request body of a POST, sent with its `Content-Type` from `headers`; never followed through a redirect. */
+  body?: string;
   /** Extra request headers (the scan's CORS probe: `Origin`, `Access-Control-Request-Method`); never credentials. */
   headers?: Record<string, string>;
   /** Also fetch `http:` URLs, with the same address checks: only the posture scan's plain-http leg. */
@@ -204,6 +209,7 @@ function requestOnce(
       accept: options.accept ?? 'application/json, */*;q=0.5',
       'user-agent': USER_AGENT,
       'accept-encoding': 'identity',
+      ...(options.body !== undefined ? { 'content-length': String(Buffer.byteLength(options.body)) } : {}),
     },
   };
   const maxBytes = options.maxBytes ?? FETCH_DEFAULTS.maxBytes;
@@ -239,7 +245,7 @@ function requestOnce(
       });
     });
     req.on('error', (error) => reject(networkError(error, signal)));
-    req.end();
+    req.end(options.body);
   });
 }
 
@@ -250,7 +256,8 @@ function networkError(error: Error, signal: AbortSignal): KeyplaneError {
 }
 
 /**
- * Fetches a URL a user gave, the one way the control plane does (GET only). Refuses anything
+ * Fetches a URL a user gave, the one way the control plane does (GET, or a POST of a form body
+ * that is never redirected). Refuses anything
  * but https, URLs with credentials, and hosts whose resolved addresses are not public; pins the
  * connection to the checked address; follows at most `maxRedirects` redirects by hand, checking
  * each target the same way and refusing loops; caps the body at `maxBytes` and the whole fetch
@@ -277,6 +284,8 @@ export async function fetchGuarded(input: string | URL, options: GuardedFetchOpt
       const hop = { url: url.href, status: response.statusCode ?? 0, headers: response.headers };
       if (body) return { ...hop, address: pinned.address, body, redirects };
       redirects.push(hop);
+      // A body is never sent on to wherever a redirect points.
+      if (options.body !== undefined) throw fail('fetch_failed', 'the target answered a POST with a redirect');
       if (redirects.length > maxRedirects)
         throw fail('fetch_too_many_redirects', `more than ${maxRedirects} redirects`);
       let next: URL;

@@ -12,6 +12,23 @@ export function readAccessToken(
   return { scheme: match[1]!.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer', token: match[2]! };
 }
 
+/**
+ * RFC 6750 §2.2: the access token as the `access_token` member of a form-encoded POST body.
+ * Undefined when the request carries none that way; null when it carries one that is not a
+ * single token.
+ */
+export function readBodyAccessToken(
+  method: string,
+  contentType: string | undefined,
+  body: unknown,
+): string | null | undefined {
+  if (method !== 'POST' || !/^application\/x-www-form-urlencoded\b/i.test(contentType ?? '')) return undefined;
+  if (typeof body !== 'object' || body === null) return undefined;
+  const value = (body as Record<string, unknown>).access_token;
+  if (value === undefined) return undefined;
+  return typeof value === 'string' && /^[A-Za-z0-9\-._~+/]+=*$/.test(value) && value.length <= 8192 ? value : null;
+}
+
 export type BindingProblem = 'bearer_for_bound_token' | 'dpop_for_unbound_token' | null;
 
 /**

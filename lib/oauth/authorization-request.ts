@@ -16,8 +16,13 @@ import { SUPPORTED_SCOPES, parseScope } from './scope.js';
  * are known exactly, nothing is redirected; after that, every problem goes back to that URI.
  */
 
-export type ResponseMode = 'query' | 'web_message';
-export const RESPONSE_MODES: readonly ResponseMode[] = ['query', 'web_message'];
+/** `form_post`: OAuth 2.0 Form Post Response Mode; `web_message`: the in-place popup (docs/in-place.md). */
+export type ResponseMode = 'query' | 'form_post' | 'web_message';
+export const RESPONSE_MODES: readonly ResponseMode[] = ['query', 'form_post', 'web_message'];
+
+/** OIDC Core §3.1.2.1 `prompt` values this provider honours. */
+export type PromptValue = 'none' | 'login' | 'consent' | 'select_account';
+const PROMPT_VALUES: readonly PromptValue[] = ['none', 'login', 'consent', 'select_account'];
 
 /** Parameters as a query string or form body parses them: a repeated parameter is an array. */
 export type RawParams = Record<string, unknown>;
@@ -29,6 +34,10 @@ export interface AuthorizationClient {
   grantTypes: readonly string[];
   resources: readonly string[];
   allowsHumans: boolean;
+  /** OIDC Registration §2 `default_max_age` (seconds): the `max_age` of a request without one. */
+  defaultMaxAge?: number;
+  /** OIDC Registration §2 `default_acr_values`: the `acr_values` of a request without them. */
+  defaultAcrValues?: readonly string[];
 }
 
 export interface AuthorizationRequest {
@@ -40,13 +49,15 @@ export interface AuthorizationRequest {
   scopes: string[];
   resource?: string;
   codeChallenge: string;
-  /** `none`, `login` and `consent` (OIDC Core §3.1.2.1); an empty list when absent. */
-  prompt: Array<'none' | 'login' | 'consent'>;
+  /** `none`, `login`, `consent` and `select_account` (OIDC Core §3.1.2.1); an empty list when absent. */
+  prompt: PromptValue[];
   /** Seconds. */
   maxAge?: number;
   /** The weakest acceptable level among the `acr_values` this server knows; undefined when none. */
   acr?: AssuranceLevel;
   dpopJkt?: string;
+  /** OIDC Core §3.1.2.1: an ID token this server issued naming who should be signed in (checked by the caller). */
+  idTokenHint?: string;
 }
 
 /** Where an error may be sent: only ever a redirect URI that matched the registration exactly. */
@@ -79,8 +90,11 @@ const SINGLE = [
   'dpop_jkt',
   'login_hint',
   'ui_locales',
+  'id_token_hint',
+  'request',
+  'request_uri',
 ];
-const MAX = { state: 2048, nonce: 512, acr: 512 };
+const MAX = { state: 2048, nonce: 512, acr: 512, idTokenHint: 8192 };
 
 function single(params: RawParams, name: string): string | undefined {
   const value = params[name];
@@ -94,29 +108,41 @@ export function readClientId(params: RawParams): string | null {
 }
 
 /**
+ * Where errors about these parameters may go: their `redirect_uri` when it is exactly one the
+ * client registered (with their `response_mode` and `state`), otherwise nowhere (null).
+ */
+export function errorTargetOf(
+  params: RawParams,
+  client: Pick<AuthorizationClient, 'redirectUris'>,
+): ErrorTarget | null {
+  const redirectUri = params.redirect_uri;
+  if (!matchRedirectUri(client.redirectUris, redirectUri)) return null;
+  const rawMode = params.response_mode;
+  const responseMode: ResponseMode =
+    rawMode === 'web_message' || rawMode === 'form_post' ? (rawMode as ResponseMode) : 'query';
+  const state = single(params, 'state');
+  return { redirectUri, responseMode, ...(state !== undefined && state.length <= MAX.state ? { state } : {}) };
+}
+
+/**
  * Checks every parameter of an authorization request for a known client. Unknown
  * `redirect_uri` means an error page; every later problem is redirected with RFC 6749 codes.
  */
 export function checkAuthorizationRequest(params: RawParams, client: AuthorizationClient): AuthorizationCheck {
-  const redirectUri = params.redirect_uri;
-  if (!matchRedirectUri(client.redirectUris, redirectUri)) {
+  const target = errorTargetOf(params, client);
+  if (!target) {
     return {
       ok: false,
       target: null,
       description:
-        redirectUri === undefined
+        params.redirect_uri === undefined
           ? 'the request has no redirect_uri'
           : 'the redirect_uri is not registered for this client (it must match exactly)',
     };
   }
+  const { redirectUri, responseMode } = target;
   const rawMode = params.response_mode;
-  const responseMode: ResponseMode = rawMode === 'web_message' ? 'web_message' : 'query';
   const state = single(params, 'state');
-  const target: ErrorTarget = {
-    redirectUri,
-    responseMode,
-    ...(state !== undefined && state.length <= MAX.state ? { state } : {}),
-  };
   const refuse = (error: OAuthErrorCode, description: string): AuthorizationCheck => ({
     ok: false,
     target,
@@ -127,11 +153,15 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   const repeated = SINGLE.find((name) => Array.isArray(params[name]));
   if (repeated) return refuse('invalid_request', `${repeated} must not be repeated`);
   if (rawMode !== undefined && !(RESPONSE_MODES as readonly unknown[]).includes(rawMode))
-    return refuse('invalid_request', 'response_mode must be query or web_message');
+    return refuse('invalid_request', 'response_mode must be query, form_post or web_message');
   if (state !== undefined && state.length > MAX.state)
     return refuse('invalid_request', `state is longer than ${MAX.state} characters`);
+  // Request objects are resolved into plain parameters before this check (resolveAuthorizationRequest).
   if (params.request !== undefined || params.request_uri !== undefined)
-    return refuse('invalid_request', 'request objects (request, request_uri) are not supported');
+    return refuse('invalid_request', 'the request object was not resolved');
+  // OIDC Core §7.2.1: self-issued OP registration by parameter is not offered.
+  if (params.registration !== undefined)
+    return refuse('registration_not_supported', 'the registration parameter is not supported: register the client');
 
   const responseType = single(params, 'response_type');
   if (responseType === undefined || responseType === '') return refuse('invalid_request', 'response_type is required');
@@ -152,20 +182,13 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   if (!isValidCodeChallenge(challenge, method))
     return refuse('invalid_request', 'code_challenge must be a base64url SHA-256 digest (43 characters)');
 
-  let scopes: string[];
+  let requested: string[];
   try {
-    scopes = parseScope(params.scope);
+    requested = parseScope(params.scope);
   } catch {
     return refuse('invalid_scope', 'scope has a malformed token');
   }
-  const unknown = scopes.find((scope) => !(SUPPORTED_SCOPES as readonly string[]).includes(scope));
-  if (unknown !== undefined) return refuse('invalid_scope', `scope ${unknown.slice(0, 60)} is not offered`);
-  const registered = client.scope.split(' ');
-  const unregistered = scopes.find((scope) => !registered.includes(scope));
-  if (unregistered !== undefined)
-    return refuse('invalid_scope', `scope ${unregistered} is not registered for this client`);
-  if (scopes.includes('offline_access') && !client.grantTypes.includes('refresh_token'))
-    return refuse('invalid_scope', 'offline_access needs the refresh_token grant registered');
+  const scopes = grantableScopes(requested, client);
 
   let resource: string | undefined;
   try {
@@ -177,9 +200,9 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
 
   const promptValue = single(params, 'prompt');
   const prompt = promptValue === undefined || promptValue === '' ? [] : [...new Set(promptValue.split(' '))];
-  const badPrompt = prompt.find((p) => p !== 'none' && p !== 'login' && p !== 'consent');
+  const badPrompt = prompt.find((p) => !(PROMPT_VALUES as readonly string[]).includes(p));
   if (badPrompt !== undefined)
-    return refuse('invalid_request', `prompt ${badPrompt.slice(0, 40)} is not supported (none, login, consent)`);
+    return refuse('invalid_request', `prompt ${badPrompt.slice(0, 40)} is not supported (${PROMPT_VALUES.join(', ')})`);
   if (prompt.includes('none') && prompt.length > 1)
     return refuse('invalid_request', 'prompt=none cannot be combined with other values');
 
@@ -189,9 +212,11 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
     if (!/^\d{1,9}$/.test(maxAgeValue))
       return refuse('invalid_request', 'max_age must be a non-negative integer (seconds)');
     maxAge = Number(maxAgeValue);
+  } else if (client.defaultMaxAge !== undefined) {
+    maxAge = client.defaultMaxAge;
   }
 
-  const acrValues = single(params, 'acr_values');
+  const acrValues = single(params, 'acr_values') ?? client.defaultAcrValues?.join(' ');
   if (acrValues !== undefined && acrValues.length > MAX.acr) return refuse('invalid_request', 'acr_values is too long');
   // acr_values lists acceptable levels; any of them satisfies the request, so the weakest known one is the requirement.
   const known = (acrValues ?? '').split(' ').filter(isAssuranceLevel);
@@ -204,6 +229,10 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   const nonce = single(params, 'nonce');
   if (nonce !== undefined && (nonce.length === 0 || nonce.length > MAX.nonce))
     return refuse('invalid_request', `nonce must be 1 to ${MAX.nonce} characters`);
+
+  const idTokenHint = single(params, 'id_token_hint');
+  if (idTokenHint !== undefined && (idTokenHint.length === 0 || idTokenHint.length > MAX.idTokenHint))
+    return refuse('invalid_request', 'id_token_hint must be an ID token issued by this server');
 
   const request: AuthorizationRequest = {
     clientId: client.clientId,
@@ -219,11 +248,34 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   if (maxAge !== undefined) request.maxAge = maxAge;
   if (acr !== undefined) request.acr = acr;
   if (dpopJkt !== undefined) request.dpopJkt = dpopJkt;
+  if (idTokenHint !== undefined) request.idTokenHint = idTokenHint;
   return { ok: true, request };
+}
+
+/**
+ * The scopes a request is granted: those the provider knows and the client registered. OIDC Core
+ * §3.1.2.1 says scope values the provider does not understand SHOULD be ignored, and RFC 6749 §3.3
+ * lets it grant less than asked (the token response then names what was granted), so an unknown
+ * or unregistered value is dropped rather than refused. `offline_access` stays only where the
+ * refresh grant is registered (Core §11).
+ */
+export function grantableScopes(
+  requested: readonly string[],
+  client: Pick<AuthorizationClient, 'scope' | 'grantTypes'>,
+): string[] {
+  const registered = client.scope.split(' ');
+  return requested.filter(
+    (scope) =>
+      (SUPPORTED_SCOPES as readonly string[]).includes(scope) &&
+      registered.includes(scope) &&
+      (scope !== 'offline_access' || client.grantTypes.includes('refresh_token')),
+  );
 }
 
 /** The session facts a decision needs. */
 export interface SessionFacts {
+  /** The signed-in account (compared with an `id_token_hint`'s `sub`). */
+  identityId: string;
   assurance: AssuranceLevel;
   /** ms */
   authTime: number;
@@ -264,15 +316,17 @@ export type AuthorizationDecision =
   | { action: 'issue'; approval: 'remembered' | 'prompt_none' | 'first_party' }
   | { action: 'consent' }
   | { action: 'login' }
+  | { action: 'select_account' }
   | { action: 'step_up' }
   | { action: 'refuse'; error: 'login_required' | 'interaction_required' | 'consent_required'; description: string };
 
 /**
  * What to do with a valid request (OIDC Core §3.1.2.3-§3.1.2.6): sign in (no session,
- * `prompt=login` not yet honoured, or `max_age` exceeded), step up (`acr_values` unmet), ask for
- * approval (the one-tap page), or issue a code at once. A code is issued without the page only
- * when an earlier approval covers the scopes and resource, or the operator marked the client
- * first-party; under `prompt=none` every interaction becomes `login_required`,
+ * `prompt=login` not yet honoured, `max_age` exceeded, or an `id_token_hint` naming another
+ * account), offer the account choice (`prompt=select_account`), step up (`acr_values` unmet), ask
+ * for approval (the one-tap page), or issue a code at once. A code is issued without the page
+ * only when an earlier approval covers the scopes and resource, or the operator marked the
+ * client first-party; under `prompt=none` every interaction becomes `login_required`,
  * `interaction_required` or `consent_required` (§3.1.2.6), never a code.
  */
 export function decideAuthorization(input: {
@@ -285,6 +339,10 @@ export function decideAuthorization(input: {
   approval: Approval | null;
   /** The operator marked the client first-party (`first_party: true`): no approval page. */
   firstParty?: boolean;
+  /** The `sub` of a verified `id_token_hint`: the account the client expects to be signed in. */
+  hintSubject?: string;
+  /** The person chose the signed-in account on the account-choice page (`prompt=select_account`). */
+  accountChosen?: boolean;
 }): AuthorizationDecision {
   const { request, session, now } = input;
   const silent = request.prompt.includes('none');
@@ -296,6 +354,18 @@ export function decideAuthorization(input: {
   // A sign-in made after the request first sent the user to sign in honours both prompt=login
   // and max_age (even max_age=0, which a clock alone could never satisfy).
   const signedInSince = input.loginAfter !== undefined && session.authTime >= input.loginAfter;
+  // A sign-in or an explicit choice made for this request settles which account it is for.
+  const chosen = signedInSince || input.accountChosen === true;
+  // §3.1.2.1 id_token_hint: another account is signed in than the one the client expects.
+  if (input.hintSubject !== undefined && input.hintSubject !== session.identityId && !chosen) {
+    return silent
+      ? {
+          action: 'refuse',
+          error: 'login_required',
+          description: 'the signed-in account is not the one id_token_hint names',
+        }
+      : { action: 'login' };
+  }
   const freshLoginNeeded = request.prompt.includes('login') && !signedInSince;
   const tooOld = request.maxAge !== undefined && now - session.authTime > request.maxAge * 1000 && !signedInSince;
   const weak = request.acr !== undefined && rankAssurance(session.assurance) < rankAssurance(request.acr);
@@ -305,6 +375,8 @@ export function decideAuthorization(input: {
     // request for more assurance with max_age=0 (RFC 9470 §4) needs one ceremony, not two.
     return weak ? { action: 'step_up' } : { action: 'login' };
   }
+  // §3.1.2.1 select_account: one session per browser, so the choice is this account or another.
+  if (request.prompt.includes('select_account') && !chosen) return { action: 'select_account' };
   if (weak) {
     return silent
       ? { action: 'refuse', error: 'interaction_required', description: `acr_values ${request.acr} needs a step-up` }

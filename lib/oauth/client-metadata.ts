@@ -3,7 +3,8 @@ import type { GatewayPolicy, RoutePolicy } from '../gateway/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
-import { parseScope } from './scope.js';
+import { readOidcClientMembers, type OidcClientMembers } from './oidc-client-metadata.js';
+import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 /**
  * Client metadata as Keyplane registers it (RFC 7591 §2 plus Keyplane's `resources`,
@@ -28,7 +29,7 @@ const PRINCIPAL_TYPES = ['human', 'agent'] as const;
  */
 export type { GatewayPolicy } from '../gateway/policy.js';
 
-export interface ClientMetadata {
+export interface ClientMetadata extends OidcClientMembers {
   client_name?: string;
   client_uri?: string;
   logo_uri?: string;
@@ -63,7 +64,12 @@ export const CLIENT_DEFAULTS = {
   token_endpoint_auth_method: 'client_secret_basic',
   grant_types: ['authorization_code'],
   response_types: ['code'],
-  scope: 'openid',
+  /**
+   * Every scope the provider offers: OIDC Dynamic Registration has no `scope` member, so a
+   * relying party that registers dynamically must still be able to ask for `email` and
+   * `profile`. `offline_access` is kept only with the refresh_token grant.
+   */
+  scope: SUPPORTED_SCOPES.join(' '),
   resources: [],
   post_logout_redirect_uris: [],
   access: { humans: true, agents: false },
@@ -211,11 +217,24 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
   return policy;
 }
 
+export interface MetadataOptions {
+  /** The scopes a registration without `scope` gets (the operator's `oidc.defaultClientScopes`); all offered ones by default. */
+  defaultScopes?: readonly string[];
+}
+
+/** The scope of a registration that sent none: the defaults, `offline_access` only with the refresh grant. */
+function defaultScope(defaults: readonly string[], grantTypes: readonly string[]): string {
+  const scopes = defaults.filter((scope) => scope !== 'offline_access' || grantTypes.includes('refresh_token'));
+  return (scopes.includes('openid') ? scopes : ['openid', ...scopes]).join(' ');
+}
+
 /**
- * Validates and normalizes registration metadata. Unknown fields are ignored (RFC 7591 §2);
- * omitted ones take the defaults, which is also how an RFC 7592 update treats them.
+ * Validates and normalizes registration metadata. A member this server understands is honoured
+ * or refused (RFC 7591 §3.2.2, lib/oauth/oidc-client-metadata.ts); members it does not know are
+ * ignored and not echoed (RFC 7591 §2); omitted ones take the defaults, which is also how an
+ * RFC 7592 update treats them.
  */
-export function validateClientMetadata(body: unknown): ClientMetadata {
+export function validateClientMetadata(body: unknown, options: MetadataOptions = {}): ClientMetadata {
   if (!isObject(body)) bad('the registration request must be a JSON object');
 
   const method = body.token_endpoint_auth_method ?? CLIENT_DEFAULTS.token_endpoint_auth_method;
@@ -236,7 +255,9 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
 
   let scopes: string[];
   try {
-    scopes = parseScope(body.scope ?? CLIENT_DEFAULTS.scope);
+    scopes = parseScope(
+      body.scope ?? defaultScope(options.defaultScopes ?? CLIENT_DEFAULTS.scope.split(' '), grantTypes as string[]),
+    );
   } catch {
     bad('scope must be space-separated scope tokens');
   }
@@ -265,7 +286,9 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   const inPlace = body.in_place ?? false;
   if (typeof inPlace !== 'boolean') bad('in_place must be a boolean');
 
+  const oidcMembers = readOidcClientMembers(body);
   const metadata: ClientMetadata = {
+    ...oidcMembers,
     redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
     post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
     grant_types: grantTypes as ClientGrantType[],
@@ -289,10 +312,13 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   const hasJwks = body.jwks !== undefined && body.jwks !== null;
   const hasJwksUri = body.jwks_uri !== undefined && body.jwks_uri !== null;
   if (hasJwks && hasJwksUri) bad('send jwks or jwks_uri, not both (RFC 7591 §2)');
-  if (method === 'private_key_jwt') {
-    if (!hasJwks && !hasJwksUri) bad('private_key_jwt needs jwks or jwks_uri');
-  } else if (hasJwks || hasJwksUri) {
-    bad('jwks and jwks_uri are only for private_key_jwt clients');
+  // The client's keys verify its client assertions (private_key_jwt) and its request objects (RFC 9101).
+  if (method === 'private_key_jwt' && !hasJwks && !hasJwksUri) bad('private_key_jwt needs jwks or jwks_uri');
+  if (!hasJwks && !hasJwksUri) {
+    const needsKeys = (['request_object_signing_alg', 'request_uris', 'require_signed_request_object'] as const).find(
+      (member) => oidcMembers[member] !== undefined && oidcMembers[member] !== false,
+    );
+    if (needsKeys) bad(`${needsKeys} needs jwks or jwks_uri to verify the request objects`);
   }
   if (hasJwks) metadata.jwks = validateJwks(body.jwks);
   if (hasJwksUri) {

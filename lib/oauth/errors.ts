@@ -27,7 +27,13 @@ export type OAuthErrorCode =
   | 'login_required'
   | 'consent_required'
   | 'interaction_required'
-  | 'insufficient_user_authentication';
+  | 'insufficient_user_authentication'
+  // OIDC Core §3.1.2.6: request objects, request_uri and the registration parameter
+  | 'invalid_request_object'
+  | 'invalid_request_uri'
+  | 'request_not_supported'
+  | 'request_uri_not_supported'
+  | 'registration_not_supported';
 
 /** The RFC 6749 error fields: `{error, error_description}` (the description omitted when empty). */
 export function oauthFields(

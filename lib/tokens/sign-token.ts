@@ -47,3 +47,12 @@ export function signIdToken(claims: IdTokenClaims, key: TokenSigningKey): Promis
 export function signAccessToken(claims: AccessTokenClaims, key: TokenSigningKey): Promise<string> {
   return sign(claims, key, 'at+jwt');
 }
+
+/**
+ * Signs a userinfo response for a client registered with `userinfo_signed_response_alg` (OIDC
+ * Core §5.3.2): ES256 with the `kid`, and no `typ`, so it can never pass for an ID token (`typ:
+ * JWT`) or an access token (`typ: at+jwt`).
+ */
+export function signUserinfoResponse(claims: JWTPayload, key: TokenSigningKey): Promise<string> {
+  return new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: key.kid }).sign(key.privateKey);
+}

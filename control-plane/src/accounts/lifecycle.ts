@@ -1,6 +1,7 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { AccountState, Stores } from '../storage/types.js';
+import { queueBackchannelLogouts } from '../logout/backchannel.js';
 
 /** What the account lifecycle needs: storage, the event bus (receipts) and the clock. */
 export type AccountServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
@@ -46,6 +47,25 @@ export async function isAccountActive(storage: Pick<Stores, 'identities'>, ident
 }
 
 /**
+ * Back-Channel Logout 1.0: every client with tokens from a live session of the account is told
+ * that the session ends (the caller ends them in the same transaction).
+ */
+async function announceEndOfSessions(
+  services: Pick<AccountServices, 'events'>,
+  tx: Stores,
+  identityId: string,
+  now: number,
+): Promise<void> {
+  const live = await tx.sessions.listLive(identityId, now);
+  await queueBackchannelLogouts(
+    services,
+    tx,
+    live.map((session) => session.sessionId),
+    now,
+  );
+}
+
+/**
  * An operator's pause: the account can no longer sign in, every session ends and every grant
  * (refresh family, and with it the access tokens issued under it) is revoked at once, so
  * enabling it again brings none of them back.
@@ -55,6 +75,7 @@ export async function disableAccount(services: AccountServices, identityId: stri
   return services.storage.transaction(async (tx) => {
     const account = (await summaryOf(tx, identityId)) ?? unknownAccount();
     if (!(await tx.identities.setState(identityId, 'disabled', now))) return { account, changed: false };
+    await announceEndOfSessions(services, tx, identityId, now);
     const sessions = await tx.sessions.revokeAll(identityId, now);
     const grants = await tx.oidc.revokeGrantsOf(identityId, now);
     const { receipt } = await services.events.record(tx, {
@@ -101,6 +122,8 @@ export async function deleteAccount(
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.identities.get(identityId))) unknownAccount();
+    // Told before the grants that name the sessions' clients are forgotten below.
+    await announceEndOfSessions(services, tx, identityId, now);
     const clients = await tx.clients.listByOwner(identityId);
     for (const client of clients) {
       await tx.clients.remove(client.clientId);

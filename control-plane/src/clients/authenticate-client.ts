@@ -1,11 +1,12 @@
-import { createLocalJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
 import { parseClientSecretBasic, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
 import type { ClientAuthMethod } from '../../../lib/oauth/client-metadata.js';
+import { CLIENT_SIGNING_ALGS } from '../../../lib/oauth/oidc-client-metadata.js';
 import { oauthError } from '../../../lib/oauth/errors.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { findClient } from './find-client.js';
-import { RemoteKeySets } from './remote-key-sets.js';
+import { clientKeySet } from './remote-key-sets.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 
@@ -21,24 +22,14 @@ function invalidClient(message: string, basic: boolean) {
   });
 }
 
-const remoteSets = new WeakMap<ControlPlaneServices, RemoteKeySets>();
-
-/** The client's registered keys; a `jwks_uri` is fetched through the guarded fetcher and cached. */
+/** The client's registered keys; a `jwks_uri` that cannot be fetched fails the authentication. */
 async function keySetOf(
   services: ControlPlaneServices,
   client: StoredClient,
   refresh: boolean,
 ): Promise<JWTVerifyGetKey | null> {
-  if (client.metadata.jwks) return createLocalJWKSet(client.metadata.jwks);
-  const uri = client.metadata.jwks_uri;
-  if (!uri) return null;
-  let sets = remoteSets.get(services);
-  if (!sets) {
-    sets = new RemoteKeySets(services);
-    remoteSets.set(services, sets);
-  }
   try {
-    return await sets.get(uri, refresh);
+    return await clientKeySet(services, client, refresh);
   } catch {
     throw invalidClient("the client's key set could not be fetched", false);
   }
@@ -142,7 +133,10 @@ async function verifyClientAssertion(
       subject: client.clientId,
       // RFC 7523 §3: the token endpoint URL; the issuer is accepted too (OIDC Core §9).
       audience: [`${issuer}/auth/token`, issuer, `${issuer}/auth/revoke`, `${issuer}/auth/introspect`],
-      algorithms: ['ES256', 'EdDSA', 'PS256', 'RS256'],
+      // OIDC Registration §2: a registered token_endpoint_auth_signing_alg is the only one accepted.
+      algorithms: client.metadata.token_endpoint_auth_signing_alg
+        ? [client.metadata.token_endpoint_auth_signing_alg]
+        : [...CLIENT_SIGNING_ALGS],
       currentDate: new Date(now),
       maxTokenAge: ASSERTION_MAX_AGE_SECONDS,
       requiredClaims: ['exp', 'jti', 'iat'],

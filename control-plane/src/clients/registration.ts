@@ -4,6 +4,7 @@ import {
   usesClientSecret,
   validateClientMetadata,
   type ClientMetadata,
+  type MetadataOptions,
 } from '../../../lib/oauth/client-metadata.js';
 import { hashClientSecret, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
 import { oauthError } from '../../../lib/oauth/errors.js';
@@ -15,7 +16,7 @@ import type { OrgServices } from '../orgs/operations.js';
 import { constantEquals } from '../../../lib/util/constant-equals.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
-import { checkJwksUri } from './remote-key-sets.js';
+import { checkFetchedUris } from './remote-key-sets.js';
 import type { StoredClient, Stores } from '../storage/types.js';
 import { refuseOutsideProfile } from '../rollout/constraints.js';
 
@@ -121,6 +122,7 @@ const READ_ONLY = [
 export function checkUpdateRequest(
   client: StoredClient,
   body: unknown,
+  options: MetadataOptions = {},
 ): { revision: number; metadata: ClientMetadata } {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw oauthError('invalid_client_metadata', 'the update must be a JSON object');
@@ -137,7 +139,7 @@ export function checkUpdateRequest(
       throw oauthError('invalid_client_metadata', 'client_secret cannot be set by the client');
   }
   for (const field of [...READ_ONLY, 'client_id', 'client_secret', 'revision']) delete fields[field];
-  return { revision, metadata: validateClientMetadata(fields) };
+  return { revision, metadata: validateClientMetadata(fields, options) };
 }
 
 export interface IssuedSecrets {
@@ -240,7 +242,7 @@ export async function registerClient(
 ): Promise<ClientChange> {
   checkOperatorOnlyMetadata(metadata, registrar.ownerId);
   await checkOwnedResources(services, metadata, registrar.ownerId);
-  await checkJwksUri(services, metadata);
+  await checkFetchedUris(services, metadata);
   const now = services.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
   const token = newSecret();
@@ -290,7 +292,7 @@ export async function updateClient(
   if (revision !== client.revision) staleRevision();
   checkOperatorOnlyMetadata(metadata, client.ownerId);
   await checkOwnedResources(services, metadata, client.ownerId);
-  await checkJwksUri(services, metadata);
+  await checkFetchedUris(services, metadata);
   const now = services.now();
   const secret = secretAfterUpdate(client, metadata, now);
   const { updated, receipt } = await services.storage.transaction(async (tx) => {

@@ -1,4 +1,5 @@
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import type { StoredClient } from '../storage/types.js';
 import { isFetchRefusal } from '../../../lib/fetch/guarded-fetch.js';
 import { oauthError } from '../../../lib/oauth/errors.js';
 import type { ClientMetadata } from '../../../lib/oauth/client-metadata.js';
@@ -74,20 +75,53 @@ export class RemoteKeySets {
   }
 }
 
+const remoteSets = new WeakMap<object, RemoteKeySets>();
+
 /**
- * A registered `jwks_uri` must be one the guarded fetcher would fetch: https, and every address
- * of its host public (unless `fetch.allowPrivateTargets`). Checked at registration and update,
- * so a URL that points inside the network is refused before anything is ever sent to it.
+ * The client's registered keys (its `jwks`, or its `jwks_uri` fetched through the guarded fetcher
+ * and cached per services), or null when it registered none. They verify what the client signs:
+ * `private_key_jwt` assertions and request objects. A `jwks_uri` that cannot be fetched throws.
  */
-export async function checkJwksUri(
+export async function clientKeySet(
+  services: Pick<ControlPlaneServices, 'fetcher' | 'now'>,
+  client: StoredClient,
+  refresh = false,
+): Promise<JWTVerifyGetKey | null> {
+  if (client.metadata.jwks) return createLocalJWKSet(client.metadata.jwks);
+  const uri = client.metadata.jwks_uri;
+  if (!uri) return null;
+  let sets = remoteSets.get(services);
+  if (!sets) {
+    sets = new RemoteKeySets(services);
+    remoteSets.set(services, sets);
+  }
+  return sets.get(uri, refresh);
+}
+
+/**
+ * Every URL of the registration the server itself sends requests to (`jwks_uri`,
+ * `backchannel_logout_uri`, `request_uris`) must be one the guarded fetcher would fetch: https,
+ * and every address of its host public (unless `fetch.allowPrivateTargets`). Checked at
+ * registration and update, so a URL that points inside the network is refused before anything is
+ * ever sent to it.
+ */
+export async function checkFetchedUris(
   services: Pick<ControlPlaneServices, 'fetcher'>,
   metadata: ClientMetadata,
 ): Promise<void> {
-  if (metadata.jwks_uri === undefined) return;
-  try {
-    await services.fetcher.check(metadata.jwks_uri);
-  } catch (error) {
-    if (!isFetchRefusal(error)) throw error;
-    throw oauthError('invalid_client_metadata', `jwks_uri is refused: ${error.message}`);
+  const targets: Array<[string, string]> = [
+    ...(metadata.jwks_uri !== undefined ? [['jwks_uri', metadata.jwks_uri] as [string, string]] : []),
+    ...(metadata.backchannel_logout_uri !== undefined
+      ? [['backchannel_logout_uri', metadata.backchannel_logout_uri] as [string, string]]
+      : []),
+    ...(metadata.request_uris ?? []).map((uri): [string, string] => ['request_uris', uri]),
+  ];
+  for (const [member, uri] of targets) {
+    try {
+      await services.fetcher.check(uri);
+    } catch (error) {
+      if (!isFetchRefusal(error)) throw error;
+      throw oauthError('invalid_client_metadata', `${member} is refused: ${error.message}`);
+    }
   }
 }

@@ -147,6 +147,33 @@ export type DomainEvent =
     })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
   | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null })
+  // OpenID Connect Back-Channel Logout 1.0 (docs/oidc.md#back-channel-logout): a logout token queued
+  // for a client when a session it got tokens in ended, and how its delivery ended
+  | (EventBase & {
+      type: 'logout.backchannel_queued';
+      logoutId: string;
+      clientId: string;
+      identityId: string;
+      sessionId: string;
+    })
+  | (EventBase & {
+      type: 'logout.backchannel_delivered';
+      logoutId: string;
+      clientId: string;
+      identityId: string;
+      sessionId: string;
+      attempts: number;
+      status: number;
+    })
+  | (EventBase & {
+      type: 'logout.backchannel_abandoned';
+      logoutId: string;
+      clientId: string;
+      identityId: string;
+      sessionId: string;
+      attempts: number;
+      error: string;
+    })
   // agent identity (docs/agents.md); keys appear only as RFC 7638 thumbprints, codes never
   | (EventBase & { type: 'agent.enrollment_begun'; enrollmentId: string; subjectKind: string; jkt: string })
   | (EventBase & { type: 'agent.enrollment_approved'; enrollmentId: string; ownerId: string; sessionId: string })

@@ -79,6 +79,11 @@ export async function issueFedcmAssertion(
   });
   const token = await signIdToken(claims, services.keys.current());
   const receipt = await services.storage.transaction(async (tx) => {
+    // The client now holds an ID token naming this session: it is told when the session ends.
+    await tx.logouts.recordParticipant(
+      { sessionId: session.id, clientId: client.clientId, identityId: session.identityId },
+      now,
+    );
     if (consent.recordApproval)
       await tx.oidc.recordApproval(
         session.identityId,

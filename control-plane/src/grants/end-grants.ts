@@ -1,5 +1,6 @@
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredGrant, Stores } from '../storage/types.js';
+import { queueBackchannelLogouts } from '../logout/backchannel.js';
 
 /**
  * Grants end with what started them (docs/security.md "Sign-out ends grants"). Called inside the
@@ -27,7 +28,12 @@ async function record(
   }
 }
 
-/** Sessions ended: their refresh families (offline grants excepted) and codes not yet exchanged go. */
+/**
+ * Sessions ended: their refresh families (offline grants excepted) and codes not yet exchanged
+ * go, and every client that got tokens in them is told by a back-channel logout token (offline
+ * grants included: the session they came from is over all the same). A session token rotated
+ * with the session kept is no end and never comes here.
+ */
 export async function endGrantsOfSessions(
   services: Pick<ControlPlaneServices, 'events'>,
   tx: Stores,
@@ -35,6 +41,7 @@ export async function endGrantsOfSessions(
   at: number,
 ): Promise<number> {
   if (sessionIds.length === 0) return 0;
+  await queueBackchannelLogouts(services, tx, sessionIds, at);
   const grants = await tx.oidc.endSessionGrants(sessionIds, at);
   await record(services, tx, grants, at, 'session_ended');
   return grants.length;

@@ -10,5 +10,7 @@ export function authorizationClientOf(client: StoredClient): AuthorizationClient
     grantTypes: client.metadata.grant_types,
     resources: client.metadata.resources,
     allowsHumans: client.metadata.access.humans,
+    ...(client.metadata.default_max_age !== undefined ? { defaultMaxAge: client.metadata.default_max_age } : {}),
+    ...(client.metadata.default_acr_values ? { defaultAcrValues: client.metadata.default_acr_values } : {}),
   };
 }

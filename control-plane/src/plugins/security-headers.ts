@@ -5,12 +5,12 @@ import type { FastifyInstance } from 'fastify';
  * Headers every response carries. HTML gets a nonce-based CSP so no script runs without the
  * page's nonce; everything else gets `default-src 'none'`. Nothing may frame us.
  */
-export function contentSecurityPolicy(nonce: string, extra: { formAction?: string[] } = {}): string {
+export function contentSecurityPolicy(nonce: string, extra: { formAction?: string[]; imgSrc?: string[] } = {}): string {
   return [
     "default-src 'none'",
     `script-src 'nonce-${nonce}' 'strict-dynamic'`,
     `style-src 'self' 'nonce-${nonce}'`,
-    "img-src 'self' data:",
+    `img-src 'self' data:${extra.imgSrc?.length ? ' ' + extra.imgSrc.join(' ') : ''}`,
     "connect-src 'self'",
     "font-src 'self'",
     `form-action 'self'${extra.formAction?.length ? ' ' + extra.formAction.join(' ') : ''}`,

@@ -7,6 +7,7 @@ import type {
   StoredAuthorizationCode,
   StoredCheckpoint,
   StoredContact,
+  BackchannelLogout,
   StoredClient,
   StoredEmail,
   StoredGatewayEvidence,
@@ -1024,4 +1025,46 @@ export const contactFromRow = (row: ContactRow): StoredContact => ({
   message: row.message,
   createdAt: row.created_at,
   mailedAt: row.mailed_at,
+});
+
+export interface BackchannelLogoutRow {
+  logout_id: string;
+  client_id: string;
+  identity_id: string;
+  session_id: string;
+  jti: string;
+  created_at: number;
+  attempts: number;
+  next_attempt_at: number;
+  state: BackchannelLogout['state'];
+  last_error: Nullable<string>;
+  finished_at: Nullable<number>;
+}
+
+export const logoutToRow = (l: BackchannelLogout): BackchannelLogoutRow => ({
+  logout_id: l.logoutId,
+  client_id: l.clientId,
+  identity_id: l.identityId,
+  session_id: l.sessionId,
+  jti: l.jti,
+  created_at: l.createdAt,
+  attempts: l.attempts,
+  next_attempt_at: l.nextAttemptAt,
+  state: l.state,
+  last_error: l.lastError,
+  finished_at: l.finishedAt,
+});
+
+export const logoutFromRow = (row: BackchannelLogoutRow): BackchannelLogout => ({
+  logoutId: row.logout_id,
+  clientId: row.client_id,
+  identityId: row.identity_id,
+  sessionId: row.session_id,
+  jti: row.jti,
+  createdAt: row.created_at,
+  attempts: row.attempts,
+  nextAttemptAt: row.next_attempt_at,
+  state: row.state,
+  lastError: row.last_error,
+  finishedAt: row.finished_at,
 });

@@ -196,7 +196,6 @@ t.test('refuses invalid metadata with invalid_client_metadata', async (t) => {
     'access without anyone': { access: { humans: false, agents: false } },
     'access not booleans': { access: { humans: 'yes', agents: false } },
     'private_key_jwt without keys': { token_endpoint_auth_method: 'private_key_jwt' },
-    'jwks with a secret client': { jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'a', y: 'b' }] } },
     'private jwks': {
       token_endpoint_auth_method: 'private_key_jwt',
       jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'a', y: 'b', d: 'c' }] },

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createLocalJWKSet, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn, type Browser } from '../../helpers/signed-in.js';
 import { ADMIN, registerClient } from '../../helpers/oidc.js';
@@ -324,4 +324,26 @@ t.test('a disabled account is offered to no client and gets no assertion', async
     'disabled by the operator, the session is gone',
   );
   t.equal((await assert(browser, { ...good, params: JSON.stringify({ nonce: 'n-off-2' }) })).statusCode, 401);
+});
+
+t.test('a client that got a FedCM ID token is told by back-channel logout when the session ends', async (t) => {
+  const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true } });
+  const client = await registerClient(built.app, {
+    in_place: true,
+    backchannel_logout_uri: 'https://localhost:1/backchannel-logout',
+  });
+  const { browser, identityId } = await built.signIn({ username: 'alice' });
+  const res = await assert(browser, {
+    client_id: client.client_id,
+    account_id: identityId,
+    disclosure_text_shown: 'true',
+    params: JSON.stringify({ nonce: 'n-bcl' }),
+  });
+  t.equal(res.statusCode, 200, res.body);
+  const sid = String(decodeJwt(res.json().token).sid);
+  t.same(await built.services.storage.logouts.listForSession(sid), [], 'nothing while the session lives');
+  t.equal((await browser.post('/auth/signout')).statusCode, 200);
+  t.match(await built.services.storage.logouts.listForSession(sid), [
+    { clientId: client.client_id, identityId, sessionId: sid },
+  ]);
 });

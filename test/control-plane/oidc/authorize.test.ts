@@ -1,5 +1,6 @@
 import t from 'tap';
 import { TEST_ISSUER } from '../../helpers/build.js';
+import { sha256Hex } from '../../../lib/util/sha256.js';
 import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
 import {
   ADMIN,
@@ -111,14 +112,17 @@ t.test('refusals after the redirect URI is known go back to it with error, state
     ['hybrid code token', { response_type: 'code token' }, 'unsupported_response_type'],
     ['id_token only', { response_type: 'id_token' }, 'unsupported_response_type'],
     ['no response_type', { response_type: undefined }, 'invalid_request'],
-    ['an unknown scope', { scope: 'openid admin' }, 'invalid_scope'],
+    ['a malformed scope', { scope: 'openid  email' }, 'invalid_scope'],
     ['an unregistered resource', { resource: 'https://other.example.com' }, 'invalid_target'],
     ['response_mode fragment', { response_mode: 'fragment' }, 'invalid_request'],
-    ['an unknown prompt', { prompt: 'select_account' }, 'invalid_request'],
+    ['an unknown prompt', { prompt: 'choose' }, 'invalid_request'],
     ['prompt none with login', { prompt: 'none login' }, 'invalid_request'],
     ['a bad max_age', { max_age: '-1' }, 'invalid_request'],
     ['a bad dpop_jkt', { dpop_jkt: 'abc' }, 'invalid_request'],
-    ['a request object', { request: 'eyJ.x.y' }, 'invalid_request'],
+    ['a request object from a client without keys', { request: 'eyJ.x.y' }, 'request_not_supported'],
+    ['a request_uri from a client without keys', { request_uri: 'https://notes.example.com/r' }, 'invalid_request_uri'],
+    ['request and request_uri together', { request: 'eyJ.x.y', request_uri: 'https://x.example' }, 'invalid_request'],
+    ['the registration parameter', { registration: '{}' }, 'registration_not_supported'],
   ];
   for (const [name, change, error] of cases) {
     const res = await browser.get(authorizeUrl(goodRequest(client, challenge, change)));
@@ -134,13 +138,12 @@ t.test('refusals after the redirect URI is known go back to it with error, state
   t.equal(redirectParams(dup).get('error'), 'invalid_request', 'a repeated parameter');
 });
 
-t.test('offline_access needs the refresh grant registered', async (t) => {
-  const { app, challenge } = await setup(t);
+t.test('offline_access without the refresh grant registered is ignored, not granted (OIDC Core §11)', async (t) => {
+  const { app, challenge, signIn } = await setup(t);
   const noRefresh = await registerClient(app, { grant_types: ['authorization_code'], scope: 'openid email' });
-  const res = await new Browser(app).get(
-    authorizeUrl(goodRequest(noRefresh, challenge, { scope: 'openid offline_access' })),
-  );
-  t.equal(redirectParams(res).get('error'), 'invalid_scope');
+  const { browser } = await signIn({ username: 'ada' });
+  const { code } = await obtainCode(browser, goodRequest(noRefresh, challenge, { scope: 'openid offline_access' }));
+  t.equal((await app.kp.storage.oidc.findCode(sha256Hex(code)))?.scope, 'openid', 'granted: openid only');
 });
 
 t.test('prompt=none without a session is login_required', async (t) => {
@@ -330,7 +333,15 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     introspection_endpoint: `${TEST_ISSUER}/auth/introspect`,
     end_session_endpoint: `${TEST_ISSUER}/auth/logout`,
     code_challenge_methods_supported: ['S256'],
-    response_modes_supported: ['query', 'web_message'],
+    response_modes_supported: ['query', 'form_post', 'web_message'],
+    prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
+    request_parameter_supported: true,
+    request_uri_parameter_supported: true,
+    require_request_uri_registration: true,
+    request_object_signing_alg_values_supported: ['ES256', 'EdDSA', 'PS256', 'RS256'],
+    userinfo_signing_alg_values_supported: ['ES256'],
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
     authorization_response_iss_parameter_supported: true,
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],

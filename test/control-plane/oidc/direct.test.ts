@@ -211,7 +211,7 @@ t.test(
       app,
       '/auth/authorize/direct',
       grantBody(client, challenge, {
-        scope: 'openid admin',
+        scope: 'openid  admin',
         assertion: await assertionBody(app, client, authenticator),
       }),
     );

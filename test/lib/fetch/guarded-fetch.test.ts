@@ -186,3 +186,41 @@ t.test('a refusal is recognisable as one', async (t) => {
   t.ok(isFetchRefusal(error));
   t.notOk(isFetchRefusal(new Error('x')));
 });
+
+t.test('POSTs a form body with its length and type, never through a redirect', async (t) => {
+  const seen: Array<{ method?: string; type?: string; length?: string; body: string }> = [];
+  const server = await startHttpsServer(t, tls, (req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      seen.push({
+        method: req.method,
+        type: req.headers['content-type'],
+        length: req.headers['content-length'],
+        body,
+      });
+      if (req.url === '/moved') {
+        res.statusCode = 307;
+        res.setHeader('location', '/logout');
+      }
+      res.end();
+    });
+  });
+  const options: GuardedFetchOptions = {
+    allowPrivateTargets: true,
+    ca: tls.ca,
+    method: 'POST',
+    body: 'logout_token=a.b.c',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: 'never' },
+  };
+  const posted = await fetchGuarded(`${server.origin}/logout`, options);
+  t.equal(posted.status, 200);
+  t.same(seen, [
+    { method: 'POST', type: 'application/x-www-form-urlencoded', length: '18', body: 'logout_token=a.b.c' },
+  ]);
+  t.equal(await refusal(fetchGuarded(`${server.origin}/moved`, options)), 'fetch_failed', 'the body is not re-sent');
+  t.equal(seen.length, 2, 'only the first target got it');
+  const unfollowed = await fetchGuarded(`${server.origin}/moved`, { ...options, followRedirects: false });
+  t.equal(unfollowed.status, 307, 'or the redirect is the answer');
+  t.equal(seen.length, 3);
+});

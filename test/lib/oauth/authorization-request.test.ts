@@ -4,6 +4,7 @@ import {
   checkAuthorizationRequest,
   coversRequest,
   decideAuthorization,
+  grantableScopes,
   mergeApproval,
   readClientId,
   type AuthorizationRequest,
@@ -79,7 +80,7 @@ const base: AuthorizationRequest = {
   codeChallenge: challenge,
   prompt: [],
 };
-const session = { assurance: 'passkey' as const, authTime: 1_000_000 };
+const session = { identityId: 'usr_1', assurance: 'passkey' as const, authTime: 1_000_000 };
 
 t.test('decides: sign in, step up, approve, or issue', async (t) => {
   t.same(decideAuthorization({ request: base, session: undefined, now: 2_000_000, approval: null }), {
@@ -310,8 +311,9 @@ t.test('refuses each bad parameter with its RFC 6749 code, sent back to the veri
     ['a repeated parameter', { scope: ['openid', 'openid email'] }, 'invalid_request'],
     ['an unknown response_mode', { response_mode: 'fragment' }, 'invalid_request'],
     ['an overlong state', { state: 's'.repeat(2049) }, 'invalid_request'],
-    ['a request object', { request: 'eyJ.e30.' }, 'invalid_request'],
-    ['a request_uri', { request_uri: 'urn:x' }, 'invalid_request'],
+    ['a request object not resolved first', { request: 'eyJ.e30.' }, 'invalid_request'],
+    ['a request_uri not resolved first', { request_uri: 'urn:x' }, 'invalid_request'],
+    ['the registration parameter (OIDC Core §7.2.1)', { registration: '{}' }, 'registration_not_supported'],
     ['no response_type', { response_type: undefined }, 'invalid_request'],
     ['the implicit flow', { response_type: 'token' }, 'unsupported_response_type'],
     ['the hybrid flow', { response_type: 'code id_token' }, 'unsupported_response_type'],
@@ -320,16 +322,10 @@ t.test('refuses each bad parameter with its RFC 6749 code, sent back to the veri
     ['the plain PKCE method', { code_challenge_method: 'plain' }, 'invalid_request'],
     ['a challenge that is no S256 digest', { code_challenge: 'short' }, 'invalid_request'],
     ['a malformed scope', { scope: 'openid  email' }, 'invalid_scope'],
-    ['a scope the provider does not offer', { scope: 'openid admin' }, 'invalid_scope'],
-    ['a scope the client did not register', { scope: 'openid profile' }, 'invalid_scope'],
-    [
-      'offline_access without the refresh_token grant',
-      { scope: 'openid offline_access' },
-      'invalid_scope',
-      { ...client, grantTypes: ['authorization_code'] },
-    ],
     ['an unregistered resource', { resource: 'https://other.example.com' }, 'invalid_target'],
-    ['an unknown prompt', { prompt: 'select_account' }, 'invalid_request'],
+    ['an unknown prompt', { prompt: 'choose' }, 'invalid_request'],
+    ['prompt=none with select_account', { prompt: 'none select_account' }, 'invalid_request'],
+    ['an empty id_token_hint', { id_token_hint: '' }, 'invalid_request'],
     ['prompt=none with another value', { prompt: 'none login' }, 'invalid_request'],
     ['a negative max_age', { max_age: '-1' }, 'invalid_request'],
     ['a non-numeric max_age', { max_age: '1e3' }, 'invalid_request'],
@@ -352,11 +348,11 @@ t.test('refuses each bad parameter with its RFC 6749 code, sent back to the veri
     'the good request with one change still passes',
   );
   t.match(
-    checkAuthorizationRequest({ ...good, scope: 'openid bogus' }, client),
+    checkAuthorizationRequest({ ...good, scope: 'openid  bogus' }, client),
     { ok: false, target: { state: 's' } },
     'state rides along on the error',
   );
-  t.match(checkAuthorizationRequest({ ...good, response_mode: 'web_message', scope: 'openid bogus' }, client), {
+  t.match(checkAuthorizationRequest({ ...good, response_mode: 'web_message', scope: 'openid  bogus' }, client), {
     ok: false,
     target: { responseMode: 'web_message' },
   });
@@ -369,4 +365,76 @@ t.test('refuses each bad parameter with its RFC 6749 code, sent back to the veri
     { ok: false, target: null },
     'no redirect_uri: an error page',
   );
+});
+
+t.test('grants the known, registered scopes and ignores the rest (OIDC Core §3.1.2.1)', async (t) => {
+  const granted = (scope: string, forClient = client) => {
+    const check = checkAuthorizationRequest({ ...good, scope }, forClient);
+    return check.ok ? check.request.scopes : check;
+  };
+  t.same(granted('openid admin email'), ['openid', 'email'], 'a scope the provider does not know is dropped');
+  t.same(granted('openid profile'), ['openid'], 'a scope the client did not register is dropped');
+  t.same(
+    granted('openid offline_access', { ...client, grantTypes: ['authorization_code'] }),
+    ['openid'],
+    'offline_access without the refresh grant is dropped (Core §11)',
+  );
+  t.same(granted('custom'), [], 'nothing known: a plain OAuth request without an ID token');
+  t.same(grantableScopes(['email', 'openid', 'x'], client), ['email', 'openid']);
+});
+
+t.test('accepts form_post and select_account, and reads id_token_hint', async (t) => {
+  const check = checkAuthorizationRequest(
+    { ...good, response_mode: 'form_post', prompt: 'select_account consent', id_token_hint: 'a.b.c' },
+    client,
+  );
+  t.match(check, {
+    ok: true,
+    request: { responseMode: 'form_post', prompt: ['select_account', 'consent'], idTokenHint: 'a.b.c' },
+  });
+  const refused = checkAuthorizationRequest({ ...good, response_mode: 'form_post', response_type: 'token' }, client);
+  t.match(refused, { ok: false, target: { responseMode: 'form_post' } }, 'errors go back by form_post too');
+});
+
+t.test('a registered default_max_age and default_acr_values apply when the request has none', async (t) => {
+  const withDefaults = { ...client, defaultMaxAge: 60, defaultAcrValues: ['sensitive'] };
+  t.match(checkAuthorizationRequest(good, withDefaults), { ok: true, request: { maxAge: 60, acr: 'sensitive' } });
+  t.match(checkAuthorizationRequest({ ...good, max_age: '5', acr_values: 'passkey' }, withDefaults), {
+    ok: true,
+    request: { maxAge: 5, acr: 'passkey' },
+  });
+});
+
+t.test('id_token_hint naming another account: login_required under prompt=none, else sign-in', async (t) => {
+  const input = { now: 2_000_000, approval: { scopes: ['openid'], resources: [] }, hintSubject: 'usr_other' };
+  t.match(decideAuthorization({ ...input, request: { ...base, prompt: ['none'] }, session }), {
+    action: 'refuse',
+    error: 'login_required',
+  });
+  t.same(decideAuthorization({ ...input, request: base, session }), { action: 'login' });
+  t.same(
+    decideAuthorization({ ...input, request: base, session, loginAfter: 500_000 }),
+    { action: 'issue', approval: 'remembered' },
+    'whoever signs in for this request is the answer',
+  );
+  t.same(
+    decideAuthorization({ ...input, hintSubject: 'usr_1', request: { ...base, prompt: ['none'] }, session }),
+    { action: 'issue', approval: 'prompt_none' },
+    'the hinted account is the signed-in one',
+  );
+});
+
+t.test('prompt=select_account offers the choice once, then continues', async (t) => {
+  const input = { now: 2_000_000, approval: { scopes: ['openid'], resources: [] } };
+  const request = { ...base, prompt: ['select_account' as const] };
+  t.same(decideAuthorization({ ...input, request, session }), { action: 'select_account' });
+  t.same(decideAuthorization({ ...input, request, session: undefined }), { action: 'login' });
+  t.same(decideAuthorization({ ...input, request, session, accountChosen: true }), {
+    action: 'issue',
+    approval: 'remembered',
+  });
+  t.same(decideAuthorization({ ...input, request, session, loginAfter: 500_000 }), {
+    action: 'issue',
+    approval: 'remembered',
+  });
 });

@@ -10,7 +10,7 @@ t.test('applies the documented defaults', async (t) => {
     post_logout_redirect_uris: [],
     grant_types: ['authorization_code'],
     response_types: ['code'],
-    scope: 'openid',
+    scope: 'openid email profile',
     resources: [],
     access: { humans: true, agents: false },
     token_endpoint_auth_method: 'client_secret_basic',

@@ -315,7 +315,9 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
       const form = isForm(request);
       const fields = bodyObject(request);
       const ownerId = await ownerFor(app, request, fields);
-      const metadata = validateClientMetadata(form ? formRegistration(fields) : fields);
+      const metadata = validateClientMetadata(form ? formRegistration(fields) : fields, {
+        defaultScopes: app.kp.config.oidc.defaultClientScopes,
+      });
       const change = await registerClient(app.kp, metadata, { by: 'session', ownerId });
       if (form)
         return renderApps(

@@ -89,7 +89,11 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
       const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
       const { org, ...body } = (request.body ?? {}) as Record<string, unknown>;
       const owned = org === undefined ? registrar : await orgRegistrar(app.kp, registrar, org);
-      const change = await registerClient(app.kp, validateClientMetadata(body), owned);
+      const change = await registerClient(
+        app.kp,
+        validateClientMetadata(body, { defaultScopes: app.kp.config.oidc.defaultClientScopes }),
+        owned,
+      );
       reply.code(201);
       return describeChange(app.kp, change);
     },
@@ -128,7 +132,9 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     async (request) => {
       const { client_id: clientId } = request.params as { client_id: string };
       const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
-      const { revision, metadata } = checkUpdateRequest(client, request.body);
+      const { revision, metadata } = checkUpdateRequest(client, request.body, {
+        defaultScopes: app.kp.config.oidc.defaultClientScopes,
+      });
       return describeChange(app.kp, await updateClient(app.kp, client, revision, metadata));
     },
   );

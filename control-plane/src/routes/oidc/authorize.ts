@@ -4,6 +4,7 @@ import {
   buildRedirect,
   checkAuthorizationRequest,
   decideAuthorization,
+  errorTargetOf,
   mergeApproval,
   readClientId,
   type AuthorizationRequest,
@@ -18,8 +19,22 @@ import { approvalOf, issueAuthorizationCode, type ApprovalKind } from '../../oid
 import type { StoredClient } from '../../storage/types.js';
 import { limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
-import { WEB_MESSAGE_JS, WEB_MESSAGE_SCRIPT, sendErrorPage, sendOneTap, sendWebMessage } from './pages.js';
+import {
+  FORM_POST_JS,
+  FORM_POST_SCRIPT,
+  WEB_MESSAGE_JS,
+  WEB_MESSAGE_SCRIPT,
+  clientLinksOf,
+  sendAccountChoice,
+  sendErrorPage,
+  sendFormPost,
+  sendOneTap,
+  sendWebMessage,
+} from './pages.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
+import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';
+import { verifyIdTokenHint } from '../../oidc/tokens.js';
+import { AUTHORIZE_DISCOVERY, AUTHORIZE_QUERY } from './authorize-documents.js';
 
 /** A request waiting for sign-in or step-up lives this long (ms). */
 const PENDING_TTL_MS = 15 * 60_000;
@@ -41,38 +56,15 @@ const CARRIED = [
   'acr_values',
   'dpop_jkt',
   'resource',
+  'id_token_hint',
 ];
 
 interface Pending {
   params: Record<string, string>;
   loginAfter?: number;
+  /** The person chose the signed-in account on the account-choice page (prompt=select_account). */
+  accountChosen?: boolean;
 }
-
-// Documentation only: every parameter is checked by checkAuthorizationRequest, so that a bad one is
-// redirected with an RFC 6749 error (or shown on a page) instead of failing schema validation.
-const authorizeQuery = {
-  type: 'object',
-  properties: Object.fromEntries(
-    Object.entries({
-      client_id: 'registered client id',
-      redirect_uri: 'exact registered callback',
-      response_type: 'code (only)',
-      code_challenge: 'PKCE S256 challenge (required)',
-      code_challenge_method: 'S256 (only)',
-      state: 'opaque RP value',
-      nonce: 'ID token nonce',
-      scope: 'openid, email, profile, offline_access',
-      resource: 'RFC 8707 resource (exact registered URI)',
-      response_mode: 'query or web_message',
-      prompt: 'none, login or consent',
-      max_age: 'seconds',
-      acr_values: 'recovery, email, passkey or sensitive',
-      dpop_jkt: 'RFC 9449 §10 key thumbprint',
-      resume: 'internal: resumes a request after sign-in or step-up',
-    }).map(([name, description]) => [name, { description }]),
-  ),
-  additionalProperties: true,
-} as const;
 
 /** The parameters worth keeping (single strings only; a repeated one is kept as an array so the check refuses it). */
 function carried(params: RawParams): Record<string, string> {
@@ -98,24 +90,27 @@ function digestOf(params: Record<string, string>): string {
 
 /**
  * `GET|POST /auth/authorize` (RFC 6749 §4.1, OIDC Core §3.1.2): code flow with PKCE S256 only,
- * exact redirect URIs, RFC 9207 `iss` on every response, `response_mode` query or web_message,
- * sign-in and step-up resumed server-side, and the one-tap page.
+ * exact redirect URIs, RFC 9207 `iss` on every response, `response_mode` query, form_post or
+ * web_message, signed request objects, sign-in, account choice and step-up resumed server-side,
+ * and the one-tap page.
  */
 export default async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   const { state, config } = app.kp;
   const { issuer } = config;
 
-  app.get(
-    WEB_MESSAGE_SCRIPT,
-    {
-      config: { cache: 'public, max-age=300' },
-      schema: { tags: ['oidc'], summary: 'Script of the web_message response page', hide: true },
-    },
-    async (_request, reply) => {
-      reply.type('text/javascript; charset=utf-8');
-      return WEB_MESSAGE_JS;
-    },
-  );
+  for (const [path, script, summary] of [
+    [WEB_MESSAGE_SCRIPT, WEB_MESSAGE_JS, 'Script of the web_message response page'],
+    [FORM_POST_SCRIPT, FORM_POST_JS, 'Script of the form_post response page'],
+  ] as const) {
+    app.get(
+      path,
+      { config: { cache: 'public, max-age=300' }, schema: { tags: ['oidc'], summary, hide: true } },
+      async (_request, reply) => {
+        reply.type('text/javascript; charset=utf-8');
+        return script;
+      },
+    );
+  }
 
   /** Sends a response (code or error) to the verified redirect URI, by the requested mode. */
   function respond(
@@ -126,6 +121,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   ): FastifyReply {
     if (target.responseMode === 'web_message')
       return sendWebMessage(request, reply, new URL(target.redirectUri).origin, params);
+    if (target.responseMode === 'form_post') return sendFormPost(request, reply, target.redirectUri, params);
     return reply.redirect(buildRedirect(target.redirectUri, params), request.method === 'POST' ? 303 : 302);
   }
 
@@ -150,26 +146,37 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     );
   }
 
+  /** The request's client, or the error page that says there is none (never redirected). */
+  async function clientOf(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    params: RawParams,
+  ): Promise<{ refused: FastifyReply } | { client: StoredClient }> {
+    const clientId = readClientId(params);
+    const client = clientId ? await findClient(app.kp, clientId) : null;
+    if (client) return { client };
+    return {
+      refused: sendErrorPage(
+        request,
+        reply,
+        clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).',
+        { reason: 'unknown_client' },
+      ),
+    };
+  }
+
   /**
-   * Looks the client up and checks the request against its registration. A refusal is already
-   * answered: on a page while the redirect URI is unverified, else at that URI.
+   * Checks the request against its client's registration. A refusal is already answered: on a
+   * page while the redirect URI is unverified, else at that URI.
    */
   async function checkRequest(
     request: FastifyRequest,
     reply: FastifyReply,
     params: RawParams,
   ): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
-    const clientId = readClientId(params);
-    const client = clientId ? await findClient(app.kp, clientId) : null;
-    if (!client)
-      return {
-        refused: sendErrorPage(
-          request,
-          reply,
-          clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).',
-          { reason: 'unknown_client' },
-        ),
-      };
+    const found = await clientOf(request, reply, params);
+    if ('refused' in found) return found;
+    const { client } = found;
     const check = checkAuthorizationRequest(params, authorizationClientOf(client));
     if (!check.ok) {
       if (check.target === null)
@@ -213,9 +220,13 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     });
   }
 
-  async function park(params: Record<string, string>, loginAfter?: number): Promise<string> {
+  async function park(params: Record<string, string>, loginAfter?: number, accountChosen = false): Promise<string> {
     const id = randomToken(24);
-    const pending: Pending = { params, ...(loginAfter !== undefined ? { loginAfter } : {}) };
+    const pending: Pending = {
+      params,
+      ...(loginAfter !== undefined ? { loginAfter } : {}),
+      ...(accountChosen ? { accountChosen } : {}),
+    };
     await state.set(`oidc:pending:${id}`, JSON.stringify(pending), PENDING_TTL_MS);
     return id;
   }
@@ -223,21 +234,56 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   async function handle(request: FastifyRequest, reply: FastifyReply, incoming: RawParams): Promise<FastifyReply> {
     // Its own per-address bucket in shared state, like every credential path (docs/security.md).
     await limitPerIp(app.kp, request, 'authorize');
-    let params: RawParams = incoming;
+    let params: RawParams;
     let loginAfter: number | undefined;
+    let accountChosen = false;
     const resume = incoming.resume;
     if (typeof resume === 'string') {
+      // A parked request was resolved (request objects verified) before it was parked.
       const stored = /^[A-Za-z0-9_-]{32}$/.test(resume) ? await state.get(`oidc:pending:${resume}`) : null;
       if (!stored)
         return sendErrorPage(request, reply, 'This sign-in request has expired. Go back to the app and start again.');
       const pending = JSON.parse(stored) as Pending;
       params = pending.params;
       loginAfter = pending.loginAfter;
+      accountChosen = pending.accountChosen === true;
+    } else {
+      const found = await clientOf(request, reply, incoming);
+      if ('refused' in found) return found.refused;
+      const resolved = await resolveAuthorizationRequest(app.kp, found.client, incoming);
+      if (!resolved.ok) {
+        // Only a redirect URI that the plain parameters name and the client registered gets the error.
+        const errorTarget = errorTargetOf(incoming, authorizationClientOf(found.client));
+        if (!errorTarget)
+          return sendErrorPage(request, reply, `The request object was refused: ${resolved.description}.`);
+        return respondError(
+          request,
+          reply,
+          errorTarget.responseMode === 'web_message' ? { ...errorTarget, responseMode: 'query' } : errorTarget,
+          resolved.error,
+          resolved.description,
+        );
+      }
+      params = resolved.params;
     }
 
     const checked = await checkRequest(request, reply, params);
     if ('refused' in checked) return checked.refused;
     const { client, authz, target } = checked;
+    let hintSubject: string | undefined;
+    if (authz.idTokenHint !== undefined) {
+      // OIDC Core §3.1.2.1: an ID token we issued to this client; an expired one still names the account.
+      const hint = await verifyIdTokenHint(app.kp, authz.idTokenHint);
+      if (!hint || hint.aud !== client.clientId)
+        return respondError(
+          request,
+          reply,
+          target,
+          'invalid_request',
+          'id_token_hint is not an ID token this server issued to this client',
+        );
+      hintSubject = hint.sub;
+    }
     const session = request.kp.session;
     const now = app.kp.now();
     const approval = session ? await approvalOf(app.kp, session.identityId, client.clientId) : null;
@@ -246,8 +292,12 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       now,
       approval,
       firstParty: client.metadata.first_party === true,
-      session: session ? { assurance: session.assurance, authTime: session.authTime } : undefined,
+      session: session
+        ? { identityId: session.identityId, assurance: session.assurance, authTime: session.authTime }
+        : undefined,
       ...(loginAfter !== undefined ? { loginAfter } : {}),
+      ...(hintSubject !== undefined ? { hintSubject } : {}),
+      accountChosen,
     });
     switch (decision.action) {
       case 'refuse':
@@ -257,6 +307,20 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       case 'login': {
         const id = await park(carried(params), loginAfter ?? now);
         return reply.redirect(`/auth?return=${encodeURIComponent(`/auth/authorize?resume=${id}`)}`, 303);
+      }
+      case 'select_account': {
+        // One session per browser: continue with this account, or sign in to another (which
+        // replaces this session). Two parked copies of the request, one for each answer.
+        const hidden = carried(params);
+        const stay = await park(hidden, loginAfter, true);
+        const other = await park(hidden, loginAfter ?? now);
+        const username = await usernameOf(app.kp, session!.identityId);
+        return sendAccountChoice(request, reply, {
+          clientName: client.metadata.client_name ?? new URL(authz.redirectUri).origin,
+          username: username ?? session!.identityId,
+          continueHref: `/auth/authorize?resume=${stay}`,
+          anotherHref: `/auth?return=${encodeURIComponent(`/auth/authorize?resume=${other}`)}`,
+        });
       }
       case 'step_up': {
         // The step-up may also stand for the fresh sign-in that prompt=login or max_age asked for.
@@ -276,6 +340,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         return sendOneTap(request, reply, {
           clientName: client.metadata.client_name ?? origin,
           clientOrigin: origin,
+          ...clientLinksOf(client.metadata),
           username: username ?? session!.identityId,
           scopes: authz.scopes,
           resources: authz.resource !== undefined ? [authz.resource] : [],
@@ -312,7 +377,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     // The session may have changed since the page was shown: decide again, but the approval now counts.
     const decision = decideAuthorization({
       request: { ...authz, prompt: [] },
-      session: { assurance: session.assurance, authTime: session.authTime },
+      session: { identityId: session.identityId, assurance: session.assurance, authTime: session.authTime },
       now: app.kp.now(),
       approval: mergeApproval(null, authz),
     });
@@ -333,44 +398,15 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     produces: ['text/html'],
     response: { ...errorResponses },
   };
-  const discovery = {
-    endpoint: 'authorization_endpoint',
-    metadata: {
-      response_types_supported: ['code'],
-      response_modes_supported: ['query', 'web_message'],
-      grant_types_supported: ['authorization_code'],
-      code_challenge_methods_supported: ['S256'],
-      scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
-      claims_supported: [
-        'iss',
-        'sub',
-        'aud',
-        'exp',
-        'iat',
-        'auth_time',
-        'nonce',
-        'acr',
-        'amr',
-        'sid',
-        'email',
-        'email_verified',
-        'name',
-        'preferred_username',
-        'svc',
-      ],
-      acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
-      prompt_values_supported: ['none', 'login', 'consent'],
-      claims_parameter_supported: false,
-      request_parameter_supported: false,
-      request_uri_parameter_supported: false,
-      authorization_response_iss_parameter_supported: true,
-    },
-  };
 
   // No automatic HEAD route: a HEAD must never issue a code.
   app.get(
     '/auth/authorize',
-    { exposeHeadRoute: false, config: { discovery }, schema: { ...schema, querystring: authorizeQuery } },
+    {
+      exposeHeadRoute: false,
+      config: { discovery: AUTHORIZE_DISCOVERY },
+      schema: { ...schema, querystring: AUTHORIZE_QUERY },
+    },
     async (request, reply) => handle(request, reply, request.query as RawParams),
   );
 

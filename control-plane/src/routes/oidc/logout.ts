@@ -89,7 +89,18 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
   };
   app.get(
     '/auth/logout',
-    { exposeHeadRoute: false, config: { discovery: { endpoint: 'end_session_endpoint' } }, schema },
+    {
+      exposeHeadRoute: false,
+      config: {
+        discovery: {
+          endpoint: 'end_session_endpoint',
+          // OpenID Connect Back-Channel Logout 1.0 §2.1: logout tokens go to registered
+          // backchannel_logout_uri values, and always carry sid.
+          metadata: { backchannel_logout_supported: true, backchannel_logout_session_supported: true },
+        },
+      },
+      schema,
+    },
     async (request, reply) => handle(request, reply, request.query as Params, false),
   );
   // The confirmation form posts here from our own origin (the session plugin checks Origin).

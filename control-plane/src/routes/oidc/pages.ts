@@ -4,6 +4,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import { wantsJson } from '../../http/negotiate.js';
+import type { ClientMetadata } from '../../../../lib/oauth/client-metadata.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
 export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';
@@ -20,6 +21,16 @@ if (window.opener && origin) {
 } else {
   document.getElementById('kp-status').textContent = 'Return to the app: this window was not opened by it.';
 }
+`;
+
+/** Served at FORM_POST_SCRIPT: submits the authorization response to the client at once. */
+export const FORM_POST_SCRIPT = '/auth/authorize/form-post.js';
+
+export const FORM_POST_JS = `// response_mode=form_post (OAuth 2.0 Form Post Response Mode §2): submit the response to the
+// client's registered redirect URI at once. The form's own submit method is called through the
+// prototype, so no input name can shadow it; the button in <noscript> does the same by hand.
+const form = document.getElementById('kp-form-post');
+HTMLFormElement.prototype.submit.call(form);
 `;
 
 /**
@@ -84,6 +95,11 @@ export function sendWebMessage(
 export interface OneTapView {
   clientName: string;
   clientOrigin: string;
+  /** OIDC Registration §2 `logo_uri`, https only: shown, and the one image the page's CSP admits. */
+  logoUri?: string;
+  /** OIDC Registration §2 `policy_uri` and `tos_uri`: links the person SHOULD be shown. */
+  policyUri?: string;
+  tosUri?: string;
   username: string;
   scopes: string[];
   /** Every resource (RFC 8707) the token would be for: the user approves those by name. */
@@ -100,18 +116,69 @@ const SCOPE_TEXT: Record<string, string> = {
   offline_access: 'Stay signed in when you are away (a refresh token)',
 };
 
+/**
+ * What the consent page shows of the client's registration (OIDC Registration §2): its logo only
+ * when it is https (loaded by the browser from there, under a CSP naming exactly it), and its
+ * privacy policy and terms as links.
+ */
+export function clientLinksOf(
+  metadata: Pick<ClientMetadata, 'logo_uri' | 'policy_uri' | 'tos_uri'>,
+): Pick<OneTapView, 'logoUri' | 'policyUri' | 'tosUri'> {
+  const { logo_uri: logo, policy_uri: policy, tos_uri: tos } = metadata;
+  return {
+    ...(logo !== undefined && logo.startsWith('https://') ? { logoUri: logo } : {}),
+    ...(policy !== undefined ? { policyUri: policy } : {}),
+    ...(tos !== undefined ? { tosUri: tos } : {}),
+  };
+}
+
+/**
+ * The CSP source that admits exactly the logo: its origin and path (CSP matches paths exactly),
+ * or only its origin when the path holds a character a source list cannot carry.
+ */
+export function logoSource(logoUri: string): string {
+  const url = new URL(logoUri);
+  return /^[A-Za-z0-9\-._~!$&()*+=:@/%]*$/.test(url.pathname) ? `${url.origin}${url.pathname}` : url.origin;
+}
+
+function clientLinks(view: OneTapView) {
+  const links = [
+    view.policyUri
+      ? html`<a href="${view.policyUri}" rel="noopener noreferrer" target="_blank" data-field="policy_uri">privacy policy</a>`
+      : null,
+    view.tosUri
+      ? html`<a href="${view.tosUri}" rel="noopener noreferrer" target="_blank" data-field="tos_uri">terms of service</a>`
+      : null,
+  ].filter((link) => link !== null);
+  if (links.length === 0) return '';
+  return html`<p class="muted">Before you continue, read ${view.clientName}'s ${links.length === 2 ? html`${links[0]} and ${links[1]}` : links[0]}.</p>
+`;
+}
+
 /** The one-tap page (docs/oidc.md, "The authorization endpoint"): a plain form whose hidden inputs carry the request. */
 export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: OneTapView): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
-  // The approval answers with a redirect to the client, which CSP form-action must allow.
-  reply.header('content-security-policy', contentSecurityPolicy(request.kp.cspNonce, { formAction: view.formAction }));
+  // The approval answers with a redirect to the client, which CSP form-action must allow; the
+  // registered logo is the one image from elsewhere the page may load.
+  reply.header(
+    'content-security-policy',
+    contentSecurityPolicy(request.kp.cspNonce, {
+      formAction: view.formAction,
+      ...(view.logoUri ? { imgSrc: [logoSource(view.logoUri)] } : {}),
+    }),
+  );
   return reply.send(
     formPage(
       reply,
       page({
         title: `Continue to ${view.clientName}`,
         nonce: request.kp.cspNonce,
-        body: html`<h1>Continue to ${view.clientName}?</h1>
+        body: html`${
+          view.logoUri
+            ? html`<img src="${view.logoUri}" alt="Logo of ${view.clientName}" width="64" height="64" referrerpolicy="no-referrer" data-field="logo_uri">
+`
+            : ''
+        }<h1>Continue to ${view.clientName}?</h1>
 <p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
 <ul>${view.scopes.map((scope) => html`<li>${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul>
 ${
@@ -120,7 +187,7 @@ ${
 <ul data-field="resources">${view.resources.map((resource) => html`<li><code>${resource}</code></li>`)}</ul>
 `
     : ''
-}<form method="post" action="/auth/authorize" data-action="continue">
+}${clientLinks(view)}<form method="post" action="/auth/authorize" data-action="continue">
 ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
 <button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
 </form>
@@ -167,6 +234,64 @@ export function sendSignedOut(
       title: 'Signed out',
       nonce: request.kp.cspNonce,
       body: html`<h1>You are signed out</h1>${back}<p><a href="/auth">Sign in again</a></p>`,
+    }),
+  );
+}
+
+/**
+ * The form_post response (OAuth 2.0 Form Post Response Mode §2): a form to the registered redirect
+ * URI whose hidden inputs carry the response, submitted by a nonce'd script; without JavaScript
+ * the person presses the button. CSP form-action admits that origin only.
+ */
+export function sendFormPost(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  redirectUri: string,
+  response: Record<string, string>,
+): FastifyReply {
+  reply.code(200).type('text/html; charset=utf-8');
+  reply.header(
+    'content-security-policy',
+    contentSecurityPolicy(request.kp.cspNonce, { formAction: [new URL(redirectUri).origin] }),
+  );
+  return reply.send(
+    page({
+      title: 'Returning to the app',
+      nonce: request.kp.cspNonce,
+      scripts: [FORM_POST_SCRIPT],
+      body: html`<h1>Returning to the app…</h1>
+<form id="kp-form-post" method="post" action="${redirectUri}" data-action="form-post">
+${Object.entries(response).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<noscript><p>JavaScript is off: continue by hand.</p><button type="submit">Continue to the app</button></noscript>
+</form>`,
+    }),
+  );
+}
+
+export interface AccountChoiceView {
+  clientName: string;
+  username: string;
+  /** Continues the request with the signed-in account. */
+  continueHref: string;
+  /** The sign-in page, which resumes the request with whichever account signs in. */
+  anotherHref: string;
+}
+
+/**
+ * `prompt=select_account` (OIDC Core §3.1.2.1): this browser holds one session, so the choice is
+ * to continue with it or to sign in to another account (which replaces it). Plain links: each
+ * resumes a copy of the request parked for that answer, and neither changes anything by itself.
+ */
+export function sendAccountChoice(request: FastifyRequest, reply: FastifyReply, view: AccountChoiceView): FastifyReply {
+  reply.code(200).type('text/html; charset=utf-8');
+  return reply.send(
+    page({
+      title: `Choose an account for ${view.clientName}`,
+      nonce: request.kp.cspNonce,
+      body: html`<h1>Choose an account for ${view.clientName}</h1>
+<p>You are signed in as <strong>${view.username}</strong>.</p>
+<p><a href="${view.continueHref}" data-action="continue-as">Continue as ${view.username}</a></p>
+<p><a href="${view.anotherHref}" data-action="use-another-account">Use another account</a></p>
+<p class="muted">Signing in to another account signs ${view.username} out of Keyplane in this browser.</p>`,
     }),
   );
 }

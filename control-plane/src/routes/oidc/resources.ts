@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { dpopChallenge } from '../../../../lib/dpop/respond.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import { checkTokenScheme, readAccessToken } from '../../../../lib/oauth/access-token-header.js';
+import { checkTokenScheme, readAccessToken, readBodyAccessToken } from '../../../../lib/oauth/access-token-header.js';
+import { signUserinfoResponse } from '../../../../lib/tokens/sign-token.js';
+import { findClient } from '../../clients/find-client.js';
 import { oauthError, oauthFields } from '../../../../lib/oauth/errors.js';
 import { parseScope } from '../../../../lib/oauth/scope.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
@@ -20,17 +22,37 @@ function challenge(error?: { code: string; description: string }): string {
 }
 
 function resourceRefusal(
-  reason: 'invalid_token' | 'unauthorized' | 'insufficient_scope',
+  reason: 'invalid_token' | 'unauthorized' | 'insufficient_scope' | 'invalid_request',
   description: string,
 ): KeyplaneError {
   if (reason === 'unauthorized')
     return fail('unauthorized', description, { status: 401, headers: { 'www-authenticate': challenge() } });
-  const status = reason === 'insufficient_scope' ? 403 : 401;
+  // RFC 6750 §3.1: invalid_request is 400, insufficient_scope 403, invalid_token 401.
+  const status = reason === 'insufficient_scope' ? 403 : reason === 'invalid_request' ? 400 : 401;
   return fail(reason, description, {
     status,
     headers: { 'www-authenticate': challenge({ code: reason, description }) },
     fields: oauthFields(reason, description),
   });
+}
+
+/**
+ * The access token of the request: in the Authorization header (Bearer or DPoP), or as a Bearer
+ * token in a form-encoded POST body (RFC 6750 §2.2). RFC 6750 §2: one method only.
+ */
+function presentedToken(request: FastifyRequest): { scheme: 'Bearer' | 'DPoP'; token: string } {
+  const inBody = readBodyAccessToken(request.method, request.headers['content-type'], request.body);
+  if (inBody !== undefined && request.headers.authorization !== undefined)
+    throw resourceRefusal('invalid_request', 'send the access token in the Authorization header or the body, not both');
+  if (inBody === null) throw resourceRefusal('invalid_request', 'access_token must be one access token');
+  if (inBody !== undefined) return { scheme: 'Bearer', token: inBody };
+  const presented = readAccessToken(request.headers.authorization);
+  if (!presented)
+    throw resourceRefusal(
+      'unauthorized',
+      'send an access token as Authorization: Bearer or DPoP, or as access_token in a form POST',
+    );
+  return presented;
 }
 
 /**
@@ -43,8 +65,7 @@ async function authenticateResource(
   reply: FastifyReply,
   path: string,
 ): Promise<AccessTokenClaimsRead> {
-  const presented = readAccessToken(request.headers.authorization);
-  if (!presented) throw resourceRefusal('unauthorized', 'send an access token as Authorization: Bearer or DPoP');
+  const presented = presentedToken(request);
   let claims: AccessTokenClaimsRead;
   try {
     claims = await verifyAccessToken(app.kp, presented.token);
@@ -83,26 +104,40 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
       throw resourceRefusal('invalid_token', 'this access token is for another resource');
     const scopes = parseScope(claims.scope);
     if (!scopes.includes('openid')) throw resourceRefusal('insufficient_scope', 'userinfo needs the openid scope');
-    const facts = await userClaims(app.kp, claims.sub);
-    return {
-      ok: true,
+    const [facts, client] = await Promise.all([userClaims(app.kp, claims.sub), findClient(app.kp, claims.client_id)]);
+    const stated = {
       sub: claims.sub,
       ...(scopes.includes('email') && facts.email
         ? { email: facts.email.address, email_verified: facts.email.verified === true }
         : {}),
       ...(scopes.includes('profile') && facts.profile ? facts.profile : {}),
     };
+    if (client?.metadata.userinfo_signed_response_alg === 'ES256') {
+      // OIDC Core §5.3.2: a signed response carries iss and aud (the client).
+      reply.type('application/jwt');
+      return signUserinfoResponse(
+        { ...stated, iss: config.issuer, aud: claims.client_id, iat: Math.floor(app.kp.now() / 1000) },
+        app.kp.keys.current(),
+      );
+    }
+    return { ok: true, ...stated };
   }
 
   const userinfoSchema = {
     tags: ['oidc'],
-    summary: 'OIDC userinfo for the access token (Bearer or DPoP)',
+    summary:
+      'OIDC userinfo for the access token (Bearer or DPoP; Bearer also as access_token in a form POST); a signed JWT for clients registered with userinfo_signed_response_alg',
     security: [{ bearerAuth: [] }],
     response: { 200: anyObject, ...errorResponses },
   };
   app.get(
     USERINFO_PATH,
-    { config: { discovery: { endpoint: 'userinfo_endpoint' } }, schema: userinfoSchema },
+    {
+      config: {
+        discovery: { endpoint: 'userinfo_endpoint', metadata: { userinfo_signing_alg_values_supported: ['ES256'] } },
+      },
+      schema: userinfoSchema,
+    },
     async (request, reply) => userinfo(request, reply),
   );
   app.post(USERINFO_PATH, { schema: userinfoSchema }, async (request, reply) => userinfo(request, reply));

@@ -1,3 +1,4 @@
+import { postgresLogoutStore } from './logout-store.js';
 import { postgresContactStore } from './contact-store.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
@@ -54,6 +55,7 @@ function storesOn(sql: Sql): Stores {
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
     rollout: postgresRolloutStore(sql),
+    logouts: postgresLogoutStore(sql),
     contacts: postgresContactStore(sql),
     scans: postgresScanStore(sql),
     saml: postgresSamlStore(sql),

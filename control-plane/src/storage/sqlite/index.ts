@@ -1,3 +1,4 @@
+import { sqliteLogoutStore } from './logout-store.js';
 import { sqliteContactStore } from './contact-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
@@ -39,6 +40,7 @@ function storesOn(runner: Runner, clientRows: ClientRowCache, outsideTransaction
     agents: sqliteAgentStore(runner),
     orgs: sqliteOrgStore(runner),
     rollout: sqliteRolloutStore(runner),
+    logouts: sqliteLogoutStore(runner),
     contacts: sqliteContactStore(runner),
     scans: sqliteScanStore(runner),
     saml: sqliteSamlStore(runner),
