@@ -29,7 +29,8 @@ export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket:
     const refused = result.refused;
     if (refused.signIn !== undefined) return refuse(fail('unauthorized', 'sign in first'));
     // A refresh that is due but could not be done now: the socket would outlive what the session may prove.
-    if (refused.error.reason === 'session_refresh_pending' || refused.error.reason === 'control_plane_unavailable')
+    // (A control plane or Redis that cannot be reached answers its own 503 `unavailable`.)
+    if (refused.error.reason === 'session_refresh_pending')
       return refuse(fail('unauthorized', 'the session is due for a refresh that could not be done; reconnect'));
     return refuse(refused.error);
   }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlaneConfig } from '../../../config/types.js';
+import type { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
 import { migratePostgres } from './postgres/database.js';
 import { openPostgresStorage } from './postgres/index.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
@@ -11,18 +12,39 @@ import { openSqliteStorage } from './sqlite/index.js';
 import { migrations as sqliteMigrations } from './sqlite/migrations.js';
 import type { Storage } from './types.js';
 
-/** What a control plane's storage is chosen from. */
-export type StorageConfig = Pick<ControlPlaneConfig, 'dataDir' | 'databaseUrl' | 'database'>;
+type DatabaseSettings = ControlPlaneConfig['database'];
+
+/** What a control plane's storage is chosen from (the timeouts only matter to a server). */
+export type StorageConfig = Pick<ControlPlaneConfig, 'dataDir' | 'databaseUrl'> & {
+  database: Pick<DatabaseSettings, 'migrateOnStart' | 'poolSize'> &
+    Partial<Pick<DatabaseSettings, 'connectTimeoutMs' | 'queryTimeoutMs'>>;
+};
+
+/** A server's storage: requests wait on PostgreSQL within `database.*TimeoutMs`, and outages reach the monitor. */
+export interface Serving {
+  monitor: DependencyMonitor;
+}
 
 /**
  * The one storage factory (server, CLI, tests): PostgreSQL when `databaseUrl` is set, otherwise
  * embedded SQLite in the data dir. Pending migrations run first unless `database.migrateOnStart`
- * is off, in which case a schema that is not current is refused.
+ * is off, in which case a schema that is not current is refused. Only a server (`serving`)
+ * bounds its statements: an offline command (an audit, a migration) may take as long as it needs.
  */
-export async function openStorage(config: StorageConfig): Promise<Storage> {
-  const migrate = config.database.migrateOnStart;
+export async function openStorage(config: StorageConfig, serving?: Serving): Promise<Storage> {
+  const { migrateOnStart: migrate, poolSize, connectTimeoutMs, queryTimeoutMs } = config.database;
   if (config.databaseUrl)
-    return openPostgresStorage(config.databaseUrl, { migrate, poolSize: config.database.poolSize });
+    return openPostgresStorage(config.databaseUrl, {
+      migrate,
+      poolSize,
+      ...(serving
+        ? {
+            monitor: serving.monitor,
+            ...(connectTimeoutMs ? { connectTimeoutMs } : {}),
+            ...(queryTimeoutMs ? { queryTimeoutMs } : {}),
+          }
+        : {}),
+    });
   return openSqliteStorage(config.dataDir, { migrate });
 }
 

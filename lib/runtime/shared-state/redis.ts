@@ -1,4 +1,6 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
+import { DependencyUnavailableError, toDependencyError } from '../../errors/dependency-outage.js';
+import type { DependencyMonitor } from '../dependency-monitor.js';
 import type { SharedState } from './types.js';
 
 // One round trip, atomic on the server: the TTL is set only by the increment that created the key.
@@ -10,34 +12,124 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) ttl = tonumber(ARGV[1]) 
 return {count, ttl}
 `;
 
+export interface RedisAddress {
+  host: string;
+  port: number;
+}
+
+/**
+ * Where the Redis is: one server by URL, the master a set of Sentinels names (followed through
+ * failovers), or a Redis Cluster reached from some of its nodes (docs/scaling.md#redis).
+ */
+export type RedisTopology =
+  | { url: string }
+  | {
+      sentinels: RedisAddress[];
+      masterName: string;
+      password?: string;
+      sentinelPassword?: string;
+      tls?: boolean;
+    }
+  | { cluster: RedisAddress[]; password?: string; tls?: boolean };
+
 export interface RedisSharedStateOptions {
   /** Prefix of every key and channel, so several deployments can share one Redis. */
   prefix?: string;
   connectTimeoutMs?: number;
+  /**
+   * Longest one operation may take, queued while the client reconnects (or follows a failover)
+   * and waiting for its answer; then it fails as `unavailable` (redis.commandTimeoutMs).
+   */
+  commandTimeoutMs?: number;
+  /**
+   * Replicas that must hold each one-time write (`take`, `setIfAbsent`, `incrWithTtl`) before it
+   * counts: Redis `WAIT` after the command, on the same connection. A write the replicas did not
+   * confirm within `waitTimeoutMs` fails as `unavailable`, so its caller never acts on it.
+   */
+  waitReplicas?: number;
+  waitTimeoutMs?: number;
+  /** Told of every outage failure and success (logs and `kp_dependency_errors_total`). */
+  monitor?: DependencyMonitor;
 }
 
-type WithIncr = Redis & { kpIncrWithTtl(key: string, ttlMs: number): Promise<[number, number]> };
+type Client = Redis | Cluster;
+type WithIncr = { kpIncrWithTtl(key: string, ttlMs: number): Promise<[number, number]> };
+type PipelineWithIncr = ChainableCommander & { kpIncrWithTtl(key: string, ttlMs: number): ChainableCommander };
+
+/** Reconnects at once, then at most every second, so a Redis that came back is found within a second. */
+const reconnectDelay = (attempt: number): number => Math.min(attempt * 100, 1000);
+
+/**
+ * A replica that a failover left behind answers writes with READONLY: reconnect (through the
+ * Sentinels, to the new master) and send the refused command again; it was not executed.
+ */
+const followFailover = (error: Error): 2 | false => (error.message.startsWith('READONLY') ? 2 : false);
+
+function openClient(topology: RedisTopology, connectTimeoutMs: number): Client {
+  const common: RedisOptions = {
+    lazyConnect: true,
+    connectTimeout: connectTimeoutMs,
+    // The command budget (below) bounds how long a request waits; this only stops a command
+    // from being sent again and again while the server keeps refusing connections.
+    maxRetriesPerRequest: 2,
+    enableOfflineQueue: true,
+    retryStrategy: reconnectDelay,
+    reconnectOnError: followFailover,
+  };
+  if ('url' in topology) return new Redis(topology.url, common);
+  if ('sentinels' in topology)
+    return new Redis({
+      ...common,
+      sentinels: topology.sentinels,
+      name: topology.masterName,
+      role: 'master',
+      // Subscribes to the Sentinels' +switch-master, so a failover is followed at once rather
+      // than when the old master's connection breaks.
+      failoverDetector: true,
+      sentinelRetryStrategy: reconnectDelay,
+      ...(topology.password ? { password: topology.password } : {}),
+      ...(topology.sentinelPassword ? { sentinelPassword: topology.sentinelPassword } : {}),
+      ...(topology.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    });
+  return new Cluster(topology.cluster, {
+    lazyConnect: true,
+    enableOfflineQueue: true,
+    clusterRetryStrategy: reconnectDelay,
+    // Writes and reads go to the slot's master: a replica may lag behind a one-time write.
+    scaleReads: 'master',
+    redisOptions: {
+      connectTimeout: connectTimeoutMs,
+      maxRetriesPerRequest: 2,
+      reconnectOnError: followFailover,
+      ...(topology.password ? { password: topology.password } : {}),
+      ...(topology.tls ? { tls: {} } : {}),
+    },
+  });
+}
 
 /** Shared state on Redis: SET NX PX, GETDEL and one Lua script, so every operation is atomic on the server. */
 export class RedisSharedState implements SharedState {
   readonly kind = 'redis' as const;
-  private readonly client: WithIncr;
-  private subscriber: Redis | null = null;
+  readonly topology: RedisTopology;
+  private readonly client: Client & WithIncr;
+  private subscriber: Client | null = null;
   private readonly handlers = new Map<string, Set<(message: string) => void>>();
   private readonly prefix: string;
+  private readonly commandTimeoutMs: number;
+  private readonly waitReplicas: number;
+  private readonly waitTimeoutMs: number;
+  private readonly monitor: DependencyMonitor | undefined;
 
-  constructor(
-    readonly url: string,
-    options: RedisSharedStateOptions = {},
-  ) {
+  constructor(source: string | RedisTopology, options: RedisSharedStateOptions = {}) {
+    this.topology = typeof source === 'string' ? { url: source } : source;
     this.prefix = options.prefix ?? 'kp:';
-    this.client = new Redis(url, {
-      lazyConnect: true,
-      connectTimeout: options.connectTimeoutMs ?? 5000,
-      maxRetriesPerRequest: 2,
-      enableOfflineQueue: true,
-    }) as WithIncr;
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 2000;
+    this.waitReplicas = options.waitReplicas ?? 0;
+    this.waitTimeoutMs = options.waitTimeoutMs ?? 250;
+    this.monitor = options.monitor;
+    this.client = openClient(this.topology, options.connectTimeoutMs ?? 5000) as Client & WithIncr;
     this.client.defineCommand('kpIncrWithTtl', { numberOfKeys: 1, lua: INCR_WITH_TTL });
+    this.watch(this.client);
   }
 
   async connect(): Promise<this> {
@@ -46,60 +138,149 @@ export class RedisSharedState implements SharedState {
   }
 
   async incrWithTtl(key: string, ttlMs: number): Promise<{ count: number; ttlMs: number }> {
-    const [count, ttl] = await this.client.kpIncrWithTtl(this.prefix + key, Math.max(1, Math.ceil(ttlMs)));
-    return { count: Number(count), ttlMs: Number(ttl) };
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    const [count, left] = await this.oneTime(
+      () => this.client.kpIncrWithTtl(this.prefix + key, ttl),
+      (pipeline) => (pipeline as PipelineWithIncr).kpIncrWithTtl(this.prefix + key, ttl),
+    );
+    return { count: Number(count), ttlMs: Number(left) };
   }
 
   async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    return (await this.client.set(this.prefix + key, value, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX')) === 'OK';
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    const reply = await this.oneTime(
+      () => this.client.set(this.prefix + key, value, 'PX', ttl, 'NX'),
+      (pipeline) => pipeline.set(this.prefix + key, value, 'PX', ttl, 'NX'),
+    );
+    return reply === 'OK';
   }
 
   async set(key: string, value: string, ttlMs: number): Promise<void> {
-    await this.client.set(this.prefix + key, value, 'PX', Math.max(1, Math.ceil(ttlMs)));
+    await this.run(() => this.client.set(this.prefix + key, value, 'PX', Math.max(1, Math.ceil(ttlMs))));
   }
 
   async get(key: string): Promise<string | null> {
-    return this.client.get(this.prefix + key);
+    return this.run(() => this.client.get(this.prefix + key));
   }
 
   async take(key: string): Promise<string | null> {
-    return this.client.getdel(this.prefix + key);
+    return this.oneTime(
+      () => this.client.getdel(this.prefix + key),
+      (pipeline) => pipeline.getdel(this.prefix + key),
+    );
   }
 
   async del(key: string): Promise<void> {
-    await this.client.del(this.prefix + key);
+    await this.run(() => this.client.del(this.prefix + key));
   }
 
   async publish(channel: string, message: string): Promise<void> {
-    await this.client.publish(this.prefix + channel, message);
+    await this.run(() => this.client.publish(this.prefix + channel, message));
   }
 
   async subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>> {
     const full = this.prefix + channel;
     if (!this.subscriber) {
-      this.subscriber = this.client.duplicate();
-      this.subscriber.on('message', (from: string, message: string) => {
+      const subscriber = this.client.duplicate();
+      this.watch(subscriber);
+      subscriber.on('message', (from: string, message: string) => {
         for (const h of this.handlers.get(from) ?? []) h(message);
       });
+      this.subscriber = subscriber;
     }
+    const subscriber = this.subscriber;
     let set = this.handlers.get(full);
     if (!set) {
       set = new Set();
       this.handlers.set(full, set);
-      await this.subscriber.subscribe(full);
+      await this.run(() => subscriber.subscribe(full));
     }
     set.add(handler);
     return async () => {
       set.delete(handler);
       if (set.size === 0 && this.handlers.get(full) === set) {
         this.handlers.delete(full);
-        await this.subscriber?.unsubscribe(full);
+        await this.run(() => subscriber.unsubscribe(full));
       }
     };
   }
 
   async close(): Promise<void> {
     this.subscriber?.disconnect();
-    await this.client.quit().catch(() => this.client.disconnect());
+    // QUIT would wait in the offline queue for a Redis that is gone.
+    if (this.client.status !== 'ready') return this.client.disconnect();
+    await this.within(this.client.quit()).catch(() => this.client.disconnect());
+  }
+
+  /** Outage errors and reconnections of a connection reach the monitor (and no console warning). */
+  private watch(client: Client): void {
+    client.on('error', (error: unknown) => void this.monitor?.failure('redis', error));
+    client.on('ready', () => this.monitor?.succeeded('redis'));
+  }
+
+  /** One command within the budget; an outage becomes `DependencyUnavailableError`. */
+  private async run<T>(command: () => Promise<T>): Promise<T> {
+    let result: T;
+    try {
+      result = await this.within(command());
+    } catch (error) {
+      throw this.failure(error);
+    }
+    this.monitor?.succeeded('redis');
+    return result;
+  }
+
+  /**
+   * A write that must not be lost in a failover once its caller acts on it: with `waitReplicas`,
+   * sent in one pipeline with `WAIT` (same connection, so WAIT covers it), and refused as
+   * `unreplicated` when fewer replicas confirmed it in time. The value is then not handed out:
+   * a consumed challenge the new master would still hold was never accepted.
+   */
+  private async oneTime<T>(
+    command: () => Promise<T>,
+    queued: (pipeline: ChainableCommander) => ChainableCommander,
+  ): Promise<T> {
+    if (this.waitReplicas === 0) return this.run(command);
+    const replies = await this.run(() =>
+      queued(this.client.pipeline()).wait(this.waitReplicas, this.waitTimeoutMs).exec(),
+    );
+    const [reply, wait] = replies ?? [];
+    const error = reply?.[0] ?? wait?.[0];
+    if (error || !reply || !wait) throw this.failure(error ?? new Error('Connection is closed.'));
+    const acknowledged = Number(wait[1]);
+    if (acknowledged < this.waitReplicas) {
+      const failure = new DependencyUnavailableError(
+        'redis',
+        'unreplicated',
+        `${acknowledged} of ${this.waitReplicas} replicas confirmed the write within ${this.waitTimeoutMs} ms`,
+      );
+      this.monitor?.record(failure);
+      throw failure;
+    }
+    this.monitor?.succeeded('redis');
+    return reply[1] as T;
+  }
+
+  /** Rejects as a timeout when `command` has not settled within the command budget. */
+  private within<T>(command: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      // ioredis's own message for a command that timed out, so the classifier reads both alike.
+      const timer = setTimeout(() => reject(new Error('Command timed out')), this.commandTimeoutMs);
+      command.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** The error to throw for `error`: an outage as `DependencyUnavailableError` (and told to the monitor), anything else as it is. */
+  private failure(error: unknown): unknown {
+    return (this.monitor ? this.monitor.failure('redis', error) : toDependencyError('redis', error)) ?? error;
   }
 }

@@ -1,3 +1,4 @@
+import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
 import { postgresContactStore } from './contact-store.js';
 import type { Migration } from '../sqlite/migrations.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
@@ -31,6 +32,7 @@ import {
   inTransaction,
   poolSql,
   spendWith,
+  type Reach,
   type SpendStatement,
   type Sql,
 } from './sql.js';
@@ -78,11 +80,21 @@ export interface PostgresOptions {
   migrate?: boolean;
   poolSize?: number;
   migrations?: Migration[];
+  /** Longest a request waits for a connection (`database.connectTimeoutMs`); unset waits on. */
+  connectTimeoutMs?: number;
+  /** Longest a request waits for one statement (`database.queryTimeoutMs`); unset waits on. Migrations have none. */
+  queryTimeoutMs?: number;
+  /** Told of every outage failure and success (the server's logs and `kp_dependency_errors_total`). */
+  monitor?: DependencyMonitor;
 }
 
 export async function openPostgresStorage(url: string, options: PostgresOptions = {}): Promise<Storage> {
-  const pool = createPool(url, options.poolSize ?? 10);
-  // An idle connection the server drops (restart, failover) must not crash the process.
+  const pool = createPool(url, options.poolSize ?? 10, {
+    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
+  });
+  // An idle connection the server drops (restart, failover) must not crash the process; the
+  // pool removes it, and the next statement opens a new one. It is no outage by itself (a
+  // proxy may close idle connections): the statements that fail tell the monitor.
   pool.on('error', () => undefined);
   const migrations = options.migrations ?? allMigrations;
   try {
@@ -92,17 +104,21 @@ export async function openPostgresStorage(url: string, options: PostgresOptions 
     await pool.end();
     throw error;
   }
-  const direct = poolSql(pool);
+  const reach: Reach = {
+    queryTimeoutMs: options.queryTimeoutMs ?? 0,
+    ...(options.monitor ? { monitor: options.monitor } : {}),
+  };
+  const direct = poolSql(pool, reach);
   return {
     ...storesOn(direct),
-    transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client)))),
+    transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client, reach))), reach),
     redeemCode: (codeHash, at, grantId, write) => spendTogether(direct, spendCode(codeHash, at, grantId), write),
     findCodeWithSubject: (codeHash, now) => postgresCodeWithSubject(direct, codeHash, now),
     findRefreshWithSubject: (tokenHash, now) => postgresRefreshWithSubject(direct, tokenHash, now),
     rotateRefreshToken: (tokenHash, at, write) => spendTogether(direct, spendRefreshToken(tokenHash, at), write),
     ping: async () => {
       try {
-        await pool.query('SELECT 1');
+        await direct.rows('SELECT 1');
         return true;
       } catch {
         return false;
