@@ -207,9 +207,11 @@ export class RedisSharedState implements SharedState {
 
   async close(): Promise<void> {
     this.subscriber?.disconnect();
-    // QUIT would wait in the offline queue for a Redis that is gone.
-    if (this.client.status !== 'ready') return this.client.disconnect();
-    await this.within(this.client.quit()).catch(() => this.client.disconnect());
+    // QUIT lets the server finish what was sent; it would only wait in the offline queue for a
+    // Redis that is gone. disconnect() also ends what QUIT does not: the Sentinel connections
+    // of the failover detector, and the reconnection timer.
+    if (this.client.status === 'ready') await this.within(this.client.quit()).catch(() => undefined);
+    this.client.disconnect();
   }
 
   /** Outage errors and reconnections of a connection reach the monitor (and no console warning). */
