@@ -81,9 +81,11 @@ export const errorsPlugin = fp(
     app.addSchema(envelopeSchema);
     app.setErrorHandler((error, request, reply) => {
       const failure = toKeyplaneError(error);
-      // An outage is logged once when it begins and once when it ends (plugins/dependencies.ts), not per request.
+      // An outage is logged once when it begins and once when it ends (plugins/dependencies.ts),
+      // not per request; `not_ready` is the answer a load balancer polls for meanwhile.
       if (failure.reason === 'unavailable') request.log.debug({ reason: failure.reason }, 'request refused');
-      else if (failure.status >= 500) request.log.error({ err: error }, 'request failed');
+      else if (failure.status >= 500 && failure.reason !== 'not_ready')
+        request.log.error({ err: error }, 'request failed');
       else request.log.info({ reason: failure.reason }, 'request refused');
       reply.code(failure.status).headers(failure.headers).type('application/json; charset=utf-8');
       return reply.send(envelopeFor(failure, request.routeOptions.config?.oauthErrors === true));
