@@ -1,0 +1,136 @@
+import t from 'tap';
+import { Writable } from 'node:stream';
+import { loadControlPlaneConfig } from '../../config/load.js';
+import { startControlPlane } from '../../control-plane/src/server.js';
+import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
+import { until } from '../helpers/own-process.js';
+import { ownPostgresAvailability, startOwnPostgres } from '../helpers/own-postgres.js';
+import { ownRedisAvailability, startOwnRedis } from '../helpers/own-redis.js';
+import { call, SignInLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
+
+/**
+ * The operator's view (integration tier, slow): a control plane on its own PostgreSQL and Redis
+ * under a light sign-in load; each dependency is stopped for a while and started again, and the
+ * control plane is never restarted. While one is down every answer is a success or 503
+ * `unavailable` with Retry-After (never a 500, never a hang), `/readyz` is 503; once it is back
+ * sign-ins succeed again; the log says once that it went away and once that it came back; and
+ * every receipt a client was handed is sealed.
+ */
+
+const [postgres, redis] = [ownPostgresAvailability(), ownRedisAvailability()];
+t.setTimeout(300_000);
+
+if (!postgres.run || !redis.run)
+  t.test(
+    'dependency outages under load',
+    { skip: !postgres.run ? postgres.reason : (redis as { reason: string }).reason },
+    () => undefined,
+  );
+else
+  t.test('PostgreSQL and then Redis stopped under a sign-in load, and started again', async (t) => {
+    const database = await startOwnPostgres(tempDir(t, 'keyplane-fault-pg-'));
+    t.teardown(() => database.stop('immediate'));
+    // Redis keeps an append-only file, so what it acknowledged survives its restart, as a
+    // persisted Redis would: ceremonies begun before the outage can finish after it.
+    const cache = await startOwnRedis(tempDir(t, 'keyplane-fault-redis-'), {
+      args: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    });
+    t.teardown(() => cache.stop());
+
+    const lines: Array<Record<string, any>> = [];
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const config = loadControlPlaneConfig({
+      env: {},
+      overrides: {
+        port: 0,
+        dataDir: tempDir(t),
+        masterKey: TEST_MASTER_KEY,
+        databaseUrl: database.url(),
+        redisUrl: cache.url,
+        logLevel: 'info',
+        'limits.authPerIpPerMinute': 1_000_000,
+        'limits.authPerAccountPerMinute': 1_000_000,
+        'ledger.sealIntervalMs': 500,
+        'database.connectTimeoutMs': 1000,
+        'database.queryTimeoutMs': 2000,
+        'redis.commandTimeoutMs': 1000,
+      },
+    });
+    const server = await startControlPlane(config, { logStream });
+    t.teardown(() => server.close());
+    const base = server.url;
+    const load = new SignInLoad(base);
+    await load.signUp(4);
+    load.start();
+    t.teardown(() => load.stop());
+
+    const readiness = async () => (await call(base, '/readyz')).status;
+    const signInsComplete = () =>
+      until('sign-ins complete', async () => (load.completed(load.phase) >= 10 ? true : undefined), 60_000);
+
+    /** Stops a dependency, watches the answers while it is down, starts it, waits for sign-ins. */
+    async function outage(name: string, stop: () => Promise<void>, start: () => Promise<void>): Promise<void> {
+      load.phase = `${name} down`;
+      await stop();
+      await until(
+        `${name} down: 503s answered`,
+        async () => (load.count(load.phase, 503) >= 10 ? true : undefined),
+        60_000,
+      );
+      t.equal(await readiness(), 503, `/readyz is 503 while ${name} is down`);
+      load.phase = `${name} back`;
+      await start();
+      await signInsComplete();
+      t.equal(await readiness(), 200, `/readyz is 200 once ${name} is back`);
+    }
+
+    await signInsComplete();
+    await outage(
+      'postgres',
+      () => database.stop('fast'),
+      () => database.start(),
+    );
+    await outage(
+      'redis',
+      () => cache.stop('SIGKILL'),
+      () => cache.start(),
+    );
+    await load.stop();
+
+    t.same(load.unexpected(), [], 'every answer was a success or 503 unavailable with Retry-After: no 500, no hang');
+    for (const phase of ['postgres down', 'redis down'])
+      t.ok(load.count(phase, 503) >= 10, `${phase}: ${load.count(phase, 503)} answers were 503`);
+    for (const phase of ['before', 'postgres back', 'redis back'])
+      t.ok(load.completed(phase) >= 10, `${phase}: ${load.completed(phase)} sign-ins completed`);
+
+    const news = lines.filter((line) => typeof line.event === 'string' && line.event.startsWith('dependency.'));
+    t.same(
+      news.map((line) => `${line.event} ${line.dependency}`),
+      ['dependency.down postgres', 'dependency.up postgres', 'dependency.down redis', 'dependency.up redis'],
+      'the log says once when each went away and once when it came back',
+    );
+    t.same(
+      lines.filter((line) => line.level >= 50),
+      [],
+      'no error lines: an outage is not a server bug',
+    );
+    const metrics = (await fetch(`${base}/metrics`).then((res) => res.text())).split('\n');
+    for (const dependency of ['postgres', 'redis'])
+      t.ok(
+        metrics.some((line) =>
+          new RegExp(`^kp_dependency_errors_total\\{dependency="${dependency}"\\} [1-9]`).test(line),
+        ),
+        `kp_dependency_errors_total counts ${dependency}`,
+      );
+
+    t.same(
+      await unsealedReceipts(base, load.receipts),
+      [],
+      `all ${load.receipts.length} receipts handed out are sealed`,
+    );
+  });
