@@ -41,7 +41,7 @@ export async function openControlPlaneServices(
     );
   }
   const metrics = new Registry();
-  const dependencies = new DependencyMonitor(now);
+  const dependencies = new DependencyMonitor({ now });
   countDependencyErrors(dependencies, metrics);
   const storage: Storage = await openStorage(config, { monitor: dependencies });
   let state: SharedState | undefined;

@@ -77,7 +77,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   let heldVersion = (): number => 0;
   const metrics = createGatewayMetrics(() => heldVersion());
   const cookieKeys = loadCookieKeys(config.cookieKeys, config.dataDir);
-  const dependencies = deps.monitor ?? new DependencyMonitor(now);
+  const dependencies = deps.monitor ?? new DependencyMonitor({ now });
   watchDependencies(dependencies, log, metrics);
   // The code exchange and refreshes need the client's secret (client_secret_basic).
   const tokens =

@@ -39,7 +39,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
   const ownsState = !deps.state;
   let state: Awaited<ReturnType<typeof openSharedState>> | undefined = deps.state;
   // One monitor for the shared state, the gateway's calls and the config pull: an outage is logged once.
-  const monitor = deps.monitor ?? new DependencyMonitor(deps.now ?? Date.now);
+  const monitor = deps.monitor ?? new DependencyMonitor({ now: deps.now ?? Date.now });
   try {
     state ??= await openSharedState(config, 'kp:gate:', monitor);
     const gateway = await buildGateway({ ...config, publicUrl: url }, { ...deps, state, monitor });

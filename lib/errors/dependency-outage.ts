@@ -86,12 +86,25 @@ const DRIVER_MESSAGES: Record<string, OutageKind> = {
   'Client was closed and is not queryable': 'reset',
   // ioredis
   'Connection is closed.': 'reset',
+  'Connection is aborted': 'reset',
+  'Command aborted due to connection close': 'reset',
+  'Connection is discarded because a new connection is made': 'reset',
+  'Node is disconnected': 'reset',
+  'Cluster is disconnected.': 'reset',
+  'connect ETIMEDOUT': 'timeout',
   'Command timed out': 'timeout',
   "Stream isn't writeable and enableOfflineQueue options is false": 'unreachable',
   "Cluster isn't ready and enableOfflineQueue options is false": 'unreachable',
   'Failed to refresh slots cache.': 'unreachable',
   'None of startup nodes is available': 'unreachable',
 };
+
+/** ioredis messages that go on with details of their own, by their fixed beginning. */
+const DRIVER_PREFIXES: Array<[string, OutageKind]> = [
+  ['All sentinels are unreachable', 'unreachable'],
+  ['Too many Cluster redirections', 'failover'],
+  ['Ready check failed', 'failover'],
+];
 
 /** ioredis error names (`error.name`) that mean it gave up on the server. */
 const DRIVER_NAMES: Record<string, OutageKind> = {
@@ -150,8 +163,8 @@ export function classifyOutage(error: unknown, depth = 0): Outage | null {
       const word = message.split(' ', 1)[0]!;
       if (REDIS_REPLIES[word]) return { kind: REDIS_REPLIES[word], detail: word, notSent: false };
     }
-    if (message.startsWith('All sentinels are unreachable'))
-      return { kind: 'unreachable', detail: 'all sentinels are unreachable', notSent: false };
+    for (const [prefix, kind] of DRIVER_PREFIXES)
+      if (message.startsWith(prefix)) return { kind, detail: prefix, notSent: false };
   }
   const nested = (error as { errors?: unknown }).errors;
   if (Array.isArray(nested))

@@ -9,10 +9,27 @@ import {
 export interface DependencyListener {
   /** The first failed call after the dependency last answered: the outage began. */
   down?(dependency: Dependency, failure: DependencyUnavailableError): void;
-  /** The first call that answered after an outage: it is over, after `downMs`. */
+  /** The dependency has answered for the settle period: the outage ended, `downMs` after it began. */
   up?(dependency: Dependency, downMs: number): void;
   /** Every call that failed as an outage (`kp_dependency_errors_total`). */
   failed?(dependency: Dependency, failure: DependencyUnavailableError): void;
+}
+
+export interface DependencyMonitorOptions {
+  now?: () => number;
+  /**
+   * How long a dependency must answer without a failure before its outage counts as over. A
+   * failover answers, fails and answers again for a few seconds (a Sentinel names the new
+   * master, the last replica catches up); that is one outage, not three. 0 ends it at once.
+   */
+  settleMs?: number;
+}
+
+interface Outage {
+  since: number;
+  /** When it first answered again, while that is not settled yet. */
+  answeredAt?: number;
+  settle?: NodeJS.Timeout;
 }
 
 /**
@@ -22,10 +39,15 @@ export interface DependencyListener {
  * the log says "PostgreSQL went away" and "PostgreSQL is back", not one line per request.
  */
 export class DependencyMonitor {
-  private readonly downSince = new Map<Dependency, number>();
+  private readonly outages = new Map<Dependency, Outage>();
   private readonly listeners = new Set<DependencyListener>();
+  private readonly now: () => number;
+  private readonly settleMs: number;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(options: DependencyMonitorOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.settleMs = options.settleMs ?? 5000;
+  }
 
   /** Adds a listener; the returned function removes it. */
   listen(listener: DependencyListener): () => void {
@@ -48,26 +70,39 @@ export class DependencyMonitor {
   /** Records a failure made by the caller (a budget that ran out, a write the replicas did not confirm). */
   record(failure: DependencyUnavailableError): void {
     const { dependency } = failure;
-    const fresh = !this.downSince.has(dependency);
-    if (fresh) this.downSince.set(dependency, this.now());
+    const outage = this.outages.get(dependency);
+    if (outage) {
+      // It answered, then failed again before it settled: the same outage goes on.
+      clearTimeout(outage.settle);
+      delete outage.answeredAt;
+      delete outage.settle;
+    } else this.outages.set(dependency, { since: this.now() });
     for (const listener of this.listeners) {
-      if (fresh) listener.down?.(dependency, failure);
+      if (!outage) listener.down?.(dependency, failure);
       listener.failed?.(dependency, failure);
     }
   }
 
-  /** A call to `dependency` answered: ends its outage if one was on. Cheap when none is. */
+  /** A call to `dependency` answered: ends its outage once it has answered for the settle period. Cheap when none is on. */
   succeeded(dependency: Dependency): void {
-    if (this.downSince.size === 0) return;
-    const since = this.downSince.get(dependency);
-    if (since === undefined) return;
-    this.downSince.delete(dependency);
-    const downMs = Math.max(0, this.now() - since);
-    for (const listener of this.listeners) listener.up?.(dependency, downMs);
+    if (this.outages.size === 0) return;
+    const outage = this.outages.get(dependency);
+    if (!outage || outage.answeredAt !== undefined) return;
+    outage.answeredAt = this.now();
+    if (this.settleMs === 0) return this.end(dependency, outage);
+    outage.settle = setTimeout(() => this.end(dependency, outage), this.settleMs);
+    outage.settle.unref();
   }
 
-  /** Whether `dependency`'s last call failed as an outage. */
+  /** Whether `dependency` is in an outage (its last calls failed, or it has not answered for the settle period yet). */
   isDown(dependency: Dependency): boolean {
-    return this.downSince.has(dependency);
+    return this.outages.has(dependency);
+  }
+
+  private end(dependency: Dependency, outage: Outage): void {
+    if (this.outages.get(dependency) !== outage || outage.answeredAt === undefined) return;
+    this.outages.delete(dependency);
+    const downMs = Math.max(0, outage.answeredAt - outage.since);
+    for (const listener of this.listeners) listener.up?.(dependency, downMs);
   }
 }

@@ -87,6 +87,10 @@ else
       await start();
       await signInsComplete();
       t.equal(await readiness(), 200, `/readyz is 200 once ${name} is back`);
+      // The outage is over once the dependency has answered for the settle period.
+      await until(`the log says ${name} is back`, async () =>
+        lines.some((line) => line.event === 'dependency.up' && line.dependency === name) ? true : undefined,
+      );
     }
 
     await signInsComplete();

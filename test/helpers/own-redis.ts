@@ -117,7 +117,7 @@ export interface OwnSentinelSet {
 
 /**
  * A master, `replicas` replicas and three Sentinels (quorum 2) that declare the master down
- * after one second. Resolves once every replica's link is up and every Sentinel knows the
+ * after two seconds. Resolves once every replica's link is up and every Sentinel knows the
  * replicas and the other Sentinels, so a failover can be elected at once.
  */
 export async function startSentinelSet(dir: string, replicas = 2, masterName = 'kpmaster'): Promise<OwnSentinelSet> {
@@ -142,8 +142,8 @@ export async function startSentinelSet(dir: string, replicas = 2, masterName = '
         sentinelConf: () =>
           [
             `sentinel monitor ${masterName} 127.0.0.1 ${master.port} 2`,
-            `sentinel down-after-milliseconds ${masterName} 1000`,
-            `sentinel failover-timeout ${masterName} 5000`,
+            `sentinel down-after-milliseconds ${masterName} 2000`,
+            `sentinel failover-timeout ${masterName} 10000`,
             `sentinel parallel-syncs ${masterName} ${replicas}`,
             '',
           ].join('\n'),

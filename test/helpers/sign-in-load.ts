@@ -45,6 +45,8 @@ export class SignInLoad {
   readonly answers: Answer[] = [];
   /** Receipt hashes handed to completed sign-ins and sign-ups. */
   readonly receipts: string[] = [];
+  /** The body of every assertion-verify that completed a sign-in, to replay later. */
+  readonly accepted: unknown[] = [];
   phase = 'before';
   private running = false;
   private workers: Promise<void>[] = [];
@@ -94,9 +96,11 @@ export class SignInLoad {
   async signIn(authenticator: SoftAuthenticator): Promise<boolean> {
     const begin = await this.request('/auth/assertion-options');
     if (begin?.status !== 200) return false;
-    const done = await this.request('/auth/assertion-verify', { response: authenticator.get(begin.json.options) });
+    const body = { response: authenticator.get(begin.json.options) };
+    const done = await this.request('/auth/assertion-verify', body);
     if (done?.status !== 200) return false;
     this.receipts.push(done.json.receipt);
+    this.accepted.push(body);
     return true;
   }
 

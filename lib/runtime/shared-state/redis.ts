@@ -73,6 +73,10 @@ function openClient(topology: RedisTopology, connectTimeoutMs: number): Client {
     // from being sent again and again while the server keeps refusing connections.
     maxRetriesPerRequest: 2,
     enableOfflineQueue: true,
+    // A command in flight when the connection broke may have run: sent again after the
+    // reconnection, a SET NX would find its own value and a GETDEL nothing, so a challenge
+    // would read as a collision or as used. It fails as `unavailable` instead, to be retried.
+    autoResendUnfulfilledCommands: false,
     retryStrategy: reconnectDelay,
     reconnectOnError: followFailover,
   };
@@ -83,9 +87,10 @@ function openClient(topology: RedisTopology, connectTimeoutMs: number): Client {
       sentinels: topology.sentinels,
       name: topology.masterName,
       role: 'master',
-      // Subscribes to the Sentinels' +switch-master, so a failover is followed at once rather
-      // than when the old master's connection breaks.
-      failoverDetector: true,
+      // No failoverDetector: ioredis 5.11 disconnects on +switch-master even while it is
+      // connecting, and a connect so interrupted ends the client for good. A failover is
+      // followed anyway: the Sentinels close the clients of the old master when they
+      // reconfigure it (CLIENT KILL), and a write it refuses as a replica reconnects (READONLY).
       sentinelRetryStrategy: reconnectDelay,
       ...(topology.password ? { password: topology.password } : {}),
       ...(topology.sentinelPassword ? { sentinelPassword: topology.sentinelPassword } : {}),
@@ -100,6 +105,7 @@ function openClient(topology: RedisTopology, connectTimeoutMs: number): Client {
     redisOptions: {
       connectTimeout: connectTimeoutMs,
       maxRetriesPerRequest: 2,
+      autoResendUnfulfilledCommands: false,
       reconnectOnError: followFailover,
       ...(topology.password ? { password: topology.password } : {}),
       ...(topology.tls ? { tls: {} } : {}),
@@ -119,6 +125,7 @@ export class RedisSharedState implements SharedState {
   private readonly waitReplicas: number;
   private readonly waitTimeoutMs: number;
   private readonly monitor: DependencyMonitor | undefined;
+  private closed = false;
 
   constructor(source: string | RedisTopology, options: RedisSharedStateOptions = {}) {
     this.topology = typeof source === 'string' ? { url: source } : source;
@@ -206,6 +213,7 @@ export class RedisSharedState implements SharedState {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.subscriber?.disconnect();
     // QUIT lets the server finish what was sent; it would only wait in the offline queue for a
     // Redis that is gone. disconnect() also ends what QUIT does not: the Sentinel connections
@@ -214,10 +222,22 @@ export class RedisSharedState implements SharedState {
     this.client.disconnect();
   }
 
-  /** Outage errors and reconnections of a connection reach the monitor (and no console warning). */
+  /**
+   * A connection's own errors (each reconnection attempt) are not calls that failed: the
+   * commands waiting on it fail and are reported. Listening keeps ioredis from printing them.
+   */
   private watch(client: Client): void {
-    client.on('error', (error: unknown) => void this.monitor?.failure('redis', error));
-    client.on('ready', () => this.monitor?.succeeded('redis'));
+    client.on('error', () => undefined);
+    // A Cluster reports each node's connection errors apart.
+    client.on('node error', () => undefined);
+    // ioredis stops for good ("end") when a connection attempt is cut short rather than failed
+    // (its Sentinel connector, disconnected mid-connect); nothing but close() may stop this one.
+    client.on('end', () => {
+      if (this.closed) return;
+      setTimeout(() => {
+        if (!this.closed && client.status === 'end') client.connect().catch(() => undefined);
+      }, 1000).unref();
+    });
   }
 
   /** One command within the budget; an outage becomes `DependencyUnavailableError`. */

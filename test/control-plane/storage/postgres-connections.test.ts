@@ -54,7 +54,7 @@ else
     await admin.query('CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0)');
     await admin.query('CREATE TABLE once (id TEXT PRIMARY KEY)');
 
-    const monitor = new DependencyMonitor();
+    const monitor = new DependencyMonitor({ settleMs: 0 });
     const heard: string[] = [];
     monitor.listen({ down: (_dependency, failure) => heard.push(failure.kind), up: () => heard.push('up') });
     const reach: Reach = { queryTimeoutMs: 5000, monitor };

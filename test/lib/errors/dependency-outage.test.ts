@@ -64,6 +64,12 @@ t.test('reads the codes and messages each driver uses for a server that cannot s
     ['ioredis: the command budget ran out', new Error('Command timed out'), 'timeout'],
     ['ioredis: the connection closed', new Error('Connection is closed.'), 'reset'],
     [
+      'ioredis: a pipeline cut by the connection closing',
+      shaped({ name: 'AbortError' }, 'Command aborted due to connection close'),
+      'reset',
+    ],
+    ['ioredis: a cluster still moving slots', new Error('Too many Cluster redirections. Last error: x'), 'failover'],
+    [
       'Redis: a demoted master',
       shaped({ name: 'ReplyError' }, "READONLY You can't write against a read only replica."),
       'failover',

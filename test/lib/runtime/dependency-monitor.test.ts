@@ -2,6 +2,7 @@ import t from 'tap';
 import { DependencyUnavailableError, type Dependency } from '../../../lib/errors/dependency-outage.js';
 import { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
 import { manualClock } from '../../helpers/build.js';
+import { until } from '../../helpers/own-process.js';
 
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 
@@ -17,7 +18,7 @@ function listening(monitor: DependencyMonitor) {
 
 t.test('announces an outage once when it begins and once when it ends, counting every failure', async (t) => {
   const clock = manualClock();
-  const monitor = new DependencyMonitor(clock.now);
+  const monitor = new DependencyMonitor({ now: clock.now, settleMs: 0 });
   const { heard } = listening(monitor);
   for (let i = 0; i < 3; i++) {
     const failure = monitor.failure('postgres', refused());
@@ -32,7 +33,7 @@ t.test('announces an outage once when it begins and once when it ends, counting 
 });
 
 t.test('keeps each dependency apart', async (t) => {
-  const monitor = new DependencyMonitor(manualClock().now);
+  const monitor = new DependencyMonitor({ now: manualClock().now, settleMs: 0 });
   const { heard } = listening(monitor);
   monitor.failure('redis', refused());
   monitor.succeeded('postgres');
@@ -42,7 +43,7 @@ t.test('keeps each dependency apart', async (t) => {
 });
 
 t.test('records nothing for an error that is no outage, and a classified one only once', async (t) => {
-  const monitor = new DependencyMonitor(manualClock().now);
+  const monitor = new DependencyMonitor({ now: manualClock().now, settleMs: 0 });
   const { heard, stop } = listening(monitor);
   t.equal(monitor.failure('postgres', Object.assign(new Error('duplicate key'), { code: '23505' })), null);
   t.same(heard, []);
@@ -54,4 +55,23 @@ t.test('records nothing for an error that is no outage, and a classified one onl
   stop();
   monitor.succeeded('postgres');
   t.equal(heard.length, 3, 'a listener that stopped hears nothing more');
+});
+
+t.test('an outage is over only once the dependency answered for the settle period', async (t) => {
+  const clock = manualClock();
+  const monitor = new DependencyMonitor({ now: clock.now, settleMs: 30 });
+  const { heard } = listening(monitor);
+  monitor.failure('redis', refused());
+  clock.advance(1000);
+  monitor.succeeded('redis');
+  clock.advance(500);
+  monitor.failure('redis', refused());
+  t.same(heard, ['down redis refused', 'failed redis', 'failed redis'], 'a failover that flaps is one outage');
+  t.ok(monitor.isDown('redis'));
+  clock.advance(2000);
+  monitor.succeeded('redis');
+  clock.advance(100);
+  monitor.succeeded('redis');
+  await until('the outage settles', async () => (monitor.isDown('redis') ? undefined : true));
+  t.same(heard.slice(3), ['up redis 3500'], 'counted from the first failure to the answer that lasted');
 });
