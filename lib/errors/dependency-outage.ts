@@ -116,11 +116,13 @@ const DRIVER_NAMES: Record<string, OutageKind> = {
  * Redis error replies whose first word says the server cannot serve the command now: a
  * replica (READONLY, after a failover demoted it), a server loading its data (LOADING), a
  * replica whose master is down (MASTERDOWN), a cluster without a master for the slot
- * (CLUSTERDOWN, TRYAGAIN), a master refusing writes for lack of replicas (NOREPLICAS,
- * `min-replicas-to-write`).
+ * (CLUSTERDOWN, TRYAGAIN) or whose slot moved on and was not followed in time (MOVED, ASK), a
+ * master refusing writes for lack of replicas (NOREPLICAS, `min-replicas-to-write`).
  */
 const REDIS_REPLIES: Record<string, OutageKind> = {
   READONLY: 'failover',
+  MOVED: 'failover',
+  ASK: 'failover',
   LOADING: 'failover',
   MASTERDOWN: 'failover',
   CLUSTERDOWN: 'failover',

@@ -263,24 +263,29 @@ export class RedisSharedState implements SharedState {
     queued: (pipeline: ChainableCommander) => ChainableCommander,
   ): Promise<T> {
     if (this.waitReplicas === 0) return this.run(command);
-    const replies = await this.run(() =>
-      queued(this.client.pipeline()).wait(this.waitReplicas, this.waitTimeoutMs).exec(),
-    );
-    const [reply, wait] = replies ?? [];
-    const error = reply?.[0] ?? wait?.[0];
-    if (error || !reply || !wait) throw this.failure(error ?? new Error('Connection is closed.'));
-    const acknowledged = Number(wait[1]);
-    if (acknowledged < this.waitReplicas) {
-      const failure = new DependencyUnavailableError(
-        'redis',
-        'unreplicated',
-        `${acknowledged} of ${this.waitReplicas} replicas confirmed the write within ${this.waitTimeoutMs} ms`,
+    const deadline = Date.now() + this.commandTimeoutMs;
+    for (;;) {
+      const replies = await this.run(() =>
+        queued(this.client.pipeline()).wait(this.waitReplicas, this.waitTimeoutMs).exec(),
       );
-      this.monitor?.record(failure);
-      throw failure;
+      const [reply, wait] = replies ?? [];
+      const error = reply?.[0] ?? wait?.[0];
+      if (error && this.client instanceof Cluster && Date.now() < deadline && (await redirected(this.client, error)))
+        continue;
+      if (error || !reply || !wait) throw this.failure(error ?? new Error('Connection is closed.'));
+      const acknowledged = Number(wait[1]);
+      if (acknowledged < this.waitReplicas) {
+        const failure = new DependencyUnavailableError(
+          'redis',
+          'unreplicated',
+          `${acknowledged} of ${this.waitReplicas} replicas confirmed the write within ${this.waitTimeoutMs} ms`,
+        );
+        this.monitor?.record(failure);
+        throw failure;
+      }
+      this.monitor?.succeeded('redis');
+      return reply[1] as T;
     }
-    this.monitor?.succeeded('redis');
-    return reply[1] as T;
   }
 
   /** Rejects as a timeout when `command` has not settled within the command budget. */
@@ -305,4 +310,19 @@ export class RedisSharedState implements SharedState {
   private failure(error: unknown): unknown {
     return (this.monitor ? this.monitor.failure('redis', error) : toDependencyError('redis', error)) ?? error;
   }
+}
+
+/**
+ * A Cluster node that does not serve the key's slot (any more: a failover or a resharding moved
+ * it) answers MOVED, or TRYAGAIN and CLUSTERDOWN while slots move; the command did not run.
+ * ioredis follows these for single commands, not for a pipeline holding WAIT (not read-only),
+ * so the slot map is refreshed here and the caller sends the pipeline again. False for any
+ * other error.
+ */
+async function redirected(cluster: Cluster, error: Error): Promise<boolean> {
+  const word = error.message.split(' ', 1)[0];
+  if (word !== 'MOVED' && word !== 'TRYAGAIN' && word !== 'CLUSTERDOWN') return false;
+  if (word === 'MOVED') await new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()));
+  else await new Promise((resolve) => setTimeout(resolve, 100));
+  return true;
 }
