@@ -1,0 +1,105 @@
+import t from 'tap';
+import { Writable } from 'node:stream';
+import { loadControlPlaneConfig } from '../../config/load.js';
+import { startControlPlane } from '../../control-plane/src/server.js';
+import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
+import { until } from '../helpers/own-process.js';
+import { ownPostgresAvailability, startOwnPostgres, startOwnStandby } from '../helpers/own-postgres.js';
+import { SignInLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
+
+/**
+ * A PostgreSQL failover as docs/scaling.md#postgresql-failover describes it (integration tier,
+ * slow): a primary with a synchronous streaming standby, both owned by the test, behind a TCP
+ * forwarder standing in for the VIP or failover proxy. Under a sign-in load the primary crashes,
+ * the address moves to the standby while it is still read-only, and the standby is promoted.
+ * Every answer meanwhile is a success or 503 `unavailable` (a write a read-only server refuses
+ * too), the pool recovers without a restart, and every receipt a client was handed is sealed on
+ * the promoted server: synchronous replication had it there before the client got it.
+ */
+
+const postgres = ownPostgresAvailability();
+t.setTimeout(300_000);
+
+if (!postgres.run) t.test('PostgreSQL failover', { skip: postgres.reason }, () => undefined);
+else
+  t.test(
+    'a primary crash, the address moved to the standby, the standby promoted: no 500, no receipt lost',
+    async (t) => {
+      const primary = await startOwnPostgres(tempDir(t, 'keyplane-fault-primary-'), [
+        "synchronous_standby_names = '*'",
+      ]);
+      t.teardown(() => primary.stop('immediate'));
+      const standby = await startOwnStandby(tempDir(t, 'keyplane-fault-standby-'), primary);
+      t.teardown(() => standby.stop('immediate'));
+      const address = await startTcpProxy(primary.port);
+      t.teardown(() => address.close());
+
+      const errors: string[] = [];
+      const logStream = new Writable({
+        write(chunk, _encoding, done) {
+          for (const line of String(chunk).split('\n').filter(Boolean))
+            if (JSON.parse(line).level >= 50) errors.push(line);
+          done();
+        },
+      });
+      const server = await startControlPlane(
+        loadControlPlaneConfig({
+          env: {},
+          overrides: {
+            port: 0,
+            dataDir: tempDir(t),
+            masterKey: TEST_MASTER_KEY,
+            databaseUrl: `postgres://postgres@127.0.0.1:${address.port}/postgres`,
+            logLevel: 'warn',
+            'limits.authPerIpPerMinute': 1_000_000,
+            'limits.authPerAccountPerMinute': 1_000_000,
+            'ledger.sealIntervalMs': 500,
+            'database.connectTimeoutMs': 1000,
+            'database.queryTimeoutMs': 2000,
+          },
+        }),
+        { logStream },
+      );
+      t.teardown(() => server.close());
+      const load = new SignInLoad(server.url);
+      await load.signUp(4, 'switchover');
+      load.start();
+      t.teardown(() => load.stop());
+      await until('sign-ins on the primary', async () => (load.completed('before') >= 10 ? true : undefined), 60_000);
+
+      load.phase = 'primary down';
+      await primary.stop('immediate');
+      await until(
+        '503s while nothing answers',
+        async () => (load.count(load.phase, 503) >= 5 ? true : undefined),
+        60_000,
+      );
+
+      load.phase = 'standby, read-only';
+      address.switchTo(standby.port);
+      await until(
+        '503s for what must write',
+        async () => (load.count(load.phase, 503) >= 5 ? true : undefined),
+        60_000,
+      );
+
+      load.phase = 'promoted';
+      await standby.query('SELECT pg_promote()');
+      await until(
+        'sign-ins on the promoted standby',
+        async () => (load.completed(load.phase) >= 10 ? true : undefined),
+        60_000,
+      );
+      await load.stop();
+
+      t.same(load.unexpected(), [], 'every answer was a success or 503 unavailable with Retry-After: no 500, no hang');
+      t.same(errors, [], 'no error line in the log');
+      t.ok(load.completed('before') >= 10 && load.completed('promoted') >= 10, 'sign-ins before and after');
+      t.same(
+        await unsealedReceipts(server.url, load.receipts),
+        [],
+        `all ${load.receipts.length} receipts handed out are sealed`,
+      );
+    },
+  );
