@@ -5,7 +5,7 @@ import { startControlPlane } from '../../control-plane/src/server.js';
 import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
 import { until } from '../helpers/own-process.js';
 import { ownPostgresAvailability, startOwnPostgres, startOwnStandby } from '../helpers/own-postgres.js';
-import { SignInLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
+import { call, SignInLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
@@ -83,6 +83,7 @@ else
         async () => (load.count(load.phase, 503) >= 5 ? true : undefined),
         60_000,
       );
+      t.equal((await call(server.url, '/readyz')).status, 503, 'not ready on a server that takes no writes');
 
       load.phase = 'promoted';
       await standby.query('SELECT pg_promote()');
@@ -91,6 +92,7 @@ else
         async () => (load.completed(load.phase) >= 10 ? true : undefined),
         60_000,
       );
+      t.equal((await call(server.url, '/readyz')).status, 200, 'ready again once promoted');
       await load.stop();
 
       t.same(load.unexpected(), [], 'every answer was a success or 503 unavailable with Retry-After: no 500, no hang');

@@ -116,10 +116,12 @@ export async function openPostgresStorage(url: string, options: PostgresOptions 
     findCodeWithSubject: (codeHash, now) => postgresCodeWithSubject(direct, codeHash, now),
     findRefreshWithSubject: (tokenHash, now) => postgresRefreshWithSubject(direct, tokenHash, now),
     rotateRefreshToken: (tokenHash, at, write) => spendTogether(direct, spendRefreshToken(tokenHash, at), write),
+    // Ready only on a server that takes writes: behind an address that moved to a standby not
+    // promoted yet, reads answer but every sign-in would fail.
     ping: async () => {
       try {
-        await direct.rows('SELECT 1');
-        return true;
+        const [row] = await direct.rows<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
+        return row?.standby === false;
       } catch {
         return false;
       }
