@@ -2,14 +2,16 @@ import t from 'tap';
 import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
 import type { SharedState } from '../../../lib/runtime/shared-state/types.js';
 import type { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
-import { toDependencyError } from '../../../lib/errors/dependency-outage.js';
+import { DependencyUnavailableError, toDependencyError } from '../../../lib/errors/dependency-outage.js';
 import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
 import { until } from '../../helpers/own-process.js';
 import {
   ADMIN,
   authorizeUrl,
   basicAuth,
+  exchangeCode,
   goodRequest,
+  obtainCode,
   pkcePair,
   redirectParams,
   registerClient,
@@ -153,3 +155,34 @@ t.test(
     t.match(early.json(), { reason: 'unavailable' });
   },
 );
+
+t.test('introspection that cannot check revocation answers 503, never active: false', async (t) => {
+  const { app, services, signIn } = await setup(t);
+  const client = await registerClient(app);
+  const { browser } = await signIn({ username: 'ada' });
+  const { verifier, challenge } = pkcePair();
+  const { code } = await obtainCode(browser, goodRequest(client, challenge));
+  const token = (await exchangeCode(app, client, code, verifier)).json().access_token as string;
+  // PostgreSQL goes away just as the grant behind the token is looked up.
+  const oidc = services.storage.oidc;
+  const getGrant = oidc.getGrant;
+  oidc.getGrant = async () => {
+    throw new DependencyUnavailableError('postgres', 'refused', 'ECONNREFUSED');
+  };
+  t.teardown(() => void (oidc.getGrant = getGrant));
+  const res = await app.inject({
+    method: 'POST',
+    url: '/auth/introspect',
+    headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ token }).toString(),
+  });
+  t.equal(res.statusCode, 503);
+  t.match(res.json(), { reason: 'unavailable', error: 'temporarily_unavailable' });
+  t.notOk('active' in res.json());
+  const userinfo = await app.inject({
+    method: 'GET',
+    url: '/auth/userinfo',
+    headers: { authorization: `Bearer ${token}` },
+  });
+  t.equal(userinfo.statusCode, 503, 'userinfo likewise');
+});
