@@ -1,12 +1,9 @@
 import t from 'tap';
-import { Writable } from 'node:stream';
-import { loadControlPlaneConfig } from '../../config/load.js';
-import { startControlPlane } from '../../control-plane/src/server.js';
-import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
+import { tempDir } from '../helpers/build.js';
 import { until } from '../helpers/own-process.js';
 import { ownPostgresAvailability, startOwnPostgres } from '../helpers/own-postgres.js';
 import { ownRedisAvailability, startOwnRedis } from '../helpers/own-redis.js';
-import { call, SignInLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
+import { call, controlPlaneUnderLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
 
 /**
  * The operator's view (integration tier, slow): a control plane on its own PostgreSQL and Redis
@@ -37,55 +34,29 @@ else
     });
     t.teardown(() => cache.stop());
 
-    const lines: Array<Record<string, any>> = [];
-    const logStream = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
+    const {
+      server,
+      load,
+      log: lines,
+    } = await controlPlaneUnderLoad(t, {
+      databaseUrl: database.url(),
+      redisUrl: cache.url,
+      'database.connectTimeoutMs': 1000,
+      'database.queryTimeoutMs': 2000,
+      'redis.commandTimeoutMs': 1000,
     });
-    const config = loadControlPlaneConfig({
-      env: {},
-      overrides: {
-        port: 0,
-        dataDir: tempDir(t),
-        masterKey: TEST_MASTER_KEY,
-        databaseUrl: database.url(),
-        redisUrl: cache.url,
-        logLevel: 'info',
-        'limits.authPerIpPerMinute': 1_000_000,
-        'limits.authPerAccountPerMinute': 1_000_000,
-        'ledger.sealIntervalMs': 500,
-        'database.connectTimeoutMs': 1000,
-        'database.queryTimeoutMs': 2000,
-        'redis.commandTimeoutMs': 1000,
-      },
-    });
-    const server = await startControlPlane(config, { logStream });
-    t.teardown(() => server.close());
     const base = server.url;
-    const load = new SignInLoad(base);
-    await load.signUp(4);
-    load.start();
-    t.teardown(() => load.stop());
-
     const readiness = async () => (await call(base, '/readyz')).status;
-    const signInsComplete = () =>
-      until('sign-ins complete', async () => (load.completed(load.phase) >= 10 ? true : undefined), 60_000);
 
     /** Stops a dependency, watches the answers while it is down, starts it, waits for sign-ins. */
     async function outage(name: string, stop: () => Promise<void>, start: () => Promise<void>): Promise<void> {
       load.phase = `${name} down`;
       await stop();
-      await until(
-        `${name} down: 503s answered`,
-        async () => (load.count(load.phase, 503) >= 10 ? true : undefined),
-        60_000,
-      );
+      await load.refusals(10);
       t.equal(await readiness(), 503, `/readyz is 503 while ${name} is down`);
       load.phase = `${name} back`;
       await start();
-      await signInsComplete();
+      await load.signIns(10);
       t.equal(await readiness(), 200, `/readyz is 200 once ${name} is back`);
       // The outage is over once the dependency has answered for the settle period.
       await until(`the log says ${name} is back`, async () =>
@@ -93,7 +64,7 @@ else
       );
     }
 
-    await signInsComplete();
+    await load.signIns(10);
     await outage(
       'postgres',
       () => database.stop('fast'),

@@ -1,11 +1,7 @@
 import t from 'tap';
-import { Writable } from 'node:stream';
-import { loadControlPlaneConfig } from '../../config/load.js';
-import { startControlPlane } from '../../control-plane/src/server.js';
-import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
-import { until } from '../helpers/own-process.js';
+import { tempDir } from '../helpers/build.js';
 import { ownPostgresAvailability, startOwnPostgres, startOwnStandby } from '../helpers/own-postgres.js';
-import { call, SignInLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
+import { call, controlPlaneUnderLoad, unsealedReceipts } from '../helpers/sign-in-load.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
@@ -35,68 +31,34 @@ else
       const address = await startTcpProxy(primary.port);
       t.teardown(() => address.close());
 
-      const errors: string[] = [];
-      const logStream = new Writable({
-        write(chunk, _encoding, done) {
-          for (const line of String(chunk).split('\n').filter(Boolean))
-            if (JSON.parse(line).level >= 50) errors.push(line);
-          done();
-        },
+      const { server, load, log } = await controlPlaneUnderLoad(t, {
+        databaseUrl: `postgres://postgres@127.0.0.1:${address.port}/postgres`,
+        'database.connectTimeoutMs': 1000,
+        'database.queryTimeoutMs': 2000,
       });
-      const server = await startControlPlane(
-        loadControlPlaneConfig({
-          env: {},
-          overrides: {
-            port: 0,
-            dataDir: tempDir(t),
-            masterKey: TEST_MASTER_KEY,
-            databaseUrl: `postgres://postgres@127.0.0.1:${address.port}/postgres`,
-            logLevel: 'warn',
-            'limits.authPerIpPerMinute': 1_000_000,
-            'limits.authPerAccountPerMinute': 1_000_000,
-            'ledger.sealIntervalMs': 500,
-            'database.connectTimeoutMs': 1000,
-            'database.queryTimeoutMs': 2000,
-          },
-        }),
-        { logStream },
-      );
-      t.teardown(() => server.close());
-      const load = new SignInLoad(server.url);
-      await load.signUp(4, 'switchover');
-      load.start();
-      t.teardown(() => load.stop());
-      await until('sign-ins on the primary', async () => (load.completed('before') >= 10 ? true : undefined), 60_000);
+      await load.signIns(10);
 
       load.phase = 'primary down';
       await primary.stop('immediate');
-      await until(
-        '503s while nothing answers',
-        async () => (load.count(load.phase, 503) >= 5 ? true : undefined),
-        60_000,
-      );
+      await load.refusals(5);
 
       load.phase = 'standby, read-only';
       address.switchTo(standby.port);
-      await until(
-        '503s for what must write',
-        async () => (load.count(load.phase, 503) >= 5 ? true : undefined),
-        60_000,
-      );
+      await load.refusals(5);
       t.equal((await call(server.url, '/readyz')).status, 503, 'not ready on a server that takes no writes');
 
       load.phase = 'promoted';
       await standby.query('SELECT pg_promote()');
-      await until(
-        'sign-ins on the promoted standby',
-        async () => (load.completed(load.phase) >= 10 ? true : undefined),
-        60_000,
-      );
+      await load.signIns(10);
       t.equal((await call(server.url, '/readyz')).status, 200, 'ready again once promoted');
       await load.stop();
 
       t.same(load.unexpected(), [], 'every answer was a success or 503 unavailable with Retry-After: no 500, no hang');
-      t.same(errors, [], 'no error line in the log');
+      t.same(
+        log.filter((line) => line.level >= 50),
+        [],
+        'no error line in the log',
+      );
       t.ok(load.completed('before') >= 10 && load.completed('promoted') >= 10, 'sign-ins before and after');
       t.same(
         await unsealedReceipts(server.url, load.receipts),

@@ -1,15 +1,11 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { loadControlPlaneConfig } from '../../config/load.js';
-import { startControlPlane } from '../../control-plane/src/server.js';
 import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
-import { parseRedisAddress } from '../../lib/runtime/shared-state/index.js';
-import { RedisSharedState } from '../../lib/runtime/shared-state/redis.js';
 import { sharedStateSuite } from '../lib/runtime/shared-state.conformance.js';
-import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
+import { tempDir } from '../helpers/build.js';
 import { until } from '../helpers/own-process.js';
-import { ownRedisAvailability, replicationInfo, startCluster, type OwnCluster } from '../helpers/own-redis.js';
-import { call, SignInLoad } from '../helpers/sign-in-load.js';
+import { ownRedisAvailability, replicationInfo, startCluster, openHaState } from '../helpers/own-redis.js';
+import { call, controlPlaneUnderLoad } from '../helpers/sign-in-load.js';
 
 /**
  * Redis Cluster (integration tier, slow): three masters with a replica each, run by the test.
@@ -20,38 +16,19 @@ import { call, SignInLoad } from '../helpers/sign-in-load.js';
 const redis = ownRedisAvailability();
 t.setTimeout(300_000);
 
-function clusterState(cluster: OwnCluster, prefix: string): Promise<RedisSharedState> {
-  return new RedisSharedState(
-    { cluster: cluster.addresses.map(parseRedisAddress) },
-    { prefix, waitReplicas: 1, waitTimeoutMs: 300, commandTimeoutMs: 1500 },
-  ).connect();
-}
-
 if (!redis.run) t.test('Redis Cluster', { skip: redis.reason }, () => undefined);
 else {
   const cluster = await startCluster(tempDir(t, 'keyplane-cluster-'));
   t.teardown(() => cluster.close());
-  sharedStateSuite('redis cluster', () => clusterState(cluster, `kptest:${randomUUID()}:`));
+  sharedStateSuite('redis cluster', () => openHaState(cluster, `kptest:${randomUUID()}:`));
 
   t.test('sign-ins on a Cluster, with one-time values spread over its masters', async (t) => {
-    const server = await startControlPlane(
-      loadControlPlaneConfig({
-        env: {},
-        overrides: {
-          port: 0,
-          dataDir: tempDir(t),
-          masterKey: TEST_MASTER_KEY,
-          logLevel: 'warn',
-          'redis.clusterNodes': cluster.addresses,
-          'redis.waitReplicas': 1,
-        },
-      }),
+    const { server, load } = await controlPlaneUnderLoad(
+      t,
+      { 'redis.clusterNodes': cluster.addresses, 'redis.waitReplicas': 1 },
+      2,
     );
-    t.teardown(() => server.close());
-    const load = new SignInLoad(server.url);
-    await load.signUp(2, 'cluster');
-    load.start();
-    await until('sign-ins', async () => (load.completed('before') >= 10 ? true : undefined), 60_000);
+    await load.signIns(10);
     await load.stop();
     t.same(load.unexpected(), []);
     for (const body of load.accepted.slice(0, 5))
@@ -64,7 +41,7 @@ else {
   t.test(
     'a master of the Cluster crashes: its replica takes its slots over, nothing acknowledged is lost',
     async (t) => {
-      const state = await clusterState(cluster, `kptest:${randomUUID()}:`);
+      const state = await openHaState(cluster, `kptest:${randomUUID()}:`);
       t.teardown(() => state.close());
       const accepted: string[] = [];
       const unexpected: string[] = [];

@@ -1,16 +1,17 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
-import { loadControlPlaneConfig } from '../../config/load.js';
-import { startControlPlane } from '../../control-plane/src/server.js';
 import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
-import { parseRedisAddress } from '../../lib/runtime/shared-state/index.js';
-import { RedisSharedState } from '../../lib/runtime/shared-state/redis.js';
 import { sharedStateSuite } from '../lib/runtime/shared-state.conformance.js';
-import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
+import { tempDir } from '../helpers/build.js';
 import { until } from '../helpers/own-process.js';
-import { ownRedisAvailability, replicationInfo, startSentinelSet, type OwnSentinelSet } from '../helpers/own-redis.js';
-import { call, SignInLoad } from '../helpers/sign-in-load.js';
+import {
+  ownRedisAvailability,
+  replicationInfo,
+  startSentinelSet,
+  type OwnSentinelSet,
+  openHaState,
+} from '../helpers/own-redis.js';
+import { call, controlPlaneUnderLoad } from '../helpers/sign-in-load.js';
 
 /**
  * Redis under Sentinel (integration tier, slow): a master, two replicas and three Sentinels the
@@ -22,13 +23,6 @@ import { call, SignInLoad } from '../helpers/sign-in-load.js';
 
 const redis = ownRedisAvailability();
 t.setTimeout(300_000);
-
-function sentinelState(set: OwnSentinelSet, prefix: string): Promise<RedisSharedState> {
-  return new RedisSharedState(
-    { sentinels: set.addresses.map(parseRedisAddress), masterName: set.masterName },
-    { prefix, waitReplicas: 1, waitTimeoutMs: 300, commandTimeoutMs: 1500 },
-  ).connect();
-}
 
 /**
  * Kills the master (a crash: no chance to hand over) and waits until every Sentinel names the
@@ -62,12 +56,12 @@ if (!redis.run) t.test('Redis Sentinel', { skip: redis.reason }, () => undefined
 else {
   const conformance = await startSentinelSet(tempDir(t, 'keyplane-sentinel-'));
   t.teardown(() => conformance.close());
-  sharedStateSuite('redis sentinel', () => sentinelState(conformance, `kptest:${randomUUID()}:`));
+  sharedStateSuite('redis sentinel', () => openHaState(conformance, `kptest:${randomUUID()}:`));
 
   t.test('a master crash: what shared state acknowledged holds on the promoted replica', async (t) => {
     const set = await startSentinelSet(tempDir(t, 'keyplane-sentinel-'));
     t.teardown(() => set.close());
-    const state = await sentinelState(set, 'kp:');
+    const state = await openHaState(set, 'kp:');
     t.teardown(() => state.close());
 
     // Challenges stored before the crash, to be taken after it.
@@ -120,50 +114,24 @@ else {
   t.test('sign-ins through a master crash: 503 meanwhile, no sign-in accepted twice, then on as before', async (t) => {
     const set = await startSentinelSet(tempDir(t, 'keyplane-sentinel-'));
     t.teardown(() => set.close());
-    const config = loadControlPlaneConfig({
-      env: {},
-      overrides: {
-        port: 0,
-        dataDir: tempDir(t),
-        masterKey: TEST_MASTER_KEY,
-        logLevel: 'warn',
-        'redis.sentinels': set.addresses,
-        'redis.masterName': set.masterName,
-        'redis.waitReplicas': 1,
-        'limits.authPerIpPerMinute': 1_000_000,
-        'limits.authPerAccountPerMinute': 1_000_000,
-      },
+    const { server, load, log } = await controlPlaneUnderLoad(t, {
+      'redis.sentinels': set.addresses,
+      'redis.masterName': set.masterName,
+      'redis.waitReplicas': 1,
     });
-    const errors: string[] = [];
-    const logStream = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean))
-          if (JSON.parse(line).level >= 50) errors.push(line);
-        done();
-      },
-    });
-    const server = await startControlPlane(config, { logStream });
-    t.teardown(() => server.close());
-    const load = new SignInLoad(server.url);
-    await load.signUp(4, 'sentinel');
-    load.start();
-    t.teardown(() => load.stop());
-    await until('sign-ins before the crash', async () => (load.completed('before') >= 10 ? true : undefined), 60_000);
+    await load.signIns(10);
     load.phase = 'failover';
     await crashMaster(set);
     load.phase = 'after';
-    await until(
-      'sign-ins on the new master',
-      async () => (load.completed('after') >= 10 ? true : undefined),
-      60_000,
-    ).catch((e) => {
-      console.error('DEBUG', JSON.stringify(load.answers.filter((a) => a.phase !== 'before').slice(-30)), errors);
-      throw e;
-    });
+    await load.signIns(10);
     await load.stop();
 
     t.same(load.unexpected(), [], 'every answer was a success or 503 unavailable: no 500, no hang');
-    t.same(errors, [], 'no error line in the log');
+    t.same(
+      log.filter((line) => line.level >= 50),
+      [],
+      'no error line in the log',
+    );
     // Each completed sign-in sent again: a 503 is retried (a failover may still be settling),
     // and the answer that comes must be a refusal of the spent challenge.
     const replays: Array<{ status: number; reason?: string }> = [];

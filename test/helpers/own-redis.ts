@@ -2,6 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { findFreePort } from '../../lib/runtime/listen.js';
+import { parseRedisAddress } from '../../lib/runtime/shared-state/index.js';
+import { RedisSharedState } from '../../lib/runtime/shared-state/redis.js';
 import { runOwn, spawnOwn, until, type OwnProcess } from './own-process.js';
 import { peerAvailability, type Availability } from './peers.js';
 
@@ -240,4 +242,21 @@ export async function startCluster(dir: string, masters = 3, replicasPerMaster =
     await close();
     throw error;
   }
+}
+
+/**
+ * Shared state on a Sentinel set or a Cluster as the fault tests use it: every one-time write
+ * confirmed by one replica, budgets a little wider than the defaults for a loaded machine.
+ */
+export function openHaState(on: OwnSentinelSet | OwnCluster, prefix: string): Promise<RedisSharedState> {
+  const nodes = on.addresses.map(parseRedisAddress);
+  return new RedisSharedState(
+    'masterName' in on ? { sentinels: nodes, masterName: on.masterName } : { cluster: nodes },
+    {
+      prefix,
+      waitReplicas: 1,
+      waitTimeoutMs: 300,
+      commandTimeoutMs: 1500,
+    },
+  ).connect();
 }

@@ -1,3 +1,8 @@
+import { Writable } from 'node:stream';
+import { loadControlPlaneConfig } from '../../config/load.js';
+import { startControlPlane, type RunningControlPlane } from '../../control-plane/src/server.js';
+import { TEST_MASTER_KEY, tempDir } from './build.js';
+import { until } from './own-process.js';
 import { SoftAuthenticator } from './soft-authenticator.js';
 
 /**
@@ -121,6 +126,26 @@ export class SignInLoad {
     await Promise.all(this.workers);
   }
 
+  /** Resolves once `count` sign-ins completed in the current phase. */
+  signIns(count: number): Promise<true> {
+    const phase = this.phase;
+    return until(
+      `${count} sign-ins in phase ${phase}`,
+      async () => (this.completed(phase) >= count ? true : undefined),
+      60_000,
+    );
+  }
+
+  /** Resolves once `count` answers of the current phase were 503. */
+  refusals(count: number): Promise<true> {
+    const phase = this.phase;
+    return until(
+      `${count} answers of 503 in phase ${phase}`,
+      async () => (this.count(phase, 503) >= count ? true : undefined),
+      60_000,
+    );
+  }
+
   /** Completed sign-ins in `phase`. */
   completed(phase: string): number {
     return this.answers.filter((a) => a.phase === phase && a.path === '/auth/assertion-verify' && a.status === 200)
@@ -153,4 +178,51 @@ export async function unsealedReceipts(base: string, hashes: readonly string[], 
     if (found.status !== 200 || found.json.pending) unsealed.push(hash);
   }
   return unsealed;
+}
+
+export interface LoadedControlPlane {
+  server: RunningControlPlane;
+  load: SignInLoad;
+  /** Every log line the control plane wrote, parsed. */
+  log: Array<Record<string, any>>;
+}
+
+/**
+ * A control plane (in this process, over real HTTP) with `overrides` on top of what the fault
+ * tests share (a free port, a temporary data dir, the test master key, limits out of the way,
+ * quick sealing), `accounts` accounts signed up and a sign-in load running on them. Closed,
+ * load first, when `t` ends.
+ */
+export async function controlPlaneUnderLoad(
+  t: { teardown(fn: () => unknown): void },
+  overrides: Record<string, unknown>,
+  accounts = 4,
+): Promise<LoadedControlPlane> {
+  const log: Array<Record<string, any>> = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) log.push(JSON.parse(line));
+      done();
+    },
+  });
+  const config = loadControlPlaneConfig({
+    env: {},
+    overrides: {
+      port: 0,
+      dataDir: tempDir(t),
+      masterKey: TEST_MASTER_KEY,
+      logLevel: 'info',
+      'limits.authPerIpPerMinute': 1_000_000,
+      'limits.authPerAccountPerMinute': 1_000_000,
+      'ledger.sealIntervalMs': 500,
+      ...overrides,
+    },
+  });
+  const server = await startControlPlane(config, { logStream });
+  t.teardown(() => server.close());
+  const load = new SignInLoad(server.url);
+  await load.signUp(accounts);
+  load.start();
+  t.teardown(() => load.stop());
+  return { server, load, log };
 }

@@ -1,4 +1,5 @@
 import t from 'tap';
+import type { FastifyInstance } from 'fastify';
 import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
 import type { SharedState } from '../../../lib/runtime/shared-state/types.js';
 import type { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
@@ -15,6 +16,7 @@ import {
   pkcePair,
   redirectParams,
   registerClient,
+  type Registered,
 } from '../../helpers/oidc.js';
 
 /**
@@ -56,6 +58,16 @@ async function setup(t: Parameters<typeof buildSignedIn>[0]) {
   const built = await buildSignedIn(t, { state, config: { adminToken: ADMIN } });
   state.monitor = built.services.dependencies;
   return { ...built, state };
+}
+
+/** A form POST to an OAuth endpoint, authenticated as `client` (client_secret_basic). */
+function asClient(app: FastifyInstance, client: Registered, url: string, form: Record<string, string>) {
+  return app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams(form).toString(),
+  });
 }
 
 const logLines = (logs: string[]) =>
@@ -115,12 +127,11 @@ t.test('the token endpoint keeps its RFC 6749 shape: temporarily_unavailable bes
   const { app, state } = await setup(t);
   const client = await registerClient(app);
   state.down = () => true;
-  const res = await app.inject({
-    method: 'POST',
-    url: '/auth/token',
-    headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
-    payload:
-      'grant_type=authorization_code&code=abc&code_verifier=x&redirect_uri=https%3A%2F%2Fnotes.example.com%2Fcallback',
+  const res = await asClient(app, client, '/auth/token', {
+    grant_type: 'authorization_code',
+    code: 'abc',
+    code_verifier: 'x',
+    redirect_uri: 'https://notes.example.com/callback',
   });
   t.equal(res.statusCode, 503);
   t.equal(res.headers['retry-after'], '5');
@@ -170,12 +181,7 @@ t.test('introspection that cannot check revocation answers 503, never active: fa
     throw new DependencyUnavailableError('postgres', 'refused', 'ECONNREFUSED');
   };
   t.teardown(() => void (oidc.getGrant = getGrant));
-  const res = await app.inject({
-    method: 'POST',
-    url: '/auth/introspect',
-    headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ token }).toString(),
-  });
+  const res = await asClient(app, client, '/auth/introspect', { token });
   t.equal(res.statusCode, 503);
   t.match(res.json(), { reason: 'unavailable', error: 'temporarily_unavailable' });
   t.notOk('active' in res.json());
