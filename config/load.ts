@@ -122,6 +122,7 @@ function semanticProblems(config: Record<string, unknown>): string[] {
         problems.push(`${path}[${index}] must be an IP address or CIDR range (got "${entry}")`);
     });
   }
+  problems.push(...redisProblems(config));
   const caFile = (config['fetch'] as Record<string, unknown> | undefined)?.['caFile'];
   if (typeof caFile === 'string') {
     let pem = '';
@@ -133,6 +134,34 @@ function semanticProblems(config: Record<string, unknown>): string[] {
     if (pem && !pem.includes('-----BEGIN CERTIFICATE-----'))
       problems.push(`fetch.caFile ${caFile} holds no PEM certificate`);
   }
+  return problems;
+}
+
+/** One Redis, named one way: a URL, Sentinels with their master name, or Cluster nodes. */
+function redisProblems(config: Record<string, unknown>): string[] {
+  const redis = config['redis'] as
+    | {
+        sentinels: string[];
+        masterName?: string;
+        clusterNodes: string[];
+        waitTimeoutMs: number;
+        commandTimeoutMs: number;
+      }
+    | undefined;
+  if (!redis) return [];
+  const problems: string[] = [];
+  const ways = [
+    config['redisUrl'] !== undefined && 'redisUrl',
+    redis.sentinels.length > 0 && 'redis.sentinels',
+    redis.clusterNodes.length > 0 && 'redis.clusterNodes',
+  ].filter(Boolean);
+  if (ways.length > 1) problems.push(`${ways.join(' and ')} name Redis twice: set only one of them`);
+  if (redis.sentinels.length > 0 && redis.masterName === undefined)
+    problems.push('redis.sentinels needs redis.masterName, the master the Sentinels monitor');
+  if (redis.masterName !== undefined && redis.sentinels.length === 0)
+    problems.push('redis.masterName is set without redis.sentinels');
+  if (redis.waitTimeoutMs >= redis.commandTimeoutMs)
+    problems.push('redis.waitTimeoutMs must be less than redis.commandTimeoutMs');
   return problems;
 }
 

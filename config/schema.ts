@@ -23,6 +23,8 @@ export type Node = Leaf | Group;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const LOOPBACK = ['127.0.0.1/8', '::1'];
+/** `host:port`, the host a name, an IPv4 address or a bracketed IPv6 address. */
+const HOST_PORT = '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$';
 
 const host = (def: string): Leaf => ({
   type: 'string',
@@ -81,8 +83,78 @@ const common = {
     pattern: '^rediss?://',
     env: 'KEYPLANE_REDIS_URL',
     flag: '--redis',
-    description: 'Redis URL for shared state (rate limits, one-time values, replay caches); unset keeps it in-process.',
+    description:
+      'Redis URL for shared state (rate limits, one-time values, replay caches); unset keeps it in-process unless `redis.sentinels` or `redis.clusterNodes` is set.',
   } as Leaf,
+  redis: group('Redis for shared state: Sentinel, Cluster and timeouts (docs/scaling.md#redis)', {
+    sentinels: {
+      type: 'array',
+      items: { type: 'string', pattern: HOST_PORT },
+      default: [],
+      env: 'KEYPLANE_REDIS_SENTINELS',
+      description:
+        'Redis Sentinel addresses (`host:port`, comma-separated in the environment). With `redis.masterName`, shared state is kept on the master the Sentinels name and follows it through failovers. Instead of `redisUrl`.',
+    },
+    masterName: {
+      type: 'string',
+      minLength: 1,
+      env: 'KEYPLANE_REDIS_MASTER_NAME',
+      description: 'The master name the Sentinels monitor (`sentinel monitor <name> …`).',
+    },
+    clusterNodes: {
+      type: 'array',
+      items: { type: 'string', pattern: HOST_PORT },
+      default: [],
+      env: 'KEYPLANE_REDIS_CLUSTER_NODES',
+      description:
+        'Some nodes of a Redis Cluster (`host:port`); the rest are discovered. Instead of `redisUrl` and `redis.sentinels`.',
+    },
+    password: {
+      type: 'string',
+      minLength: 1,
+      env: 'KEYPLANE_REDIS_PASSWORD',
+      secret: true,
+      description:
+        'Password of the Redis servers reached through Sentinel or Cluster (with `redisUrl` the URL carries it).',
+    },
+    sentinelPassword: {
+      type: 'string',
+      minLength: 1,
+      env: 'KEYPLANE_REDIS_SENTINEL_PASSWORD',
+      secret: true,
+      description: 'Password of the Sentinels themselves, when they require one.',
+    },
+    tls: {
+      type: 'boolean',
+      default: false,
+      description:
+        'TLS to the Sentinels and the servers, or to the Cluster nodes (`rediss://` does it for `redisUrl`).',
+    },
+    commandTimeoutMs: {
+      type: 'integer',
+      minimum: 50,
+      maximum: 60_000,
+      default: 1000,
+      description:
+        'Longest a request waits for one shared-state operation (queued while Redis reconnects or fails over, then its answer) before it answers 503 `unavailable`.',
+    },
+    waitReplicas: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 16,
+      default: 0,
+      description:
+        'Replicas that must confirm each one-time write (a consumed challenge, a replay-cache entry, a rate-limit count) before it counts (Redis `WAIT`), so a failover cannot bring a consumed challenge back. Set 1 with Sentinel or Cluster (docs/scaling.md#redis).',
+    },
+    waitTimeoutMs: {
+      type: 'integer',
+      minimum: 10,
+      maximum: 10_000,
+      default: 250,
+      description:
+        'How long a one-time write waits for `redis.waitReplicas` confirmations before it answers 503 `unavailable` (less than `redis.commandTimeoutMs`).',
+    },
+  }),
 };
 
 export const controlPlaneSchema: Group = group('Control plane', {
@@ -99,6 +171,7 @@ export const controlPlaneSchema: Group = group('Control plane', {
   },
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,
+  redis: common.redis,
   databaseUrl: {
     type: 'string',
     pattern: '^postgres(ql)?://',
@@ -121,6 +194,22 @@ export const controlPlaneSchema: Group = group('Control plane', {
       maximum: 200,
       default: 10,
       description: 'PostgreSQL connections each control plane keeps (unused with SQLite).',
+    },
+    connectTimeoutMs: {
+      type: 'integer',
+      minimum: 50,
+      maximum: 60_000,
+      default: 2000,
+      description:
+        'Longest a request waits for a PostgreSQL connection (a free one from the pool, or a new one) before it answers 503 `unavailable`.',
+    },
+    queryTimeoutMs: {
+      type: 'integer',
+      minimum: 50,
+      maximum: 600_000,
+      default: 5000,
+      description:
+        "Longest a request waits for one PostgreSQL statement's answer before it answers 503 `unavailable`; the connection is then dropped (docs/scaling.md#postgresql-failover).",
     },
   }),
   masterKey: {
@@ -435,6 +524,14 @@ export const gatewaySchema: Group = group('Edge-gate', {
     description: 'Lifetime of the X-Auth-Assertion JWT sent upstream (seconds, at most 300).',
   },
   upstreamTimeout: seconds(30, "Wait for the upstream's response headers before answering 504 `upstream_timeout`"),
+  controlPlaneTimeoutMs: {
+    type: 'integer',
+    minimum: 100,
+    maximum: 60_000,
+    default: 5000,
+    description:
+      'Longest the gateway waits for the control plane (its token endpoint, key set and config) before it answers 503 `unavailable`; what the last signed config and the cached keys can serve goes on being served.',
+  },
   upstreamConnections: count(128, 'Keep-alive connections the gateway holds open to the upstream.'),
   dpopNonce: {
     type: 'boolean',
@@ -444,6 +541,7 @@ export const gatewaySchema: Group = group('Edge-gate', {
   },
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,
+  redis: common.redis,
   logLevel: common.logLevel,
 });
 

@@ -2,14 +2,28 @@ import type { DeepReadonly } from '../lib/util/deep-freeze.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/** Redis beyond one URL: Sentinel or Cluster, credentials, and the budget of each operation. */
+export interface RedisSettings {
+  sentinels: string[];
+  masterName?: string;
+  clusterNodes: string[];
+  password?: string;
+  sentinelPassword?: string;
+  tls: boolean;
+  commandTimeoutMs: number;
+  waitReplicas: number;
+  waitTimeoutMs: number;
+}
+
 export interface ControlPlaneSettings {
   host: string;
   port: number;
   issuer?: string;
   dataDir: string;
   redisUrl?: string;
+  redis: RedisSettings;
   databaseUrl?: string;
-  database: { migrateOnStart: boolean; poolSize: number };
+  database: { migrateOnStart: boolean; poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
   masterKey?: string;
   adminToken?: string;
   logLevel: LogLevel;
@@ -65,10 +79,12 @@ export interface GatewaySettings {
   sessionLifetime: number;
   assertionLifetime: number;
   upstreamTimeout: number;
+  controlPlaneTimeoutMs: number;
   upstreamConnections: number;
   dpopNonce: boolean;
   dataDir: string;
   redisUrl?: string;
+  redis: RedisSettings;
   logLevel: LogLevel;
 }
 

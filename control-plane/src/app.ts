@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import { randomUUID } from 'node:crypto';
 import type { ControlPlaneServices } from './context.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
+import { dependenciesPlugin } from './plugins/dependencies.js';
 import { errorsPlugin } from './plugins/errors.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { requestContextPlugin } from './plugins/request-context.js';
@@ -73,6 +74,7 @@ export async function buildControlPlane(
 
   await app.register(requestContextPlugin);
   await app.register(errorsPlugin);
+  await app.register(dependenciesPlugin);
   await app.register(securityHeadersPlugin, { https: config.issuer.startsWith('https://') });
   await app.register(metricsPlugin, { registry: services.metrics });
   // Session cookie -> request.kp.session, plus the Origin check on signed-in state-changing requests.

@@ -3,6 +3,7 @@ import type { ClientOrigins } from './clients/client-origins.js';
 import type { AssuranceLevel } from '../../lib/assurance/assurance.js';
 import type { ControlPlaneConfig } from '../../config/types.js';
 import type { GuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
+import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { EventBus } from './events/bus.js';
 import type { KeyRing } from './keys/key-ring.js';
@@ -17,6 +18,8 @@ export interface ControlPlaneServices {
   config: ControlPlaneConfig & { issuer: string };
   storage: Storage;
   state: SharedState;
+  /** Whether PostgreSQL and Redis answer, from the calls made anyway: outages logged once, counted in `kp_dependency_errors_total`. */
+  dependencies: DependencyMonitor;
   keys: KeyRing;
   metrics: Registry;
   events: EventBus;

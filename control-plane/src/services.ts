@@ -1,6 +1,8 @@
-import { Registry } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
 import type { ControlPlaneConfig } from '../../config/types.js';
 import { createGuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
+import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
+import { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { ControlPlaneServices } from './context.js';
@@ -40,7 +42,11 @@ export async function openControlPlaneServices(
       `KEYPLANE_MASTER_KEY is not set: using the generated dev key ${master.devKeyFile}. Set a master key in production.`,
     );
   }
+  const metrics = new Registry();
+  const dependencies = new DependencyMonitor({ now });
+  countDependencyErrors(dependencies, metrics);
   const storage: Storage = await openStorage(config, {
+    monitor: dependencies,
     // A new store, or migrations applied, said in a line: a mistyped data path is noticed.
     onMigrated: (report) => {
       if (report.created || report.applied.length > 0)
@@ -49,14 +55,13 @@ export async function openControlPlaneServices(
   });
   let state: SharedState | undefined;
   try {
-    state = options.state ?? (await openSharedState(config.redisUrl));
+    state = options.state ?? (await openSharedState(config, undefined, dependencies));
     // Retired keys stay published at least as long as the longest-lived JWT they signed.
     const longestToken = Math.max(config.lifetimes.accessToken, config.lifetimes.idToken) * 1000;
     const keys = new KeyRing(storage, master.key, rotationPolicy(config.keys, longestToken), now);
     await keys.ensure();
     const reload = setInterval(() => void keys.reload().catch(() => undefined), 10_000).unref();
     const schedule = setInterval(() => void keys.ensure().catch(() => undefined), 3_600_000).unref();
-    const metrics = new Registry();
     const opened = state;
     const events = new EventBus();
     // The receipt ledger subscribes first, so every event's receipt is written in its transaction.
@@ -66,7 +71,11 @@ export async function openControlPlaneServices(
       now,
       metrics,
       ...config.ledger,
-      onError: (error) => options.warn?.(`sealing the receipt ledger failed: ${(error as Error).message}`),
+      // An outage is logged once by the dependency monitor; the sealer tries again on its next tick.
+      onError: (error) => {
+        if (!isDependencyUnavailable(error))
+          options.warn?.(`sealing the receipt ledger failed: ${(error as Error).message}`);
+      },
     });
     events.subscribe(ledger.record);
     const clientOrigins = new ClientOrigins(storage.clients);
@@ -102,6 +111,7 @@ export async function openControlPlaneServices(
       config,
       storage,
       state: opened,
+      dependencies,
       keys,
       metrics,
       events,
@@ -132,6 +142,17 @@ export async function openControlPlaneServices(
     await storage.close();
     throw error;
   }
+}
+
+/** `kp_dependency_errors_total{dependency}`: every call to PostgreSQL or Redis that failed as an outage. */
+function countDependencyErrors(dependencies: DependencyMonitor, metrics: Registry): void {
+  const errors = new Counter({
+    name: 'kp_dependency_errors_total',
+    help: 'Calls to a dependency that failed as an outage (refused, reset, timed out, failing over), by dependency (postgres, redis).',
+    labelNames: ['dependency'],
+    registers: [metrics],
+  });
+  dependencies.listen({ failed: (dependency) => errors.inc({ dependency }) });
 }
 
 export interface OfflineServices {

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { JWTVerifyGetKey } from 'jose';
 import { pino, type Logger } from 'pino';
 import { DpopKeyCache } from '../../lib/dpop/key-cache.js';
+import { DEPENDENCIES, isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
 import { fail } from '../../lib/errors/keyplane-error.js';
 import { buildGatewayEvidence } from '../../lib/gateway/evidence.js';
 import type { ClientView } from '../../lib/gateway/forwarded.js';
@@ -10,11 +11,12 @@ import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import { normalizeRequestTarget, type RequestTarget } from '../../lib/gateway/request-path.js';
 import type { CookieKey } from '../../lib/gateway/session-cookie.js';
 import { GatewayConfigHolder, type ConfigStore } from '../../lib/gateway/signed-config.js';
+import { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import { MemorySharedState, type SharedState } from '../../lib/runtime/shared-state/index.js';
 import { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import { randomToken } from '../../lib/util/random.js';
 import { authorize } from './authorize.js';
-import { deriveDpopNonceKeys, remoteControlPlaneKeys } from './bearer.js';
+import { deriveDpopNonceKeys, guardKeys, remoteControlPlaneKeys } from './bearer.js';
 import { fileConfigStore } from './config-store.js';
 import { createForwardedReader, type GatewayContext, type ResolvedGatewayConfig } from './context.js';
 import { EndedSessions } from './ended-sessions.js';
@@ -40,6 +42,8 @@ export interface GatewayDeps {
   logStream?: NodeJS.WritableStream;
   /** The control plane's token endpoint; an undici client built from `clientId` + `clientSecret` when absent. */
   tokenClient?: TokenClient;
+  /** Hears of Redis and control-plane outages (shared with the shared state and config pull `startGateway` opens). */
+  monitor?: DependencyMonitor;
 }
 
 export interface Gateway {
@@ -74,11 +78,19 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   let heldVersion = (): number => 0;
   const metrics = createGatewayMetrics(() => heldVersion());
   const cookieKeys = loadCookieKeys(config.cookieKeys, config.dataDir);
+  const dependencies = deps.monitor ?? new DependencyMonitor({ now });
+  watchDependencies(dependencies, log, metrics);
   // The code exchange and refreshes need the client's secret (client_secret_basic).
   const tokens =
     deps.tokenClient ??
     (config.clientId && config.clientSecret
-      ? createTokenClient({ controlPlane, clientId: config.clientId, clientSecret: config.clientSecret })
+      ? createTokenClient({
+          controlPlane,
+          clientId: config.clientId,
+          clientSecret: config.clientSecret,
+          timeoutMs: config.controlPlaneTimeoutMs,
+          monitor: dependencies,
+        })
       : undefined);
   const holder = new GatewayConfigHolder({
     issuer: controlPlane,
@@ -99,7 +111,11 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
     secure: publicUrl.startsWith('https://'),
     redirectUri: `${publicUrl}/_gate/callback`,
     state: deps.state ?? new MemorySharedState(),
-    keys: deps.controlPlaneKeys ?? remoteControlPlaneKeys(controlPlane),
+    dependencies,
+    keys: guardKeys(
+      deps.controlPlaneKeys ?? remoteControlPlaneKeys(controlPlane, config.controlPlaneTimeoutMs),
+      dependencies,
+    ),
     signingKey: await loadOrCreateSigningKey(config.dataDir),
     ...(dpopNonceKeys ? { dpopNonceKeys } : {}),
     ...(tokens ? { tokens } : {}),
@@ -127,12 +143,41 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   return { ...context, endedSessions };
 }
 
-/** `/healthz`, `/readyz` (200 only with a signed config) and `/metrics`. */
+/**
+ * Logs each outage of Redis or the control plane once when it begins and once when it ends (not
+ * once per request), and counts every failed call in `kp_dependency_errors_total`.
+ */
+function watchDependencies(monitor: DependencyMonitor, log: Logger, metrics: GatewayMetrics): void {
+  monitor.listen({
+    down: (dependency, failure) =>
+      log.warn(
+        { event: 'dependency.down', dependency, kind: failure.kind, detail: failure.detail },
+        `${DEPENDENCIES[dependency]} went away; what needs it answers 503 until it is back`,
+      ),
+    up: (dependency, downMs) =>
+      log.warn({ event: 'dependency.up', dependency, downMs }, `${DEPENDENCIES[dependency]} is back`),
+    failed: (dependency) => metrics.dependencyErrors.inc({ dependency }),
+  });
+}
+
+/**
+ * `/healthz`, `/readyz` (200 only with a signed config, and with Redis answering when one is
+ * configured) and `/metrics`. The control plane is not asked: while it is away the gateway
+ * serves what its last signed config and cached keys allow, and taking every replica out of the
+ * load balancer at once would refuse that too.
+ */
 async function ownRoute(ctx: GatewayContext, res: ServerResponse, path: string): Promise<void> {
   if (path === '/healthz') return sendJson(res, 200, { ok: true });
   if (path === '/readyz') {
     const held = ctx.holder.current;
     if (!held) return sendEnvelope(res, fail('gateway_not_configured', 'the gateway has no signed config yet'));
+    if (ctx.state.kind === 'redis') {
+      const answers = await ctx.state.get('readyz').then(
+        () => true,
+        () => false,
+      );
+      if (!answers) return sendEnvelope(res, fail('not_ready', 'not ready: shared state (Redis) is down'));
+    }
     return sendJson(res, 200, { ok: true, configVersion: held.version });
   }
   res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType, 'cache-control': 'no-store' });
@@ -263,16 +308,22 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     state: ctx.state,
     log: ctx.log,
     handleRequest(req, res) {
-      handle(ctx, req, res).catch((error: unknown) =>
+      handle(ctx, req, res).catch((error: unknown) => {
+        // Redis or the control plane could not be reached: 503 with Retry-After, never 500.
+        if (isDependencyUnavailable(error) && !res.headersSent)
+          return sendError(ctx.metrics, res, unavailableFailure(error));
         internalError(error, () => {
           if (!res.headersSent) sendEnvelope(res, fail('internal', 'something went wrong on our side'));
           else res.destroy();
-        }),
-      );
+        });
+      });
     },
     handleUpgrade(req, socket, head) {
       socket.on('error', () => socket.destroy());
-      upgrade(ctx, req, socket, head).catch((error: unknown) => internalError(error, () => socket.destroy()));
+      upgrade(ctx, req, socket, head).catch((error: unknown) => {
+        if (isDependencyUnavailable(error)) return socket.destroy();
+        internalError(error, () => socket.destroy());
+      });
     },
     async close(force = false) {
       await ctx.upstreams.close(force);

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../lib/errors/reasons.js';
 import { evaluatePolicy, type Decision } from '../../lib/gateway/policy.js';
@@ -113,7 +114,9 @@ export async function authorize(
     who = isApiCaller(req)
       ? await identifyApiCaller(ctx, req, method, target.path)
       : await identifySession(ctx, req, options.res);
-  } catch (error) {
+  } catch (caught) {
+    // Redis or the control plane could not be reached: 503 `unavailable`, refused or observed like any failure.
+    const error = isDependencyUnavailable(caught) ? unavailableFailure(caught) : caught;
     if (!isKeyplaneError(error)) throw error;
     if (held.policy.mode === 'enforce') return { refused: { error } };
     // observe / canary: a credential that does not verify cannot be placed in a canary bucket,

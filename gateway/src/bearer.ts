@@ -1,29 +1,45 @@
 import { hkdfSync } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
 import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import { isDpopError } from '../../lib/dpop/errors.js';
 import { checkDpopNonce, issueDpopNonce } from '../../lib/dpop/nonce.js';
 import { dpopChallenge } from '../../lib/dpop/respond.js';
 import { computeAth, dpopReplayKey, verifyDpopProof } from '../../lib/dpop/verify-dpop-proof.js';
 import type { Caller } from '../../lib/gateway/policy.js';
+import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import type { DpopKeyCache } from '../../lib/dpop/key-cache.js';
 import { readPrincipalClaims } from './id-token.js';
 
-/** jose remote JWKS settings: never hang on the control plane, refetch on an unknown kid at most every 30 s. */
-export const JWKS_TIMEOUT_MS = 3_000;
+/** jose remote JWKS settings: refetch on an unknown kid at most every 30 s; the timeout is `controlPlaneTimeoutMs`. */
 export const JWKS_COOLDOWN_MS = 30_000;
 export const JWKS_CACHE_MAX_AGE_MS = 10 * 60_000;
 /** How long after its `iat` a DPoP proof is accepted, and its `jti` remembered. */
 export const DPOP_MAX_AGE_SECONDS = 60;
 
-export function remoteControlPlaneKeys(controlPlane: string): JWTVerifyGetKey {
+export function remoteControlPlaneKeys(controlPlane: string, timeoutMs: number): JWTVerifyGetKey {
   return createRemoteJWKSet(new URL(`${controlPlane}/.well-known/jwks.json`), {
-    timeoutDuration: JWKS_TIMEOUT_MS,
+    timeoutDuration: timeoutMs,
     cooldownDuration: JWKS_COOLDOWN_MS,
     cacheMaxAge: JWKS_CACHE_MAX_AGE_MS,
   });
+}
+
+/**
+ * The control plane's keys, with a key set that could not be fetched reported as the control
+ * plane being unavailable (503, retry) rather than the token being invalid (401): a token whose
+ * key is not cached yet may well be good. A key already cached needs no fetch and keeps working.
+ */
+export function guardKeys(keys: JWTVerifyGetKey, monitor: DependencyMonitor): JWTVerifyGetKey {
+  return async (header, token) => {
+    try {
+      return await keys(header, token);
+    } catch (error) {
+      throw monitor.failure('control_plane', error) ?? error;
+    }
+  };
 }
 
 export interface ApiAuthContext {
@@ -129,7 +145,8 @@ export async function authenticateApiCaller(
   const parsed = parseAuthorization(request.authorization);
   const realm = context.publicUrl;
   if (!parsed) throw invalidToken('Bearer', realm, 'the Authorization header must be Bearer or DPoP with a token');
-  const { claims, ath } = await verifyAccessToken(parsed.token, context).catch(() => {
+  const { claims, ath } = await verifyAccessToken(parsed.token, context).catch((error: unknown) => {
+    if (isDependencyUnavailable(error)) throw error;
     throw invalidToken(parsed.scheme, realm, 'the access token is not valid here');
   });
   // RFC 8707 / RFC 9068 §4: a token for another resource (another route's API) is not for this one.

@@ -1,5 +1,6 @@
 import { isProtocolError } from '../../lib/errors/protocol-error.js';
 import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
+import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import type { JSONWebKeySet } from 'jose';
 import { request } from 'undici';
 import { CONFIG_REFUSALS, type GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
@@ -28,6 +29,8 @@ export interface ConfigPullOptions {
   intervalMs: number;
   timeoutMs?: number;
   onResult?: (result: PullResult) => void;
+  /** Told when the control plane cannot be reached and when it answers again (the pull is the gateway's steady probe of it). */
+  monitor?: DependencyMonitor;
 }
 
 export interface ConfigPull {
@@ -61,6 +64,7 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
         headersTimeout: timeout,
         bodyTimeout: timeout,
       });
+      options.monitor?.succeeded('control_plane');
       if (res.statusCode === 304) {
         await res.body.dump();
         result = { outcome: 'unchanged' };
@@ -79,9 +83,11 @@ export function createConfigPull(options: ConfigPullOptions): ConfigPull {
         }
       }
     } catch (error) {
-      result = isProtocolError(error, ...CONFIG_REFUSALS)
-        ? { outcome: 'refused', reason: error.code }
-        : { outcome: 'unavailable' };
+      if (isProtocolError(error, ...CONFIG_REFUSALS)) result = { outcome: 'refused', reason: error.code };
+      else {
+        options.monitor?.failure('control_plane', error);
+        result = { outcome: 'unavailable' };
+      }
     }
     options.onResult?.(result);
     return result;

@@ -8,6 +8,7 @@ import { applyForwardedHeaders, type ClientView } from '../../lib/gateway/forwar
 import type { Caller } from '../../lib/gateway/policy.js';
 import type { CookieKey, GateSession } from '../../lib/gateway/session-cookie.js';
 import type { GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
+import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import type { SharedState } from '../../lib/runtime/shared-state/index.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
 import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
@@ -38,6 +39,8 @@ export interface GatewayContext {
   log: Logger;
   metrics: GatewayMetrics;
   state: SharedState;
+  /** Whether Redis and the control plane answer: outages logged once, counted in `kp_dependency_errors_total`. */
+  dependencies: DependencyMonitor;
   /** The control plane's signing keys. */
   keys: JWTVerifyGetKey;
   cookieKeys: readonly CookieKey[];

@@ -1,5 +1,6 @@
 import { jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { isAssuranceLevel, type AssuranceLevel } from '../../lib/assurance/assurance.js';
+import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
 import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
 
@@ -71,7 +72,9 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
     });
     claims = verified.payload as Record<string, unknown>;
     typ = verified.protectedHeader.typ;
-  } catch {
+  } catch (error) {
+    // A key set that could not be fetched says nothing about the token: the caller answers 503.
+    if (isDependencyUnavailable(error)) throw error;
     throw invalid('the ID token does not verify (signature, issuer, audience or expiry)');
   }
   if (typeof typ === 'string' && typ.toLowerCase().replace(/^application\//, '') === 'at+jwt')

@@ -53,6 +53,12 @@ export function createGatewayMetrics(configVersion: () => number) {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    dependencyErrors: new Counter({
+      name: 'kp_dependency_errors_total',
+      help: 'Calls to a dependency that failed as an outage (refused, reset, timed out, failing over), by dependency (redis, control_plane).',
+      labelNames: ['dependency'] as const,
+      registers: [registry],
+    }),
     configVersion: new Gauge({
       name: 'kp_gate_config_version',
       help: 'Version of the signed config in force (0: none, the gateway fails closed).',

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel, meetsAssurance } from '../../lib/assurance/assurance.js';
+import { isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import {
   clearCookie,
@@ -174,12 +175,7 @@ export async function callback(
     set = await tokens.exchangeCode({ code, codeVerifier: login.codeVerifier, redirectUri: ctx.redirectUri });
   } catch (failure) {
     if (!isTokenEndpointError(failure)) throw failure;
-    if (failure.kind === 'unavailable')
-      return refuseWith(
-        fail('control_plane_unavailable', 'the control plane did not answer the sign-in; try again', {
-          headers: { 'retry-after': '1' },
-        }),
-      );
+    if (failure.kind === 'unavailable') return refuseWith(unavailableFailure({ dependency: 'control_plane' }));
     if (failure.error === 'invalid_grant')
       return refuseWith(fail('invalid_grant', 'the sign-in code is spent or expired; start again from the app'));
     return refuseWith(
@@ -200,6 +196,8 @@ export async function callback(
       nonce: login.nonce,
     });
   } catch (failure) {
+    // The control plane's key set could not be fetched: the code is spent, so the browser starts again.
+    if (isDependencyUnavailable(failure)) return refuseWith(unavailableFailure(failure));
     if (!isKeyplaneError(failure)) throw failure;
     return refuseWith(failure);
   }

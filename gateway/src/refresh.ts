@@ -1,4 +1,5 @@
 import { isAssuranceLevel, rankAssurance } from '../../lib/assurance/assurance.js';
+import { unavailableFailure } from '../../lib/errors/dependency-outage.js';
 import { fail } from '../../lib/errors/keyplane-error.js';
 import { clearSessionCookies, writeSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
 import { forgetSingleFlight, runSingleFlight } from '../../lib/gateway/single-flight.js';
@@ -84,9 +85,7 @@ async function refreshSession(ctx: GatewayContext, session: GateSession, present
   if (flight.value === REFRESH_RETRY) {
     ctx.metrics.refreshes.inc({ outcome: 'retry' });
     if (flight.leader) await forgetSingleFlight(ctx.state, key);
-    throw fail('control_plane_unavailable', 'the control plane did not answer the session refresh; retry', {
-      headers: { 'retry-after': '1' },
-    });
+    throw unavailableFailure({ dependency: 'control_plane' });
   }
   const renewed = await openSealedCookies(ctx, flight.value);
   ctx.metrics.refreshes.inc({ outcome: renewed ? (flight.leader ? 'refreshed' : 'joined') : 'signed_out' });

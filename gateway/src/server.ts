@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { GatewayConfig } from '../../config/types.js';
 import { defaultPublicUrl, listen } from '../../lib/runtime/listen.js';
+import { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { createConfigPull, type ConfigPull } from './config-pull.js';
@@ -37,9 +38,11 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
   // Shared state given by the caller (tests, `keyplane up`) stays the caller's to close.
   const ownsState = !deps.state;
   let state: Awaited<ReturnType<typeof openSharedState>> | undefined = deps.state;
+  // One monitor for the shared state, the gateway's calls and the config pull: an outage is logged once.
+  const monitor = deps.monitor ?? new DependencyMonitor({ now: deps.now ?? Date.now });
   try {
-    state ??= await openSharedState(config.redisUrl, 'kp:gate:');
-    const gateway = await buildGateway({ ...config, publicUrl: url }, { ...deps, state });
+    state ??= await openSharedState(config, 'kp:gate:', monitor);
+    const gateway = await buildGateway({ ...config, publicUrl: url }, { ...deps, state, monitor });
     await gateway.configHolder.restore(Date.now());
     // The control plane is asked for the config only with client credentials to ask with.
     let push: EvidencePush | undefined;
@@ -52,6 +55,8 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
             holder: gateway.configHolder,
             now: deps.now ?? Date.now,
             intervalMs: CONFIG_PULL_MS,
+            timeoutMs: config.controlPlaneTimeoutMs,
+            monitor,
             onResult: (result) => {
               gateway.metrics.configPulls.inc({ outcome: result.outcome });
               if (result.outcome === 'installed') {
@@ -93,6 +98,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
         evidence: (ttl) => gateway.evidence(ttl),
         intervalMs: EVIDENCE_PUSH_MS,
         ttlSeconds: EVIDENCE_TTL_SECONDS,
+        timeoutMs: config.controlPlaneTimeoutMs,
         onResult: (result) => {
           gateway.metrics.evidencePushes.inc({ outcome: result.outcome });
           if (result.outcome === 'refused')

@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
+import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 
 /**
  * The gateway as a confidential client at the control plane's token endpoint (RFC 6749 §3.2):
@@ -8,7 +9,7 @@ import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
  * control plane costs the sign-in or refresh a clear 503, never a hung browser request.
  */
 
-/** Headers and body timeout of one token request. */
+/** Headers and body timeout of one token request, unless `controlPlaneTimeoutMs` says otherwise. */
 export const TOKEN_TIMEOUT_MS = 5_000;
 
 export interface TokenSet {
@@ -41,6 +42,8 @@ export interface TokenClientOptions {
   clientId: string;
   clientSecret: string;
   timeoutMs?: number;
+  /** Told when the control plane cannot be reached and when it answers again. */
+  monitor?: DependencyMonitor;
 }
 
 export interface TokenClient {
@@ -68,9 +71,11 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
       });
       status = res.statusCode;
       body = await res.body.json().catch(() => null);
-    } catch {
+    } catch (error) {
+      options.monitor?.failure('control_plane', error);
       throw new TokenEndpointError('unavailable', undefined, 'the control plane did not answer the token request');
     }
+    options.monitor?.succeeded('control_plane');
     const fields = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
     if (status !== 200) {
       const error = typeof fields['error'] === 'string' ? fields['error'] : undefined;

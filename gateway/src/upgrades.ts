@@ -17,8 +17,12 @@ export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket:
   const refuse = (error: KeyplaneError) => {
     countRefusal(ctx.metrics, error.reason);
     const body = JSON.stringify(error.toEnvelope());
+    // The refusal's own headers too (Retry-After of a 503, WWW-Authenticate of a 401).
+    const extra = Object.entries(error.headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
     socket.end(
-      `HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
     );
   };
   const target = normalizeRequestTarget(req.url);
@@ -29,7 +33,8 @@ export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket:
     const refused = result.refused;
     if (refused.signIn !== undefined) return refuse(fail('unauthorized', 'sign in first'));
     // A refresh that is due but could not be done now: the socket would outlive what the session may prove.
-    if (refused.error.reason === 'session_refresh_pending' || refused.error.reason === 'control_plane_unavailable')
+    // (A control plane or Redis that cannot be reached answers its own 503 `unavailable`.)
+    if (refused.error.reason === 'session_refresh_pending')
       return refuse(fail('unauthorized', 'the session is due for a refresh that could not be done; reconnect'));
     return refuse(refused.error);
   }

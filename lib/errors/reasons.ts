@@ -28,6 +28,11 @@ export const REASONS = {
     description: 'The server failed; the request id in `x-request-id` identifies it in the logs.',
   },
   not_ready: { status: 503, description: 'Storage, keys or shared state are not ready yet.' },
+  unavailable: {
+    status: 503,
+    description:
+      'A dependency the request needs cannot be reached or cannot serve now (PostgreSQL, Redis, or for the gateway the control plane); the message names which, `Retry-After` says when to try again (docs/errors.md#dependency-outages).',
+  },
   // credentials and lockout
   locked_out: {
     status: 429,
@@ -357,10 +362,6 @@ export const REASONS = {
     status: 401,
     description:
       'The ID token from the control plane failed verification at the gateway (signature, `iss`, `aud`, `nonce`, expiry, algorithm, or no assurance).',
-  },
-  control_plane_unavailable: {
-    status: 503,
-    description: "The gateway got no usable answer from the control plane's token endpoint in time; retry shortly.",
   },
   session_refresh_pending: {
     status: 503,

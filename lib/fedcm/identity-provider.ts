@@ -141,6 +141,7 @@ const ERROR_CODES: Record<string, string> = {
   rate_limited: 'temporarily_unavailable',
   internal: 'server_error',
   not_ready: 'temporarily_unavailable',
+  unavailable: 'temporarily_unavailable',
 };
 
 /**

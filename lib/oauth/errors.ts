@@ -48,6 +48,9 @@ const BY_REASON: Partial<Record<Reason, OAuthErrorCode>> = {
   invalid_request: 'invalid_request',
   // RFC 8628 §3.5: the client should slow down its requests.
   rate_limited: 'slow_down',
+  // PostgreSQL or Redis is away: 503 with Retry-After. RFC 6749 §5.2 lists no 5xx code for the
+  // token endpoint; this one (§4.1.2.1, registered in §11.4) tells a client that retrying helps.
+  unavailable: 'temporarily_unavailable',
   unsupported_media_type: 'invalid_request',
   payload_too_large: 'invalid_request',
 };

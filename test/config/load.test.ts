@@ -193,3 +193,46 @@ t.test('the example files are valid configurations', async (t) => {
   t.ok(loadGatewayConfig({ env: {}, file: 'config/gateway.example.yaml' }));
   t.equal(defaultsOf('control-plane')['port'], 4400);
 });
+
+t.test('Redis Sentinel and Cluster: from the environment, one way of naming Redis at a time', async (t) => {
+  const sentinel = loadControlPlaneConfig({
+    env: {
+      KEYPLANE_REDIS_SENTINELS: '10.0.0.1:26379, 10.0.0.2:26379,[fd00::3]:26379',
+      KEYPLANE_REDIS_MASTER_NAME: 'keyplane',
+      KEYPLANE_REDIS_PASSWORD: 'pw',
+    },
+  });
+  t.same(sentinel.redis.sentinels, ['10.0.0.1:26379', '10.0.0.2:26379', '[fd00::3]:26379']);
+  t.equal(sentinel.redis.masterName, 'keyplane');
+  t.equal(sentinel.redis.password, 'pw');
+  t.equal(sentinel.redis.commandTimeoutMs, 1000, 'the default budget');
+  t.equal(sentinel.redis.waitReplicas, 0);
+  const cluster = loadGatewayConfig({ env: { KEYPLANE_REDIS_CLUSTER_NODES: 'r1:7000,r2:7000' } });
+  t.same(cluster.redis.clusterNodes, ['r1:7000', 'r2:7000']);
+  t.equal(cluster.controlPlaneTimeoutMs, 5000);
+  t.same(
+    problemsOf(() =>
+      loadControlPlaneConfig({
+        env: { KEYPLANE_REDIS_URL: 'redis://r:6379', KEYPLANE_REDIS_SENTINELS: 's:26379' },
+      }),
+    ),
+    [
+      'redisUrl and redis.sentinels name Redis twice: set only one of them',
+      'redis.sentinels needs redis.masterName, the master the Sentinels monitor',
+    ],
+  );
+  t.same(
+    problemsOf(() => loadControlPlaneConfig({ env: { KEYPLANE_REDIS_MASTER_NAME: 'm' } })),
+    ['redis.masterName is set without redis.sentinels'],
+  );
+  t.same(
+    problemsOf(() => loadControlPlaneConfig({ env: { KEYPLANE_REDIS_SENTINELS: 'no-port' } })),
+    ['redis.sentinels[0] is not a valid value'],
+  );
+  t.same(
+    problemsOf(() => loadControlPlaneConfig({ env: {}, overrides: { 'redis.waitTimeoutMs': 1000 } })),
+    ['redis.waitTimeoutMs must be less than redis.commandTimeoutMs'],
+  );
+  const database = loadControlPlaneConfig({ env: {} }).database;
+  t.same([database.connectTimeoutMs, database.queryTimeoutMs], [2000, 5000], 'the database budgets');
+});

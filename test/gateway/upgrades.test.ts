@@ -86,11 +86,10 @@ t.test(
       accessTokenExpiresAt: due,
       refreshToken: 'rt-3',
     });
-    t.match(
-      await upgrade(unreachable, '/chat'),
-      /^HTTP\/1\.1 401 /,
-      'a refresh that is due and cannot be done refuses the upgrade',
-    );
+    const unavailable = await upgrade(unreachable, '/chat');
+    t.match(unavailable, /^HTTP\/1\.1 503 /, 'a refresh that is due and cannot be done refuses the upgrade');
+    t.match(unavailable, /"reason":"unavailable"/, 'the control plane is unreachable: 503, retry');
+    t.match(unavailable, /\r\nretry-after: 5\r\n/);
     t.equal(upstream.seen.length, 2, 'only the two allowed upgrades reached the app');
   },
 );

@@ -1,3 +1,4 @@
+import { isDependencyUnavailable } from '../../../lib/errors/dependency-outage.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -13,7 +14,9 @@ async function identify(services: TokenStatusServices, token: string): Promise<I
   if (token.includes('.')) {
     try {
       return { kind: 'access', claims: await verifyAccessToken(services, token) };
-    } catch {
+    } catch (error) {
+      // A revocation check that could not be made says nothing about the token: 503, not inactive.
+      if (isDependencyUnavailable(error)) throw error;
       return null;
     }
   }

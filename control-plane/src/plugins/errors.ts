@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { isDependencyUnavailable, unavailableFailure } from '../../../lib/errors/dependency-outage.js';
 import { KeyplaneError, fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../../lib/errors/reasons.js';
 import { oauthErrorFor, oauthFields } from '../../../lib/oauth/errors.js';
@@ -46,6 +47,8 @@ const MESSAGES: Partial<Record<Reason, string>> = {
 /** Turns anything thrown during a request into a KeyplaneError, without letting internal detail through. */
 export function toKeyplaneError(error: unknown): KeyplaneError {
   if (isKeyplaneError(error)) return error;
+  // PostgreSQL or Redis could not be reached (classified where the call was made): 503, never 500.
+  if (isDependencyUnavailable(error)) return unavailableFailure(error);
   const e = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (e && e.validation)
     return fail('invalid_request', `${e.validationContext ?? 'request'}${e.message.replace(/^[a-z]+/, '')}`.trim());
@@ -78,7 +81,11 @@ export const errorsPlugin = fp(
     app.addSchema(envelopeSchema);
     app.setErrorHandler((error, request, reply) => {
       const failure = toKeyplaneError(error);
-      if (failure.status >= 500) request.log.error({ err: error }, 'request failed');
+      // An outage is logged once when it begins and once when it ends (plugins/dependencies.ts),
+      // not per request; `not_ready` is the answer a load balancer polls for meanwhile.
+      if (failure.reason === 'unavailable') request.log.debug({ reason: failure.reason }, 'request refused');
+      else if (failure.status >= 500 && failure.reason !== 'not_ready')
+        request.log.error({ err: error }, 'request failed');
       else request.log.info({ reason: failure.reason }, 'request refused');
       reply.code(failure.status).headers(failure.headers).type('application/json; charset=utf-8');
       return reply.send(envelopeFor(failure, request.routeOptions.config?.oauthErrors === true));

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { ControlPlaneConfig } from '../../../config/types.js';
+import type { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
 import { LEDGER_TABLE, loadMigrations, type MigrationReport } from './migration-ledger.js';
 import { openPostgresStorage } from './postgres/index.js';
 import { migratePostgres } from './postgres/schema-ledger.js';
@@ -12,12 +13,22 @@ import { openSqliteStorage } from './sqlite/index.js';
 import { StoreUnavailableError } from './store-unavailable-error.js';
 import type { Storage } from './types.js';
 
-/** What a control plane's storage is chosen from. */
-export type StorageConfig = Pick<ControlPlaneConfig, 'dataDir' | 'databaseUrl' | 'database'>;
+type DatabaseSettings = ControlPlaneConfig['database'];
+
+/** What a control plane's storage is chosen from (the timeouts only matter to a server). */
+export type StorageConfig = Pick<ControlPlaneConfig, 'dataDir' | 'databaseUrl'> & {
+  database: Pick<DatabaseSettings, 'migrateOnStart' | 'poolSize'> &
+    Partial<Pick<DatabaseSettings, 'connectTimeoutMs' | 'queryTimeoutMs'>>;
+};
 
 export interface OpenStorageOptions {
   /** Told what the migration run at start did (the server logs what it applied). */
   onMigrated?: (report: MigrationReport) => void;
+  /**
+   * Set by a server only: its requests wait on PostgreSQL within `database.*TimeoutMs` and
+   * outages reach the monitor. An offline command (an audit, a migration) may take as long as it needs.
+   */
+  monitor?: DependencyMonitor;
 }
 
 /**
@@ -26,12 +37,24 @@ export interface OpenStorageOptions {
  * is off, in which case a schema that is not exactly the code's is refused.
  */
 export async function openStorage(config: StorageConfig, options: OpenStorageOptions = {}): Promise<Storage> {
-  const migrate = config.database.migrateOnStart;
+  const { migrateOnStart: migrate, poolSize, connectTimeoutMs, queryTimeoutMs } = config.database;
   const onMigrated = options.onMigrated ? { onMigrated: options.onMigrated } : {};
   if (config.databaseUrl) {
     const url = config.databaseUrl;
+    const monitor = options.monitor;
     return reachable(config, () =>
-      openPostgresStorage(url, { migrate, poolSize: config.database.poolSize, ...onMigrated }),
+      openPostgresStorage(url, {
+        migrate,
+        poolSize,
+        ...onMigrated,
+        ...(monitor
+          ? {
+              monitor,
+              ...(connectTimeoutMs ? { connectTimeoutMs } : {}),
+              ...(queryTimeoutMs ? { queryTimeoutMs } : {}),
+            }
+          : {}),
+      }),
     );
   }
   return openSqliteStorage(config.dataDir, { migrate, ...onMigrated });

@@ -1,128 +1,16 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { once } from 'node:events';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
 import { RedisSharedState } from '../../../lib/runtime/shared-state/redis.js';
-import type { SharedState } from '../../../lib/runtime/shared-state/types.js';
+import { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
+import { openSharedState, parseRedisAddress, redisTopologyOf } from '../../../lib/runtime/shared-state/index.js';
+import { isDependencyUnavailable } from '../../../lib/errors/dependency-outage.js';
+import { findFreePort } from '../../../lib/runtime/listen.js';
 import { Lockout } from '../../../lib/runtime/security/lockout.js';
-import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
 import { REDIS_URL, redisAvailability } from '../../helpers/redis.js';
-
-/** One suite, run against every implementation. TTLs are short real times: Redis keeps its own clock. */
-function sharedStateSuite(name: string, open: () => Promise<SharedState>): void {
-  t.test(`${name}: shared state`, async (t) => {
-    const state = await open();
-    t.teardown(() => state.close());
-    const k = (suffix: string) => `test:${randomUUID()}:${suffix}`;
-
-    t.test('incrWithTtl counts and sets the TTL on the first increment only', async (t) => {
-      const key = k('incr');
-      const first = await state.incrWithTtl(key, 500);
-      t.equal(first.count, 1);
-      t.ok(first.ttlMs > 0 && first.ttlMs <= 500);
-      await sleep(60);
-      const second = await state.incrWithTtl(key, 5000);
-      t.equal(second.count, 2);
-      t.ok(second.ttlMs <= 500, 'a later increment does not extend the window');
-      await sleep(520);
-      t.equal((await state.incrWithTtl(key, 500)).count, 1, 'the window expired and restarted');
-    });
-
-    t.test('setIfAbsent stores once', async (t) => {
-      const key = k('nx');
-      t.equal(await state.setIfAbsent(key, 'a', 1000), true);
-      t.equal(await state.setIfAbsent(key, 'b', 1000), false);
-      t.equal(await state.get(key), 'a');
-    });
-
-    t.test('values expire', async (t) => {
-      const key = k('ttl');
-      await state.set(key, 'v', 80);
-      t.equal(await state.get(key), 'v');
-      await sleep(150);
-      t.equal(await state.get(key), null);
-      t.equal(await state.setIfAbsent(key, 'again', 1000), true, 'an expired key is absent');
-    });
-
-    t.test('take reads and deletes: of many concurrent takes exactly one wins', async (t) => {
-      const key = k('take');
-      await state.set(key, 'one-time', 5000);
-      const results = await Promise.all(Array.from({ length: 20 }, () => state.take(key)));
-      t.same(
-        results.filter((r) => r !== null),
-        ['one-time'],
-      );
-      t.equal(await state.get(key), null);
-      t.equal(await state.take(k('missing')), null);
-    });
-
-    t.test('concurrent setIfAbsent: exactly one succeeds', async (t) => {
-      const key = k('race');
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => state.setIfAbsent(key, String(i), 5000)));
-      t.equal(results.filter(Boolean).length, 1);
-    });
-
-    t.test('del removes', async (t) => {
-      const key = k('del');
-      await state.set(key, 'v', 5000);
-      await state.del(key);
-      t.equal(await state.get(key), null);
-    });
-
-    t.test('publish reaches subscribers until they unsubscribe', async (t) => {
-      const channel = k('chan');
-      const received: string[] = [];
-      const unsubscribe = await state.subscribe(channel, (m) => received.push(m));
-      await state.publish(channel, 'hello');
-      for (let i = 0; i < 50 && received.length < 1; i++) await sleep(10);
-      t.same(received, ['hello']);
-      await unsubscribe();
-      await state.publish(channel, 'after');
-      await sleep(50);
-      t.same(received, ['hello']);
-    });
-
-    t.test('rate limiter allows max per window and reports when to retry', async (t) => {
-      const limiter = new RateLimiter(state);
-      const subject = randomUUID();
-      const decisions = [];
-      for (let i = 0; i < 4; i++) decisions.push(await limiter.hit('test', subject, { max: 3, windowMs: 10_000 }));
-      t.same(
-        decisions.map((d) => d.allowed),
-        [true, true, true, false],
-      );
-      t.same(
-        decisions.map((d) => d.remaining),
-        [2, 1, 0, 0],
-      );
-      t.ok(decisions[3]!.retryAfterMs > 0 && decisions[3]!.retryAfterMs <= 10_000);
-      t.equal(
-        (await limiter.hit('test', randomUUID(), { max: 3, windowMs: 10_000 })).allowed,
-        true,
-        'subjects are independent',
-      );
-    });
-
-    t.test('lockout after the threshold, started exactly once, success clears failures', async (t) => {
-      const lockout = new Lockout(state, { threshold: 3, lockMs: 10_000 });
-      const subject = `acct:${randomUUID()}:totp`;
-      t.equal((await lockout.recordFailure(subject)).locked, false);
-      await lockout.recordSuccess(subject);
-      t.equal((await lockout.recordFailure(subject)).failures, 1, 'a success reset the count');
-      t.equal((await lockout.recordFailure(subject)).locked, false);
-      const third = await lockout.recordFailure(subject);
-      t.equal(third.locked, true);
-      t.equal(third.started, true);
-      const fourth = await lockout.recordFailure(subject);
-      t.equal(fourth.locked, true);
-      t.equal(fourth.started, false, 'only one failure starts the lockout');
-      const status = await lockout.status(subject);
-      t.equal(status.locked, true);
-      t.ok(status.retryAfterMs > 0 && status.retryAfterMs <= 10_000);
-      t.equal((await lockout.status(`acct:${randomUUID()}:totp`)).locked, false);
-    });
-  });
-}
+import { sharedStateSuite } from './shared-state.conformance.js';
 
 sharedStateSuite('in-process', async () => new MemorySharedState());
 
@@ -152,3 +40,97 @@ t.test('a Redis that does not answer fails to open instead of silently degrading
   await t.rejects(state.connect());
   await state.close().catch(() => undefined);
 });
+
+/** Settings as the config gives them, the Redis named one way or another. */
+const settings = (redis: Record<string, unknown> = {}, redisUrl?: string) => ({
+  ...(redisUrl ? { redisUrl } : {}),
+  redis: {
+    sentinels: [],
+    clusterNodes: [],
+    tls: false,
+    commandTimeoutMs: 1000,
+    waitReplicas: 0,
+    waitTimeoutMs: 250,
+    ...redis,
+  },
+});
+
+t.test('the config names one Redis: a URL, Sentinels with their master, or Cluster nodes', async (t) => {
+  t.equal(redisTopologyOf(settings()), null, 'none: in-process');
+  t.same(redisTopologyOf(settings({}, 'redis://r:6379/2')), { url: 'redis://r:6379/2' });
+  t.same(
+    redisTopologyOf(
+      settings({ sentinels: ['s1:26379', '[::1]:26380'], masterName: 'main', password: 'p', sentinelPassword: 'sp' }),
+    ),
+    {
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
+      masterName: 'main',
+      password: 'p',
+      sentinelPassword: 'sp',
+    },
+  );
+  t.same(redisTopologyOf(settings({ clusterNodes: ['10.0.0.1:7000'], tls: true })), {
+    cluster: [{ host: '10.0.0.1', port: 7000 }],
+    tls: true,
+  });
+  t.throws(() => parseRedisAddress('no-port'));
+  t.same(await openSharedState(settings()).then((state) => state.kind), 'memory');
+});
+
+t.test('an operation that gets no answer within the budget fails as unavailable, and says so once', async (t) => {
+  // Accepts connections and never answers: a Redis that hangs (or a network that drops packets).
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => void sockets.add(socket));
+  silent.listen(0, '127.0.0.1');
+  await once(silent, 'listening');
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+  });
+  const monitor = new DependencyMonitor();
+  const heard: string[] = [];
+  monitor.listen({ down: (dependency, failure) => heard.push(`${dependency} ${failure.kind}`) });
+  const state = new RedisSharedState(`redis://127.0.0.1:${(silent.address() as AddressInfo).port}`, {
+    commandTimeoutMs: 200,
+    monitor,
+  });
+  t.teardown(() => state.close());
+  for (const operation of [() => state.get('k'), () => state.take('k'), () => state.incrWithTtl('k', 1000)]) {
+    const error = await operation().catch((caught: unknown) => caught);
+    t.ok(isDependencyUnavailable(error), 'a DependencyUnavailableError');
+    t.match(error, { dependency: 'redis', kind: 'timeout' });
+  }
+  t.same(heard, ['redis timeout'], 'the outage was announced once');
+});
+
+t.test('a Redis that refuses connections fails each operation fast as unavailable', async (t) => {
+  const state = new RedisSharedState(`redis://127.0.0.1:${await findFreePort()}`, { commandTimeoutMs: 5000 });
+  t.teardown(() => state.close());
+  const error = await state.setIfAbsent('k', 'v', 1000).catch((caught: unknown) => caught);
+  t.match(error, { name: 'DependencyUnavailableError', dependency: 'redis' });
+  t.not((error as { kind: string }).kind, 'timeout', 'it gave up on reconnecting before the budget ran out');
+});
+
+if (redis.run)
+  t.test(
+    'with waitReplicas, a one-time write no replica confirmed is refused and its value never handed out',
+    async (t) => {
+      const prefix = `kptest:${randomUUID()}:`;
+      const plain = await new RedisSharedState(REDIS_URL, { prefix }).connect();
+      // The shared test Redis has no replica, so WAIT 1 can never be satisfied.
+      const waiting = await new RedisSharedState(REDIS_URL, { prefix, waitReplicas: 1, waitTimeoutMs: 20 }).connect();
+      t.teardown(async () => {
+        await plain.close();
+        await waiting.close();
+      });
+      await plain.set('challenge', 'c-1', 10_000);
+      t.match(await waiting.take('challenge').catch((e: unknown) => e), { dependency: 'redis', kind: 'unreplicated' });
+      t.equal(await plain.get('challenge'), null, 'consumed on the master, but nobody was given it');
+      t.match(await waiting.setIfAbsent('jti', '1', 10_000).catch((e: unknown) => e), { kind: 'unreplicated' });
+      t.match(await waiting.incrWithTtl('count', 10_000).catch((e: unknown) => e), { kind: 'unreplicated' });
+      t.equal(await waiting.get('jti'), '1', 'reads and plain writes do not wait');
+    },
+  );

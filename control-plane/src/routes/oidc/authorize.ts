@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDependencyUnavailable } from '../../../../lib/errors/dependency-outage.js';
 import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
 import {
   buildRedirect,
@@ -269,6 +270,44 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
 
     const checked = await checkRequest(request, reply, params);
     if ('refused' in checked) return checked.refused;
+    return atRedirectUri(request, reply, checked.target, () =>
+      decide(request, reply, checked, params, loginAfter, accountChosen),
+    );
+  }
+
+  /**
+   * Runs what follows the check of the redirect URI. PostgreSQL or Redis going away now is told
+   * to the client as `temporarily_unavailable` (RFC 6749 §4.1.2.1: the code exists because a 503
+   * cannot travel through a redirect); before the URI is verified it is a 503 here.
+   */
+  async function atRedirectUri(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    target: ErrorTarget,
+    answer: () => Promise<FastifyReply>,
+  ): Promise<FastifyReply> {
+    try {
+      return await answer();
+    } catch (error) {
+      if (!isDependencyUnavailable(error)) throw error;
+      return respondError(
+        request,
+        reply,
+        target,
+        'temporarily_unavailable',
+        'the sign-in is unavailable for a moment; try again',
+      );
+    }
+  }
+
+  async function decide(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    checked: { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget },
+    params: RawParams,
+    loginAfter: number | undefined,
+    accountChosen: boolean,
+  ): Promise<FastifyReply> {
     const { client, authz, target } = checked;
     let hintSubject: string | undefined;
     if (authz.idTokenHint !== undefined) {

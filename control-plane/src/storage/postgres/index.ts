@@ -1,4 +1,5 @@
 import { postgresLogoutStore } from './logout-store.js';
+import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
 import { postgresContactStore } from './contact-store.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
@@ -31,6 +32,7 @@ import {
   inTransaction,
   poolSql,
   spendWith,
+  type Reach,
   type SpendStatement,
   type Sql,
 } from './sql.js';
@@ -81,11 +83,21 @@ export interface PostgresOptions {
   migrations?: Migration[];
   /** Told what the migration run did (start-up logs it). */
   onMigrated?: (report: MigrationReport) => void;
+  /** Longest a request waits for a connection (`database.connectTimeoutMs`); unset waits on. */
+  connectTimeoutMs?: number;
+  /** Longest a request waits for one statement (`database.queryTimeoutMs`); unset waits on. Migrations have none. */
+  queryTimeoutMs?: number;
+  /** Told of every outage failure and success (the server's logs and `kp_dependency_errors_total`). */
+  monitor?: DependencyMonitor;
 }
 
 export async function openPostgresStorage(url: string, options: PostgresOptions = {}): Promise<Storage> {
-  const pool = createPool(url, options.poolSize ?? 10);
-  // An idle connection the server drops (restart, failover) must not crash the process.
+  const pool = createPool(url, options.poolSize ?? 10, {
+    ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
+  });
+  // An idle connection the server drops (restart, failover) must not crash the process; the
+  // pool removes it, and the next statement opens a new one. It is no outage by itself (a
+  // proxy may close idle connections): the statements that fail tell the monitor.
   pool.on('error', () => undefined);
   const migrations = options.migrations ?? loadMigrations('postgres');
   try {
@@ -97,18 +109,24 @@ export async function openPostgresStorage(url: string, options: PostgresOptions 
     await pool.end();
     throw error;
   }
-  const direct = poolSql(pool);
+  const reach: Reach = {
+    queryTimeoutMs: options.queryTimeoutMs ?? 0,
+    ...(options.monitor ? { monitor: options.monitor } : {}),
+  };
+  const direct = poolSql(pool, reach);
   return {
     ...storesOn(direct),
-    transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client)))),
+    transaction: (work) => inTransaction(pool, (client) => work(storesOn(clientSql(client, reach))), reach),
     redeemCode: (codeHash, at, grantId, write) => spendTogether(direct, spendCode(codeHash, at, grantId), write),
     findCodeWithSubject: (codeHash, now) => postgresCodeWithSubject(direct, codeHash, now),
     findRefreshWithSubject: (tokenHash, now) => postgresRefreshWithSubject(direct, tokenHash, now),
     rotateRefreshToken: (tokenHash, at, write) => spendTogether(direct, spendRefreshToken(tokenHash, at), write),
+    // Ready only on a server that takes writes: behind an address that moved to a standby not
+    // promoted yet, reads answer but every sign-in would fail.
     ping: async () => {
       try {
-        await pool.query('SELECT 1');
-        return true;
+        const [row] = await direct.rows<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
+        return row?.standby === false;
       } catch {
         return false;
       }

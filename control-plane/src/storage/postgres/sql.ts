@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { classifyOutage, toDependencyError, type Outage } from '../../../../lib/errors/dependency-outage.js';
+import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
 
 /**
  * The one way PostgreSQL stores reach the database. Every statement is sent as a named query,
@@ -22,42 +24,158 @@ export class Rollback<T> {
   constructor(readonly value: T) {}
 }
 
-const names = new Map<string, string>();
-
-function named(text: string, values: unknown[] | undefined): pg.QueryConfig {
-  let name = names.get(text);
-  if (!name) names.set(text, (name = `kp_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`));
-  return { name, text, values: values ?? [] };
+/**
+ * How statements reach the database: the longest one statement may wait for its answer, and who
+ * hears of outages. Migrations and offline tools pass none (no budget); the server passes
+ * `database.queryTimeoutMs` and its dependency monitor (docs/scaling.md#postgresql-failover).
+ */
+export interface Reach {
+  /** pg's client-side `query_timeout` per statement; 0 for none. */
+  queryTimeoutMs: number;
+  monitor?: DependencyMonitor;
 }
 
-type Queryable = pg.Pool | pg.PoolClient;
+const UNBOUNDED: Reach = { queryTimeoutMs: 0 };
 
-function sqlOn(target: Queryable, atomic: Sql['atomic']): Sql {
+const names = new Map<string, string>();
+
+function named(text: string, values: unknown[] | undefined, reach: Reach): pg.QueryConfig {
+  let name = names.get(text);
+  if (!name) names.set(text, (name = `kp_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`));
+  return reach.queryTimeoutMs > 0
+    ? ({ name, text, values: values ?? [], query_timeout: reach.queryTimeoutMs } as pg.QueryConfig)
+    : { name, text, values: values ?? [] };
+}
+
+const readOnly = new Map<string, boolean>();
+
+/**
+ * A statement that reads and changes nothing: a SELECT (or a WITH of SELECTs) without a
+ * locking clause and without a function that writes. Sending it twice is harmless, so one whose
+ * connection broke before the answer came is sent again on another connection.
+ */
+export function isReadOnlyStatement(text: string): boolean {
+  let known = readOnly.get(text);
+  if (known === undefined) {
+    known =
+      /^\s*(SELECT|WITH)\b/i.test(text) &&
+      !/\b(INSERT|UPDATE|DELETE|MERGE|FOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE)|FOR\s+KEY\s+SHARE|nextval|setval|pg_advisory\w*|pg_notify)\b/i.test(
+        text,
+      );
+    readOnly.set(text, known);
+  }
+  return known;
+}
+
+/** A transaction-control statement (BEGIN, COMMIT, SAVEPOINT …) within the same budget. */
+function control(text: string, reach: Reach): pg.QueryConfig {
+  return (reach.queryTimeoutMs > 0 ? { text, query_timeout: reach.queryTimeoutMs } : { text }) as pg.QueryConfig;
+}
+
+/** Whether a statement that failed with `outage` may go once more on another connection (see `onPool`). */
+function mayResend(outage: Outage, text: string): boolean {
+  // A statement that timed out already spent the caller's budget.
+  return outage.kind !== 'timeout' && (outage.notSent || isReadOnlyStatement(text));
+}
+
+/** The error to throw for `error`: an outage as `DependencyUnavailableError` (told to the monitor), anything else as it is. */
+function failureOf(reach: Reach, error: unknown): unknown {
+  if (error instanceof Rollback) return error;
+  return (reach.monitor ? reach.monitor.failure('postgres', error) : toDependencyError('postgres', error)) ?? error;
+}
+
+/**
+ * A connection from the pool, with an error listener for as long as it is checked out: pg
+ * emits `error` on a client whose connection dies, and one checked out has no listener of the
+ * pool's, so without this a database that goes away mid-statement would crash the process.
+ */
+async function checkOut(pool: pg.Pool, reach: Reach): Promise<{ client: pg.PoolClient; done(broken: boolean): void }> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw failureOf(reach, error);
+  }
+  const onError = () => undefined;
+  client.on('error', onError);
   return {
-    rows: async <R>(text: string, values?: unknown[]) => (await target.query(named(text, values))).rows as R[],
-    count: async (text, values) => (await target.query(named(text, values))).rowCount ?? 0,
+    client,
+    done(broken) {
+      client.removeListener('error', onError);
+      client.release(broken);
+    },
+  };
+}
+
+/**
+ * One statement on its own connection from the pool. A connection that breaks is dropped; the
+ * statement is sent once more on another only when that cannot do it twice: it never reached
+ * the server (pg knew the connection was broken), or it only reads. A write whose answer was
+ * lost may have committed, so it is never sent again (a code or refresh token is spent at most
+ * once): the caller gets `unavailable`.
+ */
+async function onPool(pool: pg.Pool, config: pg.QueryConfig, reach: Reach): Promise<pg.QueryResult> {
+  for (let attempt = 1; ; attempt++) {
+    const { client, done } = await checkOut(pool, reach);
+    try {
+      const result = await client.query(config);
+      done(false);
+      reach.monitor?.succeeded('postgres');
+      return result;
+    } catch (error) {
+      const outage = classifyOutage(error);
+      // A statement error (a unique violation) leaves the connection usable; an outage does not.
+      done(outage !== null);
+      if (outage && attempt === 1 && mayResend(outage, config.text)) continue;
+      throw failureOf(reach, error);
+    }
+  }
+}
+
+type Target = { pool: pg.Pool } | { client: pg.PoolClient };
+
+function sqlOn(target: Target, atomic: Sql['atomic'], reach: Reach): Sql {
+  const query =
+    'pool' in target
+      ? (text: string, values?: unknown[]) => onPool(target.pool, named(text, values, reach), reach)
+      : async (text: string, values?: unknown[]) => {
+          try {
+            return await target.client.query(named(text, values, reach));
+          } catch (error) {
+            throw failureOf(reach, error);
+          }
+        };
+  return {
+    rows: async <R>(text: string, values?: unknown[]) => (await query(text, values)).rows as R[],
+    count: async (text, values) => (await query(text, values)).rowCount ?? 0,
     atomic,
   };
 }
 
 /** Statements on a connection that is inside a transaction. */
-export function clientSql(client: pg.PoolClient): Sql {
+export function clientSql(client: pg.PoolClient, reach: Reach = UNBOUNDED): Sql {
   let depth = 0;
-  const sql: Sql = sqlOn(client, async (work) => {
-    const savepoint = `kp_atomic_${++depth}`;
-    await client.query(`SAVEPOINT ${savepoint}`);
-    try {
-      const result = await work(sql);
-      await client.query(`RELEASE SAVEPOINT ${savepoint}`);
-      return result;
-    } catch (error) {
-      await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`);
-      if (error instanceof Rollback) return error.value as never;
-      throw error;
-    } finally {
-      depth--;
-    }
-  });
+  const sql: Sql = sqlOn(
+    { client },
+    async (work) => {
+      const savepoint = `kp_atomic_${++depth}`;
+      await client.query(control(`SAVEPOINT ${savepoint}`, reach));
+      try {
+        const result = await work(sql);
+        await client.query(control(`RELEASE SAVEPOINT ${savepoint}`, reach));
+        return result;
+      } catch (error) {
+        // A connection that broke has no savepoint to go back to: the transaction is lost anyway.
+        if (classifyOutage(error)) throw failureOf(reach, error);
+        await client.query(control(`ROLLBACK TO SAVEPOINT ${savepoint}`, reach));
+        if (error instanceof Rollback) return error.value as never;
+        throw error;
+      } finally {
+        depth--;
+      }
+    },
+    reach,
+  );
   return sql;
 }
 
@@ -67,44 +185,76 @@ export function clientSql(client: pg.PoolClient): Sql {
  * conditional UPDATE (`… WHERE used_at IS NULL`) that waited for another replica's row lock
  * re-checks the committed row and touches nothing, and the sealer sees the epoch the previous
  * holder of its lock sealed.
+ *
+ * A connection that breaks at BEGIN is replaced once (nothing of `work` has run). One that
+ * breaks later is never retried: `work` may have done more than SQL, and a COMMIT whose answer
+ * was lost may have landed. The server rolls back what did not commit when the connection goes,
+ * so the connection is dropped without a ROLLBACK that could only wait.
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken = false;
-  try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  reach: Reach = UNBOUNDED,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const { client, done } = await checkOut(pool, reach);
     try {
-      await client.query('ROLLBACK');
-    } catch {
-      broken = true;
+      await client.query(control('BEGIN', reach));
+    } catch (error) {
+      done(true);
+      const outage = classifyOutage(error);
+      if (attempt === 1 && outage && outage.kind !== 'timeout') continue;
+      throw failureOf(reach, error);
     }
-    throw error;
-  } finally {
-    client.release(broken);
+    let broken = false;
+    try {
+      const result = await work(client);
+      await client.query(control('COMMIT', reach));
+      reach.monitor?.succeeded('postgres');
+      return result;
+    } catch (error) {
+      if (classifyOutage(error)) broken = true;
+      else
+        try {
+          await client.query(control('ROLLBACK', reach));
+        } catch {
+          broken = true;
+        }
+      throw failureOf(reach, error);
+    } finally {
+      done(broken);
+    }
   }
 }
 
 /** Statements straight on the pool: each is its own transaction. */
-export function poolSql(pool: pg.Pool): Sql {
-  return sqlOn(pool, (work) =>
-    inTransaction(pool, (client) => work(clientSql(client))).catch((error: unknown) => {
-      if (error instanceof Rollback) return error.value;
-      throw error;
-    }),
+export function poolSql(pool: pg.Pool, reach: Reach = UNBOUNDED): Sql {
+  return sqlOn(
+    { pool },
+    (work) =>
+      inTransaction(pool, (client) => work(clientSql(client, reach)), reach).catch((error: unknown) => {
+        if (error instanceof Rollback) return error.value;
+        throw error;
+      }),
+    reach,
   );
 }
 
 const INT8 = 20;
 
+export interface PoolOptions {
+  /** Longest a caller waits for a connection, a free one or a new one (pg-pool `connectionTimeoutMillis`); 0 waits on. */
+  connectTimeoutMs?: number;
+}
+
 /** A pool whose BIGINT columns (epoch milliseconds, counts) come back as numbers, as in SQLite. */
-export function createPool(url: string, max: number): pg.Pool {
+export function createPool(url: string, max: number, options: PoolOptions = {}): pg.Pool {
   return new pg.Pool({
     connectionString: url,
     max,
+    ...(options.connectTimeoutMs ? { connectionTimeoutMillis: options.connectTimeoutMs } : {}),
+    // TCP keep-alive finds a connection whose server vanished (a failover moved the address).
+    keepAlive: true,
     // Timestamps in ms stay far below 2^53, so a number loses nothing.
     types: {
       getTypeParser: ((oid: number, format?: string) =>
