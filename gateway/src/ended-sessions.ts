@@ -1,3 +1,4 @@
+import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
 import type { SharedState } from '../../lib/runtime/shared-state/index.js';
 
 /** Where shared state records a gateway session that ended before its cookie expires. */
@@ -65,10 +66,21 @@ export class EndedSessions {
     return false;
   }
 
-  /** Reads the shared record of `sid` into the local set; called when a cookie is opened afresh. */
+  /**
+   * Reads the shared record of `sid` into the local set; called when a cookie is opened afresh.
+   * While shared state is away the local set answers alone: it holds every ending this replica
+   * made or heard before the outage, and no replica can record a new one until it is back, so
+   * refusing every session then (503) would protect nothing the local set does not.
+   */
   async lookUp(sid: string): Promise<boolean> {
     if (this.has(sid)) return true;
-    const until = await this.state.get(endedSessionKey(sid));
+    let until: string | null;
+    try {
+      until = await this.state.get(endedSessionKey(sid));
+    } catch (error) {
+      if (isDependencyUnavailable(error)) return false;
+      throw error;
+    }
     if (until === null || !/^\d+$/.test(until)) return false;
     this.#remember(sid, Number(until));
     return this.has(sid);
