@@ -1,5 +1,6 @@
 import { isAssuranceLevel } from '../assurance/assurance.js';
 import { oauthError } from './errors.js';
+import { validateRedirectUriForRegistration } from './redirect-uri.js';
 
 /**
  * The OpenID Connect Dynamic Client Registration 1.0 §2 members (and the RFC 7591, RFC 9101 and
@@ -43,6 +44,13 @@ export interface OidcClientMembers {
   backchannel_logout_uri?: string;
   /** Always honoured: every logout token carries `sid`. */
   backchannel_logout_session_required?: boolean;
+  /**
+   * OIDC Front-Channel Logout 1.0 §2: rendered in an iframe of the page that ends a session this
+   * client got tokens in; same scheme, host and port as one of the client's `redirect_uris`.
+   */
+  frontchannel_logout_uri?: string;
+  /** Always honoured: the iframe's URL always carries `iss` and `sid`. */
+  frontchannel_logout_session_required?: boolean;
   software_id?: string;
   software_version?: string;
 }
@@ -66,9 +74,6 @@ export const REFUSED_MEMBERS: Readonly<Record<string, string>> = {
   introspection_encrypted_response_enc: 'JWT introspection responses (RFC 9701) are not offered',
   sector_identifier_uri: 'pairwise subject identifiers are not offered (subject_type public only)',
   initiate_login_uri: 'third-party-initiated login is not offered',
-  frontchannel_logout_uri:
-    'front-channel logout is not offered (it needs third-party cookies in iframes); register backchannel_logout_uri',
-  frontchannel_logout_session_required: 'front-channel logout is not offered; register backchannel_logout_uri',
   software_statement: 'software statements are not verified here; register the metadata itself',
   tls_client_auth_subject_dn: 'mutual-TLS client authentication (RFC 8705) is not offered',
   tls_client_auth_san_dns: 'mutual-TLS client authentication (RFC 8705) is not offered',
@@ -128,6 +133,23 @@ function serverFetchedUri(value: unknown, field: string): string {
   if (url.protocol !== 'https:') bad(`${field} must use https (the server fetches it)`);
   if (url.username !== '' || url.password !== '') bad(`${field} must not carry a user name or password`);
   return value;
+}
+
+/**
+ * Front-Channel Logout 1.0 §2: the browser loads this URL, so it follows the redirect URI rules
+ * (https, http only on loopback, no fragment), and its scheme, host and port must be those of one
+ * of the client's `redirect_uris`, so a client cannot make the logout page load a third party.
+ */
+function frontchannelLogoutUri(body: Record<string, unknown>): string | undefined {
+  const value = body.frontchannel_logout_uri;
+  if (absent(value)) return undefined;
+  const problem = validateRedirectUriForRegistration(value);
+  if (problem) bad(`frontchannel_logout_uri ${problem.message}`);
+  const origin = new URL(value as string).origin;
+  const redirects = Array.isArray(body.redirect_uris) ? body.redirect_uris : [];
+  if (!redirects.some((uri) => typeof uri === 'string' && URL.canParse(uri) && new URL(uri).origin === origin))
+    bad('frontchannel_logout_uri must have the scheme, host and port of one of the redirect_uris');
+  return value as string;
 }
 
 /**
@@ -205,6 +227,15 @@ export function readOidcClientMembers(body: Record<string, unknown>): OidcClient
     if (out.backchannel_logout_uri === undefined && sessionRequired)
       bad('backchannel_logout_session_required needs backchannel_logout_uri');
     out.backchannel_logout_session_required = sessionRequired;
+  }
+
+  const frontchannel = frontchannelLogoutUri(body);
+  if (frontchannel !== undefined) out.frontchannel_logout_uri = frontchannel;
+  const frontchannelSession = flag(body, 'frontchannel_logout_session_required');
+  if (frontchannelSession !== undefined) {
+    if (frontchannel === undefined && frontchannelSession)
+      bad('frontchannel_logout_session_required needs frontchannel_logout_uri');
+    out.frontchannel_logout_session_required = frontchannelSession;
   }
 
   for (const field of ['software_id', 'software_version'] as const) {

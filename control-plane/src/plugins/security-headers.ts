@@ -5,7 +5,10 @@ import type { FastifyInstance } from 'fastify';
  * Headers every response carries. HTML gets a nonce-based CSP so no script runs without the
  * page's nonce; everything else gets `default-src 'none'`. Nothing may frame us.
  */
-export function contentSecurityPolicy(nonce: string, extra: { formAction?: string[]; imgSrc?: string[] } = {}): string {
+export function contentSecurityPolicy(
+  nonce: string,
+  extra: { formAction?: string[]; imgSrc?: string[]; frameSrc?: string[] } = {},
+): string {
   return [
     "default-src 'none'",
     `script-src 'nonce-${nonce}' 'strict-dynamic'`,
@@ -14,6 +17,7 @@ export function contentSecurityPolicy(nonce: string, extra: { formAction?: strin
     "connect-src 'self'",
     "font-src 'self'",
     `form-action 'self'${extra.formAction?.length ? ' ' + extra.formAction.join(' ') : ''}`,
+    ...(extra.frameSrc?.length ? [`frame-src ${extra.frameSrc.join(' ')}`] : []),
     "frame-ancestors 'none'",
     "base-uri 'none'",
   ].join('; ');

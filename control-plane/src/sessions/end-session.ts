@@ -85,10 +85,28 @@ export async function signOut(services: EndSessionServices, asker: Asker): Promi
   });
 }
 
-/** RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0 §2): ends the session, naming the client that asked, if any. */
-export async function logOut(services: EndSessionServices, asker: Asker, clientId: string | null): Promise<void> {
+/**
+ * RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0 §2): ends the session, naming the
+ * client that asked, if any. Answers the front-channel logout URLs (OIDC Front-Channel Logout 1.0
+ * §2, §4) of every client that got tokens in the session and registered one, each with `iss` and
+ * `sid`, for the signed-out page to load in iframes.
+ */
+export async function logOut(
+  services: EndSessionServices & Pick<ControlPlaneServices, 'config'>,
+  asker: Asker,
+  clientId: string | null,
+): Promise<{ frontchannelLogoutUris: string[] }> {
   const now = services.now();
-  await services.storage.transaction(async (tx) => {
+  return services.storage.transaction(async (tx) => {
+    const frontchannelLogoutUris: string[] = [];
+    for (const participant of await tx.logouts.participants([asker.sessionId])) {
+      const uri = (await tx.clients.get(participant.clientId))?.metadata.frontchannel_logout_uri;
+      if (uri === undefined) continue;
+      const url = new URL(uri);
+      url.searchParams.set('iss', services.config.issuer);
+      url.searchParams.set('sid', asker.sessionId);
+      frontchannelLogoutUris.push(url.href);
+    }
     await tx.sessions.revoke(asker.identityId, asker.sessionId, now);
     await endGrantsOfSessions(services, tx, [asker.sessionId], now);
     await services.events.record(tx, {
@@ -99,6 +117,7 @@ export async function logOut(services: EndSessionServices, asker: Asker, clientI
       sessionId: asker.sessionId,
       clientId,
     });
+    return { frontchannelLogoutUris };
   });
 }
 

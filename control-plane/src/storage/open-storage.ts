@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { ControlPlaneConfig } from '../../../config/types.js';
 import type { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
+import { classifyOutage } from '../../../lib/errors/dependency-outage.js';
 import { LEDGER_TABLE, loadMigrations, type MigrationReport } from './migration-ledger.js';
 import { openPostgresStorage } from './postgres/index.js';
 import { migratePostgres } from './postgres/schema-ledger.js';
@@ -129,27 +130,23 @@ async function postgresSchemaTables(url: string): Promise<number> {
   }
 }
 
-/** Connection failures (no server, no such host or database, refused credentials) are not failures of the work. */
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ECONNRESET',
+/**
+ * A server that will not let us in (no such database, refused credentials) cannot be worked on
+ * either; every other way of being unreachable is an outage (lib/errors/dependency-outage.ts).
+ */
+const REFUSED_CONNECTION_CODES = new Set([
   '28000', // invalid_authorization_specification
   '28P01', // invalid_password
   '3D000', // invalid_catalog_name: no such database
-  '57P03', // cannot_connect_now
 ]);
 
 function unreachable(error: unknown): boolean {
+  if (classifyOutage(error)) return true;
   const e = error as { code?: string; errors?: unknown[]; message?: string } | null;
   if (!e) return false;
-  if (e.code && UNREACHABLE_CODES.has(e.code)) return true;
+  if (e.code && REFUSED_CONNECTION_CODES.has(e.code)) return true;
   if (Array.isArray(e.errors) && e.errors.some(unreachable)) return true;
-  return /timeout expired|Connection terminated due to connection timeout/.test(e.message ?? '');
+  return /timeout expired/.test(e.message ?? '');
 }
 
 async function reachable<T>(config: StorageConfig, work: () => Promise<T>): Promise<T> {

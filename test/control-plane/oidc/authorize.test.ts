@@ -342,6 +342,8 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     userinfo_signing_alg_values_supported: ['ES256'],
     backchannel_logout_supported: true,
     backchannel_logout_session_supported: true,
+    frontchannel_logout_supported: true,
+    frontchannel_logout_session_supported: true,
     authorization_response_iss_parameter_supported: true,
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],

@@ -128,3 +128,32 @@ t.test('backchannel_logout_uri: https, no fragment; session_required needs it', 
     t.match(refusal({ backchannel_logout_uri: uri }), { reason: 'invalid_client_metadata' }, uri);
   t.match(refusal({ backchannel_logout_session_required: true }), { reason: 'invalid_client_metadata' });
 });
+
+t.test('frontchannel_logout_uri: a redirect URI origin, no fragment; session_required needs it', async (t) => {
+  t.match(
+    validateClientMetadata({
+      ...base,
+      frontchannel_logout_uri: 'https://a.example.com/logout?x=1',
+      frontchannel_logout_session_required: true,
+    }),
+    { frontchannel_logout_uri: 'https://a.example.com/logout?x=1', frontchannel_logout_session_required: true },
+  );
+  t.match(
+    validateClientMetadata({
+      redirect_uris: ['http://localhost:8080/cb'],
+      frontchannel_logout_uri: 'http://localhost:8080/fcl',
+    }),
+    { frontchannel_logout_uri: 'http://localhost:8080/fcl' },
+    'http on loopback, like the redirect URI',
+  );
+  for (const uri of [
+    'https://b.example.com/logout',
+    'https://a.example.com:8443/logout',
+    'http://a.example.com/logout',
+    'https://a.example.com/logout#f',
+    'https://u:p@a.example.com/l',
+    'x',
+  ])
+    t.match(refusal({ frontchannel_logout_uri: uri }), { reason: 'invalid_client_metadata' }, uri);
+  t.match(refusal({ frontchannel_logout_session_required: true }), { reason: 'invalid_client_metadata' });
+});

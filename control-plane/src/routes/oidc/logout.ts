@@ -6,7 +6,13 @@ import { logOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../sessions/start-session.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
-import { sendErrorPage, sendLogoutConfirm, sendSignedOut } from './pages.js';
+import {
+  FRONTCHANNEL_LOGOUT_JS,
+  FRONTCHANNEL_LOGOUT_SCRIPT,
+  sendErrorPage,
+  sendLogoutConfirm,
+  sendSignedOut,
+} from './pages.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
 
 type Params = Record<string, unknown>;
@@ -66,20 +72,39 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
       }
       return sendLogoutConfirm(request, reply, hidden);
     }
+    let frontchannel: string[] = [];
     if (session) {
-      await logOut(app.kp, { identityId: session.identityId, sessionId: session.id }, client?.clientId ?? null);
+      const ended = await logOut(
+        app.kp,
+        { identityId: session.identityId, sessionId: session.id },
+        client?.clientId ?? null,
+      );
+      frontchannel = ended.frontchannelLogoutUris;
       clearSessionCookie(app.kp, reply);
     }
-    if (redirect === undefined) return sendSignedOut(request, reply);
+    if (redirect === undefined) return sendSignedOut(request, reply, { frontchannel });
     const target = buildRedirect(redirect, state !== undefined ? { state } : {});
     // Anyone may register a client with any post_logout_redirect_uri, so only an id_token_hint
     // (which proves the client) earns a redirect; a bare client_id gets a link the user may follow.
-    if (hint) return reply.redirect(target, request.method === 'POST' ? 303 : 302);
+    // Apps with a front-channel logout URL are told first, in the signed-out page's iframes.
+    if (hint && frontchannel.length === 0) return reply.redirect(target, request.method === 'POST' ? 303 : 302);
     return sendSignedOut(request, reply, {
-      href: target,
-      label: client!.metadata.client_name ?? new URL(redirect).origin,
+      next: { href: target, label: client!.metadata.client_name ?? new URL(redirect).origin, auto: hint !== null },
+      frontchannel,
     });
   }
+
+  app.get(
+    FRONTCHANNEL_LOGOUT_SCRIPT,
+    {
+      config: { cache: 'public, max-age=300' },
+      schema: { tags: ['oidc'], summary: 'Script of the signed-out page with front-channel logout', hide: true },
+    },
+    async (_request, reply) => {
+      reply.type('text/javascript; charset=utf-8');
+      return FRONTCHANNEL_LOGOUT_JS;
+    },
+  );
 
   const schema = {
     tags: ['oidc'],
@@ -96,7 +121,13 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
           endpoint: 'end_session_endpoint',
           // OpenID Connect Back-Channel Logout 1.0 §2.1: logout tokens go to registered
           // backchannel_logout_uri values, and always carry sid.
-          metadata: { backchannel_logout_supported: true, backchannel_logout_session_supported: true },
+          // Front-Channel Logout 1.0 §3: the same for frontchannel_logout_uri, with iss and sid.
+          metadata: {
+            backchannel_logout_supported: true,
+            backchannel_logout_session_supported: true,
+            frontchannel_logout_supported: true,
+            frontchannel_logout_session_supported: true,
+          },
         },
       },
       schema,

@@ -220,20 +220,56 @@ ${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="
 }
 
 /** The signed-out page; `next` is a link back to the app (never an automatic redirect). */
-export function sendSignedOut(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  next?: { href: string; label: string },
-): FastifyReply {
+/** Served at FRONTCHANNEL_LOGOUT_SCRIPT: continues to the app once every logout iframe has loaded. */
+export const FRONTCHANNEL_LOGOUT_SCRIPT = '/auth/logout/frontchannel.js';
+
+export const FRONTCHANNEL_LOGOUT_JS = `// OIDC Front-Channel Logout 1.0 §4: the apps' logout pages load in the iframes of this page;
+// once each has loaded (or after a few seconds, so one slow app cannot hold the person here) the
+// browser continues to the app that asked for the logout, when that app was proved.
+const next = document.querySelector('[data-action="return"][data-auto]');
+const frames = [...document.querySelectorAll('iframe[data-frontchannel]')];
+let waiting = frames.length;
+const go = () => { if (next) window.location.assign(next.href); };
+for (const frame of frames) frame.addEventListener('load', () => { waiting -= 1; if (waiting === 0) go(); }, { once: true });
+setTimeout(go, 5000);
+`;
+
+export interface SignedOutView {
+  /** Where the person may go next: the app's post_logout_redirect_uri. */
+  next?: { href: string; label: string; auto: boolean };
+  /** Front-channel logout URLs of the apps that got tokens in the ended session, loaded in iframes. */
+  frontchannel?: string[];
+}
+
+export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, view: SignedOutView = {}): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
+  const { next } = view;
+  const frontchannel = view.frontchannel ?? [];
+  if (frontchannel.length > 0)
+    reply.header(
+      'content-security-policy',
+      contentSecurityPolicy(request.kp.cspNonce, {
+        frameSrc: [...new Set(frontchannel.map((uri) => new URL(uri).origin))],
+      }),
+    );
   const back = next
-    ? html`<p><a href="${next.href}" data-action="return" rel="noreferrer">Return to ${next.label}</a></p>`
+    ? html`<p><a href="${next.href}" data-action="return"${next.auto ? ' data-auto' : ''} rel="noreferrer">Return to ${next.label}</a></p>`
+    : '';
+  const frames = frontchannel.length
+    ? html`<p class="muted">Signing you out of the apps you used in this session…</p>
+${frontchannel.map(
+  (
+    uri,
+  ) => html`<iframe src="${uri}" data-frontchannel title="Signing out of an app" width="0" height="0" hidden></iframe>
+`,
+)}`
     : '';
   return reply.send(
     page({
       title: 'Signed out',
       nonce: request.kp.cspNonce,
-      body: html`<h1>You are signed out</h1>${back}<p><a href="/auth">Sign in again</a></p>`,
+      ...(frontchannel.length ? { scripts: [FRONTCHANNEL_LOGOUT_SCRIPT] } : {}),
+      body: html`<h1>You are signed out</h1>${frames}${back}<p><a href="/auth">Sign in again</a></p>`,
     }),
   );
 }
