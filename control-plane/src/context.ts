@@ -29,11 +29,11 @@ export interface ControlPlaneServices {
   secrets: SecretsService;
   /** Outgoing mail: SMTP, or RFC 5322 files in <dataDir>/outbox/. */
   mailer: Mailer;
-  /** The origins of registered redirect URIs, kept for the CORS checks (docs/oidc.md#cors). */
+  /** The origins of registered redirect URIs, kept for the CORS checks (docs/oidc.md#91-browser-based-clients-cors). */
   clientOrigins: ClientOrigins;
   /** The one way to fetch a URL a user gave (https, public addresses, capped): docs/fetch.md. */
   fetcher: GuardedFetcher;
-  /** Delivers queued back-channel logout tokens (docs/oidc.md#back-channel-logout); `deliverDue()` runs a round now. */
+  /** Delivers queued back-channel logout tokens (docs/oidc.md#101-back-channel-logout); `deliverDue()` runs a round now. */
   backchannelLogout: Pick<BackchannelLogoutWorker, 'deliverDue' | 'nudge'>;
   now: () => number;
   /** Tells the operator something they must act on (the CLI prints it as a plain line on stderr). */

@@ -41,7 +41,7 @@ export interface RunProof {
 /**
  * Checks the shape of a `svc-agent-run-proof-v1`: exactly its members, commitments as lower-case
  * hex SHA-256, RFC 3339 times in order. A raw task, input or output field is refused outright:
- * the run itself stays with the client (docs/agents.md#run-proofs).
+ * the run itself stays with the client (docs/agents.md#over-http).
  */
 export function checkRunProofShape(input: unknown): RunProof {
   if (typeof input !== 'object' || input === null || Array.isArray(input))

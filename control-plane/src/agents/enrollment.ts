@@ -15,7 +15,7 @@ export type AgentServices = Pick<
   'config' | 'storage' | 'state' | 'events' | 'secrets' | 'keys' | 'now'
 >;
 
-/** Wrong owner codes an enrollment survives; the next attempt finds it gone (docs/agents.md#enrollment). */
+/** Wrong owner codes an enrollment survives; the next attempt finds it gone (docs/agents.md#from-keygen-to-a-verified-run-token). */
 export const OWNER_CODE_ATTEMPTS = 5;
 
 const codeHash = (canonical: string): string => sha256Hex(`keyplane:agent-owner-code:v1\u0000${canonical}`);

@@ -11,7 +11,7 @@ import type { AgentVisibility, StoredAgent, Stores } from '../storage/types.js';
 import type { AgentServices } from './enrollment.js';
 import { checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';
 
-/** How long a transfer code is good for (docs/agents.md#transfer). */
+/** How long a transfer code is good for (docs/agents.md#key-rotation-compromise-and-transfer). */
 export const TRANSFER_LIFETIME_MS = 24 * 3_600_000;
 const TRANSFER_ATTEMPTS = 5;
 

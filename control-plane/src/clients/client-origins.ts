@@ -61,7 +61,7 @@ export class ClientOrigins {
     return (await this.#all.get()).has(origin);
   }
 
-  /** The origins of clients that turned in-place sign-in on (docs/in-place.md#origins). */
+  /** The origins of clients that turned in-place sign-in on (docs/in-place.md#one-origin-rule-one-cors-rule). */
   inPlace(): Promise<readonly string[]> {
     return this.#inPlace.get();
   }

@@ -147,7 +147,7 @@ export type DomainEvent =
     })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
   | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null })
-  // OpenID Connect Back-Channel Logout 1.0 (docs/oidc.md#back-channel-logout): a logout token queued
+  // OpenID Connect Back-Channel Logout 1.0 (docs/oidc.md#101-back-channel-logout): a logout token queued
   // for a client when a session it got tokens in ended, and how its delivery ended
   | (EventBase & {
       type: 'logout.backchannel_queued';

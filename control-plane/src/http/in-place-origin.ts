@@ -6,7 +6,7 @@ import { findClient } from '../clients/find-client.js';
 import type { StoredClient } from '../storage/types.js';
 
 /**
- * The CORS preamble FedCM and the direct grant share (docs/in-place.md#origins): the client named
+ * The CORS preamble FedCM and the direct grant share (docs/in-place.md#one-origin-rule-one-cors-rule): the client named
  * in the request, its origin rule, and the CORS answer. The exact Origin gets CORS headers with
  * credentials only when it is one of the client's registered origins; any other origin gets none
  * and a refusal, and the client must have turned in-place sign-in on.

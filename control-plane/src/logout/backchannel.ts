@@ -9,7 +9,7 @@ import type { BackchannelLogout, LogoutAttempt, Stores } from '../storage/types.
  * and registered a `backchannel_logout_uri` is sent a signed logout token. The tokens wait in an
  * outbox written in the transaction that ended the session (so a crash loses none), and a
  * worker delivers them through the guarded fetcher, retrying with growing waits. Replicas share
- * the work by leasing rows (docs/oidc.md#back-channel-logout).
+ * the work by leasing rows (docs/oidc.md#101-back-channel-logout).
  */
 
 /** A logout token is valid this long after it is signed (§2.4: short-lived). */

@@ -497,7 +497,7 @@ export interface OidcStore {
   purgeExpired(before: number): Promise<number>;
 }
 
-// ---- OpenID Connect Back-Channel Logout 1.0: who to tell when a session ends (docs/oidc.md#back-channel-logout) ----
+// ---- OpenID Connect Back-Channel Logout 1.0: who to tell when a session ends (docs/oidc.md#101-back-channel-logout) ----
 
 /** A client that got tokens in a session: the session's `sid` and the account's `sub` for its logout token. */
 export interface SessionParticipant {

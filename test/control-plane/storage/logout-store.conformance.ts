@@ -31,7 +31,7 @@ const grant = (grantId: string, sessionId: string, clientId: string): StoredGran
   offline: false,
 });
 
-/** The back-channel logout outbox's contract, for every backend (docs/oidc.md#back-channel-logout). */
+/** The back-channel logout outbox's contract, for every backend (docs/oidc.md#101-back-channel-logout). */
 export function logoutStoreConformance(t: Test, open: () => Promise<Storage>): void {
   t.test(
     'logout store: participants are the clients with a grant or a recorded ID token in the sessions',
