@@ -543,6 +543,13 @@ export const gatewaySchema: Group = group('Edge-gate', {
   redisUrl: common.redisUrl,
   redis: common.redis,
   logLevel: common.logLevel,
+  accessLog: {
+    type: 'boolean',
+    default: true,
+    env: 'KEYPLANE_GATEWAY_ACCESS_LOG',
+    description:
+      'One JSON line per request at level info (method, path with credentials redacted, client address, status, time, request id), as the control plane writes; false turns it off.',
+  },
 });
 
 export const schemas = { 'control-plane': controlPlaneSchema, gateway: gatewaySchema } as const;

@@ -86,6 +86,7 @@ export interface GatewaySettings {
   redisUrl?: string;
   redis: RedisSettings;
   logLevel: LogLevel;
+  accessLog: boolean;
 }
 
 export type ControlPlaneConfig = DeepReadonly<ControlPlaneSettings>;

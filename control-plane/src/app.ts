@@ -1,7 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyServerFactory } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
-import { randomUUID } from 'node:crypto';
 import type { ControlPlaneServices } from './context.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
 import { dependenciesPlugin } from './plugins/dependencies.js';
@@ -11,6 +10,7 @@ import { requestContextPlugin } from './plugins/request-context.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { sessionPlugin } from './plugins/session.js';
 import { AccessLog, loggerOptions } from './logging.js';
+import { requestIdFor } from '../../lib/logging/request-log.js';
 import authPageRoutes from './routes/auth-page/index.js';
 import accountRoutes from './routes/account/index.js';
 import adminRoutes from './routes/admin/index.js';
@@ -60,7 +60,8 @@ export async function buildControlPlane(
     logController: new AccessLog(),
     bodyLimit: config.http.bodyLimit,
     trustProxy: (address: string) => trusted(address),
-    genReqId: () => randomUUID(),
+    // One id follows a request from a trusted proxy in front; anyone else's is replaced.
+    genReqId: (req) => requestIdFor(req.headers['x-request-id'], trusted(req.socket.remoteAddress ?? '')),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },

@@ -1,13 +1,6 @@
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { LogLevel } from '../../config/types.js';
-
-// Query parameters whose values are credentials; their values never reach a log line.
-const SECRET_PARAMS =
-  /([?&](?:code|token|code_verifier|refresh_token|id_token_hint|client_secret|state|nonce|signupToken)=)[^&#]*/gi;
-
-export function redactUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, '$1[redacted]');
-}
+import { redactUrl } from '../../lib/logging/request-log.js';
 
 /** pino options: JSON lines, credentials redacted by path and by query parameter. */
 export function loggerOptions(level: LogLevel, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {

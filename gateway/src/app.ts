@@ -15,6 +15,7 @@ import { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
 import { MemorySharedState, type SharedState } from '../../lib/runtime/shared-state/index.js';
 import { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import { randomToken } from '../../lib/util/random.js';
+import { redactUrl, requestIdFor } from '../../lib/logging/request-log.js';
 import { authorize } from './authorize.js';
 import { deriveDpopNonceKeys, guardKeys, remoteControlPlaneKeys } from './bearer.js';
 import { fileConfigStore } from './config-store.js';
@@ -245,6 +246,35 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
   else countUpstreamFailure(ctx.metrics, forwarded.reason);
 }
 
+/**
+ * The access log line of one request once it ends, in the control plane's shape
+ * (docs/gateway.md#logs): credentials in the query redacted, the client address as the trusted
+ * forwarded headers give it.
+ */
+function logAccess(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  clientIp: string,
+): void {
+  const started = performance.now();
+  const url = redactUrl(req.url ?? '');
+  const method = req.method;
+  res.once('close', () => {
+    ctx.log.info(
+      {
+        reqId: requestId,
+        req: { method, url, remoteAddress: clientIp },
+        res: { statusCode: res.statusCode },
+        responseTime: performance.now() - started,
+        ...(res.writableFinished ? {} : { aborted: true }),
+      },
+      'request completed',
+    );
+  });
+}
+
 /** Builds the edge-gate: request and upgrade handlers over its upstreams, with the policy from the signed config. */
 export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayDeps = {}): Promise<Gateway> {
   const ctx = await buildContext(config, deps);
@@ -308,6 +338,12 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     state: ctx.state,
     log: ctx.log,
     handleRequest(req, res) {
+      const peer = ctx.applyForwarded(req);
+      const requestId = requestIdFor(req.headers['x-request-id'], peer.trusted);
+      // Forwarded upstream as it is (the upstream headers copy the request's) and echoed to the caller.
+      req.headers['x-request-id'] = requestId;
+      res.setHeader('x-request-id', requestId);
+      if (ctx.config.accessLog) logAccess(ctx, req, res, requestId, peer.clientIp);
       handle(ctx, req, res).catch((error: unknown) => {
         // Redis or the control plane could not be reached: 503 with Retry-After, never 500.
         if (isDependencyUnavailable(error) && !res.headersSent)

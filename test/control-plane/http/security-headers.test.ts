@@ -77,6 +77,12 @@ t.test('forwarded headers are believed only from trusted proxies', async (t) => 
     headers: { 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' },
   });
   t.same(untrusted.json(), { ok: true, ip: '198.51.100.7', protocol: 'http' });
+
+  const headers = { 'x-request-id': 'lb-7f3a' };
+  const fromProxy = await app.inject({ method: 'GET', url: '/healthz', remoteAddress: '10.1.2.3', headers });
+  t.equal(fromProxy.headers['x-request-id'], 'lb-7f3a', "a trusted proxy's request id is kept");
+  const fromClient = await app.inject({ method: 'GET', url: '/healthz', remoteAddress: '198.51.100.7', headers });
+  t.not(fromClient.headers['x-request-id'], 'lb-7f3a', "a client's is replaced");
 });
 
 t.test('logs never carry credentials', async (t) => {
