@@ -69,7 +69,8 @@ function load(kind: ConfigKind, options: LoadOptions): ControlPlaneSettings | Ga
   merged = mergeDeep(merged, expandPaths(options.overrides ?? {}));
 
   const validate = validatorOf(kind);
-  if (!validate(merged)) problems.push(...(validate.errors ?? []).map(describeAjvError));
+  // A value can break several keywords that read alike (a URL's `format` and its `pattern`): say it once.
+  if (!validate(merged)) problems.push(...new Set((validate.errors ?? []).map(describeAjvError)));
   else problems.push(...semanticProblems(merged));
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(merged) as unknown as ControlPlaneSettings | GatewaySettings;

@@ -41,6 +41,7 @@ import samlPages from './routes/saml/apps-page.js';
 import rolloutRoutes, { ROLLOUT_SCHEMAS } from './routes/rollout/index.js';
 import mcpRoutes from './routes/mcp/index.js';
 import contactRoutes from './routes/contact/index.js';
+import { acceptEmptyJsonOnBodilessMethods } from './http/json-body.js';
 
 export interface BuildOptions {
   serverFactory?: FastifyServerFactory;
@@ -71,6 +72,7 @@ export async function buildControlPlane(
 
   // Only JSON and form bodies are understood; anything else is 415.
   app.removeContentTypeParser('text/plain');
+  acceptEmptyJsonOnBodilessMethods(app);
   await app.register(formbody, { bodyLimit: config.http.bodyLimit });
 
   await app.register(requestContextPlugin);

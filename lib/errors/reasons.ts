@@ -459,7 +459,7 @@ export const REASONS = {
   domain_not_verified: {
     status: 409,
     description:
-      "The org has not proved control of the site's domain (DNS TXT or /.well-known/keyplane-site.txt), so no seal is shown.",
+      "The org has not proved control of the site's domain (DNS TXT or /.well-known/keyplane-site.txt), so no seal is shown; `cause` says why (`not_published`, `wrong_content`, `certificate_failed`, `fetch_failed`) and `checks` what each place answered.",
   },
   // trust profiles, migration plans and the rollout flow (docs/rollout.md)
   invalid_profile: {

@@ -48,6 +48,13 @@ t.test('an invalid configuration lists its problems and exits 2', async (t) => {
   t.match(result.stderr, /port must be integer/);
   t.match(result.stderr, /upstream is not a valid URL/);
   t.equal(result.stdout, '');
+  const notAUrl = await runInProcess(['gateway', '--upstream', 'notaurl'], { KEYPLANE_DATA_DIR: tempDir(t) });
+  t.equal(notAUrl.code, 2);
+  t.equal(
+    notAUrl.stderr,
+    'keyplane: invalid configuration:\n  - upstream is not a valid URL for this key\n',
+    'a value that breaks both the format and the pattern is named once',
+  );
   const proxies = await runInProcess(['gateway', '--trusted-proxies', '10.0.0.0/99,nope'], {
     KEYPLANE_DATA_DIR: tempDir(t),
   });

@@ -497,9 +497,22 @@ function pad(cells: string[][]): string[] {
 
 async function status(ctx: Context): Promise<void> {
   const body = await ok(ctx, 'GET', '/rollout?format=json', 'cannot read the rollout');
-  const projects = (body['projects'] as Json[]).filter(
-    (row) => !ctx.options.project || row['project'] === ctx.options.project,
-  );
+  const all = body['projects'] as Json[];
+  const projects = all.filter((row) => !ctx.options.project || row['project'] === ctx.options.project);
+  if (ctx.options.project && projects.length === 0) {
+    const known = all.map((row) => String(row['project']));
+    throw new Refused(
+      {
+        status: 404,
+        body: {
+          ok: false,
+          reason: 'not_found',
+          message: `no project named ${ctx.options.project}${known.length > 0 ? `; the projects are ${known.join(', ')}` : '; no project has a trust profile yet'}`,
+        },
+      },
+      'rollout status',
+    );
+  }
   if (ctx.options.json) {
     say(JSON.stringify({ ok: true, step: 'status', projects }));
     return;

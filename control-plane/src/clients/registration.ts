@@ -175,7 +175,6 @@ export function describeClient(
   issued: IssuedSecrets = {},
 ): Record<string, unknown> {
   return {
-    ok: true,
     client_id: client.clientId,
     client_id_issued_at: Math.floor(client.createdAt / 1000),
     ...(issued.clientSecret !== undefined ? { client_secret: issued.clientSecret } : {}),

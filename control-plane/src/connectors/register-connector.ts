@@ -42,7 +42,7 @@ export function describeConnectorResult(
   services: Pick<ControlPlaneServices, 'config'>,
   result: ConnectorResult,
 ): Record<string, unknown> {
-  const { receipt, ok: _ok, ...client } = describeChange(services, result.change);
+  const { receipt, ...client } = describeChange(services, result.change);
   return {
     ok: true,
     connector: result.template.name,

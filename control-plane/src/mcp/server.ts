@@ -1,5 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { MCP_TOOLS, classifyMethod, looksMutating } from '../../../lib/mcp/catalogue.js';
 import { recordMcpAttempt, type RefusalReason } from './attempts.js';
@@ -7,6 +7,22 @@ import { callTool, isTool, type McpServices, type McpSources } from './tools.js'
 
 /** JSON-RPC 2.0 §5.1 leaves -32000 to -32099 to the server: this one means "refused, read-only". */
 export const READ_ONLY_ERROR = -32003;
+
+/**
+ * A JSON-RPC error as it goes on the wire. The SDK answers any thrown error with its `code`,
+ * `message` and `data`; its own McpError writes "MCP error <code>: " into the message, which the
+ * SDK's client then prefixes again, so ours carry the plain message (JSON-RPC 2.0 §5.1).
+ */
+export class JsonRpcError extends Error {
+  override name = 'JsonRpcError';
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
 
 const ajv = new Ajv2020({ allErrors: false, strict: false });
 const validators = new Map(MCP_TOOLS.map((tool) => [tool.name, ajv.compile(tool.inputSchema)]));
@@ -22,7 +38,7 @@ async function refuse(
     reason === 'mcp_read_only'
       ? 'this MCP server is read-only: nothing can be changed through it'
       : `no tool is named ${tool ?? ''}; tools/list names them`;
-  throw new McpError(reason === 'mcp_read_only' ? READ_ONLY_ERROR : ErrorCode.InvalidParams, message, {
+  throw new JsonRpcError(reason === 'mcp_read_only' ? READ_ONLY_ERROR : ErrorCode.InvalidParams, message, {
     reason,
     ...(receipt ? { receipt } : {}),
   });
@@ -52,7 +68,7 @@ export function createMcpServer(services: McpServices, sources: McpSources): Ser
     const validate = validators.get(name)!;
     if (!validate(args)) {
       const first = validate.errors?.[0];
-      throw new McpError(
+      throw new JsonRpcError(
         ErrorCode.InvalidParams,
         `arguments${first?.instancePath ?? ''} ${first?.message ?? 'are invalid'}`,
         { reason: 'invalid_request' },
@@ -62,7 +78,7 @@ export function createMcpServer(services: McpServices, sources: McpSources): Ser
   });
   server.fallbackRequestHandler = async (request) => {
     if (classifyMethod(request.method) === 'mutation') return refuse(services, request.method, null, 'mcp_read_only');
-    throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    throw new JsonRpcError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
   };
   return server;
 }

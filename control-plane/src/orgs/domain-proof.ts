@@ -1,10 +1,55 @@
-import { hasTxtRecord } from '../../../lib/dns/txt-lookup.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { lookupTxt } from '../../../lib/dns/txt-lookup.js';
+import { fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import {
+  checkWellKnownAnswer,
+  explainDomainProofFailure,
+  type DnsProofCheck,
+  type WellKnownProofCheck,
+} from '../../../lib/orgs/domain-proof.js';
 import { domainProofValue, wellKnownFileProves } from '../../../lib/orgs/roles.js';
+import { CertificateError } from '../scan/capture-site.js';
 import { scanFetchFor } from '../scan/run-scan.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { Membership, OrgServices } from './operations.js';
 import { hasRole } from '../../../lib/orgs/roles.js';
+
+async function checkTxtProof(name: string, expected: string, resolvers: readonly string[]): Promise<DnsProofCheck> {
+  const result = await lookupTxt(name, { resolvers });
+  if (!result.ok) return { outcome: result.failure };
+  return result.records.some((record) => record.trim() === expected)
+    ? { outcome: 'proved' }
+    : { outcome: 'wrong_value' };
+}
+
+// The fetcher's refusals of the target itself (a private address, not https), as opposed to a
+// target that was asked and did not answer usably.
+const TARGET_REFUSALS = new Set([
+  'fetch_invalid_url',
+  'fetch_not_https',
+  'fetch_credentials_in_url',
+  'fetch_private_address',
+]);
+
+async function checkWellKnownProof(
+  services: Pick<ControlPlaneServices, 'fetcher'>,
+  url: URL,
+  token: string,
+): Promise<WellKnownProofCheck> {
+  try {
+    const answer = await scanFetchFor(services)(url, {
+      method: 'GET',
+      verify: true,
+      signal: AbortSignal.timeout(5000),
+      maxBytes: 4096,
+    });
+    return checkWellKnownAnswer(answer.status, wellKnownFileProves(answer.body, token));
+  } catch (error) {
+    if (error instanceof CertificateError) return { outcome: 'certificate_failed', code: error.message };
+    if (isKeyplaneError(error) && TARGET_REFUSALS.has(error.reason))
+      return { outcome: 'refused', detail: error.message };
+    return { outcome: 'fetch_failed', detail: isKeyplaneError(error) ? error.message : 'the site did not answer' };
+  }
+}
 
 /**
  * Proves the org controls a site's domain: a TXT record `_keyplane.<host>` or a line in
@@ -22,33 +67,22 @@ export async function proveSiteDomain(
   const site = (await services.storage.orgs.sites(m.org.orgId)).find((s) => s.siteId === siteId);
   if (!site) throw fail('not_found', 'no such site in this organization');
   const url = new URL(site.url);
-  let method: 'dns' | 'well-known' | null = null;
-  if (
-    await hasTxtRecord(`_keyplane.${url.hostname}`, domainProofValue(site.proofToken), {
-      resolvers: services.config.dns.resolvers,
-    })
-  )
-    method = 'dns';
-  if (!method) {
-    try {
-      const answer = await scanFetchFor(services)(new URL('/.well-known/keyplane-site.txt', url.origin), {
-        method: 'GET',
-        verify: true,
-        signal: AbortSignal.timeout(5000),
-        maxBytes: 4096,
-      });
-      if (answer.status === 200 && wellKnownFileProves(answer.body, site.proofToken)) method = 'well-known';
-    } catch {
-      method = null;
-    }
-  }
-  if (!method)
-    throw fail(
-      'domain_not_verified',
-      `publish the proof as TXT at _keyplane.${url.hostname} or in ${url.origin}/.well-known/keyplane-site.txt, then try again`,
+  const expected = domainProofValue(site.proofToken);
+  const txtName = `_keyplane.${url.hostname}`;
+  const wellKnownUrl = new URL('/.well-known/keyplane-site.txt', url.origin);
+  const dns = await checkTxtProof(txtName, expected, services.config.dns.resolvers);
+  const wellKnown = dns.outcome === 'proved' ? dns : await checkWellKnownProof(services, wellKnownUrl, site.proofToken);
+  if (dns.outcome !== 'proved' && wellKnown.outcome !== 'proved') {
+    const failure = explainDomainProofFailure(
+      { dns, wellKnown },
+      { txtName, wellKnownUrl: wellKnownUrl.href, expected },
     );
+    throw fail('domain_not_verified', failure.message, {
+      fields: { cause: failure.cause, checks: { dns, wellKnown } },
+    });
+  }
+  const found = dns.outcome === 'proved' ? 'dns' : 'well-known';
   const now = services.now();
-  const found = method;
   return services.storage.transaction(async (tx) => {
     await tx.orgs.markSiteVerified(siteId, now);
     const { receipt } = await services.events.record(tx, {

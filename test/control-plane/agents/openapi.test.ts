@@ -17,7 +17,8 @@ const PATHS = [
   '/auth/agents/proof/a2a-discover',
   '/auth/agents/proof/grants',
   '/auth/agents/proof/grants/revoke',
-  '/agent/{proofRef}',
+  '/agent/{proof_id}',
+  '/agent/{proof_id}.json',
   '/api/agent-proof/challenge',
   '/api/agent-proof/verify',
   '/api/agent-proof/run',
@@ -28,6 +29,12 @@ t.test('every agent path is described in /openapi.json', async (t) => {
   const { app } = await build(t);
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   for (const path of PATHS) t.ok(doc.paths[path], path);
+  for (const path of ['/agent/{proof_id}', '/agent/{proof_id}.json']) {
+    const get = doc.paths[path]?.get;
+    t.match(get?.parameters, [{ in: 'path', name: 'proof_id', required: true }], `${path} names its parameter`);
+    t.ok(get?.responses?.['404'] ?? get?.responses?.['4XX'], `${path} documents its refusal`);
+  }
+  t.notOk(doc.paths['/agent/{proofRef}'], 'no made-up parameter name');
 });
 
 t.test('the trust bundle is a JWS signed with the issuer key', async (t) => {

@@ -85,3 +85,48 @@ t.test('every failure is the envelope with the right status', async (t) => {
   });
   t.equal(form.statusCode, 200, 'form bodies are understood');
 });
+
+t.test('a bodiless method with Content-Type: application/json and no body is accepted', async (t) => {
+  const admin = 'admin-token-0123456789abcdef0123456789abcdef';
+  const { app } = await build(t, { config: { adminToken: admin } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  const registered = await fetch(`${base}/register`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'none' }),
+  });
+  const { client_id: clientId, registration_access_token: token } = (await registered.json()) as Record<string, string>;
+  const json = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+
+  // What fetch, axios and many SDKs send: the header on every request, no body on DELETE or GET.
+  const read = await fetch(`${base}/register/${clientId}`, { headers: json });
+  t.equal(read.status, 200, 'GET');
+  const deleted = await fetch(`${base}/register/${clientId}`, { method: 'DELETE', headers: json });
+  t.equal(deleted.status, 200, 'DELETE');
+  t.match(await deleted.json(), { receipt: /^[0-9a-f]{64}$/ });
+
+  const broken = await app.inject({
+    method: 'DELETE',
+    url: `/register/${clientId}`,
+    headers: json,
+    payload: '{"not json',
+  });
+  t.equal(broken.statusCode, 400, 'a body that is there is still parsed');
+  t.equal(broken.json().reason, 'invalid_request');
+  const emptyPost = await app.inject({
+    method: 'POST',
+    url: '/register',
+    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+    payload: '',
+  });
+  t.equal(emptyPost.statusCode, 400, 'a POST still needs its body');
+  t.equal(emptyPost.json().reason, 'invalid_request');
+  const poisoned = await app.inject({
+    method: 'POST',
+    url: '/register',
+    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+    payload: '{"__proto__": {"x": 1}}',
+  });
+  t.equal(poisoned.statusCode, 400, 'prototype poisoning is refused as before');
+});

@@ -222,6 +222,38 @@ t.test('mutation attempts and unknown tools are refused and receipted; unknown m
   t.equal(classifyMethod('prompts/get'), 'unknown');
 });
 
+t.test('answers carry the request id as sent (value and type) and error messages without the SDK prefix', async (t) => {
+  const rpc = async (message: Record<string, unknown>) => {
+    const res = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+    });
+    t.equal(res.status, 200);
+    return (await res.json()) as { id: unknown; result?: unknown; error?: { code: number; message: string } };
+  };
+  t.strictSame((await rpc({ id: 7, method: 'ping' })).id, 7, 'a number stays a number');
+  t.strictSame((await rpc({ id: '7', method: 'ping' })).id, '7', 'a string stays a string');
+  t.strictSame((await rpc({ id: 'req-1', method: 'tools/list' })).id, 'req-1');
+
+  const readOnly = await rpc({ id: 8, method: 'tools/call', params: { name: 'revoke_client', arguments: {} } });
+  t.strictSame(readOnly.id, 8);
+  t.match(readOnly.error, {
+    code: READ_ONLY_ERROR,
+    message: 'this MCP server is read-only: nothing can be changed through it',
+  });
+  const unknown = await rpc({ id: 10, method: 'resources/frobnicate', params: {} });
+  t.equal(unknown.error?.message, 'Method not found: resources/frobnicate');
+
+  const client = await connect(t);
+  const refused = await refusal(client.callTool({ name: 'revoke_client', arguments: { client_id: 'x' } }));
+  t.equal(
+    refused.message,
+    `MCP error ${READ_ONLY_ERROR}: this MCP server is read-only: nothing can be changed through it`,
+    'the SDK client prefixes the message once',
+  );
+});
+
 t.test('non-MCP failures keep the envelope; GET /mcp/tools is the plain catalogue', async (t) => {
   const tooBig = await fetch(`${base}/mcp`, {
     method: 'POST',

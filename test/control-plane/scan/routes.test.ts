@@ -6,7 +6,8 @@ import { makeTestCa } from '../../helpers/tls.js';
 import { verifyRating, type Rating } from '../../../lib/scan/rating.js';
 import { rescanDueSites } from '../../../control-plane/src/scan/rescans.js';
 import { startTxtServer } from '../../helpers/dns-server.js';
-import { HARDENED_HEADERS, startSite } from './sites.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { closedHttpUrl, HARDENED_HEADERS, startSite } from './sites.js';
 
 const tls = makeTestCa(t);
 
@@ -268,3 +269,56 @@ t.test("a site's domain is proved by a TXT record found through the configured r
   t.match(proved.json(), { ok: true, method: 'dns', receipt: /^[0-9a-f]{64}$/ });
   t.equal((await server.inject({ method: 'GET', url: `/verify/${siteId}?format=json` })).json().verified, true);
 });
+
+t.test(
+  'a failed domain proof names the actual reason: not published, wrong content, certificate, fetch error',
+  async (t) => {
+    const dns = await startTxtServer(t, new Map());
+    const { app: server } = await app(t, { 'dns.resolvers': [dns.address] });
+    const alice = await signUp(server, 'alice');
+    let wellKnown: string | null = null;
+    const serveProof = (req: IncomingMessage, res: ServerResponse) => {
+      if (req.url !== '/.well-known/keyplane-site.txt' || wellKnown === null) return false;
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(wellKnown);
+      return true;
+    };
+    const trusted = await startSite(t, tls, HARDENED_HEADERS, undefined, serveProof);
+    const untrusted = await startSite(t, makeTestCa(t), HARDENED_HEADERS, undefined, serveProof);
+    const post = (url: string, payload: Record<string, unknown> = {}) =>
+      server.inject({ method: 'POST', url, headers: alice.headers, payload });
+    await post('/auth/orgs/create', { name: 'Acme' });
+    const add = async (url: string) => (await post('/org/acme/websites/add', { url })).json().siteId as string;
+    const trustedId = await add(`${trusted.origin}/`);
+    const untrustedId = await add(`${untrusted.origin}/`);
+    const downId = await add(`${(await closedHttpUrl()).replace('http:', 'https:')}`);
+    const verify = async (siteId: string) => {
+      const res = await post('/org/acme/websites/verify', { siteId });
+      t.equal(res.statusCode, 409, res.body);
+      t.equal(res.json().reason, 'domain_not_verified');
+      return res.json() as { cause: string; message: string; checks: Record<string, { outcome: string }> };
+    };
+
+    const unpublished = await verify(trustedId);
+    t.equal(unpublished.cause, 'not_published');
+    t.match(unpublished.message, /answered 404 \(not published\)/);
+    t.same(unpublished.checks, {
+      dns: { outcome: 'no_records' },
+      wellKnown: { outcome: 'not_published', status: 404 },
+    });
+
+    wellKnown = 'keyplane-site=someone-elses-token\n';
+    const wrong = await verify(trustedId);
+    t.equal(wrong.cause, 'wrong_content');
+    t.match(wrong.message, /was fetched but has no line keyplane-site=/);
+
+    const certificate = await verify(untrustedId);
+    t.equal(certificate.cause, 'certificate_failed', 'the file is there, but its certificate does not verify');
+    t.match(certificate.message, /TLS certificate did not verify/);
+    t.notMatch(certificate.message, /Publish/);
+
+    const down = await verify(downId);
+    t.equal(down.cause, 'fetch_failed');
+    t.match(down.message, /could not be fetched/);
+  },
+);

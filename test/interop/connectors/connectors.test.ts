@@ -168,6 +168,7 @@ t.test(
     t.equal(claims['OIDC_CLAIM_aud'], made.client.client_id);
     t.equal(claims['OIDC_CLAIM_preferred_username'], 'mellon-free');
     t.equal(claims['OIDC_CLAIM_acr'], 'passkey');
+    t.notOk('OIDC_CLAIM_ok' in claims, 'userinfo carries claims only: no envelope member becomes a claim');
 
     // A second visit rides on mod_auth_openidc's session: no trip to Keyplane.
     const again = await page.goto(`${base}/claims`);

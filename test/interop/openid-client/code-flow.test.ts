@@ -55,6 +55,8 @@ t.test(
     const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
     t.equal(info.sub, claims.sub);
     t.equal(info.preferred_username, 'interop-alice');
+    t.notOk('ok' in info, 'userinfo holds claims only');
+    t.notOk('ok' in tokens, 'the token response holds its standard members');
 
     const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
     t.not(refreshed.refresh_token, tokens.refresh_token, 'rotated');

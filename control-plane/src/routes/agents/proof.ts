@@ -6,7 +6,7 @@ import { html, page } from '../../pages/layout.js';
 import { anyObject, errorResponses, okObject } from '../../http/schemas.js';
 import { challengeId, keyProofOf, rfc3339 } from './schemas.js';
 
-const PROOF_REF = /^([A-Za-z0-9_-]{22,64})(\.json)?$/;
+const PROOF_ID = /^[A-Za-z0-9_-]{22,64}$/;
 const tokenAnswer = {
   200: okObject({ token: { type: 'string' }, expires_in: { type: 'integer', maximum: 300 } }, ['token', 'expires_in']),
   ...errorResponses,
@@ -26,28 +26,48 @@ const proofIdField = { type: 'string', minLength: 1, maxLength: 100 } as const;
 export default async function agentProofRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
 
+  // Two routes, so that /openapi.json names both paths the spec gives (code generators need each).
+  const proofParams = {
+    type: 'object',
+    required: ['proof_id'],
+    properties: { proof_id: { type: 'string', maxLength: 80, description: 'The opaque proof id from the Proof Link' } },
+  } as const;
+  const visibleVector = async (proofId: string) => {
+    if (!PROOF_ID.test(proofId)) throw fail('not_found', 'no public agent profile has this id');
+    const agent = await visibleAgent(services, proofId);
+    return { agent, vector: await proofVector(services, agent) };
+  };
+
   app.get(
-    '/agent/:proofRef',
+    '/agent/:proof_id.json',
     {
       config: { cache: 'no-store' },
       schema: {
         tags: ['agents'],
         summary:
-          'Proof Link: the HTML profile at /agent/{proof_id}, or the proof vector (claims, evidence, vc+jwt, A2A projection) at /agent/{proof_id}.json; private and unknown ids are the same 404',
-        params: {
-          type: 'object',
-          required: ['proofRef'],
-          properties: { proofRef: { type: 'string', maxLength: 80, description: '{proof_id} or {proof_id}.json' } },
-        },
+          'Proof vector of a public agent: claims, evidence, a W3C VC 2.0 as vc+jwt and the A2A projection; private and unknown ids are the same 404',
+        params: proofParams,
         response: { 200: anyObject, ...errorResponses },
       },
     },
+    async (request) => (await visibleVector((request.params as { proof_id: string }).proof_id)).vector,
+  );
+
+  app.get(
+    '/agent/:proof_id',
+    {
+      config: { cache: 'no-store' },
+      schema: {
+        tags: ['agents'],
+        summary:
+          'Proof Link: the HTML profile of a public agent (its JSON at /agent/{proof_id}.json); private and unknown ids are the same 404',
+        params: proofParams,
+        produces: ['text/html'],
+        response: errorResponses,
+      },
+    },
     async (request, reply) => {
-      const match = PROOF_REF.exec((request.params as { proofRef: string }).proofRef);
-      if (!match) throw fail('not_found', 'no public agent profile has this id');
-      const agent = await visibleAgent(services, match[1]!);
-      const vector = await proofVector(services, agent);
-      if (match[2]) return vector;
+      const { agent, vector } = await visibleVector((request.params as { proof_id: string }).proof_id);
       reply.type('text/html; charset=utf-8');
       const rows = Object.entries(vector.claims).map(
         ([name, claim]) =>

@@ -327,7 +327,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
           201,
         );
       reply.code(201);
-      return describeChange(app.kp, change);
+      return { ok: true, ...describeChange(app.kp, change) };
     },
   );
 
@@ -398,7 +398,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
       const change = await updateClient(app.kp, client, revision, metadata);
       if (form)
         return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App saved.'));
-      return describeChange(app.kp, change);
+      return { ok: true, ...describeChange(app.kp, change) };
     },
   );
 

@@ -19,9 +19,8 @@ const stringArray = { type: 'array', items: { type: 'string' } } as const;
 /** What a registration response documents (RFC 7591 §3.2.1 plus Keyplane's fields). */
 const clientResponse = {
   type: 'object',
-  required: ['ok', 'client_id', 'revision', 'registration_client_uri'],
+  required: ['client_id', 'revision', 'registration_client_uri'],
   properties: {
-    ok: { const: true },
     receipt: { type: 'string' },
     client_id: { type: 'string' },
     client_id_issued_at: { type: 'integer' },
@@ -148,7 +147,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
         security: registrationToken,
         params: clientParams,
         response: {
-          200: { type: 'object', required: ['ok'], properties: { ok: { const: true }, receipt: { type: 'string' } } },
+          200: { type: 'object', properties: { receipt: { type: 'string' } } },
           ...errorResponses,
         },
       },
@@ -157,7 +156,7 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
       const { client_id: clientId } = request.params as { client_id: string };
       await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
       const { receipt } = await deleteClient(app.kp, clientId);
-      return { ok: true, ...(receipt ? { receipt } : {}) };
+      return receipt ? { receipt } : {};
     },
   );
 }

@@ -15,7 +15,9 @@ const jsonRpcMessage = {
   required: ['jsonrpc'],
   properties: {
     jsonrpc: { const: '2.0' },
-    id: { anyOf: [{ type: 'string' }, { type: 'integer' }] },
+    // No `type` here: fastify coerces types, and a string-or-integer schema turned `7` into `"7"`.
+    // The SDK checks the id, and JSON-RPC 2.0 §5 wants it back with the same value and type.
+    id: { description: 'A string or an integer, answered as sent' },
     method: { type: 'string', maxLength: 200 },
     params: { type: 'object' },
   },

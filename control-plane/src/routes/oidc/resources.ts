@@ -120,7 +120,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
         app.kp.keys.current(),
       );
     }
-    return { ok: true, ...stated };
+    return stated;
   }
 
   const userinfoSchema = {
@@ -164,7 +164,8 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
         consumes: ['application/x-www-form-urlencoded', 'application/json'],
         body: { type: 'object', additionalProperties: true },
         response: {
-          200: { type: 'object', required: ['ok'], properties: { ok: { const: true }, receipt: { type: 'string' } } },
+          // RFC 7009 §2.2: the body is not specified and clients ignore it; only the receipt is in it.
+          200: { type: 'object', properties: { receipt: { type: 'string' } } },
           ...errorResponses,
         },
       },
@@ -177,7 +178,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
       if (typeof token !== 'string' || token.length === 0 || token.length > 8192)
         throw oauthError('invalid_request', 'token is required');
       const { receipt } = await revokeToken(app.kp, client, token);
-      return receipt ? { ok: true, receipt } : { ok: true };
+      return receipt ? { receipt } : {};
     },
   );
 
@@ -213,7 +214,7 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
       const token = body.token;
       if (typeof token !== 'string' || token.length === 0 || token.length > 8192)
         throw oauthError('invalid_request', 'token is required');
-      return { ok: true, ...(await introspectToken(app.kp, client, token)) };
+      return introspectToken(app.kp, client, token);
     },
   );
 }

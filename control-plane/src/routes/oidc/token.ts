@@ -15,9 +15,8 @@ import { authenticateClient } from '../../clients/authenticate-client.js';
 
 const tokenResponse = {
   type: 'object',
-  required: ['ok', 'access_token', 'token_type', 'expires_in'],
+  required: ['access_token', 'token_type', 'expires_in'],
   properties: {
-    ok: { const: true },
     access_token: { type: 'string', description: 'RFC 9068 JWT (ES256, typ at+jwt)' },
     token_type: { enum: ['Bearer', 'DPoP'] },
     expires_in: { type: 'integer' },
@@ -114,7 +113,6 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
           await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token'),
         );
         return {
-          ok: true,
           access_token: issued.accessToken,
           token_type: 'DPoP',
           expires_in: issued.expiresIn,
@@ -131,7 +129,6 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       const grant = grantType === 'authorization_code' ? authorizationCodeGrant : refreshTokenGrant;
       const result = await grant(app.kp, client, body, proof);
       return {
-        ok: true,
         access_token: result.minted.accessToken,
         token_type: result.proof ? 'DPoP' : 'Bearer',
         expires_in: result.minted.expiresIn,
