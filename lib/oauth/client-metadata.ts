@@ -14,7 +14,12 @@ import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 export const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
 export type ClientAuthMethod = (typeof AUTH_METHODS)[number];
-export const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+/**
+ * RFC 7523 §2.1 for agents. Agents are admitted by `access.agents`; RFC 7591 clients say the same
+ * by listing this grant, so it is accepted only together with `access.agents: true`.
+ */
+export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', JWT_BEARER_GRANT] as const;
 export type ClientGrantType = (typeof GRANT_TYPES)[number];
 export type ClientType = 'public' | 'confidential';
 
@@ -250,7 +255,7 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
     body.grant_types === undefined ? [...CLIENT_DEFAULTS.grant_types] : stringArray(body.grant_types, 'grant_types', 5);
   const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
   if (unknownGrant !== undefined)
-    bad(`grant_types may hold authorization_code and refresh_token only, not ${unknownGrant.slice(0, 60)}`);
+    bad(`grant_types may hold ${GRANT_TYPES.join(', ')} only, not ${unknownGrant.slice(0, 60)}`);
   if (!grantTypes.includes('authorization_code')) bad('grant_types must include authorization_code');
 
   let scopes: string[];
@@ -279,6 +284,8 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
     if (!a.humans && !a.agents) bad('access must allow humans, agents or both');
     access = { humans: a.humans, agents: a.agents };
   }
+  if (grantTypes.includes(JWT_BEARER_GRANT) && !access.agents)
+    bad(`grant_types ${JWT_BEARER_GRANT} admits agents: register it with "access": {"humans": …, "agents": true}`);
 
   const dpop = body.dpop_bound_access_tokens ?? false;
   if (typeof dpop !== 'boolean') bad('dpop_bound_access_tokens must be a boolean');

@@ -63,8 +63,22 @@ export interface Server {
  * Starts a long-running command and resolves once it prints `listening <url>`. The wait is generous
  * because a server loads all of its code first, which on a loaded 2-core machine takes tens of seconds.
  */
-export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Server> {
-  const child = spawn(process.execPath, [...CLI, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<Server> {
+  return startListening(process.execPath, [...CLI, ...args], { env, timeoutMs });
+}
+
+/** Starts any program that prints `listening <url>` once it serves (a guide's example app too). */
+export async function startListening(
+  file: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<Server> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const child = spawn(file, args, {
+    env: childEnv(options.env ?? {}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));

@@ -2,7 +2,7 @@ import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, type Ke
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { JWK } from 'jose';
-import { readClientSecret } from '../../../config/env.js';
+import { readAdminToken, readClientSecret } from '../../../config/env.js';
 import { runProofSigningInput, type RunProof } from '../../../lib/agents/run-proof.js';
 import { signCompactJws, type NodeJwsAlg } from '../../../lib/crypto/node-jws.js';
 import { CliError, EXIT } from '../exit.js';
@@ -264,7 +264,8 @@ export async function enroll(
   });
   if (!succeeded(begun)) throw new Refused(begun, 'cannot begin the enrollment');
   const enrollmentId = String(begun.body['enrollment_id']);
-  const approveUrl = `${issuer}/account/agents`;
+  // The page's form is filled in with the enrollment id from this link; the owner types the code.
+  const approveUrl = `${issuer}/account/agents?enrollment=${encodeURIComponent(enrollmentId)}`;
   writeRecord(path, { control_plane: base, enrollment_id: enrollmentId });
   if (options.json)
     progress(
@@ -277,6 +278,7 @@ export async function enroll(
       }),
     );
   else {
+    say(`enrollment id: ${enrollmentId}`);
     say(`owner code: ${String(begun.body['owner_code'])}`);
     say(`the owner approves at ${approveUrl} (signed in with a passkey) before ${String(begun.body['expires_at'])}`);
   }
@@ -489,6 +491,38 @@ export async function token(options: Common & { clientId?: string; resource?: st
   );
 }
 
+/**
+ * `grant`: the operator (KEYPLANE_ADMIN_TOKEN) approves a grant for the enrolled agent at a client
+ * that admits agents, on the owner's behalf; owners approve on /account/agents/{agent} instead.
+ */
+export async function grant(options: Common & { clientId?: string; resource?: string; scope?: string }): Promise<void> {
+  const path = keyPath(options);
+  const record = readRecord(path);
+  const base = baseUrl(options.controlPlane ?? record.control_plane);
+  if (!options.clientId) throw new CliError('--client-id is required (a client that admits agents)', EXIT.usage);
+  if (!options.scope) throw new CliError("--scope is required (within the client's registered scope)", EXIT.usage);
+  if (!record.agent_id)
+    throw new CliError(
+      `${path} has no enrolled agent (no agent in ${recordPath(path)}); run keyplane agent enroll`,
+      EXIT.usage,
+    );
+  const token = readAdminToken();
+  if (!token) throw new CliError("set KEYPLANE_ADMIN_TOKEN to the control plane's admin (operator) token", EXIT.usage);
+  const answer = await call(`${base}/admin/agents/${encodeURIComponent(record.agent_id)}/grants`, {
+    json: {
+      client_id: options.clientId,
+      scope: options.scope,
+      ...(options.resource ? { resource: options.resource } : {}),
+    },
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (!succeeded(answer)) throw new Refused(answer, 'cannot approve the grant');
+  output(options, answer.body, [
+    `grant_id: ${String(answer.body['grant_id'])}`,
+    `next: keyplane agent token --key ${path} --client-id ${options.clientId}`,
+  ]);
+}
+
 export function agentCommands(program: Command): void {
   const agent = program
     .command('agent')
@@ -551,6 +585,18 @@ export function agentCommands(program: Command): void {
     .option('--started-at <time>', 'RFC 3339 start of the run (default now)')
     .option('--finished-at <time>', 'RFC 3339 end of the run (default now)')
     .action((options) => withRefusals(options, () => prove(options)));
+  common(
+    agent
+      .command('grant')
+      .description(
+        "The operator (KEYPLANE_ADMIN_TOKEN) approves a grant for this agent at a client that admits agents, on the owner's behalf.",
+      ),
+  )
+    .option('--control-plane <url>', 'base URL of the control plane (default: the one enroll used)')
+    .requiredOption('--client-id <id>', 'a client registered with access.agents (or the jwt-bearer grant type)')
+    .requiredOption('--scope <scope>', "the grant's scope, within the client's")
+    .option('--resource <uri>', 'one of the resources the client registered (RFC 8707)')
+    .action((options) => withRefusals(options, () => grant(options)));
   common(
     agent
       .command('token')

@@ -13,14 +13,26 @@ export function upCommand(program: Command): void {
   program
     .command('up')
     .description('Run the control plane, a gateway and a demo app behind it, with embedded storage in the data dir.')
+    .option(
+      '--config <file>',
+      "the control plane's YAML config file, as for keyplane control-plane (also KEYPLANE_CONFIG)",
+    )
+    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <port>', 'control plane port (default 4400)')
     .option('--gateway-port <port>', `gateway port (default ${DEFAULT_GATEWAY_PORT})`)
     .option('--demo-port <port>', `demo app port (default ${DEFAULT_DEMO_PORT})`)
     .option('--data <dir>', 'data directory (default ./data)')
     .action(async (options: Record<string, unknown>) => {
       const { loadControlPlaneConfig, loadGatewayConfig } = await import('../../../config/load.js');
+      // The control plane reads its configuration exactly as `keyplane control-plane` does (file,
+      // KEYPLANE_* variables, flags); the gateway and demo app are derived from it below.
       const config = loadControlPlaneConfig({
-        flags: flagsToConfig('control-plane', { port: options['port'], data: options['data'] }),
+        flags: flagsToConfig('control-plane', {
+          config: options['config'],
+          host: options['host'],
+          port: options['port'],
+          data: options['data'],
+        }),
       });
       const gatewayPortOption = portOption(options['gatewayPort'], '--gateway-port', DEFAULT_GATEWAY_PORT);
       const demoPortOption = portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT);
@@ -67,7 +79,10 @@ export function upCommand(program: Command): void {
         closers.push(() => demo.close());
         const inPlaceUrl = `${inPlaceOrigins[0]}${IN_PLACE_DEMO_PATH}`;
         const client = await ensureLocalGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
+        // Not from KEYPLANE_CONFIG or the environment: those configure the control plane (a control
+        // plane's file is not a gateway's), and this gateway is the try-out's, set up from it.
         const gatewayConfig = loadGatewayConfig({
+          env: {},
           overrides: {
             host: config.host,
             port: gatewayPort,

@@ -3,9 +3,16 @@ import { checkResource } from '../../../lib/oauth/resource.js';
 import { formatScope, parseScope } from '../../../lib/oauth/scope.js';
 import { randomId } from '../../../lib/util/random.js';
 import type { SessionView } from '../context.js';
-import type { StoredAgentGrant } from '../storage/types.js';
+import type { StoredAgent, StoredAgentGrant } from '../storage/types.js';
 import type { AgentServices } from './enrollment.js';
 import { ownedAgent } from './lifecycle.js';
+
+interface GrantRequest {
+  agentId: string;
+  clientId: string;
+  resource?: string;
+  scope: string;
+}
 
 /**
  * `POST /auth/agents/proof/grants`: the owner (at `sensitive`) approves one scoped runtime
@@ -15,7 +22,7 @@ import { ownedAgent } from './lifecycle.js';
 export async function approveAgentGrant(
   services: AgentServices,
   session: SessionView,
-  input: { agentId: string; clientId: string; resource?: string; scope: string },
+  input: GrantRequest,
 ): Promise<{ grantId: string; receipt?: string }> {
   if (session.assurance !== 'sensitive')
     throw fail(
@@ -23,7 +30,29 @@ export async function approveAgentGrant(
       'approving an agent grant needs a sensitive session; step up at /auth/step-up',
       { fields: { required: 'sensitive', stepUp: '/auth/step-up' } },
     );
-  const agent = await ownedAgent(services, session.identityId, input.agentId);
+  return insertAgentGrant(services, await ownedAgent(services, session.identityId, input.agentId), input, 'owner');
+}
+
+/**
+ * `POST /admin/agents/{agent_id}/grants` (`keyplane agent grant`): the operator, with the admin
+ * token, approves the same grant on the owner's behalf (a shell has no passkey session); the
+ * receipt says the operator approved it.
+ */
+export async function approveAgentGrantAsOperator(
+  services: AgentServices,
+  input: GrantRequest,
+): Promise<{ grantId: string; receipt?: string }> {
+  const agent = await services.storage.agents.get(input.agentId);
+  if (!agent) throw fail('not_found', 'no agent has this id');
+  return insertAgentGrant(services, agent, input, 'operator');
+}
+
+async function insertAgentGrant(
+  services: AgentServices,
+  agent: StoredAgent,
+  input: GrantRequest,
+  approvedBy: 'owner' | 'operator',
+): Promise<{ grantId: string; receipt?: string }> {
   if (agent.state !== 'active')
     throw fail('agent_state', `the agent is ${agent.state}: only an active agent gets grants`, {
       fields: { state: agent.state },
@@ -61,9 +90,19 @@ export async function approveAgentGrant(
       clientId: client.clientId,
       resource,
       scope: grant.scope,
+      approvedBy,
     });
   });
   return { grantId: grant.grantId, ...(receipt ? { receipt } : {}) };
+}
+
+/** The agent's grants that still stand, newest first, for its owner's page. */
+export async function liveGrantsOf(
+  services: Pick<AgentServices, 'storage'>,
+  agentId: string,
+): Promise<StoredAgentGrant[]> {
+  const grants = await services.storage.agents.listGrants(agentId);
+  return grants.filter((grant) => grant.revokedAt === null).sort((a, b) => b.createdAt - a.createdAt);
 }
 
 /** `POST /auth/agents/proof/grants/revoke`: the owner ends one grant and every token issued under it. */

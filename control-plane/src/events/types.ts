@@ -221,6 +221,8 @@ export type DomainEvent =
       clientId: string;
       resource: string | null;
       scope: string;
+      /** The owner on their page or API, or the operator with the admin token (`keyplane agent grant`). */
+      approvedBy: 'owner' | 'operator';
     })
   | (EventBase & { type: 'agent.grant_revoked'; agentId: string; ownerId: string; grantId: string })
   | (EventBase & {

@@ -193,3 +193,38 @@ t.test('grant approval needs sensitive, an active agent and a client that admits
     'invalid_target',
   );
 });
+
+t.test(
+  "the operator approves a grant on the owner's behalf with the admin token, and the receipt says so",
+  async (t) => {
+    const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+    const { browser } = await built.signIn({ username: 'alice' });
+    const agent = await enrollAgent(built.app, browser);
+    const client = await registerClient(built.app, { access: { humans: false, agents: true }, scope: 'openid read' });
+    const events = recordEvents(built.app.kp);
+    const approve = (agentId: string, body: Record<string, unknown>, token = ADMIN) =>
+      built.app.inject({
+        method: 'POST',
+        url: `/admin/agents/${agentId}/grants`,
+        payload: body,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+
+    const noToken = await approve(agent.agentId, { client_id: client.client_id, scope: 'read' }, '');
+    t.equal(noToken.statusCode, 401);
+    t.equal(noToken.json().reason, 'unauthorized');
+    const unknown = await approve('agt_nobody', { client_id: client.client_id, scope: 'read' });
+    t.equal(unknown.statusCode, 404);
+    t.equal(unknown.json().reason, 'not_found');
+    const wide = await approve(agent.agentId, { client_id: client.client_id, scope: 'write' });
+    t.equal(wide.json().reason, 'invalid_scope', 'the same checks as the owner’s approval');
+
+    const approved = await approve(agent.agentId, { client_id: client.client_id, scope: 'read' });
+    t.equal(approved.statusCode, 200, approved.body);
+    t.match(approved.json(), { ok: true, grant_id: /^agg_/ });
+    t.match(
+      events.filter((e) => e.type === 'agent.grant_approved'),
+      [{ agentId: agent.agentId, clientId: client.client_id, scope: 'read', approvedBy: 'operator' }],
+    );
+  },
+);

@@ -88,3 +88,24 @@ t.test('first_party: true is kept, false or absent leaves it out, anything else 
   t.notOk('first_party' in validateClientMetadata(base));
   t.equal(refusalOf({ ...base, first_party: 'true' }), 'invalid_client_metadata');
 });
+
+t.test('the jwt-bearer grant type is accepted together with access.agents, which it means', async (t) => {
+  const base = { redirect_uris: ['https://a.example.com/cb'] };
+  const jwtBearer = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+  const agents = validateClientMetadata({
+    ...base,
+    grant_types: ['authorization_code', jwtBearer],
+    access: { humans: true, agents: true },
+  });
+  t.same(agents.grant_types, ['authorization_code', jwtBearer]);
+  t.same(agents.access, { humans: true, agents: true });
+  t.equal(
+    refusalOf({ ...base, grant_types: ['authorization_code', jwtBearer] }),
+    'invalid_client_metadata',
+    'without access.agents it would promise a grant the token endpoint refuses',
+  );
+  t.equal(
+    refusalOf({ ...base, grant_types: ['authorization_code', jwtBearer], access: { humans: true, agents: false } }),
+    'invalid_client_metadata',
+  );
+});

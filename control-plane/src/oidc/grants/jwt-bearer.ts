@@ -8,7 +8,7 @@ import { randomToken } from '../../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../../context.js';
 import type { StoredClient } from '../../storage/types.js';
 
-export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+export { JWT_BEARER_GRANT as JWT_BEARER } from '../../../../lib/oauth/client-metadata.js';
 /** RFC 7523 §3 leaves the assertion lifetime to the server; ours is at most 5 minutes. */
 const MAX_ASSERTION_SECONDS = 300;
 

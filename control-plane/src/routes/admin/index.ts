@@ -10,6 +10,7 @@ import {
 } from '../../accounts/lifecycle.js';
 import { clientSummary, findClient, revokeClient, revokeSessions, rotateClientSecret } from '../../clients/operator.js';
 import { listClients } from '../../clients/find-client.js';
+import { approveAgentGrantAsOperator } from '../../agents/grants.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
@@ -287,6 +288,47 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const { receipt } = await revokeClient(app.kp, clientId(request));
       return { ok: true, client_id: clientId(request), revoked: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
+    '/admin/agents/:agentId/grants',
+    {
+      schema: {
+        tags: ['admin'],
+        summary:
+          "Approve an agent grant on the owner's behalf (keyplane agent grant): one scoped runtime credential at a client that admits agents",
+        security: admin,
+        params: {
+          type: 'object',
+          required: ['agentId'],
+          properties: { agentId: { type: 'string', pattern: '^agt_[A-Za-z0-9_-]{1,64}$' } },
+        },
+        body: {
+          type: 'object',
+          required: ['client_id', 'scope'],
+          additionalProperties: false,
+          properties: {
+            client_id: { type: 'string', minLength: 1, maxLength: 100 },
+            resource: { type: 'string', minLength: 1, maxLength: 2000 },
+            scope: { type: 'string', minLength: 1, maxLength: 1000 },
+          },
+        },
+        response: {
+          200: okObject({ grant_id: { type: 'string' }, receipt: receiptField }, ['grant_id']),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const body = request.body as { client_id: string; resource?: string; scope: string };
+      const approved = await approveAgentGrantAsOperator(app.kp, {
+        agentId: (request.params as { agentId: string }).agentId,
+        clientId: body.client_id,
+        scope: body.scope,
+        ...(body.resource ? { resource: body.resource } : {}),
+      });
+      return { ok: true, grant_id: approved.grantId, ...(approved.receipt ? { receipt: approved.receipt } : {}) };
     },
   );
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { claimsOf, fleetOf } from '../../agents/fleet.js';
+import { liveGrantsOf } from '../../agents/grants.js';
 import { ownedAgent } from '../../agents/lifecycle.js';
 import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
@@ -66,12 +67,11 @@ ${agents.length ? html`<table><thead><tr><th>Agent</th><th>State</th><th>Last pr
       },
     },
     async (request, reply) => {
-      const agent = await ownedAgent(
-        services,
-        request.kp.session!.identityId,
-        (request.params as { agentId: string }).agentId,
-      );
+      const session = request.kp.session!;
+      const agent = await ownedAgent(services, session.identityId, (request.params as { agentId: string }).agentId);
       const claims = await claimsOf(services, agent);
+      const grants = await liveGrantsOf(services, agent.agentId);
+      const here = `/account/agents/${agent.agentId}`;
       const actions = {
         active: ['suspend', 'mark_compromised', 'revoke'],
         suspended: ['resume', 'mark_compromised', 'revoke'],
@@ -89,7 +89,21 @@ ${agents.length ? html`<table><thead><tr><th>Agent</th><th>State</th><th>Last pr
 <p>Agent id <code>${agent.agentId}</code>, key thumbprint <code>${agent.jkt}</code>, last proof ${when(agent.lastProofAt)}</p>
 <table><tbody>${Object.entries(claims).map(([name, c]) => html`<tr><th>${name.replace('_', ' ')}</th><td>${c.status}</td><td>${c.expires_at ?? ''}</td></tr>`)}</tbody></table>
 ${agent.visibility === 'private' ? html`<p>The Proof Link is private.</p>` : html`<p><a href="/agent/${agent.proofId}">Proof Link</a></p>`}
-<p>${actions.map((action) => html`<button type="button" data-agent-action="${action}" data-agent-id="${agent.agentId}">${action.replace('_', ' ')}</button> `)}</p>`,
+<p>${actions.map((action) => html`<button type="button" data-agent-action="${action}" data-agent-id="${agent.agentId}">${action.replace('_', ' ')}</button> `)}</p>
+<h2>Grants</h2>
+<p>A grant lets this agent get tokens from one app (a client registered for agents) with a scope you choose; it ends when you revoke it or the agent leaves active.</p>
+${grants.length ? html`<table data-grants><thead><tr><th>App (client)</th><th>Scope</th><th>Resource</th><th>Since</th><th></th></tr></thead><tbody>${grants.map((g) => html`<tr data-grant="${g.grantId}"><td><code>${g.clientId}</code></td><td>${g.scope}</td><td>${g.resource ?? ''}</td><td>${when(g.createdAt)}</td><td><button type="button" data-revoke-grant="${g.grantId}">Revoke</button></td></tr>`)}</tbody></table>` : html`<p>No grants yet.</p>`}
+${
+  agent.state === 'active'
+    ? html`<form id="grant" data-agent-id="${agent.agentId}">
+<label>Client id <input name="client_id" required autocomplete="off"></label>
+<label>Scope <input name="scope" required autocomplete="off" placeholder="notes:read"></label>
+<label>Resource (optional) <input name="resource" autocomplete="off" placeholder="https://api.example.com"></label>
+<button type="submit" data-action="grant">Approve grant</button>
+</form>
+${session.assurance === 'sensitive' ? '' : html`<p>Approving a grant needs a recent passkey check: first <a href="/auth/step-up?return=${here}">confirm it is you</a>.</p>`}`
+    : ''
+}`,
       });
     },
   );
