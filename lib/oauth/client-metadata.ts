@@ -4,6 +4,7 @@ import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
 import { readOidcClientMembers, type OidcClientMembers } from './oidc-client-metadata.js';
+import { DEVICE_CODE_GRANT } from './device-code.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 /**
@@ -14,7 +15,7 @@ import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 export const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
 export type ClientAuthMethod = (typeof AUTH_METHODS)[number];
-export const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT] as const;
 export type ClientGrantType = (typeof GRANT_TYPES)[number];
 export type ClientType = 'public' | 'confidential';
 
@@ -250,8 +251,11 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
     body.grant_types === undefined ? [...CLIENT_DEFAULTS.grant_types] : stringArray(body.grant_types, 'grant_types', 5);
   const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
   if (unknownGrant !== undefined)
-    bad(`grant_types may hold authorization_code and refresh_token only, not ${unknownGrant.slice(0, 60)}`);
-  if (!grantTypes.includes('authorization_code')) bad('grant_types must include authorization_code');
+    bad(`grant_types may hold ${GRANT_TYPES.join(', ')} only, not ${unknownGrant.slice(0, 60)}`);
+  // A CLI or a TV may sign people in through the device grant alone, without any redirect URI.
+  const withCode = grantTypes.includes('authorization_code');
+  if (!withCode && !grantTypes.includes(DEVICE_CODE_GRANT))
+    bad(`grant_types must include authorization_code or ${DEVICE_CODE_GRANT}`);
 
   let scopes: string[];
   try {
@@ -289,7 +293,7 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   const oidcMembers = readOidcClientMembers(body);
   const metadata: ClientMetadata = {
     ...oidcMembers,
-    redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
+    redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', withCode),
     post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
     grant_types: grantTypes as ClientGrantType[],
     response_types: ['code'],

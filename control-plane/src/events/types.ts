@@ -137,6 +137,14 @@ export type DomainEvent =
       refresh: boolean;
       resource: string | null;
     })
+  // RFC 8628: the person's decision on a device code at /device (docs/oidc.md#device-grant)
+  | (EventBase & {
+      type: 'device.decided';
+      clientId: string;
+      identityId: string;
+      sessionId: string;
+      decision: 'approved' | 'denied';
+    })
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
   | (EventBase & {
       type: 'token.family_revoked';

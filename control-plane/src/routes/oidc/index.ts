@@ -3,12 +3,13 @@ import authorizeRoutes from './authorize.js';
 import directGrantRoutes from './direct.js';
 import logoutRoutes from './logout.js';
 import parRoutes, { PAR_PATH } from './par.js';
+import deviceRoutes, { DEVICE_AUTHORIZATION_PATH } from './device.js';
 import oidcResourceRoutes from './resources.js';
 import tokenRoutes from './token.js';
 import { sameOriginReferrer } from './pages.js';
 import { purgeExpiredTokens } from '../../oidc/revoke-introspect.js';
 
-const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect', PAR_PATH]);
+const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect', PAR_PATH, DEVICE_AUTHORIZATION_PATH]);
 /** Endpoints a browser-based public client calls from its own origin (never with cookies). */
 const CORS_PATHS = ['/auth/token', '/auth/revoke', '/auth/userinfo', PAR_PATH];
 
@@ -70,6 +71,7 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
   await app.register(directGrantRoutes);
   await app.register(tokenRoutes);
   await app.register(parRoutes);
+  await app.register(deviceRoutes);
   await app.register(oidcResourceRoutes);
   await app.register(logoutRoutes);
 }

@@ -8,6 +8,8 @@ import { checkDpopHeader } from '../../oidc/dpop-header.js';
 import { authorizationCodeGrant } from '../../oidc/grants/authorization-code.js';
 import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
 import { refreshTokenGrant } from '../../oidc/grants/refresh-token.js';
+import { deviceCodeGrant } from '../../oidc/grants/device-code.js';
+import { DEVICE_CODE_GRANT } from '../../../../lib/oauth/device-code.js';
 import { readTokenRequestBody, stringParam } from '../../oidc/token-request.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -122,13 +124,20 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
           ...(issued.receipt ? { receipt: issued.receipt } : {}),
         };
       }
-      if (grantType !== 'authorization_code' && grantType !== 'refresh_token')
-        throw oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
+      if (grantType !== 'authorization_code' && grantType !== 'refresh_token' && grantType !== DEVICE_CODE_GRANT)
+        throw oauthError(
+          'unsupported_grant_type',
+          `grant_type must be authorization_code, refresh_token, ${DEVICE_CODE_GRANT} or ${JWT_BEARER}`,
+        );
       if (!client.metadata.grant_types.includes(grantType))
         throw oauthError('unauthorized_client', `this client is not registered for ${grantType}`);
       const proof = await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token');
       checkDpopRequirement(client, proof);
-      const grant = grantType === 'authorization_code' ? authorizationCodeGrant : refreshTokenGrant;
+      const grant = {
+        authorization_code: authorizationCodeGrant,
+        refresh_token: refreshTokenGrant,
+        [DEVICE_CODE_GRANT]: deviceCodeGrant,
+      }[grantType];
       const result = await grant(app.kp, client, body, proof);
       return {
         ok: true,
