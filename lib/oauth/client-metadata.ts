@@ -5,6 +5,7 @@ import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
 import { readOidcClientMembers, type OidcClientMembers } from './oidc-client-metadata.js';
 import { DEVICE_CODE_GRANT } from './device-code.js';
+import { TOKEN_EXCHANGE_GRANT } from './token-exchange.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 /**
@@ -15,7 +16,7 @@ import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 export const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
 export type ClientAuthMethod = (typeof AUTH_METHODS)[number];
-export const GRANT_TYPES = ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT] as const;
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT, TOKEN_EXCHANGE_GRANT] as const;
 export type ClientGrantType = (typeof GRANT_TYPES)[number];
 export type ClientType = 'public' | 'confidential';
 
@@ -252,10 +253,11 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
   if (unknownGrant !== undefined)
     bad(`grant_types may hold ${GRANT_TYPES.join(', ')} only, not ${unknownGrant.slice(0, 60)}`);
-  // A CLI or a TV may sign people in through the device grant alone, without any redirect URI.
+  // A CLI or a TV may sign people in through the device grant alone, and a service acting for
+  // people may only exchange their tokens: neither needs a redirect URI.
   const withCode = grantTypes.includes('authorization_code');
-  if (!withCode && !grantTypes.includes(DEVICE_CODE_GRANT))
-    bad(`grant_types must include authorization_code or ${DEVICE_CODE_GRANT}`);
+  if (!withCode && !grantTypes.includes(DEVICE_CODE_GRANT) && !grantTypes.includes(TOKEN_EXCHANGE_GRANT))
+    bad(`grant_types must include authorization_code, ${DEVICE_CODE_GRANT} or ${TOKEN_EXCHANGE_GRANT}`);
 
   let scopes: string[];
   try {
