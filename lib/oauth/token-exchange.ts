@@ -74,3 +74,16 @@ export function actorClaim(actor: string, prior: unknown): ActorClaim {
   }
   return prior ? { sub: actor, act: prior as ActorClaim } : { sub: actor };
 }
+
+/**
+ * The actors an `act` claim names, newest first (what the gateway sends as `X-Auth-Actor` and a
+ * receipt records); an empty list for no claim or a malformed one.
+ */
+export function actorChain(act: unknown): string[] {
+  const chain: string[] = [];
+  for (let at = act as ActorClaim | undefined; at && chain.length < MAX_ACTOR_DEPTH + 1; at = at.act) {
+    if (typeof at !== 'object' || typeof at.sub !== 'string') return [];
+    chain.push(at.sub);
+  }
+  return chain;
+}

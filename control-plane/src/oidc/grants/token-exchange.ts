@@ -3,7 +3,7 @@ import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.j
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { checkResource } from '../../../../lib/oauth/resource.js';
 import { parseScope, formatScope } from '../../../../lib/oauth/scope.js';
-import { actorClaim, narrowScopes, readExchangeRequest } from '../../../../lib/oauth/token-exchange.js';
+import { actorChain, actorClaim, narrowScopes, readExchangeRequest } from '../../../../lib/oauth/token-exchange.js';
 import { randomId } from '../../../../lib/util/random.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import { grantIdOfJti, mintTokens, verifyAccessToken, type AccessTokenClaimsRead } from '../tokens.js';
@@ -85,11 +85,4 @@ export async function tokenExchangeGrant(
     act,
   });
   return { minted, scopes, ...(receipt ? { receipt } : {}), proof };
-}
-
-/** The actors from the newest to the first, for the receipt. */
-function actorChain(act: { sub: string; act?: unknown }): string[] {
-  const chain: string[] = [];
-  for (let at: { sub: string; act?: unknown } | undefined = act; at; at = at.act as typeof at) chain.push(at.sub);
-  return chain;
 }
