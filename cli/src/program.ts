@@ -10,6 +10,7 @@ import { controlPlaneCommand } from './commands/control-plane.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { keysCommand } from './commands/keys.js';
 import { ledgerCommand } from './commands/ledger.js';
+import { loginCommand } from './commands/login.js';
 import { migrateCommand } from './commands/migrate.js';
 import { receiptCommand } from './commands/receipt.js';
 import { rolloutCommands } from './commands/rollout.js';
@@ -48,6 +49,7 @@ export function buildProgram(output: Output = processOutput): Command {
   clientsCommands(program);
   sessionsCommands(program);
   receiptsCommands(program);
+  loginCommand(program);
   return program;
 }
 

@@ -1,3 +1,4 @@
+import { actorChain } from '../../lib/oauth/token-exchange.js';
 import { hkdfSync } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
@@ -210,5 +211,6 @@ export async function authenticateApiCaller(
     assurance,
     scopes: scope.split(' ').filter(Boolean),
     bucketId: claims['sub'] as string,
+    ...(claims['act'] !== undefined ? { actors: actorChain(claims['act']) } : {}),
   };
 }

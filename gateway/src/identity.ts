@@ -49,5 +49,6 @@ export async function identityHeaders(
     assurance: caller.assurance,
     ...(session?.email ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
     assertion: await assertionFor(ctx, caller, session, audience),
+    ...(caller.actors?.length ? { actors: caller.actors } : {}),
   });
 }

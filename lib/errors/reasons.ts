@@ -85,6 +85,21 @@ export const REASONS = {
     description:
       'Client authentication failed: unknown client, wrong secret or assertion, or a method other than the registered `token_endpoint_auth_method` (RFC 6749 §5.2).',
   },
+  authorization_pending: {
+    status: 400,
+    description:
+      'Device grant (RFC 8628 §3.5): the person has not decided on the verification page yet; poll again after `interval` seconds.',
+  },
+  slow_down: {
+    status: 400,
+    description:
+      'Device grant (RFC 8628 §3.5): the client polled sooner than `interval` after its last poll; wait 5 seconds longer from now on.',
+  },
+  expired_token: {
+    status: 400,
+    description:
+      'Device grant (RFC 8628 §3.5): the device code outlived `expires_in`; start a new device authorization.',
+  },
   invalid_grant: {
     status: 400,
     description:

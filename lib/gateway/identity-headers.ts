@@ -12,6 +12,8 @@ export const IDENTITY_HEADERS = {
   assurance: 'x-auth-assurance',
   email: 'x-auth-email',
   assertion: 'x-auth-assertion',
+  /** RFC 8693: the actors of an exchanged token, newest first, comma-separated. */
+  actor: 'x-auth-actor',
 } as const;
 
 const FOLDED = /^[a-z0-9-]*$/;
@@ -50,6 +52,8 @@ export interface UpstreamIdentity {
   email?: string;
   emailVerified?: boolean;
   assertion: string;
+  /** Who acts for the subject (RFC 8693 `act`), newest first. */
+  actors?: readonly string[];
 }
 
 /** The identity headers for the upstream, in canonical spelling; call after stripIdentityHeaders. */
@@ -61,5 +65,6 @@ export function buildIdentityHeaders(identity: UpstreamIdentity): Record<string,
     [IDENTITY_HEADERS.assertion]: identity.assertion,
   };
   if (identity.email && identity.emailVerified === true) out[IDENTITY_HEADERS.email] = identity.email;
+  if (identity.actors?.length) out[IDENTITY_HEADERS.actor] = identity.actors.join(',');
   return out;
 }

@@ -46,6 +46,8 @@ export interface Caller {
   scopes: readonly string[];
   /** Stable id for the canary bucket: the session id, else the subject. */
   bucketId: string;
+  /** RFC 8693 `act`: who acts for the subject (an exchanged token), newest first. */
+  actors?: readonly string[];
 }
 
 export type RefusalReason =

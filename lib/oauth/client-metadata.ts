@@ -4,6 +4,8 @@ import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
 import { readOidcClientMembers, type OidcClientMembers } from './oidc-client-metadata.js';
+import { DEVICE_CODE_GRANT } from './device-code.js';
+import { TOKEN_EXCHANGE_GRANT } from './token-exchange.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 /**
@@ -19,7 +21,13 @@ export type ClientAuthMethod = (typeof AUTH_METHODS)[number];
  * by listing this grant, so it is accepted only together with `access.agents: true`.
  */
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
-export const GRANT_TYPES = ['authorization_code', 'refresh_token', JWT_BEARER_GRANT] as const;
+export const GRANT_TYPES = [
+  'authorization_code',
+  'refresh_token',
+  JWT_BEARER_GRANT,
+  DEVICE_CODE_GRANT,
+  TOKEN_EXCHANGE_GRANT,
+] as const;
 export type ClientGrantType = (typeof GRANT_TYPES)[number];
 export type ClientType = 'public' | 'confidential';
 
@@ -256,7 +264,11 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
   if (unknownGrant !== undefined)
     bad(`grant_types may hold ${GRANT_TYPES.join(', ')} only, not ${unknownGrant.slice(0, 60)}`);
-  if (!grantTypes.includes('authorization_code')) bad('grant_types must include authorization_code');
+  // A CLI or a TV may sign people in through the device grant alone, and a service acting for
+  // people may only exchange their tokens: neither needs a redirect URI.
+  const withCode = grantTypes.includes('authorization_code');
+  if (!withCode && !grantTypes.includes(DEVICE_CODE_GRANT) && !grantTypes.includes(TOKEN_EXCHANGE_GRANT))
+    bad(`grant_types must include authorization_code, ${DEVICE_CODE_GRANT} or ${TOKEN_EXCHANGE_GRANT}`);
 
   let scopes: string[];
   try {
@@ -296,7 +308,7 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   const oidcMembers = readOidcClientMembers(body);
   const metadata: ClientMetadata = {
     ...oidcMembers,
-    redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', true),
+    redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', withCode),
     post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
     grant_types: grantTypes as ClientGrantType[],
     response_types: ['code'],

@@ -17,6 +17,9 @@ export type OAuthErrorCode =
   | 'server_error'
   | 'temporarily_unavailable'
   | 'slow_down'
+  // RFC 8628 §3.5: the device grant's poll answers
+  | 'authorization_pending'
+  | 'expired_token'
   | 'invalid_target'
   | 'invalid_token'
   | 'insufficient_scope'

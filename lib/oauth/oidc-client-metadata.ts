@@ -40,6 +40,8 @@ export interface OidcClientMembers {
   request_uris?: string[];
   /** RFC 9101 §10.5: every authorization request of this client must be a signed request object. */
   require_signed_request_object?: boolean;
+  /** RFC 9126 §6: every authorization request of this client must be pushed to `/auth/par` first. */
+  require_pushed_authorization_requests?: boolean;
   /** OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are POSTed when a session with this client ends. */
   backchannel_logout_uri?: string;
   /** Always honoured: every logout token carries `sid`. */
@@ -82,7 +84,6 @@ export const REFUSED_MEMBERS: Readonly<Record<string, string>> = {
   tls_client_auth_san_email: 'mutual-TLS client authentication (RFC 8705) is not offered',
   tls_client_certificate_bound_access_tokens:
     'certificate-bound access tokens (RFC 8705) are not offered; use dpop_bound_access_tokens',
-  require_pushed_authorization_requests: 'pushed authorization requests (RFC 9126) are not offered yet',
   authorization_details_types: 'rich authorization requests (RFC 9396) are not offered',
 };
 
@@ -215,6 +216,8 @@ export function readOidcClientMembers(body: Record<string, unknown>): OidcClient
   }
   const requireSigned = flag(body, 'require_signed_request_object');
   if (requireSigned !== undefined) out.require_signed_request_object = requireSigned;
+  const requirePushed = flag(body, 'require_pushed_authorization_requests');
+  if (requirePushed !== undefined) out.require_pushed_authorization_requests = requirePushed;
 
   if (!absent(body.backchannel_logout_uri)) {
     const uri = serverFetchedUri(body.backchannel_logout_uri, 'backchannel_logout_uri');

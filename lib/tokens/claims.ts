@@ -1,3 +1,4 @@
+import type { ActorClaim } from '../oauth/token-exchange.js';
 /**
  * Claim sets for the tokens Keyplane issues (docs/oidc.md, "Tokens").
  * Pure: the caller passes `now`, the session's proved assurance and the principal.
@@ -81,6 +82,8 @@ export interface AccessTokenInput extends CommonInput {
   jti: string;
   /** RFC 7638 thumbprint of the DPoP key the token is bound to. */
   dpopJkt?: string;
+  /** RFC 8693 §4.1: who acts for the subject (a token exchange's client), earlier actors nested. */
+  act?: ActorClaim;
 }
 
 export interface AccessTokenClaims {
@@ -97,6 +100,7 @@ export interface AccessTokenClaims {
   amr: string[];
   svc: SvcClaim;
   cnf?: { jkt: string };
+  act?: ActorClaim;
 }
 
 function seconds(ms: number): number {
@@ -185,5 +189,6 @@ export function buildAccessTokenClaims(input: AccessTokenInput): AccessTokenClai
     svc: base.svc,
   };
   if (input.dpopJkt !== undefined) claims.cnf = { jkt: input.dpopJkt };
+  if (input.act !== undefined) claims.act = input.act;
   return claims;
 }

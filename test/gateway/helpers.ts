@@ -64,6 +64,8 @@ export interface TokenInput {
   expiresIn?: number;
   /** The token's `client_id`; the gateway's own client by default. */
   clientId?: string;
+  /** RFC 8693 `act` (an exchanged token). */
+  act?: Record<string, unknown>;
 }
 
 export async function signAccessToken(input: TokenInput): Promise<string> {
@@ -84,6 +86,7 @@ export async function signAccessToken(input: TokenInput): Promise<string> {
     },
   };
   if (input.jkt) claims['cnf'] = { jkt: input.jkt };
+  if (input.act) claims['act'] = input.act;
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: 'at+jwt' })
     .setIssuer(input.issuer ?? CONTROL_PLANE)

@@ -132,7 +132,14 @@ async function verifyClientAssertion(
       issuer: client.clientId,
       subject: client.clientId,
       // RFC 7523 §3: the token endpoint URL; the issuer is accepted too (OIDC Core §9).
-      audience: [`${issuer}/auth/token`, issuer, `${issuer}/auth/revoke`, `${issuer}/auth/introspect`],
+      audience: [
+        `${issuer}/auth/token`,
+        issuer,
+        `${issuer}/auth/revoke`,
+        `${issuer}/auth/introspect`,
+        `${issuer}/auth/par`,
+        `${issuer}/auth/device`,
+      ],
       // OIDC Registration §2: a registered token_endpoint_auth_signing_alg is the only one accepted.
       algorithms: client.metadata.token_endpoint_auth_signing_alg
         ? [client.metadata.token_endpoint_auth_signing_alg]

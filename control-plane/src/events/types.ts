@@ -137,6 +137,25 @@ export type DomainEvent =
       refresh: boolean;
       resource: string | null;
     })
+  // RFC 8628: the person's decision on a device code at /device (docs/oidc.md#device-grant)
+  | (EventBase & {
+      type: 'device.decided';
+      clientId: string;
+      identityId: string;
+      sessionId: string;
+      decision: 'approved' | 'denied';
+    })
+  // RFC 8693: a client exchanged a person's access token for one at its resource, acting for them
+  | (EventBase & {
+      type: 'token.exchanged';
+      clientId: string;
+      subjectClientId: string;
+      identityId: string;
+      grantId: string;
+      fromGrantId: string;
+      resource: string;
+      actors: string[];
+    })
   | (EventBase & { type: 'token.refreshed'; clientId: string; identityId: string; grantId: string; dpop: boolean })
   | (EventBase & {
       type: 'token.family_revoked';

@@ -1,6 +1,7 @@
 import type { JWTVerifyGetKey } from 'jose';
 import type { RawParams } from '../../../lib/oauth/authorization-request.js';
 import type { OAuthErrorCode } from '../../../lib/oauth/errors.js';
+import { isPushedRequestUri, pushedRequestIdOf } from '../../../lib/oauth/pushed-request.js';
 import {
   MAX_REQUEST_OBJECT_BYTES,
   mergeRequestObject,
@@ -10,21 +11,22 @@ import { clientKeySet } from '../clients/remote-key-sets.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 
-export type ResolveServices = Pick<ControlPlaneServices, 'config' | 'fetcher' | 'now'>;
+export type ResolveServices = Pick<ControlPlaneServices, 'config' | 'fetcher' | 'now' | 'state'>;
 
 /**
  * Where an authorization request's parameters came from. Each source yields the same plain
  * parameters, which `checkAuthorizationRequest` then checks alike: a pushed request (RFC 9126,
  * `request_uri=urn:ietf:params:oauth:request_uri:…`) is one more source here.
  */
-export type AuthorizationSource = 'parameters' | 'request_object' | 'request_uri';
+export type AuthorizationSource = 'parameters' | 'request_object' | 'request_uri' | 'pushed';
+
+/** Where the request arrived: the authorization endpoint, or the PAR endpoint (RFC 9126 §2.1). */
+export type ResolveAt = 'authorize' | 'par';
 
 export type Resolution =
   | { ok: true; params: RawParams; source: AuthorizationSource }
   | { ok: false; error: OAuthErrorCode; description: string };
 
-/** RFC 9126 §2.2: the form of a pushed request's `request_uri`. */
-export const PUSHED_REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
 const FETCH = { maxBytes: MAX_REQUEST_OBJECT_BYTES, timeoutMs: 3000 };
 
 function refuse(error: OAuthErrorCode, description: string): Resolution {
@@ -33,8 +35,6 @@ function refuse(error: OAuthErrorCode, description: string): Resolution {
 
 /** A request_uri must be one the client registered (OIDC Core §6.2; discovery says `require_request_uri_registration`). */
 async function fetchRequestUri(services: ResolveServices, client: StoredClient, uri: string): Promise<Resolution> {
-  if (uri.startsWith(PUSHED_REQUEST_URI_PREFIX))
-    return refuse('invalid_request_uri', 'no pushed authorization request has this request_uri');
   if (!(client.metadata.request_uris ?? []).includes(uri))
     return refuse('invalid_request_uri', 'the request_uri is not one of the request_uris registered for this client');
   let body: string;
@@ -63,9 +63,15 @@ export async function resolveAuthorizationRequest(
   services: ResolveServices,
   client: StoredClient,
   outer: RawParams,
+  at: ResolveAt = 'authorize',
 ): Promise<Resolution> {
-  const byValue = outer.request;
   const byReference = outer.request_uri;
+  if (typeof byReference === 'string' && isPushedRequestUri(byReference))
+    return redeemPushedRequest(services, client, byReference);
+  // RFC 9126 §5: a client registered with require_pushed_authorization_requests sends nothing else.
+  if (at === 'authorize' && client.metadata.require_pushed_authorization_requests === true)
+    return refuse('invalid_request', 'this client must push its authorization requests to the PAR endpoint first');
+  const byValue = outer.request;
   if (byValue === undefined && byReference === undefined) {
     if (client.metadata.require_signed_request_object === true)
       return refuse('invalid_request', 'this client must send its requests as signed request objects');
@@ -115,4 +121,24 @@ export async function resolveAuthorizationRequest(
   if (!verified.ok) return verified;
   const merged = mergeRequestObject(outer, verified.params);
   return merged.ok ? { ok: true, params: merged.params, source } : merged;
+}
+
+/** The state key of a pushed request (shared state: one use across replicas). */
+export function pushedRequestKey(id: string): string {
+  return `oidc:par:${id}`;
+}
+
+/**
+ * RFC 9126 §4: the pushed request a `request_uri` stands for, taken once (a second use finds
+ * nothing), for the client that pushed it only. Every other parameter of the authorization
+ * request but `client_id` is ignored: the pushed ones are the request.
+ */
+async function redeemPushedRequest(services: ResolveServices, client: StoredClient, uri: string): Promise<Resolution> {
+  const id = pushedRequestIdOf(uri);
+  const stored = id ? await services.state.take(pushedRequestKey(id)) : null;
+  if (!stored) return refuse('invalid_request_uri', 'the request_uri is unknown, expired or was used already');
+  const pushed = JSON.parse(stored) as { clientId: string; params: RawParams };
+  if (pushed.clientId !== client.clientId)
+    return refuse('invalid_request_uri', 'the request_uri was pushed by another client');
+  return { ok: true, params: pushed.params, source: 'pushed' };
 }

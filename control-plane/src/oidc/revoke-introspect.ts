@@ -111,6 +111,8 @@ export async function introspectToken(
       amr: claims.amr,
       svc: claims.svc,
       ...(claims.cnf ? { cnf: claims.cnf } : {}),
+      // RFC 8693 §4.1: the actor of an exchanged token, earlier actors nested.
+      ...(claims.act ? { act: claims.act } : {}),
     };
   }
   const { storage } = services;

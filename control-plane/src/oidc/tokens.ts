@@ -1,3 +1,4 @@
+import type { ActorClaim } from '../../../lib/oauth/token-exchange.js';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyResult } from 'jose';
 import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
@@ -42,6 +43,8 @@ export interface MintInput {
   idToken: boolean;
   /** The identity's profile and email claims when the caller fetched them already. */
   claims?: UserClaims;
+  /** RFC 8693: the actor of a token exchange. */
+  act?: ActorClaim;
 }
 
 export interface Minted {
@@ -74,6 +77,7 @@ export async function mintTokens(services: TokenServices, input: MintInput): Pro
     jti: `${grant.grantId}.${randomToken(12)}`,
     ...(input.resource !== null ? { resource: input.resource } : {}),
     ...(input.dpopJkt !== null ? { dpopJkt: input.dpopJkt } : {}),
+    ...(input.act ? { act: input.act } : {}),
   });
   const minted: Minted = { accessToken: await signAccessToken(access, key), expiresIn: config.lifetimes.accessToken };
   if (input.idToken) {
@@ -130,6 +134,7 @@ export interface AccessTokenClaimsRead extends JWTPayload {
   jti: string;
   exp: number;
   cnf?: { jkt?: string };
+  act?: ActorClaim;
 }
 
 /** The grant an access token's jti names. */

@@ -40,7 +40,7 @@ t.test('every standard member that is not offered is refused, naming the member'
     t.equal(refused?.reason, 'invalid_client_metadata', member);
     t.ok(refused?.message.startsWith(member), `${member}: the message names it`);
   }
-  t.equal(refusal({ require_pushed_authorization_requests: false }), undefined, 'false asks for nothing');
+  t.equal(refusal({ tls_client_auth_san_dns: false }), undefined, 'false asks for nothing');
   t.equal(refusal({ tls_client_certificate_bound_access_tokens: false }), undefined);
 });
 

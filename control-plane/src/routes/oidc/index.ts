@@ -2,14 +2,16 @@ import type { FastifyInstance } from 'fastify';
 import authorizeRoutes from './authorize.js';
 import directGrantRoutes from './direct.js';
 import logoutRoutes from './logout.js';
+import parRoutes, { PAR_PATH } from './par.js';
+import deviceRoutes, { DEVICE_AUTHORIZATION_PATH } from './device.js';
 import oidcResourceRoutes from './resources.js';
 import tokenRoutes from './token.js';
 import { sameOriginReferrer } from './pages.js';
 import { purgeExpiredTokens } from '../../oidc/revoke-introspect.js';
 
-const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect']);
+const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect', PAR_PATH, DEVICE_AUTHORIZATION_PATH]);
 /** Endpoints a browser-based public client calls from its own origin (never with cookies). */
-const CORS_PATHS = ['/auth/token', '/auth/revoke', '/auth/userinfo'];
+const CORS_PATHS = ['/auth/token', '/auth/revoke', '/auth/userinfo', PAR_PATH];
 
 /**
  * The OpenID Connect provider: authorize, token, userinfo, revocation, introspection
@@ -68,6 +70,8 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
   await app.register(authorizeRoutes);
   await app.register(directGrantRoutes);
   await app.register(tokenRoutes);
+  await app.register(parRoutes);
+  await app.register(deviceRoutes);
   await app.register(oidcResourceRoutes);
   await app.register(logoutRoutes);
 }

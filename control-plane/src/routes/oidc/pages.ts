@@ -41,7 +41,8 @@ HTMLFormElement.prototype.submit.call(form);
  */
 export const sameOriginReferrer = new WeakSet<FastifyReply>();
 
-function formPage(reply: FastifyReply, html: string): string {
+/** A page holding such a form: its referrer policy `same-origin`, in the meta tag and the header. */
+export function formPage(reply: FastifyReply, html: string): string {
   sameOriginReferrer.add(reply);
   return html.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
 }
@@ -107,6 +108,10 @@ export interface OneTapView {
   hidden: Record<string, string>;
   /** Origins the form may end at (the redirect URI's), for CSP form-action. */
   formAction: string[];
+  /** Where the form posts; `/auth/authorize` unless said. */
+  formPath?: string;
+  /** The device grant's user code (RFC 8628 §3.3): shown so the person compares it with the device's. */
+  userCode?: string;
 }
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -187,11 +192,16 @@ ${
 <ul data-field="resources">${view.resources.map((resource) => html`<li><code>${resource}</code></li>`)}</ul>
 `
     : ''
-}${clientLinks(view)}<form method="post" action="/auth/authorize" data-action="continue">
+}${
+          view.userCode
+            ? html`<p>Check that your device shows this code: <strong data-field="user_code">${view.userCode}</strong>. If it does not, or you did not start this, cancel.</p>
+`
+            : ''
+        }${clientLinks(view)}<form method="post" action="${view.formPath ?? '/auth/authorize'}" data-action="continue">
 ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
 <button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
 </form>
-<p class="muted">Keyplane remembers this choice for this app; you will not be asked again for the same access.</p>`,
+${view.userCode ? '' : html`<p class="muted">Keyplane remembers this choice for this app; you will not be asked again for the same access.</p>`}`,
       }),
     ),
   );

@@ -8,6 +8,10 @@ import { checkDpopHeader } from '../../oidc/dpop-header.js';
 import { authorizationCodeGrant } from '../../oidc/grants/authorization-code.js';
 import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
 import { refreshTokenGrant } from '../../oidc/grants/refresh-token.js';
+import { deviceCodeGrant } from '../../oidc/grants/device-code.js';
+import { DEVICE_CODE_GRANT } from '../../../../lib/oauth/device-code.js';
+import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT } from '../../../../lib/oauth/token-exchange.js';
+import { tokenExchangeGrant } from '../../oidc/grants/token-exchange.js';
 import { readTokenRequestBody, stringParam } from '../../oidc/token-request.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -71,7 +75,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
         discovery: {
           endpoint: 'token_endpoint',
           metadata: {
-            grant_types_supported: ['authorization_code', 'refresh_token', JWT_BEARER],
+            grant_types_supported: ['authorization_code', 'refresh_token', JWT_BEARER, TOKEN_EXCHANGE_GRANT],
             token_endpoint_auth_methods_supported: [
               'client_secret_basic',
               'client_secret_post',
@@ -120,13 +124,23 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
           ...(issued.receipt ? { receipt: issued.receipt } : {}),
         };
       }
-      if (grantType !== 'authorization_code' && grantType !== 'refresh_token')
-        throw oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
-      if (!client.metadata.grant_types.includes(grantType))
+      const grants = {
+        authorization_code: authorizationCodeGrant,
+        refresh_token: refreshTokenGrant,
+        [DEVICE_CODE_GRANT]: deviceCodeGrant,
+        [TOKEN_EXCHANGE_GRANT]: tokenExchangeGrant,
+      };
+      if (!Object.hasOwn(grants, grantType))
+        throw oauthError(
+          'unsupported_grant_type',
+          `grant_type must be one of ${[...Object.keys(grants), JWT_BEARER].join(', ')}`,
+        );
+      const known = grantType as keyof typeof grants;
+      if (!client.metadata.grant_types.includes(known))
         throw oauthError('unauthorized_client', `this client is not registered for ${grantType}`);
       const proof = await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token');
       checkDpopRequirement(client, proof);
-      const grant = grantType === 'authorization_code' ? authorizationCodeGrant : refreshTokenGrant;
+      const grant = grants[known];
       const result = await grant(app.kp, client, body, proof);
       return {
         access_token: result.minted.accessToken,
@@ -135,6 +149,8 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
         scope: formatScope(result.scopes),
         ...(result.minted.idToken ? { id_token: result.minted.idToken } : {}),
         ...(result.refreshToken ? { refresh_token: result.refreshToken } : {}),
+        // RFC 8693 §2.2.1: an exchange says what it issued.
+        ...(grantType === TOKEN_EXCHANGE_GRANT ? { issued_token_type: ACCESS_TOKEN_TYPE } : {}),
         ...(result.receipt ? { receipt: result.receipt } : {}),
       };
     },
