@@ -6,6 +6,7 @@ import { validateResourceForRegistration } from './resource.js';
 import { readOidcClientMembers, type OidcClientMembers } from './oidc-client-metadata.js';
 import { DEVICE_CODE_GRANT } from './device-code.js';
 import { TOKEN_EXCHANGE_GRANT } from './token-exchange.js';
+import { FAPI_PROFILES, applyFapiProfile, type FapiProfile } from './fapi.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 /**
@@ -70,6 +71,8 @@ export interface ClientMetadata extends OidcClientMembers {
   first_party?: true;
   /** Turns on the deprecated v1 script bridge for this client (its redirect URIs are its v1 return URLs). */
   v1_bridge?: true;
+  /** The FAPI 2.0 Security Profile for this client (lib/oauth/fapi.ts, docs/oidc.md §7.7). */
+  fapi_profile?: FapiProfile;
 }
 
 /** Defaults applied to omitted fields (documented in docs/oidc.md). */
@@ -364,6 +367,11 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
         bad('gateway route scopes must be scope tokens');
       }
     });
+  }
+  if (body.fapi_profile !== undefined && body.fapi_profile !== null) {
+    if (!(FAPI_PROFILES as readonly unknown[]).includes(body.fapi_profile))
+      bad(`fapi_profile must be one of ${FAPI_PROFILES.join(', ')}`);
+    return { ...applyFapiProfile(metadata), fapi_profile: body.fapi_profile as FapiProfile };
   }
   return metadata;
 }

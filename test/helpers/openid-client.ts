@@ -98,7 +98,7 @@ export async function register(base: string, metadata: Record<string, unknown>):
 }
 
 /** What the browser does with the authorization URL: follows it with the session cookie, through the one-tap form. */
-export async function browse(url: URL, jar: CookieJar, base: string): Promise<URL> {
+export async function browse(url: URL, jar: CookieJar, base: string, callback = CALLBACK): Promise<URL> {
   let res = await fetch(url, { redirect: 'manual', headers: { cookie: jar.header() } });
   if (res.status === 200) {
     const html = await res.text();
@@ -114,7 +114,7 @@ export async function browse(url: URL, jar: CookieJar, base: string): Promise<UR
     });
   }
   const location = res.headers.get('location');
-  if (!location || !location.startsWith(CALLBACK))
+  if (!location || !location.startsWith(callback))
     throw new Error(`authorize answered ${res.status} ${location ?? (await res.text())}`);
   return new URL(location);
 }

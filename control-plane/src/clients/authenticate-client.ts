@@ -3,6 +3,7 @@ import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
 import { parseClientSecretBasic, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
 import type { ClientAuthMethod } from '../../../lib/oauth/client-metadata.js';
 import { CLIENT_SIGNING_ALGS } from '../../../lib/oauth/oidc-client-metadata.js';
+import { FAPI_SIGNING_ALGS } from '../../../lib/oauth/fapi.js';
 import { oauthError } from '../../../lib/oauth/errors.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { findClient } from './find-client.js';
@@ -131,19 +132,24 @@ async function verifyClientAssertion(
     return jwtVerify(assertion, keys, {
       issuer: client.clientId,
       subject: client.clientId,
-      // RFC 7523 §3: the token endpoint URL; the issuer is accepted too (OIDC Core §9).
-      audience: [
-        `${issuer}/auth/token`,
-        issuer,
-        `${issuer}/auth/revoke`,
-        `${issuer}/auth/introspect`,
-        `${issuer}/auth/par`,
-        `${issuer}/auth/device`,
-      ],
+      // RFC 7523 §3: the token endpoint URL; the issuer is accepted too (OIDC Core §9). FAPI 2.0
+      // §5.3.2.1 item 8: for a FAPI client the issuer alone.
+      audience: client.metadata.fapi_profile
+        ? issuer
+        : [
+            `${issuer}/auth/token`,
+            issuer,
+            `${issuer}/auth/revoke`,
+            `${issuer}/auth/introspect`,
+            `${issuer}/auth/par`,
+            `${issuer}/auth/device`,
+          ],
       // OIDC Registration §2: a registered token_endpoint_auth_signing_alg is the only one accepted.
       algorithms: client.metadata.token_endpoint_auth_signing_alg
         ? [client.metadata.token_endpoint_auth_signing_alg]
-        : [...CLIENT_SIGNING_ALGS],
+        : client.metadata.fapi_profile
+          ? [...FAPI_SIGNING_ALGS]
+          : [...CLIENT_SIGNING_ALGS],
       currentDate: new Date(now),
       maxTokenAge: ASSERTION_MAX_AGE_SECONDS,
       requiredClaims: ['exp', 'jti', 'iat'],

@@ -5,6 +5,7 @@ import {
   type AuthorizationRequest,
 } from '../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../lib/oauth/scope.js';
+import { FAPI_MAX_CODE_SECONDS } from '../../../lib/oauth/fapi.js';
 import { randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
@@ -14,6 +15,12 @@ export type IssueCodeServices = Pick<ControlPlaneServices, 'config' | 'storage' 
 
 /** How the user's consent to this client was established: just given, remembered, or not needed. */
 export type ApprovalKind = 'new' | 'remembered' | 'prompt_none' | 'first_party';
+
+/** The configured code lifetime; for a FAPI 2.0 client never more than 60 s (FAPI 2.0 §5.3.2.1 item 13). */
+function codeLifetimeSeconds(services: IssueCodeServices, client: StoredClient): number {
+  const configured = services.config.lifetimes.authorizationCode;
+  return client.metadata.fapi_profile ? Math.min(configured, FAPI_MAX_CODE_SECONDS) : configured;
+}
 
 /** What the user approved for this client before (scopes and resources), or null. */
 export async function approvalOf(
@@ -54,7 +61,7 @@ export async function issueAuthorizationCode(
       amr: session.amr,
       authTime: session.authTime,
       createdAt: now,
-      expiresAt: now + services.config.lifetimes.authorizationCode * 1000,
+      expiresAt: now + codeLifetimeSeconds(services, client) * 1000,
       consumedAt: null,
       grantId: null,
       offline: outlivesSession({

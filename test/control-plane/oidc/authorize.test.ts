@@ -347,11 +347,16 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     authorization_response_iss_parameter_supported: true,
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
+    pushed_authorization_request_endpoint: `${TEST_ISSUER}/auth/par`,
+    require_pushed_authorization_requests: false,
+    device_authorization_endpoint: `${TEST_ISSUER}/auth/device`,
   });
   t.same(doc.grant_types_supported.sort(), [
     'authorization_code',
     'refresh_token',
+    'urn:ietf:params:oauth:grant-type:device_code',
     'urn:ietf:params:oauth:grant-type:jwt-bearer',
+    'urn:ietf:params:oauth:grant-type:token-exchange',
   ]);
   t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'offline_access']);
   t.ok(doc.token_endpoint_auth_methods_supported.includes('none'));

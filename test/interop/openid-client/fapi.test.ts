@@ -1,0 +1,108 @@
+import t from 'tap';
+import * as client from 'openid-client';
+import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
+import { ADMIN, browse, passkeySignUp, refusal, start } from '../../helpers/openid-client.js';
+
+/**
+ * A client registered with `fapi_profile: "2.0"` through openid-client: private_key_jwt (aud the
+ * issuer), PAR with DPoP, DPoP-bound tokens; and what the profile refuses at registration,
+ * authorization and token time.
+ */
+const HTTPS_CALLBACK = 'https://bank.example.com/callback';
+
+async function registerRaw(base: string, metadata: Record<string, unknown>) {
+  const res = await fetch(`${base}/register`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Bank', redirect_uris: [HTTPS_CALLBACK], scope: 'openid', ...metadata }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+t.test('openid-client: the FAPI 2.0 profile as a per-client switch', async (t) => {
+  const server = await start(t);
+  const base = server.url;
+  const jar = await passkeySignUp(base, 'fapi-kim');
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bank-1', alg: 'ES256' };
+
+  const secretClient = await registerRaw(base, {
+    fapi_profile: '2.0',
+    token_endpoint_auth_method: 'client_secret_basic',
+  });
+  t.equal(secretClient.body.error, 'invalid_client_metadata', 'client secrets are refused');
+  const httpRedirect = await registerRaw(base, {
+    fapi_profile: '2.0',
+    token_endpoint_auth_method: 'private_key_jwt',
+    jwks: { keys: [jwk] },
+    redirect_uris: ['http://localhost:9/callback'],
+  });
+  t.equal(httpRedirect.body.error, 'invalid_client_metadata', 'http redirect URIs are refused');
+  const rs256 = await registerRaw(base, {
+    fapi_profile: '2.0',
+    token_endpoint_auth_method: 'private_key_jwt',
+    token_endpoint_auth_signing_alg: 'RS256',
+    jwks: { keys: [jwk] },
+  });
+  t.equal(rs256.body.error, 'invalid_client_metadata', 'RS256 is refused');
+
+  const registered = await registerRaw(base, {
+    fapi_profile: '2.0',
+    token_endpoint_auth_method: 'private_key_jwt',
+    jwks: { keys: [jwk] },
+  });
+  t.equal(registered.status, 201);
+  t.match(registered.body, {
+    fapi_profile: '2.0',
+    require_pushed_authorization_requests: true,
+    dpop_bound_access_tokens: true,
+  });
+  const config = await client.discovery(
+    new URL(base),
+    registered.body.client_id,
+    undefined,
+    client.PrivateKeyJwt({ key: privateKey, kid: 'bank-1' }),
+    { execute: [client.allowInsecureRequests] },
+  );
+  const dpop = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
+  const verifier = client.randomPKCECodeVerifier();
+  const parameters = {
+    redirect_uri: HTTPS_CALLBACK,
+    scope: 'openid',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state: 'fapi',
+  };
+
+  const plain = await fetch(client.buildAuthorizationUrl(config, parameters), {
+    redirect: 'manual',
+    headers: { cookie: jar.header() },
+  });
+  t.equal(new URL(plain.headers.get('location')!).searchParams.get('error'), 'invalid_request', 'PAR is required');
+
+  const url = await client.buildAuthorizationUrlWithPAR(config, parameters, { DPoP: dpop });
+  const callback = await browse(url, jar, base, HTTPS_CALLBACK);
+  t.equal(callback.searchParams.get('iss'), base, 'iss in the response');
+  t.equal(
+    await refusal(
+      client.authorizationCodeGrant(config, new URL(callback), { pkceCodeVerifier: verifier, expectedState: 'fapi' }),
+    ),
+    'invalid_dpop_proof',
+    'no token without DPoP',
+  );
+  const again = await browse(
+    await client.buildAuthorizationUrlWithPAR(config, parameters, { DPoP: dpop }),
+    jar,
+    base,
+    HTTPS_CALLBACK,
+  );
+  const tokens = await client.authorizationCodeGrant(
+    config,
+    again,
+    { pkceCodeVerifier: verifier, expectedState: 'fapi' },
+    undefined,
+    { DPoP: dpop },
+  );
+  t.equal(tokens.token_type.toLowerCase(), 'dpop');
+  t.ok((decodeJwt(tokens.access_token).cnf as { jkt?: string }).jkt, 'sender-constrained');
+});
