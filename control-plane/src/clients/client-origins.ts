@@ -63,7 +63,7 @@ export class ClientOrigins {
     return (await this.#all.get()).has(origin);
   }
 
-  /** The published origins of clients that turned in-place sign-in on (docs/in-place.md#origins). */
+  /** The origins of clients that turned in-place sign-in on (docs/in-place.md#one-origin-rule-one-cors-rule). */
   inPlace(): Promise<readonly string[]> {
     return this.#inPlace.get();
   }
