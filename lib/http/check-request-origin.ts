@@ -20,7 +20,7 @@ export interface RequestOriginRule {
 
 /**
  * The CSRF rule of every HTML form and state-changing browser request (CONTRACT.md, "Access
- * rules…"; docs/security.md#csrf). Fetch Metadata first: `same-origin` (or `none`, a request the
+ * rules…"; docs/security.md#csrf-on-forms). Fetch Metadata first: `same-origin` (or `none`, a request the
  * person typed or bookmarked) passes and any other value (`same-site`, `cross-site`) fails, because
  * pages answer with `Referrer-Policy: no-referrer` and Chromium then sends `Origin: null` on their
  * own same-origin form posts. Without Fetch Metadata, an `Origin` that is present and not `null`

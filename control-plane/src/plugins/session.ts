@@ -34,7 +34,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Reads the session cookie into `request.kp.session` and checks where every state-changing request
- * that carries a live session comes from (docs/security.md#csrf: SameSite=Lax plus Fetch Metadata,
+ * that carries a live session comes from (docs/security.md#csrf-on-forms: SameSite=Lax plus Fetch Metadata,
  * then Origin). Requests without a session are left alone: they cannot act for anyone.
  */
 export const sessionPlugin = fp(
