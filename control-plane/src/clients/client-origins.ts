@@ -37,10 +37,11 @@ class Kept<T> {
 }
 
 /**
- * The origins of registered redirect URIs (and the published in-place ones), for the CORS answers of the OIDC endpoints and the
- * in-place sign-in ones, which every browser request asks for: reading every client's metadata
- * each time grows with the number of clients. Read once, then kept until a client changes here
- * (the control plane calls `forget` on every `client.*` event) or for `maxAgeMs` at most. The age
+ * The origins of registered redirect URIs (and the published in-place ones), for the CORS answers
+ * of the OIDC endpoints and the in-place sign-in ones, which every browser request asks for:
+ * reading every client's metadata each time grows with the number of clients. Read once, then
+ * kept until a client or an org changes here (the control plane calls `forget` on every
+ * `client.*` and `org.*` event) or for `maxAgeMs` at most. The age
  * is measured on the monotonic clock, not the control plane's (which tests stop).
  */
 export class ClientOrigins {

@@ -1,4 +1,3 @@
-import { credentialsForUsername } from '../passkeys/decoy.js';
 import { checkUsername } from '../../../lib/accounts/username.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { checkAuthorizationRequest, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
@@ -25,6 +24,7 @@ import {
 } from '../passkeys/ceremony.js';
 import { PASSKEY_AMR, credentialRecord } from '../accounts/sign-up.js';
 import type { StoredClient } from '../storage/types.js';
+import { credentialsForUsername } from '../passkeys/decoy.js';
 import { authorizationClientOf } from './authorization-client.js';
 
 /** What the direct grant runs on. */

@@ -280,12 +280,6 @@ export async function acceptInvite(
   });
 }
 
-/**
- * An invite stands only while its inviter could still send it: still a member since before the
- * invite (not removed, nor removed and added again), an admin or owner, and an owner for an owner
- * invite. Removing or demoting an inviter so voids their pending invites (docs/orgs.md#invites):
- * an admin cannot leave an invite to their own second account behind.
- */
 /** The account's invites that still stand (a void one is not offered). */
 export async function standingInvites(
   orgs: Pick<OrgStore, 'invitesFor' | 'member'>,
@@ -296,6 +290,12 @@ export async function standingInvites(
   return invites.filter((_, n) => stands[n]);
 }
 
+/**
+ * An invite stands only while its inviter could still send it: still a member since before the
+ * invite (not removed, nor removed and added again), an admin or owner, and an owner for an owner
+ * invite. Removing or demoting an inviter so voids their pending invites (docs/orgs.md#invites):
+ * an admin cannot leave an invite to their own second account behind.
+ */
 export async function inviteStands(orgs: Pick<OrgStore, 'member'>, invite: OrgInvite): Promise<boolean> {
   const inviter = await orgs.member(invite.orgId, invite.invitedBy);
   if (!inviter || inviter.addedAt > invite.createdAt) return false;
