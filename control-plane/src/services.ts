@@ -16,6 +16,7 @@ import { summarizeMigration } from './storage/migration-ledger.js';
 import { describeStorage, openExistingStorage, openStorage, type StorageConfig } from './storage/open-storage.js';
 import type { Storage } from './storage/types.js';
 import { ClientOrigins } from './clients/client-origins.js';
+import { publishedInPlaceOrigins } from './clients/in-place-origins.js';
 import { BackchannelLogoutWorker } from './logout/backchannel.js';
 
 export interface OpenOptions {
@@ -78,9 +79,10 @@ export async function openControlPlaneServices(
       },
     });
     events.subscribe(ledger.record);
-    const clientOrigins = new ClientOrigins(storage.clients);
+    const clientOrigins = new ClientOrigins(storage.clients, () => publishedInPlaceOrigins({ storage }));
     events.subscribe((_tx, event) => {
-      if (event.type.startsWith('client.')) clientOrigins.forget();
+      // A proved domain, a role or a membership changes which in-place origins are published.
+      if (event.type.startsWith('client.') || event.type.startsWith('org.')) clientOrigins.forget();
     });
     await ledger.start();
     const mailer = createMailer({

@@ -15,6 +15,7 @@ import {
   type GateSession,
   type LoginState,
 } from '../../lib/gateway/session-cookie.js';
+import { originRefusal } from '../../lib/http/check-request-origin.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
 import { escapeHtml } from '../../lib/util/html.js';
@@ -329,7 +330,9 @@ export async function signout(
   const returnTo = validateReturnUrl(form.get('rd') ?? query.get('rd') ?? '/', ctx.publicUrl) ?? '/';
   if (!session) return redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
   if (req.method !== 'POST') return signoutPage(ctx, res, session, returnTo);
-  if (!constantEquals(form.get('csrf') ?? '', signoutToken(ctx, session))) {
+  // The session's CSRF token is the check; Fetch Metadata (then Origin) refuses another site's
+  // post before it is even compared (docs/security.md#csrf-on-forms).
+  if (!fromOwnPage(req, ctx.publicUrl) || !constantEquals(form.get('csrf') ?? '', signoutToken(ctx, session))) {
     return sendError(ctx.metrics, res, fail('origin_mismatch', "sign out from the gateway's own sign-out page"));
   }
   // A copy of this cookie (or an older one) is refused at once at every replica: it must not move
@@ -348,4 +351,11 @@ export async function signout(
   const params = new URLSearchParams({ client_id: ctx.config.clientId, post_logout_redirect_uri: `${ctx.publicUrl}/` });
   if (session.idToken) params.set('id_token_hint', session.idToken);
   return redirect(res, `${ctx.controlPlane}/auth/logout?${params}`, cleared);
+}
+
+/** The CSRF rule of every form (lib/http/check-request-origin.ts) for a post to the gateway. */
+function fromOwnPage(req: IncomingMessage, publicUrl: string): boolean {
+  const site = req.headers['sec-fetch-site'];
+  const headers = { secFetchSite: typeof site === 'string' ? site : undefined, origin: req.headers.origin };
+  return originRefusal(headers, { expectedOrigin: new URL(publicUrl).origin, originRequired: false }) === null;
 }

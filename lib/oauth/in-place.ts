@@ -34,6 +34,30 @@ export function isRegisteredOrigin(
   return registeredOriginsOf(client).includes(origin);
 }
 
+/**
+ * The registered origins of an in-place client that are published as WebAuthn related origins
+ * (`/.well-known/webauthn`) and answered with credentialed CORS (docs/in-place.md#origins). A
+ * related origin runs passkey ceremonies for the issuer's RP ID, so an account cannot add one by
+ * registering a client: all of them for a client the operator registered or marked first-party;
+ * for a client an account registered, only https origins whose host is, or lies under, a domain
+ * proved by an org the account administers (`provedDomains`, lower-case host names).
+ */
+export function publishableOrigins(
+  client: InPlaceClient,
+  input: { operatorRegistered: boolean; provedDomains: readonly string[] },
+): string[] {
+  if (client.in_place !== true) return [];
+  const origins = registeredOriginsOf(client);
+  if (input.operatorRegistered || client.first_party === true) return origins;
+  return origins.filter((origin) => {
+    const { protocol, hostname } = new URL(origin);
+    return (
+      protocol === 'https:' &&
+      input.provedDomains.some((domain) => hostname === domain || hostname.endsWith(`.${domain}`))
+    );
+  });
+}
+
 export interface CorsOptions {
   /** Methods a preflight allows. */
   methods?: string;

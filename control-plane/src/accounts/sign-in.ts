@@ -1,7 +1,6 @@
 import type { PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import { checkUsername } from '../../../lib/accounts/username.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import { randomId } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import {
   CredentialLimits,
@@ -10,7 +9,7 @@ import {
   takeChallenge,
   verifyAssertion,
 } from '../passkeys/ceremony.js';
-import { decoyCredentials } from '../passkeys/decoy.js';
+import { credentialsForUsername } from '../passkeys/decoy.js';
 import { openSession, type OpenedSession, type SignInBrowser } from '../sessions/start-session.js';
 import { PASSKEY_AMR } from './sign-up.js';
 
@@ -29,10 +28,7 @@ export async function beginSignIn(
   if (user === undefined || user === '') return requestOptions(services, null, { purpose: 'signin' });
   const username = checkUsername(user);
   await new CredentialLimits(services).perAccount('signin-options', username);
-  const identity = await services.storage.identities.findByUsername(username);
-  const identityId = identity?.identityId ?? randomId('usr');
-  const real = await services.storage.credentials.listByIdentity(identityId);
-  const allow = identity ? real : decoyCredentials(services.secrets.macKey('assertion-decoy'), username);
+  const { identityId, allow } = await credentialsForUsername(services, username);
   return requestOptions(services, allow, { purpose: 'signin', identityId });
 }
 

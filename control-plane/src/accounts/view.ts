@@ -2,6 +2,7 @@ import { fail } from '../../../lib/errors/keyplane-error.js';
 import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
 import { accountExtras, type AccountExtras } from './extras.js';
 import type { ControlPlaneServices } from '../context.js';
+import { standingInvites } from '../orgs/operations.js';
 
 /** What these functions read. */
 export type AccountViewServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'now'>;
@@ -48,7 +49,7 @@ export async function loadAccountView(
     storage.devices.list(identityId),
     accountExtras(services, identityId),
     storage.orgs.listForMember(identityId),
-    storage.orgs.invitesFor(identityId),
+    standingInvites(storage.orgs, identityId),
   ]);
   const invitedTo = await Promise.all(invites.map((i) => storage.orgs.get(i.orgId)));
   const stepUpMs = services.config.lifetimes.stepUp * 1000;

@@ -37,23 +37,26 @@ class Kept<T> {
 }
 
 /**
- * The origins of registered redirect URIs, for the CORS answers of the OIDC endpoints and the
- * in-place sign-in ones, which every browser request asks for: reading every client's metadata
- * each time grows with the number of clients. Read once, then kept until a client changes here
- * (the control plane calls `forget` on every `client.*` event) or for `maxAgeMs` at most. The age
+ * The origins of registered redirect URIs (and the published in-place ones), for the CORS answers
+ * of the OIDC endpoints and the in-place sign-in ones, which every browser request asks for:
+ * reading every client's metadata each time grows with the number of clients. Read once, then
+ * kept until a client or an org changes here (the control plane calls `forget` on every
+ * `client.*` and `org.*` event) or for `maxAgeMs` at most. The age
  * is measured on the monotonic clock, not the control plane's (which tests stop).
  */
 export class ClientOrigins {
   readonly #all: Kept<ReadonlySet<string>>;
   readonly #inPlace: Kept<readonly string[]>;
 
+  /** `publishedInPlace` reads the published in-place origins (clients/in-place-origins.ts). */
   constructor(
-    clients: Pick<ClientStore, 'allRedirectUris' | 'inPlaceRedirectUris'>,
+    clients: Pick<ClientStore, 'allRedirectUris'>,
+    publishedInPlace: () => Promise<readonly string[]>,
     maxAgeMs = CLIENT_ORIGINS_MAX_AGE_MS,
     clock: () => number = () => performance.now(),
   ) {
     this.#all = new Kept(async () => new Set(originsOf(await clients.allRedirectUris())), maxAgeMs, clock);
-    this.#inPlace = new Kept(async () => originsOf(await clients.inPlaceRedirectUris()), maxAgeMs, clock);
+    this.#inPlace = new Kept(publishedInPlace, maxAgeMs, clock);
   }
 
   /** Whether `origin` is the origin of some client's redirect URI (browser-based clients' CORS). */

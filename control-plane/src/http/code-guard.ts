@@ -10,20 +10,33 @@ export type GuardServices = Pick<ControlPlaneServices, 'config' | 'state' | 'sto
  * Guessing protection shared by the code-checking routes (TOTP, recovery codes): a lockout per
  * account and method after `limits.lockoutThreshold` failures for `limits.lockoutSeconds`
  * (docs/accounts.md#rate-limits), and a per-IP rate limit. A lockout start is an event (and so a receipt).
+ *
+ * A code anyone may try without a session (backup codes) names its `source` (the client address):
+ * the lockout is then per account and source at the threshold, and account-wide only at
+ * {@link ACCOUNT_WIDE_FACTOR} times it, so a stranger's wrong guesses lock the stranger out, not
+ * the owner's correct code from elsewhere (docs/security.md#backup-code-lockout).
  */
 export type CodeMethod = 'totp' | 'recovery';
 
-function lockout(services: GuardServices): Lockout {
-  const { limits } = services.config;
-  return new Lockout(
-    services.state,
-    { threshold: limits.lockoutThreshold, lockMs: limits.lockoutSeconds * 1000 },
-    services.now,
-  );
-}
+/** How many times the per-source threshold an account takes, from all sources, before it locks for everyone. */
+export const ACCOUNT_WIDE_FACTOR = 10;
 
-function subject(method: CodeMethod, identityId: string): string {
-  return `${method}:${identityId}`;
+/** The lockouts one failure counts in: the account-wide one, and the source's when there is one. */
+function lockoutsFor(
+  services: GuardServices,
+  method: CodeMethod,
+  identityId: string,
+  source: string | undefined,
+): Array<{ lockout: Lockout; subject: string }> {
+  const { limits } = services.config;
+  const make = (threshold: number) =>
+    new Lockout(services.state, { threshold, lockMs: limits.lockoutSeconds * 1000 }, services.now);
+  const account = `${method}:${identityId}`;
+  if (source === undefined) return [{ lockout: make(limits.lockoutThreshold), subject: account }];
+  return [
+    { lockout: make(limits.lockoutThreshold * ACCOUNT_WIDE_FACTOR), subject: account },
+    { lockout: make(limits.lockoutThreshold), subject: `${account}:from:${source}` },
+  ];
 }
 
 function lockedOut(method: CodeMethod, retryAfterMs: number): KeyplaneError {
@@ -35,10 +48,17 @@ function lockedOut(method: CodeMethod, retryAfterMs: number): KeyplaneError {
   });
 }
 
-/** Throws `locked_out` (429, Retry-After) while the account is locked for this method. */
-export async function assertNotLocked(services: GuardServices, method: CodeMethod, identityId: string): Promise<void> {
-  const status = await lockout(services).status(subject(method, identityId));
-  if (status.locked) throw lockedOut(method, status.retryAfterMs);
+/** Throws `locked_out` (429, Retry-After) while the account (or the account from this source) is locked for this method. */
+export async function assertNotLocked(
+  services: GuardServices,
+  method: CodeMethod,
+  identityId: string,
+  source?: string,
+): Promise<void> {
+  for (const { lockout, subject } of lockoutsFor(services, method, identityId, source)) {
+    const status = await lockout.status(subject);
+    if (status.locked) throw lockedOut(method, status.retryAfterMs);
+  }
 }
 
 /**
@@ -49,30 +69,37 @@ export async function recordCodeFailure(
   services: GuardServices,
   method: CodeMethod,
   identityId: string,
+  source?: string,
 ): Promise<KeyplaneError | null> {
-  const result = await lockout(services).recordFailure(subject(method, identityId));
-  if (result.started) {
-    const at = services.now();
-    await services.storage.transaction((tx) =>
-      services.events.record(tx, {
-        type: 'lockout.started',
-        at,
-        outcome: 'failure',
-        identityId,
-        method,
-        until: at + result.retryAfterMs,
-      }),
-    );
+  let locked: KeyplaneError | null = null;
+  for (const { lockout, subject } of lockoutsFor(services, method, identityId, source)) {
+    const result = await lockout.recordFailure(subject);
+    if (result.started) {
+      const at = services.now();
+      await services.storage.transaction((tx) =>
+        services.events.record(tx, {
+          type: 'lockout.started',
+          at,
+          outcome: 'failure',
+          identityId,
+          method,
+          until: at + result.retryAfterMs,
+        }),
+      );
+    }
+    if (result.locked) locked ??= lockedOut(method, result.retryAfterMs);
   }
-  return result.locked ? lockedOut(method, result.retryAfterMs) : null;
+  return locked;
 }
 
 export async function recordCodeSuccess(
   services: GuardServices,
   method: CodeMethod,
   identityId: string,
+  source?: string,
 ): Promise<void> {
-  await lockout(services).recordSuccess(subject(method, identityId));
+  for (const { lockout, subject } of lockoutsFor(services, method, identityId, source))
+    await lockout.recordSuccess(subject);
 }
 
 /** Per client IP, `limits.authPerIpPerMinute` requests per minute on one credential path. */

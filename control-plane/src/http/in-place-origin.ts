@@ -3,6 +3,7 @@ import { fail } from '../../../lib/errors/keyplane-error.js';
 import { buildCorsHeaders, isRegisteredOrigin, type CorsOptions } from '../../../lib/oauth/in-place.js';
 import type { ControlPlaneServices } from '../context.js';
 import { findClient } from '../clients/find-client.js';
+import { publishedOriginsOf } from '../clients/in-place-origins.js';
 import type { StoredClient } from '../storage/types.js';
 
 /**
@@ -19,13 +20,21 @@ export async function inPlaceClientFor(
 ): Promise<{ client: StoredClient; origin: string }> {
   const client = typeof clientId === 'string' && clientId.length > 0 ? await findClient(services, clientId) : null;
   const origin = request.headers.origin;
-  const allowed = client !== null && isRegisteredOrigin(client.metadata, origin);
+  const registered = client !== null && isRegisteredOrigin(client.metadata, origin);
+  // An in-place client's origin gets CORS only once published (an account's client: under a proved domain).
+  const allowed =
+    registered && (client.metadata.in_place !== true || (await publishedOriginsOf(services, client)).includes(origin));
   reply.headers(buildCorsHeaders(origin, allowed));
   if (!client) throw fail('not_found', 'no such client');
-  if (!allowed)
+  if (!registered)
     throw fail(
       'origin_mismatch',
       origin ? 'this origin is not registered for the client' : 'the request carries no Origin',
+    );
+  if (!allowed)
+    throw fail(
+      'origin_mismatch',
+      'this origin is used in place only once the operator registers the client or an org you administer proves its domain (docs/in-place.md#origins)',
     );
   if (client.metadata.in_place !== true)
     throw fail('in_place_disabled', 'the client has not turned in-place sign-in on');

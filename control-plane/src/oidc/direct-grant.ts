@@ -24,10 +24,14 @@ import {
 } from '../passkeys/ceremony.js';
 import { PASSKEY_AMR, credentialRecord } from '../accounts/sign-up.js';
 import type { StoredClient } from '../storage/types.js';
+import { credentialsForUsername } from '../passkeys/decoy.js';
 import { authorizationClientOf } from './authorization-client.js';
 
 /** What the direct grant runs on. */
-export type DirectGrantServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'now'>;
+export type DirectGrantServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'state' | 'events' | 'secrets' | 'now'
+>;
 
 /** The client and the origin it was called from, after the shared in-place origin check. */
 export interface DirectCaller {
@@ -102,14 +106,9 @@ export async function directGrantOptions(
     return { options: await requestOptions(services, null, ceremony) };
   const username = checkUsername(input.username);
   await limits.perAccount('direct-options', username);
-  const identity = await storage.identities.findByUsername(username);
-  const allow = identity ? await storage.credentials.listByIdentity(identity.identityId) : [];
-  return {
-    options: await requestOptions(services, allow, {
-      ...ceremony,
-      identityId: identity?.identityId ?? randomId('usr'),
-    }),
-  };
+  // An unknown name gets the decoy /auth/assertion-options gives it: the same shape either way.
+  const { identityId, allow } = await credentialsForUsername(services, username);
+  return { options: await requestOptions(services, allow, { ...ceremony, identityId }) };
 }
 
 /** The authorization request part of the body, checked like /auth/authorize (exact redirect URI, PKCE S256, scopes). */

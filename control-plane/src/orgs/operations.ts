@@ -3,7 +3,7 @@ import { checkRoleChange, checkSiteUrl, hasRole, slugify, type OrgRole } from '.
 import { checkFreeText } from '../../../lib/accounts/username.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { OrgMember, OrgSite, StoredOrg } from '../storage/types.js';
+import type { OrgInvite, OrgMember, OrgSite, OrgStore, StoredOrg } from '../storage/types.js';
 
 /** What org operations need: storage, the event bus (receipts) and the clock. */
 export type OrgServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
@@ -264,7 +264,8 @@ export async function acceptInvite(
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const invite = await tx.orgs.takeInvite(org.orgId, identityId);
-    if (!invite) throw fail('not_found', 'no invitation to this organization');
+    if (!invite || !(await inviteStands(tx.orgs, invite)))
+      throw fail('not_found', 'no invitation to this organization');
     const member: OrgMember = { identityId, role: invite.role, addedAt: now };
     if (!(await tx.orgs.addMember(org.orgId, member))) throw fail('already_member', 'you are a member already');
     const { receipt } = await services.events.record(tx, {
@@ -277,6 +278,28 @@ export async function acceptInvite(
     });
     return { org, role: invite.role, ...(receipt ? { receipt } : {}) };
   });
+}
+
+/** The account's invites that still stand (a void one is not offered). */
+export async function standingInvites(
+  orgs: Pick<OrgStore, 'invitesFor' | 'member'>,
+  identityId: string,
+): Promise<OrgInvite[]> {
+  const invites = await orgs.invitesFor(identityId);
+  const stands = await Promise.all(invites.map((invite) => inviteStands(orgs, invite)));
+  return invites.filter((_, n) => stands[n]);
+}
+
+/**
+ * An invite stands only while its inviter could still send it: still a member since before the
+ * invite (not removed, nor removed and added again), an admin or owner, and an owner for an owner
+ * invite. Removing or demoting an inviter so voids their pending invites (docs/orgs.md#invites):
+ * an admin cannot leave an invite to their own second account behind.
+ */
+export async function inviteStands(orgs: Pick<OrgStore, 'member'>, invite: OrgInvite): Promise<boolean> {
+  const inviter = await orgs.member(invite.orgId, invite.invitedBy);
+  if (!inviter || inviter.addedAt > invite.createdAt) return false;
+  return hasRole(inviter.role, invite.role === 'owner' ? 'owner' : 'admin');
 }
 
 function requireManager(m: Membership): void {

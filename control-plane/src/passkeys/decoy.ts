@@ -1,5 +1,24 @@
 import { createHmac } from 'node:crypto';
+import { randomId } from '../../../lib/util/random.js';
+import type { ControlPlaneServices } from '../context.js';
 import type { CredentialSummary } from '../storage/types.js';
+
+/**
+ * The passkeys a sign-in naming `username` may use: the account's own, or for a name no account
+ * holds the decoy below, after the same look-ups. Every ceremony that takes a username
+ * (`/auth/assertion-options`, the direct grant's options) answers through this, so neither tells
+ * which usernames exist (docs/security.md#account-enumeration).
+ */
+export async function credentialsForUsername(
+  services: Pick<ControlPlaneServices, 'storage' | 'secrets'>,
+  username: string,
+): Promise<{ identityId: string; allow: CredentialSummary[] }> {
+  const identity = await services.storage.identities.findByUsername(username);
+  const identityId = identity?.identityId ?? randomId('usr');
+  const real = await services.storage.credentials.listByIdentity(identityId);
+  const allow = identity ? real : decoyCredentials(services.secrets.macKey('assertion-decoy'), username);
+  return { identityId, allow };
+}
 
 /**
  * Decoy `allowCredentials` for a username no account holds: one credential id of the common

@@ -3,6 +3,7 @@ import cookie from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { effectiveAssurance, meetsAssurance, type AssuranceLevel } from '../../../lib/assurance/assurance.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
+import { checkRequestOrigin, type RequestOriginHeaders } from '../../../lib/http/check-request-origin.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { SessionView } from '../context.js';
 import { isPageNavigation } from '../http/negotiate.js';
@@ -32,9 +33,9 @@ const TOUCH_EVERY_MS = 60_000;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * Reads the session cookie into `request.kp.session` and checks `Origin` on every state-changing
- * request that carries a live session (docs/accounts.md#sessions-and-devices: SameSite=Lax plus an
- * Origin check). Requests without a session are left alone: they cannot act for anyone.
+ * Reads the session cookie into `request.kp.session` and checks where every state-changing request
+ * that carries a live session comes from (docs/security.md#csrf-on-forms: SameSite=Lax plus Fetch Metadata,
+ * then Origin). Requests without a session are left alone: they cannot act for anyone.
  */
 export const sessionPlugin = fp(
   async (app: FastifyInstance) => {
@@ -73,17 +74,8 @@ export const sessionPlugin = fp(
         authTime: stored.authTime,
       };
       request.kp.session = view;
-      if (!SAFE_METHODS.has(request.method) && request.routeOptions.config?.checksOwnOrigin !== true) {
-        const origin = request.headers.origin;
-        if (origin !== issuerOrigin) {
-          throw fail(
-            'origin_mismatch',
-            origin
-              ? 'this request came from another origin'
-              : 'a signed-in request that changes state must carry an Origin header',
-          );
-        }
-      }
+      if (!SAFE_METHODS.has(request.method) && request.routeOptions.config?.checksOwnOrigin !== true)
+        checkRequestOrigin(originHeaders(request), { expectedOrigin: issuerOrigin, originRequired: true });
     });
   },
   { name: 'keyplane-session', dependencies: ['keyplane-request-context', 'keyplane-errors'] },
@@ -91,12 +83,19 @@ export const sessionPlugin = fp(
 
 /**
  * For sign-in POSTs that carry no session yet (recovery code, magic-link request): a browser's
- * Origin must be ours (no login CSRF); API callers send no Origin and pass.
+ * request must come from our own pages (no login CSRF); API callers send neither Fetch Metadata
+ * nor Origin and pass.
  */
 export function checkSignInOrigin(kp: CookieServices, request: FastifyRequest): void {
-  const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(kp.config.issuer).origin)
-    throw fail('origin_mismatch', 'this request came from another origin');
+  checkRequestOrigin(originHeaders(request), {
+    expectedOrigin: new URL(kp.config.issuer).origin,
+    originRequired: false,
+  });
+}
+
+function originHeaders(request: FastifyRequest): RequestOriginHeaders {
+  const site = request.headers['sec-fetch-site'];
+  return { secFetchSite: typeof site === 'string' ? site : undefined, origin: request.headers.origin };
 }
 
 function sendToSignIn(reply: FastifyReply): FastifyReply {

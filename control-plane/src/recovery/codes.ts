@@ -60,17 +60,20 @@ export interface RecoverySignIn {
 /**
  * Signs in with one backup code at assurance `recovery`, consuming it. An unknown account and a
  * wrong code get the same refusal after the same work; wrong codes count towards the lockout of
- * the method. The per-IP limit is the caller's.
+ * the method from `source` (the client address), and far more of them lock it from everywhere
+ * (docs/security.md#backup-code-lockout). The per-IP limit is the caller's.
  */
 export async function signInWithRecoveryCode(
   services: RecoveryServices,
   user: string,
   code: string,
   browser: SignInBrowser,
+  source: string,
 ): Promise<RecoverySignIn> {
   const macKey = services.secrets.macKey(MAC_PURPOSE);
   const name = foldUsername(user);
-  await limitPerAccount(services, 'recovery-verify', sha256Hex(name));
+  // Per name and source: a stranger's flood for a name must not hold its owner off either.
+  await limitPerAccount(services, 'recovery-verify', sha256Hex(`${name}\n${source}`));
   const identity = await services.storage.identities.findByUsername(name);
   const refused = fail('invalid_recovery_code', 'that account name or backup code is not right');
   if (!identity) {
@@ -79,10 +82,10 @@ export async function signInWithRecoveryCode(
     throw refused;
   }
   const identityId = identity.identityId;
-  await assertNotLocked(services, 'recovery', identityId);
+  await assertNotLocked(services, 'recovery', identityId, source);
   const candidates = await services.storage.recoveryCodes.listUnused(identityId);
   const match = matchRecoveryCode(macKey, code, candidates);
-  if (!match) throw (await recordCodeFailure(services, 'recovery', identityId)) ?? refused;
+  if (!match) throw (await recordCodeFailure(services, 'recovery', identityId, source)) ?? refused;
 
   const at = services.now();
   const remaining = candidates.length - 1;
@@ -100,7 +103,7 @@ export async function signInWithRecoveryCode(
     });
     return { sessionToken: opened.token, receipt: opened.receipt ?? used.receipt };
   });
-  await recordCodeSuccess(services, 'recovery', identityId);
+  await recordCodeSuccess(services, 'recovery', identityId, source);
   return {
     identityId,
     remaining,

@@ -373,8 +373,8 @@ export interface ClientStore {
   list(after: string | null, limit: number): Promise<StoredClient[]>;
   /** Every registered redirect URI of every client (for WebAuthn related origins). */
   allRedirectUris(): Promise<string[]>;
-  /** The registered redirect URIs of clients with in-place sign-in on (`in_place: true`). */
-  inPlaceRedirectUris(): Promise<string[]>;
+  /** The clients with in-place sign-in on (`in_place: true`), by client id. */
+  listInPlace(): Promise<StoredClient[]>;
   /** Every client whose metadata carries a `gateway` policy. */
   listGateways(): Promise<StoredClient[]>;
   /** The clients that registered exactly this redirect URI. */

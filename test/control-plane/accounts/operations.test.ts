@@ -64,14 +64,14 @@ t.test('a backup code signs in once at recovery; a wrong code and an unknown nam
   const { codes } = await regenerateRecoveryCodes(services, ada);
   t.equal(codes.length, 10);
   t.equal(
-    await reasonOf(signInWithRecoveryCode(services, 'nobody', codes[0]!, browser('dev_x'))),
+    await reasonOf(signInWithRecoveryCode(services, 'nobody', codes[0]!, browser('dev_x'), '203.0.113.1')),
     'invalid_recovery_code',
   );
   t.equal(
-    await reasonOf(signInWithRecoveryCode(services, 'ada', 'not-a-code', browser('dev_x'))),
+    await reasonOf(signInWithRecoveryCode(services, 'ada', 'not-a-code', browser('dev_x'), '203.0.113.1')),
     'invalid_recovery_code',
   );
-  const signedIn = await signInWithRecoveryCode(services, 'ADA', codes[0]!, browser('dev_x'));
+  const signedIn = await signInWithRecoveryCode(services, 'ADA', codes[0]!, browser('dev_x'), '203.0.113.1');
   t.same([signedIn.identityId, signedIn.remaining], [ada.identityId, 9]);
   const live = await services.storage.sessions.listLive(ada.identityId, services.now());
   t.ok(
@@ -79,7 +79,7 @@ t.test('a backup code signs in once at recovery; a wrong code and an unknown nam
     'the new session is at assurance recovery',
   );
   t.equal(
-    await reasonOf(signInWithRecoveryCode(services, 'ada', codes[0]!, browser('dev_x'))),
+    await reasonOf(signInWithRecoveryCode(services, 'ada', codes[0]!, browser('dev_x'), '203.0.113.1')),
     'invalid_recovery_code',
     'a used code does not work again',
   );

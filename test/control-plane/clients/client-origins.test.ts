@@ -15,19 +15,19 @@ function fakeClients(uris: string[], inPlace: string[] = []) {
         if (failing) throw new Error('database unavailable');
         return [...uris];
       },
-      inPlaceRedirectUris: async () => {
-        reads.inPlace++;
-        return [...inPlace];
-      },
+    },
+    publishedInPlace: async () => {
+      reads.inPlace++;
+      return [...inPlace];
     },
   };
 }
 
 t.test('origins are read once, kept until forgotten or too old, and a failed read is not kept', async (t) => {
   const uris = ['https://app.example.com/cb', 'https://app.example.com:8443/cb', 'not a url'];
-  const clients = fakeClients(uris, ['https://spa.example.com/in']);
+  const clients = fakeClients(uris, ['https://spa.example.com']);
   let now = 0;
-  const origins = new ClientOrigins(clients.store, 5_000, () => now);
+  const origins = new ClientOrigins(clients.store, clients.publishedInPlace, 5_000, () => now);
   t.equal(await origins.registered('https://app.example.com'), true);
   t.equal(await origins.registered('https://app.example.com:8443'), true);
   t.equal(await origins.registered('https://evil.example.com'), false);

@@ -134,6 +134,34 @@ t.test(
   },
 );
 
+t.test('the options answer an unknown username in the shape of a known one (no account enumeration)', async (t) => {
+  const { app, client } = await setup(t, { first_party: true });
+  await signUpInPlace(app, client);
+  const optionsFor = async (username: string) => {
+    const res = await post(app, '/auth/authorize/direct/options', { client_id: client.client_id, username });
+    t.equal(res.statusCode, 200, res.body);
+    return res.json().options as { allowCredentials: Array<Record<string, unknown>> };
+  };
+  const known = await optionsFor('ada');
+  const unknown = await optionsFor('nobody-here');
+  t.equal(unknown.allowCredentials.length, 1, 'one credential id, like an account with one passkey');
+  t.same(Object.keys(unknown).sort(), Object.keys(known).sort(), 'the same members');
+  t.same(Object.keys(unknown.allowCredentials[0]!).sort(), Object.keys(known.allowCredentials[0]!).sort());
+  t.equal(
+    (unknown.allowCredentials[0]!.id as string).length,
+    (known.allowCredentials[0]!.id as string).length,
+    'an id of the same size',
+  );
+  t.same((await optionsFor('nobody-here')).allowCredentials, unknown.allowCredentials, 'stable per name');
+  t.notSame((await optionsFor('someone-else')).allowCredentials, unknown.allowCredentials, 'another name, another id');
+  const signIn = await app.inject({ method: 'GET', url: '/auth/assertion-options?user=nobody-here' });
+  t.same(
+    signIn.json().options.allowCredentials.map((c: { id: string }) => c.id),
+    unknown.allowCredentials.map((c) => c.id),
+    'the same decoy /auth/assertion-options gives',
+  );
+});
+
 t.test('an account with TOTP active is refused with step_up_required and the popup URL', async (t) => {
   const { app, client, services } = await setup(t, { first_party: true });
   const { authenticator } = await signUpInPlace(app, client);

@@ -146,6 +146,47 @@ t.test('invites: shown on /account, accepted once, with the invited role', async
   t.equal(form.headers.location, '/org/acme');
 });
 
+t.test("an inviter removed or demoted below the invite's role leaves no invite behind", async (t) => {
+  const { app, alice, bob, carol, post, view } = await setUp(t);
+  const dave = await signUp(app, 'dave');
+  await post(alice, '/auth/orgs/create', { name: 'Acme' });
+  await post(alice, '/org/acme/members/invite', { username: 'bob', role: 'admin' });
+  t.equal((await post(bob, '/org/acme/members/accept')).statusCode, 200);
+  // Bob, an admin, invites his own second account (carol) as admin and dave as a member.
+  t.equal((await post(bob, '/org/acme/members/invite', { username: 'carol', role: 'admin' })).statusCode, 200);
+  t.equal((await post(bob, '/org/acme/members/invite', { username: 'dave', role: 'member' })).statusCode, 200);
+  const invites = async (who: TestAccount) =>
+    (await app.inject({ method: 'GET', url: '/account?format=json', headers: who.headers })).json().invites;
+  t.equal((await invites(carol)).length, 1);
+
+  // The owner removes Bob: his pending invites are void.
+  t.equal((await post(alice, '/org/acme/members/remove', { user: bob.identityId })).statusCode, 200);
+  t.same(await invites(carol), [], 'no longer offered on /account');
+  const refused = await post(carol, '/org/acme/members/accept');
+  t.equal(refused.statusCode, 404);
+  t.equal(refused.json().reason, 'not_found');
+  t.equal((await post(dave, '/org/acme/members/accept')).json().reason, 'not_found');
+  t.equal((await view(carol, 'acme')).reason, 'not_found', 'carol is not a member');
+
+  // Added again, Bob does not revive the invites he sent before his removal.
+  await post(alice, '/org/acme/members/invite', { username: 'bob', role: 'admin' });
+  await post(bob, '/org/acme/members/accept');
+  t.equal(
+    (await post(carol, '/org/acme/members/accept')).json().reason,
+    'not_found',
+    'removed and re-added: still void',
+  );
+
+  // Demoted below the invite's role (an admin invite needs an admin), his new invite is void too.
+  t.equal((await post(bob, '/org/acme/members/invite', { username: 'carol', role: 'admin' })).statusCode, 200);
+  t.equal((await post(alice, '/org/acme/members/role', { user: bob.identityId, role: 'member' })).statusCode, 200);
+  t.equal((await post(carol, '/org/acme/members/accept')).json().reason, 'not_found', 'demoted: void');
+
+  // An invite whose inviter still could send it is accepted as before.
+  t.equal((await post(alice, '/org/acme/members/invite', { username: 'carol', role: 'admin' })).statusCode, 200);
+  t.match((await post(carol, '/org/acme/members/accept')).json(), { ok: true, role: 'admin' });
+});
+
 t.test('roles: admins manage, only owners touch the owner role, the last owner stays', async (t) => {
   const { alice, bob, carol, post, view } = await setUp(t);
   await post(alice, '/auth/orgs/create', { name: 'Acme' });

@@ -103,6 +103,41 @@ t.test('locks recovery for the account after 5 wrong codes, with one lockout eve
   );
 });
 
+t.test(
+  "a stranger's wrong codes lock out the stranger's address, not the owner's right code from elsewhere",
+  async (t) => {
+    const { app, signIn, clock } = await setup(t, { 'limits.lockoutThreshold': 2 });
+    const { browser } = await signIn({ username: 'dee' });
+    const { codes } = (await browser.post('/auth/recovery/regenerate')).json();
+    const verify = (remoteAddress: string, code: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/auth/recovery/verify',
+        remoteAddress,
+        headers: { accept: 'application/json' },
+        payload: { user: 'dee', code },
+      });
+    const stranger = '198.51.100.7';
+    t.equal((await verify(stranger, 'ZZZZ-ZZZZ-ZZZZ-ZZZ1')).json().reason, 'invalid_recovery_code');
+    const locked = await verify(stranger, 'ZZZZ-ZZZZ-ZZZZ-ZZZ2');
+    t.equal(locked.statusCode, 429);
+    t.equal(locked.json().reason, 'locked_out');
+    t.equal((await verify(stranger, codes[0])).json().reason, 'locked_out', "the stranger's address stays locked");
+
+    const owner = await verify('203.0.113.9', codes[0]);
+    t.equal(owner.statusCode, 200, `the owner's right code from another address works: ${owner.body}`);
+
+    // Many sources together still lock the account for everyone, at ten times the per-source
+    // threshold (the owner's success cleared the count).
+    for (let n = 1; n <= 10; n++)
+      for (const guess of ['ZZZZ-ZZZZ-ZZZZ-ZZZ3', 'ZZZZ-ZZZZ-ZZZZ-ZZZ4']) await verify(`192.0.2.${n}`, guess);
+    const everyone = await verify('203.0.113.10', codes[1]);
+    t.equal(everyone.json().reason, 'locked_out', 'the account-wide limit (20 here) locks every address');
+    clock.advance(900_000);
+    t.equal((await verify('203.0.113.10', codes[1])).statusCode, 200, 'until the lock ends');
+  },
+);
+
 t.test('is rate-limited per IP across accounts', async (t) => {
   const { app } = await setup(t, { 'limits.authPerIpPerMinute': 3 });
   const guesser = new Browser(app);

@@ -68,10 +68,13 @@ export function clientStoreConformance(t: Tap, open: () => Promise<Storage>): vo
       ['cl_1', 'cl_2'],
       'only clients with a gateway policy',
     );
-    t.same(await storage.clients.inPlaceRedirectUris(), [], 'no client turned in-place sign-in on');
+    t.same(await storage.clients.listInPlace(), [], 'no client turned in-place sign-in on');
     const inPlace = client('cl_4', null, 'https://four.example.com/cb');
     await storage.clients.insert({ ...inPlace, metadata: { ...inPlace.metadata, in_place: true } });
-    t.same(await storage.clients.inPlaceRedirectUris(), ['https://four.example.com/cb']);
+    t.same(
+      (await storage.clients.listInPlace()).map((c) => [c.clientId, c.metadata.redirect_uris]),
+      [['cl_4', ['https://four.example.com/cb']]],
+    );
   });
 
   t.test('client store: an update applies only on the expected revision', async (t) => {

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { coversRequest } from '../../../lib/oauth/authorization-request.js';
 import {
+  publishableOrigins,
   buildCorsHeaders,
   buildPopupUrl,
   decideInPlaceConsent,
@@ -124,3 +125,37 @@ t.test('the popup URL repeats the request with response_mode=web_message', async
     state: 's',
   });
 });
+
+t.test(
+  "publishable origins: the operator's or first-party clients all; an account's only under a proved domain",
+  async (t) => {
+    const uris = [
+      'https://app.example.com/cb',
+      'https://login.app.example.com/cb',
+      'https://app.example.org/cb',
+      'http://app.example.com/cb',
+    ];
+    const client = { redirect_uris: uris, in_place: true };
+    const all = [
+      'https://app.example.com',
+      'https://login.app.example.com',
+      'https://app.example.org',
+      'http://app.example.com',
+    ];
+    t.same(publishableOrigins(client, { operatorRegistered: true, provedDomains: [] }), all);
+    t.same(publishableOrigins({ ...client, first_party: true }, { operatorRegistered: false, provedDomains: [] }), all);
+    t.same(publishableOrigins(client, { operatorRegistered: false, provedDomains: [] }), []);
+    t.same(
+      publishableOrigins(client, { operatorRegistered: false, provedDomains: ['app.example.com'] }),
+      ['https://app.example.com', 'https://login.app.example.com'],
+      'the domain and names under it, https only',
+    );
+    t.same(publishableOrigins(client, { operatorRegistered: false, provedDomains: ['example.com.evil'] }), []);
+    t.same(
+      publishableOrigins(client, { operatorRegistered: false, provedDomains: ['pp.example.com'] }),
+      [],
+      'a suffix is not a parent domain',
+    );
+    t.same(publishableOrigins({ ...client, in_place: false }, { operatorRegistered: true, provedDomains: [] }), []);
+  },
+);

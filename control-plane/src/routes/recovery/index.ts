@@ -111,7 +111,13 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
     checkSignInOrigin(app.kp, request);
     await limitPerIp(app.kp, request, 'recovery-verify');
     const { user, code } = request.body as { user: string; code: string };
-    const { sessionToken, ...signedIn } = await signInWithRecoveryCode(app.kp, user, code, browserOf(app.kp, reply));
+    const { sessionToken, ...signedIn } = await signInWithRecoveryCode(
+      app.kp,
+      user,
+      code,
+      browserOf(app.kp, reply),
+      request.ip,
+    );
     setSessionCookies(app.kp, reply, sessionToken);
     return {
       ok: true,

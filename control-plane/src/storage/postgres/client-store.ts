@@ -55,12 +55,12 @@ export function postgresClientStore(sql: Sql): ClientStore {
          ORDER BY created_at, client_id`,
         )
       ).map(clientFromRow),
-    inPlaceRedirectUris: async () =>
+    listInPlace: async () =>
       (
-        await sql.rows<{ metadata: string }>(
-          `SELECT metadata FROM oidc_clients WHERE metadata::jsonb -> 'in_place' = 'true'::jsonb`,
+        await sql.rows<ClientRow>(
+          `SELECT * FROM oidc_clients WHERE metadata::jsonb -> 'in_place' = 'true'::jsonb ORDER BY client_id`,
         )
-      ).flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris),
+      ).map(clientFromRow),
     // jsonb `?` on an array: does it hold this string as an element (exact match, as json_each in SQLite).
     findByRedirectUri: async (uri) =>
       (

@@ -111,14 +111,15 @@ export function sqliteClientStore(runner: Runner, rows: ClientRowCache, readsCac
         const rows = cached(db, 'SELECT metadata FROM oidc_clients').all() as Array<{ metadata: string }>;
         return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
       }),
-    inPlaceRedirectUris: () =>
-      runner.run((db) => {
-        const rows = cached(
-          db,
-          "SELECT metadata FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1",
-        ).all() as Array<{ metadata: string }>;
-        return rows.flatMap((row) => (JSON.parse(row.metadata) as StoredClient['metadata']).redirect_uris);
-      }),
+    listInPlace: () =>
+      runner.run((db) =>
+        (
+          cached(
+            db,
+            "SELECT * FROM oidc_clients WHERE json_extract(metadata, '$.in_place') = 1 ORDER BY client_id",
+          ).all() as ClientRow[]
+        ).map(fromRow),
+      ),
     findByRedirectUri: (uri) =>
       runner.run((db) =>
         (
