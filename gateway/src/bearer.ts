@@ -203,6 +203,8 @@ export async function authenticateApiCaller(
   if (!principalType || !assurance)
     throw invalidToken(parsed.scheme, realm, 'the access token lacks its principal or assurance');
   const scope = typeof claims['scope'] === 'string' ? claims['scope'] : '';
+  // An agent's owner decides `agent_owners_in` (docs/gateway.md#access-rules).
+  const owner = (claims['svc'] as { principal?: { owner?: unknown } } | undefined)?.principal?.owner;
   return {
     kind: parsed.scheme === 'DPoP' ? 'dpop' : 'bearer',
     subject: claims['sub'] as string,
@@ -210,5 +212,6 @@ export async function authenticateApiCaller(
     assurance,
     scopes: scope.split(' ').filter(Boolean),
     bucketId: claims['sub'] as string,
+    ...(principalType === 'agent' && typeof owner === 'string' ? { ownerId: owner } : {}),
   };
 }

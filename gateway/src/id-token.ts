@@ -17,6 +17,8 @@ export interface IdTokenFacts {
   principalType: 'human' | 'agent';
   email?: string;
   emailVerified?: boolean;
+  /** `preferred_username` (scope `profile`): how pages name the account. */
+  username?: string;
   /** Seconds. */
   authTime?: number;
   /** The control plane's session (OIDC Front-Channel Logout §2 `sid`). */
@@ -102,5 +104,6 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
     ...(email !== undefined ? { email, emailVerified: claims['email_verified'] === true } : {}),
     ...(authTime !== undefined ? { authTime } : {}),
     ...(typeof claims['sid'] === 'string' ? { sid: claims['sid'] } : {}),
+    ...(typeof claims['preferred_username'] === 'string' ? { username: claims['preferred_username'] } : {}),
   };
 }

@@ -40,6 +40,8 @@ export interface GateSession {
   assurance: string;
   email?: string;
   emailVerified?: boolean;
+  /** `preferred_username` of the ID token (scope `profile`), to name the account on the gateway's pages. */
+  username?: string;
   scopes: string[];
   /** When the user authenticated at the control plane (seconds). */
   authTime?: number;

@@ -1,4 +1,5 @@
 import type { JWK } from 'jose';
+import { checkAllowRules, type AllowRules } from '../access/evaluate-access.js';
 import type { GatewayPolicy, RoutePolicy } from '../gateway/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
@@ -77,7 +78,15 @@ export const CLIENT_DEFAULTS = {
   in_place: false,
 } as const;
 
-const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200, acceptClients: 50 };
+const LIMITS = {
+  redirectUris: 20,
+  resources: 20,
+  routes: 200,
+  jwksKeys: 10,
+  text: 200,
+  acceptClients: 50,
+  allowEntries: 500,
+};
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 function bad(message: string): never {
@@ -176,7 +185,7 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
   value.routes.forEach((raw, i) => {
     const at = `gateway.routes[${i}]`;
     if (!isObject(raw)) bad(`${at} must be an object`);
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public'];
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'allow'];
     const unknown = Object.keys(raw).find((key) => !known.includes(key));
     if (unknown !== undefined) bad(`${at}.${unknown} is not a route field`);
     const { path } = raw;
@@ -206,10 +215,18 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
       if (raw.dpop !== 'required' && raw.dpop !== 'allowed') bad(`${at}.dpop must be required or allowed`);
       route.dpop = raw.dpop;
     }
+    if (raw.allow !== undefined) {
+      // docs/gateway.md#access-rules; every problem named at once, like the rest of the metadata.
+      const problems = checkAllowRules(raw.allow, `${at}.allow`);
+      if (problems.length > 0) bad(problems.join('; '));
+      const entries = Object.values(raw.allow as Record<string, unknown[]>).reduce((n, list) => n + list.length, 0);
+      if (entries > LIMITS.allowEntries) bad(`${at}.allow has more than ${LIMITS.allowEntries} entries`);
+      route.allow = raw.allow as AllowRules;
+    }
     if (raw.public !== undefined) {
       if (raw.public !== true) bad(`${at}.public must be true when present`);
-      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required')
-        bad(`${at} is public and cannot also demand assurance, principals, scopes or DPoP`);
+      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required' || route.allow)
+        bad(`${at} is public and cannot also demand assurance, principals, scopes, DPoP or allow rules`);
       route.public = true;
     }
     policy.routes.push(route);
