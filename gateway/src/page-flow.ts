@@ -28,7 +28,7 @@ import { endGatewaySession } from './sessions.js';
 import { isTokenEndpointError } from './token-client.js';
 
 /** What the gateway asks for (docs/gateway.md#browser-sessions); the control plane grants only what the client registered. */
-export const GATEWAY_SCOPE = 'openid email profile offline_access';
+export const GATEWAY_SCOPE = 'openid email profile orgs offline_access';
 
 /** How long a login (state, nonce, PKCE verifier) may take, in seconds. */
 const LOGIN_SECONDS = 600;
@@ -73,7 +73,8 @@ async function startSignIn(
   if (!acr) cookies.push(...clearSessionCookies(Object.keys(parseCookieHeader(cookieHeader)), ctx.secure));
   const params = new URLSearchParams({
     // offline_access: a refresh token, so the session can follow the control plane (register the scope and the refresh_token grant).
-    // profile names the account on the gateway's pages; a scope the client did not register is simply not granted.
+    // profile names the account on the gateway's pages, orgs goes on to the upstream; a scope the
+    // client did not register is simply not granted.
     response_type: 'code',
     client_id: ctx.config.clientId!,
     redirect_uri: ctx.redirectUri,
@@ -259,6 +260,7 @@ export async function callback(
     assurance: facts.assurance,
     ...(facts.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
     ...(facts.username !== undefined ? { username: facts.username } : {}),
+    ...(facts.orgs !== undefined ? { orgs: facts.orgs } : {}),
     scopes: set.scope,
     ...(facts.authTime !== undefined ? { authTime: facts.authTime } : {}),
     ...(facts.sid !== undefined ? { idpSid: facts.sid } : {}),

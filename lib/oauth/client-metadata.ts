@@ -66,11 +66,12 @@ export const CLIENT_DEFAULTS = {
   grant_types: ['authorization_code'],
   response_types: ['code'],
   /**
-   * Every scope the provider offers: OIDC Dynamic Registration has no `scope` member, so a
-   * relying party that registers dynamically must still be able to ask for `email` and
-   * `profile`. `offline_access` is kept only with the refresh_token grant.
+   * The standard scopes the provider offers: OIDC Dynamic Registration has no `scope` member, so
+   * a relying party that registers dynamically must still be able to ask for `email` and
+   * `profile`. `offline_access` is kept only with the refresh_token grant. `orgs` releases the
+   * account's memberships and is registered only when asked for (docs/orgs.md#groups-for-relying-parties).
    */
-  scope: SUPPORTED_SCOPES.join(' '),
+  scope: SUPPORTED_SCOPES.filter((scope) => scope !== 'orgs').join(' '),
   resources: [],
   post_logout_redirect_uris: [],
   access: { humans: true, agents: false },

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { decodeJwt } from 'jose';
 import { request } from 'undici';
 import type { GatewayPolicy } from '../../lib/gateway/policy.js';
 import { get, HTML, passkeyUser, signIn, world, type Jar, type World } from './real-world.js';
@@ -40,7 +41,10 @@ async function acmeWithMember(w: World, member: Awaited<ReturnType<typeof passke
 }
 
 t.test('members of the org pass; a stranger gets 403: a page for browsers, the envelope for API callers', async (t) => {
-  const w = await world(t, POLICY, { pull: true, register: () => ({ scope: 'openid email profile offline_access' }) });
+  const w = await world(t, POLICY, {
+    pull: true,
+    register: () => ({ scope: 'openid email profile orgs offline_access' }),
+  });
   const memberName = `member-${Date.now() % 100000}`;
   const member = await passkeyUser(w.cp.url, memberName);
   const stranger = await passkeyUser(w.cp.url, `stranger-${Date.now() % 100000}`);
@@ -55,6 +59,10 @@ t.test('members of the org pass; a stranger gets 403: a page for browsers, the e
   t.equal(asMember.landed.status, 302);
   const allowed = await get(`${w.gw.url}/app`, { ...HTML, cookie: asMember.jar.header() });
   t.equal(allowed.status, 200, 'a member passes');
+  // Scope orgs: the app learns the memberships without calling back, in a header and signed.
+  const seen = w.upstream.last().headers;
+  t.equal(seen['x-auth-orgs'], 'acme:member');
+  t.same(decodeJwt(seen['x-auth-assertion'] as string).orgs, [{ slug: 'acme', role: 'member' }]);
   const ops = await get(`${w.gw.url}/ops/x`, { accept: 'application/json', cookie: asMember.jar.header() });
   t.equal(ops.status, 403, 'a member is not an admin');
   t.match(JSON.parse(ops.body), { ok: false, reason: 'access_denied' });

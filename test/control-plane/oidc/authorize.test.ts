@@ -351,6 +351,6 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     'refresh_token',
     'urn:ietf:params:oauth:grant-type:jwt-bearer',
   ]);
-  t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'offline_access']);
+  t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'orgs', 'offline_access']);
   t.ok(doc.token_endpoint_auth_methods_supported.includes('none'));
 });

@@ -113,6 +113,7 @@ const SCOPE_TEXT: Record<string, string> = {
   openid: 'Know who you are (a stable account id)',
   email: 'See your email address and whether it is verified',
   profile: 'See your username and display name',
+  orgs: 'See which organizations you belong to and your role in each',
   offline_access: 'Stay signed in when you are away (a refresh token)',
 };
 
