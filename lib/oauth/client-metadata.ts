@@ -1,5 +1,5 @@
 import type { JWK } from 'jose';
-import { checkAllowRules, type AllowRules } from '../access/evaluate-access.js';
+import { checkAllowRules, type AllowRules, type OrgRule } from '../access/evaluate-access.js';
 import type { GatewayPolicy, RoutePolicy } from '../gateway/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
@@ -42,7 +42,8 @@ export interface ClientMetadata extends OidcClientMembers {
   response_types: ['code'];
   scope: string;
   resources: string[];
-  access: { humans: boolean; agents: boolean };
+  /** Who may use the client; `orgs`: only members of these orgs (in these roles) may sign in to it. */
+  access: { humans: boolean; agents: boolean; orgs?: OrgRule[] };
   token_endpoint_auth_method: ClientAuthMethod;
   jwks?: { keys: JWK[] };
   jwks_uri?: string;
@@ -158,6 +159,15 @@ function validateJwks(value: unknown): { keys: JWK[] } {
     if (PRIVATE_JWK_MEMBERS.some((member) => member in key)) bad('jwks must not contain private key material');
   }
   return { keys: value.keys as JWK[] };
+}
+
+/** `access.orgs` (docs/orgs.md#who-may-sign-in-to-an-app): only members of these orgs, in these roles, may sign in. */
+function validateAccessOrgs(value: unknown): OrgRule[] {
+  if (!Array.isArray(value) || value.length === 0) bad('access.orgs must be a non-empty list of {slug, roles?}');
+  if (value.length > LIMITS.allowEntries) bad(`access.orgs has more than ${LIMITS.allowEntries} entries`);
+  const problems = checkAllowRules({ orgs: value }, 'access');
+  if (problems.length > 0) bad(problems.join('; '));
+  return (value as OrgRule[]).map(({ slug, roles }) => ({ slug: slug.toLowerCase(), ...(roles ? { roles } : {}) }));
 }
 
 function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]): GatewayPolicy {
@@ -292,10 +302,14 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   let access: ClientMetadata['access'] = { ...CLIENT_DEFAULTS.access };
   if (body.access !== undefined) {
     const a = body.access;
-    if (!isObject(a) || typeof a.humans !== 'boolean' || typeof a.agents !== 'boolean')
-      bad('access must be {"humans": boolean, "agents": boolean}');
-    if (!a.humans && !a.agents) bad('access must allow humans, agents or both');
-    access = { humans: a.humans, agents: a.agents };
+    if (!isObject(a)) bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?}]}');
+    const humans = a.humans ?? CLIENT_DEFAULTS.access.humans;
+    const agents = a.agents ?? CLIENT_DEFAULTS.access.agents;
+    if (typeof humans !== 'boolean' || typeof agents !== 'boolean')
+      bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?}]}');
+    if (!humans && !agents) bad('access must allow humans, agents or both');
+    access = { humans, agents };
+    if (a.orgs !== undefined) access.orgs = validateAccessOrgs(a.orgs);
   }
 
   const dpop = body.dpop_bound_access_tokens ?? false;

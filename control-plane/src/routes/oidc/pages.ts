@@ -198,6 +198,45 @@ ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" n
   );
 }
 
+export interface NotAdmittedView {
+  clientName: string;
+  clientOrigin: string;
+  username: string;
+  /** The orgs (and roles) the client admits, in words. */
+  admits: string[];
+  hidden: Record<string, string>;
+  formAction: string[];
+}
+
+/**
+ * The client's `access.orgs` refused the account (docs/orgs.md#who-may-sign-in-to-an-app): the
+ * person learns why before the client hears `access_denied`, through a same-origin form (every
+ * response mode, popup and form_post too, is answered by the approval endpoint).
+ */
+export function sendNotAdmitted(request: FastifyRequest, reply: FastifyReply, view: NotAdmittedView): FastifyReply {
+  reply.code(403).type('text/html; charset=utf-8');
+  reply.header('content-security-policy', contentSecurityPolicy(request.kp.cspNonce, { formAction: view.formAction }));
+  return reply.send(
+    formPage(
+      reply,
+      page({
+        title: `No access to ${view.clientName}`,
+        nonce: request.kp.cspNonce,
+        body: html`<h1>No access to ${view.clientName}</h1>
+<p>You are signed in as <strong data-field="account">${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> admits only:</p>
+<ul data-field="admits">${view.admits.map((line) => html`<li>${line}</li>`)}</ul>
+<p>Ask an admin of one of these organizations for an invite, or sign in with another account.</p>
+<form method="post" action="/auth/authorize" data-action="not-admitted">
+${Object.entries(view.hidden).map(
+  ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">
+`,
+)}<button type="submit" name="decision" value="not_admitted">Back to ${view.clientName}</button>
+</form>`,
+      }),
+    ),
+  );
+}
+
 /** RP-initiated logout without a usable id_token_hint: the user confirms with a same-origin POST. */
 export function sendLogoutConfirm(
   request: FastifyRequest,
