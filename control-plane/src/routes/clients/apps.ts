@@ -5,7 +5,7 @@ import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
-import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
+import { accessRules } from './access-rules-view.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../../gateways/issue-config.js';
 import { listOwnedClients, managedClient, orgOwnerFor } from '../../clients/ownership.js';
@@ -169,20 +169,6 @@ function gatewayCell(client: StoredClient, enforcement: GatewayEnforcement | und
   const version = enforcement.declared ? html` (config version ${String(enforcement.declared.version)})` : '';
   return html`<span data-gateway-status="${enforcement.status}"><strong>${enforcement.status}</strong>: ${ENFORCEMENT_TEXT[enforcement.reason]}${version}.</span>
 <a href="/gateway/status/${encodeURIComponent(client.clientId)}">Declared and observed (JSON)</a>${accessRules(client)}`;
-}
-
-/** Who may get in, in words (docs/gateway.md#access-rules, docs/orgs.md#who-may-sign-in-to-an-app). */
-function accessRules(client: StoredClient): SafeHtml {
-  const orgs = client.metadata.access.orgs;
-  const signIn = orgs
-    ? html`<p data-field="sign-in-rules">Sign-in: only ${describeAllowRules({ orgs }).join('; ')}.</p>`
-    : html``;
-  const routes = client.metadata.gateway?.routes ?? [];
-  if (routes.length === 0) return signIn;
-  return html`${signIn}<ul data-field="route-rules">${routes.map(
-    (route) =>
-      html`<li><code>${route.path}</code>: ${route.public ? 'anyone (public)' : describeAllowRules(route.allow).join('; ')}</li>`,
-  )}</ul>`;
 }
 
 function appsPage(
