@@ -86,9 +86,9 @@ export async function accessDirectoryFor(
     }
   }
   for (const entry of new Set(rules.flatMap((r) => r.users ?? []))) {
-    const identity = entry.startsWith('usr_')
-      ? await stores.identities.get(entry)
-      : await stores.identities.findByUsername(entry.trim().toLowerCase());
+    // An id first, then a username (a username may look like an id: `usr_x` is a valid one).
+    const identity =
+      (await stores.identities.get(entry)) ?? (await stores.identities.findByUsername(entry.trim().toLowerCase()));
     if (identity && !memberships.has(identity.identityId)) memberships.set(identity.identityId, []);
   }
   const identities: AccessDirectory['identities'] = {};
