@@ -394,7 +394,7 @@ export const controlPlaneSchema: Group = group('Control plane', {
   oidc: group('OpenID Connect provider', {
     defaultClientScopes: {
       type: 'array',
-      items: { type: 'string', enum: ['openid', 'email', 'profile', 'offline_access'] },
+      items: { type: 'string', enum: ['openid', 'email', 'profile', 'orgs', 'offline_access'] },
       uniqueItems: true,
       default: ['openid', 'email', 'profile', 'offline_access'],
       description:

@@ -11,7 +11,15 @@ import { identifySession } from './sessions.js';
 
 /** A browser is sent to sign in (or step up) at the control plane; anyone else gets an envelope. */
 export type Refusal =
-  { signIn: { returnTo: string; acr?: string }; reason: Reason } | { signIn?: undefined; error: KeyplaneError };
+  | { signIn: { returnTo: string; acr?: string }; reason: Reason }
+  | { signIn?: undefined; error: KeyplaneError; denied?: DeniedPage };
+
+/** A browser refused by the access rules sees who it is signed in as and where (docs/gateway.md#access-rules). */
+export interface DeniedPage {
+  account: string;
+  /** The refused path and query: where "use another account" comes back to. */
+  returnTo: string;
+}
 
 export type Authorized = { who: Identified; decision: Decision } | { refused: Refusal };
 
@@ -37,6 +45,7 @@ function refusalFor(
   who: Identified,
   browser: boolean,
   returnTo: string,
+  isHtmlRequest: boolean,
 ): Refusal {
   const { publicUrl } = ctx;
   const scheme = who.caller?.kind === 'dpop' ? 'DPoP' : 'Bearer';
@@ -90,6 +99,13 @@ function refusalFor(
           },
         }),
       };
+    case 'access_denied': {
+      const error = fail('access_denied', 'this account may not use this app; ask its operator for access');
+      // Never a redirect to sign-in: the same account would be refused again (a loop). A browser
+      // gets a page that offers another account instead.
+      if (who.api || !isHtmlRequest) return { error };
+      return { error, denied: { account: accountName(ctx, who), returnTo } };
+    }
     case 'principal_not_allowed':
       return {
         error: fail(
@@ -98,6 +114,17 @@ function refusalFor(
         ),
       };
   }
+}
+
+/** How the refused account is named: its username (ID token or directory), else its address, else its id. */
+function accountName(ctx: GatewayContext, who: Identified): string {
+  const subject = who.caller?.subject ?? '';
+  return (
+    who.session?.username ??
+    ctx.holder.current?.directory?.identities[subject]?.username ??
+    who.session?.email ??
+    subject
+  );
 }
 
 /** Runs identification and policy: who may pass, or the refusal to answer (an envelope or a redirect). */
@@ -131,7 +158,7 @@ export async function authorize(
       decision: { outcome: 'allow', route: null, enforced: false, wouldRefuse: 'unauthorized' },
     };
   }
-  const decision = evaluatePolicy(held.policy, target.path, who.caller);
+  const decision = evaluatePolicy(held.policy, target.path, who.caller, held.directory);
   if (decision.outcome === 'refuse' || decision.enforced) ctx.enforcement.lastAt = ctx.now();
   if (decision.outcome === 'allow') {
     if (decision.wouldRefuse) {
@@ -147,5 +174,14 @@ export async function authorize(
   // when the proxy relays the answer to the browser (`?redirect=1`: Traefik, Caddy).
   const browser =
     !who.api && isBrowserNavigation(req, method) && (!options.forwardAuth || options.wantsRedirect === true);
-  return { refused: refusalFor(ctx, decision, who, browser, `${target.path}${target.search}`) };
+  return {
+    refused: refusalFor(
+      ctx,
+      decision,
+      who,
+      browser,
+      `${target.path}${target.search}`,
+      isBrowserNavigation(req, method),
+    ),
+  };
 }

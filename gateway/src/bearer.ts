@@ -204,6 +204,8 @@ export async function authenticateApiCaller(
   if (!principalType || !assurance)
     throw invalidToken(parsed.scheme, realm, 'the access token lacks its principal or assurance');
   const scope = typeof claims['scope'] === 'string' ? claims['scope'] : '';
+  // An agent's owner decides `agent_owners_in` (docs/gateway.md#access-rules).
+  const owner = (claims['svc'] as { principal?: { owner?: unknown } } | undefined)?.principal?.owner;
   return {
     kind: parsed.scheme === 'DPoP' ? 'dpop' : 'bearer',
     subject: claims['sub'] as string,
@@ -212,5 +214,6 @@ export async function authenticateApiCaller(
     scopes: scope.split(' ').filter(Boolean),
     bucketId: claims['sub'] as string,
     ...(claims['act'] !== undefined ? { actors: actorChain(claims['act']) } : {}),
+    ...(principalType === 'agent' && typeof owner === 'string' ? { ownerId: owner } : {}),
   };
 }

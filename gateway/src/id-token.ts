@@ -2,6 +2,8 @@ import { jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { isAssuranceLevel, type AssuranceLevel } from '../../lib/assurance/assurance.js';
 import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
 import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import type { Membership } from '../../lib/access/evaluate-access.js';
+import { ORG_ROLES, type OrgRole } from '../../lib/orgs/roles.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
 
 /**
@@ -17,6 +19,10 @@ export interface IdTokenFacts {
   principalType: 'human' | 'agent';
   email?: string;
   emailVerified?: boolean;
+  /** `preferred_username` (scope `profile`): how pages name the account. */
+  username?: string;
+  /** `orgs` (scope `orgs`): the account's memberships, passed on to the upstream. */
+  orgs?: Membership[];
   /** Seconds. */
   authTime?: number;
   /** The control plane's session (OIDC Front-Channel Logout §2 `sid`). */
@@ -53,6 +59,16 @@ export function readPrincipalClaims(claims: Record<string, unknown>): {
         : undefined,
     principalType: type === 'human' || type === 'agent' ? type : undefined,
   };
+}
+
+/** The well-formed entries of an `orgs` claim; anything else is dropped, never passed on. */
+function readOrgsClaim(value: unknown[]): Membership[] {
+  return value.flatMap((entry) => {
+    const { slug, role } = (entry ?? {}) as { slug?: unknown; role?: unknown };
+    return typeof slug === 'string' && /^[a-z0-9-]{1,64}$/.test(slug) && ORG_ROLES.includes(role as OrgRole)
+      ? [{ slug, role: role as OrgRole }]
+      : [];
+  });
 }
 
 function invalid(message: string): KeyplaneError {
@@ -102,5 +118,7 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
     ...(email !== undefined ? { email, emailVerified: claims['email_verified'] === true } : {}),
     ...(authTime !== undefined ? { authTime } : {}),
     ...(typeof claims['sid'] === 'string' ? { sid: claims['sid'] } : {}),
+    ...(typeof claims['preferred_username'] === 'string' ? { username: claims['preferred_username'] } : {}),
+    ...(Array.isArray(claims['orgs']) ? { orgs: readOrgsClaim(claims['orgs']) } : {}),
   };
 }

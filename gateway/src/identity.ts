@@ -13,7 +13,9 @@ export async function assertionFor(
 ): Promise<string> {
   const { config } = ctx;
   const email = session?.emailVerified === true ? session.email : undefined;
-  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}`;
+  const orgs = session?.orgs;
+  const orgsKey = orgs?.map(({ slug, role }) => `${slug}:${role}`).join(',') ?? '-';
+  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}\u0000${orgsKey}`;
   const at = ctx.now();
   const cached = ctx.caches.assertions.get(key, at);
   if (cached) return cached;
@@ -27,6 +29,7 @@ export async function assertionFor(
       principalType: caller.principalType,
       assurance: caller.assurance,
       ...(email ? { email } : {}),
+      ...(orgs ? { orgs } : {}),
       now: at,
       ttlSeconds: config.assertionLifetime,
     },
@@ -48,6 +51,7 @@ export async function identityHeaders(
     principalType: caller.principalType,
     assurance: caller.assurance,
     ...(session?.email ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
+    ...(session?.orgs ? { orgs: session.orgs } : {}),
     assertion: await assertionFor(ctx, caller, session, audience),
     ...(caller.actors?.length ? { actors: caller.actors } : {}),
   });

@@ -21,12 +21,15 @@ import { constantEquals } from '../../lib/util/constant-equals.js';
 import { escapeHtml } from '../../lib/util/html.js';
 import { randomToken } from '../../lib/util/random.js';
 import { validateReturnUrl } from '../../lib/util/return-url.js';
-import type { Refusal } from './authorize.js';
+import type { DeniedPage, Refusal } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { verifyIdToken } from './id-token.js';
 import { countRefusal, redirect, sendError } from './respond.js';
 import { endGatewaySession } from './sessions.js';
 import { isTokenEndpointError } from './token-client.js';
+
+/** What the gateway asks for (docs/gateway.md#browser-sessions); the control plane grants only what the client registered. */
+export const GATEWAY_SCOPE = 'openid email profile orgs offline_access';
 
 /** How long a login (state, nonce, PKCE verifier) may take, in seconds. */
 const LOGIN_SECONDS = 600;
@@ -42,6 +45,7 @@ async function startSignIn(
   cookieHeader: string | undefined,
   returnTo: string,
   acr?: string,
+  prompt?: 'select_account',
 ): Promise<{ location: string; cookies: string[] }> {
   // The session the browser has now, ended once this sign-in succeeds (docs/gateway.md#session-rotation).
   const current = cookieHeader
@@ -70,10 +74,12 @@ async function startSignIn(
   if (!acr) cookies.push(...clearSessionCookies(Object.keys(parseCookieHeader(cookieHeader)), ctx.secure));
   const params = new URLSearchParams({
     // offline_access: a refresh token, so the session can follow the control plane (register the scope and the refresh_token grant).
+    // profile names the account on the gateway's pages, orgs goes on to the upstream; a scope the
+    // client did not register is simply not granted.
     response_type: 'code',
     client_id: ctx.config.clientId!,
     redirect_uri: ctx.redirectUri,
-    scope: 'openid email offline_access',
+    scope: GATEWAY_SCOPE,
     state: login.state,
     nonce: login.nonce,
     code_challenge: computeS256Challenge(login.codeVerifier),
@@ -83,6 +89,8 @@ async function startSignIn(
     params.set('acr_values', acr);
     params.set('max_age', '0');
   }
+  // "Use another account" on the access-denied page: the control plane asks which account.
+  if (prompt) params.set('prompt', prompt);
   return { location: `${ctx.controlPlane}/auth/authorize?${params}`, cookies };
 }
 
@@ -93,6 +101,10 @@ export async function refuse(
   res: ServerResponse,
   refused: Refusal,
 ): Promise<void> {
+  if (refused.signIn === undefined && refused.denied) {
+    countRefusal(ctx.metrics, refused.error.reason);
+    return deniedPage(ctx, res, refused.denied);
+  }
   if (refused.signIn === undefined) return sendError(ctx.metrics, res, refused.error);
   if (!ctx.config.clientId)
     return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));
@@ -101,6 +113,33 @@ export async function refuse(
   const returnTo = validateReturnUrl(refused.signIn.returnTo, ctx.publicUrl) ?? '/';
   const { location, cookies } = await startSignIn(ctx, req.headers['cookie'], returnTo, refused.signIn.acr);
   return redirect(res, location, cookies);
+}
+
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+};
+
+/**
+ * 403 for a browser that no access rule admits (docs/gateway.md#access-rules): it names the
+ * account and the app, and offers another account through the control plane's account choice
+ * (`prompt=select_account`), never a redirect back into sign-in, which would loop.
+ */
+function deniedPage(ctx: GatewayContext, res: ServerResponse, denied: DeniedPage): void {
+  const app = new URL(ctx.publicUrl).host;
+  const another = `/_gate/signin?${new URLSearchParams({ rd: denied.returnTo, prompt: 'select_account' })}`;
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>No access to ${escapeHtml(app)}</title><meta name="viewport" content="width=device-width"></head>
+<body><main><h1>No access to ${escapeHtml(app)}</h1>
+<p>You are signed in as <strong data-field="account">${escapeHtml(denied.account)}</strong>, and this account may not use <strong data-field="app">${escapeHtml(app)}</strong>. Ask the operator of this app for access, or sign in with an account that has it.</p>
+<p><a href="${escapeHtml(another)}" data-action="use-another-account">Use another account</a></p></main></body></html>`;
+  res.writeHead(403, {
+    ...PAGE_HEADERS,
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  });
+  res.end(html);
 }
 
 /** `/_gate/signin?rd=…&acr_values=…`: starts a sign-in (or a step-up) and comes back to `rd`. */
@@ -118,7 +157,10 @@ export async function signin(
   const acr = query.get('acr_values') ?? undefined;
   if (acr !== undefined && !isAssuranceLevel(acr))
     return sendError(ctx.metrics, res, fail('invalid_request', 'acr_values must be an assurance level'));
-  const { location, cookies } = await startSignIn(ctx, req.headers['cookie'], returnTo, acr);
+  const prompt = query.get('prompt') ?? undefined;
+  if (prompt !== undefined && prompt !== 'select_account')
+    return sendError(ctx.metrics, res, fail('invalid_request', 'prompt may only be select_account'));
+  const { location, cookies } = await startSignIn(ctx, req.headers['cookie'], returnTo, acr, prompt);
   redirect(res, location, cookies);
 }
 
@@ -218,6 +260,8 @@ export async function callback(
     principalType: facts.principalType,
     assurance: facts.assurance,
     ...(facts.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
+    ...(facts.username !== undefined ? { username: facts.username } : {}),
+    ...(facts.orgs !== undefined ? { orgs: facts.orgs } : {}),
     scopes: set.scope,
     ...(facts.authTime !== undefined ? { authTime: facts.authTime } : {}),
     ...(facts.sid !== undefined ? { idpSid: facts.sid } : {}),
@@ -298,13 +342,9 @@ function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSess
 <form method="post" action="/_gate/signout" data-action="signout-form"><input type="hidden" name="csrf" value="${escapeHtml(signoutToken(ctx, session))}"><input type="hidden" name="rd" value="${escapeHtml(returnTo)}">
 <button type="submit" data-action="signout">Sign out</button></form></main></body></html>`;
   res.writeHead(200, {
-    'content-type': 'text/html; charset=utf-8',
-    'cache-control': 'no-store',
+    ...PAGE_HEADERS,
     // The form posts here and is redirected to the control plane's logout: form-action covers both (CSP 3 follows redirects).
     'content-security-policy': `default-src 'none'; form-action 'self' ${new URL(ctx.controlPlane).origin}; frame-ancestors 'none'; base-uri 'none'`,
-    'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
-    'x-content-type-options': 'nosniff',
   });
   res.end(html);
 }

@@ -138,6 +138,8 @@ async function renewSession(
     ...rest,
     assurance,
     ...(facts?.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
+    ...(facts?.username !== undefined ? { username: facts.username } : {}),
+    ...(facts?.orgs !== undefined ? { orgs: facts.orgs } : {}),
     scopes: set.scope.length > 0 ? set.scope : session.scopes,
     accessToken: set.accessToken,
     accessTokenExpiresAt: Math.floor(at / 1000) + set.expiresIn,

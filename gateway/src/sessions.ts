@@ -134,6 +134,7 @@ export async function identifySession(
       assurance,
       scopes: session.scopes ?? [],
       bucketId: session.sid,
+      ...(session.email !== undefined ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
     },
     session,
     api: false,

@@ -165,7 +165,7 @@ export const REASONS = {
   access_denied: {
     status: 403,
     description:
-      'The user declined the request, or the one-tap approval is unknown, expired or belongs to another session.',
+      "The user declined the request, or the one-tap approval is unknown, expired or belongs to another session; or the account is signed in strongly enough but no access rule (a gateway route's `allow`, a client's `access.orgs`) admits it.",
   },
   // passkey accounts (docs/accounts.md)
   invalid_username: {

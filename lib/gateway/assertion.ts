@@ -26,6 +26,8 @@ export interface AssertionInput {
   principalType: 'human' | 'agent';
   assurance: string;
   email?: string;
+  /** The `orgs` claim, as the ID token stated it (scope `orgs`). */
+  orgs?: ReadonlyArray<{ slug: string; role: string }>;
   /** Milliseconds. */
   now: number;
   ttlSeconds?: number;
@@ -43,6 +45,7 @@ export async function buildUpstreamAssertion(input: AssertionInput, key: Asserti
     acr: input.assurance,
   };
   if (input.email) claims['email'] = input.email;
+  if (input.orgs) claims['orgs'] = input.orgs.map(({ slug, role }) => ({ slug, role }));
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: ASSERTION_TYP })
     .setIssuer(input.issuer)

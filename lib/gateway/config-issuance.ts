@@ -1,5 +1,6 @@
 import type { KeyObject, webcrypto } from 'node:crypto';
 import { SignJWT } from 'jose';
+import type { AccessDirectory } from '../access/directory.js';
 import { canonicalJson } from '../ledger/canonical-json.js';
 import { sha256Hex } from '../util/sha256.js';
 import type { GatewayPolicy } from './policy.js';
@@ -34,12 +35,22 @@ export function hashGatewayPolicy(policy: GatewayPolicy): string {
 
 /**
  * What a config states besides the registered policy: the deny list of revoked control-plane
- * sessions. Its hash decides reuse, so a change to either mints a new version.
+ * sessions and the access directory. Its hash decides reuse, so a change to any of them (a
+ * member removed, an account disabled) mints a new version.
  */
-export function hashIssuedContent(policy: GatewayPolicy, revokedSessions: readonly string[]): string {
-  return revokedSessions.length === 0
-    ? hashGatewayPolicy(policy)
-    : sha256Hex(canonicalJson({ policy, revoked_sessions: [...revokedSessions].sort() }));
+export function hashIssuedContent(
+  policy: GatewayPolicy,
+  revokedSessions: readonly string[],
+  directory?: AccessDirectory,
+): string {
+  if (revokedSessions.length === 0 && directory === undefined) return hashGatewayPolicy(policy);
+  return sha256Hex(
+    canonicalJson({
+      policy,
+      revoked_sessions: [...revokedSessions].sort(),
+      ...(directory !== undefined ? { access_directory: directory } : {}),
+    }),
+  );
 }
 
 /** The public URLs of a gateway client: its redirect URIs `<public-url>/_gate/callback` (docs/gateway.md#browser-sessions). */
@@ -95,6 +106,8 @@ export interface SignGatewayConfigInput {
   policy: GatewayPolicy;
   /** Control-plane session ids (`sid` of ID tokens) the gateway must refuse at once. */
   revokedSessions?: readonly string[];
+  /** The accounts the routes' `allow` rules can name (docs/gateway.md#access-rules). */
+  directory?: AccessDirectory;
   /** Milliseconds. */
   now: number;
   lifetimeSeconds: number;
@@ -113,7 +126,8 @@ export async function signGatewayConfig(
     input.revokedSessions && input.revokedSessions.length > 0
       ? { revoked_sessions: [...input.revokedSessions].sort() }
       : {};
-  const jws = await new SignJWT({ version: input.version, gateway: input.policy, ...revoked })
+  const directory = input.directory !== undefined ? { access_directory: input.directory } : {};
+  const jws = await new SignJWT({ version: input.version, gateway: input.policy, ...revoked, ...directory })
     .setProtectedHeader({ alg: 'ES256', typ: GATEWAY_CONFIG_TYP, kid: key.kid })
     .setIssuer(input.issuer)
     .setAudience(input.clientId)

@@ -11,6 +11,7 @@ export const IDENTITY_HEADERS = {
   principalType: 'x-auth-principal-type',
   assurance: 'x-auth-assurance',
   email: 'x-auth-email',
+  orgs: 'x-auth-orgs',
   assertion: 'x-auth-assertion',
   /** RFC 8693: the actors of an exchanged token, newest first, comma-separated. */
   actor: 'x-auth-actor',
@@ -51,6 +52,8 @@ export interface UpstreamIdentity {
   /** Sent only when the address is verified: an unverified address proves nothing to the upstream. */
   email?: string;
   emailVerified?: boolean;
+  /** The `orgs` claim (scope `orgs`), sent as `slug:role` comma-separated; absent when empty or not granted. */
+  orgs?: ReadonlyArray<{ slug: string; role: string }>;
   assertion: string;
   /** Who acts for the subject (RFC 8693 `act`), newest first. */
   actors?: readonly string[];
@@ -66,5 +69,7 @@ export function buildIdentityHeaders(identity: UpstreamIdentity): Record<string,
   };
   if (identity.email && identity.emailVerified === true) out[IDENTITY_HEADERS.email] = identity.email;
   if (identity.actors?.length) out[IDENTITY_HEADERS.actor] = identity.actors.join(',');
+  if (identity.orgs && identity.orgs.length > 0)
+    out[IDENTITY_HEADERS.orgs] = identity.orgs.map(({ slug, role }) => `${slug}:${role}`).join(',');
   return out;
 }

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { principalFromDirectory, type AccessDirectory } from '../access/directory.js';
+import { checkAllowRules, evaluateAccess, type AccessDecision, type AllowRules } from '../access/evaluate-access.js';
 import { isAssuranceLevel, meetsAssurance, type AssuranceLevel } from '../assurance/assurance.js';
 import { findRoute } from './request-path.js';
 
@@ -26,6 +28,8 @@ export interface RoutePolicy {
    * Without it the gateway's public URL is the audience.
    */
   resource?: string;
+  /** Who may pass (docs/gateway.md#access-rules): any matching entry; absent, any signed-in principal. */
+  allow?: AllowRules;
 }
 
 export interface GatewayPolicy {
@@ -48,6 +52,11 @@ export interface Caller {
   bucketId: string;
   /** RFC 8693 `act`: who acts for the subject (an exchanged token), newest first. */
   actors?: readonly string[];
+  /** An agent's owner (`svc.principal.owner`): `agent_owners_in` is decided by the owner's memberships. */
+  ownerId?: string;
+  /** The address the credential states; only `emailVerified` exactly true counts for `email_domains`. */
+  email?: string;
+  emailVerified?: boolean;
 }
 
 export type RefusalReason =
@@ -55,7 +64,8 @@ export type RefusalReason =
   | 'insufficient_user_authentication' // RFC 9470: assurance below the route's minimum
   | 'principal_not_allowed'
   | 'insufficient_scope' // RFC 6750 §3.1
-  | 'dpop_required';
+  | 'dpop_required'
+  | 'access_denied'; // signed in strongly enough, but no `allow` rule admits the principal
 
 export type Decision =
   | { outcome: 'allow'; route: RoutePolicy | null; enforced: boolean; wouldRefuse?: RefusalReason }
@@ -65,6 +75,8 @@ export type Decision =
       reason: RefusalReason;
       requiredAssurance?: AssuranceLevel;
       missingScopes?: string[];
+      /** For `access_denied`: why the access rules refused. */
+      access?: Extract<AccessDecision, { allowed: false }>;
     };
 
 /** A stable bucket 0..99 for an id (first 32 bits of SHA-256), so a session stays in or out of the canary. */
@@ -76,7 +88,13 @@ export function canaryBucket(id: string): number {
 export function checkRoute(
   route: RoutePolicy | null,
   caller: Caller | null,
-): { reason: RefusalReason; requiredAssurance?: AssuranceLevel; missingScopes?: string[] } | null {
+  directory?: AccessDirectory,
+): {
+  reason: RefusalReason;
+  requiredAssurance?: AssuranceLevel;
+  missingScopes?: string[];
+  access?: Extract<AccessDecision, { allowed: false }>;
+} | null {
   if (route?.public === true) return null;
   // An unmatched path is protected: a caller is required, nothing more (fail closed).
   if (caller === null) return { reason: 'unauthorized' };
@@ -94,6 +112,11 @@ export function checkRoute(
   ) {
     return { reason: 'insufficient_user_authentication', requiredAssurance: route.min_assurance };
   }
+  // Who, last: a caller refused here has signed in strongly enough, so a new sign-in cannot help (403, no redirect).
+  if (route.allow) {
+    const access = evaluateAccess(route.allow, principalFromDirectory(directory, caller));
+    if (!access.allowed) return { reason: 'access_denied', access };
+  }
   return null;
 }
 
@@ -106,10 +129,18 @@ export function isEnforced(policy: GatewayPolicy, caller: Caller | null): boolea
   return canaryBucket(caller.bucketId) < (policy.canary_percent ?? 0);
 }
 
-/** Evaluates `path` for `caller`: allow (perhaps only because the refusal is observed) or refuse. */
-export function evaluatePolicy(policy: GatewayPolicy, path: string, caller: Caller | null): Decision {
+/**
+ * Evaluates `path` for `caller`: allow (perhaps only because the refusal is observed) or refuse.
+ * `directory` (from the signed config) holds the memberships the routes' `allow` rules need.
+ */
+export function evaluatePolicy(
+  policy: GatewayPolicy,
+  path: string,
+  caller: Caller | null,
+  directory?: AccessDirectory,
+): Decision {
   const route = findRoute(policy.routes, path);
-  const refusal = checkRoute(route, caller);
+  const refusal = checkRoute(route, caller, directory);
   // `enforced` says whether this decision would have held against a refusal: evidence reports
   // the last enforced decision, and an observing gateway enforces nothing.
   if (!refusal) return { outcome: 'allow', route, enforced: isEnforced(policy, caller) };
@@ -138,7 +169,7 @@ export function checkGatewayPolicy(value: unknown): string[] {
       return;
     }
     const route = entry as Record<string, unknown>;
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'resource'];
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'resource', 'allow'];
     for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
     if (
       route['resource'] !== undefined &&
@@ -163,6 +194,7 @@ export function checkGatewayPolicy(value: unknown): string[] {
       problems.push(`${where}.dpop must be one of: required, allowed`);
     if (route['public'] !== undefined && typeof route['public'] !== 'boolean')
       problems.push(`${where}.public must be a boolean`);
+    if (route['allow'] !== undefined) problems.push(...checkAllowRules(route['allow'], `${where}.allow`));
   });
   return problems;
 }

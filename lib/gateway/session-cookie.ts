@@ -40,6 +40,10 @@ export interface GateSession {
   assurance: string;
   email?: string;
   emailVerified?: boolean;
+  /** `preferred_username` of the ID token (scope `profile`), to name the account on the gateway's pages. */
+  username?: string;
+  /** The `orgs` claim of the ID token (scope `orgs`), passed on as `X-Auth-Orgs` and in the assertion. */
+  orgs?: Array<{ slug: string; role: 'owner' | 'admin' | 'member' }>;
   scopes: string[];
   /** When the user authenticated at the control plane (seconds). */
   authTime?: number;

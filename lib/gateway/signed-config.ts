@@ -1,5 +1,6 @@
 import { ProtocolError, type ConfigRefusal } from '../errors/protocol-error.js';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { checkAccessDirectory, type AccessDirectory } from '../access/directory.js';
 import { sha256Hex } from '../util/sha256.js';
 import { checkGatewayPolicy, type GatewayPolicy } from './policy.js';
 
@@ -16,6 +17,8 @@ export interface GatewayConfigDocument {
   policy: GatewayPolicy;
   /** Control-plane session ids (`sid`) revoked recently: a gateway session of one of them ends at once. */
   revokedSessions: ReadonlySet<string>;
+  /** The accounts the routes' `allow` rules can name, with their memberships (absent without rules). */
+  directory?: AccessDirectory;
   /** Seconds; a document received after this is refused. */
   exp: number;
   /** SHA-256 hex of the compact JWS: what evidence reports. */
@@ -82,10 +85,16 @@ export async function verifyGatewayConfig(jws: string, options: VerifyConfigOpti
   const revoked = payload['revoked_sessions'] ?? [];
   if (!Array.isArray(revoked) || !revoked.every((sid) => typeof sid === 'string'))
     throw new GatewayConfigError('malformed', 'revoked_sessions must be a list of session ids');
+  const directory = payload['access_directory'];
+  if (directory !== undefined) {
+    const directoryProblems = checkAccessDirectory(directory);
+    if (directoryProblems.length > 0) throw new GatewayConfigError('malformed', directoryProblems.join('; '));
+  }
   return {
     version: version as number,
     policy: payload['gateway'] as GatewayPolicy,
     revokedSessions: new Set(revoked as string[]),
+    ...(directory !== undefined ? { directory: directory as AccessDirectory } : {}),
     exp: payload['exp'] as number,
     hash: sha256Hex(jws),
     jws,

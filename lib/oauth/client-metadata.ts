@@ -1,4 +1,5 @@
 import type { JWK } from 'jose';
+import { checkAllowRules, type AllowRules, type OrgRule } from '../access/evaluate-access.js';
 import type { GatewayPolicy, RoutePolicy } from '../gateway/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
@@ -55,7 +56,8 @@ export interface ClientMetadata extends OidcClientMembers {
   response_types: ['code'];
   scope: string;
   resources: string[];
-  access: { humans: boolean; agents: boolean };
+  /** Who may use the client; `orgs`: only members of these orgs (in these roles) may sign in to it. */
+  access: { humans: boolean; agents: boolean; orgs?: OrgRule[] };
   token_endpoint_auth_method: ClientAuthMethod;
   jwks?: { keys: JWK[] };
   jwks_uri?: string;
@@ -81,11 +83,12 @@ export const CLIENT_DEFAULTS = {
   grant_types: ['authorization_code'],
   response_types: ['code'],
   /**
-   * Every scope the provider offers: OIDC Dynamic Registration has no `scope` member, so a
-   * relying party that registers dynamically must still be able to ask for `email` and
-   * `profile`. `offline_access` is kept only with the refresh_token grant.
+   * The standard scopes the provider offers: OIDC Dynamic Registration has no `scope` member, so
+   * a relying party that registers dynamically must still be able to ask for `email` and
+   * `profile`. `offline_access` is kept only with the refresh_token grant. `orgs` releases the
+   * account's memberships and is registered only when asked for (docs/orgs.md#groups-for-relying-parties).
    */
-  scope: SUPPORTED_SCOPES.join(' '),
+  scope: SUPPORTED_SCOPES.filter((scope) => scope !== 'orgs').join(' '),
   resources: [],
   post_logout_redirect_uris: [],
   access: { humans: true, agents: false },
@@ -93,7 +96,15 @@ export const CLIENT_DEFAULTS = {
   in_place: false,
 } as const;
 
-const LIMITS = { redirectUris: 20, resources: 20, routes: 200, jwksKeys: 10, text: 200, acceptClients: 50 };
+const LIMITS = {
+  redirectUris: 20,
+  resources: 20,
+  routes: 200,
+  jwksKeys: 10,
+  text: 200,
+  acceptClients: 50,
+  allowEntries: 500,
+};
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 function bad(message: string): never {
@@ -166,6 +177,15 @@ function validateJwks(value: unknown): { keys: JWK[] } {
   return { keys: value.keys as JWK[] };
 }
 
+/** `access.orgs` (docs/orgs.md#who-may-sign-in-to-an-app): only members of these orgs, in these roles, may sign in. */
+function validateAccessOrgs(value: unknown): OrgRule[] {
+  if (!Array.isArray(value) || value.length === 0) bad('access.orgs must be a non-empty list of {slug, roles?}');
+  if (value.length > LIMITS.allowEntries) bad(`access.orgs has more than ${LIMITS.allowEntries} entries`);
+  const problems = checkAllowRules({ orgs: value }, 'access');
+  if (problems.length > 0) bad(problems.join('; '));
+  return (value as OrgRule[]).map(({ slug, roles }) => ({ slug: slug.toLowerCase(), ...(roles ? { roles } : {}) }));
+}
+
 function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]): GatewayPolicy {
   if (!isObject(value)) bad('gateway must be an object');
   const { mode } = value;
@@ -192,7 +212,7 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
   value.routes.forEach((raw, i) => {
     const at = `gateway.routes[${i}]`;
     if (!isObject(raw)) bad(`${at} must be an object`);
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public'];
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'allow'];
     const unknown = Object.keys(raw).find((key) => !known.includes(key));
     if (unknown !== undefined) bad(`${at}.${unknown} is not a route field`);
     const { path } = raw;
@@ -222,10 +242,18 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
       if (raw.dpop !== 'required' && raw.dpop !== 'allowed') bad(`${at}.dpop must be required or allowed`);
       route.dpop = raw.dpop;
     }
+    if (raw.allow !== undefined) {
+      // docs/gateway.md#access-rules; every problem named at once, like the rest of the metadata.
+      const problems = checkAllowRules(raw.allow, `${at}.allow`);
+      if (problems.length > 0) bad(problems.join('; '));
+      const entries = Object.values(raw.allow as Record<string, unknown[]>).reduce((n, list) => n + list.length, 0);
+      if (entries > LIMITS.allowEntries) bad(`${at}.allow has more than ${LIMITS.allowEntries} entries`);
+      route.allow = raw.allow as AllowRules;
+    }
     if (raw.public !== undefined) {
       if (raw.public !== true) bad(`${at}.public must be true when present`);
-      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required')
-        bad(`${at} is public and cannot also demand assurance, principals, scopes or DPoP`);
+      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required' || route.allow)
+        bad(`${at} is public and cannot also demand assurance, principals, scopes, DPoP or allow rules`);
       route.public = true;
     }
     policy.routes.push(route);
@@ -294,10 +322,14 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   let access: ClientMetadata['access'] = { ...CLIENT_DEFAULTS.access };
   if (body.access !== undefined) {
     const a = body.access;
-    if (!isObject(a) || typeof a.humans !== 'boolean' || typeof a.agents !== 'boolean')
-      bad('access must be {"humans": boolean, "agents": boolean}');
-    if (!a.humans && !a.agents) bad('access must allow humans, agents or both');
-    access = { humans: a.humans, agents: a.agents };
+    if (!isObject(a)) bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?}]}');
+    const humans = a.humans ?? CLIENT_DEFAULTS.access.humans;
+    const agents = a.agents ?? CLIENT_DEFAULTS.access.agents;
+    if (typeof humans !== 'boolean' || typeof agents !== 'boolean')
+      bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?}]}');
+    if (!humans && !agents) bad('access must allow humans, agents or both');
+    access = { humans, agents };
+    if (a.orgs !== undefined) access.orgs = validateAccessOrgs(a.orgs);
   }
   if (grantTypes.includes(JWT_BEARER_GRANT) && !access.agents)
     bad(`grant_types ${JWT_BEARER_GRANT} admits agents: register it with "access": {"humans": …, "agents": true}`);

@@ -3,8 +3,8 @@ import { oauthError } from './errors.js';
 /** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-/** Scopes this provider knows: openid, email, profile, offline_access (docs/oidc.md). */
-export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'offline_access'] as const;
+/** Scopes this provider knows: openid, email, profile, orgs, offline_access (docs/oidc.md). */
+export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'orgs', 'offline_access'] as const;
 
 /**
  * Splits a `scope` parameter into its tokens, in order, without duplicates. An absent or empty

@@ -55,6 +55,14 @@ export interface IdTokenInput extends CommonInput {
   email?: { address: string; verified: boolean };
   /** Profile claims; stated only with scope `profile`. */
   profile?: { name?: string; preferred_username?: string };
+  /** The account's memberships; stated only with scope `orgs`. */
+  orgs?: readonly OrgClaim[];
+}
+
+/** One entry of the `orgs` claim (scope `orgs`): an org the account belongs to and its role there. */
+export interface OrgClaim {
+  slug: string;
+  role: 'owner' | 'admin' | 'member';
 }
 
 export interface IdTokenClaims {
@@ -72,6 +80,7 @@ export interface IdTokenClaims {
   email_verified?: boolean;
   name?: string;
   preferred_username?: string;
+  orgs?: OrgClaim[];
   svc: SvcClaim;
 }
 
@@ -165,6 +174,7 @@ export function buildIdTokenClaims(input: IdTokenInput): IdTokenClaims {
     if (input.profile.name !== undefined) claims.name = input.profile.name;
     if (input.profile.preferred_username !== undefined) claims.preferred_username = input.profile.preferred_username;
   }
+  if (input.scopes.includes('orgs') && input.orgs) claims.orgs = input.orgs.map(({ slug, role }) => ({ slug, role }));
   return claims;
 }
 

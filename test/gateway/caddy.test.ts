@@ -6,7 +6,14 @@ import { request } from 'undici';
 import { findFreePort, waitForPort } from '../../lib/runtime/listen.js';
 import { tempDir } from '../helpers/build.js';
 import { peerAvailability } from '../helpers/peers.js';
-import { DEFAULT_IDENTITY, signAccessToken, signInRedirect, startTestGateway, startUpstream } from './helpers.js';
+import {
+  ACCESS_DIRECTORY,
+  DEFAULT_IDENTITY,
+  signAccessToken,
+  signInRedirect,
+  startTestGateway,
+  startUpstream,
+} from './helpers.js';
 
 /** Caddy `forward_auth` in front of an app, asking the gateway's /_gate/auth: deploy/caddy/Caddyfile run as it is by a real Caddy. */
 const availability = peerAvailability('caddy', ['version'], 'caddy');
@@ -42,17 +49,20 @@ t.test(
     const port = await findFreePort();
     const base = `http://127.0.0.1:${port}`;
     // The public URL is Caddy's origin: sign-in return URLs and token audiences are the browser's view.
-    const gw = await startTestGateway(t, {
-      overrides: { publicUrl: base },
-      policy: {
+    const gw = await startTestGateway(t, { overrides: { publicUrl: base } });
+    await gw.configure(
+      {
         mode: 'enforce',
         routes: [
           { path: '/', min_assurance: 'email' },
           { path: '/admin', min_assurance: 'sensitive' },
           { path: '/public', public: true },
+          { path: '/team', allow: { orgs: [{ slug: 'acme' }] } },
         ],
       },
-    });
+      undefined,
+      ACCESS_DIRECTORY,
+    );
     const dir = tempDir(t, 'keyplane-caddy-');
     const conf = join(dir, 'Caddyfile');
     writeFileSync(
@@ -156,6 +166,28 @@ t.test(
       await page.body.dump();
       t.equal(upstream.seen.length, before, 'the app saw neither');
     });
+
+    t.test(
+      'access rules: a member passes; a stranger gets the 403 page or the envelope, never a redirect',
+      async (t) => {
+        const member = await gw.sessionCookie({ assurance: 'passkey' });
+        const passed = await request(`${base}/team/x`, { headers: { cookie: member, accept: 'text/html' } });
+        t.equal(passed.statusCode, 200);
+        await passed.body.dump();
+        const before = upstream.seen.length;
+        const stranger = await gw.sessionCookie({ sub: 'user-2', email: 'eve@example.test' });
+        const page = await request(`${base}/team/x`, { headers: { cookie: stranger, accept: 'text/html' } });
+        t.equal(page.statusCode, 403, 'Caddy relays the refusal');
+        t.equal(page.headers['location'], undefined, 'not a redirect to sign-in (it would loop)');
+        const html = await page.body.text();
+        t.match(html, /data-field="account">eve@example\.test</);
+        t.match(html, /data-action="use-another-account"/);
+        const api = await request(`${base}/team/x`, { headers: { cookie: stranger, accept: 'application/json' } });
+        t.equal(api.statusCode, 403);
+        t.match(await api.body.json(), { ok: false, reason: 'access_denied' });
+        t.equal(upstream.seen.length, before, 'the app saw neither');
+      },
+    );
 
     t.test('a public route passes without identity, and spoofed identity headers are gone', async (t) => {
       const res = await request(`${base}/public/x`, { headers: SPOOFED });

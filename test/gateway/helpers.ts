@@ -42,9 +42,11 @@ export async function signConfig(
   now = Date.now(),
   issuer = CONTROL_PLANE,
   audience = CLIENT_ID,
+  /** More claims of the config: `access_directory`, `revoked_sessions`. */
+  claims: Record<string, unknown> = {},
 ): Promise<string> {
   const iat = Math.floor(now / 1000);
-  return new SignJWT({ version, gateway: policy })
+  return new SignJWT({ ...claims, version, gateway: policy })
     .setProtectedHeader({ alg: 'ES256', kid: 'cp-1', typ: GATEWAY_CONFIG_TYP })
     .setIssuer(issuer)
     .setAudience(audience)
@@ -135,6 +137,11 @@ export async function dpopClient(): Promise<{
       key.proof({ htm, htu, ...(accessToken ? { accessToken } : {}), ...(nonce ? { nonce } : {}) }),
   };
 }
+
+/** A signed config's directory for access rules: `user-1` (the default session) is a member of `acme`. */
+export const ACCESS_DIRECTORY = {
+  access_directory: { identities: { 'user-1': { username: 'ada', orgs: [{ slug: 'acme', role: 'member' }] } } },
+};
 
 /**
  * The identity headers the upstream receives for the default `sessionCookie()` session
@@ -241,7 +248,7 @@ export interface TestGateway {
   local: string;
   dataDir: string;
   logs: string[];
-  configure(policy: GatewayPolicy, version?: number): Promise<void>;
+  configure(policy: GatewayPolicy, version?: number, claims?: Record<string, unknown>): Promise<void>;
   sessionCookie(session?: Partial<GateSession>): Promise<string>;
 }
 
@@ -297,7 +304,7 @@ export async function startTestGateway(
     local: `http://127.0.0.1:${(running.server.address() as AddressInfo).port}`,
     dataDir,
     logs,
-    async configure(policy, next) {
+    async configure(policy, next, claims) {
       version = next ?? version + 1;
       await running.gateway.configHolder.accept(
         await signConfig(
@@ -306,6 +313,7 @@ export async function startTestGateway(
           Date.now(),
           config.controlPlane.replace(/\/$/, ''),
           config.clientId ?? CLIENT_ID,
+          claims,
         ),
         jwks,
         Date.now(),

@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { tempDir } from '../helpers/build.js';
 import { startNginx } from '../helpers/nginx.js';
 import { peerAvailability } from '../helpers/peers.js';
-import { startTestGateway, startUpstream } from './helpers.js';
+import { ACCESS_DIRECTORY, startTestGateway, startUpstream } from './helpers.js';
 
 /** nginx `auth_request` in front of an app, asking the gateway's /_gate/auth (a real nginx, started here). */
 const availability = peerAvailability('nginx', ['-v'], 'nginx-light');
@@ -13,16 +13,20 @@ t.test(
   { skip: availability.run ? false : availability.reason },
   async (t) => {
     const upstream = await startUpstream(t);
-    const gw = await startTestGateway(t, {
-      policy: {
+    const gw = await startTestGateway(t);
+    await gw.configure(
+      {
         mode: 'enforce',
         routes: [
           { path: '/', min_assurance: 'email' },
           { path: '/admin', min_assurance: 'sensitive' },
           { path: '/public', public: true },
+          { path: '/team', allow: { orgs: [{ slug: 'acme' }], email_domains: ['partner.example'] } },
         ],
       },
-    });
+      undefined,
+      ACCESS_DIRECTORY,
+    );
     const nginx = await startNginx({
       dir: tempDir(t, 'keyplane-nginx-'),
       server: `
@@ -69,5 +73,22 @@ t.test(
     const open = await request(`${base}/public/x`);
     t.equal(open.statusCode, 200, 'a public route passes without a session');
     await open.body.dump();
+
+    // Access rules (docs/gateway.md#access-rules): the same answers through auth_request.
+    const member = await request(`${base}/team/x`, { headers: { cookie } });
+    t.equal(member.statusCode, 200, 'a member of acme passes');
+    await member.body.dump();
+    const stranger = await gw.sessionCookie({ sub: 'user-2', email: 'eve@partner.example', emailVerified: false });
+    const refused = await request(`${base}/team/x`, { headers: { cookie: stranger } });
+    t.equal(refused.statusCode, 403, 'a stranger with an unverified address at the domain: 403');
+    await refused.body.dump();
+    const partner = await gw.sessionCookie({ sub: 'user-3', email: 'Pat@Partner.Example', emailVerified: true });
+    const byDomain = await request(`${base}/team/x`, { headers: { cookie: partner } });
+    t.equal(byDomain.statusCode, 200, 'a verified address at the domain passes');
+    await byDomain.body.dump();
+    t.notOk(
+      upstream.seen.some((seen) => seen.headers['x-auth-subject'] === 'user-2'),
+      'the app never saw the stranger',
+    );
   },
 );

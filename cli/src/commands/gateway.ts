@@ -1,9 +1,49 @@
 import type { Command } from 'commander';
+import { adminApi, withJsonRefusals } from '../admin-api.js';
+import { CliError, EXIT } from '../exit.js';
 import { flagsToConfig, serverOptions } from '../options.js';
-import { serveUntilSignal } from '../io.js';
+import { progress, say, serveUntilSignal } from '../io.js';
+
+interface ExplainOptions {
+  controlPlane?: string;
+  clientId?: string;
+  user?: string;
+  path?: string;
+  json?: boolean;
+}
+
+/**
+ * `keyplane gateway explain --client-id ID --user NAME --path /x` (docs/gateway.md#explaining-a-decision):
+ * asks the control plane's admin API whether the gateway's access rules admit the account on the
+ * path, and prints the decision and the rule that decided.
+ */
+export async function explainCommand(options: ExplainOptions): Promise<void> {
+  if (!options.clientId || !options.user || !options.path)
+    throw new CliError('--client-id, --user and --path are required', EXIT.usage);
+  if (!options.path.startsWith('/')) throw new CliError('--path must start with /', EXIT.usage);
+  const api = adminApi(options.controlPlane);
+  progress(`asking ${api.base} about ${options.user} on ${options.path}`);
+  const query = new URLSearchParams({ user: options.user, path: options.path });
+  const answer = await api.call(
+    'GET',
+    `/admin/gateways/${encodeURIComponent(options.clientId)}/explain?${query}`,
+    `cannot explain ${options.path} for ${options.user}`,
+  );
+  if (options.json) return say(JSON.stringify(answer));
+  const route = answer['route'] as { path: string; rules: string[] } | null;
+  say(`${String(answer['decision']).toUpperCase()}: ${String(answer['because'])}`);
+  say(
+    route
+      ? `route ${route.path} admits ${route.rules.join('; ')}`
+      : 'no route matches this path: any signed-in account passes',
+  );
+  say(
+    `account ${String(answer['username'])} (${String(answer['identityId'])}), config version ${String(answer['configVersion'])}`,
+  );
+}
 
 export function gatewayCommand(program: Command): void {
-  serverOptions(
+  const gateway = serverOptions(
     program
       .command('gateway')
       .description('Run the edge-gate: forward-auth reverse proxy in front of an upstream app.'),
@@ -24,5 +64,18 @@ export function gatewayCommand(program: Command): void {
       const config = loadGatewayConfig({ flags: flagsToConfig('gateway', options) });
       const { startGateway } = await import('../../../gateway/src/server.js');
       await serveUntilSignal(await startGateway(config, { logStream: process.stderr }));
+    });
+  gateway
+    .command('explain')
+    .description(
+      "Say whether a gateway client's access rules admit an account on a path, and which rule decided (admin API; token from KEYPLANE_ADMIN_TOKEN). Exit 0 answered, 1 refused, 2 usage or network error.",
+    )
+    .option('--user <name>', 'identity id (usr_…) or username')
+    .option('--path <path>', 'the request path, e.g. /admin/users')
+    .option('--json', 'print the answer (or the refusal) as one JSON object')
+    // --client-id and --control-plane are the gateway command's own options, read from there.
+    .action((_options: ExplainOptions, command: Command) => {
+      const options = command.optsWithGlobals<ExplainOptions>();
+      return withJsonRefusals(options.json, () => explainCommand(options), say);
     });
 }

@@ -263,6 +263,14 @@ export type DomainEvent =
       assurance: AssuranceLevel;
     })
   | (EventBase & { type: 'fedcm.disconnected'; client_id: string; identityId: string })
+  // A relying party's access rules (`access.orgs`) refused the account (docs/orgs.md#who-may-sign-in-to-an-app)
+  | (EventBase & {
+      type: 'signin.access_denied';
+      client_id: string;
+      transport: InPlaceTransport | 'saml';
+      identityId: string;
+      refusal: 'account_disabled' | 'owner_disabled' | 'no_rule_matched';
+    })
   // organizations, sites and the posture scan (docs/orgs.md, docs/scan.md); `by` is the acting identity
   | (EventBase & { type: 'org.created'; orgId: string; by: string })
   | (EventBase & {

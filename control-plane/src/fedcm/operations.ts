@@ -8,6 +8,7 @@ import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { userClaims } from '../oidc/tokens.js';
+import { checkSignInAccess } from '../clients/sign-in-access.js';
 import type { StoredClient } from '../storage/types.js';
 
 type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'keys' | 'events' | 'now'>;
@@ -48,6 +49,15 @@ export async function issueFedcmAssertion(
   // ends the sessions, and this covers one that lingers.
   if (!(await isAccountActive(services.storage, session.identityId)))
     throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+  // The client's access.orgs (docs/orgs.md#who-may-sign-in-to-an-app): the browser shows the error.
+  const access = await checkSignInAccess(
+    services,
+    { id: client.clientId, orgs: client.metadata.access.orgs },
+    session.identityId,
+    'fedcm',
+  );
+  if (!access.allowed)
+    throw fail('access_denied', 'this account is not a member of an organization this client admits');
   const before = await services.storage.oidc.approval(session.identityId, client.clientId);
   const consent = decideInPlaceConsent({
     transport: 'fedcm',

@@ -1,3 +1,5 @@
+import type { AccessDirectory } from '../../../lib/access/directory.js';
+import { orgsNamedBy } from '../../../lib/access/evaluate-access.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import {
   GATEWAY_CONFIG_LIFETIME_SECONDS,
@@ -13,8 +15,10 @@ import {
   type EnforcementStatus,
 } from '../../../lib/gateway/enforcement-status.js';
 import { applyProfileToPolicy } from '../../../lib/profiles/constraints.js';
+import type { OrgRole } from '../../../lib/orgs/roles.js';
 import type { TrustProfile } from '../../../lib/profiles/documents.js';
 import type { ControlPlaneServices } from '../context.js';
+import type { GatewayPolicy } from '../../../lib/gateway/policy.js';
 import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence, Stores } from '../storage/types.js';
 
 /** What issuing a config needs from the services. */
@@ -43,7 +47,7 @@ export async function profileOfClient(stores: Pick<Stores, 'rollout'>, clientId:
 async function issuedContent(
   services: GatewayServices,
   client: StoredClient,
-  stores: Pick<Stores, 'sessions' | 'rollout'>,
+  stores: Pick<Stores, 'sessions' | 'rollout' | 'orgs' | 'identities'>,
   now: number,
 ) {
   const registered = deriveIssuedPolicy(client.metadata.gateway ?? noPolicy(), {
@@ -54,7 +58,52 @@ async function issuedContent(
   const policy = profile ? applyProfileToPolicy(registered, profile) : registered;
   const since = now - services.config.lifetimes.sessionAbsolute * 1000;
   const revokedSessions = await stores.sessions.listRevokedForClient(client.clientId, since, REVOKED_SESSIONS_LIMIT);
-  return { policy, revokedSessions, policyHash: hashIssuedContent(policy, revokedSessions) };
+  const directory = await accessDirectoryFor(stores, policy);
+  return { policy, revokedSessions, directory, policyHash: hashIssuedContent(policy, revokedSessions, directory) };
+}
+
+/**
+ * The accounts the policy's `allow` rules can name (docs/gateway.md#access-rules): every member
+ * of an org they name, with its role, and every account `users` names, each with its username
+ * and whether it is disabled. Read at every issuance, so a removal, a role change or a disabled
+ * account mints a new version that reaches the gateway at its next poll; undefined when no route
+ * has rules (the config stays as it was before rules existed).
+ */
+export async function accessDirectoryFor(
+  stores: Pick<Stores, 'orgs' | 'identities'>,
+  policy: GatewayPolicy,
+): Promise<AccessDirectory | undefined> {
+  const rules = policy.routes.flatMap((route) => (route.allow ? [route.allow] : []));
+  if (rules.length === 0) return undefined;
+  const memberships = new Map<string, Array<{ slug: string; role: OrgRole }>>();
+  for (const slug of new Set(rules.flatMap(orgsNamedBy))) {
+    const org = await stores.orgs.getBySlug(slug);
+    if (!org) continue;
+    for (const member of await stores.orgs.members(org.orgId)) {
+      const list = memberships.get(member.identityId) ?? [];
+      list.push({ slug: org.slug, role: member.role });
+      memberships.set(member.identityId, list);
+    }
+  }
+  for (const entry of new Set(rules.flatMap((r) => r.users ?? []))) {
+    // An id first, then a username (a username may look like an id: `usr_x` is a valid one).
+    const identity =
+      (await stores.identities.get(entry)) ?? (await stores.identities.findByUsername(entry.trim().toLowerCase()));
+    if (identity && !memberships.has(identity.identityId)) memberships.set(identity.identityId, []);
+  }
+  const identities: AccessDirectory['identities'] = {};
+  for (const [identityId, orgs] of [...memberships].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    // One after the other: inside a transaction the backend holds one connection.
+    const identity = await stores.identities.get(identityId);
+    if (!identity) continue;
+    const state = await stores.identities.state(identityId);
+    identities[identityId] = {
+      username: identity.username,
+      ...(orgs.length > 0 ? { orgs: orgs.sort((a, b) => (a.slug < b.slug ? -1 : 1)) } : {}),
+      ...(state === 'disabled' ? { disabled: true as const } : {}),
+    };
+  }
+  return { identities };
 }
 
 function noPolicy(): never {
@@ -87,6 +136,7 @@ export async function currentGatewayConfig(
     const {
       policy: currentPolicy,
       revokedSessions,
+      directory,
       policyHash,
     } = await issuedContent(services, current ?? noPolicy(), tx, now);
     const newest = await tx.gateway.latestConfig(client.clientId);
@@ -99,6 +149,7 @@ export async function currentGatewayConfig(
         version,
         policy: currentPolicy,
         revokedSessions,
+        ...(directory !== undefined ? { directory } : {}),
         now,
         lifetimeSeconds: GATEWAY_CONFIG_LIFETIME_SECONDS,
       },

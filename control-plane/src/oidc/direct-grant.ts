@@ -25,6 +25,7 @@ import {
 import { PASSKEY_AMR, credentialRecord } from '../accounts/sign-up.js';
 import type { StoredClient } from '../storage/types.js';
 import { credentialsForUsername } from '../passkeys/decoy.js';
+import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { authorizationClientOf } from './authorization-client.js';
 
 /** What the direct grant runs on. */
@@ -262,6 +263,17 @@ export async function directGrant(
   });
   if (!consent.allowed)
     throw fail('consent_required', 'approve this app once in the popup', { status: 403, fields: { popup } });
+  // The client's access.orgs (docs/orgs.md#who-may-sign-in-to-an-app); the popup shows the person why.
+  const access = await checkSignInAccess(
+    services,
+    { id: client.clientId, orgs: client.metadata.access.orgs },
+    identityId,
+    'direct',
+  );
+  if (!access.allowed)
+    throw fail('access_denied', 'this account is not a member of an organization this client admits', {
+      fields: { error: 'access_denied', popup },
+    });
 
   const now = services.now();
   const code = randomToken(32);

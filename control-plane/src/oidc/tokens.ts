@@ -2,11 +2,16 @@ import type { ActorClaim } from '../../../lib/oauth/token-exchange.js';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyResult } from 'jose';
 import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel } from '../../../lib/tokens/claims.js';
+import {
+  buildAccessTokenClaims,
+  buildIdTokenClaims,
+  type AssuranceLevel,
+  type OrgClaim,
+} from '../../../lib/tokens/claims.js';
 import { signAccessToken, signIdToken } from '../../../lib/tokens/sign-token.js';
 import { randomToken } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { Identity, StoredEmail, StoredGrant } from '../storage/types.js';
+import type { Identity, StoredEmail, StoredGrant, Stores } from '../storage/types.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import { agentGrantStands } from '../agents/grants.js';
 
@@ -87,7 +92,7 @@ export async function mintTokens(services: TokenServices, input: MintInput): Pro
       scopes: input.scopes,
       sid: grant.sessionId,
       ...(input.nonce !== null ? { nonce: input.nonce } : {}),
-      ...(input.claims ?? (await userClaims(services, grant.identityId))),
+      ...(input.claims ?? (await userClaims(services, grant.identityId, input.scopes))),
     });
     minted.idToken = await signIdToken(claims, key);
   }
@@ -97,19 +102,32 @@ export async function mintTokens(services: TokenServices, input: MintInput): Pro
 export interface UserClaims {
   email?: { address: string; verified: boolean };
   profile?: { name?: string; preferred_username?: string };
+  /** Only read when the scopes include `orgs`. */
+  orgs?: OrgClaim[];
 }
 
-/** Profile and email facts of an identity, as ID token and userinfo state them (by scope). */
+/**
+ * Profile and email facts of an identity, as ID token and userinfo state them (by scope); its
+ * memberships too when `scopes` include `orgs`.
+ */
 export async function userClaims(
   services: Pick<ControlPlaneServices, 'storage'>,
   identityId: string,
+  scopes: readonly string[] = [],
 ): Promise<UserClaims> {
-  // Two independent reads: on a pooled backend they travel together.
-  const [identity, emails] = await Promise.all([
+  // Independent reads: on a pooled backend they travel together.
+  const [identity, emails, orgs] = await Promise.all([
     services.storage.identities.get(identityId),
     services.storage.emails.listByIdentity(identityId),
+    scopes.includes('orgs') ? orgsClaim(services.storage, identityId) : undefined,
   ]);
-  return claimsOf(identity, emails);
+  return { ...claimsOf(identity, emails), ...(orgs ? { orgs } : {}) };
+}
+
+/** The `orgs` claim (scope `orgs`): every org the account belongs to, with its role, by slug. */
+export async function orgsClaim(storage: Pick<Stores, 'orgs'>, identityId: string): Promise<OrgClaim[]> {
+  const orgs = await storage.orgs.listForMember(identityId);
+  return orgs.map(({ slug, role }) => ({ slug, role })).sort((a, b) => (a.slug < b.slug ? -1 : 1));
 }
 
 /** `userClaims` from the account and its addresses read already. */

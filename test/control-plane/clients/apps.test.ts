@@ -215,3 +215,30 @@ t.test('a cross-origin post is refused before anything changes', async (t) => {
   t.match(res.json(), { reason: 'origin_mismatch' });
   t.ok(await app.kp.storage.clients.get(registered.client_id));
 });
+
+t.test("the apps page shows each route's access rules and the sign-in restriction in words", async (t) => {
+  const { owner } = await setup(t);
+  const reg = await owner.browser.post('/apps/register', {
+    client_name: 'Wiki gate',
+    redirect_uris: ['https://wiki.example.com/_gate/callback'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    access: { orgs: [{ slug: 'acme', roles: ['admin', 'owner'] }] },
+    gateway: {
+      mode: 'enforce',
+      routes: [
+        { path: '/', allow: { orgs: [{ slug: 'acme' }], email_domains: ['example.com'] } },
+        { path: '/open' },
+        { path: '/public', public: true },
+      ],
+    },
+  });
+  t.equal(reg.statusCode, 201, reg.body);
+  const page = await owner.browser.get('/apps', { accept: 'text/html' });
+  t.match(page.body, /data-field="sign-in-rules">Sign-in: only admins or owners of the org acme\.</);
+  t.match(
+    page.body,
+    /<li><code>\/<\/code>: members of the org acme; accounts with a verified e-mail address at example\.com<\/li>/,
+  );
+  t.match(page.body, /<li><code>\/open<\/code>: any signed-in account<\/li>/);
+  t.match(page.body, /<li><code>\/public<\/code>: anyone \(public\)<\/li>/);
+});

@@ -3,6 +3,7 @@ import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn, type Browser } from '../../helpers/signed-in.js';
 import { ADMIN, registerClient } from '../../helpers/oidc.js';
+import { createOrg } from '../../../control-plane/src/orgs/operations.js';
 
 const RP = 'https://notes.example.com';
 const WEBIDENTITY = { 'sec-fetch-dest': 'webidentity' };
@@ -324,6 +325,23 @@ t.test('a disabled account is offered to no client and gets no assertion', async
     'disabled by the operator, the session is gone',
   );
   t.equal((await assert(browser, { ...good, params: JSON.stringify({ nonce: 'n-off-2' }) })).statusCode, 401);
+});
+
+t.test("a client's access.orgs: a non-member gets access_denied and no token, a member gets one", async (t) => {
+  const { browser, client, identityId, services } = await setup(t, { access: { orgs: [{ slug: 'acme' }] } });
+  const ask = (nonce: string) =>
+    assert(browser, {
+      client_id: client.client_id,
+      account_id: identityId,
+      disclosure_text_shown: 'true',
+      params: JSON.stringify({ nonce }),
+    });
+  const refused = await ask('n-org-1');
+  t.equal(refused.statusCode, 403);
+  t.match(refused.json(), { reason: 'access_denied', error: { code: 'access_denied' } });
+  t.notOk(refused.json().token, 'no token');
+  await createOrg(services, identityId, { name: 'Acme' });
+  t.equal((await ask('n-org-2')).statusCode, 200, 'a member of acme gets the token');
 });
 
 t.test('a client that got a FedCM ID token is told by back-channel logout when the session ends', async (t) => {

@@ -358,6 +358,6 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
     'urn:ietf:params:oauth:grant-type:jwt-bearer',
     'urn:ietf:params:oauth:grant-type:token-exchange',
   ]);
-  t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'offline_access']);
+  t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'orgs', 'offline_access']);
   t.ok(doc.token_endpoint_auth_methods_supported.includes('none'));
 });

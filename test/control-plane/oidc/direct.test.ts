@@ -3,6 +3,7 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import { build, TEST_ISSUER } from '../../helpers/build.js';
 import { ADMIN, REDIRECT, exchangeCode, pkcePair, registerClient, type Registered } from '../../helpers/oidc.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
+import { createOrg } from '../../../control-plane/src/orgs/operations.js';
 
 const RP = 'https://notes.example.com';
 
@@ -421,6 +422,44 @@ t.test(
       await services.storage.sessions.listLive(identity.identityId, services.now()),
       [],
       'no session was made for the grant',
+    );
+  },
+);
+
+t.test(
+  "a client's access.orgs admits members in place and refuses others with access_denied and a receipt",
+  async (t) => {
+    const { app, client, services } = await setup(t, { first_party: true });
+    const { authenticator } = await signUpInPlace(app, client, 'ada');
+    const ada = await services.storage.identities.findByUsername('ada');
+    await createOrg(services, ada!.identityId, { name: 'Acme' });
+    const restricted = await registerClient(app, {
+      in_place: true,
+      first_party: true,
+      access: { orgs: [{ slug: 'acme' }] },
+    });
+    const pkce = pkcePair();
+    const member = await post(
+      app,
+      '/auth/authorize/direct',
+      grantBody(restricted, pkce.challenge, { assertion: await assertionBody(app, restricted, authenticator) }),
+    );
+    t.equal(member.statusCode, 200, member.body);
+
+    const { res } = await signUpInPlace(app, restricted, 'bob');
+    t.equal(res.statusCode, 403);
+    t.match(res.json(), { ok: false, reason: 'access_denied', error: 'access_denied' });
+    const popup = new URL(res.json().popup);
+    t.equal(popup.searchParams.get('response_mode'), 'web_message', 'the popup shows the person why');
+    const bob = await services.storage.identities.findByUsername('bob');
+    const events: unknown[] = [];
+    for (const { hash } of await services.storage.receipts.pending(1000)) {
+      const stored = await services.storage.receipts.get(hash);
+      if (stored) events.push(JSON.parse(stored.body));
+    }
+    t.match(
+      events.find((e) => (e as { kind: string }).kind === 'signin.access_denied'),
+      { client_id: restricted.client_id, transport: 'direct', identityId: bob!.identityId, refusal: 'no_rule_matched' },
     );
   },
 );

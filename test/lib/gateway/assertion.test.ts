@@ -16,6 +16,7 @@ t.test('an ES256 assertion that verifies with the JWKS', async (t) => {
       principalType: 'human',
       assurance: 'passkey',
       email: 'a@example.test',
+      orgs: [{ slug: 'acme', role: 'admin' }],
       now: NOW,
     },
     { kid: 'g1', privateKey },
@@ -33,6 +34,7 @@ t.test('an ES256 assertion that verifies with the JWKS', async (t) => {
     assurance: 'passkey',
     acr: 'passkey',
     email: 'a@example.test',
+    orgs: [{ slug: 'acme', role: 'admin' }],
   });
   t.ok(payload.exp! - payload.iat! <= 300);
   t.type(payload.jti, 'string');

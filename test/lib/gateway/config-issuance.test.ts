@@ -88,3 +88,36 @@ t.test('the deny list changes the issued content hash; the same list in any orde
   t.not(hashIssuedContent(policy, ['a']), hashGatewayPolicy(policy));
   t.equal(hashIssuedContent(policy, ['a', 'b']), hashIssuedContent(policy, ['b', 'a']));
 });
+
+t.test('the access directory travels signed and a membership change changes the content hash', async (t) => {
+  const member = { identities: { usr_a: { username: 'a', orgs: [{ slug: 'acme', role: 'member' as const }] } } };
+  const removed = { identities: { usr_a: { username: 'a' } } };
+  t.not(hashIssuedContent(policy, [], member), hashIssuedContent(policy, [], removed));
+  t.not(hashIssuedContent(policy, [], removed), hashGatewayPolicy(policy));
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] };
+  const now = Date.parse('2026-11-22T12:00:00Z');
+  const sign = (directory: unknown) =>
+    signGatewayConfig(
+      {
+        issuer: 'https://id.example.com',
+        clientId: 'cl_1',
+        version: 1,
+        policy,
+        now,
+        lifetimeSeconds: 60,
+        directory: directory as typeof member,
+      },
+      { kid: 'k1', privateKey },
+    );
+  const verify = async (directory: unknown) =>
+    verifyGatewayConfig((await sign(directory)).jws, {
+      keys: jwks,
+      issuer: 'https://id.example.com',
+      clientId: 'cl_1',
+      now,
+    });
+  t.same((await verify(member)).directory, member);
+  t.equal((await verify(undefined)).directory, undefined, 'no rules, no directory');
+  await t.rejects(verify({ identities: { usr_a: { orgs: [{ slug: 'acme', role: 'boss' }] } } }), { code: 'malformed' });
+});

@@ -76,3 +76,14 @@ t.test('sends the email only when it is verified', async (t) => {
   t.notOk('x-auth-email' in buildIdentityHeaders({ ...base, emailVerified: false }));
   t.notOk('x-auth-email' in buildIdentityHeaders(base));
 });
+
+t.test('sends the memberships as slug:role, comma-separated, and nothing for none', async (t) => {
+  const base = { subject: 'u1', principalType: 'human' as const, assurance: 'passkey', assertion: 'jwt' };
+  const orgs = [
+    { slug: 'acme', role: 'admin' },
+    { slug: 'ops', role: 'member' },
+  ];
+  t.equal(buildIdentityHeaders({ ...base, orgs })['x-auth-orgs'], 'acme:admin,ops:member');
+  t.notOk('x-auth-orgs' in buildIdentityHeaders({ ...base, orgs: [] }));
+  t.notOk('x-auth-orgs' in buildIdentityHeaders(base));
+});

@@ -78,6 +78,47 @@ t.test('principals, scopes and dpop', async (t) => {
   t.equal(evaluatePolicy(enforce, '/agents', caller({ principalType: 'agent', kind: 'dpop' })).outcome, 'allow');
 });
 
+t.test('allow rules decide who passes, after assurance: access_denied with the refusal', async (t) => {
+  const policy: GatewayPolicy = {
+    mode: 'enforce',
+    routes: [{ path: '/', min_assurance: 'passkey', allow: { orgs: [{ slug: 'acme' }], users: ['Bob'] } }],
+  };
+  const directory = {
+    identities: {
+      u1: { username: 'alice', orgs: [{ slug: 'acme', role: 'member' as const }] },
+      u2: { username: 'bob' },
+    },
+  };
+  t.match(evaluatePolicy(policy, '/x', caller(), directory), { outcome: 'allow', route: { path: '/' } });
+  t.match(evaluatePolicy(policy, '/x', caller({ subject: 'u2' }), directory), { outcome: 'allow' });
+  t.match(evaluatePolicy(policy, '/x', caller({ subject: 'u3' }), directory), {
+    outcome: 'refuse',
+    reason: 'access_denied',
+    access: { allowed: false, refusal: 'no_rule_matched' },
+  });
+  t.match(
+    evaluatePolicy(policy, '/x', caller({ subject: 'u3', assurance: 'email' }), directory),
+    { reason: 'insufficient_user_authentication' },
+    'a stranger too weak is first asked to step up',
+  );
+  t.match(evaluatePolicy(policy, '/x', caller(), undefined), { reason: 'access_denied' }, 'no directory, no member');
+  t.match(evaluatePolicy({ ...policy, mode: 'observe' }, '/x', caller({ subject: 'u3' }), directory), {
+    outcome: 'allow',
+    wouldRefuse: 'access_denied',
+  });
+  const agentRoute: GatewayPolicy = { mode: 'enforce', routes: [{ path: '/', allow: { agent_owners_in: ['acme'] } }] };
+  t.match(
+    evaluatePolicy(agentRoute, '/', caller({ subject: 'agt_1', principalType: 'agent', ownerId: 'u1' }), directory),
+    { outcome: 'allow' },
+  );
+  t.match(
+    evaluatePolicy(agentRoute, '/', caller({ subject: 'agt_1', principalType: 'agent', ownerId: 'u2' }), directory),
+    {
+      reason: 'access_denied',
+    },
+  );
+});
+
 t.test('observe passes through and says what it would refuse', async (t) => {
   const observe: GatewayPolicy = { mode: 'observe', routes };
   t.match(evaluatePolicy(observe, '/api/admin', caller()), {
@@ -142,4 +183,8 @@ t.test('checks a policy document and lists every problem', async (t) => {
   t.equal(problems.length, 10, problems.join('\n'));
   t.same(checkGatewayPolicy(null), ['gateway must be an object']);
   t.same(checkGatewayPolicy({ mode: 'enforce' }), ['gateway.routes must be an array']);
+  t.same(
+    checkGatewayPolicy({ mode: 'enforce', routes: [{ path: '/', allow: { orgs: [{ slug: 'a', roles: ['boss'] }] } }] }),
+    ['gateway.routes[0].allow.orgs[0].roles must list owner, admin and/or member'],
+  );
 });

@@ -59,6 +59,29 @@ t.test('refuses malformed descriptive fields', async (t) => {
     'invalid_client_metadata',
   );
   t.equal(
+    refusalOf({ ...base, gateway: { mode: 'enforce', routes: [{ path: '/', allow: { groups: ['x'] } }] } }),
+    'invalid_client_metadata',
+    'allow names only users, orgs, email_domains and agent_owners_in',
+  );
+  t.equal(
+    refusalOf({
+      ...base,
+      gateway: { mode: 'enforce', routes: [{ path: '/', public: true, allow: { users: ['a'] } }] },
+    }),
+    'invalid_client_metadata',
+    'a public route has no allow rules',
+  );
+  t.equal(
+    refusalOf({
+      ...base,
+      gateway: {
+        mode: 'enforce',
+        routes: [{ path: '/', allow: { users: Array.from({ length: 501 }, (_v, i) => `u${i}`) } }],
+      },
+    }),
+    'invalid_client_metadata',
+  );
+  t.equal(
     refusalOf({ ...base, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://keys.example.com' }),
     'invalid_client_metadata',
   );

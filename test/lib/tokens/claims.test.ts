@@ -62,6 +62,10 @@ t.test('states email only with scope email, and email_verified exactly boolean',
     buildIdTokenClaims({ ...base, scopes: ['openid', 'profile'], profile: { name: 'Ada', preferred_username: 'ada' } }),
     { name: 'Ada', preferred_username: 'ada' },
   );
+  const orgs = [{ slug: 'acme', role: 'admin' as const }];
+  t.notOk('orgs' in buildIdTokenClaims({ ...base, orgs }), 'no scope orgs, no orgs claim');
+  t.same(buildIdTokenClaims({ ...base, scopes: ['openid', 'orgs'], orgs }).orgs, orgs);
+  t.same(buildIdTokenClaims({ ...base, scopes: ['openid', 'orgs'], orgs: [] }).orgs, [], 'in no org: an empty list');
 });
 
 t.test('never reports more assurance than was proved', async (t) => {

@@ -5,7 +5,7 @@ import { parseScope } from '../../../../lib/oauth/scope.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredAuthorizationCode, StoredClient, StoredGrant } from '../../storage/types.js';
-import { claimsOf, mintTokens } from '../tokens.js';
+import { claimsOf, mintTokens, orgsClaim } from '../tokens.js';
 import { stringParam } from '../token-request.js';
 import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
 
@@ -41,7 +41,12 @@ export async function authorizationCodeGrant(
   if (stored.consumedAt !== null) return refuseReplay(services, stored);
   const scopes = parseScope(stored.scope);
   const idToken = scopes.includes('openid');
-  const claims = idToken ? claimsOf(subject.identity, subject.emails) : undefined;
+  const claims = idToken
+    ? {
+        ...claimsOf(subject.identity, subject.emails),
+        ...(scopes.includes('orgs') ? { orgs: await orgsClaim(storage, stored.identityId) } : {}),
+      }
+    : undefined;
   let resource: string | null;
   try {
     if (subject.state !== 'active') throw oauthError('invalid_grant', 'the account is disabled or deleted');

@@ -4,7 +4,7 @@ import { parseScope } from '../../../../lib/oauth/scope.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
-import { claimsOf, mintTokens } from '../tokens.js';
+import { claimsOf, mintTokens, orgsClaim } from '../tokens.js';
 import { stringParam } from '../token-request.js';
 import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
 
@@ -42,7 +42,12 @@ export async function refreshTokenGrant(
   const requested = body.scope === undefined ? granted : parseScope(body.scope);
   const extra = requested.find((scope) => !granted.includes(scope));
   const idToken = requested.includes('openid');
-  const claims = idToken ? claimsOf(subject.identity, subject.emails) : undefined;
+  const claims = idToken
+    ? {
+        ...claimsOf(subject.identity, subject.emails),
+        ...(requested.includes('orgs') ? { orgs: await orgsClaim(storage, grant.identityId) } : {}),
+      }
+    : undefined;
   if (subject.state !== 'active') throw oauthError('invalid_grant', 'the account is disabled or deleted');
   if (extra !== undefined) throw oauthError('invalid_scope', `scope ${extra.slice(0, 60)} was not granted`);
   if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token'))

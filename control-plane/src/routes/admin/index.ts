@@ -12,6 +12,7 @@ import { clientSummary, findClient, revokeClient, revokeSessions, rotateClientSe
 import { listClients } from '../../clients/find-client.js';
 import { approveAgentGrantAsOperator } from '../../agents/grants.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
+import { explainGatewayAccess } from '../../gateways/explain.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];
@@ -80,6 +81,50 @@ function reply(change: AccountChange) {
 export default async function adminRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (request) => requireAdminToken(app, request));
   const ref = (request: FastifyRequest) => (request.params as { identityId: string }).identityId;
+
+  app.get(
+    '/admin/gateways/:clientId/explain',
+    {
+      schema: {
+        tags: ['admin'],
+        summary:
+          "Whether a gateway client's access rules admit an account on a path, and the deciding rule (docs/gateway.md#explaining-a-decision)",
+        security: admin,
+        params: clientParams,
+        querystring: {
+          type: 'object',
+          required: ['user', 'path'],
+          properties: {
+            user: { type: 'string', minLength: 1, maxLength: 100, description: 'identity id or username' },
+            path: { type: 'string', pattern: '^/', maxLength: 2048 },
+          },
+        },
+        response: {
+          200: okObject(
+            {
+              decision: { enum: ['allow', 'deny'] },
+              because: { type: 'string' },
+              identityId: { type: 'string' },
+              username: { type: 'string' },
+              route: {
+                type: ['object', 'null'],
+                properties: { path: { type: 'string' }, rules: { type: 'array', items: { type: 'string' } } },
+              },
+              configVersion: { type: 'integer' },
+            },
+            ['decision', 'because', 'identityId', 'username', 'route', 'configVersion'],
+          ),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const { clientId } = request.params as { clientId: string };
+      const { user, path } = request.query as { user: string; path: string };
+      const { access: _decision, ...explanation } = await explainGatewayAccess(app.kp, clientId, user, path);
+      return { ok: true, ...explanation };
+    },
+  );
 
   app.get(
     '/admin/accounts/:identityId',

@@ -5,6 +5,7 @@ import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
+import { accessRules } from './access-rules-view.js';
 import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../../gateways/issue-config.js';
 import { listOwnedClients, managedClient, orgOwnerFor } from '../../clients/ownership.js';
@@ -164,10 +165,10 @@ const ENFORCEMENT_TEXT: Record<EnforcementReason, string> = {
 };
 
 function gatewayCell(client: StoredClient, enforcement: GatewayEnforcement | undefined): SafeHtml {
-  if (!enforcement) return html`<span class="muted">not a gateway</span>`;
+  if (!enforcement) return html`<span class="muted">not a gateway</span>${accessRules(client)}`;
   const version = enforcement.declared ? html` (config version ${String(enforcement.declared.version)})` : '';
   return html`<span data-gateway-status="${enforcement.status}"><strong>${enforcement.status}</strong>: ${ENFORCEMENT_TEXT[enforcement.reason]}${version}.</span>
-<a href="/gateway/status/${encodeURIComponent(client.clientId)}">Declared and observed (JSON)</a>`;
+<a href="/gateway/status/${encodeURIComponent(client.clientId)}">Declared and observed (JSON)</a>${accessRules(client)}`;
 }
 
 function appsPage(

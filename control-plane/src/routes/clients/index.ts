@@ -40,7 +40,20 @@ const clientResponse = {
     response_types: stringArray,
     scope: { type: 'string' },
     resources: stringArray,
-    access: { type: 'object', properties: { humans: { type: 'boolean' }, agents: { type: 'boolean' } } },
+    access: {
+      type: 'object',
+      properties: {
+        humans: { type: 'boolean' },
+        agents: { type: 'boolean' },
+        orgs: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { slug: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } },
+          },
+        },
+      },
+    },
     token_endpoint_auth_method: { type: 'string' },
     dpop_bound_access_tokens: { type: 'boolean' },
     gateway: { type: 'object', additionalProperties: true },

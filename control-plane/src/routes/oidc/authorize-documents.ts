@@ -39,7 +39,7 @@ export const AUTHORIZE_DISCOVERY = {
     response_modes_supported: ['query', 'form_post', 'web_message'],
     grant_types_supported: ['authorization_code'],
     code_challenge_methods_supported: ['S256'],
-    scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
+    scopes_supported: ['openid', 'email', 'profile', 'orgs', 'offline_access'],
     claims_supported: [
       'iss',
       'sub',
@@ -55,6 +55,7 @@ export const AUTHORIZE_DISCOVERY = {
       'email_verified',
       'name',
       'preferred_username',
+      'orgs',
       'svc',
     ],
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],

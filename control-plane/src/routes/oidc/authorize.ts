@@ -29,9 +29,12 @@ import {
   sendAccountChoice,
   sendErrorPage,
   sendFormPost,
+  sendNotAdmitted,
   sendOneTap,
   sendWebMessage,
 } from './pages.js';
+import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
+import { checkSignInAccess } from '../../clients/sign-in-access.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
 import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
@@ -39,6 +42,8 @@ import { AUTHORIZE_DISCOVERY, AUTHORIZE_QUERY } from './authorize-documents.js';
 
 /** A request waiting for sign-in or step-up lives this long (ms). */
 const PENDING_TTL_MS = 15 * 60_000;
+/** What the client hears when its `access.orgs` refuse the account. */
+const NOT_ADMITTED = 'this account is not a member of an organization this client admits';
 /** A one-tap page's approval token lives this long (ms). */
 const APPROVAL_TTL_MS = 10 * 60_000;
 /** Parameters carried through the pending request and the one-tap form. */
@@ -338,6 +343,10 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       ...(hintSubject !== undefined ? { hintSubject } : {}),
       accountChosen,
     });
+    if ((decision.action === 'issue' || decision.action === 'consent') && session) {
+      const refused = await refuseUnadmitted(request, reply, checked, params, session);
+      if (refused) return refused;
+    }
     switch (decision.action) {
       case 'refuse':
         return respondError(request, reply, target, decision.error, decision.description);
@@ -390,6 +399,42 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     }
   }
 
+  /**
+   * The client's `access.orgs` (docs/orgs.md#who-may-sign-in-to-an-app): an account they do not
+   * admit is told why on a page whose form answers the client `access_denied` (with
+   * `prompt=none` there is no page: the answer goes at once). Null when the account is admitted.
+   */
+  async function refuseUnadmitted(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    checked: { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget },
+    params: RawParams,
+    session: { id: string; identityId: string },
+  ): Promise<FastifyReply | null> {
+    const { client, authz, target } = checked;
+    const orgs = client.metadata.access.orgs;
+    const transport = authz.responseMode === 'web_message' ? 'popup' : 'redirect';
+    const access = await checkSignInAccess(app.kp, { id: client.clientId, orgs }, session.identityId, transport);
+    if (access.allowed) return null;
+    if (authz.prompt.includes('none')) return respondError(request, reply, target, 'access_denied', NOT_ADMITTED);
+    const hidden = carried(params);
+    const approval = randomToken(24);
+    await state.set(
+      `oidc:approval:${approval}`,
+      JSON.stringify({ sessionId: session.id, digest: digestOf(hidden) }),
+      APPROVAL_TTL_MS,
+    );
+    const origin = new URL(authz.redirectUri).origin;
+    return sendNotAdmitted(request, reply, {
+      clientName: client.metadata.client_name ?? origin,
+      clientOrigin: origin,
+      username: (await usernameOf(app.kp, session.identityId)) ?? session.identityId,
+      admits: describeAllowRules({ orgs }),
+      hidden: { ...hidden, approval },
+      formAction: [origin],
+    });
+  }
+
   /** The one-tap form came back: check its approval token (one use, this session, these exact parameters). */
   async function approve(request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<FastifyReply> {
     await limitPerIp(app.kp, request, 'authorize');
@@ -413,6 +458,10 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       );
     }
     if (body.decision === 'deny') return respondError(request, reply, target, 'access_denied', 'the user declined');
+    if (body.decision === 'not_admitted') return respondError(request, reply, target, 'access_denied', NOT_ADMITTED);
+    // An approval token from the not-admitted page must not become a code: the rules are checked again.
+    const refused = await refuseUnadmitted(request, reply, checked, params, session);
+    if (refused) return refused;
     // The session may have changed since the page was shown: decide again, but the approval now counts.
     const decision = decideAuthorization({
       request: { ...authz, prompt: [] },

@@ -118,6 +118,7 @@ const SCOPE_TEXT: Record<string, string> = {
   openid: 'Know who you are (a stable account id)',
   email: 'See your email address and whether it is verified',
   profile: 'See your username and display name',
+  orgs: 'See which organizations you belong to and your role in each',
   offline_access: 'Stay signed in when you are away (a refresh token)',
 };
 
@@ -202,6 +203,45 @@ ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" n
 <button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
 </form>
 ${view.userCode ? '' : html`<p class="muted">Keyplane remembers this choice for this app; you will not be asked again for the same access.</p>`}`,
+      }),
+    ),
+  );
+}
+
+export interface NotAdmittedView {
+  clientName: string;
+  clientOrigin: string;
+  username: string;
+  /** The orgs (and roles) the client admits, in words. */
+  admits: string[];
+  hidden: Record<string, string>;
+  formAction: string[];
+}
+
+/**
+ * The client's `access.orgs` refused the account (docs/orgs.md#who-may-sign-in-to-an-app): the
+ * person learns why before the client hears `access_denied`, through a same-origin form (every
+ * response mode, popup and form_post too, is answered by the approval endpoint).
+ */
+export function sendNotAdmitted(request: FastifyRequest, reply: FastifyReply, view: NotAdmittedView): FastifyReply {
+  reply.code(403).type('text/html; charset=utf-8');
+  reply.header('content-security-policy', contentSecurityPolicy(request.kp.cspNonce, { formAction: view.formAction }));
+  return reply.send(
+    formPage(
+      reply,
+      page({
+        title: `No access to ${view.clientName}`,
+        nonce: request.kp.cspNonce,
+        body: html`<h1>No access to ${view.clientName}</h1>
+<p>You are signed in as <strong data-field="account">${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> admits only:</p>
+<ul data-field="admits">${view.admits.map((line) => html`<li>${line}</li>`)}</ul>
+<p>Ask an admin of one of these organizations for an invite, or sign in with another account.</p>
+<form method="post" action="/auth/authorize" data-action="not-admitted">
+${Object.entries(view.hidden).map(
+  ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">
+`,
+)}<button type="submit" name="decision" value="not_admitted">Back to ${view.clientName}</button>
+</form>`,
       }),
     ),
   );

@@ -104,13 +104,17 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
       throw resourceRefusal('invalid_token', 'this access token is for another resource');
     const scopes = parseScope(claims.scope);
     if (!scopes.includes('openid')) throw resourceRefusal('insufficient_scope', 'userinfo needs the openid scope');
-    const [facts, client] = await Promise.all([userClaims(app.kp, claims.sub), findClient(app.kp, claims.client_id)]);
+    const [facts, client] = await Promise.all([
+      userClaims(app.kp, claims.sub, scopes),
+      findClient(app.kp, claims.client_id),
+    ]);
     const stated = {
       sub: claims.sub,
       ...(scopes.includes('email') && facts.email
         ? { email: facts.email.address, email_verified: facts.email.verified === true }
         : {}),
       ...(scopes.includes('profile') && facts.profile ? facts.profile : {}),
+      ...(scopes.includes('orgs') && facts.orgs ? { orgs: facts.orgs } : {}),
     };
     if (client?.metadata.userinfo_signed_response_alg === 'ES256') {
       // OIDC Core §5.3.2: a signed response carries iss and aud (the client).

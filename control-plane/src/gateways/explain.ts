@@ -1,0 +1,68 @@
+import { accountFromDirectory } from '../../../lib/access/directory.js';
+import {
+  describeAccessDecision,
+  describeAllowRules,
+  evaluateAccess,
+  type AccessDecision,
+} from '../../../lib/access/evaluate-access.js';
+import { fail } from '../../../lib/errors/keyplane-error.js';
+import { findRoute } from '../../../lib/gateway/policy.js';
+import { findAccount } from '../accounts/lifecycle.js';
+import type { ControlPlaneServices } from '../context.js';
+import { accessDirectoryFor, currentGatewayConfig } from './issue-config.js';
+
+export interface AccessExplanation {
+  decision: 'allow' | 'deny';
+  /** The deciding rule, or why none admitted the account, in words. */
+  because: string;
+  access: AccessDecision;
+  identityId: string;
+  username: string;
+  /** The route that matched the path (longest prefix), null when none did. */
+  route: { path: string; rules: string[] } | null;
+  configVersion: number;
+}
+
+/**
+ * `keyplane gateway explain` (docs/gateway.md#explaining-a-decision): whether the gateway client's
+ * access rules admit an account on a path, and which rule decided, evaluated by the same pure
+ * function against the same directory the gateway's next config holds. It explains who, not how:
+ * the route's assurance, scopes and DPoP still apply to the request itself.
+ */
+export async function explainGatewayAccess(
+  services: Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'now'>,
+  clientId: string,
+  userRef: string,
+  path: string,
+): Promise<AccessExplanation> {
+  const client = await services.storage.clients.get(clientId);
+  if (!client?.metadata.gateway) throw fail('not_found', 'no gateway client with this id');
+  const account = await findAccount(services, userRef);
+  const issued = await currentGatewayConfig(services, client);
+  const route = findRoute(issued.policy.routes, path);
+  const directory = await accessDirectoryFor(services.storage, issued.policy);
+  const emails = (await services.storage.emails.listByIdentity(account.identityId)).map((e) => ({
+    address: e.email,
+    verified: e.verifiedAt !== null,
+  }));
+  const principal = {
+    type: 'human' as const,
+    ...accountFromDirectory(directory, account.identityId, emails),
+    username: account.username,
+    ...(account.state === 'disabled' ? { disabled: true } : {}),
+  };
+  const access = route?.public
+    ? ({ allowed: true, match: { rule: 'any_signed_in' } } as const)
+    : evaluateAccess(route?.allow, principal);
+  return {
+    decision: access.allowed ? 'allow' : 'deny',
+    because: route?.public ? 'allowed: the route is public' : describeAccessDecision(access),
+    access,
+    identityId: account.identityId,
+    username: account.username,
+    route: route
+      ? { path: route.path, rules: route.public ? ['anyone (public)'] : describeAllowRules(route.allow) }
+      : null,
+    configVersion: issued.version,
+  };
+}

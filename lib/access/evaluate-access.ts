@@ -1,0 +1,212 @@
+import { ORG_ROLES, type OrgRole } from '../orgs/roles.js';
+
+/**
+ * Who may get in (docs/gateway.md#access-rules, docs/orgs.md#access-rules): `allow` rules are
+ * data, evaluated here and nowhere else, by the gateway, forward auth and every sign-in path of
+ * the control plane alike. Pure: the caller gathers the principal's memberships and verified
+ * addresses; this says allow (and which rule matched) or deny (and why).
+ */
+
+export interface OrgRule {
+  slug: string;
+  /** Only these roles; absent: any member. `owner` is not implied by `admin`: list every role admitted. */
+  roles?: OrgRole[];
+}
+
+/** A route's (or client's) `allow`: a principal matching any entry passes. */
+export interface AllowRules {
+  /** Identity ids (exact) or usernames (case-insensitive). */
+  users?: string[];
+  orgs?: OrgRule[];
+  /** Domains of verified e-mail addresses, exact (a subdomain is another domain), case-insensitive. */
+  email_domains?: string[];
+  /** Agents whose owner belongs to one of these orgs. */
+  agent_owners_in?: string[];
+}
+
+export interface Membership {
+  slug: string;
+  role: OrgRole;
+}
+
+export interface AccessAccount {
+  id: string;
+  username?: string;
+  disabled?: boolean;
+  memberships: readonly Membership[];
+  /** Only an address with `verified` exactly true ever counts. */
+  emails?: readonly { address: string; verified: boolean }[];
+}
+
+/** A human is its account; an agent is its own id plus its owner's account. */
+export type AccessPrincipal =
+  ({ type: 'human' } & AccessAccount) | { type: 'agent'; id: string; owner: AccessAccount | null };
+
+export type AccessMatch =
+  | { rule: 'any_signed_in' }
+  | { rule: 'users'; entry: string }
+  | { rule: 'orgs'; slug: string; role: OrgRole }
+  | { rule: 'email_domains'; domain: string }
+  | { rule: 'agent_owners_in'; slug: string; role: OrgRole };
+
+export type AccessRefusal = 'account_disabled' | 'owner_disabled' | 'no_rule_matched';
+
+export type AccessDecision = { allowed: true; match: AccessMatch } | { allowed: false; refusal: AccessRefusal };
+
+const fold = (value: string) => value.trim().toLowerCase();
+
+/** The domain of an address, folded; null when it has none. */
+function domainOf(address: string): string | null {
+  const at = address.lastIndexOf('@');
+  return at > 0 && at < address.length - 1 ? fold(address.slice(at + 1)).replace(/\.$/, '') : null;
+}
+
+function matchUsers(entries: readonly string[], id: string, username: string | undefined): AccessMatch | null {
+  const name = username === undefined ? undefined : fold(username);
+  // An id is compared exactly; anything else is a username, compared case-folded.
+  const entry = entries.find((e) => e === id || (name !== undefined && fold(e) === name));
+  return entry === undefined ? null : { rule: 'users', entry };
+}
+
+function matchOrgs(rules: readonly OrgRule[], memberships: readonly Membership[]): AccessMatch | null {
+  for (const rule of rules) {
+    const membership = memberships.find((m) => fold(m.slug) === fold(rule.slug));
+    if (!membership) continue;
+    if (rule.roles && rule.roles.length > 0 && !rule.roles.includes(membership.role)) continue;
+    return { rule: 'orgs', slug: rule.slug, role: membership.role };
+  }
+  return null;
+}
+
+function matchEmailDomains(domains: readonly string[], account: AccessAccount): AccessMatch | null {
+  const verified = (account.emails ?? []).filter((e) => e.verified === true).map((e) => domainOf(e.address));
+  const domain = domains.find((d) => verified.includes(fold(d).replace(/\.$/, '')));
+  return domain === undefined ? null : { rule: 'email_domains', domain };
+}
+
+/**
+ * Decides whether `principal` passes `rules`. Without rules any signed-in principal passes (a
+ * route without `allow` keeps its meaning); a disabled account never passes, nor an agent
+ * whose owner is disabled. With rules, the first matching entry decides, in the order users,
+ * orgs, email_domains, agent_owners_in; human rules never admit an agent by its owner's
+ * memberships (only `agent_owners_in` and its own id in `users` do).
+ */
+export function evaluateAccess(rules: AllowRules | undefined, principal: AccessPrincipal): AccessDecision {
+  if (principal.type === 'human' && principal.disabled === true) return { allowed: false, refusal: 'account_disabled' };
+  if (principal.type === 'agent' && principal.owner?.disabled === true)
+    return { allowed: false, refusal: 'owner_disabled' };
+  if (!rules) return { allowed: true, match: { rule: 'any_signed_in' } };
+  const match =
+    principal.type === 'human'
+      ? (rules.users && matchUsers(rules.users, principal.id, principal.username)) ||
+        (rules.orgs && matchOrgs(rules.orgs, principal.memberships)) ||
+        (rules.email_domains && matchEmailDomains(rules.email_domains, principal)) ||
+        null
+      : (rules.users && matchUsers(rules.users, principal.id, undefined)) ||
+        agentOwnerMatch(rules.agent_owners_in, principal.owner);
+  return match ? { allowed: true, match } : { allowed: false, refusal: 'no_rule_matched' };
+}
+
+function agentOwnerMatch(slugs: readonly string[] | undefined, owner: AccessAccount | null): AccessMatch | null {
+  if (!slugs || !owner) return null;
+  const match = matchOrgs(
+    slugs.map((slug) => ({ slug })),
+    owner.memberships,
+  );
+  return match && match.rule === 'orgs' ? { rule: 'agent_owners_in', slug: match.slug, role: match.role } : null;
+}
+
+/** Every org slug the rules name (whose memberships an evaluation needs). */
+export function orgsNamedBy(rules: AllowRules | undefined): string[] {
+  if (!rules) return [];
+  return [...new Set([...(rules.orgs ?? []).map((o) => fold(o.slug)), ...(rules.agent_owners_in ?? []).map(fold)])];
+}
+
+/** Problems in an `allow` value, each prefixed with `where`; empty when it is valid. */
+export function checkAllowRules(value: unknown, where: string): string[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return [`${where} must be an object`];
+  const rules = value as Record<string, unknown>;
+  const problems: string[] = [];
+  const known = ['users', 'orgs', 'email_domains', 'agent_owners_in'];
+  for (const key of Object.keys(rules)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
+  const isNameList = (list: unknown) =>
+    Array.isArray(list) &&
+    list.every((item) => typeof item === 'string' && item.trim().length > 0 && item.length <= 256);
+  if (rules['users'] !== undefined && !isNameList(rules['users']))
+    problems.push(`${where}.users must be a list of identity ids or usernames`);
+  if (rules['email_domains'] !== undefined && !isNameList(rules['email_domains']))
+    problems.push(`${where}.email_domains must be a list of domains`);
+  else if (Array.isArray(rules['email_domains']) && (rules['email_domains'] as string[]).some((d) => d.includes('@')))
+    problems.push(`${where}.email_domains must list domains, not addresses`);
+  if (rules['agent_owners_in'] !== undefined && !isNameList(rules['agent_owners_in']))
+    problems.push(`${where}.agent_owners_in must be a list of org slugs`);
+  const orgs = rules['orgs'];
+  if (orgs !== undefined) {
+    if (!Array.isArray(orgs)) problems.push(`${where}.orgs must be a list of {slug, roles?}`);
+    else
+      orgs.forEach((entry, index) => {
+        const at = `${where}.orgs[${index}]`;
+        if (!entry || typeof entry !== 'object' || Array.isArray(entry))
+          return problems.push(`${at} must be an object`);
+        const org = entry as Record<string, unknown>;
+        for (const key of Object.keys(org))
+          if (key !== 'slug' && key !== 'roles') problems.push(`${at}.${key} is not a known key`);
+        if (typeof org['slug'] !== 'string' || org['slug'].length === 0)
+          problems.push(`${at}.slug must be an org slug`);
+        if (
+          org['roles'] !== undefined &&
+          !(Array.isArray(org['roles']) && org['roles'].every((r) => ORG_ROLES.includes(r as OrgRole)))
+        )
+          problems.push(`${at}.roles must list owner, admin and/or member`);
+        return undefined;
+      });
+  }
+  return problems;
+}
+
+const list = (items: readonly string[]) =>
+  items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
+
+/** The rules in words, one line per kind (the apps page, /admin and `keyplane gateway explain`). */
+export function describeAllowRules(rules: AllowRules | undefined): string[] {
+  if (!rules) return ['any signed-in account'];
+  const lines: string[] = [];
+  if (rules.users?.length) lines.push(`the accounts ${list(rules.users)}`);
+  for (const org of rules.orgs ?? [])
+    lines.push(
+      org.roles?.length
+        ? `${list(org.roles.map((r) => `${r}s`))} of the org ${org.slug}`
+        : `members of the org ${org.slug}`,
+    );
+  if (rules.email_domains?.length)
+    lines.push(`accounts with a verified e-mail address at ${list(rules.email_domains)}`);
+  if (rules.agent_owners_in?.length) lines.push(`agents owned by members of ${list(rules.agent_owners_in)}`);
+  return lines.length > 0 ? lines : ['nobody (the rules are empty)'];
+}
+
+/** A decision in words: which rule admitted the principal, or why it was refused. */
+export function describeAccessDecision(decision: AccessDecision): string {
+  if (decision.allowed) {
+    const m = decision.match;
+    switch (m.rule) {
+      case 'any_signed_in':
+        return 'allowed: the route admits any signed-in account';
+      case 'users':
+        return `allowed by users: ${m.entry}`;
+      case 'orgs':
+        return `allowed by orgs: ${m.role} of ${m.slug}`;
+      case 'email_domains':
+        return `allowed by email_domains: a verified address at ${m.domain}`;
+      case 'agent_owners_in':
+        return `allowed by agent_owners_in: the owner is ${m.role} of ${m.slug}`;
+    }
+  }
+  switch (decision.refusal) {
+    case 'account_disabled':
+      return 'denied: the account is disabled';
+    case 'owner_disabled':
+      return "denied: the agent's owner is disabled";
+    case 'no_rule_matched':
+      return 'denied: no allow rule matches';
+  }
+}

@@ -1,0 +1,76 @@
+import t from 'tap';
+import { ADMIN, registerClient } from '../helpers/oidc.js';
+import { buildSignedIn } from '../helpers/signed-in.js';
+import { runInProcess } from '../helpers/cli-in-process.js';
+
+// `keyplane gateway explain` against a control plane on a free port (docs/gateway.md#explaining-a-decision).
+t.setTimeout(300_000);
+
+const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+const { browser } = await built.signIn({ username: 'ada' });
+await built.signIn({ username: 'eve' });
+await built.app.listen({ port: 0, host: '127.0.0.1' });
+const url = `http://127.0.0.1:${(built.app.server.address() as { port: number }).port}`;
+const env = { KEYPLANE_ADMIN_TOKEN: ADMIN };
+const created = await browser.post('/auth/orgs/create', { name: 'Acme' });
+if (created.statusCode !== 200) throw new Error(`create org: ${created.body}`);
+const gateway = await registerClient(built.app, {
+  redirect_uris: ['https://wiki.example.com/_gate/callback'],
+  gateway: {
+    mode: 'enforce',
+    routes: [
+      { path: '/', allow: { orgs: [{ slug: 'acme' }] } },
+      { path: '/admin', allow: { orgs: [{ slug: 'acme', roles: ['admin'] }], users: ['Eve'] } },
+      { path: '/public', public: true },
+    ],
+  },
+});
+const explain = (user: string, path: string, extra: string[] = []) =>
+  runInProcess(
+    [
+      'gateway',
+      'explain',
+      '--control-plane',
+      url,
+      '--client-id',
+      gateway.client_id,
+      '--user',
+      user,
+      '--path',
+      path,
+      ...extra,
+    ],
+    env,
+  );
+
+t.test('says allow and the deciding rule for a member, deny for a stranger', async (t) => {
+  const member = await explain('ada', '/wiki/page');
+  t.equal(member.code, 0, member.stderr);
+  t.match(member.stdout, /^ALLOW: allowed by orgs: owner of acme\n/);
+  t.match(member.stdout, /route \/ admits members of the org acme/);
+
+  const stranger = await explain('eve', '/wiki/page');
+  t.equal(stranger.code, 0, stranger.stderr);
+  t.match(stranger.stdout, /^DENY: denied: no allow rule matches\n/);
+
+  const named = await explain('eve', '/admin/users', ['--json']);
+  t.match(JSON.parse(named.stdout), {
+    ok: true,
+    decision: 'allow',
+    because: 'allowed by users: Eve',
+    username: 'eve',
+    route: { path: '/admin', rules: ['the accounts Eve', 'admins of the org acme'] },
+  });
+  const ownerNotAdmin = await explain('ada', '/admin/users');
+  t.match(ownerNotAdmin.stdout, /^DENY/, 'roles are exact: an owner is not an admin');
+  t.match((await explain('eve', '/public/x')).stdout, /^ALLOW: allowed: the route is public/);
+});
+
+t.test('refusals: an unknown account or client exits 1, missing flags exit 2', async (t) => {
+  const unknown = await explain('nobody', '/');
+  t.equal(unknown.code, 1);
+  t.match(unknown.stderr, /not_found/);
+  const usage = await runInProcess(['gateway', 'explain', '--control-plane', url, '--user', 'ada'], env);
+  t.equal(usage.code, 2);
+  t.match(usage.stderr, /--client-id, --user and --path are required/);
+});
