@@ -1,9 +1,4 @@
-import {
-  mergeApproval,
-  outlivesSession,
-  type Approval,
-  type AuthorizationRequest,
-} from '../../../lib/oauth/authorization-request.js';
+import { mergeApproval, outlivesSession, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../lib/oauth/scope.js';
 import { randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
@@ -14,15 +9,6 @@ export type IssueCodeServices = Pick<ControlPlaneServices, 'config' | 'storage' 
 
 /** How the user's consent to this client was established: just given, remembered, or not needed. */
 export type ApprovalKind = 'new' | 'remembered' | 'prompt_none' | 'first_party';
-
-/** What the user approved for this client before (scopes and resources), or null. */
-export async function approvalOf(
-  services: Pick<ControlPlaneServices, 'storage'>,
-  identityId: string,
-  clientId: string,
-): Promise<Approval | null> {
-  return services.storage.oidc.approval(identityId, clientId);
-}
 
 /**
  * Issues an authorization code for a checked request (RFC 6749 §4.1.2) carrying the session's

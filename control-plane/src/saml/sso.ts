@@ -16,7 +16,10 @@ import { parseLogoutRequest } from '../../../lib/saml/logout-request.js';
 import { buildIdpMetadata } from '../../../lib/saml/metadata.js';
 import { buildLogoutResponse, buildSignedErrorResponse, buildSignedResponse } from '../../../lib/saml/response.js';
 import { SamlXmlError, parseXml } from '../../../lib/saml/xml.js';
+import { describeRelease, releasedSources } from '../../../lib/saml/provider.js';
+import type { ConsentStanding } from '../../../lib/consent/decide-consent.js';
 import { randomToken } from '../../../lib/util/random.js';
+import { askConsent, recordConsent, samlParty, takeApproval, type Party } from '../consent/gate.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredSamlProvider, Stores } from '../storage/types.js';
 import { ASSERTION_VALIDITY_SECONDS, samlKeyRing } from './key-ring.js';
@@ -230,6 +233,66 @@ export function decide(pending: PendingSso, session: SessionView | undefined): S
   return decideSso(pending, session ? { assurance: session.assurance, authTime: session.authTime } : undefined);
 }
 
+/** What the consent gate needs to know about a parked request: the provider as a party, and what it would receive. */
+export interface SamlConsent {
+  standing: ConsentStanding;
+  party: Party;
+  provider: StoredSamlProvider;
+  /** The attribute sources the assertion would carry. */
+  sources: string[];
+  /** The same in words for the approval page. */
+  lines: string[];
+}
+
+/**
+ * Asks the consent gate whether the account approved the provider for what its assertion would
+ * carry (docs/saml.md#consent): an installation-owned provider is first-party; an org's needs
+ * the account's approval, which covers a later assertion only while its attributes stay within it.
+ */
+export async function samlConsent(
+  services: SamlServices,
+  pending: PendingSso,
+  session: SessionView,
+): Promise<SamlConsent> {
+  const provider = await services.storage.saml.provider(pending.providerId);
+  if (!provider) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
+  const party = samlParty(provider);
+  const sources = releasedSources(pending.nameIdFormat, provider.attributes);
+  const standing = await askConsent(services, session.identityId, party, { scopes: sources });
+  return { standing, party, provider, sources, lines: describeRelease(pending.nameIdFormat, provider.attributes) };
+}
+
+/**
+ * The approval page came back (its token offered to this session for this parked request).
+ * Approval records the release the page named; either way the caller answers the parked
+ * request next (an assertion, or a signed RequestDenied).
+ */
+export async function answerApproval(
+  services: SamlServices,
+  input: { token: unknown; pendingId: unknown; session: SessionView | undefined; approve: boolean },
+): Promise<string> {
+  const { session } = input;
+  const bound = await takeApproval(services, 'saml', input.token, session?.id);
+  const pendingId = bound?.pendingId;
+  if (!session || pendingId === undefined || pendingId !== input.pendingId)
+    throw fail(
+      'saml_request_invalid',
+      'this approval has expired or belongs to another sign-in; go back to the application and start again',
+    );
+  if (!input.approve) return pendingId;
+  const consent = await samlConsent(services, await parked(services, pendingId), session);
+  const now = services.now();
+  await services.storage.transaction((tx) =>
+    recordConsent(services, tx, {
+      identityId: session.identityId,
+      party: consent.party,
+      release: { scopes: consent.sources },
+      at: now,
+    }),
+  );
+  return pendingId;
+}
+
 /** What the auto-submitting form posts to the ACS URL. */
 export interface PostForm {
   acsUrl: string;
@@ -365,11 +428,20 @@ export async function issueResponse(
   };
 }
 
-/** A signed error Response for a parked request that cannot be met (NoPassive, NoAuthnContext). */
+const SUB_STATUS = {
+  NoPassive: STATUS.noPassive,
+  NoAuthnContext: STATUS.noAuthnContext,
+  RequestDenied: STATUS.requestDenied,
+} as const;
+
+/**
+ * A signed error Response for a parked request that cannot be met: NoPassive, NoAuthnContext,
+ * or RequestDenied (the account has not approved the provider, or declined on the approval page).
+ */
 export async function errorResponse(
   services: SamlServices,
   pendingId: string,
-  status: 'NoPassive' | 'NoAuthnContext',
+  status: keyof typeof SUB_STATUS,
 ): Promise<PostForm> {
   const stored = await services.state.take(`saml:pending:${pendingId}`);
   if (!stored)
@@ -382,7 +454,7 @@ export async function errorResponse(
       destination: pending.acsUrl,
       ...(pending.requestId ? { inResponseTo: pending.requestId } : {}),
       status: STATUS.responder,
-      subStatus: status === 'NoPassive' ? STATUS.noPassive : STATUS.noAuthnContext,
+      subStatus: SUB_STATUS[status],
       now: services.now(),
     },
     key,
