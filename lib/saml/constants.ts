@@ -26,6 +26,7 @@ export const STATUS = {
   invalidNameIdPolicy: 'urn:oasis:names:tc:SAML:2.0:status:InvalidNameIDPolicy',
   noPassive: 'urn:oasis:names:tc:SAML:2.0:status:NoPassive',
   requestDenied: 'urn:oasis:names:tc:SAML:2.0:status:RequestDenied',
+  unknownPrincipal: 'urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal',
 } as const;
 
 export const ALGORITHM = {

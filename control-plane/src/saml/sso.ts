@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { AssuranceLevel } from '../../../lib/assurance/assurance.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { checkAuthnRequest, parseAuthnRequest } from '../../../lib/saml/authn-request.js';
 import {
   decodePostMessage,
   decodeRedirectMessage,
+  redirectQueryConsistent,
   redirectSignedOctets,
   signRedirectQuery,
   verifyPostSignature,
@@ -55,6 +56,8 @@ export interface IncomingMessage {
   relayState?: string;
   /** The query string exactly as received (Redirect binding signatures cover it). */
   rawQuery?: string;
+  /** Redirect binding: every parameter as the query parser decoded it (checked against `rawQuery`). */
+  decoded?: Record<string, string | undefined>;
 }
 
 /** A checked request waiting for the session it needs; kept in shared state under an unguessable id. */
@@ -101,6 +104,12 @@ async function authenticate(
   issuerOf: (xml: string) => string,
   requireSignature: (p: StoredSamlProvider) => boolean,
 ): Promise<{ xml: string; provider: StoredSamlProvider; signed: boolean }> {
+  // Before anything is read: the handler and the signature check must see the same parameters.
+  if (incoming.binding === 'redirect' && !redirectQueryConsistent(incoming.rawQuery ?? '', incoming.decoded ?? {}))
+    throw fail(
+      'saml_signature_invalid',
+      'the query names a parameter in percent-encoding or twice, or reads differently from the octets it signs',
+    );
   let xml: string;
   try {
     xml =
@@ -300,9 +309,15 @@ export interface PostForm {
   relayState?: string;
 }
 
-/** The opaque SessionIndex the SP sees: bound to the session and the provider, not the session id itself. */
-function sessionIndex(sessionId: string, providerId: string): string {
-  return `_${createHash('sha256').update(`saml-session\n${sessionId}\n${providerId}`).digest('hex').slice(0, 40)}`;
+/**
+ * The opaque SessionIndex the SP sees: an HMAC of the session and the provider under a key only
+ * this issuer holds, so it names neither the session id nor can be computed by anyone who knows
+ * that id (an OIDC client sees `sid`). Only the provider that received an assertion in this
+ * session knows it, which is what single logout checks (docs/saml.md#single-logout).
+ */
+function sessionIndex(services: Pick<SamlServices, 'secrets'>, sessionId: string, providerId: string): string {
+  const mac = createHmac('sha256', services.secrets.macKey('saml-session-index'));
+  return `_${mac.update(`${sessionId}\n${providerId}`).digest('hex').slice(0, 40)}`;
 }
 
 async function attributeValues(
@@ -399,7 +414,7 @@ export async function issueResponse(
       audience: provider.entityId,
       nameId: pending.nameIdFormat === NAMEID_FORMAT.email ? verifiedEmail! : session.identityId,
       nameIdFormat: pending.nameIdFormat,
-      sessionIndex: sessionIndex(session.id, provider.id),
+      sessionIndex: sessionIndex(services, session.id, provider.id),
       authnInstant: session.authTime,
       assurance: session.assurance,
       attributes: await attributeValues(services, provider, session, verifiedEmail),
@@ -471,6 +486,8 @@ export interface PendingLogout {
   providerId: string;
   requestId: string;
   nameId: string;
+  /** The SessionIndex values the request names (saml-core §3.7.1). */
+  sessionIndexes: string[];
   relayState?: string;
 }
 
@@ -496,6 +513,7 @@ export async function receiveLogoutRequest(services: SamlServices, incoming: Inc
     providerId: provider.id,
     requestId: request.id,
     nameId: request.nameId,
+    sessionIndexes: request.sessionIndexes,
     ...(relayState ? { relayState } : {}),
   };
 }
@@ -513,9 +531,13 @@ export async function takeParkedLogout(services: SamlServices, id: string): Prom
 }
 
 /**
- * Ends the browser's session when it belongs to the NameID the SP names (its `sub`, or its
- * verified email), leaves a `saml.logout` receipt, and answers where to send the browser: the
- * SP's SLO URL with a signed LogoutResponse (Redirect binding), or null for our own page.
+ * Ends the browser's session only when this provider was issued an assertion in it: the request
+ * names the SessionIndex that assertion carried (an HMAC only this issuer can compute) and the
+ * NameID (its `sub`, or its verified email) of the session's account. Any other provider, even
+ * one that signs a LogoutRequest naming the account, ends nothing, and its LogoutResponse says
+ * `Requester/UnknownPrincipal`, not Success. Leaves a `saml.logout` receipt and answers where to
+ * send the browser: the SP's SLO URL with a signed LogoutResponse (Redirect binding), or null
+ * for our own page.
  */
 export async function completeLogout(
   services: SamlServices,
@@ -527,7 +549,7 @@ export async function completeLogout(
   if (!provider) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
   const now = services.now();
   let matches = false;
-  if (session) {
+  if (session && (pending.sessionIndexes ?? []).includes(sessionIndex(services, session.id, provider.id))) {
     matches =
       pending.nameId === session.identityId ||
       (pending.nameId.includes('@') &&
@@ -551,6 +573,7 @@ export async function completeLogout(
     destination: provider.sloUrl,
     inResponseTo: pending.requestId,
     now,
+    ...(matches ? {} : { status: { code: STATUS.requester, subCode: STATUS.unknownPrincipal } }),
   });
   const query = signRedirectQuery('SAMLResponse', xml, pending.relayState, key.privateKeyPem);
   return {

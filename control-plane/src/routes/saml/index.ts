@@ -95,13 +95,21 @@ const providerBody = {
     name: { type: 'string' },
   },
 } as const;
+// A repeated parameter arrives as an array: it reaches the handler, whose signature check refuses
+// it as saml_signature_invalid (the octets as received are ambiguous), rather than failing here.
+const oneOrMore = (description?: string) =>
+  ({
+    type: ['string', 'array'],
+    items: { type: 'string' },
+    ...(description ? { description } : {}),
+  }) as const;
 const samlQuery = {
   type: 'object',
   properties: {
-    SAMLRequest: { type: 'string', description: 'HTTP-Redirect binding: the deflated, base64 request.' },
-    RelayState: { type: 'string' },
-    SigAlg: { type: 'string' },
-    Signature: { type: 'string' },
+    SAMLRequest: oneOrMore('HTTP-Redirect binding: the deflated, base64 request.'),
+    RelayState: oneOrMore(),
+    SigAlg: oneOrMore(),
+    Signature: oneOrMore(),
     sp: {
       type: 'string',
       description: 'IdP-initiated sign-in: the provider id or entityID (only for providers that allow it).',
@@ -237,11 +245,12 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const query = request.query as Record<string, string | undefined>;
       try {
         if (typeof query.resume === 'string') return await proceed(request, reply, query.resume);
-        if (typeof query.SAMLRequest === 'string') {
+        if (query.SAMLRequest !== undefined) {
           const incoming: IncomingMessage = {
             binding: 'redirect',
-            message: query.SAMLRequest,
+            message: String(query.SAMLRequest),
             rawQuery: rawQuery(request),
+            decoded: query,
             ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
           };
           return await proceed(request, reply, await park(services, await receiveAuthnRequest(services, incoming)));
@@ -250,7 +259,14 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
           return await proceed(
             request,
             reply,
-            await park(services, await idpInitiated(services, query.sp, query.RelayState)),
+            await park(
+              services,
+              await idpInitiated(
+                services,
+                query.sp,
+                typeof query.RelayState === 'string' ? query.RelayState : undefined,
+              ),
+            ),
           );
         throw fail('saml_request_invalid', 'send a SAMLRequest (or `sp` for IdP-initiated sign-in)');
       } catch (error) {
@@ -347,12 +363,12 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const query = request.query as Record<string, string | undefined>;
       try {
         if (typeof query.resume === 'string') return await logout(request, reply, query.resume);
-        if (typeof query.SAMLRequest !== 'string')
-          throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
+        if (query.SAMLRequest === undefined) throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
         const incoming: IncomingMessage = {
           binding: 'redirect',
-          message: query.SAMLRequest,
+          message: String(query.SAMLRequest),
           rawQuery: rawQuery(request),
+          decoded: query,
           ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
         };
         return await logout(request, reply, await parkLogout(services, await receiveLogoutRequest(services, incoming)));
