@@ -290,6 +290,9 @@ export async function answerApproval(
     );
   if (!input.approve) return pendingId;
   const consent = await samlConsent(services, await parked(services, pendingId), session);
+  // Only what the page named is approved: a provider edited while it was open asks again.
+  if (consent.sources.join(' ') !== bound?.sources)
+    throw fail('saml_request_invalid', 'the service provider changed while this page was open; start again');
   const now = services.now();
   await services.storage.transaction((tx) =>
     recordConsent(services, tx, {

@@ -152,6 +152,8 @@ t.test('an org-owned SAML provider gets nothing until the account approves it', 
   });
 
   await t.test('an attribute the account never approved asks again', async (t) => {
+    await victim.post('/account/approvals/revoke', { party: provider.id });
+    const open = await victim.get(`/saml/sso?sp=${provider.id}`);
     const updated = await app.inject({
       method: 'PUT',
       url: `/saml/providers/${provider.id}`,
@@ -167,9 +169,22 @@ t.test('an org-owned SAML provider gets nothing until the account approves it', 
       },
     });
     t.equal(updated.statusCode, 200, updated.body);
+    const stale = await victim.post('/saml/sso/approve', {
+      resume: formValue(open.body, 'resume')!,
+      approval: formValue(open.body, 'approval')!,
+      decision: 'allow',
+    });
+    t.equal(stale.statusCode, 400, 'a page open while the provider added an attribute approves nothing');
+    t.notMatch(stale.body, /SAMLResponse/);
     const page = await victim.get(`/saml/sso?sp=${provider.id}`);
     t.notMatch(page.body, /SAMLResponse/);
     t.match(page.body, /See your display name \(sent as name\)/);
+    const approved = await victim.post('/saml/sso/approve', {
+      resume: formValue(page.body, 'resume')!,
+      approval: formValue(page.body, 'approval')!,
+      decision: 'allow',
+    });
+    t.match(samlResponseOf(approved.body)!, /Assertion/);
   });
 
   await t.test('the account page lists the approval; revoking it asks again', async (t) => {

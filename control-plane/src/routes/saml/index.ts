@@ -217,7 +217,11 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
     if (consent.standing.approved)
       return sendPostForm(request, reply, await issueResponse(services, pendingId, session));
     if (pending.isPassive) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'NoPassive'));
-    const approval = await offerApproval(services, 'saml', { sessionId: session.id, pendingId });
+    const approval = await offerApproval(services, 'saml', {
+      sessionId: session.id,
+      pendingId,
+      sources: consent.sources.join(' '),
+    });
     return sendOneTap(request, reply, {
       clientName: consent.party.name,
       clientOrigin: new URL(pending.acsUrl).origin,
