@@ -7,6 +7,9 @@ import type { OAuthErrorCode } from './errors.js';
 import { matchRedirectUri } from './redirect-uri.js';
 import { checkResource } from './resource.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';
+import { decideConsent, type Approval } from '../consent/decide-consent.js';
+
+export { coversRequest, type Approval } from '../consent/decide-consent.js';
 
 /**
  * Validation of an authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1, RFC 7636,
@@ -281,25 +284,6 @@ export interface SessionFacts {
   authTime: number;
 }
 
-/** What the account approved for a client before: scopes and RFC 8707 resources, each a set. */
-export interface Approval {
-  scopes: readonly string[];
-  resources: readonly string[];
-}
-
-/**
- * Whether an earlier approval covers the request: every requested scope, and the requested
- * resource (a token for a resource the user never saw named is never issued silently).
- */
-export function coversRequest(
-  approval: Approval | null,
-  request: Pick<AuthorizationRequest, 'scopes' | 'resource'>,
-): boolean {
-  if (!approval) return false;
-  if (!request.scopes.every((scope) => approval.scopes.includes(scope))) return false;
-  return request.resource === undefined || approval.resources.includes(request.resource);
-}
-
 /** An approval with the request's scopes and resource added (what the one-tap page approves). */
 export function mergeApproval(
   before: Approval | null,
@@ -383,9 +367,12 @@ export function decideAuthorization(input: {
       : { action: 'step_up' };
   }
   if (request.prompt.includes('consent')) return { action: 'consent' };
-  if (input.firstParty === true) return { action: 'issue', approval: 'first_party' };
-  if (coversRequest(input.approval, request))
-    return { action: 'issue', approval: silent ? 'prompt_none' : 'remembered' };
+  const standing = decideConsent({ firstParty: input.firstParty === true, approval: input.approval, release: request });
+  if (standing.approved)
+    return {
+      action: 'issue',
+      approval: standing.by === 'first_party' ? 'first_party' : silent ? 'prompt_none' : 'remembered',
+    };
   if (silent)
     return {
       action: 'refuse',

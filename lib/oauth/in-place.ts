@@ -1,4 +1,5 @@
-import { coversRequest, type Approval, type AuthorizationRequest } from './authorization-request.js';
+import { decideConsent } from '../consent/decide-consent.js';
+import type { Approval, AuthorizationRequest } from './authorization-request.js';
 import { originsOf } from './redirect-uri.js';
 
 /**
@@ -91,7 +92,7 @@ export type ConsentDecision =
   | { allowed: false; next: 'consent_page' | 'refuse' };
 
 /**
- * The one consent rule of every transport, the same as `/auth/authorize`'s (`coversRequest`):
+ * The one consent rule of every transport, the same as `/auth/authorize`'s (`decideConsent`):
  * an earlier approval covering every requested scope and the requested resource, or a
  * first-party client, signs in without asking. Otherwise the redirect and the popup show the
  * one-tap page; FedCM counts the browser's own disclosure (the account chooser told the person
@@ -106,7 +107,8 @@ export function decideInPlaceConsent(input: {
   /** FedCM: the browser reported that it showed its disclosure text. */
   disclosureShown?: boolean;
 }): ConsentDecision {
-  if (input.firstParty || coversRequest(input.approval, input.request)) return { allowed: true, recordApproval: false };
+  if (decideConsent({ firstParty: input.firstParty, approval: input.approval, release: input.request }).approved)
+    return { allowed: true, recordApproval: false };
   switch (input.transport) {
     case 'redirect':
     case 'popup':

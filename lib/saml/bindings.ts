@@ -58,6 +58,42 @@ export function redirectSignedOctets(rawQuery: string): { octets: string; sigAlg
   return { octets: parts.join('&'), sigAlg: decodeURIComponent(sigAlg), signature: decodeURIComponent(signature) };
 }
 
+/** The Redirect-binding parameters a handler reads; each must be exactly what the signature covers. */
+export const REDIRECT_PARAMETERS = ['SAMLRequest', 'SAMLResponse', 'RelayState', 'SigAlg', 'Signature'] as const;
+
+/** application/x-www-form-urlencoded decoding of one value, as the query parser does it. */
+function formDecode(value: string): string | null {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a Redirect-binding query says the same thing to the signature check and to the
+ * handler (§3.4.4.1 signs the octets as received): no parameter name in percent-encoding
+ * (`Relay%53tate` is RelayState to a query parser but not to the octets), no name twice, and every
+ * value the handler read (`decoded`, by name) is the decoding of the raw octets under that name,
+ * present exactly when they are.
+ */
+export function redirectQueryConsistent(rawQuery: string, decoded: Record<string, string | undefined>): boolean {
+  const raw = new Map<string, string>();
+  for (const part of rawQuery.replace(/^\?/, '').split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    const name = eq < 0 ? part : part.slice(0, eq);
+    if (name.includes('%') || raw.has(name)) return false;
+    raw.set(name, eq < 0 ? '' : part.slice(eq + 1));
+  }
+  return REDIRECT_PARAMETERS.every((name) => {
+    const octets = raw.get(name);
+    const value = decoded[name];
+    if (octets === undefined || value === undefined) return octets === undefined && value === undefined;
+    return formDecode(octets) === value;
+  });
+}
+
 /** Verifies a Redirect-binding signature with the pinned certificate; RSA-SHA256 only. */
 export function verifyRedirectSignature(rawQuery: string, certificatePem: string): boolean {
   const signed = redirectSignedOctets(rawQuery);

@@ -25,6 +25,8 @@ export const STATUS = {
   noAuthnContext: 'urn:oasis:names:tc:SAML:2.0:status:NoAuthnContext',
   invalidNameIdPolicy: 'urn:oasis:names:tc:SAML:2.0:status:InvalidNameIDPolicy',
   noPassive: 'urn:oasis:names:tc:SAML:2.0:status:NoPassive',
+  requestDenied: 'urn:oasis:names:tc:SAML:2.0:status:RequestDenied',
+  unknownPrincipal: 'urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal',
 } as const;
 
 export const ALGORITHM = {

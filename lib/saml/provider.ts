@@ -128,3 +128,37 @@ export function checkProviderSettings(input: Record<string, unknown>): ProviderS
     wantSignedRequests: bool(input.want_signed_requests, 'want_signed_requests', true),
   };
 }
+
+const SOURCE_TEXT: Record<AttributeSource, string> = {
+  sub: 'Know who you are (a stable account id)',
+  username: 'See your username',
+  display_name: 'See your display name',
+  email: 'See your verified email address',
+  assurance: 'See how strongly you signed in',
+  amr: 'See which methods you signed in with',
+};
+
+/**
+ * What an assertion to the provider releases, as attribute sources (docs/saml.md#consent): the
+ * NameID's (`sub`, or `email` for an emailAddress NameID) and every mapped attribute's. This is
+ * what an account approves, and an approval covers a later assertion only while it covers these.
+ */
+export function releasedSources(nameIdFormat: string, attributes: Record<string, string>): AttributeSource[] {
+  const sources = new Set<string>([
+    nameIdFormat === NAMEID_FORMAT.email ? 'email' : 'sub',
+    ...Object.values(attributes),
+  ]);
+  return ATTRIBUTE_SOURCES.filter((source) => sources.has(source));
+}
+
+/** The approval page's lines: each released source in words, with the SAML names it is sent under. */
+export function describeRelease(nameIdFormat: string, attributes: Record<string, string>): string[] {
+  const nameIdSource = nameIdFormat === NAMEID_FORMAT.email ? 'email' : 'sub';
+  return releasedSources(nameIdFormat, attributes).map((source) => {
+    const names = Object.entries(attributes)
+      .filter(([, from]) => from === source)
+      .map(([name]) => name);
+    if (source === nameIdSource) names.unshift('NameID');
+    return `${SOURCE_TEXT[source]} (sent as ${names.join(', ')})`;
+  });
+}

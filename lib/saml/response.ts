@@ -128,6 +128,8 @@ export interface LogoutResponseInput {
   destination: string;
   inResponseTo: string;
   now: number;
+  /** Top-level and second-level status codes when the logout did not succeed (default: Success). */
+  status?: { code: string; subCode?: string };
 }
 
 /** A LogoutResponse (saml-core §3.7.2) for the Redirect binding (signed on the query, not in the XML). */
@@ -140,6 +142,9 @@ export function buildLogoutResponse(input: LogoutResponseInput): string {
     InResponseTo: input.inResponseTo,
   });
   root.ele(NS.assertion, 'saml:Issuer').txt(input.issuer);
-  root.ele(NS.protocol, 'samlp:Status').ele(NS.protocol, 'samlp:StatusCode', { Value: STATUS.success });
+  const code = root
+    .ele(NS.protocol, 'samlp:Status')
+    .ele(NS.protocol, 'samlp:StatusCode', { Value: input.status?.code ?? STATUS.success });
+  if (input.status?.subCode) code.ele(NS.protocol, 'samlp:StatusCode', { Value: input.status.subCode });
   return root.end({ headless: true });
 }

@@ -18,6 +18,8 @@ export interface MellonOptions {
   idpMetadata: string;
   /** SAML attribute name → env name mellon sets as MELLON_<name>. */
   attributes: Record<string, string>;
+  /** Mellon's session cookie is `mellon-<variable>` (default `cookie`): two SPs on localhost need two. */
+  cookieVariable?: string;
 }
 
 export interface RunningMellon {
@@ -48,7 +50,12 @@ async function loopbackV6Free(port: number): Promise<boolean> {
   });
 }
 
-export async function startMellon({ dir, idpMetadata, attributes }: MellonOptions): Promise<RunningMellon> {
+export async function startMellon({
+  dir,
+  idpMetadata,
+  attributes,
+  cookieVariable = 'cookie',
+}: MellonOptions): Promise<RunningMellon> {
   const port = await findFreePort();
   // Named localhost like the control plane's issuer: same site, so mellon's SameSite=Lax cookie
   // comes back on the cross-origin POST to its ACS URL.
@@ -138,6 +145,7 @@ ScriptAlias /protected/echo "${dir}/echo.cgi"
   MellonSPMetadataFile "${dir}/sp-metadata.xml"
   MellonIdPMetadataFile "${dir}/idp-metadata.xml"
   MellonSecureCookie Off
+  MellonVariable "${cookieVariable}"
   MellonSessionLength 600
 ${Object.entries(attributes)
   .map(([saml, env]) => `  MellonSetEnv "${env}" "${saml}"`)

@@ -3,6 +3,7 @@ import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
 import { accountExtras, type AccountExtras } from './extras.js';
 import type { ControlPlaneServices } from '../context.js';
 import { standingInvites } from '../orgs/operations.js';
+import { listApprovals, type ListedApproval } from '../consent/gate.js';
 
 /** What these functions read. */
 export type AccountViewServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'now'>;
@@ -30,6 +31,8 @@ export interface AccountView {
   /** The organizations the account belongs to, and open invitations to others (docs/orgs.md). */
   orgs: Array<{ slug: string; name: string; role: string }>;
   invites: Array<{ slug: string; name: string; role: string }>;
+  /** The apps and SAML service providers the account approved (docs/security.md "One consent gate"). */
+  approvals: ListedApproval[];
 }
 
 /** The account as `/account?format=json` lists it (docs/accounts.md#the-account) (plus a few timestamps). Secret-free. */
@@ -42,7 +45,7 @@ export async function loadAccountView(
   const now = services.now();
   const identity = await storage.identities.get(identityId);
   if (!identity) throw fail('unauthorized', 'sign in first');
-  const [aliases, passkeys, sessions, devices, extras, orgs, invites] = await Promise.all([
+  const [aliases, passkeys, sessions, devices, extras, orgs, invites, approvals] = await Promise.all([
     storage.identities.aliases(identityId),
     storage.credentials.listByIdentity(identityId),
     storage.sessions.listLive(identityId, now),
@@ -50,6 +53,7 @@ export async function loadAccountView(
     accountExtras(services, identityId),
     storage.orgs.listForMember(identityId),
     standingInvites(storage.orgs, identityId),
+    listApprovals(services, identityId),
   ]);
   const invitedTo = await Promise.all(invites.map((i) => storage.orgs.get(i.orgId)));
   const stepUpMs = services.config.lifetimes.stepUp * 1000;
@@ -90,6 +94,7 @@ export async function loadAccountView(
       invites: invites.flatMap((i, n) =>
         invitedTo[n] ? [{ slug: invitedTo[n]!.slug, name: invitedTo[n]!.name, role: i.role }] : [],
       ),
+      approvals,
     },
   };
 }

@@ -219,10 +219,15 @@ export async function checkOwnedResources(
   checkResourceOwnership(metadata.resources, gateways, registrar);
 }
 
-/** `first_party` skips the approval page, so only the operator (a client without owner) has it. */
+/**
+ * `first_party` skips the approval page and `v1_bridge` puts a session token in a URL, so only
+ * the operator (a client without owner) sets them (docs/security.md "One consent gate").
+ */
 export function checkOperatorOnlyMetadata(metadata: ClientMetadata, ownerId: string | null): void {
   if (metadata.first_party === true && ownerId !== null)
     throw oauthError('invalid_client_metadata', 'first_party can only be set with the admin token');
+  if (metadata.v1_bridge === true && ownerId !== null)
+    throw oauthError('invalid_client_metadata', 'v1_bridge can only be set with the admin token');
 }
 
 export interface RegisterOptions {

@@ -271,6 +271,9 @@ export type DomainEvent =
       identityId: string;
       refusal: 'account_disabled' | 'owner_disabled' | 'no_rule_matched';
     })
+  // the one consent gate (docs/security.md "One consent gate"): `party` is a client id or a SAML provider id
+  | (EventBase & { type: 'consent.approved'; party: string; partyKind: 'client' | 'saml'; identityId: string })
+  | (EventBase & { type: 'consent.revoked'; party: string; identityId: string })
   // organizations, sites and the posture scan (docs/orgs.md, docs/scan.md); `by` is the acting identity
   | (EventBase & { type: 'org.created'; orgId: string; by: string })
   | (EventBase & {

@@ -152,6 +152,9 @@ export async function fedcmAccountOf(
     throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
   const emails = await storage.emails.listByIdentity(identity.identityId);
   const email = emails.find((e) => e.verifiedAt !== null)?.email;
-  const approvedClients = await storage.oidc.approvedClients(identity.identityId);
+  // The approvals table holds SAML service providers' too (consent/gate.ts): FedCM names clients only.
+  const approvedClients = (await storage.oidc.approvedClients(identity.identityId)).filter(
+    (id) => !id.startsWith('sp_'),
+  );
   return buildAccount(identity, { ...(email !== undefined ? { email } : {}), approvedClients });
 }

@@ -1,9 +1,4 @@
-import {
-  mergeApproval,
-  outlivesSession,
-  type Approval,
-  type AuthorizationRequest,
-} from '../../../lib/oauth/authorization-request.js';
+import { mergeApproval, outlivesSession, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../lib/oauth/scope.js';
 import { FAPI_MAX_CODE_SECONDS } from '../../../lib/oauth/fapi.js';
 import { randomToken } from '../../../lib/util/random.js';
@@ -20,15 +15,6 @@ export type ApprovalKind = 'new' | 'remembered' | 'prompt_none' | 'first_party';
 function codeLifetimeSeconds(services: IssueCodeServices, client: StoredClient): number {
   const configured = services.config.lifetimes.authorizationCode;
   return client.metadata.fapi_profile ? Math.min(configured, FAPI_MAX_CODE_SECONDS) : configured;
-}
-
-/** What the user approved for this client before (scopes and resources), or null. */
-export async function approvalOf(
-  services: Pick<ControlPlaneServices, 'storage'>,
-  identityId: string,
-  clientId: string,
-): Promise<Approval | null> {
-  return services.storage.oidc.approval(identityId, clientId);
 }
 
 /**

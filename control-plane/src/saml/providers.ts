@@ -1,10 +1,10 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { hasRole } from '../../../lib/orgs/roles.js';
-import { checkProviderSettings } from '../../../lib/saml/provider.js';
+import { checkProviderSettings, type ProviderSettings } from '../../../lib/saml/provider.js';
 import { randomId } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import { loadMembership } from '../orgs/operations.js';
-import type { StoredSamlProvider } from '../storage/types.js';
+import type { StoredSamlProvider, Stores } from '../storage/types.js';
 
 export type ProviderServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 
@@ -54,6 +54,69 @@ export async function getProvider(
   return provider;
 }
 
+/** The hosts a provider's settings send assertions to or claim: its entityID (when an http(s) URL), ACS and SLO URLs. */
+function claimedHosts(settings: ProviderSettings): string[] {
+  const urls = [...settings.acsUrls, ...(settings.sloUrl ? [settings.sloUrl] : [])];
+  if (/^https?:\/\//i.test(settings.entityId)) urls.push(settings.entityId);
+  return urls.flatMap((url) => {
+    try {
+      return [new URL(url).hostname.toLowerCase()];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
+ * An org admin's provider must live under a domain the org proved (docs/saml.md "Who may manage
+ * providers"): otherwise any account could create an org, claim a real service's entityID and
+ * receive assertions at its own ACS URL. The operator (admin token, founder) is trusted as is.
+ */
+async function checkOrgDomains(
+  services: ProviderServices,
+  actor: ProviderActor,
+  orgId: string | null,
+  settings: ProviderSettings,
+): Promise<void> {
+  if (actor.kind !== 'member' || orgId === null) return;
+  const proved = (await services.storage.orgs.sites(orgId))
+    .filter((site) => site.verifiedAt !== null)
+    .map((site) => new URL(site.url).hostname.toLowerCase());
+  const outside = claimedHosts(settings).filter(
+    (host) => !proved.some((domain) => host === domain || host.endsWith(`.${domain}`)),
+  );
+  if (outside.length > 0)
+    throw fail(
+      'invalid_request',
+      `${outside[0]} is not under a domain your organization proved: prove it on the organization's page first`,
+    );
+}
+
+/**
+ * The operator's registration always wins its entityID: a provider an org registered under it is
+ * removed (receipted) in the same transaction, so an org's claim never blocks the operator.
+ */
+async function evictOrgClaim(
+  services: ProviderServices,
+  tx: Stores,
+  actor: ProviderActor,
+  entityId: string,
+  now: number,
+): Promise<boolean> {
+  if (actor.kind !== 'operator') return false;
+  const holder = await tx.saml.providerByEntityId(entityId);
+  if (!holder || holder.orgId === null) return false;
+  await tx.saml.removeProvider(holder.id);
+  await services.events.record(tx, {
+    type: 'saml.provider_deleted',
+    at: now,
+    outcome: 'success',
+    providerId: holder.id,
+    by: by(actor),
+  });
+  return true;
+}
+
 /** Registers a provider; an org admin names the org (`org`, its slug), the operator may. */
 export async function registerProvider(
   services: ProviderServices,
@@ -77,6 +140,7 @@ export async function registerProvider(
       'org is required: service providers are registered for an organization you administer',
     );
   }
+  await checkOrgDomains(services, actor, orgId, settings);
   const now = services.now();
   const provider: StoredSamlProvider = {
     id: randomId('sp_'),
@@ -87,8 +151,10 @@ export async function registerProvider(
     updatedAt: now,
   };
   return services.storage.transaction(async (tx) => {
-    if (!(await tx.saml.insertProvider(provider)))
-      throw fail('conflict', 'a service provider with this entity_id is registered already');
+    const inserted =
+      (await tx.saml.insertProvider(provider)) ||
+      ((await evictOrgClaim(services, tx, actor, provider.entityId, now)) && (await tx.saml.insertProvider(provider)));
+    if (!inserted) throw fail('conflict', 'a service provider with this entity_id is registered already');
     const { receipt } = await services.events.record(tx, {
       type: 'saml.provider_registered',
       at: now,
@@ -114,9 +180,13 @@ export async function updateProvider(
   const revision = input.revision === undefined ? before.revision : input.revision;
   if (typeof revision !== 'number' || !Number.isInteger(revision))
     throw fail('invalid_request', 'revision must be an integer');
+  await checkOrgDomains(services, actor, before.orgId, settings);
   const now = services.now();
   return services.storage.transaction(async (tx) => {
-    const updated = await tx.saml.updateProvider({ ...before, ...settings, updatedAt: now }, revision);
+    const next = { ...before, ...settings, updatedAt: now };
+    let updated = await tx.saml.updateProvider(next, revision);
+    if (updated === 'taken' && (await evictOrgClaim(services, tx, actor, settings.entityId, now)))
+      updated = await tx.saml.updateProvider(next, revision);
     if (updated === 'taken') throw fail('conflict', 'a service provider with this entity_id is registered already');
     if (!updated)
       throw fail('stale_revision', 'the service provider changed since this revision; read it again and retry');

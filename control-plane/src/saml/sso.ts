@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { AssuranceLevel } from '../../../lib/assurance/assurance.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { checkAuthnRequest, parseAuthnRequest } from '../../../lib/saml/authn-request.js';
 import {
   decodePostMessage,
   decodeRedirectMessage,
+  redirectQueryConsistent,
   redirectSignedOctets,
   signRedirectQuery,
   verifyPostSignature,
@@ -16,7 +17,10 @@ import { parseLogoutRequest } from '../../../lib/saml/logout-request.js';
 import { buildIdpMetadata } from '../../../lib/saml/metadata.js';
 import { buildLogoutResponse, buildSignedErrorResponse, buildSignedResponse } from '../../../lib/saml/response.js';
 import { SamlXmlError, parseXml } from '../../../lib/saml/xml.js';
+import { describeRelease, releasedSources } from '../../../lib/saml/provider.js';
+import type { ConsentStanding } from '../../../lib/consent/decide-consent.js';
 import { randomToken } from '../../../lib/util/random.js';
+import { askConsent, recordConsent, samlParty, takeApproval, type Party } from '../consent/gate.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredSamlProvider, Stores } from '../storage/types.js';
 import { ASSERTION_VALIDITY_SECONDS, samlKeyRing } from './key-ring.js';
@@ -52,6 +56,8 @@ export interface IncomingMessage {
   relayState?: string;
   /** The query string exactly as received (Redirect binding signatures cover it). */
   rawQuery?: string;
+  /** Redirect binding: every parameter as the query parser decoded it (checked against `rawQuery`). */
+  decoded?: Record<string, string | undefined>;
 }
 
 /** A checked request waiting for the session it needs; kept in shared state under an unguessable id. */
@@ -98,6 +104,12 @@ async function authenticate(
   issuerOf: (xml: string) => string,
   requireSignature: (p: StoredSamlProvider) => boolean,
 ): Promise<{ xml: string; provider: StoredSamlProvider; signed: boolean }> {
+  // Before anything is read: the handler and the signature check must see the same parameters.
+  if (incoming.binding === 'redirect' && !redirectQueryConsistent(incoming.rawQuery ?? '', incoming.decoded ?? {}))
+    throw fail(
+      'saml_signature_invalid',
+      'the query names a parameter in percent-encoding or twice, or reads differently from the octets it signs',
+    );
   let xml: string;
   try {
     xml =
@@ -230,6 +242,69 @@ export function decide(pending: PendingSso, session: SessionView | undefined): S
   return decideSso(pending, session ? { assurance: session.assurance, authTime: session.authTime } : undefined);
 }
 
+/** What the consent gate needs to know about a parked request: the provider as a party, and what it would receive. */
+export interface SamlConsent {
+  standing: ConsentStanding;
+  party: Party;
+  provider: StoredSamlProvider;
+  /** The attribute sources the assertion would carry. */
+  sources: string[];
+  /** The same in words for the approval page. */
+  lines: string[];
+}
+
+/**
+ * Asks the consent gate whether the account approved the provider for what its assertion would
+ * carry (docs/saml.md#consent): an installation-owned provider is first-party; an org's needs
+ * the account's approval, which covers a later assertion only while its attributes stay within it.
+ */
+export async function samlConsent(
+  services: SamlServices,
+  pending: PendingSso,
+  session: SessionView,
+): Promise<SamlConsent> {
+  const provider = await services.storage.saml.provider(pending.providerId);
+  if (!provider) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
+  const party = samlParty(provider);
+  const sources = releasedSources(pending.nameIdFormat, provider.attributes);
+  const standing = await askConsent(services, session.identityId, party, { scopes: sources });
+  return { standing, party, provider, sources, lines: describeRelease(pending.nameIdFormat, provider.attributes) };
+}
+
+/**
+ * The approval page came back (its token offered to this session for this parked request).
+ * Approval records the release the page named; either way the caller answers the parked
+ * request next (an assertion, or a signed RequestDenied).
+ */
+export async function answerApproval(
+  services: SamlServices,
+  input: { token: unknown; pendingId: unknown; session: SessionView | undefined; approve: boolean },
+): Promise<string> {
+  const { session } = input;
+  const bound = await takeApproval(services, 'saml', input.token, session?.id);
+  const pendingId = bound?.pendingId;
+  if (!session || pendingId === undefined || pendingId !== input.pendingId)
+    throw fail(
+      'saml_request_invalid',
+      'this approval has expired or belongs to another sign-in; go back to the application and start again',
+    );
+  if (!input.approve) return pendingId;
+  const consent = await samlConsent(services, await parked(services, pendingId), session);
+  // Only what the page named is approved: a provider edited while it was open asks again.
+  if (consent.sources.join(' ') !== bound?.sources)
+    throw fail('saml_request_invalid', 'the service provider changed while this page was open; start again');
+  const now = services.now();
+  await services.storage.transaction((tx) =>
+    recordConsent(services, tx, {
+      identityId: session.identityId,
+      party: consent.party,
+      release: { scopes: consent.sources },
+      at: now,
+    }),
+  );
+  return pendingId;
+}
+
 /** What the auto-submitting form posts to the ACS URL. */
 export interface PostForm {
   acsUrl: string;
@@ -237,9 +312,15 @@ export interface PostForm {
   relayState?: string;
 }
 
-/** The opaque SessionIndex the SP sees: bound to the session and the provider, not the session id itself. */
-function sessionIndex(sessionId: string, providerId: string): string {
-  return `_${createHash('sha256').update(`saml-session\n${sessionId}\n${providerId}`).digest('hex').slice(0, 40)}`;
+/**
+ * The opaque SessionIndex the SP sees: an HMAC of the session and the provider under a key only
+ * this issuer holds, so it names neither the session id nor can be computed by anyone who knows
+ * that id (an OIDC client sees `sid`). Only the provider that received an assertion in this
+ * session knows it, which is what single logout checks (docs/saml.md#single-logout).
+ */
+function sessionIndex(services: Pick<SamlServices, 'secrets'>, sessionId: string, providerId: string): string {
+  const mac = createHmac('sha256', services.secrets.macKey('saml-session-index'));
+  return `_${mac.update(`${sessionId}\n${providerId}`).digest('hex').slice(0, 40)}`;
 }
 
 async function attributeValues(
@@ -336,7 +417,7 @@ export async function issueResponse(
       audience: provider.entityId,
       nameId: pending.nameIdFormat === NAMEID_FORMAT.email ? verifiedEmail! : session.identityId,
       nameIdFormat: pending.nameIdFormat,
-      sessionIndex: sessionIndex(session.id, provider.id),
+      sessionIndex: sessionIndex(services, session.id, provider.id),
       authnInstant: session.authTime,
       assurance: session.assurance,
       attributes: await attributeValues(services, provider, session, verifiedEmail),
@@ -365,11 +446,20 @@ export async function issueResponse(
   };
 }
 
-/** A signed error Response for a parked request that cannot be met (NoPassive, NoAuthnContext). */
+const SUB_STATUS = {
+  NoPassive: STATUS.noPassive,
+  NoAuthnContext: STATUS.noAuthnContext,
+  RequestDenied: STATUS.requestDenied,
+} as const;
+
+/**
+ * A signed error Response for a parked request that cannot be met: NoPassive, NoAuthnContext,
+ * or RequestDenied (the account has not approved the provider, or declined on the approval page).
+ */
 export async function errorResponse(
   services: SamlServices,
   pendingId: string,
-  status: 'NoPassive' | 'NoAuthnContext',
+  status: keyof typeof SUB_STATUS,
 ): Promise<PostForm> {
   const stored = await services.state.take(`saml:pending:${pendingId}`);
   if (!stored)
@@ -382,7 +472,7 @@ export async function errorResponse(
       destination: pending.acsUrl,
       ...(pending.requestId ? { inResponseTo: pending.requestId } : {}),
       status: STATUS.responder,
-      subStatus: status === 'NoPassive' ? STATUS.noPassive : STATUS.noAuthnContext,
+      subStatus: SUB_STATUS[status],
       now: services.now(),
     },
     key,
@@ -399,6 +489,8 @@ export interface PendingLogout {
   providerId: string;
   requestId: string;
   nameId: string;
+  /** The SessionIndex values the request names (saml-core §3.7.1). */
+  sessionIndexes: string[];
   relayState?: string;
 }
 
@@ -424,6 +516,7 @@ export async function receiveLogoutRequest(services: SamlServices, incoming: Inc
     providerId: provider.id,
     requestId: request.id,
     nameId: request.nameId,
+    sessionIndexes: request.sessionIndexes,
     ...(relayState ? { relayState } : {}),
   };
 }
@@ -441,9 +534,13 @@ export async function takeParkedLogout(services: SamlServices, id: string): Prom
 }
 
 /**
- * Ends the browser's session when it belongs to the NameID the SP names (its `sub`, or its
- * verified email), leaves a `saml.logout` receipt, and answers where to send the browser: the
- * SP's SLO URL with a signed LogoutResponse (Redirect binding), or null for our own page.
+ * Ends the browser's session only when this provider was issued an assertion in it: the request
+ * names the SessionIndex that assertion carried (an HMAC only this issuer can compute) and the
+ * NameID (its `sub`, or its verified email) of the session's account. Any other provider, even
+ * one that signs a LogoutRequest naming the account, ends nothing, and its LogoutResponse says
+ * `Requester/UnknownPrincipal`, not Success. Leaves a `saml.logout` receipt and answers where to
+ * send the browser: the SP's SLO URL with a signed LogoutResponse (Redirect binding), or null
+ * for our own page.
  */
 export async function completeLogout(
   services: SamlServices,
@@ -455,7 +552,7 @@ export async function completeLogout(
   if (!provider) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
   const now = services.now();
   let matches = false;
-  if (session) {
+  if (session && (pending.sessionIndexes ?? []).includes(sessionIndex(services, session.id, provider.id))) {
     matches =
       pending.nameId === session.identityId ||
       (pending.nameId.includes('@') &&
@@ -479,6 +576,7 @@ export async function completeLogout(
     destination: provider.sloUrl,
     inResponseTo: pending.requestId,
     now,
+    ...(matches ? {} : { status: { code: STATUS.requester, subCode: STATUS.unknownPrincipal } }),
   });
   const query = signRedirectQuery('SAMLResponse', xml, pending.relayState, key.privateKeyPem);
   return {

@@ -2,6 +2,8 @@ import { Counter, type Registry } from 'prom-client';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomToken } from '../../../lib/util/random.js';
 import { mintMacaroon, verifyMacaroon } from '../../../lib/v1/macaroon.js';
+import type { ConsentStanding } from '../../../lib/consent/decide-consent.js';
+import { askConsent, clientParty, recordConsent, takeApproval } from '../consent/gate.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 
@@ -14,8 +16,42 @@ import type { StoredClient } from '../storage/types.js';
  */
 export type BridgeServices = Pick<
   ControlPlaneServices,
-  'config' | 'storage' | 'secrets' | 'events' | 'metrics' | 'now'
+  'config' | 'storage' | 'state' | 'secrets' | 'events' | 'metrics' | 'now'
 >;
+
+/** What the v1 token releases: the account's id (`identityId`), what OIDC's `openid` scope releases. */
+export const V1_RELEASE = { scopes: ['openid'] } as const;
+
+/** The consent gate's answer for the v1 client: only a first-party or approved client gets a token. */
+export async function v1Consent(
+  services: BridgeServices,
+  client: StoredClient,
+  identityId: string,
+): Promise<ConsentStanding> {
+  return askConsent(services, identityId, clientParty(client), V1_RELEASE);
+}
+
+/**
+ * The approval page came back for `to` (its token offered to this session for that URL): the
+ * client behind it, with the approval recorded when the person approved.
+ */
+export async function answerV1Approval(
+  services: BridgeServices,
+  input: { token: unknown; to: string; session: { id: string; identityId: string } | undefined; approve: boolean },
+): Promise<StoredClient> {
+  const bound = await takeApproval(services, 'v1', input.token, input.session?.id);
+  if (!input.session || !bound || bound.to !== input.to)
+    throw fail('access_denied', 'this approval has expired or belongs to another sign-in; go back to the app');
+  const client = await findV1Client(services, input.to);
+  if (input.approve) {
+    const { identityId } = input.session;
+    const now = services.now();
+    await services.storage.transaction((tx) =>
+      recordConsent(services, tx, { identityId, party: clientParty(client), release: V1_RELEASE, at: now }),
+    );
+  }
+  return client;
+}
 
 const ID_PREFIX = 'v1s_';
 

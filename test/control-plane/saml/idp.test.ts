@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { create } from 'xmlbuilder2';
 import { encodeRedirectMessage, signRedirectQuery } from '../../../lib/saml/bindings.js';
 import { generateSamlKey } from '../../../lib/saml/certificate.js';
@@ -62,7 +62,7 @@ function authnRequest(
   return { xml: root.end({ headless: true }), id };
 }
 
-function logoutRequest(nameId: string) {
+function logoutRequest(nameId: string, sessionIndex?: string) {
   const id = newSamlId();
   const root = create().ele(NS.protocol, 'samlp:LogoutRequest', {
     ID: id,
@@ -72,6 +72,7 @@ function logoutRequest(nameId: string) {
   });
   root.ele(NS.assertion, 'saml:Issuer').txt(SP_ENTITY);
   root.ele(NS.assertion, 'saml:NameID', { Format: NAMEID_FORMAT.persistent }).txt(nameId);
+  if (sessionIndex !== undefined) root.ele(NS.protocol, 'samlp:SessionIndex').txt(sessionIndex);
   return root.end({ headless: true });
 }
 
@@ -371,6 +372,20 @@ t.test('SAML identity provider', async (t) => {
       await get(`SAMLRequest=${encodeURIComponent(encodeRedirectMessage(xxe))}`),
       'saml_request_invalid',
     );
+    // Finding 6 of issue 29: a parameter the query parser decodes but the signed octets do not hold.
+    const smuggled = await get(
+      `${signRedirectQuery('SAMLRequest', authnRequest().xml, undefined, sp.privateKeyPem)}&Relay%53tate=${encodeURIComponent('https://attacker.example/phish')}`,
+    );
+    await check('a percent-encoded RelayState name beside a signed request', smuggled, 'saml_signature_invalid');
+    t.equal(smuggled.statusCode, 403);
+    t.notMatch(smuggled.body, /attacker\.example/, 'the smuggled RelayState goes nowhere');
+    const signedQuery = signRedirectQuery('SAMLRequest', authnRequest().xml, 'kept', sp.privateKeyPem);
+    await check(
+      'a second, percent-encoded SAMLRequest name',
+      await get(`${signedQuery}&SAML%52equest=${encodeURIComponent(encodeRedirectMessage(authnRequest().xml))}`),
+      'saml_signature_invalid',
+    );
+    await check('a RelayState given twice', await get(`${signedQuery}&RelayState=other`), 'saml_signature_invalid');
     const once = authnRequest();
     const onceQuery = signRedirectQuery('SAMLRequest', once.xml, undefined, sp.privateKeyPem);
     t.equal((await get(onceQuery)).statusCode, 200, 'first use');
@@ -460,31 +475,62 @@ t.test('SAML identity provider', async (t) => {
     t.notMatch(response, /InResponseTo/, 'unsolicited');
   });
 
-  await t.test('single logout: a signed LogoutRequest ends the session and answers signed at the SP', async (t) => {
-    const { browser: leaving, identityId: who } = await built.signIn({ username: 'lin' });
-    const unsigned = await leaving.get(
-      `/saml/slo?SAMLRequest=${encodeURIComponent(encodeRedirectMessage(logoutRequest(who)))}`,
-    );
-    t.equal(
-      /data-reason="([a-z_]+)"/.exec(unsigned.body)?.[1],
-      'saml_signature_invalid',
-      'an unsigned LogoutRequest is refused',
-    );
-    const res = await leaving.get(
-      `/saml/slo?${signRedirectQuery('SAMLRequest', logoutRequest(who), 'back', sp.privateKeyPem)}`,
-    );
-    t.equal(res.statusCode, 303);
-    const location = new URL(String(res.headers.location));
-    t.equal(`${location.origin}${location.pathname}`, SLO);
-    t.ok(
-      location.searchParams.get('SAMLResponse') && location.searchParams.get('Signature'),
-      'a signed LogoutResponse',
-    );
-    t.equal(location.searchParams.get('RelayState'), 'back');
-    t.equal((await leaving.get('/apps', { accept: 'application/json' })).statusCode, 401, 'the session has ended');
-    const text = await services.metrics.getSingleMetricAsString('keyplane_receipts_total');
-    t.match(text, /kind="saml\.logout"\} 1/, 'a saml.logout receipt');
-  });
+  await t.test(
+    'single logout: a signed LogoutRequest with the SessionIndex of its assertion ends the session',
+    async (t) => {
+      const { browser: leaving, identityId: who } = await built.signIn({ username: 'lin' });
+      const sso = await leaving.get(
+        `/saml/sso?${signRedirectQuery('SAMLRequest', authnRequest().xml, undefined, sp.privateKeyPem)}`,
+      );
+      const assertion = parseXml(Buffer.from(formValue(sso.body, 'SAMLResponse')!, 'base64').toString());
+      const index = assertion.getElementsByTagNameNS(NS.assertion, 'AuthnStatement')[0]!.getAttribute('SessionIndex')!;
+      t.match(index, /^_[0-9a-f]{40}$/);
+      const unsigned = await leaving.get(
+        `/saml/slo?SAMLRequest=${encodeURIComponent(encodeRedirectMessage(logoutRequest(who, index)))}`,
+      );
+      t.equal(
+        /data-reason="([a-z_]+)"/.exec(unsigned.body)?.[1],
+        'saml_signature_invalid',
+        'an unsigned LogoutRequest is refused',
+      );
+      const statusOf = (location: URL) =>
+        parseXml(inflateRawSync(Buffer.from(location.searchParams.get('SAMLResponse')!, 'base64')).toString())
+          .getElementsByTagNameNS(NS.protocol, 'StatusCode')[0]!
+          .getAttribute('Value');
+      // The NameID alone (what any provider learns from an assertion, or guesses) ends nothing.
+      for (const [label, sessionIndex] of [
+        ['no SessionIndex', undefined],
+        ['a SessionIndex of another session', '_0123456789abcdef0123456789abcdef01234567'],
+      ] as const) {
+        const res = await leaving.get(
+          `/saml/slo?${signRedirectQuery('SAMLRequest', logoutRequest(who, sessionIndex), undefined, sp.privateKeyPem)}`,
+        );
+        t.equal(res.statusCode, 303, label);
+        const location = new URL(String(res.headers.location));
+        t.not(statusOf(location), 'urn:oasis:names:tc:SAML:2.0:status:Success', `${label}: no Success claimed`);
+        t.equal(
+          (await leaving.get('/account', { accept: 'application/json' })).statusCode,
+          200,
+          `${label}: the session lives`,
+        );
+      }
+      const res = await leaving.get(
+        `/saml/slo?${signRedirectQuery('SAMLRequest', logoutRequest(who, index), 'back', sp.privateKeyPem)}`,
+      );
+      t.equal(res.statusCode, 303);
+      const location = new URL(String(res.headers.location));
+      t.equal(`${location.origin}${location.pathname}`, SLO);
+      t.ok(
+        location.searchParams.get('SAMLResponse') && location.searchParams.get('Signature'),
+        'a signed LogoutResponse',
+      );
+      t.equal(statusOf(location), 'urn:oasis:names:tc:SAML:2.0:status:Success');
+      t.equal(location.searchParams.get('RelayState'), 'back');
+      t.equal((await leaving.get('/apps', { accept: 'application/json' })).statusCode, 401, 'the session has ended');
+      const text = await services.metrics.getSingleMetricAsString('keyplane_receipts_total');
+      t.match(text, /kind="saml\.logout"\} 3/, 'a saml.logout receipt for each');
+    },
+  );
 
   await t.test('the operator rotates the IdP key; the old certificate stays in the metadata', async (t) => {
     const before = await samlKeyRing(services).current();
@@ -512,8 +558,71 @@ t.test('SAML identity provider', async (t) => {
       certificate: sp.certificatePem,
       org: slug,
     };
-    const mine = await owner.post('/saml/providers', payload);
+    // Finding 7 of issue 29: an org claims only entityIDs and ACS hosts under a domain it proved.
+    const unproved = await owner.post('/saml/providers', payload);
+    t.equal(unproved.statusCode, 400, 'acme.example is not proved yet');
+    t.equal(unproved.json().reason, 'invalid_request');
+    const orgId = (await services.storage.orgs.getBySlug(slug))!.orgId;
+    await services.storage.orgs.addSite({
+      siteId: 'site_acme',
+      orgId,
+      url: 'https://acme.example/',
+      label: null,
+      primary: true,
+      proofToken: 'proof-acme',
+      verifiedAt: null,
+      createdAt: Date.now(),
+    });
+    await services.storage.orgs.markSiteVerified('site_acme', Date.now());
+    for (const [label, claim] of [
+      ['a real service entityID', { entity_id: 'https://wiki.example.com/mellon/metadata' }],
+      ['an ACS host elsewhere', { acs_urls: ['https://evil.example/acs'] }],
+      ['a look-alike host', { acs_urls: ['https://notacme.example/acs'] }],
+    ] as const) {
+      const res = await owner.post('/saml/providers', { ...payload, ...claim });
+      t.equal(res.statusCode, 400, label);
+      t.equal(res.json().reason, 'invalid_request', label);
+    }
+    const mine = await owner.post('/saml/providers', {
+      ...payload,
+      acs_urls: ['https://acme.example/acs', 'https://sso.acme.example/acs'],
+    });
     t.equal(mine.statusCode, 201, mine.body);
+    const moved = await owner.request(
+      'PUT' as 'POST',
+      `/saml/providers/${mine.json().provider.id}`,
+      { ...payload, acs_urls: ['https://evil.example/acs'] },
+      { origin: new URL(TEST_ISSUER).origin },
+    );
+    t.equal(moved.statusCode, 400, 'nor can an update move the ACS elsewhere');
+    t.equal(moved.json().reason, 'invalid_request');
+    // A claim the org made before this rule (written straight to storage here) never blocks the operator.
+    const now = Date.now();
+    await services.storage.saml.insertProvider({
+      ...(await services.storage.saml.provider(mine.json().provider.id))!,
+      id: 'sp_squatted',
+      entityId: 'https://wiki.example.com/mellon/metadata',
+      createdAt: now,
+      updatedAt: now,
+    });
+    const operator = await app.inject({
+      method: 'POST',
+      url: '/saml/providers',
+      headers: admin,
+      payload: {
+        entity_id: 'https://wiki.example.com/mellon/metadata',
+        acs_urls: ['https://wiki.example.com/mellon/postResponse'],
+        certificate: sp.certificatePem,
+      },
+    });
+    t.equal(operator.statusCode, 201, operator.body);
+    t.equal(await services.storage.saml.provider('sp_squatted'), null, "the org's claim is gone");
+    t.equal(
+      (await services.storage.saml.providerByEntityId('https://wiki.example.com/mellon/metadata'))?.orgId,
+      null,
+      "the entityID is the operator's",
+    );
+    await app.inject({ method: 'DELETE', url: `/saml/providers/${operator.json().provider.id}`, headers: admin });
     t.equal(mine.json().provider.org_id !== null, true);
     t.equal((await owner.get('/saml/providers')).json().providers.length, 1, "only the org's providers");
     const { browser: stranger } = await built.signIn({ username: 'stranger', assurance: 'sensitive' });

@@ -12,7 +12,11 @@ const V1_RETURN = 'https://legacy.example.com/v1/return';
 async function setup(t: Test, v1 = true) {
   let clock = Date.parse('2026-11-23T10:00:00Z');
   const built = await buildSignedIn(t, { config: { adminToken: ADMIN }, now: () => clock });
-  const client = await registerClient(built.app, { redirect_uris: [V1_RETURN], ...(v1 ? { v1_bridge: true } : {}) });
+  // First-party (the operator's own legacy app): the token goes without an approval page.
+  const client = await registerClient(built.app, {
+    redirect_uris: [V1_RETURN],
+    ...(v1 ? { v1_bridge: true, first_party: true } : {}),
+  });
   const { browser, identityId } = await built.signIn({ username: 'legacy-lee' });
   /** Runs the v1 return flow for the signed-in browser; the token the RP received. */
   const v1Token = async (): Promise<string> => {
@@ -161,4 +165,77 @@ t.test('registration: v1_bridge must be a boolean; a v2 redirect carries only co
   const { challenge } = pkcePair();
   const { res } = await obtainCode(browser, goodRequest(v2, challenge));
   t.same([...redirectParams(res).keys()].sort(), ['code', 'iss', 'state'], 'no bearer-like session in a v2 callback');
+});
+
+t.test('a session registration cannot turn the bridge on (400 invalid_client_metadata)', async (t) => {
+  const { app, browser } = await setup(t);
+  const res = await browser.post('/register', { redirect_uris: ['https://evil.example/v1/return'], v1_bridge: true });
+  t.equal(res.statusCode, 400, res.body);
+  t.equal(res.json().reason, 'invalid_client_metadata');
+  t.match(res.json().error_description, /v1_bridge/);
+  const plain = await browser.post('/register', { redirect_uris: ['https://evil.example/v1/return'] });
+  t.equal(plain.statusCode, 201, 'the same registration without v1_bridge is fine');
+  const update = await app.inject({
+    method: 'PUT',
+    url: `/register/${plain.json().client_id}`,
+    headers: { authorization: `Bearer ${plain.json().registration_access_token}` },
+    payload: { client_id: plain.json().client_id, redirect_uris: ['https://evil.example/v1/return'], v1_bridge: true },
+  });
+  t.equal(update.statusCode, 400, 'nor can an update turn it on');
+});
+
+t.test('a v1 client the account has not approved gets no token until the account approves it', async (t) => {
+  const built = await setup(t);
+  const other = 'https://other-legacy.example/v1/return';
+  await registerClient(built.app, { client_name: 'Other Legacy', redirect_uris: [other], v1_bridge: true });
+  const issued = async () => {
+    const text = await built.services.metrics.getSingleMetricAsString('keyplane_receipts_total');
+    return Number(/kind="v1\.session_issued"\} (\d+)/.exec(text)?.[1] ?? 0);
+  };
+  const before = await issued();
+  const via = await built.browser.get(`/auth?return=${encodeURIComponent(other)}`);
+  t.equal(via.statusCode, 303);
+  const page = await built.browser.get(String(via.headers.location));
+  t.equal(page.statusCode, 200, 'the approval page, not a redirect');
+  t.notOk(page.headers.location);
+  t.notMatch(page.body, /session=/);
+  t.match(page.body, /Continue to Other Legacy\?/);
+  t.match(page.body, /Know who you are/);
+  t.match(page.body, /action="\/auth\/v1\/approve"/);
+  t.match(page.headers['content-security-policy'], /form-action 'self' https:\/\/other-legacy\.example/);
+  t.equal(await issued(), before, 'no token issued');
+  const hidden = (name: string) =>
+    new RegExp(`name="${name}" value="([^"]*)"`).exec(page.body)![1]!.replace(/&amp;/g, '&');
+  const answer = { to: hidden('to'), approval: hidden('approval') };
+  const forged = await built.browser.post(
+    '/auth/v1/approve',
+    { ...answer, decision: 'allow' },
+    { origin: 'https://other-legacy.example' },
+  );
+  t.equal(forged.statusCode, 403, 'a cross-site approval is refused');
+  const { browser: stranger } = await built.signIn({ username: 'stranger' });
+  const stolen = await stranger.post('/auth/v1/approve', { ...answer, decision: 'allow' });
+  t.equal(stolen.statusCode, 403, "another session cannot use the page's token");
+  t.notOk(stolen.headers.location);
+
+  const again = await built.browser.get(`/auth/v1/return?to=${encodeURIComponent(other)}`);
+  const token = /name="approval" value="([^"]*)"/.exec(again.body)![1]!;
+  const denied = await built.browser.post('/auth/v1/approve', { to: other, approval: token, decision: 'deny' });
+  t.equal(denied.statusCode, 303);
+  t.equal(new URL(String(denied.headers.location)).searchParams.get('error'), 'access_denied');
+  t.notMatch(String(denied.headers.location), /session=/);
+
+  const third = await built.browser.get(`/auth/v1/return?to=${encodeURIComponent(other)}`);
+  const approved = await built.browser.post('/auth/v1/approve', {
+    to: other,
+    approval: /name="approval" value="([^"]*)"/.exec(third.body)![1]!,
+    decision: 'allow',
+  });
+  t.equal(approved.statusCode, 303, approved.body);
+  const handed = new URL(String(approved.headers.location));
+  t.equal(`${handed.origin}${handed.pathname}`, other);
+  t.same((await built.verify(handed.searchParams.get('session'))).json(), { ok: true, identityId: built.identityId });
+  const remembered = await built.browser.get(`/auth/v1/return?to=${encodeURIComponent(other)}`);
+  t.equal(remembered.statusCode, 302, 'approved once: no page again');
+  t.equal(await issued(), before + 2);
 });

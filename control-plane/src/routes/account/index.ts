@@ -8,6 +8,7 @@ import { clearSessionCookie } from '../../sessions/start-session.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { loadAccountView, type AccountView } from '../../accounts/view.js';
+import { revokeApproval } from '../../consent/gate.js';
 
 const accountSchema = {
   type: 'object',
@@ -97,7 +98,11 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
         nonce: request.kp.cspNonce,
         lang: view.preferences['lang'] ?? 'en',
         scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
-        body: accountPage(view, current.assurance, [...(extras.sections ?? []), orgsSection(view)]),
+        body: accountPage(view, current.assurance, [
+          ...(extras.sections ?? []),
+          approvalsSection(view),
+          orgsSection(view),
+        ]),
       });
     },
   );
@@ -256,6 +261,32 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
   );
 
   app.post(
+    '/account/approvals/revoke',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'Forget the approval of an app or SAML service provider (`party`: its client id or provider id): the next sign-in there asks again',
+        security: session,
+        body: {
+          type: 'object',
+          required: ['party'],
+          properties: { party: { type: 'string', minLength: 1, maxLength: 200 } },
+        },
+        response: receiptOnly,
+      },
+    },
+    async (request) => {
+      const { receipt } = await revokeApproval(
+        app.kp,
+        request.kp.session!.identityId,
+        (request.body as { party: string }).party,
+      );
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
     '/account/delete',
     {
       onRequest: requireAssurance('sensitive'),
@@ -382,6 +413,19 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 <input id="delete-confirm" name="confirm" required autocomplete="off" autocapitalize="none" spellcheck="false">
 <button type="submit">Delete my account</button>
 </form>`;
+}
+
+function approvalsSection(view: AccountView) {
+  return html`<h2 id="approvals-h">Apps you approved</h2>
+${
+  view.approvals.length
+    ? html`<ul aria-labelledby="approvals-h" data-field="approvals">${view.approvals.map(
+        (a) => html`<li data-party="${a.party}"><form method="post" data-kp-post action="/account/approvals/revoke">
+<input type="hidden" name="party" value="${a.party}"><strong>${a.name}</strong> <span class="muted">(${a.kind === 'saml' ? 'SAML service provider' : 'app'}: ${a.scopes.join(', ')})</span>
+<button type="submit" class="secondary" data-action="revoke-approval" aria-label="Revoke ${a.name}">Revoke</button></form></li>`,
+      )}</ul>`
+    : html`<p class="muted">You have approved no app yet. Apps the operator runs itself never ask.</p>`
+}`;
 }
 
 function orgsSection(view: AccountView) {

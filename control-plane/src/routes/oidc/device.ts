@@ -186,7 +186,7 @@ ${problem ? html`<p class="error" role="alert" data-reason="invalid_user_code">$
       resources: found.authorization.resource ? [found.authorization.resource] : [],
       hidden: { approval },
       formAction: [],
-      formPath: `${VERIFICATION_PATH}/approve`,
+      action: `${VERIFICATION_PATH}/approve`,
       userCode: formatUserCode(userCode!),
     });
   }

@@ -108,8 +108,10 @@ export interface OneTapView {
   hidden: Record<string, string>;
   /** Origins the form may end at (the redirect URI's), for CSP form-action. */
   formAction: string[];
-  /** Where the form posts; `/auth/authorize` unless said. */
-  formPath?: string;
+  /** Where the form goes (default `/auth/authorize`): each protocol's approval endpoint. */
+  action?: string;
+  /** What is released, in words, when it is not OAuth scopes (a SAML provider's attributes). */
+  released?: string[];
   /** The device grant's user code (RFC 8628 §3.3): shown so the person compares it with the device's. */
   userCode?: string;
 }
@@ -161,7 +163,11 @@ function clientLinks(view: OneTapView) {
 `;
 }
 
-/** The one-tap page (docs/oidc.md, "The authorization endpoint"): a plain form whose hidden inputs carry the request. */
+/**
+ * The one-tap approval page (docs/oidc.md, "The authorization endpoint"), the same for every
+ * protocol the consent gate guards (docs/security.md "One consent gate"): it names the party and
+ * what it receives, and is a plain form whose hidden inputs carry the request.
+ */
 export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: OneTapView): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
   // The approval answers with a redirect to the client, which CSP form-action must allow; the
@@ -186,7 +192,7 @@ export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: O
             : ''
         }<h1>Continue to ${view.clientName}?</h1>
 <p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
-<ul>${view.scopes.map((scope) => html`<li>${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul>
+<ul data-field="released">${(view.released ?? view.scopes.map((scope) => SCOPE_TEXT[scope] ?? scope)).map((line) => html`<li>${line}</li>`)}</ul>
 ${
   view.resources.length
     ? html`<p>and to act for you at:</p>
@@ -198,7 +204,7 @@ ${
             ? html`<p>Check that your device shows this code: <strong data-field="user_code">${view.userCode}</strong>. If it does not, or you did not start this, cancel.</p>
 `
             : ''
-        }${clientLinks(view)}<form method="post" action="${view.formPath ?? '/auth/authorize'}" data-action="continue">
+        }${clientLinks(view)}<form method="post" action="${view.action ?? '/auth/authorize'}" data-action="continue">
 ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
 <button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
 </form>

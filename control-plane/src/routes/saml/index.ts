@@ -14,7 +14,11 @@ import {
   updateProvider,
   type ProviderActor,
 } from '../../saml/providers.js';
+import { usernameOf } from '../../accounts/profile.js';
+import { offerApproval } from '../../consent/gate.js';
+import { sameOriginReferrer, sendOneTap } from '../oidc/pages.js';
 import {
+  answerApproval,
   completeLogout,
   decide,
   errorResponse,
@@ -26,6 +30,7 @@ import {
   parkLogout,
   receiveAuthnRequest,
   receiveLogoutRequest,
+  samlConsent,
   takeParkedLogout,
   type IncomingMessage,
 } from '../../saml/sso.js';
@@ -90,13 +95,21 @@ const providerBody = {
     name: { type: 'string' },
   },
 } as const;
+// A repeated parameter arrives as an array: it reaches the handler, whose signature check refuses
+// it as saml_signature_invalid (the octets as received are ambiguous), rather than failing here.
+const oneOrMore = (description?: string) =>
+  ({
+    type: ['string', 'array'],
+    items: { type: 'string' },
+    ...(description ? { description } : {}),
+  }) as const;
 const samlQuery = {
   type: 'object',
   properties: {
-    SAMLRequest: { type: 'string', description: 'HTTP-Redirect binding: the deflated, base64 request.' },
-    RelayState: { type: 'string' },
-    SigAlg: { type: 'string' },
-    Signature: { type: 'string' },
+    SAMLRequest: oneOrMore('HTTP-Redirect binding: the deflated, base64 request.'),
+    RelayState: oneOrMore(),
+    SigAlg: oneOrMore(),
+    Signature: oneOrMore(),
     sp: {
       type: 'string',
       description: 'IdP-initiated sign-in: the provider id or entityID (only for providers that allow it).',
@@ -119,6 +132,11 @@ function rawQuery(request: FastifyRequest): string {
 /** The SAML identity provider (docs/saml.md): metadata, SSO, SLO and the service-provider API. */
 export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
+  app.addHook('onSend', async (_request, reply, payload) => {
+    // The approval page's form posts back here: its Origin must reach us (see oidc/pages.ts).
+    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
+    return payload;
+  });
 
   /** The operator by the admin token, or a signed-in member (at `sensitive` to change anything). */
   function actorOf(request: FastifyRequest, change: boolean): ProviderActor {
@@ -181,8 +199,40 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       case 'error':
         return sendPostForm(request, reply, await errorResponse(services, pendingId, decision.status));
       default:
-        return sendPostForm(request, reply, await issueResponse(services, pendingId, request.kp.session!));
+        return releaseOrAsk(request, reply, pendingId);
     }
+  }
+
+  /**
+   * The consent gate (docs/saml.md#consent): an approved or first-party provider gets its
+   * assertion; any other gets the approval page naming it and its attributes, and nothing is
+   * posted until the person approves. IsPassive forbids the page (saml-core §3.4.1), so it
+   * answers a signed NoPassive instead: the same answer as without a session, so a provider
+   * cannot probe whether someone is signed in here.
+   */
+  async function releaseOrAsk(request: FastifyRequest, reply: FastifyReply, pendingId: string): Promise<FastifyReply> {
+    const session = request.kp.session!;
+    const pending = await parked(services, pendingId);
+    const consent = await samlConsent(services, pending, session);
+    if (consent.standing.approved)
+      return sendPostForm(request, reply, await issueResponse(services, pendingId, session));
+    if (pending.isPassive) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'NoPassive'));
+    const approval = await offerApproval(services, 'saml', {
+      sessionId: session.id,
+      pendingId,
+      sources: consent.sources.join(' '),
+    });
+    return sendOneTap(request, reply, {
+      clientName: consent.party.name,
+      clientOrigin: new URL(pending.acsUrl).origin,
+      username: (await usernameOf(services, session.identityId)) ?? session.identityId,
+      scopes: [],
+      released: consent.lines,
+      resources: [],
+      hidden: { resume: pendingId, approval },
+      formAction: [],
+      action: '/saml/sso/approve',
+    });
   }
 
   const ssoSchema = {
@@ -199,11 +249,12 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const query = request.query as Record<string, string | undefined>;
       try {
         if (typeof query.resume === 'string') return await proceed(request, reply, query.resume);
-        if (typeof query.SAMLRequest === 'string') {
+        if (query.SAMLRequest !== undefined) {
           const incoming: IncomingMessage = {
             binding: 'redirect',
-            message: query.SAMLRequest,
+            message: String(query.SAMLRequest),
             rawQuery: rawQuery(request),
+            decoded: query,
             ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
           };
           return await proceed(request, reply, await park(services, await receiveAuthnRequest(services, incoming)));
@@ -212,7 +263,14 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
           return await proceed(
             request,
             reply,
-            await park(services, await idpInitiated(services, query.sp, query.RelayState)),
+            await park(
+              services,
+              await idpInitiated(
+                services,
+                query.sp,
+                typeof query.RelayState === 'string' ? query.RelayState : undefined,
+              ),
+            ),
           );
         throw fail('saml_request_invalid', 'send a SAMLRequest (or `sp` for IdP-initiated sign-in)');
       } catch (error) {
@@ -247,6 +305,43 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 
+  app.post(
+    '/saml/sso/approve',
+    {
+      schema: {
+        ...ssoSchema,
+        summary:
+          "The approval page's answer for a service provider the account has not approved: `decision=allow` records the approval and posts the assertion, `deny` posts a signed RequestDenied",
+        body: {
+          type: 'object',
+          properties: {
+            resume: { type: 'string', maxLength: 64 },
+            approval: { type: 'string', maxLength: 64 },
+            decision: { enum: ['allow', 'deny'] },
+          },
+          additionalProperties: false,
+        },
+      },
+    },
+    async (request, reply) => {
+      const body = (request.body ?? {}) as { resume?: string; approval?: string; decision?: string };
+      const session = request.kp.session;
+      try {
+        const approve = body.decision !== 'deny';
+        const pendingId = await answerApproval(services, {
+          token: body.approval,
+          pendingId: body.resume,
+          session,
+          approve,
+        });
+        if (!approve) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'RequestDenied'));
+        return sendPostForm(request, reply, await issueResponse(services, pendingId, session!));
+      } catch (error) {
+        return sendSamlError(request, reply, error);
+      }
+    },
+  );
+
   async function logout(request: FastifyRequest, reply: FastifyReply, pendingId: string): Promise<FastifyReply> {
     const pending = await takeParkedLogout(services, pendingId);
     const session = request.kp.session;
@@ -272,12 +367,12 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const query = request.query as Record<string, string | undefined>;
       try {
         if (typeof query.resume === 'string') return await logout(request, reply, query.resume);
-        if (typeof query.SAMLRequest !== 'string')
-          throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
+        if (query.SAMLRequest === undefined) throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
         const incoming: IncomingMessage = {
           binding: 'redirect',
-          message: query.SAMLRequest,
+          message: String(query.SAMLRequest),
           rawQuery: rawQuery(request),
+          decoded: query,
           ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
         };
         return await logout(request, reply, await parkLogout(services, await receiveLogoutRequest(services, incoming)));

@@ -1,10 +1,18 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { usernameOf } from '../../accounts/profile.js';
+import { offerApproval } from '../../consent/gate.js';
+import type { SessionView } from '../../context.js';
+import type { StoredClient } from '../../storage/types.js';
+import { clientLinksOf, sameOriginReferrer, sendOneTap } from '../oidc/pages.js';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { V1_AUTH_CLIENT_JS } from '../../pages/scripts/v1-auth-client.js';
 import {
+  V1_RELEASE,
+  answerV1Approval,
   findV1Client,
   issueV1SessionToken,
+  v1Consent,
   v1DeprecationHeaders,
   v1RequestCounter,
   verifyV1SessionToken,
@@ -21,8 +29,30 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
   const deprecation = v1DeprecationHeaders(services.config);
   app.addHook('onSend', async (_request, reply, payload) => {
     reply.headers(deprecation);
+    // The approval page's form posts back here: its Origin must reach us (see oidc/pages.ts).
+    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
     return payload;
   });
+
+  /** Mints the token for the session and sends the browser to the v1 return URL with it. */
+  async function handOver(
+    reply: FastifyReply,
+    client: StoredClient,
+    session: SessionView,
+    to: string,
+    status: 302 | 303,
+  ): Promise<FastifyReply> {
+    const { token } = await issueV1SessionToken(services, {
+      client,
+      identityId: session.identityId,
+      sessionId: session.id,
+    });
+    const target = new URL(to);
+    target.searchParams.set('session', token);
+    // The token is in the URL (that is v1's flaw): keep it out of Referer headers and caches at least.
+    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+    return reply.code(status).redirect(target.href);
+  }
   app.addHook('onResponse', async (request, reply) => {
     counter.inc({
       endpoint: request.routeOptions.url ?? 'unknown',
@@ -71,16 +101,55 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
           .code(303)
           .redirect(`/auth?return=${encodeURIComponent(`/auth/v1/return?to=${encodeURIComponent(to)}`)}`);
       }
-      const { token } = await issueV1SessionToken(services, {
-        client,
-        identityId: session.identityId,
-        sessionId: session.id,
+      // The consent gate: the account's id goes only to a first-party client or one it approved.
+      if ((await v1Consent(services, client, session.identityId)).approved)
+        return handOver(reply, client, session, to, 302);
+      const approval = await offerApproval(services, 'v1', { sessionId: session.id, to });
+      const origin = new URL(to).origin;
+      return sendOneTap(request, reply, {
+        clientName: client.metadata.client_name ?? origin,
+        clientOrigin: origin,
+        ...clientLinksOf(client.metadata),
+        username: (await usernameOf(services, session.identityId)) ?? session.identityId,
+        scopes: [...V1_RELEASE.scopes],
+        resources: [],
+        hidden: { to, approval },
+        formAction: [origin],
+        action: '/auth/v1/approve',
       });
-      const target = new URL(to);
-      target.searchParams.set('session', token);
-      // The token is in the URL (that is v1's flaw): keep it out of Referer headers and caches at least.
-      reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
-      return reply.code(302).redirect(target.href);
+    },
+  );
+
+  app.post<{ Body: { to: string; approval?: string; decision?: 'allow' | 'deny' } }>(
+    '/auth/v1/approve',
+    {
+      schema: {
+        tags: ['v1 (deprecated)'],
+        deprecated: true,
+        summary:
+          "The approval page's answer for a v1 client the account has not approved: `allow` records it and hands the token over, `deny` returns with `error=access_denied`",
+        body: {
+          type: 'object',
+          required: ['to'],
+          additionalProperties: false,
+          properties: {
+            to: { type: 'string', minLength: 1, maxLength: 2000 },
+            approval: { type: 'string', maxLength: 64 },
+            decision: { enum: ['allow', 'deny'] },
+          },
+        },
+        response: errorResponses,
+      },
+    },
+    async (request, reply) => {
+      const { to, approval, decision } = request.body;
+      const session = request.kp.session;
+      const approve = decision !== 'deny';
+      const client = await answerV1Approval(services, { token: approval, to, session, approve });
+      if (approve) return handOver(reply, client, session!, to, 303);
+      const declined = new URL(to);
+      declined.searchParams.set('error', 'access_denied');
+      return reply.code(303).redirect(declined.href);
     },
   );
 
