@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadControlPlaneConfig } from '../../config/load.js';
 import type { ControlPlaneConfig } from '../../config/types.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+import type { Area } from '../../control-plane/src/app.js';
 import type { RunningServices } from '../../control-plane/src/services.js';
 
 export const TEST_ISSUER = 'http://localhost:4400';
@@ -34,6 +35,11 @@ export interface BuildOptions {
    * thousands of requests, and holding every line would grow the heap it is measuring.
    */
   discardLogs?: boolean;
+  /**
+   * Boot only these resource areas (with the shared infrastructure): a suite of one area skips
+   * compiling every other route's schemas. Whole-app builds stay for what crosses areas.
+   */
+  areas?: readonly Area[];
 }
 
 export interface Built {
@@ -67,7 +73,7 @@ export async function build(t: Tap, options: BuildOptions = {}): Promise<Built> 
       done();
     },
   });
-  const app = await buildControlPlane(services, { logStream });
+  const app = await buildControlPlane(services, { logStream, ...(options.areas ? { areas: options.areas } : {}) });
   t.teardown(async () => {
     await app.close();
     await services.close();

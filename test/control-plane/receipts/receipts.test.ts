@@ -4,7 +4,11 @@ import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import { verifyAbsenceProof } from '../../../lib/ledger/absence.js';
 import { decodeCheckpoint } from '../../../lib/ledger/checkpoint.js';
-import { build, manualClock, tempDir } from '../../helpers/build.js';
+import { build as buildWhole, manualClock, tempDir, type BuildOptions } from '../../helpers/build.js';
+
+// The receipts area and the published keys (discovery) are all these suites call.
+const build = (t: Parameters<typeof buildWhole>[0], options: BuildOptions = {}) =>
+  buildWhole(t, { areas: ['receipts', 'discovery'], ...options });
 
 /** Adds a route that changes nothing but records a `keys.rotated` event, as a receipted action would. */
 function addReceiptedRoute(app: FastifyInstance): void {
