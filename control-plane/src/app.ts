@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import { randomUUID } from 'node:crypto';
 import type { ControlPlaneServices } from './context.js';
 import { compileAddressList } from '../../lib/util/cidr.js';
+import { sharedSchemaCompilers } from './http/schema-compilers.js';
 import { dependenciesPlugin } from './plugins/dependencies.js';
 import { errorsPlugin } from './plugins/errors.js';
 import { metricsPlugin } from './plugins/metrics.js';
@@ -11,7 +12,6 @@ import { requestContextPlugin } from './plugins/request-context.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { sessionPlugin } from './plugins/session.js';
 import { AccessLog, loggerOptions } from './logging.js';
-import { sharedSchemaCompilers } from './http/schema-compilers.js';
 import authPageRoutes from './routes/auth-page/index.js';
 import accountRoutes from './routes/account/index.js';
 import adminRoutes from './routes/admin/index.js';
@@ -60,11 +60,12 @@ const AREAS = {
   health: [plain(healthRoutes)],
   discovery: [(app, collected) => app.register(discoveryRoutes, { collected })],
   docs: [plain(docsRoutes)],
-  pages: [plain(authPageRoutes), plain(assetRoutes)],
+  pages: [plain(authPageRoutes)],
   totp: [plain(totpRoutes)],
   recovery: [plain(recoveryRoutes)],
   email: [plain(emailRoutes)],
   magic: [plain(magicRoutes)],
+  assets: [plain(assetRoutes)],
   passkeys: [plain(passkeyRoutes), plain(stepUpRoutes)],
   account: [plain(accountRoutes)],
   admin: [plain(adminRoutes)],
