@@ -122,8 +122,12 @@ export function importsOf(source) {
   }
   for (const match of source.matchAll(/(?:^|[;\n])\s*import\s*['"]([^'"]+)['"]/g))
     found.push({ specifier: match[1], names: null });
-  for (const match of source.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g))
+  for (const match of source.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    // Not one written inside a string on its line (a test that writes made-up sources).
+    const line = source.slice(source.lastIndexOf('\n', match.index) + 1, match.index);
+    if ([`'`, '"', '`'].some((quote) => line.split(quote).length % 2 === 0)) continue;
     found.push({ specifier: match[1], names: null });
+  }
   return found;
 }
 

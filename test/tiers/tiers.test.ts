@@ -82,6 +82,7 @@ t.test('reads named, default, side-effect, dynamic and re-exported imports', asy
         "import 'g';",
         "export { h } from 'h';",
         "const i = await import('i');",
+        'const text = "await import(\'in-a-string\')";',
       ].join('\n'),
     ),
     [
