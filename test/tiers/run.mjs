@@ -10,7 +10,7 @@
 // `# { total: N, pass: N, fail: N, skip: N }`, which .ci/run reads. `--disable-coverage` is passed
 // on to tap (CI's Node.js 24 pass) and then no coverage is merged or checked.
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -84,7 +84,7 @@ for (const tier of tiers) {
     });
     if (code !== 0) status = code;
     // tap clears .tap/coverage when it starts: keep each run's coverage for the check at the end.
-    if (coverage) {
+    if (coverage && existsSync(coverageDir)) {
       mkdirSync(keptCoverage, { recursive: true });
       for (const entry of readdirSync(coverageDir, { withFileTypes: true }))
         renameSync(join(coverageDir, entry.name), join(keptCoverage, entry.name));
@@ -96,6 +96,7 @@ for (const tier of tiers) {
 
 if (coverage) {
   rmSync(coverageDir, { recursive: true, force: true });
+  mkdirSync(keptCoverage, { recursive: true });
   cpSync(keptCoverage, coverageDir, { recursive: true });
   rmSync(keptCoverage, { recursive: true, force: true });
   console.log('# coverage of all tiers (floors in .taprc)');
