@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { CLI, runCli, startCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/build.js';
+import { until } from '../helpers/until.js';
 
 // The servers, the taken port and one usage error run as real processes; configuration, help and
 // the offline commands run in-process through the same program.
@@ -43,8 +44,10 @@ t.test('control-plane prints its URL, serves, and exits 0 on SIGTERM', async (t)
       .some(
         (line) => (JSON.parse(line) as { req?: { url?: string } }).req?.url === '/.well-known/openid-configuration',
       );
-  for (let i = 0; i < 100 && !requestLogged(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  t.ok(requestLogged(), 'requests are logged as JSON lines');
+  t.ok(
+    await until('the request log line', async () => requestLogged() || undefined),
+    'requests are logged as JSON lines',
+  );
   t.equal(await server.stop('SIGTERM'), 0);
 });
 

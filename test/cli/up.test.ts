@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { startCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/build.js';
+import { until } from '../helpers/until.js';
 
 t.test('keyplane up refuses a bad port with exit 2', async (t) => {
   const result = await runInProcess(['up', '--gateway-port', 'eighty', '--data', tempDir(t)]);
@@ -47,18 +48,16 @@ t.test(
       60_000,
     );
     t.teardown(() => up.stop());
-    let urls: string[] = [];
-    for (let i = 0; i < 200 && urls.length < 3; i++) {
-      urls = [...up.stdout().matchAll(/^listening (\S+)$/gm)].map((m) => m[1]!);
-      if (urls.length < 3) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const urls = await until('three listening lines', async () => {
+      const found = [...up.stdout().matchAll(/^listening (\S+)$/gm)].map((m) => m[1]!);
+      return found.length >= 3 ? found : undefined;
+    });
     const [controlPlane, gateway, demo] = urls as [string, string, string];
     t.ok(demo, 'control plane, gateway and demo app are listening');
-    let ready = 0;
-    for (let i = 0; i < 100 && ready !== 200; i++) {
-      ready = (await fetch(`${gateway}/readyz`)).status;
-      if (ready !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const ready = await until('the gateway to be ready', async () => {
+      const status = (await fetch(`${gateway}/readyz`)).status;
+      return status === 200 ? status : undefined;
+    });
     t.equal(ready, 200, 'the gateway pulled its signed config from the control plane');
 
     const api = await fetch(`${gateway}/api/whoami`);

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { until } from '../helpers/until.js';
 import { request } from 'undici';
 import { CLIENT_ID, controlPlaneJwks, signConfig, startTestGateway, startUpstream } from './helpers.js';
 
@@ -54,7 +54,7 @@ t.test(
     });
     const pull = gw.running.configPull!;
     t.ok(pull, 'a gateway with client credentials pulls');
-    for (let i = 0; i < 100 && !gw.running.gateway.configHolder.current; i++) await sleep(20);
+    await until('the pulled config', async () => gw.running.gateway.configHolder.current ?? undefined);
     t.match(
       await (await request(`${gw.url}/readyz`)).body.json(),
       { ok: true, configVersion: 3 },

@@ -6,8 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { loadControlPlaneConfig } from '../../config/load.js';
 import type { ControlPlaneConfig } from '../../config/types.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
-import { buildControlPlane } from '../../control-plane/src/app.js';
-import { openControlPlaneServices, type RunningServices } from '../../control-plane/src/services.js';
+import type { Area } from '../../control-plane/src/app.js';
+import type { RunningServices } from '../../control-plane/src/services.js';
 
 export const TEST_ISSUER = 'http://localhost:4400';
 export const TEST_MASTER_KEY = 'test-master-key-0123456789abcdef0123456789';
@@ -35,6 +35,11 @@ export interface BuildOptions {
    * thousands of requests, and holding every line would grow the heap it is measuring.
    */
   discardLogs?: boolean;
+  /**
+   * Boot only these resource areas (with the shared infrastructure): a suite of one area skips
+   * compiling every other route's schemas. Whole-app builds stay for what crosses areas.
+   */
+  areas?: readonly Area[];
 }
 
 export interface Built {
@@ -46,6 +51,12 @@ export interface Built {
 
 /** Builds a control plane on a temporary data dir; closed when the test ends. */
 export async function build(t: Tap, options: BuildOptions = {}): Promise<Built> {
+  // Loaded here, not at the top: the unit tier imports tempDir and manualClock from this file, and
+  // the control plane costs about 2 s of CPU to load (docs/platform.md#test-tiers).
+  const [{ buildControlPlane }, { openControlPlaneServices }] = await Promise.all([
+    import('../../control-plane/src/app.js'),
+    import('../../control-plane/src/services.js'),
+  ]);
   const dataDir = options.dataDir ?? tempDir(t);
   const config = loadControlPlaneConfig({
     env: {},
@@ -62,7 +73,7 @@ export async function build(t: Tap, options: BuildOptions = {}): Promise<Built> 
       done();
     },
   });
-  const app = await buildControlPlane(services, { logStream });
+  const app = await buildControlPlane(services, { logStream, ...(options.areas ? { areas: options.areas } : {}) });
   t.teardown(async () => {
     await app.close();
     await services.close();

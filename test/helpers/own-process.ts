@@ -72,19 +72,4 @@ export function runOwn(command: string, args: readonly string[], options: { user
   return result.stdout;
 }
 
-/** Polls `check` until it returns a value other than undefined, or throws `what` at the deadline. */
-export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+export { until } from './until.js';

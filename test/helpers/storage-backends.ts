@@ -8,7 +8,12 @@ import { createMigratedTestDatabase, postgresAvailability } from './postgres.js'
 type Tap = Test;
 export type Suite = (t: Tap, open: () => Promise<Storage>) => void;
 
-const postgres = await postgresAvailability();
+/**
+ * The tier runner (test/tiers/run.mjs) runs the SQLite half in the unit tier and the PostgreSQL
+ * half in the integration tier; run directly, a file runs both.
+ */
+const only = process.env['KEYPLANE_TEST_STORAGE'];
+const postgres = only === 'sqlite' ? { run: false, reason: '' } : await postgresAvailability();
 
 /**
  * Runs one conformance suite against every storage backend: embedded SQLite (a fresh data dir
@@ -16,13 +21,15 @@ const postgres = await postgresAvailability();
  * after).
  */
 export function onEveryBackend(suite: Suite): void {
-  t.test('sqlite', async (t) => {
-    suite(t, async () => {
-      const storage = openSqliteStorage(tempDir(t));
-      t.teardown(() => storage.close());
-      return storage;
+  if (only !== 'postgres')
+    t.test('sqlite', async (t) => {
+      suite(t, async () => {
+        const storage = openSqliteStorage(tempDir(t));
+        t.teardown(() => storage.close());
+        return storage;
+      });
     });
-  });
+  if (only === 'sqlite') return;
   if (!postgres.run) {
     t.test('postgres', { skip: postgres.reason }, () => undefined);
     return;

@@ -2,10 +2,14 @@ import t from 'tap';
 import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { build, tempDir, TEST_ISSUER } from '../../helpers/build.js';
+import { build as buildWhole, tempDir, TEST_ISSUER, type BuildOptions } from '../../helpers/build.js';
 import { absorbCookies, headersFor, signUp } from '../../helpers/accounts.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
+
+// Sign-up is the passkeys area; the account page (JSON) shows what it made.
+const build = (t: Parameters<typeof buildWhole>[0], options: BuildOptions = {}) =>
+  buildWhole(t, { areas: ['passkeys', 'account'], ...options });
 
 async function begin(
   app: Awaited<ReturnType<typeof build>>['app'],

@@ -4,7 +4,12 @@ import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import { verifyAbsenceProof } from '../../../lib/ledger/absence.js';
 import { decodeCheckpoint } from '../../../lib/ledger/checkpoint.js';
-import { build, manualClock, tempDir } from '../../helpers/build.js';
+import { until } from '../../helpers/until.js';
+import { build as buildWhole, manualClock, tempDir, type BuildOptions } from '../../helpers/build.js';
+
+// The receipts area and the published keys (discovery) are all these suites call.
+const build = (t: Parameters<typeof buildWhole>[0], options: BuildOptions = {}) =>
+  buildWhole(t, { areas: ['receipts', 'discovery'], ...options });
 
 /** Adds a route that changes nothing but records a `keys.rotated` event, as a receipted action would. */
 function addReceiptedRoute(app: FastifyInstance): void {
@@ -301,10 +306,9 @@ t.test('seals on its own timer and as soon as sealMaxReceipts are pending', asyn
   addReceiptedRoute(timed.app);
   await timed.app.ready();
   const hash = (await timed.app.inject({ method: 'POST', url: '/test/receipted' })).json().receipt;
-  let body = (await timed.app.inject({ method: 'GET', url: `/receipts/${hash}` })).json();
-  for (let i = 0; i < 200 && body.pending; i++) {
-    await new Promise((r) => setTimeout(r, 25));
-    body = (await timed.app.inject({ method: 'GET', url: `/receipts/${hash}` })).json();
-  }
+  const body = await until('the interval timer to seal the receipt', async () => {
+    const found = (await timed.app.inject({ method: 'GET', url: `/receipts/${hash}` })).json();
+    return found.pending ? undefined : found;
+  });
   t.ok(body.proof, 'the interval timer sealed it');
 });

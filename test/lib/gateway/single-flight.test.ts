@@ -3,7 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { runSingleFlight } from '../../../lib/gateway/single-flight.js';
 import { MemorySharedState } from '../../../lib/runtime/shared-state/index.js';
 
-const options = { lockMs: 5_000, waitMs: 2_000, resultMs: 10_000, pollMs: 5 };
+// Waiters give up after waitMs: long enough that a leader stalled on a loaded machine still
+// finishes first (the dead-leader case below moves its own clock instead of waiting).
+const options = { lockMs: 30_000, waitMs: 20_000, resultMs: 60_000, pollMs: 5 };
 
 t.test('20 concurrent callers: the work runs once and every caller gets its result', async (t) => {
   const state = new MemorySharedState();

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { until } from '../../helpers/until.js';
 import type { SharedState } from '../../../lib/runtime/shared-state/types.js';
 import { Lockout } from '../../../lib/runtime/security/lockout.js';
 import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
@@ -14,14 +15,15 @@ export function sharedStateSuite(name: string, open: () => Promise<SharedState>)
 
     t.test('incrWithTtl counts and sets the TTL on the first increment only', async (t) => {
       const key = k('incr');
-      const first = await state.incrWithTtl(key, 500);
+      // The window is long enough that a stalled process cannot lose it between the two
+      // increments; waiting out what is left of it is safe however slow the machine is.
+      const first = await state.incrWithTtl(key, 1500);
       t.equal(first.count, 1);
-      t.ok(first.ttlMs > 0 && first.ttlMs <= 500);
-      await sleep(60);
+      t.ok(first.ttlMs > 0 && first.ttlMs <= 1500);
       const second = await state.incrWithTtl(key, 5000);
       t.equal(second.count, 2);
-      t.ok(second.ttlMs <= 500, 'a later increment does not extend the window');
-      await sleep(520);
+      t.ok(second.ttlMs <= 1500, 'a later increment does not extend the window');
+      await sleep(second.ttlMs + 20);
       t.equal((await state.incrWithTtl(key, 500)).count, 1, 'the window expired and restarted');
     });
 
@@ -34,10 +36,9 @@ export function sharedStateSuite(name: string, open: () => Promise<SharedState>)
 
     t.test('values expire', async (t) => {
       const key = k('ttl');
-      await state.set(key, 'v', 80);
+      await state.set(key, 'v', 1000);
       t.equal(await state.get(key), 'v');
-      await sleep(150);
-      t.equal(await state.get(key), null);
+      await until('the value to expire', async () => ((await state.get(key)) === null ? true : undefined));
       t.equal(await state.setIfAbsent(key, 'again', 1000), true, 'an expired key is absent');
     });
 
@@ -71,11 +72,18 @@ export function sharedStateSuite(name: string, open: () => Promise<SharedState>)
       const received: string[] = [];
       const unsubscribe = await state.subscribe(channel, (m) => received.push(m));
       await state.publish(channel, 'hello');
-      for (let i = 0; i < 50 && received.length < 1; i++) await sleep(10);
+      await until('the message', async () => (received.length > 0 ? true : undefined));
       t.same(received, ['hello']);
       await unsubscribe();
+      // A message on a channel still subscribed, published after: once it arrives, anything the
+      // unsubscribed channel would have got has arrived too (one connection delivers in order).
+      const marker = k('marker');
+      let marked = false;
+      const stopMarker = await state.subscribe(marker, () => (marked = true));
+      t.teardown(stopMarker);
       await state.publish(channel, 'after');
-      await sleep(50);
+      await state.publish(marker, 'done');
+      await until('the marker message', async () => (marked ? true : undefined));
       t.same(received, ['hello']);
     });
 

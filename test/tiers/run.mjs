@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// Runs test tiers with tap (docs/platform.md#test-tiers):
+//
+//   node test/tiers/run.mjs unit|integration|e2e [tap options]   one tier, coverage not checked
+//   node test/tiers/run.mjs all [tap options]                   the three in order, then the
+//                                                                coverage floors of .taprc on
+//                                                                what all three covered
+//
+// Each tier prints its time. The last line is tap's summary form summed over every run,
+// `# { total: N, pass: N, fail: N, skip: N }`, which .ci/run reads. `--disable-coverage` is passed
+// on to tap (CI's Node.js 24 pass) and then no coverage is merged or checked.
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { classify, ROOT, TIERS, tierRuns } from './tiers.mjs';
+
+const [choice = 'all', ...tapOptions] = process.argv.slice(2);
+if (choice !== 'all' && !TIERS.includes(choice)) {
+  console.error(`usage: node test/tiers/run.mjs ${TIERS.join('|')}|all [tap options]`);
+  process.exit(2);
+}
+const tiers = choice === 'all' ? TIERS : [choice];
+const coverage = choice === 'all' && !tapOptions.includes('--disable-coverage');
+const tapBin = join(createRequire(import.meta.url).resolve('tap/package.json'), '..', 'dist/esm/run.mjs');
+const coverageDir = join(ROOT, '.tap/coverage');
+const keptCoverage = join(ROOT, '.tap/coverage-tiers');
+
+const COUNTS = ['total', 'pass', 'fail', 'skip', 'todo'];
+const totals = Object.fromEntries(COUNTS.map((name) => [name, 0]));
+
+/** Runs tap once and adds its summary line to the totals; resolves with its exit code. */
+function runTap(files, env) {
+  return new Promise((resolve) => {
+    // Without coverage checks per run: one tier covers only part of the code, and .taprc's floors
+    // are for the whole suite (checked once below).
+    const args = [
+      tapBin,
+      ...(coverage ? ['--allow-incomplete-coverage', '--coverage-report=none'] : []),
+      ...tapOptions,
+    ];
+    if (!coverage && !tapOptions.includes('--disable-coverage')) args.push('--disable-coverage');
+    const child = spawn(process.execPath, [...args, ...files], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['inherit', 'pipe', 'inherit'],
+    });
+    let summary = '';
+    let pending = '';
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop();
+      for (const line of lines) if (/^# \{ total:/.test(line)) summary = line;
+    });
+    child.on('close', (code, signal) => {
+      if (/^# \{ total:/.test(pending)) summary = pending;
+      for (const name of COUNTS) totals[name] += Number(new RegExp(`${name}: (\\d+)`).exec(summary)?.[1] ?? 0);
+      // A run that failed without saying which test (a crash, a signal) counts as one failure.
+      if ((code !== 0 || signal) && !/fail: [1-9]/.test(summary)) totals.fail += 1;
+      resolve(code ?? 1);
+    });
+  });
+}
+
+const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
+const placed = classify();
+const times = [];
+let status = 0;
+if (coverage) rmSync(keptCoverage, { recursive: true, force: true });
+const started = performance.now();
+for (const tier of tiers) {
+  const tierStarted = performance.now();
+  let files = 0;
+  for (const run of tierRuns(tier, placed)) {
+    files += run.files.length;
+    const what = run.storage ? ` (storage: ${run.storage})` : '';
+    console.log(`# tier ${tier}${what}: ${run.files.length} files`);
+    const code = await runTap(run.files, {
+      KEYPLANE_TEST_TIER: tier,
+      ...(run.storage ? { KEYPLANE_TEST_STORAGE: run.storage } : {}),
+    });
+    if (code !== 0) status = code;
+    // tap clears .tap/coverage when it starts: keep each run's coverage for the check at the end.
+    if (coverage && existsSync(coverageDir)) {
+      mkdirSync(keptCoverage, { recursive: true });
+      for (const entry of readdirSync(coverageDir, { withFileTypes: true }))
+        renameSync(join(coverageDir, entry.name), join(keptCoverage, entry.name));
+    }
+  }
+  times.push(`${tier} ${seconds(tierStarted)} s (${files} files)`);
+  console.log(`# tier ${tier}: ${seconds(tierStarted)} s`);
+}
+
+if (coverage) {
+  rmSync(coverageDir, { recursive: true, force: true });
+  mkdirSync(keptCoverage, { recursive: true });
+  cpSync(keptCoverage, coverageDir, { recursive: true });
+  rmSync(keptCoverage, { recursive: true, force: true });
+  console.log('# coverage of all tiers (floors in .taprc)');
+  const code = await new Promise((resolve) => {
+    const child = spawn(process.execPath, [tapBin, 'report'], { cwd: ROOT, stdio: 'inherit' });
+    child.on('close', (exit) => resolve(exit ?? 1));
+  });
+  if (code !== 0) {
+    console.log('# coverage below the floors of .taprc');
+    totals.fail += 1;
+    status = code;
+  }
+}
+
+console.log(`# tier times: ${times.join(', ')}; total ${seconds(started)} s`);
+console.log(
+  `# { ${COUNTS.filter((name) => name !== 'todo' || totals.todo)
+    .map((name) => `${name}: ${totals[name]}`)
+    .join(', ')} }`,
+);
+process.exitCode = status;

@@ -1,0 +1,15 @@
+// Types of ./tiers.mjs, for the TypeScript tests that use it.
+export type Tier = 'unit' | 'integration' | 'e2e';
+export type Storage = 'sqlite' | 'postgres';
+export interface Placed {
+  file: string;
+  tiers: { tier: Tier; storage?: Storage }[];
+  reasons: string[];
+}
+export const TIERS: Tier[];
+export const ROOT: string;
+export function listTestFiles(root?: string): string[];
+export function importsOf(source: string): { specifier: string; names: string[] | null }[];
+export function classify(files?: string[], root?: string): Placed[];
+export function tierRuns(tier: Tier, placed?: Placed[]): { storage?: Storage; files: string[] }[];
+export function relativeToRoot(path: string): string;

@@ -1,0 +1,235 @@
+// Test tiers (docs/platform.md#test-tiers). Every test file lands in exactly one tier by rules, so a
+// new file needs no registration:
+//
+//   unit         lib/, operations on services, storage conformance on SQLite: no servers, no
+//                browsers, no child processes (test/tiers/unit-guard.mjs refuses them at run time)
+//   integration  HTTP through the app, PostgreSQL, Redis, in-process peers
+//   e2e          Chromium, nginx, Caddy, Apache, CLI processes, own Redis/PostgreSQL servers, interop
+//
+// A file starts from the tier of its folder (folders not listed start in integration) and is raised
+// by what it imports, itself or through the test files it imports (helpers): a browser or a child
+// process makes it e2e, a server, a socket library or the booted app makes it integration. Type-only
+// imports count for nothing. A file that runs its suites through `onEveryBackend` (the storage
+// conformance suites) is split: its SQLite half runs in the unit tier, its PostgreSQL half in the
+// integration tier (KEYPLANE_TEST_STORAGE chooses the half, see test/helpers/storage-backends.ts).
+//
+// Plain JavaScript: the tier runner (./run.mjs) loads it with no TypeScript loader.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, posix, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const TIERS = ['unit', 'integration', 'e2e'];
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** The folder a file starts from, by longest matching prefix; anything else starts in integration. */
+const FOLDER_TIERS = [
+  ['test/lib/', 'unit'],
+  ['test/config/', 'unit'],
+  ['test/lint/', 'unit'],
+  ['test/tiers/', 'unit'],
+  ['test/control-plane/', 'unit'],
+  ['test/interop/', 'e2e'],
+  ['test/faults/', 'e2e'],
+];
+
+/** Packages and Node.js modules that start a browser or another process. */
+const E2E_PACKAGES = new Set(['playwright-core', 'node:child_process', 'child_process', 'node:cluster']);
+
+/** Packages and Node.js modules that open servers or sockets, or boot the HTTP app. */
+const INTEGRATION_PACKAGES = new Set([
+  'fastify',
+  'light-my-request',
+  'node:http',
+  'node:https',
+  'node:http2',
+  'node:net',
+  'node:tls',
+  'node:dgram',
+  'http',
+  'https',
+  'net',
+  'ioredis',
+  'pg',
+  'undici',
+  'express',
+  'smtp-server',
+  'dns2',
+  'openid-client',
+  'oidc-provider',
+]);
+
+/** Our own modules (outside test/) that listen, connect or boot the app, by path from the root. */
+const INTEGRATION_SOURCES = [
+  /^control-plane\/src\/(app|server)\.ts$/,
+  /^control-plane\/src\/storage\/postgres\//,
+  /^gateway\/src\//,
+  /^cli\/src\//,
+  /^lib\/runtime\/listen\.ts$/,
+  /^lib\/runtime\/shared-state\/redis\.ts$/,
+];
+
+/**
+ * Helpers whose module mixes things that boot with things that do not: importing only these names
+ * raises nothing (a temporary directory and a hand-moved clock are unit-tier tools).
+ */
+const QUIET_NAMES = new Map([
+  ['test/helpers/build.ts', new Set(['tempDir', 'manualClock', 'TEST_ISSUER', 'TEST_MASTER_KEY'])],
+]);
+
+/** The helper whose users are split between the SQLite (unit) and PostgreSQL (integration) halves. */
+const SPLIT_HELPER = 'test/helpers/storage-backends.ts';
+
+const rank = (tier) => TIERS.indexOf(tier);
+const higher = (a, b) => (rank(a) >= rank(b) ? a : b);
+
+/** Every test file, relative to the root, as tap's `include` (.taprc) finds them. */
+export function listTestFiles(root = ROOT) {
+  const files = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const path = posix.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'fixtures' && entry.name !== 'node_modules') walk(path);
+      } else if (entry.name.endsWith('.test.ts')) files.push(path);
+    }
+  };
+  walk('test');
+  return files.sort();
+}
+
+/**
+ * The imports of one source, without type-only ones: `{ specifier, names }`, where `names` is the
+ * list of named bindings, or null when the whole module is taken (default, namespace, side effect,
+ * dynamic import, re-export).
+ */
+export function importsOf(source) {
+  const found = [];
+  const statement = /(?:^|[;\n])\s*(import|export)\s+(type\s+)?([^'";]*?)\s*from\s*['"]([^'"]+)['"]/g;
+  for (const match of source.matchAll(statement)) {
+    if (match[2]) continue;
+    const clause = match[3];
+    const named = /^\{([^}]*)\}$/.exec(clause.trim());
+    const names = named
+      ? named[1]
+          .split(',')
+          .map((part) => part.trim())
+          .filter((part) => part && !part.startsWith('type '))
+          .map((part) => part.split(/\s+as\s+/)[0].trim())
+      : null;
+    if (named && names.length === 0) continue;
+    found.push({ specifier: match[4], names });
+  }
+  for (const match of source.matchAll(/(?:^|[;\n])\s*import\s*['"]([^'"]+)['"]/g))
+    found.push({ specifier: match[1], names: null });
+  for (const match of source.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    // Not one written inside a string on its line (a test that writes made-up sources).
+    const line = source.slice(source.lastIndexOf('\n', match.index) + 1, match.index);
+    if ([`'`, '"', '`'].some((quote) => line.split(quote).length % 2 === 0)) continue;
+    found.push({ specifier: match[1], names: null });
+  }
+  return found;
+}
+
+/** Resolves a relative `./x.js` specifier of `from` (root-relative) to the `.ts` file beside it. */
+function resolveRelative(from, specifier) {
+  const path = posix.normalize(posix.join(posix.dirname(from), specifier));
+  return path.endsWith('.js') ? `${path.slice(0, -3)}.ts` : path;
+}
+
+/**
+ * What a file needs, from its own imports and those of the test files it imports: the tier its
+ * imports require (unit when nothing) and whether it runs suites on every storage backend.
+ */
+function makeAnalyser(root) {
+  const memo = new Map();
+  const analyse = (file) => {
+    const known = memo.get(file);
+    if (known) return known;
+    const result = { tier: 'unit', split: false, reasons: [] };
+    memo.set(file, result);
+    let source;
+    try {
+      source = readFileSync(join(root, file), 'utf8');
+    } catch {
+      return result;
+    }
+    const raise = (tier, reason) => {
+      if (rank(tier) > rank('unit')) result.reasons.push(reason);
+      result.tier = higher(result.tier, tier);
+    };
+    for (const { specifier, names } of importsOf(source)) {
+      if (!specifier.startsWith('.')) {
+        if (E2E_PACKAGES.has(specifier)) raise('e2e', specifier);
+        else if (
+          INTEGRATION_PACKAGES.has(specifier) ||
+          [...INTEGRATION_PACKAGES].some((p) => specifier.startsWith(`${p}/`))
+        )
+          raise('integration', specifier);
+        continue;
+      }
+      const target = resolveRelative(file, specifier);
+      if (target === SPLIT_HELPER) {
+        result.split = true;
+        continue;
+      }
+      if (!target.startsWith('test/')) {
+        if (INTEGRATION_SOURCES.some((pattern) => pattern.test(target))) raise('integration', target);
+        continue;
+      }
+      const quiet = QUIET_NAMES.get(target);
+      if (quiet && names && names.every((name) => quiet.has(name))) continue;
+      const inner = analyse(target);
+      if (rank(inner.tier) > rank('unit')) raise(inner.tier, `${target} (${inner.reasons[0]})`);
+      if (inner.split) result.split = true;
+    }
+    return result;
+  };
+  return analyse;
+}
+
+function folderTier(file) {
+  let best = { prefix: '', tier: 'integration' };
+  for (const [prefix, tier] of FOLDER_TIERS)
+    if (file.startsWith(prefix) && prefix.length > best.prefix.length) best = { prefix, tier };
+  return best.tier;
+}
+
+/**
+ * Each test file's place: `{ file, tiers: [{ tier, storage? }], reasons }`. A file has one tier, or
+ * two when split between the storage backends (`storage: 'sqlite'` in unit, `'postgres'` after).
+ */
+export function classify(files = listTestFiles(), root = ROOT) {
+  const analyse = makeAnalyser(root);
+  return files.map((file) => {
+    const needs = analyse(file);
+    const tier = higher(folderTier(file), needs.tier);
+    if (needs.split && tier === 'unit')
+      return {
+        file,
+        tiers: [
+          { tier: 'unit', storage: 'sqlite' },
+          { tier: 'integration', storage: 'postgres' },
+        ],
+        reasons: needs.reasons,
+      };
+    return { file, tiers: [{ tier }], reasons: needs.reasons };
+  });
+}
+
+/** The runs of one tier: `[{ storage?, files }]`, one group per storage choice. */
+export function tierRuns(tier, placed = classify()) {
+  const groups = new Map();
+  for (const { file, tiers } of placed)
+    for (const place of tiers) {
+      if (place.tier !== tier) continue;
+      const key = place.storage ?? '';
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(file);
+    }
+  return [...groups.entries()].map(([storage, files]) => ({ ...(storage ? { storage } : {}), files }));
+}
+
+export function relativeToRoot(path) {
+  return relative(ROOT, path).split('\\').join('/');
+}

@@ -1,0 +1,96 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import t from 'tap';
+import { classify, importsOf, listTestFiles, TIERS, tierRuns } from './tiers.mjs';
+import { tempDir } from '../helpers/build.js';
+
+t.test('every test file runs in exactly one tier, or in one tier per storage backend', async (t) => {
+  const files = listTestFiles();
+  t.ok(files.length > 200, 'finds the suite');
+  t.ok(files.includes('test/tiers/tiers.test.ts'), 'finds this file');
+  const runs = new Map<string, string[]>();
+  for (const tier of TIERS)
+    for (const run of tierRuns(tier))
+      for (const file of run.files)
+        runs.set(file, [...(runs.get(file) ?? []), `${tier}${run.storage ? `:${run.storage}` : ''}`]);
+  for (const file of files) {
+    const places = runs.get(file) ?? [];
+    if (places.length === 2) t.same(places, ['unit:sqlite', 'integration:postgres'], `${file} is split by storage`);
+    else t.equal(places.length, 1, `${file} is in one tier (${places.join(', ') || 'none'})`);
+  }
+  t.same([...runs.keys()].sort(), files, 'the tiers run no file that is not a test file');
+});
+
+t.test('a file is raised by what it imports, itself or through the helpers it imports', async (t) => {
+  const root = tempDir(t);
+  const write = (path: string, source: string) => {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), source);
+  };
+  write('test/helpers/browser.ts', "import { chromium } from 'playwright-core';\n");
+  write('test/helpers/build.ts', "import { buildControlPlane } from '../../control-plane/src/app.js';\n");
+  write('test/helpers/storage-backends.ts', "import pg from 'pg';\n");
+  write('test/lib/pure.test.ts', "import t from 'tap';\nimport { checkPkce } from '../../lib/pkce/check-pkce.js';\n");
+  write('test/lib/temp.test.ts', "import { tempDir, manualClock } from '../helpers/build.js';\n");
+  write(
+    'test/lib/typed.test.ts',
+    "import type { Browser } from 'playwright-core';\nimport { type Page } from 'playwright-core';\n",
+  );
+  write('test/lib/spawns.test.ts', "import { spawn } from 'node:child_process';\n");
+  write('test/lib/lazy.test.ts', "const { chromium } = await import('../helpers/browser.js');\n");
+  write('test/control-plane/x/http.test.ts', "import { build } from '../../helpers/build.js';\n");
+  write('test/control-plane/x/store.test.ts', "import { onEveryBackend } from '../../helpers/storage-backends.js';\n");
+  write('test/newdir/plain.test.ts', "import t from 'tap';\n");
+  write('test/interop/plain.test.ts', "import t from 'tap';\n");
+  const placed = classify(
+    [
+      'test/lib/pure.test.ts',
+      'test/lib/temp.test.ts',
+      'test/lib/typed.test.ts',
+      'test/lib/spawns.test.ts',
+      'test/lib/lazy.test.ts',
+      'test/control-plane/x/http.test.ts',
+      'test/control-plane/x/store.test.ts',
+      'test/newdir/plain.test.ts',
+      'test/interop/plain.test.ts',
+    ],
+    root,
+  );
+  const tierOf = (file: string) =>
+    placed
+      .find((p) => p.file === file)!
+      .tiers.map((p) => `${p.tier}${p.storage ? `:${p.storage}` : ''}`)
+      .join('+');
+  t.equal(tierOf('test/lib/pure.test.ts'), 'unit');
+  t.equal(tierOf('test/lib/temp.test.ts'), 'unit', 'a temporary directory and a clock boot nothing');
+  t.equal(tierOf('test/lib/typed.test.ts'), 'unit', 'type-only imports count for nothing');
+  t.equal(tierOf('test/lib/spawns.test.ts'), 'e2e', 'a child process is e2e');
+  t.equal(tierOf('test/lib/lazy.test.ts'), 'e2e', 'a browser through a helper, imported lazily, is e2e');
+  t.equal(tierOf('test/control-plane/x/http.test.ts'), 'integration', 'booting the app is integration');
+  t.equal(tierOf('test/control-plane/x/store.test.ts'), 'unit:sqlite+integration:postgres');
+  t.equal(tierOf('test/newdir/plain.test.ts'), 'integration', 'an unknown folder starts in integration');
+  t.equal(tierOf('test/interop/plain.test.ts'), 'e2e');
+});
+
+t.test('reads named, default, side-effect, dynamic and re-exported imports', async (t) => {
+  t.same(
+    importsOf(
+      [
+        "import a from 'a';",
+        "import { b, type C, d as e } from './b.js';",
+        "import type { F } from 'f';",
+        "import 'g';",
+        "export { h } from 'h';",
+        "const i = await import('i');",
+        'const text = "await import(\'in-a-string\')";',
+      ].join('\n'),
+    ),
+    [
+      { specifier: 'a', names: null },
+      { specifier: './b.js', names: ['b', 'd'] },
+      { specifier: 'h', names: ['h'] },
+      { specifier: 'g', names: null },
+      { specifier: 'i', names: null },
+    ],
+  );
+});
