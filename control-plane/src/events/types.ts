@@ -137,7 +137,7 @@ export type DomainEvent =
       refresh: boolean;
       resource: string | null;
     })
-  // RFC 8628: the person's decision on a device code at /device (docs/oidc.md#device-grant)
+  // RFC 8628: the person's decision on a device code at /device (docs/oidc.md#75-the-device-authorization-grant-post-authdevice-rfc-8628)
   | (EventBase & {
       type: 'device.decided';
       clientId: string;
