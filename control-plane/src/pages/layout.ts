@@ -45,6 +45,7 @@ button.secondary { background: transparent; color: var(--accent); }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 code { font-size: .9em; }
+.tag { display: inline-block; font-size: .8em; font-weight: 600; padding: 0 .45rem; border: 1px solid var(--accent); border-radius: 1rem; color: var(--accent); }
 @media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
 `;
 

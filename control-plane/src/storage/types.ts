@@ -180,11 +180,14 @@ export interface Device {
   identityId: string;
   createdAt: number;
   lastSeenAt: number;
+  /** The User-Agent of its latest sign-in (at most 512 characters); null when none was sent. */
+  userAgent: string | null;
 }
 
 /** The device ledger: which devices an identity has signed in from. */
 export interface DeviceStore {
-  upsert(identityId: string, deviceId: string, at: number): Promise<void>;
+  /** Records a sign-in from the device; a `userAgent` replaces the one kept, none keeps it. */
+  upsert(identityId: string, deviceId: string, at: number, userAgent?: string | null): Promise<void>;
   list(identityId: string): Promise<Device[]>;
   remove(identityId: string, deviceId: string): Promise<boolean>;
 }
