@@ -378,7 +378,8 @@ ${view.devices.map(
 
 <h2 id="security-h">Two-step and e-mail</h2>
 <p>Authenticator app (TOTP): <strong data-field="totp">${view.totp}</strong></p>
-<p>E-mail addresses: ${view.emails.length ? view.emails.map((e, i) => html`${i ? ', ' : ''}${e.email}${e.verified ? ' (verified)' : ' (not verified)'}`) : 'none'}</p>
+<p id="emails-h">E-mail addresses${view.emails.length ? '' : html`: <span data-field="no-emails">none yet</span>`}</p>
+<ul id="email-list" aria-labelledby="emails-h">${view.emails.map((e) => html`<li data-email="${e.email}">${e.email} <span class="muted">${e.verified ? '(verified)' : '(waiting for confirmation: open the link we mailed)'}</span></li>`)}</ul>
 ${sections}
 
 <h2 id="prefs-h">Preferences</h2>
@@ -398,7 +399,7 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 <p id="delete-help">This deletes your passkeys, authenticator app, backup codes, e-mail addresses, sessions, the sign-ins you gave apps and the apps you registered. It cannot be undone. Receipts of past events stay, naming only your account id, never your name.${assurance === 'sensitive' ? '' : html` First <a href="/auth/step-up?return=/account">confirm it is you</a>.`}</p>
 <label for="delete-confirm">To confirm, type your username: <strong>${view.username}</strong></label>
 <input id="delete-confirm" name="confirm" required autocomplete="off" autocapitalize="none" spellcheck="false">
-<button type="submit">Delete my account</button>
+<button type="submit" class="danger" data-action="delete-account">Delete my account</button>
 </form>`;
 }
 
