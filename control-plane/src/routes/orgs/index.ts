@@ -357,7 +357,7 @@ ${
 <ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${x.role}</li>`)}</ul>
 ${
   manager
-    ? html`<form method="post" data-kp-post action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
+    ? html`<form method="post" data-kp-post data-then="invited" action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
 <label for="invite-username">Username</label> <input id="invite-username" name="username" type="text" required>
 <label for="invite-role">Role</label> <select id="invite-role" name="role"><option value="member">member</option><option value="admin">admin</option>${view.role === 'owner' ? html`<option value="owner">owner</option>` : ''}</select>
 <button type="submit">Invite</button></form>`
