@@ -772,6 +772,8 @@ export interface OrgStore {
   /** One open invite per (org, identity): a new one replaces the old. */
   putInvite(invite: OrgInvite): Promise<void>;
   invitesFor(identityId: string): Promise<OrgInvite[]>;
+  /** The org's open invites, oldest first (its dashboard lists them). */
+  invitesOf(orgId: string): Promise<OrgInvite[]>;
   /** Removes and returns the invite (atomic: an invite is accepted once). */
   takeInvite(orgId: string, identityId: string): Promise<OrgInvite | null>;
   sites(orgId: string): Promise<OrgSite[]>;

@@ -5,7 +5,7 @@ import { startControlPlane, type RunningControlPlane } from '../../../control-pl
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 
-/** The org page in Chromium: a full-width URL field, and an invite that says it was sent. */
+/** The org page in Chromium: a full-width URL field, an invite that says it was sent, pending invites listed. */
 declare function getComputedStyle(node: unknown): { width: string; paddingTop: string };
 
 const skip = chromiumSkip(t, 'browser org page suite');
@@ -57,8 +57,15 @@ t.test('the org page styles its URL field and confirms an invite', { skip, timeo
     },
   );
   t.pass('the invite says it was sent');
+  t.match(await page.textContent('#pending-invites'), /bob · member \(not accepted yet\)/, 'listed as pending at once');
+  await page.reload();
+  t.match(await page.textContent('#pending-invites'), /bob · member/, 'and after a reload');
   await other.page.reload();
   t.equal(await other.page.locator('[data-invite="acme"]').count(), 1, 'bob sees the invite on his account page');
+  await other.page.click('button[data-action="accept-invite"]');
+  await other.page.waitForURL(/\/account$/, { timeout: 10_000 }).catch(() => undefined);
+  await page.reload();
+  t.match(await page.textContent('#pending-invites'), /None/, 'an accepted invite is no longer pending');
   t.same(problems, [], 'no page errors and no CSP violations');
 });
 declare const document: { getElementById(id: string): { textContent: string | null } | null };
