@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel, meetsAssurance } from '../../lib/assurance/assurance.js';
 import { isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
@@ -335,16 +335,26 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
 
 const SIGNOUT_FORM_LIMIT = 4096;
 
+// The sign-out page's look: the control plane's system font, spacing and button, inline and
+// allowed by its hash alone (the page loads nothing and runs no script).
+const SIGNOUT_STYLE = `:root{color-scheme:light dark;--fg:#17202a;--bg:#fbfbfd;--muted:#5b6670;--accent:#0b57d0}
+@media (prefers-color-scheme:dark){:root{--fg:#e8eaed;--bg:#14171a;--muted:#a3acb5;--accent:#8ab4f8}}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
+main{max-width:32rem;margin:0 auto;padding:3rem 1.25rem}h1{font-size:1.6rem;margin:0 0 1rem}p{color:var(--muted)}
+button{font:inherit;padding:.6rem 1.1rem;border-radius:.4rem;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;margin-top:.75rem}
+a{color:var(--accent);margin-left:1rem}:focus-visible{outline:3px solid var(--accent);outline-offset:2px}`;
+const SIGNOUT_STYLE_HASH = `'sha256-${createHash('sha256').update(SIGNOUT_STYLE).digest('base64')}'`;
+
 /** GET: the confirmation page, a plain POST form (no script), so a link or an image on another site signs nobody out. */
 function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSession, returnTo: string): void {
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign out</title><meta name="viewport" content="width=device-width"></head>
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign out</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${SIGNOUT_STYLE}</style></head>
 <body><main><h1>Sign out?</h1><p>This ends your session here and at the identity provider.</p>
 <form method="post" action="/_gate/signout" data-action="signout-form"><input type="hidden" name="csrf" value="${escapeHtml(signoutToken(ctx, session))}"><input type="hidden" name="rd" value="${escapeHtml(returnTo)}">
-<button type="submit" data-action="signout">Sign out</button></form></main></body></html>`;
+<button type="submit" data-action="signout">Sign out</button><a href="${escapeHtml(returnTo)}">Stay signed in</a></form></main></body></html>`;
   res.writeHead(200, {
     ...PAGE_HEADERS,
     // The form posts here and is redirected to the control plane's logout: form-action covers both (CSP 3 follows redirects).
-    'content-security-policy': `default-src 'none'; form-action 'self' ${new URL(ctx.controlPlane).origin}; frame-ancestors 'none'; base-uri 'none'`,
+    'content-security-policy': `default-src 'none'; style-src ${SIGNOUT_STYLE_HASH}; form-action 'self' ${new URL(ctx.controlPlane).origin}; frame-ancestors 'none'; base-uri 'none'`,
   });
   res.end(html);
 }

@@ -54,7 +54,7 @@ ${
 </div>`
 }
 <h3 id="recovery-h">Backup codes</h3>
-<p>${unusedCodes ? `${unusedCodes} unused backup code${unusedCodes === 1 ? '' : 's'}.` : 'No backup codes yet.'} Each signs you in once if you lose your passkeys.</p>
+<p><span id="recovery-count">${unusedCodes ? `${unusedCodes} unused backup code${unusedCodes === 1 ? '' : 's'}.` : 'No backup codes yet.'}</span> Each signs you in once if you lose your passkeys.</p>
 <p><button type="button" class="secondary" data-sf-action="recovery-regenerate">Make new backup codes</button></p>
 <div id="recovery-panel" hidden>
   <p><strong>Save these now; they are shown only once.</strong></p>

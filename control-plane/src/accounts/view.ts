@@ -1,4 +1,5 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
+import { describeUserAgent, type DeviceDescription } from '../../../lib/accounts/user-agent.js';
 import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
 import { accountExtras, type AccountExtras } from './extras.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -17,15 +18,20 @@ export interface AccountView {
   emails: AccountExtras['emails'];
   passkeys: Array<{ credId: string; label: string; createdAt: number; lastUsedAt: number | null; backedUp: boolean }>;
   totp: AccountExtras['totp'];
-  sessions: Array<{
-    identifier: string;
-    deviceId: string;
-    assurance: string;
-    current: boolean;
-    createdAt: number;
-    lastSeenAt: number;
-  }>;
-  devices: Array<{ deviceId: string; createdAt: number; lastSeenAt: number; current: boolean }>;
+  sessions: Array<
+    {
+      identifier: string;
+      deviceId: string;
+      assurance: string;
+      /** This very session (the request's). */
+      current: boolean;
+      /** A session of the browser this request comes from. */
+      thisDevice: boolean;
+      createdAt: number;
+      lastSeenAt: number;
+    } & DeviceDescription
+  >;
+  devices: Array<{ deviceId: string; createdAt: number; lastSeenAt: number; current: boolean } & DeviceDescription>;
   founder: boolean;
   createdAt: number;
   /** The organizations the account belongs to, and open invitations to others (docs/orgs.md). */
@@ -57,6 +63,8 @@ export async function loadAccountView(
   ]);
   const invitedTo = await Promise.all(invites.map((i) => storage.orgs.get(i.orgId)));
   const stepUpMs = services.config.lifetimes.stepUp * 1000;
+  // A session is named by the browser of its device (the User-Agent kept at its sign-in).
+  const userAgents = new Map(devices.map((d) => [d.deviceId, d.userAgent]));
   return {
     extras,
     view: {
@@ -79,14 +87,17 @@ export async function loadAccountView(
         deviceId: s.deviceId,
         assurance: effectiveAssurance(s, now, stepUpMs),
         current: s.sessionId === current.sessionId,
+        thisDevice: s.deviceId === current.deviceId,
         createdAt: s.createdAt,
         lastSeenAt: s.lastSeenAt,
+        ...describeUserAgent(userAgents.get(s.deviceId) ?? null),
       })),
       devices: devices.map((d) => ({
         deviceId: d.deviceId,
         createdAt: d.createdAt,
         lastSeenAt: d.lastSeenAt,
         current: d.deviceId === current.deviceId,
+        ...describeUserAgent(d.userAgent),
       })),
       founder: identity.founder,
       createdAt: identity.createdAt,

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
+import type { Attachment } from 'nodemailer/lib/mailer/index.js';
 
 export interface OutgoingMail {
   to: string;
@@ -34,6 +35,19 @@ export interface MailerOptions {
 
 export const OUTBOX_DIR = 'outbox';
 
+// RFC 5322 §2.1.1: a line may be 998 characters. Quoted-printable would fold a long link at 76,
+// with "=" soft breaks a person reading the .eml (or a plain-text client) cannot click through.
+const MAX_LINE = 998;
+
+/** An ASCII part whose lines fit is sent as 7bit, unfolded; anything else is left to nodemailer. */
+function unwrappedPart(type: string, content: string | undefined): string | Attachment | undefined {
+  if (content === undefined) return undefined;
+  const fits = /^[\x20-\x7e\r\n\t]*$/.test(content) && content.split(/\r?\n/).every((line) => line.length <= MAX_LINE);
+  if (!fits) return content;
+  const body = content.replace(/\r?\n/g, '\r\n');
+  return { raw: `Content-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: 7bit\r\n\r\n${body}` };
+}
+
 /**
  * Outgoing mail through nodemailer: SMTP when `mail.smtpUrl` (KEYPLANE_SMTP_URL) is set,
  * otherwise RFC 5322 `.eml` files in `<dataDir>/outbox/`, one per message, readable by any mail
@@ -47,7 +61,12 @@ export function createMailer(options: MailerOptions): Mailer {
   const pending = new Set<Promise<void>>();
 
   async function send(mail: OutgoingMail): Promise<void> {
-    const info = await transport.sendMail({ from: options.from, ...mail });
+    const info = await transport.sendMail({
+      from: options.from,
+      ...mail,
+      text: unwrappedPart('text/plain', mail.text)!,
+      ...(mail.html === undefined ? {} : { html: unwrappedPart('text/html', mail.html)! }),
+    });
     if (!options.smtpUrl) {
       mkdirSync(outbox, { recursive: true, mode: 0o700 });
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(6).toString('hex')}.eml`;

@@ -19,6 +19,8 @@ export interface OrgView {
   website: string | null;
   role: OrgRole;
   members: Array<{ user: string; username: string; role: OrgRole }>;
+  /** Invites not accepted yet. */
+  invites: Array<{ user: string; username: string; role: OrgRole }>;
   sites: SiteView[];
   /** The primary site's Rating: the org's headline. */
   rating: Rating | null;
@@ -37,8 +39,13 @@ export function domainProof(site: { url: string; proofToken: string }): SiteView
 /** The org as `GET /org/{slug}?format=json` shows it to a member. */
 export async function loadOrgView(services: OrgServices, m: Membership): Promise<OrgView> {
   const { storage } = services;
-  const [members, sites] = await Promise.all([storage.orgs.members(m.org.orgId), storage.orgs.sites(m.org.orgId)]);
+  const [members, sites, invites] = await Promise.all([
+    storage.orgs.members(m.org.orgId),
+    storage.orgs.sites(m.org.orgId),
+    storage.orgs.invitesOf(m.org.orgId),
+  ]);
   const identities = await Promise.all(members.map((x) => storage.identities.get(x.identityId)));
+  const invitees = await Promise.all(invites.map((x) => storage.identities.get(x.identityId)));
   const siteViews = await Promise.all(
     sites.map(async (s): Promise<SiteView> => {
       const latest = await storage.scans.latestForSite(s.siteId);
@@ -59,6 +66,7 @@ export async function loadOrgView(services: OrgServices, m: Membership): Promise
     website: m.org.website,
     role: m.role,
     members: members.map((x, i) => ({ user: x.identityId, username: identities[i]?.username ?? '', role: x.role })),
+    invites: invites.map((x, i) => ({ user: x.identityId, username: invitees[i]?.username ?? '', role: x.role })),
     sites: siteViews,
     rating: siteViews.find((s) => s.primary)?.rating ?? null,
   };

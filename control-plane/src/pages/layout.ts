@@ -45,6 +45,10 @@ button.secondary { background: transparent; color: var(--accent); }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 code { font-size: .9em; }
+.notice { border-left: 4px solid var(--accent); padding: .5rem .75rem; background: color-mix(in srgb, var(--accent) 8%, transparent); }
+button.danger { background: var(--bad); border-color: var(--bad); color: #fff; }
+input[type=url] { width: 100%; padding: .6rem .7rem; font: inherit; border: 1px solid var(--line); border-radius: .4rem; background: transparent; color: inherit; }
+.tag { display: inline-block; font-size: .8em; font-weight: 600; padding: 0 .45rem; border: 1px solid var(--accent); border-radius: 1rem; color: var(--accent); }
 @media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
 `;
 

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../lib/errors/keyplane-error.js';
+import { keptUserAgent } from '../../../lib/accounts/user-agent.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
@@ -51,6 +52,8 @@ export interface SignInBrowser {
    * account, ended when it is to another.
    */
   previous?: PresentedSession | undefined;
+  /** Its User-Agent, kept on the device so the account page can name it ("Chrome 139 on macOS"). */
+  userAgent?: string | null;
 }
 
 export interface OpenedSession {
@@ -125,7 +128,7 @@ export async function openSession(
     absoluteExpiresAt,
     revokedAt: null,
   });
-  await tx.devices.upsert(input.identityId, deviceId, now);
+  await tx.devices.upsert(input.identityId, deviceId, now, browser.userAgent ?? null);
   const { receipt } = await services.events.record(tx, {
     type: 'session.started',
     at: now,
@@ -151,7 +154,11 @@ export function presentedSession(request: FastifyRequest): (SessionView & Presen
 /** The browser of this request: its device cookie (minted on the reply when missing) and its current session. */
 export function browserOf(kp: CookieServices, reply: FastifyReply): SignInBrowser {
   const request = reply.request;
-  return { deviceId: () => ensureDeviceId(kp, request, reply), previous: presentedSession(request) };
+  return {
+    deviceId: () => ensureDeviceId(kp, request, reply),
+    previous: presentedSession(request),
+    userAgent: keptUserAgent(request.headers['user-agent']),
+  };
 }
 
 /** Sets the session cookie (and its FedCM twin) for a session `openSession` created or a renewal gave a new token. */

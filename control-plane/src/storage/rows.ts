@@ -207,6 +207,7 @@ export interface DeviceRow {
   device_id: string;
   created_at: number;
   last_seen_at: number;
+  user_agent: string | null;
 }
 
 export const deviceFromRow = (row: DeviceRow) => ({
@@ -214,6 +215,7 @@ export const deviceFromRow = (row: DeviceRow) => ({
   identityId: row.identity_id,
   createdAt: row.created_at,
   lastSeenAt: row.last_seen_at,
+  userAgent: row.user_agent,
 });
 
 export interface TotpRow {

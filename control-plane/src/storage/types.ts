@@ -180,11 +180,14 @@ export interface Device {
   identityId: string;
   createdAt: number;
   lastSeenAt: number;
+  /** The User-Agent of its latest sign-in (at most 512 characters); null when none was sent. */
+  userAgent: string | null;
 }
 
 /** The device ledger: which devices an identity has signed in from. */
 export interface DeviceStore {
-  upsert(identityId: string, deviceId: string, at: number): Promise<void>;
+  /** Records a sign-in from the device; a `userAgent` replaces the one kept, none keeps it. */
+  upsert(identityId: string, deviceId: string, at: number, userAgent?: string | null): Promise<void>;
   list(identityId: string): Promise<Device[]>;
   remove(identityId: string, deviceId: string): Promise<boolean>;
 }
@@ -769,6 +772,8 @@ export interface OrgStore {
   /** One open invite per (org, identity): a new one replaces the old. */
   putInvite(invite: OrgInvite): Promise<void>;
   invitesFor(identityId: string): Promise<OrgInvite[]>;
+  /** The org's open invites, oldest first (its dashboard lists them). */
+  invitesOf(orgId: string): Promise<OrgInvite[]>;
   /** Removes and returns the invite (atomic: an invite is accepted once). */
   takeInvite(orgId: string, identityId: string): Promise<OrgInvite | null>;
   sites(orgId: string): Promise<OrgSite[]>;

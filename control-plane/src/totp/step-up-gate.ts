@@ -23,3 +23,8 @@ export async function requireTotpIfActive(
   await checkTotpCode(services, record, totpCode);
   return true;
 }
+
+/** Whether a step-up of this account asks for a TOTP code (its TOTP is active), for the page to ask. */
+export async function stepUpAsksTotp(services: Pick<TotpServices, 'storage'>, identityId: string): Promise<boolean> {
+  return (await services.storage.totp.get(identityId))?.state === 'active';
+}

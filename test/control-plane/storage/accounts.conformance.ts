@@ -236,9 +236,19 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     await s.devices.upsert('usr_a', 'd2', 15);
     await s.devices.upsert('usr_b', 'd1', 30);
     t.same(await s.devices.list('usr_a'), [
-      { deviceId: 'd1', identityId: 'usr_a', createdAt: 10, lastSeenAt: 20 },
-      { deviceId: 'd2', identityId: 'usr_a', createdAt: 15, lastSeenAt: 15 },
+      { deviceId: 'd1', identityId: 'usr_a', createdAt: 10, lastSeenAt: 20, userAgent: null },
+      { deviceId: 'd2', identityId: 'usr_a', createdAt: 15, lastSeenAt: 15, userAgent: null },
     ]);
+    await s.devices.upsert('usr_a', 'd2', 40, 'Firefox/128');
+    await s.devices.upsert('usr_a', 'd2', 50);
+    t.same(
+      (await s.devices.list('usr_a')).map((d) => [d.deviceId, d.lastSeenAt, d.userAgent]),
+      [
+        ['d1', 20, null],
+        ['d2', 50, 'Firefox/128'],
+      ],
+      'a sign-in without a User-Agent keeps the one kept',
+    );
     t.notOk(await s.devices.remove('usr_a', 'd3'));
     t.ok(await s.devices.remove('usr_a', 'd1'));
     t.same(

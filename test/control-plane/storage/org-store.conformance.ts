@@ -57,7 +57,13 @@ export function orgStoreConformance(t: Test, open: () => Promise<Storage>): void
     t.same(await orgs.invitesFor('id_b'), [
       { orgId: 'org_acme', identityId: 'id_b', role: 'admin', invitedBy: 'id_a', createdAt: 2 },
     ]);
+    t.same(
+      (await orgs.invitesOf('org_acme')).map((i) => [i.identityId, i.role]),
+      [['id_b', 'admin']],
+      "the org's open invites",
+    );
     t.match(await orgs.takeInvite('org_acme', 'id_b'), { role: 'admin' });
+    t.same(await orgs.invitesOf('org_acme'), [], 'an accepted invite is no longer open');
     t.equal(await orgs.takeInvite('org_acme', 'id_b'), null);
     t.same(await orgs.invitesFor('id_b'), []);
   });

@@ -8,7 +8,7 @@ const status = document.getElementById('status');
 const actions = {
   async signout() {
     await call('POST', '/auth/signout');
-    location.assign('/auth');
+    location.assign('/auth?done=signed-out');
   },
   'add-passkey': () => act(async () => {
     const begin = await call('POST', '/auth/passkeys/add-options');
@@ -54,7 +54,7 @@ async function deleteAccount(data) {
   try {
     await call('POST', '/account/delete', { confirm: data.get('confirm') });
     say(status, 'Your account was deleted.');
-    location.assign('/auth');
+    location.assign('/auth?done=account-deleted');
   } catch (error) {
     say(status, describe(error), true);
   }

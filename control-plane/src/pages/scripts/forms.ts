@@ -22,6 +22,20 @@ for (const form of document.querySelectorAll('form[data-kp-post]')) {
       const then = form.dataset.then;
       if (then === 'org' && data.slug) location.assign('/org/' + encodeURIComponent(data.slug));
       else if (then === 'scan' && data.rating) location.assign('/scan?url=' + encodeURIComponent(data.rating.url));
+      else if (then === 'invited') {
+        // Stay on the page and say what happened: the invitee accepts on their own account page.
+        if (status) status.textContent = 'Invited ' + body.username + ' as ' + (body.role || 'member') + '. They accept it on their account page.';
+        const pending = document.getElementById('pending-invites');
+        if (pending) {
+          pending.querySelector('[data-none]')?.remove();
+          pending.querySelector('[data-pending-invite="' + CSS.escape(body.username) + '"]')?.remove();
+          const item = document.createElement('li');
+          item.dataset.pendingInvite = body.username;
+          item.textContent = body.username + ' · ' + (body.role || 'member') + ' (not accepted yet)';
+          pending.append(item);
+        }
+        form.reset();
+      }
       else if (then === 'contact') location.assign('/contact?sent=' + encodeURIComponent(data.contactId || '1'));
       else location.reload();
     } catch {

@@ -36,6 +36,7 @@ const actions = {
       return item;
     }));
     document.getElementById('recovery-panel').hidden = false;
+    document.getElementById('recovery-count').textContent = codes.length + ' unused backup codes.';
     say(status, 'New backup codes made. Save them now: they are shown only this once.');
   },
 };
@@ -61,6 +62,18 @@ const forms = {
     const result = await call('POST', '/auth/email/add', { email: data.get('email') });
     say(status, result.sent ? 'We sent a confirmation link to ' + result.email + '.' : result.email + ' is verified already.');
     form.reset();
+    // List the address at once, pending until its link is opened (the page shows the same after a reload).
+    const list = document.getElementById('email-list');
+    if (list && result.sent && !list.querySelector('[data-email="' + CSS.escape(result.email) + '"]')) {
+      const item = document.createElement('li');
+      item.dataset.email = result.email;
+      const note = document.createElement('span');
+      note.className = 'muted';
+      note.textContent = '(waiting for confirmation: open the link we mailed)';
+      item.append(result.email + ' ', note);
+      list.append(item);
+      document.querySelector('[data-field="no-emails"]')?.parentElement?.replaceChildren('E-mail addresses');
+    }
   },
 };
 

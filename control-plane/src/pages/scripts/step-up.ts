@@ -13,13 +13,13 @@ form.addEventListener('submit', async (event) => {
     say(status, 'Waiting for your passkey…');
     const begin = await call('POST', '/auth/step-up/options');
     const response = await startAuthentication({ optionsJSON: begin.options });
-    const totpCode = code.value.trim();
+    const totpCode = code ? code.value.trim() : '';
     await call('POST', '/auth/step-up/verify', totpCode ? { response, totpCode } : { response });
     say(status, 'Confirmed.');
     location.assign(form.dataset.return);
   } catch (error) {
     say(status, describe(error), true);
-    if (error && (error.reason === 'totp_required' || error.reason === 'totp_invalid' || error.reason === 'totp_replayed')) code.focus();
+    if (code && error && (error.reason === 'totp_required' || error.reason === 'totp_invalid' || error.reason === 'totp_replayed')) code.focus();
   }
 });
 `;

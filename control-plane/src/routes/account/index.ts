@@ -10,6 +10,13 @@ import { errorResponses, okObject } from '../../http/schemas.js';
 import { loadAccountView, type AccountView } from '../../accounts/view.js';
 import { revokeApproval } from '../../consent/gate.js';
 
+/** How a session's or device's browser is shown (lib/accounts/user-agent.ts). */
+const deviceDescription = {
+  label: { type: 'string', description: 'What a person reads, e.g. "Chrome 139 on macOS"' },
+  browser: { description: 'e.g. "Chrome 139"; null when the User-Agent names none' },
+  os: { description: 'e.g. "macOS"; null when the User-Agent names none' },
+} as const;
+
 const accountSchema = {
   type: 'object',
   properties: {
@@ -42,12 +49,18 @@ const accountSchema = {
           deviceId: { type: 'string' },
           assurance: { type: 'string' },
           current: { type: 'boolean' },
+          thisDevice: { type: 'boolean', description: 'A session of the browser that asks' },
+          ...deviceDescription,
         },
       },
     },
     devices: {
       type: 'array',
-      items: { type: 'object', additionalProperties: true, properties: { deviceId: { type: 'string' } } },
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: { deviceId: { type: 'string' }, current: { type: 'boolean' }, ...deviceDescription },
+      },
     },
     orgs: {
       type: 'array',
@@ -333,6 +346,11 @@ function time(ms: number | null): string {
   return ms === null ? 'never' : new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
 }
 
+/** A time as a `<time>` element, so scripts and assistive technology get the exact instant. */
+function when(ms: number) {
+  return html`<time datetime="${new Date(ms).toISOString()}">${time(ms)}</time>`;
+}
+
 function accountPage(view: AccountView, assurance: string, sections: ReturnType<typeof html>[]) {
   const prefs = view.preferences;
   const select = (name: string, label: string, values: string[]) => html`<label for="pref-${name}">${label}</label>
@@ -370,28 +388,29 @@ ${view.passkeys.map(
 <button type="button" data-action="add-passkey">Add a passkey</button>
 
 <h2 id="sessions-h">Sessions</h2>
-<table aria-labelledby="sessions-h"><thead><tr><th scope="col">Session</th><th scope="col">Device</th><th scope="col">Assurance</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
+<table aria-labelledby="sessions-h"><thead><tr><th scope="col">Browser</th><th scope="col">Signed in</th><th scope="col">Last active</th><th scope="col">Assurance</th><th scope="col">Actions</th></tr></thead><tbody>
 ${view.sessions.map(
   (
     s,
-  ) => html`<tr><td><code>${s.identifier.slice(0, 12)}…</code>${s.current ? html` <strong>(this one)</strong>` : ''}</td><td><code>${s.deviceId.slice(0, 12)}…</code></td><td>${s.assurance}</td><td>${time(s.lastSeenAt)}</td>
-<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}">Revoke</button></td></tr>`,
+  ) => html`<tr data-session="${s.identifier}"><td><span data-field="device-label">${s.label}</span>${s.current ? html` <strong class="tag" data-field="this-session">this session</strong>` : s.thisDevice ? html` <strong class="tag" data-field="this-device">this device</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td><td>${s.assurance}</td>
+<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}" aria-label="Revoke the session in ${s.label}">${s.current ? 'Sign out' : 'Revoke'}</button></td></tr>`,
 )}
 </tbody></table>
 
 <h2 id="devices-h">Devices</h2>
-<table aria-labelledby="devices-h"><thead><tr><th scope="col">Device</th><th scope="col">First seen</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
+<table aria-labelledby="devices-h"><thead><tr><th scope="col">Browser</th><th scope="col">First seen</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
 ${view.devices.map(
   (
     d,
-  ) => html`<tr><td><code>${d.deviceId.slice(0, 12)}…</code>${d.current ? html` <strong>(this device)</strong>` : ''}</td><td>${time(d.createdAt)}</td><td>${time(d.lastSeenAt)}</td>
-<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}">Revoke device</button></td></tr>`,
+  ) => html`<tr data-device="${d.deviceId}"><td><span data-field="device-label">${d.label}</span>${d.current ? html` <strong class="tag" data-field="this-device">this device</strong>` : ''}</td><td>${when(d.createdAt)}</td><td>${when(d.lastSeenAt)}</td>
+<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}" aria-label="Revoke ${d.label}${d.current ? ' (this device)' : ''}">Revoke device</button></td></tr>`,
 )}
 </tbody></table>
 
 <h2 id="security-h">Two-step and e-mail</h2>
 <p>Authenticator app (TOTP): <strong data-field="totp">${view.totp}</strong></p>
-<p>E-mail addresses: ${view.emails.length ? view.emails.map((e, i) => html`${i ? ', ' : ''}${e.email}${e.verified ? ' (verified)' : ' (not verified)'}`) : 'none'}</p>
+<p id="emails-h">E-mail addresses${view.emails.length ? '' : html`: <span data-field="no-emails">none yet</span>`}</p>
+<ul id="email-list" aria-labelledby="emails-h">${view.emails.map((e) => html`<li data-email="${e.email}">${e.email} <span class="muted">${e.verified ? '(verified)' : '(waiting for confirmation: open the link we mailed)'}</span></li>`)}</ul>
 ${sections}
 
 <h2 id="prefs-h">Preferences</h2>
@@ -411,7 +430,7 @@ ${select('email', 'E-mail from us', ['all', 'security', 'none'])}
 <p id="delete-help">This deletes your passkeys, authenticator app, backup codes, e-mail addresses, sessions, the sign-ins you gave apps and the apps you registered. It cannot be undone. Receipts of past events stay, naming only your account id, never your name.${assurance === 'sensitive' ? '' : html` First <a href="/auth/step-up?return=/account">confirm it is you</a>.`}</p>
 <label for="delete-confirm">To confirm, type your username: <strong>${view.username}</strong></label>
 <input id="delete-confirm" name="confirm" required autocomplete="off" autocapitalize="none" spellcheck="false">
-<button type="submit">Delete my account</button>
+<button type="submit" class="danger" data-action="delete-account">Delete my account</button>
 </form>`;
 }
 

@@ -4,6 +4,13 @@ import { html, page } from '../../pages/layout.js';
 import { v1DeprecationHeaders, v1RequestCounter } from '../../v1/bridge.js';
 
 /** The sign-in and sign-up page. */
+/** Notices the page shows after the account page sends a browser here (`?done=`); others are ignored. */
+const DONE_NOTICES: Record<string, string | undefined> = {
+  'signed-out': 'You are signed out. Sign in again below.',
+  'account-deleted':
+    'Your account was deleted: its passkeys, sessions and data are gone. Remove its passkey from your device too.',
+};
+
 export default async function authPageRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/auth',
@@ -16,6 +23,10 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
           type: 'object',
           properties: {
             setup: { type: 'string', description: 'Founder setup token from the first-run link' },
+            done: {
+              type: 'string',
+              description: 'What just happened, shown as a notice: `signed-out` or `account-deleted`',
+            },
             return: {
               type: 'string',
               description:
@@ -36,6 +47,7 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
           .redirect(`/auth/v1/return?to=${encodeURIComponent(back)}`);
       }
       const founderSetup = typeof (request.query as { setup?: string }).setup === 'string';
+      const done = DONE_NOTICES[(request.query as { done?: string }).done ?? ''];
       // The one strict return-URL rule (docs/security.md "Open redirects"), applied here so the
       // page script never judges a URL itself: only a path on this origin reaches data-return.
       const returnTo = validateReturnUrl(back, app.kp.config.issuer) ?? '';
@@ -45,6 +57,7 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
         nonce: request.kp.cspNonce,
         scripts: ['/assets/auth.js'],
         body: html`<h1>Sign in to Keyplane</h1>
+${done ? html`<p class="notice" role="status" data-notice="${(request.query as { done: string }).done}">${done}</p>` : ''}
 ${request.kp.session ? html`<p>You are signed in already: <a href="/account">go to your account</a>, or sign in to another one below.</p>` : ''}
 ${founderSetup ? html`<p><strong>First run:</strong> choose the username of the founder (operator) account and create its passkey.</p>` : ''}
 <form id="auth-form" data-return="${returnTo}" novalidate>

@@ -148,7 +148,9 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
         const { slug } = request.params as { slug: string };
         const m = await loadMembership(services, slug, request.kp.session!.identityId);
         const view = await loadOrgView(services, m);
-        if (wantsJson(request)) return { ok: true, ...view };
+        // The JSON keeps CONTRACT's shape; pending invites are for the managers' page.
+        const { invites: _invites, ...contractView } = view;
+        if (wantsJson(request)) return { ok: true, ...contractView };
         reply.type('text/html; charset=utf-8');
         return page({
           title: `${view.name} · organization`,
@@ -355,9 +357,11 @@ ${
 }
 <h2 id="members-h">Members</h2>
 <ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${x.role}</li>`)}</ul>
+<h3 id="pending-h">Pending invites</h3>
+<ul id="pending-invites" aria-labelledby="pending-h">${view.invites.length ? view.invites.map((x) => html`<li data-pending-invite="${x.username}">${x.username} · ${x.role} <span class="muted">(not accepted yet)</span></li>`) : html`<li class="muted" data-none>None</li>`}</ul>
 ${
   manager
-    ? html`<form method="post" data-kp-post action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
+    ? html`<form method="post" data-kp-post data-then="invited" action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
 <label for="invite-username">Username</label> <input id="invite-username" name="username" type="text" required>
 <label for="invite-role">Role</label> <select id="invite-role" name="role"><option value="member">member</option><option value="admin">admin</option>${view.role === 'owner' ? html`<option value="owner">owner</option>` : ''}</select>
 <button type="submit">Invite</button></form>`

@@ -6,6 +6,7 @@ import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { presentedSession, setSessionCookies } from '../../sessions/start-session.js';
 import { beginStepUp, completeStepUp } from '../../sessions/step-up.js';
+import { stepUpAsksTotp } from '../../totp/step-up-gate.js';
 
 /**
  * Step-up: the signed-in user re-verifies a passkey of this account for the purpose (plus TOTP
@@ -30,16 +31,22 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       // A `return` target must be a path on this server (never `//host` or a scheme).
       const back =
         sameOriginReturn((request.query as { return?: string }).return ?? '', app.kp.config.issuer) ?? '/account';
+      // The code field only for an account whose TOTP is on: others have no code to give.
+      const asksCode = await stepUpAsksTotp(app.kp, request.kp.session!.identityId);
       reply.type('text/html; charset=utf-8');
       return page({
         title: 'Confirm it is you',
         nonce: request.kp.cspNonce,
         scripts: ['/assets/step-up.js'],
         body: html`<h1>Confirm it is you</h1>
-<p>This action needs a fresh confirmation. Use one of your passkeys; it counts for ${Math.round(app.kp.config.lifetimes.stepUp / 60)} minutes.</p>
+<p>This action needs a fresh confirmation. Use one of your passkeys${asksCode ? ' and a code from your authenticator app' : ''}; it counts for ${Math.round(app.kp.config.lifetimes.stepUp / 60)} minutes.</p>
 <form id="step-up-form" data-return="${back}" novalidate>
-  <label for="totp-code">Authenticator code (only if your account uses one)</label>
-  <input id="totp-code" name="totpCode" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6">
+${
+  asksCode
+    ? html`  <label for="totp-code">Code from your authenticator app</label>
+  <input id="totp-code" name="totpCode" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>`
+    : ''
+}
   <button type="submit" data-action="step-up">Confirm with a passkey</button>
   <p id="status" role="status" aria-live="polite"></p>
 </form>

@@ -4,11 +4,12 @@ import type { Sql } from './sql.js';
 
 export function postgresDeviceStore(sql: Sql): DeviceStore {
   return {
-    upsert: async (identityId, deviceId, at) => {
+    upsert: async (identityId, deviceId, at, userAgent = null) => {
       await sql.count(
-        `INSERT INTO devices (identity_id, device_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)
-         ON CONFLICT (identity_id, device_id) DO UPDATE SET last_seen_at = excluded.last_seen_at`,
-        [identityId, deviceId, at],
+        `INSERT INTO devices (identity_id, device_id, created_at, last_seen_at, user_agent) VALUES ($1, $2, $3, $3, $4)
+         ON CONFLICT (identity_id, device_id) DO UPDATE SET last_seen_at = excluded.last_seen_at,
+           user_agent = COALESCE(excluded.user_agent, devices.user_agent)`,
+        [identityId, deviceId, at, userAgent],
       );
     },
     list: async (identityId) =>

@@ -91,6 +91,12 @@ export function postgresOrgStore(sql: Sql): OrgStore {
       (
         await sql.rows<InviteRow>('SELECT * FROM org_invites WHERE identity_id = $1 ORDER BY created_at', [identityId])
       ).map(inviteFromRow),
+    invitesOf: async (orgId) =>
+      (
+        await sql.rows<InviteRow>('SELECT * FROM org_invites WHERE org_id = $1 ORDER BY created_at, identity_id', [
+          orgId,
+        ])
+      ).map(inviteFromRow),
     // DELETE … RETURNING: an invite is accepted once even when two replicas race.
     takeInvite: async (orgId, identityId) => {
       const [row] = await sql.rows<InviteRow>(

@@ -114,6 +114,14 @@ export function sqliteOrgStore(runner: Runner): OrgStore {
           ) as InviteRow[]
         ).map(inviteFromRow),
       ),
+    invitesOf: (orgId) =>
+      runner.run((db) =>
+        (
+          cached(db, 'SELECT * FROM org_invites WHERE org_id = ? ORDER BY created_at, identity_id').all(
+            orgId,
+          ) as InviteRow[]
+        ).map(inviteFromRow),
+      ),
     takeInvite: (orgId, identityId) =>
       runner.run((db) => {
         const row = cached(db, 'DELETE FROM org_invites WHERE org_id = ? AND identity_id = ? RETURNING *').get(
