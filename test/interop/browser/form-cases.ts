@@ -216,6 +216,8 @@ export function formCases(places: () => Places): FormCase[] {
       tag: /members\/invite/,
       open: org,
       form: 'form[action$="/members/invite"]',
+      // The page says who was invited and lists them pending, without a reload.
+      stays: true,
       fill: async (page) => page.fill('form[action$="/members/invite"] input[name="username"]', 'bob'),
     },
     {
