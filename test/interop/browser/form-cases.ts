@@ -20,6 +20,8 @@ export interface FormCase {
   /** The form on the page, and its submit button when not the first `button[type=submit]`. */
   form: string;
   button?: string;
+  /** A script's form whose page stays as it is after a success (no reload, no next page). */
+  stays?: true;
   fill?: (page: Page) => Promise<void>;
   /** What the real submission must also show, past "not refused as another site's". */
   then?: (t: Test, answer: Answer) => unknown;
@@ -39,6 +41,8 @@ export interface Answer {
   status: number;
   body: string;
   url: string;
+  /** A redirect's target. */
+  location?: string;
 }
 
 const ROOTS = ['control-plane/src', 'gateway/src'];
@@ -72,6 +76,14 @@ export interface Places {
   emailLink: () => string;
   recoveryCode: () => string;
   challenge: string;
+  /** A client whose `access.orgs` admits only Bob Co's owners (Ada is a member there). */
+  gatedClientId: string;
+  /** A client registered for agents (the jwt-bearer grant), for a grant. */
+  agentClientId: string;
+  /** Ada's enrolled agent, once enrolled. */
+  agentId: () => string;
+  /** A fresh user code from `POST /auth/device` by a client registered with the device grant. */
+  userCode: () => Promise<string>;
 }
 
 /** The cases in the order the account's life allows them (sign-up first, sign-out last). */
@@ -82,6 +94,16 @@ export function formCases(places: () => Places): FormCase[] {
   const apps = 'control-plane/src/routes/clients/apps.ts';
   const org = () => `${places().cp}/org/${places().slug}`;
   const siteRow = 'tr[data-site]';
+  const authorize = (clientId: () => string, state: string) => () =>
+    `${places().cp}/auth/authorize?${new URLSearchParams({
+      client_id: clientId(),
+      redirect_uri: `${places().evil}/cb`,
+      response_type: 'code',
+      scope: 'openid',
+      state,
+      code_challenge: places().challenge,
+      code_challenge_method: 'S256',
+    })}`;
   return [
     {
       source: 'control-plane/src/routes/auth-page/index.ts',
@@ -96,6 +118,15 @@ export function formCases(places: () => Places): FormCase[] {
       tag: /id="step-up-form"/,
       open: cp('/auth/step-up?return=/account'),
       form: '#step-up-form',
+    },
+    {
+      source: 'control-plane/src/routes/oidc/device.ts',
+      tag: /data-action="device-code"/,
+      open: cp('/device'),
+      form: 'form[data-action="device-code"]',
+      // A new device authorization each time: the sign-up is minutes old, so the code leads to the consent.
+      fill: async (page) => page.fill('#user-code', await places().userCode()),
+      then: (t, answer) => t.match(answer.body, /data-field="user_code"/, 'the code is known: the consent shows it'),
     },
     {
       source: acct,
@@ -129,6 +160,7 @@ export function formCases(places: () => Places): FormCase[] {
       tag: /data-sf-form="email-add"/,
       open: cp('/account'),
       form: 'form[data-sf-form="email-add"]',
+      stays: true,
       fill: (page) => page.fill('#email-new', 'ada@example.com'),
     },
     {
@@ -184,6 +216,8 @@ export function formCases(places: () => Places): FormCase[] {
       tag: /members\/invite/,
       open: org,
       form: 'form[action$="/members/invite"]',
+      // The page says who was invited and lists them pending, without a reload.
+      stays: true,
       fill: async (page) => page.fill('form[action$="/members/invite"] input[name="username"]', 'bob'),
     },
     {
@@ -252,21 +286,41 @@ export function formCases(places: () => Places): FormCase[] {
       },
     },
     {
+      source: 'control-plane/src/routes/agents/pages.ts',
+      tag: /id="grant"/,
+      open: () => `${places().cp}/account/agents/${places().agentId()}`,
+      form: '#grant',
+      fill: async (page) => {
+        await page.fill('#grant input[name="client_id"]', places().agentClientId);
+        await page.fill('#grant input[name="scope"]', 'notes:read');
+      },
+      then: (t, answer) => t.equal(answer.status, 200, `grant approved (${answer.body.slice(0, 120)})`),
+    },
+    {
+      source: 'control-plane/src/routes/oidc/pages.ts',
+      tag: /data-action="not-admitted"/,
+      open: authorize(() => places().gatedClientId, 'state-0'),
+      form: 'form[data-action="not-admitted"]',
+      then: (t, answer) => {
+        t.match(answer.status, /^30[23]$/, 'back to the client');
+        t.match(answer.location, /[?&]error=access_denied/, 'with access_denied');
+      },
+    },
+    {
       source: 'control-plane/src/routes/oidc/pages.ts',
       tag: /data-action="continue"/,
-      open: () =>
-        `${places().cp}/auth/authorize?${new URLSearchParams({
-          client_id: places().clientId,
-          redirect_uri: `${places().evil}/cb`,
-          response_type: 'code',
-          scope: 'openid',
-          state: 'state-1',
-          code_challenge: places().challenge,
-          code_challenge_method: 'S256',
-        })}`,
+      open: authorize(() => places().clientId, 'state-1'),
       form: 'form[data-action="continue"]',
       button: 'button[value="allow"]',
       then: (t, answer) => t.match(answer.status, /^30[23]$/, 'approved: off to the client with a code'),
+    },
+    {
+      source: acct,
+      tag: /approvals\/revoke/,
+      open: cp('/account'),
+      // The approval the consent above left (the operator's gateway asks no approval, so lists none).
+      form: 'form[action="/account/approvals/revoke"]',
+      then: (t, answer) => t.equal(answer.status, 200, 'approval revoked'),
     },
     {
       source: 'gateway/src/page-flow.ts',

@@ -11,6 +11,7 @@ import { startGateway } from '../../../gateway/src/server.js';
 import { generateSamlKey } from '../../../lib/saml/certificate.js';
 import { computeS256Challenge } from '../../../lib/pkce/check-pkce.js';
 import { escapeHtml } from '../../../lib/util/html.js';
+import { agentKey, postWithKeyProof } from '../../helpers/agents.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir } from '../../helpers/build.js';
 import { LiveBrowser, registerLiveClient, startLiveControlPlane } from '../../helpers/live-browser.js';
@@ -33,7 +34,7 @@ function refusedAsForeign(answer: Answer): boolean {
 async function answerOf(response: Response): Promise<Answer> {
   // A redirect has no body to read.
   const body = await response.text().catch(() => '');
-  return { status: response.status(), body, url: response.url() };
+  return { status: response.status(), body, url: response.url(), location: response.headers()['location'] };
 }
 
 const skip = chromiumSkip(t, 'browser forms CSRF suite');
@@ -122,8 +123,26 @@ t.test(
       token_endpoint_auth_method: 'none',
       scope: 'openid',
     });
+    const gatedClient = await registerLiveClient(cp, {
+      redirect_uris: [`${evil}/cb`],
+      token_endpoint_auth_method: 'none',
+      scope: 'openid',
+      access: { orgs: [{ slug: 'bob-co', roles: ['owner'] }] },
+    });
+    const agentClient = await registerLiveClient(cp, {
+      redirect_uris: [`${evil}/cb`],
+      grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
+      scope: 'openid notes:read',
+      access: { humans: true, agents: true },
+    });
+    const deviceClient = await registerLiveClient(cp, {
+      grant_types: ['urn:ietf:params:oauth:grant-type:device_code'],
+      token_endpoint_auth_method: 'none',
+      scope: 'openid',
+    });
     let emailLink = '';
     let recoveryCode = '';
+    let agentId = '';
     const places: Places = {
       cp,
       gateway: gatewayUrl,
@@ -133,6 +152,17 @@ t.test(
       emailLink: () => emailLink,
       recoveryCode: () => recoveryCode,
       challenge: computeS256Challenge('v'.repeat(43)),
+      gatedClientId: gatedClient['client_id'] as string,
+      agentClientId: agentClient['client_id'] as string,
+      agentId: () => agentId,
+      userCode: async () => {
+        const res = await fetch(`${cp}/auth/device`, {
+          method: 'POST',
+          body: new URLSearchParams({ client_id: deviceClient['client_id'] as string, scope: 'openid' }),
+        });
+        if (res.status !== 200) throw new Error(`device authorization: ${res.status} ${await res.text()}`);
+        return ((await res.json()) as { user_code: string }).user_code;
+      },
     };
 
     const { browser, context, page, problems, addAuthenticator } = await launchChromium(t);
@@ -184,8 +214,23 @@ t.test(
       const responded = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().startsWith(origin), {
         timeout: 20_000,
       });
+      // What the submission does next must be over before the next case navigates this page: a plain
+      // form post loads its answer (after any redirect); a script's call that succeeded reloads the page
+      // or moves on (forms.js, act() after a pause), unless the case says its page stays, and a late
+      // reload would interrupt the next case's goto. (The status decides: the body of a call whose page
+      // reloads at once may be gone before it can be read.)
+      const loaded = page.waitForEvent('load', { timeout: 20_000 });
+      loaded.catch(() => undefined);
       await page.click(submitButton(c));
-      return answerOf(await responded);
+      const response = await responded;
+      const answer = await answerOf(response);
+      const plainPost = response.request().resourceType() === 'document';
+      if (plainPost || (answer.status < 300 && !c.stays)) {
+        await loaded.catch((error) => {
+          throw new Error(`${c.form}: the page did not move on after ${answer.status} (at ${page.url()}): ${error}`);
+        });
+      }
+      return answer;
     }
 
     async function forge(sent: { url: string; type: string; body: string }): Promise<Answer> {
@@ -272,6 +317,39 @@ t.test(
             certificate: sp.certificatePem,
           },
         );
+      }
+      if (c.form === '#approve') {
+        // An agent of Ada's, for its grant form: begun by the agent, approved on the page, completed with
+        // a DPoP proof by its key.
+        const key = await agentKey();
+        const begun = (await (
+          await fetch(`${cp}/auth/agents/proof/enroll/begin`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ name: 'Notes bot', subjectKind: 'ai_agent', publicJwk: key.jwk }),
+          })
+        ).json()) as { enrollment_id: string; owner_code: string };
+        await page.goto(`${cp}/account/agents?enrollment=${begun.enrollment_id}`);
+        await page.fill('input[name="owner_code"]', begun.owner_code);
+        const reloaded = page.waitForEvent('load', { timeout: 20_000 });
+        await page.click('button[data-action="approve"]');
+        await reloaded;
+        const completeUrl = `${cp}/auth/agents/proof/enroll/complete`;
+        const done = await postWithKeyProof(
+          async (headers) => {
+            const res = await fetch(completeUrl, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', ...headers },
+              body: JSON.stringify({ enrollment_id: begun.enrollment_id }),
+            });
+            const body = await res.json();
+            return { statusCode: res.status, headers: Object.fromEntries(res.headers), json: () => body };
+          },
+          { ...key, proof: (_path, o) => key.proof(completeUrl, o) },
+          completeUrl,
+        );
+        if (done.statusCode !== 200) throw new Error(`agent enrollment: ${JSON.stringify(done.json())}`);
+        agentId = (done.json() as { agent_id: string }).agent_id;
       }
       if (c.form === 'form[data-action="continue"]') {
         // A gateway session, for the gateway's sign-out form: the operator's first-party gateway asks nothing.
