@@ -19,7 +19,7 @@ import { redactUrl, requestIdFor } from '../../lib/logging/request-log.js';
 import { authorize } from './authorize.js';
 import { deriveDpopNonceKeys, guardKeys, remoteControlPlaneKeys } from './bearer.js';
 import { fileConfigStore } from './config-store.js';
-import { createForwardedReader, type GatewayContext, type ResolvedGatewayConfig } from './context.js';
+import { createForwardedReader, createPeerTrust, type GatewayContext, type ResolvedGatewayConfig } from './context.js';
 import { EndedSessions } from './ended-sessions.js';
 import { forwardAuth } from './forward-auth.js';
 import { loadCookieKeys, loadOrCreateSigningKey, type GatewaySigningKey } from './keys.js';
@@ -63,6 +63,9 @@ export interface Gateway {
   /** Stops the upstream pool (in-flight requests finish first unless `force`). */
   close(force?: boolean): Promise<void>;
 }
+
+/** Each request's client as the forwarded headers were believed, for its access log line. */
+const clientViews = new WeakMap<IncomingMessage, ClientView>();
 
 const OWN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 const ASSERTION_CACHE_LIMIT = 10_000;
@@ -138,6 +141,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
     },
     enforcement: { lastAt: null },
     applyForwarded: createForwardedReader(config.trustedProxies, publicUrl),
+    trustsPeer: createPeerTrust(config.trustedProxies),
   };
   // Ended sessions share the context's state; overflowing, they make every cookie be opened again.
   const endedSessions = new EndedSessions(context.state, now, () => context.caches.sessions.clear());
@@ -228,6 +232,7 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
   const method = req.method ?? 'GET';
   if ((method === 'GET' || method === 'HEAD') && OWN_PATHS.has(target.path)) return ownRoute(ctx, res, target.path);
   const view = ctx.applyForwarded(req);
+  clientViews.set(req, view);
   if (target.path === '/_gate' || target.path.startsWith('/_gate/')) return gateRoute(ctx, req, res, target, view);
 
   const result = await authorize(ctx, req, { method, target, res });
@@ -251,13 +256,7 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
  * (docs/gateway.md#logs): credentials in the query redacted, the client address as the trusted
  * forwarded headers give it.
  */
-function logAccess(
-  ctx: GatewayContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  requestId: string,
-  clientIp: string,
-): void {
+function logAccess(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, requestId: string): void {
   const started = performance.now();
   const url = redactUrl(req.url ?? '');
   const method = req.method;
@@ -265,7 +264,7 @@ function logAccess(
     ctx.log.info(
       {
         reqId: requestId,
-        req: { method, url, remoteAddress: clientIp },
+        req: { method, url, remoteAddress: clientViews.get(req)?.clientIp ?? req.socket.remoteAddress },
         res: { statusCode: res.statusCode },
         responseTime: performance.now() - started,
         ...(res.writableFinished ? {} : { aborted: true }),
@@ -338,12 +337,11 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     state: ctx.state,
     log: ctx.log,
     handleRequest(req, res) {
-      const peer = ctx.applyForwarded(req);
-      const requestId = requestIdFor(req.headers['x-request-id'], peer.trusted);
+      const requestId = requestIdFor(req.headers['x-request-id'], ctx.trustsPeer(req));
       // Forwarded upstream as it is (the upstream headers copy the request's) and echoed to the caller.
       req.headers['x-request-id'] = requestId;
       res.setHeader('x-request-id', requestId);
-      if (ctx.config.accessLog) logAccess(ctx, req, res, requestId, peer.clientIp);
+      if (ctx.config.accessLog) logAccess(ctx, req, res, requestId);
       handle(ctx, req, res).catch((error: unknown) => {
         // Redis or the control plane could not be reached: 503 with Retry-After, never 500.
         if (isDependencyUnavailable(error) && !res.headersSent)

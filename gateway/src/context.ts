@@ -64,6 +64,8 @@ export interface GatewayContext {
   enforcement: { lastAt: number | null };
   /** Forwarded headers kept only from a trusted peer (docs/architecture.md#decisions: a client could forge them), and what they say about the client. */
   applyForwarded(req: IncomingMessage): ClientView;
+  /** Whether the connection comes from a trusted proxy, without touching the headers. */
+  trustsPeer(req: IncomingMessage): boolean;
 }
 
 /** Who is asking, as identification established it. */
@@ -75,27 +77,30 @@ export interface Identified {
 }
 
 /** `applyForwarded` with one trust look-up per connection, not per request: a keep-alive socket keeps its peer. */
+/** Whether a request's connection comes from a trusted proxy, looked up once per connection: a keep-alive socket keeps its peer. */
+export function createPeerTrust(trustedProxies: readonly string[]): (req: IncomingMessage) => boolean {
+  const trustedList = compileAddressList(trustedProxies);
+  const trustBySocket = new WeakMap<object, boolean>();
+  return (req) => {
+    let trusted = trustBySocket.get(req.socket);
+    if (trusted === undefined) {
+      trusted = trustedList(req.socket.remoteAddress ?? '');
+      trustBySocket.set(req.socket, trusted);
+    }
+    return trusted;
+  };
+}
+
 export function createForwardedReader(
   trustedProxies: readonly string[],
   publicUrl: string,
 ): (req: IncomingMessage) => ClientView {
-  const trustedList = compileAddressList(trustedProxies);
-  const trustBySocket = new WeakMap<object, boolean>();
-  const trustOf =
-    (req: IncomingMessage): ((address: string) => boolean) =>
-    (address) => {
-      let trusted = trustBySocket.get(req.socket);
-      if (trusted === undefined) {
-        trusted = trustedList(address);
-        trustBySocket.set(req.socket, trusted);
-      }
-      return trusted;
-    };
+  const trustsPeer = createPeerTrust(trustedProxies);
   return (req) =>
     applyForwardedHeaders(
       req.headers,
       { remoteAddress: req.socket.remoteAddress ?? '', encrypted: Boolean((req.socket as TLSSocket).encrypted) },
-      trustOf(req),
+      () => trustsPeer(req),
       publicUrl,
     );
 }

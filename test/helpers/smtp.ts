@@ -51,11 +51,21 @@ export async function startSmtpServer(
   };
 }
 
-/** Undoes quoted-printable soft breaks and escapes so a URL can be found in a raw message. */
+/**
+ * Undoes quoted-printable soft breaks and escapes in the parts sent quoted-printable (a 7bit part's
+ * `=` is itself: `?token=4A…` must stay as it is), so a URL can be found in a raw message.
+ */
 export function decodeQuotedPrintable(raw: string): string {
   return raw
-    .replace(/=\r?\n/g, '')
-    .replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    .split(/(?=^--[^\r\n]+\r?$)/m)
+    .map((part) =>
+      /^Content-Transfer-Encoding:\s*quoted-printable/im.test(part)
+        ? part
+            .replace(/=\r?\n/g, '')
+            .replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+        : part,
+    )
+    .join('');
 }
 
 export function linkIn(raw: string, path: string): string | null {

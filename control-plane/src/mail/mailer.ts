@@ -64,8 +64,12 @@ export function createMailer(options: MailerOptions): Mailer {
     const info = await transport.sendMail({
       from: options.from,
       ...mail,
-      text: unwrappedPart('text/plain', mail.text)!,
-      ...(mail.html === undefined ? {} : { html: unwrappedPart('text/html', mail.html)! }),
+      // Only as parts of multipart/alternative: a `raw` single part would be the whole message and
+      // drop its headers (Subject, From, To); a text-only message (the contact form's, no link) is
+      // left to nodemailer.
+      ...(mail.html === undefined
+        ? {}
+        : { text: unwrappedPart('text/plain', mail.text)!, html: unwrappedPart('text/html', mail.html)! }),
     });
     if (!options.smtpUrl) {
       mkdirSync(outbox, { recursive: true, mode: 0o700 });

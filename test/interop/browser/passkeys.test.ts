@@ -52,7 +52,9 @@ t.test(
 
     // sign out
     await page.click('button[data-action="signout"]');
-    await page.waitForURL(`${server.url}/auth`, { timeout: 10_000 });
+    // The sign-in page, saying what happened (`/auth?done=signed-out`).
+    await page.waitForURL((url) => url.origin === server.url && url.pathname === '/auth', { timeout: 10_000 });
+    t.equal(new URL(page.url()).searchParams.get('done'), 'signed-out');
     const signedOut = await page.goto(`${server.url}/account`);
     t.equal(new URL(signedOut!.url()).pathname, '/auth', 'signed out: /account sends to /auth');
 

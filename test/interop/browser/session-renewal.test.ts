@@ -23,7 +23,8 @@ async function sessionRows(page: Page): Promise<Row[]> {
   return page.locator('table[aria-labelledby="sessions-h"] tbody tr').evaluateAll((rows) =>
     rows.map((row) => ({
       identifier: row.querySelector('[data-action="revoke-session"]')?.getAttribute('data-identifier') ?? '',
-      assurance: row.querySelectorAll('td')[2]?.textContent ?? '',
+      // Browser, signed in, last active, assurance, actions.
+      assurance: row.querySelectorAll('td')[3]?.textContent ?? '',
     })),
   );
 }

@@ -64,6 +64,10 @@ t.test(
     t.equal(new URL(page.url()).searchParams.get('return'), `/auth/v1/return?to=${encodeURIComponent(returnUrl)}`);
     await page.fill('input[name="username"]', 'legacy-ada');
     await page.click('button[data-action="signup"]');
+    // The client is the operator's but not first-party: the person approves it once (docs/v1-bridge.md).
+    await page.waitForSelector('form[data-action="continue"]', { timeout: 20_000 });
+    t.match(await page.textContent('main'), /Live RP/, 'the approval page names the client');
+    await page.click('form[data-action="continue"] button[value="allow"]');
     await page
       .waitForURL((url) => url.href.startsWith(returnUrl), { timeout: 20_000 })
       .catch((error: Error) => {
