@@ -7,7 +7,7 @@ import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredAuthorizationCode, StoredClient, StoredGrant } from '../../storage/types.js';
 import { claimsOf, mintTokens, orgsClaim } from '../tokens.js';
 import { stringParam } from '../token-request.js';
-import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
+import { resourceFor, revokeFamily, writeNewGrant, type GrantResult, type GrantServices } from './shared.js';
 
 /**
  * The authorization-code grant (RFC 6749 §4.1.3, PKCE RFC 7636 §4.6): the code is checked
@@ -26,7 +26,7 @@ export async function authorizationCodeGrant(
   body: Record<string, unknown>,
   proof: VerifiedDpopProof | null,
 ): Promise<GrantResult> {
-  const { storage, config, events } = services;
+  const { storage, config } = services;
   const code = stringParam(body, 'code');
   const redirectUri = stringParam(body, 'redirect_uri');
   const verifier = stringParam(body, 'code_verifier');
@@ -81,31 +81,9 @@ export async function authorizationCodeGrant(
     offline: stored.offline,
   };
   const refreshToken = withRefresh ? randomToken(32) : undefined;
-  const { consumption, written } = await storage.redeemCode(codeHash, now, grant.grantId, async (tx) => {
-    await tx.oidc.insertGrant(grant);
-    if (refreshToken) {
-      await tx.oidc.insertRefreshToken({
-        tokenHash: sha256Hex(refreshToken),
-        grantId: grant.grantId,
-        // RFC 9449 §5: refresh tokens of public clients are bound to the DPoP key.
-        dpopJkt: client.type === 'public' && proof ? proof.jkt : null,
-        createdAt: now,
-        idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000),
-        usedAt: null,
-      });
-    }
-    return events.record(tx, {
-      type: 'token.issued',
-      at: now,
-      outcome: 'success',
-      clientId: client.clientId,
-      identityId: grant.identityId,
-      grantId: grant.grantId,
-      dpop: proof !== null,
-      refresh: refreshToken !== undefined,
-      resource,
-    });
-  });
+  const { consumption, written } = await storage.redeemCode(codeHash, now, grant.grantId, (tx) =>
+    writeNewGrant(services, tx, { grant, client, proof, refreshToken, resource, now }),
+  );
   // Spent since it was read: nothing was written.
   if (consumption.status === 'replayed') throw lostRace();
   if (!written) throw oauthError('invalid_grant', 'the authorization code is unknown');

@@ -5,7 +5,6 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { outlivesSession } from '../../../../lib/oauth/authorization-request.js';
 import { formatScope } from '../../../../lib/oauth/scope.js';
 import { randomId, randomToken } from '../../../../lib/util/random.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import {
   deviceKeyOf,
@@ -17,7 +16,7 @@ import {
 } from '../device-authorization.js';
 import { mintTokens, userClaims } from '../tokens.js';
 import { stringParam } from '../token-request.js';
-import type { GrantResult, GrantServices } from './shared.js';
+import { writeNewGrant, type GrantResult, type GrantServices } from './shared.js';
 
 /** RFC 8628 §3.5 answers that are not errors of the client but of timing or the person's choice. */
 const POLL_ERRORS = {
@@ -62,7 +61,7 @@ export async function deviceCodeGrant(
   if ((await services.storage.identities.state(by.identityId)) !== 'active')
     throw oauthError('invalid_grant', 'the account is disabled or deleted');
 
-  const { config, storage, events } = services;
+  const { config, storage } = services;
   const grant: StoredGrant = {
     grantId: randomId('gr'),
     clientId: client.clientId,
@@ -82,30 +81,9 @@ export async function deviceCodeGrant(
   const withRefresh =
     approved.scopes.includes('offline_access') && client.metadata.grant_types.includes('refresh_token');
   const refreshToken = withRefresh ? randomToken(32) : undefined;
-  const { receipt } = await storage.transaction(async (tx) => {
-    await tx.oidc.insertGrant(grant);
-    if (refreshToken) {
-      await tx.oidc.insertRefreshToken({
-        tokenHash: sha256Hex(refreshToken),
-        grantId: grant.grantId,
-        dpopJkt: client.type === 'public' && proof ? proof.jkt : null,
-        createdAt: now,
-        idleExpiresAt: Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000),
-        usedAt: null,
-      });
-    }
-    return events.record(tx, {
-      type: 'token.issued',
-      at: now,
-      outcome: 'success',
-      clientId: client.clientId,
-      identityId: grant.identityId,
-      grantId: grant.grantId,
-      dpop: proof !== null,
-      refresh: refreshToken !== undefined,
-      resource: grant.resource,
-    });
-  });
+  const { receipt } = await storage.transaction((tx) =>
+    writeNewGrant(services, tx, { grant, client, proof, refreshToken, resource: grant.resource, now }),
+  );
   const idToken = approved.scopes.includes('openid');
   const minted = await mintTokens(services, {
     grant,

@@ -2,7 +2,8 @@ import { oauthError } from '../../../../lib/oauth/errors.js';
 import { checkResource } from '../../../../lib/oauth/resource.js';
 import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
 import type { ControlPlaneServices } from '../../context.js';
-import type { StoredClient, StoredGrant } from '../../storage/types.js';
+import type { StoredClient, StoredGrant, Stores } from '../../storage/types.js';
+import { sha256Hex } from '../../../../lib/util/sha256.js';
 import type { Minted } from '../tokens.js';
 
 /** What the authorization-code and refresh-token grants run on. */
@@ -47,4 +48,47 @@ export function resourceFor(
   if (granted !== null && requested !== granted)
     throw oauthError('invalid_target', 'the resource differs from the one authorized');
   return requested;
+}
+
+/**
+ * Writes a new grant, its refresh token when one is issued and the `token.issued` receipt, inside
+ * the caller's transaction (the code and device grants each consume their one-time secret in it).
+ */
+export async function writeNewGrant(
+  services: Pick<GrantServices, 'config' | 'events'>,
+  tx: Stores,
+  issued: {
+    grant: StoredGrant;
+    client: StoredClient;
+    proof: VerifiedDpopProof | null;
+    refreshToken: string | undefined;
+    /** The resource the tokens are for (the grant's, or the narrower one asked at the token endpoint). */
+    resource: string | null;
+    now: number;
+  },
+): Promise<{ receipt?: string }> {
+  const { grant, client, proof, refreshToken, now } = issued;
+  await tx.oidc.insertGrant(grant);
+  if (refreshToken) {
+    await tx.oidc.insertRefreshToken({
+      tokenHash: sha256Hex(refreshToken),
+      grantId: grant.grantId,
+      // RFC 9449 §5: refresh tokens of public clients are bound to the DPoP key.
+      dpopJkt: client.type === 'public' && proof ? proof.jkt : null,
+      createdAt: now,
+      idleExpiresAt: Math.min(grant.expiresAt, now + services.config.lifetimes.refreshTokenIdle * 1000),
+      usedAt: null,
+    });
+  }
+  return services.events.record(tx, {
+    type: 'token.issued',
+    at: now,
+    outcome: 'success',
+    clientId: client.clientId,
+    identityId: grant.identityId,
+    grantId: grant.grantId,
+    dpop: proof !== null,
+    refresh: refreshToken !== undefined,
+    resource: issued.resource,
+  });
 }
