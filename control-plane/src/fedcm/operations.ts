@@ -10,6 +10,7 @@ import type { ControlPlaneServices, SessionView } from '../context.js';
 import { userClaims } from '../oidc/tokens.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
 import type { StoredClient } from '../storage/types.js';
+import { approvalOf } from '../consent/gate.js';
 
 type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'keys' | 'events' | 'now'>;
 
@@ -58,7 +59,7 @@ export async function issueFedcmAssertion(
   );
   if (!access.allowed)
     throw fail('access_denied', 'this account is not a member of an organization this client admits');
-  const before = await services.storage.oidc.approval(session.identityId, client.clientId);
+  const before = await approvalOf(services, session.identityId, client.clientId);
   const consent = decideInPlaceConsent({
     transport: 'fedcm',
     request: { scopes },

@@ -27,6 +27,7 @@ import type { StoredClient } from '../storage/types.js';
 import { credentialsForUsername } from '../passkeys/decoy.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { authorizationClientOf } from './authorization-client.js';
+import { approvalOf } from '../consent/gate.js';
 
 /** What the direct grant runs on. */
 export type DirectGrantServices = Pick<
@@ -258,7 +259,7 @@ export async function directGrant(
   const consent = decideInPlaceConsent({
     transport: 'direct',
     request: authz,
-    approval: await storage.oidc.approval(identityId, client.clientId),
+    approval: await approvalOf(services, identityId, client.clientId),
     firstParty: client.metadata.first_party === true,
   });
   if (!consent.allowed)

@@ -8,6 +8,7 @@ import { randomId } from '../../../../lib/util/random.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import { grantIdOfJti, mintTokens, verifyAccessToken, type AccessTokenClaimsRead } from '../tokens.js';
 import type { GrantResult, GrantServices } from './shared.js';
+import { approvalOf } from '../../consent/gate.js';
 
 /**
  * Token exchange for delegation (RFC 8693 §2): the authenticated client presents a person's
@@ -37,8 +38,7 @@ export async function tokenExchangeGrant(
   if (!subjectGrant)
     throw oauthError('invalid_grant', "agents' tokens are not exchanged; the agent asks for its own grant");
   const consented =
-    subject.client_id === client.clientId ||
-    (await services.storage.oidc.approval(subject.sub, client.clientId)) !== null;
+    subject.client_id === client.clientId || (await approvalOf(services, subject.sub, client.clientId)) !== null;
   if (!consented)
     throw oauthError(
       'invalid_grant',
