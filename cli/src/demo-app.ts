@@ -130,7 +130,7 @@ function page(
 <link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #ddd}
-.good{color:#0a6b2d}.note{color:#6b4e0a}nav a{margin-right:1rem}pre{overflow:auto;background:#f5f5f5;padding:.5rem}</style>
+.good{color:#0a6b2d}.note{color:#6b4e0a}nav a{display:inline-block;padding:.25rem 0;margin-right:1rem}pre{overflow:auto;background:#f5f5f5;padding:.5rem}</style>
 </head><body><main>
 <h1>Keyplane demo app</h1>
 <p>This app has no sign-in code. The Keyplane gateway in front of it signed you in and sends who you are in headers. You are on <code id="path">${escapeHtml(path)}</code>.</p>

@@ -80,3 +80,28 @@ ${(options.scripts ?? []).map((src) => `<script type="module" nonce="${escapeHtm
 </body>
 </html>`;
 }
+
+/**
+ * A form's error on a server-rendered page (docs/accessibility.md#form-errors): `region` says it
+ * in a `role="alert"` element, and `field()` ties a field to it (`aria-invalid`,
+ * `aria-describedby`) and, for the first invalid field, moves focus there on load with
+ * `autofocus` (no script). Without an error both keep a field's own hint and add nothing else.
+ */
+export interface FormErrorView {
+  region: SafeHtml;
+  field(options?: { first?: boolean; hint?: string }): SafeHtml;
+}
+
+export function formError(message: SafeHtml | string | undefined, id = 'form-error'): FormErrorView {
+  if (message === undefined || message === '') {
+    return {
+      region: html``,
+      field: (options = {}) => (options.hint ? html` aria-describedby="${options.hint}"` : html``),
+    };
+  }
+  return {
+    region: html`<p id="${id}" role="alert" class="error">${message}</p>\n`,
+    field: (options = {}) =>
+      html` aria-invalid="true" aria-describedby="${options.hint ? `${id} ${options.hint}` : id}"${options.first ? html` autofocus` : ''}`,
+  };
+}

@@ -1,5 +1,5 @@
 import { REASONS, type Reason } from '../../../lib/errors/reasons.js';
-import { html, page, type SafeHtml } from './layout.js';
+import { formError, html, page, type FormErrorView, type SafeHtml } from './layout.js';
 
 /** What a person reads when a mailed link cannot be used, by reason: the cause and the way on. */
 const EXPLANATIONS: Partial<Record<Reason, { heading: string; text: string }>> = {
@@ -107,24 +107,29 @@ const FORM_ERRORS: Partial<Record<Reason, string>> = {
   origin_mismatch: 'This form was sent from another site and was refused.',
 };
 
-export function formError(reason: Reason | undefined): SafeHtml {
-  if (!reason) return html``;
-  return html`<p id="form-error" role="alert" class="error">${FORM_ERRORS[reason] ?? REASONS[reason].description} <span class="muted">(<code>${reason}</code>)</span></p>\n`;
+/** The refusal of a no-JavaScript form, announced and tied to its fields (layout.ts `formError`). */
+export function reasonError(reason: Reason | undefined): FormErrorView {
+  return formError(
+    reason &&
+      html`${FORM_ERRORS[reason] ?? REASONS[reason].description} <span class="muted">(<code>${reason}</code>)</span>`,
+  );
 }
 
 /** Sign-in with a backup code: a plain form, works without JavaScript. */
 export function recoveryFormPage(nonce: string, options: { user?: string; reason?: Reason } = {}): string {
+  // Which of the two was wrong is not told (an account name is not confirmed): both are marked.
+  const error = reasonError(options.reason);
   return page({
     title: 'Sign in with a backup code',
     nonce,
     body: html`<h1>Sign in with a backup code</h1>
 <p>Lost your passkeys? Each backup code signs you in once. You are then signed in at the lowest level
 (<code>recovery</code>): add a new passkey from your account page.</p>
-${formError(options.reason)}<form method="post" action="/auth/recovery/verify">
+${error.region}<form method="post" action="/auth/recovery/verify">
   <label for="recovery-user">Username</label>
-  <input id="recovery-user" name="user" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${options.user ?? ''}"${options.reason ? html` aria-describedby="form-error"` : ''}>
+  <input id="recovery-user" name="user" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${options.user ?? ''}"${error.field({ first: true })}>
   <label for="recovery-code">Backup code</label>
-  <input id="recovery-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required maxlength="64" placeholder="XXXX-XXXX-XXXX-XXXX">
+  <input id="recovery-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required maxlength="64" placeholder="XXXX-XXXX-XXXX-XXXX"${error.field()}>
   <button type="submit">Sign in</button>
 </form>
 <p><a href="/auth">Back to sign-in with a passkey</a> · <a href="/auth/magic/request">E-mail me a sign-in link</a></p>`,
@@ -136,14 +141,15 @@ export function magicRequestPage(
   nonce: string,
   options: { email?: string; returnTo?: string; project?: string; reason?: Reason } = {},
 ): string {
+  const error = reasonError(options.reason);
   return page({
     title: 'E-mail me a sign-in link',
     nonce,
     body: html`<h1>E-mail me a sign-in link</h1>
 ${projectLine(options.project)}<p>If the address is verified on your account, we mail you a link. It works once, for a few minutes, and only in this browser.</p>
-${formError(options.reason)}<form method="post" action="/auth/magic/request">
+${error.region}<form method="post" action="/auth/magic/request">
   <label for="magic-email">E-mail address</label>
-  <input id="magic-email" name="email" type="email" autocomplete="email" required maxlength="254" value="${options.email ?? ''}"${options.reason ? html` aria-describedby="form-error"` : ''}>
+  <input id="magic-email" name="email" type="email" autocomplete="email" required maxlength="254" value="${options.email ?? ''}"${error.field({ first: true })}>
   ${options.returnTo ? html`<input type="hidden" name="return" value="${options.returnTo}">` : ''}
   ${options.project ? html`<input type="hidden" name="project" value="${options.project}">` : ''}
   <button type="submit">Send the link</button>

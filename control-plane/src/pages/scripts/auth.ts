@@ -1,7 +1,7 @@
 /** The /auth page: passkey sign-up and sign-in (username or usernameless). */
 export const AUTH_JS = String.raw`
 import { startAuthentication, startRegistration, browserSupportsWebAuthn } from '/assets/simplewebauthn/index.js';
-import { call, describe, say } from '/assets/common.js';
+import { call, describe, say, sayInvalid } from '/assets/common.js';
 
 const form = document.getElementById('auth-form');
 const input = document.getElementById('username');
@@ -23,8 +23,7 @@ if (!browserSupportsWebAuthn()) say(status, 'This browser does not support passk
 async function signUp() {
   const username = input.value.trim();
   if (!username) {
-    say(status, 'Choose a username to create an account.', true);
-    input.focus();
+    sayInvalid(status, input, 'Choose a username to create an account.');
     return;
   }
   say(status, 'Creating your passkey…');
@@ -51,8 +50,8 @@ async function run(action) {
   try {
     await (action === 'signup' ? signUp() : signIn());
   } catch (error) {
-    say(status, describe(error), true);
-    if (error && ['invalid_username', 'username_taken'].includes(error.reason)) input.focus();
+    const nameWrong = error && ['invalid_username', 'username_taken'].includes(error.reason);
+    sayInvalid(status, nameWrong ? input : null, describe(error));
   } finally {
     busy = false;
   }

@@ -53,6 +53,27 @@ export function say(status, text, isError = false) {
   status.classList.toggle('error', isError);
 }
 
+/**
+ * A form error (docs/accessibility.md#form-errors): said in the page's live region, the field
+ * marked invalid and described by that region, and focused; typing in it again clears the mark.
+ */
+export function sayInvalid(status, field, text) {
+  say(status, text, true);
+  if (!field) return;
+  field.setAttribute('aria-invalid', 'true');
+  const ids = (field.getAttribute('aria-describedby') || '').split(' ').filter(Boolean);
+  if (status.id && !ids.includes(status.id)) field.setAttribute('aria-describedby', [status.id, ...ids].join(' '));
+  field.focus();
+  field.addEventListener('input', () => clearInvalid(status, field), { once: true });
+}
+
+export function clearInvalid(status, field) {
+  field.removeAttribute('aria-invalid');
+  const ids = (field.getAttribute('aria-describedby') || '').split(' ').filter((id) => id && id !== status.id);
+  if (ids.length) field.setAttribute('aria-describedby', ids.join(' '));
+  else field.removeAttribute('aria-describedby');
+}
+
 /** Runs an action of a page: on success says so in the page's status line and reloads; else says why not. */
 export async function act(work, done, status = document.getElementById('status')) {
   try {

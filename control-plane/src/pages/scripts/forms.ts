@@ -4,21 +4,32 @@
  * `Origin: null`, which signed-in requests refuse), then reloads or moves on.
  */
 export const FORMS_JS = `
+import { clearInvalid, sayInvalid } from '/assets/common.js';
+
 const status = document.getElementById('form-status');
+/** The field a refusal is about: the e-mail field for an address, else the form's first field. */
+function fieldOf(form, reason) {
+  const fields = [...form.querySelectorAll('input:not([type="hidden"]), textarea, select')];
+  return (reason === 'invalid_email' && fields.find((f) => f.type === 'email')) || fields[0] || null;
+}
 for (const form of document.querySelectorAll('form[data-kp-post]')) {
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const button = form.querySelector('button[type="submit"]');
     if (button) button.disabled = true;
-    if (status) status.textContent = 'Working…';
+    if (status) {
+      status.textContent = 'Working…';
+      status.classList.remove('error');
+    }
     try {
       const body = Object.fromEntries(new FormData(form));
       const res = await fetch(form.action, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) });
       const data = await res.json().catch(() => ({}));
       if (!res.ok || !data.ok) {
-        if (status) status.textContent = data.message || data.reason || 'That did not work.';
+        if (status) sayInvalid(status, fieldOf(form, data.reason), data.message || data.reason || 'That did not work.');
         return;
       }
+      for (const field of form.querySelectorAll('[aria-invalid="true"]')) if (status) clearInvalid(status, field);
       const then = form.dataset.then;
       if (then === 'org' && data.slug) location.assign('/org/' + encodeURIComponent(data.slug));
       else if (then === 'scan' && data.rating) location.assign('/scan?url=' + encodeURIComponent(data.rating.url));

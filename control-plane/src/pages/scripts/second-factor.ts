@@ -1,10 +1,12 @@
 /** The /account page's TOTP, backup-code and e-mail sections (module source text, no build step). */
 export const SECOND_FACTOR_JS = String.raw`
-import { call, describe, say } from '/assets/common.js';
+import { call, describe, say, sayInvalid } from '/assets/common.js';
 
 const status = document.getElementById('second-factor-status');
-function fail(error) {
-  say(status, describe(error), true);
+// The field a refused form's error is about (the others have no field: the status line says it).
+const FIELDS = { 'totp-confirm': 'totp-code', 'email-add': 'email-new' };
+function fail(error, field = null) {
+  sayInvalid(status, field, describe(error));
 }
 
 const actions = {
@@ -85,7 +87,7 @@ document.addEventListener('submit', async (event) => {
   try {
     await send(new FormData(form), form);
   } catch (error) {
-    fail(error);
+    fail(error, document.getElementById(FIELDS[form.dataset.sfForm]));
   }
 });
 `;

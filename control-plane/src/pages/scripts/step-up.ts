@@ -1,7 +1,7 @@
 /** The /auth/step-up page: re-verify a passkey (plus TOTP when active), then go back. */
 export const STEP_UP_JS = String.raw`
 import { startAuthentication } from '/assets/simplewebauthn/index.js';
-import { call, describe, say } from '/assets/common.js';
+import { call, describe, say, sayInvalid } from '/assets/common.js';
 
 const form = document.getElementById('step-up-form');
 const status = document.getElementById('status');
@@ -18,8 +18,8 @@ form.addEventListener('submit', async (event) => {
     say(status, 'Confirmed.');
     location.assign(form.dataset.return);
   } catch (error) {
-    say(status, describe(error), true);
-    if (code && error && (error.reason === 'totp_required' || error.reason === 'totp_invalid' || error.reason === 'totp_replayed')) code.focus();
+    const codeWrong = code && error && ['totp_required', 'totp_invalid', 'totp_replayed'].includes(error.reason);
+    sayInvalid(status, codeWrong ? code : null, describe(error));
   }
 });
 `;

@@ -393,7 +393,7 @@ ${view.sessions.map(
   (
     s,
   ) => html`<tr data-session="${s.identifier}"><td><span data-field="device-label">${s.label}</span>${s.current ? html` <strong class="tag" data-field="this-session">this session</strong>` : s.thisDevice ? html` <strong class="tag" data-field="this-device">this device</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td><td>${s.assurance}</td>
-<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}" aria-label="Revoke the session in ${s.label}">${s.current ? 'Sign out' : 'Revoke'}</button></td></tr>`,
+<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}" aria-label="${s.current ? 'Sign out' : 'Revoke'}: the session in ${s.label}">${s.current ? 'Sign out' : 'Revoke'}</button></td></tr>`,
 )}
 </tbody></table>
 
@@ -403,7 +403,7 @@ ${view.devices.map(
   (
     d,
   ) => html`<tr data-device="${d.deviceId}"><td><span data-field="device-label">${d.label}</span>${d.current ? html` <strong class="tag" data-field="this-device">this device</strong>` : ''}</td><td>${when(d.createdAt)}</td><td>${when(d.lastSeenAt)}</td>
-<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}" aria-label="Revoke ${d.label}${d.current ? ' (this device)' : ''}">Revoke device</button></td></tr>`,
+<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}" aria-label="Revoke device: ${d.label}${d.current ? ' (this device)' : ''}">Revoke device</button></td></tr>`,
 )}
 </tbody></table>
 

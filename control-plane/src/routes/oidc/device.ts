@@ -16,7 +16,7 @@ import {
 import { readTokenRequestBody } from '../../oidc/token-request.js';
 import { limitPerAccount, limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
-import { html, page } from '../../pages/layout.js';
+import { formError, html, page } from '../../pages/layout.js';
 import { clientLinksOf, formPage, sendErrorPage, sendOneTap } from './pages.js';
 
 export const DEVICE_AUTHORIZATION_PATH = '/auth/device';
@@ -105,6 +105,7 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
 
   function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: string): FastifyReply {
     reply.code(problem ? 400 : 200).type('text/html; charset=utf-8');
+    const error = formError(problem && html`<span data-reason="invalid_user_code">${problem}</span>`);
     return reply.send(
       formPage(
         reply,
@@ -113,9 +114,9 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
           nonce: request.kp.cspNonce,
           body: html`<h1>Connect a device</h1>
 <p>Enter the code your device, command line or TV shows.</p>
-${problem ? html`<p class="error" role="alert" data-reason="invalid_user_code">${problem}</p>\n` : ''}<form method="post" action="${VERIFICATION_PATH}" data-action="device-code">
+${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="device-code">
   <label for="user-code">Code</label>
-  <input id="user-code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="12" placeholder="XXXX-XXXX" required autofocus>
+  <input id="user-code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="12" placeholder="XXXX-XXXX" required${problem ? error.field({ first: true }) : html` autofocus`}>
   <button type="submit">Continue</button>
 </form>`,
         }),
