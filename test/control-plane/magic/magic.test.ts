@@ -340,6 +340,7 @@ t.test('works as a plain HTML form without JavaScript, carrying return and proje
   const bad = await browser.post('/auth/magic/request', 'email=nope', html);
   t.equal(bad.statusCode, 400);
   t.match(bad.body, /role="alert"/);
+  t.match(bad.body, /id="magic-email"[^>]* aria-invalid="true" aria-describedby="form-error" autofocus>/);
   const sent = await browser.post(
     '/auth/magic/request',
     'email=nojs%40example.com&return=%2Faccount%3Ftab%3D1&project=Demo',

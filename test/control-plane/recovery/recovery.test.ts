@@ -206,8 +206,14 @@ t.test('works as a plain HTML form without JavaScript', async (t) => {
   const wrong = await form.post('/auth/recovery/verify', 'user=nojs&code=ZZZZ-ZZZZ-ZZZZ-ZZZZ', html);
   t.equal(wrong.statusCode, 401);
   t.match(wrong.headers['content-type'], /^text\/html/);
-  t.match(wrong.body, /role="alert"/);
+  t.match(wrong.body, /<p id="form-error" role="alert"/);
   t.match(wrong.body, /invalid_recovery_code/);
+  t.match(
+    wrong.body,
+    /id="recovery-user"[^>]* aria-invalid="true" aria-describedby="form-error" autofocus>/,
+    'the first field is tied to the message and takes the focus',
+  );
+  t.match(wrong.body, /id="recovery-code"[^>]* aria-invalid="true" aria-describedby="form-error">/);
   t.match(wrong.body, /value="nojs"/, 'the username is kept');
   const right = await form.post('/auth/recovery/verify', `user=nojs&code=${encodeURIComponent(codes[0])}`, html);
   t.equal(right.statusCode, 303);

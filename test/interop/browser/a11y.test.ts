@@ -212,7 +212,10 @@ t.test(
           await page.addScriptTag({ path: AXE });
           const violations = await page.evaluate(async (tags: string[]): Promise<Violation[]> => {
             const inPage = globalThis as any;
-            const result = await inPage.axe.run(inPage.document, { runOnly: { type: 'tag', values: tags } });
+            const result = await inPage.axe.run(inPage.document, {
+              runOnly: { type: 'tag', values: tags },
+              resultTypes: ['violations'],
+            });
             return result.violations.map((v: any) => ({
               id: v.id,
               impact: v.impact,
