@@ -17,6 +17,7 @@ import { findFreePort } from '../../../lib/runtime/listen.js';
 import { CHROMIUM, chromiumSkip } from '../../helpers/browser.js';
 import { tempDir } from '../../helpers/build.js';
 import { registerLiveClient, startLiveControlPlane } from '../../helpers/live-browser.js';
+import { linkIn, readOutbox } from '../../helpers/smtp.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 
 /**
@@ -228,7 +229,7 @@ t.test(
           t.same(
             bad.map((v) => `${v.impact} ${v.id}: ${v.help}\n    ${v.nodes.join('\n    ')}`),
             [],
-            `${label} (${where.pathname}): no serious or critical violation`,
+            `${label} (${where.pathname}, "${await page.title()}"): no serious or critical violation`,
           );
         }
         const activeId = () => page.evaluate<string>('document.activeElement ? document.activeElement.id : ""');
@@ -339,6 +340,35 @@ t.test(
         await visit('account choice', authorize(client['client_id'] as string, { prompt: 'select_account' }));
         await visit('not admitted', authorize(gatedClient['client_id'] as string));
         await visit('v1 bridge approval', `${cp}/auth/v1/return?to=${encodeURIComponent(v1Return)}`);
+        await visit(
+          'popup answer (web_message)',
+          `${cp}/auth/authorize?${new URLSearchParams({
+            client_id: inPlace.clientId,
+            redirect_uri: `http://localhost:${demoPort}/in-place/callback`,
+            response_type: 'code',
+            response_mode: 'web_message',
+            scope: 'openid',
+            state: 's',
+            code_challenge: computeS256Challenge('v'.repeat(43)),
+            code_challenge_method: 'S256',
+          })}`,
+        );
+        await visit('SAML error page', `${cp}/saml/sso?SAMLRequest=not-a-request`, '/saml/sso');
+        const added = await page.evaluate(
+          async (email) =>
+            (
+              await fetch('/auth/email/add', {
+                method: 'POST',
+                headers: { 'content-type': 'application/json', accept: 'application/json' },
+                body: JSON.stringify({ email }),
+              })
+            ).status,
+          `${username}@example.com`,
+        );
+        t.equal(added, 200, 'an address to verify');
+        await server.services.mailer.idle();
+        const verifyLink = linkIn((await readOutbox(dataDir)).at(-1)!, '/auth/email/verify')!;
+        await visit('e-mail verified', verifyLink, '/auth/email/verify');
         await visit('device code', `${cp}/device`, '/device');
         await page.fill('#user-code', 'BCDF-GHJK');
         await Promise.all([
