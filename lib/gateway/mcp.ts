@@ -1,4 +1,5 @@
 import type { RoutePolicy } from './policy.js';
+import { gatewayPublicUrls } from './config-issuance.js';
 
 /**
  * The gateway as an MCP resource server (docs/mcp.md#protect-an-mcp-server-with-the-gateway):
@@ -77,4 +78,22 @@ export function readToolCalls(body: string): { tools: string[] } | { malformed: 
     tools.push(name);
   }
   return { tools };
+}
+
+/**
+ * The resources of every MCP route of the registered gateways: `<public URL><path>` for each
+ * public URL a gateway has (its redirect URIs `<public URL>/_gate/callback`). Any client may ask
+ * for one of them (RFC 8707): an MCP server is open to clients nobody registered in advance.
+ */
+export function mcpRouteResources(
+  gateways: ReadonlyArray<{ redirectUris: readonly string[]; policy?: { routes: readonly RoutePolicy[] } | undefined }>,
+): string[] {
+  const out = new Set<string>();
+  for (const gateway of gateways) {
+    const routes = (gateway.policy?.routes ?? []).filter((route) => route.mcp === true);
+    if (routes.length === 0) continue;
+    for (const base of gatewayPublicUrls(gateway.redirectUris))
+      for (const route of routes) out.add(mcpResourceOf(route, base));
+  }
+  return [...out];
 }
