@@ -25,7 +25,11 @@ t.test("an agent's token for an MCP route's resource, approved by its owner, pas
   const { app, signIn } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
   const { browser } = await signIn({ username: 'alice' });
   const { browser: strong } = await signIn({ username: 'alice', assurance: 'sensitive' });
-  await registerClient(app, { client_name: 'Tools gate', redirect_uris: [`${GATEWAY}/_gate/callback`], gateway: POLICY });
+  await registerClient(app, {
+    client_name: 'Tools gate',
+    redirect_uris: [`${GATEWAY}/_gate/callback`],
+    gateway: POLICY,
+  });
   const agent = await enrollAgent(app, browser);
   const client = await registerClient(app, { access: { humans: false, agents: true }, scope: 'openid email' });
 
