@@ -196,3 +196,29 @@ t.test("an agent's DPoP-bound token for the resource passes and reaches the MCP 
   const asBearer = await post('/mcp', call('read_x'), { authorization: `Bearer ${access}` });
   t.equal(asBearer.status, 401, 'a DPoP-bound token is not a bearer token');
 });
+
+t.test('the GET event stream of Streamable HTTP passes through as it is written', async (t) => {
+  let second: (() => void) | undefined;
+  const upstream = await startUpstream(t, (req, res) => {
+    if (req.method !== 'GET') return false;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n');
+    second = () => res.end('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message"}\n\n');
+    return true;
+  });
+  const gw = await startTestGateway(t, { upstream: upstream.url });
+  await gw.configure(POLICY, 1);
+  const token = await signAccessToken({ audience: `${gw.url}/mcp`, clientId: 'some-mcp-client', scope: 'openid' });
+  const res = await request(`${gw.url}/mcp`, {
+    headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` },
+  });
+  t.equal(res.statusCode, 200);
+  t.match(res.headers['content-type'], /text\/event-stream/);
+  const reader = res.body[Symbol.asyncIterator]();
+  const first = await reader.next();
+  t.match(String(first.value), /list_changed/, 'the first event arrives before the upstream wrote the second');
+  second!();
+  let rest = '';
+  for (let chunk = await reader.next(); !chunk.done; chunk = await reader.next()) rest += String(chunk.value);
+  t.match(rest, /notifications\/message/);
+});
