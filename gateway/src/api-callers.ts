@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { mcpResourceOf } from '../../lib/gateway/mcp.js';
 import { findRoute } from '../../lib/gateway/request-path.js';
 import { authenticateApiCaller } from './bearer.js';
 import type { GatewayContext, Identified } from './context.js';
@@ -17,7 +18,11 @@ export async function identifyApiCaller(
   path: string,
 ): Promise<Identified> {
   const policy = ctx.holder.current?.policy;
-  const audience = (policy ? findRoute(policy.routes, path)?.resource : undefined) ?? ctx.publicUrl;
+  const route = policy ? findRoute(policy.routes, path) : null;
+  // An MCP route's resource may be requested by any client (docs/gateway.md#mcp-routes): its
+  // audience, exactly, is what binds the token to it.
+  const mcp = route?.mcp === true;
+  const audience = mcp ? mcpResourceOf(route, ctx.publicUrl) : (route?.resource ?? ctx.publicUrl);
   const acceptClients = [...(ctx.config.clientId ? [ctx.config.clientId] : []), ...(policy?.accept_clients ?? [])];
   const caller = await authenticateApiCaller(
     { method, path, authorization: req.headers['authorization']!, dpop: req.headers['dpop'] },
@@ -25,6 +30,7 @@ export async function identifyApiCaller(
       issuer: ctx.controlPlane,
       audience,
       acceptClients,
+      ...(mcp ? { anyClient: true } : {}),
       publicUrl: ctx.publicUrl,
       keys: ctx.keys,
       state: ctx.state,

@@ -6,6 +6,7 @@ import { DpopKeyCache } from '../../lib/dpop/key-cache.js';
 import { DEPENDENCIES, isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
 import { fail } from '../../lib/errors/keyplane-error.js';
 import { buildGatewayEvidence } from '../../lib/gateway/evidence.js';
+import type { Decision } from '../../lib/gateway/policy.js';
 import type { ClientView } from '../../lib/gateway/forwarded.js';
 import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import { normalizeRequestTarget, type RequestTarget } from '../../lib/gateway/request-path.js';
@@ -17,6 +18,7 @@ import { ExpiringCache } from '../../lib/util/expiring-cache.js';
 import { randomToken } from '../../lib/util/random.js';
 import { redactUrl, requestIdFor } from '../../lib/logging/request-log.js';
 import { authorize } from './authorize.js';
+import { checkToolCalls, serveProtectedResourceMetadata } from './mcp.js';
 import { deriveDpopNonceKeys, guardKeys, remoteControlPlaneKeys } from './bearer.js';
 import { fileConfigStore } from './config-store.js';
 import { createForwardedReader, createPeerTrust, type GatewayContext, type ResolvedGatewayConfig } from './context.js';
@@ -234,9 +236,19 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
   const view = ctx.applyForwarded(req);
   clientViews.set(req, view);
   if (target.path === '/_gate' || target.path.startsWith('/_gate/')) return gateRoute(ctx, req, res, target, view);
+  if (serveProtectedResourceMetadata(ctx, method, target.path, res)) return;
 
   const result = await authorize(ctx, req, { method, target, res });
   if ('refused' in result) return refuse(ctx, req, res, result.refused);
+  const route = result.decision.route;
+  let replay: Buffer | null = null;
+  if (route?.mcp === true && route.tools && method === 'POST' && body) {
+    // docs/gateway.md#mcp-routes: the tool a JSON-RPC request calls decides, and the body read
+    // to find it is what the upstream gets.
+    const checked = await checkToolCalls(ctx, req, res, route, result.who.caller, enforcedFor(result.decision));
+    if (!checked) return;
+    replay = checked.body;
+  }
   const upstream = ctx.upstreams.find(target.path);
   if (!upstream)
     return sendError(
@@ -245,8 +257,15 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
       fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'),
     );
   const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin);
+  if (replay) headers['content-length'] = String(replay.length);
   // Counted once the upstream answered: a request that never reached the app was not `allowed` through.
-  const forwarded = await upstream.proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body });
+  const forwarded = await upstream.proxy.forward({
+    req,
+    res,
+    target: `${target.path}${target.search}`,
+    headers,
+    body: replay ?? body,
+  });
   if (forwarded.ok) countPassed(ctx.metrics, result.decision);
   else countUpstreamFailure(ctx.metrics, forwarded.reason);
 }
@@ -365,4 +384,9 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       if (ownsState) await ctx.state.close();
     },
   };
+}
+
+/** Whether an allowed decision would have held against a refusal (observe and canary outside the bucket: no). */
+function enforcedFor(decision: Decision): boolean {
+  return decision.outcome === 'allow' && decision.enforced;
 }

@@ -2,11 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../lib/errors/reasons.js';
-import { evaluatePolicy, type Decision } from '../../lib/gateway/policy.js';
+import { evaluatePolicy, findRoute, type Decision } from '../../lib/gateway/policy.js';
 import type { RequestTarget } from '../../lib/gateway/request-path.js';
 import { identifyApiCaller, isApiCaller } from './api-callers.js';
 import { challenge } from './bearer.js';
 import type { GatewayContext, Identified } from './context.js';
+import { withResourceMetadata } from './mcp.js';
 import { identifySession } from './sessions.js';
 
 /** A browser is sent to sign in (or step up) at the control plane; anyone else gets an envelope. */
@@ -136,16 +137,23 @@ export async function authorize(
   const { method, target } = options;
   const held = ctx.holder.current;
   if (!held) return { refused: { error: fail('gateway_not_configured', 'the gateway has no signed config yet') } };
+  // An MCP route takes tokens only (docs/gateway.md#mcp-routes): a session cookie is no credential
+  // there, and a refusal is never a redirect to sign in.
+  const mcpRoute = findRoute(held.policy.routes, target.path);
+  const mcp = mcpRoute?.mcp === true ? mcpRoute : null;
   let who: Identified;
   try {
     who = isApiCaller(req)
       ? await identifyApiCaller(ctx, req, method, target.path)
-      : await identifySession(ctx, req, options.res);
+      : mcp
+        ? { caller: null, session: null, api: true }
+        : await identifySession(ctx, req, options.res);
   } catch (caught) {
     // Redis or the control plane could not be reached: 503 `unavailable`, refused or observed like any failure.
     const error = isDependencyUnavailable(caught) ? unavailableFailure(caught) : caught;
     if (!isKeyplaneError(error)) throw error;
-    if (held.policy.mode === 'enforce') return { refused: { error } };
+    if (held.policy.mode === 'enforce')
+      return { refused: { error: mcp ? withResourceMetadata(ctx, mcp, error) : error } };
     // observe / canary: a credential that does not verify cannot be placed in a canary bucket,
     // so it is observed: counted under its reason and passed on without identity.
     ctx.metrics.observed.inc({ reason: error.reason });
@@ -174,14 +182,18 @@ export async function authorize(
   // when the proxy relays the answer to the browser (`?redirect=1`: Traefik, Caddy).
   const browser =
     !who.api && isBrowserNavigation(req, method) && (!options.forwardAuth || options.wantsRedirect === true);
-  return {
-    refused: refusalFor(
-      ctx,
-      decision,
-      who,
-      browser,
-      `${target.path}${target.search}`,
-      isBrowserNavigation(req, method),
-    ),
-  };
+  const refused = refusalFor(
+    ctx,
+    decision,
+    who,
+    browser,
+    `${target.path}${target.search}`,
+    isBrowserNavigation(req, method),
+  );
+  if (mcp && refused.signIn === undefined) {
+    // An MCP client reads the envelope's challenge, never a page.
+    const { denied: _page, ...answer } = refused;
+    return { refused: { ...answer, error: withResourceMetadata(ctx, mcp, refused.error) } };
+  }
+  return { refused };
 }

@@ -50,6 +50,11 @@ export interface ApiAuthContext {
   audience: string;
   /** Clients whose tokens are accepted: the gateway's own and the policy's `accept_clients`. */
   acceptClients: readonly string[];
+  /**
+   * An MCP route: any client's token is accepted, but its `aud` must be exactly `audience` (one
+   * value), since the resource is all that ties a third-party client's token to this route.
+   */
+  anyClient?: boolean;
   /** The gateway's public URL, from which `htu` is rebuilt (never from client headers). */
   publicUrl: string;
   keys: JWTVerifyGetKey;
@@ -152,11 +157,16 @@ export async function authenticateApiCaller(
   });
   // RFC 8707 / RFC 9068 §4: a token for another resource (another route's API) is not for this one.
   const aud = claims['aud'];
-  if (!(aud === context.audience || (Array.isArray(aud) && aud.includes(context.audience))))
-    throw invalidToken(parsed.scheme, realm, 'the access token is for another resource');
+  const audienceMatches = context.anyClient
+    ? aud === context.audience || (Array.isArray(aud) && aud.length === 1 && aud[0] === context.audience)
+    : aud === context.audience || (Array.isArray(aud) && aud.includes(context.audience));
+  if (!audienceMatches) throw invalidToken(parsed.scheme, realm, 'the access token is for another resource');
   // RFC 9068 §2.2 client_id: a token minted for another client is not the gateway's to accept,
   // whoever its subject is (a client a victim signed in to would otherwise speak for them here).
-  if (typeof claims['client_id'] !== 'string' || !context.acceptClients.includes(claims['client_id']))
+  if (
+    typeof claims['client_id'] !== 'string' ||
+    !(context.anyClient === true || context.acceptClients.includes(claims['client_id']))
+  )
     throw invalidToken(parsed.scheme, realm, 'the access token was issued to a client this gateway does not accept');
   const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
   if (parsed.scheme === 'Bearer' && jkt !== undefined)

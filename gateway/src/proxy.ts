@@ -84,8 +84,8 @@ export interface ForwardInput {
    * pool's origin) nor Expect (which undici refuses; node answered 100-continue already).
    */
   headers: Record<string, string | string[]>;
-  /** From hasBody(), taken before the hop-by-hop headers went. */
-  body: boolean;
+  /** From hasBody(), taken before the hop-by-hop headers went; or the body already read (an MCP tool call). */
+  body: boolean | Buffer;
 }
 
 export type ForwardOutcome = { ok: true } | { ok: false; reason: Reason };
@@ -214,7 +214,7 @@ export class UpstreamProxy {
           path: input.target,
           method: input.req.method as 'GET',
           headers: input.headers,
-          body: input.body ? input.req : null,
+          body: Buffer.isBuffer(input.body) ? input.body : input.body ? input.req : null,
         },
         handler,
       );

@@ -341,7 +341,7 @@ export const REASONS = {
   insufficient_user_authentication: {
     status: 401,
     description:
-      'The authentication is weaker than this route requires; ask again with the `acr_values` in `WWW-Authenticate` (RFC 9470).',
+      'The authentication is weaker than this route (or the MCP tool called, docs/gateway.md#mcp-routes) requires; ask again with the `acr_values` in `WWW-Authenticate` (RFC 9470).',
   },
   principal_not_allowed: { status: 403, description: 'This route admits only other principal types (human or agent).' },
   dpop_required: {

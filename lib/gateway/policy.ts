@@ -30,6 +30,20 @@ export interface RoutePolicy {
   resource?: string;
   /** Who may pass (docs/gateway.md#access-rules): any matching entry; absent, any signed-in principal. */
   allow?: AllowRules;
+  /**
+   * An MCP endpoint (docs/mcp.md#protect-an-mcp-server-with-the-gateway): no usable token is a 401
+   * naming its protected resource metadata (RFC 9728), never a redirect, and any client's token for
+   * its resource `<public URL><path>` is accepted.
+   */
+  mcp?: boolean;
+  /** MCP routes only: rules a JSON-RPC `tools/call` of the named tool must meet besides the route's. */
+  tools?: Record<string, ToolRule>;
+}
+
+/** What one MCP tool demands (docs/gateway.md#mcp-routes). */
+export interface ToolRule {
+  min_assurance?: AssuranceLevel;
+  allow?: AllowRules;
 }
 
 export interface GatewayPolicy {
@@ -169,7 +183,18 @@ export function checkGatewayPolicy(value: unknown): string[] {
       return;
     }
     const route = entry as Record<string, unknown>;
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'resource', 'allow'];
+    const known = [
+      'path',
+      'min_assurance',
+      'principals',
+      'scopes',
+      'dpop',
+      'public',
+      'resource',
+      'allow',
+      'mcp',
+      'tools',
+    ];
     for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
     if (
       route['resource'] !== undefined &&
@@ -195,6 +220,55 @@ export function checkGatewayPolicy(value: unknown): string[] {
     if (route['public'] !== undefined && typeof route['public'] !== 'boolean')
       problems.push(`${where}.public must be a boolean`);
     if (route['allow'] !== undefined) problems.push(...checkAllowRules(route['allow'], `${where}.allow`));
+    if (route['mcp'] !== undefined && typeof route['mcp'] !== 'boolean')
+      problems.push(`${where}.mcp must be a boolean`);
+    if (route['tools'] !== undefined) problems.push(...checkToolRules(route['tools'], `${where}.tools`));
   });
   return problems;
+}
+
+/** Problems in a route's `tools` (each tool: `min_assurance?`, `allow?`), each with its path. */
+export function checkToolRules(value: unknown, where: string): string[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return [`${where} must be an object`];
+  const problems: string[] = [];
+  for (const [name, rule] of Object.entries(value as Record<string, unknown>)) {
+    const at = `${where}.${name}`;
+    if (name.length === 0 || name.length > 128) problems.push(`${where} has a tool name that is empty or too long`);
+    if (!rule || typeof rule !== 'object' || Array.isArray(rule)) {
+      problems.push(`${at} must be an object`);
+      continue;
+    }
+    const fields = rule as Record<string, unknown>;
+    for (const key of Object.keys(fields))
+      if (key !== 'min_assurance' && key !== 'allow') problems.push(`${at}.${key} is not a known key`);
+    if (fields['min_assurance'] !== undefined && !isAssuranceLevel(fields['min_assurance']))
+      problems.push(`${at}.min_assurance must be one of: recovery, email, passkey, sensitive`);
+    if (fields['allow'] !== undefined) problems.push(...checkAllowRules(fields['allow'], `${at}.allow`));
+  }
+  return problems;
+}
+
+/**
+ * What a tool's rules refuse the caller for, after the route admitted it: too weak a sign-in
+ * (RFC 9470) first, since a step-up can fix that, then the tool's `allow` rules (403).
+ */
+export function checkToolCall(
+  rule: ToolRule,
+  caller: Caller,
+  directory?: AccessDirectory,
+): {
+  reason: 'insufficient_user_authentication' | 'access_denied';
+  requiredAssurance?: AssuranceLevel;
+  access?: Extract<AccessDecision, { allowed: false }>;
+} | null {
+  if (
+    rule.min_assurance &&
+    !(isAssuranceLevel(caller.assurance) && meetsAssurance(caller.assurance, rule.min_assurance))
+  )
+    return { reason: 'insufficient_user_authentication', requiredAssurance: rule.min_assurance };
+  if (rule.allow) {
+    const access = evaluateAccess(rule.allow, principalFromDirectory(directory, caller));
+    if (!access.allowed) return { reason: 'access_denied', access };
+  }
+  return null;
 }

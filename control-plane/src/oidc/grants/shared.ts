@@ -37,12 +37,22 @@ export async function revokeFamily(services: GrantServices, grant: StoredGrant, 
   });
 }
 
-/** RFC 8707 at the token endpoint: a resource must be registered, and within what the grant allowed. */
+/**
+ * RFC 8707 at the token endpoint: a resource must be registered, and within what the grant
+ * allowed. The grant's own resource, checked when it was authorized, may always be named again
+ * (an MCP route's resource is not the client's registered one, docs/gateway.md#mcp-routes).
+ */
 export function resourceFor(
   client: StoredClient,
   body: Record<string, unknown>,
   granted: string | null,
 ): string | null {
+  if (
+    granted !== null &&
+    (body.resource === granted ||
+      (Array.isArray(body.resource) && body.resource.length === 1 && body.resource[0] === granted))
+  )
+    return granted;
   const requested = checkResource(client.metadata.resources, body.resource);
   if (requested === undefined) return granted;
   if (granted !== null && requested !== granted)

@@ -36,6 +36,7 @@ import {
 } from './pages.js';
 import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
 import { checkSignInAccess } from '../../clients/sign-in-access.js';
+import { mcpResources } from '../../gateways/mcp-resources.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
 import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
@@ -176,15 +177,18 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
    * Checks the request against its client's registration. A refusal is already answered: on a
    * page while the redirect URI is unverified, else at that URI.
    */
+  type Checked = { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget; mcpResource: boolean };
+
   async function checkRequest(
     request: FastifyRequest,
     reply: FastifyReply,
     params: RawParams,
-  ): Promise<{ refused: FastifyReply } | { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget }> {
+  ): Promise<{ refused: FastifyReply } | Checked> {
     const found = await clientOf(request, reply, params);
     if ('refused' in found) return found;
     const { client } = found;
-    const check = checkAuthorizationRequest(params, authorizationClientOf(client));
+    const mcp = await mcpResources(app.kp);
+    const check = checkAuthorizationRequest(params, authorizationClientOf(client, mcp));
     if (!check.ok) {
       if (check.target === null)
         return {
@@ -209,7 +213,10 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         ),
       };
     }
-    return { client, authz: check.request, target: targetOf(check.request) };
+    // docs/gateway.md#mcp-routes: an MCP route's resource goes to any client, so the person
+    // always sees who asks for it (no remembered approval, no first-party skip).
+    const mcpResource = check.request.resource !== undefined && mcp.includes(check.request.resource);
+    return { client, authz: check.request, target: targetOf(check.request), mcpResource };
   }
 
   async function issueCode(
@@ -309,7 +316,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   async function decide(
     request: FastifyRequest,
     reply: FastifyReply,
-    checked: { client: StoredClient; authz: AuthorizationRequest; target: ErrorTarget },
+    checked: Checked,
     params: RawParams,
     loginAfter: number | undefined,
     accountChosen: boolean,
@@ -333,10 +340,13 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const now = app.kp.now();
     const approval = session ? await approvalOf(app.kp, session.identityId, client.clientId) : null;
     const decision = decideAuthorization({
-      request: authz,
+      request:
+        checked.mcpResource && !authz.prompt.includes('none')
+          ? { ...authz, prompt: [...authz.prompt, 'consent'] }
+          : authz,
       now,
-      approval,
-      firstParty: client.metadata.first_party === true,
+      approval: checked.mcpResource ? null : approval,
+      firstParty: client.metadata.first_party === true && !checked.mcpResource,
       session: session
         ? { identityId: session.identityId, assurance: session.assurance, authTime: session.authTime }
         : undefined,
