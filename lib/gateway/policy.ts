@@ -30,6 +30,16 @@ export interface RoutePolicy {
   resource?: string;
   /** Who may pass (docs/gateway.md#access-rules): any matching entry; absent, any signed-in principal. */
   allow?: AllowRules;
+  /** An MCP endpoint (CONTRACT "Access rules, MCP authorization"): its resource may be requested by any client. */
+  mcp?: boolean;
+  /** Rules per MCP tool name, applied to a JSON-RPC `tools/call` of that tool on an `mcp` route. */
+  tools?: Record<string, ToolRule>;
+}
+
+/** What a `tools/call` of one tool must meet besides the route's own rules. */
+export interface ToolRule {
+  min_assurance?: AssuranceLevel;
+  allow?: AllowRules;
 }
 
 export interface GatewayPolicy {
@@ -169,7 +179,18 @@ export function checkGatewayPolicy(value: unknown): string[] {
       return;
     }
     const route = entry as Record<string, unknown>;
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'resource', 'allow'];
+    const known = [
+      'path',
+      'min_assurance',
+      'principals',
+      'scopes',
+      'dpop',
+      'public',
+      'resource',
+      'allow',
+      'mcp',
+      'tools',
+    ];
     for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
     if (
       route['resource'] !== undefined &&
@@ -195,6 +216,30 @@ export function checkGatewayPolicy(value: unknown): string[] {
     if (route['public'] !== undefined && typeof route['public'] !== 'boolean')
       problems.push(`${where}.public must be a boolean`);
     if (route['allow'] !== undefined) problems.push(...checkAllowRules(route['allow'], `${where}.allow`));
+    if (route['mcp'] !== undefined && typeof route['mcp'] !== 'boolean')
+      problems.push(`${where}.mcp must be a boolean`);
+    if (route['tools'] !== undefined) problems.push(...checkToolRules(route['tools'], `${where}.tools`));
   });
+  return problems;
+}
+
+/** Problems in a route's `tools` member (`{"<tool name>": {min_assurance?, allow?}}`), each with its path. */
+export function checkToolRules(value: unknown, where: string): string[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return [`${where} must be an object of tool names`];
+  const problems: string[] = [];
+  for (const [name, rule] of Object.entries(value as Record<string, unknown>)) {
+    const at = `${where}.${name}`;
+    if (name.length === 0 || name.length > 128) problems.push(`${where} has a tool name that is empty or too long`);
+    if (!rule || typeof rule !== 'object' || Array.isArray(rule)) {
+      problems.push(`${at} must be an object`);
+      continue;
+    }
+    const fields = rule as Record<string, unknown>;
+    for (const key of Object.keys(fields))
+      if (key !== 'min_assurance' && key !== 'allow') problems.push(`${at}.${key} is not a known key`);
+    if (fields['min_assurance'] !== undefined && !isAssuranceLevel(fields['min_assurance']))
+      problems.push(`${at}.min_assurance must be one of: recovery, email, passkey, sensitive`);
+    if (fields['allow'] !== undefined) problems.push(...checkAllowRules(fields['allow'], `${at}.allow`));
+  }
   return problems;
 }

@@ -1,6 +1,6 @@
 import type { JWK } from 'jose';
 import { checkAllowRules, type AllowRules, type OrgRule } from '../access/evaluate-access.js';
-import type { GatewayPolicy, RoutePolicy } from '../gateway/policy.js';
+import { checkToolRules, type GatewayPolicy, type RoutePolicy } from '../gateway/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
@@ -212,7 +212,7 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
   value.routes.forEach((raw, i) => {
     const at = `gateway.routes[${i}]`;
     if (!isObject(raw)) bad(`${at} must be an object`);
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'allow'];
+    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'allow', 'mcp', 'tools'];
     const unknown = Object.keys(raw).find((key) => !known.includes(key));
     if (unknown !== undefined) bad(`${at}.${unknown} is not a route field`);
     const { path } = raw;
@@ -250,10 +250,28 @@ function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]):
       if (entries > LIMITS.allowEntries) bad(`${at}.allow has more than ${LIMITS.allowEntries} entries`);
       route.allow = raw.allow as AllowRules;
     }
+    if (raw.mcp !== undefined && raw.mcp !== false) {
+      if (raw.mcp !== true) bad(`${at}.mcp must be a boolean`);
+      route.mcp = true;
+    }
+    if (raw.tools !== undefined) {
+      if (route.mcp !== true) bad(`${at}.tools needs mcp: true`);
+      const problems = checkToolRules(raw.tools, `${at}.tools`);
+      if (problems.length > 0) bad(problems.join('; '));
+      route.tools = raw.tools as RoutePolicy['tools'];
+    }
     if (raw.public !== undefined) {
       if (raw.public !== true) bad(`${at}.public must be true when present`);
-      if (route.min_assurance || route.principals || route.scopes || route.dpop === 'required' || route.allow)
-        bad(`${at} is public and cannot also demand assurance, principals, scopes, DPoP or allow rules`);
+      if (
+        route.min_assurance ||
+        route.principals ||
+        route.scopes ||
+        route.dpop === 'required' ||
+        route.allow ||
+        route.mcp ||
+        route.tools
+      )
+        bad(`${at} is public and cannot also demand assurance, principals, scopes, DPoP, allow rules or MCP tokens`);
       route.public = true;
     }
     policy.routes.push(route);
