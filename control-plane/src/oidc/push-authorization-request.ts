@@ -9,6 +9,8 @@ import {
 import { randomToken } from '../../../lib/util/random.js';
 import type { StoredClient } from '../storage/types.js';
 import { authorizationClientOf } from './authorization-client.js';
+import { requestableResources } from './mcp-resources.js';
+import type { ControlPlaneServices } from '../context.js';
 import {
   pushedRequestKey,
   resolveAuthorizationRequest,
@@ -27,7 +29,7 @@ export interface PushedRequest {
  * Problems are answered here, as errors of this endpoint (§2.3), never redirected.
  */
 export async function pushAuthorizationRequest(
-  services: ResolveServices,
+  services: ResolveServices & Pick<ControlPlaneServices, 'storage'>,
   client: StoredClient,
   body: RawParams,
   proofJkt: string | null,
@@ -38,7 +40,8 @@ export async function pushAuthorizationRequest(
   if (!resolved.ok) throw oauthError('invalid_request', resolved.description, { error: resolved.error });
   const bound = bindPushedDpop(resolved.params, proofJkt);
   if (!bound.ok) throw oauthError('invalid_request', bound.description);
-  const check = checkAuthorizationRequest(bound.params, authorizationClientOf(client));
+  const resources = await requestableResources(services, client, bound.params.resource);
+  const check = checkAuthorizationRequest(bound.params, authorizationClientOf(client, resources));
   if (!check.ok) {
     // RFC 9126 §2.3: an unregistered redirect_uri is invalid_request here; the rest keep their codes.
     if (check.target === null) throw oauthError('invalid_request', check.description);

@@ -43,6 +43,8 @@ export function resourceFor(
   body: Record<string, unknown>,
   granted: string | null,
 ): string | null {
+  // The grant's own resource stays requestable (it may be an MCP route's, which no client registers).
+  if (granted !== null && body.resource === granted) return granted;
   const requested = checkResource(client.metadata.resources, body.resource);
   if (requested === undefined) return granted;
   if (granted !== null && requested !== granted)

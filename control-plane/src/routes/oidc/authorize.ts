@@ -15,7 +15,9 @@ import {
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { usernameOf } from '../../accounts/profile.js';
-import { findClient } from '../../clients/find-client.js';
+import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { documentHostOf, resolveClient } from '../../clients/client-id-documents.js';
+import { requestableResources } from '../../oidc/mcp-resources.js';
 import { approvalOf } from '../../consent/gate.js';
 import { issueAuthorizationCode, type ApprovalKind } from '../../oidc/issue-code.js';
 import type { StoredClient } from '../../storage/types.js';
@@ -91,6 +93,15 @@ function targetOf(authz: AuthorizationRequest): ErrorTarget {
   };
 }
 
+/**
+ * Where the approval form's answer goes, for CSP form-action and the page: the redirect URI's
+ * origin, or for a native app's private-use scheme (RFC 8252 §7.1, origin "null") its scheme.
+ */
+function formTargetOf(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.origin === 'null' ? url.protocol : url.origin;
+}
+
 function digestOf(params: Record<string, string>): string {
   return sha256Hex(JSON.stringify(CARRIED.map((name) => params[name] ?? null)));
 }
@@ -160,7 +171,18 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     params: RawParams,
   ): Promise<{ refused: FastifyReply } | { client: StoredClient }> {
     const clientId = readClientId(params);
-    const client = clientId ? await findClient(app.kp, clientId) : null;
+    let client: StoredClient | null;
+    try {
+      client = clientId ? await resolveClient(app.kp, clientId) : null;
+    } catch (error) {
+      // A Client ID Metadata Document that cannot be used: its reason on the page, never a redirect.
+      if (!isKeyplaneError(error) || error.reason !== 'invalid_client') throw error;
+      return {
+        refused: sendErrorPage(request, reply, `The app's metadata document was refused. ${error.message}.`, {
+          reason: 'invalid_client',
+        }),
+      };
+    }
     if (client) return { client };
     return {
       refused: sendErrorPage(
@@ -184,7 +206,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const found = await clientOf(request, reply, params);
     if ('refused' in found) return found;
     const { client } = found;
-    const check = checkAuthorizationRequest(params, authorizationClientOf(client));
+    const resources = await requestableResources(app.kp, client, params.resource);
+    const check = checkAuthorizationRequest(params, authorizationClientOf(client, resources));
     if (!check.ok) {
       if (check.target === null)
         return {
@@ -336,7 +359,10 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       request: authz,
       now,
       approval,
-      firstParty: client.metadata.first_party === true,
+      // An MCP route's resource that the client did not register always asks the person (CONTRACT).
+      firstParty:
+        client.metadata.first_party === true &&
+        (authz.resource === undefined || client.metadata.resources.includes(authz.resource)),
       session: session
         ? { identityId: session.identityId, assurance: session.assurance, authTime: session.authTime }
         : undefined,
@@ -386,15 +412,17 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         );
         const username = await usernameOf(app.kp, session!.identityId);
         const origin = new URL(authz.redirectUri).origin;
+        const documentHost = documentHostOf(client);
         return sendOneTap(request, reply, {
-          clientName: client.metadata.client_name ?? origin,
-          clientOrigin: origin,
+          clientName: client.metadata.client_name ?? documentHost ?? origin,
+          clientOrigin: formTargetOf(authz.redirectUri),
+          ...(documentHost !== null ? { unverifiedHost: documentHost } : {}),
           ...clientLinksOf(client.metadata),
           username: username ?? session!.identityId,
           scopes: authz.scopes,
           resources: authz.resource !== undefined ? [authz.resource] : [],
           hidden: { ...hidden, approval },
-          formAction: [origin],
+          formAction: [formTargetOf(authz.redirectUri)],
         });
       }
     }
@@ -432,7 +460,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       username: (await usernameOf(app.kp, session.identityId)) ?? session.identityId,
       admits: describeAllowRules({ orgs }),
       hidden: { ...hidden, approval },
-      formAction: [origin],
+      formAction: [formTargetOf(authz.redirectUri)],
     });
   }
 
