@@ -180,6 +180,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       return {
         refused: sendErrorPage(request, reply, `The app's metadata document was refused. ${error.message}.`, {
           reason: 'invalid_client',
+          status: 400,
         }),
       };
     }
