@@ -15,6 +15,8 @@ import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 const CALLBACK = 'https://mcp-client.example.com/callback';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
+type Tap = Parameters<typeof makeTestCa>[0];
+
 interface Served {
   status?: number;
   type?: string;
@@ -65,8 +67,6 @@ async function setup(t: Tap, options: { allowPrivate?: boolean } = {}) {
   };
   return { ...built, browser, host, documents, serve, clock };
 }
-
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
 
 function request(clientId: string, challenge: string, extra: Record<string, string> = {}) {
   return {
