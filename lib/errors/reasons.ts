@@ -83,7 +83,7 @@ export const REASONS = {
   invalid_client: {
     status: 401,
     description:
-      'Client authentication failed: unknown client, wrong secret or assertion, or a method other than the registered `token_endpoint_auth_method` (RFC 6749 §5.2).',
+      'Client authentication failed: unknown client, wrong secret or assertion, or a method other than the registered `token_endpoint_auth_method` (RFC 6749 §5.2); or a `client_id` URL whose Client ID Metadata Document cannot be used, the message starting `client metadata document refused (<problem>)` (400 on the authorization page; problems in docs/oidc.md §2.1).',
   },
   authorization_pending: {
     status: 400,

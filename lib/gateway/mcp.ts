@@ -97,3 +97,15 @@ export function mcpRouteResources(
   }
   return [...out];
 }
+
+const withoutTrailingSlash = (uri: string) => (uri.endsWith('/') ? uri.slice(0, -1) : uri);
+
+/**
+ * Whether `resource` is the URL of a registered gateway's MCP route, which any client may ask a
+ * token for (the consent page always names it). Exact, but for one trailing slash on either side,
+ * as the gateway compares a route's resource.
+ */
+export function isMcpRouteResource(resource: string, gateways: Parameters<typeof mcpRouteResources>[0]): boolean {
+  const wanted = withoutTrailingSlash(resource);
+  return mcpRouteResources(gateways).some((uri) => withoutTrailingSlash(uri) === wanted);
+}

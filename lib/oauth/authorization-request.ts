@@ -6,6 +6,7 @@ import { isJwkThumbprint } from './access-token-header.js';
 import type { OAuthErrorCode } from './errors.js';
 import { matchRedirectUri } from './redirect-uri.js';
 import { checkResource } from './resource.js';
+import { isClientIdUrl } from './client-id-metadata.js';
 import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 import { decideConsent, type Approval } from '../consent/decide-consent.js';
 
@@ -33,6 +34,8 @@ export type RawParams = Record<string, unknown>;
 export interface AuthorizationClient {
   clientId: string;
   redirectUris: readonly string[];
+  /** RFC 8252 §7.3: loopback IP redirect URIs match on any port (native clients). */
+  loopbackAnyPort?: boolean;
   scope: string;
   grantTypes: readonly string[];
   resources: readonly string[];
@@ -107,7 +110,9 @@ function single(params: RawParams, name: string): string | undefined {
 /** The `client_id` of a request when it is one plain value; null otherwise. */
 export function readClientId(params: RawParams): string | null {
   const value = single(params, 'client_id');
-  return value !== undefined && value.length > 0 && value.length <= 100 ? value : null;
+  // A Client ID Metadata Document URL may be longer than the ids this server issues.
+  const max = value !== undefined && isClientIdUrl(value) ? 2000 : 100;
+  return value !== undefined && value.length > 0 && value.length <= max ? value : null;
 }
 
 /**
@@ -116,10 +121,11 @@ export function readClientId(params: RawParams): string | null {
  */
 export function errorTargetOf(
   params: RawParams,
-  client: Pick<AuthorizationClient, 'redirectUris'>,
+  client: Pick<AuthorizationClient, 'redirectUris' | 'loopbackAnyPort'>,
 ): ErrorTarget | null {
   const redirectUri = params.redirect_uri;
-  if (!matchRedirectUri(client.redirectUris, redirectUri)) return null;
+  if (!matchRedirectUri(client.redirectUris, redirectUri, { loopbackAnyPort: client.loopbackAnyPort === true }))
+    return null;
   const rawMode = params.response_mode;
   const responseMode: ResponseMode =
     rawMode === 'web_message' || rawMode === 'form_post' ? (rawMode as ResponseMode) : 'query';

@@ -149,7 +149,7 @@ function optionalHttpsUri(body: Record<string, unknown>, field: string, loopback
   return value;
 }
 
-function redirectList(value: unknown, field: string, required: boolean): string[] {
+function redirectList(value: unknown, field: string, required: boolean, native = false): string[] {
   if (value === undefined || value === null) {
     if (required) badRedirect(`${field} is required: register at least one exact callback URL`);
     return [];
@@ -158,7 +158,7 @@ function redirectList(value: unknown, field: string, required: boolean): string[
   if (value.length > LIMITS.redirectUris) badRedirect(`${field} has more than ${LIMITS.redirectUris} entries`);
   if (required && value.length === 0) badRedirect(`${field} must list at least one exact callback URL`);
   for (const uri of value) {
-    const problem = validateRedirectUriForRegistration(uri);
+    const problem = validateRedirectUriForRegistration(uri, { native });
     if (problem)
       badRedirect(`${field}: ${typeof uri === 'string' ? uri.slice(0, 100) : 'an entry'} ${problem.message}`);
   }
@@ -363,10 +363,12 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   if (typeof inPlace !== 'boolean') bad('in_place must be a boolean');
 
   const oidcMembers = readOidcClientMembers(body);
+  const native = oidcMembers.application_type === 'native';
   const metadata: ClientMetadata = {
     ...oidcMembers,
-    redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', withCode),
-    post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false),
+    // RFC 8252 §7.1: only a native client may name a private-use scheme.
+    redirect_uris: redirectList(body.redirect_uris, 'redirect_uris', withCode, native),
+    post_logout_redirect_uris: redirectList(body.post_logout_redirect_uris, 'post_logout_redirect_uris', false, native),
     grant_types: grantTypes as ClientGrantType[],
     response_types: ['code'],
     scope: scopes.join(' '),

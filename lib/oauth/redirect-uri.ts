@@ -5,12 +5,39 @@
  */
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+const LOOPBACK_IPS = new Set(['127.0.0.1', '[::1]']);
 const MAX_LENGTH = 2000;
 
-/** True only when `candidate` is, character for character, one of the registered URIs. */
-export function matchRedirectUri(registered: readonly string[], candidate: unknown): candidate is string {
+/**
+ * True only when `candidate` is, character for character, one of the registered URIs. With
+ * `loopbackAnyPort` (native clients), RFC 8252 §7.3: a registered `http://127.0.0.1…` or
+ * `http://[::1]…` URI matches the same URI on any port; everything else still matches exactly.
+ */
+export function matchRedirectUri(
+  registered: readonly string[],
+  candidate: unknown,
+  options: { loopbackAnyPort?: boolean } = {},
+): candidate is string {
   if (typeof candidate !== 'string') return false;
-  return registered.some((uri) => uri === candidate);
+  if (registered.some((uri) => uri === candidate)) return true;
+  return options.loopbackAnyPort === true && registered.some((uri) => sameLoopbackButPort(uri, candidate));
+}
+
+/** RFC 8252 §7.3 and §8.3: loopback IP literals only (not `localhost`), http, equal but for the port. */
+function sameLoopbackButPort(registered: string, candidate: string): boolean {
+  let want: URL;
+  let got: URL;
+  try {
+    want = new URL(registered);
+    got = new URL(candidate);
+  } catch {
+    return false;
+  }
+  if (want.protocol !== 'http:' || !LOOPBACK_IPS.has(want.hostname)) return false;
+  // The candidate must be in the parser's own spelling, so nothing the parser would rewrite slips through.
+  if (got.href !== candidate || candidate.includes('#') || got.username !== '' || got.password !== '') return false;
+  got.port = want.port;
+  return got.href === want.href;
 }
 
 export type RedirectUriProblem =
@@ -34,8 +61,9 @@ const PROBLEMS: Record<RedirectUriProblem, string> = {
  */
 export function validateRedirectUriForRegistration(
   uri: unknown,
+  options: { native?: boolean } = {},
 ): { problem: RedirectUriProblem; message: string } | null {
-  const problem = findProblem(uri);
+  const problem = options.native && isPrivateUseScheme(uri) ? null : findProblem(uri);
   return problem ? { problem, message: PROBLEMS[problem] } : null;
 }
 
@@ -59,12 +87,30 @@ function findProblem(uri: unknown): RedirectUriProblem | null {
   return 'scheme';
 }
 
+/**
+ * RFC 8252 §7.1: a native app's private-use URI scheme, a reverse domain name of at least two
+ * labels (`com.example.app:/callback`), without an authority, fragment or whitespace.
+ */
+function isPrivateUseScheme(uri: unknown): boolean {
+  if (typeof uri !== 'string' || uri.length > MAX_LENGTH || /[\s\u0000-\u001f\u007f#*]/.test(uri)) return false;
+  const match = /^([a-z][a-z0-9+-]*(?:\.[a-z0-9+-]+)+):(\/?[^/].*)?$/i.exec(uri);
+  if (!match) return false;
+  try {
+    new URL(uri);
+  } catch {
+    return false;
+  }
+  return true;
+}
+
 /** The origin of each redirect URI (used for web_message, FedCM and WebAuthn related origins). */
 export function originsOf(uris: readonly string[]): string[] {
   const origins = new Set<string>();
   for (const uri of uris) {
     try {
-      origins.add(new URL(uri).origin);
+      // A native app's private-use scheme has the opaque origin "null", which must never be allowed.
+      const { origin } = new URL(uri);
+      if (origin !== 'null') origins.add(origin);
     } catch {
       // Registered URIs were validated; an unparsable one contributes nothing.
     }

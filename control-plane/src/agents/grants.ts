@@ -1,6 +1,6 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import { mcpResources } from '../gateways/mcp-resources.js';
 import { checkResource } from '../../../lib/oauth/resource.js';
+import { requestableResources } from '../oidc/mcp-resources.js';
 import { formatScope, parseScope } from '../../../lib/oauth/scope.js';
 import { randomId } from '../../../lib/util/random.js';
 import type { SessionView } from '../context.js';
@@ -62,9 +62,7 @@ async function insertAgentGrant(
   if (!client) throw fail('not_found', 'no client has this id');
   if (!client.metadata.access.agents)
     throw fail('forbidden', 'this client does not admit agents (its access declaration says humans only)');
-  // An MCP route's resource may be granted to any client's agent, like to any client (docs/gateway.md#mcp-routes).
-  const resource =
-    checkResource([...client.metadata.resources, ...(await mcpResources(services))], input.resource) ?? null;
+  const resource = checkResource(await requestableResources(services, client, input.resource), input.resource) ?? null;
   const registered = parseScope(client.metadata.scope);
   const scopes = parseScope(input.scope);
   const extra = scopes.find((s) => !registered.includes(s) || s === 'openid' || s === 'offline_access');

@@ -6,7 +6,7 @@ import { CLIENT_SIGNING_ALGS } from '../../../lib/oauth/oidc-client-metadata.js'
 import { FAPI_SIGNING_ALGS } from '../../../lib/oauth/fapi.js';
 import { oauthError } from '../../../lib/oauth/errors.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
-import { findClient } from './find-client.js';
+import { resolveClient } from './client-id-documents.js';
 import { clientKeySet } from './remote-key-sets.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
@@ -90,7 +90,8 @@ export async function authenticateClient(
     clientId = bodyClientId as string | undefined;
   }
   if (!clientId) throw invalidClient('client authentication is required', false);
-  const client = await findClient(services, clientId);
+  // A Client ID Metadata Document that cannot be used is refused here with its own message.
+  const client = await resolveClient(services, clientId);
   if (!client) throw invalidClient('unknown client or wrong credentials', method === 'client_secret_basic');
   if (client.metadata.token_endpoint_auth_method !== method) {
     throw invalidClient(

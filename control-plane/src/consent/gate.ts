@@ -5,6 +5,7 @@ import {
   type Release,
 } from '../../../lib/consent/decide-consent.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
+import { isClientIdUrl } from '../../../lib/oauth/client-id-metadata.js';
 import { mergeApproval } from '../../../lib/oauth/authorization-request.js';
 import { randomToken } from '../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -37,6 +38,18 @@ export function clientParty(client: StoredClient): Party {
     name: client.metadata.client_name ?? client.clientId,
     firstParty: client.metadata.first_party === true,
   };
+}
+
+/**
+ * A client known by its Client ID Metadata Document URL: never first-party, named on the account
+ * page by the host that publishes it (the document itself is not fetched to list approvals).
+ */
+function documentParty(url: string): Party | null {
+  try {
+    return { kind: 'client', id: url, name: `${new URL(url).host} (unverified)`, firstParty: false };
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -115,7 +128,9 @@ export async function listApprovals(
       if (!approval) return null;
       const party = id.startsWith('sp_')
         ? await services.storage.saml.provider(id).then((p) => (p ? samlParty(p) : null))
-        : await services.storage.clients.get(id).then((c) => (c ? clientParty(c) : null));
+        : isClientIdUrl(id)
+          ? documentParty(id)
+          : await services.storage.clients.get(id).then((c) => (c ? clientParty(c) : null));
       return party ? { party: id, kind: party.kind, name: party.name, scopes: [...approval.scopes] } : null;
     }),
   );

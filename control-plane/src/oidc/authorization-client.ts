@@ -2,16 +2,18 @@ import type { AuthorizationClient } from '../../../lib/oauth/authorization-reque
 import type { StoredClient } from '../storage/types.js';
 
 /**
- * What an authorization request is checked against: the registered client's own metadata, and
- * the resources of the gateways' MCP routes, which any client may request (docs/gateway.md#mcp-routes).
+ * What an authorization request is checked against: the client's own metadata, with `resources`
+ * widened to what it may request (control-plane/src/oidc/mcp-resources.ts) when given.
  */
-export function authorizationClientOf(client: StoredClient, mcpResources: readonly string[] = []): AuthorizationClient {
+export function authorizationClientOf(client: StoredClient, resources?: readonly string[]): AuthorizationClient {
   return {
     clientId: client.clientId,
     redirectUris: client.metadata.redirect_uris,
+    // RFC 8252 §7.3: a native client's loopback redirect URI matches on any port.
+    loopbackAnyPort: client.metadata.application_type === 'native',
     scope: client.metadata.scope,
     grantTypes: client.metadata.grant_types,
-    resources: [...client.metadata.resources, ...mcpResources],
+    resources: resources ?? client.metadata.resources,
     allowsHumans: client.metadata.access.humans,
     ...(client.metadata.default_max_age !== undefined ? { defaultMaxAge: client.metadata.default_max_age } : {}),
     ...(client.metadata.default_acr_values ? { defaultAcrValues: client.metadata.default_acr_values } : {}),

@@ -8,6 +8,7 @@ import {
 } from '../../../lib/oauth/device-code.js';
 import { oauthError } from '../../../lib/oauth/errors.js';
 import { checkResource } from '../../../lib/oauth/resource.js';
+import { requestableResources } from './mcp-resources.js';
 import { parseScope } from '../../../lib/oauth/scope.js';
 import { randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
@@ -58,7 +59,7 @@ export async function startDeviceAuthorization(
   if (!authorizationClient.allowsHumans)
     throw oauthError('unauthorized_client', 'this client is not registered for human sign-in');
   const scopes = grantableScopes(parseScope(body.scope), authorizationClient);
-  const resource = checkResource(client.metadata.resources, body.resource) ?? null;
+  const resource = checkResource(await requestableResources(services, client, body.resource), body.resource) ?? null;
   const now = services.now();
   const deviceCode = randomToken(32);
   const deviceKey = deviceKeyOf(deviceCode);

@@ -9,8 +9,8 @@ import {
 } from '../../../lib/oauth/pushed-request.js';
 import { randomToken } from '../../../lib/util/random.js';
 import type { StoredClient } from '../storage/types.js';
-import { mcpResources } from '../gateways/mcp-resources.js';
 import { authorizationClientOf } from './authorization-client.js';
+import { requestableResources } from './mcp-resources.js';
 import {
   pushedRequestKey,
   resolveAuthorizationRequest,
@@ -40,7 +40,8 @@ export async function pushAuthorizationRequest(
   if (!resolved.ok) throw oauthError('invalid_request', resolved.description, { error: resolved.error });
   const bound = bindPushedDpop(resolved.params, proofJkt);
   if (!bound.ok) throw oauthError('invalid_request', bound.description);
-  const check = checkAuthorizationRequest(bound.params, authorizationClientOf(client, await mcpResources(services)));
+  const resources = await requestableResources(services, client, bound.params.resource);
+  const check = checkAuthorizationRequest(bound.params, authorizationClientOf(client, resources));
   if (!check.ok) {
     // RFC 9126 §2.3: an unregistered redirect_uri is invalid_request here; the rest keep their codes.
     if (check.target === null) throw oauthError('invalid_request', check.description);

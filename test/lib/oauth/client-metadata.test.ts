@@ -132,3 +132,21 @@ t.test('the jwt-bearer grant type is accepted together with access.agents, which
     'invalid_client_metadata',
   );
 });
+
+t.test('application_type native admits private-use scheme redirect URIs; web does not', async (t) => {
+  const native = validateClientMetadata({
+    application_type: 'native',
+    token_endpoint_auth_method: 'none',
+    redirect_uris: ['com.example.app:/callback', 'http://127.0.0.1/callback'],
+  });
+  t.same(native.redirect_uris, ['com.example.app:/callback', 'http://127.0.0.1/callback']);
+  t.equal(
+    refusalOf({ application_type: 'web', token_endpoint_auth_method: 'none', redirect_uris: ['com.example.app:/cb'] }),
+    'invalid_redirect_uri',
+  );
+  t.equal(
+    refusalOf({ token_endpoint_auth_method: 'none', redirect_uris: ['com.example.app:/cb'] }),
+    'invalid_redirect_uri',
+    'web is the default',
+  );
+});

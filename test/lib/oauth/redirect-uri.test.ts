@@ -82,3 +82,26 @@ t.test('lists the distinct origins of redirect URIs', async (t) => {
     'http://localhost:3000',
   ]);
 });
+
+t.test('a native client may use a loopback IP redirect URI on any port (RFC 8252 §7.3)', async (t) => {
+  const registered = ['http://127.0.0.1/callback', 'http://[::1]:8000/cb', 'http://localhost/cb'];
+  const any = { loopbackAnyPort: true };
+  t.ok(matchRedirectUri(registered, 'http://127.0.0.1:51234/callback', any));
+  t.ok(matchRedirectUri(registered, 'http://[::1]:4000/cb', any));
+  t.notOk(matchRedirectUri(registered, 'http://127.0.0.1:51234/callback'), 'not without the option');
+  t.notOk(matchRedirectUri(registered, 'http://localhost:51234/cb', any), 'localhost is not a loopback IP literal');
+  t.notOk(matchRedirectUri(registered, 'http://127.0.0.1:51234/other', any));
+  t.notOk(matchRedirectUri(registered, 'http://127.0.0.1:51234/callback?x=1', any));
+  t.notOk(matchRedirectUri(registered, 'https://127.0.0.1:51234/callback', any));
+  t.notOk(matchRedirectUri(registered, 'http://127.0.0.1:51234/./callback', any), 'a spelling the parser rewrites');
+  t.notOk(matchRedirectUri(registered, 'http://127.0.0.1:51234/callback#f', any));
+});
+
+t.test('a native client may register a private-use scheme (RFC 8252 §7.1); a web client may not', async (t) => {
+  t.equal(validateRedirectUriForRegistration('com.example.app:/callback', { native: true }), null);
+  t.not(validateRedirectUriForRegistration('com.example.app:/callback'), null);
+  t.not(validateRedirectUriForRegistration('myapp:/callback', { native: true }), null, 'not a reverse domain name');
+  t.not(validateRedirectUriForRegistration('com.example.app:/cb#x', { native: true }), null);
+  t.not(validateRedirectUriForRegistration('javascript:alert(1)', { native: true }), null);
+  t.same(originsOf(['com.example.app:/callback']), [], 'its opaque origin is never listed');
+});

@@ -47,6 +47,7 @@ export function resourceFor(
   body: Record<string, unknown>,
   granted: string | null,
 ): string | null {
+  // The grant's own resource stays requestable (it may be an MCP route's, which no client registers).
   if (
     granted !== null &&
     (body.resource === granted ||

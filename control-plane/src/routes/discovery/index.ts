@@ -72,6 +72,20 @@ export default async function discoveryRoutes(
     async () => discoveryDocument(issuer, options.collected),
   );
 
+  // RFC 8414 §3: the same document as authorization server metadata, for OAuth clients (MCP) that look here.
+  app.get(
+    '/.well-known/oauth-authorization-server',
+    {
+      config: { cache },
+      schema: {
+        tags: ['discovery'],
+        summary: 'OAuth 2.0 authorization server metadata (RFC 8414): the same content as OpenID Connect discovery',
+        response: { 200: anyObject, ...errorResponses },
+      },
+    },
+    async () => discoveryDocument(issuer, options.collected),
+  );
+
   app.get(
     JWKS_PATH,
     {

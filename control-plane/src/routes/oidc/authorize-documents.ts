@@ -39,6 +39,8 @@ export const AUTHORIZE_DISCOVERY = {
     response_modes_supported: ['query', 'form_post', 'web_message'],
     grant_types_supported: ['authorization_code'],
     code_challenge_methods_supported: ['S256'],
+    // draft-ietf-oauth-client-id-metadata-document: an https client_id URL is read as the client's metadata.
+    client_id_metadata_document_supported: true,
     scopes_supported: ['openid', 'email', 'profile', 'orgs', 'offline_access'],
     claims_supported: [
       'iss',

@@ -15,7 +15,9 @@ import {
 import { randomToken } from '../../../../lib/util/random.js';
 import { sha256Hex } from '../../../../lib/util/sha256.js';
 import { usernameOf } from '../../accounts/profile.js';
-import { findClient } from '../../clients/find-client.js';
+import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { documentHostOf, resolveClient } from '../../clients/client-id-documents.js';
+import { requestableResources } from '../../oidc/mcp-resources.js';
 import { approvalOf } from '../../consent/gate.js';
 import { issueAuthorizationCode, type ApprovalKind } from '../../oidc/issue-code.js';
 import type { StoredClient } from '../../storage/types.js';
@@ -36,7 +38,6 @@ import {
 } from './pages.js';
 import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
 import { checkSignInAccess } from '../../clients/sign-in-access.js';
-import { mcpResources } from '../../gateways/mcp-resources.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
 import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
@@ -90,6 +91,15 @@ function targetOf(authz: AuthorizationRequest): ErrorTarget {
     responseMode: authz.responseMode,
     ...(authz.state !== undefined ? { state: authz.state } : {}),
   };
+}
+
+/**
+ * Where the approval form's answer goes, for CSP form-action and the page: the redirect URI's
+ * origin, or for a native app's private-use scheme (RFC 8252 §7.1, origin "null") its scheme.
+ */
+function formTargetOf(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.origin === 'null' ? url.protocol : url.origin;
 }
 
 function digestOf(params: Record<string, string>): string {
@@ -161,7 +171,19 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     params: RawParams,
   ): Promise<{ refused: FastifyReply } | { client: StoredClient }> {
     const clientId = readClientId(params);
-    const client = clientId ? await findClient(app.kp, clientId) : null;
+    let client: StoredClient | null;
+    try {
+      client = clientId ? await resolveClient(app.kp, clientId) : null;
+    } catch (error) {
+      // A Client ID Metadata Document that cannot be used: its reason on the page, never a redirect.
+      if (!isKeyplaneError(error) || error.reason !== 'invalid_client') throw error;
+      return {
+        refused: sendErrorPage(request, reply, `The app's metadata document was refused. ${error.message}.`, {
+          reason: 'invalid_client',
+          status: 400,
+        }),
+      };
+    }
     if (client) return { client };
     return {
       refused: sendErrorPage(
@@ -187,8 +209,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const found = await clientOf(request, reply, params);
     if ('refused' in found) return found;
     const { client } = found;
-    const mcp = await mcpResources(app.kp);
-    const check = checkAuthorizationRequest(params, authorizationClientOf(client, mcp));
+    const resources = await requestableResources(app.kp, client, params.resource);
+    const check = checkAuthorizationRequest(params, authorizationClientOf(client, resources));
     if (!check.ok) {
       if (check.target === null)
         return {
@@ -215,7 +237,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     }
     // docs/gateway.md#mcp-routes: an MCP route's resource goes to any client, so the person
     // always sees who asks for it (no remembered approval, no first-party skip).
-    const mcpResource = check.request.resource !== undefined && mcp.includes(check.request.resource);
+    const requested = check.request.resource;
+    const mcpResource =
+      requested !== undefined && !client.metadata.resources.includes(requested) && resources.includes(requested);
     return { client, authz: check.request, target: targetOf(check.request), mcpResource };
   }
 
@@ -396,15 +420,17 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         );
         const username = await usernameOf(app.kp, session!.identityId);
         const origin = new URL(authz.redirectUri).origin;
+        const documentHost = documentHostOf(client);
         return sendOneTap(request, reply, {
-          clientName: client.metadata.client_name ?? origin,
-          clientOrigin: origin,
+          clientName: client.metadata.client_name ?? documentHost ?? origin,
+          clientOrigin: formTargetOf(authz.redirectUri),
+          ...(documentHost !== null ? { unverifiedHost: documentHost } : {}),
           ...clientLinksOf(client.metadata),
           username: username ?? session!.identityId,
           scopes: authz.scopes,
           resources: authz.resource !== undefined ? [authz.resource] : [],
           hidden: { ...hidden, approval },
-          formAction: [origin],
+          formAction: [formTargetOf(authz.redirectUri)],
         });
       }
     }
@@ -442,7 +468,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       username: (await usernameOf(app.kp, session.identityId)) ?? session.identityId,
       admits: describeAllowRules({ orgs }),
       hidden: { ...hidden, approval },
-      formAction: [origin],
+      formAction: [formTargetOf(authz.redirectUri)],
     });
   }
 

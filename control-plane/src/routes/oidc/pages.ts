@@ -96,6 +96,8 @@ export function sendWebMessage(
 export interface OneTapView {
   clientName: string;
   clientOrigin: string;
+  /** The host serving the client's Client ID Metadata Document: the app is shown as unverified. */
+  unverifiedHost?: string;
   /** OIDC Registration §2 `logo_uri`, https only: shown, and the one image the page's CSP admits. */
   logoUri?: string;
   /** OIDC Registration §2 `policy_uri` and `tos_uri`: links the person SHOULD be shown. */
@@ -191,7 +193,12 @@ export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: O
 `
             : ''
         }<h1>Continue to ${view.clientName}?</h1>
-<p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
+${
+  view.unverifiedHost !== undefined
+    ? html`<p class="warning" data-field="unverified">Unverified app: its name and details come from <strong>${view.unverifiedHost}</strong>, which published them itself. Continue only if you trust that site.</p>
+`
+    : ''
+}<p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
 <ul data-field="released">${(view.released ?? view.scopes.map((scope) => SCOPE_TEXT[scope] ?? scope)).map((line) => html`<li>${line}</li>`)}</ul>
 ${
   view.resources.length
