@@ -1,7 +1,18 @@
 import t from 'tap';
 import * as client from 'openid-client';
-import { randomBytes } from 'node:crypto';
-import { SignJWT, decodeJwt, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
+import { createHash, randomBytes } from 'node:crypto';
+import { request } from 'undici';
+import {
+  SignJWT,
+  createLocalJWKSet,
+  decodeJwt,
+  exportJWK,
+  generateKeyPair,
+  jwtVerify,
+  type CryptoKey,
+  type JSONWebKeySet,
+  type JWK,
+} from 'jose';
 import {
   ADMIN,
   CALLBACK,
@@ -14,6 +25,7 @@ import {
   type CookieJar,
 } from '../../helpers/openid-client.js';
 import { recordEvents } from '../../helpers/agents.js';
+import { startTestGateway, startUpstream } from '../../gateway/helpers.js';
 
 /**
  * Token exchange by and for agents through openid-client's `genericGrantRequest`: an agent
@@ -37,13 +49,14 @@ interface Agent {
   jwk: JWK;
 }
 
-async function dpopProof(keys: KeyPair, jwk: JWK, htu: string, nonce?: string) {
+async function dpopProof(keys: KeyPair, jwk: JWK, htu: string, nonce?: string, accessToken?: string) {
   return new SignJWT({
     htm: 'POST',
     htu,
     jti: randomBytes(12).toString('base64url'),
     iat: Math.floor(Date.now() / 1000),
     ...(nonce ? { nonce } : {}),
+    ...(accessToken ? { ath: createHash('sha256').update(accessToken).digest('base64url') } : {}),
   })
     .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
     .sign(keys.privateKey as CryptoKey);
@@ -312,4 +325,69 @@ t.test('openid-client: an actor_token names the person’s agent as the actor of
     'an agent the owner approved nothing for at this client',
   );
   t.equal(events.filter((e) => e.type === 'token.exchanged').length, 2, 'refusals leave no exchange receipt');
+});
+
+t.test('a real gateway shows the actor of an exchanged token to its upstream', async (t) => {
+  const { base, jar, agent, notes, config, agentDpop, agentToken } = await setup(t);
+  const person = await signInTo(config, base, jar);
+  const forPerson = await client.genericGrantRequest(
+    config,
+    EXCHANGE,
+    {
+      subject_token: person.access_token,
+      subject_token_type: ACCESS_TOKEN,
+      resource: DOWNSTREAM,
+      actor_token: agentToken.access_token,
+      actor_token_type: ACCESS_TOKEN,
+    },
+    { DPoP: agentDpop },
+  );
+  const forAgent = await client.genericGrantRequest(
+    config,
+    EXCHANGE,
+    { subject_token: agentToken.access_token, subject_token_type: ACCESS_TOKEN, resource: DOWNSTREAM },
+    { DPoP: agentDpop },
+  );
+  t.equal(forAgent.scope, 'notes:read', 'without scope: what both the token and the grant for the resource hold');
+
+  const upstream = await startUpstream(t);
+  const jwks = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
+  const gw = await startTestGateway(t, {
+    upstream: upstream.url,
+    overrides: { controlPlane: base, publicUrl: DOWNSTREAM },
+    deps: { controlPlaneKeys: createLocalJWKSet(jwks) },
+    policy: {
+      mode: 'enforce',
+      accept_clients: [notes.client_id],
+      routes: [{ path: '/', principals: ['human', 'agent'], dpop: 'required' }],
+    } as never,
+  });
+  const gateJwks = createLocalJWKSet((await (await fetch(`${gw.local}/_gate/jwks`)).json()) as JSONWebKeySet);
+  const call = async (path: string, token: string, forged = false) => {
+    const res = await request(`${gw.local}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `DPoP ${token}`,
+        dpop: await dpopProof(agent.keys, agent.jwk, `${DOWNSTREAM}${path}`, undefined, token),
+        ...(forged ? { 'x-auth-actor': 'cl_forged', x_auth_actor: 'cl_forged' } : {}),
+      },
+      body: '{}',
+    });
+    t.equal(res.statusCode, 200, `${path}: ${await res.body.text()}`);
+    const seen = upstream.last();
+    const { payload } = await jwtVerify(String(seen.headers['x-auth-assertion']), gateJwks, { audience: upstream.url });
+    return { headers: seen.headers, assertion: payload };
+  };
+
+  const delegated = await call('/ledger/person', forPerson.access_token, true);
+  t.equal(delegated.headers['x-auth-subject'], person.claims()!.sub, 'the person is the subject');
+  t.equal(delegated.headers['x-auth-principal-type'], 'human');
+  t.equal(delegated.headers['x-auth-actor'], agent.agentId, 'the agent acts for them; a forged header is gone');
+  t.match(delegated.assertion, { sub: person.claims()!.sub, act: { sub: agent.agentId } });
+
+  const own = await call('/ledger/agent', forAgent.access_token);
+  t.equal(own.headers['x-auth-subject'], agent.agentId);
+  t.equal(own.headers['x-auth-principal-type'], 'agent');
+  t.equal(own.headers['x-auth-actor'], agent.agentId);
+  t.match(own.assertion, { sub: agent.agentId, principal_type: 'agent', act: { sub: agent.agentId } });
 });

@@ -199,8 +199,13 @@ async function agentExchange(
   );
   if (!target)
     throw oauthError('invalid_grant', 'the owner approved no grant for this agent at this client and resource');
-  const scopes = narrowScopes(parseScope(subject.scope), request.scopes);
   const granted = parseScope(target.scope);
+  // Without `scope`, what both the token and the target grant hold (RFC 8693 §2.1 leaves it to us).
+  const scopes = narrowScopes(parseScope(subject.scope), request.scopes).filter(
+    (s) => request.scopes !== undefined || granted.includes(s),
+  );
+  if (scopes.length === 0)
+    throw oauthError('invalid_scope', 'the token and the grant for this resource share no scope');
   const outside = scopes.find((s) => !granted.includes(s));
   if (outside !== undefined)
     throw oauthError('invalid_scope', `scope ${outside.slice(0, 60)} was not granted to this agent for this resource`);
