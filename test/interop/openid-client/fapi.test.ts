@@ -1,4 +1,5 @@
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import * as client from 'openid-client';
 import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import { ADMIN, browse, passkeySignUp, refusal, start } from '../../helpers/openid-client.js';
@@ -254,3 +255,45 @@ t.test(
     );
   },
 );
+
+t.test('a FAPI client’s codes live at most 60 s when the server allows longer', async (t) => {
+  const server = await start(t, { lifetimes: { authorizationCode: 300 } });
+  const base = server.url;
+  const jar = await passkeySignUp(base, 'fapi-lee');
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bank-3', alg: 'ES256' };
+  const codeSeconds = async (metadata: Record<string, unknown>, auth: client.ClientAuth, redirect: string) => {
+    const registered = await registerRaw(base, { redirect_uris: [redirect], ...metadata });
+    const config = await client.discovery(new URL(base), registered.body.client_id, undefined, auth, {
+      execute: [client.allowInsecureRequests],
+    });
+    const dpop = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
+    const url = await client.buildAuthorizationUrlWithPAR(
+      config,
+      {
+        redirect_uri: redirect,
+        scope: 'openid',
+        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      },
+      { DPoP: dpop },
+    );
+    const code = (await browse(url, jar, base, redirect)).searchParams.get('code')!;
+    const stored = await server.app.kp.storage.oidc.findCode(createHash('sha256').update(code).digest('hex'));
+    return (stored!.expiresAt - stored!.createdAt) / 1000;
+  };
+  t.equal(
+    await codeSeconds(
+      { fapi_profile: '2.0', token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [jwk] } },
+      client.PrivateKeyJwt({ key: privateKey, kid: 'bank-3' }),
+      HTTPS_CALLBACK,
+    ),
+    60,
+    'FAPI: 60 s',
+  );
+  t.equal(
+    await codeSeconds({ token_endpoint_auth_method: 'none' }, client.None(), 'http://localhost:9/callback'),
+    300,
+    'another client: the configured 300 s',
+  );
+});
