@@ -15,7 +15,8 @@ export async function assertionFor(
   const email = session?.emailVerified === true ? session.email : undefined;
   const orgs = session?.orgs;
   const orgsKey = orgs?.map(({ slug, role }) => `${slug}:${role}`).join(',') ?? '-';
-  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}\u0000${orgsKey}`;
+  const actors = caller.actors?.length ? caller.actors : undefined;
+  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}\u0000${orgsKey}\u0000${actors ? JSON.stringify(actors) : '-'}`;
   const at = ctx.now();
   const cached = ctx.caches.assertions.get(key, at);
   if (cached) return cached;
@@ -30,6 +31,7 @@ export async function assertionFor(
       assurance: caller.assurance,
       ...(email ? { email } : {}),
       ...(orgs ? { orgs } : {}),
+      ...(actors ? { actors } : {}),
       now: at,
       ttlSeconds: config.assertionLifetime,
     },

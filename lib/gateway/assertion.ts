@@ -28,10 +28,20 @@ export interface AssertionInput {
   email?: string;
   /** The `orgs` claim, as the ID token stated it (scope `orgs`). */
   orgs?: ReadonlyArray<{ slug: string; role: string }>;
+  /** Who acts for the subject (the token's RFC 8693 `act`), newest first; sent as a nested `act` claim. */
+  actors?: readonly string[];
   /** Milliseconds. */
   now: number;
   ttlSeconds?: number;
   jti?: string;
+}
+
+/** RFC 8693 §4.1: `[a, b]` (newest first) as `{sub: a, act: {sub: b}}`. */
+export function nestActors(actors: readonly string[]): { sub: string; act?: unknown } {
+  return actors.reduceRight<{ sub: string; act?: unknown } | undefined>(
+    (inner, sub) => (inner ? { sub, act: inner } : { sub }),
+    undefined,
+  )!;
 }
 
 /** Signs an assertion (ES256) for one upstream request. */
@@ -46,6 +56,7 @@ export async function buildUpstreamAssertion(input: AssertionInput, key: Asserti
   };
   if (input.email) claims['email'] = input.email;
   if (input.orgs) claims['orgs'] = input.orgs.map(({ slug, role }) => ({ slug, role }));
+  if (input.actors?.length) claims['act'] = nestActors(input.actors);
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: ASSERTION_TYP })
     .setIssuer(input.issuer)

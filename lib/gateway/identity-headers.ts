@@ -13,7 +13,7 @@ export const IDENTITY_HEADERS = {
   email: 'x-auth-email',
   orgs: 'x-auth-orgs',
   assertion: 'x-auth-assertion',
-  /** RFC 8693: the actors of an exchanged token, newest first, comma-separated. */
+  /** RFC 8693: who acts for the subject now (the outermost `act.sub` of an exchanged token). */
   actor: 'x-auth-actor',
 } as const;
 
@@ -68,7 +68,8 @@ export function buildIdentityHeaders(identity: UpstreamIdentity): Record<string,
     [IDENTITY_HEADERS.assertion]: identity.assertion,
   };
   if (identity.email && identity.emailVerified === true) out[IDENTITY_HEADERS.email] = identity.email;
-  if (identity.actors?.length) out[IDENTITY_HEADERS.actor] = identity.actors.join(',');
+  // The one acting now; the whole chain is in the assertion's `act`, which the upstream can verify.
+  if (identity.actors?.length) out[IDENTITY_HEADERS.actor] = identity.actors[0]!;
   if (identity.orgs && identity.orgs.length > 0)
     out[IDENTITY_HEADERS.orgs] = identity.orgs.map(({ slug, role }) => `${slug}:${role}`).join(',');
   return out;

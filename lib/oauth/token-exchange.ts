@@ -9,6 +9,11 @@ import { parseScope } from './scope.js';
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+/** RFC 8693 §3: a JWT; as an actor token, an assertion signed by an agent's key. */
+export const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
+/** The actor token types accepted (docs/oidc.md §7.6). */
+export const ACTOR_TOKEN_TYPES = [ACCESS_TOKEN_TYPE, JWT_TOKEN_TYPE] as const;
+export type ActorTokenType = (typeof ACTOR_TOKEN_TYPES)[number];
 /** How deep `act` may nest (each exchange of an exchanged token adds one level). */
 const MAX_ACTOR_DEPTH = 5;
 
@@ -22,6 +27,8 @@ export interface ExchangeRequest {
   subjectToken: string;
   /** The scopes asked for; undefined means those of the subject token. */
   scopes?: string[];
+  /** RFC 8693 §2.1: a token naming who acts, when the actor is not the authenticated client. */
+  actor?: { token: string; type: ActorTokenType };
 }
 
 function single(body: Record<string, unknown>, name: string): string | undefined {
@@ -34,8 +41,9 @@ function single(body: Record<string, unknown>, name: string): string | undefined
 
 /**
  * RFC 8693 §2.1: `subject_token` with `subject_token_type` access_token (the only kind offered);
- * `requested_token_type` access_token when sent; `actor_token` is not offered (the authenticated
- * client is the actor); `audience` is not offered (name the target with `resource`).
+ * `requested_token_type` access_token when sent; `actor_token` optional, and then
+ * `actor_token_type` required (an access token or a JWT; never one without the other);
+ * `audience` is not offered (name the target with `resource`).
  */
 export function readExchangeRequest(body: Record<string, unknown>): ExchangeRequest {
   const subjectToken = single(body, 'subject_token');
@@ -45,12 +53,21 @@ export function readExchangeRequest(body: Record<string, unknown>): ExchangeRequ
   const requested = single(body, 'requested_token_type');
   if (requested !== undefined && requested !== ACCESS_TOKEN_TYPE)
     throw oauthError('invalid_request', `requested_token_type must be ${ACCESS_TOKEN_TYPE}`);
-  if (body.actor_token !== undefined || body.actor_token_type !== undefined)
-    throw oauthError('invalid_request', 'actor_token is not offered: the authenticated client is the actor');
+  const actorToken = single(body, 'actor_token');
+  const actorType = single(body, 'actor_token_type');
+  // §2.1: actor_token_type is REQUIRED with an actor_token and MUST NOT be sent without one.
+  if ((actorToken === undefined) !== (actorType === undefined))
+    throw oauthError('invalid_request', 'actor_token and actor_token_type go together');
+  if (actorType !== undefined && !(ACTOR_TOKEN_TYPES as readonly string[]).includes(actorType))
+    throw oauthError('invalid_request', `actor_token_type must be one of ${ACTOR_TOKEN_TYPES.join(', ')}`);
   if (body.audience !== undefined)
     throw oauthError('invalid_target', 'audience is not offered: name the target with resource');
   const scope = single(body, 'scope');
-  return { subjectToken, ...(scope !== undefined ? { scopes: parseScope(scope) } : {}) };
+  return {
+    subjectToken,
+    ...(scope !== undefined ? { scopes: parseScope(scope) } : {}),
+    ...(actorToken !== undefined ? { actor: { token: actorToken, type: actorType as ActorTokenType } } : {}),
+  };
 }
 
 /** RFC 8693 §2.1 `scope`: an exchange may narrow, never widen, what the subject token holds. */

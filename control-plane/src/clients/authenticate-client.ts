@@ -14,6 +14,11 @@ import type { StoredClient } from '../storage/types.js';
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 /** A client assertion older than this is refused even when its exp is later (RFC 7523 §3 leaves the bound to the server). */
 const ASSERTION_MAX_AGE_SECONDS = 300;
+/**
+ * FAPI 2.0 §5.3.2.1 (note on clock skew): accept `iat`/`nbf` up to 10 s in the future, refuse
+ * more than 60 s; Keyplane's limit for a FAPI client is the 10 s tolerance.
+ */
+const FAPI_CLOCK_SKEW_SECONDS = 10;
 
 function invalidClient(message: string, basic: boolean) {
   // RFC 6749 §5.2: 401 with a WWW-Authenticate challenge when the client tried the Authorization header.
@@ -153,6 +158,7 @@ async function verifyClientAssertion(
           : [...CLIENT_SIGNING_ALGS],
       currentDate: new Date(now),
       maxTokenAge: ASSERTION_MAX_AGE_SECONDS,
+      ...(client.metadata.fapi_profile ? { clockTolerance: FAPI_CLOCK_SKEW_SECONDS } : {}),
       requiredClaims: ['exp', 'jti', 'iat'],
     });
   };
@@ -170,6 +176,12 @@ async function verifyClientAssertion(
       rethrowUnverified(again);
     }
   }
+  // FAPI 2.0 §5.3.2.1 item 8: the issuer "as a string", not inside a list.
+  if (client.metadata.fapi_profile && typeof payload.aud !== 'string')
+    throw invalidClient('the client assertion aud must be the issuer, as a string', false);
+  // FAPI 2.0: a short-lived assertion; one valid for longer than its greatest age is refused.
+  if (client.metadata.fapi_profile && payload.exp! - now / 1000 > ASSERTION_MAX_AGE_SECONDS + FAPI_CLOCK_SKEW_SECONDS)
+    throw invalidClient('the client assertion must expire within 5 minutes', false);
   const jti = String(payload.jti);
   const fresh = await services.state.setIfAbsent(
     `oidc:assertion:${client.clientId}:${sha256Hex(jti)}`,

@@ -150,7 +150,10 @@ export type DomainEvent =
       type: 'token.exchanged';
       clientId: string;
       subjectClientId: string;
+      /** The person, or for an agent's own token the agent's owner. */
       identityId: string;
+      /** The agent that acts (its own token exchanged, or named by an actor_token). */
+      agentId?: string;
       grantId: string;
       fromGrantId: string;
       resource: string;

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import * as client from 'openid-client';
 import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import { ADMIN, browse, passkeySignUp, refusal, start } from '../../helpers/openid-client.js';
@@ -105,4 +106,194 @@ t.test('openid-client: the FAPI 2.0 profile as a per-client switch', async (t) =
   );
   t.equal(tokens.token_type.toLowerCase(), 'dpop');
   t.ok((decodeJwt(tokens.access_token).cnf as { jkt?: string }).jkt, 'sender-constrained');
+});
+
+t.test(
+  'openid-client: a FAPI client assertion names the issuer alone, lives briefly and tolerates 10 s of skew',
+  async (t) => {
+    const server = await start(t);
+    const base = server.url;
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'bank-2', alg: 'ES256' };
+    t.equal(
+      (
+        await registerRaw(base, {
+          fapi_profile: '2.0',
+          token_endpoint_auth_method: 'private_key_jwt',
+          request_object_signing_alg: 'RS256',
+          jwks: { keys: [jwk] },
+        })
+      ).body.error,
+      'invalid_client_metadata',
+      'a request object algorithm outside PS256, ES256, EdDSA is refused',
+    );
+    t.equal(
+      (await registerRaw(base, { fapi_profile: '2.0', token_endpoint_auth_method: 'none' })).body.error,
+      'invalid_client_metadata',
+      'public clients are refused',
+    );
+    t.equal(
+      (
+        await registerRaw(base, {
+          fapi_profile: '2.0',
+          token_endpoint_auth_method: 'private_key_jwt',
+          jwks: { keys: [jwk] },
+          require_pushed_authorization_requests: false,
+        })
+      ).body.error,
+      'invalid_client_metadata',
+      'PAR cannot be switched off',
+    );
+    const registered = await registerRaw(base, {
+      fapi_profile: '2.0',
+      token_endpoint_auth_method: 'private_key_jwt',
+      jwks: { keys: [jwk] },
+    });
+    const push = async (modify: (header: Record<string, unknown>, payload: Record<string, unknown>) => void) => {
+      const config = await client.discovery(
+        new URL(base),
+        registered.body.client_id,
+        undefined,
+        client.PrivateKeyJwt({ key: privateKey, kid: 'bank-2' }, { [client.modifyAssertion]: modify }),
+        { execute: [client.allowInsecureRequests] },
+      );
+      const dpop = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
+      return client.buildAuthorizationUrlWithPAR(
+        config,
+        {
+          redirect_uri: HTTPS_CALLBACK,
+          scope: 'openid',
+          code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+          code_challenge_method: 'S256',
+        },
+        { DPoP: dpop },
+      );
+    };
+    const now = () => Math.floor(Date.now() / 1000);
+    t.ok(await push(() => {}), 'an assertion with aud the issuer passes');
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['aud'] = `${base}/auth/token`;
+        }),
+      ),
+      'invalid_client',
+      'aud the token endpoint (accepted from other clients) is refused',
+    );
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['aud'] = [base, `${base}/auth/par`];
+        }),
+      ),
+      'invalid_client',
+      'aud listing more than the issuer is refused',
+    );
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['iat'] = now() + 5;
+        }),
+      ),
+      undefined,
+      'iat 5 s in the future is clock skew, accepted',
+    );
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['iat'] = now() + 70;
+        }),
+      ),
+      'invalid_client',
+      'iat more than 60 s in the future is refused',
+    );
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['exp'] = now() + 3600;
+        }),
+      ),
+      'invalid_client',
+      'an assertion valid for an hour is refused',
+    );
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['iat'] = now() - 400;
+          p['exp'] = now() + 60;
+        }),
+      ),
+      'invalid_client',
+      'an assertion older than 5 minutes is refused',
+    );
+    const jti = `once-${Date.now()}`;
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['jti'] = jti;
+        }),
+      ),
+      undefined,
+    );
+    t.equal(
+      await refusal(
+        push((_h, p) => {
+          p['jti'] = jti;
+        }),
+      ),
+      'invalid_client',
+      'a jti is used once',
+    );
+    t.equal(
+      await refusal(
+        push((h) => {
+          h['alg'] = 'HS256';
+        }),
+      ),
+      'invalid_client',
+      'an algorithm outside the profile is refused',
+    );
+  },
+);
+
+t.test('a FAPI client’s codes live at most 60 s when the server allows longer', async (t) => {
+  const server = await start(t, { lifetimes: { authorizationCode: 300 } });
+  const base = server.url;
+  const jar = await passkeySignUp(base, 'fapi-lee');
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bank-3', alg: 'ES256' };
+  const codeSeconds = async (metadata: Record<string, unknown>, auth: client.ClientAuth, redirect: string) => {
+    const registered = await registerRaw(base, { redirect_uris: [redirect], ...metadata });
+    const config = await client.discovery(new URL(base), registered.body.client_id, undefined, auth, {
+      execute: [client.allowInsecureRequests],
+    });
+    const dpop = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
+    const url = await client.buildAuthorizationUrlWithPAR(
+      config,
+      {
+        redirect_uri: redirect,
+        scope: 'openid',
+        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      },
+      { DPoP: dpop },
+    );
+    const code = (await browse(url, jar, base, redirect)).searchParams.get('code')!;
+    const stored = await server.app.kp.storage.oidc.findCode(createHash('sha256').update(code).digest('hex'));
+    return (stored!.expiresAt - stored!.createdAt) / 1000;
+  };
+  t.equal(
+    await codeSeconds(
+      { fapi_profile: '2.0', token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [jwk] } },
+      client.PrivateKeyJwt({ key: privateKey, kid: 'bank-3' }),
+      HTTPS_CALLBACK,
+    ),
+    60,
+    'FAPI: 60 s',
+  );
+  t.equal(
+    await codeSeconds({ token_endpoint_auth_method: 'none' }, client.None(), 'http://localhost:9/callback'),
+    300,
+    'another client: the configured 300 s',
+  );
 });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
 import { createLocalJWKSet, exportJWK, jwtVerify } from 'jose';
-import { buildUpstreamAssertion } from '../../../lib/gateway/assertion.js';
+import { buildUpstreamAssertion, nestActors } from '../../../lib/gateway/assertion.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const NOW = Date.UTC(2026, 10, 22, 3, 0, 0);
@@ -73,4 +73,26 @@ t.test('never lives longer than five minutes', async (t) => {
       { kid: 'g1', privateKey },
     ),
   );
+});
+
+t.test('the actors of an exchanged token go in as a nested act claim, newest outermost', async (t) => {
+  t.same(nestActors(['cl_api', 'cl_notes', 'agt_1']), {
+    sub: 'cl_api',
+    act: { sub: 'cl_notes', act: { sub: 'agt_1' } },
+  });
+  t.same(nestActors(['agt_1']), { sub: 'agt_1' });
+  const jwt = await buildUpstreamAssertion(
+    {
+      issuer: 'https://g',
+      audience: 'https://a',
+      subject: 'u1',
+      principalType: 'human',
+      assurance: 'passkey',
+      actors: ['agt_1', 'cl_notes'],
+      now: NOW,
+    },
+    { kid: 'g1', privateKey },
+  );
+  const payload = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+  t.same(payload['act'], { sub: 'agt_1', act: { sub: 'cl_notes' } });
 });

@@ -87,3 +87,10 @@ t.test('sends the memberships as slug:role, comma-separated, and nothing for non
   t.notOk('x-auth-orgs' in buildIdentityHeaders({ ...base, orgs: [] }));
   t.notOk('x-auth-orgs' in buildIdentityHeaders(base));
 });
+
+t.test('X-Auth-Actor names the one acting now: the outermost actor of the chain', async (t) => {
+  const base = { subject: 'u1', principalType: 'human' as const, assurance: 'passkey', assertion: 'jwt' };
+  t.equal(buildIdentityHeaders({ ...base, actors: ['agt_1', 'cl_notes'] })['x-auth-actor'], 'agt_1');
+  t.notOk('x-auth-actor' in buildIdentityHeaders({ ...base, actors: [] }));
+  t.notOk('x-auth-actor' in buildIdentityHeaders(base));
+});

@@ -1,5 +1,11 @@
 import t from 'tap';
-import { ACCESS_TOKEN_TYPE, actorClaim, narrowScopes, readExchangeRequest } from '../../../lib/oauth/token-exchange.js';
+import {
+  ACCESS_TOKEN_TYPE,
+  JWT_TOKEN_TYPE,
+  actorClaim,
+  narrowScopes,
+  readExchangeRequest,
+} from '../../../lib/oauth/token-exchange.js';
 
 const reasonOf = (work: () => unknown) => {
   try {
@@ -29,7 +35,24 @@ t.test('an exchange request names an access token and nothing this server does n
   t.equal(
     reasonOf(() => readExchangeRequest({ ...good, actor_token: 'x' })),
     'invalid_request',
+    'an actor token without its type',
   );
+  t.equal(
+    reasonOf(() => readExchangeRequest({ ...good, actor_token_type: ACCESS_TOKEN_TYPE })),
+    'invalid_request',
+    'an actor token type without a token',
+  );
+  t.equal(
+    reasonOf(() =>
+      readExchangeRequest({ ...good, actor_token: 'x', actor_token_type: 'urn:ietf:params:oauth:token-type:id_token' }),
+    ),
+    'invalid_request',
+    'an actor token type not accepted',
+  );
+  t.same(readExchangeRequest({ ...good, actor_token: 'x.y.z', actor_token_type: JWT_TOKEN_TYPE }), {
+    subjectToken: 'a.b.c',
+    actor: { token: 'x.y.z', type: JWT_TOKEN_TYPE },
+  });
   t.equal(
     reasonOf(() => readExchangeRequest({ ...good, audience: 'x' })),
     'invalid_target',

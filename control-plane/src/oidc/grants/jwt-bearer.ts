@@ -1,4 +1,3 @@
-import { decodeJwt, importJWK, jwtVerify } from 'jose';
 import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
 import { oauthError } from '../../../../lib/oauth/errors.js';
 import { formatScope, parseScope } from '../../../../lib/oauth/scope.js';
@@ -7,10 +6,9 @@ import { signAccessToken } from '../../../../lib/tokens/sign-token.js';
 import { randomToken } from '../../../../lib/util/random.js';
 import type { ControlPlaneServices } from '../../context.js';
 import type { StoredClient } from '../../storage/types.js';
+import { verifyAgentAssertion } from './agent-assertion.js';
 
 export { JWT_BEARER_GRANT as JWT_BEARER } from '../../../../lib/oauth/client-metadata.js';
-/** RFC 7523 §3 leaves the assertion lifetime to the server; ours is at most 5 minutes. */
-const MAX_ASSERTION_SECONDS = 300;
 
 type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'keys' | 'now'>;
 
@@ -40,44 +38,11 @@ export async function jwtBearerGrant(
     throw oauthError('invalid_dpop_proof', 'agent tokens are DPoP-bound: send a DPoP proof made with the agent key', {
       status: 400,
     });
-  let claimed: string | undefined;
-  try {
-    claimed = decodeJwt(assertion).iss;
-  } catch {
-    throw oauthError('invalid_grant', 'the assertion is not a JWT');
-  }
-  const agent =
-    typeof claimed === 'string' && claimed.startsWith('agt_') ? await services.storage.agents.get(claimed) : null;
-  if (!agent || agent.state !== 'active') throw oauthError('invalid_grant', 'no active agent issued this assertion');
+  const agent = await verifyAgentAssertion(services, assertion, 'invalid_grant', (agent) => {
+    if (proof.jkt !== agent.jkt)
+      throw oauthError('invalid_dpop_proof', 'the DPoP proof must be made with the agent key', { status: 400 });
+  });
   const now = services.now();
-  const tokenEndpoint = `${services.config.issuer}/auth/token`;
-  let payload;
-  try {
-    ({ payload } = await jwtVerify(assertion, await importJWK(agent.publicJwk, agent.alg), {
-      issuer: agent.agentId,
-      subject: agent.agentId,
-      audience: tokenEndpoint,
-      algorithms: [agent.alg],
-      currentDate: new Date(now),
-      requiredClaims: ['exp', 'jti'],
-    }));
-  } catch {
-    throw oauthError(
-      'invalid_grant',
-      'the assertion is not signed by the agent key or its claims are wrong (iss, sub, aud, exp)',
-    );
-  }
-  if (payload.exp! - now / 1000 > MAX_ASSERTION_SECONDS)
-    throw oauthError('invalid_grant', 'the assertion must expire within 5 minutes');
-  if (proof.jkt !== agent.jkt)
-    throw oauthError('invalid_dpop_proof', 'the DPoP proof must be made with the agent key', { status: 400 });
-  const jti = String(payload.jti).slice(0, 256);
-  const fresh = await services.state.setIfAbsent(
-    `agents:assertion:${agent.agentId}:${jti}`,
-    '1',
-    (MAX_ASSERTION_SECONDS + 60) * 1000,
-  );
-  if (!fresh) throw oauthError('invalid_grant', 'the assertion was used already');
   const grants = (await services.storage.agents.listGrants(agent.agentId)).filter(
     (g) => g.revokedAt === null && g.clientId === client.clientId && g.ownerId === agent.ownerId,
   );
