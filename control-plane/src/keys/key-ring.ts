@@ -38,6 +38,8 @@ export function rotationPolicy(
 export class KeyRing {
   private loaded: StoredSigningKey[] = [];
   private signing: SigningKey | null = null;
+  /** Public KeyObjects by kid, made once: the verifiers built for a key are remembered per KeyObject. */
+  private readonly publicKeys = new Map<string, KeyObject>();
 
   constructor(
     private readonly storage: Storage,
@@ -62,6 +64,7 @@ export class KeyRing {
   /** Re-reads the ring, so a rotation made by another process (`keyplane keys rotate`) takes effect. */
   async reload(): Promise<void> {
     this.loaded = await this.storage.keys.list();
+    for (const kid of this.publicKeys.keys()) if (!this.loaded.some((k) => k.kid === kid)) this.publicKeys.delete(kid);
     const current = this.loaded
       .filter((k) => k.state === 'current')
       .sort((a, b) => (b.activatedAt ?? 0) - (a.activatedAt ?? 0))[0];
@@ -96,7 +99,13 @@ export class KeyRing {
   /** The public key object of a published kid, for local verification. */
   publicKey(kid: string): KeyObject | undefined {
     const key = publishedKeys(this.loaded, this.now(), this.policy).find((k) => k.kid === kid);
-    return key ? createPublicKey({ key: key.publicJwk, format: 'jwk' }) : undefined;
+    if (!key) return undefined;
+    let found = this.publicKeys.get(kid);
+    if (!found) {
+      found = createPublicKey({ key: key.publicJwk, format: 'jwk' });
+      this.publicKeys.set(kid, found);
+    }
+    return found;
   }
 
   get ready(): boolean {
