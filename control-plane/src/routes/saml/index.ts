@@ -3,7 +3,7 @@ import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import { endSessionIn } from '../../sessions/end-session.js';
-import { clearSessionCookie } from '../../sessions/start-session.js';
+import { clearSessionCookie } from '../../http/session-cookies.js';
 import { samlKeyRing } from '../../saml/key-ring.js';
 import {
   deleteProvider,
