@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject, type webcrypto } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import type { ControlPlaneConfig } from '../../../config/types.js';
 import { open, seal } from '../../../lib/crypto/sealed-box.js';
 import { planRotation, publishedKeys, type RotationPolicy } from '../../../lib/keys/rotation.js';
 import type { KeyStore, StoredSigningKey, Storage } from '../storage/types.js';
@@ -29,6 +30,16 @@ export function rotationPolicy(
     rotateEveryMs: keys.rotateEveryDays * DAY_MS,
     retainRetiredMs: Math.max(keys.retainRetiredDays * DAY_MS, minimumRetainMs),
   };
+}
+
+/**
+ * The ring's policy as the server runs it: retired keys stay published at least as long as the
+ * longest-lived JWT they signed. Every process that opens the ring (the server, `keyplane keys`)
+ * uses this one, so a rotation from the CLI retains keys exactly as the server would.
+ */
+export function serverRotationPolicy(config: Pick<ControlPlaneConfig, 'keys' | 'lifetimes'>): RotationPolicy {
+  const longestToken = Math.max(config.lifetimes.accessToken, config.lifetimes.idToken) * 1000;
+  return rotationPolicy(config.keys, longestToken);
 }
 
 /**
