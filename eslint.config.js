@@ -34,8 +34,8 @@ const NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE = [
 ];
 const NO_STORAGE_FROM_CLI = [
   boundary(
-    '(^|/)control-plane/src/storage/sqlite/',
-    "The CLI reaches storage through the control plane's services, never the SQLite implementation.",
+    '(^|/)control-plane/src/(storage|keys|ledger)/',
+    "The CLI reaches the control plane through the control plane's services (control-plane/src/operations/) or HTTP, never its storage, key ring or ledger (docs/architecture.md#layout).",
   ),
 ];
 const NO_CLI_IN_CONTROL_PLANE_TESTS = [
@@ -64,13 +64,34 @@ const NO_SERVER_LIBRARIES = ['fastify', 'ioredis', 'better-sqlite3', 'pino', 'un
 
 const restricted = (patterns, paths = [SQLITE_DRIVER]) => ['error', { paths, patterns }];
 
+/** Operations take services and plain values; only the HTTP edge (routes, plugins, http/, the app) knows fastify. */
+const NO_FASTIFY_IN_OPERATIONS = [
+  ...['fastify', 'fastify-plugin'].map((name) => ({
+    name,
+    message:
+      'Operations in control-plane/src/<area>/ never import fastify: request and reply stay in routes/, plugins/ and http/ (docs/architecture.md#layers).',
+  })),
+];
+const NO_FASTIFY_PLUGINS_IN_OPERATIONS = [
+  boundary(
+    '^@fastify/',
+    'Operations in control-plane/src/<area>/ never import fastify: request and reply stay in routes/, plugins/ and http/ (docs/architecture.md#layers).',
+  ),
+];
+
 /** Later entries win for a file that several match, so the narrower folder comes after the wider. */
 export const boundaries = {
   'lib/**/*.ts': restricted(NO_SERVICES_IN_LIB, NO_SERVER_LIBRARIES),
   // Shared state and rate limits: the one part of lib/ that may talk to Redis (docs/architecture.md#decisions).
   'lib/runtime/**/*.ts': restricted(NO_SERVICES_IN_LIB),
   'gateway/**/*.ts': restricted(NO_CONTROL_PLANE_IN_GATEWAY),
-  'control-plane/**/*.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
+  'control-plane/**/*.ts': restricted(
+    [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...NO_FASTIFY_PLUGINS_IN_OPERATIONS],
+    [SQLITE_DRIVER, ...NO_FASTIFY_IN_OPERATIONS],
+  ),
+  // The HTTP edge of the control plane: where fastify belongs.
+  'control-plane/src/{routes,plugins,http}/**/*.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
+  'control-plane/src/{app,server,logging}.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
   'control-plane/src/storage/sqlite/driver.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, []),
   'cli/**/*.ts': restricted(NO_STORAGE_FROM_CLI),
   'test/**/*.ts': restricted([]),
@@ -103,8 +124,41 @@ const NO_STORAGE_IN_ROUTES = [
  */
 const KNOWN_VIOLATIONS = {};
 
+/**
+ * `no-restricted-imports` sees only static imports; this rule applies the same `paths` and
+ * `patterns` to `import('…')` with a literal specifier, which the CLI and lazy loaders use.
+ */
+const noRestrictedDynamicImports = {
+  meta: { type: 'problem', schema: false },
+  create(context) {
+    const [{ paths = [], patterns = [] } = {}] = context.options;
+    return {
+      ImportExpression(node) {
+        const { source } = node;
+        const specifier =
+          source.type === 'Literal' && typeof source.value === 'string'
+            ? source.value
+            : source.type === 'TemplateLiteral' && source.expressions.length === 0
+              ? source.quasis[0].value.cooked
+              : null;
+        if (specifier === null) return;
+        const found =
+          paths.find((path) => path.name === specifier) ??
+          patterns.find((pattern) => new RegExp(pattern.regex).test(specifier));
+        if (found) context.report({ node, message: found.message });
+      },
+    };
+  },
+};
+const localRules = {
+  plugins: { keyplane: { rules: { 'no-restricted-dynamic-imports': noRestrictedDynamicImports } } },
+};
+
 const byFile = (table) =>
-  Object.entries(table).map(([file, rule]) => ({ files: [file], rules: { 'no-restricted-imports': rule } }));
+  Object.entries(table).map(([file, rule]) => ({
+    files: [file],
+    rules: { 'no-restricted-imports': rule, 'keyplane/no-restricted-dynamic-imports': rule },
+  }));
 
 export default tseslint.config(
   { ignores: ['dist/**', '**/dist/**', 'node_modules/**', 'coverage/**', '.tap/**', 'data/**', '**/*.d.ts'] },
@@ -160,7 +214,12 @@ export default tseslint.config(
       ),
     },
   },
+  localRules,
   ...byFile(boundaries),
   ...byFile(KNOWN_VIOLATIONS),
-  { files: ['control-plane/src/routes/**/*.ts'], rules: { 'no-restricted-syntax': NO_STORAGE_IN_ROUTES } },
+  // plugins/ and http/ reach storage only through operations, as routes do.
+  {
+    files: ['control-plane/src/{routes,plugins,http}/**/*.ts'],
+    rules: { 'no-restricted-syntax': NO_STORAGE_IN_ROUTES },
+  },
 );

@@ -1,7 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../config/config-error.js';
-import { MigrationError } from '../../control-plane/src/storage/migration-error.js';
-import { StoreUnavailableError } from '../../control-plane/src/storage/store-unavailable-error.js';
+import { isDatabaseSetupError } from '../../control-plane/src/operations/setup-errors.js';
 import { accountsCommands } from './commands/accounts.js';
 import { agentCommands } from './commands/agent.js';
 import { backupCommand } from './commands/backup.js';
@@ -83,7 +82,7 @@ function exitCodeFor(error: unknown, output: Output): number {
   }
   // The store is not one this release may use as configured (missing, unreachable, migrated by a
   // newer release, a changed migration): the operator fixes the setup, nothing failed mid-way.
-  if (error instanceof MigrationError || error instanceof StoreUnavailableError) {
+  if (isDatabaseSetupError(error)) {
     output.stderr(`keyplane: ${error.message}\n`);
     return EXIT.usage;
   }

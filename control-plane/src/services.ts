@@ -7,7 +7,7 @@ import { openSharedState } from '../../lib/runtime/shared-state/index.js';
 import type { SharedState } from '../../lib/runtime/shared-state/types.js';
 import type { ControlPlaneServices } from './context.js';
 import { EventBus } from './events/bus.js';
-import { KeyRing, rotationPolicy } from './keys/key-ring.js';
+import { KeyRing, serverRotationPolicy } from './keys/key-ring.js';
 import { resolveMasterKey } from './keys/master-key.js';
 import { Ledger } from './ledger/ledger.js';
 import { createSecrets } from './keys/secrets.js';
@@ -57,9 +57,7 @@ export async function openControlPlaneServices(
   let state: SharedState | undefined;
   try {
     state = options.state ?? (await openSharedState(config, undefined, dependencies));
-    // Retired keys stay published at least as long as the longest-lived JWT they signed.
-    const longestToken = Math.max(config.lifetimes.accessToken, config.lifetimes.idToken) * 1000;
-    const keys = new KeyRing(storage, master.key, rotationPolicy(config.keys, longestToken), now);
+    const keys = new KeyRing(storage, master.key, serverRotationPolicy(config), now);
     await keys.ensure();
     const reload = setInterval(() => void keys.reload().catch(() => undefined), 10_000).unref();
     const schedule = setInterval(() => void keys.ensure().catch(() => undefined), 3_600_000).unref();

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import { importPublicJwk, verifyCompactJws } from '../crypto/node-jws.js';
+import type { webcrypto } from 'node:crypto';
+import { importPublicJwk, signJwt, verifyJwt } from '../crypto/jwt.js';
 import { fail } from '../errors/keyplane-error.js';
 import { canonicalJson } from '../ledger/canonical-json.js';
 import { sha256Hex } from '../util/sha256.js';
@@ -86,6 +87,19 @@ export function runProofSigningInput(proof: Omit<RunProof, 'sig'> | RunProof): s
   return canonicalJson(rest);
 }
 
+/**
+ * The `sig` of a run proof: a compact JWS by the agent key over the signing input. The canonical
+ * form is parsed and signed as claims; JSON.stringify writes it back byte for byte (its members
+ * are fixed names holding strings, already in RFC 8785 order), which `verifyRunProof` checks.
+ */
+export function signRunProof(
+  proof: Omit<RunProof, 'sig'>,
+  key: KeyObject | webcrypto.CryptoKey,
+  alg: AgentKeyAlgorithm,
+): string {
+  return signJwt({}, JSON.parse(runProofSigningInput(proof)) as Record<string, unknown>, key, alg);
+}
+
 /** SHA-256 (hex) of the whole run proof's RFC 8785 form: the `run_proof_hash` of a run token. */
 export function runProofHash(proof: RunProof): string {
   return sha256Hex(canonicalJson(proof));
@@ -109,18 +123,20 @@ export async function verifyRunProof(input: unknown, options: VerifyRunProofOpti
   if (proof.agent_id !== options.agentId) throw fail('run_proof_invalid', 'run_proof.agent_id names another agent');
   if (proof.challenge_id !== options.challengeId)
     throw fail('run_proof_invalid', 'run_proof.challenge_id differs from the challenge answered');
-  let verified: ReturnType<typeof verifyCompactJws>;
+  let signed: string | null;
   try {
     const key = options.importKey
       ? await options.importKey(options.jwk, options.alg)
       : importPublicJwk(options.jwk as Record<string, unknown>);
-    verified = verifyCompactJws(proof.sig, key, options.alg);
+    // The payload bytes as signed (the middle part), not the parsed claims: they must be exactly
+    // the RFC 8785 form of the proof.
+    const { input } = verifyJwt(proof.sig, key, { alg: options.alg });
+    signed = Buffer.from(input.slice(input.indexOf('.') + 1), 'base64url').toString('utf8');
   } catch {
-    verified = null;
+    signed = null;
   }
-  if (!verified) throw fail('run_proof_invalid', 'run_proof.sig is not a valid signature by the agent key');
-  const { payload } = verified;
-  if (Buffer.from(payload).toString('utf8') !== runProofSigningInput(proof))
+  if (signed === null) throw fail('run_proof_invalid', 'run_proof.sig is not a valid signature by the agent key');
+  if (signed !== runProofSigningInput(proof))
     throw fail('run_proof_invalid', 'run_proof.sig signs other content than the proof');
   return proof;
 }

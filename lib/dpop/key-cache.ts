@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { importPublicJwk } from '../crypto/node-jws.js';
+import { importPublicJwk } from '../crypto/jwt.js';
 import { ExpiringCache } from '../util/expiring-cache.js';
 
 /**

@@ -1,5 +1,5 @@
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { importPublicJwk, splitCompactJws, verifySplitJws } from '../crypto/node-jws.js';
+import { decodeJwt, importPublicJwk, verifyJwt, type DecodedJwt } from '../crypto/jwt.js';
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
 import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
@@ -14,7 +14,6 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** Members that only a private or symmetric JWK has (RFC 7518 §6). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 const MAX_PROOF_LENGTH = 8192;
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** RFC 9449 §11.1: refuse oversized `jti` values so the replay cache cannot be flooded. */
 const MAX_JTI_LENGTH = 256;
 
@@ -97,9 +96,13 @@ export async function verifyDpopProof(
 
   // 2. A single well-formed JWT, split and its header parsed once.
   if (value.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(value)) refuse('jwt', 'the DPoP proof is not a compact JWS');
-  const split = splitCompactJws(value);
-  if (!split) refuse('jwt', 'the DPoP proof header is not valid');
-  const { header } = split;
+  let decoded: DecodedJwt;
+  try {
+    decoded = decodeJwt(value);
+  } catch {
+    refuse('jwt', 'the DPoP proof header or payload is not valid');
+  }
+  const { header } = decoded;
 
   // 4. typ.
   if (header.typ !== 'dpop+jwt') refuse('typ', 'the DPoP proof typ must be dpop+jwt');
@@ -127,10 +130,9 @@ export async function verifyDpopProof(
       ? await options.keyCache.resolve(jwk as JWK, alg)
       : { key: importPublicJwk(jwk), jkt: undefined };
     jkt = resolved.jkt;
-    // node:crypto checks on the calling thread (WebCrypto would queue every proof on the thread pool).
-    const verified = verifySplitJws(split, resolved.key, alg as DpopAlgorithm);
-    if (!verified) throw new Error('bad signature');
-    payload = JSON.parse(UTF8.decode(verified)) as Record<string, unknown>;
+    // fast-jwt checks with node:crypto on the calling thread (WebCrypto would queue every proof
+    // on the thread pool); it refuses a crit header, which no extension here understands.
+    ({ payload } = verifyJwt(value, resolved.key, { alg: alg as DpopAlgorithm }));
   } catch {
     refuse('signature', 'the DPoP proof signature does not verify with its jwk');
   }

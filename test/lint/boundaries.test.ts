@@ -10,6 +10,15 @@ async function importErrors(filePath: string, specifier: string): Promise<string
   return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
 }
 
+/** The same import written as `import('…')`, which no-restricted-imports alone does not see. */
+async function dynamicImportErrors(filePath: string, specifier: string, quote = "'"): Promise<string[]> {
+  const source = `export const load = () => import(${quote}${specifier}${quote});\n`;
+  const [result] = await eslint.lintText(source, { filePath });
+  return (result?.messages ?? [])
+    .filter((m) => m.ruleId === 'keyplane/no-restricted-dynamic-imports')
+    .map((m) => m.message);
+}
+
 const refused: Array<[string, string, RegExp]> = [
   ['lib/oauth/example.ts', '../../control-plane/src/app.js', /lib\/ imports nothing of ours but lib\//],
   ['lib/oauth/example.ts', '../../gateway/src/app.js', /pure parts live in lib\/gateway/],
@@ -24,6 +33,17 @@ const refused: Array<[string, string, RegExp]> = [
     '../../../control-plane/src/storage/sqlite/index.js',
     /through the control plane's services/,
   ],
+  [
+    'cli/src/commands/example.ts',
+    '../../../control-plane/src/storage/open-storage.js',
+    /control-plane\/src\/operations/,
+  ],
+  ['cli/src/program.ts', '../../control-plane/src/storage/migration-error.js', /control-plane\/src\/operations/],
+  ['cli/src/commands/example.ts', '../../../control-plane/src/keys/key-ring.js', /never its storage, key ring/],
+  ['cli/src/commands/example.ts', '../../../control-plane/src/ledger/audit-ledger.js', /never its storage, key ring/],
+  ['control-plane/src/sessions/example.ts', 'fastify', /Operations .* never import fastify/],
+  ['control-plane/src/accounts/example.ts', 'fastify-plugin', /never import fastify/],
+  ['control-plane/src/accounts/example.ts', '@fastify/cookie', /never import fastify/],
   [
     'test/control-plane/oidc/example.test.ts',
     '../../../cli/src/commands/ledger.js',
@@ -40,6 +60,13 @@ for (const [file, specifier, message] of refused) {
     t.equal(errors.length, 1, errors.join('; '));
     t.match(errors[0], message);
   });
+  t.test(`refuses import('${specifier}') in ${file}`, async (t) => {
+    for (const quote of ["'", '`']) {
+      const errors = await dynamicImportErrors(file, specifier, quote);
+      t.equal(errors.length, 1, errors.join('; '));
+      t.match(errors[0], message);
+    }
+  });
 }
 
 const allowed: Array<[string, string]> = [
@@ -47,6 +74,11 @@ const allowed: Array<[string, string]> = [
   ['lib/runtime/shared-state/example.ts', 'ioredis'],
   ['gateway/src/example.ts', '../../lib/gateway/policy.js'],
   ['cli/src/commands/example.ts', '../../../control-plane/src/server.js'],
+  ['cli/src/commands/example.ts', '../../../control-plane/src/operations/database.js'],
+  ['control-plane/src/routes/x/example.ts', 'fastify'],
+  ['control-plane/src/plugins/example.ts', 'fastify-plugin'],
+  ['control-plane/src/http/example.ts', '@fastify/cookie'],
+  ['control-plane/src/app.ts', 'fastify'],
   ['test/gateway/example.test.ts', '../../cli/src/demo-app.js'],
   ['control-plane/src/storage/sqlite/driver.ts', 'better-sqlite3'],
   ['sdk/src/example.ts', './dpop.js'],
@@ -55,8 +87,19 @@ const allowed: Array<[string, string]> = [
 for (const [file, specifier] of allowed) {
   t.test(`allows ${specifier} in ${file}`, async (t) => {
     t.same(await importErrors(file, specifier), []);
+    t.same(await dynamicImportErrors(file, specifier), [], 'as import() too');
   });
 }
+
+t.test('an import() whose specifier is computed is not judged', async (t) => {
+  const source =
+    "const where = 'storage';\nexport const load = () => import(`../../../control-plane/src/${where}/x.js`);\n";
+  const [result] = await eslint.lintText(source, { filePath: 'cli/src/commands/example.ts' });
+  t.same(
+    (result?.messages ?? []).filter((m) => m.ruleId === 'keyplane/no-restricted-dynamic-imports'),
+    [],
+  );
+});
 
 t.test('files past 400 lines draw a max-lines warning', async (t) => {
   const long = Array.from({ length: 401 }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n';
@@ -78,6 +121,14 @@ t.test('a route reaching storage or a transaction itself is refused', async (t) 
   const refused = (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax');
   t.equal(refused.length, 3, refused.map((m) => m.message).join('; '));
   t.match(refused[0]?.message ?? '', /docs\/architecture\.md#layers/);
+  for (const edge of ['control-plane/src/plugins/example.ts', 'control-plane/src/http/example.ts']) {
+    const [found] = await eslint.lintText(source, { filePath: edge });
+    t.equal(
+      (found?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax').length,
+      3,
+      `${edge}: plugins and http/ reach storage through operations too`,
+    );
+  }
   const [operation] = await eslint.lintText(source, { filePath: 'control-plane/src/accounts/example.ts' });
   t.same(
     (operation?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax'),

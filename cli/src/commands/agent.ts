@@ -3,8 +3,8 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import type { Command } from 'commander';
 import type { JWK } from 'jose';
 import { readAdminToken, readClientSecret } from '../../../config/env.js';
-import { runProofSigningInput, type RunProof } from '../../../lib/agents/run-proof.js';
-import { signCompactJws, type NodeJwsAlg } from '../../../lib/crypto/node-jws.js';
+import { signRunProof, type RunProof } from '../../../lib/agents/run-proof.js';
+import { signJwt, type JwtAlgorithm } from '../../../lib/crypto/jwt.js';
 import { CliError, EXIT } from '../exit.js';
 import { baseUrl } from '../admin-api.js';
 import { progress, say } from '../io.js';
@@ -94,7 +94,7 @@ async function discover(base: string): Promise<{ issuer: string; tokenEndpoint: 
 interface AgentKeyFile {
   privateKey: KeyObject;
   publicJwk: JWK;
-  alg: NodeJwsAlg;
+  alg: JwtAlgorithm;
   jkt: string;
 }
 
@@ -150,7 +150,7 @@ async function loadKey(path: string): Promise<AgentKeyFile> {
     if (error instanceof CliError) throw error;
     throw new CliError(`cannot read the key file ${path}: ${(error as Error).message}`, EXIT.usage);
   }
-  const alg: NodeJwsAlg | null =
+  const alg: JwtAlgorithm | null =
     jwk['kty'] === 'EC' && jwk['crv'] === 'P-256'
       ? 'ES256'
       : jwk['kty'] === 'OKP' && jwk['crv'] === 'Ed25519'
@@ -170,7 +170,7 @@ async function loadKey(path: string): Promise<AgentKeyFile> {
 
 /** A DPoP proof (RFC 9449 §4.2) by the agent key for `POST <url>`. */
 function dpopProof(key: AgentKeyFile, url: string, nonce?: string): string {
-  return signCompactJws(
+  return signJwt(
     { typ: 'dpop+jwt', jwk: key.publicJwk },
     {
       htm: 'POST',
@@ -221,7 +221,7 @@ async function withRefusals(options: Common, work: () => Promise<void>): Promise
 /** `keygen`: a fresh private JWK in a new file with mode 0600; prints the public JWK and its thumbprint. */
 export async function keygen(options: Common & { alg?: string; force?: boolean }): Promise<void> {
   const path = keyPath(options);
-  const alg = (options.alg ?? 'ES256') as NodeJwsAlg;
+  const alg = (options.alg ?? 'ES256') as JwtAlgorithm;
   if (alg !== 'ES256' && alg !== 'EdDSA')
     throw new CliError('--alg must be ES256 (P-256) or EdDSA (Ed25519)', EXIT.usage);
   if (existsSync(path) && !options.force) throw new CliError(`${path} exists; pass --force to replace it`, EXIT.usage);
@@ -415,7 +415,7 @@ export async function prove(options: ProveOptions): Promise<void> {
       started_at: options.startedAt ?? now,
       finished_at: options.finishedAt ?? now,
     };
-    const sig = signCompactJws({}, Buffer.from(runProofSigningInput(unsigned)), key.privateKey, key.alg);
+    const sig = signRunProof(unsigned, key.privateKey, key.alg);
     runProof = { ...unsigned, sig };
   }
   const endpoint = `/api/agent-proof/${purpose}`;
@@ -453,7 +453,7 @@ export async function token(options: Common & { clientId?: string; resource?: st
   const { tokenEndpoint } = await discover(base);
   const now = Math.floor(Date.now() / 1000);
   // RFC 7523 §3: iss = sub = the agent, aud = the token endpoint, a short exp and a one-use jti.
-  const assertion = signCompactJws(
+  const assertion = signJwt(
     { typ: 'JWT' },
     {
       iss: record.agent_id,

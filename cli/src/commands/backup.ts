@@ -17,26 +17,26 @@ export function backupCommand(program: Command): void {
     .action(async (options: Record<string, unknown> & { out: string }) => {
       const [
         { loadControlPlaneConfig },
-        { assertStoreExists, backupSqliteStorage, describeStorage, sqliteDatabaseFile },
+        { assertDatabaseExists, backupSqliteDatabase, describeDatabase, sqliteFileOf },
       ] = await Promise.all([
         import('../../../config/load.js'),
-        import('../../../control-plane/src/storage/open-storage.js'),
+        import('../../../control-plane/src/operations/database.js'),
       ]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       if (existsSync(options.out)) throw new CliError(`${options.out} exists; choose a new file`, EXIT.usage);
       // A mistyped --data or --database is refused here: a backup of nothing would look like one.
-      await assertStoreExists(config);
+      await assertDatabaseExists(config);
       if (config.databaseUrl) {
-        progress(`backing up ${describeStorage(config)} with pg_dump …`);
+        progress(`backing up ${describeDatabase(config)} with pg_dump …`);
         await pgDump(config.databaseUrl, options.out);
         say(
           `backup written to ${options.out} (pg_dump custom format). Restore into an empty database: pg_restore --no-owner --exit-on-error --single-transaction --dbname <url> ${options.out} (docs/operations.md#restoring-a-backup)`,
         );
         return;
       }
-      const file = sqliteDatabaseFile(config)!;
+      const file = sqliteFileOf(config)!;
       progress(`backing up ${file} …`);
-      const { pages } = await backupSqliteStorage(config, options.out);
+      const { pages } = await backupSqliteDatabase(config, options.out);
       say(
         `backup written to ${options.out} (${pages} pages). Restore: stop the control plane, copy it to ${file} and remove ${file}-wal and ${file}-shm (docs/operations.md#restoring-a-backup)`,
       );

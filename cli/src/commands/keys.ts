@@ -1,29 +1,14 @@
 import type { Command } from 'commander';
-import type { KeyRing } from '../../../control-plane/src/keys/key-ring.js';
 import { dataDirOptions, flagsToConfig } from '../options.js';
 import { say } from '../io.js';
 
-async function withRing<T>(options: Record<string, unknown>, work: (ring: KeyRing) => Promise<T>): Promise<T> {
-  const [{ loadControlPlaneConfig }, { KeyRing, rotationPolicy }, { resolveMasterKey }, { openOfflineServices }] =
-    await Promise.all([
-      import('../../../config/load.js'),
-      import('../../../control-plane/src/keys/key-ring.js'),
-      import('../../../control-plane/src/keys/master-key.js'),
-      import('../../../control-plane/src/services.js'),
-    ]);
-  const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
-  const offline = await openOfflineServices(config);
-  try {
-    const ring = new KeyRing(
-      offline.storage,
-      resolveMasterKey(config.masterKey, config.dataDir).key,
-      rotationPolicy(config.keys),
-    );
-    await ring.ensure();
-    return await work(ring);
-  } finally {
-    await offline.close();
-  }
+/** The config and the key operations, loaded when a keys command runs (so `--help` stays light). */
+async function keyOperations(options: Record<string, unknown>) {
+  const [{ loadControlPlaneConfig }, operations] = await Promise.all([
+    import('../../../config/load.js'),
+    import('../../../control-plane/src/operations/keys.js'),
+  ]);
+  return { config: loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) }), ...operations };
 }
 
 export function keysCommand(program: Command): void {
@@ -35,17 +20,16 @@ export function keysCommand(program: Command): void {
         'Retire the current key, start signing with the published next key, publish a new next key. Running servers pick it up within 10 s.',
       ),
   ).action(async (options: Record<string, unknown>) => {
-    const result = await withRing(options, (ring) => ring.rotate());
+    const { config, rotateSigningKeys } = await keyOperations(options);
+    const result = await rotateSigningKeys(config);
     say(
       `rotated: ${result.current} now signs; ${result.next} is published as next; ${result.retired} retired (still published for verification)`,
     );
   });
   dataDirOptions(keys.command('list').description('List the published keys with their states.')).action(
     async (options: Record<string, unknown>) => {
-      await withRing(options, async (ring) => {
-        const current = ring.current().kid;
-        for (const key of ring.jwks().keys) say(`${key.kid}  ${key.kid === current ? 'current' : 'published'}`);
-      });
+      const { config, listSigningKeys } = await keyOperations(options);
+      for (const key of await listSigningKeys(config)) say(`${key.kid}  ${key.current ? 'current' : 'published'}`);
     },
   );
 }

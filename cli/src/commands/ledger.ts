@@ -12,17 +12,14 @@ export function ledgerCommand(program: Command): void {
         'Recompute every epoch from the stored receipts; report the first epoch whose root (or signature, or chain link) differs. Exit 0 intact, 1 not.',
       ),
   ).action(async (options: Record<string, unknown>) => {
-    const [{ loadControlPlaneConfig }, { auditLedger }, { openOfflineServices }, { describeStorage }] =
-      await Promise.all([
-        import('../../../config/load.js'),
-        import('../../../control-plane/src/ledger/audit-ledger.js'),
-        import('../../../control-plane/src/services.js'),
-        import('../../../control-plane/src/storage/open-storage.js'),
-      ]);
+    const [{ loadControlPlaneConfig }, { describeDatabase }, { auditLedgerOffline }] = await Promise.all([
+      import('../../../config/load.js'),
+      import('../../../control-plane/src/operations/database.js'),
+      import('../../../control-plane/src/operations/ledger.js'),
+    ]);
     const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
-    progress(`auditing the ledger in ${describeStorage(config)}`);
-    const offline = await openOfflineServices(config);
-    const result = await auditLedger(offline.storage, progress).finally(() => offline.close());
+    progress(`auditing the ledger in ${describeDatabase(config)}`);
+    const result = await auditLedgerOffline(config, progress);
     if (result.failure) {
       say(`ledger audit failed at ${result.failure}`);
       throw new CliError(`ledger audit failed (${result.epochs} epoch(s) before it are intact)`, EXIT.failed);

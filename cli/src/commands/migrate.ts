@@ -10,16 +10,12 @@ export function migrateCommand(program: Command): void {
         'Apply every missing schema migration to the SQLite data directory or the PostgreSQL database, then exit; creates the database when there is none, and says so. Safe to run while other replicas start (an advisory lock serializes them); refuses a database migrated by a newer release or whose recorded migration changed (exit 2).',
       ),
   ).action(async (options: Record<string, unknown>) => {
-    const [{ loadControlPlaneConfig }, { describeStorage, migrateStorage }, { summarizeMigration }] = await Promise.all(
-      [
-        import('../../../config/load.js'),
-        import('../../../control-plane/src/storage/open-storage.js'),
-        import('../../../control-plane/src/storage/migration-ledger.js'),
-      ],
-    );
+    const [{ loadControlPlaneConfig }, { describeDatabase, migrateDatabase }] = await Promise.all([
+      import('../../../config/load.js'),
+      import('../../../control-plane/src/operations/database.js'),
+    ]);
     const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
-    const where = describeStorage(config);
-    progress(`migrating ${where}`);
-    for (const line of summarizeMigration(where, await migrateStorage(config))) say(line);
+    progress(`migrating ${describeDatabase(config)}`);
+    for (const line of await migrateDatabase(config)) say(line);
   });
 }

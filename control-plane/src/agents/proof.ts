@@ -1,7 +1,7 @@
 import { SignJWT } from 'jose';
 import { computeClaims, type EvidenceEntry } from '../../../lib/agents/evidence.js';
 import { runProofHash, verifyRunProof } from '../../../lib/agents/run-proof.js';
-import { signCompactJws } from '../../../lib/crypto/node-jws.js';
+import { signJwt } from '../../../lib/crypto/jwt.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import type { StoredAgent, StoredAgentEvidence } from '../storage/types.js';
@@ -179,8 +179,8 @@ export async function proveAgent(
   const now = services.now();
   const key = services.keys.current();
   const iat = Math.floor(now / 1000);
-  // Signed with node:crypto on this thread: one ES256 signature, no thread-pool round trip.
-  const token = signCompactJws(
+  // Signed through fast-jwt with node:crypto on this thread: no thread-pool round trip.
+  const token = signJwt(
     { kid: key.kid, typ: purpose === 'run' ? 'agent-run+jwt' : 'agent-proof+jwt' },
     {
       iss: services.config.issuer,

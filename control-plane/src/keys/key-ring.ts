@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject, type webcrypto } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import type { ControlPlaneConfig } from '../../../config/types.js';
 import { open, seal } from '../../../lib/crypto/sealed-box.js';
 import { planRotation, publishedKeys, type RotationPolicy } from '../../../lib/keys/rotation.js';
 import type { KeyStore, StoredSigningKey, Storage } from '../storage/types.js';
@@ -32,12 +33,24 @@ export function rotationPolicy(
 }
 
 /**
+ * The ring's policy as the server runs it: retired keys stay published at least as long as the
+ * longest-lived JWT they signed. Every process that opens the ring (the server, `keyplane keys`)
+ * uses this one, so a rotation from the CLI retains keys exactly as the server would.
+ */
+export function serverRotationPolicy(config: Pick<ControlPlaneConfig, 'keys' | 'lifetimes'>): RotationPolicy {
+  const longestToken = Math.max(config.lifetimes.accessToken, config.lifetimes.idToken) * 1000;
+  return rotationPolicy(config.keys, longestToken);
+}
+
+/**
  * The ES256 key ring: the newest active key signs, every published key verifies. Private keys
  * are opened from storage only into memory; the JWKS carries public parts alone.
  */
 export class KeyRing {
   private loaded: StoredSigningKey[] = [];
   private signing: SigningKey | null = null;
+  /** Public KeyObjects by kid, made once: the verifiers built for a key are remembered per KeyObject. */
+  private readonly publicKeys = new Map<string, KeyObject>();
 
   constructor(
     private readonly storage: Storage,
@@ -62,6 +75,7 @@ export class KeyRing {
   /** Re-reads the ring, so a rotation made by another process (`keyplane keys rotate`) takes effect. */
   async reload(): Promise<void> {
     this.loaded = await this.storage.keys.list();
+    for (const kid of this.publicKeys.keys()) if (!this.loaded.some((k) => k.kid === kid)) this.publicKeys.delete(kid);
     const current = this.loaded
       .filter((k) => k.state === 'current')
       .sort((a, b) => (b.activatedAt ?? 0) - (a.activatedAt ?? 0))[0];
@@ -96,7 +110,13 @@ export class KeyRing {
   /** The public key object of a published kid, for local verification. */
   publicKey(kid: string): KeyObject | undefined {
     const key = publishedKeys(this.loaded, this.now(), this.policy).find((k) => k.kid === kid);
-    return key ? createPublicKey({ key: key.publicJwk, format: 'jwk' }) : undefined;
+    if (!key) return undefined;
+    let found = this.publicKeys.get(kid);
+    if (!found) {
+      found = createPublicKey({ key: key.publicJwk, format: 'jwk' });
+      this.publicKeys.set(kid, found);
+    }
+    return found;
   }
 
   get ready(): boolean {

@@ -1,11 +1,9 @@
 import fp from 'fastify-plugin';
 import cookie from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { effectiveAssurance, meetsAssurance, type AssuranceLevel } from '../../../lib/assurance/assurance.js';
+import { meetsAssurance, type AssuranceLevel } from '../../../lib/assurance/assurance.js';
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { checkRequestOrigin, type RequestOriginHeaders } from '../../../lib/http/check-request-origin.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
-import type { SessionView } from '../context.js';
 import { isPageNavigation } from '../http/negotiate.js';
 import {
   type CookieServices,
@@ -14,8 +12,8 @@ import {
   sessionCookieName,
   wellFormedToken,
 } from '../sessions/cookies.js';
-import { renewedTokenKey } from '../sessions/renew-session.js';
-import { clearSessionCookie } from '../sessions/start-session.js';
+import { lookUpPresentedSession } from '../sessions/present-session.js';
+import { clearSessionCookie } from '../http/session-cookies.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -28,8 +26,6 @@ declare module 'fastify' {
   }
 }
 
-/** last-seen is written at most this often per session, so reads do not turn into writes. */
-const TOUCH_EVERY_MS = 60_000;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -52,28 +48,15 @@ export const sessionPlugin = fp(
         clearSessionCookie(app.kp, reply);
         return;
       }
-      const now = app.kp.now();
-      const tokenHash = sha256Hex(token);
-      const stored = await app.kp.storage.sessions.findLive(tokenHash, now);
-      if (!stored) {
+      const found = await lookUpPresentedSession(app.kp, token);
+      if (!found.live) {
         // A token renewed away a moment ago is refused, but its cookie not cleared: the browser holds the new one.
-        if ((await app.kp.state.get(renewedTokenKey(tokenHash))) === null) clearSessionCookie(app.kp, reply);
+        if (!found.renewedAway) clearSessionCookie(app.kp, reply);
         return;
       }
       // What a renewal of this session's token must replace (sessions/renew-session.ts).
-      request.kp.sessionTokenHash = tokenHash;
-      if (now - stored.lastSeenAt >= TOUCH_EVERY_MS) {
-        await app.kp.storage.sessions.touch(stored.sessionId, now, now + app.kp.config.lifetimes.sessionIdle * 1000);
-      }
-      const view: SessionView = {
-        id: stored.sessionId,
-        identityId: stored.identityId,
-        deviceId: stored.deviceId,
-        assurance: effectiveAssurance(stored, now, app.kp.config.lifetimes.stepUp * 1000),
-        amr: stored.amr,
-        authTime: stored.authTime,
-      };
-      request.kp.session = view;
+      request.kp.sessionTokenHash = found.tokenHash;
+      request.kp.session = found.view;
       if (!SAFE_METHODS.has(request.method) && request.routeOptions.config?.checksOwnOrigin !== true)
         checkRequestOrigin(originHeaders(request), { expectedOrigin: issuerOrigin, originRequired: true });
     });

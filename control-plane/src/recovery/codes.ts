@@ -9,7 +9,8 @@ import {
 import { randomId } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
-import { assertNotLocked, limitPerAccount, recordCodeFailure, recordCodeSuccess } from '../http/code-guard.js';
+import { limitPerAccount } from '../http/code-guard.js';
+import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../lockouts/code-lockout.js';
 import { openSession, type SignInBrowser } from '../sessions/start-session.js';
 
 /** The HMAC key for recovery-code hashes, derived from the master key for this purpose only. */

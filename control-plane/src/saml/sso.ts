@@ -22,7 +22,8 @@ import type { ConsentStanding } from '../../../lib/consent/decide-consent.js';
 import { randomToken } from '../../../lib/util/random.js';
 import { askConsent, recordConsent, samlParty, takeApproval, type Party } from '../consent/gate.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import type { StoredSamlProvider, Stores } from '../storage/types.js';
+import type { StoredSamlProvider } from '../storage/types.js';
+import { endSessionIn } from '../sessions/end-session.js';
 import { ASSERTION_VALIDITY_SECONDS, samlKeyRing } from './key-ring.js';
 
 export type SamlServices = Pick<ControlPlaneServices, 'storage' | 'state' | 'events' | 'now' | 'config' | 'secrets'>;
@@ -546,7 +547,6 @@ export async function completeLogout(
   services: SamlServices,
   pending: PendingLogout,
   session: SessionView | undefined,
-  endSession: (tx: Stores, session: SessionView, now: number) => Promise<void>,
 ): Promise<{ redirect: string | null; ended: boolean; receipt?: string }> {
   const provider = await services.storage.saml.provider(pending.providerId);
   if (!provider) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
@@ -559,7 +559,8 @@ export async function completeLogout(
         (await verifiedEmailOf(services, session.identityId)) === pending.nameId.toLowerCase());
   }
   const { receipt } = await services.storage.transaction(async (tx) => {
-    if (matches && session) await endSession(tx, session, now);
+    // One transaction: the session ends (with its grants) and saml.logout is recorded together.
+    if (matches && session) await endSessionIn(services, tx, session, now);
     return services.events.record(tx, {
       type: 'saml.logout',
       at: now,

@@ -1,6 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ControlPlaneServices } from '../context.js';
-import { randomToken } from '../../../lib/util/random.js';
 import { sha256 } from '../../../lib/util/sha256.js';
 
 /**
@@ -60,21 +58,4 @@ export function wellFormedToken(value: string | undefined): value is string {
  */
 export function deviceIdFromToken(token: string): string {
   return `dev_${sha256(`keyplane:device:v1:${token}`).subarray(0, 16).toString('base64url')}`;
-}
-
-/** The device id of this browser, from its device cookie; undefined when it has none. */
-export function currentDeviceId(kp: CookieServices, request: FastifyRequest): string | undefined {
-  const token = request.cookies?.[deviceCookieName(kp)];
-  return wellFormedToken(token) ? deviceIdFromToken(token) : undefined;
-}
-
-/** The device id of this browser, minting a device cookie on the reply when it has none. */
-export function ensureDeviceId(kp: CookieServices, request: FastifyRequest, reply: FastifyReply): string {
-  const existing = currentDeviceId(kp, request);
-  if (existing) return existing;
-  const token = randomToken(32);
-  reply.setCookie(deviceCookieName(kp), token, cookieOptions(kp, DEVICE_COOKIE_MAX_AGE));
-  // Later reads in this request see the new device.
-  (request.cookies as Record<string, string>)[deviceCookieName(kp)] = token;
-  return deviceIdFromToken(token);
 }

@@ -1,19 +1,9 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../lib/errors/keyplane-error.js';
-import { keptUserAgent } from '../../../lib/accounts/user-agent.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
-import type { ControlPlaneServices, SessionView } from '../context.js';
+import type { ControlPlaneServices } from '../context.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';
-import {
-  type CookieServices,
-  cookieOptions,
-  ensureDeviceId,
-  fedcmCookieName,
-  fedcmCookieOptions,
-  sessionCookieName,
-} from './cookies.js';
 import { endSessionIn } from './end-session.js';
 import { type PresentedSession, renewSessionToken } from './renew-session.js';
 
@@ -140,44 +130,4 @@ export async function openSession(
     assurance: input.assurance,
   });
   return receipt === undefined ? { sessionId, token } : { sessionId, token, receipt };
-}
-
-/**
- * The session this request presented, with the hash of its cookie (what a renewal replaces);
- * undefined without a live session.
- */
-export function presentedSession(request: FastifyRequest): (SessionView & PresentedSession) | undefined {
-  const { session, sessionTokenHash } = request.kp;
-  return session && sessionTokenHash !== undefined ? { ...session, tokenHash: sessionTokenHash } : undefined;
-}
-
-/** The browser of this request: its device cookie (minted on the reply when missing) and its current session. */
-export function browserOf(kp: CookieServices, reply: FastifyReply): SignInBrowser {
-  const request = reply.request;
-  return {
-    deviceId: () => ensureDeviceId(kp, request, reply),
-    previous: presentedSession(request),
-    userAgent: keptUserAgent(request.headers['user-agent']),
-  };
-}
-
-/** Sets the session cookie (and its FedCM twin) for a session `openSession` created or a renewal gave a new token. */
-export function setSessionCookies(kp: CookieServices, reply: FastifyReply, token: string): void {
-  const { lifetimes } = kp.config;
-  reply.setCookie(sessionCookieName(kp), token, cookieOptions(kp, lifetimes.sessionAbsolute));
-  reply.setCookie(fedcmCookieName(kp), token, fedcmCookieOptions(lifetimes.sessionAbsolute));
-  // Login Status API (https://w3c-fedid.github.io/login-status/): FedCM asks for accounts only while logged in.
-  reply.header('set-login', 'logged-in');
-}
-
-/** Expires the session cookie on the reply. */
-export function clearSessionCookie(kp: CookieServices, reply: FastifyReply): void {
-  reply.clearCookie(sessionCookieName(kp), {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: cookieOptions(kp, 0).secure,
-  });
-  reply.clearCookie(fedcmCookieName(kp), { ...fedcmCookieOptions(0), maxAge: undefined });
-  reply.header('set-login', 'logged-out');
 }

@@ -1,7 +1,7 @@
 import { fail } from '../../../lib/errors/keyplane-error.js';
 import { verifyTotpCode } from '../../../lib/totp/totp.js';
 import type { StoredTotp } from '../storage/types.js';
-import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../http/code-guard.js';
+import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../lockouts/code-lockout.js';
 import type { ControlPlaneServices } from '../context.js';
 
 /** What these functions read. */

@@ -7,7 +7,7 @@ import {
   type IdTokenInput,
 } from '../../../lib/tokens/claims.js';
 import { signAccessToken, signIdToken } from '../../../lib/tokens/sign-token.js';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, type webcrypto } from 'node:crypto';
 
 const ISSUER = 'https://id.example.com';
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -168,7 +168,7 @@ t.test('signs with a non-extractable WebCrypto key, as the key ring holds it', a
   const jwks = createLocalJWKSet({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k2', alg: 'ES256', use: 'sig' }] });
   const token = await signAccessToken(buildAccessTokenClaims({ ...base, scopes: ['openid'], jti: 'at_4' }), {
     kid: 'k2',
-    privateKey: cryptoKey,
+    privateKey: cryptoKey as webcrypto.CryptoKey,
   });
   const verified = await jwtVerify(token, jwks, {
     issuer: ISSUER,

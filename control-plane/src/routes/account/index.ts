@@ -4,7 +4,7 @@ import { requireAssurance, requireSession } from '../../plugins/session.js';
 import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { renameAccount, setDisplayName, updatePreferences } from '../../accounts/profile.js';
 import { revokeDevice, revokeSession, signOut } from '../../sessions/end-session.js';
-import { clearSessionCookie } from '../../sessions/start-session.js';
+import { clearSessionCookie } from '../../http/session-cookies.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { loadAccountView, type AccountView } from '../../accounts/view.js';

@@ -3,7 +3,7 @@ import { buildRedirect } from '../../../../lib/oauth/authorization-request.js';
 import { matchRedirectUri } from '../../../../lib/oauth/redirect-uri.js';
 import { findClient } from '../../clients/find-client.js';
 import { logOut } from '../../sessions/end-session.js';
-import { clearSessionCookie } from '../../sessions/start-session.js';
+import { clearSessionCookie } from '../../http/session-cookies.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
 import {

@@ -12,7 +12,7 @@ import {
   renamePasskey,
 } from '../../passkeys/manage.js';
 import { requireSession } from '../../plugins/session.js';
-import { browserOf, setSessionCookies } from '../../sessions/start-session.js';
+import { browserOf, setSessionCookies } from '../../http/session-cookies.js';
 
 /** Kept where the direct grant imports them from. */
 

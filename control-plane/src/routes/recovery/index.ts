@@ -3,7 +3,7 @@ import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { recoveryFormPage } from '../../pages/link-pages.js';
 import { checkSignInOrigin, requireSession } from '../../plugins/session.js';
 import { regenerateRecoveryCodes, signInWithRecoveryCode } from '../../recovery/codes.js';
-import { browserOf, setSessionCookies } from '../../sessions/start-session.js';
+import { browserOf, setSessionCookies } from '../../http/session-cookies.js';
 import { limitPerIp } from '../../http/code-guard.js';
 import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';

@@ -2,8 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { constantEquals } from '../../../../lib/util/constant-equals.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
-import { endSessionIn } from '../../sessions/end-session.js';
-import { clearSessionCookie } from '../../sessions/start-session.js';
+import { clearSessionCookie } from '../../http/session-cookies.js';
 import { samlKeyRing } from '../../saml/key-ring.js';
 import {
   deleteProvider,
@@ -345,9 +344,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   async function logout(request: FastifyRequest, reply: FastifyReply, pendingId: string): Promise<FastifyReply> {
     const pending = await takeParkedLogout(services, pendingId);
     const session = request.kp.session;
-    const done = await completeLogout(services, pending, session, (tx, ending, now) =>
-      endSessionIn(services, tx, ending, now),
-    );
+    const done = await completeLogout(services, pending, session);
     if (done.ended) clearSessionCookie(app.kp, reply);
     if (done.redirect) return reply.redirect(done.redirect, 303);
     return sendSignedOut(request, reply, done.ended);

@@ -4,7 +4,7 @@ import { html, page } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
-import { presentedSession, setSessionCookies } from '../../sessions/start-session.js';
+import { presentedSession, setSessionCookies } from '../../http/session-cookies.js';
 import { beginStepUp, completeStepUp } from '../../sessions/step-up.js';
 import { stepUpAsksTotp } from '../../totp/step-up-gate.js';
 
