@@ -1,4 +1,5 @@
 import type { JWK } from 'jose';
+import type { OrgRule } from '../../../lib/access/evaluate-access.js';
 import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
 import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
 import type { LinkRecord } from '../../../lib/magic/magic-link.js';
@@ -840,6 +841,8 @@ export interface StoredSamlProvider {
   attributes: Record<string, string>;
   allowIdpInitiated: boolean;
   wantSignedRequests: boolean;
+  /** `access.orgs`: only members of these orgs (in these roles) get an assertion; null admits any account. */
+  accessOrgs: OrgRule[] | null;
   /** The org that owns it, or null for the operator's. */
   orgId: string | null;
   revision: number;

@@ -45,6 +45,23 @@ const idParams = {
   required: ['id'],
   properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
 } as const;
+const accessObject = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    orgs: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['slug'],
+        properties: { slug: { type: 'string' }, roles: { type: 'array', items: { enum: ['owner', 'admin', 'member'] } } },
+      },
+    },
+  },
+  description:
+    'Who may sign in (docs/saml.md#who-may-sign-in): `{"orgs": [{slug, roles?}]}` admits only members of those orgs, in those roles; absent admits any account.',
+} as const;
 const providerObject = {
   type: 'object',
   additionalProperties: true,
@@ -59,6 +76,7 @@ const providerObject = {
     attributes: { type: 'object', additionalProperties: { type: 'string' } },
     allow_idp_initiated: { type: 'boolean' },
     want_signed_requests: { type: 'boolean' },
+    access: accessObject,
     org_id: { type: ['string', 'null'] },
     revision: { type: 'integer' },
   },
@@ -91,6 +109,7 @@ const providerBody = {
     slo_url: { type: 'string', description: "The SP's SingleLogoutService URL (HTTP-Redirect), if any." },
     allow_idp_initiated: { type: 'boolean', description: 'Accept IdP-initiated sign-in (default false).' },
     want_signed_requests: { type: 'boolean', description: 'Refuse unsigned AuthnRequests (default true).' },
+    access: accessObject,
     org: { type: 'string', description: 'Slug of the organization that owns it (required for an org admin).' },
     name: { type: 'string' },
   },
