@@ -96,7 +96,8 @@ export function checkProviderAccess(value: unknown): OrgRule[] | null {
   const unknown = Object.keys(rest);
   if (unknown.length > 0) throw invalid(`access.${unknown[0]} is not a known key (only orgs)`);
   if (orgs === undefined || orgs === null) return null;
-  if (!Array.isArray(orgs) || orgs.length === 0) throw invalid('access.orgs must be a non-empty list of {slug, roles?}');
+  if (!Array.isArray(orgs) || orgs.length === 0)
+    throw invalid('access.orgs must be a non-empty list of {slug, roles?}');
   if (orgs.length > ACCESS_ORGS_MAX) throw invalid(`access.orgs has more than ${ACCESS_ORGS_MAX} entries`);
   const problems = checkAllowRules({ orgs }, 'access');
   if (problems.length > 0) throw invalid(problems.join('; '));

@@ -990,7 +990,8 @@ export const samlProviderFromRow = (row: SamlProviderRow): StoredSamlProvider =>
   attributes: JSON.parse(row.attributes) as Record<string, string>,
   allowIdpInitiated: Number(row.allow_idp_initiated) === 1,
   wantSignedRequests: Number(row.want_signed_requests) === 1,
-  accessOrgs: row.access_orgs === null || row.access_orgs === undefined ? null : (JSON.parse(row.access_orgs) as OrgRule[]),
+  accessOrgs:
+    row.access_orgs === null || row.access_orgs === undefined ? null : (JSON.parse(row.access_orgs) as OrgRule[]),
   orgId: row.org_id,
   revision: Number(row.revision),
   createdAt: Number(row.created_at),

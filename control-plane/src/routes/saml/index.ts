@@ -16,7 +16,8 @@ import {
 } from '../../saml/providers.js';
 import { usernameOf } from '../../accounts/profile.js';
 import { offerApproval } from '../../consent/gate.js';
-import { sameOriginReferrer, sendOneTap } from '../oidc/pages.js';
+import { sameOriginReferrer, sendNotAdmitted, sendOneTap } from '../oidc/pages.js';
+import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
 import {
   answerApproval,
   completeLogout,
@@ -26,6 +27,8 @@ import {
   idpMetadata,
   issueResponse,
   park,
+  providerOf,
+  samlAdmission,
   parked,
   parkLogout,
   receiveAuthnRequest,
@@ -55,7 +58,10 @@ const accessObject = {
         type: 'object',
         additionalProperties: false,
         required: ['slug'],
-        properties: { slug: { type: 'string' }, roles: { type: 'array', items: { enum: ['owner', 'admin', 'member'] } } },
+        properties: {
+          slug: { type: 'string' },
+          roles: { type: 'array', items: { enum: ['owner', 'admin', 'member'] } },
+        },
       },
     },
   },
@@ -109,7 +115,8 @@ const providerBody = {
     slo_url: { type: 'string', description: "The SP's SingleLogoutService URL (HTTP-Redirect), if any." },
     allow_idp_initiated: { type: 'boolean', description: 'Accept IdP-initiated sign-in (default false).' },
     want_signed_requests: { type: 'boolean', description: 'Refuse unsigned AuthnRequests (default true).' },
-    access: accessObject,
+    // Checked by checkProviderAccess, so that an unknown key is refused rather than stripped.
+    access: { type: 'object', additionalProperties: true, description: accessObject.description },
     org: { type: 'string', description: 'Slug of the organization that owns it (required for an org admin).' },
     name: { type: 'string' },
   },
@@ -232,6 +239,8 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   async function releaseOrAsk(request: FastifyRequest, reply: FastifyReply, pendingId: string): Promise<FastifyReply> {
     const session = request.kp.session!;
     const pending = await parked(services, pendingId);
+    const refused = await refuseUnadmitted(request, reply, pendingId, pending, session);
+    if (refused) return refused.sent;
     const consent = await samlConsent(services, pending, session);
     if (consent.standing.approved)
       return sendPostForm(request, reply, await issueResponse(services, pendingId, session));
@@ -252,6 +261,37 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       formAction: [],
       action: '/saml/sso/approve',
     });
+  }
+
+  /**
+   * The provider's `access.orgs` (docs/saml.md#who-may-sign-in): an account it does not admit is
+   * told why on the same page as an OIDC client's refusal, whose one button posts the provider a
+   * signed `Responder/RequestDenied`. IsPassive forbids the page: a signed `Responder/NoPassive`,
+   * as for consent, so a provider cannot tell "not a member" from "not signed in". Null when admitted
+   * (the reply is wrapped: a FastifyReply is thenable, and awaiting it would wait for the send).
+   */
+  async function refuseUnadmitted(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    pendingId: string,
+    pending: Awaited<ReturnType<typeof parked>>,
+    session: NonNullable<FastifyRequest['kp']['session']>,
+  ): Promise<{ sent: FastifyReply } | null> {
+    const provider = await providerOf(services, pending);
+    if ((await samlAdmission(services, provider, session.identityId)).allowed) return null;
+    if (pending.isPassive)
+      return { sent: sendPostForm(request, reply, await errorResponse(services, pendingId, 'NoPassive')) };
+    const approval = await offerApproval(services, 'saml', { sessionId: session.id, pendingId, refused: '1' });
+    const sent = sendNotAdmitted(request, reply, {
+      clientName: provider.name ?? provider.entityId,
+      clientOrigin: new URL(pending.acsUrl).origin,
+      username: (await usernameOf(services, session.identityId)) ?? session.identityId,
+      admits: describeAllowRules({ orgs: provider.accessOrgs ?? [] }),
+      hidden: { resume: pendingId, approval },
+      formAction: [],
+      action: '/saml/sso/approve',
+    });
+    return { sent };
   }
 
   const ssoSchema = {
@@ -330,13 +370,13 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         ...ssoSchema,
         summary:
-          "The approval page's answer for a service provider the account has not approved: `decision=allow` records the approval and posts the assertion, `deny` posts a signed RequestDenied",
+          "The approval page's answer for a service provider the account has not approved: `decision=allow` records the approval and posts the assertion, `deny` posts a signed RequestDenied; the not-admitted page (the provider's access.orgs) posts `not_admitted`, which is always a RequestDenied",
         body: {
           type: 'object',
           properties: {
             resume: { type: 'string', maxLength: 64 },
             approval: { type: 'string', maxLength: 64 },
-            decision: { enum: ['allow', 'deny'] },
+            decision: { enum: ['allow', 'deny', 'not_admitted'] },
           },
           additionalProperties: false,
         },
@@ -346,14 +386,13 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const body = (request.body ?? {}) as { resume?: string; approval?: string; decision?: string };
       const session = request.kp.session;
       try {
-        const approve = body.decision !== 'deny';
-        const pendingId = await answerApproval(services, {
+        const { pendingId, approved } = await answerApproval(services, {
           token: body.approval,
           pendingId: body.resume,
           session,
-          approve,
+          approve: body.decision === undefined || body.decision === 'allow',
         });
-        if (!approve) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'RequestDenied'));
+        if (!approved) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'RequestDenied'));
         return sendPostForm(request, reply, await issueResponse(services, pendingId, session!));
       } catch (error) {
         return sendSamlError(request, reply, error);
