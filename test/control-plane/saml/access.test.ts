@@ -189,4 +189,43 @@ t.test("a SAML provider's access.orgs admits members only", async (t) => {
     t.notOk('access' in cleared.json().provider);
     t.match(samlResponseOf((await stranger.get(`/saml/sso?sp=${provider.id}`)).body)!, /status:Success/);
   });
+  await t.test('the /apps/saml form sets access.orgs and the list says who may sign in', async (t) => {
+    const { browser: founder } = await built.signIn({ username: 'founderop', assurance: 'sensitive', founder: true });
+    const form = (extra: Record<string, string>) =>
+      new URLSearchParams({
+        org: '',
+        entity_id: 'https://tool.example/sp',
+        acs_urls: 'https://tool.example/acs',
+        certificate: sp.certificatePem,
+        name_id_format: 'persistent',
+        want_signed_requests: 'true',
+        ...extra,
+      }).toString();
+    const urlencoded = { 'content-type': 'application/x-www-form-urlencoded' };
+    const bad = await founder.post('/apps/saml/register', form({ access_orgs: `${org.slug}:root` }), urlencoded);
+    t.match(bad.body, /roles must list owner, admin and\/or member/, 'a bad role is refused on the page');
+    const registered = await founder.post(
+      '/apps/saml/register',
+      form({ access_orgs: ` ${org.slug}:admin+owner , Ops ` }),
+      urlencoded,
+    );
+    t.equal(registered.statusCode, 200, registered.body.slice(0, 300));
+    const stored = await services.storage.saml.providerByEntityId('https://tool.example/sp');
+    t.same(stored?.accessOrgs, [{ slug: org.slug, roles: ['admin', 'owner'] }, { slug: 'ops' }]);
+    const list = await founder.get('/apps/saml');
+    t.match(list.body, new RegExp(`admins or owners of the org ${org.slug}; members of the org ops`));
+    const edit = await founder.get(`/apps/saml/${stored!.id}/edit`);
+    t.match(
+      edit.body,
+      new RegExp(`name="access_orgs"[^>]*value="${org.slug}:admin\\+owner, ops"`),
+      'the edit form is filled',
+    );
+    const cleared = await founder.post(
+      `/apps/saml/${stored!.id}/update`,
+      form({ revision: '1', access_orgs: '' }),
+      urlencoded,
+    );
+    t.equal(cleared.statusCode, 200, cleared.body.slice(0, 300));
+    t.equal((await services.storage.saml.provider(stored!.id))?.accessOrgs, null, 'emptied: any account');
+  });
 });
