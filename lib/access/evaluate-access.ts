@@ -184,6 +184,15 @@ export function describeAllowRules(rules: AllowRules | undefined): string[] {
   return lines.length > 0 ? lines : ['nobody (the rules are empty)'];
 }
 
+/**
+ * Who passes a gateway route, in words: the one phrasing shared by the apps page, the admin API
+ * (`GET /admin/gateways/{client_id}/rules`), `keyplane gateway rules` and `explain`. A public
+ * route admits anyone; otherwise its `allow` (absent: any signed-in account).
+ */
+export function describeRouteAccess(route: { public?: boolean; allow?: AllowRules }): string[] {
+  return route.public === true ? ['anyone (public)'] : describeAllowRules(route.allow);
+}
+
 /** A decision in words: which rule admitted the principal, or why it was refused. */
 export function describeAccessDecision(decision: AccessDecision): string {
   if (decision.allowed) {

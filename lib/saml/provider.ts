@@ -1,4 +1,5 @@
 import { X509Certificate } from 'node:crypto';
+import { checkAllowRules, type OrgRule } from '../access/evaluate-access.js';
 import { fail } from '../errors/keyplane-error.js';
 import { NAMEID_FORMAT } from './constants.js';
 
@@ -17,6 +18,8 @@ export interface ProviderSettings {
   attributes: Record<string, string>;
   allowIdpInitiated: boolean;
   wantSignedRequests: boolean;
+  /** `access.orgs` (docs/saml.md#who-may-sign-in): only members of these orgs (in these roles); null: anyone. */
+  accessOrgs: OrgRule[] | null;
 }
 
 /** What an attribute can be filled from. `email` is sent only when verified. */
@@ -79,6 +82,28 @@ function bool(value: unknown, field: string, fallback: boolean): boolean {
   return value;
 }
 
+/** At most this many `access.orgs` entries (as for a client's). */
+const ACCESS_ORGS_MAX = 500;
+
+/**
+ * `access: {orgs: [{slug, roles?}]}`, the same restriction as a client's `access.orgs`; slugs are
+ * stored lower-cased. Absent, null or without `orgs`: any account may sign in, as before.
+ */
+export function checkProviderAccess(value: unknown): OrgRule[] | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw invalid('access must be {"orgs": [{slug, roles?}]}');
+  const { orgs, ...rest } = value as Record<string, unknown>;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) throw invalid(`access.${unknown[0]} is not a known key (only orgs)`);
+  if (orgs === undefined || orgs === null) return null;
+  if (!Array.isArray(orgs) || orgs.length === 0)
+    throw invalid('access.orgs must be a non-empty list of {slug, roles?}');
+  if (orgs.length > ACCESS_ORGS_MAX) throw invalid(`access.orgs has more than ${ACCESS_ORGS_MAX} entries`);
+  const problems = checkAllowRules({ orgs }, 'access');
+  if (problems.length > 0) throw invalid(problems.join('; '));
+  return (orgs as OrgRule[]).map(({ slug, roles }) => ({ slug: slug.toLowerCase(), ...(roles ? { roles } : {}) }));
+}
+
 export function checkProviderSettings(input: Record<string, unknown>): ProviderSettings {
   const entityId = input.entity_id;
   if (typeof entityId !== 'string' || entityId.length === 0 || entityId.length > 1024 || /\s/.test(entityId)) {
@@ -126,6 +151,7 @@ export function checkProviderSettings(input: Record<string, unknown>): ProviderS
     attributes,
     allowIdpInitiated: bool(input.allow_idp_initiated, 'allow_idp_initiated', false),
     wantSignedRequests: bool(input.want_signed_requests, 'want_signed_requests', true),
+    accessOrgs: checkProviderAccess(input.access),
   };
 }
 

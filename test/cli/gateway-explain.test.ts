@@ -66,6 +66,38 @@ t.test('says allow and the deciding rule for a member, deny for a stranger', asy
   t.match((await explain('eve', '/public/x')).stdout, /^ALLOW: allowed: the route is public/);
 });
 
+t.test('keyplane gateway rules prints who passes each route, in words', async (t) => {
+  const args = ['gateway', 'rules', '--control-plane', url, '--client-id', gateway.client_id];
+  const text = await runInProcess(args, env);
+  t.equal(text.code, 0, text.stderr);
+  t.equal(
+    text.stdout,
+    [
+      'sign-in: any account',
+      '/: members of the org acme',
+      '/admin: the accounts Eve; or admins of the org acme',
+      '/public: anyone (public)',
+      '',
+    ].join('\n'),
+  );
+  const json = await runInProcess([...args, '--json'], env);
+  t.match(JSON.parse(json.stdout), {
+    ok: true,
+    clientId: gateway.client_id,
+    signIn: null,
+    routes: [
+      { path: '/', rules: ['members of the org acme'] },
+      { path: '/admin', rules: ['the accounts Eve', 'admins of the org acme'] },
+      { path: '/public', rules: ['anyone (public)'] },
+    ],
+  });
+  const unknown = await runInProcess(['gateway', 'rules', '--control-plane', url, '--client-id', 'nope'], env);
+  t.equal(unknown.code, 1);
+  t.match(unknown.stderr, /not_found/);
+  const noToken = await built.app.inject({ method: 'GET', url: `/admin/gateways/${gateway.client_id}/rules` });
+  t.equal(noToken.statusCode, 401, 'the admin API needs the admin token');
+});
+
 t.test('refusals: an unknown account or client exits 1, missing flags exit 2', async (t) => {
   const unknown = await explain('nobody', '/');
   t.equal(unknown.code, 1);

@@ -42,6 +42,26 @@ export async function explainCommand(options: ExplainOptions): Promise<void> {
   );
 }
 
+/**
+ * `keyplane gateway rules --client-id ID` (docs/gateway.md#seeing-the-rules): each route of the
+ * gateway client's policy and who passes it, in words, from the control plane's admin API.
+ */
+export async function rulesCommand(options: ExplainOptions): Promise<void> {
+  if (!options.clientId) throw new CliError('--client-id is required', EXIT.usage);
+  const api = adminApi(options.controlPlane);
+  progress(`asking ${api.base} for the rules of ${options.clientId}`);
+  const answer = await api.call(
+    'GET',
+    `/admin/gateways/${encodeURIComponent(options.clientId)}/rules`,
+    `cannot read the rules of ${options.clientId}`,
+  );
+  if (options.json) return say(JSON.stringify(answer));
+  const signIn = answer['signIn'] as string[] | null;
+  say(`sign-in: ${signIn ? `only ${signIn.join('; or ')}` : 'any account'}`);
+  for (const route of answer['routes'] as Array<{ path: string; rules: string[] }>)
+    say(`${route.path}: ${route.rules.join('; or ')}`);
+}
+
 export function gatewayCommand(program: Command): void {
   const gateway = serverOptions(
     program
@@ -77,5 +97,15 @@ export function gatewayCommand(program: Command): void {
     .action((_options: ExplainOptions, command: Command) => {
       const options = command.optsWithGlobals<ExplainOptions>();
       return withJsonRefusals(options.json, () => explainCommand(options), say);
+    });
+  gateway
+    .command('rules')
+    .description(
+      'Print who passes each route of a gateway client, in words (admin API; token from KEYPLANE_ADMIN_TOKEN). Exit 0 answered, 1 refused, 2 usage or network error.',
+    )
+    .option('--json', 'print the answer (or the refusal) as one JSON object')
+    .action((_options: ExplainOptions, command: Command) => {
+      const options = command.optsWithGlobals<ExplainOptions>();
+      return withJsonRefusals(options.json, () => rulesCommand(options), say);
     });
 }

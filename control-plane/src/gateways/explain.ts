@@ -2,6 +2,7 @@ import { accountFromDirectory } from '../../../lib/access/directory.js';
 import {
   describeAccessDecision,
   describeAllowRules,
+  describeRouteAccess,
   evaluateAccess,
   type AccessDecision,
 } from '../../../lib/access/evaluate-access.js';
@@ -60,9 +61,33 @@ export async function explainGatewayAccess(
     access,
     identityId: account.identityId,
     username: account.username,
-    route: route
-      ? { path: route.path, rules: route.public ? ['anyone (public)'] : describeAllowRules(route.allow) }
-      : null,
+    route: route ? { path: route.path, rules: describeRouteAccess(route) } : null,
     configVersion: issued.version,
+  };
+}
+
+export interface GatewayRulesView {
+  clientId: string;
+  /** Who may sign in to the gateway's client at all (its `access.orgs`), in words; null: any account. */
+  signIn: string[] | null;
+  routes: Array<{ path: string; rules: string[] }>;
+}
+
+/**
+ * `GET /admin/gateways/{client_id}/rules` and `keyplane gateway rules` (docs/gateway.md#seeing-the-rules):
+ * each route of the declared policy (what the gateway's next config carries) with its rules in
+ * words, in the same phrasing as the apps page.
+ */
+export async function gatewayRulesView(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  clientId: string,
+): Promise<GatewayRulesView> {
+  const client = await services.storage.clients.get(clientId);
+  if (!client?.metadata.gateway) throw fail('not_found', 'no gateway client with this id');
+  const orgs = client.metadata.access.orgs;
+  return {
+    clientId: client.clientId,
+    signIn: orgs ? describeAllowRules({ orgs }) : null,
+    routes: client.metadata.gateway.routes.map((route) => ({ path: route.path, rules: describeRouteAccess(route) })),
   };
 }

@@ -62,6 +62,9 @@ async function issuedContent(
   return { policy, revokedSessions, directory, policyHash: hashIssuedContent(policy, revokedSessions, directory) };
 }
 
+/** Accounts read per query when the directory is built. */
+const DIRECTORY_BATCH = 1000;
+
 /**
  * The accounts the policy's `allow` rules can name (docs/gateway.md#access-rules): every member
  * of an org they name, with its role, and every account `users` names, each with its username
@@ -91,16 +94,20 @@ export async function accessDirectoryFor(
       (await stores.identities.get(entry)) ?? (await stores.identities.findByUsername(entry.trim().toLowerCase()));
     if (identity && !memberships.has(identity.identityId)) memberships.set(identity.identityId, []);
   }
+  // One read per batch, not two per member (docs/gateway.md#access-rules: this runs at every poll).
+  const known = new Map<string, { username: string; state: string }>();
+  const ids = [...memberships.keys()];
+  for (let at = 0; at < ids.length; at += DIRECTORY_BATCH)
+    for (const row of await stores.identities.summaries(ids.slice(at, at + DIRECTORY_BATCH)))
+      known.set(row.identityId, row);
   const identities: AccessDirectory['identities'] = {};
   for (const [identityId, orgs] of [...memberships].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    // One after the other: inside a transaction the backend holds one connection.
-    const identity = await stores.identities.get(identityId);
+    const identity = known.get(identityId);
     if (!identity) continue;
-    const state = await stores.identities.state(identityId);
     identities[identityId] = {
       username: identity.username,
       ...(orgs.length > 0 ? { orgs: orgs.sort((a, b) => (a.slug < b.slug ? -1 : 1)) } : {}),
-      ...(state === 'disabled' ? { disabled: true as const } : {}),
+      ...(identity.state === 'disabled' ? { disabled: true as const } : {}),
     };
   }
   return { identities };

@@ -234,6 +234,7 @@ export function describeProvider(provider: StoredSamlProvider) {
     attributes: provider.attributes,
     allow_idp_initiated: provider.allowIdpInitiated,
     want_signed_requests: provider.wantSignedRequests,
+    ...(provider.accessOrgs ? { access: { orgs: provider.accessOrgs } } : {}),
     org_id: provider.orgId,
     revision: provider.revision,
     created_at: new Date(provider.createdAt).toISOString(),

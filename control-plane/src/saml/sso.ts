@@ -20,6 +20,8 @@ import { SamlXmlError, parseXml } from '../../../lib/saml/xml.js';
 import { describeRelease, releasedSources } from '../../../lib/saml/provider.js';
 import type { ConsentStanding } from '../../../lib/consent/decide-consent.js';
 import { randomToken } from '../../../lib/util/random.js';
+import type { AccessDecision } from '../../../lib/access/evaluate-access.js';
+import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { askConsent, recordConsent, samlParty, takeApproval, type Party } from '../consent/gate.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredSamlProvider } from '../storage/types.js';
@@ -243,6 +245,27 @@ export function decide(pending: PendingSso, session: SessionView | undefined): S
   return decideSso(pending, session ? { assurance: session.assurance, authTime: session.authTime } : undefined);
 }
 
+/**
+ * Who may sign in (docs/saml.md#who-may-sign-in): the provider's `access.orgs` through the same
+ * evaluation as a client's; a refusal leaves a `signin.access_denied` receipt (transport `saml`).
+ * Asked before the consent gate, so an account the provider does not admit never sees its
+ * approval page, and again when the Response is built, so no path past the page skips it.
+ */
+export async function samlAdmission(
+  services: SamlServices,
+  provider: StoredSamlProvider,
+  identityId: string,
+): Promise<AccessDecision> {
+  return checkSignInAccess(services, { id: provider.id, orgs: provider.accessOrgs ?? undefined }, identityId, 'saml');
+}
+
+/** A parked request's provider, or the refusal that it is gone. */
+export async function providerOf(services: SamlServices, pending: PendingSso): Promise<StoredSamlProvider> {
+  const provider = await services.storage.saml.provider(pending.providerId);
+  if (!provider) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
+  return provider;
+}
+
 /** What the consent gate needs to know about a parked request: the provider as a party, and what it would receive. */
 export interface SamlConsent {
   standing: ConsentStanding;
@@ -264,8 +287,7 @@ export async function samlConsent(
   pending: PendingSso,
   session: SessionView,
 ): Promise<SamlConsent> {
-  const provider = await services.storage.saml.provider(pending.providerId);
-  if (!provider) throw fail('saml_unknown_provider', 'the service provider is no longer registered');
+  const provider = await providerOf(services, pending);
   const party = samlParty(provider);
   const sources = releasedSources(pending.nameIdFormat, provider.attributes);
   const standing = await askConsent(services, session.identityId, party, { scopes: sources });
@@ -273,14 +295,15 @@ export async function samlConsent(
 }
 
 /**
- * The approval page came back (its token offered to this session for this parked request).
- * Approval records the release the page named; either way the caller answers the parked
- * request next (an assertion, or a signed RequestDenied).
+ * The approval page (or the not-admitted page) came back (its token offered to this session for
+ * this parked request). Approval records the release the page named; either way the caller
+ * answers the parked request next (an assertion, or a signed RequestDenied). A token from the
+ * not-admitted page never approves, whatever decision comes with it.
  */
 export async function answerApproval(
   services: SamlServices,
   input: { token: unknown; pendingId: unknown; session: SessionView | undefined; approve: boolean },
-): Promise<string> {
+): Promise<{ pendingId: string; approved: boolean }> {
   const { session } = input;
   const bound = await takeApproval(services, 'saml', input.token, session?.id);
   const pendingId = bound?.pendingId;
@@ -289,7 +312,7 @@ export async function answerApproval(
       'saml_request_invalid',
       'this approval has expired or belongs to another sign-in; go back to the application and start again',
     );
-  if (!input.approve) return pendingId;
+  if (!input.approve || bound?.refused === '1') return { pendingId, approved: false };
   const consent = await samlConsent(services, await parked(services, pendingId), session);
   // Only what the page named is approved: a provider edited while it was open asks again.
   if (consent.sources.join(' ') !== bound?.sources)
@@ -303,7 +326,7 @@ export async function answerApproval(
       at: now,
     }),
   );
-  return pendingId;
+  return { pendingId, approved: true };
 }
 
 /** What the auto-submitting form posts to the ACS URL. */
@@ -388,13 +411,21 @@ export async function issueResponse(
   const urls = samlUrls(services.config.issuer);
   const key = await samlKeyRing(services).current();
   const now = services.now();
-  const verifiedEmail = await verifiedEmailOf(services, session.identityId);
   const base = {
     issuer: urls.entityId,
     destination: pending.acsUrl,
     ...(pending.requestId ? { inResponseTo: pending.requestId } : {}),
     now,
   };
+  const form = (xml: string): PostForm => ({
+    acsUrl: pending.acsUrl,
+    ...(pending.relayState ? { relayState: pending.relayState } : {}),
+    samlResponse: Buffer.from(xml).toString('base64'),
+  });
+  // Checked again here (the members may have changed since the page): never an assertion to a non-member.
+  if (!(await samlAdmission(services, provider, session.identityId)).allowed)
+    return form(buildSignedErrorResponse({ ...base, status: STATUS.responder, subStatus: STATUS.requestDenied }, key));
+  const verifiedEmail = await verifiedEmailOf(services, session.identityId);
   if (pending.nameIdFormat === NAMEID_FORMAT.email && !verifiedEmail) {
     return {
       acsUrl: pending.acsUrl,

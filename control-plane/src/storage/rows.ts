@@ -1,3 +1,4 @@
+import type { OrgRule } from '../../../lib/access/evaluate-access.js';
 import type {
   CredentialSummary,
   Identity,
@@ -906,6 +907,7 @@ export interface SamlProviderRow {
   attributes: string;
   allow_idp_initiated: number;
   want_signed_requests: number;
+  access_orgs: Nullable<string>;
   org_id: Nullable<string>;
   revision: number;
   created_at: number;
@@ -970,6 +972,7 @@ export const samlProviderToRow = (p: StoredSamlProvider): SamlProviderRow => ({
   attributes: JSON.stringify(p.attributes),
   allow_idp_initiated: p.allowIdpInitiated ? 1 : 0,
   want_signed_requests: p.wantSignedRequests ? 1 : 0,
+  access_orgs: p.accessOrgs === null ? null : JSON.stringify(p.accessOrgs),
   org_id: p.orgId,
   revision: p.revision,
   created_at: p.createdAt,
@@ -987,6 +990,8 @@ export const samlProviderFromRow = (row: SamlProviderRow): StoredSamlProvider =>
   attributes: JSON.parse(row.attributes) as Record<string, string>,
   allowIdpInitiated: Number(row.allow_idp_initiated) === 1,
   wantSignedRequests: Number(row.want_signed_requests) === 1,
+  accessOrgs:
+    row.access_orgs === null || row.access_orgs === undefined ? null : (JSON.parse(row.access_orgs) as OrgRule[]),
   orgId: row.org_id,
   revision: Number(row.revision),
   createdAt: Number(row.created_at),

@@ -1,4 +1,5 @@
 import type { JWK } from 'jose';
+import type { OrgRule } from '../../../lib/access/evaluate-access.js';
 import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
 import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
 import type { LinkRecord } from '../../../lib/magic/magic-link.js';
@@ -66,6 +67,13 @@ export interface IdentityStore {
   founderExists(): Promise<boolean>;
   /** The account's state; null when there is no such identity (never was, or deleted). */
   state(identityId: string): Promise<AccountState | null>;
+  /**
+   * Username and state of many accounts in one read (the gateway's access directory, built at every
+   * poll: two reads per member were seconds per poll for 10,000 members). Unknown ids are left out.
+   */
+  summaries(
+    identityIds: readonly string[],
+  ): Promise<Array<{ identityId: string; username: string; state: AccountState }>>;
   /** Sets the state; false when the identity is unknown or already in that state. */
   setState(identityId: string, state: AccountState, at: number): Promise<boolean>;
   /**
@@ -840,6 +848,8 @@ export interface StoredSamlProvider {
   attributes: Record<string, string>;
   allowIdpInitiated: boolean;
   wantSignedRequests: boolean;
+  /** `access.orgs`: only members of these orgs (in these roles) get an assertion; null admits any account. */
+  accessOrgs: OrgRule[] | null;
   /** The org that owns it, or null for the operator's. */
   orgId: string | null;
   revision: number;

@@ -185,6 +185,18 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
     t.notOk(await s.identities.setState('usr_a', 'disabled', 21), 'already disabled');
     t.notOk(await s.identities.setState('usr_x', 'disabled', 21), 'unknown identity');
     t.equal(await s.identities.state('usr_a'), 'disabled');
+    await s.identities.create(identity('usr_sum', 'sumi'));
+    t.same(
+      (await s.identities.summaries(['usr_sum', 'usr_x', 'usr_a'])).sort((x, y) =>
+        x.identityId < y.identityId ? -1 : 1,
+      ),
+      [
+        { identityId: 'usr_a', username: 'ada', state: 'disabled' },
+        { identityId: 'usr_sum', username: 'sumi', state: 'active' },
+      ],
+      'summaries: many accounts in one read, unknown ids left out',
+    );
+    t.same(await s.identities.summaries([]), []);
     t.ok(await s.identities.setState('usr_a', 'active', 22));
     t.ok(await s.identities.rename('usr_a', 'ada2', 23));
     await s.credentials.insert({

@@ -14,6 +14,7 @@ const provider = (id: string, entityId: string, orgId: string | null, createdAt:
   attributes: { a: 'username' },
   allowIdpInitiated: false,
   wantSignedRequests: true,
+  accessOrgs: null,
   orgId,
   revision: 1,
   createdAt,
@@ -88,10 +89,16 @@ export function samlStoreConformance(t: Tap, open: () => Promise<Storage>): void
       ...provider('sp_1', 'https://one.example', null, 1),
       acsUrls: ['https://one.example/new'],
       allowIdpInitiated: true,
+      accessOrgs: [{ slug: 'acme', roles: ['admin' as const, 'owner' as const] }, { slug: 'ops' }],
       updatedAt: 5,
     };
     const updated = await storage.saml.updateProvider(changed, 1);
     t.match(updated, { revision: 2, allowIdpInitiated: true });
+    t.same(
+      (await storage.saml.provider('sp_1'))!.accessOrgs,
+      [{ slug: 'acme', roles: ['admin', 'owner'] }, { slug: 'ops' }],
+      'access.orgs round-trips through an update',
+    );
     t.equal(await storage.saml.updateProvider(changed, 1), null, 'a stale revision changes nothing');
     t.equal(
       await storage.saml.updateProvider({ ...changed, entityId: 'https://two.example' }, 2),
@@ -101,7 +108,9 @@ export function samlStoreConformance(t: Tap, open: () => Promise<Storage>): void
     t.same((await storage.saml.provider('sp_1'))!.acsUrls, ['https://one.example/new']);
     t.equal(await storage.saml.removeProvider('sp_1'), true);
     t.equal(await storage.saml.removeProvider('sp_1'), false);
-    await storage.saml.insertProvider(provider('sp_4', 'https://four.example', null, 4));
+    const restricted = { ...provider('sp_4', 'https://four.example', null, 4), accessOrgs: [{ slug: 'acme' }] };
+    await storage.saml.insertProvider(restricted);
+    t.same(await storage.saml.provider('sp_4'), restricted, 'access.orgs round-trips through an insert');
     await storage.transaction(async (tx) => {
       t.equal(await tx.saml.updateProvider(provider('sp_2', 'https://four.example', 'org_1', 2), 1), 'taken');
       t.ok(await tx.saml.provider('sp_2'), 'the transaction is still usable after a refused update');

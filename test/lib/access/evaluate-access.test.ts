@@ -9,6 +9,7 @@ import {
   checkAllowRules,
   describeAccessDecision,
   describeAllowRules,
+  describeRouteAccess,
   evaluateAccess,
   orgsNamedBy,
   type AccessAccount,
@@ -185,6 +186,13 @@ t.test('rules and decisions in words', async (t) => {
       'agents owned by members of acme',
     ],
   );
+  t.same(describeRouteAccess({ public: true }), ['anyone (public)'], 'a public route admits anyone');
+  t.same(describeRouteAccess({}), ['any signed-in account'], 'a route without allow: any signed-in account');
+  t.same(describeRouteAccess({ allow: { orgs: [{ slug: 'acme', roles: ['admin', 'owner'] }], users: ['alice'] } }), [
+    'the accounts alice',
+    'admins or owners of the org acme',
+  ]);
+  t.same(describeAllowRules({}), ['nobody (the rules are empty)']);
   t.equal(
     describeAccessDecision({ allowed: true, match: { rule: 'orgs', slug: 'acme', role: 'admin' } }),
     'allowed by orgs: admin of acme',

@@ -12,7 +12,7 @@ import { clientSummary, findClient, revokeClient, revokeSessions, rotateClientSe
 import { listClients } from '../../clients/find-client.js';
 import { approveAgentGrantAsOperator } from '../../agents/grants.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
-import { explainGatewayAccess } from '../../gateways/explain.js';
+import { explainGatewayAccess, gatewayRulesView } from '../../gateways/explain.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];
@@ -81,6 +81,40 @@ function reply(change: AccountChange) {
 export default async function adminRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (request) => requireAdminToken(app, request));
   const ref = (request: FastifyRequest) => (request.params as { identityId: string }).identityId;
+
+  app.get(
+    '/admin/gateways/:clientId/rules',
+    {
+      schema: {
+        tags: ['admin'],
+        summary:
+          "A gateway client's access rules in words: who may sign in to it, and who passes each route (docs/gateway.md#seeing-the-rules)",
+        security: admin,
+        params: clientParams,
+        response: {
+          200: okObject(
+            {
+              clientId: { type: 'string' },
+              signIn: { type: ['array', 'null'], items: { type: 'string' } },
+              routes: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: { path: { type: 'string' }, rules: { type: 'array', items: { type: 'string' } } },
+                },
+              },
+            },
+            ['clientId', 'signIn', 'routes'],
+          ),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => ({
+      ok: true,
+      ...(await gatewayRulesView(app.kp, (request.params as { clientId: string }).clientId)),
+    }),
+  );
 
   app.get(
     '/admin/gateways/:clientId/explain',

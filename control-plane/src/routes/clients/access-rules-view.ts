@@ -1,4 +1,4 @@
-import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
+import { describeAllowRules, describeRouteAccess } from '../../../../lib/access/evaluate-access.js';
 import { html, type SafeHtml } from '../../pages/layout.js';
 import type { StoredClient } from '../../storage/types.js';
 
@@ -11,7 +11,6 @@ export function accessRules(client: StoredClient): SafeHtml {
   const routes = client.metadata.gateway?.routes ?? [];
   if (routes.length === 0) return signIn;
   return html`${signIn}<ul data-field="route-rules">${routes.map(
-    (route) =>
-      html`<li><code>${route.path}</code>: ${route.public ? 'anyone (public)' : describeAllowRules(route.allow).join('; ')}</li>`,
+    (route) => html`<li><code>${route.path}</code>: ${describeRouteAccess(route).join('; ')}</li>`,
   )}</ul>`;
 }

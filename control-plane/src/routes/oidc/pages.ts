@@ -229,6 +229,8 @@ export interface NotAdmittedView {
   admits: string[];
   hidden: Record<string, string>;
   formAction: string[];
+  /** Where "Back to the app" posts: `/auth/authorize` (default), or `/saml/sso/approve` for a SAML provider. */
+  action?: '/auth/authorize' | '/saml/sso/approve';
 }
 
 /**
@@ -249,7 +251,7 @@ export function sendNotAdmitted(request: FastifyRequest, reply: FastifyReply, vi
 <p>You are signed in as <strong data-field="account">${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> admits only:</p>
 <ul data-field="admits">${view.admits.map((line) => html`<li>${line}</li>`)}</ul>
 <p>Ask an admin of one of these organizations for an invite, or sign in with another account.</p>
-<form method="post" action="/auth/authorize" data-action="not-admitted">
+<form method="post" action="${view.action ?? '/auth/authorize'}" data-action="not-admitted">
 ${Object.entries(view.hidden).map(
   ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">
 `,

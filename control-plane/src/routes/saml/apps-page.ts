@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
 import { orgsAdministeredBy } from '../../orgs/operations.js';
+import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
 import { NAMEID_FORMAT } from '../../../../lib/saml/constants.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
@@ -62,7 +63,7 @@ ${
   input.providers.length === 0
     ? html`<p>No service provider is registered for your organizations.</p>`
     : html`<table aria-labelledby="sp-heading">
-<thead><tr><th scope="col">Name</th><th scope="col">Entity ID</th><th scope="col">Organization</th><th scope="col">NameID</th><th scope="col">ACS URLs</th><th scope="col">Actions</th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Entity ID</th><th scope="col">Organization</th><th scope="col">NameID</th><th scope="col">Who may sign in</th><th scope="col">ACS URLs</th><th scope="col">Actions</th></tr></thead>
 <tbody>
 ${input.providers.map(
   (p) => html`<tr data-provider="${p.id}">
@@ -70,6 +71,7 @@ ${input.providers.map(
 <td><code>${p.entityId}</code></td>
 <td>${p.orgId ? (orgName.get(p.orgId) ?? p.orgId) : 'operator'}</td>
 <td>${formatName(p.nameIdFormat)}</td>
+<td data-field="sign-in-rules">${describeAllowRules(p.accessOrgs ? { orgs: p.accessOrgs } : undefined).join('; ')}</td>
 <td>${p.acsUrls.map((u) => html`<code>${u}</code> `)}</td>
 <td><a href="/apps/saml/${encodeURIComponent(p.id)}/edit" aria-label="Edit ${p.name ?? p.entityId}">Edit</a>
 <form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="Remove ${p.name ?? p.entityId}">Remove</button></form></td>
@@ -114,10 +116,31 @@ ${input.owners ?? ''}${p ? html`<input type="hidden" name="revision" value="${St
 <textarea id="certificate" name="certificate" rows="6" cols="60" required>${p?.certificatePem ?? ''}</textarea>
 <label for="name_id_format">NameID format</label>
 <select id="name_id_format" name="name_id_format"><option value="persistent">persistent (the account id)</option><option value="email"${email ? ' selected' : ''}>email address (verified only)</option></select>
+<label for="access_orgs">Only members of these organizations may sign in (slugs, comma-separated; <code>acme:admin+owner</code> for roles; empty: any account)</label>
+<input id="access_orgs" name="access_orgs" type="text" maxlength="2000" value="${p?.accessOrgs ? accessText(p.accessOrgs) : ''}">
 <label><input type="checkbox" name="want_signed_requests" value="true"${!p || p.wantSignedRequests ? ' checked' : ''}> Refuse unsigned requests</label>
 <label><input type="checkbox" name="allow_idp_initiated" value="true"${p?.allowIdpInitiated ? ' checked' : ''}> Allow IdP-initiated sign-in</label>
 <button type="submit">${input.submit}</button>
 </form>`;
+}
+
+/** `access.orgs` as the form writes it: `acme, ops:admin+owner`. */
+function accessText(orgs: NonNullable<StoredSamlProvider['accessOrgs']>): string {
+  return orgs.map((o) => (o.roles?.length ? `${o.slug}:${o.roles.join('+')}` : o.slug)).join(', ');
+}
+
+/** The form's `access_orgs` text in the API's shape (checked there), or undefined when empty. */
+function accessFromText(value: unknown): { orgs: Array<{ slug: string; roles?: string[] }> } | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  const orgs = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0)
+    .map((entry) => {
+      const [slug, roles] = entry.split(':', 2) as [string, string | undefined];
+      return { slug: slug.trim(), ...(roles === undefined ? {} : { roles: roles.split('+').map((r) => r.trim()) }) };
+    });
+  return { orgs };
 }
 
 /** The form's fields in the API's shape. */
@@ -131,6 +154,7 @@ function formSettings(fields: Record<string, unknown>): Record<string, unknown> 
     ...(typeof fields.slo_url === 'string' && fields.slo_url.trim() ? { slo_url: fields.slo_url.trim() } : {}),
     want_signed_requests: fields.want_signed_requests === 'true',
     allow_idp_initiated: fields.allow_idp_initiated === 'true',
+    ...(accessFromText(fields.access_orgs) ? { access: accessFromText(fields.access_orgs) } : {}),
   };
 }
 

@@ -15,7 +15,8 @@ import {
 } from '../../saml/providers.js';
 import { usernameOf } from '../../accounts/profile.js';
 import { offerApproval } from '../../consent/gate.js';
-import { sameOriginReferrer, sendOneTap } from '../oidc/pages.js';
+import { sameOriginReferrer, sendNotAdmitted, sendOneTap } from '../oidc/pages.js';
+import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
 import {
   answerApproval,
   completeLogout,
@@ -25,6 +26,8 @@ import {
   idpMetadata,
   issueResponse,
   park,
+  providerOf,
+  samlAdmission,
   parked,
   parkLogout,
   receiveAuthnRequest,
@@ -44,6 +47,26 @@ const idParams = {
   required: ['id'],
   properties: { id: { type: 'string', minLength: 1, maxLength: 100 } },
 } as const;
+const accessObject = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    orgs: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['slug'],
+        properties: {
+          slug: { type: 'string' },
+          roles: { type: 'array', items: { enum: ['owner', 'admin', 'member'] } },
+        },
+      },
+    },
+  },
+  description:
+    'Who may sign in (docs/saml.md#who-may-sign-in): `{"orgs": [{slug, roles?}]}` admits only members of those orgs, in those roles; absent admits any account.',
+} as const;
 const providerObject = {
   type: 'object',
   additionalProperties: true,
@@ -58,6 +81,7 @@ const providerObject = {
     attributes: { type: 'object', additionalProperties: { type: 'string' } },
     allow_idp_initiated: { type: 'boolean' },
     want_signed_requests: { type: 'boolean' },
+    access: accessObject,
     org_id: { type: ['string', 'null'] },
     revision: { type: 'integer' },
   },
@@ -90,6 +114,8 @@ const providerBody = {
     slo_url: { type: 'string', description: "The SP's SingleLogoutService URL (HTTP-Redirect), if any." },
     allow_idp_initiated: { type: 'boolean', description: 'Accept IdP-initiated sign-in (default false).' },
     want_signed_requests: { type: 'boolean', description: 'Refuse unsigned AuthnRequests (default true).' },
+    // Checked by checkProviderAccess, so that an unknown key is refused rather than stripped.
+    access: { type: 'object', additionalProperties: true, description: accessObject.description },
     org: { type: 'string', description: 'Slug of the organization that owns it (required for an org admin).' },
     name: { type: 'string' },
   },
@@ -212,6 +238,8 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   async function releaseOrAsk(request: FastifyRequest, reply: FastifyReply, pendingId: string): Promise<FastifyReply> {
     const session = request.kp.session!;
     const pending = await parked(services, pendingId);
+    const refused = await refuseUnadmitted(request, reply, pendingId, pending, session);
+    if (refused) return refused.sent;
     const consent = await samlConsent(services, pending, session);
     if (consent.standing.approved)
       return sendPostForm(request, reply, await issueResponse(services, pendingId, session));
@@ -232,6 +260,37 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       formAction: [],
       action: '/saml/sso/approve',
     });
+  }
+
+  /**
+   * The provider's `access.orgs` (docs/saml.md#who-may-sign-in): an account it does not admit is
+   * told why on the same page as an OIDC client's refusal, whose one button posts the provider a
+   * signed `Responder/RequestDenied`. IsPassive forbids the page: a signed `Responder/NoPassive`,
+   * as for consent, so a provider cannot tell "not a member" from "not signed in". Null when admitted
+   * (the reply is wrapped: a FastifyReply is thenable, and awaiting it would wait for the send).
+   */
+  async function refuseUnadmitted(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    pendingId: string,
+    pending: Awaited<ReturnType<typeof parked>>,
+    session: NonNullable<FastifyRequest['kp']['session']>,
+  ): Promise<{ sent: FastifyReply } | null> {
+    const provider = await providerOf(services, pending);
+    if ((await samlAdmission(services, provider, session.identityId)).allowed) return null;
+    if (pending.isPassive)
+      return { sent: sendPostForm(request, reply, await errorResponse(services, pendingId, 'NoPassive')) };
+    const approval = await offerApproval(services, 'saml', { sessionId: session.id, pendingId, refused: '1' });
+    const sent = sendNotAdmitted(request, reply, {
+      clientName: provider.name ?? provider.entityId,
+      clientOrigin: new URL(pending.acsUrl).origin,
+      username: (await usernameOf(services, session.identityId)) ?? session.identityId,
+      admits: describeAllowRules({ orgs: provider.accessOrgs ?? [] }),
+      hidden: { resume: pendingId, approval },
+      formAction: [],
+      action: '/saml/sso/approve',
+    });
+    return { sent };
   }
 
   const ssoSchema = {
@@ -310,13 +369,13 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         ...ssoSchema,
         summary:
-          "The approval page's answer for a service provider the account has not approved: `decision=allow` records the approval and posts the assertion, `deny` posts a signed RequestDenied",
+          "The approval page's answer for a service provider the account has not approved: `decision=allow` records the approval and posts the assertion, `deny` posts a signed RequestDenied; the not-admitted page (the provider's access.orgs) posts `not_admitted`, which is always a RequestDenied",
         body: {
           type: 'object',
           properties: {
             resume: { type: 'string', maxLength: 64 },
             approval: { type: 'string', maxLength: 64 },
-            decision: { enum: ['allow', 'deny'] },
+            decision: { enum: ['allow', 'deny', 'not_admitted'] },
           },
           additionalProperties: false,
         },
@@ -326,14 +385,13 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const body = (request.body ?? {}) as { resume?: string; approval?: string; decision?: string };
       const session = request.kp.session;
       try {
-        const approve = body.decision !== 'deny';
-        const pendingId = await answerApproval(services, {
+        const { pendingId, approved } = await answerApproval(services, {
           token: body.approval,
           pendingId: body.resume,
           session,
-          approve,
+          approve: body.decision === undefined || body.decision === 'allow',
         });
-        if (!approve) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'RequestDenied'));
+        if (!approved) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'RequestDenied'));
         return sendPostForm(request, reply, await issueResponse(services, pendingId, session!));
       } catch (error) {
         return sendSamlError(request, reply, error);

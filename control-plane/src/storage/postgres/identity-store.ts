@@ -67,6 +67,13 @@ export function postgresIdentityStore(sql: Sql): IdentityStore {
     state: async (identityId) =>
       (await sql.rows<{ state: AccountState }>('SELECT state FROM identities WHERE identity_id = $1', [identityId]))[0]
         ?.state ?? null,
+    summaries: async (identityIds) =>
+      (
+        await sql.rows<{ identity_id: string; username: string; state: AccountState }>(
+          'SELECT identity_id, username, state FROM identities WHERE identity_id = ANY($1::text[])',
+          [[...identityIds]],
+        )
+      ).map((row) => ({ identityId: row.identity_id, username: row.username, state: row.state })),
     setState: async (identityId, state, at) =>
       (await sql.count('UPDATE identities SET state = $2, updated_at = $3 WHERE identity_id = $1 AND state <> $2', [
         identityId,

@@ -62,7 +62,7 @@ export function postgresSamlStore(sql: Sql): SamlStore {
           const changed = await inner.count(
             `UPDATE saml_providers SET entity_id = $2, name = $3, acs_urls = $4, slo_url = $5, certificate_pem = $6,
                name_id_format = $7, attributes = $8, allow_idp_initiated = $9, want_signed_requests = $10,
-               revision = $11::integer + 1, updated_at = $12
+               access_orgs = $13, revision = $11::integer + 1, updated_at = $12
              WHERE id = $1 AND revision = $11::integer`,
             [
               row.id,
@@ -77,6 +77,7 @@ export function postgresSamlStore(sql: Sql): SamlStore {
               row.want_signed_requests,
               revision,
               row.updated_at,
+              row.access_orgs,
             ],
           );
           if (changed !== 1) throw new Rollback(null);

@@ -103,6 +103,15 @@ export function sqliteIdentityStore(runner: Runner): IdentityStore {
               { state: AccountState } | undefined
           )?.state ?? null,
       ),
+    summaries: (identityIds) =>
+      runner.run((db) =>
+        (
+          cached(
+            db,
+            'SELECT identity_id, username, state FROM identities WHERE identity_id IN (SELECT value FROM json_each(?))',
+          ).all(JSON.stringify(identityIds)) as Array<{ identity_id: string; username: string; state: AccountState }>
+        ).map((row) => ({ identityId: row.identity_id, username: row.username, state: row.state })),
+      ),
     setState: (identityId, state, at) =>
       runner.run(
         (db) =>

@@ -47,9 +47,9 @@ export function sqliteSamlStore(runner: Runner): SamlStore {
           cached(
             db,
             `INSERT INTO saml_providers (id, entity_id, name, acs_urls, slo_url, certificate_pem, name_id_format, attributes,
-               allow_idp_initiated, want_signed_requests, org_id, revision, created_at, updated_at)
+               allow_idp_initiated, want_signed_requests, access_orgs, org_id, revision, created_at, updated_at)
              VALUES (@id, @entity_id, @name, @acs_urls, @slo_url, @certificate_pem, @name_id_format, @attributes,
-               @allow_idp_initiated, @want_signed_requests, @org_id, @revision, @created_at, @updated_at)`,
+               @allow_idp_initiated, @want_signed_requests, @access_orgs, @org_id, @revision, @created_at, @updated_at)`,
           ).run(samlProviderToRow(provider));
           return true;
         } catch (error) {
@@ -85,7 +85,7 @@ export function sqliteSamlStore(runner: Runner): SamlStore {
             `UPDATE saml_providers SET entity_id = @entity_id, name = @name, acs_urls = @acs_urls, slo_url = @slo_url,
                certificate_pem = @certificate_pem, name_id_format = @name_id_format, attributes = @attributes,
                allow_idp_initiated = @allow_idp_initiated, want_signed_requests = @want_signed_requests,
-               revision = @expected + 1, updated_at = @updated_at
+               access_orgs = @access_orgs, revision = @expected + 1, updated_at = @updated_at
              WHERE id = @id AND revision = @expected`,
           ).run({ ...row, expected: revision }).changes;
           return changed === 1 ? { ...provider, revision: revision + 1 } : null;
