@@ -74,6 +74,16 @@ t.test(
     t.equal(await page.textContent('h1'), 'Votre compte');
     await page.goto(`${server.url}/account`);
     t.equal(await page.textContent('h1'), 'Votre compte', 'the choice sticks');
+    // Saving a language on the account replaces the switcher's pick.
+    await page.evaluate(async () => {
+      await fetch('/auth/preferences', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ preferences: { lang: 'ja' } }),
+      });
+    });
+    await page.goto(`${server.url}/account`);
+    t.equal(await page.textContent('h1'), 'アカウント', 'the saved preference wins over the earlier switcher pick');
 
     // ui_locales at the authorization endpoint: Arabic, right to left, also for the pages after it.
     await context.clearCookies();

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { MessageKey } from '../../../../lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
-import { type PageUi, uiOf } from '../../pages/ui.js';
+import { langCookieName, type PageUi, uiOf } from '../../pages/ui.js';
 import { requireAssurance, requireSession } from '../../plugins/session.js';
 import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { renameAccount, setDisplayName, updatePreferences } from '../../accounts/profile.js';
@@ -222,12 +222,12 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
         },
       },
     },
-    async (request) => {
-      const preferences = await updatePreferences(
-        app.kp,
-        request.kp.session!.identityId,
-        (request.body as { preferences: unknown }).preferences,
-      );
+    async (request, reply) => {
+      const update = (request.body as { preferences: unknown }).preferences;
+      const preferences = await updatePreferences(app.kp, request.kp.session!.identityId, update);
+      // A language saved on the account outranks an earlier pick of the switcher in this browser (docs/i18n.md).
+      if (update !== null && typeof update === 'object' && 'lang' in update)
+        reply.clearCookie(langCookieName(app.kp), { path: '/' });
       return { ok: true, preferences };
     },
   );
