@@ -4,6 +4,8 @@
  * derived from these two schemas, so they cannot drift apart.
  */
 
+import { LOCALES } from '../lib/i18n/locales.js';
+
 export interface KeyDoc {
   description: string;
   env?: string;
@@ -328,6 +330,16 @@ export const controlPlaneSchema: Group = group('Control plane', {
       minLength: 3,
       default: 'Keyplane <no-reply@localhost>',
       description: 'From address of outgoing mail.',
+    },
+  }),
+  i18n: group('Languages of pages and mail (docs/i18n.md)', {
+    defaultLocale: {
+      type: 'string',
+      enum: [...LOCALES],
+      default: 'en',
+      env: 'KEYPLANE_DEFAULT_LOCALE',
+      description:
+        'Language of pages and mail when neither `ui_locales`, the language switcher, the account preference `lang` nor `Accept-Language` names a supported one.',
     },
   }),
   mcp: group('Read-only MCP tool server at /mcp (docs/mcp.md)', {

@@ -1,3 +1,4 @@
+import type { Locale } from '../lib/i18n/locales.js';
 import type { DeepReadonly } from '../lib/util/deep-freeze.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -53,6 +54,7 @@ export interface ControlPlaneSettings {
   scan: { publicPerIpPerHour: number; publicPerHostPerHour: number; cacheSeconds: number; rescanIntervalHours: number };
   signup: { selfService: boolean };
   mail: { smtpUrl?: string; from: string };
+  i18n: { defaultLocale: Locale };
   mcp: { perIpPerMinute: number };
   contact: { operatorAddress?: string; perAddressPerHour: number; maxMessageChars: number; retentionDays: number };
   ledger: { sealIntervalMs: number; sealMaxReceipts: number };

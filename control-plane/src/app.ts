@@ -10,6 +10,7 @@ import { metricsPlugin } from './plugins/metrics.js';
 import { requestContextPlugin } from './plugins/request-context.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { sessionPlugin } from './plugins/session.js';
+import { localePlugin } from './plugins/locale.js';
 import { AccessLog, loggerOptions } from './logging.js';
 import { requestIdFor } from '../../lib/logging/request-log.js';
 import authPageRoutes from './routes/auth-page/index.js';
@@ -131,6 +132,7 @@ export async function buildControlPlane(
   await app.register(metricsPlugin, { registry: services.metrics });
   // Session cookie -> request.kp.session, plus the Origin check on signed-in state-changing requests.
   await app.register(sessionPlugin);
+  await app.register(localePlugin);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

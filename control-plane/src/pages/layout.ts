@@ -1,5 +1,7 @@
 /** Server-rendered pages: no build step, no inline script without the request's nonce. */
+import { LOCALE_NAMES, LOCALES } from '../../../lib/i18n/locales.js';
 import { escapeHtml } from '../../../lib/util/html.js';
+import type { PageUi } from './ui.js';
 
 export { escapeHtml };
 
@@ -17,6 +19,11 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeH
     out += render(value) + (strings[i + 1] ?? '');
   });
   return new SafeHtml(out);
+}
+
+/** HTML already escaped elsewhere (a translator's `rich()` output). */
+export function raw(value: string): SafeHtml {
+  return new SafeHtml(value);
 }
 
 function render(value: unknown): string {
@@ -37,18 +44,20 @@ h2 { font-size: 1.15rem; margin: 2rem 0 .5rem; }
 a { color: var(--accent); }
 label { display: block; font-weight: 600; margin: 1rem 0 .25rem; }
 input[type=text], input[type=email], input:not([type]), select, textarea { width: 100%; padding: .6rem .7rem; font: inherit; border: 1px solid var(--line); border-radius: .4rem; background: transparent; color: inherit; }
-button { font: inherit; padding: .6rem 1.1rem; border-radius: .4rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; margin: .75rem .5rem 0 0; }
+button { font: inherit; padding: .6rem 1.1rem; border-radius: .4rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; margin-block: .75rem 0; margin-inline: 0 .5rem; }
 button.secondary { background: transparent; color: var(--accent); }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .muted { color: var(--muted); }
 .error { color: var(--bad); font-weight: 600; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th, td { text-align: start; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 code { font-size: .9em; }
-.notice { border-left: 4px solid var(--accent); padding: .5rem .75rem; background: color-mix(in srgb, var(--accent) 8%, transparent); }
+.notice { border-inline-start: 4px solid var(--accent); padding: .5rem .75rem; background: color-mix(in srgb, var(--accent) 8%, transparent); }
 button.danger { background: var(--bad); border-color: var(--bad); color: #fff; }
 input[type=url] { width: 100%; padding: .6rem .7rem; font: inherit; border: 1px solid var(--line); border-radius: .4rem; background: transparent; color: inherit; }
 .tag { display: inline-block; font-size: .8em; font-weight: 600; padding: 0 .45rem; border: 1px solid var(--accent); border-radius: 1rem; color: var(--accent); }
+nav.lang { max-width: 42rem; margin: 0 auto; padding: 0 1.25rem 2rem; font-size: .9rem; }
+nav.lang ul { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
 @media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
 `;
 
@@ -58,12 +67,26 @@ export interface PageOptions {
   body: SafeHtml;
   /** Module scripts; each is loaded with the request's nonce. */
   scripts?: string[];
+  /** The page's language (docs/i18n.md): sets `lang` and `dir` and adds the language switcher. */
+  ui?: PageUi;
+  /** @deprecated a page without `ui` keeps English chrome; `lang` then only sets the attribute. */
   lang?: string;
+}
+
+/** The switcher: one link per language to this same URL with `?lang=`, which sets the `kp_lang` cookie. */
+function languageSwitcher(ui: PageUi): string {
+  const here = new URL(ui.url, 'http://page.invalid');
+  const links = LOCALES.map((locale) => {
+    here.searchParams.set('lang', locale);
+    const current = locale === ui.locale ? ' aria-current="true"' : '';
+    return `<li><a href="${escapeHtml(here.pathname + here.search)}" hreflang="${locale}" lang="${locale}"${current}>${escapeHtml(LOCALE_NAMES[locale])}</a></li>`;
+  });
+  return `<nav class="lang" aria-label="${escapeHtml(ui.t('layout.language'))}"><ul>${links.join('')}</ul></nav>`;
 }
 
 export function page(options: PageOptions): string {
   return `<!doctype html>
-<html lang="${escapeHtml(options.lang ?? 'en')}">
+<html lang="${escapeHtml(options.ui?.locale ?? options.lang ?? 'en')}" dir="${options.ui?.dir ?? 'ltr'}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -76,6 +99,7 @@ export function page(options: PageOptions): string {
 <main id="main">
 ${options.body.value}
 </main>
+${options.ui ? languageSwitcher(options.ui) : ''}
 ${(options.scripts ?? []).map((src) => `<script type="module" nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(src)}"></script>`).join('\n')}
 </body>
 </html>`;

@@ -16,31 +16,32 @@ function destination(home) {
   const url = new URL(back, location.origin);
   return url.origin === location.origin ? url.pathname + url.search + url.hash : home;
 }
+// The status lines come in the page's language, from data-msg-* attributes on the form.
 let busy = false;
 
-if (!browserSupportsWebAuthn()) say(status, 'This browser does not support passkeys.', true);
+if (!browserSupportsWebAuthn()) say(status, form.dataset.msgUnsupported, true);
 
 async function signUp() {
   const username = input.value.trim();
   if (!username) {
-    sayInvalid(status, input, 'Choose a username to create an account.');
+    sayInvalid(status, input, form.dataset.msgChooseUsername);
     return;
   }
-  say(status, 'Creating your passkey…');
+  say(status, form.dataset.msgCreating);
   const begin = await call('POST', '/auth/registration-options', setupToken ? { username, setupToken } : { username });
   const response = await startRegistration({ optionsJSON: begin.options });
   const done = await call('POST', '/auth/registration-verify', { user: username, response, signupToken: begin.signupToken });
-  say(status, 'Account created. Opening your account…');
+  say(status, form.dataset.msgCreated);
   location.assign(destination(done.home));
 }
 
 async function signIn() {
   const username = input.value.trim();
-  say(status, 'Waiting for your passkey…');
+  say(status, form.dataset.msgWaiting);
   const begin = await call('GET', '/auth/assertion-options' + (username ? '?user=' + encodeURIComponent(username) : ''));
   const response = await startAuthentication({ optionsJSON: begin.options });
   const done = await call('POST', '/auth/assertion-verify', username ? { user: username, response } : { response });
-  say(status, 'Signed in. Opening your account…');
+  say(status, form.dataset.msgSignedIn);
   location.assign(destination(done.home));
 }
 

@@ -1,14 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { validateReturnUrl } from '../../../../lib/util/return-url.js';
-import { html, page } from '../../pages/layout.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { uiOf } from '../../pages/ui.js';
 import { v1DeprecationHeaders, v1RequestCounter } from '../../v1/bridge.js';
 
 /** The sign-in and sign-up page. */
 /** Notices the page shows after the account page sends a browser here (`?done=`); others are ignored. */
-const DONE_NOTICES: Record<string, string | undefined> = {
-  'signed-out': 'You are signed out. Sign in again below.',
-  'account-deleted':
-    'Your account was deleted: its passkeys, sessions and data are gone. Remove its passkey from your device too.',
+const DONE_NOTICES: Record<string, MessageKey | undefined> = {
+  'signed-out': 'signin.done.signed_out',
+  'account-deleted': 'signin.done.account_deleted',
 };
 
 export default async function authPageRoutes(app: FastifyInstance): Promise<void> {
@@ -47,28 +48,31 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
           .redirect(`/auth/v1/return?to=${encodeURIComponent(back)}`);
       }
       const founderSetup = typeof (request.query as { setup?: string }).setup === 'string';
-      const done = DONE_NOTICES[(request.query as { done?: string }).done ?? ''];
+      const doneKey = DONE_NOTICES[(request.query as { done?: string }).done ?? ''];
       // The one strict return-URL rule (docs/security.md "Open redirects"), applied here so the
       // page script never judges a URL itself: only a path on this origin reaches data-return.
       const returnTo = validateReturnUrl(back, app.kp.config.issuer) ?? '';
+      const ui = uiOf(request);
+      const { t } = ui;
       reply.type('text/html; charset=utf-8');
       return page({
-        title: 'Sign in',
+        title: t('signin.title'),
         nonce: request.kp.cspNonce,
+        ui,
         scripts: ['/assets/auth.js'],
-        body: html`<h1>Sign in to Keyplane</h1>
-${done ? html`<p class="notice" role="status" data-notice="${(request.query as { done: string }).done}">${done}</p>` : ''}
-${request.kp.session ? html`<p>You are signed in already: <a href="/account">go to your account</a>, or sign in to another one below.</p>` : ''}
-${founderSetup ? html`<p><strong>First run:</strong> choose the username of the founder (operator) account and create its passkey.</p>` : ''}
-<form id="auth-form" data-return="${returnTo}" novalidate>
-  <label for="username">Username</label>
+        body: html`<h1>${t('signin.heading')}</h1>
+${doneKey ? html`<p class="notice" role="status" data-notice="${(request.query as { done: string }).done}">${t(doneKey)}</p>` : ''}
+${request.kp.session ? html`<p>${raw(ui.rich('signin.signed_in_already', { account: (c) => `<a href="/account">${c}</a>` }))}</p>` : ''}
+${founderSetup ? html`<p>${raw(ui.rich('signin.first_run', { strong: (c) => `<strong>${c}</strong>` }))}</p>` : ''}
+<form id="auth-form" data-return="${returnTo}" novalidate data-msg-unsupported="${t('signin.js.unsupported')}" data-msg-choose-username="${t('signin.js.choose_username')}" data-msg-creating="${t('signin.js.creating')}" data-msg-created="${t('signin.js.created')}" data-msg-waiting="${t('signin.js.waiting')}" data-msg-signed-in="${t('signin.js.signed_in')}">
+  <label for="username">${t('signin.username')}</label>
   <input id="username" name="username" autocomplete="username webauthn" autocapitalize="none" spellcheck="false" aria-describedby="username-help">
-  <p id="username-help" class="muted">Leave it empty to choose a passkey saved on this device.</p>
-  <button type="button" data-action="signin">Sign in with a passkey</button>
-  <button type="button" class="secondary" data-action="signup">Create an account</button>
+  <p id="username-help" class="muted">${t('signin.username_help')}</p>
+  <button type="button" data-action="signin">${t('signin.passkey_button')}</button>
+  <button type="button" class="secondary" data-action="signup">${t('signin.signup_button')}</button>
   <p id="status" role="status" aria-live="polite"></p>
 </form>
-<p class="muted">No passkey at hand? <a href="/auth/magic/request">Email me a sign-in link</a> (verified addresses only) or <a href="/auth/recovery">use a backup code</a>.</p>`,
+<p class="muted">${raw(ui.rich('signin.no_passkey', { magic: (c) => `<a href="/auth/magic/request">${c}</a>`, backup: (c) => `<a href="/auth/recovery">${c}</a>` }))}</p>`,
       });
     },
   );

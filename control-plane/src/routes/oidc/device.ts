@@ -16,7 +16,9 @@ import {
 import { readTokenRequestBody } from '../../oidc/token-request.js';
 import { limitPerAccount, limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
-import { formError, html, page } from '../../pages/layout.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { formError, html, page, raw } from '../../pages/layout.js';
+import { uiOf } from '../../pages/ui.js';
 import { clientLinksOf, formPage, sendErrorPage, sendOneTap } from './pages.js';
 
 export const DEVICE_AUTHORIZATION_PATH = '/auth/device';
@@ -103,21 +105,23 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
     },
   );
 
-  function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: string): FastifyReply {
+  function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: MessageKey): FastifyReply {
     reply.code(problem ? 400 : 200).type('text/html; charset=utf-8');
-    const error = formError(problem && html`<span data-reason="invalid_user_code">${problem}</span>`);
+    const ui = uiOf(request);
+    const error = formError(problem && html`<span data-reason="invalid_user_code">${ui.t(problem, { minutes: 10 })}</span>`);
     return reply.send(
       formPage(
         reply,
         page({
-          title: 'Connect a device',
+          title: ui.t('device.title'),
           nonce: request.kp.cspNonce,
-          body: html`<h1>Connect a device</h1>
-<p>Enter the code your device, command line or TV shows.</p>
+          ui,
+          body: html`<h1>${ui.t('device.title')}</h1>
+<p>${ui.t('device.explain')}</p>
 ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="device-code">
-  <label for="user-code">Code</label>
+  <label for="user-code">${ui.t('device.code')}</label>
   <input id="user-code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="12" placeholder="XXXX-XXXX" required${problem ? error.field({ first: true }) : html` autofocus`}>
-  <button type="submit">Continue</button>
+  <button type="submit">${ui.t('device.continue')}</button>
 </form>`,
         }),
       ),
@@ -127,18 +131,20 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
   function sendDone(request: FastifyRequest, reply: FastifyReply, approved: boolean, receipt?: string): FastifyReply {
     reply.code(200).type('text/html; charset=utf-8');
     // Every decision leaves a receipt (docs/ledger.md); the page names it for the person's records.
+    const ui = uiOf(request);
     const footer = receipt
-      ? html`\n<p class="muted">Receipt <code data-receipt="${receipt}">${receipt}</code></p>`
+      ? html`\n<p class="muted">${raw(ui.rich('device.receipt', { code: (c) => html`<code data-receipt="${receipt}">${raw(c)}</code>`.value }, { receipt }))}</p>`
       : '';
     return reply.send(
       page({
-        title: approved ? 'Device connected' : 'Request declined',
+        title: ui.t(approved ? 'device.approved' : 'device.denied'),
         nonce: request.kp.cspNonce,
+        ui,
         body: approved
-          ? html`<h1 data-result="approved">Device connected</h1>
-<p>You can return to your device; it continues on its own. You can close this page.</p>${footer}`
-          : html`<h1 data-result="denied">Request declined</h1>
-<p>The device was told no. You can close this page.</p>${footer}`,
+          ? html`<h1 data-result="approved">${ui.t('device.approved')}</h1>
+<p>${ui.t('device.approved_text')}</p>${footer}`
+          : html`<h1 data-result="denied">${ui.t('device.denied')}</h1>
+<p>${ui.t('device.denied_text')}</p>${footer}`,
       }),
     );
   }
@@ -160,17 +166,13 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
         const failure = await wrongCodes.recordFailure(subject);
         if (failure.locked) throw lockedOut(failure.retryAfterMs);
       }
-      return sendEntryForm(
-        request,
-        reply,
-        'That code is not valid. Check it and try again; codes expire after 10 minutes.',
-      );
+      return sendEntryForm(request, reply, 'device.invalid');
     }
     const again = `${VERIFICATION_PATH}?user_code=${formatUserCode(userCode!)}`;
     const fresh = meetsAssurance(session.assurance, 'passkey') && app.kp.now() - session.authTime <= FRESH_SIGN_IN_MS;
     if (!fresh) return reply.redirect(`/auth/step-up?return=${encodeURIComponent(again)}`, 303);
     const client = await findClient(app.kp, found.authorization.clientId);
-    if (!client) return sendEntryForm(request, reply, 'The app that asked is no longer registered.');
+    if (!client) return sendEntryForm(request, reply, 'device.unregistered');
     const approval = randomToken(24);
     await app.kp.state.set(
       `oidc:device-approval:${approval}`,
@@ -261,7 +263,7 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
           },
         );
       const decided = await decideDeviceAuthorization(app.kp, session, grant.userCode, decision !== 'deny');
-      if (!decided.decided) return sendEntryForm(request, reply, 'That code expired or was used already.');
+      if (!decided.decided) return sendEntryForm(request, reply, 'device.expired');
       return sendDone(request, reply, decision !== 'deny', decided.receipt);
     },
   );

@@ -1,0 +1,82 @@
+/** The language of a page: negotiated once per request (docs/i18n.md), then its translator. */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Locale } from '../../../lib/i18n/locales.js';
+import { matchLocaleList, negotiateLocale } from '../../../lib/i18n/negotiate-locale.js';
+import { type Translator, translatorFor } from '../../../lib/i18n/translate.js';
+import type { ControlPlaneServices } from '../context.js';
+import { wantsJson } from '../http/negotiate.js';
+import { isHttpsIssuer } from '../sessions/cookies.js';
+
+/** What a page renders with: the translator, and the request path the language switcher links from. */
+export interface PageUi extends Translator {
+  /** The URL (path and query) the switcher's links point to with `lang=` set. */
+  url: string;
+}
+
+/** The switcher's choice lasts as long as a browser keeps a cookie; one carried from `ui_locales`, one sign-in flow. */
+const SWITCHER_COOKIE_MAX_AGE = 400 * 24 * 3600;
+const UI_LOCALES_COOKIE_MAX_AGE = 3600;
+
+export function langCookieName(kp: Pick<ControlPlaneServices, 'config'>): string {
+  return isHttpsIssuer(kp) ? '__Host-kp_lang' : 'kp_lang';
+}
+
+function queryParam(request: FastifyRequest, name: string): string | undefined {
+  const value = (request.query as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value.slice(0, 256) : undefined;
+}
+
+/**
+ * Keeps an explicit choice of language for the rest of the browser's visit: `?lang=` (the switcher)
+ * on any GET, or `ui_locales` on an authorization request, whose sign-in, consent and step-up pages
+ * follow on other URLs. Not httpOnly-sensitive, but httpOnly anyway: no script reads it.
+ */
+export function rememberRequestedLocale(
+  kp: Pick<ControlPlaneServices, 'config'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  if (request.method !== 'GET') return;
+  const chosen = matchLocaleList(queryParam(request, 'lang'));
+  const carried = chosen ? undefined : matchLocaleList(queryParam(request, 'ui_locales'));
+  const locale = chosen ?? carried;
+  if (!locale) return;
+  reply.setCookie(langCookieName(kp), locale, {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: isHttpsIssuer(kp),
+    path: '/',
+    maxAge: chosen ? SWITCHER_COOKIE_MAX_AGE : UI_LOCALES_COOKIE_MAX_AGE,
+  });
+}
+
+/**
+ * The locale of this request (docs/i18n.md): `?lang`/`ui_locales`, the `kp_lang` cookie, the account
+ * preference `lang`, Accept-Language, `i18n.defaultLocale`. The preference costs a read, made only
+ * for requests that may render a page (not those that ask for JSON).
+ */
+export async function requestLocale(app: FastifyInstance, request: FastifyRequest): Promise<Locale> {
+  const preference =
+    request.kp.session && !wantsJson(request)
+      ? (await app.kp.storage.identities.get(request.kp.session.identityId))?.preferences['lang']
+      : undefined;
+  return negotiateLocale({
+    requested: queryParam(request, 'lang') ?? queryParam(request, 'ui_locales'),
+    cookie: request.cookies?.[langCookieName(app.kp)],
+    preference,
+    acceptLanguage: request.headers['accept-language'],
+    fallback: app.kp.config.i18n.defaultLocale,
+  });
+}
+
+/** The page's translator, in the locale the locale plugin chose for this request. */
+export function uiOf(request: FastifyRequest, here?: string): PageUi {
+  // A page answering a form post links the switcher to the path alone (the GET page of that form).
+  const url = here ?? (request.method === 'GET' ? request.url : request.url.split('?')[0]!);
+  return { ...translatorFor(request.kp.locale ?? 'en'), url };
+}
+
+/** The locale a mail to this account is written in: its preference `lang`, else the configured default. */
+export function mailLocale(preferences: Record<string, string> | undefined, fallback: Locale): Locale {
+  return negotiateLocale({ preference: preferences?.['lang'], fallback });
+}
