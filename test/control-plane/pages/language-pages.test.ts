@@ -1,0 +1,33 @@
+import t from 'tap';
+import { build } from '../../helpers/build.js';
+
+/**
+ * The pages of branch i18n40b in German and Arabic (docs/i18n.md): changelog, contact, scan,
+ * agents, orgs, apps. The sign-in page and the language negotiation itself are in language.test.ts.
+ */
+
+t.test('the changelog page: chrome in German, Arabic right to left, the entries kept in English', async (t) => {
+  const { app } = await build(t);
+  const german = await app.inject({ url: '/changelog', headers: { 'accept-language': 'de-DE' } });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h1>Änderungsprotokoll</h1>');
+  t.match(german.body, 'Auch als versioniertes JSON: <a href="/changelog?format=json">/changelog?format=json</a>.');
+  t.match(german.body, '<h2 id="v-Unreleased">Unveröffentlicht');
+  t.match(
+    german.body,
+    /<h2 id="v-0\.1\.0">0\.1\.0 <span class="muted">\(<time datetime="2026-11-22">22\.11\.2026<\/time>\)/,
+  );
+  t.match(german.body, '<li><strong>Hinzugefügt</strong>: <span lang="en">');
+  t.match(german.body, 'Die Einträge sind auf Englisch verfasst.');
+  t.match(german.headers['vary'], /accept-language/);
+  t.match(german.headers['cache-control'], /^private/);
+  const arabic = await app.inject({ url: '/changelog?lang=ar' });
+  t.equal(arabic.statusCode, 200, 'the switcher parameter is accepted');
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h1>سجل التغييرات</h1>');
+  t.match(arabic.body, '<strong>أُضيف</strong>');
+  const english = await app.inject({ url: '/changelog' });
+  t.match(english.body, '<h1>Changelog</h1>');
+  t.notMatch(english.body, 'data-notice="english-entries"');
+});
