@@ -31,3 +31,21 @@ t.test('the changelog page: chrome in German, Arabic right to left, the entries 
   t.match(english.body, '<h1>Changelog</h1>');
   t.notMatch(english.body, 'data-notice="english-entries"');
 });
+
+t.test("the contact page in German and in Arabic, numbers in the reader's locale", async (t) => {
+  const { app } = await build(t);
+  const german = await app.inject({ url: '/contact', headers: { 'accept-language': 'de' } });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h1>Den Betreiber kontaktieren</h1>');
+  t.match(german.body, '<label for="contact-email">Ihre E-Mail-Adresse</label>');
+  t.match(german.body, '<option value="security">Sicherheitsmeldung</option>');
+  t.match(german.body, 'Höchstens 4.000 Zeichen.');
+  t.match(german.body, '<button type="submit" data-action="contact">Senden</button>');
+  const sent = await app.inject({ url: '/contact?sent=c1', headers: { 'accept-language': 'de' } });
+  t.match(sent.body, 'Vielen Dank: Ihre Nachricht ist eingegangen.');
+  const arabic = await app.inject({ url: '/contact?lang=ar' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h1>تواصل مع المشغّل</h1>');
+  t.match(arabic.body, '<option value="general">سؤال عام</option>');
+});
