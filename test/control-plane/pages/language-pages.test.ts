@@ -49,3 +49,21 @@ t.test("the contact page in German and in Arabic, numbers in the reader's locale
   t.match(arabic.body, '<h1>تواصل مع المشغّل</h1>');
   t.match(arabic.body, '<option value="general">سؤال عام</option>');
 });
+
+t.test('the public scan page in German and in Arabic', async (t) => {
+  const { app } = await build(t);
+  const german = await app.inject({
+    url: '/scan?url=https%3A%2F%2Fnever.example%2F',
+    headers: { 'accept-language': 'de' },
+  });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h1>Sicherheitsprüfung einer Website</h1>');
+  t.match(german.body, '<label for="scan-url">URL der Website (https)</label>');
+  t.match(german.body, '<button type="submit" data-action="scan">Prüfen</button>');
+  t.match(german.body, '<p role="status">Diese URL wurde noch nicht geprüft.</p>');
+  const arabic = await app.inject({ url: '/scan?url=nonsense&lang=ar' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h1>فحص أمان موقع الويب</h1>');
+  t.match(arabic.body, 'لا يمكن فحص عنوان URL هذا');
+});
