@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import type { Locale } from '../../lib/i18n/locales.js';
 import type { ClientOrigins } from './clients/client-origins.js';
 import type { AssuranceLevel } from '../../lib/assurance/assurance.js';
 import type { ControlPlaneConfig } from '../../config/types.js';
@@ -60,6 +61,8 @@ export interface RequestContext {
   session?: SessionView;
   /** SHA-256 (hex) of the session cookie that found `session`: what a renewal of its token replaces. */
   sessionTokenHash?: string;
+  /** The language of pages rendered for this request (plugins/locale.ts, docs/i18n.md). */
+  locale?: Locale;
 }
 
 declare module 'fastify' {

@@ -1,70 +1,65 @@
 import { REASONS, type Reason } from '../../../lib/errors/reasons.js';
-import { html, page, type SafeHtml } from './layout.js';
+import type { FastifyRequest } from 'fastify';
+import type { MessageKey } from '../../../lib/i18n/translate.js';
+import { html, page, raw, type SafeHtml } from './layout.js';
+import { type PageUi, uiOf } from './ui.js';
 
 /** What a person reads when a mailed link cannot be used, by reason: the cause and the way on. */
-const EXPLANATIONS: Partial<Record<Reason, { heading: string; text: string }>> = {
-  link_invalid: {
-    heading: 'This link does not work',
-    text: 'The link is incomplete or was never issued. Copy the whole link from the mail, or ask for a new one.',
-  },
-  link_used: {
-    heading: 'This link was used already',
-    text: 'Every link works once. If that was not you, sign in and check your sessions on the account page.',
-  },
-  link_expired: { heading: 'This link has expired', text: 'Links work for a short time only. Ask for a new one.' },
-  link_wrong_device: {
-    heading: 'Open this link in the browser that asked for it',
-    text: 'For your safety a sign-in link works only in the browser where it was requested. Open it there, or ask for a new link in this browser. This link was not used up.',
-  },
-  invalid_return: {
-    heading: 'This link points somewhere we do not know',
-    text: 'The page it would return to is not one of ours or of a registered application, so the link was not used.',
-  },
-  email_taken: {
-    heading: 'This address belongs to another account',
-    text: 'Another account verified this address first. An address can be verified on one account only.',
-  },
-  rate_limited: { heading: 'Too many attempts', text: 'Wait a little and try again.' },
+const EXPLANATIONS: Partial<Record<Reason, { heading: MessageKey; text: MessageKey }>> = {
+  link_invalid: { heading: 'link.invalid.heading', text: 'link.invalid.text' },
+  link_used: { heading: 'link.used.heading', text: 'link.used.text' },
+  link_expired: { heading: 'link.expired.heading', text: 'link.expired.text' },
+  link_wrong_device: { heading: 'link.wrong_device.heading', text: 'link.wrong_device.text' },
+  invalid_return: { heading: 'link.invalid_return.heading', text: 'link.invalid_return.text' },
+  email_taken: { heading: 'link.email_taken.heading', text: 'link.email_taken.text' },
+  rate_limited: { heading: 'link.rate_limited.heading', text: 'link.rate_limited.text' },
 };
 
 export interface LinkPageOptions {
-  nonce: string;
+  request: FastifyRequest;
   reason: Reason;
   /** The relying party's display name from the link (plain text, escaped). */
   project?: string | undefined;
   /** Where the way-on link goes, and what it says. */
   retryHref?: string;
-  retryLabel?: string;
+  retryLabel?: MessageKey;
 }
 
 /** The refusal page of a mailed link: a clear heading, the reason code, what to do next. */
 export function linkRefusalPage(options: LinkPageOptions): string {
-  const explanation = EXPLANATIONS[options.reason] ?? {
-    heading: 'This link cannot be used',
-    text: REASONS[options.reason].description,
-  };
+  const ui = uiOf(options.request);
+  const explanation = EXPLANATIONS[options.reason];
+  const heading = ui.t(explanation?.heading ?? 'link.other.heading');
+  const text = explanation
+    ? ui.t(explanation.text)
+    : (ui.reason(options.reason) ?? REASONS[options.reason].description);
   return page({
-    title: explanation.heading,
-    nonce: options.nonce,
-    body: html`<h1>${explanation.heading}</h1>
-${projectLine(options.project)}<p role="alert" class="error">${explanation.text}</p>
-<p class="muted">Reason: <code>${options.reason}</code></p>
-<p><a href="${options.retryHref ?? '/auth'}">${options.retryLabel ?? 'Go to sign-in'}</a></p>`,
+    title: heading,
+    nonce: options.request.kp.cspNonce,
+    ui,
+    body: html`<h1>${heading}</h1>
+${projectLine(ui, options.project)}<p role="alert" class="error">${text}</p>
+<p class="muted">${raw(ui.rich('link.reason', { code: (c) => `<code>${c}</code>` }, { reason: options.reason }))}</p>
+<p><a href="${options.retryHref ?? '/auth'}">${ui.t(options.retryLabel ?? 'link.go_signin')}</a></p>`,
   });
 }
 
-export function projectLine(project: string | undefined): SafeHtml {
-  return project ? html`<p>You were signing in to continue to <strong>${project}</strong>.</p>\n` : html``;
+export function projectLine(ui: PageUi, project: string | undefined): SafeHtml {
+  return project
+    ? html`<p>${raw(ui.rich('link.project', { strong: (c) => `<strong>${c}</strong>` }, { project }))}</p>\n`
+    : html``;
 }
 
 /** After a magic sign-in whose return is a relying party's URI: a link to it, never a redirect. */
-export function signedInContinuePage(nonce: string, href: string, project: string | undefined): string {
+export function signedInContinuePage(request: FastifyRequest, href: string, project: string | undefined): string {
+  const ui = uiOf(request);
   return page({
-    title: 'Signed in',
-    nonce,
-    body: html`<h1>You are signed in</h1>
-${projectLine(project)}<p><a href="${href}" data-action="continue" rel="noreferrer">Continue to ${new URL(href).host}</a></p>
-<p class="muted">Only continue if you started this sign-in. <a href="/account">Go to your account</a> instead.</p>`,
+    title: ui.t('link.signed_in.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t('link.signed_in.heading')}</h1>
+${projectLine(ui, project)}<p><a href="${href}" data-action="continue" rel="noreferrer">${ui.t('link.signed_in.continue', { host: new URL(href).host })}</a></p>
+<p class="muted">${raw(ui.rich('link.signed_in.warning', { account: (c) => `<a href="/account">${c}</a>` }))}</p>`,
   });
 }
 
@@ -72,92 +67,113 @@ ${projectLine(project)}<p><a href="${href}" data-action="continue" rel="noreferr
  * What the mailed verification link shows: a button that POSTs the token. Mail scanners and link
  * previews open links by GET, so the GET alone must verify nothing.
  */
-export function emailConfirmPage(nonce: string, token: string): string {
+export function emailConfirmPage(request: FastifyRequest, token: string): string {
+  const ui = uiOf(request);
   return page({
-    title: 'Confirm your address',
-    nonce,
-    body: html`<h1>Confirm your email address</h1>
-<p>Press the button to confirm this address on your Keyplane account. This does not sign you in.</p>
+    title: ui.t('email.confirm.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t('email.confirm.heading')}</h1>
+<p>${ui.t('email.confirm.text')}</p>
 <form method="post" action="/auth/email/verify" data-action="verify-email">
 <input type="hidden" name="token" value="${token}">
-<button type="submit">Confirm this address</button>
+<button type="submit">${ui.t('email.confirm.button')}</button>
 </form>`,
   }).replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
 }
 
 /** The page after an address was verified: verified, and explicitly not signed in by it. */
-export function emailVerifiedPage(nonce: string, already: boolean): string {
+export function emailVerifiedPage(request: FastifyRequest, already: boolean): string {
+  const ui = uiOf(request);
   return page({
-    title: 'Address verified',
-    nonce,
-    body: html`<h1>${already ? 'This address was verified already' : 'Address verified'}</h1>
-<p role="status">Your email address is confirmed on your Keyplane account. This did not sign you in or change any session.</p>
-<p><a href="/account">Go to your account</a></p>`,
+    title: ui.t('email.verified.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t(already ? 'email.verified.already' : 'email.verified.title')}</h1>
+<p role="status">${ui.t('email.verified.text')}</p>
+<p><a href="/account">${ui.t('common.go_account')}</a></p>`,
   });
 }
 
 /** Human text for refusals shown on the no-JavaScript form pages. */
-const FORM_ERRORS: Partial<Record<Reason, string>> = {
-  invalid_recovery_code: 'That account name or backup code is not right (a code works only once).',
-  locked_out: 'Too many wrong codes. Backup codes for this account are locked for a while; try again later.',
-  rate_limited: 'Too many attempts. Wait a minute and try again.',
-  invalid_email: 'That does not look like an e-mail address.',
-  invalid_return: 'The page to return to is not one we know, so no link was sent.',
-  invalid_request: 'Please fill in every field.',
-  origin_mismatch: 'This form was sent from another site and was refused.',
+const FORM_ERRORS: Partial<Record<Reason, MessageKey>> = {
+  invalid_recovery_code: 'form_error.invalid_recovery_code',
+  locked_out: 'form_error.locked_out',
+  rate_limited: 'form_error.rate_limited',
+  invalid_email: 'form_error.invalid_email',
+  invalid_return: 'form_error.invalid_return',
+  invalid_request: 'form_error.invalid_request',
+  origin_mismatch: 'form_error.origin_mismatch',
 };
 
-export function formError(reason: Reason | undefined): SafeHtml {
+export function formError(ui: PageUi, reason: Reason | undefined): SafeHtml {
   if (!reason) return html``;
-  return html`<p id="form-error" role="alert" class="error">${FORM_ERRORS[reason] ?? REASONS[reason].description} <span class="muted">(<code>${reason}</code>)</span></p>\n`;
+  const key = FORM_ERRORS[reason];
+  // English keeps the reason's documented description; other languages its translation, or a plain "did not work".
+  const text = key
+    ? ui.t(key)
+    : ui.locale === 'en'
+      ? REASONS[reason].description
+      : (ui.reason(reason) ?? ui.t('form_error.other'));
+  return html`<p id="form-error" role="alert" class="error">${text} <span class="muted">(<code>${reason}</code>)</span></p>\n`;
 }
 
 /** Sign-in with a backup code: a plain form, works without JavaScript. */
-export function recoveryFormPage(nonce: string, options: { user?: string; reason?: Reason } = {}): string {
+export function recoveryFormPage(request: FastifyRequest, options: { user?: string; reason?: Reason } = {}): string {
+  const ui = uiOf(request, request.method === 'GET' ? undefined : '/auth/recovery');
   return page({
-    title: 'Sign in with a backup code',
-    nonce,
-    body: html`<h1>Sign in with a backup code</h1>
-<p>Lost your passkeys? Each backup code signs you in once. You are then signed in at the lowest level
-(<code>recovery</code>): add a new passkey from your account page.</p>
-${formError(options.reason)}<form method="post" action="/auth/recovery/verify">
-  <label for="recovery-user">Username</label>
+    title: ui.t('recovery.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t('recovery.title')}</h1>
+<p>${raw(ui.rich('recovery.explain', { code: (c) => `<code>${c}</code>` }))}</p>
+${formError(ui, options.reason)}<form method="post" action="/auth/recovery/verify">
+  <label for="recovery-user">${ui.t('signin.username')}</label>
   <input id="recovery-user" name="user" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${options.user ?? ''}"${options.reason ? html` aria-describedby="form-error"` : ''}>
-  <label for="recovery-code">Backup code</label>
+  <label for="recovery-code">${ui.t('recovery.code')}</label>
   <input id="recovery-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required maxlength="64" placeholder="XXXX-XXXX-XXXX-XXXX">
-  <button type="submit">Sign in</button>
+  <button type="submit">${ui.t('recovery.button')}</button>
 </form>
-<p><a href="/auth">Back to sign-in with a passkey</a> · <a href="/auth/magic/request">E-mail me a sign-in link</a></p>`,
+<p><a href="/auth">${ui.t('recovery.back')}</a> · <a href="/auth/magic/request">${ui.t('magic.title')}</a></p>`,
   });
 }
 
 /** Ask for a magic link: a plain form, works without JavaScript. `return`/`project` ride along hidden. */
 export function magicRequestPage(
-  nonce: string,
+  request: FastifyRequest,
   options: { email?: string; returnTo?: string; project?: string; reason?: Reason } = {},
 ): string {
+  // The switcher keeps only the checked return and project, never a refused return from the query.
+  const kept = new URLSearchParams();
+  if (options.returnTo) kept.set('return', options.returnTo);
+  if (options.project) kept.set('project', options.project);
+  const ui = uiOf(request, `/auth/magic/request${kept.size ? `?${kept.toString()}` : ''}`);
   return page({
-    title: 'E-mail me a sign-in link',
-    nonce,
-    body: html`<h1>E-mail me a sign-in link</h1>
-${projectLine(options.project)}<p>If the address is verified on your account, we mail you a link. It works once, for a few minutes, and only in this browser.</p>
-${formError(options.reason)}<form method="post" action="/auth/magic/request">
-  <label for="magic-email">E-mail address</label>
+    title: ui.t('magic.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t('magic.title')}</h1>
+${projectLine(ui, options.project)}<p>${ui.t('magic.explain')}</p>
+${formError(ui, options.reason)}<form method="post" action="/auth/magic/request">
+  <label for="magic-email">${ui.t('magic.email')}</label>
   <input id="magic-email" name="email" type="email" autocomplete="email" required maxlength="254" value="${options.email ?? ''}"${options.reason ? html` aria-describedby="form-error"` : ''}>
   ${options.returnTo ? html`<input type="hidden" name="return" value="${options.returnTo}">` : ''}
   ${options.project ? html`<input type="hidden" name="project" value="${options.project}">` : ''}
-  <button type="submit">Send the link</button>
+  <button type="submit">${ui.t('magic.button')}</button>
 </form>
-<p><a href="/auth">Back to sign-in with a passkey</a> · <a href="/auth/recovery">Use a backup code</a></p>`,
+<p><a href="/auth">${ui.t('recovery.back')}</a> · <a href="/auth/recovery">${ui.t('magic.use_backup')}</a></p>`,
   });
 }
 
-export function magicRequestedPage(nonce: string, message: string): string {
+/** After a request for a link: the same words whether or not the address has an account. */
+export function magicRequestedPage(request: FastifyRequest): string {
+  const ui = uiOf(request);
   return page({
-    title: 'Check your mail',
-    nonce,
-    body: html`<h1>Check your mail</h1>
-<p role="status">${message}</p>
-<p class="muted">Open the link in this browser. Nothing arrived? Check the spam folder, or <a href="/auth/magic/request">ask again</a> in a few minutes.</p>`,
+    title: ui.t('magic.sent.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t('magic.sent.title')}</h1>
+<p role="status">${ui.t('magic.sent.text')}</p>
+<p class="muted">${raw(ui.rich('magic.sent.hint', { again: (c) => `<a href="/auth/magic/request">${c}</a>` }))}</p>`,
   });
 }

@@ -4,11 +4,12 @@ import type { Locale } from '../../../lib/i18n/locales.js';
 import { matchLocaleList, negotiateLocale } from '../../../lib/i18n/negotiate-locale.js';
 import { type Translator, translatorFor } from '../../../lib/i18n/translate.js';
 import type { ControlPlaneServices } from '../context.js';
+import { wantsJson } from '../http/negotiate.js';
 import { isHttpsIssuer } from '../sessions/cookies.js';
 
 /** What a page renders with: the translator, and the request path the language switcher links from. */
 export interface PageUi extends Translator {
-  /** The request URL (path and query) the switcher's links keep. */
+  /** The URL (path and query) the switcher's links point to with `lang=` set. */
   url: string;
 }
 
@@ -49,11 +50,16 @@ export function rememberRequestedLocale(
   });
 }
 
-/** The locale of this request's page: `?lang`/`ui_locales`, cookie, account preference, Accept-Language, default. */
-export async function pageLocale(app: FastifyInstance, request: FastifyRequest): Promise<Locale> {
-  const preference = request.kp.session
-    ? (await app.kp.storage.identities.get(request.kp.session.identityId))?.preferences['lang']
-    : undefined;
+/**
+ * The locale of this request (docs/i18n.md): `?lang`/`ui_locales`, the `kp_lang` cookie, the account
+ * preference `lang`, Accept-Language, `i18n.defaultLocale`. The preference costs a read, made only
+ * for requests that may render a page (not those that ask for JSON).
+ */
+export async function requestLocale(app: FastifyInstance, request: FastifyRequest): Promise<Locale> {
+  const preference =
+    request.kp.session && !wantsJson(request)
+      ? (await app.kp.storage.identities.get(request.kp.session.identityId))?.preferences['lang']
+      : undefined;
   return negotiateLocale({
     requested: queryParam(request, 'lang') ?? queryParam(request, 'ui_locales'),
     cookie: request.cookies?.[langCookieName(app.kp)],
@@ -63,9 +69,11 @@ export async function pageLocale(app: FastifyInstance, request: FastifyRequest):
   });
 }
 
-/** The page's translator (see `pageLocale`). */
-export async function pageUi(app: FastifyInstance, request: FastifyRequest): Promise<PageUi> {
-  return { ...translatorFor(await pageLocale(app, request)), url: request.url };
+/** The page's translator, in the locale the locale plugin chose for this request. */
+export function uiOf(request: FastifyRequest, here?: string): PageUi {
+  // A page answering a form post links the switcher to the path alone (the GET page of that form).
+  const url = here ?? (request.method === 'GET' ? request.url : request.url.split('?')[0]!);
+  return { ...translatorFor(request.kp.locale ?? 'en'), url };
 }
 
 /** The locale a mail to this account is written in: its preference `lang`, else the configured default. */

@@ -81,6 +81,9 @@ t.test('every translation parses and keeps the placeholders and tags of its sour
       const found = [...placeholders(elements)].sort();
       if (JSON.stringify(found) !== JSON.stringify(expected))
         t.fail(`${locale} ${key}: placeholders ${found.join(' ')} instead of ${expected.join(' ')}`);
+      const names = found.map((p) => p.slice(1, -1));
+      if (new Set(names).size !== names.length)
+        t.fail(`${locale} ${key}: a tag named like a value (${found.join(' ')})`);
       const html = literals(elements).find((text) => /[<>&"]/.test(text));
       if (html !== undefined) t.fail(`${locale} ${key}: literal HTML characters in "${html}"`);
       if (message.trim() === '') t.fail(`${locale} ${key}: empty`);

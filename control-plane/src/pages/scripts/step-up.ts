@@ -10,12 +10,12 @@ const code = document.getElementById('totp-code');
 form.addEventListener('submit', async (event) => {
   event.preventDefault();
   try {
-    say(status, 'Waiting for your passkey…');
+    say(status, form.dataset.msgWaiting);
     const begin = await call('POST', '/auth/step-up/options');
     const response = await startAuthentication({ optionsJSON: begin.options });
     const totpCode = code ? code.value.trim() : '';
     await call('POST', '/auth/step-up/verify', totpCode ? { response, totpCode } : { response });
-    say(status, 'Confirmed.');
+    say(status, form.dataset.msgConfirmed);
     location.assign(form.dataset.return);
   } catch (error) {
     say(status, describe(error), true);

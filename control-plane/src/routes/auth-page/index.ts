@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { validateReturnUrl } from '../../../../lib/util/return-url.js';
 import type { MessageKey } from '../../../../lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
-import { pageUi } from '../../pages/ui.js';
+import { uiOf } from '../../pages/ui.js';
 import { v1DeprecationHeaders, v1RequestCounter } from '../../v1/bridge.js';
 
 /** The sign-in and sign-up page. */
@@ -52,7 +52,7 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
       // The one strict return-URL rule (docs/security.md "Open redirects"), applied here so the
       // page script never judges a URL itself: only a path on this origin reaches data-return.
       const returnTo = validateReturnUrl(back, app.kp.config.issuer) ?? '';
-      const ui = await pageUi(app, request);
+      const ui = uiOf(request);
       const { t } = ui;
       reply.type('text/html; charset=utf-8');
       return page({

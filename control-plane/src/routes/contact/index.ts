@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { CONTACT_TOPICS, purgeOldContacts, receiveContact } from '../../contact/contact.js';
 import type { MessageKey } from '../../../../lib/i18n/translate.js';
 import { html, page } from '../../pages/layout.js';
-import { pageUi, type PageUi } from '../../pages/ui.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
@@ -58,7 +58,7 @@ export default async function contactRoutes(app: FastifyInstance): Promise<void>
       reply.type('text/html; charset=utf-8');
       return contactPage(
         request.kp.cspNonce,
-        await pageUi(app, request),
+        uiOf(request),
         services.config.contact.maxMessageChars,
         (request.query as { sent?: string }).sent !== undefined,
       );

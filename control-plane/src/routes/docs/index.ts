@@ -3,7 +3,7 @@ import type { ChangelogVersion } from '../../../../lib/changelog/keep-a-changelo
 import { loadChangelog } from '../../changelog/changelog.js';
 import type { MessageKey } from '../../../../lib/i18n/translate.js';
 import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
-import { pageUi, type PageUi } from '../../pages/ui.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { anyObject, errorResponses, okObject } from '../../http/schemas.js';
 
 interface Operation {
@@ -154,7 +154,7 @@ export default async function docsRoutes(app: FastifyInstance): Promise<void> {
       reply.header('vary', 'accept, accept-language, cookie');
       reply.header('cache-control', 'private, max-age=300');
       reply.type('text/html; charset=utf-8');
-      return changelogPage(request.kp.cspNonce, await pageUi(app, request), versions);
+      return changelogPage(request.kp.cspNonce, uiOf(request), versions);
     },
   );
 

@@ -61,10 +61,10 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     if (!isKeyplaneError(error) || wantsJson(request)) throw error;
     reply.code(error.status).type('text/html; charset=utf-8');
     return linkRefusalPage({
-      nonce: request.kp.cspNonce,
+      request,
       reason: error.reason,
       retryHref: '/account',
-      retryLabel: 'Go to your account (add the address again for a new link)',
+      retryLabel: 'link.retry_email',
     });
   }
 
@@ -108,7 +108,7 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
           const result = await verifyEmail(app.kp, token);
           if (wantsJson(request)) return { ok: true, verified: true, ...result };
           reply.type('text/html; charset=utf-8');
-          return emailVerifiedPage(request.kp.cspNonce, result.already);
+          return emailVerifiedPage(request, result.already);
         } catch (error) {
           return refusalPage(request, reply, error);
         }
@@ -116,7 +116,7 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
       if (wantsJson(request)) return { ok: true, verified: false, confirm: 'POST /auth/email/verify' };
       sameOriginReferrer.add(reply);
       reply.type('text/html; charset=utf-8');
-      return emailConfirmPage(request.kp.cspNonce, token);
+      return emailConfirmPage(request, token);
     },
   );
 
@@ -143,7 +143,7 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
         const result = await verifyEmail(app.kp, token);
         if (!html) return { ok: true, verified: true, ...result };
         reply.type('text/html; charset=utf-8');
-        return emailVerifiedPage(request.kp.cspNonce, result.already);
+        return emailVerifiedPage(request, result.already);
       } catch (error) {
         if (!html) throw error;
         return refusalPage(request, reply, error);

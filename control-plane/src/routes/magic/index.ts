@@ -87,13 +87,13 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
       // The no-JavaScript form: the same answer as a page, a refusal re-shows the form.
       const body = request.body as { email?: string; return?: string; project?: string };
       try {
-        const answer = await requestLink(request, reply);
+        await requestLink(request, reply);
         reply.type('text/html; charset=utf-8');
-        return magicRequestedPage(request.kp.cspNonce, answer.message ?? REQUESTED);
+        return magicRequestedPage(request);
       } catch (error) {
         if (!isKeyplaneError(error)) throw error;
         reply.code(error.status).headers(error.headers).type('text/html; charset=utf-8');
-        return magicRequestPage(request.kp.cspNonce, {
+        return magicRequestPage(request, {
           email: body.email ?? '',
           reason: error.reason,
           ...(await formExtras(body)),
@@ -117,10 +117,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       reply.type('text/html; charset=utf-8');
-      return magicRequestPage(
-        request.kp.cspNonce,
-        await formExtras(request.query as { return?: string; project?: string }),
-      );
+      return magicRequestPage(request, await formExtras(request.query as { return?: string; project?: string }));
     },
   );
 
@@ -193,11 +190,11 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
         if (extras.project) again.set('project', extras.project);
         const retryHref = `/auth/magic/request${again.toString() ? `?${again.toString()}` : ''}`;
         return linkRefusalPage({
-          nonce: request.kp.cspNonce,
+          request,
           reason: error.reason,
           project,
           retryHref,
-          retryLabel: 'Ask for a new sign-in link',
+          retryLabel: 'link.retry_magic',
         });
       }
     },
@@ -227,6 +224,6 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     // no client (docs/security.md "Open redirects").
     if (target.startsWith('/')) return reply.redirect(target, 303);
     reply.type('text/html; charset=utf-8');
-    return signedInContinuePage(request.kp.cspNonce, target, project);
+    return signedInContinuePage(request, target, project);
   }
 }

@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { html, page } from '../../pages/layout.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
@@ -61,14 +63,18 @@ export function sendErrorPage(
   reply.code(options.status ?? REASONS[reason].status);
   if (wantsJson(request)) return reply.send(fail(reason, description).toEnvelope());
   reply.type('text/html; charset=utf-8');
+  const ui = uiOf(request);
+  // The English description names the exact fault; other languages show the reason's own text.
+  const shown = ui.locale === 'en' ? description : (ui.reason(reason) ?? description);
   return reply.send(
     page({
-      title: 'Sign-in request refused',
+      title: ui.t('refused.title'),
       nonce: request.kp.cspNonce,
-      body: html`<h1>This sign-in request cannot continue</h1>
-<p class="error" role="alert">${description}</p>
-<p class="muted">The app that sent you here is not set up correctly, so Keyplane will not send you back to it. Close this page and tell the app's team.</p>
-<p class="muted">Reason: <code data-reason="${reason}">${reason}</code></p>`,
+      ui,
+      body: html`<h1>${ui.t('refused.heading')}</h1>
+<p class="error" role="alert">${shown}</p>
+<p class="muted">${ui.t('refused.explain')}</p>
+<p class="muted">${raw(ui.rich('refused.reason', { code: (c) => html`<code data-reason="${reason}">${raw(c)}</code>`.value }, { reason }))}</p>`,
     }),
   );
 }
@@ -81,17 +87,22 @@ export function sendWebMessage(
   response: Record<string, string>,
 ): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
+  const ui = uiOf(request);
   return reply.send(
     page({
-      title: 'Returning to the app',
+      title: ui.t('returning.title'),
       nonce: request.kp.cspNonce,
+      ui,
       scripts: [WEB_MESSAGE_SCRIPT],
-      body: html`<h1>Returning to the app…</h1>
+      body: html`<h1>${ui.t('returning.heading')}</h1>
 <div id="kp-response" hidden data-origin="${origin}" data-response="${JSON.stringify(response)}"></div>
-<p id="kp-status" role="status" aria-live="polite">You can close this window.</p>`,
+<p id="kp-status" role="status" aria-live="polite">${ui.t('returning.close')}</p>`,
     }),
   );
 }
+
+const strong = (c: string) => `<strong>${c}</strong>`;
+const muted = (c: string) => `<span class="muted">${c}</span>`;
 
 export interface OneTapView {
   clientName: string;
@@ -116,12 +127,12 @@ export interface OneTapView {
   userCode?: string;
 }
 
-const SCOPE_TEXT: Record<string, string> = {
-  openid: 'Know who you are (a stable account id)',
-  email: 'See your email address and whether it is verified',
-  profile: 'See your username and display name',
-  orgs: 'See which organizations you belong to and your role in each',
-  offline_access: 'Stay signed in when you are away (a refresh token)',
+const SCOPE_TEXT: Record<string, MessageKey> = {
+  openid: 'consent.scope.openid',
+  email: 'consent.scope.email',
+  profile: 'consent.scope.profile',
+  orgs: 'consent.scope.orgs',
+  offline_access: 'consent.scope.offline_access',
 };
 
 /**
@@ -149,17 +160,23 @@ export function logoSource(logoUri: string): string {
   return /^[A-Za-z0-9\-._~!$&()*+=:@/%]*$/.test(url.pathname) ? `${url.origin}${url.pathname}` : url.origin;
 }
 
-function clientLinks(view: OneTapView) {
-  const links = [
-    view.policyUri
-      ? html`<a href="${view.policyUri}" rel="noopener noreferrer" target="_blank" data-field="policy_uri">privacy policy</a>`
-      : null,
-    view.tosUri
-      ? html`<a href="${view.tosUri}" rel="noopener noreferrer" target="_blank" data-field="tos_uri">terms of service</a>`
-      : null,
-  ].filter((link) => link !== null);
-  if (links.length === 0) return '';
-  return html`<p class="muted">Before you continue, read ${view.clientName}'s ${links.length === 2 ? html`${links[0]} and ${links[1]}` : links[0]}.</p>
+function clientLinks(view: OneTapView, ui: PageUi) {
+  const tags = {
+    policy: (c: string) =>
+      html`<a href="${view.policyUri}" rel="noopener noreferrer" target="_blank" data-field="policy_uri">${raw(c)}</a>`
+        .value,
+    tos: (c: string) =>
+      html`<a href="${view.tosUri}" rel="noopener noreferrer" target="_blank" data-field="tos_uri">${raw(c)}</a>`.value,
+  };
+  const key = view.policyUri
+    ? view.tosUri
+      ? 'consent.read_both'
+      : 'consent.read_policy'
+    : view.tosUri
+      ? 'consent.read_tos'
+      : undefined;
+  if (!key) return '';
+  return html`<p class="muted">${raw(ui.rich(key, tags, { client: view.clientName }))}</p>
 `;
 }
 
@@ -179,36 +196,42 @@ export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: O
       ...(view.logoUri ? { imgSrc: [logoSource(view.logoUri)] } : {}),
     }),
   );
+  const ui = uiOf(request);
+  const scopeText = (scope: string) => {
+    const key = SCOPE_TEXT[scope];
+    return key ? ui.t(key) : scope;
+  };
   return reply.send(
     formPage(
       reply,
       page({
-        title: `Continue to ${view.clientName}`,
+        title: ui.t('consent.title', { client: view.clientName }),
         nonce: request.kp.cspNonce,
+        ui,
         body: html`${
           view.logoUri
-            ? html`<img src="${view.logoUri}" alt="Logo of ${view.clientName}" width="64" height="64" referrerpolicy="no-referrer" data-field="logo_uri">
+            ? html`<img src="${view.logoUri}" alt="${ui.t('consent.logo_alt', { client: view.clientName })}" width="64" height="64" referrerpolicy="no-referrer" data-field="logo_uri">
 `
             : ''
-        }<h1>Continue to ${view.clientName}?</h1>
-<p>You are signed in as <strong>${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> asks to:</p>
-<ul data-field="released">${(view.released ?? view.scopes.map((scope) => SCOPE_TEXT[scope] ?? scope)).map((line) => html`<li>${line}</li>`)}</ul>
+        }<h1>${ui.t('consent.heading', { client: view.clientName })}</h1>
+<p>${raw(ui.rich('consent.signed_in_as', { account: strong }, { username: view.username }))} ${raw(ui.rich('consent.asks', { muted }, { origin: view.clientOrigin }))}</p>
+<ul data-field="released">${(view.released ?? view.scopes.map(scopeText)).map((line) => html`<li>${line}</li>`)}</ul>
 ${
   view.resources.length
-    ? html`<p>and to act for you at:</p>
+    ? html`<p>${ui.t('consent.resources')}</p>
 <ul data-field="resources">${view.resources.map((resource) => html`<li><code>${resource}</code></li>`)}</ul>
 `
     : ''
 }${
           view.userCode
-            ? html`<p>Check that your device shows this code: <strong data-field="user_code">${view.userCode}</strong>. If it does not, or you did not start this, cancel.</p>
+            ? html`<p>${raw(ui.rich('consent.user_code', { strong: (c) => `<strong data-field="user_code">${c}</strong>` }, { code: view.userCode }))}</p>
 `
             : ''
-        }${clientLinks(view)}<form method="post" action="${view.action ?? '/auth/authorize'}" data-action="continue">
-${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">Continue</button>
-<button type="submit" name="decision" value="deny" class="secondary">Cancel</button>
+        }${clientLinks(view, ui)}<form method="post" action="${view.action ?? '/auth/authorize'}" data-action="continue">
+${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">${ui.t('consent.continue')}</button>
+<button type="submit" name="decision" value="deny" class="secondary">${ui.t('consent.cancel')}</button>
 </form>
-${view.userCode ? '' : html`<p class="muted">Keyplane remembers this choice for this app; you will not be asked again for the same access.</p>`}`,
+${view.userCode ? '' : html`<p class="muted">${ui.t('consent.remembered')}</p>`}`,
       }),
     ),
   );
@@ -232,21 +255,23 @@ export interface NotAdmittedView {
 export function sendNotAdmitted(request: FastifyRequest, reply: FastifyReply, view: NotAdmittedView): FastifyReply {
   reply.code(403).type('text/html; charset=utf-8');
   reply.header('content-security-policy', contentSecurityPolicy(request.kp.cspNonce, { formAction: view.formAction }));
+  const ui = uiOf(request);
   return reply.send(
     formPage(
       reply,
       page({
-        title: `No access to ${view.clientName}`,
+        title: ui.t('not_admitted.title', { client: view.clientName }),
         nonce: request.kp.cspNonce,
-        body: html`<h1>No access to ${view.clientName}</h1>
-<p>You are signed in as <strong data-field="account">${view.username}</strong>. <span class="muted">${view.clientOrigin}</span> admits only:</p>
+        ui,
+        body: html`<h1>${ui.t('not_admitted.title', { client: view.clientName })}</h1>
+<p>${raw(ui.rich('consent.signed_in_as', { account: (c) => `<strong data-field="account">${c}</strong>` }, { username: view.username }))} ${raw(ui.rich('not_admitted.admits', { muted }, { origin: view.clientOrigin }))}</p>
 <ul data-field="admits">${view.admits.map((line) => html`<li>${line}</li>`)}</ul>
-<p>Ask an admin of one of these organizations for an invite, or sign in with another account.</p>
+<p>${ui.t('not_admitted.ask')}</p>
 <form method="post" action="/auth/authorize" data-action="not-admitted">
 ${Object.entries(view.hidden).map(
   ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">
 `,
-)}<button type="submit" name="decision" value="not_admitted">Back to ${view.clientName}</button>
+)}<button type="submit" name="decision" value="not_admitted">${ui.t('not_admitted.back', { client: view.clientName })}</button>
 </form>`,
       }),
     ),
@@ -260,15 +285,17 @@ export function sendLogoutConfirm(
   hidden: Record<string, string>,
 ): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
+  const ui = uiOf(request);
   return reply.send(
     formPage(
       reply,
       page({
-        title: 'Sign out',
+        title: ui.t('logout.title'),
         nonce: request.kp.cspNonce,
-        body: html`<h1>Sign out of Keyplane?</h1>
+        ui,
+        body: html`<h1>${ui.t('logout.heading')}</h1>
 <form method="post" action="/auth/logout" data-action="logout">
-${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit">Sign out</button>
+${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit">${ui.t('logout.button')}</button>
 </form>`,
       }),
     ),
@@ -300,6 +327,7 @@ export interface SignedOutView {
 export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, view: SignedOutView = {}): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
   const { next } = view;
+  const ui = uiOf(request);
   const frontchannel = view.frontchannel ?? [];
   if (frontchannel.length > 0)
     reply.header(
@@ -309,23 +337,24 @@ export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, view
       }),
     );
   const back = next
-    ? html`<p><a href="${next.href}" data-action="return"${next.auto ? ' data-auto' : ''} rel="noreferrer">Return to ${next.label}</a></p>`
+    ? html`<p><a href="${next.href}" data-action="return"${next.auto ? ' data-auto' : ''} rel="noreferrer">${ui.t('signed_out.return', { label: next.label })}</a></p>`
     : '';
   const frames = frontchannel.length
-    ? html`<p class="muted">Signing you out of the apps you used in this session…</p>
+    ? html`<p class="muted">${ui.t('signed_out.apps')}</p>
 ${frontchannel.map(
   (
     uri,
-  ) => html`<iframe src="${uri}" data-frontchannel title="Signing out of an app" width="0" height="0" hidden></iframe>
+  ) => html`<iframe src="${uri}" data-frontchannel title="${ui.t('signed_out.frame_title')}" width="0" height="0" hidden></iframe>
 `,
 )}`
     : '';
   return reply.send(
     page({
-      title: 'Signed out',
+      title: ui.t('signed_out.title'),
       nonce: request.kp.cspNonce,
+      ui,
       ...(frontchannel.length ? { scripts: [FRONTCHANNEL_LOGOUT_SCRIPT] } : {}),
-      body: html`<h1>You are signed out</h1>${frames}${back}<p><a href="/auth">Sign in again</a></p>`,
+      body: html`<h1>${ui.t('signed_out.heading')}</h1>${frames}${back}<p><a href="/auth">${ui.t('signed_out.again')}</a></p>`,
     }),
   );
 }
@@ -346,14 +375,16 @@ export function sendFormPost(
     'content-security-policy',
     contentSecurityPolicy(request.kp.cspNonce, { formAction: [new URL(redirectUri).origin] }),
   );
+  const ui = uiOf(request);
   return reply.send(
     page({
-      title: 'Returning to the app',
+      title: ui.t('returning.title'),
       nonce: request.kp.cspNonce,
+      ui,
       scripts: [FORM_POST_SCRIPT],
-      body: html`<h1>Returning to the app…</h1>
+      body: html`<h1>${ui.t('returning.heading')}</h1>
 <form id="kp-form-post" method="post" action="${redirectUri}" data-action="form-post">
-${Object.entries(response).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<noscript><p>JavaScript is off: continue by hand.</p><button type="submit">Continue to the app</button></noscript>
+${Object.entries(response).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<noscript><p>${ui.t('returning.noscript')}</p><button type="submit">${ui.t('returning.button')}</button></noscript>
 </form>`,
     }),
   );
@@ -375,15 +406,17 @@ export interface AccountChoiceView {
  */
 export function sendAccountChoice(request: FastifyRequest, reply: FastifyReply, view: AccountChoiceView): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
+  const ui = uiOf(request);
   return reply.send(
     page({
-      title: `Choose an account for ${view.clientName}`,
+      title: ui.t('choose.title', { client: view.clientName }),
       nonce: request.kp.cspNonce,
-      body: html`<h1>Choose an account for ${view.clientName}</h1>
-<p>You are signed in as <strong>${view.username}</strong>.</p>
-<p><a href="${view.continueHref}" data-action="continue-as">Continue as ${view.username}</a></p>
-<p><a href="${view.anotherHref}" data-action="use-another-account">Use another account</a></p>
-<p class="muted">Signing in to another account signs ${view.username} out of Keyplane in this browser.</p>`,
+      ui,
+      body: html`<h1>${ui.t('choose.title', { client: view.clientName })}</h1>
+<p>${raw(ui.rich('consent.signed_in_as', { account: strong }, { username: view.username }))}</p>
+<p><a href="${view.continueHref}" data-action="continue-as">${ui.t('choose.continue_as', { username: view.username })}</a></p>
+<p><a href="${view.anotherHref}" data-action="use-another-account">${ui.t('choose.another')}</a></p>
+<p class="muted">${ui.t('choose.warning', { username: view.username })}</p>`,
     }),
   );
 }

@@ -84,7 +84,7 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
       } catch (error) {
         if (!isKeyplaneError(error)) throw error;
         reply.code(error.status).headers(error.headers).type('text/html; charset=utf-8');
-        return recoveryFormPage(request.kp.cspNonce, {
+        return recoveryFormPage(request, {
           user: (request.body as { user?: string }).user ?? '',
           reason: error.reason,
         });
@@ -103,7 +103,7 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       reply.type('text/html; charset=utf-8');
-      return recoveryFormPage(request.kp.cspNonce);
+      return recoveryFormPage(request);
     },
   );
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
 import type { MessageKey } from '../../../../lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
-import { pageUi, type PageUi } from '../../pages/ui.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { ratingReport } from '../../pages/scan-report.js';
 import { latestPublicRating, publicScan } from '../../scan/public-scan.js';
 import { loadSiteStatus, sealScript, siteForOrigin, siteVerification } from '../../scan/seal.js';
@@ -112,7 +112,7 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
         }
       }
       reply.type('text/html; charset=utf-8');
-      return scanPage(request.kp.cspNonce, await pageUi(app, request), url ?? '', rating, note);
+      return scanPage(request.kp.cspNonce, uiOf(request), url ?? '', rating, note);
     },
   );
 
@@ -223,7 +223,7 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
         arrivedFrom = null;
       }
       const siteOrigin = new URL(status.site.url).origin;
-      const ui = await pageUi(app, request);
+      const ui = uiOf(request);
       const { t } = ui;
       const strong = (c: string) => `<strong>${c}</strong>`;
       const stateKey = STATUS_LABELS[state];

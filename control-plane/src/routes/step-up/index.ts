@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
 import { html, page } from '../../pages/layout.js';
+import { uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
@@ -34,23 +35,26 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       // The code field only for an account whose TOTP is on: others have no code to give.
       const asksCode = await stepUpAsksTotp(app.kp, request.kp.session!.identityId);
       reply.type('text/html; charset=utf-8');
+      const ui = uiOf(request);
+      const minutes = Math.round(app.kp.config.lifetimes.stepUp / 60);
       return page({
-        title: 'Confirm it is you',
+        title: ui.t('stepup.title'),
         nonce: request.kp.cspNonce,
+        ui,
         scripts: ['/assets/step-up.js'],
-        body: html`<h1>Confirm it is you</h1>
-<p>This action needs a fresh confirmation. Use one of your passkeys${asksCode ? ' and a code from your authenticator app' : ''}; it counts for ${Math.round(app.kp.config.lifetimes.stepUp / 60)} minutes.</p>
-<form id="step-up-form" data-return="${back}" novalidate>
+        body: html`<h1>${ui.t('stepup.title')}</h1>
+<p>${ui.t('stepup.explain', { withCode: asksCode ? 'yes' : 'no', minutes })}</p>
+<form id="step-up-form" data-return="${back}" novalidate data-msg-waiting="${ui.t('signin.js.waiting')}" data-msg-confirmed="${ui.t('stepup.js.confirmed')}">
 ${
   asksCode
-    ? html`  <label for="totp-code">Code from your authenticator app</label>
+    ? html`  <label for="totp-code">${ui.t('stepup.code')}</label>
   <input id="totp-code" name="totpCode" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>`
     : ''
 }
-  <button type="submit" data-action="step-up">Confirm with a passkey</button>
+  <button type="submit" data-action="step-up">${ui.t('stepup.button')}</button>
   <p id="status" role="status" aria-live="polite"></p>
 </form>
-<p><a href="${back}">Cancel</a></p>`,
+<p><a href="${back}">${ui.t('stepup.cancel')}</a></p>`,
       });
     },
   );
