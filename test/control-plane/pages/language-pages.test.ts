@@ -1,5 +1,7 @@
 import t from 'tap';
+import { enrollAgent } from '../../helpers/agents.js';
 import { build } from '../../helpers/build.js';
+import { buildSignedIn } from '../../helpers/signed-in.js';
 
 /**
  * The pages of branch i18n40b in German and Arabic (docs/i18n.md): changelog, contact, scan,
@@ -66,4 +68,23 @@ t.test('the public scan page in German and in Arabic', async (t) => {
   t.match(arabic.body, '<html lang="ar" dir="rtl">');
   t.match(arabic.body, '<h1>فحص أمان موقع الويب</h1>');
   t.match(arabic.body, 'لا يمكن فحص عنوان URL هذا');
+});
+
+t.test('the agent fleet and profile pages in German and in Arabic', async (t) => {
+  const { app, signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const agent = await enrollAgent(app, browser, { name: 'Deploy bot' });
+  const fleet = await browser.get('/account/agents', { accept: 'text/html', 'accept-language': 'de' });
+  t.equal(fleet.statusCode, 200);
+  t.match(fleet.body, '<html lang="de" dir="ltr">');
+  t.match(fleet.body, '<h1>Ihre Agenten</h1>');
+  t.match(fleet.body, '<button type="submit" data-action="approve">Bestätigen</button>');
+  t.match(fleet.body, '<td data-state="active">aktiv</td>');
+  t.match(fleet.body, /\d von 4 Angaben bestätigt/);
+  const profile = await browser.get(`/account/agents/${agent.agentId}?lang=ar`, { accept: 'text/html' });
+  t.equal(profile.statusCode, 200);
+  t.match(profile.body, '<html lang="ar" dir="rtl">');
+  t.match(profile.body, '<strong data-state="active">نشط</strong>');
+  t.match(profile.body, 'data-agent-action="suspend"');
+  t.match(profile.body, '<h2>الأذونات</h2>');
 });
