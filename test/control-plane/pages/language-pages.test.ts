@@ -88,3 +88,21 @@ t.test('the agent fleet and profile pages in German and in Arabic', async (t) =>
   t.match(profile.body, 'data-agent-action="suspend"');
   t.match(profile.body, '<h2>الأذونات</h2>');
 });
+
+t.test('the org dashboard in German and in Arabic', async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const created = await browser.post('/auth/orgs/create', { name: 'Acme' });
+  t.equal(created.statusCode, 200);
+  const german = await browser.get('/org/acme', { accept: 'text/html', 'accept-language': 'de' });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, 'Ihre Rolle: <strong data-field="role" data-value="owner">Inhaber</strong>.');
+  t.match(german.body, '<h2 id="members-h">Mitglieder</h2>');
+  t.match(german.body, '<option value="admin">Administrator</option>');
+  t.match(german.body, '<button type="submit" data-action="add-site">Website hinzufügen</button>');
+  const arabic = await browser.get('/org/acme?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h2 id="sites-h">المواقع</h2>');
+  t.match(arabic.body, '<li class="muted" data-none>لا توجد</li>');
+});
