@@ -11,6 +11,7 @@ import { randomId } from '../../../lib/util/random.js';
 import { sha256Hex } from '../../../lib/util/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 import { verificationMail } from '../mail/templates.js';
+import { mailLocale } from '../pages/ui.js';
 
 /** Addresses one account may hold. */
 export const MAX_EMAILS = 10;
@@ -95,7 +96,11 @@ export async function addEmail(services: EmailServices, identityId: string, inpu
     await tx.links.insert(link.record);
     return { row, sent: true as const, url: link.url, ...added };
   });
-  if (outcome.sent) services.mailer.enqueue(verificationMail(email, outcome.url, lifetime));
+  if (outcome.sent) {
+    const owner = await services.storage.identities.get(identityId);
+    const locale = mailLocale(owner?.preferences, services.config.i18n.defaultLocale);
+    services.mailer.enqueue(verificationMail(email, outcome.url, lifetime, locale));
+  }
   return {
     email,
     verified: outcome.row.verifiedAt !== null,

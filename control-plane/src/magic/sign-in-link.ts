@@ -5,6 +5,7 @@ import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { addressBucket, LINK_REASONS, SPENT_LINKS_KEPT_MS } from '../email/addresses.js';
 import { magicLinkMail } from '../mail/templates.js';
+import { mailLocale } from '../pages/ui.js';
 import { openSession, type SignInBrowser } from '../sessions/start-session.js';
 import type { Stores } from '../storage/types.js';
 
@@ -70,7 +71,10 @@ export async function requestSignInLink(
     });
     return issued;
   });
-  services.mailer.enqueue(magicLinkMail(email, link.url, services.config.lifetimes.magicLink));
+  // The mail follows the account's language (docs/i18n.md), not the browser that asked.
+  const owner = await services.storage.identities.get(target.identityId);
+  const locale = mailLocale(owner?.preferences, services.config.i18n.defaultLocale);
+  services.mailer.enqueue(magicLinkMail(email, link.url, services.config.lifetimes.magicLink, locale));
 }
 
 export interface DryRunLink {

@@ -50,3 +50,17 @@ t.test('a part that is not plain ASCII is still left to nodemailer to encode', a
   t.match(raw, /Content-Transfer-Encoding: quoted-printable/);
   await mailer.close();
 });
+
+t.test('the mails are written in the locale given, lifetimes with its plurals', async (t) => {
+  t.equal(describeLifetime(600, 'de'), '10 Minuten');
+  t.equal(describeLifetime(3_600, 'fr'), '1 heure');
+  t.equal(describeLifetime(2 * 86_400, 'ar'), 'يومين');
+  const de = magicLinkMail('a@example.com', 'https://id.example/l/x', 600, 'de');
+  t.equal(de.subject, 'Ihr Keyplane-Anmeldelink');
+  t.match(de.text, 'Der Link funktioniert einmal, 10 Minuten lang');
+  t.match(de.text, 'Anmelden: https://id.example/l/x');
+  t.match(de.html, '<html lang="de" dir="ltr">');
+  const ar = verificationMail('a@example.com', 'https://id.example/v/x', 86_400, 'ar');
+  t.match(ar.html, '<html lang="ar" dir="rtl">');
+  t.equal(ar.subject, 'أكّد عنوان بريدك الإلكتروني لدى Keyplane');
+});

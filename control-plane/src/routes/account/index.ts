@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { html, page } from '../../pages/layout.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireAssurance, requireSession } from '../../plugins/session.js';
 import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { renameAccount, setDisplayName, updatePreferences } from '../../accounts/profile.js';
@@ -106,12 +108,13 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       });
       if (wantsJson(request)) return { ok: true, ...view };
       reply.type('text/html; charset=utf-8');
+      const ui = uiOf(request);
       return page({
-        title: 'Your account',
+        title: ui.t('account.title'),
         nonce: request.kp.cspNonce,
-        lang: view.preferences['lang'] ?? 'en',
+        ui,
         scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
-        body: accountPage(view, current.assurance, [
+        body: accountPage(ui, view, current.assurance, [
           ...(extras.sections ?? []),
           approvalsSection(view),
           orgsSection(view),
@@ -342,95 +345,102 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
   );
 }
 
-function time(ms: number | null): string {
-  return ms === null ? 'never' : new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+/** English keeps the unambiguous ISO form; other languages their own (Intl.DateTimeFormat, UTC). */
+function time(ui: PageUi, ms: number | null): string {
+  if (ms === null) return ui.t('account.never');
+  return ui.locale === 'en' ? new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : ui.dateTime(ms);
 }
 
 /** A time as a `<time>` element, so scripts and assistive technology get the exact instant. */
-function when(ms: number) {
-  return html`<time datetime="${new Date(ms).toISOString()}">${time(ms)}</time>`;
+function when(ui: PageUi, ms: number) {
+  return html`<time datetime="${new Date(ms).toISOString()}">${time(ui, ms)}</time>`;
 }
 
-function accountPage(view: AccountView, assurance: string, sections: ReturnType<typeof html>[]) {
+function accountPage(ui: PageUi, view: AccountView, assurance: string, sections: ReturnType<typeof html>[]) {
+  const { t } = ui;
   const prefs = view.preferences;
-  const select = (name: string, label: string, values: string[]) => html`<label for="pref-${name}">${label}</label>
-<select id="pref-${name}" name="${name}"><option value="">(default)</option>${values.map((v) => html`<option value="${v}"${prefs[name] === v ? html` selected` : ''}>${v}</option>`)}</select>`;
-  return html`<h1>Your account</h1>
-<p>Signed in as <strong data-field="username">${view.username}</strong>${view.displayName ? html` (${view.displayName})` : ''}.
-Session assurance: <strong data-field="assurance">${assurance}</strong>. ${view.founder ? html`<strong>Founder</strong> account.` : ''}</p>
-${view.aliases.length ? html`<p class="muted">Previous usernames that still work: ${view.aliases.join(', ')}</p>` : ''}
+  const select = (
+    name: string,
+    label: MessageKey,
+    values: string[],
+  ) => html`<label for="pref-${name}">${t(label)}</label>
+<select id="pref-${name}" name="${name}"><option value="">${t('account.pref.default')}</option>${values.map((v) => html`<option value="${v}"${prefs[name] === v ? html` selected` : ''}>${v}</option>`)}</select>`;
+  return html`<h1>${t('account.title')}</h1>
+<p>${t('account.signed_in_as')} <strong data-field="username">${view.username}</strong>${view.displayName ? html` (${view.displayName})` : ''}.
+${t('account.assurance')} <strong data-field="assurance">${assurance}</strong>. ${view.founder ? html`<strong>${t('account.founder')}</strong>` : ''}</p>
+${view.aliases.length ? html`<p class="muted">${t('account.aliases', { names: view.aliases.join(', ') })}</p>` : ''}
 <p id="status" role="status" aria-live="polite"></p>
-<p><button type="button" data-action="signout">Sign out</button> <a href="/auth/step-up?return=/account">Confirm it is you (step up)</a> · <a href="/account/export" download>Export my data</a></p>
+<p><button type="button" data-action="signout">${t('account.sign_out')}</button> <a href="/auth/step-up?return=/account">${t('account.step_up')}</a> · <a href="/account/export" download>${t('account.export')}</a></p>
 
-<h2 id="profile-h">Profile</h2>
+<h2 id="profile-h">${t('account.profile')}</h2>
 <form data-form="profile" aria-labelledby="profile-h">
-  <label for="display-name">Display name</label>
+  <label for="display-name">${t('account.display_name')}</label>
   <input id="display-name" name="displayName" maxlength="64" value="${view.displayName}">
-  <button type="submit">Save name</button>
+  <button type="submit">${t('account.save_name')}</button>
 </form>
 <form data-form="rename" aria-labelledby="profile-h">
-  <label for="new-username">Username</label>
+  <label for="new-username">${t('signin.username')}</label>
   <input id="new-username" name="newUsername" autocapitalize="none" spellcheck="false" value="${view.username}" aria-describedby="username-help">
-  <p id="username-help" class="muted">3 to 32 letters, digits, dots, dashes or underscores. Your old name keeps working.</p>
-  <button type="submit">Change username</button>
+  <p id="username-help" class="muted">${t('account.username_help')}</p>
+  <button type="submit">${t('account.change_username')}</button>
 </form>
 
-<h2 id="passkeys-h">Passkeys</h2>
-<table aria-labelledby="passkeys-h"><thead><tr><th scope="col">Label</th><th scope="col">Added</th><th scope="col">Last used</th><th scope="col">Actions</th></tr></thead><tbody>
+<h2 id="passkeys-h">${t('account.passkeys')}</h2>
+<table aria-labelledby="passkeys-h"><thead><tr><th scope="col">${t('account.col.label')}</th><th scope="col">${t('account.col.added')}</th><th scope="col">${t('account.col.last_used')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
 ${view.passkeys.map(
   (
     p,
-  ) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td>${time(p.createdAt)}</td><td>${time(p.lastUsedAt)}</td>
-<td><button type="button" class="secondary" data-action="rename-passkey" data-cred-id="${p.credId}" aria-label="Rename ${p.label}">Rename</button>
-<button type="button" class="secondary" data-action="remove-passkey" data-cred-id="${p.credId}" aria-label="Remove ${p.label}"${view.passkeys.length <= 1 ? html` disabled title="Your last passkey cannot be removed"` : ''}>Remove</button></td></tr>`,
+  ) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td>${time(ui, p.createdAt)}</td><td>${time(ui, p.lastUsedAt)}</td>
+<td><button type="button" class="secondary" data-action="rename-passkey" data-cred-id="${p.credId}" aria-label="${t('account.rename_label', { label: p.label })}">${t('account.rename')}</button>
+<button type="button" class="secondary" data-action="remove-passkey" data-cred-id="${p.credId}" aria-label="${t('account.remove_label', { label: p.label })}"${view.passkeys.length <= 1 ? html` disabled title="${t('account.last_passkey')}"` : ''}>${t('account.remove')}</button></td></tr>`,
 )}
 </tbody></table>
-<button type="button" data-action="add-passkey">Add a passkey</button>
+<button type="button" data-action="add-passkey">${t('account.add_passkey')}</button>
 
-<h2 id="sessions-h">Sessions</h2>
-<table aria-labelledby="sessions-h"><thead><tr><th scope="col">Browser</th><th scope="col">Signed in</th><th scope="col">Last active</th><th scope="col">Assurance</th><th scope="col">Actions</th></tr></thead><tbody>
+<h2 id="sessions-h">${t('account.sessions')}</h2>
+<table aria-labelledby="sessions-h"><thead><tr><th scope="col">${t('account.col.browser')}</th><th scope="col">${t('account.col.signed_in')}</th><th scope="col">${t('account.col.last_active')}</th><th scope="col">${t('account.col.assurance')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
 ${view.sessions.map(
   (
     s,
-  ) => html`<tr data-session="${s.identifier}"><td><span data-field="device-label">${s.label}</span>${s.current ? html` <strong class="tag" data-field="this-session">this session</strong>` : s.thisDevice ? html` <strong class="tag" data-field="this-device">this device</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td><td>${s.assurance}</td>
-<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}" aria-label="Revoke the session in ${s.label}">${s.current ? 'Sign out' : 'Revoke'}</button></td></tr>`,
+  ) => html`<tr data-session="${s.identifier}"><td><span data-field="device-label">${s.label}</span>${s.current ? html` <strong class="tag" data-field="this-session">${t('account.this_session')}</strong>` : s.thisDevice ? html` <strong class="tag" data-field="this-device">${t('account.this_device')}</strong>` : ''}</td><td>${when(ui, s.createdAt)}</td><td>${when(ui, s.lastSeenAt)}</td><td>${s.assurance}</td>
+<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}" aria-label="${t('account.revoke_session_label', { label: s.label })}">${s.current ? t('account.sign_out') : t('account.revoke')}</button></td></tr>`,
 )}
 </tbody></table>
 
-<h2 id="devices-h">Devices</h2>
-<table aria-labelledby="devices-h"><thead><tr><th scope="col">Browser</th><th scope="col">First seen</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr></thead><tbody>
+<h2 id="devices-h">${t('account.devices')}</h2>
+<table aria-labelledby="devices-h"><thead><tr><th scope="col">${t('account.col.browser')}</th><th scope="col">${t('account.col.first_seen')}</th><th scope="col">${t('account.col.last_seen')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
 ${view.devices.map(
   (
     d,
-  ) => html`<tr data-device="${d.deviceId}"><td><span data-field="device-label">${d.label}</span>${d.current ? html` <strong class="tag" data-field="this-device">this device</strong>` : ''}</td><td>${when(d.createdAt)}</td><td>${when(d.lastSeenAt)}</td>
-<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}" aria-label="Revoke ${d.label}${d.current ? ' (this device)' : ''}">Revoke device</button></td></tr>`,
+  ) => html`<tr data-device="${d.deviceId}"><td><span data-field="device-label">${d.label}</span>${d.current ? html` <strong class="tag" data-field="this-device">${t('account.this_device')}</strong>` : ''}</td><td>${when(ui, d.createdAt)}</td><td>${when(ui, d.lastSeenAt)}</td>
+<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}" aria-label="${t('account.revoke_device_label', { label: d.label, current: d.current ? 'yes' : 'no' })}">${t('account.revoke_device')}</button></td></tr>`,
 )}
 </tbody></table>
 
-<h2 id="security-h">Two-step and e-mail</h2>
-<p>Authenticator app (TOTP): <strong data-field="totp">${view.totp}</strong></p>
-<p id="emails-h">E-mail addresses${view.emails.length ? '' : html`: <span data-field="no-emails">none yet</span>`}</p>
-<ul id="email-list" aria-labelledby="emails-h">${view.emails.map((e) => html`<li data-email="${e.email}">${e.email} <span class="muted">${e.verified ? '(verified)' : '(waiting for confirmation: open the link we mailed)'}</span></li>`)}</ul>
+<h2 id="security-h">${t('account.security')}</h2>
+<p>${t('account.totp')} <strong data-field="totp">${view.totp}</strong></p>
+<p id="emails-h">${t('account.emails')}${view.emails.length ? '' : html`: <span data-field="no-emails">${t('account.no_emails')}</span>`}</p>
+<ul id="email-list" aria-labelledby="emails-h">${view.emails.map((e) => html`<li data-email="${e.email}">${e.email} <span class="muted">${e.verified ? t('account.verified') : t('account.unverified')}</span></li>`)}</ul>
 ${sections}
 
-<h2 id="prefs-h">Preferences</h2>
+<h2 id="prefs-h">${t('account.preferences')}</h2>
 <form data-form="preferences" aria-labelledby="prefs-h">
-${select('theme', 'Theme', ['system', 'light', 'dark'])}
-${select('contrast', 'Contrast', ['normal', 'more', 'less'])}
-${select('motion', 'Motion', ['full', 'reduce'])}
-${select('text', 'Text size', ['normal', 'large', 'larger'])}
-${select('email', 'E-mail from us', ['all', 'security', 'none'])}
-<label for="pref-lang">Language</label>
+${select('theme', 'account.pref.theme', ['system', 'light', 'dark'])}
+${select('contrast', 'account.pref.contrast', ['normal', 'more', 'less'])}
+${select('motion', 'account.pref.motion', ['full', 'reduce'])}
+${select('text', 'account.pref.text', ['normal', 'large', 'larger'])}
+${select('email', 'account.pref.email', ['all', 'security', 'none'])}
+<label for="pref-lang">${t('account.pref.lang')}</label>
 <input id="pref-lang" name="lang" value="${prefs['lang'] ?? ''}" placeholder="en" autocapitalize="none" spellcheck="false">
-<button type="submit">Save preferences</button>
+<button type="submit">${t('account.save_prefs')}</button>
 </form>
 
-<h2 id="delete-h">Delete my account</h2>
+<h2 id="delete-h">${t('account.delete')}</h2>
 <form data-form="delete-account" aria-labelledby="delete-h" aria-describedby="delete-help">
-<p id="delete-help">This deletes your passkeys, authenticator app, backup codes, e-mail addresses, sessions, the sign-ins you gave apps and the apps you registered. It cannot be undone. Receipts of past events stay, naming only your account id, never your name.${assurance === 'sensitive' ? '' : html` First <a href="/auth/step-up?return=/account">confirm it is you</a>.`}</p>
-<label for="delete-confirm">To confirm, type your username: <strong>${view.username}</strong></label>
+<p id="delete-help">${t('account.delete_help')}${assurance === 'sensitive' ? '' : html` ${raw(ui.rich('account.delete_step_up', { stepup: (c) => `<a href="/auth/step-up?return=/account">${c}</a>` }))}`}</p>
+<label for="delete-confirm">${raw(ui.rich('account.delete_confirm', { strong: (c) => `<strong>${c}</strong>` }, { username: view.username }))}</label>
 <input id="delete-confirm" name="confirm" required autocomplete="off" autocapitalize="none" spellcheck="false">
-<button type="submit" class="danger" data-action="delete-account">Delete my account</button>
+<button type="submit" class="danger" data-action="delete-account">${t('account.delete')}</button>
 </form>`;
 }
 
