@@ -28,7 +28,11 @@ export function ratingReport(
       },
       {
         url: rating.url,
-        at: Number.isNaN(scannedAt) ? rating.scanned_at : `${ui.dateTime(scannedAt)} UTC`,
+        // English keeps the unambiguous ISO form, as the account page.
+        at:
+          ui.locale === 'en' || Number.isNaN(scannedAt)
+            ? `${rating.scanned_at.replace('T', ' ').slice(0, 16)} UTC`
+            : `${ui.dateTime(scannedAt)} UTC`,
         algorithm: rating.algorithm,
       },
     ),

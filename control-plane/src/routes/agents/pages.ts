@@ -9,7 +9,11 @@ import { requireSession } from '../../plugins/session.js';
 import { errorResponses } from '../../http/schemas.js';
 
 /** A moment in the reader's locale (UTC), or "never". */
-const when = (ui: PageUi, ms: number | null): string => (ms === null ? ui.t('agents.never') : `${ui.dateTime(ms)} UTC`);
+// English keeps the unambiguous ISO form, as the account page.
+const when = (ui: PageUi, ms: number | null): string =>
+  ms === null
+    ? ui.t('agents.never')
+    : `${ui.locale === 'en' ? new Date(ms).toISOString().replace('T', ' ').slice(0, 16) : ui.dateTime(ms)} UTC`;
 
 const STATES: Record<string, MessageKey | undefined> = {
   active: 'agents.state.active',

@@ -324,7 +324,9 @@ const ROLES: Record<OrgRole, MessageKey> = {
 
 function dashboard(view: OrgView, ui: PageUi, now: number) {
   const { t } = ui;
-  const when = (iso: string) => `${ui.dateTime(Date.parse(iso))} UTC`;
+  // English keeps the unambiguous ISO form, as the account page.
+  const when = (iso: string) =>
+    `${ui.locale === 'en' ? iso.replace('T', ' ').slice(0, 16) : ui.dateTime(Date.parse(iso))} UTC`;
   const role = (r: OrgRole) => t(ROLES[r]);
   const code = (c: string) => `<code>${c}</code>`;
   const manager = view.role !== 'member';
