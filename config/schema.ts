@@ -551,6 +551,14 @@ export const gatewaySchema: Group = group('Edge-gate', {
     description:
       'Require a server-issued DPoP nonce (RFC 9449 §8, `use_dpop_nonce`) in the proofs of DPoP callers. Stateless: nonces derive from `cookieKeys`, so every replica sharing them accepts them; each lives 5 to 10 minutes.',
   },
+  defaultLocale: {
+    type: 'string',
+    enum: [...LOCALES],
+    default: 'en',
+    env: 'KEYPLANE_GATEWAY_DEFAULT_LOCALE',
+    description:
+      "Language of the gateway's pages (sign-out, access denied) when neither its language switcher nor `Accept-Language` names a supported one (docs/i18n.md).",
+  },
   dataDir: common.dataDir,
   redisUrl: common.redisUrl,
   redis: common.redis,

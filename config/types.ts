@@ -84,6 +84,7 @@ export interface GatewaySettings {
   controlPlaneTimeoutMs: number;
   upstreamConnections: number;
   dpopNonce: boolean;
+  defaultLocale: Locale;
   dataDir: string;
   redisUrl?: string;
   redis: RedisSettings;

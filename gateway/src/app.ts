@@ -26,6 +26,7 @@ import { EndedSessions } from './ended-sessions.js';
 import { forwardAuth } from './forward-auth.js';
 import { loadCookieKeys, loadOrCreateSigningKey, type GatewaySigningKey } from './keys.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
+import { chooseLanguage } from './locale.js';
 import { callback, refuse, signin, signout } from './page-flow.js';
 import { UpstreamProxy, endToEnd, hasBody } from './proxy.js';
 import { countPassed, countUpstreamFailure, sendEnvelope, sendError, sendJson } from './respond.js';
@@ -217,6 +218,9 @@ async function gateRoute(
     case '/_gate/callback':
       if (method !== 'GET') return notAllowed();
       return callback(ctx, req, res, query);
+    case '/_gate/lang':
+      if (method !== 'GET') return notAllowed();
+      return chooseLanguage(ctx, res, query);
     default:
       return sendError(ctx.metrics, res, fail('not_found'));
   }

@@ -18,6 +18,7 @@ import {
 import { originRefusal } from '../../lib/http/check-request-origin.js';
 import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
 import { constantEquals } from '../../lib/util/constant-equals.js';
+import type { Translator } from '../../lib/i18n/translate.js';
 import { escapeHtml } from '../../lib/util/html.js';
 import { randomToken } from '../../lib/util/random.js';
 import { validateReturnUrl } from '../../lib/util/return-url.js';
@@ -25,6 +26,7 @@ import type { DeniedPage, Refusal } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { verifyIdToken } from './id-token.js';
 import { countRefusal, redirect, sendError } from './respond.js';
+import { chosenLocale, gatewayUi, languageSwitcher } from './locale.js';
 import { endGatewaySession } from './sessions.js';
 import { isTokenEndpointError } from './token-client.js';
 
@@ -42,11 +44,12 @@ const LOGIN_SECONDS = 600;
  */
 async function startSignIn(
   ctx: GatewayContext,
-  cookieHeader: string | undefined,
+  req: IncomingMessage,
   returnTo: string,
   acr?: string,
   prompt?: 'select_account',
 ): Promise<{ location: string; cookies: string[] }> {
+  const cookieHeader = req.headers['cookie'];
   // The session the browser has now, ended once this sign-in succeeds (docs/gateway.md#session-rotation).
   const current = cookieHeader
     ? await readSessionCookies(parseCookieHeader(cookieHeader), {
@@ -91,6 +94,10 @@ async function startSignIn(
   }
   // "Use another account" on the access-denied page: the control plane asks which account.
   if (prompt) params.set('prompt', prompt);
+  // A language chosen with the gateway's switcher goes on to the control plane's pages (OIDC Core
+  // §3.1.2.1); without one the control plane negotiates itself, with the account's preference.
+  const locale = chosenLocale(ctx, req);
+  if (locale) params.set('ui_locales', locale);
   return { location: `${ctx.controlPlane}/auth/authorize?${params}`, cookies };
 }
 
@@ -103,7 +110,7 @@ export async function refuse(
 ): Promise<void> {
   if (refused.signIn === undefined && refused.denied) {
     countRefusal(ctx.metrics, refused.error.reason);
-    return deniedPage(ctx, res, refused.denied);
+    return deniedPage(ctx, req, res, refused.denied);
   }
   if (refused.signIn === undefined) return sendError(ctx.metrics, res, refused.error);
   if (!ctx.config.clientId)
@@ -111,7 +118,7 @@ export async function refuse(
   countRefusal(ctx.metrics, refused.reason);
   // The request's own path, but held to the same rule as `rd`: `//host/…` must never become a Location.
   const returnTo = validateReturnUrl(refused.signIn.returnTo, ctx.publicUrl) ?? '/';
-  const { location, cookies } = await startSignIn(ctx, req.headers['cookie'], returnTo, refused.signIn.acr);
+  const { location, cookies } = await startSignIn(ctx, req, returnTo, refused.signIn.acr);
   return redirect(res, location, cookies);
 }
 
@@ -128,16 +135,28 @@ const PAGE_HEADERS = {
  * account and the app, and offers another account through the control plane's account choice
  * (`prompt=select_account`), never a redirect back into sign-in, which would loop.
  */
-function deniedPage(ctx: GatewayContext, res: ServerResponse, denied: DeniedPage): void {
+function deniedPage(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, denied: DeniedPage): void {
   const app = new URL(ctx.publicUrl).host;
+  const ui = gatewayUi(ctx, req);
   const another = `/_gate/signin?${new URLSearchParams({ rd: denied.returnTo, prompt: 'select_account' })}`;
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>No access to ${escapeHtml(app)}</title><meta name="viewport" content="width=device-width"></head>
-<body><main><h1>No access to ${escapeHtml(app)}</h1>
-<p>You are signed in as <strong data-field="account">${escapeHtml(denied.account)}</strong>, and this account may not use <strong data-field="app">${escapeHtml(app)}</strong>. Ask the operator of this app for access, or sign in with an account that has it.</p>
-<p><a href="${escapeHtml(another)}" data-action="use-another-account">Use another account</a></p></main></body></html>`;
+  const title = escapeHtml(ui.t('gateway.denied.title', { app }));
+  const explained = ui.rich(
+    'gateway.denied.body',
+    {
+      who: (c) => `<strong data-field="account">${c}</strong>`,
+      where: (c) => `<strong data-field="app">${c}</strong>`,
+    },
+    { account: denied.account, app },
+  );
+  const html = `${pageStart(ui, title)}
+<body><main><h1>${title}</h1>
+<p>${explained}</p>
+<p><a href="${escapeHtml(another)}" data-action="use-another-account">${escapeHtml(ui.t('gateway.denied.another'))}</a></p></main>
+${languageSwitcher(ui, denied.returnTo)}</body></html>`;
   res.writeHead(403, {
     ...PAGE_HEADERS,
-    'content-security-policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    'content-language': ui.locale,
+    'content-security-policy': `default-src 'none'; style-src ${PAGE_STYLE_HASH}; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
   });
   res.end(html);
 }
@@ -160,7 +179,7 @@ export async function signin(
   const prompt = query.get('prompt') ?? undefined;
   if (prompt !== undefined && prompt !== 'select_account')
     return sendError(ctx.metrics, res, fail('invalid_request', 'prompt may only be select_account'));
-  const { location, cookies } = await startSignIn(ctx, req.headers['cookie'], returnTo, acr, prompt);
+  const { location, cookies } = await startSignIn(ctx, req, returnTo, acr, prompt);
   redirect(res, location, cookies);
 }
 
@@ -335,26 +354,43 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
 
 const SIGNOUT_FORM_LIMIT = 4096;
 
-// The sign-out page's look: the control plane's system font, spacing and button, inline and
-// allowed by its hash alone (the page loads nothing and runs no script).
-const SIGNOUT_STYLE = `:root{color-scheme:light dark;--fg:#17202a;--bg:#fbfbfd;--muted:#5b6670;--accent:#0b57d0}
+// The gateway pages' look: the control plane's system font, spacing and button, inline and
+// allowed by its hash alone (the pages load nothing and run no script). Logical properties
+// (margin-inline-start) mirror the layout in a right-to-left language.
+const PAGE_STYLE = `:root{color-scheme:light dark;--fg:#17202a;--bg:#fbfbfd;--muted:#5b6670;--accent:#0b57d0}
 @media (prefers-color-scheme:dark){:root{--fg:#e8eaed;--bg:#14171a;--muted:#a3acb5;--accent:#8ab4f8}}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
 main{max-width:32rem;margin:0 auto;padding:3rem 1.25rem}h1{font-size:1.6rem;margin:0 0 1rem}p{color:var(--muted)}
 button{font:inherit;padding:.6rem 1.1rem;border-radius:.4rem;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;margin-top:.75rem}
-a{color:var(--accent);margin-left:1rem}:focus-visible{outline:3px solid var(--accent);outline-offset:2px}`;
-const SIGNOUT_STYLE_HASH = `'sha256-${createHash('sha256').update(SIGNOUT_STYLE).digest('base64')}'`;
+a{color:var(--accent)}form a{margin-inline-start:1rem}:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
+nav.lang{max-width:32rem;margin:0 auto;padding:0 1.25rem 2rem;font-size:.9rem}nav.lang ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem 1rem}`;
+const PAGE_STYLE_HASH = `'sha256-${createHash('sha256').update(PAGE_STYLE).digest('base64')}'`;
+
+/** `<html lang dir>` and `<head>` of a gateway page; `title` is already escaped. */
+function pageStart(ui: Translator, title: string): string {
+  return `<!doctype html><html lang="${ui.locale}" dir="${ui.dir}"><head><meta charset="utf-8"><title>${title}</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${PAGE_STYLE}</style></head>`;
+}
 
 /** GET: the confirmation page, a plain POST form (no script), so a link or an image on another site signs nobody out. */
-function signoutPage(ctx: GatewayContext, res: ServerResponse, session: GateSession, returnTo: string): void {
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign out</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${SIGNOUT_STYLE}</style></head>
-<body><main><h1>Sign out?</h1><p>This ends your session here and at the identity provider.</p>
+function signoutPage(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  session: GateSession,
+  returnTo: string,
+): void {
+  const ui = gatewayUi(ctx, req);
+  const here = `/_gate/signout?${new URLSearchParams({ rd: returnTo })}`;
+  const html = `${pageStart(ui, escapeHtml(ui.t('gateway.signout.title')))}
+<body><main><h1>${escapeHtml(ui.t('gateway.signout.heading'))}</h1><p>${escapeHtml(ui.t('gateway.signout.body'))}</p>
 <form method="post" action="/_gate/signout" data-action="signout-form"><input type="hidden" name="csrf" value="${escapeHtml(signoutToken(ctx, session))}"><input type="hidden" name="rd" value="${escapeHtml(returnTo)}">
-<button type="submit" data-action="signout">Sign out</button><a href="${escapeHtml(returnTo)}">Stay signed in</a></form></main></body></html>`;
+<button type="submit" data-action="signout">${escapeHtml(ui.t('gateway.signout.button'))}</button><a href="${escapeHtml(returnTo)}">${escapeHtml(ui.t('gateway.signout.stay'))}</a></form></main>
+${languageSwitcher(ui, here)}</body></html>`;
   res.writeHead(200, {
     ...PAGE_HEADERS,
+    'content-language': ui.locale,
     // The form posts here and is redirected to the control plane's logout: form-action covers both (CSP 3 follows redirects).
-    'content-security-policy': `default-src 'none'; style-src ${SIGNOUT_STYLE_HASH}; form-action 'self' ${new URL(ctx.controlPlane).origin}; frame-ancestors 'none'; base-uri 'none'`,
+    'content-security-policy': `default-src 'none'; style-src ${PAGE_STYLE_HASH}; form-action 'self' ${new URL(ctx.controlPlane).origin}; frame-ancestors 'none'; base-uri 'none'`,
   });
   res.end(html);
 }
@@ -379,7 +415,7 @@ export async function signout(
   if (form === null) return sendError(ctx.metrics, res, fail('payload_too_large', 'the sign-out form is too large'));
   const returnTo = validateReturnUrl(form.get('rd') ?? query.get('rd') ?? '/', ctx.publicUrl) ?? '/';
   if (!session) return redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
-  if (req.method !== 'POST') return signoutPage(ctx, res, session, returnTo);
+  if (req.method !== 'POST') return signoutPage(ctx, req, res, session, returnTo);
   // The session's CSRF token is the check; Fetch Metadata (then Origin) refuses another site's
   // post before it is even compared (docs/security.md#csrf-on-forms).
   if (!fromOwnPage(req, ctx.publicUrl) || !constantEquals(form.get('csrf') ?? '', signoutToken(ctx, session))) {

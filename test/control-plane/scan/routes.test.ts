@@ -191,6 +191,15 @@ t.test('org scan, domain proof, seal and verification page; stale after 30 days'
   });
   t.match(page.body, /data-field="org">Acme/);
   t.match(page.body, /You came here from <strong>https:\/\/phish.example<\/strong>/);
+  const german = await server.inject({
+    method: 'GET',
+    url: `/verify/${siteId}`,
+    headers: { accept: 'text/html', 'accept-language': 'de', referer: 'https://phish.example/x' },
+  });
+  t.match(german.body, '<h1>Überprüfung der Website</h1>', 'the verification page in the reader’s language');
+  t.match(german.body, 'Sie kommen von <strong>https://phish.example</strong>');
+  t.match(german.body, /data-field="status" data-value="current">aktuell</);
+  t.match(german.body, /<h2 id="report-h">Note <strong data-field="grade">/, 'and its report');
   t.equal((await server.inject({ method: 'GET', url: '/verify/site_nope?format=json' })).statusCode, 404);
   t.equal(
     (await server.inject({ method: 'GET', url: '/embed/seal.json?origin=nonsense' })).json().reason,

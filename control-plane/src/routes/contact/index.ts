@@ -1,36 +1,40 @@
 import type { FastifyInstance } from 'fastify';
 import { CONTACT_TOPICS, purgeOldContacts, receiveContact } from '../../contact/contact.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
 import { html, page } from '../../pages/layout.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
-const TOPIC_LABELS: Record<(typeof CONTACT_TOPICS)[number], string> = {
-  general: 'General question',
-  security: 'Security report',
-  privacy: 'Privacy or data request',
-  abuse: 'Report abuse',
-  support: 'Help with an account',
+const TOPIC_LABELS: Record<(typeof CONTACT_TOPICS)[number], MessageKey> = {
+  general: 'contact.topic.general',
+  security: 'contact.topic.security',
+  privacy: 'contact.topic.privacy',
+  abuse: 'contact.topic.abuse',
+  support: 'contact.topic.support',
 };
 
-function contactPage(nonce: string, max: number, sent: boolean) {
+function contactPage(nonce: string, ui: PageUi, max: number, sent: boolean) {
+  const { t } = ui;
   return page({
-    title: 'Contact',
+    title: t('contact.title'),
     nonce,
+    ui,
     scripts: ['/assets/forms.js'],
-    body: html`<h1>Contact the operator</h1>
-${sent ? html`<p role="status" data-state="sent">Thank you: your message was received. The operator answers at the address you gave.</p>` : ''}
+    body: html`<h1>${t('contact.heading')}</h1>
+${sent ? html`<p role="status" data-state="sent">${t('contact.sent')}</p>` : ''}
 <p id="form-status" role="status" aria-live="polite"></p>
 <form method="post" action="/contact" data-kp-post data-then="contact" aria-labelledby="contact-h">
-<h2 id="contact-h">Send a message</h2>
-<label for="contact-email">Your email address</label>
+<h2 id="contact-h">${t('contact.form_heading')}</h2>
+<label for="contact-email">${t('contact.email')}</label>
 <input id="contact-email" name="email" type="email" required maxlength="254" autocomplete="email" aria-describedby="contact-email-hint">
-<p id="contact-email-hint" class="muted">Used only to answer you.</p>
-<label for="contact-topic">Topic</label>
-<select id="contact-topic" name="topic" required>${CONTACT_TOPICS.map((topic) => html`<option value="${topic}">${TOPIC_LABELS[topic]}</option>`)}</select>
-<label for="contact-message">Message</label>
+<p id="contact-email-hint" class="muted">${t('contact.email_hint')}</p>
+<label for="contact-topic">${t('contact.topic')}</label>
+<select id="contact-topic" name="topic" required>${CONTACT_TOPICS.map((topic) => html`<option value="${topic}">${t(TOPIC_LABELS[topic])}</option>`)}</select>
+<label for="contact-message">${t('contact.message')}</label>
 <textarea id="contact-message" name="message" required rows="8" maxlength="${max}" aria-describedby="contact-message-hint"></textarea>
-<p id="contact-message-hint" class="muted">At most ${max} characters. Never send a password, recovery code or token.</p>
-<button type="submit" data-action="contact">Send</button>
+<p id="contact-message-hint" class="muted">${t('contact.message_hint', { max })}</p>
+<button type="submit" data-action="contact">${t('contact.send')}</button>
 </form>`,
   });
 }
@@ -54,6 +58,7 @@ export default async function contactRoutes(app: FastifyInstance): Promise<void>
       reply.type('text/html; charset=utf-8');
       return contactPage(
         request.kp.cspNonce,
+        uiOf(request),
         services.config.contact.maxMessageChars,
         (request.query as { sent?: string }).sent !== undefined,
       );

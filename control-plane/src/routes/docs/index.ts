@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ChangelogVersion } from '../../../../lib/changelog/keep-a-changelog.js';
 import { loadChangelog } from '../../changelog/changelog.js';
-import { html, page, type SafeHtml } from '../../pages/layout.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { anyObject, errorResponses, okObject } from '../../http/schemas.js';
 
 interface Operation {
@@ -55,17 +57,35 @@ function inline(text: string): SafeHtml {
   return html`${parts.map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : part))}`;
 }
 
-function changelogPage(nonce: string, versions: ChangelogVersion[]) {
+/** Keep a Changelog's section names, in the reader's language; another heading is shown as written. */
+const CHANGE_TYPES: Record<string, MessageKey | undefined> = {
+  added: 'changelog.type.added',
+  changed: 'changelog.type.changed',
+  deprecated: 'changelog.type.deprecated',
+  removed: 'changelog.type.removed',
+  fixed: 'changelog.type.fixed',
+  security: 'changelog.type.security',
+};
+
+/** The page's chrome is translated; the entries are CHANGELOG.md's, in English (`lang="en"` on them). */
+function changelogPage(nonce: string, ui: PageUi, versions: ChangelogVersion[]) {
+  const { t } = ui;
   const id = (v: ChangelogVersion) => `v-${v.version.replace(/[^A-Za-z0-9._-]/g, '-')}`;
+  const type = (name: string) => {
+    const key = CHANGE_TYPES[name];
+    return key ? t(key) : name;
+  };
   return page({
-    title: 'Changelog',
+    title: t('changelog.title'),
     nonce,
-    body: html`<h1>Changelog</h1>
-<p class="muted">Also as versioned JSON: <a href="/changelog?format=json">/changelog?format=json</a>.</p>
+    ui,
+    body: html`<h1>${t('changelog.heading')}</h1>
+<p class="muted">${raw(ui.rich('changelog.json', { link: (c) => `<a href="/changelog?format=json">${c}</a>` }, { url: '/changelog?format=json' }))}</p>
+${ui.locale === 'en' ? '' : html`<p class="muted" data-notice="english-entries">${t('changelog.english_only')}</p>`}
 ${versions.map(
   (v) => html`<section aria-labelledby="${id(v)}">
-<h2 id="${id(v)}">${v.version}${v.date ? html` <span class="muted">(<time datetime="${v.date}">${v.date}</time>)</span>` : ''}</h2>
-<ul>${v.changes.map((c) => html`<li><strong>${c.type}</strong>: ${inline(c.text)}</li>`)}</ul>
+<h2 id="${id(v)}">${v.version === 'Unreleased' ? t('changelog.unreleased') : v.version}${v.date ? html` <span class="muted">(<time datetime="${v.date}">${ui.date(Date.parse(v.date))}</time>)</span>` : ''}</h2>
+<ul>${v.changes.map((c) => html`<li><strong>${type(c.type)}</strong>: <span lang="en">${inline(c.text)}</span></li>`)}</ul>
 </section>`,
 )}`,
   });
@@ -116,7 +136,8 @@ export default async function docsRoutes(app: FastifyInstance): Promise<void> {
           'Release history from CHANGELOG.md: HTML, or versioned JSON with format=json or Accept: application/json',
         querystring: {
           type: 'object',
-          properties: { format: { type: 'string', enum: ['json', 'html'] } },
+          // lang: the language switcher's choice (docs/i18n.md).
+          properties: { format: { type: 'string', enum: ['json', 'html'] }, lang: { type: 'string', maxLength: 64 } },
           additionalProperties: false,
         },
         response: {
@@ -129,8 +150,11 @@ export default async function docsRoutes(app: FastifyInstance): Promise<void> {
       const { format } = request.query as { format?: string };
       reply.header('vary', 'accept');
       if (wantsJson(format, request.headers.accept)) return { ok: true, versions };
+      // The page follows the reader's language (Accept-Language, the kp_lang cookie, the account's), so no shared cache keeps it.
+      reply.header('vary', 'accept, accept-language, cookie');
+      reply.header('cache-control', 'private, max-age=300');
       reply.type('text/html; charset=utf-8');
-      return changelogPage(request.kp.cspNonce, versions);
+      return changelogPage(request.kp.cspNonce, uiOf(request), versions);
     },
   );
 

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ORG_ROLES, type OrgRole } from '../../../../lib/orgs/roles.js';
-import { html, page } from '../../pages/layout.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';
 import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
 import {
@@ -151,12 +153,14 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
         // The JSON keeps CONTRACT's shape; pending invites are for the managers' page.
         const { invites: _invites, ...contractView } = view;
         if (wantsJson(request)) return { ok: true, ...contractView };
+        const ui = uiOf(request);
         reply.type('text/html; charset=utf-8');
         return page({
-          title: `${view.name} · organization`,
+          title: ui.t('orgs.title', { name: view.name }),
           nonce: request.kp.cspNonce,
+          ui,
           scripts: ['/assets/forms.js'],
-          body: dashboard(view, services.now()),
+          body: dashboard(view, ui, services.now()),
         });
       },
     );
@@ -310,38 +314,46 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
   });
 }
 
-function when(iso: string): string {
-  return iso.replace('T', ' ').slice(0, 16) + ' UTC';
-}
-
 const STALE_MS = 30 * 86_400_000;
 
-function dashboard(view: OrgView, now: number) {
+const ROLES: Record<OrgRole, MessageKey> = {
+  owner: 'orgs.role.owner',
+  admin: 'orgs.role.admin',
+  member: 'orgs.role.member',
+};
+
+function dashboard(view: OrgView, ui: PageUi, now: number) {
+  const { t } = ui;
+  // English keeps the unambiguous ISO form, as the account page.
+  const when = (iso: string) =>
+    `${ui.locale === 'en' ? iso.replace('T', ' ').slice(0, 16) : ui.dateTime(Date.parse(iso))} UTC`;
+  const role = (r: OrgRole) => t(ROLES[r]);
+  const code = (c: string) => `<code>${c}</code>`;
   const manager = view.role !== 'member';
   const slug = encodeURIComponent(view.slug);
   const gradeOf = (r: OrgView['rating']) => {
-    if (!r) return html`<span class="muted">not scanned yet</span>`;
+    if (!r) return html`<span class="muted">${t('orgs.not_scanned')}</span>`;
     const stale = now - Date.parse(r.scanned_at) > STALE_MS;
-    return html`<strong data-field="grade">${r.grade}</strong> (${r.score}) · ${when(r.scanned_at)}${stale ? html` · <strong>stale</strong>` : ''}`;
+    return html`<strong data-field="grade">${r.grade}</strong> (${r.score}) · ${when(r.scanned_at)}${stale ? html` · <strong>${t('orgs.stale')}</strong>` : ''}`;
   };
   return html`<h1>${view.name}</h1>
 <p id="form-status" role="status" aria-live="polite"></p>
-<p>Your role: <strong data-field="role">${view.role}</strong>. Headline rating: ${gradeOf(view.rating)}</p>
-<h2 id="sites-h">Sites</h2>
-<table aria-labelledby="sites-h"><thead><tr><th scope="col">Site</th><th scope="col">Rating</th><th scope="col">Domain</th>${manager ? html`<th scope="col">Actions</th>` : ''}</tr></thead><tbody>
+<p>${raw(ui.rich('orgs.your_role', { role: (c) => `<strong data-field="role" data-value="${view.role}">${c}</strong>` }, { value: role(view.role) }))} ${t('orgs.headline')} ${gradeOf(view.rating)}</p>
+<h2 id="sites-h">${t('orgs.sites.heading')}</h2>
+<table aria-labelledby="sites-h"><thead><tr><th scope="col">${t('orgs.sites.site')}</th><th scope="col">${t('orgs.sites.rating')}</th><th scope="col">${t('orgs.sites.domain')}</th>${manager ? html`<th scope="col">${t('orgs.sites.actions')}</th>` : ''}</tr></thead><tbody>
 ${view.sites.map(
   (
     s,
-  ) => html`<tr data-site="${s.siteId}"><td>${s.label ? html`${s.label}: ` : ''}<a href="/verify/${s.siteId}">${s.url}</a>${s.primary ? html` <strong>(primary)</strong>` : ''}</td>
+  ) => html`<tr data-site="${s.siteId}"><td>${s.label ? html`${s.label}: ` : ''}<a href="/verify/${s.siteId}">${s.url}</a>${s.primary ? html` <strong>${t('orgs.sites.primary')}</strong>` : ''}</td>
 <td>${gradeOf(s.rating)}</td>
-<td>${s.verified ? 'verified' : html`not verified: publish <code>${s.proof.dns.value}</code> as TXT at <code>${s.proof.dns.name}</code> or in <code>${s.proof.wellKnown.url}</code>`}</td>
+<td>${s.verified ? t('orgs.sites.verified') : raw(ui.rich('orgs.sites.not_verified', { code }, { value: s.proof.dns.value, name: s.proof.dns.name, url: s.proof.wellKnown.url }))}</td>
 ${
   manager
     ? html`<td>
-<form method="post" data-kp-post action="/org/${slug}/scan"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" data-action="scan">Scan now</button></form>
-${s.verified ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/verify"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Check domain</button></form>`}
-${s.primary ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/primary"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Make primary</button></form>`}
-<form method="post" data-kp-post action="/org/${slug}/websites/remove"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">Remove</button></form>
+<form method="post" data-kp-post action="/org/${slug}/scan"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" data-action="scan">${t('orgs.sites.scan')}</button></form>
+${s.verified ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/verify"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">${t('orgs.sites.check_domain')}</button></form>`}
+${s.primary ? '' : html`<form method="post" data-kp-post action="/org/${slug}/websites/primary"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">${t('orgs.sites.make_primary')}</button></form>`}
+<form method="post" data-kp-post action="/org/${slug}/websites/remove"><input type="hidden" name="siteId" value="${s.siteId}"><button type="submit" class="secondary">${t('orgs.sites.remove')}</button></form>
 </td>`
     : ''
 }</tr>`,
@@ -349,22 +361,22 @@ ${s.primary ? '' : html`<form method="post" data-kp-post action="/org/${slug}/we
 </tbody></table>
 ${
   manager
-    ? html`<form method="post" data-kp-post action="/org/${slug}/websites/add" aria-labelledby="add-site-h"><h3 id="add-site-h">Add a site</h3>
-<label for="site-url">URL (https)</label> <input id="site-url" name="url" type="url" required placeholder="https://www.example.com/">
-<label for="site-label">Label (optional)</label> <input id="site-label" name="label" type="text">
-<button type="submit" data-action="add-site">Add site</button></form>`
+    ? html`<form method="post" data-kp-post action="/org/${slug}/websites/add" aria-labelledby="add-site-h"><h3 id="add-site-h">${t('orgs.add.heading')}</h3>
+<label for="site-url">${t('orgs.add.url')}</label> <input id="site-url" name="url" type="url" required placeholder="https://www.example.com/">
+<label for="site-label">${t('orgs.add.label')}</label> <input id="site-label" name="label" type="text">
+<button type="submit" data-action="add-site">${t('orgs.add.button')}</button></form>`
     : ''
 }
-<h2 id="members-h">Members</h2>
-<ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${x.role}</li>`)}</ul>
-<h3 id="pending-h">Pending invites</h3>
-<ul id="pending-invites" aria-labelledby="pending-h">${view.invites.length ? view.invites.map((x) => html`<li data-pending-invite="${x.username}">${x.username} · ${x.role} <span class="muted">(not accepted yet)</span></li>`) : html`<li class="muted" data-none>None</li>`}</ul>
+<h2 id="members-h">${t('orgs.members.heading')}</h2>
+<ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${role(x.role)}</li>`)}</ul>
+<h3 id="pending-h">${t('orgs.invites.heading')}</h3>
+<ul id="pending-invites" aria-labelledby="pending-h">${view.invites.length ? view.invites.map((x) => html`<li data-pending-invite="${x.username}">${x.username} · ${role(x.role)} <span class="muted">${t('orgs.invites.not_accepted')}</span></li>`) : html`<li class="muted" data-none>${t('orgs.invites.none')}</li>`}</ul>
 ${
   manager
-    ? html`<form method="post" data-kp-post data-then="invited" action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">Invite someone</h3>
-<label for="invite-username">Username</label> <input id="invite-username" name="username" type="text" required>
-<label for="invite-role">Role</label> <select id="invite-role" name="role"><option value="member">member</option><option value="admin">admin</option>${view.role === 'owner' ? html`<option value="owner">owner</option>` : ''}</select>
-<button type="submit">Invite</button></form>`
+    ? html`<form method="post" data-kp-post data-then="invited" action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">${t('orgs.invite.heading')}</h3>
+<label for="invite-username">${t('orgs.invite.username')}</label> <input id="invite-username" name="username" type="text" required>
+<label for="invite-role">${t('orgs.invite.role')}</label> <select id="invite-role" name="role"><option value="member">${role('member')}</option><option value="admin">${role('admin')}</option>${view.role === 'owner' ? html`<option value="owner">${role('owner')}</option>` : ''}</select>
+<button type="submit">${t('orgs.invite.button')}</button></form>`
     : ''
 }`;
 }

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { html, page } from '../../pages/layout.js';
+import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { ratingReport } from '../../pages/scan-report.js';
 import { latestPublicRating, publicScan } from '../../scan/public-scan.js';
 import { loadSiteStatus, sealScript, siteForOrigin, siteVerification } from '../../scan/seal.js';
@@ -16,22 +18,34 @@ const urlQuery = {
   properties: { url: { type: 'string', maxLength: 2048 }, format: { enum: ['json', 'html'] } },
 } as const;
 
-function scanPage(nonce: string, url: string, rating: Rating | null, note: string | null) {
+/** A note the public scan page shows above the form's result. */
+type ScanNote = 'scan.note.not_scanned' | 'scan.note.invalid_url';
+
+function scanPage(nonce: string, ui: PageUi, url: string, rating: Rating | null, note: ScanNote | null) {
+  const { t } = ui;
   return page({
-    title: 'Website posture scan',
+    title: t('scan.title'),
     nonce,
+    ui,
     scripts: ['/assets/forms.js'],
-    body: html`<h1>Website posture scan</h1>
-<p>Grades a site's HTTP security headers, cookies, redirects and scripts the way the MDN HTTP Observatory does, and signs the result.
-Results are kept for a few minutes; scans are limited per address and per site.</p>
+    body: html`<h1>${t('scan.heading')}</h1>
+<p>${t('scan.intro')}</p>
 <p id="form-status" role="status" aria-live="polite"></p>
-<form method="post" data-kp-post data-then="scan" action="/scan" aria-labelledby="scan-h"><h2 id="scan-h">Scan a site</h2>
-<label for="scan-url">Site URL (https)</label> <input id="scan-url" name="url" type="url" required placeholder="https://www.example.com/" value="${url}">
-<button type="submit" data-action="scan">Scan</button></form>
-${note ? html`<p role="status">${note}</p>` : ''}
-${rating ? ratingReport(rating) : ''}`,
+<form method="post" data-kp-post data-then="scan" action="/scan" aria-labelledby="scan-h"><h2 id="scan-h">${t('scan.form_heading')}</h2>
+<label for="scan-url">${t('scan.url')}</label> <input id="scan-url" name="url" type="url" required placeholder="https://www.example.com/" value="${url}">
+<button type="submit" data-action="scan">${t('scan.button')}</button></form>
+${note ? html`<p role="status">${t(note)}</p>` : ''}
+${rating ? ratingReport(rating, ui) : ''}`,
   });
 }
+
+/** The seal's states (docs/scan.md), as the verification page names them. */
+const STATUS_LABELS: Record<string, MessageKey | undefined> = {
+  current: 'scan.verify.status.current',
+  stale: 'scan.verify.status.stale',
+  unscanned: 'scan.verify.status.unscanned',
+  unverified: 'scan.verify.status.unverified',
+};
 
 /** The public scan, the seal and the verification pages (docs/scan.md). No session needed. */
 export default async function scanRoutes(app: FastifyInstance): Promise<void> {
@@ -88,17 +102,17 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
         return { ok: true, rating };
       }
       let rating: Rating | null = null;
-      let note: string | null = null;
+      let note: ScanNote | null = null;
       if (url) {
         try {
           rating = await latestPublicRating(services, url);
-          if (!rating) note = 'This URL has not been scanned yet.';
+          if (!rating) note = 'scan.note.not_scanned';
         } catch {
-          note = 'This URL cannot be scanned: it must be an https URL with a host name.';
+          note = 'scan.note.invalid_url';
         }
       }
       reply.type('text/html; charset=utf-8');
-      return scanPage(request.kp.cspNonce, url ?? '', rating, note);
+      return scanPage(request.kp.cspNonce, uiOf(request), url ?? '', rating, note);
     },
   );
 
@@ -209,21 +223,26 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
         arrivedFrom = null;
       }
       const siteOrigin = new URL(status.site.url).origin;
+      const ui = uiOf(request);
+      const { t } = ui;
+      const strong = (c: string) => `<strong>${c}</strong>`;
+      const stateKey = STATUS_LABELS[state];
       reply.type('text/html; charset=utf-8');
       return page({
-        title: `Verification · ${status.site.url}`,
+        title: t('scan.verify.title', { url: status.site.url }),
         nonce: request.kp.cspNonce,
-        body: html`<h1>Site verification</h1>
-<p>Check that this page's address starts with <strong>${services.config.issuer}/verify/</strong>: only this page, on this address, vouches for a seal.</p>
+        ui,
+        body: html`<h1>${t('scan.verify.heading')}</h1>
+<p>${raw(ui.rich('scan.verify.address', { strong }, { prefix: `${services.config.issuer}/verify/` }))}</p>
 <dl>
-<dt>Organization</dt><dd data-field="org">${status.org.name}</dd>
-<dt>Site</dt><dd data-field="url">${status.site.url}</dd>
-<dt>Domain control</dt><dd data-field="verified">${status.verified ? 'proved' : 'not proved: no seal is shown for this site'}</dd>
-<dt>Status</dt><dd data-field="status">${state}</dd>
+<dt>${t('scan.verify.org')}</dt><dd data-field="org">${status.org.name}</dd>
+<dt>${t('scan.verify.site')}</dt><dd data-field="url">${status.site.url}</dd>
+<dt>${t('scan.verify.domain')}</dt><dd data-field="verified" data-value="${status.verified ? 'proved' : 'not-proved'}">${status.verified ? t('scan.verify.proved') : t('scan.verify.not_proved')}</dd>
+<dt>${t('scan.verify.status')}</dt><dd data-field="status" data-value="${state}">${stateKey ? t(stateKey) : state}</dd>
 </dl>
-${arrivedFrom && arrivedFrom !== siteOrigin ? html`<p role="alert">You came here from <strong>${arrivedFrom}</strong>, but this seal belongs to <strong>${siteOrigin}</strong>.</p>` : ''}
-<p class="muted">What was checked: an external scan of HTTP security headers, cookies, redirects and scripts. It says nothing about anything else.</p>
-${status.rating ? ratingReport(status.rating, { stale: status.stale, advice: false }) : html`<p>No scan yet.</p>`}`,
+${arrivedFrom && arrivedFrom !== siteOrigin ? html`<p role="alert">${raw(ui.rich('scan.verify.elsewhere', { from: strong, owner: strong }, { arrived: arrivedFrom, origin: siteOrigin }))}</p>` : ''}
+<p class="muted">${t('scan.verify.scope')}</p>
+${status.rating ? ratingReport(status.rating, ui, { stale: status.stale, advice: false }) : html`<p>${t('scan.verify.no_scan')}</p>`}`,
       });
     },
   );

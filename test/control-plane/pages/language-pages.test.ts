@@ -1,0 +1,108 @@
+import t from 'tap';
+import { enrollAgent } from '../../helpers/agents.js';
+import { build } from '../../helpers/build.js';
+import { buildSignedIn } from '../../helpers/signed-in.js';
+
+/**
+ * The pages of branch i18n40b in German and Arabic (docs/i18n.md): changelog, contact, scan,
+ * agents, orgs, apps. The sign-in page and the language negotiation itself are in language.test.ts.
+ */
+
+t.test('the changelog page: chrome in German, Arabic right to left, the entries kept in English', async (t) => {
+  const { app } = await build(t);
+  const german = await app.inject({ url: '/changelog', headers: { 'accept-language': 'de-DE' } });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h1>Änderungsprotokoll</h1>');
+  t.match(german.body, 'Auch als versioniertes JSON: <a href="/changelog?format=json">/changelog?format=json</a>.');
+  t.match(german.body, '<h2 id="v-Unreleased">Unveröffentlicht');
+  t.match(
+    german.body,
+    /<h2 id="v-0\.1\.0">0\.1\.0 <span class="muted">\(<time datetime="2026-11-22">22\.11\.2026<\/time>\)/,
+  );
+  t.match(german.body, '<li><strong>Hinzugefügt</strong>: <span lang="en">');
+  t.match(german.body, 'Die Einträge sind auf Englisch verfasst.');
+  t.match(german.headers['vary'], /accept-language/);
+  t.match(german.headers['cache-control'], /^private/);
+  const arabic = await app.inject({ url: '/changelog?lang=ar' });
+  t.equal(arabic.statusCode, 200, 'the switcher parameter is accepted');
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h1>سجل التغييرات</h1>');
+  t.match(arabic.body, '<strong>أُضيف</strong>');
+  const english = await app.inject({ url: '/changelog' });
+  t.match(english.body, '<h1>Changelog</h1>');
+  t.notMatch(english.body, 'data-notice="english-entries"');
+});
+
+t.test("the contact page in German and in Arabic, numbers in the reader's locale", async (t) => {
+  const { app } = await build(t);
+  const german = await app.inject({ url: '/contact', headers: { 'accept-language': 'de' } });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h1>Den Betreiber kontaktieren</h1>');
+  t.match(german.body, '<label for="contact-email">Ihre E-Mail-Adresse</label>');
+  t.match(german.body, '<option value="security">Sicherheitsmeldung</option>');
+  t.match(german.body, 'Höchstens 4.000 Zeichen.');
+  t.match(german.body, '<button type="submit" data-action="contact">Senden</button>');
+  const sent = await app.inject({ url: '/contact?sent=c1', headers: { 'accept-language': 'de' } });
+  t.match(sent.body, 'Vielen Dank: Ihre Nachricht ist eingegangen.');
+  const arabic = await app.inject({ url: '/contact?lang=ar' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h1>تواصل مع المشغّل</h1>');
+  t.match(arabic.body, '<option value="general">سؤال عام</option>');
+});
+
+t.test('the public scan page in German and in Arabic', async (t) => {
+  const { app } = await build(t);
+  const german = await app.inject({
+    url: '/scan?url=https%3A%2F%2Fnever.example%2F',
+    headers: { 'accept-language': 'de' },
+  });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h1>Sicherheitsprüfung einer Website</h1>');
+  t.match(german.body, '<label for="scan-url">URL der Website (https)</label>');
+  t.match(german.body, '<button type="submit" data-action="scan">Prüfen</button>');
+  t.match(german.body, '<p role="status">Diese URL wurde noch nicht geprüft.</p>');
+  const arabic = await app.inject({ url: '/scan?url=nonsense&lang=ar' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h1>فحص أمان موقع الويب</h1>');
+  t.match(arabic.body, 'لا يمكن فحص عنوان URL هذا');
+});
+
+t.test('the agent fleet and profile pages in German and in Arabic', async (t) => {
+  const { app, signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const agent = await enrollAgent(app, browser, { name: 'Deploy bot' });
+  const fleet = await browser.get('/account/agents', { accept: 'text/html', 'accept-language': 'de' });
+  t.equal(fleet.statusCode, 200);
+  t.match(fleet.body, '<html lang="de" dir="ltr">');
+  t.match(fleet.body, '<h1>Ihre Agenten</h1>');
+  t.match(fleet.body, '<button type="submit" data-action="approve">Bestätigen</button>');
+  t.match(fleet.body, '<td data-state="active">aktiv</td>');
+  t.match(fleet.body, /\d von 4 Angaben bestätigt/);
+  const profile = await browser.get(`/account/agents/${agent.agentId}?lang=ar`, { accept: 'text/html' });
+  t.equal(profile.statusCode, 200);
+  t.match(profile.body, '<html lang="ar" dir="rtl">');
+  t.match(profile.body, '<strong data-state="active">نشط</strong>');
+  t.match(profile.body, 'data-agent-action="suspend"');
+  t.match(profile.body, '<h2>الأذونات</h2>');
+});
+
+t.test('the org dashboard in German and in Arabic', async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const created = await browser.post('/auth/orgs/create', { name: 'Acme' });
+  t.equal(created.statusCode, 200);
+  const german = await browser.get('/org/acme', { accept: 'text/html', 'accept-language': 'de' });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, 'Ihre Rolle: <strong data-field="role" data-value="owner">Inhaber</strong>.');
+  t.match(german.body, '<h2 id="members-h">Mitglieder</h2>');
+  t.match(german.body, '<option value="admin">Administrator</option>');
+  t.match(german.body, '<button type="submit" data-action="add-site">Website hinzufügen</button>');
+  const arabic = await browser.get('/org/acme?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h2 id="sites-h">المواقع</h2>');
+  t.match(arabic.body, '<li class="muted" data-none>لا توجد</li>');
+});
