@@ -89,8 +89,9 @@ export const boundaries = {
     [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...NO_FASTIFY_PLUGINS_IN_OPERATIONS],
     [SQLITE_DRIVER, ...NO_FASTIFY_IN_OPERATIONS],
   ),
-  // The HTTP edge of the control plane: where fastify belongs.
-  'control-plane/src/{routes,plugins,http}/**/*.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
+  // The HTTP edge of the control plane: where fastify belongs. Pages render for routes and read
+  // the request's language and nonce (docs/i18n.md), so they are part of it.
+  'control-plane/src/{routes,plugins,http,pages}/**/*.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
   'control-plane/src/{app,server,logging}.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
   'control-plane/src/storage/sqlite/driver.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, []),
   'cli/**/*.ts': restricted(NO_STORAGE_FROM_CLI),

@@ -29,7 +29,8 @@ import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
  */
 
 /** The languages audited; each gets its own context sending it as `Accept-Language`. */
-const LOCALES = ['en'];
+// English and one right-to-left language (issue 40): every page is audited in both.
+const LOCALES = ['en', 'ar'];
 const TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 const AXE = createRequire(import.meta.url).resolve('axe-core');
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run'];

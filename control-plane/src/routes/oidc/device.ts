@@ -108,7 +108,9 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
   function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: MessageKey): FastifyReply {
     reply.code(problem ? 400 : 200).type('text/html; charset=utf-8');
     const ui = uiOf(request);
-    const error = formError(problem && html`<span data-reason="invalid_user_code">${ui.t(problem, { minutes: 10 })}</span>`);
+    const error = formError(
+      problem && html`<span data-reason="invalid_user_code">${ui.t(problem, { minutes: 10 })}</span>`,
+    );
     return reply.send(
       formPage(
         reply,
