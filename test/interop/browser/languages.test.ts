@@ -9,7 +9,7 @@ import { until } from '../../helpers/until.js';
 
 /**
  * Pages and mail in the person's language (issue 40, docs/i18n.md), as Debian's Chromium meets
- * them: Accept-Language de gives German pages, ui_locales=ar at the authorization endpoint gives
+ * them: Accept-Language de gives German pages (sign-in, account, step-up, consent), ui_locales=ar at the authorization endpoint gives
  * Arabic right to left, the switcher's choice sticks, and a mail follows the account's `lang`.
  */
 const skip = chromiumSkip(t, 'browser languages suite');
@@ -49,6 +49,34 @@ t.test(
     await page.goto(`${server.url}/auth/step-up?return=/account`);
     t.equal(await page.textContent('h1'), 'Bestätigen Sie, dass Sie es sind');
     t.equal(await page.textContent('button[data-action="step-up"]'), 'Mit Passkey bestätigen');
+
+    // The consent page: an app registered by this account (POST /register with the session) asks.
+    const registered = await page.evaluate(async () => {
+      const res = await fetch('/register', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({
+          client_name: 'Notizen',
+          redirect_uris: ['http://localhost:9/cb'],
+          token_endpoint_auth_method: 'none',
+          scope: 'openid',
+        }),
+      });
+      return { status: res.status, body: (await res.json()) as { client_id?: string } };
+    });
+    t.equal(registered.status, 201, 'the app is registered');
+    const authorize = new URLSearchParams({
+      client_id: registered.body.client_id ?? '',
+      redirect_uri: 'http://localhost:9/cb',
+      response_type: 'code',
+      scope: 'openid',
+      state: 's',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    });
+    await page.goto(`${server.url}/auth/authorize?${authorize}`);
+    t.equal(await lang(), 'de');
+    t.equal(await page.textContent('h1'), 'Weiter zu Notizen?', 'the consent page is German');
 
     // The account says Spanish: its mail is Spanish although this browser asks for German.
     const saved = await page.evaluate(async () => {
