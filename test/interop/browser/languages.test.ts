@@ -9,8 +9,9 @@ import { until } from '../../helpers/until.js';
 
 /**
  * Pages and mail in the person's language (issue 40, docs/i18n.md), as Debian's Chromium meets
- * them: Accept-Language de gives German pages (sign-in, account, step-up, consent), ui_locales=ar at the authorization endpoint gives
- * Arabic right to left, the switcher's choice sticks, and a mail follows the account's `lang`.
+ * them: Accept-Language de gives German pages (sign-in, account, step-up, consent), ui_locales=ar
+ * at the authorization endpoint gives Arabic right to left, the switcher's choice sticks, and a
+ * mail follows the account's `lang`.
  */
 const skip = chromiumSkip(t, 'browser languages suite');
 
