@@ -34,7 +34,7 @@ export function openDatabase(
   db.pragma('synchronous = NORMAL');
   // Checkpoint every WAL_CHECKPOINT_PAGES pages instead of SQLite's 1,000: a page written by
   // many commits (a table's last leaf, an index's newest entries) is copied back once per
-  // checkpoint, so fewer checkpoints copy far fewer pages (docs/performance.md#sqlite-checkpoints).
+  // checkpoint, so fewer checkpoints copy far fewer pages (docs/performance-history.md#sqlite-checkpoints).
   db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
   db.pragma('foreign_keys = ON');
