@@ -102,7 +102,7 @@ async function startStack(t: Test, cpConfig: Record<string, unknown> = {}) {
     },
   });
   while (!gw.running.gateway.configHolder.current) await new Promise((resolve) => setTimeout(resolve, 50));
-  return { cp, mcpServer, gatewayUrl, gw };
+  return { cp, mcpServer, gatewayUrl, gw, gatewayClientId: gatewayClient.client_id };
 }
 
 /** The SDK's OAuthClientProvider as an MCP client implements it: everything kept in memory. */
@@ -149,8 +149,12 @@ t.test(
   "the SDK's MCP client signs a person in through Chromium and calls a tool behind the gateway",
   { skip, timeout: 180_000 },
   async (t) => {
-    const { cp, mcpServer, gatewayUrl } = await startStack(t);
+    const { cp, mcpServer, gatewayUrl, gw, gatewayClientId } = await startStack(t);
     const mcpUrl = `${gatewayUrl}/mcp`;
+    const refusalReceipts: Array<Record<string, unknown>> = [];
+    cp.services.events.subscribe((_tx, event) => {
+      if (event.type === 'gateway.refusals') refusalReceipts.push(event as unknown as Record<string, unknown>);
+    });
 
     // Where the browser lands after approving: the MCP client's loopback redirect URI (RFC 8252).
     const callback = createServer((_req, res) => res.end('You can close this window.'));
@@ -262,6 +266,15 @@ t.test(
     t.equal(mcpServer.calls.length, before, 'the MCP server saw none of the refused calls');
     const stillReads = await client.callTool({ name: 'whoami', arguments: {} });
     t.same(stillReads.content, who.content, 'while the reading tool passes');
+
+    // The refusal is counted in the signed evidence; the control plane receipts it once per report.
+    t.same(await gw.running.evidencePush!.pushOnce(), { outcome: 'accepted' });
+    t.match(refusalReceipts.at(-1), {
+      type: 'gateway.refusals',
+      clientId: gatewayClientId,
+      tools: ['delete_x insufficient_user_authentication 1'],
+    });
+    t.comment(`receipt: ${JSON.stringify(refusalReceipts.at(-1))}`);
   },
 );
 
