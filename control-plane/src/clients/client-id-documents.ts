@@ -24,7 +24,7 @@ interface Entry {
 }
 
 /**
- * Client ID Metadata Documents (docs/oidc.md#client-id-metadata-documents): fetched through the
+ * Client ID Metadata Documents (docs/oidc.md#21-client-id-metadata-documents): fetched through the
  * guarded fetcher, kept for as long as their HTTP caching headers say within the bounds of
  * lib/oauth/client-id-metadata.ts, fetched again once expired. A refused document is never kept,
  * so the next request fetches again (after the client fixed it, it works at once).
