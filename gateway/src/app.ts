@@ -328,6 +328,15 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       return out;
     };
     const outcomes = await byLabel(ctx.metrics.requests, 'outcome');
+    const toolCounts = async () => {
+      const out: Record<string, Record<string, number>> = {};
+      for (const value of (await ctx.metrics.toolRefusals.get()).values) {
+        const byReason = (out[String(value.labels['tool'])] ??= {});
+        const reason = String(value.labels['reason']);
+        byReason[reason] = (byReason[reason] ?? 0) + value.value;
+      }
+      return out;
+    };
     return buildGatewayEvidence(
       {
         issuer: ctx.publicUrl,
@@ -338,6 +347,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
           allowed: outcomes['allowed'] ?? 0,
           refused: await byLabel(ctx.metrics.refusals, 'reason'),
           observed: await byLabel(ctx.metrics.observed, 'reason'),
+          tools: await toolCounts(),
         },
         instance,
         lastEnforcementAt: ctx.enforcement.lastAt,

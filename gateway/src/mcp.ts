@@ -80,6 +80,8 @@ export async function checkToolCalls(
   enforced: boolean,
 ): Promise<{ body: Buffer } | null> {
   const refuse = (error: KeyplaneError, tool?: string) => {
+    // Counted by tool too: the evidence carries these, and the control plane writes a receipt for them.
+    if (tool) ctx.metrics.toolRefusals.inc({ tool, reason: error.reason });
     ctx.log.info(
       { event: 'gateway.refused', reason: error.reason, path: route.path, ...(tool ? { tool } : {}) },
       'tool call refused',

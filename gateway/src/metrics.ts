@@ -23,6 +23,12 @@ export function createGatewayMetrics(configVersion: () => number) {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    toolRefusals: new Counter({
+      name: 'kp_gate_tool_refusals_total',
+      help: 'MCP tool calls refused by the rules per tool, by tool and reason (tools named in the policy only).',
+      labelNames: ['tool', 'reason'] as const,
+      registers: [registry],
+    }),
     observed: new Counter({
       name: 'kp_gate_observed_refusals_total',
       help: 'Requests passed through that the policy would refuse (observe and canary modes), by reason.',

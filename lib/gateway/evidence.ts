@@ -19,12 +19,16 @@ export const EVIDENCE_MAX_TTL_SECONDS = 600;
 export const EVIDENCE_CLOCK_SKEW_SECONDS = 60;
 
 const MODES: readonly GatewayMode[] = ['observe', 'canary', 'enforce'];
+/** The most tools a report may count refusals for (tools are named in the policy, so few). */
+const MAX_TOOLS = 200;
 const INSTANCE = /^[A-Za-z0-9_-]{8,64}$/;
 
 export interface EvidenceCounts {
   allowed: number;
   refused: Record<string, number>;
   observed: Record<string, number>;
+  /** MCP tool calls refused by the rules per tool: `{tool: {reason: n}}` (absent from older gateways). */
+  tools?: Record<string, Record<string, number>>;
 }
 
 export interface EvidenceConfig {
@@ -225,6 +229,18 @@ export async function verifyGatewayEvidence(jws: string, options: VerifyEvidence
   ) {
     bad('counts must be {allowed, refused: {reason: n}, observed: {reason: n}}');
   }
+  const tools = counts['tools'];
+  if (
+    tools !== undefined &&
+    (typeof tools !== 'object' ||
+      tools === null ||
+      Array.isArray(tools) ||
+      Object.keys(tools).length > MAX_TOOLS ||
+      !Object.keys(tools).every((tool) => tool.length <= 128) ||
+      !Object.values(tools).every(isCountMap))
+  ) {
+    bad(`counts.tools must be {tool: {reason: n}} with at most ${MAX_TOOLS} tools`);
+  }
   return {
     clientId: options.clientId,
     instance,
@@ -238,6 +254,7 @@ export async function verifyGatewayEvidence(jws: string, options: VerifyEvidence
       allowed: counts['allowed'] as number,
       refused: counts['refused'] as Record<string, number>,
       observed: counts['observed'] as Record<string, number>,
+      ...(tools === undefined ? {} : { tools: tools as Record<string, Record<string, number>> }),
     },
     lastEnforcementAt: readTime(payload['last_enforcement_at'], 'last_enforcement_at', true),
     startedAt: readTime(payload['started_at'], 'started_at', false)!,

@@ -164,12 +164,19 @@ t.test('rules per tool: a destructive tool demands sensitive, a batch is checked
   t.equal(huge.status, 413);
 
   // The evidence the gateway signs counts every refusal by reason (docs/gateway.md#evidence).
-  const evidence = decodeJwt(await gw.running.gateway.evidence()) as { counts: { refused: Record<string, number> } };
+  const evidence = decodeJwt(await gw.running.gateway.evidence()) as {
+    counts: { refused: Record<string, number>; tools: Record<string, Record<string, number>> };
+  };
   t.match(evidence.counts.refused, {
     insufficient_user_authentication: 2,
     access_denied: 1,
     invalid_request: 1,
     payload_too_large: 1,
+  });
+  // …and tool refusals by tool and reason, from which the control plane writes its receipt.
+  t.same(evidence.counts.tools, {
+    delete_x: { insufficient_user_authentication: 2 },
+    audit_x: { access_denied: 1 },
   });
   t.ok(
     gw.logs.some((line) => line.includes('"event":"gateway.refused"') && line.includes('"tool":"delete_x"')),

@@ -55,7 +55,7 @@ export async function get(url: string, headers: Record<string, string> = {}) {
   };
 }
 
-export async function startCp(t: Tap): Promise<RunningControlPlane> {
+export async function startCp(t: Tap, extra: Record<string, unknown> = {}): Promise<RunningControlPlane> {
   const config = loadControlPlaneConfig({
     env: {},
     overrides: {
@@ -65,6 +65,7 @@ export async function startCp(t: Tap): Promise<RunningControlPlane> {
       masterKey: TEST_MASTER_KEY,
       logLevel: 'warn',
       adminToken: ADMIN,
+      ...extra,
     },
   });
   const server = await startControlPlane(config, {

@@ -87,6 +87,9 @@ export type DomainEvent =
       mode: 'observe' | 'canary' | 'enforce';
       kid: string;
     })
+  // MCP tool calls a gateway refused by its rules per tool since the instance's previous evidence
+  // report (docs/gateway.md#evidence): one per report, `tools` as "<tool> <reason> <n>" lines
+  | (EventBase & { type: 'gateway.refusals'; clientId: string; instance: string; total: number; tools: string[] })
   // Rollout (docs/rollout.md): signed profiles and plans, the project's client, verification, policy changes, attestation
   | (EventBase & {
       type: 'rollout.document_signed';

@@ -143,3 +143,80 @@ t.test('the report of an instance silent for a week is forgotten when its client
     ['after-restart'],
   );
 });
+
+t.test('a report with new tool refusals leaves one receipt with the counts since the previous report', async (t) => {
+  const { app, clock, services } = await setup(t);
+  const client = await registerGateway(app);
+  const key = await gatewayKey();
+  const startedAt = clock.now() - 60_000;
+  const receipts = async () => {
+    const out: Array<Record<string, unknown>> = [];
+    for (const { hash } of await services.storage.receipts.pending(1000)) {
+      const body = JSON.parse((await services.storage.receipts.get(hash))!.body) as Record<string, unknown>;
+      if (body['kind'] === 'gateway.refusals') out.push(body);
+    }
+    return out;
+  };
+  const report = async (tools: Record<string, Record<string, number>> | undefined, instance = 'instance-one') => {
+    clock.advance(1000);
+    const counts = { allowed: 3, refused: { access_denied: 9 }, observed: {}, ...(tools ? { tools } : {}) };
+    const res = await postEvidence(
+      app,
+      client,
+      await evidence(key, client.client_id, clock.now(), {
+        counts,
+        instance,
+        startedAt: instance === 'instance-one' ? startedAt : clock.now() - 1000,
+      }),
+    );
+    t.equal(res.statusCode, 202);
+  };
+
+  await report(undefined);
+  await report({});
+  t.same(await receipts(), [], 'no tool refusals (or an older gateway without them): no receipt');
+
+  await report({ delete_x: { insufficient_user_authentication: 2, access_denied: 1 } });
+  let written = await receipts();
+  t.equal(written.length, 1, 'one receipt for the report, not one per refused call');
+  t.match(written[0], {
+    kind: 'gateway.refusals',
+    outcome: 'success',
+    clientId: client.client_id,
+    instance: 'instance-one',
+    total: 3,
+    tools: ['delete_x access_denied 1', 'delete_x insufficient_user_authentication 2'],
+  });
+
+  await report({ delete_x: { insufficient_user_authentication: 2, access_denied: 1 } });
+  t.equal((await receipts()).length, 1, 'the same totals again: nothing new, no receipt');
+
+  await report({ delete_x: { insufficient_user_authentication: 5, access_denied: 1 }, drop_db: { access_denied: 1 } });
+  written = await receipts();
+  t.equal(written.length, 2);
+  t.same(
+    written.map((r) => JSON.stringify(r['tools'])).sort(),
+    [
+      ['delete_x access_denied 1', 'delete_x insufficient_user_authentication 2'],
+      ['delete_x insufficient_user_authentication 3', 'drop_db access_denied 1'],
+    ]
+      .map((lines) => JSON.stringify(lines))
+      .sort(),
+    'only what is new since the previous report',
+  );
+
+  await report({ delete_x: { access_denied: 4 } }, 'instance-two');
+  written = await receipts();
+  t.equal(written.length, 3, 'a new instance counts from zero');
+  t.ok(written.some((r) => r['instance'] === 'instance-two' && r['total'] === 4));
+
+  const bad = await postEvidence(
+    app,
+    client,
+    await evidence(key, client.client_id, clock.now(), {
+      counts: { allowed: 0, refused: {}, observed: {}, tools: { x: { access_denied: -1 } } },
+    }),
+  );
+  t.equal(bad.statusCode, 400, 'a malformed tools map is refused');
+  t.equal(bad.json().reason, 'invalid_evidence');
+});

@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,6 +17,7 @@ import { request } from 'undici';
 import type { GatewayPolicy } from '../../../lib/gateway/policy.js';
 import { findFreePort } from '../../../lib/runtime/listen.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
+import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 import { startTestGateway } from '../../gateway/helpers.js';
 import { ADMIN, startCp } from '../../gateway/real-world.js';
 
@@ -70,6 +71,40 @@ async function startMcpServer(t: Tap) {
 }
 type Tap = Parameters<typeof startCp>[0];
 
+/** A control plane, the SDK-built MCP server, and a gateway registered for it with POLICY. */
+async function startStack(t: Test, cpConfig: Record<string, unknown> = {}) {
+  const cp = await startCp(t, cpConfig);
+  const mcpServer = await startMcpServer(t);
+  const port = await findFreePort();
+  const gatewayUrl = `http://localhost:${port}`;
+  const reg = await request(`${cp.url}/register`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'Notes tools gateway',
+      redirect_uris: [`${gatewayUrl}/_gate/callback`],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: 'openid email offline_access',
+      token_endpoint_auth_method: 'client_secret_basic',
+      gateway: POLICY,
+    }),
+  });
+  const gatewayClient = (await reg.body.json()) as { client_id: string; client_secret: string };
+  t.equal(reg.statusCode, 201, JSON.stringify(gatewayClient));
+  const gw = await startTestGateway(t, {
+    upstream: mcpServer.url,
+    remoteKeys: true,
+    overrides: {
+      port,
+      controlPlane: cp.url,
+      clientId: gatewayClient.client_id,
+      clientSecret: gatewayClient.client_secret,
+    },
+  });
+  while (!gw.running.gateway.configHolder.current) await new Promise((resolve) => setTimeout(resolve, 50));
+  return { cp, mcpServer, gatewayUrl, gw, gatewayClientId: gatewayClient.client_id };
+}
+
 /** The SDK's OAuthClientProvider as an MCP client implements it: everything kept in memory. */
 class MemoryProvider implements OAuthClientProvider {
   client?: OAuthClientInformationMixed;
@@ -114,36 +149,12 @@ t.test(
   "the SDK's MCP client signs a person in through Chromium and calls a tool behind the gateway",
   { skip, timeout: 180_000 },
   async (t) => {
-    const cp = await startCp(t);
-    const mcpServer = await startMcpServer(t);
-    const port = await findFreePort();
-    const gatewayUrl = `http://localhost:${port}`;
-    const reg = await request(`${cp.url}/register`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        client_name: 'Notes tools gateway',
-        redirect_uris: [`${gatewayUrl}/_gate/callback`],
-        grant_types: ['authorization_code', 'refresh_token'],
-        scope: 'openid email offline_access',
-        token_endpoint_auth_method: 'client_secret_basic',
-        gateway: POLICY,
-      }),
-    });
-    const gatewayClient = (await reg.body.json()) as { client_id: string; client_secret: string };
-    t.equal(reg.statusCode, 201, JSON.stringify(gatewayClient));
-    const gw = await startTestGateway(t, {
-      upstream: mcpServer.url,
-      remoteKeys: true,
-      overrides: {
-        port,
-        controlPlane: cp.url,
-        clientId: gatewayClient.client_id,
-        clientSecret: gatewayClient.client_secret,
-      },
-    });
-    while (!gw.running.gateway.configHolder.current) await new Promise((resolve) => setTimeout(resolve, 50));
+    const { cp, mcpServer, gatewayUrl, gw, gatewayClientId } = await startStack(t);
     const mcpUrl = `${gatewayUrl}/mcp`;
+    const refusalReceipts: Array<Record<string, unknown>> = [];
+    cp.services.events.subscribe((_tx, event) => {
+      if (event.type === 'gateway.refusals') refusalReceipts.push(event as unknown as Record<string, unknown>);
+    });
 
     // Where the browser lands after approving: the MCP client's loopback redirect URI (RFC 8252).
     const callback = createServer((_req, res) => res.end('You can close this window.'));
@@ -255,5 +266,134 @@ t.test(
     t.equal(mcpServer.calls.length, before, 'the MCP server saw none of the refused calls');
     const stillReads = await client.callTool({ name: 'whoami', arguments: {} });
     t.same(stillReads.content, who.content, 'while the reading tool passes');
+
+    // The refusal is counted in the signed evidence; the control plane receipts it once per report.
+    t.same(await gw.running.evidencePush!.pushOnce(), { outcome: 'accepted' });
+    t.match(refusalReceipts.at(-1), {
+      type: 'gateway.refusals',
+      clientId: gatewayClientId,
+      tools: ['delete_x insufficient_user_authentication 1'],
+    });
+    t.comment(`receipt: ${JSON.stringify(refusalReceipts.at(-1))}`);
+  },
+);
+
+/** The same client, identified by a Client ID Metadata Document instead of registering. */
+class DocumentProvider extends MemoryProvider {
+  constructor(
+    redirectUrl: string,
+    readonly clientMetadataUrl: string,
+  ) {
+    super(redirectUrl);
+  }
+}
+
+t.test(
+  "the SDK's MCP client identified by a Client ID Metadata Document signs a person in and calls a tool",
+  { skip, timeout: 180_000 },
+  async (t) => {
+    // The document is served over https by a certificate from a test CA the control plane's
+    // fetcher trusts (`fetch.caFile`); 127.0.0.1 is reachable through `fetch.allowPrivateTargets`.
+    const tls = makeTestCa(t);
+    let documentBody = '';
+    const documentHost = await startHttpsServer(t, tls, (req, res) => {
+      if (req.url !== '/notes-mcp-client.json') {
+        res.statusCode = 404;
+        res.end();
+        return;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('cache-control', 'max-age=300');
+      res.end(documentBody);
+    });
+    const clientId = `${documentHost.origin}/notes-mcp-client.json`;
+    // A desktop MCP client listens on a loopback port it picks at each start: the document says
+    // `application_type: "native"` and names the loopback redirect URI without a port (RFC 8252 §7.3).
+    const document = {
+      client_id: clientId,
+      client_name: 'Notes MCP client (document)',
+      application_type: 'native',
+      redirect_uris: ['http://127.0.0.1/callback'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+    documentBody = JSON.stringify(document);
+    const { cp, mcpServer, gatewayUrl } = await startStack(t, {
+      'fetch.caFile': tls.caFile,
+      'fetch.allowPrivateTargets': true,
+    });
+    const mcpUrl = `${gatewayUrl}/mcp`;
+    const callback = createServer((_req, res) => res.end('You can close this window.'));
+    await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => callback.close(() => resolve())));
+    const redirectUrl = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/callback`;
+    const provider = new DocumentProvider(redirectUrl, clientId);
+    const seen: string[] = [];
+    // No initial access token: a document client never calls the registration endpoint.
+    const clientFetch: typeof fetch = async (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      seen.push(`${init?.method ?? 'GET'} ${url.pathname}`);
+      return fetch(input, init);
+    };
+    const transport = () =>
+      new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, fetch: clientFetch });
+
+    const first = transport();
+    await t.rejects(
+      new Client({ name: 'notes-agent', version: '1.0.0' }).connect(first),
+      { message: new UnauthorizedError().message },
+      'the first connection needs authorization',
+    );
+    t.ok(seen.includes('GET /.well-known/oauth-protected-resource/mcp'), 'discovered from the 401 (RFC 9728)');
+    t.notOk(seen.includes('POST /register'), 'no Dynamic Client Registration');
+    t.same(provider.client, { client_id: clientId, issuer: cp.url }, 'the client_id is the document URL');
+    const authorizationUrl = provider.authorizationUrl!;
+    t.comment(`authorization request: ${authorizationUrl.href}`);
+    t.equal(authorizationUrl.origin, cp.url);
+    t.equal(authorizationUrl.searchParams.get('client_id'), clientId);
+    t.equal(authorizationUrl.searchParams.get('resource'), mcpUrl, 'asks for the route as its resource (RFC 8707)');
+    t.equal(authorizationUrl.searchParams.get('code_challenge_method'), 'S256');
+
+    const { page, problems, addAuthenticator } = await launchChromium(t);
+    await addAuthenticator();
+    const why = () => `at ${page.url()}; ${problems.join('; ')}`;
+    const username = `mcpdoc-${Date.now() % 100000}`;
+    await page.goto(authorizationUrl.href);
+    await page.fill('input[name="username"]', username);
+    await page.click('button[data-action="signup"]');
+    await page
+      .waitForSelector('form[data-action="continue"] button[value="allow"]', { timeout: 30_000 })
+      .catch((error) => {
+        throw new Error(`no approval page ${why()}; ${error}`);
+      });
+    const approval = (await page.textContent('body')) ?? '';
+    t.match(approval, /Notes MCP client \(document\)/, "the approval page names the document's client");
+    t.match(approval, new RegExp(`localhost:${documentHost.port}`), "and the document's host");
+    t.ok(await page.$('[data-field="unverified"]'), 'as an unverified app');
+    await page.click('form[data-action="continue"] button[value="allow"]');
+    await page
+      .waitForURL((url) => url.href.startsWith(redirectUrl), { timeout: 30_000 })
+      .catch((error) => {
+        throw new Error(`not back at the MCP client ${why()}; ${error}`);
+      });
+    const code = new URL(page.url()).searchParams.get('code');
+    t.ok(code, 'an authorization code at the loopback redirect URI on the port the client chose');
+    await first.finishAuth(code!);
+    const access = provider.saved!.access_token;
+    const claims = decodeJwt(access);
+    t.equal(claims['aud'], mcpUrl, "the token's audience is the MCP route");
+    t.equal(claims['client_id'] ?? claims['azp'], clientId, 'issued to the document client');
+    t.ok(documentHost.requests.includes('GET /notes-mcp-client.json'), 'the control plane fetched the document');
+
+    const client = new Client({ name: 'notes-agent', version: '1.0.0' });
+    await client.connect(transport());
+    t.teardown(() => client.close());
+    const who = await client.callTool({ name: 'whoami', arguments: {} });
+    t.comment(`whoami: ${JSON.stringify(who.content)}`);
+    t.same(who.content, [{ type: 'text', text: `human:${claims['sub']}` }], 'the MCP server sees the person');
+    const last = mcpServer.calls.at(-1)!;
+    t.equal(last.headers['x-auth-assurance'], 'passkey');
+    t.ok(last.headers['x-auth-assertion'], 'with the signed assertion');
   },
 );
