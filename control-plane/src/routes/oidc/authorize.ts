@@ -41,6 +41,7 @@ import { checkSignInAccess } from '../../clients/sign-in-access.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
 import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
+import { adoptUiLocales } from '../../pages/ui.js';
 import { AUTHORIZE_DISCOVERY, AUTHORIZE_QUERY } from './authorize-documents.js';
 
 /** A request waiting for sign-in or step-up lives this long (ms). */
@@ -303,6 +304,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         );
       }
       params = resolved.params;
+      // After a resume the cookie carries it, and the switcher's choice since then stays.
+      adoptUiLocales(app.kp, request, reply, params.ui_locales);
     }
 
     const checked = await checkRequest(request, reply, params);
