@@ -106,3 +106,48 @@ t.test('the org dashboard in German and in Arabic', async (t) => {
   t.match(arabic.body, '<h2 id="sites-h">المواقع</h2>');
   t.match(arabic.body, '<li class="muted" data-none>لا توجد</li>');
 });
+
+/** The translated lines the pages' scripts show (docs/i18n.md "Refusals shown on pages"): a JSON block. */
+function scriptMessages(body: string): Record<string, any> {
+  const match = /<script type="application\/json" id="kp-messages" nonce="[^"]+">([^<]*)<\/script>/.exec(body);
+  if (!match) throw new Error('no kp-messages block');
+  return JSON.parse(match[1]!);
+}
+
+t.test(
+  "the scripts' messages come translated by reason in a JSON block, and data-msg-done on the agents page",
+  async (t) => {
+    const { app, signIn } = await buildSignedIn(t);
+    const { browser } = await signIn({ username: 'alice' });
+    const german = scriptMessages((await app.inject({ url: '/contact', headers: { 'accept-language': 'de' } })).body);
+    t.equal(german.locale, 'de');
+    t.equal(german.reasons.rate_limited, 'Zu viele Versuche. Warten Sie eine Minute und versuchen Sie es erneut.');
+    t.equal(german.reasons.origin_mismatch, 'Diese Anfrage kam von einer anderen Website und wurde abgelehnt.');
+    t.equal(german.working, 'Wird bearbeitet …');
+    t.equal(german.failed, 'Etwas ist schiefgelaufen. Bitte versuchen Sie es erneut.');
+    for (const reason of [
+      'rate_limited',
+      'invalid_request',
+      'origin_mismatch',
+      'not_found',
+      'forbidden',
+      'unauthorized',
+      'step_up_required',
+      'totp_invalid',
+      'locked_out',
+      'payload_too_large',
+      'unavailable',
+    ])
+      t.type(german.reasons[reason], 'string', reason);
+    const arabicPage = await browser.get('/account/agents?lang=ar', { accept: 'text/html' });
+    const arabic = scriptMessages(arabicPage.body);
+    t.equal(arabic.locale, 'ar');
+    t.equal(arabic.reasons.locked_out, 'رموز خاطئة كثيرة جدًا. حاول لاحقًا.');
+    t.equal(arabic.cancelled, 'أُلغي طلب مفتاح المرور أو انتهت مهلته.');
+    t.match(arabicPage.body, '<form id="approve" data-msg-done="تمت الموافقة على التسجيل: يمكن للوكيل الآن إكماله.">');
+    const english = scriptMessages((await app.inject({ url: '/contact' })).body);
+    t.equal(english.reasons.rate_limited, 'Too many attempts. Wait a minute and try again.');
+    const common = await app.inject({ url: '/assets/common.js' });
+    t.match(common.body, "document.getElementById('kp-messages')");
+  },
+);
