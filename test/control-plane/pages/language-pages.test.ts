@@ -151,3 +151,26 @@ t.test(
     t.match(common.body, "document.getElementById('kp-messages')");
   },
 );
+
+t.test("the account page's TOTP, backup-code and e-mail sections in German and in Arabic", async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const english = await browser.get('/account', { accept: 'text/html' });
+  t.match(english.body, '<h3 id="totp-h">Authenticator app (TOTP)</h3>');
+  t.match(english.body, '<span id="recovery-count">No backup codes yet.</span>');
+  const german = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h3 id="totp-h">Authenticator-App (TOTP)</h3>');
+  t.match(german.body, '<button type="button" data-sf-action="totp-setup">TOTP einrichten</button>');
+  t.match(german.body, '<span id="recovery-count">Noch keine Backup-Codes.</span>');
+  t.match(german.body, '<label for="email-new">E-Mail-Adresse</label>');
+  t.match(german.body, '<button type="submit">Adresse hinzufügen</button>');
+  await browser.post('/auth/recovery/regenerate');
+  const german10 = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(german10.body, '<span id="recovery-count">10 unbenutzte Backup-Codes.</span>');
+  const arabic = await browser.get('/account?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h3 id="recovery-h">الرموز الاحتياطية</h3>');
+  t.match(arabic.body, '<span id="recovery-count">10 رموز احتياطية غير مستخدمة.</span>');
+  t.match(arabic.body, 'alt="رمز QR للمسح بتطبيق المصادقة"');
+});

@@ -115,7 +115,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
         ui,
         scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
         body: accountPage(ui, view, current.assurance, [
-          ...(extras.sections ?? []),
+          ...(extras.sections ?? []).map((section) => section(ui)),
           approvalsSection(view),
           orgsSection(view),
         ]),
