@@ -174,3 +174,23 @@ t.test("the account page's TOTP, backup-code and e-mail sections in German and i
   t.match(arabic.body, '<span id="recovery-count">10 رموز احتياطية غير مستخدمة.</span>');
   t.match(arabic.body, 'alt="رمز QR للمسح بتطبيق المصادقة"');
 });
+
+t.test("the account page's approvals and organizations sections in German and in Arabic", async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const english = await browser.get('/account', { accept: 'text/html' });
+  t.match(english.body, '<h2 id="approvals-h">Apps you approved</h2>');
+  t.match(english.body, 'You belong to no organization yet.');
+  const created = await browser.post('/auth/orgs/create', { name: 'Acme' });
+  t.equal(created.statusCode, 200);
+  const german = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(german.body, '<h2 id="approvals-h">Von Ihnen zugelassene Apps</h2>');
+  t.match(german.body, 'Sie haben noch keine App zugelassen.');
+  t.match(german.body, '<h2 id="orgs-h">Organisationen</h2>');
+  t.match(german.body, '<a href="/org/acme">Acme</a> · Inhaber</li>');
+  t.match(german.body, '<h3 id="org-create-h">Organisation erstellen</h3>');
+  t.match(german.body, '<button type="submit" data-action="create-org">Erstellen</button>');
+  const arabic = await browser.get('/account?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, '<h2 id="orgs-h">المؤسسات</h2>');
+  t.match(arabic.body, '<h2 id="approvals-h">التطبيقات التي وافقت عليها</h2>');
+});
