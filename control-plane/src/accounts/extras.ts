@@ -1,4 +1,5 @@
 import type { Translator } from '../../../lib/i18n/translate.js';
+import { RECOVERY_CODE_COUNT } from '../../../lib/recovery/recovery-codes.js';
 import { html, type SafeHtml } from '../pages/layout.js';
 import type { ControlPlaneServices } from '../context.js';
 
@@ -38,7 +39,14 @@ export async function accountExtras(services: ExtrasServices, identityId: string
 }
 
 function secondFactorSections(totp: 'off' | 'pending' | 'active', unusedCodes: number): AccountSection {
-  return ({ t }) => html`<p id="second-factor-status" role="status" aria-live="polite"></p>
+  // The script's lines, translated (docs/i18n.md): it reads them from these data-msg-* attributes.
+  return ({ t }) => html`<p id="second-factor-status" role="status" aria-live="polite"
+ data-msg-scan="${t('account.sf.js.scan')}" data-msg-disable-confirm="${t('account.sf.js.disable_confirm')}"
+ data-msg-off="${t('account.sf.js.off')}" data-msg-on="${t('account.sf.js.on')}"
+ data-msg-regenerate-confirm="${t('account.sf.js.regenerate_confirm', { count: RECOVERY_CODE_COUNT })}"
+ data-msg-regenerated="${t('account.sf.js.regenerated')}"
+ data-msg-fresh-count="${t('account.sf.recovery_count', { count: RECOVERY_CODE_COUNT })}"
+ data-msg-waiting="${t('account.sf.js.waiting')}" data-msg-emails="${t('account.emails')}"></p>
 <h3 id="totp-h">${t('account.sf.totp_heading')}</h3>
 ${
   totp === 'active'

@@ -168,6 +168,13 @@ t.test("the account page's TOTP, backup-code and e-mail sections in German and i
   await browser.post('/auth/recovery/regenerate');
   const german10 = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
   t.match(german10.body, '<span id="recovery-count">10 unbenutzte Backup-Codes.</span>');
+  // The second-factor script's lines, translated in data-msg-* attributes.
+  t.match(german10.body, 'data-msg-on="TOTP ist eingeschaltet."');
+  t.match(
+    german10.body,
+    'data-msg-regenerate-confirm="10 neue Backup-Codes erstellen? Ihre alten Codes funktionieren dann nicht mehr."',
+  );
+  t.match(german10.body, 'data-msg-fresh-count="10 unbenutzte Backup-Codes."');
   const arabic = await browser.get('/account?lang=ar', { accept: 'text/html' });
   t.match(arabic.body, '<html lang="ar" dir="rtl">');
   t.match(arabic.body, '<h3 id="recovery-h">الرموز الاحتياطية</h3>');
