@@ -1,5 +1,10 @@
+import type { Translator } from '../../../lib/i18n/translate.js';
+import { RECOVERY_CODE_COUNT } from '../../../lib/recovery/recovery-codes.js';
 import { html, type SafeHtml } from '../pages/layout.js';
 import type { ControlPlaneServices } from '../context.js';
+
+/** A section of the /account page, rendered with the page's translator (docs/i18n.md). */
+export type AccountSection = (ui: Translator) => SafeHtml;
 
 /** What these functions read. */
 export type ExtrasServices = Pick<ControlPlaneServices, 'storage'>;
@@ -12,8 +17,8 @@ export type ExtrasServices = Pick<ControlPlaneServices, 'storage'>;
 export interface AccountExtras {
   emails: Array<{ email: string; verified: boolean }>;
   totp: 'off' | 'pending' | 'active';
-  /** Extra sections for the /account HTML page (TOTP, recovery codes, e-mail), rendered in order. */
-  sections?: SafeHtml[];
+  /** Extra sections for the /account HTML page (TOTP, recovery codes, e-mail), rendered in order in the page's language. */
+  sections?: AccountSection[];
   /** Extra module scripts for the /account page, served by that area's routes. */
   scripts?: string[];
 }
@@ -33,38 +38,45 @@ export async function accountExtras(services: ExtrasServices, identityId: string
   };
 }
 
-function secondFactorSections(totp: 'off' | 'pending' | 'active', unusedCodes: number): SafeHtml {
-  return html`<p id="second-factor-status" role="status" aria-live="polite"></p>
-<h3 id="totp-h">Authenticator app (TOTP)</h3>
+function secondFactorSections(totp: 'off' | 'pending' | 'active', unusedCodes: number): AccountSection {
+  // The script's lines, translated (docs/i18n.md): it reads them from these data-msg-* attributes.
+  return ({ t }) => html`<p id="second-factor-status" role="status" aria-live="polite"
+ data-msg-scan="${t('account.sf.js.scan')}" data-msg-disable-confirm="${t('account.sf.js.disable_confirm')}"
+ data-msg-off="${t('account.sf.js.off')}" data-msg-on="${t('account.sf.js.on')}"
+ data-msg-regenerate-confirm="${t('account.sf.js.regenerate_confirm', { count: RECOVERY_CODE_COUNT })}"
+ data-msg-regenerated="${t('account.sf.js.regenerated')}"
+ data-msg-fresh-count="${t('account.sf.recovery_count', { count: RECOVERY_CODE_COUNT })}"
+ data-msg-waiting="${t('account.sf.js.waiting')}" data-msg-emails="${t('account.emails')}"></p>
+<h3 id="totp-h">${t('account.sf.totp_heading')}</h3>
 ${
   totp === 'active'
-    ? html`<p>TOTP is on: confirming it is you (step up) asks for a code from your app.</p>
-<p><button type="button" class="secondary" data-sf-action="totp-disable" aria-describedby="totp-disable-help">Turn off TOTP</button></p>
-<p id="totp-disable-help" class="muted">Turning it off needs a step-up in the last 5 minutes, or a sign-in with a backup code in the last 5 minutes.</p>`
-    : html`<p>${totp === 'pending' ? 'Setup was started but not confirmed.' : 'Add a second step for sensitive actions with an authenticator app.'}</p>
-<p><button type="button" data-sf-action="totp-setup">${totp === 'pending' ? 'Restart setup' : 'Set up TOTP'}</button></p>
+    ? html`<p>${t('account.sf.totp_on')}</p>
+<p><button type="button" class="secondary" data-sf-action="totp-disable" aria-describedby="totp-disable-help">${t('account.sf.totp_disable')}</button></p>
+<p id="totp-disable-help" class="muted">${t('account.sf.totp_disable_help')}</p>`
+    : html`<p>${totp === 'pending' ? t('account.sf.totp_pending') : t('account.sf.totp_off')}</p>
+<p><button type="button" data-sf-action="totp-setup">${totp === 'pending' ? t('account.sf.totp_restart') : t('account.sf.totp_setup')}</button></p>
 <div id="totp-setup-panel" hidden>
-  <img id="totp-qr" alt="QR code to scan with your authenticator app" width="200" height="200">
-  <p>Can't scan? Enter this key: <code id="totp-secret"></code></p>
+  <img id="totp-qr" alt="${t('account.sf.totp_qr_alt')}" width="200" height="200">
+  <p>${t('account.sf.totp_key')} <code id="totp-secret"></code></p>
   <form data-sf-form="totp-confirm" aria-labelledby="totp-h">
-    <label for="totp-code">6-digit code from the app</label>
+    <label for="totp-code">${t('account.sf.totp_code')}</label>
     <input id="totp-code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required>
-    <button type="submit">Turn on TOTP</button>
+    <button type="submit">${t('account.sf.totp_turn_on')}</button>
   </form>
 </div>`
 }
-<h3 id="recovery-h">Backup codes</h3>
-<p><span id="recovery-count">${unusedCodes ? `${unusedCodes} unused backup code${unusedCodes === 1 ? '' : 's'}.` : 'No backup codes yet.'}</span> Each signs you in once if you lose your passkeys.</p>
-<p><button type="button" class="secondary" data-sf-action="recovery-regenerate">Make new backup codes</button></p>
+<h3 id="recovery-h">${t('account.sf.recovery_heading')}</h3>
+<p><span id="recovery-count">${t('account.sf.recovery_count', { count: unusedCodes })}</span> ${t('account.sf.recovery_each')}</p>
+<p><button type="button" class="secondary" data-sf-action="recovery-regenerate">${t('account.sf.recovery_regenerate')}</button></p>
 <div id="recovery-panel" hidden>
-  <p><strong>Save these now; they are shown only once.</strong></p>
+  <p><strong>${t('account.sf.recovery_save')}</strong></p>
   <ol id="recovery-codes" aria-labelledby="recovery-h"></ol>
 </div>
-<h3 id="email-h">Add an e-mail address</h3>
+<h3 id="email-h">${t('account.sf.email_heading')}</h3>
 <form data-sf-form="email-add" aria-labelledby="email-h">
-  <label for="email-new">E-mail address</label>
+  <label for="email-new">${t('account.sf.email_label')}</label>
   <input id="email-new" name="email" type="email" autocomplete="email" maxlength="254" required aria-describedby="email-help">
-  <p id="email-help" class="muted">We send a link to confirm it. Confirming does not sign anyone in. Verified addresses can receive sign-in links.</p>
-  <button type="submit">Add address</button>
+  <p id="email-help" class="muted">${t('account.sf.email_help')}</p>
+  <button type="submit">${t('account.sf.email_add')}</button>
 </form>`;
 }

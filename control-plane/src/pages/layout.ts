@@ -84,6 +84,45 @@ function languageSwitcher(ui: PageUi): string {
   return `<nav class="lang" aria-label="${escapeHtml(ui.t('layout.language'))}"><ul>${links.join('')}</ul></nav>`;
 }
 
+/** The reasons the pages' scripts say in the page's language (`reason.<reason>`, docs/i18n.md). */
+export const SCRIPT_REASONS = [
+  'rate_limited',
+  'invalid_request',
+  'origin_mismatch',
+  'not_found',
+  'forbidden',
+  'unauthorized',
+  'step_up_required',
+  'insufficient_assurance',
+  'totp_invalid',
+  'locked_out',
+  'payload_too_large',
+  'unavailable',
+] as const;
+
+/**
+ * The messages the page's scripts show, already translated, in a JSON block the scripts read
+ * (`/assets/common.js`): the scripts build no sentences. `<` is escaped so the block cannot end early.
+ */
+function scriptMessages(ui: PageUi, nonce: string): string {
+  const reasons: Record<string, string> = {};
+  for (const reason of SCRIPT_REASONS) {
+    const text = ui.reason(reason);
+    if (text !== undefined) reasons[reason] = text;
+  }
+  const messages = {
+    locale: ui.locale,
+    reasons,
+    cancelled: ui.t('script.cancelled'),
+    passkeyExists: ui.t('script.passkey_exists'),
+    failed: ui.t('script.failed'),
+    working: ui.t('script.working'),
+    networkFailed: ui.t('script.network_failed'),
+  };
+  const json = JSON.stringify(messages).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
+  return `<script type="application/json" id="kp-messages" nonce="${escapeHtml(nonce)}">${json}</script>`;
+}
+
 export function page(options: PageOptions): string {
   return `<!doctype html>
 <html lang="${escapeHtml(options.ui?.locale ?? options.lang ?? 'en')}" dir="${options.ui?.dir ?? 'ltr'}">
@@ -100,6 +139,7 @@ export function page(options: PageOptions): string {
 ${options.body.value}
 </main>
 ${options.ui ? languageSwitcher(options.ui) : ''}
+${options.ui && options.scripts?.length ? scriptMessages(options.ui, options.nonce) : ''}
 ${(options.scripts ?? []).map((src) => `<script type="module" nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(src)}"></script>`).join('\n')}
 </body>
 </html>`;

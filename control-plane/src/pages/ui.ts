@@ -26,6 +26,33 @@ function queryParam(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value.slice(0, 256) : undefined;
 }
 
+/** The authorization endpoint, whose `ui_locales` is read from the resolved request (`adoptUiLocales`). */
+const AUTHORIZE_PATH = '/auth/authorize';
+
+/**
+ * `ui_locales` of the query, for every page but the authorization endpoint: there it may come from a
+ * pushed request, a signed request object or a POST body, and its query alone may not count.
+ */
+function queryUiLocales(request: FastifyRequest): string | undefined {
+  if (request.url.split('?')[0] === AUTHORIZE_PATH) return undefined;
+  return queryParam(request, 'ui_locales');
+}
+
+function setLangCookie(
+  kp: Pick<ControlPlaneServices, 'config'>,
+  reply: FastifyReply,
+  locale: Locale,
+  maxAge: number,
+): void {
+  reply.setCookie(langCookieName(kp), locale, {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: isHttpsIssuer(kp),
+    path: '/',
+    maxAge,
+  });
+}
+
 /**
  * Keeps an explicit choice of language for the rest of the browser's visit: `?lang=` (the switcher)
  * on any GET, or `ui_locales` on an authorization request, whose sign-in, consent and step-up pages
@@ -38,16 +65,29 @@ export function rememberRequestedLocale(
 ): void {
   if (request.method !== 'GET') return;
   const chosen = matchLocaleList(queryParam(request, 'lang'));
-  const carried = chosen ? undefined : matchLocaleList(queryParam(request, 'ui_locales'));
+  const carried = chosen ? undefined : matchLocaleList(queryUiLocales(request));
   const locale = chosen ?? carried;
   if (!locale) return;
-  reply.setCookie(langCookieName(kp), locale, {
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: isHttpsIssuer(kp),
-    path: '/',
-    maxAge: chosen ? SWITCHER_COOKIE_MAX_AGE : UI_LOCALES_COOKIE_MAX_AGE,
-  });
+  setLangCookie(kp, reply, locale, chosen ? SWITCHER_COOKIE_MAX_AGE : UI_LOCALES_COOKIE_MAX_AGE);
+}
+
+/**
+ * The `ui_locales` of a resolved authorization request (its query, a pushed request, a signed
+ * request object or a POST body: the resolved parameters are the one source) sets this request's
+ * language and carries it, for one hour, to the sign-in, consent and step-up pages that follow.
+ * The switcher's `?lang=` on the same request still wins.
+ */
+export function adoptUiLocales(
+  kp: Pick<ControlPlaneServices, 'config'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  uiLocales: unknown,
+): void {
+  if (typeof uiLocales !== 'string' || matchLocaleList(queryParam(request, 'lang'))) return;
+  const locale = matchLocaleList(uiLocales.slice(0, 256));
+  if (!locale) return;
+  request.kp.locale = locale;
+  setLangCookie(kp, reply, locale, UI_LOCALES_COOKIE_MAX_AGE);
 }
 
 /**
@@ -61,7 +101,7 @@ export async function requestLocale(app: FastifyInstance, request: FastifyReques
       ? (await app.kp.storage.identities.get(request.kp.session.identityId))?.preferences['lang']
       : undefined;
   return negotiateLocale({
-    requested: queryParam(request, 'lang') ?? queryParam(request, 'ui_locales'),
+    requested: queryParam(request, 'lang') ?? queryUiLocales(request),
     cookie: request.cookies?.[langCookieName(app.kp)],
     preference,
     acceptLanguage: request.headers['accept-language'],

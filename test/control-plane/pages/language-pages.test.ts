@@ -106,3 +106,98 @@ t.test('the org dashboard in German and in Arabic', async (t) => {
   t.match(arabic.body, '<h2 id="sites-h">المواقع</h2>');
   t.match(arabic.body, '<li class="muted" data-none>لا توجد</li>');
 });
+
+/** The translated lines the pages' scripts show (docs/i18n.md "Refusals shown on pages"): a JSON block. */
+function scriptMessages(body: string): Record<string, any> {
+  const match = /<script type="application\/json" id="kp-messages" nonce="[^"]+">([^<]*)<\/script>/.exec(body);
+  if (!match) throw new Error('no kp-messages block');
+  return JSON.parse(match[1]!);
+}
+
+t.test(
+  "the scripts' messages come translated by reason in a JSON block, and data-msg-done on the agents page",
+  async (t) => {
+    const { app, signIn } = await buildSignedIn(t);
+    const { browser } = await signIn({ username: 'alice' });
+    const german = scriptMessages((await app.inject({ url: '/contact', headers: { 'accept-language': 'de' } })).body);
+    t.equal(german.locale, 'de');
+    t.equal(german.reasons.rate_limited, 'Zu viele Versuche. Warten Sie eine Minute und versuchen Sie es erneut.');
+    t.equal(german.reasons.origin_mismatch, 'Diese Anfrage kam von einer anderen Website und wurde abgelehnt.');
+    t.equal(german.working, 'Wird bearbeitet …');
+    t.equal(german.failed, 'Etwas ist schiefgelaufen. Bitte versuchen Sie es erneut.');
+    for (const reason of [
+      'rate_limited',
+      'invalid_request',
+      'origin_mismatch',
+      'not_found',
+      'forbidden',
+      'unauthorized',
+      'step_up_required',
+      'totp_invalid',
+      'locked_out',
+      'payload_too_large',
+      'unavailable',
+    ])
+      t.type(german.reasons[reason], 'string', reason);
+    const arabicPage = await browser.get('/account/agents?lang=ar', { accept: 'text/html' });
+    const arabic = scriptMessages(arabicPage.body);
+    t.equal(arabic.locale, 'ar');
+    t.equal(arabic.reasons.locked_out, 'رموز خاطئة كثيرة جدًا. حاول لاحقًا.');
+    t.equal(arabic.cancelled, 'أُلغي طلب مفتاح المرور أو انتهت مهلته.');
+    t.match(arabicPage.body, '<form id="approve" data-msg-done="تمت الموافقة على التسجيل: يمكن للوكيل الآن إكماله.">');
+    const english = scriptMessages((await app.inject({ url: '/contact' })).body);
+    t.equal(english.reasons.rate_limited, 'Too many attempts. Wait a minute and try again.');
+    const common = await app.inject({ url: '/assets/common.js' });
+    t.match(common.body, "document.getElementById('kp-messages')");
+  },
+);
+
+t.test("the account page's TOTP, backup-code and e-mail sections in German and in Arabic", async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const english = await browser.get('/account', { accept: 'text/html' });
+  t.match(english.body, '<h3 id="totp-h">Authenticator app (TOTP)</h3>');
+  t.match(english.body, '<span id="recovery-count">No backup codes yet.</span>');
+  const german = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h3 id="totp-h">Authenticator-App (TOTP)</h3>');
+  t.match(german.body, '<button type="button" data-sf-action="totp-setup">TOTP einrichten</button>');
+  t.match(german.body, '<span id="recovery-count">Noch keine Backup-Codes.</span>');
+  t.match(german.body, '<label for="email-new">E-Mail-Adresse</label>');
+  t.match(german.body, '<button type="submit">Adresse hinzufügen</button>');
+  await browser.post('/auth/recovery/regenerate');
+  const german10 = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(german10.body, '<span id="recovery-count">10 unbenutzte Backup-Codes.</span>');
+  // The second-factor script's lines, translated in data-msg-* attributes.
+  t.match(german10.body, 'data-msg-on="TOTP ist eingeschaltet."');
+  t.match(
+    german10.body,
+    'data-msg-regenerate-confirm="10 neue Backup-Codes erstellen? Ihre alten Codes funktionieren dann nicht mehr."',
+  );
+  t.match(german10.body, 'data-msg-fresh-count="10 unbenutzte Backup-Codes."');
+  const arabic = await browser.get('/account?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h3 id="recovery-h">الرموز الاحتياطية</h3>');
+  t.match(arabic.body, '<span id="recovery-count">10 رموز احتياطية غير مستخدمة.</span>');
+  t.match(arabic.body, 'alt="رمز QR للمسح بتطبيق المصادقة"');
+});
+
+t.test("the account page's approvals and organizations sections in German and in Arabic", async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const english = await browser.get('/account', { accept: 'text/html' });
+  t.match(english.body, '<h2 id="approvals-h">Apps you approved</h2>');
+  t.match(english.body, 'You belong to no organization yet.');
+  const created = await browser.post('/auth/orgs/create', { name: 'Acme' });
+  t.equal(created.statusCode, 200);
+  const german = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(german.body, '<h2 id="approvals-h">Von Ihnen zugelassene Apps</h2>');
+  t.match(german.body, 'Sie haben noch keine App zugelassen.');
+  t.match(german.body, '<h2 id="orgs-h">Organisationen</h2>');
+  t.match(german.body, '<a href="/org/acme">Acme</a> · Inhaber</li>');
+  t.match(german.body, '<h3 id="org-create-h">Organisation erstellen</h3>');
+  t.match(german.body, '<button type="submit" data-action="create-org">Erstellen</button>');
+  const arabic = await browser.get('/account?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, '<h2 id="orgs-h">المؤسسات</h2>');
+  t.match(arabic.body, '<h2 id="approvals-h">التطبيقات التي وافقت عليها</h2>');
+});

@@ -41,11 +41,30 @@ const MESSAGES = {
   agent_state: 'The agent is not in a state that allows this.',
 };
 
+/**
+ * The page's own messages, translated by the server (docs/i18n.md "Refusals shown on pages"): a
+ * JSON block the page renders, keyed by reason. A page without one (English) keeps MESSAGES.
+ */
+function pageMessages() {
+  const block = document.getElementById('kp-messages');
+  if (!block) return null;
+  try { return JSON.parse(block.textContent || '{}'); } catch { return null; }
+}
+export const PAGE_MESSAGES = pageMessages();
+const ENGLISH = !PAGE_MESSAGES || PAGE_MESSAGES.locale === 'en';
+
 export function describe(error) {
-  if (error && error.name === 'NotAllowedError') return 'The passkey prompt was cancelled or timed out.';
-  if (error && error.name === 'InvalidStateError') return 'This device already holds a passkey for this account.';
-  if (error && typeof error.reason === 'string') return MESSAGES[error.reason] || error.message || 'Something went wrong (' + error.reason + ').';
-  return 'Something went wrong. Please try again.';
+  const page = PAGE_MESSAGES || {};
+  if (error && error.name === 'NotAllowedError') return page.cancelled || 'The passkey prompt was cancelled or timed out.';
+  if (error && error.name === 'InvalidStateError') return page.passkeyExists || 'This device already holds a passkey for this account.';
+  if (error && typeof error.reason === 'string') {
+    const translated = page.reasons && page.reasons[error.reason];
+    if (translated) return translated;
+    if (ENGLISH) return MESSAGES[error.reason] || error.message || 'Something went wrong (' + error.reason + ').';
+    // Not written in this language: the generic line.
+    return page.failed;
+  }
+  return page.failed || 'Something went wrong. Please try again.';
 }
 
 export function say(status, text, isError = false) {

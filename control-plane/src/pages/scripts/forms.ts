@@ -4,7 +4,11 @@
  * `Origin: null`, which signed-in requests refuse), then reloads or moves on.
  */
 export const FORMS_JS = `
-import { clearInvalid, sayInvalid } from '/assets/common.js';
+import { PAGE_MESSAGES, clearInvalid, describe, sayInvalid } from '/assets/common.js';
+
+// Translated lines of the page (docs/i18n.md): English pages keep the refusal's own message.
+const page = PAGE_MESSAGES || {};
+const english = !PAGE_MESSAGES || PAGE_MESSAGES.locale === 'en';
 
 const status = document.getElementById('form-status');
 /** The field a refusal is about: the e-mail field for an address, else the form's first field. */
@@ -18,7 +22,7 @@ for (const form of document.querySelectorAll('form[data-kp-post]')) {
     const button = form.querySelector('button[type="submit"]');
     if (button) button.disabled = true;
     if (status) {
-      status.textContent = 'Working…';
+      status.textContent = page.working || 'Working…';
       status.classList.remove('error');
     }
     try {
@@ -26,7 +30,7 @@ for (const form of document.querySelectorAll('form[data-kp-post]')) {
       const res = await fetch(form.action, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) });
       const data = await res.json().catch(() => ({}));
       if (!res.ok || !data.ok) {
-        if (status) sayInvalid(status, fieldOf(form, data.reason), data.message || data.reason || 'That did not work.');
+        if (status) sayInvalid(status, fieldOf(form, data.reason), english ? data.message || data.reason || 'That did not work.' : describe(data));
         return;
       }
       for (const field of form.querySelectorAll('[aria-invalid="true"]')) if (status) clearInvalid(status, field);
@@ -50,7 +54,7 @@ for (const form of document.querySelectorAll('form[data-kp-post]')) {
       else if (then === 'contact') location.assign('/contact?sent=' + encodeURIComponent(data.contactId || '1'));
       else location.reload();
     } catch {
-      if (status) status.textContent = 'The network failed; try again.';
+      if (status) status.textContent = page.networkFailed || 'The network failed; try again.';
     } finally {
       if (button) button.disabled = false;
     }

@@ -18,16 +18,16 @@ const actions = {
     document.getElementById('totp-secret').textContent = setup.secret;
     panel.hidden = false;
     document.getElementById('totp-code').focus();
-    say(status, 'Scan the code with your authenticator app, then enter the 6-digit code it shows.');
+    say(status, status.dataset.msgScan || 'Scan the code with your authenticator app, then enter the 6-digit code it shows.');
   },
   async 'totp-disable'() {
-    if (!confirm('Turn off TOTP for this account?')) return;
+    if (!confirm(status.dataset.msgDisableConfirm || 'Turn off TOTP for this account?')) return;
     await call('POST', '/auth/totp/disable');
-    say(status, 'TOTP is off.');
+    say(status, status.dataset.msgOff || 'TOTP is off.');
     setTimeout(() => location.reload(), 400);
   },
   async 'recovery-regenerate'() {
-    if (!confirm('Make 10 new backup codes? Your old codes stop working.')) return;
+    if (!confirm(status.dataset.msgRegenerateConfirm || 'Make 10 new backup codes? Your old codes stop working.')) return;
     const { codes } = await call('POST', '/auth/recovery/regenerate');
     const list = document.getElementById('recovery-codes');
     list.replaceChildren(...codes.map((code) => {
@@ -38,8 +38,8 @@ const actions = {
       return item;
     }));
     document.getElementById('recovery-panel').hidden = false;
-    document.getElementById('recovery-count').textContent = codes.length + ' unused backup codes.';
-    say(status, 'New backup codes made. Save them now: they are shown only this once.');
+    document.getElementById('recovery-count').textContent = status.dataset.msgFreshCount || codes.length + ' unused backup codes.';
+    say(status, status.dataset.msgRegenerated || 'New backup codes made. Save them now: they are shown only this once.');
   },
 };
 
@@ -57,7 +57,7 @@ document.addEventListener('click', async (event) => {
 const forms = {
   async 'totp-confirm'(data) {
     await call('POST', '/auth/totp/confirm', { code: String(data.get('code') || '').replace(/\s+/g, '') });
-    say(status, 'TOTP is on.');
+    say(status, status.dataset.msgOn || 'TOTP is on.');
     setTimeout(() => location.reload(), 400);
   },
   async 'email-add'(data, form) {
@@ -71,10 +71,10 @@ const forms = {
       item.dataset.email = result.email;
       const note = document.createElement('span');
       note.className = 'muted';
-      note.textContent = '(waiting for confirmation: open the link we mailed)';
+      note.textContent = status.dataset.msgWaiting || '(waiting for confirmation: open the link we mailed)';
       item.append(result.email + ' ', note);
       list.append(item);
-      document.querySelector('[data-field="no-emails"]')?.parentElement?.replaceChildren('E-mail addresses');
+      document.querySelector('[data-field="no-emails"]')?.parentElement?.replaceChildren(status.dataset.msgEmails || 'E-mail addresses');
     }
   },
 };

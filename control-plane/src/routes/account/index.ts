@@ -115,9 +115,9 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
         ui,
         scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
         body: accountPage(ui, view, current.assurance, [
-          ...(extras.sections ?? []),
-          approvalsSection(view),
-          orgsSection(view),
+          ...(extras.sections ?? []).map((section) => section(ui)),
+          approvalsSection(ui, view),
+          orgsSection(ui, view),
         ]),
       });
     },
@@ -444,30 +444,42 @@ ${select('email', 'account.pref.email', ['all', 'security', 'none'])}
 </form>`;
 }
 
-function approvalsSection(view: AccountView) {
-  return html`<h2 id="approvals-h">Apps you approved</h2>
+const ORG_ROLE_KEYS = {
+  owner: 'orgs.role.owner',
+  admin: 'orgs.role.admin',
+  member: 'orgs.role.member',
+} as const;
+
+function roleName(ui: PageUi, role: string): string {
+  return role in ORG_ROLE_KEYS ? ui.t(ORG_ROLE_KEYS[role as keyof typeof ORG_ROLE_KEYS]) : role;
+}
+
+function approvalsSection(ui: PageUi, view: AccountView) {
+  const { t } = ui;
+  return html`<h2 id="approvals-h">${t('account.approvals.heading')}</h2>
 ${
   view.approvals.length
     ? html`<ul aria-labelledby="approvals-h" data-field="approvals">${view.approvals.map(
         (a) => html`<li data-party="${a.party}"><form method="post" data-kp-post action="/account/approvals/revoke">
-<input type="hidden" name="party" value="${a.party}"><strong>${a.name}</strong> <span class="muted">(${a.kind === 'saml' ? 'SAML service provider' : 'app'}: ${a.scopes.join(', ')})</span>
-<button type="submit" class="secondary" data-action="revoke-approval" aria-label="Revoke ${a.name}">Revoke</button></form></li>`,
+<input type="hidden" name="party" value="${a.party}"><strong>${a.name}</strong> <span class="muted">(${t('account.approvals.kind', { kind: a.kind === 'saml' ? 'saml' : 'app', scopes: a.scopes.join(', ') })})</span>
+<button type="submit" class="secondary" data-action="revoke-approval" aria-label="${t('account.approvals.revoke_label', { action: t('account.revoke'), name: a.name })}">${t('account.revoke')}</button></form></li>`,
       )}</ul>`
-    : html`<p class="muted">You have approved no app yet. Apps the operator runs itself never ask.</p>`
+    : html`<p class="muted">${t('account.approvals.none')}</p>`
 }`;
 }
 
-function orgsSection(view: AccountView) {
-  return html`<h2 id="orgs-h">Organizations</h2>
-${view.orgs.length ? html`<ul aria-labelledby="orgs-h">${view.orgs.map((o) => html`<li><a href="/org/${encodeURIComponent(o.slug)}">${o.name}</a> · ${o.role}</li>`)}</ul>` : html`<p class="muted">You belong to no organization yet.</p>`}
+function orgsSection(ui: PageUi, view: AccountView) {
+  const { t } = ui;
+  return html`<h2 id="orgs-h">${t('account.orgs.heading')}</h2>
+${view.orgs.length ? html`<ul aria-labelledby="orgs-h">${view.orgs.map((o) => html`<li><a href="/org/${encodeURIComponent(o.slug)}">${o.name}</a> · ${roleName(ui, o.role)}</li>`)}</ul>` : html`<p class="muted">${t('account.orgs.none')}</p>`}
 ${view.invites.map(
   (
     i,
   ) => html`<form method="post" data-kp-post action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
-<p>You are invited to <strong>${i.name}</strong> as ${i.role}. <button type="submit" data-action="accept-invite">Accept</button></p></form>`,
+<p>${raw(ui.rich('account.orgs.invited', { org: (chunks) => `<strong>${chunks}</strong>` }, { name: i.name, role: roleName(ui, i.role) }))} <button type="submit" data-action="accept-invite">${t('account.orgs.accept')}</button></p></form>`,
 )}
 <p id="form-status" role="status" aria-live="polite"></p>
-<form method="post" data-kp-post data-then="org" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">Create an organization</h3>
-<label for="org-name">Name</label> <input id="org-name" name="name" type="text" required maxlength="80">
-<button type="submit" data-action="create-org">Create</button></form>`;
+<form method="post" data-kp-post data-then="org" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">${t('account.orgs.create_heading')}</h3>
+<label for="org-name">${t('account.orgs.name')}</label> <input id="org-name" name="name" type="text" required maxlength="80">
+<button type="submit" data-action="create-org">${t('account.orgs.create')}</button></form>`;
 }

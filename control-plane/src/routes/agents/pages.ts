@@ -71,7 +71,7 @@ export default async function agentPages(app: FastifyInstance): Promise<void> {
 <p id="status" role="status"></p>
 <h2>${t('agents.approve.heading')}</h2>
 <p>${t('agents.approve.intro')}</p>
-<form id="approve">
+<form id="approve" data-msg-done="${t('agents.approve.done')}">
 <label>${t('agents.approve.enrollment')} <input name="enrollment_id" required value="${prefill}" autocomplete="off"></label>
 <label>${t('agents.approve.owner_code')} <input name="owner_code" required placeholder="XXXX-XXXX" autocomplete="off" inputmode="text"></label>
 <button type="submit" data-action="approve">${t('agents.approve.button')}</button>
@@ -120,13 +120,13 @@ ${agents.length ? html`<table><thead><tr><th>${t('agents.fleet.agent')}</th><th>
 <p>${raw(ui.rich('agents.profile.ids', { code: (c) => `<code>${c}</code>` }, { id: agent.agentId, jkt: agent.jkt, last: when(ui, agent.lastProofAt) }))}</p>
 <table><tbody>${Object.entries(claims).map(([name, c]) => html`<tr><th>${name.replace('_', ' ')}</th><td>${c.status}</td><td>${c.expires_at ?? ''}</td></tr>`)}</tbody></table>
 ${agent.visibility === 'private' ? html`<p>${t('agents.profile.proof_private')}</p>` : html`<p><a href="/agent/${agent.proofId}">${t('agents.profile.proof_link')}</a></p>`}
-<p>${actions.map((action) => html`<button type="button" data-agent-action="${action}" data-agent-id="${agent.agentId}">${label(ui, ACTIONS, action)}</button> `)}</p>
+<p>${actions.map((action) => html`<button type="button" data-agent-action="${action}" data-agent-id="${agent.agentId}" data-msg-done="${t('agents.action_done')}">${label(ui, ACTIONS, action)}</button> `)}</p>
 <h2>${t('agents.grants.heading')}</h2>
 <p>${t('agents.grants.intro')}</p>
-${grants.length ? html`<table data-grants><thead><tr><th>${t('agents.grants.client')}</th><th>${t('agents.grants.scope')}</th><th>${t('agents.grants.resource')}</th><th>${t('agents.grants.since')}</th><th></th></tr></thead><tbody>${grants.map((g) => html`<tr data-grant="${g.grantId}"><td><code>${g.clientId}</code></td><td>${g.scope}</td><td>${g.resource ?? ''}</td><td>${when(ui, g.createdAt)}</td><td><button type="button" data-revoke-grant="${g.grantId}">${t('agents.grants.revoke')}</button></td></tr>`)}</tbody></table>` : html`<p>${t('agents.grants.none')}</p>`}
+${grants.length ? html`<table data-grants><thead><tr><th>${t('agents.grants.client')}</th><th>${t('agents.grants.scope')}</th><th>${t('agents.grants.resource')}</th><th>${t('agents.grants.since')}</th><th></th></tr></thead><tbody>${grants.map((g) => html`<tr data-grant="${g.grantId}"><td><code>${g.clientId}</code></td><td>${g.scope}</td><td>${g.resource ?? ''}</td><td>${when(ui, g.createdAt)}</td><td><button type="button" data-revoke-grant="${g.grantId}" data-msg-done="${t('agents.grants.revoked')}">${t('agents.grants.revoke')}</button></td></tr>`)}</tbody></table>` : html`<p>${t('agents.grants.none')}</p>`}
 ${
   agent.state === 'active'
-    ? html`<form id="grant" data-agent-id="${agent.agentId}">
+    ? html`<form id="grant" data-agent-id="${agent.agentId}" data-msg-done="${t('agents.grants.approved')}">
 <label>${t('agents.grants.client_id')} <input name="client_id" required autocomplete="off"></label>
 <label>${t('agents.grants.scope')} <input name="scope" required autocomplete="off" placeholder="notes:read"></label>
 <label>${t('agents.grants.resource_optional')} <input name="resource" autocomplete="off" placeholder="https://api.example.com"></label>

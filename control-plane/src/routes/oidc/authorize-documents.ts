@@ -1,3 +1,4 @@
+import { LOCALES } from '../../../../lib/i18n/locales.js';
 import { CLIENT_SIGNING_ALGS } from '../../../../lib/oauth/oidc-client-metadata.js';
 
 /** What `/auth/authorize` declares of itself: its parameters (OpenAPI) and its discovery metadata. */
@@ -63,6 +64,9 @@ export const AUTHORIZE_DISCOVERY = {
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     claims_parameter_supported: false,
+    // OIDC Discovery §3: the languages of the pages (docs/i18n.md). claims_locales is accepted and
+    // ignored, so claims_locales_supported is not advertised.
+    ui_locales_supported: [...LOCALES],
     // RFC 9101 and OIDC Core §6: signed request objects, by value and by a registered request_uri.
     request_parameter_supported: true,
     request_uri_parameter_supported: true,

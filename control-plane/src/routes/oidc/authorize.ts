@@ -41,6 +41,7 @@ import { checkSignInAccess } from '../../clients/sign-in-access.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
 import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
+import { adoptUiLocales } from '../../pages/ui.js';
 import { AUTHORIZE_DISCOVERY, AUTHORIZE_QUERY } from './authorize-documents.js';
 
 /** A request waiting for sign-in or step-up lives this long (ms). */
@@ -286,6 +287,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       loginAfter = pending.loginAfter;
       accountChosen = pending.accountChosen === true;
     } else {
+      // The plain parameters' ui_locales serves the pages shown before the request is resolved;
+      // the resolved request's (a pushed request's, a request object's) wins below.
+      adoptUiLocales(app.kp, request, reply, incoming.ui_locales);
       const found = await clientOf(request, reply, incoming);
       if ('refused' in found) return found.refused;
       const resolved = await resolveAuthorizationRequest(app.kp, found.client, incoming);
@@ -303,6 +307,8 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
         );
       }
       params = resolved.params;
+      // After a resume the cookie carries it, and the switcher's choice since then stays.
+      if (params.ui_locales !== incoming.ui_locales) adoptUiLocales(app.kp, request, reply, params.ui_locales);
     }
 
     const checked = await checkRequest(request, reply, params);
