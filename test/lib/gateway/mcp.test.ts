@@ -2,6 +2,7 @@ import t from 'tap';
 import {
   buildProtectedResourceMetadata,
   findMetadataRoute,
+  isMcpRouteResource,
   mcpResourceOf,
   mcpRouteResources,
   protectedResourceMetadataUrl,
@@ -107,4 +108,17 @@ t.test('the MCP route resources of the registered gateways', async (t) => {
     ]),
     ['https://tools.example.com/mcp', 'https://tools.example.org/mcp'],
   );
+});
+
+t.test('knows an MCP route resource, with or without a trailing slash, and nothing else', async (t) => {
+  const gateway = {
+    redirectUris: ['https://tools.example.com/_gate/callback'],
+    policy: { routes: [{ path: '/mcp', mcp: true }, { path: '/admin' }] },
+  };
+  t.ok(isMcpRouteResource('https://tools.example.com/mcp', [gateway]));
+  t.ok(isMcpRouteResource('https://tools.example.com/mcp/', [gateway]));
+  t.notOk(isMcpRouteResource('https://tools.example.com/admin', [gateway]), 'a route without mcp');
+  t.notOk(isMcpRouteResource('https://tools.example.com/mcp/sub', [gateway]));
+  t.notOk(isMcpRouteResource('https://evil.example.com/mcp', [gateway]));
+  t.notOk(isMcpRouteResource('https://tools.example.com/mcp', []));
 });
