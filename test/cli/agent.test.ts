@@ -10,6 +10,7 @@ import { CLI, runCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 import { ADMIN, RESOURCE, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
+import { until } from '../helpers/until.js';
 
 // keygen, enroll (polling, progress on stderr) and a refusal with exit 1 and one with exit 2 run as
 // real processes; the other commands run in-process through the same program.
@@ -68,7 +69,7 @@ t.test('keyplane agent: keygen, enroll with the owner approving over HTTP, statu
     ['--key', key, '--control-plane', url, '--name', 'CLI bot', '--visibility', 'public', '--interval', '0.2'],
     async (code, stderr) => {
       // The CLI is polling; wait for it to say so before the owner approves.
-      while (!/pending_approval/.test(stderr())) await new Promise((r) => setTimeout(r, 50));
+      await until('the CLI saying it waits for approval', async () => /pending_approval/.test(stderr()) || undefined);
       const pending = (await services.storage.agents.listByOwner('usr_ada')).length;
       t.equal(pending, 0, 'no agent before approval');
       const enrollmentId = JSON.parse(readFileSync(`${key}.agent.json`, 'utf8')).enrollment_id;

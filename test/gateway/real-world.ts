@@ -10,6 +10,7 @@ import { findFreePort } from '../../lib/runtime/listen.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { SoftAuthenticator } from '../helpers/soft-authenticator.js';
 import { startTestGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';
+import { until } from '../helpers/until.js';
 
 /**
  * The browser sign-in at the edge-gate against a REAL control plane on a free port: the gateway
@@ -170,7 +171,7 @@ export async function world(
   });
   if (options.pull) {
     // The signed config comes from the control plane's GET /gateway/config, as in production.
-    while (!gw.running.gateway.configHolder.current) await new Promise((resolve) => setTimeout(resolve, 50));
+    await until("the gateway's first signed config", async () => gw.running.gateway.configHolder.current ?? undefined);
   } else {
     // The control plane's GET /gateway/config is another piece: the policy comes from the test.
     await gw.running.configPull?.stop();

@@ -18,6 +18,7 @@ import type { GatewayPolicy } from '../../../lib/gateway/policy.js';
 import { findFreePort } from '../../../lib/runtime/listen.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
+import { until } from '../../helpers/until.js';
 import { startTestGateway } from '../../gateway/helpers.js';
 import { ADMIN, startCp } from '../../gateway/real-world.js';
 
@@ -101,8 +102,22 @@ async function startStack(t: Test, cpConfig: Record<string, unknown> = {}) {
       clientSecret: gatewayClient.client_secret,
     },
   });
-  while (!gw.running.gateway.configHolder.current) await new Promise((resolve) => setTimeout(resolve, 50));
+  await until("the gateway's first signed config", async () => gw.running.gateway.configHolder.current ?? undefined);
   return { cp, mcpServer, gatewayUrl, gw, gatewayClientId: gatewayClient.client_id };
+}
+
+/**
+ * The SDK client's first connection: refused for want of authorization, after which the client
+ * has discovered the authorization server from the 401 and holds an authorization URL.
+ */
+async function firstConnectionNeedsAuthorization(t: Test, transport: StreamableHTTPClientTransport, seen: string[]) {
+  await t.rejects(
+    new Client({ name: 'notes-agent', version: '1.0.0' }).connect(transport),
+    // Matched by message: the SDK's CJS and ESM builds each define their own UnauthorizedError.
+    { message: new UnauthorizedError().message },
+    'the first connection needs authorization',
+  );
+  t.ok(seen.includes('GET /.well-known/oauth-protected-resource/mcp'), 'discovered from the 401 (RFC 9728)');
 }
 
 /** The SDK's OAuthClientProvider as an MCP client implements it: everything kept in memory. */
@@ -179,13 +194,7 @@ t.test(
       new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, fetch: clientFetch });
 
     const first = transport();
-    await t.rejects(
-      new Client({ name: 'notes-agent', version: '1.0.0' }).connect(first),
-      // Matched by message: the SDK's CJS and ESM builds each define their own UnauthorizedError.
-      { message: new UnauthorizedError().message },
-      'the first connection needs authorization',
-    );
-    t.ok(seen.includes('GET /.well-known/oauth-protected-resource/mcp'), 'discovered from the 401 (RFC 9728)');
+    await firstConnectionNeedsAuthorization(t, first, seen);
     t.ok(seen.includes('POST /register'), 'registered by Dynamic Client Registration');
     const authorizationUrl = provider.authorizationUrl!;
     t.equal(authorizationUrl.origin, cp.url);
@@ -340,12 +349,7 @@ t.test(
       new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, fetch: clientFetch });
 
     const first = transport();
-    await t.rejects(
-      new Client({ name: 'notes-agent', version: '1.0.0' }).connect(first),
-      { message: new UnauthorizedError().message },
-      'the first connection needs authorization',
-    );
-    t.ok(seen.includes('GET /.well-known/oauth-protected-resource/mcp'), 'discovered from the 401 (RFC 9728)');
+    await firstConnectionNeedsAuthorization(t, first, seen);
     t.notOk(seen.includes('POST /register'), 'no Dynamic Client Registration');
     t.same(provider.client, { client_id: clientId, issuer: cp.url }, 'the client_id is the document URL');
     const authorizationUrl = provider.authorizationUrl!;
