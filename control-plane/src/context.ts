@@ -12,7 +12,14 @@ import type { Ledger } from './ledger/ledger.js';
 import type { SecretsService } from './keys/secrets.js';
 import type { Mailer } from './mail/mailer.js';
 import type { Storage } from './storage/types.js';
-import type { BackchannelLogoutWorker } from './logout/backchannel.js';
+
+/** What handlers may ask of the back-channel logout worker (logout/backchannel.ts implements it). */
+export interface BackchannelDelivery {
+  /** Delivers what is due now; resolves with how many logout tokens were sent. */
+  deliverDue(): Promise<number>;
+  /** Asks for a round soon (this replica just queued a logout token). */
+  nudge(): void;
+}
 
 /** The services a control plane runs on, built once at start and handed to every plugin. */
 export interface ControlPlaneServices {
@@ -35,7 +42,7 @@ export interface ControlPlaneServices {
   /** The one way to fetch a URL a user gave (https, public addresses, capped): docs/fetch.md. */
   fetcher: GuardedFetcher;
   /** Delivers queued back-channel logout tokens (docs/oidc.md#101-back-channel-logout); `deliverDue()` runs a round now. */
-  backchannelLogout: Pick<BackchannelLogoutWorker, 'deliverDue' | 'nudge'>;
+  backchannelLogout: BackchannelDelivery;
   now: () => number;
   /** Tells the operator something they must act on (the CLI prints it as a plain line on stderr). */
   notify: (line: string) => void;

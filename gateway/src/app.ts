@@ -32,7 +32,8 @@ import { UpstreamProxy, endToEnd, hasBody } from './proxy.js';
 import { countPassed, countUpstreamFailure, sendEnvelope, sendError, sendJson } from './respond.js';
 import { createTokenClient, type TokenClient } from './token-client.js';
 import { upgrade } from './upgrades.js';
-import { routeUpstreams, upstreamHeaders } from './upstreams.js';
+import { routeUpstreams } from './upstreams.js';
+import { upstreamHeaders } from './identity.js';
 
 export type { ResolvedGatewayConfig } from './context.js';
 

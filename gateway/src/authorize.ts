@@ -8,7 +8,7 @@ import { identifyApiCaller, isApiCaller } from './api-callers.js';
 import { challenge } from './bearer.js';
 import type { GatewayContext, Identified } from './context.js';
 import { withResourceMetadata } from './mcp.js';
-import { identifySession } from './sessions.js';
+import { identifySession } from './identify-session.js';
 
 /** A browser is sent to sign in (or step up) at the control plane; anyone else gets an envelope. */
 export type Refusal =

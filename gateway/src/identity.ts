@@ -1,8 +1,10 @@
+import type { IncomingMessage } from 'node:http';
 import { buildUpstreamAssertion } from '../../lib/gateway/assertion.js';
 import { buildIdentityHeaders } from '../../lib/gateway/identity-headers.js';
 import type { Caller } from '../../lib/gateway/policy.js';
 import type { GateSession } from '../../lib/gateway/session-cookie.js';
-import type { GatewayContext } from './context.js';
+import type { GatewayContext, Identified } from './context.js';
+import { isKeyplaneCookie } from './upstreams.js';
 
 /** `audience` is the upstream origin the request goes to (the gateway's own URL in forward-auth mode). */
 export async function assertionFor(
@@ -57,4 +59,43 @@ export async function identityHeaders(
     assertion: await assertionFor(ctx, caller, session, audience),
     ...(caller.actors?.length ? { actors: caller.actors } : {}),
   });
+}
+
+/**
+ * The Cookie header without Keyplane's cookies ('' when none is left). Not cached by header: a
+ * cache keyed by whole Cookie headers would let a client that sends a new large header each time
+ * fill memory, and the split costs about what hashing the key would.
+ */
+function withoutKeyplaneCookies(header: string): string {
+  return header
+    .split(';')
+    .map((part) => part.trim())
+    .filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim()))
+    .join('; ');
+}
+
+/**
+ * The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity
+ * headers in, and neither Host nor Expect (the proxy hop's `ForwardInput.headers`).
+ */
+export async function upstreamHeaders(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  who: Identified,
+  origin: string,
+): Promise<Record<string, string | string[]>> {
+  const headers: Record<string, string | string[]> = {};
+  for (const name in req.headers) {
+    const value = req.headers[name];
+    if (value === undefined || name === 'host' || name === 'expect') continue;
+    // Session cookies stay at the edge: the upstream never sees the gateway's tokens or the control plane's session.
+    if (name === 'cookie' && typeof value === 'string') {
+      const kept = withoutKeyplaneCookies(value);
+      if (kept) headers[name] = kept;
+    } else {
+      headers[name] = value;
+    }
+  }
+  if (who.caller) Object.assign(headers, await identityHeaders(ctx, who.caller, who.session, origin));
+  return headers;
 }

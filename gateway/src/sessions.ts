@@ -1,13 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
-import {
-  clearSessionCookies,
-  parseCookieHeader,
-  readSessionCookies,
-  type GateSession,
-} from '../../lib/gateway/session-cookie.js';
-import type { GatewayContext, Identified } from './context.js';
-import { renewedSession } from './refresh.js';
+import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import type { GatewayContext } from './context.js';
 
 const SESSION_CACHE_MS = 60_000;
 /** A session's access token is refreshed this many seconds before it expires (clock skew, requests in flight). */
@@ -82,61 +74,4 @@ export async function openSealedCookies(
   }
   const session = await readSessionCookies(jar, { keys: ctx.cookieKeys, now: ctx.now(), secure: ctx.secure });
   return session ? { session, cookies: cookies as string[] } : null;
-}
-
-function cookieNames(header: string): string[] {
-  return Object.keys(parseCookieHeader(header));
-}
-
-/**
- * The browser's session, refreshed first when its access token is due, so freshness, the step-up
- * window (a refreshed ID token may state less) and revocation at the control plane hold alike
- * for requests and upgrades. An upgrade cannot carry Set-Cookie through the splice, but the
- * refreshed state is kept in shared state (`latestSessionKey`), so the browser's next request
- * with its old cookie moves on to it instead of spending the rotated refresh token again.
- */
-export async function identifySession(
-  ctx: GatewayContext,
-  req: IncomingMessage,
-  res?: ServerResponse,
-): Promise<Identified> {
-  const cookieHeader = req.headers['cookie'];
-  let session = await openSession(ctx, cookieHeader);
-  if (!session || !cookieHeader) return { caller: null, session: null, api: false };
-  if (session.idpSid !== undefined && ctx.holder.current?.revokedSessions.has(session.idpSid)) {
-    // Signed out or revoked at the control plane: the session ends here at once, not at its next refresh.
-    ctx.caches.sessions.delete(cookieHeader);
-    await ctx.state.del(latestSessionKey(session.sid));
-    res?.setHeader('set-cookie', clearSessionCookies(cookieNames(cookieHeader), ctx.secure));
-    return { caller: null, session: null, api: false };
-  }
-  if (ctx.endedSessions.has(session.sid)) {
-    // A cookie of a session that a sign-in or step-up replaced, or that signed out: a copy (or a
-    // straggler) is refused, never moved on (docs/gateway.md#session-rotation). Its cookies are
-    // not cleared: a request that was in flight when the new cookie arrived would clear that one.
-    ctx.caches.sessions.delete(cookieHeader);
-    ctx.log.info({ event: 'gateway.ended_session_presented' }, 'a cookie of an ended session was refused');
-    return { caller: null, session: null, api: false };
-  }
-  if (refreshDue(ctx, session)) {
-    ctx.caches.sessions.delete(cookieHeader);
-    const outcome = await renewedSession(ctx, session, cookieNames(cookieHeader));
-    res?.setHeader('set-cookie', outcome.cookies);
-    if (!outcome.session) return { caller: null, session: null, api: false };
-    session = outcome.session;
-  }
-  const assurance = isAssuranceLevel(session.assurance) ? session.assurance : 'recovery';
-  return {
-    caller: {
-      kind: 'session',
-      subject: session.sub,
-      principalType: session.principalType,
-      assurance,
-      scopes: session.scopes ?? [],
-      bucketId: session.sid,
-      ...(session.email !== undefined ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
-    },
-    session,
-    api: false,
-  };
 }

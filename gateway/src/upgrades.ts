@@ -7,7 +7,7 @@ import { authorize } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { endToEnd } from './proxy.js';
 import { countPassed, countRefusal } from './respond.js';
-import { upstreamHeaders } from './upstreams.js';
+import { upstreamHeaders } from './identity.js';
 
 /** A WebSocket (or other) upgrade: the same identification and policy as a request, then a spliced socket. */
 export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

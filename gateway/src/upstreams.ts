@@ -1,8 +1,5 @@
-import type { IncomingMessage } from 'node:http';
 import type { GatewayConfig } from '../../config/types.js';
 import { findRoute } from '../../lib/gateway/policy.js';
-import type { GatewayContext, Identified } from './context.js';
-import { identityHeaders } from './identity.js';
 import type { UpstreamProxy } from './proxy.js';
 
 export interface UpstreamRoute {
@@ -43,43 +40,4 @@ export function routeUpstreams(config: GatewayConfig, open: (origin: string) => 
  */
 export function isKeyplaneCookie(name: string): boolean {
   return /^(__Host-|__Secure-)?kp_/i.test(name);
-}
-
-/**
- * The Cookie header without Keyplane's cookies ('' when none is left). Not cached by header: a
- * cache keyed by whole Cookie headers would let a client that sends a new large header each time
- * fill memory, and the split costs about what hashing the key would.
- */
-function withoutKeyplaneCookies(header: string): string {
-  return header
-    .split(';')
-    .map((part) => part.trim())
-    .filter((part) => part && !isKeyplaneCookie(part.split('=')[0]!.trim()))
-    .join('; ');
-}
-
-/**
- * The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity
- * headers in, and neither Host nor Expect (the proxy hop's `ForwardInput.headers`).
- */
-export async function upstreamHeaders(
-  ctx: GatewayContext,
-  req: IncomingMessage,
-  who: Identified,
-  origin: string,
-): Promise<Record<string, string | string[]>> {
-  const headers: Record<string, string | string[]> = {};
-  for (const name in req.headers) {
-    const value = req.headers[name];
-    if (value === undefined || name === 'host' || name === 'expect') continue;
-    // Session cookies stay at the edge: the upstream never sees the gateway's tokens or the control plane's session.
-    if (name === 'cookie' && typeof value === 'string') {
-      const kept = withoutKeyplaneCookies(value);
-      if (kept) headers[name] = kept;
-    } else {
-      headers[name] = value;
-    }
-  }
-  if (who.caller) Object.assign(headers, await identityHeaders(ctx, who.caller, who.session, origin));
-  return headers;
 }

@@ -1,7 +1,7 @@
 import { isFetchRefusal } from '../../../lib/fetch/guarded-fetch.js';
 import { buildLogoutTokenClaims, signLogoutToken } from '../../../lib/tokens/logout-token.js';
 import { randomId, randomToken } from '../../../lib/util/random.js';
-import type { ControlPlaneServices } from '../context.js';
+import type { BackchannelDelivery, ControlPlaneServices } from '../context.js';
 import type { BackchannelLogout, LogoutAttempt, Stores } from '../storage/types.js';
 
 /**
@@ -101,7 +101,7 @@ export interface BackchannelWorkerOptions {
 }
 
 /** Delivers queued logout tokens: on a timer, and at once when this replica queues one (`nudge`). */
-export class BackchannelLogoutWorker {
+export class BackchannelLogoutWorker implements BackchannelDelivery {
   private readonly holder = randomId('bcw');
   private timer: NodeJS.Timeout | null = null;
   private purger: NodeJS.Timeout | null = null;
