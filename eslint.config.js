@@ -4,20 +4,20 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /**
- * Import specifiers are matched as written (relative paths), so each pattern names a top-level
- * folder by a segment that exists nowhere below the folder it guards: `gateway/src/` is the
- * gateway service, while `lib/gateway/` (its pure parts) stays importable from lib/.
+ * Import specifiers are matched as written (relative paths, or `#lib/…` and `#config/…` for the
+ * shared layers), so each pattern names a top-level folder by a segment that exists nowhere below the folder it guards: `gateway/src/` is the
+ * gateway service, while `lib/gateway-protocol/` (its pure parts) stays importable from lib/.
  */
 const boundary = (regex, message) => ({ regex, message });
 
 const NO_SERVICES_IN_LIB = [
   boundary(
-    '(^|/)(control-plane|cli|config|bench|test)/',
+    '(^|/|#)(control-plane|cli|config|bench|test)/',
     'lib/ imports nothing of ours but lib/ (docs/architecture.md#layout).',
   ),
   boundary(
     '(^|/)gateway/src/',
-    "lib/ imports nothing of ours but lib/; the gateway's pure parts live in lib/gateway/.",
+    "lib/ imports nothing of ours but lib/; the gateway's pure parts live in lib/gateway-protocol/.",
   ),
 ];
 const NO_CONTROL_PLANE_IN_GATEWAY = [
@@ -47,8 +47,20 @@ const NO_CLI_IN_CONTROL_PLANE_TESTS = [
 
 const NO_SERVER_CODE_IN_SDK = [
   boundary(
-    '(^|/)(lib|control-plane|gateway|cli|config)/',
+    '(^|/|#)(lib|control-plane|gateway|cli|config)/',
     'The SDK is published on its own: it imports nothing of ours outside sdk/ (relying parties install only it).',
+  ),
+];
+
+/** Outside their own folders, the shared layers are imported by name (package.json `imports`), not by climbing. */
+const SHARED_LAYERS_BY_NAME = [
+  boundary(
+    '^(\\.\\./)+lib/',
+    'Import lib/ by name: `#lib/…` (package.json imports), not `../../lib/…` (docs/architecture.md#layout).',
+  ),
+  boundary(
+    '^(\\.\\./)+config/',
+    'Import config/ by name: `#config/…` (package.json imports), not `../../config/…` (docs/architecture.md#layout).',
   ),
 ];
 
@@ -84,22 +96,31 @@ export const boundaries = {
   'lib/**/*.ts': restricted(NO_SERVICES_IN_LIB, NO_SERVER_LIBRARIES),
   // Shared state and rate limits: the one part of lib/ that may talk to Redis (docs/architecture.md#decisions).
   'lib/runtime/**/*.ts': restricted(NO_SERVICES_IN_LIB),
-  'gateway/**/*.ts': restricted(NO_CONTROL_PLANE_IN_GATEWAY),
+  'gateway/**/*.ts': restricted([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME]),
   'control-plane/**/*.ts': restricted(
-    [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...NO_FASTIFY_PLUGINS_IN_OPERATIONS],
+    [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...NO_FASTIFY_PLUGINS_IN_OPERATIONS, ...SHARED_LAYERS_BY_NAME],
     [SQLITE_DRIVER, ...NO_FASTIFY_IN_OPERATIONS],
   ),
   // The HTTP edge of the control plane: where fastify belongs. Pages render for routes and read
   // the request's language and nonce (docs/i18n.md), so they are part of it.
-  'control-plane/src/{routes,plugins,http,pages}/**/*.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
-  'control-plane/src/{app,server,logging}.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE),
-  'control-plane/src/storage/sqlite/driver.ts': restricted(NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, []),
-  'cli/**/*.ts': restricted(NO_STORAGE_FROM_CLI),
-  'test/**/*.ts': restricted([]),
-  'test/control-plane/**/*.ts': restricted(NO_CLI_IN_CONTROL_PLANE_TESTS),
-  'bench/**/*.ts': restricted([]),
+  'control-plane/src/{routes,plugins,http,pages}/**/*.ts': restricted([
+    ...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE,
+    ...SHARED_LAYERS_BY_NAME,
+  ]),
+  'control-plane/src/{app,server,logging}.ts': restricted([
+    ...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE,
+    ...SHARED_LAYERS_BY_NAME,
+  ]),
+  'control-plane/src/storage/sqlite/driver.ts': restricted(
+    [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...SHARED_LAYERS_BY_NAME],
+    [],
+  ),
+  'cli/**/*.ts': restricted([...NO_STORAGE_FROM_CLI, ...SHARED_LAYERS_BY_NAME]),
+  'test/**/*.ts': restricted(SHARED_LAYERS_BY_NAME),
+  'test/control-plane/**/*.ts': restricted([...NO_CLI_IN_CONTROL_PLANE_TESTS, ...SHARED_LAYERS_BY_NAME]),
+  'bench/**/*.ts': restricted(SHARED_LAYERS_BY_NAME),
   'sdk/**/*.ts': restricted(NO_SERVER_CODE_IN_SDK),
-  'config/**/*.ts': restricted([]),
+  'config/**/*.ts': restricted(SHARED_LAYERS_BY_NAME),
 };
 
 /**

@@ -11,8 +11,8 @@
  * rate is printed beside it (it falls with whatever else the machine runs).
  */
 import { createHash } from 'node:crypto';
-import { signRunProof } from '../lib/agents/run-proof.js';
-import { nodeKey, signJwt } from '../lib/crypto/jwt.js';
+import { signRunProof } from '#lib/agents/run-proof.js';
+import { nodeKey, signJwt } from '#lib/crypto/jwt.js';
 import { agentKey, enrollAgent } from '../test/helpers/agents.js';
 import { benchControlPlane, benchTap, describeRun, es256Bound, measure } from './harness.js';
 

@@ -23,7 +23,7 @@ import { createPublicKey, generateKeyPairSync, randomUUID, verify, type JsonWebK
 import { SignJWT, compactVerify, createLocalJWKSet, exportJWK, importJWK, type JWK } from 'jose';
 import httpProxy from 'http-proxy';
 import { Pool } from 'undici';
-import { computeAth } from '../lib/dpop/verify-dpop-proof.js';
+import { computeAth } from '#lib/dpop/verify-dpop-proof.js';
 import { startNginx } from '../test/helpers/nginx.js';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
@@ -147,9 +147,9 @@ async function serve(): Promise<void> {
     return;
   }
   // role === 'gateway'
-  const { loadGatewayConfig } = await import('../config/load.js');
+  const { loadGatewayConfig } = await import('#config/load.js');
   const { startGateway } = await import('../gateway/src/server.js');
-  const { writeSessionCookies } = await import('../lib/gateway/session-cookie.js');
+  const { writeSessionCookies } = await import('#lib/gateway-protocol/session-cookie.js');
   const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-gw-'));
   process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
   const config = loadGatewayConfig({

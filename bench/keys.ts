@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
-import { deriveMasterKey } from '../lib/crypto/sealed-box.js';
+import { deriveMasterKey } from '#lib/crypto/sealed-box.js';
 import { KeyRing, rotationPolicy } from '../control-plane/src/keys/key-ring.js';
 import { openSqliteStorage } from '../control-plane/src/storage/sqlite/index.js';
 

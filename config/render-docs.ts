@@ -1,4 +1,4 @@
-import { REASONS } from '../lib/errors/reasons.js';
+import { REASONS } from '#lib/errors/reasons.js';
 import { leaves } from './load.js';
 import { schemas, type ConfigKind } from './schema.js';
 

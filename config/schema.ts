@@ -4,7 +4,7 @@
  * derived from these two schemas, so they cannot drift apart.
  */
 
-import { LOCALES } from '../lib/i18n/locales.js';
+import { LOCALES } from '#lib/i18n/locales.js';
 
 export interface KeyDoc {
   description: string;

@@ -1,5 +1,5 @@
-import type { Locale } from '../lib/i18n/locales.js';
-import type { DeepReadonly } from '../lib/util/deep-freeze.js';
+import type { Locale } from '#lib/i18n/locales.js';
+import type { DeepReadonly } from '#lib/runtime/deep-freeze.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 

@@ -1,4 +1,4 @@
-import { readAdminToken } from '../../config/env.js';
+import { readAdminToken } from '#config/env.js';
 import { CliError, EXIT } from './exit.js';
 
 const TIMEOUT_MS = 10_000;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { coerce, leaves } from '../../config/schema-leaves.js';
-import { schemas, type ConfigKind } from '../../config/schema.js';
+import { coerce, leaves } from '#config/schema-leaves.js';
+import { schemas, type ConfigKind } from '#config/schema.js';
 
 /**
  * Commander hands flags over as strings keyed by camel-cased flag name; the schema says which

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../../config/config-error.js';
+import { ConfigError } from '#config/config-error.js';
 import { isDatabaseSetupError } from '../../control-plane/src/operations/setup-errors.js';
 import { accountsCommands } from './commands/accounts.js';
 import { agentCommands } from './commands/agent.js';

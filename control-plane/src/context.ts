@@ -1,11 +1,11 @@
 import type { Registry } from 'prom-client';
-import type { Locale } from '../../lib/i18n/locales.js';
+import type { Locale } from '#lib/i18n/locales.js';
 import type { ClientOrigins } from './clients/client-origins.js';
-import type { AssuranceLevel } from '../../lib/assurance/assurance.js';
-import type { ControlPlaneConfig } from '../../config/types.js';
-import type { GuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
-import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
-import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+import type { AssuranceLevel } from '#lib/assurance/assurance.js';
+import type { ControlPlaneConfig } from '#config/types.js';
+import type { GuardedFetcher } from '#lib/fetch/guarded-fetch.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import type { SharedState } from '#lib/runtime/shared-state/types.js';
 import type { EventBus } from './events/bus.js';
 import type { KeyRing } from './keys/key-ring.js';
 import type { Ledger } from './ledger/ledger.js';

@@ -1,6 +1,6 @@
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import type { LogLevel } from '../../config/types.js';
-import { redactUrl } from '../../lib/logging/request-log.js';
+import type { LogLevel } from '#config/types.js';
+import { redactUrl } from '#lib/logging/request-log.js';
 
 /** pino options: JSON lines, credentials redacted by path and by query parameter. */
 export function loggerOptions(level: LogLevel, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import type { ControlPlaneConfig } from '../../config/types.js';
-import { defaultPublicUrl, listen } from '../../lib/runtime/listen.js';
+import type { ControlPlaneConfig } from '#config/types.js';
+import { defaultPublicUrl, listen } from '#lib/runtime/listen.js';
 import { buildControlPlane } from './app.js';
 import { openControlPlaneServices, type RunningServices } from './services.js';
 

@@ -1,10 +1,10 @@
 import { Counter, Registry } from 'prom-client';
-import type { ControlPlaneConfig } from '../../config/types.js';
-import { createGuardedFetcher } from '../../lib/fetch/guarded-fetch.js';
-import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
-import { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
-import { openSharedState } from '../../lib/runtime/shared-state/index.js';
-import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+import type { ControlPlaneConfig } from '#config/types.js';
+import { createGuardedFetcher } from '#lib/fetch/guarded-fetch.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { openSharedState } from '#lib/runtime/shared-state/index.js';
+import type { SharedState } from '#lib/runtime/shared-state/types.js';
 import type { ControlPlaneServices } from './context.js';
 import { EventBus } from './events/bus.js';
 import { KeyRing, serverRotationPolicy } from './keys/key-ring.js';

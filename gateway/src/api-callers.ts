@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { mcpResourceOf } from '../../lib/gateway/mcp.js';
-import { findRoute } from '../../lib/gateway/request-path.js';
+import { mcpResourceOf } from '#lib/gateway-protocol/mcp.js';
+import { findRoute } from '#lib/gateway-protocol/request-path.js';
 import { authenticateApiCaller } from './bearer.js';
 import type { GatewayContext, Identified } from './context.js';
 

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
-import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
-import type { Reason } from '../../lib/errors/reasons.js';
-import { evaluatePolicy, findRoute, type Decision } from '../../lib/gateway/policy.js';
-import type { RequestTarget } from '../../lib/gateway/request-path.js';
+import { isDependencyUnavailable, unavailableFailure } from '#lib/errors/dependency-outage.js';
+import { fail, isKeyplaneError, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { Reason } from '#lib/errors/reasons.js';
+import { evaluatePolicy, findRoute, type Decision } from '#lib/gateway-protocol/policy.js';
+import type { RequestTarget } from '#lib/gateway-protocol/request-path.js';
 import { identifyApiCaller, isApiCaller } from './api-callers.js';
 import { challenge } from './bearer.js';
 import type { GatewayContext, Identified } from './context.js';

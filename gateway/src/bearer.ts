@@ -1,17 +1,17 @@
-import { actorChain } from '../../lib/oauth/token-exchange.js';
+import { actorChain } from '#lib/oauth/token-exchange.js';
 import { hkdfSync } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
-import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
-import { isDpopError } from '../../lib/dpop/errors.js';
-import { checkDpopNonce, issueDpopNonce } from '../../lib/dpop/nonce.js';
-import { dpopChallenge } from '../../lib/dpop/respond.js';
-import { computeAth, dpopReplayKey, verifyDpopProof } from '../../lib/dpop/verify-dpop-proof.js';
-import type { Caller } from '../../lib/gateway/policy.js';
-import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
-import type { SharedState } from '../../lib/runtime/shared-state/types.js';
-import type { ExpiringCache } from '../../lib/util/expiring-cache.js';
-import type { DpopKeyCache } from '../../lib/dpop/key-cache.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import { isDpopError } from '#lib/dpop/errors.js';
+import { checkDpopNonce, issueDpopNonce } from '#lib/dpop/nonce.js';
+import { dpopChallenge } from '#lib/dpop/respond.js';
+import { computeAth, dpopReplayKey, verifyDpopProof } from '#lib/dpop/verify-dpop-proof.js';
+import type { Caller } from '#lib/gateway-protocol/policy.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import type { SharedState } from '#lib/runtime/shared-state/types.js';
+import type { ExpiringCache } from '#lib/runtime/expiring-cache.js';
+import type { DpopKeyCache } from '#lib/dpop/key-cache.js';
 import { readPrincipalClaims } from './id-token.js';
 
 /** jose remote JWKS settings: refetch on an unknown kid at most every 30 s; the timeout is `controlPlaneTimeoutMs`. */

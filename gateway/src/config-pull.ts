@@ -1,9 +1,9 @@
-import { isProtocolError } from '../../lib/errors/protocol-error.js';
-import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
-import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
+import { isProtocolError } from '#lib/errors/protocol-error.js';
+import { formatClientSecretBasic } from '#lib/oauth/client-auth.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 import type { JSONWebKeySet } from 'jose';
 import { request } from 'undici';
-import { CONFIG_REFUSALS, type GatewayConfigHolder } from '../../lib/gateway/signed-config.js';
+import { CONFIG_REFUSALS, type GatewayConfigHolder } from '#lib/gateway-protocol/signed-config.js';
 import { repeat } from './repeat.js';
 
 /**

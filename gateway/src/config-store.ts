@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { JSONWebKeySet } from 'jose';
-import type { ConfigStore } from '../../lib/gateway/signed-config.js';
+import type { ConfigStore } from '#lib/gateway-protocol/signed-config.js';
 
 /** Keeps the last good signed config (with the JWKS that verified it) in the data dir. */
 export function fileConfigStore(dataDir: string): ConfigStore {

@@ -1,5 +1,5 @@
-import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
-import type { SharedState } from '../../lib/runtime/shared-state/index.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import type { SharedState } from '#lib/runtime/shared-state/index.js';
 
 /** Where shared state records a gateway session that ended before its cookie expires. */
 export const endedSessionKey = (sid: string) => `session:ended:${sid}`;

@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
+import { formatClientSecretBasic } from '#lib/oauth/client-auth.js';
 import { repeat } from './repeat.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { fail } from '../../lib/errors/keyplane-error.js';
-import type { ClientView } from '../../lib/gateway/forwarded.js';
-import { normalizeRequestTarget } from '../../lib/gateway/request-path.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import type { ClientView } from '#lib/gateway-protocol/forwarded.js';
+import { normalizeRequestTarget } from '#lib/gateway-protocol/request-path.js';
 import { authorize } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { identityHeaders } from './identity.js';

@@ -1,10 +1,10 @@
 import { jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { isAssuranceLevel, type AssuranceLevel } from '../../lib/assurance/assurance.js';
-import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
-import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
-import type { Membership } from '../../lib/access/evaluate-access.js';
-import { ORG_ROLES, type OrgRole } from '../../lib/orgs/roles.js';
-import { constantEquals } from '../../lib/util/constant-equals.js';
+import { isAssuranceLevel, type AssuranceLevel } from '#lib/assurance/assurance.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { Membership } from '#lib/access/evaluate-access.js';
+import { ORG_ROLES, type OrgRole } from '#lib/orgs/roles.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
 
 /**
  * Verifies the control plane's ID token at the gateway (OIDC Core §3.1.3.7): ES256 by a key of

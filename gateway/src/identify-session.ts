@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isAssuranceLevel } from '../../lib/assurance/assurance.js';
-import { clearSessionCookies, parseCookieHeader } from '../../lib/gateway/session-cookie.js';
+import { isAssuranceLevel } from '#lib/assurance/assurance.js';
+import { clearSessionCookies, parseCookieHeader } from '#lib/gateway-protocol/session-cookie.js';
 import type { GatewayContext, Identified } from './context.js';
 import { renewedSession } from './refresh.js';
 import { latestSessionKey, openSession, refreshDue } from './sessions.js';

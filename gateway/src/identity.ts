@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { buildUpstreamAssertion } from '../../lib/gateway/assertion.js';
-import { buildIdentityHeaders } from '../../lib/gateway/identity-headers.js';
-import type { Caller } from '../../lib/gateway/policy.js';
-import type { GateSession } from '../../lib/gateway/session-cookie.js';
+import { buildUpstreamAssertion } from '#lib/gateway-protocol/assertion.js';
+import { buildIdentityHeaders } from '#lib/gateway-protocol/identity-headers.js';
+import type { Caller } from '#lib/gateway-protocol/policy.js';
+import type { GateSession } from '#lib/gateway-protocol/session-cookie.js';
 import type { GatewayContext, Identified } from './context.js';
 import { isKeyplaneCookie } from './upstreams.js';
 

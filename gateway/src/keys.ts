@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
-import type { CookieKey } from '../../lib/gateway/session-cookie.js';
+import type { CookieKey } from '#lib/gateway-protocol/session-cookie.js';
 
 export interface GatewaySigningKey {
   kid: string;

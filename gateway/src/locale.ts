@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { cookieName, parseCookieHeader } from '../../lib/gateway/session-cookie.js';
-import { LOCALE_NAMES, LOCALES, type Locale } from '../../lib/i18n/locales.js';
-import { matchLocaleList, negotiateLocale } from '../../lib/i18n/negotiate-locale.js';
-import { type Translator, translatorFor } from '../../lib/i18n/translate.js';
-import { escapeHtml } from '../../lib/util/html.js';
-import { validateReturnUrl } from '../../lib/util/return-url.js';
+import { cookieName, parseCookieHeader } from '#lib/gateway-protocol/session-cookie.js';
+import { LOCALE_NAMES, LOCALES, type Locale } from '#lib/i18n/locales.js';
+import { matchLocaleList, negotiateLocale } from '#lib/i18n/negotiate-locale.js';
+import { type Translator, translatorFor } from '#lib/i18n/translate.js';
+import { escapeHtml } from '#lib/html/escape-html.js';
+import { validateReturnUrl } from '#lib/http/return-url.js';
 import type { GatewayContext } from './context.js';
 import { redirect } from './respond.js';
 

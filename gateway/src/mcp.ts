@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
 import {
   MCP_BODY_LIMIT,
   buildProtectedResourceMetadata,
   findMetadataRoute,
   protectedResourceMetadataUrl,
   readToolCalls,
-} from '../../lib/gateway/mcp.js';
-import { checkToolCall, type Caller, type RoutePolicy } from '../../lib/gateway/policy.js';
+} from '#lib/gateway-protocol/mcp.js';
+import { checkToolCall, type Caller, type RoutePolicy } from '#lib/gateway-protocol/policy.js';
 import { challenge } from './bearer.js';
 import type { GatewayContext } from './context.js';
 import { sendError, sendJson } from './respond.js';

@@ -1,8 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isAssuranceLevel, meetsAssurance } from '../../lib/assurance/assurance.js';
-import { isDependencyUnavailable, unavailableFailure } from '../../lib/errors/dependency-outage.js';
-import { fail, isKeyplaneError, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { isAssuranceLevel, meetsAssurance } from '#lib/assurance/assurance.js';
+import { isDependencyUnavailable, unavailableFailure } from '#lib/errors/dependency-outage.js';
+import { fail, isKeyplaneError, type KeyplaneError } from '#lib/errors/keyplane-error.js';
 import {
   clearCookie,
   clearSessionCookies,
@@ -14,14 +14,14 @@ import {
   writeSessionCookies,
   type GateSession,
   type LoginState,
-} from '../../lib/gateway/session-cookie.js';
-import { originRefusal } from '../../lib/http/check-request-origin.js';
-import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
-import { constantEquals } from '../../lib/util/constant-equals.js';
-import type { Translator } from '../../lib/i18n/translate.js';
-import { escapeHtml } from '../../lib/util/html.js';
-import { randomToken } from '../../lib/util/random.js';
-import { validateReturnUrl } from '../../lib/util/return-url.js';
+} from '#lib/gateway-protocol/session-cookie.js';
+import { originRefusal } from '#lib/http/check-request-origin.js';
+import { computeS256Challenge } from '#lib/pkce/check-pkce.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
+import type { Translator } from '#lib/i18n/translate.js';
+import { escapeHtml } from '#lib/html/escape-html.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { validateReturnUrl } from '#lib/http/return-url.js';
 import type { DeniedPage, Refusal } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { verifyIdToken } from './id-token.js';

@@ -1,9 +1,9 @@
-import type { Reason } from '../../lib/errors/reasons.js';
+import type { Reason } from '#lib/errors/reasons.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { Pool, type Dispatcher } from 'undici';
-import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
 
 /**
  * The proxy hop. HTTP goes through an undici Pool with keep-alive (docs/gateway.md#decisions: about 1.6× the

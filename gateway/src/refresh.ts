@@ -1,8 +1,8 @@
-import { isAssuranceLevel, rankAssurance } from '../../lib/assurance/assurance.js';
-import { unavailableFailure } from '../../lib/errors/dependency-outage.js';
-import { fail } from '../../lib/errors/keyplane-error.js';
-import { clearSessionCookies, writeSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
-import { forgetSingleFlight, runSingleFlight } from '../../lib/gateway/single-flight.js';
+import { isAssuranceLevel, rankAssurance } from '#lib/assurance/assurance.js';
+import { unavailableFailure } from '#lib/errors/dependency-outage.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { clearSessionCookies, writeSessionCookies, type GateSession } from '#lib/gateway-protocol/session-cookie.js';
+import { forgetSingleFlight, runSingleFlight } from '#lib/gateway-protocol/single-flight.js';
 import type { GatewayContext } from './context.js';
 import { verifyIdToken } from './id-token.js';
 import { latestSessionKey, openSealedCookies, refreshDue } from './sessions.js';

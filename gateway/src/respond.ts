@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import type { KeyplaneError } from '../../lib/errors/keyplane-error.js';
-import type { Reason } from '../../lib/errors/reasons.js';
-import type { Decision } from '../../lib/gateway/policy.js';
+import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { Reason } from '#lib/errors/reasons.js';
+import type { Decision } from '#lib/gateway-protocol/policy.js';
 import type { GatewayMetrics } from './metrics.js';
 
 type Headers = Record<string, string | string[]>;

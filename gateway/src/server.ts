@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import type { GatewayConfig } from '../../config/types.js';
-import { defaultPublicUrl, listen } from '../../lib/runtime/listen.js';
-import { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
-import { openSharedState } from '../../lib/runtime/shared-state/index.js';
+import type { GatewayConfig } from '#config/types.js';
+import { defaultPublicUrl, listen } from '#lib/runtime/listen.js';
+import { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { openSharedState } from '#lib/runtime/shared-state/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { createConfigPull, type ConfigPull } from './config-pull.js';
 import { createEvidencePush, type EvidencePush } from './evidence-push.js';

@@ -1,4 +1,4 @@
-import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
+import { parseCookieHeader, readSessionCookies, type GateSession } from '#lib/gateway-protocol/session-cookie.js';
 import type { GatewayContext } from './context.js';
 
 const SESSION_CACHE_MS = 60_000;

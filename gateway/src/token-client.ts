@@ -1,6 +1,6 @@
 import { request } from 'undici';
-import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
-import type { DependencyMonitor } from '../../lib/runtime/dependency-monitor.js';
+import { formatClientSecretBasic } from '#lib/oauth/client-auth.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 
 /**
  * The gateway as a confidential client at the control plane's token endpoint (RFC 6749 §3.2):

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { fail, type KeyplaneError } from '../../lib/errors/keyplane-error.js';
-import { stripIdentityHeaders } from '../../lib/gateway/identity-headers.js';
-import { normalizeRequestTarget } from '../../lib/gateway/request-path.js';
+import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import { stripIdentityHeaders } from '#lib/gateway-protocol/identity-headers.js';
+import { normalizeRequestTarget } from '#lib/gateway-protocol/request-path.js';
 import { authorize } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { endToEnd } from './proxy.js';

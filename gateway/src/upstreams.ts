@@ -1,5 +1,5 @@
-import type { GatewayConfig } from '../../config/types.js';
-import { findRoute } from '../../lib/gateway/policy.js';
+import type { GatewayConfig } from '#config/types.js';
+import { findRoute } from '#lib/gateway-protocol/policy.js';
 import type { UpstreamProxy } from './proxy.js';
 
 export interface UpstreamRoute {

@@ -4,7 +4,7 @@ import type { webcrypto } from 'node:crypto';
 import { importPublicJwk, signJwt, verifyJwt } from '../crypto/jwt.js';
 import { fail } from '../errors/keyplane-error.js';
 import { canonicalJson } from '../ledger/canonical-json.js';
-import { sha256Hex } from '../util/sha256.js';
+import { sha256Hex } from '../crypto/sha256.js';
 import type { AgentKeyAlgorithm } from './jwk.js';
 
 export const RUN_PROOF_FORMAT = 'svc-agent-run-proof-v1';

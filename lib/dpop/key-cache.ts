@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { importPublicJwk } from '../crypto/jwt.js';
-import { ExpiringCache } from '../util/expiring-cache.js';
+import { ExpiringCache } from '../runtime/expiring-cache.js';
 
 /**
  * Imported DPoP proof keys and their RFC 7638 thumbprints, by the members that make the key.

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { constantEquals } from '../util/constant-equals.js';
+import { constantEquals } from '../crypto/constant-equals.js';
 
 /**
  * Server-issued DPoP nonces (RFC 9449 §8, §9) without server state: a nonce is

@@ -3,8 +3,8 @@ import { decodeJwt, importPublicJwk, verifyJwt, type DecodedJwt } from '../crypt
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
 import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
-import { constantEquals, equalDigests } from '../util/constant-equals.js';
-import { sha256 } from '../util/sha256.js';
+import { constantEquals, equalDigests } from '../crypto/constant-equals.js';
+import { sha256 } from '../crypto/sha256.js';
 
 /** Local policy (RFC 9449 §4.3 check 5): asymmetric algorithms only, never `none` or a MAC. */
 export const DPOP_ALGORITHMS = ['ES256', 'EdDSA'] as const;

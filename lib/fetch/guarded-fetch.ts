@@ -7,7 +7,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { fail, isKeyplaneError, type KeyplaneError } from '../errors/keyplane-error.js';
 import type { Reason } from '../errors/reasons.js';
-import { compileAddressList } from '../util/cidr.js';
+import { compileAddressList } from '../net/cidr.js';
 import { classifyAddress } from './classify-address.js';
 
 export interface ResolvedAddress {

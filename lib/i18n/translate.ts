@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { IntlMessageFormat } from 'intl-messageformat';
-import { escapeHtml } from '../util/html.js';
+import { escapeHtml } from '../html/escape-html.js';
 import { directionOf, type Locale, LOCALES, SOURCE_LOCALE } from './locales.js';
 
 /** Every key of the English source catalog: the only keys `t()` accepts. */

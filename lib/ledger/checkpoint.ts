@@ -8,7 +8,7 @@ import {
   type CryptoKey,
   type JWK,
 } from 'jose';
-import { sha256Hex } from '../util/sha256.js';
+import { sha256Hex } from '../crypto/sha256.js';
 import { canonicalJson } from './canonical-json.js';
 
 /** `typ` of checkpoint JWSs: a checkpoint is never mistaken for a token or another signed object. */

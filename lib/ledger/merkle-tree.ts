@@ -1,4 +1,4 @@
-import { sha256 } from '../util/sha256.js';
+import { sha256 } from '../crypto/sha256.js';
 
 /**
  * RFC 9162 §2.1 Merkle trees over SHA-256: leaf hash `SHA-256(0x00 || d)`, node hash

@@ -1,4 +1,4 @@
-import { sha256, sha256Hex } from '../util/sha256.js';
+import { sha256, sha256Hex } from '../crypto/sha256.js';
 import { canonicalJson } from './canonical-json.js';
 
 /** The tag prefixed to a receipt hash to derive its tree key (docs/ledger.md). */

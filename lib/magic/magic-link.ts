@@ -1,6 +1,6 @@
-import { validateReturnUrl } from '../util/return-url.js';
-import { randomToken } from '../util/random.js';
-import { sha256Hex } from '../util/sha256.js';
+import { validateReturnUrl } from '../http/return-url.js';
+import { randomToken } from '../crypto/random.js';
+import { sha256Hex } from '../crypto/sha256.js';
 
 /**
  * One-time links sent by mail: magic sign-in links and email-verification links share one

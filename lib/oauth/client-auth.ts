@@ -1,5 +1,5 @@
-import { constantEquals } from '../util/constant-equals.js';
-import { sha256Hex } from '../util/sha256.js';
+import { constantEquals } from '../crypto/constant-equals.js';
+import { sha256Hex } from '../crypto/sha256.js';
 
 /**
  * RFC 6749 §2.3.1 `client_secret_basic`: the client id and secret are each

@@ -1,6 +1,6 @@
 import type { JWK } from 'jose';
 import { checkAllowRules, type AllowRules, type OrgRule } from '../access/evaluate-access.js';
-import { checkToolRules, type GatewayPolicy, type RoutePolicy, type ToolRule } from '../gateway/policy.js';
+import { checkToolRules, type GatewayPolicy, type RoutePolicy, type ToolRule } from '../gateway-protocol/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
@@ -37,12 +37,12 @@ const ASSURANCE = ['recovery', 'email', 'passkey', 'sensitive'] as const;
 const PRINCIPAL_TYPES = ['human', 'agent'] as const;
 
 /**
- * The `gateway` member's type is the gateway's own (lib/gateway/policy.ts). Registration checks it
+ * The `gateway` member's type is the gateway's own (lib/gateway-protocol/policy.ts). Registration checks it
  * more strictly than the gateway does (no repeated paths, nothing under /_gate/, canary needs a
  * percentage, public routes demand nothing): the gateway only needs a document it can enforce,
  * signed by the control plane, and never refuses what registration accepted.
  */
-export type { GatewayPolicy } from '../gateway/policy.js';
+export type { GatewayPolicy } from '../gateway-protocol/policy.js';
 
 export interface ClientMetadata extends OidcClientMembers {
   client_name?: string;

@@ -1,5 +1,5 @@
-import { constantEquals } from '../util/constant-equals.js';
-import { sha256 } from '../util/sha256.js';
+import { constantEquals } from '../crypto/constant-equals.js';
+import { sha256 } from '../crypto/sha256.js';
 
 /** RFC 7636 §4.1: 43 to 128 characters of the unreserved set `[A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~"`. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;

@@ -1,5 +1,5 @@
 import { ASSURANCE_LEVELS, rankAssurance, type AssuranceLevel } from '../assurance/assurance.js';
-import type { GatewayPolicy, PrincipalType, RoutePolicy } from '../gateway/policy.js';
+import type { GatewayPolicy, PrincipalType, RoutePolicy } from '../gateway-protocol/policy.js';
 import type { TrustProfile } from './documents.js';
 
 /**

@@ -1,5 +1,5 @@
-import { computeEnforcementStatus, type ObservedInstance } from '../gateway/enforcement-status.js';
-import type { GatewayMode } from '../gateway/policy.js';
+import { computeEnforcementStatus, type ObservedInstance } from '../gateway-protocol/enforcement-status.js';
+import type { GatewayMode } from '../gateway-protocol/policy.js';
 
 /**
  * The rollout truth of one project (docs/rollout.md#status): declared intent (profile, policy

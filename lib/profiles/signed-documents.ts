@@ -1,6 +1,6 @@
 import type { KeyObject, webcrypto } from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
-import { sha256Hex } from '../util/sha256.js';
+import { sha256Hex } from '../crypto/sha256.js';
 import type { DocumentKind } from './documents.js';
 
 /**

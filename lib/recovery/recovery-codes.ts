@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { constantEquals } from '../util/constant-equals.js';
+import { constantEquals } from '../crypto/constant-equals.js';
 
 /**
  * Crockford's base32 alphabet: no I, L, O or U, so a code read aloud or copied from paper has

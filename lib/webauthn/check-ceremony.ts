@@ -1,6 +1,6 @@
 import { decodeAttestationObject, isoBase64URL, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
 import { fail } from '../errors/keyplane-error.js';
-import { sha256 } from '../util/sha256.js';
+import { sha256 } from '../crypto/sha256.js';
 
 /**
  * Checks made before a WebAuthn response reaches @simplewebauthn/server, so each failure gets its

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Database } from '../../control-plane/src/storage/sqlite/driver.js';
 import type { FastifyInstance } from 'fastify';
-import { buildCheckpointPayload, decodeCheckpoint, signCheckpoint } from '../../lib/ledger/checkpoint.js';
+import { buildCheckpointPayload, decodeCheckpoint, signCheckpoint } from '#lib/ledger/checkpoint.js';
 import { verifyReceiptCommand } from '../../cli/src/commands/receipt.js';
 import { auditLedger } from '../../control-plane/src/ledger/audit-ledger.js';
 import { CliError } from '../../cli/src/exit.js';

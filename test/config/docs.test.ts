@@ -1,6 +1,6 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { renderConfigurationDoc, renderErrorsDoc } from '../../config/render-docs.js';
+import { renderConfigurationDoc, renderErrorsDoc } from '#config/render-docs.js';
 
 t.test('docs/configuration.md lists every key with its default, as the schema says', async (t) => {
   t.equal(

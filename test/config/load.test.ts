@@ -1,7 +1,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, defaultsOf, loadControlPlaneConfig, loadGatewayConfig } from '../../config/load.js';
+import { ConfigError, defaultsOf, loadControlPlaneConfig, loadGatewayConfig } from '#config/load.js';
 import { tempDir } from '../helpers/build.js';
 
 function problemsOf(fn: () => unknown): string[] {

@@ -3,8 +3,8 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { leaves, loadControlPlaneConfig, loadGatewayConfig } from '../../config/load.js';
-import { schemas, type ConfigKind } from '../../config/schema.js';
+import { leaves, loadControlPlaneConfig, loadGatewayConfig } from '#config/load.js';
+import { schemas, type ConfigKind } from '#config/schema.js';
 import { flagsToConfig } from '../../cli/src/options.js';
 import { tempDir } from '../helpers/build.js';
 

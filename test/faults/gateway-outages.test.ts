@@ -1,9 +1,9 @@
 import t from 'tap';
 import { Writable } from 'node:stream';
 import { request } from 'undici';
-import { loadControlPlaneConfig } from '../../config/load.js';
+import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/src/server.js';
-import { findFreePort } from '../../lib/runtime/listen.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
 import { until } from '../helpers/own-process.js';
 import { ownRedisAvailability, startOwnRedis } from '../helpers/own-redis.js';

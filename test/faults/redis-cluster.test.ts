@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { isDependencyUnavailable } from '../../lib/errors/dependency-outage.js';
-import { sharedStateSuite } from '../lib/runtime/shared-state.conformance.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { sharedStateSuite } from '../helpers/shared-state-conformance.js';
 import { tempDir } from '../helpers/build.js';
 import { until } from '../helpers/own-process.js';
 import { ownRedisAvailability, replicationInfo, startCluster, openHaState } from '../helpers/own-redis.js';

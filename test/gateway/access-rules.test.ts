@@ -1,7 +1,7 @@
 import t from 'tap';
 import { decodeJwt } from 'jose';
 import { request } from 'undici';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 import { get, HTML, passkeyUser, signIn, world, type Jar, type World } from './real-world.js';
 
 const POLICY: GatewayPolicy = {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { request } from 'undici';
-import { parseCookieHeader, readLoginCookie } from '../../lib/gateway/session-cookie.js';
-import { MemorySharedState } from '../../lib/runtime/shared-state/index.js';
+import { parseCookieHeader, readLoginCookie } from '#lib/gateway-protocol/session-cookie.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/index.js';
 import {
   CONTROL_PLANE,
   CLIENT_ID,

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { findFreePort, waitForPort } from '../../lib/runtime/listen.js';
+import { findFreePort, waitForPort } from '#lib/runtime/listen.js';
 import { tempDir } from '../helpers/build.js';
 import { peerAvailability } from '../helpers/peers.js';
 import {

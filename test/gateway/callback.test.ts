@@ -8,8 +8,8 @@ import {
   type TokenClient,
   type TokenSet,
 } from '../../gateway/src/token-client.js';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
-import { parseCookieHeader, readSessionCookies } from '../../lib/gateway/session-cookie.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
+import { parseCookieHeader, readSessionCookies } from '#lib/gateway-protocol/session-cookie.js';
 import {
   CLIENT_ID,
   CONTROL_PLANE,

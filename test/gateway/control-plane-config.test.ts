@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { request } from 'undici';
-import { loadGatewayConfig } from '../../config/load.js';
+import { loadGatewayConfig } from '#config/load.js';
 import { startGateway } from '../../gateway/src/server.js';
 import { tempDir } from '../helpers/build.js';
 import { startLiveControlPlane } from '../helpers/live-browser.js';

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { issueDpopNonce } from '../../lib/dpop/nonce.js';
-import { MemorySharedState } from '../../lib/runtime/shared-state/index.js';
+import { issueDpopNonce } from '#lib/dpop/nonce.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/index.js';
 import { currentDpopNonce, deriveDpopNonceKeys } from '../../gateway/src/bearer.js';
 import { dpopClient, signAccessToken, startTestGateway, startUpstream } from './helpers.js';
 

@@ -5,19 +5,19 @@ import type { Duplex } from 'node:stream';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { SignJWT, createLocalJWKSet, exportJWK, type JSONWebKeySet } from 'jose';
-import { loadGatewayConfig } from '../../config/load.js';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
-import { GATEWAY_CONFIG_TYP } from '../../lib/gateway/signed-config.js';
+import { loadGatewayConfig } from '#config/load.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
+import { GATEWAY_CONFIG_TYP } from '#lib/gateway-protocol/signed-config.js';
 import {
   parseCookieHeader,
   readLoginCookie,
   writeSessionCookies,
   type CookieKey,
   type GateSession,
-} from '../../lib/gateway/session-cookie.js';
+} from '#lib/gateway-protocol/session-cookie.js';
 import { startGateway, type RunningGateway } from '../../gateway/src/server.js';
 import type { GatewayDeps } from '../../gateway/src/app.js';
-import type { SharedState } from '../../lib/runtime/shared-state/index.js';
+import type { SharedState } from '#lib/runtime/shared-state/index.js';
 import { tempDir } from '../helpers/build.js';
 import { dpopKey } from '../helpers/oidc.js';
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { decodeJwt } from 'jose';
 import { request } from 'undici';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 import { ACCESS_DIRECTORY, dpopClient, signAccessToken, startTestGateway, startUpstream } from './helpers.js';
 
 /**

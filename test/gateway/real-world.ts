@@ -1,12 +1,12 @@
 import { Writable } from 'node:stream';
 import { request } from 'undici';
-import { loadControlPlaneConfig } from '../../config/load.js';
+import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/src/server.js';
 import { createTokenClient, type TokenClient } from '../../gateway/src/token-client.js';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
-import type { SharedState } from '../../lib/runtime/shared-state/index.js';
-import { parseCookieHeader, readSessionCookies, type GateSession } from '../../lib/gateway/session-cookie.js';
-import { findFreePort } from '../../lib/runtime/listen.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
+import type { SharedState } from '#lib/runtime/shared-state/index.js';
+import { parseCookieHeader, readSessionCookies, type GateSession } from '#lib/gateway-protocol/session-cookie.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { SoftAuthenticator } from '../helpers/soft-authenticator.js';
 import { startTestGateway, startUpstream, type TestGateway, type Upstream } from './helpers.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
-import { openSharedState } from '../../lib/runtime/shared-state/index.js';
+import { openSharedState } from '#lib/runtime/shared-state/index.js';
 import { REDIS_URL, redisAvailability } from '../helpers/redis.js';
 import { dpopClient, signAccessToken, startTestGateway, startUpstream } from './helpers.js';
 
@@ -39,7 +39,7 @@ t.test(
   'one refresh per session across replicas sharing Redis',
   { skip: availability.run ? false : availability.reason },
   async (t) => {
-    const { runSingleFlight } = await import('../../lib/gateway/single-flight.js');
+    const { runSingleFlight } = await import('#lib/gateway-protocol/single-flight.js');
     const prefix = `kp:gate:test:${randomUUID()}:`;
     const replicas = [await openSharedState(REDIS_URL, prefix), await openSharedState(REDIS_URL, prefix)];
     t.teardown(async () => {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { request } from 'undici';
-import { requestIdFor } from '../../lib/logging/request-log.js';
+import { requestIdFor } from '#lib/logging/request-log.js';
 import { startTestGateway, startUpstream } from './helpers.js';
 
 /**

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { request } from 'undici';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 import { createTokenClient } from '../../gateway/src/token-client.js';
 import { get, HTML, sessionIn, signIn, signOut, world } from './real-world.js';
 

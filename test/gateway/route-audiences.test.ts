@@ -1,7 +1,7 @@
 import t from 'tap';
 import { request } from 'undici';
-import { computeS256Challenge } from '../../lib/pkce/check-pkce.js';
-import type { GatewayPolicy } from '../../lib/gateway/policy.js';
+import { computeS256Challenge } from '#lib/pkce/check-pkce.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 import { authorizeAt, world, type World } from './real-world.js';
 
 const POLICY: GatewayPolicy = {

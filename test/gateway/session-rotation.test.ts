@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { createTokenClient } from '../../gateway/src/token-client.js';
-import { openSharedState } from '../../lib/runtime/shared-state/index.js';
+import { openSharedState } from '#lib/runtime/shared-state/index.js';
 import { REDIS_URL, redisAvailability } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
 import { startTestGateway } from './helpers.js';

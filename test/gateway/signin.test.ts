@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createTokenClient } from '../../gateway/src/token-client.js';
-import { forgetSingleFlight } from '../../lib/gateway/single-flight.js';
+import { forgetSingleFlight } from '#lib/gateway-protocol/single-flight.js';
 import { HTML, Jar, authorizeAt, get, sessionIn, signIn, signOut, world } from './real-world.js';
 
 t.test(

@@ -24,7 +24,7 @@ export async function agentKey(alg: 'ES256' | 'EdDSA' = 'ES256'): Promise<AgentK
     alg,
     privateKey,
     proof: async (path, o = {}) => {
-      const { computeAth } = await import('../../lib/dpop/verify-dpop-proof.js');
+      const { computeAth } = await import('#lib/dpop/verify-dpop-proof.js');
       return new SignJWT({
         htm: o.htm ?? 'POST',
         htu: path.startsWith('http') ? path : `${TEST_ISSUER}${path}`,

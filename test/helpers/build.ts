@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { loadControlPlaneConfig } from '../../config/load.js';
-import type { ControlPlaneConfig } from '../../config/types.js';
-import type { SharedState } from '../../lib/runtime/shared-state/types.js';
+import { loadControlPlaneConfig } from '#config/load.js';
+import type { ControlPlaneConfig } from '#config/types.js';
+import type { SharedState } from '#lib/runtime/shared-state/types.js';
 import type { Area } from '../../control-plane/src/app.js';
 import type { RunningServices } from '../../control-plane/src/services.js';
 

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { loadControlPlaneConfig } from '../../config/load.js';
+import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/src/server.js';
 import { tempDir, TEST_MASTER_KEY } from './build.js';
 import { SoftAuthenticator } from './soft-authenticator.js';

@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findFreePort, waitForPort } from '../../lib/runtime/listen.js';
+import { findFreePort, waitForPort } from '#lib/runtime/listen.js';
 
 /**
  * Debian's Apache with mod_auth_mellon as a real SAML service provider: its own config in `dir`

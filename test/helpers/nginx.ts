@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findFreePort, waitForPort } from '../../lib/runtime/listen.js';
+import { findFreePort, waitForPort } from '#lib/runtime/listen.js';
 
 export interface NginxOptions {
   /** An empty directory nginx may use for its config, pid file, logs and temp files. */

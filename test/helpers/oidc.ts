@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
-import { computeAth } from '../../lib/dpop/verify-dpop-proof.js';
-import { formatClientSecretBasic } from '../../lib/oauth/client-auth.js';
+import { computeAth } from '#lib/dpop/verify-dpop-proof.js';
+import { formatClientSecretBasic } from '#lib/oauth/client-auth.js';
 import { TEST_ISSUER } from './build.js';
 import type { Browser } from './signed-in.js';
 

@@ -2,7 +2,7 @@ import { appendFileSync, chownSync, existsSync, mkdirSync, readdirSync } from 'n
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
-import { findFreePort } from '../../lib/runtime/listen.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { runOwn, spawnOwn, until, type OwnProcess } from './own-process.js';
 import type { Availability } from './peers.js';
 

@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { findFreePort } from '../../lib/runtime/listen.js';
-import { parseRedisAddress } from '../../lib/runtime/shared-state/index.js';
-import { RedisSharedState } from '../../lib/runtime/shared-state/redis.js';
+import { findFreePort } from '#lib/runtime/listen.js';
+import { parseRedisAddress } from '#lib/runtime/shared-state/index.js';
+import { RedisSharedState } from '#lib/runtime/shared-state/redis.js';
 import { runOwn, spawnOwn, until, type OwnProcess } from './own-process.js';
 import { peerAvailability, type Availability } from './peers.js';
 

@@ -1,4 +1,4 @@
-import { isKeyplaneError } from '../../lib/errors/keyplane-error.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 
 /**
  * The `reason` of the KeyplaneError `fn` throws; undefined when it returns, and

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { loadControlPlaneConfig } from '../../config/load.js';
+import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../control-plane/src/server.js';
 import { TEST_MASTER_KEY, tempDir } from './build.js';
 import { until } from './own-process.js';

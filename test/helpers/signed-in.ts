@@ -3,7 +3,7 @@ import { build, TEST_ISSUER, type Built, type BuildOptions } from './build.js';
 import { renewSessionToken } from '../../control-plane/src/sessions/renew-session.js';
 import { browserOf, setSessionCookies } from '../../control-plane/src/http/session-cookies.js';
 import { openSession } from '../../control-plane/src/sessions/start-session.js';
-import { sha256Hex } from '../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 
 interface Tap {
   teardown(fn: () => unknown): void;

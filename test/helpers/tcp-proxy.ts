@@ -1,5 +1,5 @@
 import { connect, createServer, type Socket } from 'node:net';
-import { listen } from '../../lib/runtime/listen.js';
+import { listen } from '#lib/runtime/listen.js';
 
 /**
  * A TCP forwarder standing in for what sits in front of a database in production (a virtual IP,

@@ -2,7 +2,7 @@ import { createHash, createPrivateKey, randomBytes, type JsonWebKey } from 'node
 import type { FastifyInstance } from 'fastify';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { TOTP } from 'otpauth';
-import { verifyReceiptProof, type InclusionProof } from '../../lib/ledger/verify-receipt.js';
+import { verifyReceiptProof, type InclusionProof } from '#lib/ledger/verify-receipt.js';
 import { SoftAuthenticator } from './soft-authenticator.js';
 
 /**

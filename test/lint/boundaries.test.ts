@@ -27,7 +27,7 @@ const refused: Array<[string, string, RegExp]> = [
   ['lib/oauth/example.ts', 'fastify', /servers and storage stay outside/],
   ['gateway/src/example.ts', '../../control-plane/src/services.js', /over HTTP only/],
   ['control-plane/src/example.ts', '../../gateway/src/server.js', /does not import the CLI or the gateway service/],
-  ['control-plane/src/routes/x/example.ts', '../../../../cli/src/demo-app.js', /does not import the CLI/],
+  ['control-plane/src/routes/x/example.ts', '../../../../cli/src/demo/demo-app.js', /does not import the CLI/],
   [
     'cli/src/commands/example.ts',
     '../../../control-plane/src/storage/sqlite/index.js',
@@ -52,6 +52,12 @@ const refused: Array<[string, string, RegExp]> = [
   ['control-plane/src/storage/sqlite/example.ts', 'better-sqlite3', /driver\.ts/],
   ['sdk/src/example.ts', '../../lib/dpop/verify-dpop-proof.js', /The SDK is published on its own/],
   ['test/control-plane/storage/example.test.ts', 'better-sqlite3', /driver\.ts/],
+  // The shared layers by name (package.json imports), not by climbing; and still only where allowed.
+  ['control-plane/src/routes/x/example.ts', '../../../../lib/errors/keyplane-error.js', /Import lib\/ by name/],
+  ['gateway/src/example.ts', '../../config/types.js', /Import config\/ by name/],
+  ['test/lib/oauth/example.test.ts', '../../../lib/oauth/client-metadata.js', /Import lib\/ by name/],
+  ['lib/oauth/example.ts', '#config/types.js', /lib\/ imports nothing of ours but lib\//],
+  ['sdk/src/example.ts', '#lib/oauth/client-metadata.js', /SDK is published on its own/],
 ];
 
 for (const [file, specifier, message] of refused) {
@@ -70,16 +76,19 @@ for (const [file, specifier, message] of refused) {
 }
 
 const allowed: Array<[string, string]> = [
-  ['lib/oauth/example.ts', '../gateway/policy.js'],
+  ['lib/oauth/example.ts', '../gateway-protocol/policy.js'],
   ['lib/runtime/shared-state/example.ts', 'ioredis'],
-  ['gateway/src/example.ts', '../../lib/gateway/policy.js'],
+  ['gateway/src/example.ts', '#lib/gateway-protocol/policy.js'],
+  ['control-plane/src/routes/x/example.ts', '#lib/errors/keyplane-error.js'],
+  ['cli/src/commands/example.ts', '#config/types.js'],
+  ['test/lib/oauth/example.test.ts', '#lib/oauth/client-metadata.js'],
   ['cli/src/commands/example.ts', '../../../control-plane/src/server.js'],
   ['cli/src/commands/example.ts', '../../../control-plane/src/operations/database.js'],
   ['control-plane/src/routes/x/example.ts', 'fastify'],
   ['control-plane/src/plugins/example.ts', 'fastify-plugin'],
   ['control-plane/src/http/example.ts', '@fastify/cookie'],
   ['control-plane/src/app.ts', 'fastify'],
-  ['test/gateway/example.test.ts', '../../cli/src/demo-app.js'],
+  ['test/gateway/example.test.ts', '../../cli/src/demo/demo-app.js'],
   ['control-plane/src/storage/sqlite/driver.ts', 'better-sqlite3'],
   ['sdk/src/example.ts', './dpop.js'],
 ];

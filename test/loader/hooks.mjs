@@ -34,11 +34,29 @@ const OPTIONS_KEY = JSON.stringify(OPTIONS) + SWC_VERSION;
 
 let swc;
 
-/** NodeNext specifiers name the emitted file (`./app.js`); from a .ts file they mean the .ts beside it. */
+const ROOT_URL = new URL('../../', import.meta.url);
+/** package.json `imports` (`#lib/*` -> `./lib/*`): the shared layers by name, read once. */
+const PACKAGE_IMPORTS = Object.entries(
+  JSON.parse(readFileSync(new URL('package.json', ROOT_URL), 'utf8')).imports ?? {},
+).filter(([pattern, target]) => pattern.endsWith('/*') && typeof target === 'string');
+
+/**
+ * NodeNext specifiers name the emitted file (`./app.js`, `#lib/errors/keyplane-error.js`); from a
+ * .ts file they mean the .ts source.
+ */
 export async function resolve(specifier, context, next) {
-  if (context.parentURL?.endsWith('.ts') && specifier.endsWith('.js') && /^\.\.?\//.test(specifier)) {
-    const source = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL);
-    if (existsSync(fileURLToPath(source))) return { url: source.href, format: 'module', shortCircuit: true };
+  if (context.parentURL?.endsWith('.ts') && specifier.endsWith('.js')) {
+    let source = null;
+    if (/^\.\.?\//.test(specifier)) source = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL);
+    else if (specifier.startsWith('#')) {
+      const match = PACKAGE_IMPORTS.find(([pattern]) => specifier.startsWith(pattern.slice(0, -1)));
+      if (match) {
+        const [pattern, target] = match;
+        const path = target.replace('*', specifier.slice(pattern.length - 1));
+        source = new URL(`${path.slice(0, -3)}.ts`, ROOT_URL);
+      }
+    }
+    if (source && existsSync(fileURLToPath(source))) return { url: source.href, format: 'module', shortCircuit: true };
   }
   return next(specifier, context);
 }

@@ -9,7 +9,7 @@ import {
   type KeyplaneClient,
   type Session,
 } from '../../sdk/src/index.js';
-import { findFreePort } from '../../lib/runtime/listen.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { LiveBrowser, registerLiveClient, startLiveControlPlane } from '../helpers/live-browser.js';
 
 /**

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { findFreePort } from '../../lib/runtime/listen.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { tempDir } from '../helpers/build.js';
 import { startListening } from '../helpers/cli.js';
 import { codeBlocksUnder } from '../helpers/doc-blocks.js';

@@ -30,7 +30,7 @@ t.test('a file is raised by what it imports, itself or through the helpers it im
   write('test/helpers/browser.ts', "import { chromium } from 'playwright-core';\n");
   write('test/helpers/build.ts', "import { buildControlPlane } from '../../control-plane/src/app.js';\n");
   write('test/helpers/storage-backends.ts', "import pg from 'pg';\n");
-  write('test/lib/pure.test.ts', "import t from 'tap';\nimport { checkPkce } from '../../lib/pkce/check-pkce.js';\n");
+  write('test/lib/pure.test.ts', "import t from 'tap';\nimport { checkPkce } from '#lib/pkce/check-pkce.js';\n");
   write('test/lib/temp.test.ts', "import { tempDir, manualClock } from '../helpers/build.js';\n");
   write(
     'test/lib/typed.test.ts',

@@ -2,9 +2,9 @@ import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, type Ke
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { JWK } from 'jose';
-import { readAdminToken, readClientSecret } from '../../../config/env.js';
-import { signRunProof, type RunProof } from '../../../lib/agents/run-proof.js';
-import { signJwt, type JwtAlgorithm } from '../../../lib/crypto/jwt.js';
+import { readAdminToken, readClientSecret } from '#config/env.js';
+import { signRunProof, type RunProof } from '#lib/agents/run-proof.js';
+import { signJwt, type JwtAlgorithm } from '#lib/crypto/jwt.js';
 import { CliError, EXIT } from '../exit.js';
 import { baseUrl } from '../admin-api.js';
 import { progress, say } from '../io.js';

@@ -18,10 +18,7 @@ export function backupCommand(program: Command): void {
       const [
         { loadControlPlaneConfig },
         { assertDatabaseExists, backupSqliteDatabase, describeDatabase, sqliteFileOf },
-      ] = await Promise.all([
-        import('../../../config/load.js'),
-        import('../../../control-plane/src/operations/database.js'),
-      ]);
+      ] = await Promise.all([import('#config/load.js'), import('../../../control-plane/src/operations/database.js')]);
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       if (existsSync(options.out)) throw new CliError(`${options.out} exists; choose a new file`, EXIT.usage);
       // A mistyped --data or --database is refused here: a backup of nothing would look like one.

@@ -13,7 +13,7 @@ export function controlPlaneCommand(program: Command): void {
     .option('--issuer <url>', 'public base URL and OIDC issuer (also KEYPLANE_ISSUER)')
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
-      const { loadControlPlaneConfig } = await import('../../../config/load.js');
+      const { loadControlPlaneConfig } = await import('#config/load.js');
       const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
       // The server loads only when it runs, after a valid configuration: every other command, and a
       // configuration error, answer without fastify and the control plane.

@@ -80,7 +80,7 @@ export function gatewayCommand(program: Command): void {
     )
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
     .action(async (options: Record<string, unknown>) => {
-      const { loadGatewayConfig } = await import('../../../config/load.js');
+      const { loadGatewayConfig } = await import('#config/load.js');
       const config = loadGatewayConfig({ flags: flagsToConfig('gateway', options) });
       const { startGateway } = await import('../../../gateway/src/server.js');
       await serveUntilSignal(await startGateway(config, { logStream: process.stderr }));

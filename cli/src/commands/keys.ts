@@ -5,7 +5,7 @@ import { say } from '../io.js';
 /** The config and the key operations, loaded when a keys command runs (so `--help` stays light). */
 async function keyOperations(options: Record<string, unknown>) {
   const [{ loadControlPlaneConfig }, operations] = await Promise.all([
-    import('../../../config/load.js'),
+    import('#config/load.js'),
     import('../../../control-plane/src/operations/keys.js'),
   ]);
   return { config: loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) }), ...operations };

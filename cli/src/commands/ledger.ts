@@ -13,7 +13,7 @@ export function ledgerCommand(program: Command): void {
       ),
   ).action(async (options: Record<string, unknown>) => {
     const [{ loadControlPlaneConfig }, { describeDatabase }, { auditLedgerOffline }] = await Promise.all([
-      import('../../../config/load.js'),
+      import('#config/load.js'),
       import('../../../control-plane/src/operations/database.js'),
       import('../../../control-plane/src/operations/ledger.js'),
     ]);

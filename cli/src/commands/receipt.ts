@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { JSONWebKeySet } from 'jose';
-import { isReceiptHash } from '../../../lib/ledger/receipt.js';
-import type { InclusionProof } from '../../../lib/ledger/verify-receipt.js';
+import { isReceiptHash } from '#lib/ledger/receipt.js';
+import type { InclusionProof } from '#lib/ledger/verify-receipt.js';
 import { baseUrl, requestJson } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
@@ -29,9 +29,9 @@ async function verifiers() {
     { verifyReceiptProof },
   ] = await Promise.all([
     import('jose'),
-    import('../../../lib/ledger/checkpoint.js'),
-    import('../../../lib/ledger/verify-chain.js'),
-    import('../../../lib/ledger/verify-receipt.js'),
+    import('#lib/ledger/checkpoint.js'),
+    import('#lib/ledger/verify-chain.js'),
+    import('#lib/ledger/verify-receipt.js'),
   ]);
   return { createLocalJWKSet, decodeCheckpoint, verifyCheckpoint, verifyCheckpointChain, verifyReceiptProof };
 }

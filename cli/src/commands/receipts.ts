@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { JSONWebKeySet } from 'jose';
-import type { CheckpointPayload } from '../../../lib/ledger/checkpoint.js';
+import type { CheckpointPayload } from '#lib/ledger/checkpoint.js';
 import { baseUrl, requestJson } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
@@ -32,8 +32,7 @@ export async function tailReceipts(options: Options, stop: AbortSignal): Promise
   const count = positive(options.count, '--count', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   const interval = positive(options.interval, '--interval', 1000, 3_600_000);
   // Loaded here rather than at the top, so the CLI's start (help, usage errors) never pays for jose.
-  const { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint } =
-    await import('../../../lib/ledger/checkpoint.js');
+  const { decodeCheckpoint, isPreviousCheckpoint, verifyCheckpoint } = await import('#lib/ledger/checkpoint.js');
   let keys = await loadKeys(base);
   let printed = 0;
   let last: { epoch: number; jws: string; payload: CheckpointPayload } | null = null;

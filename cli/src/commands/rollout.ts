@@ -1,7 +1,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { readAdminToken } from '../../../config/env.js';
+import { readAdminToken } from '#config/env.js';
 import { CliError, EXIT } from '../exit.js';
 import { baseUrl } from '../admin-api.js';
 import { progress, say } from '../io.js';

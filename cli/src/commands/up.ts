@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { defaultPublicUrl, findFreePort } from '../../../lib/runtime/listen.js';
+import { defaultPublicUrl, findFreePort } from '#lib/runtime/listen.js';
 import { CliError, EXIT } from '../exit.js';
 import { humanLogStream } from '../human-log.js';
 import { flagsToConfig } from '../options.js';
@@ -23,7 +23,7 @@ export function upCommand(program: Command): void {
     .option('--demo-port <port>', `demo app port (default ${DEFAULT_DEMO_PORT})`)
     .option('--data <dir>', 'data directory (default ./data)')
     .action(async (options: Record<string, unknown>) => {
-      const { loadControlPlaneConfig, loadGatewayConfig } = await import('../../../config/load.js');
+      const { loadControlPlaneConfig, loadGatewayConfig } = await import('#config/load.js');
       // The control plane reads its configuration exactly as `keyplane control-plane` does (file,
       // KEYPLANE_* variables, flags); the gateway and demo app are derived from it below.
       const config = loadControlPlaneConfig({
@@ -38,17 +38,15 @@ export function upCommand(program: Command): void {
       const demoPortOption = portOption(options['demoPort'], '--demo-port', DEFAULT_DEMO_PORT);
       // The servers load only once the flags are known good: a usage error answers at once.
       const [
-        { IN_PLACE_DEMO_PATH, ensureInPlaceDemoClient },
-        { DEMO_POLICY, ensureLocalGatewayClient },
+        { IN_PLACE_DEMO_PATH, DEMO_POLICY, ensureInPlaceDemoClient, ensureDemoGatewayClient },
         { startControlPlane },
         { startGateway },
         { startDemoApp },
       ] = await Promise.all([
-        import('../../../control-plane/src/clients/in-place-demo.js'),
-        import('../../../control-plane/src/clients/local-gateway.js'),
+        import('../demo/demo-clients.js'),
         import('../../../control-plane/src/server.js'),
         import('../../../gateway/src/server.js'),
-        import('../demo-app.js'),
+        import('../demo/demo-app.js'),
       ]);
       // The gateway's redirect URI is registered before it starts, so its port is fixed first.
       const gatewayPort = await resolvePort(gatewayPortOption, config.host);
@@ -78,7 +76,7 @@ export function upCommand(program: Command): void {
         });
         closers.push(() => demo.close());
         const inPlaceUrl = `${inPlaceOrigins[0]}${IN_PLACE_DEMO_PATH}`;
-        const client = await ensureLocalGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
+        const client = await ensureDemoGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
         // Not from KEYPLANE_CONFIG or the environment: those configure the control plane (a control
         // plane's file is not a gateway's), and this gateway is the try-out's, set up from it.
         const gatewayConfig = loadGatewayConfig({

@@ -1,6 +1,6 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 
 export type FounderServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state'>;

@@ -1,4 +1,4 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { AccountState, Stores } from '../storage/types.js';
 import { queueBackchannelLogouts } from '../logout/backchannel.js';

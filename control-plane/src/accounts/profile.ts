@@ -1,6 +1,6 @@
-import { mergePreferences, type Preferences } from '../../../lib/accounts/preferences.js';
-import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '../../../lib/accounts/username.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { mergePreferences, type Preferences } from '#lib/accounts/preferences.js';
+import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '#lib/accounts/username.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 
 export type ProfileServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;

@@ -1,6 +1,6 @@
 import type { PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
-import { checkUsername } from '../../../lib/accounts/username.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { checkUsername } from '#lib/accounts/username.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 import {
   CredentialLimits,

@@ -1,8 +1,8 @@
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
-import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '../../../lib/accounts/username.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { randomId, randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '#lib/accounts/username.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 import {
   CredentialLimits,

@@ -1,9 +1,9 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { describeUserAgent, type DeviceDescription } from '../../../lib/accounts/user-agent.js';
-import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
-import { accountExtras, type AccountExtras } from './extras.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { describeUserAgent, type DeviceDescription } from '#lib/accounts/user-agent.js';
+import { effectiveAssurance } from '#lib/assurance/assurance.js';
+import { accountExtras, type AccountExtras } from './account-sections.js';
 import type { ControlPlaneServices } from '../context.js';
-import { standingInvites } from '../orgs/operations.js';
+import { standingInvites } from '../orgs/invites.js';
 import { listApprovals, type ListedApproval } from '../consent/gate.js';
 
 /** What these functions read. */

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { EVIDENCE_LIFETIME_MS } from '../../../lib/agents/evidence.js';
-import { hasTxtRecord } from '../../../lib/dns/txt-lookup.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { EVIDENCE_LIFETIME_MS } from '#lib/agents/evidence.js';
+import { hasTxtRecord } from '#lib/dns/txt-lookup.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { SessionView } from '../context.js';
 import type { AgentServices } from './enrollment.js';
 import { ownedAgent } from './lifecycle.js';

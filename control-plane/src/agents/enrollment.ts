@@ -1,11 +1,11 @@
 import { calculateJwkThumbprint } from 'jose';
-import { checkAgentJwk } from '../../../lib/agents/jwk.js';
-import { ENROLLMENT_LIFETIME_MS, enrollmentState, type EnrollmentState } from '../../../lib/agents/lifecycle.js';
-import { generateOwnerCode, normalizeOwnerCode } from '../../../lib/agents/owner-code.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { constantEquals } from '../../../lib/util/constant-equals.js';
-import { randomId, randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { checkAgentJwk } from '#lib/agents/jwk.js';
+import { ENROLLMENT_LIFETIME_MS, enrollmentState, type EnrollmentState } from '#lib/agents/lifecycle.js';
+import { generateOwnerCode, normalizeOwnerCode } from '#lib/agents/owner-code.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { AgentVisibility, StoredAgent, StoredEnrollment, SubjectKind } from '../storage/types.js';
 import { checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';

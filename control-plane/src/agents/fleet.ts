@@ -1,4 +1,4 @@
-import { computeClaims, type ClaimName, type ClaimView } from '../../../lib/agents/evidence.js';
+import { computeClaims, type ClaimName, type ClaimView } from '#lib/agents/evidence.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredAgent, StoredEnrollment } from '../storage/types.js';
 

@@ -1,8 +1,8 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { checkResource } from '../../../lib/oauth/resource.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { checkResource } from '#lib/oauth/resource.js';
 import { requestableResources } from '../oidc/mcp-resources.js';
-import { formatScope, parseScope } from '../../../lib/oauth/scope.js';
-import { randomId } from '../../../lib/util/random.js';
+import { formatScope, parseScope } from '#lib/oauth/scope.js';
+import { randomId } from '#lib/crypto/random.js';
 import type { SessionView } from '../context.js';
 import type { StoredAgent, StoredAgentGrant } from '../storage/types.js';
 import type { AgentServices } from './enrollment.js';

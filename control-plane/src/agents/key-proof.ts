@@ -1,10 +1,10 @@
-import { isDpopError } from '../../../lib/dpop/errors.js';
-import { DpopKeyCache } from '../../../lib/dpop/key-cache.js';
-import { checkDpopNonce, issueDpopNonce } from '../../../lib/dpop/nonce.js';
-import { dpopRefusal } from '../../../lib/dpop/respond.js';
-import { sharedReplayCheck } from '../../../lib/dpop/replay.js';
-import { verifyDpopProof, type VerifiedDpopProof } from '../../../lib/dpop/verify-dpop-proof.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { isDpopError } from '#lib/dpop/errors.js';
+import { DpopKeyCache } from '#lib/dpop/key-cache.js';
+import { checkDpopNonce, issueDpopNonce } from '#lib/dpop/nonce.js';
+import { dpopRefusal } from '#lib/dpop/respond.js';
+import { sharedReplayCheck } from '#lib/dpop/replay.js';
+import { verifyDpopProof, type VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 
 /**

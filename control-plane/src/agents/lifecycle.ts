@@ -1,11 +1,11 @@
 import { calculateJwkThumbprint } from 'jose';
-import { meetsAssurance } from '../../../lib/assurance/assurance.js';
-import { checkAgentJwk } from '../../../lib/agents/jwk.js';
-import { transitionAgent, type AgentAction } from '../../../lib/agents/lifecycle.js';
-import { generateOwnerCode, normalizeOwnerCode } from '../../../lib/agents/owner-code.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { foldUsername } from '../../../lib/accounts/username.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { meetsAssurance } from '#lib/assurance/assurance.js';
+import { checkAgentJwk } from '#lib/agents/jwk.js';
+import { transitionAgent, type AgentAction } from '#lib/agents/lifecycle.js';
+import { generateOwnerCode, normalizeOwnerCode } from '#lib/agents/owner-code.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { foldUsername } from '#lib/accounts/username.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { SessionView } from '../context.js';
 import type { AgentVisibility, StoredAgent, Stores } from '../storage/types.js';
 import type { AgentServices } from './enrollment.js';

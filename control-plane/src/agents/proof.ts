@@ -1,9 +1,9 @@
 import { SignJWT } from 'jose';
-import { computeClaims, type EvidenceEntry } from '../../../lib/agents/evidence.js';
-import { runProofHash, verifyRunProof } from '../../../lib/agents/run-proof.js';
-import { signJwt } from '../../../lib/crypto/jwt.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { randomId, randomToken } from '../../../lib/util/random.js';
+import { computeClaims, type EvidenceEntry } from '#lib/agents/evidence.js';
+import { runProofHash, verifyRunProof } from '#lib/agents/run-proof.js';
+import { signJwt } from '#lib/crypto/jwt.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
 import type { StoredAgent, StoredAgentEvidence } from '../storage/types.js';
 import type { AgentServices } from './enrollment.js';
 import { agentKeyCache, checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';

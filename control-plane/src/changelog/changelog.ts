@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseKeepAChangelog, type ChangelogVersion } from '../../../lib/changelog/keep-a-changelog.js';
+import { parseKeepAChangelog, type ChangelogVersion } from '#lib/changelog/keep-a-changelog.js';
 
 export const CHANGELOG_FILE = 'CHANGELOG.md';
 

@@ -1,11 +1,11 @@
 import { decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import { parseClientSecretBasic, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
-import type { ClientAuthMethod } from '../../../lib/oauth/client-metadata.js';
-import { CLIENT_SIGNING_ALGS } from '../../../lib/oauth/oidc-client-metadata.js';
-import { FAPI_SIGNING_ALGS } from '../../../lib/oauth/fapi.js';
-import { oauthError } from '../../../lib/oauth/errors.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { parseClientSecretBasic, verifyClientSecret } from '#lib/oauth/client-auth.js';
+import type { ClientAuthMethod } from '#lib/oauth/client-metadata.js';
+import { CLIENT_SIGNING_ALGS } from '#lib/oauth/oidc-client-metadata.js';
+import { FAPI_SIGNING_ALGS } from '#lib/oauth/fapi.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { resolveClient } from './client-id-documents.js';
 import { clientKeySet } from './remote-key-sets.js';
 import type { ControlPlaneServices } from '../context.js';

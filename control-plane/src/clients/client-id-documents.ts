@@ -1,4 +1,4 @@
-import { isFetchRefusal } from '../../../lib/fetch/guarded-fetch.js';
+import { isFetchRefusal } from '#lib/fetch/guarded-fetch.js';
 import {
   DOCUMENT_MAX_BYTES,
   DOCUMENT_TIMEOUT_MS,
@@ -7,8 +7,8 @@ import {
   documentRefusal,
   isClientIdUrl,
   readClientIdMetadataDocument,
-} from '../../../lib/oauth/client-id-metadata.js';
-import { clientTypeOf } from '../../../lib/oauth/client-metadata.js';
+} from '#lib/oauth/client-id-metadata.js';
+import { clientTypeOf } from '#lib/oauth/client-metadata.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 import { findClient } from './find-client.js';

@@ -1,4 +1,4 @@
-import { originsOf } from '../../../lib/oauth/redirect-uri.js';
+import { originsOf } from '#lib/oauth/redirect-uri.js';
 import type { ClientStore } from '../storage/types.js';
 
 /**

@@ -1,4 +1,4 @@
-import { publishableOrigins } from '../../../lib/oauth/in-place.js';
+import { publishableOrigins } from '#lib/oauth/in-place.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 

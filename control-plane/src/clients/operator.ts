@@ -1,7 +1,7 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { hashClientSecret } from '../../../lib/oauth/client-auth.js';
-import { clientTypeOf, usesClientSecret } from '../../../lib/oauth/client-metadata.js';
-import { randomToken } from '../../../lib/util/random.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { hashClientSecret } from '#lib/oauth/client-auth.js';
+import { clientTypeOf, usesClientSecret } from '#lib/oauth/client-metadata.js';
+import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import { endGrantsOfClient, endGrantsOfSessions } from '../grants/end-grants.js';
 import type { StoredClient } from '../storage/types.js';

@@ -1,7 +1,7 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { hasRole } from '../../../lib/orgs/roles.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { hasRole } from '#lib/orgs/roles.js';
 import type { StoredClient } from '../storage/types.js';
-import { loadMembership, type OrgServices } from '../orgs/operations.js';
+import { loadMembership, type OrgServices } from '../orgs/membership.js';
 
 /**
  * Organization-owned OIDC clients (docs/orgs.md#apps): a client's `ownerId` is either an account

@@ -1,21 +1,21 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import {
   clientTypeOf,
   usesClientSecret,
   validateClientMetadata,
   type ClientMetadata,
   type MetadataOptions,
-} from '../../../lib/oauth/client-metadata.js';
-import { hashClientSecret, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
-import { oauthError } from '../../../lib/oauth/errors.js';
-import { checkResourceOwnership, type ResourceRegistrar } from '../../../lib/oauth/resource-ownership.js';
+} from '#lib/oauth/client-metadata.js';
+import { hashClientSecret, verifyClientSecret } from '#lib/oauth/client-auth.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { checkResourceOwnership, type ResourceRegistrar } from '#lib/oauth/resource-ownership.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { endGrantsOfClient } from '../grants/end-grants.js';
 import { orgOwnerFor } from './ownership.js';
-import type { OrgServices } from '../orgs/operations.js';
-import { constantEquals } from '../../../lib/util/constant-equals.js';
-import { randomId, randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import type { OrgServices } from '../orgs/membership.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { checkFetchedUris } from './remote-key-sets.js';
 import type { StoredClient, Stores } from '../storage/types.js';
 import { refuseOutsideProfile } from '../rollout/constraints.js';

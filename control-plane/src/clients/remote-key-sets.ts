@@ -1,8 +1,8 @@
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { StoredClient } from '../storage/types.js';
-import { isFetchRefusal } from '../../../lib/fetch/guarded-fetch.js';
-import { oauthError } from '../../../lib/oauth/errors.js';
-import type { ClientMetadata } from '../../../lib/oauth/client-metadata.js';
+import { isFetchRefusal } from '#lib/fetch/guarded-fetch.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 import type { ControlPlaneServices } from '../context.js';
 
 /** Key sets kept at most this long before they are fetched again. */

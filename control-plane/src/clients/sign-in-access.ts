@@ -1,10 +1,5 @@
-import {
-  evaluateAccess,
-  type AccessDecision,
-  type AllowRules,
-  type OrgRule,
-} from '../../../lib/access/evaluate-access.js';
-import type { InPlaceTransport } from '../../../lib/oauth/in-place.js';
+import { evaluateAccess, type AccessDecision, type AllowRules, type OrgRule } from '#lib/access/evaluate-access.js';
+import type { InPlaceTransport } from '#lib/oauth/in-place.js';
 import type { ControlPlaneServices } from '../context.js';
 
 export type SignInAccessServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;

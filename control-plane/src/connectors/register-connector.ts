@@ -1,7 +1,7 @@
-import { connectorSnippet, planConnector } from '../../../lib/connectors/catalog.js';
-import type { ConnectorTemplate, Snippet } from '../../../lib/connectors/connector.js';
-import { validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
-import { randomToken } from '../../../lib/util/random.js';
+import { connectorSnippet, planConnector } from '#lib/connectors/catalog.js';
+import type { ConnectorTemplate, Snippet } from '#lib/connectors/connector.js';
+import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
+import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import { describeChange, registerClient, type ClientChange, type Registrar } from '../clients/registration.js';
 

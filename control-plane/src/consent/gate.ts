@@ -1,13 +1,8 @@
-import {
-  decideConsent,
-  type Approval,
-  type ConsentStanding,
-  type Release,
-} from '../../../lib/consent/decide-consent.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { isClientIdUrl } from '../../../lib/oauth/client-id-metadata.js';
-import { mergeApproval } from '../../../lib/oauth/authorization-request.js';
-import { randomToken } from '../../../lib/util/random.js';
+import { decideConsent, type Approval, type ConsentStanding, type Release } from '#lib/consent/decide-consent.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { isClientIdUrl } from '#lib/oauth/client-id-metadata.js';
+import { mergeApproval } from '#lib/oauth/authorization-request.js';
+import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient, StoredSamlProvider, Stores } from '../storage/types.js';
 

@@ -1,8 +1,8 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { normalizeEmailAddress } from '../../../lib/magic/email-address.js';
-import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
-import { randomId } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { normalizeEmailAddress } from '#lib/magic/email-address.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
+import { randomId } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 
 export const CONTACT_TOPICS = ['general', 'security', 'privacy', 'abuse', 'support'] as const;

@@ -1,14 +1,14 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { normalizeEmailAddress } from '../../../lib/magic/email-address.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { normalizeEmailAddress } from '#lib/magic/email-address.js';
 import {
   checkMagicLink,
   issueEmailVerificationLink,
   redeemMagicLink,
   type RedeemFailure,
-} from '../../../lib/magic/magic-link.js';
-import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
-import { randomId } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+} from '#lib/magic/magic-link.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
+import { randomId } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 import { verificationMail } from '../mail/templates.js';
 import { mailLocale } from '../pages/ui.js';

@@ -1,5 +1,5 @@
-import type { InPlaceTransport } from '../../../lib/oauth/in-place.js';
-import type { AssuranceLevel } from '../../../lib/assurance/assurance.js';
+import type { InPlaceTransport } from '#lib/oauth/in-place.js';
+import type { AssuranceLevel } from '#lib/assurance/assurance.js';
 
 /**
  * Typed domain events. Handlers record what happened; the ledger turns events into receipts

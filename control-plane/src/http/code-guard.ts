@@ -1,5 +1,5 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import type { ControlPlaneServices } from '../context.js';
 
 /** What these functions read: the rate limits live in shared state. Lockouts: lockouts/code-lockout.ts. */

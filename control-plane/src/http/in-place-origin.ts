@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { buildCorsHeaders, isRegisteredOrigin, type CorsOptions } from '../../../lib/oauth/in-place.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { buildCorsHeaders, isRegisteredOrigin, type CorsOptions } from '#lib/oauth/in-place.js';
 import type { ControlPlaneServices } from '../context.js';
 import { findClient } from '../clients/find-client.js';
 import { publishedOriginsOf } from '../clients/in-place-origins.js';

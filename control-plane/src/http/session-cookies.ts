@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { keptUserAgent } from '../../../lib/accounts/user-agent.js';
-import { randomToken } from '../../../lib/util/random.js';
+import { keptUserAgent } from '#lib/accounts/user-agent.js';
+import { randomToken } from '#lib/crypto/random.js';
 import type { SessionView } from '../context.js';
 import {
   type CookieServices,

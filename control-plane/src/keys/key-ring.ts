@@ -1,8 +1,8 @@
 import { createPrivateKey, createPublicKey, type KeyObject, type webcrypto } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import type { ControlPlaneConfig } from '../../../config/types.js';
-import { open, seal } from '../../../lib/crypto/sealed-box.js';
-import { planRotation, publishedKeys, type RotationPolicy } from '../../../lib/keys/rotation.js';
+import type { ControlPlaneConfig } from '#config/types.js';
+import { open, seal } from '#lib/crypto/sealed-box.js';
+import { planRotation, publishedKeys, type RotationPolicy } from '#lib/keys/rotation.js';
 import type { KeyStore, StoredSigningKey, Storage } from '../storage/types.js';
 
 export interface SigningKey {

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { deriveMasterKey } from '../../../lib/crypto/sealed-box.js';
+import { deriveMasterKey } from '#lib/crypto/sealed-box.js';
 
 export const DEV_MASTER_KEY_FILE = 'master.key';
 

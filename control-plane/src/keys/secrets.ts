@@ -1,5 +1,5 @@
 import { hkdfSync } from 'node:crypto';
-import { open, seal } from '../../../lib/crypto/sealed-box.js';
+import { open, seal } from '#lib/crypto/sealed-box.js';
 
 /**
  * Secrets at rest under the master key. `seal`/`open` are AES-256-GCM with `context` bound as

@@ -1,8 +1,8 @@
 import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
-import { buildCheckpointPayload, signCheckpoint } from '../../../lib/ledger/checkpoint.js';
-import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '../../../lib/ledger/merkle-tree.js';
-import { canonicalReceipt } from '../../../lib/ledger/receipt.js';
+import { buildCheckpointPayload, signCheckpoint } from '#lib/ledger/checkpoint.js';
+import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '#lib/ledger/merkle-tree.js';
+import { canonicalReceipt } from '#lib/ledger/receipt.js';
 import type { DomainEvent } from '../events/types.js';
 import type { SigningKey } from '../keys/key-ring.js';
 import type { Storage, Stores } from '../storage/types.js';

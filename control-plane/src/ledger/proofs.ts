@@ -1,7 +1,7 @@
-import type { AbsenceProof } from '../../../lib/ledger/absence.js';
-import { isReceiptHash, treeKeyOf } from '../../../lib/ledger/receipt.js';
-import type { InclusionProof } from '../../../lib/ledger/verify-receipt.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import type { AbsenceProof } from '#lib/ledger/absence.js';
+import { isReceiptHash, treeKeyOf } from '#lib/ledger/receipt.js';
+import type { InclusionProof } from '#lib/ledger/verify-receipt.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { PlacedKey } from '../storage/types.js';
 

@@ -1,5 +1,5 @@
-import { randomHex } from '../../../lib/util/random.js';
-import type { Receipt } from '../../../lib/ledger/receipt.js';
+import { randomHex } from '#lib/crypto/random.js';
+import type { Receipt } from '#lib/ledger/receipt.js';
 import type { DomainEvent } from '../events/types.js';
 
 // Event fields are opaque ids by contract (events/types.ts); this is a second fence, so that a

@@ -1,5 +1,5 @@
-import { fail, type KeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import { Lockout } from '../../../lib/runtime/security/lockout.js';
+import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import { Lockout } from '#lib/runtime/security/lockout.js';
 import type { ControlPlaneServices } from '../context.js';
 
 /** What these functions read, and the lockout.started receipt they write. */

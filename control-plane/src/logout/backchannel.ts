@@ -1,6 +1,6 @@
-import { isFetchRefusal } from '../../../lib/fetch/guarded-fetch.js';
-import { buildLogoutTokenClaims, signLogoutToken } from '../../../lib/tokens/logout-token.js';
-import { randomId, randomToken } from '../../../lib/util/random.js';
+import { isFetchRefusal } from '#lib/fetch/guarded-fetch.js';
+import { buildLogoutTokenClaims, signLogoutToken } from '#lib/tokens/logout-token.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
 import type { BackchannelDelivery, ControlPlaneServices } from '../context.js';
 import type { BackchannelLogout, LogoutAttempt, Stores } from '../storage/types.js';
 

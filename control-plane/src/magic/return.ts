@@ -1,4 +1,4 @@
-import { sameOriginReturn } from '../../../lib/magic/magic-link.js';
+import { sameOriginReturn } from '#lib/magic/magic-link.js';
 import type { ControlPlaneServices } from '../context.js';
 
 /** What these functions read. */

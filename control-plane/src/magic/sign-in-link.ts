@@ -1,7 +1,7 @@
-import { meetsAssurance } from '../../../lib/assurance/assurance.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { issueMagicLink, redeemMagicLink } from '../../../lib/magic/magic-link.js';
-import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
+import { meetsAssurance } from '#lib/assurance/assurance.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { issueMagicLink, redeemMagicLink } from '#lib/magic/magic-link.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { addressBucket, LINK_REASONS, SPENT_LINKS_KEPT_MS } from '../email/addresses.js';
 import { magicLinkMail } from '../mail/templates.js';

@@ -1,6 +1,6 @@
-import type { Locale } from '../../../lib/i18n/locales.js';
-import { translatorFor, type Translator } from '../../../lib/i18n/translate.js';
-import { escapeHtml } from '../../../lib/util/html.js';
+import type { Locale } from '#lib/i18n/locales.js';
+import { translatorFor, type Translator } from '#lib/i18n/translate.js';
+import { escapeHtml } from '#lib/html/escape-html.js';
 import type { OutgoingMail } from './mailer.js';
 
 /** A lifetime as a person says it: "15 minutes", "24 hours", "3 days" (never "1440 minutes"), in `locale`. */

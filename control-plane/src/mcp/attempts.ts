@@ -1,4 +1,4 @@
-import { receiptSafeName } from '../../../lib/mcp/catalogue.js';
+import { receiptSafeName } from '#lib/mcp/catalogue.js';
 import type { ControlPlaneServices } from '../context.js';
 
 export type RefusalReason = 'mcp_read_only' | 'mcp_unknown_tool';

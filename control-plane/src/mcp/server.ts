@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { MCP_TOOLS, classifyMethod, looksMutating } from '../../../lib/mcp/catalogue.js';
+import { MCP_TOOLS, classifyMethod, looksMutating } from '#lib/mcp/catalogue.js';
 import { recordMcpAttempt, type RefusalReason } from './attempts.js';
 import { callTool, isTool, type McpServices, type McpSources } from './tools.js';
 

@@ -1,9 +1,9 @@
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
-import type { ChangelogVersion } from '../../../lib/changelog/keep-a-changelog.js';
-import { fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import { decodeCheckpoint } from '../../../lib/ledger/checkpoint.js';
-import { verifyReceiptProof, type InclusionProof } from '../../../lib/ledger/verify-receipt.js';
-import { MCP_TOOLS } from '../../../lib/mcp/catalogue.js';
+import type { ChangelogVersion } from '#lib/changelog/keep-a-changelog.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { decodeCheckpoint } from '#lib/ledger/checkpoint.js';
+import { verifyReceiptProof, type InclusionProof } from '#lib/ledger/verify-receipt.js';
+import { MCP_TOOLS } from '#lib/mcp/catalogue.js';
 import { proofVector, visibleAgent } from '../agents/proof.js';
 import { signTrustBundle } from '../agents/trust-bundle.js';
 import type { ControlPlaneServices } from '../context.js';

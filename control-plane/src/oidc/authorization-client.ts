@@ -1,4 +1,4 @@
-import type { AuthorizationClient } from '../../../lib/oauth/authorization-request.js';
+import type { AuthorizationClient } from '#lib/oauth/authorization-request.js';
 import type { StoredClient } from '../storage/types.js';
 
 /**

@@ -1,17 +1,17 @@
-import { grantableScopes } from '../../../lib/oauth/authorization-request.js';
+import { grantableScopes } from '#lib/oauth/authorization-request.js';
 import {
   DEVICE_CODE_LIFETIME_SECONDS,
   DEVICE_POLL_INTERVAL_SECONDS,
   generateUserCode,
   normalizeUserCode,
   type DeviceAuthorization,
-} from '../../../lib/oauth/device-code.js';
-import { oauthError } from '../../../lib/oauth/errors.js';
-import { checkResource } from '../../../lib/oauth/resource.js';
+} from '#lib/oauth/device-code.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { checkResource } from '#lib/oauth/resource.js';
 import { requestableResources } from './mcp-resources.js';
-import { parseScope } from '../../../lib/oauth/scope.js';
-import { randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { parseScope } from '#lib/oauth/scope.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 import { authorizationClientOf } from './authorization-client.js';

@@ -1,15 +1,15 @@
-import { checkUsername } from '../../../lib/accounts/username.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { checkAuthorizationRequest, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
-import { buildPopupUrl, decideInPlaceConsent } from '../../../lib/oauth/in-place.js';
-import { formatScope } from '../../../lib/oauth/scope.js';
+import { checkUsername } from '#lib/accounts/username.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { checkAuthorizationRequest, type AuthorizationRequest } from '#lib/oauth/authorization-request.js';
+import { buildPopupUrl, decideInPlaceConsent } from '#lib/oauth/in-place.js';
+import { formatScope } from '#lib/oauth/scope.js';
 import type {
   PublicKeyCredentialCreationOptionsJSON,
   PublicKeyCredentialRequestOptionsJSON,
 } from '@simplewebauthn/server';
-import { constantEquals } from '../../../lib/util/constant-equals.js';
-import { randomId, randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices } from '../context.js';
 import {

@@ -1,8 +1,8 @@
-import { isDpopError } from '../../../lib/dpop/errors.js';
-import { checkDpopNonce, issueDpopNonce } from '../../../lib/dpop/nonce.js';
-import { sharedReplayCheck } from '../../../lib/dpop/replay.js';
-import { dpopRefusal } from '../../../lib/dpop/respond.js';
-import { verifyDpopProof, type VerifiedDpopProof } from '../../../lib/dpop/verify-dpop-proof.js';
+import { isDpopError } from '#lib/dpop/errors.js';
+import { checkDpopNonce, issueDpopNonce } from '#lib/dpop/nonce.js';
+import { sharedReplayCheck } from '#lib/dpop/replay.js';
+import { dpopRefusal } from '#lib/dpop/respond.js';
+import { verifyDpopProof, type VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
 import type { ControlPlaneServices } from '../context.js';
 
 export type DpopHeaderServices = Pick<ControlPlaneServices, 'config' | 'secrets' | 'state' | 'now'>;

@@ -1,8 +1,8 @@
-import { mergeApproval, outlivesSession, type AuthorizationRequest } from '../../../lib/oauth/authorization-request.js';
-import { formatScope } from '../../../lib/oauth/scope.js';
-import { FAPI_MAX_CODE_SECONDS } from '../../../lib/oauth/fapi.js';
-import { randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { mergeApproval, outlivesSession, type AuthorizationRequest } from '#lib/oauth/authorization-request.js';
+import { formatScope } from '#lib/oauth/scope.js';
+import { FAPI_MAX_CODE_SECONDS } from '#lib/oauth/fapi.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 

@@ -1,4 +1,4 @@
-import { isMcpRouteResource } from '../../../lib/gateway/mcp.js';
+import { isMcpRouteResource } from '#lib/gateway-protocol/mcp.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';
 

@@ -1,13 +1,13 @@
 import type { ControlPlaneServices } from '../context.js';
-import { checkAuthorizationRequest, type RawParams } from '../../../lib/oauth/authorization-request.js';
-import { oauthError } from '../../../lib/oauth/errors.js';
+import { checkAuthorizationRequest, type RawParams } from '#lib/oauth/authorization-request.js';
+import { oauthError } from '#lib/oauth/errors.js';
 import {
   PUSHED_REQUEST_LIFETIME_SECONDS,
   bindPushedDpop,
   pushedParamsOf,
   pushedRequestUri,
-} from '../../../lib/oauth/pushed-request.js';
-import { randomToken } from '../../../lib/util/random.js';
+} from '#lib/oauth/pushed-request.js';
+import { randomToken } from '#lib/crypto/random.js';
 import type { StoredClient } from '../storage/types.js';
 import { authorizationClientOf } from './authorization-client.js';
 import { requestableResources } from './mcp-resources.js';

@@ -1,12 +1,8 @@
 import type { JWTVerifyGetKey } from 'jose';
-import type { RawParams } from '../../../lib/oauth/authorization-request.js';
-import type { OAuthErrorCode } from '../../../lib/oauth/errors.js';
-import { isPushedRequestUri, pushedRequestIdOf } from '../../../lib/oauth/pushed-request.js';
-import {
-  MAX_REQUEST_OBJECT_BYTES,
-  mergeRequestObject,
-  verifyRequestObject,
-} from '../../../lib/oauth/request-object.js';
+import type { RawParams } from '#lib/oauth/authorization-request.js';
+import type { OAuthErrorCode } from '#lib/oauth/errors.js';
+import { isPushedRequestUri, pushedRequestIdOf } from '#lib/oauth/pushed-request.js';
+import { MAX_REQUEST_OBJECT_BYTES, mergeRequestObject, verifyRequestObject } from '#lib/oauth/request-object.js';
 import { clientKeySet } from '../clients/remote-key-sets.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';

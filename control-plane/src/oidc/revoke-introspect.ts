@@ -1,5 +1,5 @@
-import { isDependencyUnavailable } from '../../../lib/errors/dependency-outage.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';

@@ -1,4 +1,4 @@
-import { oauthError } from '../../../lib/oauth/errors.js';
+import { oauthError } from '#lib/oauth/errors.js';
 
 /** One form or JSON body, values as strings (a repeated parameter is refused, RFC 6749 §3.2). */
 export function readTokenRequestBody(body: unknown): Record<string, unknown> {

@@ -1,16 +1,11 @@
-import type { ActorClaim } from '../../../lib/oauth/token-exchange.js';
+import type { ActorClaim } from '#lib/oauth/token-exchange.js';
 import type { JWTPayload } from 'jose';
-import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import {
-  buildAccessTokenClaims,
-  buildIdTokenClaims,
-  type AssuranceLevel,
-  type OrgClaim,
-} from '../../../lib/tokens/claims.js';
-import { checkJwtTimes, decodeJwt, verifyJwt } from '../../../lib/crypto/jwt.js';
-import { signAccessToken, signIdToken } from '../../../lib/tokens/sign-token.js';
-import { randomToken } from '../../../lib/util/random.js';
+import { effectiveAssurance } from '#lib/assurance/assurance.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel, type OrgClaim } from '#lib/tokens/claims.js';
+import { checkJwtTimes, decodeJwt, verifyJwt } from '#lib/crypto/jwt.js';
+import { signAccessToken, signIdToken } from '#lib/tokens/sign-token.js';
+import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { Identity, StoredEmail, StoredGrant, Stores } from '../storage/types.js';
 import { isAccountActive } from '../accounts/lifecycle.js';

@@ -1,4 +1,4 @@
-import type { ControlPlaneConfig } from '../../../config/types.js';
+import type { ControlPlaneConfig } from '#config/types.js';
 import { summarizeMigration } from '../storage/migration-ledger.js';
 import {
   assertStoreExists,

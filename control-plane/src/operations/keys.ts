@@ -1,4 +1,4 @@
-import type { ControlPlaneConfig } from '../../../config/types.js';
+import type { ControlPlaneConfig } from '#config/types.js';
 import { KeyRing, serverRotationPolicy } from '../keys/key-ring.js';
 import { resolveMasterKey } from '../keys/master-key.js';
 import { openOfflineServices } from '../services.js';

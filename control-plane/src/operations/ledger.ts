@@ -1,4 +1,4 @@
-import type { ControlPlaneConfig } from '../../../config/types.js';
+import type { ControlPlaneConfig } from '#config/types.js';
 import { auditLedger } from '../ledger/audit-ledger.js';
 import { openOfflineServices } from '../services.js';
 

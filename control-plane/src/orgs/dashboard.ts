@@ -1,6 +1,6 @@
-import type { Rating } from '../../../lib/scan/rating.js';
-import type { OrgRole } from '../../../lib/orgs/roles.js';
-import type { OrgServices, Membership } from './operations.js';
+import type { Rating } from '#lib/scan/rating.js';
+import type { OrgRole } from '#lib/orgs/roles.js';
+import type { OrgServices, Membership } from './membership.js';
 
 export interface SiteView {
   siteId: string;

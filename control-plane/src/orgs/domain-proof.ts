@@ -1,17 +1,17 @@
-import { lookupTxt } from '../../../lib/dns/txt-lookup.js';
-import { fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import { lookupTxt } from '#lib/dns/txt-lookup.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import {
   checkWellKnownAnswer,
   explainDomainProofFailure,
   type DnsProofCheck,
   type WellKnownProofCheck,
-} from '../../../lib/orgs/domain-proof.js';
-import { domainProofValue, wellKnownFileProves } from '../../../lib/orgs/roles.js';
+} from '#lib/orgs/domain-proof.js';
+import { domainProofValue, wellKnownFileProves } from '#lib/orgs/roles.js';
 import { CertificateError } from '../scan/capture-site.js';
 import { scanFetchFor } from '../scan/run-scan.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { Membership, OrgServices } from './operations.js';
-import { hasRole } from '../../../lib/orgs/roles.js';
+import type { Membership, OrgServices } from './membership.js';
+import { hasRole } from '#lib/orgs/roles.js';
 
 async function checkTxtProof(name: string, expected: string, resolvers: readonly string[]): Promise<DnsProofCheck> {
   const result = await lookupTxt(name, { resolvers });

@@ -1,9 +1,9 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { hasRole } from '../../../lib/orgs/roles.js';
-import type { Rating } from '../../../lib/scan/rating.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { hasRole } from '#lib/orgs/roles.js';
+import type { Rating } from '#lib/scan/rating.js';
 import { checkScanUrl } from '../scan/public-scan.js';
 import { runScan, type ScanServices } from '../scan/run-scan.js';
-import type { Membership } from './operations.js';
+import type { Membership } from './membership.js';
 
 /**
  * `POST /org/{slug}/scan`: the primary site by default, a registered `siteId`, or a `website`

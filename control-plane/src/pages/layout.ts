@@ -1,6 +1,6 @@
 /** Server-rendered pages: no build step, no inline script without the request's nonce. */
-import { LOCALE_NAMES, LOCALES } from '../../../lib/i18n/locales.js';
-import { escapeHtml } from '../../../lib/util/html.js';
+import { LOCALE_NAMES, LOCALES } from '#lib/i18n/locales.js';
+import { escapeHtml } from '#lib/html/escape-html.js';
 import type { PageUi } from './ui.js';
 
 export { escapeHtml };

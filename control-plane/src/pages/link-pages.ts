@@ -1,6 +1,6 @@
-import { REASONS, type Reason } from '../../../lib/errors/reasons.js';
+import { REASONS, type Reason } from '#lib/errors/reasons.js';
 import type { FastifyRequest } from 'fastify';
-import type { MessageKey } from '../../../lib/i18n/translate.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { formError, html, page, raw, type FormErrorView, type SafeHtml } from './layout.js';
 import { type PageUi, uiOf } from './ui.js';
 

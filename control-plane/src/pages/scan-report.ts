@@ -1,5 +1,5 @@
-import { TEST_ADVICE } from '../../../lib/scan/advice.js';
-import type { Rating } from '../../../lib/scan/rating.js';
+import { TEST_ADVICE } from '#lib/scan/advice.js';
+import type { Rating } from '#lib/scan/rating.js';
 import { escapeHtml, html, raw, type SafeHtml } from './layout.js';
 import type { PageUi } from './ui.js';
 

@@ -1,8 +1,8 @@
 /** The language of a page: negotiated once per request (docs/i18n.md), then its translator. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Locale } from '../../../lib/i18n/locales.js';
-import { matchLocaleList, negotiateLocale } from '../../../lib/i18n/negotiate-locale.js';
-import { type Translator, translatorFor } from '../../../lib/i18n/translate.js';
+import type { Locale } from '#lib/i18n/locales.js';
+import { matchLocaleList, negotiateLocale } from '#lib/i18n/negotiate-locale.js';
+import { type Translator, translatorFor } from '#lib/i18n/translate.js';
 import type { ControlPlaneServices } from '../context.js';
 import { wantsJson } from '../http/negotiate.js';
 import { isHttpsIssuer } from '../sessions/cookies.js';

@@ -10,15 +10,15 @@ import {
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { isoBase64URL } from '@simplewebauthn/server/helpers';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import {
   checkAssertion,
   checkAttestation,
   checkOrigin,
   readCredentialResponse,
   type ClientData,
-} from '../../../lib/webauthn/check-ceremony.js';
+} from '#lib/webauthn/check-ceremony.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { CredentialSummary, StoredCredential } from '../storage/types.js';
 

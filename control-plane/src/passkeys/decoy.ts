@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { randomId } from '../../../lib/util/random.js';
+import { randomId } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { CredentialSummary } from '../storage/types.js';
 

@@ -1,6 +1,6 @@
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
-import { checkFreeText, PASSKEY_LABEL_MAX } from '../../../lib/accounts/username.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { checkFreeText, PASSKEY_LABEL_MAX } from '#lib/accounts/username.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { credentialRecord } from '../accounts/sign-up.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredCredential } from '../storage/types.js';

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
-import { DEPENDENCIES } from '../../../lib/errors/dependency-outage.js';
+import { DEPENDENCIES } from '#lib/errors/dependency-outage.js';
 
 /**
  * Says in the log, once, that PostgreSQL or Redis went away and, once, that it is back: the

@@ -1,9 +1,9 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isDependencyUnavailable, unavailableFailure } from '../../../lib/errors/dependency-outage.js';
-import { KeyplaneError, fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import type { Reason } from '../../../lib/errors/reasons.js';
-import { oauthErrorFor, oauthFields } from '../../../lib/oauth/errors.js';
+import { isDependencyUnavailable, unavailableFailure } from '#lib/errors/dependency-outage.js';
+import { KeyplaneError, fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { Reason } from '#lib/errors/reasons.js';
+import { oauthErrorFor, oauthFields } from '#lib/oauth/errors.js';
 
 /** The envelope schema, referenced under 4xx and 5xx of every route (fastify serializes error bodies with it). */
 export const envelopeSchema = {

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
-import { randomToken } from '../../../lib/util/random.js';
+import { randomToken } from '#lib/crypto/random.js';
 
 /** Fills the one request-scoped slot and echoes the request id. */
 export const requestContextPlugin = fp(

@@ -1,9 +1,9 @@
 import fp from 'fastify-plugin';
 import cookie from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { meetsAssurance, type AssuranceLevel } from '../../../lib/assurance/assurance.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { checkRequestOrigin, type RequestOriginHeaders } from '../../../lib/http/check-request-origin.js';
+import { meetsAssurance, type AssuranceLevel } from '#lib/assurance/assurance.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { checkRequestOrigin, type RequestOriginHeaders } from '#lib/http/check-request-origin.js';
 import { isPageNavigation } from '../http/negotiate.js';
 import {
   type CookieServices,

@@ -1,13 +1,13 @@
-import { foldUsername } from '../../../lib/accounts/username.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { foldUsername } from '#lib/accounts/username.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import {
   generateRecoveryCodes,
   hashRecoveryCode,
   matchRecoveryCode,
   normalizeRecoveryCode,
-} from '../../../lib/recovery/recovery-codes.js';
-import { randomId } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+} from '#lib/recovery/recovery-codes.js';
+import { randomId } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 import { limitPerAccount } from '../http/code-guard.js';
 import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../lockouts/code-lockout.js';

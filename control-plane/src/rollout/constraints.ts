@@ -1,8 +1,8 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import type { ClientMetadata } from '../../../lib/oauth/client-metadata.js';
-import { checkMetadataAgainstProfile } from '../../../lib/profiles/constraints.js';
-import type { TrustProfile } from '../../../lib/profiles/documents.js';
-import { profileOfClient } from '../gateways/issue-config.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
+import { checkMetadataAgainstProfile } from '#lib/profiles/constraints.js';
+import type { TrustProfile } from '#lib/profiles/documents.js';
+import { profileOfClient } from '../managed-gateways/issue-config.js';
 import type { Stores } from '../storage/types.js';
 
 /** Refuses metadata outside the profile with every violation named (RFC 7591 §3.2.2 `error` alongside). */

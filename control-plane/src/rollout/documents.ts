@@ -1,6 +1,6 @@
 import { decodeProtectedHeader } from 'jose';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { canonicalJson } from '../../../lib/ledger/canonical-json.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { canonicalJson } from '#lib/ledger/canonical-json.js';
 import {
   DocumentError,
   kindOfDocument,
@@ -9,14 +9,9 @@ import {
   type DocumentKind,
   type MigrationPlan,
   type TrustProfile,
-} from '../../../lib/profiles/documents.js';
-import {
-  DOCUMENT_TYP,
-  SignatureError,
-  signDocument,
-  verifySignedDocument,
-} from '../../../lib/profiles/signed-documents.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+} from '#lib/profiles/documents.js';
+import { DOCUMENT_TYP, SignatureError, signDocument, verifySignedDocument } from '#lib/profiles/signed-documents.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredRolloutDocument } from '../storage/types.js';
 import { refuseMetadataOutside } from './constraints.js';

@@ -1,18 +1,18 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import type { GatewayMode } from '../../../lib/gateway/policy.js';
-import { validateClientMetadata, type ClientMetadata } from '../../../lib/oauth/client-metadata.js';
-import { profileRedirectUris, profileResources } from '../../../lib/profiles/constraints.js';
-import type { TrustProfile } from '../../../lib/profiles/documents.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import type { GatewayMode } from '#lib/gateway-protocol/policy.js';
+import { validateClientMetadata, type ClientMetadata } from '#lib/oauth/client-metadata.js';
+import { profileRedirectUris, profileResources } from '#lib/profiles/constraints.js';
+import type { TrustProfile } from '#lib/profiles/documents.js';
 import {
   computeRolloutStatus,
   evidenceMatches,
   type RolloutReason,
   type RolloutStatus,
-} from '../../../lib/profiles/rollout-status.js';
-import { signAttestation } from '../../../lib/profiles/signed-documents.js';
+} from '#lib/profiles/rollout-status.js';
+import { signAttestation } from '#lib/profiles/signed-documents.js';
 import type { ControlPlaneServices } from '../context.js';
 import { registerClient, staleRevision, updateClient, type ClientChange } from '../clients/registration.js';
-import { gatewayEnforcement, type GatewayEnforcement } from '../gateways/issue-config.js';
+import { gatewayEnforcement, type GatewayEnforcement } from '../managed-gateways/issue-config.js';
 import type {
   RolloutAttestation,
   RolloutVerification,

@@ -1,5 +1,5 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import type { TrustProfile } from '../../../lib/profiles/documents.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import type { TrustProfile } from '#lib/profiles/documents.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient, StoredGatewayEvidence } from '../storage/types.js';
 import { projectState, type ProjectState } from './projects.js';

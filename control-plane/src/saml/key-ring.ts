@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
-import type { SamlSigningKey } from '../../../lib/saml/sign.js';
-import { planRotation, publishedKeys, type RotationPolicy } from '../../../lib/keys/rotation.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
+import type { SamlSigningKey } from '#lib/saml/sign.js';
+import { planRotation, publishedKeys, type RotationPolicy } from '#lib/keys/rotation.js';
 import type { ControlPlaneServices } from '../context.js';
 import { rotationPolicy } from '../keys/key-ring.js';
 import type { StoredSamlKey } from '../storage/types.js';

@@ -1,9 +1,9 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { hasRole } from '../../../lib/orgs/roles.js';
-import { checkProviderSettings, type ProviderSettings } from '../../../lib/saml/provider.js';
-import { randomId } from '../../../lib/util/random.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { hasRole } from '#lib/orgs/roles.js';
+import { checkProviderSettings, type ProviderSettings } from '#lib/saml/provider.js';
+import { randomId } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import { loadMembership } from '../orgs/operations.js';
+import { loadMembership } from '../orgs/membership.js';
 import type { StoredSamlProvider, Stores } from '../storage/types.js';
 
 export type ProviderServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;

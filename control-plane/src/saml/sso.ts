@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
-import type { AssuranceLevel } from '../../../lib/assurance/assurance.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { checkAuthnRequest, parseAuthnRequest } from '../../../lib/saml/authn-request.js';
+import type { AssuranceLevel } from '#lib/assurance/assurance.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { checkAuthnRequest, parseAuthnRequest } from '#lib/saml/authn-request.js';
 import {
   decodePostMessage,
   decodeRedirectMessage,
@@ -10,17 +10,17 @@ import {
   signRedirectQuery,
   verifyPostSignature,
   verifyRedirectSignature,
-} from '../../../lib/saml/bindings.js';
-import { NAMEID_FORMAT, NS, STATUS } from '../../../lib/saml/constants.js';
-import { decideSso, type SsoDecision } from '../../../lib/saml/decide.js';
-import { parseLogoutRequest } from '../../../lib/saml/logout-request.js';
-import { buildIdpMetadata } from '../../../lib/saml/metadata.js';
-import { buildLogoutResponse, buildSignedErrorResponse, buildSignedResponse } from '../../../lib/saml/response.js';
-import { SamlXmlError, parseXml } from '../../../lib/saml/xml.js';
-import { describeRelease, releasedSources } from '../../../lib/saml/provider.js';
-import type { ConsentStanding } from '../../../lib/consent/decide-consent.js';
-import { randomToken } from '../../../lib/util/random.js';
-import type { AccessDecision } from '../../../lib/access/evaluate-access.js';
+} from '#lib/saml/bindings.js';
+import { NAMEID_FORMAT, NS, STATUS } from '#lib/saml/constants.js';
+import { decideSso, type SsoDecision } from '#lib/saml/decide.js';
+import { parseLogoutRequest } from '#lib/saml/logout-request.js';
+import { buildIdpMetadata } from '#lib/saml/metadata.js';
+import { buildLogoutResponse, buildSignedErrorResponse, buildSignedResponse } from '#lib/saml/response.js';
+import { SamlXmlError, parseXml } from '#lib/saml/xml.js';
+import { describeRelease, releasedSources } from '#lib/saml/provider.js';
+import type { ConsentStanding } from '#lib/consent/decide-consent.js';
+import { randomToken } from '#lib/crypto/random.js';
+import type { AccessDecision } from '#lib/access/evaluate-access.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { askConsent, recordConsent, samlParty, takeApproval, type Party } from '../consent/gate.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';

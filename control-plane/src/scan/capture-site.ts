@@ -1,5 +1,5 @@
-import { fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import type { Capture, CapturedResponse } from '../../../lib/scan/capture.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { Capture, CapturedResponse } from '#lib/scan/capture.js';
 
 /** One request of a scan, made by the guarded fetcher: never follows redirects itself. */
 export interface ScanRequest {

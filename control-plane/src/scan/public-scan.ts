@@ -1,7 +1,7 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { checkSiteUrl } from '../../../lib/orgs/roles.js';
-import { RateLimiter } from '../../../lib/runtime/security/rate-limiter.js';
-import type { Rating } from '../../../lib/scan/rating.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { checkSiteUrl } from '#lib/orgs/roles.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
+import type { Rating } from '#lib/scan/rating.js';
 import type { ControlPlaneServices } from '../context.js';
 import { runScan, type ScanServices } from './run-scan.js';
 

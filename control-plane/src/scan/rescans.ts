@@ -1,4 +1,4 @@
-import { randomId } from '../../../lib/util/random.js';
+import { randomId } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import { runScan, type ScanServices } from './run-scan.js';
 

@@ -1,8 +1,8 @@
 import { Counter, type Registry } from 'prom-client';
-import { fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import { analyzeScan, UngradableScanError } from '../../../lib/scan/analyze-scan.js';
-import { buildRatingBody, signRating, type Rating } from '../../../lib/scan/rating.js';
-import { randomId } from '../../../lib/util/random.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { analyzeScan, UngradableScanError } from '#lib/scan/analyze-scan.js';
+import { buildRatingBody, signRating, type Rating } from '#lib/scan/rating.js';
+import { randomId } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import { captureSite, type ScanFetch } from './capture-site.js';
 import { createScanFetch } from './scan-fetch.js';

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import type { GuardedFetcher } from '../../../lib/fetch/guarded-fetch.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { GuardedFetcher } from '#lib/fetch/guarded-fetch.js';
 import { CertificateError, type ScanFetch } from './capture-site.js';
 
 // OpenSSL and Node codes for a certificate that did not verify (expired, self-signed, unknown

@@ -1,4 +1,4 @@
-import type { Rating } from '../../../lib/scan/rating.js';
+import type { Rating } from '#lib/scan/rating.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { OrgSite, StoredOrg } from '../storage/types.js';
 

@@ -1,5 +1,5 @@
 import type { ControlPlaneServices } from '../context.js';
-import { sha256 } from '../../../lib/util/sha256.js';
+import { sha256 } from '#lib/crypto/sha256.js';
 
 /**
  * Cookie names and attributes (docs/accounts.md#sessions-and-devices): `__Host-` names on https issuers,

@@ -1,4 +1,4 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 import { endGrantsOfSessions } from '../grants/end-grants.js';
 import type { Stores } from '../storage/types.js';

@@ -1,5 +1,5 @@
-import { effectiveAssurance } from '../../../lib/assurance/assurance.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { effectiveAssurance } from '#lib/assurance/assurance.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { renewedTokenKey } from './renew-session.js';
 

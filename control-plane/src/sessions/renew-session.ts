@@ -1,6 +1,6 @@
-import { rankAssurance } from '../../../lib/assurance/assurance.js';
-import { randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { rankAssurance } from '#lib/assurance/assurance.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { SessionAssurance, SessionRenewal, Stores, StoredSession } from '../storage/types.js';
 

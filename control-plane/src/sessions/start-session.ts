@@ -1,6 +1,6 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { randomId, randomToken } from '../../../lib/util/random.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { SessionAssurance, Stores } from '../storage/types.js';

@@ -1,5 +1,5 @@
 import type { PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import {
   CredentialLimits,

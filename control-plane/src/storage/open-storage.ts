@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { ControlPlaneConfig } from '../../../config/types.js';
-import type { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
-import { classifyOutage } from '../../../lib/errors/dependency-outage.js';
+import type { ControlPlaneConfig } from '#config/types.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { classifyOutage } from '#lib/errors/dependency-outage.js';
 import { LEDGER_TABLE, loadMigrations, type MigrationReport } from './migration-ledger.js';
 import { openPostgresStorage } from './postgres/index.js';
 import { migratePostgres } from './postgres/schema-ledger.js';

@@ -1,4 +1,4 @@
-import type { OrgRule } from '../../../lib/access/evaluate-access.js';
+import type { OrgRule } from '#lib/access/evaluate-access.js';
 import type {
   CredentialSummary,
   Identity,

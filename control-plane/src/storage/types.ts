@@ -1,9 +1,9 @@
 import type { JWK } from 'jose';
-import type { OrgRule } from '../../../lib/access/evaluate-access.js';
-import type { VerifiedEvidence } from '../../../lib/gateway/evidence.js';
-import type { ClientMetadata, ClientType, GatewayPolicy } from '../../../lib/oauth/client-metadata.js';
-import type { LinkRecord } from '../../../lib/magic/magic-link.js';
-import type { Approval } from '../../../lib/oauth/authorization-request.js';
+import type { OrgRule } from '#lib/access/evaluate-access.js';
+import type { VerifiedEvidence } from '#lib/gateway-protocol/evidence.js';
+import type { ClientMetadata, ClientType, GatewayPolicy } from '#lib/oauth/client-metadata.js';
+import type { LinkRecord } from '#lib/magic/magic-link.js';
+import type { Approval } from '#lib/oauth/authorization-request.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend

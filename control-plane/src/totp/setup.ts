@@ -1,5 +1,5 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { buildTotpUri, generateTotpSecret, renderTotpQrSvg } from '../../../lib/totp/totp.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { buildTotpUri, generateTotpSecret, renderTotpQrSvg } from '#lib/totp/totp.js';
 import { checkTotpCode, totpSealContext, type TotpServices } from './secret.js';
 
 /** The session changing TOTP, named on its events. */

@@ -1,4 +1,4 @@
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { checkTotpCode, type TotpServices } from './secret.js';
 
 /**

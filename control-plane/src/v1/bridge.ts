@@ -1,8 +1,8 @@
 import { Counter, type Registry } from 'prom-client';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { randomToken } from '../../../lib/util/random.js';
-import { mintMacaroon, verifyMacaroon } from '../../../lib/v1/macaroon.js';
-import type { ConsentStanding } from '../../../lib/consent/decide-consent.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { mintMacaroon, verifyMacaroon } from '#lib/v1/macaroon.js';
+import type { ConsentStanding } from '#lib/consent/decide-consent.js';
 import { askConsent, clientParty, recordConsent, takeApproval } from '../consent/gate.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { StoredClient } from '../storage/types.js';

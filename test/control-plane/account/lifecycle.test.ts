@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/memory.js';
 import type { RunningServices } from '../../../control-plane/src/services.js';
 import { absorbCookies, headersFor, signIn as passkeySignIn, signUp } from '../../helpers/accounts.js';
 import {

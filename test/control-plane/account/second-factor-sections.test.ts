@@ -2,7 +2,7 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateTotpCode } from '../../../lib/totp/totp.js';
+import { generateTotpCode } from '#lib/totp/totp.js';
 import { manualClock, tempDir } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 

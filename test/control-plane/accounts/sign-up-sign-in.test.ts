@@ -2,7 +2,7 @@ import t from 'tap';
 import { beginSignIn, finishSignIn } from '../../../control-plane/src/accounts/sign-in.js';
 import { beginSignUp, finishSignUp } from '../../../control-plane/src/accounts/sign-up.js';
 import type { SignInBrowser } from '../../../control-plane/src/sessions/start-session.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { build, TEST_ISSUER } from '../../helpers/build.js';
 import { rejectionReason as reasonOf } from '../../helpers/reason-of.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';

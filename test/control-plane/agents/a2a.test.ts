@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { createGuardedFetcher } from '../../../lib/fetch/guarded-fetch.js';
+import { createGuardedFetcher } from '#lib/fetch/guarded-fetch.js';
 import { manualClock } from '../../helpers/build.js';
 import { enrollAgent, recordEvents } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';

@@ -1,7 +1,7 @@
 import { CompactSign, decodeJwt } from 'jose';
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { runProofSigningInput, type RunProof } from '../../../lib/agents/run-proof.js';
+import { runProofSigningInput, type RunProof } from '#lib/agents/run-proof.js';
 import { agentKey, enrollAgent, postWithKeyProof } from '../../helpers/agents.js';
 import { manualClock } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';

@@ -6,7 +6,7 @@ import { enrollAgent } from '../../helpers/agents.js';
 import { basicAuth, registerClient, ADMIN } from '../../helpers/oidc.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { startTestGateway, startUpstream } from '../../gateway/helpers.js';
-import type { GatewayPolicy } from '../../../lib/gateway/policy.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 
 /**
  * Agents call MCP servers too (docs/gateway.md#mcp-routes): a gateway registers an MCP route; an

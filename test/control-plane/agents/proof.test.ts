@@ -1,7 +1,7 @@
 import t, { type Test as Tap } from 'tap';
 import { CompactSign, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { createHash } from 'node:crypto';
-import { runProofSigningInput, type RunProof } from '../../../lib/agents/run-proof.js';
+import { runProofSigningInput, type RunProof } from '#lib/agents/run-proof.js';
 import { agentKey, enrollAgent, recordEvents, type AgentKey } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
@@ -184,7 +184,7 @@ t.test(
     );
     t.equal(res.statusCode, 200, res.body);
     const { payload } = await jwtVerify(res.json().token, jwks, { typ: 'agent-run+jwt' });
-    const { canonicalJson } = await import('../../../lib/ledger/canonical-json.js');
+    const { canonicalJson } = await import('#lib/ledger/canonical-json.js');
     t.equal(payload.run_proof_hash, h(canonicalJson(proof)));
     const c2 = (await challenge('run')).json();
     const raw = await prove(

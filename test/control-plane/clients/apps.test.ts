@@ -3,7 +3,7 @@ import type { Test } from 'tap';
 import type { FastifyInstance } from 'fastify';
 import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
 import { ADMIN, basicAuth, registerClient } from '../../helpers/oidc.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 
 const app1 = {
   client_name: 'Notes',

@@ -3,7 +3,7 @@ import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { join } from 'node:path';
 import { build, TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 
 const ADMIN = 'admin-token-0123456789abcdef0123456789abcdef';
 const admin = { authorization: `Bearer ${ADMIN}` };

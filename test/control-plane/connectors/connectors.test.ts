@@ -2,7 +2,7 @@ import t from 'tap';
 import type { Test } from 'tap';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN } from '../../helpers/oidc.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 
 // One control plane for the whole file: each test uses its own accounts and clients.
 const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });

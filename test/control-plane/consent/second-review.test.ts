@@ -1,5 +1,5 @@
 import t from 'tap';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
 import { ADMIN, registerClient } from '../../helpers/oidc.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 

@@ -3,7 +3,7 @@ import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn, type Browser } from '../../helpers/signed-in.js';
 import { ADMIN, registerClient } from '../../helpers/oidc.js';
-import { createOrg } from '../../../control-plane/src/orgs/operations.js';
+import { createOrg } from '../../../control-plane/src/orgs/membership.js';
 
 const RP = 'https://notes.example.com';
 const WEBIDENTITY = { 'sec-fetch-dest': 'webidentity' };

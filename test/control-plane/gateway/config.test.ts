@@ -1,7 +1,7 @@
 import t from 'tap';
 import { decodeProtectedHeader } from 'jose';
-import { verifyGatewayConfig } from '../../../lib/gateway/signed-config.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { verifyGatewayConfig } from '#lib/gateway-protocol/signed-config.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { TEST_ISSUER } from '../../helpers/build.js';
 import { basicAuth } from '../../helpers/oidc.js';
 import { POLICY, getConfig, registerGateway, setup, updatePolicy } from './setup.js';

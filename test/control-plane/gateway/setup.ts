@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { generateKeyPairSync } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
-import { buildGatewayEvidence, type EvidenceInput, type EvidenceKey } from '../../../lib/gateway/evidence.js';
+import { buildGatewayEvidence, type EvidenceInput, type EvidenceKey } from '#lib/gateway-protocol/evidence.js';
 import { TEST_ISSUER, manualClock } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, basicAuth, registerClient, type Registered } from '../../helpers/oidc.js';

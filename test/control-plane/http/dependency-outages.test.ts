@@ -1,9 +1,9 @@
 import t from 'tap';
 import type { FastifyInstance } from 'fastify';
-import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
-import type { SharedState } from '../../../lib/runtime/shared-state/types.js';
-import type { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
-import { DependencyUnavailableError, toDependencyError } from '../../../lib/errors/dependency-outage.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/memory.js';
+import type { SharedState } from '#lib/runtime/shared-state/types.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { DependencyUnavailableError, toDependencyError } from '#lib/errors/dependency-outage.js';
 import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
 import { until } from '../../helpers/own-process.js';
 import {

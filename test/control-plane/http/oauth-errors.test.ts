@@ -1,7 +1,7 @@
 import t from 'tap';
-import { fail } from '../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { envelopeFor } from '../../../control-plane/src/plugins/errors.js';
-import { oauthError } from '../../../lib/oauth/errors.js';
+import { oauthError } from '#lib/oauth/errors.js';
 import { build } from '../../helpers/build.js';
 
 // The RFC 6749 §5.2 pair comes from the one error handler, for routes marked `oauthErrors`.

@@ -3,7 +3,7 @@ import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { join } from 'node:path';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
 import { statSync } from 'node:fs';
-import { deriveMasterKey } from '../../../lib/crypto/sealed-box.js';
+import { deriveMasterKey } from '#lib/crypto/sealed-box.js';
 import { KeyRing, rotationPolicy } from '../../../control-plane/src/keys/key-ring.js';
 import { resolveMasterKey } from '../../../control-plane/src/keys/master-key.js';
 import { DATABASE_FILE } from '../../../control-plane/src/storage/sqlite/database.js';

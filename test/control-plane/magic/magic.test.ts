@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { RunningServices } from '../../../control-plane/src/services.js';
-import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/memory.js';
 import { Browser } from '../../helpers/signed-in.js';
 import { linkIn } from '../../helpers/smtp.js';
 import { buildWatched } from '../../helpers/watched.js';

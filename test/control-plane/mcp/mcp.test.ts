@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { EmptyResultSchema, ErrorCode, LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { jwtVerify, createLocalJWKSet } from 'jose';
-import { MCP_TOOLS, classifyMethod } from '../../../lib/mcp/catalogue.js';
+import { MCP_TOOLS, classifyMethod } from '#lib/mcp/catalogue.js';
 import { READ_ONLY_ERROR } from '../../../control-plane/src/mcp/server.js';
 import { enrollAgent, recordEvents } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { TEST_ISSUER } from '../../helpers/build.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
 import {
   ADMIN,

@@ -1,8 +1,8 @@
 import t from 'tap';
 import type { FastifyInstance } from 'fastify';
 import { decodeJwt } from 'jose';
-import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
-import { DEVICE_CODE_GRANT } from '../../../lib/oauth/device-code.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/memory.js';
+import { DEVICE_CODE_GRANT } from '#lib/oauth/device-code.js';
 import { manualClock } from '../../helpers/build.js';
 import { ADMIN, RESOURCE, registerClient } from '../../helpers/oidc.js';
 import { buildSignedIn, type Browser } from '../../helpers/signed-in.js';

@@ -3,7 +3,7 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import { build, TEST_ISSUER } from '../../helpers/build.js';
 import { ADMIN, REDIRECT, exchangeCode, pkcePair, registerClient, type Registered } from '../../helpers/oidc.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
-import { createOrg } from '../../../control-plane/src/orgs/operations.js';
+import { createOrg } from '../../../control-plane/src/orgs/membership.js';
 
 const RP = 'https://notes.example.com';
 

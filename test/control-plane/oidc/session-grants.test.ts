@@ -178,7 +178,7 @@ t.test('revoking a client ends its refresh families and its access tokens', asyn
   t.equal((await introspect(app, other, tokens.access_token)).active, false);
   t.equal((await introspect(app, other, otherTokens.access_token)).active, true, 'other clients are untouched');
   const grant = await app.kp.storage.oidc.findRefreshToken(
-    (await import('../../../lib/util/sha256.js')).sha256Hex(tokens.refresh_token),
+    (await import('#lib/crypto/sha256.js')).sha256Hex(tokens.refresh_token),
   );
   t.not((await app.kp.storage.oidc.getGrant(grant!.grantId))?.revokedAt, null, 'its refresh family is revoked');
 });

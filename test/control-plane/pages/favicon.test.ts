@@ -1,6 +1,6 @@
 import t from 'tap';
 import { build } from '../../helpers/build.js';
-import { FAVICON_SVG } from '../../../lib/util/favicon.js';
+import { FAVICON_SVG } from '#lib/html/favicon.js';
 
 t.test('the control plane serves its icon at /favicon.svg and /favicon.ico, and pages link it', async (t) => {
   const { app } = await build(t);

@@ -3,7 +3,7 @@ import { build, manualClock } from '../../helpers/build.js';
 import { absorbCookies, headersFor, signUp, stepUp } from '../../helpers/accounts.js';
 import { requireAssurance } from '../../../control-plane/src/plugins/session.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
-import { generateTotpCode } from '../../../lib/totp/totp.js';
+import { generateTotpCode } from '#lib/totp/totp.js';
 
 t.test('a step-up makes the session sensitive for the window, then it reads as passkey', async (t) => {
   const clock = manualClock();

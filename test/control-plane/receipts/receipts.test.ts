@@ -2,8 +2,8 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import type { FastifyInstance } from 'fastify';
-import { verifyAbsenceProof } from '../../../lib/ledger/absence.js';
-import { decodeCheckpoint } from '../../../lib/ledger/checkpoint.js';
+import { verifyAbsenceProof } from '#lib/ledger/absence.js';
+import { decodeCheckpoint } from '#lib/ledger/checkpoint.js';
 import { until } from '../../helpers/until.js';
 import { build as buildWhole, manualClock, tempDir, type BuildOptions } from '../../helpers/build.js';
 

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { createLocalJWKSet } from 'jose';
 import { auditLedger } from '../../../control-plane/src/ledger/audit-ledger.js';
-import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
-import { RedisSharedState } from '../../../lib/runtime/shared-state/redis.js';
+import { verifyCheckpointChain } from '#lib/ledger/verify-chain.js';
+import { RedisSharedState } from '#lib/runtime/shared-state/redis.js';
 import { build, type Built } from '../../helpers/build.js';
 import { signIn, signUp } from '../../helpers/accounts.js';
 import {

@@ -383,7 +383,7 @@ t.test(
 t.test('/openapi.json publishes the one profile and plan schema and every rollout path', async (t) => {
   const { app } = await setup(t);
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
-  const { TRUST_PROFILE_SCHEMA, MIGRATION_PLAN_SCHEMA } = await import('../../../lib/profiles/documents.js');
+  const { TRUST_PROFILE_SCHEMA, MIGRATION_PLAN_SCHEMA } = await import('#lib/profiles/documents.js');
   t.match(doc.components.schemas.ProjectTrustProfile, {
     title: TRUST_PROFILE_SCHEMA.title,
     required: [...TRUST_PROFILE_SCHEMA.required],

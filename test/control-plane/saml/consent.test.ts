@@ -1,9 +1,9 @@
 import t from 'tap';
 import { create } from 'xmlbuilder2';
-import { encodeRedirectMessage } from '../../../lib/saml/bindings.js';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
-import { BINDING, NS } from '../../../lib/saml/constants.js';
-import { newSamlId } from '../../../lib/saml/response.js';
+import { encodeRedirectMessage } from '#lib/saml/bindings.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
+import { BINDING, NS } from '#lib/saml/constants.js';
+import { newSamlId } from '#lib/saml/response.js';
 import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
 import { TEST_ISSUER } from '../../helpers/build.js';
 

@@ -1,11 +1,11 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { create } from 'xmlbuilder2';
-import { openSharedState } from '../../../lib/runtime/shared-state/index.js';
-import { signRedirectQuery } from '../../../lib/saml/bindings.js';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
-import { BINDING, NS } from '../../../lib/saml/constants.js';
-import { newSamlId } from '../../../lib/saml/response.js';
+import { openSharedState } from '#lib/runtime/shared-state/index.js';
+import { signRedirectQuery } from '#lib/saml/bindings.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
+import { BINDING, NS } from '#lib/saml/constants.js';
+import { newSamlId } from '#lib/saml/response.js';
 import { build, tempDir, TEST_ISSUER } from '../../helpers/build.js';
 import { createTestDatabase, postgresAvailability } from '../../helpers/postgres.js';
 import { REDIS_URL, redisAvailability } from '../../helpers/redis.js';

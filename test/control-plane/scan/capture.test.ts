@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { build } from '../../helpers/build.js';
 import { makeTestCa } from '../../helpers/tls.js';
 import { runScan } from '../../../control-plane/src/scan/run-scan.js';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { HARDENED_HEADERS, closedHttpUrl, startHttpSite, startSite } from './sites.js';
 
 const tls = makeTestCa(t);

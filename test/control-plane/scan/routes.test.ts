@@ -3,7 +3,7 @@ import { compactVerify, createLocalJWKSet } from 'jose';
 import { build, manualClock } from '../../helpers/build.js';
 import { signUp } from '../../helpers/accounts.js';
 import { makeTestCa } from '../../helpers/tls.js';
-import { verifyRating, type Rating } from '../../../lib/scan/rating.js';
+import { verifyRating, type Rating } from '#lib/scan/rating.js';
 import { rescanDueSites } from '../../../control-plane/src/scan/rescans.js';
 import { startTxtServer } from '../../helpers/dns-server.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';

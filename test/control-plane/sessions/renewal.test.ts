@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
 import type { FastifyInstance } from 'fastify';
 import { renewSessionToken } from '../../../control-plane/src/sessions/renew-session.js';
-import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
-import { generateTotpCode } from '../../../lib/totp/totp.js';
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/memory.js';
+import { generateTotpCode } from '#lib/totp/totp.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { ADMIN, exchangeCode, goodRequest, obtainCode, pkcePair, refresh, registerClient } from '../../helpers/oidc.js';
 import { Browser, ORIGIN } from '../../helpers/signed-in.js';
 import { linkIn } from '../../helpers/smtp.js';

@@ -1,6 +1,6 @@
 import type { Test } from 'tap';
 import type { Storage, StoredClient } from '../../../control-plane/src/storage/types.js';
-import { validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
+import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
 
 type Tap = Test;
 

@@ -1,4 +1,4 @@
-import { sha256Hex } from '../../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { identity, session } from './fixtures/accounts.js';
 import type { Storage, StoredAuthorizationCode, StoredGrant } from '../../../control-plane/src/storage/types.js';
 

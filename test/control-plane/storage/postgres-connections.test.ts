@@ -9,9 +9,9 @@ import {
   poolSql,
   type Reach,
 } from '../../../control-plane/src/storage/postgres/sql.js';
-import { isDependencyUnavailable } from '../../../lib/errors/dependency-outage.js';
-import { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
-import { findFreePort } from '../../../lib/runtime/listen.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { until } from '../../helpers/own-process.js';
 import { createTestDatabase, postgresAvailability } from '../../helpers/postgres.js';
 

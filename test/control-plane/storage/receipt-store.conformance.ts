@@ -1,7 +1,7 @@
 import type { Test } from 'tap';
 import type { Storage } from '../../../control-plane/src/storage/types.js';
-import { canonicalJson } from '../../../lib/ledger/canonical-json.js';
-import { hashReceipt, treeKeyOf } from '../../../lib/ledger/receipt.js';
+import { canonicalJson } from '#lib/ledger/canonical-json.js';
+import { hashReceipt, treeKeyOf } from '#lib/ledger/receipt.js';
 
 type Tap = Test;
 

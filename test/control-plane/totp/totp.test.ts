@@ -1,5 +1,5 @@
 import t from 'tap';
-import { generateTotpCode } from '../../../lib/totp/totp.js';
+import { generateTotpCode } from '#lib/totp/totp.js';
 import { requireTotpIfActive } from '../../../control-plane/src/totp/step-up-gate.js';
 import { Browser } from '../../helpers/signed-in.js';
 import { buildWatched } from '../../helpers/watched.js';

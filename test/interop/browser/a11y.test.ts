@@ -6,14 +6,14 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { demoOrigins } from '../../../cli/src/commands/up.js';
-import { startDemoApp } from '../../../cli/src/demo-app.js';
-import { loadGatewayConfig } from '../../../config/load.js';
-import { ensureInPlaceDemoClient } from '../../../control-plane/src/clients/in-place-demo.js';
-import { DEMO_POLICY, ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
+import { startDemoApp } from '../../../cli/src/demo/demo-app.js';
+import { loadGatewayConfig } from '#config/load.js';
+import { ensureInPlaceDemoClient } from '../../../cli/src/demo/demo-clients.js';
+import { DEMO_POLICY, ensureDemoGatewayClient } from '../../../cli/src/demo/demo-clients.js';
 import { startGateway } from '../../../gateway/src/server.js';
-import type { GatewayPolicy } from '../../../lib/gateway/policy.js';
-import { computeS256Challenge } from '../../../lib/pkce/check-pkce.js';
-import { findFreePort } from '../../../lib/runtime/listen.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
+import { computeS256Challenge } from '#lib/pkce/check-pkce.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { CHROMIUM, chromiumSkip } from '../../helpers/browser.js';
 import { tempDir } from '../../helpers/build.js';
 import { registerLiveClient, startLiveControlPlane } from '../../helpers/live-browser.js';
@@ -103,7 +103,7 @@ t.test(
         { path: '/members', min_assurance: 'passkey', allow: { orgs: [{ slug: 'nobody-co' }] } },
       ],
     };
-    const gatewayClient = await ensureLocalGatewayClient(server.services, { gatewayUrl, policy });
+    const gatewayClient = await ensureDemoGatewayClient(server.services, { gatewayUrl, policy });
     const gateway = await startGateway(
       loadGatewayConfig({
         env: {},

@@ -89,7 +89,7 @@ export interface Places {
 /** The cases in the order the account's life allows them (sign-up first, sign-out last). */
 export function formCases(places: () => Places): FormCase[] {
   const cp = (path: string) => () => `${places().cp}${path}`;
-  const acct = 'control-plane/src/routes/account/index.ts';
+  const acct = 'control-plane/src/routes/accounts/index.ts';
   const orgs = 'control-plane/src/routes/orgs/index.ts';
   const apps = 'control-plane/src/routes/clients/apps.ts';
   const org = () => `${places().cp}/org/${places().slug}`;
@@ -144,7 +144,7 @@ export function formCases(places: () => Places): FormCase[] {
     },
     { source: acct, tag: /data-form="preferences"/, open: cp('/account'), form: 'form[data-form="preferences"]' },
     {
-      source: 'control-plane/src/accounts/extras.ts',
+      source: 'control-plane/src/accounts/account-sections.ts',
       tag: /data-sf-form="totp-confirm"/,
       open: cp('/account'),
       form: 'form[data-sf-form="totp-confirm"]',
@@ -156,7 +156,7 @@ export function formCases(places: () => Places): FormCase[] {
       },
     },
     {
-      source: 'control-plane/src/accounts/extras.ts',
+      source: 'control-plane/src/accounts/account-sections.ts',
       tag: /data-sf-form="email-add"/,
       open: cp('/account'),
       form: 'form[data-sf-form="email-add"]',

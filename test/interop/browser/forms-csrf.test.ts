@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { Response } from 'playwright-core';
-import { loadGatewayConfig } from '../../../config/load.js';
-import { DEMO_POLICY, ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
+import { loadGatewayConfig } from '#config/load.js';
+import { DEMO_POLICY, ensureDemoGatewayClient } from '../../../cli/src/demo/demo-clients.js';
 import { registerProvider } from '../../../control-plane/src/saml/providers.js';
 import { startGateway } from '../../../gateway/src/server.js';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
-import { computeS256Challenge } from '../../../lib/pkce/check-pkce.js';
-import { escapeHtml } from '../../../lib/util/html.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
+import { computeS256Challenge } from '#lib/pkce/check-pkce.js';
+import { escapeHtml } from '#lib/html/escape-html.js';
 import { agentKey, postWithKeyProof } from '../../helpers/agents.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir } from '../../helpers/build.js';
@@ -93,7 +93,7 @@ t.test(
     const gatewayPort = (gatewayServer.address() as AddressInfo).port;
     await new Promise((resolve) => gatewayServer.close(resolve));
     const gatewayUrl = `http://localhost:${gatewayPort}`;
-    const gatewayClient = await ensureLocalGatewayClient(server.services, { gatewayUrl, policy: DEMO_POLICY });
+    const gatewayClient = await ensureDemoGatewayClient(server.services, { gatewayUrl, policy: DEMO_POLICY });
     const gateway = await startGateway(
       loadGatewayConfig({
         overrides: {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { request } from 'undici';
-import type { GatewayPolicy } from '../../../lib/gateway/policy.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { world, type Jar, type World } from '../../gateway/real-world.js';
 

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { demoOrigins } from '../../../cli/src/commands/up.js';
-import { startDemoApp } from '../../../cli/src/demo-app.js';
-import { ensureInPlaceDemoClient, IN_PLACE_DEMO_PATH } from '../../../control-plane/src/clients/in-place-demo.js';
-import { findFreePort } from '../../../lib/runtime/listen.js';
+import { startDemoApp } from '../../../cli/src/demo/demo-app.js';
+import { ensureInPlaceDemoClient, IN_PLACE_DEMO_PATH } from '../../../cli/src/demo/demo-clients.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { startLiveControlPlane } from '../../helpers/live-browser.js';
 

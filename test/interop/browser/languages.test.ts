@@ -1,6 +1,6 @@
 import t from 'tap';
 import { Writable } from 'node:stream';
-import { loadControlPlaneConfig } from '../../../config/load.js';
+import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';

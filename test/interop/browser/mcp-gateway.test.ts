@@ -14,8 +14,8 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { decodeJwt } from 'jose';
 import { request } from 'undici';
-import type { GatewayPolicy } from '../../../lib/gateway/policy.js';
-import { findFreePort } from '../../../lib/runtime/listen.js';
+import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 import { until } from '../../helpers/until.js';

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
-import { loadControlPlaneConfig } from '../../../config/load.js';
+import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';

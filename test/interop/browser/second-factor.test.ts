@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Writable } from 'node:stream';
-import { loadControlPlaneConfig } from '../../../config/load.js';
-import { generateTotpCode } from '../../../lib/totp/totp.js';
+import { loadControlPlaneConfig } from '#config/load.js';
+import { generateTotpCode } from '#lib/totp/totp.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Writable } from 'node:stream';
 import type { Page } from 'playwright-core';
-import { loadControlPlaneConfig } from '../../../config/load.js';
+import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane } from '../../../control-plane/src/server.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';

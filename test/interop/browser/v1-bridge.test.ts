@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createServer } from 'node:http';
-import { findFreePort } from '../../../lib/runtime/listen.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { registerLiveClient, startLiveControlPlane } from '../../helpers/live-browser.js';
 

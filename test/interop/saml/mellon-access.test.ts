@@ -3,7 +3,7 @@ import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir } from '../../helpers/build.js';
 import { LIVE_ADMIN, startLiveControlPlane } from '../../helpers/live-browser.js';
 import { mellonMissing, startMellon } from '../../helpers/mellon.js';
-import { createOrg } from '../../../control-plane/src/orgs/operations.js';
+import { createOrg } from '../../../control-plane/src/orgs/membership.js';
 
 /**
  * Issue 34, "SAML service providers take the same restriction": Apache with mod_auth_mellon is

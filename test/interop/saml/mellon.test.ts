@@ -7,11 +7,11 @@ import { tempDir } from '../../helpers/build.js';
 import { LIVE_ADMIN, startLiveControlPlane } from '../../helpers/live-browser.js';
 import { mellonMissing, startMellon } from '../../helpers/mellon.js';
 import { create } from 'xmlbuilder2';
-import { signRedirectQuery } from '../../../lib/saml/bindings.js';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
-import { NAMEID_FORMAT, NS } from '../../../lib/saml/constants.js';
-import { newSamlId } from '../../../lib/saml/response.js';
-import { createOrg } from '../../../control-plane/src/orgs/operations.js';
+import { signRedirectQuery } from '#lib/saml/bindings.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
+import { NAMEID_FORMAT, NS } from '#lib/saml/constants.js';
+import { newSamlId } from '#lib/saml/response.js';
+import { createOrg } from '../../../control-plane/src/orgs/membership.js';
 
 /**
  * A real SAML service provider from Debian: Apache with mod_auth_mellon, registered in

@@ -4,7 +4,7 @@ import {
   checkAccessDirectory,
   principalFromDirectory,
   type AccessDirectory,
-} from '../../../lib/access/directory.js';
+} from '#lib/access/directory.js';
 import {
   checkAllowRules,
   describeAccessDecision,
@@ -15,7 +15,7 @@ import {
   type AccessAccount,
   type AccessPrincipal,
   type AllowRules,
-} from '../../../lib/access/evaluate-access.js';
+} from '#lib/access/evaluate-access.js';
 
 function human(overrides: Partial<AccessAccount> = {}): AccessPrincipal {
   return { type: 'human', id: 'usr_alice', username: 'alice', memberships: [], emails: [], ...overrides };

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { mergePreferences } from '../../../lib/accounts/preferences.js';
-import { checkFreeText, checkUsername, foldUsername } from '../../../lib/accounts/username.js';
+import { mergePreferences } from '#lib/accounts/preferences.js';
+import { checkFreeText, checkUsername, foldUsername } from '#lib/accounts/username.js';
 import { reasonOf } from '../../helpers/reason-of.js';
 
 t.test('usernames are case-folded and match the documented pattern', async (t) => {

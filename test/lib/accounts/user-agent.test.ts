@@ -1,5 +1,5 @@
 import t from 'tap';
-import { describeUserAgent, keptUserAgent, USER_AGENT_MAX } from '../../../lib/accounts/user-agent.js';
+import { describeUserAgent, keptUserAgent, USER_AGENT_MAX } from '#lib/accounts/user-agent.js';
 
 t.test('names browsers and systems as a person knows them', async (t) => {
   const cases: Array<[string | null, string]> = [

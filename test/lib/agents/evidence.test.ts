@@ -1,5 +1,5 @@
 import t from 'tap';
-import { computeClaims, EVIDENCE_LIFETIME_MS, isEvidenceFresh } from '../../../lib/agents/evidence.js';
+import { computeClaims, EVIDENCE_LIFETIME_MS, isEvidenceFresh } from '#lib/agents/evidence.js';
 
 t.test('claims are independent and freshness-scoped', async (t) => {
   const day = 86_400_000;

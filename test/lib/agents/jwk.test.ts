@@ -1,7 +1,7 @@
 import t from 'tap';
 import { reasonOf } from '../../helpers/reason-of.js';
 import { exportJWK, generateKeyPair } from 'jose';
-import { checkAgentJwk } from '../../../lib/agents/jwk.js';
+import { checkAgentJwk } from '#lib/agents/jwk.js';
 
 t.test('accepts P-256 and Ed25519 public keys and keeps only public members', async (t) => {
   const ec = await exportJWK((await generateKeyPair('ES256')).publicKey);

@@ -6,8 +6,8 @@ import {
   nextAgentState,
   transitionAgent,
   type AgentAction,
-} from '../../../lib/agents/lifecycle.js';
-import { KeyplaneError } from '../../../lib/errors/keyplane-error.js';
+} from '#lib/agents/lifecycle.js';
+import { KeyplaneError } from '#lib/errors/keyplane-error.js';
 
 t.test('the spec state table holds', async (t) => {
   t.equal(transitionAgent('active', 'suspend'), 'suspended');

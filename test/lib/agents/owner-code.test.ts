@@ -1,5 +1,5 @@
 import t from 'tap';
-import { OWNER_CODE_ALPHABET, generateOwnerCode, normalizeOwnerCode } from '../../../lib/agents/owner-code.js';
+import { OWNER_CODE_ALPHABET, generateOwnerCode, normalizeOwnerCode } from '#lib/agents/owner-code.js';
 
 t.test('codes are XXXX-XXXX from the unambiguous alphabet', async (t) => {
   for (let i = 0; i < 50; i++) {

@@ -8,7 +8,7 @@ import {
   runProofSigningInput,
   verifyRunProof,
   type RunProof,
-} from '../../../lib/agents/run-proof.js';
+} from '#lib/agents/run-proof.js';
 
 const h = (s: string) => createHash('sha256').update(s).digest('hex');
 

@@ -5,7 +5,7 @@ import {
   isAssuranceLevel,
   meetsAssurance,
   rankAssurance,
-} from '../../../lib/assurance/assurance.js';
+} from '#lib/assurance/assurance.js';
 
 const WINDOW = 5 * 60_000;
 

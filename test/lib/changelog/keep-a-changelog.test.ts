@@ -1,6 +1,6 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { ChangelogFormatError, parseKeepAChangelog } from '../../../lib/changelog/keep-a-changelog.js';
+import { ChangelogFormatError, parseKeepAChangelog } from '#lib/changelog/keep-a-changelog.js';
 import { findChangelog } from '../../../control-plane/src/changelog/changelog.js';
 
 t.test('parses versions, dates, sections and wrapped bullets', async (t) => {

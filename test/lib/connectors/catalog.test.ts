@@ -10,9 +10,9 @@ import {
   describeConnector,
   findConnector,
   planConnector,
-} from '../../../lib/connectors/catalog.js';
-import { parseBaseUrl, type Snippet } from '../../../lib/connectors/connector.js';
-import { validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
+} from '#lib/connectors/catalog.js';
+import { parseBaseUrl, type Snippet } from '#lib/connectors/connector.js';
+import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { reasonOf } from '../../helpers/reason-of.js';
 
 const ISSUER = 'https://id.example.com';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decideConsent } from '../../../lib/consent/decide-consent.js';
+import { decideConsent } from '#lib/consent/decide-consent.js';
 
 t.test('the one consent rule: first-party, or an approval covering every scope and the resource', async (t) => {
   const release = { scopes: ['sub', 'username'] };

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { CompactSign, SignJWT, compactVerify, exportJWK, generateKeyPair, jwtVerify } from 'jose';
-import { checkJwtTimes, decodeJwt, importPublicJwk, nodeKey, signJwt, verifyJwt } from '../../../lib/crypto/jwt.js';
+import { checkJwtTimes, decodeJwt, importPublicJwk, nodeKey, signJwt, verifyJwt } from '#lib/crypto/jwt.js';
 
 for (const alg of ['ES256', 'EdDSA'] as const) {
   t.test(`${alg}: interoperates with jose both ways and refuses what jose would`, async (t) => {

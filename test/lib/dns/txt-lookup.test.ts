@@ -1,5 +1,5 @@
 import t from 'tap';
-import { hasTxtRecord, lookupTxt } from '../../../lib/dns/txt-lookup.js';
+import { hasTxtRecord, lookupTxt } from '#lib/dns/txt-lookup.js';
 import { startTxtServer } from '../../helpers/dns-server.js';
 
 t.test('reads TXT records from the configured resolver, joining character-strings', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkDpopNonce, issueDpopNonce } from '../../../lib/dpop/nonce.js';
+import { checkDpopNonce, issueDpopNonce } from '#lib/dpop/nonce.js';
 
 const key = new Uint8Array(32).fill(9);
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -32,8 +32,8 @@ t.test('refuses a short key', async (t) => {
 });
 
 t.test('maps a refused proof to the token-endpoint and resource answers', async (t) => {
-  const { DpopError } = await import('../../../lib/dpop/errors.js');
-  const { dpopRefusal, dpopChallenge } = await import('../../../lib/dpop/respond.js');
+  const { DpopError } = await import('#lib/dpop/errors.js');
+  const { dpopRefusal, dpopChallenge } = await import('#lib/dpop/respond.js');
   const token = dpopRefusal(
     new DpopError('use_dpop_nonce', 'nonce', 'the DPoP proof must carry the server nonce'),
     'token',

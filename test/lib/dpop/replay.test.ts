@@ -1,7 +1,7 @@
 import t from 'tap';
-import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
-import { sharedReplayCheck } from '../../../lib/dpop/replay.js';
-import { normalizeHtu } from '../../../lib/dpop/normalize-htu.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/memory.js';
+import { sharedReplayCheck } from '#lib/dpop/replay.js';
+import { normalizeHtu } from '#lib/dpop/normalize-htu.js';
 
 t.test('a jti is accepted once per key while its proof is acceptable', async (t) => {
   let now = 1_000_000;

@@ -1,14 +1,14 @@
 import t from 'tap';
 import { base64url, calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
-import { isDpopError, type DpopCheck } from '../../../lib/dpop/errors.js';
-import { checkDpopNonce, issueDpopNonce } from '../../../lib/dpop/nonce.js';
-import { DpopKeyCache } from '../../../lib/dpop/key-cache.js';
+import { isDpopError, type DpopCheck } from '#lib/dpop/errors.js';
+import { checkDpopNonce, issueDpopNonce } from '#lib/dpop/nonce.js';
+import { DpopKeyCache } from '#lib/dpop/key-cache.js';
 import {
   computeAth,
   dpopReplayKey,
   verifyDpopProof,
   type VerifyDpopProofOptions,
-} from '../../../lib/dpop/verify-dpop-proof.js';
+} from '#lib/dpop/verify-dpop-proof.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const NOW_S = NOW / 1000;

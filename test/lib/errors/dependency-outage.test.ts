@@ -10,9 +10,9 @@ import {
   isDependencyUnavailable,
   toDependencyError,
   unavailableFailure,
-} from '../../../lib/errors/dependency-outage.js';
-import { fail } from '../../../lib/errors/keyplane-error.js';
-import { findFreePort } from '../../../lib/runtime/listen.js';
+} from '#lib/errors/dependency-outage.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { findFreePort } from '#lib/runtime/listen.js';
 
 /** An error shaped as a driver raises it: pg's DatabaseError, ioredis's ReplyError and the like. */
 const shaped = (fields: Record<string, unknown>, message = 'x') => Object.assign(new Error(message), fields);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { classifyAddress } from '../../../lib/fetch/classify-address.js';
+import { classifyAddress } from '#lib/fetch/classify-address.js';
 
 t.test('finds every non-public IPv4 class', async (t) => {
   const cases: Record<string, string> = {

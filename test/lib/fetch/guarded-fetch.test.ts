@@ -1,12 +1,12 @@
 import t from 'tap';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import {
   checkFetchTarget,
   createGuardedFetcher,
   fetchGuarded,
   isFetchRefusal,
   type GuardedFetchOptions,
-} from '../../../lib/fetch/guarded-fetch.js';
+} from '#lib/fetch/guarded-fetch.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 
 // Private targets are switched on here only, to reach the local test server; the refusals

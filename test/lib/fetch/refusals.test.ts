@@ -1,7 +1,7 @@
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import t from 'tap';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import { checkFetchTarget, fetchGuarded } from '../../../lib/fetch/guarded-fetch.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { checkFetchTarget, fetchGuarded } from '#lib/fetch/guarded-fetch.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 
 // With the default options nothing but https to public addresses is fetched.

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkRequestOrigin, originRefusal } from '../../../lib/http/check-request-origin.js';
+import { checkRequestOrigin, originRefusal } from '#lib/http/check-request-origin.js';
 import { reasonOf } from '../../helpers/reason-of.js';
 
 const ours = 'https://id.example.com';

@@ -7,9 +7,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { parse, TYPE, type MessageFormatElement } from '@formatjs/icu-messageformat-parser';
-import { LOCALES, SOURCE_LOCALE } from '../../../lib/i18n/locales.js';
-import { CATALOGS, DYNAMIC_KEY_PREFIXES } from '../../../lib/i18n/translate.js';
-import { REASONS } from '../../../lib/errors/reasons.js';
+import { LOCALES, SOURCE_LOCALE } from '#lib/i18n/locales.js';
+import { CATALOGS, DYNAMIC_KEY_PREFIXES } from '#lib/i18n/translate.js';
+import { REASONS } from '#lib/errors/reasons.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const SOURCE_DIRS = ['lib', 'control-plane/src', 'gateway/src'];

@@ -1,12 +1,7 @@
 import t from 'tap';
-import {
-  matchAcceptLanguage,
-  matchLocale,
-  matchLocaleList,
-  negotiateLocale,
-} from '../../../lib/i18n/negotiate-locale.js';
-import { directionOf } from '../../../lib/i18n/locales.js';
-import { translatorFor } from '../../../lib/i18n/translate.js';
+import { matchAcceptLanguage, matchLocale, matchLocaleList, negotiateLocale } from '#lib/i18n/negotiate-locale.js';
+import { directionOf } from '#lib/i18n/locales.js';
+import { translatorFor } from '#lib/i18n/translate.js';
 
 t.test('matches a tag exactly, by its language, or to the one region of that language', async (t) => {
   t.equal(matchLocale('pt-BR'), 'pt-BR');

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { planRotation, publishedKeys, type RingKey } from '../../../lib/keys/rotation.js';
+import { planRotation, publishedKeys, type RingKey } from '#lib/keys/rotation.js';
 
 const DAY = 86_400_000;
 const policy = { rotateEveryMs: 90 * DAY, retainRetiredMs: 10 * DAY };

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { buildAbsenceProof, verifyAbsenceProof } from '../../../lib/ledger/absence.js';
-import { EMPTY_TREE_ROOT, buildSortedMerkleTree, treeRoot } from '../../../lib/ledger/merkle-tree.js';
+import { buildAbsenceProof, verifyAbsenceProof } from '#lib/ledger/absence.js';
+import { EMPTY_TREE_ROOT, buildSortedMerkleTree, treeRoot } from '#lib/ledger/merkle-tree.js';
 
 const key = (hex: string) => Buffer.from(hex.padEnd(64, '0'), 'hex');
 

@@ -8,10 +8,10 @@ import {
   isPreviousCheckpoint,
   signCheckpoint,
   verifyCheckpoint,
-} from '../../../lib/ledger/checkpoint.js';
-import { verifyReceiptProof } from '../../../lib/ledger/verify-receipt.js';
-import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '../../../lib/ledger/merkle-tree.js';
-import { hashReceipt, treeKeyOf } from '../../../lib/ledger/receipt.js';
+} from '#lib/ledger/checkpoint.js';
+import { verifyReceiptProof } from '#lib/ledger/verify-receipt.js';
+import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '#lib/ledger/merkle-tree.js';
+import { hashReceipt, treeKeyOf } from '#lib/ledger/receipt.js';
 
 async function keyPair(kid: string) {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });

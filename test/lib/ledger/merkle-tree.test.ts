@@ -11,7 +11,7 @@ import {
   rootFromInclusionProof,
   treeRoot,
   verifyInclusionProof,
-} from '../../../lib/ledger/merkle-tree.js';
+} from '#lib/ledger/merkle-tree.js';
 
 // RFC 6962 / RFC 9162 test tree (certificate-transparency; transparency-dev/merkle testonly).
 const LEAF_INPUTS = [

@@ -1,13 +1,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../../../lib/ledger/canonical-json.js';
-import {
-  RECEIPT_KEY_TAG,
-  canonicalReceipt,
-  hashReceipt,
-  isReceiptHash,
-  treeKeyOf,
-} from '../../../lib/ledger/receipt.js';
+import { canonicalJson } from '#lib/ledger/canonical-json.js';
+import { RECEIPT_KEY_TAG, canonicalReceipt, hashReceipt, isReceiptHash, treeKeyOf } from '#lib/ledger/receipt.js';
 
 t.test('canonical JSON follows RFC 8785', async (t) => {
   // RFC 8785 §3.2.3 sorting and §3.2.2.3 numbers.

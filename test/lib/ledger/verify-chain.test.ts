@@ -1,11 +1,11 @@
 import t from 'tap';
 import { createLocalJWKSet, exportJWK, generateKeyPair } from 'jose';
-import { auditEpoch } from '../../../lib/ledger/audit-epoch.js';
-import { canonicalJson } from '../../../lib/ledger/canonical-json.js';
-import { buildCheckpointPayload, signCheckpoint } from '../../../lib/ledger/checkpoint.js';
-import { buildSortedMerkleTree, toHex, treeRoot } from '../../../lib/ledger/merkle-tree.js';
-import { hashReceipt, treeKeyOf } from '../../../lib/ledger/receipt.js';
-import { verifyCheckpointChain } from '../../../lib/ledger/verify-chain.js';
+import { auditEpoch } from '#lib/ledger/audit-epoch.js';
+import { canonicalJson } from '#lib/ledger/canonical-json.js';
+import { buildCheckpointPayload, signCheckpoint } from '#lib/ledger/checkpoint.js';
+import { buildSortedMerkleTree, toHex, treeRoot } from '#lib/ledger/merkle-tree.js';
+import { hashReceipt, treeKeyOf } from '#lib/ledger/receipt.js';
+import { verifyCheckpointChain } from '#lib/ledger/verify-chain.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const ROOT = 'ab'.repeat(32);

@@ -1,11 +1,11 @@
 import t from 'tap';
 import { createLocalJWKSet } from 'jose';
-import { buildAbsenceProof, verifyAbsenceProof } from '../../../lib/ledger/absence.js';
-import { canonicalJson } from '../../../lib/ledger/canonical-json.js';
-import { verifyCheckpoint } from '../../../lib/ledger/checkpoint.js';
-import { auditPath, buildSortedMerkleTree, hashLeaf, toHex, treeRoot } from '../../../lib/ledger/merkle-tree.js';
-import { hashReceipt, treeKeyOf } from '../../../lib/ledger/receipt.js';
-import { verifyReceiptProof } from '../../../lib/ledger/verify-receipt.js';
+import { buildAbsenceProof, verifyAbsenceProof } from '#lib/ledger/absence.js';
+import { canonicalJson } from '#lib/ledger/canonical-json.js';
+import { verifyCheckpoint } from '#lib/ledger/checkpoint.js';
+import { auditPath, buildSortedMerkleTree, hashLeaf, toHex, treeRoot } from '#lib/ledger/merkle-tree.js';
+import { hashReceipt, treeKeyOf } from '#lib/ledger/receipt.js';
+import { verifyReceiptProof } from '#lib/ledger/verify-receipt.js';
 
 // Every value of the worked example in docs/ledger.md.
 const receipts = [

@@ -6,7 +6,7 @@ import {
   redeemMagicLink,
   sameOriginReturn,
   type LinkRecord,
-} from '../../../lib/magic/magic-link.js';
+} from '#lib/magic/magic-link.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const TEN_MINUTES = 600_000;
@@ -162,7 +162,7 @@ t.test('accepts only same-origin returns on the issuer', async (t) => {
 });
 
 t.test('normalizes plausible email addresses and refuses the rest', async (t) => {
-  const { normalizeEmailAddress } = await import('../../../lib/magic/email-address.js');
+  const { normalizeEmailAddress } = await import('#lib/magic/email-address.js');
   t.equal(normalizeEmailAddress('  Ada.Lovelace+kp@Example.COM '), 'ada.lovelace+kp@example.com');
   t.equal(normalizeEmailAddress('x@sub.example.org'), 'x@sub.example.org');
   for (const bad of [

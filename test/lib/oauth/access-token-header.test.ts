@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readBodyAccessToken } from '../../../lib/oauth/access-token-header.js';
+import { readBodyAccessToken } from '#lib/oauth/access-token-header.js';
 
 const FORM = 'application/x-www-form-urlencoded';
 

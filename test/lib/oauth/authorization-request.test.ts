@@ -8,7 +8,7 @@ import {
   mergeApproval,
   readClientId,
   type AuthorizationRequest,
-} from '../../../lib/oauth/authorization-request.js';
+} from '#lib/oauth/authorization-request.js';
 
 const client = {
   clientId: 'cl_1',

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { hashClientSecret, parseClientSecretBasic, verifyClientSecret } from '../../../lib/oauth/client-auth.js';
-import { checkTokenScheme, isJwkThumbprint, readAccessToken } from '../../../lib/oauth/access-token-header.js';
+import { hashClientSecret, parseClientSecretBasic, verifyClientSecret } from '#lib/oauth/client-auth.js';
+import { checkTokenScheme, isJwkThumbprint, readAccessToken } from '#lib/oauth/access-token-header.js';
 
 const basic = (raw: string) => `Basic ${Buffer.from(raw).toString('base64')}`;
 

@@ -5,8 +5,8 @@ import {
   documentLifetime,
   isClientIdUrl,
   readClientIdMetadataDocument,
-} from '../../../lib/oauth/client-id-metadata.js';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+} from '#lib/oauth/client-id-metadata.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 
 const URL_ID = 'https://client.example.com/oauth/client.json';
 const DOCUMENT = {

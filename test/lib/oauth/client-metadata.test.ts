@@ -1,5 +1,5 @@
 import t from 'tap';
-import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
+import { clientTypeOf, usesClientSecret, validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { reasonOf } from '../../helpers/reason-of.js';
 
 const refusalOf = (body: unknown) => reasonOf(() => validateClientMetadata(body));

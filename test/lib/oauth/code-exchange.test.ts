@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { checkCodeExchange } from '../../../lib/oauth/code-exchange.js';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import { checkCodeExchange } from '#lib/oauth/code-exchange.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 
 const verifier = 'v'.repeat(43);
 const code = {

@@ -5,7 +5,7 @@ import {
   generateUserCode,
   normalizeUserCode,
   type DeviceAuthorization,
-} from '../../../lib/oauth/device-code.js';
+} from '#lib/oauth/device-code.js';
 
 t.test('user codes: 8 unambiguous consonants shown as XXXX-XXXX, typed in any case and spacing', async (t) => {
   const codes = Array.from({ length: 200 }, generateUserCode);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { coversRequest } from '../../../lib/oauth/authorization-request.js';
+import { coversRequest } from '#lib/oauth/authorization-request.js';
 import {
   publishableOrigins,
   buildCorsHeaders,
@@ -7,7 +7,7 @@ import {
   decideInPlaceConsent,
   isRegisteredOrigin,
   registeredOriginsOf,
-} from '../../../lib/oauth/in-place.js';
+} from '#lib/oauth/in-place.js';
 
 const client = { redirect_uris: ['https://rp.example/cb', 'https://rp.example/other', 'http://127.0.0.1:8080/cb'] };
 

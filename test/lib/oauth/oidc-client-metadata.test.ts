@@ -1,7 +1,7 @@
 import t from 'tap';
-import { validateClientMetadata } from '../../../lib/oauth/client-metadata.js';
-import { REFUSED_MEMBERS } from '../../../lib/oauth/oidc-client-metadata.js';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
+import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
+import { REFUSED_MEMBERS } from '#lib/oauth/oidc-client-metadata.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 
 const base = { redirect_uris: ['https://a.example.com/cb'] };
 const keys = { jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'a', y: 'b' }] } };

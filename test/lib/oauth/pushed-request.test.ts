@@ -1,10 +1,5 @@
 import t from 'tap';
-import {
-  bindPushedDpop,
-  pushedParamsOf,
-  pushedRequestIdOf,
-  pushedRequestUri,
-} from '../../../lib/oauth/pushed-request.js';
+import { bindPushedDpop, pushedParamsOf, pushedRequestIdOf, pushedRequestUri } from '#lib/oauth/pushed-request.js';
 
 const ID = 'a'.repeat(43);
 

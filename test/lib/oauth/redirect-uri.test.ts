@@ -1,5 +1,5 @@
 import t from 'tap';
-import { matchRedirectUri, originsOf, validateRedirectUriForRegistration } from '../../../lib/oauth/redirect-uri.js';
+import { matchRedirectUri, originsOf, validateRedirectUriForRegistration } from '#lib/oauth/redirect-uri.js';
 
 const REGISTERED = [
   'https://app.example.com/callback',

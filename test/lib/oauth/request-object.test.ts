@@ -1,6 +1,6 @@
 import t from 'tap';
 import { SignJWT, UnsecuredJWT, createLocalJWKSet, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
-import { mergeRequestObject, verifyRequestObject } from '../../../lib/oauth/request-object.js';
+import { mergeRequestObject, verifyRequestObject } from '#lib/oauth/request-object.js';
 
 const ISSUER = 'https://id.example.com';
 const CLIENT = 'cl_1';

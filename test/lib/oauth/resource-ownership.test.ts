@@ -1,6 +1,6 @@
 import t from 'tap';
 import { reasonOf } from '../../helpers/reason-of.js';
-import { checkResourceOwnership, findForeignGatewayResource } from '../../../lib/oauth/resource-ownership.js';
+import { checkResourceOwnership, findForeignGatewayResource } from '#lib/oauth/resource-ownership.js';
 
 const gateways = [
   { clientId: 'cl_gw', ownerId: null, redirectUris: ['https://gw.example.com/_gate/callback'] },

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
-import { authorizationErrorParams, oauthError, oauthFields } from '../../../lib/oauth/errors.js';
-import { checkResource, validateResourceForRegistration } from '../../../lib/oauth/resource.js';
-import { formatScope, parseScope } from '../../../lib/oauth/scope.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { authorizationErrorParams, oauthError, oauthFields } from '#lib/oauth/errors.js';
+import { checkResource, validateResourceForRegistration } from '#lib/oauth/resource.js';
+import { formatScope, parseScope } from '#lib/oauth/scope.js';
 import { reasonOf } from '../../helpers/reason-of.js';
 
 t.test('parses scope into ordered unique tokens', async (t) => {

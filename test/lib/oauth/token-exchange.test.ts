@@ -5,7 +5,7 @@ import {
   actorClaim,
   narrowScopes,
   readExchangeRequest,
-} from '../../../lib/oauth/token-exchange.js';
+} from '#lib/oauth/token-exchange.js';
 
 const reasonOf = (work: () => unknown) => {
   try {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkWellKnownAnswer, explainDomainProofFailure } from '../../../lib/orgs/domain-proof.js';
+import { checkWellKnownAnswer, explainDomainProofFailure } from '#lib/orgs/domain-proof.js';
 
 const where = {
   txtName: '_keyplane.shop.example',

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checkRoleChange, checkSiteUrl, hasRole, slugify } from '../../../lib/orgs/roles.js';
+import { checkRoleChange, checkSiteUrl, hasRole, slugify } from '#lib/orgs/roles.js';
 
 t.test('role rules: admins manage, only owners touch the owner role, the last owner stays', async (t) => {
   t.ok(hasRole('owner', 'admin'));
@@ -43,7 +43,7 @@ t.test('site URLs: https with a host name only', async (t) => {
 });
 
 t.test('domain proofs: the value, and a line of the well-known file', async (t) => {
-  const { wellKnownFileProves, domainProofValue } = await import('../../../lib/orgs/roles.js');
+  const { wellKnownFileProves, domainProofValue } = await import('#lib/orgs/roles.js');
   t.equal(domainProofValue('abc'), 'keyplane-site=abc');
   t.ok(wellKnownFileProves('# ours\r\nkeyplane-site=abc\n', 'abc'));
   t.notOk(wellKnownFileProves('keyplane-site=abcdef', 'abc'));

@@ -1,10 +1,5 @@
 import t from 'tap';
-import {
-  checkPkce,
-  computeS256Challenge,
-  isValidCodeChallenge,
-  isValidCodeVerifier,
-} from '../../../lib/pkce/check-pkce.js';
+import { checkPkce, computeS256Challenge, isValidCodeChallenge, isValidCodeVerifier } from '#lib/pkce/check-pkce.js';
 
 // RFC 7636 Appendix B.
 const RFC_VERIFIER = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';

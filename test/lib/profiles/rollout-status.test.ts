@@ -1,7 +1,7 @@
 import t from 'tap';
-import { computeRolloutStatus } from '../../../lib/profiles/rollout-status.js';
-import { applyProfileToPolicy, checkMetadataAgainstProfile } from '../../../lib/profiles/constraints.js';
-import { validateDocument, DocumentError } from '../../../lib/profiles/documents.js';
+import { computeRolloutStatus } from '#lib/profiles/rollout-status.js';
+import { applyProfileToPolicy, checkMetadataAgainstProfile } from '#lib/profiles/constraints.js';
+import { validateDocument, DocumentError } from '#lib/profiles/documents.js';
 
 const now = 1_000_000;
 const declared = (mode: 'observe' | 'canary' | 'enforce') => ({ hash: 'a', mode });

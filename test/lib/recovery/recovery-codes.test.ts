@@ -6,7 +6,7 @@ import {
   matchRecoveryCode,
   normalizeRecoveryCode,
   RECOVERY_ALPHABET,
-} from '../../../lib/recovery/recovery-codes.js';
+} from '#lib/recovery/recovery-codes.js';
 
 t.test('generates ten distinct 4x4 codes of 80 bits from an unambiguous alphabet', async (t) => {
   const codes = generateRecoveryCodes();

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { DependencyUnavailableError, type Dependency } from '../../../lib/errors/dependency-outage.js';
-import { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
+import { DependencyUnavailableError, type Dependency } from '#lib/errors/dependency-outage.js';
+import { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 import { manualClock } from '../../helpers/build.js';
 import { until } from '../../helpers/own-process.js';
 

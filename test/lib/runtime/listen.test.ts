@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createServer } from 'node:http';
-import { defaultPublicUrl, findFreePort, listen, waitForPort } from '../../../lib/runtime/listen.js';
+import { defaultPublicUrl, findFreePort, listen, waitForPort } from '#lib/runtime/listen.js';
 
 t.test('loopback hosts become localhost; others keep their address', async (t) => {
   t.equal(defaultPublicUrl('127.0.0.1', 4400), 'http://localhost:4400');

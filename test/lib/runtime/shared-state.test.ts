@@ -2,15 +2,15 @@ import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { MemorySharedState } from '../../../lib/runtime/shared-state/memory.js';
-import { RedisSharedState } from '../../../lib/runtime/shared-state/redis.js';
-import { DependencyMonitor } from '../../../lib/runtime/dependency-monitor.js';
-import { openSharedState, parseRedisAddress, redisTopologyOf } from '../../../lib/runtime/shared-state/index.js';
-import { isDependencyUnavailable } from '../../../lib/errors/dependency-outage.js';
-import { findFreePort } from '../../../lib/runtime/listen.js';
-import { Lockout } from '../../../lib/runtime/security/lockout.js';
+import { MemorySharedState } from '#lib/runtime/shared-state/memory.js';
+import { RedisSharedState } from '#lib/runtime/shared-state/redis.js';
+import { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { openSharedState, parseRedisAddress, redisTopologyOf } from '#lib/runtime/shared-state/index.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { findFreePort } from '#lib/runtime/listen.js';
+import { Lockout } from '#lib/runtime/security/lockout.js';
 import { REDIS_URL, redisAvailability } from '../../helpers/redis.js';
-import { sharedStateSuite } from './shared-state.conformance.js';
+import { sharedStateSuite } from '../../helpers/shared-state-conformance.js';
 
 sharedStateSuite('in-process', async () => new MemorySharedState());
 

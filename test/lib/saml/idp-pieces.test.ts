@@ -1,15 +1,10 @@
 import t from 'tap';
 import { create } from 'xmlbuilder2';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
-import { NAMEID_FORMAT, NS } from '../../../lib/saml/constants.js';
-import { decideSso } from '../../../lib/saml/decide.js';
-import { parseLogoutRequest } from '../../../lib/saml/logout-request.js';
-import {
-  checkCertificate,
-  checkEndpointUrl,
-  checkProviderSettings,
-  DEFAULT_ATTRIBUTES,
-} from '../../../lib/saml/provider.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
+import { NAMEID_FORMAT, NS } from '#lib/saml/constants.js';
+import { decideSso } from '#lib/saml/decide.js';
+import { parseLogoutRequest } from '#lib/saml/logout-request.js';
+import { checkCertificate, checkEndpointUrl, checkProviderSettings, DEFAULT_ATTRIBUTES } from '#lib/saml/provider.js';
 
 /** The IdP's pure pieces: provider settings, the SSO decision and LogoutRequest parsing. */
 const reasonOf = (fn: () => unknown) => {

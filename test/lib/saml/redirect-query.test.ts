@@ -1,5 +1,5 @@
 import t from 'tap';
-import { redirectQueryConsistent } from '../../../lib/saml/bindings.js';
+import { redirectQueryConsistent } from '#lib/saml/bindings.js';
 
 t.test('a Redirect query must read the same to the handler and to the signature check', async (t) => {
   const raw = 'SAMLRequest=abc%2B&RelayState=https%3A%2F%2Fsp.example%2F&SigAlg=x&Signature=s%3D';

@@ -6,20 +6,20 @@ import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { create } from 'xmlbuilder2';
 import { SignedXml } from 'xml-crypto';
-import { checkAuthnRequest, parseAuthnRequest, type RegisteredProvider } from '../../../lib/saml/authn-request.js';
+import { checkAuthnRequest, parseAuthnRequest, type RegisteredProvider } from '#lib/saml/authn-request.js';
 import {
   decodeRedirectMessage,
   encodeRedirectMessage,
   signRedirectQuery,
   verifyPostSignature,
   verifyRedirectSignature,
-} from '../../../lib/saml/bindings.js';
-import { generateSamlKey } from '../../../lib/saml/certificate.js';
-import { ALGORITHM, BINDING, NAMEID_FORMAT, NS } from '../../../lib/saml/constants.js';
-import { buildIdpMetadata } from '../../../lib/saml/metadata.js';
-import { buildSignedErrorResponse, buildSignedResponse, newSamlId } from '../../../lib/saml/response.js';
-import { signSamlElement } from '../../../lib/saml/sign.js';
-import { parseXml } from '../../../lib/saml/xml.js';
+} from '#lib/saml/bindings.js';
+import { generateSamlKey } from '#lib/saml/certificate.js';
+import { ALGORITHM, BINDING, NAMEID_FORMAT, NS } from '#lib/saml/constants.js';
+import { buildIdpMetadata } from '#lib/saml/metadata.js';
+import { buildSignedErrorResponse, buildSignedResponse, newSamlId } from '#lib/saml/response.js';
+import { signSamlElement } from '#lib/saml/sign.js';
+import { parseXml } from '#lib/saml/xml.js';
 
 /**
  * SAML protocol pieces without HTTP: responses checked by Debian's xmlsec1 (an implementation

@@ -1,4 +1,4 @@
-import type { Capture, CapturedResponse } from '../../../lib/scan/index.js';
+import type { Capture, CapturedResponse } from '#lib/scan/index.js';
 
 export const HOST = 'www.shop.example';
 export const ORIGIN = `https://${HOST}`;

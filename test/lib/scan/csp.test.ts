@@ -1,5 +1,5 @@
 import t from 'tap';
-import { testContentSecurityPolicy, readCsp } from '../../../lib/scan/index.js';
+import { testContentSecurityPolicy, readCsp } from '#lib/scan/index.js';
 import { site } from './captures.js';
 
 const cases: Array<[string, string, boolean]> = [

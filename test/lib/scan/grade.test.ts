@@ -1,11 +1,5 @@
 import t from 'tap';
-import {
-  analyzeScan,
-  gradeForScore,
-  scoreModifiers,
-  SCAN_ALGORITHM,
-  UngradableScanError,
-} from '../../../lib/scan/index.js';
+import { analyzeScan, gradeForScore, scoreModifiers, SCAN_ALGORITHM, UngradableScanError } from '#lib/scan/index.js';
 import { HARDENED, HOST, hardenedWith, site } from './captures.js';
 
 t.test('the grade chart: floor to a multiple of 5, A+ from 100, never below 0', async (t) => {

@@ -7,7 +7,7 @@ import {
   signRating,
   verifyRating,
   RatingVerificationError,
-} from '../../../lib/scan/index.js';
+} from '#lib/scan/index.js';
 import { HARDENED, site } from './captures.js';
 
 async function ring() {

@@ -13,7 +13,7 @@ import {
   testXFrameOptions,
   noPreloadList,
   type CapturedResponse,
-} from '../../../lib/scan/index.js';
+} from '#lib/scan/index.js';
 import { HOST, ORIGIN, site } from './captures.js';
 
 const preloadAll = () => ({ includeSubDomains: true });

@@ -1,12 +1,7 @@
 import t from 'tap';
 import { createLocalJWKSet, exportJWK, importJWK, jwtVerify } from 'jose';
-import {
-  buildAccessTokenClaims,
-  buildIdTokenClaims,
-  capAssurance,
-  type IdTokenInput,
-} from '../../../lib/tokens/claims.js';
-import { signAccessToken, signIdToken } from '../../../lib/tokens/sign-token.js';
+import { buildAccessTokenClaims, buildIdTokenClaims, capAssurance, type IdTokenInput } from '#lib/tokens/claims.js';
+import { signAccessToken, signIdToken } from '#lib/tokens/sign-token.js';
 import { generateKeyPairSync, type webcrypto } from 'node:crypto';
 
 const ISSUER = 'https://id.example.com';

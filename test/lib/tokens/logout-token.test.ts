@@ -1,6 +1,6 @@
 import t from 'tap';
 import { decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify } from 'jose';
-import { BACKCHANNEL_LOGOUT_EVENT, buildLogoutTokenClaims, signLogoutToken } from '../../../lib/tokens/logout-token.js';
+import { BACKCHANNEL_LOGOUT_EVENT, buildLogoutTokenClaims, signLogoutToken } from '#lib/tokens/logout-token.js';
 
 t.test('a logout token states iss, aud, iat, exp, jti, sub, sid and the event, and no nonce', async (t) => {
   const claims = buildLogoutTokenClaims({

@@ -8,7 +8,7 @@ import {
   totpStepAt,
   verifyTotpCode,
   TOTP_PERIOD_SECONDS,
-} from '../../../lib/totp/totp.js';
+} from '#lib/totp/totp.js';
 
 const NOW = Date.parse('2026-11-22T12:00:10Z');
 const STEP_MS = TOTP_PERIOD_SECONDS * 1000;

@@ -2,7 +2,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 // @ts-expect-error the macaroon package ships no types
 import * as reference from 'macaroon';
-import { mintMacaroon, verifyMacaroon } from '../../../lib/v1/macaroon.js';
+import { mintMacaroon, verifyMacaroon } from '#lib/v1/macaroon.js';
 
 /** Interoperates with js-macaroon (libmacaroons-compatible) both ways; refuses every tampering. */
 const rootKey = randomBytes(32);

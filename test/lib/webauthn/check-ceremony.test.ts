@@ -5,7 +5,7 @@ import {
   checkAuthenticatorData,
   checkOrigin,
   readCredentialResponse,
-} from '../../../lib/webauthn/check-ceremony.js';
+} from '#lib/webauthn/check-ceremony.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import { reasonOf } from '../../helpers/reason-of.js';
 

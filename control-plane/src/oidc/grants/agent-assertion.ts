@@ -1,6 +1,6 @@
 import { decodeJwt, importJWK, jwtVerify } from 'jose';
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import type { OAuthErrorCode } from '../../../../lib/oauth/errors.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import type { OAuthErrorCode } from '#lib/oauth/errors.js';
 import type { ControlPlaneServices } from '../../context.js';
 import type { StoredAgent } from '../../storage/types.js';
 

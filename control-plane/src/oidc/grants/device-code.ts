@@ -1,10 +1,10 @@
-import type { AssuranceLevel } from '../../../../lib/assurance/assurance.js';
-import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
-import { decideDevicePoll } from '../../../../lib/oauth/device-code.js';
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import { outlivesSession } from '../../../../lib/oauth/authorization-request.js';
-import { formatScope } from '../../../../lib/oauth/scope.js';
-import { randomId, randomToken } from '../../../../lib/util/random.js';
+import type { AssuranceLevel } from '#lib/assurance/assurance.js';
+import type { VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
+import { decideDevicePoll } from '#lib/oauth/device-code.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { outlivesSession } from '#lib/oauth/authorization-request.js';
+import { formatScope } from '#lib/oauth/scope.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import {
   deviceKeyOf,

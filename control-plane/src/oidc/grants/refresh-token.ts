@@ -1,8 +1,8 @@
-import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import { parseScope } from '../../../../lib/oauth/scope.js';
-import { randomToken } from '../../../../lib/util/random.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
+import type { VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { parseScope } from '#lib/oauth/scope.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { StoredClient, StoredGrant } from '../../storage/types.js';
 import { claimsOf, mintTokens, orgsClaim } from '../tokens.js';
 import { stringParam } from '../token-request.js';

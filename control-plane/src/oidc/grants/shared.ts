@@ -1,9 +1,9 @@
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import { checkResource } from '../../../../lib/oauth/resource.js';
-import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { checkResource } from '#lib/oauth/resource.js';
+import type { VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
 import type { ControlPlaneServices } from '../../context.js';
 import type { StoredClient, StoredGrant, Stores } from '../../storage/types.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { Minted } from '../tokens.js';
 
 /** What the authorization-code and refresh-token grants run on. */

@@ -1,8 +1,8 @@
-import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import type { VerifiedDpopProof } from '../../../../lib/dpop/verify-dpop-proof.js';
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import { checkResource } from '../../../../lib/oauth/resource.js';
-import { parseScope, formatScope } from '../../../../lib/oauth/scope.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { checkResource } from '#lib/oauth/resource.js';
+import { parseScope, formatScope } from '#lib/oauth/scope.js';
 import {
   ACCESS_TOKEN_TYPE,
   actorChain,
@@ -10,10 +10,10 @@ import {
   narrowScopes,
   readExchangeRequest,
   type ExchangeRequest,
-} from '../../../../lib/oauth/token-exchange.js';
-import { buildAccessTokenClaims, type AssuranceLevel } from '../../../../lib/tokens/claims.js';
-import { signAccessToken } from '../../../../lib/tokens/sign-token.js';
-import { randomId, randomToken } from '../../../../lib/util/random.js';
+} from '#lib/oauth/token-exchange.js';
+import { buildAccessTokenClaims, type AssuranceLevel } from '#lib/tokens/claims.js';
+import { signAccessToken } from '#lib/tokens/sign-token.js';
+import { randomId, randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../../context.js';
 import type { StoredAgent, StoredClient, StoredGrant } from '../../storage/types.js';
 import { grantIdOfJti, mintTokens, verifyAccessToken, type AccessTokenClaimsRead } from '../tokens.js';

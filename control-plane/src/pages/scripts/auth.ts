@@ -9,7 +9,7 @@ const status = document.getElementById('status');
 const params = new URLSearchParams(location.search);
 const setupToken = params.get('setup');
 // Where to go after sign-in (e.g. a pending authorize request): the server puts only a path on
-// this origin in data-return (lib/util/return-url.ts); resolving it again here is a second fence.
+// this origin in data-return (lib/http/return-url.ts); resolving it again here is a second fence.
 const back = form.dataset.return;
 function destination(home) {
   if (!back) return home;

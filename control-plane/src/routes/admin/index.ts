@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { constantEquals } from '../../../../lib/util/constant-equals.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
 import {
   deleteAccount,
   disableAccount,
@@ -12,7 +12,7 @@ import { clientSummary, findClient, revokeClient, revokeSessions, rotateClientSe
 import { listClients } from '../../clients/find-client.js';
 import { approveAgentGrantAsOperator } from '../../agents/grants.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
-import { explainGatewayAccess, gatewayRulesView } from '../../gateways/explain.js';
+import { explainGatewayAccess, gatewayRulesView } from '../../managed-gateways/explain.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import {
   approveEnrollment,
   beginEnrollment,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { claimsOf, fleetOf } from '../../agents/fleet.js';
 import { liveGrantsOf } from '../../agents/grants.js';
 import { ownedAgent } from '../../agents/lifecycle.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { escapeHtml, html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';

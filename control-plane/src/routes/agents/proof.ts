@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { signTrustBundle } from '../../agents/trust-bundle.js';
 import { issueChallenge, proofVector, proveAgent, visibleAgent } from '../../agents/proof.js';
 import { html, page } from '../../pages/layout.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { validateReturnUrl } from '../../../../lib/util/return-url.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { validateReturnUrl } from '#lib/http/return-url.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
 import { v1DeprecationHeaders, v1RequestCounter } from '../../v1/bridge.js';

@@ -1,4 +1,4 @@
-import { describeAllowRules, describeRouteAccess } from '../../../../lib/access/evaluate-access.js';
+import { describeAllowRules, describeRouteAccess } from '#lib/access/evaluate-access.js';
 import { html, type SafeHtml } from '../../pages/layout.js';
 import type { StoredClient } from '../../storage/types.js';
 

@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { clientTypeOf, usesClientSecret, validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
-import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
+import { meetsAssurance } from '#lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
 import { accessRules } from './access-rules-view.js';
-import type { EnforcementReason } from '../../../../lib/gateway/enforcement-status.js';
-import { gatewayEnforcement, type GatewayEnforcement } from '../../gateways/issue-config.js';
+import type { EnforcementReason } from '#lib/gateway-protocol/enforcement-status.js';
+import { gatewayEnforcement, type GatewayEnforcement } from '../../managed-gateways/issue-config.js';
 import { listOwnedClients, managedClient, orgOwnerFor } from '../../clients/ownership.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { rotateClientSecret } from '../../clients/operator.js';
@@ -154,7 +154,7 @@ function listEntry(client: StoredClient) {
   };
 }
 
-/** What an owner reads about a gateway client's enforcement (the reasons of lib/gateway/enforcement-status.ts). */
+/** What an owner reads about a gateway client's enforcement (the reasons of lib/gateway-protocol/enforcement-status.ts). */
 const ENFORCEMENT_TEXT: Record<EnforcementReason, string> = {
   enforcing_declared_config: 'every gateway reporting enforces the current config',
   no_config_declared: 'no gateway policy declared',

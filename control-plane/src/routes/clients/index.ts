@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
+import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { errorResponses } from '../../http/schemas.js';
 import appsRoutes from './apps.js';
 import {

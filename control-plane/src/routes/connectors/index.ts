@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { CONNECTORS, describeConnector } from '../../../../lib/connectors/catalog.js';
+import { CONNECTORS, describeConnector } from '#lib/connectors/catalog.js';
 import { describeConnectorResult, registerConnector } from '../../connectors/register-connector.js';
 import { page } from '../../pages/layout.js';
 import { authenticateRegistrar, orgRegistrar } from '../../clients/registration.js';

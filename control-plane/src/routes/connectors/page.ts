@@ -1,5 +1,5 @@
-import { CONNECTORS } from '../../../../lib/connectors/catalog.js';
-import type { ConnectorTemplate } from '../../../../lib/connectors/connector.js';
+import { CONNECTORS } from '#lib/connectors/catalog.js';
+import type { ConnectorTemplate } from '#lib/connectors/connector.js';
 import { html, type SafeHtml } from '../../pages/layout.js';
 import type { ConnectorResult } from '../../connectors/register-connector.js';
 

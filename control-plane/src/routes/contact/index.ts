@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { CONTACT_TOPICS, purgeOldContacts, receiveContact } from '../../contact/contact.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import { isHtmlFormPost } from '../../http/negotiate.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { buildWebIdentity } from '../../../../lib/fedcm/identity-provider.js';
+import { buildWebIdentity } from '#lib/fedcm/identity-provider.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
 
 declare module 'fastify' {

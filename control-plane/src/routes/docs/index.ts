@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import type { ChangelogVersion } from '../../../../lib/changelog/keep-a-changelog.js';
+import type { ChangelogVersion } from '#lib/changelog/keep-a-changelog.js';
 import { loadChangelog } from '../../changelog/changelog.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import { anyObject, errorResponses, okObject } from '../../http/schemas.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { addEmail, checkVerificationLink, verifyEmail } from '../../email/addresses.js';
 import { emailConfirmPage, emailVerifiedPage, linkRefusalPage } from '../../pages/link-pages.js';
 import { requireSession } from '../../plugins/session.js';

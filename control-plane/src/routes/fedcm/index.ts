@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import {
   FEDCM_PATHS,
   buildFedcmError,
   buildProviderConfig,
   isWebIdentityRequest,
   readAssertionRequest,
-} from '../../../../lib/fedcm/identity-provider.js';
-import { disconnectFedcm, fedcmAccountOf, issueFedcmAssertion } from '../../fedcm/operations.js';
+} from '#lib/fedcm/identity-provider.js';
+import { disconnectFedcm, fedcmAccountOf, issueFedcmAssertion } from '../../fedcm/id-assertion.js';
 import { inPlaceClientFor } from '../../http/in-place-origin.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { anyObject, errorResponses, receiptField } from '../../http/schemas.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { linkRefusalPage, magicRequestedPage, magicRequestPage, signedInContinuePage } from '../../pages/link-pages.js';
 import { checkSignInOrigin } from '../../plugins/session.js';
 import { browserOf, currentDeviceId, ensureDeviceId, setSessionCookies } from '../../http/session-cookies.js';

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { MCP_TOOLS } from '../../../../lib/mcp/catalogue.js';
-import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { MCP_TOOLS } from '#lib/mcp/catalogue.js';
+import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import { loadChangelog } from '../../changelog/changelog.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { rawDataHeaders } from '../../plugins/security-headers.js';

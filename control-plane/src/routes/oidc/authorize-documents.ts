@@ -1,5 +1,5 @@
-import { LOCALES } from '../../../../lib/i18n/locales.js';
-import { CLIENT_SIGNING_ALGS } from '../../../../lib/oauth/oidc-client-metadata.js';
+import { LOCALES } from '#lib/i18n/locales.js';
+import { CLIENT_SIGNING_ALGS } from '#lib/oauth/oidc-client-metadata.js';
 
 /** What `/auth/authorize` declares of itself: its parameters (OpenAPI) and its discovery metadata. */
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDependencyUnavailable } from '../../../../lib/errors/dependency-outage.js';
-import { authorizationErrorParams, type OAuthErrorCode } from '../../../../lib/oauth/errors.js';
+import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
+import { authorizationErrorParams, type OAuthErrorCode } from '#lib/oauth/errors.js';
 import {
   buildRedirect,
   checkAuthorizationRequest,
@@ -11,11 +11,11 @@ import {
   type AuthorizationRequest,
   type ErrorTarget,
   type RawParams,
-} from '../../../../lib/oauth/authorization-request.js';
-import { randomToken } from '../../../../lib/util/random.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
+} from '#lib/oauth/authorization-request.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { usernameOf } from '../../accounts/profile.js';
-import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { documentHostOf, resolveClient } from '../../clients/client-id-documents.js';
 import { requestableResources } from '../../oidc/mcp-resources.js';
 import { approvalOf } from '../../consent/gate.js';
@@ -36,7 +36,7 @@ import {
   sendOneTap,
   sendWebMessage,
 } from './pages.js';
-import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
+import { describeAllowRules } from '#lib/access/evaluate-access.js';
 import { checkSignInAccess } from '../../clients/sign-in-access.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
 import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';

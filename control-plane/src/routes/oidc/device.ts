@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { DEVICE_CODE_GRANT, formatUserCode, normalizeUserCode } from '../../../../lib/oauth/device-code.js';
-import { oauthError } from '../../../../lib/oauth/errors.js';
-import { randomToken } from '../../../../lib/util/random.js';
-import { Lockout } from '../../../../lib/runtime/security/lockout.js';
+import { meetsAssurance } from '#lib/assurance/assurance.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { DEVICE_CODE_GRANT, formatUserCode, normalizeUserCode } from '#lib/oauth/device-code.js';
+import { oauthError } from '#lib/oauth/errors.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { Lockout } from '#lib/runtime/security/lockout.js';
 import { usernameOf } from '../../accounts/profile.js';
 import { authenticateClient } from '../../clients/authenticate-client.js';
 import { findClient } from '../../clients/find-client.js';
@@ -16,7 +16,7 @@ import {
 import { readTokenRequestBody } from '../../oidc/token-request.js';
 import { limitPerAccount, limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { formError, html, page, raw } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
 import { clientLinksOf, formPage, sendErrorPage, sendOneTap } from './pages.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { buildRedirect } from '../../../../lib/oauth/authorization-request.js';
-import { matchRedirectUri } from '../../../../lib/oauth/redirect-uri.js';
+import { buildRedirect } from '#lib/oauth/authorization-request.js';
+import { matchRedirectUri } from '#lib/oauth/redirect-uri.js';
 import { findClient } from '../../clients/find-client.js';
 import { logOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../http/session-cookies.js';

@@ -1,12 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { REASONS, type Reason } from '#lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import { wantsJson } from '../../http/negotiate.js';
-import type { ClientMetadata } from '../../../../lib/oauth/client-metadata.js';
+import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
 export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { dpopChallenge } from '../../../../lib/dpop/respond.js';
-import { fail, isKeyplaneError, type KeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import { checkTokenScheme, readAccessToken, readBodyAccessToken } from '../../../../lib/oauth/access-token-header.js';
-import { signUserinfoResponse } from '../../../../lib/tokens/sign-token.js';
+import { dpopChallenge } from '#lib/dpop/respond.js';
+import { fail, isKeyplaneError, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import { checkTokenScheme, readAccessToken, readBodyAccessToken } from '#lib/oauth/access-token-header.js';
+import { signUserinfoResponse } from '#lib/tokens/sign-token.js';
 import { findClient } from '../../clients/find-client.js';
-import { oauthError, oauthFields } from '../../../../lib/oauth/errors.js';
-import { parseScope } from '../../../../lib/oauth/scope.js';
+import { oauthError, oauthFields } from '#lib/oauth/errors.js';
+import { parseScope } from '#lib/oauth/scope.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
 import { authenticateClient } from '../../clients/authenticate-client.js';
 import { checkDpopHeader } from '../../oidc/dpop-header.js';

@@ -1,21 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ORG_ROLES, type OrgRole } from '../../../../lib/orgs/roles.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { ORG_ROLES, type OrgRole } from '#lib/orgs/roles.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';
 import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
-import {
-  acceptInvite,
-  addSite,
-  changeRole,
-  createOrg,
-  inviteMember,
-  loadMembership,
-  promoteSite,
-  removeMember,
-  removeSite,
-} from '../../orgs/operations.js';
+import { acceptInvite, inviteMember } from '../../orgs/invites.js';
+import { changeRole, createOrg, loadMembership, removeMember } from '../../orgs/membership.js';
+import { addSite, promoteSite, removeSite } from '../../orgs/sites.js';
 import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { ratingSchema } from './schemas.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { recoveryFormPage } from '../../pages/link-pages.js';
 import { checkSignInOrigin, requireSession } from '../../plugins/session.js';
 import { regenerateRecoveryCodes, signInWithRecoveryCode } from '../../recovery/codes.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MIGRATION_PLAN_SCHEMA, TRUST_PROFILE_SCHEMA } from '../../../../lib/profiles/documents.js';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { constantEquals } from '../../../../lib/util/constant-equals.js';
+import { MIGRATION_PLAN_SCHEMA, TRUST_PROFILE_SCHEMA } from '#lib/profiles/documents.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
 import { page } from '../../pages/layout.js';
 import { rolloutTable } from '../../pages/rollout-page.js';
 import { requireSession } from '../../plugins/session.js';

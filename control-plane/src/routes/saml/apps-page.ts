@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
-import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
-import { orgsAdministeredBy } from '../../orgs/operations.js';
-import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
-import { NAMEID_FORMAT } from '../../../../lib/saml/constants.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { meetsAssurance } from '#lib/assurance/assurance.js';
+import { orgsAdministeredBy } from '../../orgs/membership.js';
+import { describeAllowRules } from '#lib/access/evaluate-access.js';
+import { NAMEID_FORMAT } from '#lib/saml/constants.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireSession } from '../../plugins/session.js';
 import {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import { constantEquals } from '../../../../lib/util/constant-equals.js';
-import { meetsAssurance } from '../../../../lib/assurance/assurance.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { constantEquals } from '#lib/crypto/constant-equals.js';
+import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { clearSessionCookie } from '../../http/session-cookies.js';
 import { samlKeyRing } from '../../saml/key-ring.js';
 import {
@@ -16,7 +16,7 @@ import {
 import { usernameOf } from '../../accounts/profile.js';
 import { offerApproval } from '../../consent/gate.js';
 import { sameOriginReferrer, sendNotAdmitted, sendOneTap } from '../oidc/pages.js';
-import { describeAllowRules } from '../../../../lib/access/evaluate-access.js';
+import { describeAllowRules } from '#lib/access/evaluate-access.js';
 import {
   answerApproval,
   completeLogout,

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
-import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { REASONS, type Reason } from '#lib/errors/reasons.js';
+import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { PostForm } from '../../saml/sso.js';

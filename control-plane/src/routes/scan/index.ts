@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
-import type { MessageKey } from '../../../../lib/i18n/translate.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import { ratingReport } from '../../pages/scan-report.js';
@@ -9,7 +9,7 @@ import { loadSiteStatus, sealScript, siteForOrigin, siteVerification } from '../
 import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { ratingSchema } from '../orgs/schemas.js';
-import type { Rating } from '../../../../lib/scan/rating.js';
+import type { Rating } from '#lib/scan/rating.js';
 import { registerScanMetrics } from '../../scan/run-scan.js';
 import { startRescans } from '../../scan/rescans.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { sameOriginReturn } from '../../../../lib/magic/magic-link.js';
+import { sameOriginReturn } from '#lib/magic/magic-link.js';
 import { html, page } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';

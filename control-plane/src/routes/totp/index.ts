@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { SECOND_FACTOR_JS } from '../../pages/scripts/second-factor.js';
 import { requireSession } from '../../plugins/session.js';
 import { errorResponses, okObject, receiptField as receipt } from '../../http/schemas.js';
@@ -29,7 +29,7 @@ async function requireFreshForDisable(this: FastifyInstance, request: FastifyReq
 
 /** TOTP for step-up (RFC 6238): setup leaves it pending, a 6-digit code confirms it, disable removes it. */
 export default async function totpRoutes(app: FastifyInstance): Promise<void> {
-  // The account page's TOTP, backup-code and e-mail sections (see accounts/extras.ts).
+  // The account page's TOTP, backup-code and e-mail sections (see accounts/account-sections.ts).
   app.get(
     '/assets/second-factor.js',
     {

@@ -4,7 +4,7 @@ import { offerApproval } from '../../consent/gate.js';
 import type { SessionView } from '../../context.js';
 import type { StoredClient } from '../../storage/types.js';
 import { clientLinksOf, sameOriginReferrer, sendOneTap } from '../oidc/pages.js';
-import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { V1_AUTH_CLIENT_JS } from '../../pages/scripts/v1-auth-client.js';
 import {

@@ -1,5 +1,5 @@
 import { postgresLogoutStore } from './logout-store.js';
-import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 import { postgresContactStore } from './contact-store.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';

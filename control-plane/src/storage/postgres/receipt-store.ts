@@ -1,5 +1,5 @@
-import { canonicalJson } from '../../../../lib/ledger/canonical-json.js';
-import { treeKeyOf } from '../../../../lib/ledger/receipt.js';
+import { canonicalJson } from '#lib/ledger/canonical-json.js';
+import { treeKeyOf } from '#lib/ledger/receipt.js';
 import { checkpointFromRow, receiptFromRow, splitPath, type CheckpointRow, type ReceiptRow } from '../rows.js';
 import type { PlacedKey, ReceiptStore } from '../types.js';
 import { SEALING_LOCK } from './database.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { classifyOutage, toDependencyError, type Outage } from '../../../../lib/errors/dependency-outage.js';
-import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
+import { classifyOutage, toDependencyError, type Outage } from '#lib/errors/dependency-outage.js';
+import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 
 /**
  * The one way PostgreSQL stores reach the database. Every statement is sent as a named query,

@@ -1,5 +1,5 @@
-import { canonicalJson } from '../../../../lib/ledger/canonical-json.js';
-import { treeKeyOf } from '../../../../lib/ledger/receipt.js';
+import { canonicalJson } from '#lib/ledger/canonical-json.js';
+import { treeKeyOf } from '#lib/ledger/receipt.js';
 import type { PlacedKey, ReceiptStore } from '../types.js';
 import type { Sqlite } from './database.js';
 import type { Runner } from './serial-runner.js';

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
-import { loadControlPlaneConfig } from '../../../../config/load.js';
-import type { ControlPlaneConfig } from '../../../../config/types.js';
-import { computeS256Challenge } from '../../../../lib/pkce/check-pkce.js';
-import { randomToken } from '../../../../lib/util/random.js';
-import { sha256Hex } from '../../../../lib/util/sha256.js';
+import { loadControlPlaneConfig } from '#config/load.js';
+import type { ControlPlaneConfig } from '#config/types.js';
+import { computeS256Challenge } from '#lib/pkce/check-pkce.js';
+import { randomToken } from '#lib/crypto/random.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
 import { authorizationCodeGrant } from '../../../../control-plane/src/oidc/grants/authorization-code.js';
 import { refreshTokenGrant } from '../../../../control-plane/src/oidc/grants/refresh-token.js';
 import { openControlPlaneServices, type RunningServices } from '../../../../control-plane/src/services.js';

@@ -1,0 +1,82 @@
+import type { Translator } from '#lib/i18n/translate.js';
+import { RECOVERY_CODE_COUNT } from '#lib/recovery/recovery-codes.js';
+import { html, type SafeHtml } from '../pages/layout.js';
+import type { ControlPlaneServices } from '../context.js';
+
+/** A section of the /account page, rendered with the page's translator (docs/i18n.md). */
+export type AccountSection = (ui: Translator) => SafeHtml;
+
+/** What these functions read. */
+export type ExtrasServices = Pick<ControlPlaneServices, 'storage'>;
+
+/**
+ * The account's e-mail addresses and TOTP state, owned by the TOTP / recovery / e-mail area, and
+ * that area's sections of the /account page (script: /assets/second-factor.js, served by the TOTP
+ * routes).
+ */
+export interface AccountExtras {
+  emails: Array<{ email: string; verified: boolean }>;
+  totp: 'off' | 'pending' | 'active';
+  /** Extra sections for the /account HTML page (TOTP, recovery codes, e-mail), rendered in order in the page's language. */
+  sections?: AccountSection[];
+  /** Extra module scripts for the /account page, served by that area's routes. */
+  scripts?: string[];
+}
+
+export async function accountExtras(services: ExtrasServices, identityId: string): Promise<AccountExtras> {
+  const [emails, totp, codes] = await Promise.all([
+    services.storage.emails.listByIdentity(identityId),
+    services.storage.totp.get(identityId),
+    services.storage.recoveryCodes.listUnused(identityId),
+  ]);
+  const state = totp?.state ?? 'off';
+  return {
+    emails: emails.map((e) => ({ email: e.email, verified: e.verifiedAt !== null })),
+    totp: state,
+    sections: [secondFactorSections(state, codes.length)],
+    scripts: ['/assets/second-factor.js'],
+  };
+}
+
+function secondFactorSections(totp: 'off' | 'pending' | 'active', unusedCodes: number): AccountSection {
+  // The script's lines, translated (docs/i18n.md): it reads them from these data-msg-* attributes.
+  return ({ t }) => html`<p id="second-factor-status" role="status" aria-live="polite"
+ data-msg-scan="${t('account.sf.js.scan')}" data-msg-disable-confirm="${t('account.sf.js.disable_confirm')}"
+ data-msg-off="${t('account.sf.js.off')}" data-msg-on="${t('account.sf.js.on')}"
+ data-msg-regenerate-confirm="${t('account.sf.js.regenerate_confirm', { count: RECOVERY_CODE_COUNT })}"
+ data-msg-regenerated="${t('account.sf.js.regenerated')}"
+ data-msg-fresh-count="${t('account.sf.recovery_count', { count: RECOVERY_CODE_COUNT })}"
+ data-msg-waiting="${t('account.sf.js.waiting')}" data-msg-emails="${t('account.emails')}"></p>
+<h3 id="totp-h">${t('account.sf.totp_heading')}</h3>
+${
+  totp === 'active'
+    ? html`<p>${t('account.sf.totp_on')}</p>
+<p><button type="button" class="secondary" data-sf-action="totp-disable" aria-describedby="totp-disable-help">${t('account.sf.totp_disable')}</button></p>
+<p id="totp-disable-help" class="muted">${t('account.sf.totp_disable_help')}</p>`
+    : html`<p>${totp === 'pending' ? t('account.sf.totp_pending') : t('account.sf.totp_off')}</p>
+<p><button type="button" data-sf-action="totp-setup">${totp === 'pending' ? t('account.sf.totp_restart') : t('account.sf.totp_setup')}</button></p>
+<div id="totp-setup-panel" hidden>
+  <img id="totp-qr" alt="${t('account.sf.totp_qr_alt')}" width="200" height="200">
+  <p>${t('account.sf.totp_key')} <code id="totp-secret"></code></p>
+  <form data-sf-form="totp-confirm" aria-labelledby="totp-h">
+    <label for="totp-code">${t('account.sf.totp_code')}</label>
+    <input id="totp-code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required>
+    <button type="submit">${t('account.sf.totp_turn_on')}</button>
+  </form>
+</div>`
+}
+<h3 id="recovery-h">${t('account.sf.recovery_heading')}</h3>
+<p><span id="recovery-count">${t('account.sf.recovery_count', { count: unusedCodes })}</span> ${t('account.sf.recovery_each')}</p>
+<p><button type="button" class="secondary" data-sf-action="recovery-regenerate">${t('account.sf.recovery_regenerate')}</button></p>
+<div id="recovery-panel" hidden>
+  <p><strong>${t('account.sf.recovery_save')}</strong></p>
+  <ol id="recovery-codes" aria-labelledby="recovery-h"></ol>
+</div>
+<h3 id="email-h">${t('account.sf.email_heading')}</h3>
+<form data-sf-form="email-add" aria-labelledby="email-h">
+  <label for="email-new">${t('account.sf.email_label')}</label>
+  <input id="email-new" name="email" type="email" autocomplete="email" maxlength="254" required aria-describedby="email-help">
+  <p id="email-help" class="muted">${t('account.sf.email_help')}</p>
+  <button type="submit">${t('account.sf.email_add')}</button>
+</form>`;
+}

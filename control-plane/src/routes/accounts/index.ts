@@ -1,0 +1,485 @@
+import type { FastifyInstance } from 'fastify';
+import type { MessageKey } from '#lib/i18n/translate.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { langCookieName, type PageUi, uiOf } from '../../pages/ui.js';
+import { requireAssurance, requireSession } from '../../plugins/session.js';
+import { deleteOwnAccount } from '../../accounts/lifecycle.js';
+import { renameAccount, setDisplayName, updatePreferences } from '../../accounts/profile.js';
+import { revokeDevice, revokeSession, signOut } from '../../sessions/end-session.js';
+import { clearSessionCookie } from '../../http/session-cookies.js';
+import { wantsJson } from '../../http/negotiate.js';
+import { errorResponses, okObject } from '../../http/schemas.js';
+import { loadAccountView, type AccountView } from '../../accounts/view.js';
+import { revokeApproval } from '../../consent/gate.js';
+
+/** How a session's or device's browser is shown (lib/accounts/user-agent.ts). */
+const deviceDescription = {
+  label: { type: 'string', description: 'What a person reads, e.g. "Chrome 139 on macOS"' },
+  browser: { description: 'e.g. "Chrome 139"; null when the User-Agent names none' },
+  os: { description: 'e.g. "macOS"; null when the User-Agent names none' },
+} as const;
+
+const accountSchema = {
+  type: 'object',
+  properties: {
+    ok: { const: true },
+    identityId: { type: 'string' },
+    username: { type: 'string' },
+    aliases: { type: 'array', items: { type: 'string' } },
+    displayName: { type: 'string' },
+    preferences: { type: 'object', additionalProperties: { type: 'string' } },
+    emails: {
+      type: 'array',
+      items: { type: 'object', properties: { email: { type: 'string' }, verified: { type: 'boolean' } } },
+    },
+    passkeys: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: { credId: { type: 'string' }, label: { type: 'string' } },
+      },
+    },
+    totp: { enum: ['off', 'pending', 'active'] },
+    sessions: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: {
+          identifier: { type: 'string' },
+          deviceId: { type: 'string' },
+          assurance: { type: 'string' },
+          current: { type: 'boolean' },
+          thisDevice: { type: 'boolean', description: 'A session of the browser that asks' },
+          ...deviceDescription,
+        },
+      },
+    },
+    devices: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: { deviceId: { type: 'string' }, current: { type: 'boolean' }, ...deviceDescription },
+      },
+    },
+    orgs: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
+      },
+    },
+    invites: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { slug: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
+      },
+    },
+  },
+  additionalProperties: true,
+} as const;
+
+const session = [{ sessionCookie: [] }];
+const receiptOnly = { 200: okObject({ receipt: { type: 'string' } }), ...errorResponses };
+
+/** The account page and the account operations (docs/accounts.md#the-account). All need a session. */
+export default async function accountRoutes(app: FastifyInstance): Promise<void> {
+  app.addHook('onRequest', requireSession);
+
+  app.get(
+    '/account',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'The account: HTML page, or with format=json the profile (docs/accounts.md#the-account)',
+        security: session,
+        querystring: { type: 'object', properties: { format: { enum: ['json', 'html'] } } },
+        response: { 200: accountSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { view, extras } = await loadAccountView(app.kp, current.identityId, {
+        sessionId: current.id,
+        deviceId: current.deviceId,
+      });
+      if (wantsJson(request)) return { ok: true, ...view };
+      reply.type('text/html; charset=utf-8');
+      const ui = uiOf(request);
+      return page({
+        title: ui.t('account.title'),
+        nonce: request.kp.cspNonce,
+        ui,
+        scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
+        body: accountPage(ui, view, current.assurance, [
+          ...(extras.sections ?? []).map((section) => section(ui)),
+          approvalsSection(ui, view),
+          orgsSection(ui, view),
+        ]),
+      });
+    },
+  );
+
+  app.get(
+    '/account/export',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'A portable, secret-free JSON copy of the account',
+        security: session,
+        response: {
+          200: okObject({
+            format: { type: 'string' },
+            exportedAt: { type: 'string' },
+            account: { type: 'object', additionalProperties: true },
+          }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { view } = await loadAccountView(app.kp, current.identityId, {
+        sessionId: current.id,
+        deviceId: current.deviceId,
+      });
+      const { sessions: _sessions, ...rest } = view;
+      reply.header('content-disposition', 'attachment; filename="keyplane-account.json"');
+      return {
+        ok: true,
+        format: 'keyplane-account-export/v1',
+        exportedAt: new Date(app.kp.now()).toISOString(),
+        account: { ...rest, sessions: view.sessions.map(({ identifier: _id, ...s }) => s) },
+      };
+    },
+  );
+
+  app.post(
+    '/auth/profile',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Set the display name (up to 64 characters)',
+        security: session,
+        body: { type: 'object', required: ['displayName'], properties: { displayName: {} } },
+        response: { 200: okObject({ displayName: { type: 'string' } }), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const displayName = await setDisplayName(
+        app.kp,
+        request.kp.session!.identityId,
+        (request.body as { displayName: unknown }).displayName,
+      );
+      return { ok: true, displayName };
+    },
+  );
+
+  app.post(
+    '/auth/account/rename',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Change the username; the old one stays an alias that still resolves',
+        security: session,
+        body: { type: 'object', required: ['newUsername'], properties: { newUsername: {} } },
+        response: {
+          200: okObject({
+            username: { type: 'string' },
+            aliases: { type: 'array', items: { type: 'string' } },
+            receipt: { type: 'string' },
+          }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      return {
+        ok: true,
+        ...(await renameAccount(
+          app.kp,
+          request.kp.session!.identityId,
+          (request.body as { newUsername: unknown }).newUsername,
+        )),
+      };
+    },
+  );
+
+  app.post(
+    '/auth/preferences',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Merge preferences key by key (theme, lang, contrast, motion, text, email; null removes a key)',
+        security: session,
+        body: { type: 'object', required: ['preferences'], properties: { preferences: {} } },
+        response: {
+          200: okObject({ preferences: { type: 'object', additionalProperties: { type: 'string' } } }, ['preferences']),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const update = (request.body as { preferences: unknown }).preferences;
+      const preferences = await updatePreferences(app.kp, request.kp.session!.identityId, update);
+      // A language saved on the account outranks an earlier pick of the switcher in this browser (docs/i18n.md).
+      if (update !== null && typeof update === 'object' && 'lang' in update)
+        reply.clearCookie(langCookieName(app.kp), { path: '/' });
+      return { ok: true, preferences };
+    },
+  );
+
+  app.post(
+    '/auth/sessions/revoke',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: "Revoke one of the account's sessions (this one too: then it signs out)",
+        security: session,
+        body: { type: 'object', required: ['identifier'], properties: { identifier: { type: 'string' } } },
+        response: receiptOnly,
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { identifier } = request.body as { identifier: string };
+      const { receipt } = await revokeSession(
+        app.kp,
+        { identityId: current.identityId, sessionId: current.id },
+        identifier,
+      );
+      if (identifier === current.id) clearSessionCookie(app.kp, reply);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
+    '/auth/devices/revoke',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Revoke every session of a device, then drop it from the device ledger',
+        security: session,
+        body: { type: 'object', required: ['deviceId'], properties: { deviceId: { type: 'string' } } },
+        response: { 200: okObject({ sessions: { type: 'integer' }, receipt: { type: 'string' } }), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { deviceId } = request.body as { deviceId: string };
+      const revoked = await revokeDevice(app.kp, { identityId: current.identityId, sessionId: current.id }, deviceId);
+      if (deviceId === current.deviceId) clearSessionCookie(app.kp, reply);
+      return { ok: true, ...revoked };
+    },
+  );
+
+  app.post(
+    '/account/approvals/revoke',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'Forget the approval of an app or SAML service provider (`party`: its client id or provider id): the next sign-in there asks again',
+        security: session,
+        body: {
+          type: 'object',
+          required: ['party'],
+          properties: { party: { type: 'string', minLength: 1, maxLength: 200 } },
+        },
+        response: receiptOnly,
+      },
+    },
+    async (request) => {
+      const { receipt } = await revokeApproval(
+        app.kp,
+        request.kp.session!.identityId,
+        (request.body as { party: string }).party,
+      );
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
+    '/account/delete',
+    {
+      onRequest: requireAssurance('sensitive'),
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'Delete this account (sensitive session; `confirm` is the username): passkeys, TOTP, backup codes, e-mails, sessions, grants and personal clients go; receipts keep only the pseudonymous id',
+        security: session,
+        body: { type: 'object', required: ['confirm'], properties: { confirm: { type: 'string', maxLength: 200 } } },
+        response: receiptOnly,
+      },
+    },
+    async (request, reply) => {
+      const { receipt } = await deleteOwnAccount(
+        app.kp,
+        request.kp.session!.identityId,
+        (request.body as { confirm: string }).confirm,
+      );
+      clearSessionCookie(app.kp, reply);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.post(
+    '/auth/signout',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'Sign out: ends this session and clears its cookie',
+        security: session,
+        response: receiptOnly,
+      },
+    },
+    async (request, reply) => {
+      const current = request.kp.session!;
+      const { receipt } = await signOut(app.kp, { identityId: current.identityId, sessionId: current.id });
+      clearSessionCookie(app.kp, reply);
+      return { ok: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+}
+
+/** English keeps the unambiguous ISO form; other languages their own (Intl.DateTimeFormat, UTC). */
+function time(ui: PageUi, ms: number | null): string {
+  if (ms === null) return ui.t('account.never');
+  return ui.locale === 'en' ? new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : ui.dateTime(ms);
+}
+
+/** A time as a `<time>` element, so scripts and assistive technology get the exact instant. */
+function when(ui: PageUi, ms: number) {
+  return html`<time datetime="${new Date(ms).toISOString()}">${time(ui, ms)}</time>`;
+}
+
+function accountPage(ui: PageUi, view: AccountView, assurance: string, sections: ReturnType<typeof html>[]) {
+  const { t } = ui;
+  const prefs = view.preferences;
+  const select = (
+    name: string,
+    label: MessageKey,
+    values: string[],
+  ) => html`<label for="pref-${name}">${t(label)}</label>
+<select id="pref-${name}" name="${name}"><option value="">${t('account.pref.default')}</option>${values.map((v) => html`<option value="${v}"${prefs[name] === v ? html` selected` : ''}>${v}</option>`)}</select>`;
+  return html`<h1>${t('account.title')}</h1>
+<p>${t('account.signed_in_as')} <strong data-field="username">${view.username}</strong>${view.displayName ? html` (${view.displayName})` : ''}.
+${t('account.assurance')} <strong data-field="assurance">${assurance}</strong>. ${view.founder ? html`<strong>${t('account.founder')}</strong>` : ''}</p>
+${view.aliases.length ? html`<p class="muted">${t('account.aliases', { names: view.aliases.join(', ') })}</p>` : ''}
+<p id="status" role="status" aria-live="polite"></p>
+<p><button type="button" data-action="signout">${t('account.sign_out')}</button> <a href="/auth/step-up?return=/account">${t('account.step_up')}</a> · <a href="/account/export" download>${t('account.export')}</a></p>
+
+<h2 id="profile-h">${t('account.profile')}</h2>
+<form data-form="profile" aria-labelledby="profile-h">
+  <label for="display-name">${t('account.display_name')}</label>
+  <input id="display-name" name="displayName" maxlength="64" value="${view.displayName}">
+  <button type="submit">${t('account.save_name')}</button>
+</form>
+<form data-form="rename" aria-labelledby="profile-h">
+  <label for="new-username">${t('signin.username')}</label>
+  <input id="new-username" name="newUsername" autocapitalize="none" spellcheck="false" value="${view.username}" aria-describedby="username-help">
+  <p id="username-help" class="muted">${t('account.username_help')}</p>
+  <button type="submit">${t('account.change_username')}</button>
+</form>
+
+<h2 id="passkeys-h">${t('account.passkeys')}</h2>
+<table aria-labelledby="passkeys-h"><thead><tr><th scope="col">${t('account.col.label')}</th><th scope="col">${t('account.col.added')}</th><th scope="col">${t('account.col.last_used')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
+${view.passkeys.map(
+  (
+    p,
+  ) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td>${time(ui, p.createdAt)}</td><td>${time(ui, p.lastUsedAt)}</td>
+<td><button type="button" class="secondary" data-action="rename-passkey" data-cred-id="${p.credId}" aria-label="${t('account.rename_label', { label: p.label })}">${t('account.rename')}</button>
+<button type="button" class="secondary" data-action="remove-passkey" data-cred-id="${p.credId}" aria-label="${t('account.remove_label', { label: p.label })}"${view.passkeys.length <= 1 ? html` disabled title="${t('account.last_passkey')}"` : ''}>${t('account.remove')}</button></td></tr>`,
+)}
+</tbody></table>
+<button type="button" data-action="add-passkey">${t('account.add_passkey')}</button>
+
+<h2 id="sessions-h">${t('account.sessions')}</h2>
+<table aria-labelledby="sessions-h"><thead><tr><th scope="col">${t('account.col.browser')}</th><th scope="col">${t('account.col.signed_in')}</th><th scope="col">${t('account.col.last_active')}</th><th scope="col">${t('account.col.assurance')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
+${view.sessions.map(
+  (
+    s,
+  ) => html`<tr data-session="${s.identifier}"><td><span data-field="device-label">${s.label}</span>${s.current ? html` <strong class="tag" data-field="this-session">${t('account.this_session')}</strong>` : s.thisDevice ? html` <strong class="tag" data-field="this-device">${t('account.this_device')}</strong>` : ''}</td><td>${when(ui, s.createdAt)}</td><td>${when(ui, s.lastSeenAt)}</td><td>${s.assurance}</td>
+<td><button type="button" class="secondary" data-action="revoke-session" data-identifier="${s.identifier}" aria-label="${t('account.revoke_session_label', { label: s.label, action: s.current ? t('account.sign_out') : t('account.revoke') })}">${s.current ? t('account.sign_out') : t('account.revoke')}</button></td></tr>`,
+)}
+</tbody></table>
+
+<h2 id="devices-h">${t('account.devices')}</h2>
+<table aria-labelledby="devices-h"><thead><tr><th scope="col">${t('account.col.browser')}</th><th scope="col">${t('account.col.first_seen')}</th><th scope="col">${t('account.col.last_seen')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
+${view.devices.map(
+  (
+    d,
+  ) => html`<tr data-device="${d.deviceId}"><td><span data-field="device-label">${d.label}</span>${d.current ? html` <strong class="tag" data-field="this-device">${t('account.this_device')}</strong>` : ''}</td><td>${when(ui, d.createdAt)}</td><td>${when(ui, d.lastSeenAt)}</td>
+<td><button type="button" class="secondary" data-action="revoke-device" data-device-id="${d.deviceId}" aria-label="${t('account.revoke_device_label', { label: d.label, current: d.current ? 'yes' : 'no' })}">${t('account.revoke_device')}</button></td></tr>`,
+)}
+</tbody></table>
+
+<h2 id="security-h">${t('account.security')}</h2>
+<p>${t('account.totp')} <strong data-field="totp">${view.totp}</strong></p>
+<p id="emails-h">${t('account.emails')}${view.emails.length ? '' : html`: <span data-field="no-emails">${t('account.no_emails')}</span>`}</p>
+<ul id="email-list" aria-labelledby="emails-h">${view.emails.map((e) => html`<li data-email="${e.email}">${e.email} <span class="muted">${e.verified ? t('account.verified') : t('account.unverified')}</span></li>`)}</ul>
+${sections}
+
+<h2 id="prefs-h">${t('account.preferences')}</h2>
+<form data-form="preferences" aria-labelledby="prefs-h">
+${select('theme', 'account.pref.theme', ['system', 'light', 'dark'])}
+${select('contrast', 'account.pref.contrast', ['normal', 'more', 'less'])}
+${select('motion', 'account.pref.motion', ['full', 'reduce'])}
+${select('text', 'account.pref.text', ['normal', 'large', 'larger'])}
+${select('email', 'account.pref.email', ['all', 'security', 'none'])}
+<label for="pref-lang">${t('account.pref.lang')}</label>
+<input id="pref-lang" name="lang" value="${prefs['lang'] ?? ''}" placeholder="en" autocapitalize="none" spellcheck="false">
+<button type="submit">${t('account.save_prefs')}</button>
+</form>
+
+<h2 id="delete-h">${t('account.delete')}</h2>
+<form data-form="delete-account" aria-labelledby="delete-h" aria-describedby="delete-help">
+<p id="delete-help">${t('account.delete_help')}${assurance === 'sensitive' ? '' : html` ${raw(ui.rich('account.delete_step_up', { stepup: (c) => `<a href="/auth/step-up?return=/account">${c}</a>` }))}`}</p>
+<label for="delete-confirm">${raw(ui.rich('account.delete_confirm', { strong: (c) => `<strong>${c}</strong>` }, { username: view.username }))}</label>
+<input id="delete-confirm" name="confirm" required autocomplete="off" autocapitalize="none" spellcheck="false">
+<button type="submit" class="danger" data-action="delete-account">${t('account.delete')}</button>
+</form>`;
+}
+
+const ORG_ROLE_KEYS = {
+  owner: 'orgs.role.owner',
+  admin: 'orgs.role.admin',
+  member: 'orgs.role.member',
+} as const;
+
+function roleName(ui: PageUi, role: string): string {
+  return role in ORG_ROLE_KEYS ? ui.t(ORG_ROLE_KEYS[role as keyof typeof ORG_ROLE_KEYS]) : role;
+}
+
+function approvalsSection(ui: PageUi, view: AccountView) {
+  const { t } = ui;
+  return html`<h2 id="approvals-h">${t('account.approvals.heading')}</h2>
+${
+  view.approvals.length
+    ? html`<ul aria-labelledby="approvals-h" data-field="approvals">${view.approvals.map(
+        (a) => html`<li data-party="${a.party}"><form method="post" data-kp-post action="/account/approvals/revoke">
+<input type="hidden" name="party" value="${a.party}"><strong>${a.name}</strong> <span class="muted">(${t('account.approvals.kind', { kind: a.kind === 'saml' ? 'saml' : 'app', scopes: a.scopes.join(', ') })})</span>
+<button type="submit" class="secondary" data-action="revoke-approval" aria-label="${t('account.approvals.revoke_label', { action: t('account.revoke'), name: a.name })}">${t('account.revoke')}</button></form></li>`,
+      )}</ul>`
+    : html`<p class="muted">${t('account.approvals.none')}</p>`
+}`;
+}
+
+function orgsSection(ui: PageUi, view: AccountView) {
+  const { t } = ui;
+  return html`<h2 id="orgs-h">${t('account.orgs.heading')}</h2>
+${view.orgs.length ? html`<ul aria-labelledby="orgs-h">${view.orgs.map((o) => html`<li><a href="/org/${encodeURIComponent(o.slug)}">${o.name}</a> · ${roleName(ui, o.role)}</li>`)}</ul>` : html`<p class="muted">${t('account.orgs.none')}</p>`}
+${view.invites.map(
+  (
+    i,
+  ) => html`<form method="post" data-kp-post action="/org/${encodeURIComponent(i.slug)}/members/accept" data-invite="${i.slug}">
+<p>${raw(ui.rich('account.orgs.invited', { org: (chunks) => `<strong>${chunks}</strong>` }, { name: i.name, role: roleName(ui, i.role) }))} <button type="submit" data-action="accept-invite">${t('account.orgs.accept')}</button></p></form>`,
+)}
+<p id="form-status" role="status" aria-live="polite"></p>
+<form method="post" data-kp-post data-then="org" action="/auth/orgs/create" aria-labelledby="org-create-h"><h3 id="org-create-h">${t('account.orgs.create_heading')}</h3>
+<label for="org-name">${t('account.orgs.name')}</label> <input id="org-name" name="name" type="text" required maxlength="80">
+<button type="submit" data-action="create-org">${t('account.orgs.create')}</button></form>`;
+}
