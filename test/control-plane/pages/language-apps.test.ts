@@ -42,6 +42,14 @@ t.test('the apps page, its forms and the connector form in German, and in Arabic
     /<p role="alert" class="error" data-reason="invalid_connector_input">Das hat nicht funktioniert\. <span class="muted">\(<code>invalid_connector_input<\/code>\)/,
   );
   t.notMatch(refused.body, /role="alert"[^>]*>[^<]*base_url/, 'the English message stays out of a German page');
+  const connected = await browser.post('/apps/connectors', 'connector=kubelogin', {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'text/html',
+    'accept-language': 'de',
+  });
+  t.equal(connected.statusCode, 201);
+  t.match(connected.body, 'Öffentlicher Client: kein Geheimnis (nur PKCE).');
+  t.match(connected.body, 'data-msg-copy="Konfiguration kopieren"', 'the copy script’s lines come translated');
   const arabic = await browser.get('/apps?lang=ar', { accept: 'text/html' });
   t.match(arabic.body, '<html lang="ar" dir="rtl">');
   t.match(arabic.body, '<h1>تطبيقاتك</h1>');

@@ -99,6 +99,9 @@ export function connectorResultNotice(ui: PageUi, result: ConnectorResult): Safe
     <pre
       tabindex="0"
       data-copy
+      data-msg-copy="${ui.t('connectors.copy.button')}"
+      data-msg-copied="${ui.t('connectors.copy.done')}"
+      data-msg-copy-failed="${ui.t('connectors.copy.failed')}"
       aria-label="${ui.t('connectors.result.snippet_label', { tool: result.template.title })}"
     ><code data-snippet="${result.template.name}">${result.snippet.content}</code></pre>
     <p class="muted">${raw(ui.rich('connectors.result.secrets', code, { path: result.template.docs }))}</p>
