@@ -39,14 +39,17 @@ export async function accountExtras(services: ExtrasServices, identityId: string
 }
 
 function secondFactorSections(totp: 'off' | 'pending' | 'active', unusedCodes: number): AccountSection {
-  // The script's lines, translated (docs/i18n.md): it reads them from these data-msg-* attributes.
+  // The script's lines, translated (docs/i18n.md): it reads them from these data-msg-* attributes
+  // (`{email}` is left for the script to fill in).
   return ({ t }) => html`<p id="second-factor-status" role="status" aria-live="polite"
  data-msg-scan="${t('account.sf.js.scan')}" data-msg-disable-confirm="${t('account.sf.js.disable_confirm')}"
  data-msg-off="${t('account.sf.js.off')}" data-msg-on="${t('account.sf.js.on')}"
  data-msg-regenerate-confirm="${t('account.sf.js.regenerate_confirm', { count: RECOVERY_CODE_COUNT })}"
  data-msg-regenerated="${t('account.sf.js.regenerated')}"
  data-msg-fresh-count="${t('account.sf.recovery_count', { count: RECOVERY_CODE_COUNT })}"
- data-msg-waiting="${t('account.sf.js.waiting')}" data-msg-emails="${t('account.emails')}"></p>
+ data-msg-waiting="${t('account.sf.js.waiting')}" data-msg-emails="${t('account.emails')}"
+ data-msg-email-sent="${t('account.sf.js.email_sent', { email: '{email}' })}"
+ data-msg-email-verified="${t('account.sf.js.email_verified', { email: '{email}' })}"></p>
 <h3 id="totp-h">${t('account.sf.totp_heading')}</h3>
 ${
   totp === 'active'

@@ -67,6 +67,8 @@ export interface PageOptions {
   body: SafeHtml;
   /** Module scripts; each is loaded with the request's nonce. */
   scripts?: string[];
+  /** A page's own script lines, already translated (`lines` in the `kp-messages` block, docs/i18n.md). */
+  scriptLines?: Record<string, string>;
   /** The page's language (docs/i18n.md): sets `lang` and `dir` and adds the language switcher. */
   ui?: PageUi;
   /** @deprecated a page without `ui` keeps English chrome; `lang` then only sets the attribute. */
@@ -104,7 +106,7 @@ export const SCRIPT_REASONS = [
  * The messages the page's scripts show, already translated, in a JSON block the scripts read
  * (`/assets/common.js`): the scripts build no sentences. `<` is escaped so the block cannot end early.
  */
-function scriptMessages(ui: PageUi, nonce: string): string {
+function scriptMessages(ui: PageUi, nonce: string, lines: Record<string, string> = {}): string {
   const reasons: Record<string, string> = {};
   for (const reason of SCRIPT_REASONS) {
     const text = ui.reason(reason);
@@ -118,6 +120,7 @@ function scriptMessages(ui: PageUi, nonce: string): string {
     failed: ui.t('script.failed'),
     working: ui.t('script.working'),
     networkFailed: ui.t('script.network_failed'),
+    lines,
   };
   const json = JSON.stringify(messages).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
   return `<script type="application/json" id="kp-messages" nonce="${escapeHtml(nonce)}">${json}</script>`;
@@ -139,7 +142,7 @@ export function page(options: PageOptions): string {
 ${options.body.value}
 </main>
 ${options.ui ? languageSwitcher(options.ui) : ''}
-${options.ui && options.scripts?.length ? scriptMessages(options.ui, options.nonce) : ''}
+${options.ui && options.scripts?.length ? scriptMessages(options.ui, options.nonce, options.scriptLines) : ''}
 ${(options.scripts ?? []).map((src) => `<script type="module" nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(src)}"></script>`).join('\n')}
 </body>
 </html>`;

@@ -119,6 +119,16 @@ export function reasonError(ui: PageUi, reason: Reason | undefined): FormErrorVi
   return formError(html`${text} <span class="muted">(<code>${reason}</code>)</span>`);
 }
 
+/**
+ * A refusal shown on a management page (apps, SAML providers, connectors): English keeps the
+ * refusal's own message, which names the field; another language its reason's translation, or
+ * the plain "did not work". The reason code is always shown, for support.
+ */
+export function refusalText(ui: PageUi, error: { reason: string; message: string }): SafeHtml {
+  const text = ui.locale === 'en' ? error.message : (ui.reason(error.reason) ?? ui.t('form_error.other'));
+  return html`${text} <span class="muted">(<code>${error.reason}</code>)</span>`;
+}
+
 /** Sign-in with a backup code: a plain form, works without JavaScript. */
 export function recoveryFormPage(request: FastifyRequest, options: { user?: string; reason?: Reason } = {}): string {
   const ui = uiOf(request, request.method === 'GET' ? undefined : '/auth/recovery');

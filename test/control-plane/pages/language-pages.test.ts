@@ -2,6 +2,7 @@ import t from 'tap';
 import { enrollAgent } from '../../helpers/agents.js';
 import { build } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
+import { scriptMessages } from '../../helpers/script-messages.js';
 
 /**
  * The pages of branch i18n40b in German and Arabic (docs/i18n.md): changelog, contact, scan,
@@ -106,13 +107,6 @@ t.test('the org dashboard in German and in Arabic', async (t) => {
   t.match(arabic.body, '<h2 id="sites-h">المواقع</h2>');
   t.match(arabic.body, '<li class="muted" data-none>لا توجد</li>');
 });
-
-/** The translated lines the pages' scripts show (docs/i18n.md "Refusals shown on pages"): a JSON block. */
-function scriptMessages(body: string): Record<string, any> {
-  const match = /<script type="application\/json" id="kp-messages" nonce="[^"]+">([^<]*)<\/script>/.exec(body);
-  if (!match) throw new Error('no kp-messages block');
-  return JSON.parse(match[1]!);
-}
 
 t.test(
   "the scripts' messages come translated by reason in a JSON block, and data-msg-done on the agents page",

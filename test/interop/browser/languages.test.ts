@@ -9,7 +9,7 @@ import { until } from '../../helpers/until.js';
 
 /**
  * Pages and mail in the person's language (issue 40, docs/i18n.md), as Debian's Chromium meets
- * them: Accept-Language de gives German pages (sign-in, account, step-up, consent), ui_locales=ar
+ * them: Accept-Language de gives German pages (sign-in, account, step-up, apps, rollout, consent), ui_locales=ar
  * at the authorization endpoint gives Arabic right to left, the switcher's choice sticks, and a
  * mail follows the account's `lang`.
  */
@@ -50,6 +50,16 @@ t.test(
     await page.goto(`${server.url}/auth/step-up?return=/account`);
     t.equal(await page.textContent('h1'), 'Bestätigen Sie, dass Sie es sind');
     t.equal(await page.textContent('button[data-action="step-up"]'), 'Mit Passkey bestätigen');
+
+    // The apps page, its forms and the connector form, and the rollout page: German as well.
+    await page.goto(`${server.url}/apps`);
+    t.equal(await lang(), 'de');
+    t.equal(await page.textContent('h1'), 'Ihre Apps');
+    t.equal(await page.textContent('label[for="client_name"]'), 'Name der App');
+    t.equal(await page.textContent('#connectors'), 'Ein Werkzeug verbinden');
+    await page.goto(`${server.url}/rollout`);
+    t.equal(await lang(), 'de');
+    t.match(await page.textContent('main'), /Noch kein Projekt hat ein Vertrauensprofil/, 'the rollout page is German');
 
     // The consent page: an app registered by this account (POST /register with the session) asks.
     const registered = await page.evaluate(async () => {
@@ -113,6 +123,12 @@ t.test(
     });
     await page.goto(`${server.url}/account`);
     t.equal(await page.textContent('h1'), 'アカウント', 'the saved preference wins over the earlier switcher pick');
+
+    // The rollout page in Arabic (the switcher's pick): right to left.
+    await page.goto(`${server.url}/rollout?lang=ar`);
+    t.equal(await lang(), 'ar');
+    t.equal(await dir(), 'rtl');
+    t.equal(await page.textContent('h1'), 'النشر');
 
     // ui_locales at the authorization endpoint: Arabic, right to left, also for the pages after it.
     await context.clearCookies();

@@ -1,9 +1,12 @@
 /** The /account page: profile, preferences, passkeys, sessions, devices, sign-out. */
 export const ACCOUNT_JS = String.raw`
 import { startRegistration } from '/assets/simplewebauthn/index.js';
-import { act, call, describe, say } from '/assets/common.js';
+import { act, call, describe, say, PAGE_MESSAGES } from '/assets/common.js';
 
 const status = document.getElementById('status');
+// The page's lines in its language (docs/i18n.md); English where a page renders none.
+const lines = (PAGE_MESSAGES && PAGE_MESSAGES.lines) || {};
+const line = (name, english) => lines[name] || english;
 
 const actions = {
   async signout() {
@@ -14,18 +17,18 @@ const actions = {
     const begin = await call('POST', '/auth/passkeys/add-options');
     const response = await startRegistration({ optionsJSON: begin.options });
     await call('POST', '/auth/passkeys/add-verify', { response });
-  }, 'Passkey added.'),
+  }, line('passkeyAdded', 'Passkey added.')),
   'rename-passkey': (button) => {
-    const label = prompt('New label for this passkey');
+    const label = prompt(line('renamePrompt', 'New label for this passkey'));
     if (label === null) return;
-    return act(() => call('POST', '/auth/passkeys/rename', { credId: button.dataset.credId, label }), 'Passkey renamed.');
+    return act(() => call('POST', '/auth/passkeys/rename', { credId: button.dataset.credId, label }), line('passkeyRenamed', 'Passkey renamed.'));
   },
   'remove-passkey': (button) => {
-    if (!confirm('Remove this passkey? You can no longer sign in with it.')) return;
-    return act(() => call('POST', '/auth/passkeys/remove', { credId: button.dataset.credId }), 'Passkey removed.');
+    if (!confirm(line('removeConfirm', 'Remove this passkey? You can no longer sign in with it.'))) return;
+    return act(() => call('POST', '/auth/passkeys/remove', { credId: button.dataset.credId }), line('passkeyRemoved', 'Passkey removed.'));
   },
-  'revoke-session': (button) => act(() => call('POST', '/auth/sessions/revoke', { identifier: button.dataset.identifier }), 'Session revoked.'),
-  'revoke-device': (button) => act(() => call('POST', '/auth/devices/revoke', { deviceId: button.dataset.deviceId }), 'Device revoked.'),
+  'revoke-session': (button) => act(() => call('POST', '/auth/sessions/revoke', { identifier: button.dataset.identifier }), line('sessionRevoked', 'Session revoked.')),
+  'revoke-device': (button) => act(() => call('POST', '/auth/devices/revoke', { deviceId: button.dataset.deviceId }), line('deviceRevoked', 'Device revoked.')),
 };
 
 document.addEventListener('click', async (event) => {
@@ -50,10 +53,10 @@ const forms = {
 };
 
 async function deleteAccount(data) {
-  if (!confirm('Delete your account for good? This cannot be undone.')) return;
+  if (!confirm(line('deleteConfirm', 'Delete your account for good? This cannot be undone.'))) return;
   try {
     await call('POST', '/account/delete', { confirm: data.get('confirm') });
-    say(status, 'Your account was deleted.');
+    say(status, line('deleted', 'Your account was deleted.'));
     location.assign('/auth?done=account-deleted');
   } catch (error) {
     say(status, describe(error), true);
@@ -69,6 +72,6 @@ document.addEventListener('submit', (event) => {
   const send = forms[form.dataset.form];
   if (!send) return;
   event.preventDefault();
-  act(() => send(new FormData(form)), 'Saved.');
+  act(() => send(new FormData(form)), line('saved', 'Saved.'));
 });
 `;

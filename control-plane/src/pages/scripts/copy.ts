@@ -1,6 +1,7 @@
 /**
  * Progressive enhancement for configuration snippets: a "Copy" button next to each
- * `<pre data-copy>`, added only when the Clipboard API is there, with the outcome announced.
+ * `<pre data-copy>`, added only when the Clipboard API is there, with the outcome announced. Its
+ * lines come translated in the element's `data-msg-*` attributes (docs/i18n.md).
  */
 export const COPY_JS = String.raw`
 for (const pre of document.querySelectorAll('pre[data-copy]')) {
@@ -8,16 +9,16 @@ for (const pre of document.querySelectorAll('pre[data-copy]')) {
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'secondary';
-  button.textContent = 'Copy configuration';
+  button.textContent = pre.dataset.msgCopy || 'Copy configuration';
   const status = document.createElement('span');
   status.setAttribute('role', 'status');
   status.className = 'muted';
   button.addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText(pre.textContent);
-      status.textContent = ' Copied.';
+      status.textContent = ' ' + (pre.dataset.msgCopied || 'Copied.');
     } catch {
-      status.textContent = ' Copying failed: select the text and copy it.';
+      status.textContent = ' ' + (pre.dataset.msgCopyFailed || 'Copying failed: select the text and copy it.');
     }
   });
   pre.after(button, status);

@@ -39,14 +39,22 @@ for (const form of document.querySelectorAll('form[data-kp-post]')) {
       else if (then === 'scan' && data.rating) location.assign('/scan?url=' + encodeURIComponent(data.rating.url));
       else if (then === 'invited') {
         // Stay on the page and say what happened: the invitee accepts on their own account page.
-        if (status) status.textContent = 'Invited ' + body.username + ' as ' + (body.role || 'member') + '. They accept it on their account page.';
+        // The sentence comes translated from the form (data-msg-invited-<role>); only the name is filled in.
+        const role = body.role || 'member';
+        const invited = form.getAttribute('data-msg-invited-' + role);
+        const roleName = form.getAttribute('data-msg-role-' + role) || role;
+        if (status) status.textContent = invited ? invited.replace('{username}', body.username) : 'Invited ' + body.username + ' as ' + role + '. They accept it on their account page.';
         const pending = document.getElementById('pending-invites');
         if (pending) {
           pending.querySelector('[data-none]')?.remove();
           pending.querySelector('[data-pending-invite="' + CSS.escape(body.username) + '"]')?.remove();
           const item = document.createElement('li');
           item.dataset.pendingInvite = body.username;
-          item.textContent = body.username + ' · ' + (body.role || 'member') + ' (not accepted yet)';
+          item.append(body.username + ' · ' + roleName + ' ');
+          const mark = document.createElement('span');
+          mark.className = 'muted';
+          mark.textContent = form.getAttribute('data-msg-not-accepted') || '(not accepted yet)';
+          item.append(mark);
           pending.append(item);
         }
         form.reset();

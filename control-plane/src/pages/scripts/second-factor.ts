@@ -62,7 +62,8 @@ const forms = {
   },
   async 'email-add'(data, form) {
     const result = await call('POST', '/auth/email/add', { email: data.get('email') });
-    say(status, result.sent ? 'We sent a confirmation link to ' + result.email + '.' : result.email + ' is verified already.');
+    const line = result.sent ? status.dataset.msgEmailSent : status.dataset.msgEmailVerified;
+    say(status, line ? line.replace('{email}', result.email) : result.sent ? 'We sent a confirmation link to ' + result.email + '.' : result.email + ' is verified already.');
     form.reset();
     // List the address at once, pending until its link is opened (the page shows the same after a reload).
     const list = document.getElementById('email-list');

@@ -114,6 +114,7 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
         nonce: request.kp.cspNonce,
         ui,
         scripts: ['/assets/account.js', ...(extras.scripts ?? []), '/assets/forms.js'],
+        scriptLines: accountScriptLines(ui),
         body: accountPage(ui, view, current.assurance, [
           ...(extras.sections ?? []).map((section) => section(ui)),
           approvalsSection(ui, view),
@@ -346,6 +347,22 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
 }
 
 /** English keeps the unambiguous ISO form; other languages their own (Intl.DateTimeFormat, UTC). */
+/** The account script's confirmations (`account.js` reads them from the page's `kp-messages` block). */
+function accountScriptLines(ui: PageUi): Record<string, string> {
+  return {
+    passkeyAdded: ui.t('script.account.passkey_added'),
+    renamePrompt: ui.t('script.account.rename_prompt'),
+    passkeyRenamed: ui.t('script.account.passkey_renamed'),
+    removeConfirm: ui.t('script.account.remove_confirm'),
+    passkeyRemoved: ui.t('script.account.passkey_removed'),
+    sessionRevoked: ui.t('script.account.session_revoked'),
+    deviceRevoked: ui.t('script.account.device_revoked'),
+    deleteConfirm: ui.t('script.account.delete_confirm'),
+    deleted: ui.t('script.account.deleted'),
+    saved: ui.t('script.account.saved'),
+  };
+}
+
 function time(ui: PageUi, ms: number | null): string {
   if (ms === null) return ui.t('account.never');
   return ui.locale === 'en' ? new Date(ms).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : ui.dateTime(ms);

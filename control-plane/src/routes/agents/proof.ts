@@ -2,11 +2,53 @@ import type { FastifyInstance } from 'fastify';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { signTrustBundle } from '../../agents/trust-bundle.js';
 import { issueChallenge, proofVector, proveAgent, visibleAgent } from '../../agents/proof.js';
-import { html, page } from '../../pages/layout.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { anyObject, errorResponses, okObject } from '../../http/schemas.js';
 import { challengeId, keyProofOf, rfc3339 } from './schemas.js';
 
 const PROOF_ID = /^[A-Za-z0-9_-]{22,64}$/;
+
+const CLAIMS: Record<string, MessageKey | undefined> = {
+  key_control: 'agent_proof.claim.key_control',
+  channel_control: 'agent_proof.claim.channel_control',
+  descriptor_integrity: 'agent_proof.claim.descriptor_integrity',
+  owner_accountability: 'agent_proof.claim.owner_accountability',
+};
+const CLAIM_STATUS: Record<string, MessageKey | undefined> = {
+  declared: 'agent_proof.status.declared',
+  verified: 'agent_proof.status.verified',
+  expired: 'agent_proof.status.expired',
+};
+const STATES: Record<string, MessageKey | undefined> = {
+  active: 'agents.state.active',
+  suspended: 'agents.state.suspended',
+  compromised: 'agents.state.compromised',
+  revoked: 'agents.state.revoked',
+};
+const KINDS: Record<string, MessageKey | undefined> = {
+  service_bot: 'agent_proof.kind.service_bot',
+  automation: 'agent_proof.kind.automation',
+  ai_agent: 'agent_proof.kind.ai_agent',
+  hybrid_agent: 'agent_proof.kind.hybrid_agent',
+  robot: 'agent_proof.kind.robot',
+  device: 'agent_proof.kind.device',
+  agent_team: 'agent_proof.kind.agent_team',
+  ephemeral_subagent: 'agent_proof.kind.ephemeral_subagent',
+};
+
+const label = (ui: PageUi, keys: Record<string, MessageKey | undefined>, value: string): string => {
+  const key = keys[value];
+  return key ? ui.t(key) : value.replaceAll('_', ' ');
+};
+
+/** An RFC 3339 time in the reader's locale (UTC); English keeps the unambiguous ISO form, as the account page. */
+const when = (ui: PageUi, at: string): string => {
+  const ms = Date.parse(at);
+  if (Number.isNaN(ms)) return at;
+  return `${ui.locale === 'en' ? new Date(ms).toISOString().replace('T', ' ').slice(0, 16) : ui.dateTime(ms)} UTC`;
+};
 const tokenAnswer = {
   200: okObject({ token: { type: 'string' }, expires_in: { type: 'integer', maximum: 300 } }, ['token', 'expires_in']),
   ...errorResponses,
@@ -69,19 +111,22 @@ export default async function agentProofRoutes(app: FastifyInstance): Promise<vo
     async (request, reply) => {
       const { agent, vector } = await visibleVector((request.params as { proof_id: string }).proof_id);
       reply.type('text/html; charset=utf-8');
+      const ui = uiOf(request);
+      const t = ui.t;
       const rows = Object.entries(vector.claims).map(
         ([name, claim]) =>
-          html`<tr><th>${name.replace('_', ' ')}</th><td data-claim="${name}">${claim.status}</td><td>${claim.verified_at ?? ''}</td></tr>`,
+          html`<tr><th scope="row">${label(ui, CLAIMS, name)}</th><td data-claim="${name}">${label(ui, CLAIM_STATUS, claim.status)}</td><td>${claim.verified_at ? when(ui, claim.verified_at) : ''}</td></tr>`,
       );
       return page({
         title: agent.name,
         nonce: request.kp.cspNonce,
+        ui,
         body: html`<h1>${agent.name}</h1>
-<p>${agent.subjectKind.replace('_', ' ')} · <strong data-state="${agent.state}">${agent.state}</strong></p>
-<p>Key thumbprint <code>${agent.jkt}</code></p>
-<table><tbody>${rows}</tbody></table>
-<p><a href="/agent/${agent.proofId}.json">Proof vector (JSON, with a W3C verifiable credential)</a></p>
-<p>This page shows public claims only. Ask the agent to prove its key with a challenge before trusting it.</p>`,
+<p>${label(ui, KINDS, agent.subjectKind)} · <strong data-state="${agent.state}">${label(ui, STATES, agent.state)}</strong></p>
+<p>${raw(ui.rich('agent_proof.thumbprint', { code: (c) => `<code>${c}</code>` }, { jkt: agent.jkt }))}</p>
+<table><thead><tr><th scope="col">${t('agent_proof.col.claim')}</th><th scope="col">${t('agent_proof.col.status')}</th><th scope="col">${t('agent_proof.col.verified_at')}</th></tr></thead><tbody>${rows}</tbody></table>
+<p><a href="/agent/${agent.proofId}.json">${t('agent_proof.vector')}</a></p>
+<p>${t('agent_proof.public_only')}</p>`,
       });
     },
   );

@@ -1,12 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata } from '#lib/oauth/client-metadata.js';
-import { html, page, type SafeHtml } from '../../pages/layout.js';
+import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
+import { refusalText } from '../../pages/link-pages.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
 import type { StoredClient } from '../../storage/types.js';
 import { accessRules } from './access-rules-view.js';
-import type { EnforcementReason } from '#lib/gateway-protocol/enforcement-status.js';
+import type { EnforcementReason, EnforcementStatus } from '#lib/gateway-protocol/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../../managed-gateways/issue-config.js';
 import { listOwnedClients, managedClient, orgOwnerFor } from '../../clients/ownership.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
@@ -155,82 +158,104 @@ function listEntry(client: StoredClient) {
 }
 
 /** What an owner reads about a gateway client's enforcement (the reasons of lib/gateway-protocol/enforcement-status.ts). */
-const ENFORCEMENT_TEXT: Record<EnforcementReason, string> = {
-  enforcing_declared_config: 'every gateway reporting enforces the current config',
-  no_config_declared: 'no gateway policy declared',
-  no_evidence: 'no gateway has reported yet',
-  evidence_expired: 'no fresh report from any gateway',
-  failing_closed: 'a gateway holds no config and refuses everything',
-  config_mismatch: 'a gateway still enforces an older config',
+const ENFORCEMENT_TEXT: Record<EnforcementReason, MessageKey> = {
+  enforcing_declared_config: 'apps.enforcement.enforcing_declared_config',
+  no_config_declared: 'apps.enforcement.no_config_declared',
+  no_evidence: 'apps.enforcement.no_evidence',
+  evidence_expired: 'apps.enforcement.evidence_expired',
+  failing_closed: 'apps.enforcement.failing_closed',
+  config_mismatch: 'apps.enforcement.config_mismatch',
 };
 
-function gatewayCell(client: StoredClient, enforcement: GatewayEnforcement | undefined): SafeHtml {
-  if (!enforcement) return html`<span class="muted">not a gateway</span>${accessRules(client)}`;
-  const version = enforcement.declared ? html` (config version ${String(enforcement.declared.version)})` : '';
-  return html`<span data-gateway-status="${enforcement.status}"><strong>${enforcement.status}</strong>: ${ENFORCEMENT_TEXT[enforcement.reason]}${version}.</span>
-<a href="/gateway/status/${encodeURIComponent(client.clientId)}">Declared and observed (JSON)</a>${accessRules(client)}`;
+const ENFORCEMENT_STATUS: Record<EnforcementStatus, MessageKey> = {
+  green: 'apps.enforcement.status.green',
+  stale: 'apps.enforcement.status.stale',
+  unknown: 'apps.enforcement.status.unknown',
+};
+
+const CLIENT_TYPE: Record<ReturnType<typeof clientTypeOf>, MessageKey> = {
+  public: 'apps.type.public',
+  confidential: 'apps.type.confidential',
+};
+
+function gatewayCell(ui: PageUi, client: StoredClient, enforcement: GatewayEnforcement | undefined): SafeHtml {
+  if (!enforcement) return html`<span class="muted">${ui.t('apps.not_gateway')}</span>${accessRules(ui, client)}`;
+  const line = ui.rich(
+    enforcement.declared ? 'apps.enforcement.line_version' : 'apps.enforcement.line',
+    { strong: (inner) => `<strong>${inner}</strong>` },
+    {
+      status: ui.t(ENFORCEMENT_STATUS[enforcement.status]),
+      reason: ui.t(ENFORCEMENT_TEXT[enforcement.reason]),
+      ...(enforcement.declared ? { version: enforcement.declared.version } : {}),
+    },
+  );
+  return html`<span data-gateway-status="${enforcement.status}">${raw(line)}</span>
+<a href="/gateway/status/${encodeURIComponent(client.clientId)}">${ui.t('apps.enforcement.json')}</a>${accessRules(ui, client)}`;
 }
 
 function appsPage(
+  ui: PageUi,
   clients: StoredClient[],
   enforcement: ReadonlyMap<string, GatewayEnforcement>,
   assurance: string,
   notice?: SafeHtml,
 ): SafeHtml {
+  const t = ui.t;
   const sensitive = assurance === 'sensitive';
-  return html`<h1>Your apps</h1>
-<p class="muted">Apps you registered to sign people in with Keyplane (OpenID Connect). The relying-party guide is <code>docs/oidc.md</code>.</p>
-<p><a href="/apps/saml">SAML service providers</a> of the organizations you administer.</p>
+  const code = { code: (inner: string) => `<code>${inner}</code>` };
+  return html`<h1>${t('apps.title')}</h1>
+<p class="muted">${raw(ui.rich('apps.intro', code, { guide: 'docs/oidc.md' }))}</p>
+<p>${raw(ui.rich('apps.saml_link', { link: (inner) => `<a href="/apps/saml">${inner}</a>` }))}</p>
 ${notice ?? ''}
-${sensitive ? '' : html`<p role="note">Editing, rotating a secret or revoking an app needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps">Confirm with your passkey</a> first.</p>`}
-<h2 id="list-heading">Registered apps</h2>
+${sensitive ? '' : html`<p role="note">${raw(ui.rich('apps.step_up', { link: (inner) => `<a href="/auth/step-up?return=%2Fapps">${inner}</a>` }))}</p>`}
+<h2 id="list-heading">${t('apps.list.heading')}</h2>
 ${
   clients.length === 0
-    ? html`<p>You have not registered an app yet.</p>`
+    ? html`<p>${t('apps.list.none')}</p>`
     : html`<table aria-labelledby="list-heading">
-<thead><tr><th scope="col">App</th><th scope="col">Client ID</th><th scope="col">Type</th><th scope="col">Gateway enforcement</th><th scope="col">Actions</th></tr></thead>
+<thead><tr><th scope="col">${t('apps.col.app')}</th><th scope="col">${t('apps.col.client_id')}</th><th scope="col">${t('apps.col.type')}</th><th scope="col">${t('apps.col.gateway')}</th><th scope="col">${t('apps.col.actions')}</th></tr></thead>
 <tbody>
 ${clients.map((c) => {
   const id = encodeURIComponent(c.clientId);
   const confidential = usesClientSecret(c.metadata.token_endpoint_auth_method);
   return html`<tr>
-<td>${c.metadata.client_name ?? '(no name)'}</td>
+<td>${c.metadata.client_name ?? t('apps.no_name')}</td>
 <td><code>${c.clientId}</code></td>
-<td>${clientTypeOf(c.metadata.token_endpoint_auth_method)}</td>
-<td>${gatewayCell(c, enforcement.get(c.clientId))}</td>
+<td>${t(CLIENT_TYPE[clientTypeOf(c.metadata.token_endpoint_auth_method)])}</td>
+<td>${gatewayCell(ui, c, enforcement.get(c.clientId))}</td>
 <td>
 <form method="post" action="/apps/${id}/update">
 <input type="hidden" name="revision" value="${c.revision}">
-<label for="name-${c.clientId}">Name</label>
+<label for="name-${c.clientId}">${t('apps.edit.name')}</label>
 <input id="name-${c.clientId}" name="client_name" type="text" value="${c.metadata.client_name ?? ''}" maxlength="100">
-<label for="uris-${c.clientId}">Redirect URIs (one per line)</label>
+<label for="uris-${c.clientId}">${t('apps.edit.uris')}</label>
 <textarea id="uris-${c.clientId}" name="redirect_uris" rows="3" cols="40">${c.metadata.redirect_uris.join('\n')}</textarea>
-<button type="submit">Save</button>
+<button type="submit">${t('apps.edit.save')}</button>
 </form>
-${confidential ? html`<form method="post" action="/apps/${id}/rotate-secret"><button type="submit" class="secondary">Rotate secret</button></form>` : ''}
-<form method="post" action="/apps/${id}/revoke"><button type="submit" class="secondary" aria-describedby="revoke-note">Revoke app</button></form>
+${confidential ? html`<form method="post" action="/apps/${id}/rotate-secret"><button type="submit" class="secondary">${t('apps.rotate')}</button></form>` : ''}
+<form method="post" action="/apps/${id}/revoke"><button type="submit" class="secondary" aria-describedby="revoke-note">${t('apps.revoke')}</button></form>
 </td>
 </tr>`;
 })}
 </tbody>
 </table>
-<p id="revoke-note" class="muted">Revoking deletes the app at once; its sign-ins stop working.</p>`
+<p id="revoke-note" class="muted">${t('apps.revoke_note')}</p>`
 }
-<h2>Register an app</h2>
+<h2>${t('apps.register.heading')}</h2>
 <form method="post" action="/apps/register">
-<label for="client_name">App name</label>
+<label for="client_name">${t('apps.register.name')}</label>
 <input id="client_name" name="client_name" type="text" required maxlength="100">
-<label for="redirect_uris">Redirect URIs (one per line, exact match)</label>
+<label for="redirect_uris">${t('apps.register.uris')}</label>
 <textarea id="redirect_uris" name="redirect_uris" rows="3" cols="40" required aria-describedby="uris-help"></textarea>
-<p id="uris-help" class="muted">Register every URI your app sends, staging included; nothing else is accepted.</p>
+<p id="uris-help" class="muted">${t('apps.register.uris_help')}</p>
 <fieldset>
-<legend>Client type</legend>
-<label><input type="radio" name="client_type" value="public" checked> Public (browser or mobile app, PKCE only)</label>
-<label><input type="radio" name="client_type" value="confidential"> Confidential (server with a client secret)</label>
+<legend>${t('apps.register.type')}</legend>
+<label><input type="radio" name="client_type" value="public" checked> ${t('apps.register.public')}</label>
+<label><input type="radio" name="client_type" value="confidential"> ${t('apps.register.confidential')}</label>
 </fieldset>
-<button type="submit">Register</button>
+<button type="submit">${t('apps.register.button')}</button>
 </form>
-${connectorForm()}`;
+${connectorForm(ui)}`;
 }
 
 export default async function appsRoutes(app: FastifyInstance): Promise<void> {
@@ -249,6 +274,7 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     scripts?: string[],
   ): Promise<string> {
     const current = request.kp.session!;
+    const ui = uiOf(request, '/apps');
     const clients = listed ?? (await listOwnedClients(app.kp, current.identityId));
     // Green only with fresh evidence, as GET /gateway/status says it: declared and observed are kept apart (docs/gateway.md#evidence).
     const enforcement = new Map<string, GatewayEnforcement>();
@@ -258,18 +284,26 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     return sameOriginPage(
       reply,
       page({
-        title: 'Your apps',
+        title: ui.t('apps.title'),
         nonce: request.kp.cspNonce,
-        body: appsPage(clients, enforcement, current.assurance, notice),
+        ui,
+        body: appsPage(ui, clients, enforcement, current.assurance, notice),
         ...(scripts ? { scripts } : {}),
       }),
     );
   }
 
-  function secretNotice(client: StoredClient, secret: string | undefined, what: string): SafeHtml {
+  function secretNotice(
+    request: FastifyRequest,
+    client: StoredClient,
+    secret: string | undefined,
+    what: 'apps.done.registered' | 'apps.done.saved' | 'apps.done.rotated',
+  ): SafeHtml {
+    const ui = uiOf(request);
+    const code = { code: (inner: string) => `<code>${inner}</code>` };
     return html`<div role="status">
-<p><strong>${what}</strong> Client ID: <code>${client.clientId}</code></p>
-${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <code>${secret}</code></p>`}
+<p><strong>${ui.t(what)}</strong> ${raw(ui.rich('apps.client_id', code, { id: client.clientId }))}</p>
+${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { secret }))}</p>`}
 </div>`;
   }
 
@@ -324,7 +358,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
         return renderApps(
           request,
           reply,
-          secretNotice(change.client, change.issued.clientSecret, 'App registered.'),
+          secretNotice(request, change.client, change.issued.clientSecret, 'apps.done.registered'),
           201,
         );
       reply.code(201);
@@ -357,14 +391,16 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
         // Empty form fields (the URL of a tool that takes none) are not inputs.
         const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
         const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
-        return await renderApps(request, reply, connectorResultNotice(result), 201, undefined, ['/assets/copy.js']);
+        return await renderApps(request, reply, connectorResultNotice(uiOf(request), result), 201, undefined, [
+          '/assets/copy.js',
+        ]);
       } catch (error) {
         // A person at the form gets the page back with the reason, not a JSON envelope.
         if (!isKeyplaneError(error)) throw error;
         return renderApps(
           request,
           reply,
-          html`<p role="alert" class="error" data-reason="${error.reason}">${error.message}</p>`,
+          html`<p role="alert" class="error" data-reason="${error.reason}">${refusalText(uiOf(request), error)}</p>`,
           error.status,
         );
       }
@@ -398,7 +434,11 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
       const metadata = validateClientMetadata({ ...client.metadata, ...fields });
       const change = await updateClient(app.kp, client, revision, metadata);
       if (form)
-        return renderApps(request, reply, secretNotice(change.client, change.issued.clientSecret, 'App saved.'));
+        return renderApps(
+          request,
+          reply,
+          secretNotice(request, change.client, change.issued.clientSecret, 'apps.done.saved'),
+        );
       return { ok: true, ...describeChange(app.kp, change) };
     },
   );
@@ -420,11 +460,7 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
       const client = await ownClient(app, request);
       const { client: updated, secret, receipt } = await rotateClientSecret(app.kp, client);
       if (isForm(request))
-        return renderApps(
-          request,
-          reply,
-          secretNotice(updated, secret, 'Secret rotated; the old one no longer works.'),
-        );
+        return renderApps(request, reply, secretNotice(request, updated, secret, 'apps.done.rotated'));
       return {
         ok: true,
         client_id: updated.clientId,

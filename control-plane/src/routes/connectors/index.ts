@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { CONNECTORS, describeConnector } from '#lib/connectors/catalog.js';
 import { describeConnectorResult, registerConnector } from '../../connectors/register-connector.js';
 import { page } from '../../pages/layout.js';
+import { uiOf } from '../../pages/ui.js';
 import { authenticateRegistrar, orgRegistrar } from '../../clients/registration.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
@@ -74,7 +75,8 @@ export default async function connectorRoutes(app: FastifyInstance): Promise<voi
         };
       }
       reply.type('text/html; charset=utf-8');
-      return page({ title: 'Connectors', nonce: request.kp.cspNonce, body: connectorsPage() });
+      const ui = uiOf(request);
+      return page({ title: ui.t('connectors.title'), nonce: request.kp.cspNonce, ui, body: connectorsPage(ui) });
     },
   );
 

@@ -1,51 +1,60 @@
 import { CONNECTORS } from '#lib/connectors/catalog.js';
 import type { ConnectorTemplate } from '#lib/connectors/connector.js';
-import { html, type SafeHtml } from '../../pages/layout.js';
+import { html, raw, type SafeHtml } from '../../pages/layout.js';
+import type { PageUi } from '../../pages/ui.js';
 import type { ConnectorResult } from '../../connectors/register-connector.js';
 
-/** Server-rendered connector pieces: the catalogue page and the /apps section (no script needed). */
+/**
+ * Server-rendered connector pieces: the catalogue page and the /apps section (no script needed).
+ * The templates' own notes (inputs, PKCE) are the catalogue's technical English, marked `lang="en"`.
+ */
 
-function inputList(template: ConnectorTemplate): SafeHtml {
-  if (template.inputs.length === 0)
-    return html`<p class="muted">Nothing to enter: the client runs on each person's machine.</p>`;
+const code = { code: (inner: string) => `<code>${inner}</code>` };
+
+function inputList(ui: PageUi, template: ConnectorTemplate): SafeHtml {
+  if (template.inputs.length === 0) return html`<p class="muted">${ui.t('connectors.no_inputs')}</p>`;
   return html`<ul>
-    ${template.inputs.map((input) => html`<li><code>${input.name}</code>${input.required ? '' : ' (optional)'}: ${input.description}</li>`)}
+    ${template.inputs.map(
+      (input) =>
+        html`<li><code>${input.name}</code>${input.required ? '' : html` ${ui.t('connectors.optional')}`}: <span lang="en">${input.description}</span></li>`,
+    )}
   </ul>`;
 }
 
-export function connectorsPage(): SafeHtml {
-  return html`<h1>Connectors</h1>
+export function connectorsPage(ui: PageUi): SafeHtml {
+  return html`<h1>${ui.t('connectors.title')}</h1>
     <p>
-      Ready-made OpenID Connect clients for common tools. Each one registers the exact client the tool needs and answers
-      with the tool's own configuration, issuer, client ID and secret filled in. Register one on
-      <a href="/apps#connectors">your apps page</a>, or with <code>POST /connectors/{name}</code>. Every client must use
-      PKCE (S256).
+      ${raw(
+        ui.rich(
+          'connectors.intro',
+          { ...code, link: (inner) => `<a href="/apps#connectors">${inner}</a>` },
+          { endpoint: 'POST /connectors/{name}' },
+        ),
+      )}
     </p>
     ${CONNECTORS.map(
       (template) =>
         html`<section aria-labelledby="c-${template.name}">
           <h2 id="c-${template.name}">${template.title} <code>${template.name}</code></h2>
-          ${inputList(template)}
-          <p><strong>PKCE:</strong> ${template.pkce}</p>
-          <p class="muted">Guide: <code>${template.docs}</code></p>
+          ${inputList(ui, template)}
+          <p><strong>${ui.t('connectors.pkce')}</strong> <span lang="en">${template.pkce}</span></p>
+          <p class="muted">${raw(ui.rich('connectors.guide', code, { path: template.docs }))}</p>
         </section>`,
     )}`;
 }
 
 /** The form on /apps: pick a tool, enter its URL. */
-export function connectorForm(): SafeHtml {
-  return html`<h2 id="connectors">Connect a tool</h2>
+export function connectorForm(ui: PageUi): SafeHtml {
+  return html`<h2 id="connectors">${ui.t('connectors.form.heading')}</h2>
     <p class="muted">
-      Registers a client for the tool and shows the configuration to paste into it (<a href="/connectors"
-        >all connectors</a
-      >).
+      ${raw(ui.rich('connectors.form.intro', { link: (inner) => `<a href="/connectors">${inner}</a>` }))}
     </p>
     <form method="post" action="/apps/connectors">
-      <label for="connector">Tool</label>
+      <label for="connector">${ui.t('connectors.form.tool')}</label>
       <select id="connector" name="connector" required>
         ${CONNECTORS.map((template) => html`<option value="${template.name}">${template.title}</option>`)}
       </select>
-      <label for="connector_base_url">Tool URL</label>
+      <label for="connector_base_url">${ui.t('connectors.form.url')}</label>
       <input
         id="connector_base_url"
         name="base_url"
@@ -54,38 +63,47 @@ export function connectorForm(): SafeHtml {
         maxlength="500"
         aria-describedby="connector-url-help"
       />
-      <p id="connector-url-help" class="muted">
-        The URL people open the tool at, such as https://grafana.example.com. Kubernetes (kubelogin) needs none.
-      </p>
-      <label for="connector_upstream_url">Upstream URL (oauth2-proxy only, optional)</label>
+      <p id="connector-url-help" class="muted">${ui.t('connectors.form.url_help', { example: 'https://grafana.example.com' })}</p>
+      <label for="connector_upstream_url">${ui.t('connectors.form.upstream')}</label>
       <input id="connector_upstream_url" name="upstream_url" type="url" inputmode="url" maxlength="500" />
-      <label for="connector_org">Organization (optional)</label>
+      <label for="connector_org">${ui.t('connectors.form.org')}</label>
       <input id="connector_org" name="org" type="text" maxlength="64" aria-describedby="connector-org-help" />
-      <p id="connector-org-help" class="muted">
-        The slug of an organization you are an admin or owner of, to make it the owner; empty keeps the client yours.
-      </p>
-      <button type="submit">Register and show the configuration</button>
+      <p id="connector-org-help" class="muted">${ui.t('connectors.form.org_help')}</p>
+      <button type="submit">${ui.t('connectors.form.button')}</button>
     </form>`;
 }
 
 /** The answer on /apps: the new client (secret shown once) and the snippet to copy. */
-export function connectorResultNotice(result: ConnectorResult): SafeHtml {
+export function connectorResultNotice(ui: PageUi, result: ConnectorResult): SafeHtml {
   const { client, issued } = result.change;
   return html`<div role="status" aria-labelledby="connector-result">
-    <h2 id="connector-result">${result.template.title} connected</h2>
-    <p>Client ID: <code>${client.clientId}</code></p>
-    ${issued.clientSecret === undefined ? html`<p>Public client: no secret (PKCE only).</p>` : html`<p>Client secret (shown once, copy it now): <code>${issued.clientSecret}</code></p>`}
+    <h2 id="connector-result">${ui.t('connectors.result.heading', { tool: result.template.title })}</h2>
+    <p>${raw(ui.rich('apps.client_id', code, { id: client.clientId }))}</p>
+    ${
+      issued.clientSecret === undefined
+        ? html`<p>${ui.t('connectors.result.public')}</p>`
+        : html`<p>${raw(ui.rich('apps.secret_once', code, { secret: issued.clientSecret }))}</p>`
+    }
     <p>
-      Redirect URIs: ${client.metadata.redirect_uris.map((uri, i) => html`${i > 0 ? ', ' : ''}<code>${uri}</code>`)}
+      ${ui.t('connectors.result.uris')} ${client.metadata.redirect_uris.map((uri, i) => html`${i > 0 ? ', ' : ''}<code>${uri}</code>`)}
     </p>
-    <p>Put this into <strong>${result.snippet.target}</strong> (${result.snippet.format}):</p>
+    <p>
+      ${raw(
+        ui.rich(
+          'connectors.result.target',
+          { strong: (inner) => `<strong>${inner}</strong>` },
+          { target: result.snippet.target, format: result.snippet.format },
+        ),
+      )}
+    </p>
     <pre
       tabindex="0"
       data-copy
-      aria-label="${result.template.title} configuration"
+      data-msg-copy="${ui.t('connectors.copy.button')}"
+      data-msg-copied="${ui.t('connectors.copy.done')}"
+      data-msg-copy-failed="${ui.t('connectors.copy.failed')}"
+      aria-label="${ui.t('connectors.result.snippet_label', { tool: result.template.title })}"
     ><code data-snippet="${result.template.name}">${result.snippet.content}</code></pre>
-    <p class="muted">
-      The secrets in it are shown this once. Tool-side steps and limits: <code>${result.template.docs}</code>.
-    </p>
+    <p class="muted">${raw(ui.rich('connectors.result.secrets', code, { path: result.template.docs }))}</p>
   </div>`;
 }

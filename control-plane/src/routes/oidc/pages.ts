@@ -21,7 +21,9 @@ if (window.opener && origin) {
   window.opener.postMessage(response, origin);
   window.close();
 } else {
-  document.getElementById('kp-status').textContent = 'Return to the app: this window was not opened by it.';
+  // The line comes translated from the page (data-msg-orphan, docs/i18n.md).
+  const status = document.getElementById('kp-status');
+  status.textContent = status.dataset.msgOrphan || 'Return to the app: this window was not opened by it.';
 }
 `;
 
@@ -96,7 +98,7 @@ export function sendWebMessage(
       scripts: [WEB_MESSAGE_SCRIPT],
       body: html`<h1>${ui.t('returning.heading')}</h1>
 <div id="kp-response" hidden data-origin="${origin}" data-response="${JSON.stringify(response)}"></div>
-<p id="kp-status" role="status" aria-live="polite">${ui.t('returning.close')}</p>`,
+<p id="kp-status" role="status" aria-live="polite" data-msg-orphan="${ui.t('returning.orphan')}">${ui.t('returning.close')}</p>`,
     }),
   );
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ORG_ROLES, type OrgRole } from '#lib/orgs/roles.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
-import { html, page, raw } from '../../pages/layout.js';
+import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';
 import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
@@ -314,6 +314,15 @@ const ROLES: Record<OrgRole, MessageKey> = {
   member: 'orgs.role.member',
 };
 
+/**
+ * The invite form's lines for forms.js (docs/i18n.md): the sentence per role, with `{username}`
+ * left for the script to fill in, the role names and the "not accepted yet" mark.
+ */
+function inviteLines(t: PageUi['t'], role: (r: OrgRole) => string): SafeHtml {
+  const username = '{username}';
+  return html` data-msg-invited-member="${t('orgs.invite.sent', { username, role: role('member') })}" data-msg-invited-admin="${t('orgs.invite.sent', { username, role: role('admin') })}" data-msg-invited-owner="${t('orgs.invite.sent', { username, role: role('owner') })}" data-msg-role-member="${role('member')}" data-msg-role-admin="${role('admin')}" data-msg-role-owner="${role('owner')}" data-msg-not-accepted="${t('orgs.invites.not_accepted')}"`;
+}
+
 function dashboard(view: OrgView, ui: PageUi, now: number) {
   const { t } = ui;
   // English keeps the unambiguous ISO form, as the account page.
@@ -365,7 +374,7 @@ ${
 <ul id="pending-invites" aria-labelledby="pending-h">${view.invites.length ? view.invites.map((x) => html`<li data-pending-invite="${x.username}">${x.username} · ${role(x.role)} <span class="muted">${t('orgs.invites.not_accepted')}</span></li>`) : html`<li class="muted" data-none>${t('orgs.invites.none')}</li>`}</ul>
 ${
   manager
-    ? html`<form method="post" data-kp-post data-then="invited" action="/org/${slug}/members/invite" aria-labelledby="invite-h"><h3 id="invite-h">${t('orgs.invite.heading')}</h3>
+    ? html`<form method="post" data-kp-post data-then="invited" action="/org/${slug}/members/invite" aria-labelledby="invite-h"${inviteLines(t, role)}><h3 id="invite-h">${t('orgs.invite.heading')}</h3>
 <label for="invite-username">${t('orgs.invite.username')}</label> <input id="invite-username" name="username" type="text" required>
 <label for="invite-role">${t('orgs.invite.role')}</label> <select id="invite-role" name="role"><option value="member">${role('member')}</option><option value="admin">${role('admin')}</option>${view.role === 'owner' ? html`<option value="owner">${role('owner')}</option>` : ''}</select>
 <button type="submit">${t('orgs.invite.button')}</button></form>`

@@ -4,6 +4,7 @@ import { fail } from '#lib/errors/keyplane-error.js';
 import { constantEquals } from '#lib/crypto/constant-equals.js';
 import { page } from '../../pages/layout.js';
 import { rolloutTable } from '../../pages/rollout-page.js';
+import { uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';
 import { classifyDocument } from '../../rollout/documents.js';
 import {
@@ -143,7 +144,13 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
       const projects = await rolloutTruth(services, await viewer(request));
       if (wantsJson(request)) return { ok: true, projects };
       reply.type('text/html; charset=utf-8');
-      return page({ title: 'Rollout', nonce: request.kp.cspNonce, body: rolloutTable(projects, request.kp.cspNonce) });
+      const ui = uiOf(request);
+      return page({
+        title: ui.t('rollout.title'),
+        nonce: request.kp.cspNonce,
+        ui,
+        body: rolloutTable(ui, projects, request.kp.cspNonce),
+      });
     },
   );
 

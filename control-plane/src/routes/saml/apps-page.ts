@@ -4,7 +4,9 @@ import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { orgsAdministeredBy } from '../../orgs/membership.js';
 import { describeAllowRules } from '#lib/access/evaluate-access.js';
 import { NAMEID_FORMAT } from '#lib/saml/constants.js';
-import { html, page, type SafeHtml } from '../../pages/layout.js';
+import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
+import { refusalText } from '../../pages/link-pages.js';
+import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';
 import {
   deleteProvider,
@@ -39,87 +41,97 @@ function lines(value: unknown): string[] {
     .filter((v) => v !== '');
 }
 
-function formatName(format: string): string {
-  return format === NAMEID_FORMAT.email ? 'email address (verified only)' : 'persistent (the account id)';
+function formatName(ui: PageUi, format: string): string {
+  return format === NAMEID_FORMAT.email ? ui.t('saml_apps.format.email') : ui.t('saml_apps.format.persistent');
 }
 
-function providersPage(input: {
-  providers: StoredSamlProvider[];
-  operator: boolean;
-  orgs: Array<{ slug: string; name: string; orgId: string }>;
-  sensitive: boolean;
-  issuer: string;
-  notice?: SafeHtml;
-}): SafeHtml {
+const code = { code: (inner: string) => `<code>${inner}</code>` };
+
+function providersPage(
+  ui: PageUi,
+  input: {
+    providers: StoredSamlProvider[];
+    operator: boolean;
+    orgs: Array<{ slug: string; name: string; orgId: string }>;
+    sensitive: boolean;
+    issuer: string;
+    notice?: SafeHtml;
+  },
+): SafeHtml {
   const urls = samlUrls(input.issuer);
   const orgName = new Map(input.orgs.map((o) => [o.orgId, o.name]));
-  return html`<h1>SAML service providers</h1>
-<p class="muted">Third-party applications that sign people in with Keyplane over SAML 2.0. The guide is <code>docs/saml.md</code>; the operator (the founder's account here, or the admin token at <code>/saml/providers</code>) manages the providers of the whole installation.</p>
-<p>Identity provider metadata: <a href="/saml/metadata"><code>${urls.entityId}</code></a></p>
+  const t = ui.t;
+  return html`<h1>${t('saml_apps.title')}</h1>
+<p class="muted">${raw(ui.rich('saml_apps.intro', code, { guide: 'docs/saml.md', path: '/saml/providers' }))}</p>
+<p>${t('saml_apps.metadata')} <a href="/saml/metadata"><code>${urls.entityId}</code></a></p>
 ${input.notice ?? ''}
-${input.sensitive ? '' : html`<p role="note">Registering or removing a provider needs a recent passkey confirmation. <a href="/auth/step-up?return=%2Fapps%2Fsaml">Confirm with your passkey</a> first.</p>`}
-<h2 id="sp-heading">Registered providers</h2>
+${input.sensitive ? '' : html`<p role="note">${raw(ui.rich('saml_apps.step_up', { link: (inner) => `<a href="/auth/step-up?return=%2Fapps%2Fsaml">${inner}</a>` }))}</p>`}
+<h2 id="sp-heading">${t('saml_apps.list.heading')}</h2>
 ${
   input.providers.length === 0
-    ? html`<p>No service provider is registered for your organizations.</p>`
+    ? html`<p>${t('saml_apps.list.none')}</p>`
     : html`<table aria-labelledby="sp-heading">
-<thead><tr><th scope="col">Name</th><th scope="col">Entity ID</th><th scope="col">Organization</th><th scope="col">NameID</th><th scope="col">Who may sign in</th><th scope="col">ACS URLs</th><th scope="col">Actions</th></tr></thead>
+<thead><tr><th scope="col">${t('saml_apps.col.name')}</th><th scope="col">${t('saml_apps.col.entity_id')}</th><th scope="col">${t('saml_apps.col.org')}</th><th scope="col">NameID</th><th scope="col">${t('saml_apps.col.who')}</th><th scope="col">${t('saml_apps.col.acs')}</th><th scope="col">${t('apps.col.actions')}</th></tr></thead>
 <tbody>
 ${input.providers.map(
   (p) => html`<tr data-provider="${p.id}">
-<td>${p.name ?? '(no name)'}</td>
+<td>${p.name ?? t('apps.no_name')}</td>
 <td><code>${p.entityId}</code></td>
-<td>${p.orgId ? (orgName.get(p.orgId) ?? p.orgId) : 'operator'}</td>
-<td>${formatName(p.nameIdFormat)}</td>
-<td data-field="sign-in-rules">${describeAllowRules(p.accessOrgs ? { orgs: p.accessOrgs } : undefined).join('; ')}</td>
+<td>${p.orgId ? (orgName.get(p.orgId) ?? p.orgId) : t('saml_apps.operator')}</td>
+<td>${formatName(ui, p.nameIdFormat)}</td>
+<td data-field="sign-in-rules" lang="en">${describeAllowRules(p.accessOrgs ? { orgs: p.accessOrgs } : undefined).join('; ')}</td>
 <td>${p.acsUrls.map((u) => html`<code>${u}</code> `)}</td>
-<td><a href="/apps/saml/${encodeURIComponent(p.id)}/edit" aria-label="Edit ${p.name ?? p.entityId}">Edit</a>
-<form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="Remove ${p.name ?? p.entityId}">Remove</button></form></td>
+<td><a href="/apps/saml/${encodeURIComponent(p.id)}/edit" aria-label="${t('saml_apps.edit_label', { name: p.name ?? p.entityId })}">${t('saml_apps.edit')}</a>
+<form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="${t('saml_apps.remove_label', { name: p.name ?? p.entityId })}">${t('saml_apps.remove')}</button></form></td>
 </tr>`,
 )}
 </tbody>
 </table>`
 }
-<h2>Register a service provider</h2>
+<h2>${t('saml_apps.register.heading')}</h2>
 ${
   input.orgs.length === 0 && !input.operator
-    ? html`<p>You administer no organization. Service providers belong to an organization (or to the operator).</p>`
-    : providerForm({
+    ? html`<p>${t('saml_apps.register.no_orgs')}</p>`
+    : providerForm(ui, {
         action: '/apps/saml/register',
-        submit: 'Register',
-        owners: html`<label for="org">Owner</label>
-<select id="org" name="org">${input.operator ? html`<option value="">the whole installation (operator)</option>` : ''}${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>`,
+        submit: t('apps.register.button'),
+        owners: html`<label for="org">${t('saml_apps.form.owner')}</label>
+<select id="org" name="org">${input.operator ? html`<option value="">${t('saml_apps.form.owner_operator')}</option>` : ''}${input.orgs.map((o) => html`<option value="${o.slug}">${o.name}</option>`)}</select>`,
       })
 }`;
 }
 
 /** The provider form: empty to register, filled (with the revision it was read at) to edit. */
-function providerForm(input: {
-  action: string;
-  submit: string;
-  owners?: SafeHtml;
-  provider?: StoredSamlProvider;
-}): SafeHtml {
+function providerForm(
+  ui: PageUi,
+  input: {
+    action: string;
+    submit: string;
+    owners?: SafeHtml;
+    provider?: StoredSamlProvider;
+  },
+): SafeHtml {
   const p = input.provider;
   const email = p?.nameIdFormat === NAMEID_FORMAT.email;
+  const t = ui.t;
   return html`<form method="post" action="${input.action}">
 ${input.owners ?? ''}${p ? html`<input type="hidden" name="revision" value="${String(p.revision)}">` : ''}
-<label for="name">Name</label>
+<label for="name">${t('saml_apps.col.name')}</label>
 <input id="name" name="name" type="text" maxlength="100" value="${p?.name ?? ''}">
-<label for="entity_id">Entity ID</label>
+<label for="entity_id">${t('saml_apps.col.entity_id')}</label>
 <input id="entity_id" name="entity_id" type="text" required maxlength="1024" value="${p?.entityId ?? ''}">
-<label for="acs_urls">AssertionConsumerService URLs (HTTP-POST, one per line, exact)</label>
+<label for="acs_urls">${t('saml_apps.form.acs')}</label>
 <textarea id="acs_urls" name="acs_urls" rows="2" cols="60" required>${p ? p.acsUrls.join('\n') : ''}</textarea>
-<label for="slo_url">SingleLogoutService URL (HTTP-Redirect, optional)</label>
+<label for="slo_url">${t('saml_apps.form.slo')}</label>
 <input id="slo_url" name="slo_url" type="url" maxlength="2000" value="${p?.sloUrl ?? ''}">
-<label for="certificate">The provider's signing certificate (PEM; pinned)</label>
+<label for="certificate">${t('saml_apps.form.certificate')}</label>
 <textarea id="certificate" name="certificate" rows="6" cols="60" required>${p?.certificatePem ?? ''}</textarea>
-<label for="name_id_format">NameID format</label>
-<select id="name_id_format" name="name_id_format"><option value="persistent">persistent (the account id)</option><option value="email"${email ? ' selected' : ''}>email address (verified only)</option></select>
-<label for="access_orgs">Only members of these organizations may sign in (slugs, comma-separated; <code>acme:admin+owner</code> for roles; empty: any account)</label>
+<label for="name_id_format">${t('saml_apps.form.format')}</label>
+<select id="name_id_format" name="name_id_format"><option value="persistent">${t('saml_apps.format.persistent')}</option><option value="email"${email ? ' selected' : ''}>${t('saml_apps.format.email')}</option></select>
+<label for="access_orgs">${raw(ui.rich('saml_apps.form.access', code, { example: 'acme:admin+owner' }))}</label>
 <input id="access_orgs" name="access_orgs" type="text" maxlength="2000" value="${p?.accessOrgs ? accessText(p.accessOrgs) : ''}">
-<label><input type="checkbox" name="want_signed_requests" value="true"${!p || p.wantSignedRequests ? ' checked' : ''}> Refuse unsigned requests</label>
-<label><input type="checkbox" name="allow_idp_initiated" value="true"${p?.allowIdpInitiated ? ' checked' : ''}> Allow IdP-initiated sign-in</label>
+<label><input type="checkbox" name="want_signed_requests" value="true"${!p || p.wantSignedRequests ? ' checked' : ''}> ${t('saml_apps.form.signed')}</label>
+<label><input type="checkbox" name="allow_idp_initiated" value="true"${p?.allowIdpInitiated ? ' checked' : ''}> ${t('saml_apps.form.idp_initiated')}</label>
 <button type="submit">${input.submit}</button>
 </form>`;
 }
@@ -177,7 +189,8 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     const providers = await listProviders(services, actor);
     reply.code(status).type('text/html; charset=utf-8');
     sameOriginReferrer.add(reply);
-    const body = providersPage({
+    const ui = uiOf(request, '/apps/saml');
+    const body = providersPage(ui, {
       providers,
       orgs,
       operator: actor.kind === 'operator',
@@ -185,7 +198,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
       issuer: services.config.issuer,
       ...(notice ? { notice } : {}),
     });
-    return page({ title: 'SAML service providers', nonce: request.kp.cspNonce, body }).replace(
+    return page({ title: ui.t('saml_apps.title'), nonce: request.kp.cspNonce, ui, body }).replace(
       '<meta name="referrer" content="no-referrer">',
       '<meta name="referrer" content="same-origin">',
     );
@@ -204,7 +217,12 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
       return await render(request, reply, await work(await sessionActor(services, current.identityId)));
     } catch (error) {
       if (!isKeyplaneError(error)) throw error;
-      return render(request, reply, html`<p class="error" role="alert">${error.message}</p>`, error.status);
+      return render(
+        request,
+        reply,
+        html`<p class="error" role="alert">${refusalText(uiOf(request), error)}</p>`,
+        error.status,
+      );
     }
   }
 
@@ -240,7 +258,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
         const fields = (request.body ?? {}) as Record<string, unknown>;
         if (typeof fields !== 'object') throw fail('invalid_request', 'send the form');
         const { provider } = await registerProvider(services, actor, { org: fields.org, ...formSettings(fields) });
-        return html`<p role="status">Service provider <code>${provider.entityId}</code> registered.</p>`;
+        return html`<p role="status">${raw(uiOf(request).rich('saml_apps.done.registered', code, { entity: provider.entityId }))}</p>`;
       }),
   );
 
@@ -259,7 +277,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     async (request, reply) =>
       change(request, reply, async (actor) => {
         await deleteProvider(services, actor, (request.params as { id: string }).id);
-        return html`<p role="status">Service provider removed.</p>`;
+        return html`<p role="status">${uiOf(request).t('saml_apps.done.removed')}</p>`;
       }),
   );
 
@@ -285,11 +303,12 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
       );
       reply.type('text/html; charset=utf-8');
       sameOriginReferrer.add(reply);
-      const body = html`<h1>Edit ${provider.name ?? provider.entityId}</h1>
-<p><a href="/apps/saml">Back to the service providers</a></p>
-${meetsAssurance(current.assurance, 'sensitive') ? '' : html`<p role="note">Saving needs a recent passkey confirmation; you will be asked for it.</p>`}
-${providerForm({ action: `/apps/saml/${encodeURIComponent(provider.id)}/update`, submit: 'Save', provider })}`;
-      return page({ title: 'Edit a SAML service provider', nonce: request.kp.cspNonce, body }).replace(
+      const ui = uiOf(request);
+      const body = html`<h1>${ui.t('saml_apps.edit.heading', { name: provider.name ?? provider.entityId })}</h1>
+<p><a href="/apps/saml">${ui.t('saml_apps.edit.back')}</a></p>
+${meetsAssurance(current.assurance, 'sensitive') ? '' : html`<p role="note">${ui.t('saml_apps.edit.step_up')}</p>`}
+${providerForm(ui, { action: `/apps/saml/${encodeURIComponent(provider.id)}/update`, submit: ui.t('apps.edit.save'), provider })}`;
+      return page({ title: ui.t('saml_apps.edit.title'), nonce: request.kp.cspNonce, ui, body }).replace(
         '<meta name="referrer" content="no-referrer">',
         '<meta name="referrer" content="same-origin">',
       );
@@ -324,7 +343,7 @@ ${providerForm({ action: `/apps/saml/${encodeURIComponent(provider.id)}/update`,
           attributes: before.attributes,
           ...(revision === undefined ? {} : { revision }),
         });
-        return html`<p role="status">Service provider <code>${provider.entityId}</code> saved.</p>`;
+        return html`<p role="status">${raw(uiOf(request).rich('saml_apps.done.saved', code, { entity: provider.entityId }))}</p>`;
       }),
   );
 }

@@ -1,10 +1,19 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { REASONS, type Reason } from '#lib/errors/reasons.js';
 import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
-import { html, page } from '../../pages/layout.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { uiOf } from '../../pages/ui.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { PostForm } from '../../saml/sso.js';
 import { wantsJson } from '../../http/negotiate.js';
+
+/**
+ * A SAML page's translator. Its switcher links to the path alone: the query holds a one-time SAML
+ * message (and whatever else was sent beside it), which a link must neither repeat nor echo.
+ */
+function samlUi(request: FastifyRequest) {
+  return uiOf(request, request.url.split('?')[0]);
+}
 
 /** Served at POST_SCRIPT: submits the SAML form (a nonce'd module script; no inline handler). */
 export const POST_SCRIPT = '/saml/post.js';
@@ -20,16 +29,18 @@ export function sendPostForm(request: FastifyRequest, reply: FastifyReply, form:
     'content-security-policy',
     contentSecurityPolicy(request.kp.cspNonce, { formAction: [new URL(form.acsUrl).origin] }),
   );
+  const ui = samlUi(request);
   return reply.send(
     page({
-      title: 'Returning to the application',
+      title: ui.t('returning.title'),
       nonce: request.kp.cspNonce,
+      ui,
       scripts: [POST_SCRIPT],
-      body: html`<h1>Returning to the application…</h1>
+      body: html`<h1>${ui.t('returning.heading')}</h1>
 <form id="kp-saml-form" method="post" action="${form.acsUrl}">
 <input type="hidden" name="SAMLResponse" value="${form.samlResponse}">
 ${form.relayState !== undefined ? html`<input type="hidden" name="RelayState" value="${form.relayState}">` : ''}
-<p>If nothing happens, <button type="submit">continue</button>.</p>
+<p>${raw(ui.rich('saml.post.continue', { button: (inner) => `<button type="submit">${inner}</button>` }))}</p>
 </form>`,
     }),
   );
@@ -45,26 +56,32 @@ export function sendSamlError(request: FastifyRequest, reply: FastifyReply, erro
   reply.code(REASONS[reason]?.status ?? 400);
   if (wantsJson(request)) return reply.send({ ok: false, reason, message: error.message });
   reply.type('text/html; charset=utf-8');
+  const ui = samlUi(request);
+  // The English message names the exact fault; other languages show the reason's own text.
+  const shown = ui.locale === 'en' ? error.message : (ui.reason(reason) ?? ui.t('form_error.other'));
   return reply.send(
     page({
-      title: 'Sign-in request refused',
+      title: ui.t('refused.title'),
       nonce: request.kp.cspNonce,
-      body: html`<h1>This SAML request cannot continue</h1>
-<p class="error" role="alert">${error.message}</p>
-<p class="muted">The application that sent you here is not set up correctly or the request was tampered with, so Keyplane sent nothing back to it. Close this page and tell the application's team.</p>
-<p class="muted">Reason: <code data-reason="${reason}">${reason}</code></p>`,
+      ui,
+      body: html`<h1>${ui.t('saml.refused.heading')}</h1>
+<p class="error" role="alert">${shown}</p>
+<p class="muted">${ui.t('saml.refused.explain')}</p>
+<p class="muted">${raw(ui.rich('refused.reason', { code: (c) => html`<code data-reason="${reason}">${raw(c)}</code>`.value }, { reason }))}</p>`,
     }),
   );
 }
 
 export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, ended: boolean): FastifyReply {
   reply.code(200).type('text/html; charset=utf-8');
+  const ui = samlUi(request);
   return reply.send(
     page({
-      title: 'Signed out',
+      title: ui.t('signed_out.title'),
       nonce: request.kp.cspNonce,
-      body: html`<h1>${ended ? 'You are signed out' : 'Sign-out received'}</h1>
-<p role="status">${ended ? 'The application asked Keyplane to end your session, and it has ended.' : 'There was no matching Keyplane session in this browser to end.'}</p>`,
+      ui,
+      body: html`<h1>${ended ? ui.t('signed_out.heading') : ui.t('saml.signed_out.received')}</h1>
+<p role="status">${ended ? ui.t('saml.signed_out.ended') : ui.t('saml.signed_out.none')}</p>`,
     }),
   );
 }

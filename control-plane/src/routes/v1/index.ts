@@ -5,7 +5,8 @@ import type { SessionView } from '../../context.js';
 import type { StoredClient } from '../../storage/types.js';
 import { clientLinksOf, sameOriginReferrer, sendOneTap } from '../oidc/pages.js';
 import { fail } from '#lib/errors/keyplane-error.js';
-import { html, page } from '../../pages/layout.js';
+import { html, page, raw } from '../../pages/layout.js';
+import { uiOf } from '../../pages/ui.js';
 import { V1_AUTH_CLIENT_JS } from '../../pages/scripts/v1-auth-client.js';
 import {
   V1_RELEASE,
@@ -188,20 +189,25 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const issuer = services.config.issuer;
       reply.type('text/html; charset=utf-8');
+      const ui = uiOf(request);
+      const code = { code: (inner: string) => `<code>${inner}</code>` };
+      const step = (key: Parameters<typeof ui.rich>[0], values: Record<string, string> = {}) =>
+        raw(ui.rich(key, { ...code, link: (inner) => `<a href="/apps">${inner}</a>` }, values));
       return page({
-        title: 'Moving from v1 to v2',
+        title: ui.t('v1_migrate.title'),
         nonce: request.kp.cspNonce,
-        body: html`<h1>Moving from the v1 script bridge to v2</h1>
-<p>The v1 bridge (<code>auth-client.js</code>, <code>?return=</code> with a <code>session</code> token in your URL, <code>POST /auth/verify-session</code>) is deprecated and will be removed after <strong>${services.config.v1.sunset}</strong>. Its token travels in a URL, where logs, history and Referer headers can keep it; v2 never does that.</p>
-<h2>The steps</h2>
+        ui,
+        body: html`<h1>${ui.t('v1_migrate.heading')}</h1>
+<p>${raw(ui.rich('v1_migrate.intro', { ...code, strong: (inner) => `<strong>${inner}</strong>` }, { sunset: services.config.v1.sunset }))}</p>
+<h2>${ui.t('v1_migrate.steps')}</h2>
 <ol>
-  <li>Keep your v1 return URL registered: it becomes your OIDC <code>redirect_uri</code> (exact match). Add <code>"scope": "openid profile email offline_access"</code> and the <code>refresh_token</code> grant if you want long sessions (<code>PUT /register/{client_id}</code> with your registration access token, or on <a href="/apps">/apps</a>).</li>
-  <li>Replace <code>&lt;script src="${issuer}/auth-client.js"&gt;</code> and its <code>data-signin</code> buttons with a link to your own <code>/login</code> route.</li>
-  <li>On the server, use the SDK (<code>npm install @keyplane/sdk</code>): <code>createClient({issuer: "${issuer}", clientId, clientSecret, redirectUri})</code> and its fastify or Express middleware, or any certified OpenID Connect library: authorization code flow with PKCE S256 against <code>${issuer}/.well-known/openid-configuration</code>.</li>
-  <li>Where you called <code>POST /auth/verify-session</code>, read the verified ID token's <code>sub</code> instead: it is the same <code>identityId</code>, so your user records stay as they are.</li>
-  <li>Remove <code>v1_bridge: true</code> from your registration. Until you do, watch <code>kp_v1_bridge_requests_total</code> on <code>/metrics</code> fall to zero.</li>
+  <li>${step('v1_migrate.step.redirect', { scope: '"scope": "openid profile email offline_access"', endpoint: 'PUT /register/{client_id}' })}</li>
+  <li>${step('v1_migrate.step.script', { script: `<script src="${issuer}/auth-client.js">` })}</li>
+  <li>${step('v1_migrate.step.sdk', { install: 'npm install @keyplane/sdk', create: `createClient({issuer: "${issuer}", clientId, clientSecret, redirectUri})`, discovery: `${issuer}/.well-known/openid-configuration` })}</li>
+  <li>${step('v1_migrate.step.sub')}</li>
+  <li>${step('v1_migrate.step.remove')}</li>
 </ol>
-<p>Every v1 answer carries <code>Deprecation</code> and <code>Sunset</code> headers (RFC 9745, RFC 8594) and a <code>Link</code> to this page.</p>`,
+<p>${step('v1_migrate.headers')}</p>`,
       });
     },
   );

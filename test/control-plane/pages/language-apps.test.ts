@@ -1,0 +1,137 @@
+import t from 'tap';
+import { enrollAgent } from '../../helpers/agents.js';
+import { build } from '../../helpers/build.js';
+import { buildSignedIn } from '../../helpers/signed-in.js';
+import { scriptMessages } from '../../helpers/script-messages.js';
+
+/**
+ * The pages of branch i18n40e in German and Arabic (docs/i18n.md "What is translated"): apps,
+ * SAML providers, connectors, rollout, the v1 migration guide, the SAML refusal page, the Proof
+ * Link page, and the script lines the account and org pages hand to their scripts.
+ */
+
+t.test('the apps page, its forms and the connector form in German, and in Arabic right to left', async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const german = await browser.get('/apps', { accept: 'text/html', 'accept-language': 'de' });
+  t.equal(german.statusCode, 200);
+  t.match(german.body, '<html lang="de" dir="ltr">');
+  t.match(german.body, '<h1>Ihre Apps</h1>');
+  t.match(german.body, '<label for="client_name">Name der App</label>');
+  t.match(german.body, '<legend>Client-Typ</legend>');
+  t.match(german.body, '<h2 id="connectors">Ein Werkzeug verbinden</h2>');
+  t.match(german.body, '<a href="/auth/step-up?return=%2Fapps">Bestätigen Sie zuerst mit Ihrem Passkey</a>');
+  t.match(german.body, 'nav class="lang"', 'the language switcher');
+  const registered = await browser.post(
+    '/apps/register',
+    'client_name=Notizen&redirect_uris=https%3A%2F%2Fnotes.example%2Fcb&client_type=confidential',
+    { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html', 'accept-language': 'de' },
+  );
+  t.equal(registered.statusCode, 201);
+  t.match(registered.body, '<strong>App registriert.</strong> Client-ID: <code>');
+  t.match(registered.body, 'Client-Geheimnis (nur einmal angezeigt, jetzt kopieren):');
+  t.match(registered.body, '<td>vertraulich</td>');
+  const refused = await browser.post('/apps/connectors', 'connector=grafana&base_url=nonsense', {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'text/html',
+    'accept-language': 'de',
+  });
+  t.equal(refused.statusCode, 400);
+  t.match(
+    refused.body,
+    /<p role="alert" class="error" data-reason="invalid_connector_input">Das hat nicht funktioniert\. <span class="muted">\(<code>invalid_connector_input<\/code>\)/,
+  );
+  t.notMatch(refused.body, /role="alert"[^>]*>[^<]*base_url/, 'the English message stays out of a German page');
+  const connected = await browser.post('/apps/connectors', 'connector=kubelogin', {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'text/html',
+    'accept-language': 'de',
+  });
+  t.equal(connected.statusCode, 201);
+  t.match(connected.body, 'Öffentlicher Client: kein Geheimnis (nur PKCE).');
+  t.match(connected.body, 'data-msg-copy="Konfiguration kopieren"', 'the copy script’s lines come translated');
+  const arabic = await browser.get('/apps?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, '<html lang="ar" dir="rtl">');
+  t.match(arabic.body, '<h1>تطبيقاتك</h1>');
+});
+
+t.test('the SAML providers page, the rollout page and the connectors page in German and Arabic', async (t) => {
+  const { app, signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const saml = await browser.get('/apps/saml', { accept: 'text/html', 'accept-language': 'de' });
+  t.equal(saml.statusCode, 200);
+  t.match(saml.body, '<html lang="de" dir="ltr">');
+  t.match(saml.body, '<h1>SAML-Dienstanbieter</h1>');
+  t.match(saml.body, 'Metadaten des Identitätsanbieters:');
+  const rollout = await browser.get('/rollout', { accept: 'text/html', 'accept-language': 'de' });
+  t.equal(rollout.statusCode, 200);
+  t.match(rollout.body, '<html lang="de" dir="ltr">');
+  t.match(
+    rollout.body,
+    'Noch kein Projekt hat ein Vertrauensprofil. Beginnen Sie mit <code>keyplane rollout classify FILE</code>.',
+  );
+  const arabicRollout = await browser.get('/rollout?lang=ar', { accept: 'text/html' });
+  t.match(arabicRollout.body, '<html lang="ar" dir="rtl">');
+  t.match(arabicRollout.body, '<h1>النشر</h1>');
+  const connectors = await app.inject({
+    url: '/connectors',
+    headers: { 'accept-language': 'fr', accept: 'text/html' },
+  });
+  t.equal(connectors.statusCode, 200);
+  t.match(connectors.body, '<html lang="fr" dir="ltr">');
+  t.match(connectors.body, '<h1>Connecteurs</h1>');
+  t.match(connectors.body, '<span lang="en">', 'the templates’ notes are marked English');
+});
+
+t.test(
+  'the v1 migration guide and the SAML refusal page in German; the refusal switcher drops the query',
+  async (t) => {
+    const { app } = await build(t);
+    const guide = await app.inject({ url: '/auth/v1/migrate', headers: { 'accept-language': 'de' } });
+    t.equal(guide.statusCode, 200);
+    t.match(guide.body, '<html lang="de" dir="ltr">');
+    t.match(guide.body, '<h1>Umstieg von der v1-Skriptbrücke auf v2</h1>');
+    t.match(guide.body, '<code>npm install @keyplane/sdk</code>');
+    t.match(guide.body, '&lt;script src=');
+    const refused = await app.inject({
+      url: '/saml/sso?SAMLRequest=not-a-request&RelayState=https%3A%2F%2Fattacker.example%2F',
+      headers: { 'accept-language': 'de', accept: 'text/html' },
+    });
+    t.equal(refused.statusCode, 400);
+    t.match(refused.body, '<h1>Diese SAML-Anfrage kann nicht fortgesetzt werden</h1>');
+    t.match(refused.body, /data-reason="saml_request_invalid"/);
+    t.match(refused.body, 'href="/saml/sso?lang=ar"');
+    t.notMatch(refused.body, /attacker\.example/);
+  },
+);
+
+t.test('the Proof Link page in German: claims, statuses and state translated', async (t) => {
+  const { app, signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const agent = await enrollAgent(app, browser, { name: 'Deploy bot' });
+  const proof = await app.inject({
+    url: `/agent/${agent.proofId}`,
+    headers: { accept: 'text/html', 'accept-language': 'de' },
+  });
+  t.equal(proof.statusCode, 200);
+  t.match(proof.body, '<html lang="de" dir="ltr">');
+  t.match(proof.body, '<strong data-state="active">aktiv</strong>');
+  t.match(proof.body, '<th scope="row">Kontrolle über den Schlüssel</th>');
+  t.match(proof.body, 'Diese Seite zeigt nur öffentliche Aussagen.');
+});
+
+t.test('the account script’s confirmations, the invite line and the e-mail lines come translated', async (t) => {
+  const { signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice' });
+  const account = await browser.get('/account', { accept: 'text/html', 'accept-language': 'de' });
+  const lines = scriptMessages(account.body).lines as Record<string, string>;
+  t.equal(lines.passkeyRenamed, 'Passkey umbenannt.');
+  t.equal(lines.deleteConfirm, 'Ihr Konto endgültig löschen? Das lässt sich nicht rückgängig machen.');
+  t.match(account.body, 'data-msg-email-sent="Wir haben einen Bestätigungslink an {email} gesendet."');
+  const english = await browser.get('/account', { accept: 'text/html' });
+  t.equal((scriptMessages(english.body).lines as Record<string, string>).passkeyRenamed, 'Passkey renamed.');
+  t.equal((await browser.post('/auth/orgs/create', { name: 'Acme' })).statusCode, 200);
+  const org = await browser.get('/org/acme', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(org.body, 'data-msg-invited-admin="{username} als Administrator eingeladen.');
+  t.match(org.body, 'data-msg-not-accepted="(noch nicht angenommen)"');
+});
