@@ -9,8 +9,7 @@ import { errorsPlugin } from './plugins/errors.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { requestContextPlugin } from './plugins/request-context.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
-import { sessionPlugin } from './plugins/session.js';
-import { localePlugin } from './plugins/locale.js';
+import { pageContextPlugin } from './plugins/page-context.js';
 import { AccessLog, loggerOptions } from './logging.js';
 import { requestIdFor } from '#lib/logging/request-log.js';
 import authPageRoutes from './routes/auth-page/index.js';
@@ -29,8 +28,8 @@ import recoveryRoutes from './routes/recovery/index.js';
 import emailRoutes from './routes/email/index.js';
 import magicRoutes from './routes/magic/index.js';
 import receiptRoutes from './routes/receipts/index.js';
-import oidcRoutes from './routes/oidc/index.js';
-import gatewayRoutes from './routes/managed-gateways/index.js';
+import oidcRoutes, { oidcPageRoutes } from './routes/oidc/index.js';
+import gatewayRoutes, { gatewayStatusRoutes } from './routes/managed-gateways/index.js';
 import fedcmRoutes from './routes/fedcm/index.js';
 import agentRoutes from './routes/agents/index.js';
 import agentProofRoutes from './routes/agents/proof.js';
@@ -47,47 +46,84 @@ import { acceptEmptyJsonOnBodilessMethods } from './http/json-body.js';
 
 type Collected = ReturnType<typeof collectDiscovery>;
 type AreaPlugin = (app: FastifyInstance, collected: Collected) => PromiseLike<unknown>;
-const plain =
+/** A machine endpoint's plugin: registered as it is, with the app-wide hooks only. */
+const machine =
   (plugin: FastifyPluginAsync): AreaPlugin =>
   (app) =>
     app.register(plugin);
+/**
+ * A plugin that serves a browser (pages, or JSON that a signed-in browser calls): registered in
+ * an encapsulated context of its own with the page context (session cookie, page language), so
+ * that those hooks run on its routes and on no machine endpoint's.
+ */
+const pages =
+  (plugin: FastifyPluginAsync): AreaPlugin =>
+  (app) =>
+    app.register(inPageContext(plugin));
+
+/** `plugin` inside an encapsulated context of its own that has the page context. */
+export function inPageContext(plugin: FastifyPluginAsync): FastifyPluginAsync {
+  return async (scope) => {
+    await scope.register(pageContextPlugin);
+    await scope.register(plugin);
+  };
+}
 
 /**
  * The resource areas of the control plane, each the route plugins it registers. The whole app
  * registers every area in this order; a test that exercises one area builds only it (with the
  * shared infrastructure: errors, sessions, security headers, metrics, the OpenAPI document), which
- * skips compiling the schemas of every other route.
+ * skips compiling the schemas of every other route. Each plugin is a machine endpoint's or a
+ * browser's (`machine` / `pages` above): the session and locale hooks live only in the latter.
  */
 const AREAS = {
-  health: [plain(healthRoutes)],
+  health: [machine(healthRoutes)],
   discovery: [(app, collected) => app.register(discoveryRoutes, { collected })],
-  docs: [plain(docsRoutes)],
-  pages: [plain(authPageRoutes)],
-  totp: [plain(totpRoutes)],
-  recovery: [plain(recoveryRoutes)],
-  email: [plain(emailRoutes)],
-  magic: [plain(magicRoutes)],
-  assets: [plain(assetRoutes)],
-  passkeys: [plain(passkeyRoutes), plain(stepUpRoutes)],
-  account: [plain(accountRoutes)],
-  admin: [plain(adminRoutes)],
-  receipts: [plain(receiptRoutes)],
-  clients: [plain(clientRoutes)],
-  connectors: [plain(connectorRoutes)],
-  oidc: [plain(oidcRoutes)],
-  gateway: [plain(gatewayRoutes)],
-  fedcm: [plain(fedcmRoutes)],
-  agents: [plain(agentRoutes), plain(agentProofRoutes), plain(agentPages)],
-  v1: [plain(v1Routes)],
-  orgs: [plain(orgRoutes)],
-  scan: [plain(scanRoutes)],
-  saml: [plain(samlRoutes), plain(samlPages)],
-  rollout: [plain(rolloutRoutes)],
+  docs: [pages(docsRoutes)],
+  pages: [pages(authPageRoutes)],
+  totp: [pages(totpRoutes)],
+  recovery: [pages(recoveryRoutes)],
+  email: [pages(emailRoutes)],
+  magic: [pages(magicRoutes)],
+  assets: [pages(assetRoutes)],
+  passkeys: [pages(passkeyRoutes), pages(stepUpRoutes)],
+  account: [pages(accountRoutes)],
+  admin: [pages(adminRoutes)],
+  receipts: [machine(receiptRoutes)],
+  clients: [pages(clientRoutes)],
+  connectors: [pages(connectorRoutes)],
+  oidc: [machine(oidcRoutes), pages(oidcPageRoutes)],
+  gateway: [machine(gatewayRoutes), pages(gatewayStatusRoutes)],
+  fedcm: [pages(fedcmRoutes)],
+  agents: [pages(agentRoutes), pages(agentProofRoutes), pages(agentPages)],
+  v1: [pages(v1Routes)],
+  orgs: [pages(orgRoutes)],
+  scan: [pages(scanRoutes)],
+  saml: [pages(samlRoutes), pages(samlPages)],
+  rollout: [pages(rolloutRoutes)],
   mcp: [(app, collected) => app.register(mcpRoutes, { collected })],
-  contact: [plain(contactRoutes)],
+  contact: [pages(contactRoutes)],
 } satisfies Record<string, AreaPlugin[]>;
 
 export type Area = keyof typeof AREAS;
+
+/**
+ * The trusted-proxy check, remembered per address: fastify asks it for every request's `ip`, and
+ * a `BlockList` look-up builds a `SocketAddress` each time. Bounded, so that many addresses
+ * cannot grow it without end.
+ */
+function rememberAnswers(check: (address: string) => boolean): (address: string) => boolean {
+  const answers = new Map<string, boolean>();
+  return (address) => {
+    let answer = answers.get(address);
+    if (answer === undefined) {
+      if (answers.size >= 1024) answers.clear();
+      answer = check(address);
+      answers.set(address, answer);
+    }
+    return answer;
+  };
+}
 export const ALL_AREAS = Object.keys(AREAS) as Area[];
 
 export interface BuildOptions {
@@ -104,14 +140,18 @@ export async function buildControlPlane(
   options: BuildOptions = {},
 ): Promise<FastifyInstance> {
   const { config } = services;
-  const trusted = compileAddressList(config.http.trustedProxies);
+  const trusted = rememberAnswers(compileAddressList(config.http.trustedProxies));
+  const accessLog = new AccessLog();
   const app = Fastify({
     logger: loggerOptions(config.logLevel, options.logStream),
-    logController: new AccessLog(),
+    logController: accessLog,
     bodyLimit: config.http.bodyLimit,
     trustProxy: (address: string) => trusted(address),
     // One id follows a request from a trusted proxy in front; anyone else's is replaced.
-    genReqId: (req) => requestIdFor(req.headers['x-request-id'], trusted(req.socket.remoteAddress ?? '')),
+    genReqId: (req) => {
+      const header = req.headers['x-request-id'];
+      return requestIdFor(header, header !== undefined && trusted(req.socket.remoteAddress ?? ''));
+    },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
@@ -119,6 +159,7 @@ export async function buildControlPlane(
     ...(options.serverFactory ? { serverFactory: options.serverFactory } : {}),
   });
   app.decorate('kp', services);
+  accessLog.writeTo(app.log);
 
   // Only JSON and form bodies are understood; anything else is 415.
   app.removeContentTypeParser('text/plain');
@@ -130,9 +171,6 @@ export async function buildControlPlane(
   await app.register(dependenciesPlugin);
   await app.register(securityHeadersPlugin, { https: config.issuer.startsWith('https://') });
   await app.register(metricsPlugin, { registry: services.metrics });
-  // Session cookie -> request.kp.session, plus the Origin check on signed-in state-changing requests.
-  await app.register(sessionPlugin);
-  await app.register(localePlugin);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

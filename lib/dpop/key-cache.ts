@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { importPublicJwk } from '../crypto/jwt.js';
+import { deepFreeze } from '../runtime/deep-freeze.js';
 import { ExpiringCache } from '../runtime/expiring-cache.js';
 
 /**
@@ -11,9 +12,24 @@ import { ExpiringCache } from '../runtime/expiring-cache.js';
  */
 export class DpopKeyCache {
   readonly #keys: ExpiringCache<string, Promise<{ key: KeyObject; jkt: string }>>;
+  readonly #headers: ExpiringCache<string, Readonly<Record<string, unknown>>>;
 
   constructor(limit: number) {
     this.#keys = new ExpiringCache(limit);
+    this.#headers = new ExpiringCache(limit);
+  }
+
+  /**
+   * A proof's JOSE header, parsed, by its encoded segment: all of a client's proofs carry the same
+   * header (`typ`, `alg`, `jwk`), so each is parsed once. The same segment always parses to the
+   * same object, and the caller checks it on every proof, so a hit accepts nothing a miss would not.
+   */
+  header(segment: string, parse: (segment: string) => Record<string, unknown>): Readonly<Record<string, unknown>> {
+    const known = this.#headers.get(segment, 0);
+    if (known) return known;
+    const parsed = deepFreeze(parse(segment));
+    this.#headers.set(segment, parsed, Infinity, 0);
+    return parsed;
   }
 
   resolve(jwk: JWK, alg: string): Promise<{ key: KeyObject; jkt: string }> {

@@ -1,5 +1,5 @@
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { decodeJwt, importPublicJwk, verifyJwt, type DecodedJwt } from '../crypto/jwt.js';
+import { importPublicJwk, verifyJwt } from '../crypto/jwt.js';
 import { DpopError, type DpopCheck, type DpopErrorCode } from './errors.js';
 import type { DpopKeyCache } from './key-cache.js';
 import { normalizeHtu } from './normalize-htu.js';
@@ -71,6 +71,13 @@ function refuse(check: DpopCheck, message: string, code: DpopErrorCode = 'invali
   throw new DpopError(code, check, message);
 }
 
+/** A JOSE header segment as its JSON object; throws when it is not one. */
+function parseHeader(segment: string): Record<string, unknown> {
+  const header: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+  if (!header || typeof header !== 'object' || Array.isArray(header)) throw new TypeError('not a JSON object');
+  return header as Record<string, unknown>;
+}
+
 /** base64url(SHA-256(ASCII(accessToken))), the `ath` claim (RFC 9449 §4.2). */
 export function computeAth(accessToken: string): string {
   return sha256(accessToken).toString('base64url');
@@ -94,15 +101,16 @@ export async function verifyDpopProof(
   const value = (Array.isArray(proof) ? proof[0] : proof) as string;
   if (typeof value !== 'string' || value.includes(',')) refuse('header', 'send exactly one DPoP header');
 
-  // 2. A single well-formed JWT, split and its header parsed once.
+  // 2. A single well-formed JWT. Only its header is read here (from the key cache when a client
+  // sent it before: its proofs share one header); the verifier below decodes the whole proof, once.
   if (value.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(value)) refuse('jwt', 'the DPoP proof is not a compact JWS');
-  let decoded: DecodedJwt;
+  const segment = value.slice(0, value.indexOf('.'));
+  let header: Record<string, unknown>;
   try {
-    decoded = decodeJwt(value);
+    header = options.keyCache ? options.keyCache.header(segment, parseHeader) : parseHeader(segment);
   } catch {
     refuse('jwt', 'the DPoP proof header or payload is not valid');
   }
-  const { header } = decoded;
 
   // 4. typ.
   if (header.typ !== 'dpop+jwt') refuse('typ', 'the DPoP proof typ must be dpop+jwt');
@@ -133,7 +141,11 @@ export async function verifyDpopProof(
     // fast-jwt checks with node:crypto on the calling thread (WebCrypto would queue every proof
     // on the thread pool); it refuses a crit header, which no extension here understands.
     ({ payload } = verifyJwt(value, resolved.key, { alg: alg as DpopAlgorithm }));
-  } catch {
+  } catch (error) {
+    // The verifier is the one decoder of the payload: a payload that does not parse is check 2's.
+    const code = (error as { code?: unknown }).code;
+    if (code === 'FAST_JWT_MALFORMED' || code === 'FAST_JWT_INVALID_PAYLOAD')
+      refuse('jwt', 'the DPoP proof header or payload is not valid');
     refuse('signature', 'the DPoP proof signature does not verify with its jwk');
   }
   if (!payload || typeof payload !== 'object' || Array.isArray(payload))

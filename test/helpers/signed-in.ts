@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { build, TEST_ISSUER, type Built, type BuildOptions } from './build.js';
+import { inPageContext } from '../../control-plane/src/app.js';
 import { renewSessionToken } from '../../control-plane/src/sessions/renew-session.js';
 import { browserOf, setSessionCookies } from '../../control-plane/src/http/session-cookies.js';
 import { openSession } from '../../control-plane/src/sessions/start-session.js';
@@ -75,45 +76,50 @@ export async function buildSignedIn(
 ): Promise<Built & { signIn(o: SignInOptions, browser?: Browser): Promise<{ browser: Browser; identityId: string }> }> {
   const built = await build(t, { ...options, skipReady: true });
   const { app, services } = built;
-  app.post('/test/sign-in', async (request, reply) => {
-    const body = request.body as Required<SignInOptions>;
-    const now = services.now();
-    const existing = await services.storage.identities.findByUsername(body.username);
-    const identityId = existing?.identityId ?? `usr_${body.username}`;
-    return services.storage.transaction(async (tx) => {
-      if (!existing) {
-        await tx.identities.create({
-          identityId,
-          username: body.username,
-          displayName: '',
-          preferences: {},
-          founder: body.founder,
-          createdAt: now,
-          updatedAt: now,
+  // A sign-in route sets the session cookie: it sits in the page context, as the real ones do.
+  await app.register(
+    inPageContext(async (scope) => {
+      scope.post('/test/sign-in', async (request, reply) => {
+        const body = request.body as Required<SignInOptions>;
+        const now = services.now();
+        const existing = await services.storage.identities.findByUsername(body.username);
+        const identityId = existing?.identityId ?? `usr_${body.username}`;
+        return services.storage.transaction(async (tx) => {
+          if (!existing) {
+            await tx.identities.create({
+              identityId,
+              username: body.username,
+              displayName: '',
+              preferences: {},
+              founder: body.founder,
+              createdAt: now,
+              updatedAt: now,
+            });
+          }
+          const level = body.assurance === 'sensitive' ? 'passkey' : body.assurance;
+          const opened = await openSession(app.kp, tx, browserOf(app.kp, reply), {
+            identityId,
+            assurance: level,
+            amr: level === 'passkey' ? ['pop', 'user'] : ['otp'],
+          });
+          const { sessionId } = opened;
+          let token = opened.token;
+          if (body.assurance === 'sensitive') {
+            // A step-up, as completeStepUp records it: a new token that counts as sensitive.
+            const renewed = await renewSessionToken(
+              app.kp,
+              tx,
+              { id: sessionId, identityId, tokenHash: sha256Hex(token) },
+              { kind: 'step-up', amr: ['pop', 'user'], credId: 'test-cred' },
+            );
+            token = renewed!.token;
+          }
+          setSessionCookies(app.kp, reply, token);
+          return { ok: true, identityId, sessionId };
         });
-      }
-      const level = body.assurance === 'sensitive' ? 'passkey' : body.assurance;
-      const opened = await openSession(app.kp, tx, browserOf(app.kp, reply), {
-        identityId,
-        assurance: level,
-        amr: level === 'passkey' ? ['pop', 'user'] : ['otp'],
       });
-      const { sessionId } = opened;
-      let token = opened.token;
-      if (body.assurance === 'sensitive') {
-        // A step-up, as completeStepUp records it: a new token that counts as sensitive.
-        const renewed = await renewSessionToken(
-          app.kp,
-          tx,
-          { id: sessionId, identityId, tokenHash: sha256Hex(token) },
-          { kind: 'step-up', amr: ['pop', 'user'], credId: 'test-cred' },
-        );
-        token = renewed!.token;
-      }
-      setSessionCookies(app.kp, reply, token);
-      return { ok: true, identityId, sessionId };
-    });
-  });
+    }),
+  );
   await app.ready();
   return {
     ...built,

@@ -42,13 +42,15 @@ export function rawDataHeaders(https: boolean): Record<string, string> {
 
 export const securityHeadersPlugin = fp(
   async (app: FastifyInstance, options: { https: boolean }) => {
-    app.addHook('onSend', async (request, reply, payload) => {
+    // A callback hook, not an async one: every response passes here, and it needs no promise.
+    app.addHook('onSend', (request, reply, payload, done) => {
       reply.header('x-content-type-options', 'nosniff');
       reply.header('x-frame-options', 'DENY');
       reply.header('referrer-policy', 'no-referrer');
       if (options.https) reply.header('strict-transport-security', 'max-age=63072000; includeSubDomains');
-      const type = String(reply.getHeader('content-type') ?? '');
       if (!reply.hasHeader('content-security-policy')) {
+        const type = String(reply.getHeader('content-type') ?? '');
+        // The page's nonce (made on first use, plugins/request-context.ts), so its scripts run and no other.
         reply.header(
           'content-security-policy',
           type.startsWith('text/html') ? contentSecurityPolicy(request.kp?.cspNonce ?? 'none') : API_CSP,
@@ -56,7 +58,7 @@ export const securityHeadersPlugin = fp(
       }
       if (!reply.hasHeader('cache-control'))
         reply.header('cache-control', request.routeOptions.config?.cache ?? 'no-store');
-      return payload;
+      done(null, payload);
     });
   },
   { name: 'keyplane-security-headers', dependencies: ['keyplane-request-context'] },

@@ -2,6 +2,7 @@ import t from 'tap';
 import { build, manualClock, TEST_ISSUER } from '../../helpers/build.js';
 import { absorbCookies, headersFor, signIn, signUp } from '../../helpers/accounts.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
+import { inPageContext } from '../../../control-plane/src/app.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
 type App = Awaited<ReturnType<typeof build>>['app'];
@@ -437,11 +438,15 @@ t.test('on an https issuer the cookies are __Host- prefixed and Secure, and RP I
 
 t.test('a route that checks origins itself opts out of the issuer-only Origin check', async (t) => {
   const { app } = await build(t, { skipReady: true });
-  app.post('/test/own-origin', { config: { checksOwnOrigin: true } }, async (request) => ({
-    ok: true,
-    signedIn: Boolean(request.kp.session),
-  }));
-  app.post('/test/default', async () => ({ ok: true }));
+  await app.register(
+    inPageContext(async (scope) => {
+      scope.post('/test/own-origin', { config: { checksOwnOrigin: true } }, async (request) => ({
+        ok: true,
+        signedIn: Boolean(request.kp.session),
+      }));
+      scope.post('/test/default', async () => ({ ok: true }));
+    }),
+  );
   await app.ready();
   const ada = await signUp(app, 'ada');
   const foreign = { cookie: ada.headers.cookie, origin: 'https://rp.example' };

@@ -2,14 +2,19 @@ import t from 'tap';
 import { build, manualClock } from '../../helpers/build.js';
 import { absorbCookies, headersFor, signUp, stepUp } from '../../helpers/accounts.js';
 import { requireAssurance } from '../../../control-plane/src/plugins/session.js';
+import { inPageContext } from '../../../control-plane/src/app.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 import { generateTotpCode } from '#lib/totp/totp.js';
 
 t.test('a step-up makes the session sensitive for the window, then it reads as passkey', async (t) => {
   const clock = manualClock();
   const { app, services, config } = await build(t, { now: clock.now, skipReady: true });
-  app.post('/test/sensitive', { onRequest: requireAssurance('sensitive') }, async () => ({ ok: true }));
-  app.get('/test/sensitive-page', { onRequest: requireAssurance('sensitive') }, async () => 'secret page');
+  await app.register(
+    inPageContext(async (scope) => {
+      scope.post('/test/sensitive', { onRequest: requireAssurance('sensitive') }, async () => ({ ok: true }));
+      scope.get('/test/sensitive-page', { onRequest: requireAssurance('sensitive') }, async () => 'secret page');
+    }),
+  );
   await app.ready();
   const events: DomainEvent[] = [];
   services.events.subscribe((_tx, e) => {

@@ -446,3 +446,28 @@ t.test('a key that does not import is not remembered', async (t) => {
   t.not(again, first, 'the next attempt imports again');
   await t.rejects(again);
 });
+
+t.test("a client's proofs share one header: parsed once, still checked on every proof", async (t) => {
+  const keyCache = new DpopKeyCache(100);
+  const good = await proof();
+  const segment = good.split('.')[0]!;
+  await verifyDpopProof(good, options({ keyCache }));
+  const parsed = keyCache.header(segment, () => t.fail('parsed again') as never);
+  t.match(parsed, { alg: 'ES256', typ: 'dpop+jwt', jwk: { kty: 'EC' } }, 'the header is remembered by its segment');
+  t.ok(Object.isFrozen(parsed) && Object.isFrozen(parsed.jwk), 'and cannot be changed by a caller');
+  t.equal(await refusal(verifyDpopProof(await proof(), options({ keyCache }))), 'accepted');
+  // The same header with a narrower local policy is refused, hit or miss.
+  t.match(await refusal(verifyDpopProof(await proof(), options({ keyCache, algorithms: ['EdDSA'] }))), {
+    check: 'alg',
+  });
+});
+
+t.test('a payload that is not JSON is refused as a malformed proof, with or without a key cache', async (t) => {
+  const [header, , signature] = (await proof()).split('.');
+  const garbled = `${header}.${base64url.encode('{not json')}.${signature}`;
+  for (const keyCache of [undefined, new DpopKeyCache(100)])
+    t.match(await refusal(verifyDpopProof(garbled, options(keyCache ? { keyCache } : {}))), {
+      code: 'invalid_dpop_proof',
+      check: 'jwt',
+    });
+});

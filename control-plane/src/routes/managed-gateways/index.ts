@@ -174,7 +174,13 @@ export default async function gatewayRoutes(app: FastifyInstance): Promise<void>
       return { ok: true };
     },
   );
+}
 
+/**
+ * Whether a client's gateway policy is enforced, for its owner (session) or the operator: beside
+ * the gateway's machine endpoints, but in the page context (app.ts), since it reads the session.
+ */
+export async function gatewayStatusRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { client_id: string } }>(
     '/gateway/status/:client_id',
     {

@@ -14,21 +14,23 @@ const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect', 
 const CORS_PATHS = ['/auth/token', '/auth/revoke', '/auth/userinfo', PAR_PATH];
 
 /**
- * The OpenID Connect provider: authorize, token, userinfo, revocation, introspection
- * and RP-initiated logout, each advertised in discovery by its route.
+ * Errors of the token, revocation and introspection endpoints carry the RFC 6749 §5.2
+ * `error` / `error_description` pair beside the envelope (docs/errors.md#oauth-endpoints): the
+ * error handler adds it for routes marked here, also for failures raised before the handler.
  */
-export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
-  // Errors of the token, revocation and introspection endpoints carry the RFC 6749 §5.2
-  // `error` / `error_description` pair beside the envelope (docs/errors.md#oauth-endpoints): the
-  // error handler adds it for routes marked here, also for failures raised before the handler.
+function markOauthErrorRoutes(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if (OAUTH_PATHS.has(route.url)) route.config = { ...(route.config ?? {}), oauthErrors: true };
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
-    // Runs after the app-wide security headers (a child context's hooks come later).
-    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
-    return payload;
-  });
+}
+
+/**
+ * The OpenID Connect provider's machine endpoints: token, PAR, userinfo, revocation and
+ * introspection, each advertised in discovery by its route. They read no session cookie and render
+ * no page, so they sit outside the page context (app.ts); the browser's side is `oidcPageRoutes`.
+ */
+export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
+  markOauthErrorRoutes(app);
   // Used codes, refresh tokens past their idle end and revoked-token markers are dropped hourly.
   const purge = setInterval(() => void purgeExpiredTokens(app.kp).catch(() => undefined), 3_600_000).unref();
   app.addHook('onClose', async () => clearInterval(purge));
@@ -67,11 +69,24 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
       },
     );
   }
-  await app.register(authorizeRoutes);
-  await app.register(directGrantRoutes);
   await app.register(tokenRoutes);
   await app.register(parRoutes);
-  await app.register(deviceRoutes);
   await app.register(oidcResourceRoutes);
+}
+
+/**
+ * The browser's side of the provider: authorize and its pages, the direct grant, the device grant
+ * (its verification page and, beside it, its authorization endpoint) and RP-initiated logout.
+ */
+export async function oidcPageRoutes(app: FastifyInstance): Promise<void> {
+  markOauthErrorRoutes(app);
+  app.addHook('onSend', async (_request, reply, payload) => {
+    // Runs after the app-wide security headers (a child context's hooks come later).
+    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
+    return payload;
+  });
+  await app.register(authorizeRoutes);
+  await app.register(directGrantRoutes);
+  await app.register(deviceRoutes);
   await app.register(logoutRoutes);
 }
