@@ -5,7 +5,7 @@ import { isDependencyUnavailable, unavailableFailure } from '../../../lib/errors
 import { KeyplaneError, fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../../lib/errors/reasons.js';
 import { oauthErrorFor, oauthFields } from '../../../lib/oauth/errors.js';
-import { wantsJson } from '../http/negotiate.js';
+import { isHtmlFormPost, wantsJson } from '../http/negotiate.js';
 import { refusalPage } from '../pages/refusal-page.js';
 
 /**
@@ -98,8 +98,6 @@ export function envelopeFor(failure: KeyplaneError, oauth = false): Record<strin
   return { ...envelope, ...oauthFields(oauthErrorFor(failure.reason, failure.status), failure.message) };
 }
 
-const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
-
 /**
  * Whether a refusal is shown as a page: the route is a page (`config.errorPage`) and the request is
  * a browser's (a GET not asking for JSON, or a plain form post); scripts and API callers, which ask
@@ -107,9 +105,7 @@ const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
  */
 function wantsErrorPage(request: FastifyRequest): boolean {
   if (!request.routeOptions.config?.errorPage || wantsJson(request)) return false;
-  if (request.method === 'GET' || request.method === 'HEAD') return true;
-  const type = request.headers['content-type'] ?? '';
-  return FORM_TYPES.some((form) => type.startsWith(form));
+  return request.method === 'GET' || request.method === 'HEAD' || isHtmlFormPost(request);
 }
 
 async function renderErrorPage(request: FastifyRequest, failure: KeyplaneError): Promise<string> {
