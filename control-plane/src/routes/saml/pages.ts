@@ -1,10 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { REASONS, type Reason } from '../../../../lib/errors/reasons.js';
-import { isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import type { KeyplaneError } from '../../../../lib/errors/keyplane-error.js';
 import { html, page } from '../../pages/layout.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { PostForm } from '../../saml/sso.js';
-import { wantsJson } from '../../http/negotiate.js';
 
 /** Served at POST_SCRIPT: submits the SAML form (a nonce'd module script; no inline handler). */
 export const POST_SCRIPT = '/saml/post.js';
@@ -36,25 +34,18 @@ ${form.relayState !== undefined ? html`<input type="hidden" name="RelayState" va
 }
 
 /**
- * A refused SAML message: nothing is posted to any SP (its ACS URL cannot be trusted), the user
- * reads why; an API caller gets the envelope.
+ * A refused SAML message (the routes' `config.errorPage`): nothing is posted to any SP (its ACS URL
+ * cannot be trusted), the user reads why; an API caller gets the envelope from the errors plugin.
  */
-export function sendSamlError(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
-  if (!isKeyplaneError(error)) throw error;
-  const reason = error.reason as Reason;
-  reply.code(REASONS[reason]?.status ?? 400);
-  if (wantsJson(request)) return reply.send({ ok: false, reason, message: error.message });
-  reply.type('text/html; charset=utf-8');
-  return reply.send(
-    page({
-      title: 'Sign-in request refused',
-      nonce: request.kp.cspNonce,
-      body: html`<h1>This SAML request cannot continue</h1>
-<p class="error" role="alert">${error.message}</p>
+export function samlRefusalPage(request: FastifyRequest, failure: KeyplaneError): string {
+  return page({
+    title: 'Sign-in request refused',
+    nonce: request.kp.cspNonce,
+    body: html`<h1>This SAML request cannot continue</h1>
+<p class="error" role="alert">${failure.message}</p>
 <p class="muted">The application that sent you here is not set up correctly or the request was tampered with, so Keyplane sent nothing back to it. Close this page and tell the application's team.</p>
-<p class="muted">Reason: <code data-reason="${reason}">${reason}</code></p>`,
-    }),
-  );
+<p class="muted">Reason: <code data-reason="${failure.reason}">${failure.reason}</code></p>`,
+  });
 }
 
 export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, ended: boolean): FastifyReply {
