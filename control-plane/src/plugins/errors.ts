@@ -5,16 +5,19 @@ import { isDependencyUnavailable, unavailableFailure } from '../../../lib/errors
 import { KeyplaneError, fail, isKeyplaneError } from '../../../lib/errors/keyplane-error.js';
 import type { Reason } from '../../../lib/errors/reasons.js';
 import { oauthErrorFor, oauthFields } from '../../../lib/oauth/errors.js';
-import { isHtmlFormPost, wantsJson } from '../http/negotiate.js';
+import { wantsJson } from '../http/negotiate.js';
 import { refusalPage } from '../pages/refusal-page.js';
 
 /**
  * A route's own page for a refusal: its form shown again with the person's input (`request.body`)
  * and the reason, or a page that says what to do next. `undefined` leaves it to the shared page.
+ * The error handler sets the status, the failure's headers and the type after it; `reply` is for
+ * what else the page needs (its referrer policy).
  */
 export type ErrorPage = (
   request: FastifyRequest,
   failure: KeyplaneError,
+  reply: FastifyReply,
 ) => string | undefined | Promise<string | undefined>;
 
 declare module 'fastify' {
@@ -98,21 +101,25 @@ export function envelopeFor(failure: KeyplaneError, oauth = false): Record<strin
   return { ...envelope, ...oauthFields(oauthErrorFor(failure.reason, failure.status), failure.message) };
 }
 
+const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
+
 /**
  * Whether a refusal is shown as a page: the route is a page (`config.errorPage`) and the request is
- * a browser's (a GET not asking for JSON, or a plain form post); scripts and API callers, which ask
- * for JSON or send it, get the envelope.
+ * a browser's (a GET not asking for JSON, or a form post); scripts and API callers, which ask for
+ * JSON or send it, get the envelope.
  */
 function wantsErrorPage(request: FastifyRequest): boolean {
   if (!request.routeOptions.config?.errorPage || wantsJson(request)) return false;
-  return request.method === 'GET' || request.method === 'HEAD' || isHtmlFormPost(request);
+  if (request.method === 'GET' || request.method === 'HEAD') return true;
+  const type = request.headers['content-type'] ?? '';
+  return FORM_TYPES.some((form) => type.startsWith(form));
 }
 
-async function renderErrorPage(request: FastifyRequest, failure: KeyplaneError): Promise<string> {
+async function renderErrorPage(request: FastifyRequest, reply: FastifyReply, failure: KeyplaneError): Promise<string> {
   const own = request.routeOptions.config?.errorPage;
   if (typeof own === 'function') {
     try {
-      const rendered = await own(request, failure);
+      const rendered = await own(request, failure, reply);
       if (rendered !== undefined) return rendered;
     } catch (error) {
       // The route's page could not be drawn (what it reads is down too): the shared page still says why.
@@ -158,7 +165,7 @@ export const errorsPlugin = fp(
         request.log.error({ err: error }, 'request failed');
       else request.log.info({ reason: failure.reason }, 'request refused');
       if (!wantsErrorPage(request)) return sendFailure(request, reply, failure);
-      const body = await renderErrorPage(request, failure);
+      const body = await renderErrorPage(request, reply, failure);
       reply.code(failure.status).headers(failure.headers).type('text/html; charset=utf-8');
       return reply.send(body);
     });

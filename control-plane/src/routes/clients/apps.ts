@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail, isKeyplaneError } from '../../../../lib/errors/keyplane-error.js';
+import { fail } from '../../../../lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata } from '../../../../lib/oauth/client-metadata.js';
 import { html, page, type SafeHtml } from '../../pages/layout.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
@@ -336,6 +336,18 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     '/apps/connectors',
     {
       onRequest: requireSession,
+      // A person at the form gets the page back with the reason, not a JSON envelope.
+      config: {
+        errorPage: (request, failure, reply) =>
+          request.kp.session
+            ? renderApps(
+                request,
+                reply,
+                html`<p role="alert" class="error" data-reason="${failure.reason}">${failure.message}</p>`,
+                failure.status,
+              )
+            : undefined,
+      },
       schema: {
         tags: ['connectors'],
         summary:
@@ -350,24 +362,13 @@ ${secret === undefined ? '' : html`<p>Client secret (shown once, copy it now): <
     },
     async (request, reply) => {
       const fields = bodyObject(request);
-      try {
-        const ownerId = await ownerFor(app, request, fields);
-        const { connector, ...inputs } = fields;
-        if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
-        // Empty form fields (the URL of a tool that takes none) are not inputs.
-        const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
-        const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
-        return await renderApps(request, reply, connectorResultNotice(result), 201, undefined, ['/assets/copy.js']);
-      } catch (error) {
-        // A person at the form gets the page back with the reason, not a JSON envelope.
-        if (!isKeyplaneError(error)) throw error;
-        return renderApps(
-          request,
-          reply,
-          html`<p role="alert" class="error" data-reason="${error.reason}">${error.message}</p>`,
-          error.status,
-        );
-      }
+      const ownerId = await ownerFor(app, request, fields);
+      const { connector, ...inputs } = fields;
+      if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
+      // Empty form fields (the URL of a tool that takes none) are not inputs.
+      const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
+      const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
+      return renderApps(request, reply, connectorResultNotice(result), 201, undefined, ['/assets/copy.js']);
     },
   );
 

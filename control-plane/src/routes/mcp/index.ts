@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { fail } from '../../../../lib/errors/keyplane-error.js';
+import { sendRawFailure } from '../../plugins/errors.js';
 import { enforceLimit } from '../../../../lib/errors/rate-limited.js';
 import { MCP_TOOLS } from '../../../../lib/mcp/catalogue.js';
 import { RateLimiter } from '../../../../lib/runtime/security/rate-limiter.js';
@@ -90,14 +91,9 @@ export default async function mcpRoutes(
       try {
         await transport.handleRequest(request.raw, raw, request.body);
       } catch (error) {
+        // The reply was handed to the transport, so fastify's error handler cannot answer it.
         request.log.error({ err: error }, 'MCP request failed');
-        if (!raw.headersSent) {
-          raw.statusCode = 500;
-          raw.setHeader('content-type', 'application/json; charset=utf-8');
-          raw.end(JSON.stringify({ ok: false, reason: 'internal', message: 'the MCP request failed' }));
-        } else {
-          raw.end();
-        }
+        sendRawFailure(raw, error);
       }
     },
   );
