@@ -207,7 +207,12 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
   /** A refused change: the page again, with the reason above the forms (signed-in only). */
   const errorPage: ErrorPage = (request, failure, reply) =>
     request.kp.session
-      ? render(request, reply, html`<p class="error" role="alert">${failure.message}</p>`, failure.status)
+      ? render(
+          request,
+          reply,
+          html`<p class="error" role="alert" data-reason="${failure.reason}">${failure.message}</p>`,
+          failure.status,
+        )
       : undefined;
 
   app.get(
