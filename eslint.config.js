@@ -172,8 +172,65 @@ const noRestrictedDynamicImports = {
     };
   },
 };
+/**
+ * One error path (docs/errors.md#one-error-path): code throws a `KeyplaneError`, and only the control
+ * plane's errors plugin and the gateway's respond.ts turn it into the `{ok: false, reason}`
+ * envelope (or a page); a limit is refused only through lib/errors/rate-limited.ts, which sets
+ * `Retry-After`.
+ */
+const ENVELOPE_MESSAGE =
+  'Throw a KeyplaneError (fail(…)) instead of writing the envelope: only control-plane/src/plugins/errors.ts and gateway/src/respond.ts write it (docs/errors.md#one-error-path).';
+const RATE_LIMITED_MESSAGE =
+  'Refuse over a limit with rateLimited() or enforceLimit() from lib/errors/rate-limited.ts, which sets Retry-After (docs/errors.md#one-error-path).';
+const oneErrorPath = {
+  meta: {
+    type: 'problem',
+    schema: [{ type: 'object', properties: { envelope: { type: 'boolean' } }, additionalProperties: false }],
+  },
+  create(context) {
+    const [{ envelope: checkEnvelope = true } = {}] = context.options;
+    const keyOf = (property) =>
+      property.type !== 'Property' || property.computed
+        ? null
+        : property.key.type === 'Identifier'
+          ? property.key.name
+          : property.key.value;
+    return {
+      ObjectExpression(node) {
+        if (!checkEnvelope) return;
+        const ok = node.properties.find((property) => keyOf(property) === 'ok');
+        const envelope =
+          ok?.value.type === 'Literal' &&
+          ok.value.value === false &&
+          node.properties.some((property) => keyOf(property) === 'reason');
+        if (envelope) context.report({ node, message: ENVELOPE_MESSAGE });
+      },
+      'CallExpression, NewExpression'(node) {
+        const { callee } = node;
+        const name =
+          callee.type === 'Identifier'
+            ? callee.name
+            : callee.type === 'MemberExpression' && callee.property.type === 'Identifier'
+              ? callee.property.name
+              : null;
+        const [first] = node.arguments;
+        if (
+          (name === 'fail' || name === 'KeyplaneError') &&
+          first?.type === 'Literal' &&
+          first.value === 'rate_limited'
+        )
+          context.report({ node, message: RATE_LIMITED_MESSAGE });
+      },
+    };
+  },
+};
+
 const localRules = {
-  plugins: { keyplane: { rules: { 'no-restricted-dynamic-imports': noRestrictedDynamicImports } } },
+  plugins: {
+    keyplane: {
+      rules: { 'no-restricted-dynamic-imports': noRestrictedDynamicImports, 'one-error-path': oneErrorPath },
+    },
+  },
 };
 
 const byFile = (table) =>
@@ -239,6 +296,22 @@ export default tseslint.config(
   localRules,
   ...byFile(boundaries),
   ...byFile(KNOWN_VIOLATIONS),
+  {
+    // The services answer HTTP through one writer each; lib/ and the CLI's own results may say ok: false.
+    files: ['control-plane/src/**/*.ts', 'gateway/src/**/*.ts', 'lib/**/*.ts'],
+    ignores: [
+      'control-plane/src/plugins/errors.ts',
+      'gateway/src/respond.ts',
+      'lib/errors/keyplane-error.ts',
+      'lib/errors/rate-limited.ts',
+    ],
+    rules: { 'keyplane/one-error-path': ['error', { envelope: true }] },
+  },
+  {
+    files: ['lib/**/*.ts'],
+    ignores: ['lib/errors/rate-limited.ts'],
+    rules: { 'keyplane/one-error-path': ['error', { envelope: false }] },
+  },
   // plugins/ and http/ reach storage only through operations, as routes do.
   {
     files: ['control-plane/src/{routes,plugins,http}/**/*.ts'],

@@ -272,7 +272,7 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
     body: replay ?? body,
   });
   if (forwarded.ok) countPassed(ctx.metrics, result.decision);
-  else countUpstreamFailure(ctx.metrics, forwarded.reason);
+  else countUpstreamFailure(ctx.metrics, forwarded.failed);
 }
 
 /**

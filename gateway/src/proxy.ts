@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { Pool, type Dispatcher } from 'undici';
 import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import { sendEnvelope } from './respond.js';
 
 /**
  * The proxy hop. HTTP goes through an undici Pool with keep-alive (docs/gateway.md#decisions: about 1.6× the
@@ -88,7 +89,7 @@ export interface ForwardInput {
   body: boolean | Buffer;
 }
 
-export type ForwardOutcome = { ok: true } | { ok: false; reason: Reason };
+export type ForwardOutcome = { ok: true } | { ok: false; failed: Reason };
 
 /**
  * One forwarded response, written into the client's as undici reads it: the head once the
@@ -167,12 +168,11 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     const res = this.#res;
     const failure = upstreamFailure(error);
     if (!res.headersSent && !res.destroyed) {
-      res.writeHead(failure.status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-      res.end(JSON.stringify(failure.toEnvelope()));
+      sendEnvelope(res, failure);
     } else if (!res.destroyed) {
       res.destroy();
     }
-    this.#resolve({ ok: false, reason: failure.reason });
+    this.#resolve({ ok: false, failed: failure.reason });
   }
 }
 

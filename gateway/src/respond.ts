@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import type { Reason } from '#lib/errors/reasons.js';
 import type { Decision } from '#lib/gateway-protocol/policy.js';
@@ -27,20 +28,35 @@ export function countUpstreamFailure(metrics: GatewayMetrics, reason: Reason): v
   metrics.requests.inc({ outcome: 'upstream_failed' });
 }
 
-/** The envelope of a failure, uncounted (the gateway's own endpoints and internal errors). */
-export function sendEnvelope(res: ServerResponse, error: KeyplaneError): void {
-  sendJson(res, error.status, error.toEnvelope(), error.headers);
+/**
+ * The one writer of the gateway's `{ok: false, reason, message}` envelope, uncounted (the gateway's
+ * own endpoints, internal errors, an upstream that failed): with the failure's own headers
+ * (Retry-After of a 503, WWW-Authenticate of a 401). The target is a response, or the socket of
+ * an upgrade that is refused before any response exists (then the connection closes).
+ */
+export function sendEnvelope(target: ServerResponse | Duplex, error: KeyplaneError, extraHeaders: Headers = {}): void {
+  const headers = { ...error.headers, ...extraHeaders };
+  if ('writeHead' in target) return sendJson(target, error.status, error.toEnvelope(), headers);
+  const body = JSON.stringify(error.toEnvelope());
+  const lines = Object.entries({
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+    connection: 'close',
+  }).flatMap(([name, value]) => [value].flat().map((one) => `${name}: ${one}\r\n`));
+  target.end(`HTTP/1.1 ${error.status} ${error.reason}\r\n${lines.join('')}\r\n${body}`);
 }
 
 /** The envelope of a refusal, counted under its reason. */
 export function sendError(
   metrics: GatewayMetrics,
-  res: ServerResponse,
+  res: ServerResponse | Duplex,
   error: KeyplaneError,
   extraHeaders: Headers = {},
 ): void {
   countRefusal(metrics, error.reason);
-  sendJson(res, error.status, error.toEnvelope(), { ...error.headers, ...extraHeaders });
+  sendEnvelope(res, error, extraHeaders);
 }
 
 export function redirect(res: ServerResponse, location: string, cookies: string[] = []): void {

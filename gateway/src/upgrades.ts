@@ -6,7 +6,7 @@ import { normalizeRequestTarget } from '#lib/gateway-protocol/request-path.js';
 import { authorize } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { endToEnd } from './proxy.js';
-import { countPassed, countRefusal } from './respond.js';
+import { countPassed, sendError } from './respond.js';
 import { upstreamHeaders } from './identity.js';
 
 /** A WebSocket (or other) upgrade: the same identification and policy as a request, then a spliced socket. */
@@ -14,17 +14,7 @@ export async function upgrade(ctx: GatewayContext, req: IncomingMessage, socket:
   stripIdentityHeaders(req.headers);
   const upgradeTo = req.headers['upgrade'];
   req.headers = endToEnd(req.headers);
-  const refuse = (error: KeyplaneError) => {
-    countRefusal(ctx.metrics, error.reason);
-    const body = JSON.stringify(error.toEnvelope());
-    // The refusal's own headers too (Retry-After of a 503, WWW-Authenticate of a 401).
-    const extra = Object.entries(error.headers)
-      .map(([name, value]) => `${name}: ${value}\r\n`)
-      .join('');
-    socket.end(
-      `HTTP/1.1 ${error.status} ${error.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
-    );
-  };
+  const refuse = (error: KeyplaneError) => sendError(ctx.metrics, socket, error);
   const target = normalizeRequestTarget(req.url);
   if (!target) return refuse(fail('invalid_path'));
   ctx.applyForwarded(req);

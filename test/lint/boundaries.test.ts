@@ -145,3 +145,41 @@ t.test('a route reaching storage or a transaction itself is refused', async (t) 
     'operations may',
   );
 });
+
+// docs/errors.md#one-error-path: one writer of the envelope per service, one maker of `rate_limited`.
+t.test('the envelope is written only by the errors plugin and the gateway respond module', async (t) => {
+  const source = [
+    "export const envelope = { ok: false, reason: 'not_found', message: 'no such thing' };",
+    "export const outcome = { ok: false, failed: 'upstream_timeout' };",
+  ].join('\n');
+  const found = async (filePath: string) => {
+    const [result] = await eslint.lintText(source, { filePath });
+    return (result?.messages ?? []).filter((m) => m.ruleId === 'keyplane/one-error-path');
+  };
+  for (const file of ['control-plane/src/routes/x/example.ts', 'gateway/src/example.ts']) {
+    const refused = await found(file);
+    t.equal(refused.length, 1, `${file}: the envelope literal, not the other result`);
+    t.match(refused[0]?.message ?? '', /Throw a KeyplaneError/);
+  }
+  for (const file of ['control-plane/src/plugins/errors.ts', 'gateway/src/respond.ts', 'cli/src/commands/example.ts'])
+    t.same(await found(file), [], `${file} may`);
+});
+
+t.test('rate_limited is raised only through lib/errors/rate-limited.ts', async (t) => {
+  const source = [
+    "import { fail, KeyplaneError } from '#lib/errors/keyplane-error.js';",
+    "export const a = fail('rate_limited', 'slow down');",
+    "export const b = new KeyplaneError('rate_limited');",
+    "export const c = fail('not_found');",
+  ].join('\n');
+  const found = async (filePath: string) => {
+    const [result] = await eslint.lintText(source, { filePath });
+    return (result?.messages ?? []).filter((m) => m.ruleId === 'keyplane/one-error-path');
+  };
+  for (const file of ['control-plane/src/contact/example.ts', 'gateway/src/example.ts', 'lib/oauth/example.ts']) {
+    const refused = await found(file);
+    t.equal(refused.length, 2, file);
+    t.match(refused[0]?.message ?? '', /rateLimited\(\) or enforceLimit\(\)/);
+  }
+  t.same(await found('lib/errors/rate-limited.ts'), [], 'the one place may');
+});

@@ -1,4 +1,5 @@
 import { fail } from '#lib/errors/keyplane-error.js';
+import { enforceLimit } from '#lib/errors/rate-limited.js';
 import { normalizeEmailAddress } from '#lib/magic/email-address.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import { randomId } from '#lib/crypto/random.js';
@@ -36,11 +37,7 @@ async function throttle(services: ContactServices, ip: string, email: string): P
     ['contact-sender', sha256Hex(`keyplane:contact:v1:${email}`)],
   ] as const) {
     const decision = await limiter.hit(bucket, subject, limit);
-    if (!decision.allowed) {
-      throw fail('rate_limited', 'too many contact messages; try again later', {
-        headers: { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) },
-      });
-    }
+    enforceLimit(decision, 'too many contact messages; try again later');
   }
 }
 

@@ -1,4 +1,5 @@
 import { fail } from '#lib/errors/keyplane-error.js';
+import { enforceLimit } from '#lib/errors/rate-limited.js';
 import { normalizeEmailAddress } from '#lib/magic/email-address.js';
 import {
   checkMagicLink,
@@ -81,11 +82,7 @@ export async function addEmail(services: EmailServices, identityId: string, inpu
           })
         : {};
     const decision = await new RateLimiter(services.state).hit('verify-mail', addressBucket(email), limit);
-    if (!decision.allowed) {
-      throw fail('rate_limited', 'too many verification mails to this address; try again later', {
-        headers: { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) },
-      });
-    }
+    enforceLimit(decision, 'too many verification mails to this address; try again later');
     const link = issueEmailVerificationLink({
       endpoint,
       identityId,

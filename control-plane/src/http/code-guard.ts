@@ -1,4 +1,4 @@
-import { fail } from '#lib/errors/keyplane-error.js';
+import { enforceLimit } from '#lib/errors/rate-limited.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import type { ControlPlaneServices } from '../context.js';
 
@@ -11,12 +11,7 @@ export async function limitPerIp(services: GuardServices, request: { ip: string 
     max: services.config.limits.authPerIpPerMinute,
     windowMs: 60_000,
   });
-  if (!decision.allowed) {
-    const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-    throw fail('rate_limited', 'too many attempts from this address; slow down', {
-      headers: { 'retry-after': String(seconds) },
-    });
-  }
+  enforceLimit(decision, 'too many attempts from this address; slow down');
 }
 
 /** Per account name, `limits.authPerAccountPerMinute` attempts per minute (unknown names count alike). */
@@ -25,10 +20,5 @@ export async function limitPerAccount(services: GuardServices, bucket: string, s
     max: services.config.limits.authPerAccountPerMinute,
     windowMs: 60_000,
   });
-  if (!decision.allowed) {
-    const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-    throw fail('rate_limited', 'too many attempts for this account; slow down', {
-      headers: { 'retry-after': String(seconds) },
-    });
-  }
+  enforceLimit(decision, 'too many attempts for this account; slow down');
 }

@@ -1,4 +1,5 @@
 import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
+import { retryAfterSeconds } from '#lib/errors/rate-limited.js';
 import { Lockout } from '#lib/runtime/security/lockout.js';
 import type { ControlPlaneServices } from '../context.js';
 
@@ -39,7 +40,7 @@ function lockoutsFor(
 }
 
 function lockedOut(method: CodeMethod, retryAfterMs: number): KeyplaneError {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const seconds = retryAfterSeconds(retryAfterMs);
   const what = method === 'totp' ? 'TOTP codes' : 'recovery codes';
   return fail('locked_out', `too many wrong ${what}; try again in ${Math.ceil(seconds / 60)} minute(s)`, {
     headers: { 'retry-after': String(seconds) },

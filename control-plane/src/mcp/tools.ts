@@ -127,7 +127,7 @@ export async function callTool(
   try {
     return answer(await tool(services, sources, args));
   } catch (error) {
-    if (isKeyplaneError(error)) return answer({ ok: false, reason: error.reason, message: error.message }, true);
+    if (isKeyplaneError(error)) return answer(error.toEnvelope(), true);
     throw error;
   }
 }

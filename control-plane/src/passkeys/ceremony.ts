@@ -11,6 +11,7 @@ import {
 } from '@simplewebauthn/server';
 import { isoBase64URL } from '@simplewebauthn/server/helpers';
 import { fail } from '#lib/errors/keyplane-error.js';
+import { enforceLimit, retryAfterSeconds } from '#lib/errors/rate-limited.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import {
   checkAssertion,
@@ -261,11 +262,6 @@ export class CredentialLimits {
 
   private async check(bucket: string, subject: string, max: number): Promise<void> {
     const decision = await this.limiter.hit(bucket, subject, { max, windowMs: 60_000 });
-    if (!decision.allowed) {
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      throw fail('rate_limited', `too many attempts; try again in ${seconds} s`, {
-        headers: { 'retry-after': String(seconds) },
-      });
-    }
+    enforceLimit(decision, `too many attempts; try again in ${retryAfterSeconds(decision.retryAfterMs)} s`);
   }
 }

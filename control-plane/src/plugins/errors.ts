@@ -1,9 +1,35 @@
+import type { ServerResponse } from 'node:http';
 import fp from 'fastify-plugin';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDependencyUnavailable, unavailableFailure } from '#lib/errors/dependency-outage.js';
 import { KeyplaneError, fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import type { Reason } from '#lib/errors/reasons.js';
 import { oauthErrorFor, oauthFields } from '#lib/oauth/errors.js';
+import { wantsJson } from '../http/negotiate.js';
+import { refusalPage } from '../pages/refusal-page.js';
+
+/**
+ * A route's own page for a refusal: its form shown again with the person's input (`request.body`)
+ * and the reason, or a page that says what to do next. `undefined` leaves it to the shared page.
+ * The error handler sets the status, the failure's headers and the type after it; `reply` is for
+ * what else the page needs (its referrer policy).
+ */
+export type ErrorPage = (
+  request: FastifyRequest,
+  failure: KeyplaneError,
+  reply: FastifyReply,
+) => string | undefined | Promise<string | undefined>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * A route a person reaches in the browser: a refusal of a request that does not ask for JSON
+     * (a navigation, a plain form post) is answered with a page instead of the envelope, by the
+     * error handler (`true`: the shared refusal page; a function: the route's own, docs/errors.md#pages).
+     */
+    errorPage?: true | ErrorPage;
+  }
+}
 
 /** The envelope schema, referenced under 4xx and 5xx of every route (fastify serializes error bodies with it). */
 export const envelopeSchema = {
@@ -75,11 +101,62 @@ export function envelopeFor(failure: KeyplaneError, oauth = false): Record<strin
   return { ...envelope, ...oauthFields(oauthErrorFor(failure.reason, failure.status), failure.message) };
 }
 
-/** The one place where failures become the `{ok: false, reason, message}` envelope. */
+const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
+
+/**
+ * Whether a refusal is shown as a page: the route is a page (`config.errorPage`) and the request is
+ * a browser's (a GET not asking for JSON, or a form post); scripts and API callers, which ask for
+ * JSON or send it, get the envelope.
+ */
+function wantsErrorPage(request: FastifyRequest): boolean {
+  if (!request.routeOptions.config?.errorPage || wantsJson(request)) return false;
+  if (request.method === 'GET' || request.method === 'HEAD') return true;
+  const type = request.headers['content-type'] ?? '';
+  return FORM_TYPES.some((form) => type.startsWith(form));
+}
+
+async function renderErrorPage(request: FastifyRequest, reply: FastifyReply, failure: KeyplaneError): Promise<string> {
+  const own = request.routeOptions.config?.errorPage;
+  if (typeof own === 'function') {
+    try {
+      const rendered = await own(request, failure, reply);
+      if (rendered !== undefined) return rendered;
+    } catch (error) {
+      // The route's page could not be drawn (what it reads is down too): the shared page still says why.
+      request.log.error({ err: error }, 'error page failed');
+    }
+  }
+  return refusalPage(request, failure);
+}
+
+/** The envelope as the answer: status, the failure's headers (Retry-After, WWW-Authenticate), JSON. */
+function sendFailure(request: FastifyRequest, reply: FastifyReply, failure: KeyplaneError): FastifyReply {
+  reply.code(failure.status).headers(failure.headers).type('application/json; charset=utf-8');
+  return reply.send(envelopeFor(failure, request.routeOptions.config?.oauthErrors === true));
+}
+
+/**
+ * For a route that took the response over from fastify (`reply.hijack()`, the MCP transport): the
+ * envelope written to the raw response when nothing was sent yet, else the response ended.
+ */
+export function sendRawFailure(raw: ServerResponse, error: unknown): void {
+  if (raw.headersSent) {
+    raw.end();
+    return;
+  }
+  const failure = toKeyplaneError(error);
+  raw.writeHead(failure.status, { ...failure.headers, 'content-type': 'application/json; charset=utf-8' });
+  raw.end(JSON.stringify(envelopeFor(failure)));
+}
+
+/**
+ * The one place where failures become an answer: the `{ok: false, reason, message}` envelope, or
+ * on a page route for a browser the page (`config.errorPage`), with the same status and headers.
+ */
 export const errorsPlugin = fp(
   async (app: FastifyInstance) => {
     app.addSchema(envelopeSchema);
-    app.setErrorHandler((error, request, reply) => {
+    app.setErrorHandler(async (error, request, reply) => {
       const failure = toKeyplaneError(error);
       // An outage is logged once when it begins and once when it ends (plugins/dependencies.ts),
       // not per request; `not_ready` is the answer a load balancer polls for meanwhile.
@@ -87,8 +164,10 @@ export const errorsPlugin = fp(
       else if (failure.status >= 500 && failure.reason !== 'not_ready')
         request.log.error({ err: error }, 'request failed');
       else request.log.info({ reason: failure.reason }, 'request refused');
-      reply.code(failure.status).headers(failure.headers).type('application/json; charset=utf-8');
-      return reply.send(envelopeFor(failure, request.routeOptions.config?.oauthErrors === true));
+      if (!wantsErrorPage(request)) return sendFailure(request, reply, failure);
+      const body = await renderErrorPage(request, reply, failure);
+      reply.code(failure.status).headers(failure.headers).type('text/html; charset=utf-8');
+      return reply.send(body);
     });
     app.setNotFoundHandler((_request, reply) => {
       reply.code(404).type('application/json; charset=utf-8');

@@ -1,4 +1,5 @@
 import { fail } from '#lib/errors/keyplane-error.js';
+import { enforceLimit, rateLimited } from '#lib/errors/rate-limited.js';
 import { checkSiteUrl } from '#lib/orgs/roles.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import type { Rating } from '#lib/scan/rating.js';
@@ -19,13 +20,6 @@ export function checkScanUrl(raw: unknown): { url: string; host: string } {
   return { url: checked.url, host: checked.host };
 }
 
-function limited(decision: { allowed: boolean; retryAfterMs: number }, message: string): void {
-  if (decision.allowed) return;
-  throw fail('rate_limited', message, {
-    headers: { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) },
-  });
-}
-
 /**
  * The anonymous scan. A recent result of the same URL is answered from storage, so one site
  * cannot be hammered through us; otherwise the caller's address and the target host are each
@@ -37,7 +31,7 @@ export async function publicScan(
   clientIp: string,
 ): Promise<{ rating: Rating; cached: boolean; receipt?: string }> {
   const limiter = new RateLimiter(services.state);
-  limited(
+  enforceLimit(
     await limiter.hit('scan-ip', clientIp, { max: services.config.scan.publicPerIpPerHour, windowMs: HOUR_MS }),
     'too many scans from this address; try again later',
   );
@@ -46,15 +40,13 @@ export async function publicScan(
   if (latest && services.now() - latest.scannedAt < services.config.scan.cacheSeconds * 1000) {
     return { rating: JSON.parse(latest.rating) as Rating, cached: true };
   }
-  limited(
+  enforceLimit(
     await limiter.hit('scan-host', host, { max: services.config.scan.publicPerHostPerHour, windowMs: HOUR_MS }),
     'this site was scanned often lately; try again later',
   );
   const mark = `scan:inflight:${url}`;
   if (!(await services.state.setIfAbsent(mark, '1', IN_FLIGHT_MS))) {
-    throw fail('rate_limited', 'a scan of this URL is running; ask again in a few seconds', {
-      headers: { 'retry-after': '10' },
-    });
+    throw rateLimited(10_000, 'a scan of this URL is running; ask again in a few seconds');
   }
   try {
     const result = await runScan(services, url, { siteId: null, trigger: 'public' });

@@ -163,7 +163,8 @@ t.test(
     const early = await browser.get(authorizeUrl(goodRequest(client, pkcePair().challenge)));
     t.equal(early.statusCode, 503, 'before the redirect URI is verified: a 503 here, never a redirect');
     t.equal(early.headers.location, undefined);
-    t.match(early.json(), { reason: 'unavailable' });
+    t.match(early.body, /data-reason="unavailable"/, 'on the refusal page, for a browser');
+    t.ok(early.headers['retry-after'], 'with Retry-After');
   },
 );
 

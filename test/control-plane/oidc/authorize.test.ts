@@ -90,7 +90,9 @@ t.test('authorize has a per-address throttle of its own', async (t) => {
     t.equal((await browser.get(authorizeUrl(goodRequest(client, challenge)))).statusCode, 303, `request ${i + 1}`);
   const limited = await browser.get(authorizeUrl(goodRequest(client, challenge)));
   t.equal(limited.statusCode, 429);
-  t.equal(limited.json().reason, 'rate_limited');
+  // The browser reads the refusal on a page (the errors plugin's, for a page route), with Retry-After.
+  t.match(limited.headers['content-type'], /^text\/html/);
+  t.match(limited.body, /data-reason="rate_limited"/);
   t.ok(Number(limited.headers['retry-after']) >= 1);
   t.equal(
     (await built.app.inject({ method: 'POST', url: '/auth/authorize', payload: { approval: 'x' } })).statusCode,

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '#lib/errors/keyplane-error.js';
+import { enforceLimit, retryAfterSeconds } from '#lib/errors/rate-limited.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import {
   approveEnrollment,
@@ -46,12 +46,7 @@ export default async function agentRoutes(app: FastifyInstance): Promise<void> {
 
   async function limit(bucket: string, subject: string, max: number): Promise<void> {
     const decision = await limiter.hit(bucket, subject, { max, windowMs: 60_000 });
-    if (!decision.allowed) {
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      throw fail('rate_limited', `too many requests; try again in ${seconds} s`, {
-        headers: { 'retry-after': String(seconds) },
-      });
-    }
+    enforceLimit(decision, `too many requests; try again in ${retryAfterSeconds(decision.retryAfterMs)} s`);
   }
 
   app.post(

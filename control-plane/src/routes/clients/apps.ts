@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
 import { refusalText } from '../../pages/link-pages.js';
@@ -370,6 +370,18 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
     '/apps/connectors',
     {
       onRequest: requireSession,
+      // A person at the form gets the page back with the reason, not a JSON envelope.
+      config: {
+        errorPage: (request, failure, reply) =>
+          request.kp.session
+            ? renderApps(
+                request,
+                reply,
+                html`<p role="alert" class="error" data-reason="${failure.reason}">${refusalText(uiOf(request), failure)}</p>`,
+                failure.status,
+              )
+            : undefined,
+      },
       schema: {
         tags: ['connectors'],
         summary:
@@ -384,26 +396,15 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
     },
     async (request, reply) => {
       const fields = bodyObject(request);
-      try {
-        const ownerId = await ownerFor(app, request, fields);
-        const { connector, ...inputs } = fields;
-        if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
-        // Empty form fields (the URL of a tool that takes none) are not inputs.
-        const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
-        const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
-        return await renderApps(request, reply, connectorResultNotice(uiOf(request), result), 201, undefined, [
-          '/assets/copy.js',
-        ]);
-      } catch (error) {
-        // A person at the form gets the page back with the reason, not a JSON envelope.
-        if (!isKeyplaneError(error)) throw error;
-        return renderApps(
-          request,
-          reply,
-          html`<p role="alert" class="error" data-reason="${error.reason}">${refusalText(uiOf(request), error)}</p>`,
-          error.status,
-        );
-      }
+      const ownerId = await ownerFor(app, request, fields);
+      const { connector, ...inputs } = fields;
+      if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
+      // Empty form fields (the URL of a tool that takes none) are not inputs.
+      const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
+      const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
+      return renderApps(request, reply, connectorResultNotice(uiOf(request), result), 201, undefined, [
+        '/assets/copy.js',
+      ]);
     },
   );
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { addEmail, checkVerificationLink, verifyEmail } from '../../email/addresses.js';
 import { emailConfirmPage, emailVerifiedPage, linkRefusalPage } from '../../pages/link-pages.js';
 import { requireSession } from '../../plugins/session.js';
@@ -57,22 +57,16 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     return payload;
   });
 
-  function refusalPage(request: FastifyRequest, reply: FastifyReply, error: unknown): string {
-    if (!isKeyplaneError(error) || wantsJson(request)) throw error;
-    reply.code(error.status).type('text/html; charset=utf-8');
-    return linkRefusalPage({
-      request,
-      reason: error.reason,
-      retryHref: '/account',
-      retryLabel: 'link.retry_email',
-    });
-  }
+  /** A verification link that cannot be used: why, and the way back to the account's addresses. */
+  const errorPage = (request: FastifyRequest, failure: KeyplaneError) =>
+    linkRefusalPage({ request, reason: failure.reason, retryHref: '/account', retryLabel: 'link.retry_email' });
 
   app.get(
     '/auth/email/verify',
     {
       // A HEAD (link preview, scanner) must never consume a one-time link; nor does a GET.
       exposeHeadRoute: false,
+      config: { errorPage },
       schema: {
         tags: ['accounts'],
         summary:
@@ -95,23 +89,14 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const token = (request.query as { token?: string }).token ?? '';
-      let requester: string;
-      try {
-        requester = (await checkVerificationLink(app.kp, token)).identityId;
-      } catch (error) {
-        return refusalPage(request, reply, error);
-      }
+      const requester = (await checkVerificationLink(app.kp, token)).identityId;
       // The account's own signed-in browser proves the click is the owner's, which a scanner
       // fetching the link cannot: it verifies at once. Any other session, or none, gets the button.
       if (request.kp.session?.identityId === requester) {
-        try {
-          const result = await verifyEmail(app.kp, token);
-          if (wantsJson(request)) return { ok: true, verified: true, ...result };
-          reply.type('text/html; charset=utf-8');
-          return emailVerifiedPage(request, result.already);
-        } catch (error) {
-          return refusalPage(request, reply, error);
-        }
+        const result = await verifyEmail(app.kp, token);
+        if (wantsJson(request)) return { ok: true, verified: true, ...result };
+        reply.type('text/html; charset=utf-8');
+        return emailVerifiedPage(request, result.already);
       }
       if (wantsJson(request)) return { ok: true, verified: false, confirm: 'POST /auth/email/verify' };
       sameOriginReferrer.add(reply);
@@ -123,6 +108,7 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/auth/email/verify',
     {
+      config: { errorPage },
       schema: {
         tags: ['accounts'],
         summary:
@@ -138,16 +124,10 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const token = (request.body as { token: string }).token;
-      const html = isHtmlFormPost(request);
-      try {
-        const result = await verifyEmail(app.kp, token);
-        if (!html) return { ok: true, verified: true, ...result };
-        reply.type('text/html; charset=utf-8');
-        return emailVerifiedPage(request, result.already);
-      } catch (error) {
-        if (!html) throw error;
-        return refusalPage(request, reply, error);
-      }
+      const result = await verifyEmail(app.kp, token);
+      if (!isHtmlFormPost(request)) return { ok: true, verified: true, ...result };
+      reply.type('text/html; charset=utf-8');
+      return emailVerifiedPage(request, result.already);
     },
   );
 }

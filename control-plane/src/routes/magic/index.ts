@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { linkRefusalPage, magicRequestedPage, magicRequestPage, signedInContinuePage } from '../../pages/link-pages.js';
 import { checkSignInOrigin } from '../../plugins/session.js';
 import { browserOf, currentDeviceId, ensureDeviceId, setSessionCookies } from '../../http/session-cookies.js';
 import { limitPerIp } from '../../http/code-guard.js';
 import { checkEmailAddress } from '../../email/addresses.js';
 import { dryRunSignInLink, redeemSignInLink, requestSignInLink, type LinkExtras } from '../../magic/sign-in-link.js';
-import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
+import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { isAllowedReturn } from '../../magic/return.js';
 
@@ -42,6 +42,17 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/auth/magic/request',
     {
+      // The no-JavaScript form: a refusal shows the form again, with the address and the reason.
+      config: {
+        errorPage: async (request, failure) => {
+          const body = (request.body ?? {}) as { email?: string; return?: string; project?: string };
+          return magicRequestPage(request, {
+            email: typeof body.email === 'string' ? body.email : '',
+            reason: failure.reason,
+            ...(await formExtras(body)),
+          });
+        },
+      },
       schema: {
         tags: ['accounts'],
         summary:
@@ -83,21 +94,10 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       if (!isHtmlFormPost(request)) return requestLink(request, reply);
-      // The no-JavaScript form: the same answer as a page, a refusal re-shows the form.
-      const body = request.body as { email?: string; return?: string; project?: string };
-      try {
-        await requestLink(request, reply);
-        reply.type('text/html; charset=utf-8');
-        return magicRequestedPage(request);
-      } catch (error) {
-        if (!isKeyplaneError(error)) throw error;
-        reply.code(error.status).headers(error.headers).type('text/html; charset=utf-8');
-        return magicRequestPage(request, {
-          email: body.email ?? '',
-          reason: error.reason,
-          ...(await formExtras(body)),
-        });
-      }
+      // The no-JavaScript form: the same answer as a page.
+      await requestLink(request, reply);
+      reply.type('text/html; charset=utf-8');
+      return magicRequestedPage(request);
     },
   );
 
@@ -159,6 +159,23 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     {
       // A HEAD (link preview, scanner) must never consume a one-time link.
       exposeHeadRoute: false,
+      // A link that cannot be used: why, and a way to ask for a new one (keeping return and project).
+      config: {
+        errorPage: async (request, failure) => {
+          const query = request.query as { return?: string; project?: string };
+          const extras = await formExtras(query);
+          const again = new URLSearchParams();
+          if (extras.returnTo) again.set('return', extras.returnTo);
+          if (extras.project) again.set('project', extras.project);
+          return linkRefusalPage({
+            request,
+            reason: failure.reason,
+            project: cleanProject(query.project),
+            retryHref: `/auth/magic/request${again.size ? `?${again.toString()}` : ''}`,
+            retryLabel: 'link.retry_magic',
+          });
+        },
+      },
       schema: {
         tags: ['accounts'],
         summary:
@@ -177,25 +194,7 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const query = request.query as { token?: string; return?: string; project?: string };
-      const project = cleanProject(query.project);
-      try {
-        return await redeem(request, reply, query.token ?? '', query.return, project);
-      } catch (error) {
-        if (!isKeyplaneError(error) || wantsJson(request)) throw error;
-        reply.code(error.status).type('text/html; charset=utf-8');
-        const extras = await formExtras(query);
-        const again = new URLSearchParams();
-        if (extras.returnTo) again.set('return', extras.returnTo);
-        if (extras.project) again.set('project', extras.project);
-        const retryHref = `/auth/magic/request${again.toString() ? `?${again.toString()}` : ''}`;
-        return linkRefusalPage({
-          request,
-          reason: error.reason,
-          project,
-          retryHref,
-          retryLabel: 'link.retry_magic',
-        });
-      }
+      return redeem(request, reply, query.token ?? '', query.return, cleanProject(query.project));
     },
   );
 

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { fail } from '#lib/errors/keyplane-error.js';
+import { sendRawFailure } from '../../plugins/errors.js';
+import { enforceLimit } from '#lib/errors/rate-limited.js';
 import { MCP_TOOLS } from '#lib/mcp/catalogue.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import { loadChangelog } from '../../changelog/changelog.js';
@@ -74,11 +76,7 @@ export default async function mcpRoutes(
         max: services.config.mcp.perIpPerMinute,
         windowMs: 60_000,
       });
-      if (!decision.allowed) {
-        throw fail('rate_limited', 'too many MCP requests from this address', {
-          headers: { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) },
-        });
-      }
+      enforceLimit(decision, 'too many MCP requests from this address');
       const server = createMcpServer(services, sources);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       await server.connect(transport);
@@ -93,14 +91,9 @@ export default async function mcpRoutes(
       try {
         await transport.handleRequest(request.raw, raw, request.body);
       } catch (error) {
+        // The reply was handed to the transport, so fastify's error handler cannot answer it.
         request.log.error({ err: error }, 'MCP request failed');
-        if (!raw.headersSent) {
-          raw.statusCode = 500;
-          raw.setHeader('content-type', 'application/json; charset=utf-8');
-          raw.end(JSON.stringify({ ok: false, reason: 'internal', message: 'the MCP request failed' }));
-        } else {
-          raw.end();
-        }
+        sendRawFailure(raw, error);
       }
     },
   );

@@ -15,7 +15,7 @@ import {
 import { randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { usernameOf } from '../../accounts/profile.js';
-import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { documentHostOf, resolveClient } from '../../clients/client-id-documents.js';
 import { requestableResources } from '../../oidc/mcp-resources.js';
 import { approvalOf } from '../../consent/gate.js';
@@ -30,7 +30,6 @@ import {
   WEB_MESSAGE_SCRIPT,
   clientLinksOf,
   sendAccountChoice,
-  sendErrorPage,
   sendFormPost,
   sendNotAdmitted,
   sendOneTap,
@@ -107,6 +106,15 @@ function digestOf(params: Record<string, string>): string {
   return sha256Hex(JSON.stringify(CARRIED.map((name) => params[name] ?? null)));
 }
 
+/** A Client ID Metadata Document that cannot be used: its reason on the refusal page, never a redirect. */
+function metadataRefused(error: unknown): never {
+  if (!isKeyplaneError(error) || error.reason !== 'invalid_client') throw error;
+  throw fail('invalid_client', `The app's metadata document was refused. ${error.message}.`, {
+    status: 400,
+    cause: error,
+  });
+}
+
 /**
  * `GET|POST /auth/authorize` (RFC 6749 §4.1, OIDC Core §3.1.2): code flow with PKCE S256 only,
  * exact redirect URIs, RFC 9207 `iss` on every response, `response_mode` query, form_post or
@@ -165,35 +173,15 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     );
   }
 
-  /** The request's client, or the error page that says there is none (never redirected). */
-  async function clientOf(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    params: RawParams,
-  ): Promise<{ refused: FastifyReply } | { client: StoredClient }> {
+  /** The request's client, or the refusal the error handler shows on a page (never redirected). */
+  async function clientOf(params: RawParams): Promise<StoredClient> {
     const clientId = readClientId(params);
-    let client: StoredClient | null;
-    try {
-      client = clientId ? await resolveClient(app.kp, clientId) : null;
-    } catch (error) {
-      // A Client ID Metadata Document that cannot be used: its reason on the page, never a redirect.
-      if (!isKeyplaneError(error) || error.reason !== 'invalid_client') throw error;
-      return {
-        refused: sendErrorPage(request, reply, `The app's metadata document was refused. ${error.message}.`, {
-          reason: 'invalid_client',
-          status: 400,
-        }),
-      };
-    }
-    if (client) return { client };
-    return {
-      refused: sendErrorPage(
-        request,
-        reply,
-        clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).',
-        { reason: 'unknown_client' },
-      ),
-    };
+    const client = clientId ? await resolveClient(app.kp, clientId).catch(metadataRefused) : null;
+    if (client) return client;
+    throw fail(
+      'unknown_client',
+      clientId ? 'The app (client_id) is not registered here.' : 'The request does not name an app (client_id).',
+    );
   }
 
   /**
@@ -207,21 +195,12 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     reply: FastifyReply,
     params: RawParams,
   ): Promise<{ refused: FastifyReply } | Checked> {
-    const found = await clientOf(request, reply, params);
-    if ('refused' in found) return found;
-    const { client } = found;
+    const client = await clientOf(params);
     const resources = await requestableResources(app.kp, client, params.resource);
     const check = checkAuthorizationRequest(params, authorizationClientOf(client, resources));
     if (!check.ok) {
       if (check.target === null)
-        return {
-          refused: sendErrorPage(
-            request,
-            reply,
-            `The redirect address is not registered for this app. ${check.description}.`,
-            { reason: 'unknown_client' },
-          ),
-        };
+        throw fail('unknown_client', `The redirect address is not registered for this app. ${check.description}.`);
       return { refused: respondError(request, reply, check.target, check.error, check.description) };
     }
     // The popup is in-place sign-in: only for a client that turned it on (docs/in-place.md).
@@ -281,7 +260,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       // A parked request was resolved (request objects verified) before it was parked.
       const stored = /^[A-Za-z0-9_-]{32}$/.test(resume) ? await state.get(`oidc:pending:${resume}`) : null;
       if (!stored)
-        return sendErrorPage(request, reply, 'This sign-in request has expired. Go back to the app and start again.');
+        throw fail('invalid_request', 'This sign-in request has expired. Go back to the app and start again.');
       const pending = JSON.parse(stored) as Pending;
       params = pending.params;
       loginAfter = pending.loginAfter;
@@ -290,14 +269,12 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       // The plain parameters' ui_locales serves the pages shown before the request is resolved;
       // the resolved request's (a pushed request's, a request object's) wins below.
       adoptUiLocales(app.kp, request, reply, incoming.ui_locales);
-      const found = await clientOf(request, reply, incoming);
-      if ('refused' in found) return found.refused;
-      const resolved = await resolveAuthorizationRequest(app.kp, found.client, incoming);
+      const client = await clientOf(incoming);
+      const resolved = await resolveAuthorizationRequest(app.kp, client, incoming);
       if (!resolved.ok) {
         // Only a redirect URI that the plain parameters name and the client registered gets the error.
-        const errorTarget = errorTargetOf(incoming, authorizationClientOf(found.client));
-        if (!errorTarget)
-          return sendErrorPage(request, reply, `The request object was refused: ${resolved.description}.`);
+        const errorTarget = errorTargetOf(incoming, authorizationClientOf(client));
+        if (!errorTarget) throw fail('invalid_request', `The request object was refused: ${resolved.description}.`);
         return respondError(
           request,
           reply,
@@ -493,11 +470,9 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     const session = request.kp.session;
     const grant = stored ? (JSON.parse(stored) as { sessionId: string; digest: string }) : null;
     if (!session || !grant || grant.sessionId !== session.id || grant.digest !== digestOf(params)) {
-      return sendErrorPage(
-        request,
-        reply,
+      throw fail(
+        'access_denied',
         'This approval has expired or belongs to another sign-in. Go back to the app and start again.',
-        { reason: 'access_denied' },
       );
     }
     if (body.decision === 'deny') return respondError(request, reply, target, 'access_denied', 'the user declined');
@@ -513,12 +488,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       approval: mergeApproval(null, authz),
     });
     if (decision.action !== 'issue')
-      return sendErrorPage(
-        request,
-        reply,
-        'The sign-in changed while this page was open. Go back to the app and start again.',
-        { reason: 'access_denied' },
-      );
+      throw fail('access_denied', 'The sign-in changed while this page was open. Go back to the app and start again.');
     return issueCode(request, reply, client, authz, 'new');
   }
 
@@ -535,7 +505,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
     '/auth/authorize',
     {
       exposeHeadRoute: false,
-      config: { discovery: AUTHORIZE_DISCOVERY },
+      config: { discovery: AUTHORIZE_DISCOVERY, errorPage: true },
       schema: { ...schema, querystring: AUTHORIZE_QUERY },
     },
     async (request, reply) => handle(request, reply, request.query as RawParams),
@@ -544,6 +514,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
   app.post(
     '/auth/authorize',
     {
+      config: { errorPage: true },
       schema: {
         ...schema,
         summary: "OIDC authorization by POST (RFC 6749 §3.1), and the one-tap form's approval",

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { fail } from '#lib/errors/keyplane-error.js';
+import { rateLimited } from '#lib/errors/rate-limited.js';
 import { DEVICE_CODE_GRANT, formatUserCode, normalizeUserCode } from '#lib/oauth/device-code.js';
 import { oauthError } from '#lib/oauth/errors.js';
 import { randomToken } from '#lib/crypto/random.js';
@@ -19,7 +20,7 @@ import { errorResponses } from '../../http/schemas.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import { formError, html, page, raw } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
-import { clientLinksOf, formPage, sendErrorPage, sendOneTap } from './pages.js';
+import { clientLinksOf, formPage, sendOneTap } from './pages.js';
 
 export const DEVICE_AUTHORIZATION_PATH = '/auth/device';
 export const VERIFICATION_PATH = '/device';
@@ -45,12 +46,8 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
   const { issuer } = app.kp.config;
   const wrongCodes = new Lockout(app.kp.state, WRONG_CODES, app.kp.now);
 
-  function lockedOut(retryAfterMs: number) {
-    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-    return fail('rate_limited', 'too many wrong codes; wait before trying again', {
-      headers: { 'retry-after': String(seconds) },
-    });
-  }
+  const lockedOut = (retryAfterMs: number) =>
+    rateLimited(retryAfterMs, 'too many wrong codes; wait before trying again');
 
   app.post(
     DEVICE_AUTHORIZATION_PATH,
@@ -238,6 +235,7 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
   app.post(
     `${VERIFICATION_PATH}/approve`,
     {
+      config: { errorPage: true },
       schema: {
         ...pageSchema,
         summary: "Device verification: the consent page's answer (allow or deny), once",
@@ -256,14 +254,7 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
         : null;
       const grant = stored ? (JSON.parse(stored) as { sessionId: string; userCode: string }) : null;
       if (!session || !grant || grant.sessionId !== session.id)
-        return sendErrorPage(
-          request,
-          reply,
-          'This approval has expired or belongs to another sign-in. Enter the code again.',
-          {
-            reason: 'access_denied',
-          },
-        );
+        throw fail('access_denied', 'This approval has expired or belongs to another sign-in. Enter the code again.');
       const decided = await decideDeviceAuthorization(app.kp, session, grant.userCode, decision !== 'deny');
       if (!decided.decided) return sendEntryForm(request, reply, 'device.expired');
       return sendDone(request, reply, decision !== 'deny', decided.receipt);

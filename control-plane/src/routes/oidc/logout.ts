@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { buildRedirect } from '#lib/oauth/authorization-request.js';
 import { matchRedirectUri } from '#lib/oauth/redirect-uri.js';
 import { findClient } from '../../clients/find-client.js';
@@ -6,13 +7,7 @@ import { logOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../http/session-cookies.js';
 import type { StoredClient } from '../../storage/types.js';
 import { errorResponses } from '../../http/schemas.js';
-import {
-  FRONTCHANNEL_LOGOUT_JS,
-  FRONTCHANNEL_LOGOUT_SCRIPT,
-  sendErrorPage,
-  sendLogoutConfirm,
-  sendSignedOut,
-} from './pages.js';
+import { FRONTCHANNEL_LOGOUT_JS, FRONTCHANNEL_LOGOUT_SCRIPT, sendLogoutConfirm, sendSignedOut } from './pages.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
 
 type Params = Record<string, unknown>;
@@ -39,25 +34,20 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
   ): Promise<FastifyReply> {
     const hintValue = text(params, 'id_token_hint');
     const hint = hintValue ? await verifyIdTokenHint(app.kp, hintValue) : null;
-    if (hintValue && !hint) return sendErrorPage(request, reply, 'The id_token_hint was not issued by this server.');
+    if (hintValue && !hint) throw fail('invalid_request', 'The id_token_hint was not issued by this server.');
     const clientIdParam = text(params, 'client_id');
     if (hint && clientIdParam && clientIdParam !== hint.aud)
-      return sendErrorPage(request, reply, 'client_id differs from the audience of id_token_hint.');
+      throw fail('invalid_request', 'client_id differs from the audience of id_token_hint.');
     const clientId = clientIdParam ?? hint?.aud;
     const client: StoredClient | null = clientId ? await findClient(app.kp, clientId) : null;
-    if (clientId && !client) return sendErrorPage(request, reply, 'The app (client_id) is not registered here.');
+    if (clientId && !client) throw fail('invalid_request', 'The app (client_id) is not registered here.');
     const redirect = text(params, 'post_logout_redirect_uri');
     if (redirect !== undefined) {
       if (!client)
-        return sendErrorPage(
-          request,
-          reply,
-          'post_logout_redirect_uri needs id_token_hint or client_id to identify the app.',
-        );
+        throw fail('invalid_request', 'post_logout_redirect_uri needs id_token_hint or client_id to identify the app.');
       if (!matchRedirectUri(client.metadata.post_logout_redirect_uris, redirect))
-        return sendErrorPage(
-          request,
-          reply,
+        throw fail(
+          'invalid_request',
           'post_logout_redirect_uri is not registered for this app (it must match exactly).',
         );
     }
@@ -117,6 +107,7 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
     {
       exposeHeadRoute: false,
       config: {
+        errorPage: true,
         discovery: {
           endpoint: 'end_session_endpoint',
           // OpenID Connect Back-Channel Logout 1.0 §2.1: logout tokens go to registered
@@ -137,7 +128,7 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
   // The confirmation form posts here from our own origin (the session plugin checks Origin).
   app.post(
     '/auth/logout',
-    { schema: { ...schema, body: { type: 'object', additionalProperties: true } } },
+    { config: { errorPage: true }, schema: { ...schema, body: { type: 'object', additionalProperties: true } } },
     async (request, reply) => handle(request, reply, (request.body ?? {}) as Params, true),
   );
 }

@@ -2,10 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
-import { fail } from '#lib/errors/keyplane-error.js';
-import { REASONS, type Reason } from '#lib/errors/reasons.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
-import { wantsJson } from '../../http/negotiate.js';
 import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
@@ -49,36 +46,6 @@ export const sameOriginReferrer = new WeakSet<FastifyReply>();
 export function formPage(reply: FastifyReply, html: string): string {
   sameOriginReferrer.add(reply);
   return html.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
-}
-
-/**
- * An authorization error shown here because the client or its redirect URI cannot be trusted
- * (never redirected). The page names its `reason`; a caller that asked for JSON gets the envelope.
- */
-export function sendErrorPage(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  description: string,
-  options: { status?: number; reason?: Reason } = {},
-): FastifyReply {
-  const reason = options.reason ?? 'invalid_request';
-  reply.code(options.status ?? REASONS[reason].status);
-  if (wantsJson(request)) return reply.send(fail(reason, description).toEnvelope());
-  reply.type('text/html; charset=utf-8');
-  const ui = uiOf(request);
-  // The English description names the exact fault; other languages show the reason's own text.
-  const shown = ui.locale === 'en' ? description : (ui.reason(reason) ?? description);
-  return reply.send(
-    page({
-      title: ui.t('refused.title'),
-      nonce: request.kp.cspNonce,
-      ui,
-      body: html`<h1>${ui.t('refused.heading')}</h1>
-<p class="error" role="alert">${shown}</p>
-<p class="muted">${ui.t('refused.explain')}</p>
-<p class="muted">${raw(ui.rich('refused.reason', { code: (c) => html`<code data-reason="${reason}">${raw(c)}</code>`.value }, { reason }))}</p>`,
-    }),
-  );
 }
 
 /** The web_message response: a page whose nonce'd module script posts `response` to the opener at `origin`. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DPOP_ALGORITHMS, type VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
-import { fail } from '#lib/errors/keyplane-error.js';
+import { enforceLimit, retryAfterSeconds } from '#lib/errors/rate-limited.js';
 import { oauthError } from '#lib/oauth/errors.js';
 import { formatScope } from '#lib/oauth/scope.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
@@ -51,13 +51,9 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
 
   async function limit(bucket: 'token:ip' | 'token:client', subject: string, max: number): Promise<void> {
     const decision = await limiter.hit(bucket, subject, { max, windowMs: 60_000 });
-    if (!decision.allowed) {
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      throw fail('rate_limited', `too many token requests; try again in ${seconds} s`, {
-        headers: { 'retry-after': String(seconds) },
-        fields: { error: 'slow_down', error_description: 'too many token requests' },
-      });
-    }
+    enforceLimit(decision, `too many token requests; try again in ${retryAfterSeconds(decision.retryAfterMs)} s`, {
+      fields: { error: 'slow_down', error_description: 'too many token requests' },
+    });
   }
 
   function checkDpopRequirement(client: StoredClient, proof: VerifiedDpopProof | null): void {

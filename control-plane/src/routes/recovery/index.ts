@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { recoveryFormPage } from '../../pages/link-pages.js';
 import { checkSignInOrigin, requireSession } from '../../plugins/session.js';
 import { regenerateRecoveryCodes, signInWithRecoveryCode } from '../../recovery/codes.js';
@@ -38,6 +37,13 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
   app.post(
     '/auth/recovery/verify',
     {
+      // The no-JavaScript form: a refusal shows the form again, with the account name and the reason.
+      config: {
+        errorPage: (request, failure) => {
+          const user = (request.body as { user?: unknown } | undefined)?.user;
+          return recoveryFormPage(request, { user: typeof user === 'string' ? user : '', reason: failure.reason });
+        },
+      },
       schema: {
         tags: ['accounts'],
         summary:
@@ -77,18 +83,9 @@ export default async function recoveryRoutes(app: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       if (!isHtmlFormPost(request)) return verify(request, reply);
-      // The no-JavaScript form: success lands on the account page, a refusal re-shows the form.
-      try {
-        await verify(request, reply);
-        return reply.redirect('/account', 303);
-      } catch (error) {
-        if (!isKeyplaneError(error)) throw error;
-        reply.code(error.status).headers(error.headers).type('text/html; charset=utf-8');
-        return recoveryFormPage(request, {
-          user: (request.body as { user?: string }).user ?? '',
-          reason: error.reason,
-        });
-      }
+      // The no-JavaScript form: success lands on the account page.
+      await verify(request, reply);
+      return reply.redirect('/account', 303);
     },
   );
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import type { ErrorPage } from '../../plugins/errors.js';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { orgsAdministeredBy } from '../../orgs/membership.js';
 import { describeAllowRules } from '#lib/access/evaluate-access.js';
@@ -213,18 +214,19 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     const current = request.kp.session!;
     if (!meetsAssurance(current.assurance, 'sensitive'))
       return reply.redirect('/auth/step-up?return=%2Fapps%2Fsaml', 303);
-    try {
-      return await render(request, reply, await work(await sessionActor(services, current.identityId)));
-    } catch (error) {
-      if (!isKeyplaneError(error)) throw error;
-      return render(
-        request,
-        reply,
-        html`<p class="error" role="alert">${refusalText(uiOf(request), error)}</p>`,
-        error.status,
-      );
-    }
+    return render(request, reply, await work(await sessionActor(services, current.identityId)));
   }
+
+  /** A refused change: the page again, with the reason above the forms (signed-in only). */
+  const errorPage: ErrorPage = (request, failure, reply) =>
+    request.kp.session
+      ? render(
+          request,
+          reply,
+          html`<p class="error" role="alert" data-reason="${failure.reason}">${refusalText(uiOf(request), failure)}</p>`,
+          failure.status,
+        )
+      : undefined;
 
   app.get(
     '/apps/saml',
@@ -245,6 +247,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     '/apps/saml/register',
     {
       onRequest: requireSession,
+      config: { errorPage },
       schema: {
         tags: ['saml'],
         summary: "Register a service provider from the page's form (sensitive session)",
@@ -266,6 +269,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     '/apps/saml/:id/delete',
     {
       onRequest: requireSession,
+      config: { errorPage },
       schema: {
         tags: ['saml'],
         summary: 'Remove a service provider from the page (sensitive session)',
@@ -319,6 +323,7 @@ ${providerForm(ui, { action: `/apps/saml/${encodeURIComponent(provider.id)}/upda
     '/apps/saml/:id/update',
     {
       onRequest: requireSession,
+      config: { errorPage },
       schema: {
         tags: ['saml'],
         summary: 'Save a service provider from its edit form (sensitive session; stale revisions refused)',

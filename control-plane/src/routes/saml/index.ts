@@ -37,7 +37,7 @@ import {
   type IncomingMessage,
 } from '../../saml/sso.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
-import { POST_JS, POST_SCRIPT, sendPostForm, sendSamlError, sendSignedOut } from './pages.js';
+import { POST_JS, POST_SCRIPT, samlRefusalPage, sendPostForm, sendSignedOut } from './pages.js';
 
 const BEARER = /^Bearer +(\S+)$/i;
 const bearerOrSession: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { sessionCookie: [] }];
@@ -302,45 +302,41 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   };
   app.get(
     '/saml/sso',
-    { exposeHeadRoute: false, schema: { ...ssoSchema, querystring: samlQuery } },
+    {
+      exposeHeadRoute: false,
+      config: { errorPage: samlRefusalPage },
+      schema: { ...ssoSchema, querystring: samlQuery },
+    },
     async (request, reply) => {
       const query = request.query as Record<string, string | undefined>;
-      try {
-        if (typeof query.resume === 'string') return await proceed(request, reply, query.resume);
-        if (query.SAMLRequest !== undefined) {
-          const incoming: IncomingMessage = {
-            binding: 'redirect',
-            message: String(query.SAMLRequest),
-            rawQuery: rawQuery(request),
-            decoded: query,
-            ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
-          };
-          return await proceed(request, reply, await park(services, await receiveAuthnRequest(services, incoming)));
-        }
-        if (typeof query.sp === 'string')
-          return await proceed(
-            request,
-            reply,
-            await park(
-              services,
-              await idpInitiated(
-                services,
-                query.sp,
-                typeof query.RelayState === 'string' ? query.RelayState : undefined,
-              ),
-            ),
-          );
-        throw fail('saml_request_invalid', 'send a SAMLRequest (or `sp` for IdP-initiated sign-in)');
-      } catch (error) {
-        return sendSamlError(request, reply, error);
+      if (typeof query.resume === 'string') return await proceed(request, reply, query.resume);
+      if (query.SAMLRequest !== undefined) {
+        const incoming: IncomingMessage = {
+          binding: 'redirect',
+          message: String(query.SAMLRequest),
+          rawQuery: rawQuery(request),
+          decoded: query,
+          ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
+        };
+        return await proceed(request, reply, await park(services, await receiveAuthnRequest(services, incoming)));
       }
+      if (typeof query.sp === 'string')
+        return await proceed(
+          request,
+          reply,
+          await park(
+            services,
+            await idpInitiated(services, query.sp, typeof query.RelayState === 'string' ? query.RelayState : undefined),
+          ),
+        );
+      throw fail('saml_request_invalid', 'send a SAMLRequest (or `sp` for IdP-initiated sign-in)');
     },
   );
 
   app.post(
     '/saml/sso',
     {
-      config: { checksOwnOrigin: true },
+      config: { checksOwnOrigin: true, errorPage: samlRefusalPage },
       schema: {
         ...ssoSchema,
         summary: 'SAML SSO over HTTP-POST: the AuthnRequest is checked, then the browser continues at GET /saml/sso',
@@ -349,23 +345,20 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const body = (request.body ?? {}) as Record<string, unknown>;
-      try {
-        if (typeof body.SAMLRequest !== 'string') throw fail('saml_request_invalid', 'send a SAMLRequest');
-        const incoming: IncomingMessage = {
-          binding: 'post',
-          message: body.SAMLRequest,
-          ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}),
-        };
-        return await continueWith(reply, await park(services, await receiveAuthnRequest(services, incoming)));
-      } catch (error) {
-        return sendSamlError(request, reply, error);
-      }
+      if (typeof body.SAMLRequest !== 'string') throw fail('saml_request_invalid', 'send a SAMLRequest');
+      const incoming: IncomingMessage = {
+        binding: 'post',
+        message: body.SAMLRequest,
+        ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}),
+      };
+      return await continueWith(reply, await park(services, await receiveAuthnRequest(services, incoming)));
     },
   );
 
   app.post(
     '/saml/sso/approve',
     {
+      config: { errorPage: samlRefusalPage },
       schema: {
         ...ssoSchema,
         summary:
@@ -384,18 +377,14 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const body = (request.body ?? {}) as { resume?: string; approval?: string; decision?: string };
       const session = request.kp.session;
-      try {
-        const { pendingId, approved } = await answerApproval(services, {
-          token: body.approval,
-          pendingId: body.resume,
-          session,
-          approve: body.decision === undefined || body.decision === 'allow',
-        });
-        if (!approved) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'RequestDenied'));
-        return sendPostForm(request, reply, await issueResponse(services, pendingId, session!));
-      } catch (error) {
-        return sendSamlError(request, reply, error);
-      }
+      const { pendingId, approved } = await answerApproval(services, {
+        token: body.approval,
+        pendingId: body.resume,
+        session,
+        approve: body.decision === undefined || body.decision === 'allow',
+      });
+      if (!approved) return sendPostForm(request, reply, await errorResponse(services, pendingId, 'RequestDenied'));
+      return sendPostForm(request, reply, await issueResponse(services, pendingId, session!));
     },
   );
 
@@ -417,47 +406,43 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
   };
   app.get(
     '/saml/slo',
-    { exposeHeadRoute: false, schema: { ...sloSchema, querystring: samlQuery } },
+    {
+      exposeHeadRoute: false,
+      config: { errorPage: samlRefusalPage },
+      schema: { ...sloSchema, querystring: samlQuery },
+    },
     async (request, reply) => {
       const query = request.query as Record<string, string | undefined>;
-      try {
-        if (typeof query.resume === 'string') return await logout(request, reply, query.resume);
-        if (query.SAMLRequest === undefined) throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
-        const incoming: IncomingMessage = {
-          binding: 'redirect',
-          message: String(query.SAMLRequest),
-          rawQuery: rawQuery(request),
-          decoded: query,
-          ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
-        };
-        return await logout(request, reply, await parkLogout(services, await receiveLogoutRequest(services, incoming)));
-      } catch (error) {
-        return sendSamlError(request, reply, error);
-      }
+      if (typeof query.resume === 'string') return await logout(request, reply, query.resume);
+      if (query.SAMLRequest === undefined) throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
+      const incoming: IncomingMessage = {
+        binding: 'redirect',
+        message: String(query.SAMLRequest),
+        rawQuery: rawQuery(request),
+        decoded: query,
+        ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
+      };
+      return await logout(request, reply, await parkLogout(services, await receiveLogoutRequest(services, incoming)));
     },
   );
 
   app.post(
     '/saml/slo',
     {
-      config: { checksOwnOrigin: true },
+      config: { checksOwnOrigin: true, errorPage: samlRefusalPage },
       schema: { ...sloSchema, body: samlBody },
     },
     async (request, reply) => {
       const body = (request.body ?? {}) as Record<string, unknown>;
-      try {
-        if (typeof body.SAMLRequest !== 'string')
-          throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
-        const incoming: IncomingMessage = {
-          binding: 'post',
-          message: body.SAMLRequest,
-          ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}),
-        };
-        const id = await parkLogout(services, await receiveLogoutRequest(services, incoming));
-        return reply.redirect(`/saml/slo?resume=${id}`, 303);
-      } catch (error) {
-        return sendSamlError(request, reply, error);
-      }
+      if (typeof body.SAMLRequest !== 'string')
+        throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
+      const incoming: IncomingMessage = {
+        binding: 'post',
+        message: body.SAMLRequest,
+        ...(typeof body.RelayState === 'string' ? { relayState: body.RelayState } : {}),
+      };
+      const id = await parkLogout(services, await receiveLogoutRequest(services, incoming));
+      return reply.redirect(`/saml/slo?resume=${id}`, 303);
     },
   );
 

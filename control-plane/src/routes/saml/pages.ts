@@ -1,11 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { REASONS, type Reason } from '#lib/errors/reasons.js';
-import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { PostForm } from '../../saml/sso.js';
-import { wantsJson } from '../../http/negotiate.js';
 
 /**
  * A SAML page's translator. Its switcher links to the path alone: the query holds a one-time SAML
@@ -47,29 +45,23 @@ ${form.relayState !== undefined ? html`<input type="hidden" name="RelayState" va
 }
 
 /**
- * A refused SAML message: nothing is posted to any SP (its ACS URL cannot be trusted), the user
- * reads why; an API caller gets the envelope.
+ * A refused SAML message (the routes' `config.errorPage`): nothing is posted to any SP (its ACS URL
+ * cannot be trusted), the user reads why; an API caller gets the envelope from the errors plugin.
  */
-export function sendSamlError(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
-  if (!isKeyplaneError(error)) throw error;
-  const reason = error.reason as Reason;
-  reply.code(REASONS[reason]?.status ?? 400);
-  if (wantsJson(request)) return reply.send({ ok: false, reason, message: error.message });
-  reply.type('text/html; charset=utf-8');
+export function samlRefusalPage(request: FastifyRequest, failure: KeyplaneError): string {
   const ui = samlUi(request);
+  const reason = failure.reason;
   // The English message names the exact fault; other languages show the reason's own text.
-  const shown = ui.locale === 'en' ? error.message : (ui.reason(reason) ?? ui.t('form_error.other'));
-  return reply.send(
-    page({
-      title: ui.t('refused.title'),
-      nonce: request.kp.cspNonce,
-      ui,
-      body: html`<h1>${ui.t('saml.refused.heading')}</h1>
+  const shown = ui.locale === 'en' ? failure.message : (ui.reason(reason) ?? ui.t('form_error.other'));
+  return page({
+    title: ui.t('refused.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t('saml.refused.heading')}</h1>
 <p class="error" role="alert">${shown}</p>
 <p class="muted">${ui.t('saml.refused.explain')}</p>
 <p class="muted">${raw(ui.rich('refused.reason', { code: (c) => html`<code data-reason="${reason}">${raw(c)}</code>`.value }, { reason }))}</p>`,
-    }),
-  );
+  });
 }
 
 export function sendSignedOut(request: FastifyRequest, reply: FastifyReply, ended: boolean): FastifyReply {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { fail } from '#lib/errors/keyplane-error.js';
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
@@ -107,7 +107,9 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
         try {
           rating = await latestPublicRating(services, url);
           if (!rating) note = 'scan.note.not_scanned';
-        } catch {
+        } catch (error) {
+          // The page's form shown again with a note; an outage is the errors plugin's, not a bad URL.
+          if (!isKeyplaneError(error) || error.reason !== 'scan_target_refused') throw error;
           note = 'scan.note.invalid_url';
         }
       }
