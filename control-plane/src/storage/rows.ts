@@ -7,7 +7,6 @@ import type {
   SessionAssurance,
   StoredAuthorizationCode,
   StoredCheckpoint,
-  StoredContact,
   BackchannelLogout,
   StoredClient,
   StoredEmail,
@@ -1005,33 +1004,6 @@ export const projectFromRow = (row: ProjectRow): StoredProject => ({
   attestation: row.attestation === null ? null : JSON.parse(row.attestation),
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
-});
-
-export interface ContactRow {
-  contact_id: string;
-  email: string;
-  topic: string;
-  message: string;
-  created_at: number;
-  mailed_at: Nullable<number>;
-}
-
-export const contactToRow = (c: StoredContact): ContactRow => ({
-  contact_id: c.contactId,
-  email: c.email,
-  topic: c.topic,
-  message: c.message,
-  created_at: c.createdAt,
-  mailed_at: c.mailedAt,
-});
-
-export const contactFromRow = (row: ContactRow): StoredContact => ({
-  contactId: row.contact_id,
-  email: row.email,
-  topic: row.topic,
-  message: row.message,
-  createdAt: row.created_at,
-  mailedAt: row.mailed_at,
 });
 
 export interface BackchannelLogoutRow {

@@ -1,6 +1,6 @@
 import { postgresLogoutStore } from './logout-store.js';
 import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
-import { postgresContactStore } from './contact-store.js';
+import { contactStore } from '../stores/contact-store.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import { postgresAgentStore } from './agent-store.js';
@@ -58,7 +58,7 @@ function storesOn(sql: Sql): Stores {
     orgs: postgresOrgStore(sql),
     rollout: postgresRolloutStore(sql),
     logouts: postgresLogoutStore(sql),
-    contacts: postgresContactStore(sql),
+    contacts: contactStore(sql),
     scans: postgresScanStore(sql),
     saml: postgresSamlStore(sql),
   };

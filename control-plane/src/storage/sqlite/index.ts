@@ -1,5 +1,5 @@
 import { sqliteLogoutStore } from './logout-store.js';
-import { sqliteContactStore } from './contact-store.js';
+import { contactStore } from '../stores/contact-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
@@ -20,9 +20,11 @@ import { sqliteAgentStore } from './agent-store.js';
 import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
 import { sqliteSamlStore } from './saml-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
+import { sqliteSql } from './sqlite-sql.js';
+import type { Sql } from '../sql.js';
 import { sqliteRolloutStore } from './rollout-store.js';
 
-function storesOn(runner: Runner, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
+function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
     keys: sqliteKeyStore(runner),
     identities: sqliteIdentityStore(runner),
@@ -41,7 +43,7 @@ function storesOn(runner: Runner, clientRows: ClientRowCache, outsideTransaction
     orgs: sqliteOrgStore(runner),
     rollout: sqliteRolloutStore(runner),
     logouts: sqliteLogoutStore(runner),
-    contacts: sqliteContactStore(runner),
+    contacts: contactStore(sql),
     scans: sqliteScanStore(runner),
     saml: sqliteSamlStore(runner),
   };
@@ -70,8 +72,9 @@ export function openSqliteStorage(
   const runner = new SerialRunner(db);
   // Built once: a transaction's stores only differ in the runner, which is the same every time.
   const clientRows: ClientRowCache = new Map();
-  const inTransaction = storesOn(runner.direct, clientRows, false);
-  const stores = storesOn(runner, clientRows, true);
+  const sql = sqliteSql(runner);
+  const inTransaction = storesOn(runner.direct, sql.inside, clientRows, false);
+  const stores = storesOn(runner, sql.outside, clientRows, true);
   // The spend, then (only if it happened) the writes it allows, in one transaction.
   const spendThen = <C extends { status: string }, T>(spend: () => Promise<C>, write: WritesWithSpend<T>) =>
     runner.transaction(async (): Promise<SpentWith<C, T>> => {

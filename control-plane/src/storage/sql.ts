@@ -1,0 +1,50 @@
+/**
+ * The one way stores reach their database, whichever it is. Statements are written once, in
+ * the SQL both dialects take, with `$1`-style parameters; what the dialects do differently is
+ * behind `dialect` (docs/architecture.md#storage).
+ */
+export interface Sql {
+  rows<R>(text: string, values?: unknown[]): Promise<R[]>;
+  /** How many rows the statement touched. */
+  count(text: string, values?: unknown[]): Promise<number>;
+  /**
+   * Runs `work` atomically: a transaction outside one, a savepoint inside one (so a failed step
+   * leaves the caller's transaction usable). `Rollback` undoes it and returns its value.
+   */
+  atomic<T>(work: (sql: Sql) => Promise<T>): Promise<T>;
+  readonly dialect: Dialect;
+}
+
+/** What SQLite and PostgreSQL do differently, and nothing else. */
+export interface Dialect {
+  readonly name: 'sqlite' | 'postgres';
+  /**
+   * Holds the lock `key` until the transaction ends: PostgreSQL's advisory lock; nothing on
+   * SQLite, whose transactions begin IMMEDIATE and so hold the one write lock already.
+   */
+  lock(sql: Sql, key: number): Promise<void>;
+  /** A unique constraint refused the row. */
+  isUniqueViolation(error: unknown): boolean;
+}
+
+/** Thrown inside `atomic` to undo what it wrote and answer `value` instead. */
+export class Rollback<T> {
+  constructor(readonly value: T) {}
+}
+
+const insertTexts = new Map<string, string>();
+
+/**
+ * The INSERT of a row object (its keys are the columns, always in the same order) with `suffix`
+ * (ON CONFLICT …, RETURNING …) and its values in column order.
+ */
+export function insertOf(table: string, row: object, suffix = ''): [string, unknown[]] {
+  const key = `${table}|${suffix}`;
+  let text = insertTexts.get(key);
+  if (!text) {
+    const columns = Object.keys(row);
+    text = `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})${suffix ? ` ${suffix}` : ''}`;
+    insertTexts.set(key, text);
+  }
+  return [text, Object.values(row)];
+}
