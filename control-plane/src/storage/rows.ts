@@ -1,27 +1,18 @@
 import type { OrgRule } from '../../../lib/access/evaluate-access.js';
 import type {
-  CredentialSummary,
   Identity,
-  IssuedGatewayConfig,
   KeyState,
   SessionAssurance,
   StoredAuthorizationCode,
   StoredCheckpoint,
   BackchannelLogout,
   StoredClient,
-  StoredEmail,
-  StoredGatewayEvidence,
   StoredGrant,
   StoredProject,
   StoredRolloutDocument,
-  StoredLink,
   StoredReceipt,
-  StoredRecoveryCode,
   StoredRefreshToken,
   StoredSession,
-  StoredSigningKey,
-  StoredTotp,
-  TotpState,
   OrgInvite,
   OrgMember,
   OrgRole,
@@ -45,39 +36,6 @@ import type {
  */
 
 type Nullable<T> = T | null;
-
-export interface KeyRow {
-  kid: string;
-  alg: string;
-  state: string;
-  public_jwk: string;
-  sealed_private_jwk: Buffer;
-  created_at: number;
-  activated_at: Nullable<number>;
-  retired_at: Nullable<number>;
-}
-
-export const keyToRow = (key: StoredSigningKey): KeyRow => ({
-  kid: key.kid,
-  alg: key.alg,
-  state: key.state,
-  public_jwk: JSON.stringify(key.publicJwk),
-  sealed_private_jwk: key.sealedPrivateJwk,
-  created_at: key.createdAt,
-  activated_at: key.activatedAt,
-  retired_at: key.retiredAt,
-});
-
-export const keyFromRow = (row: KeyRow): StoredSigningKey => ({
-  kid: row.kid,
-  alg: 'ES256',
-  state: row.state as KeyState,
-  publicJwk: JSON.parse(row.public_jwk),
-  sealedPrivateJwk: row.sealed_private_jwk,
-  createdAt: row.created_at,
-  activatedAt: row.activated_at,
-  retiredAt: row.retired_at,
-});
 
 export interface IdentityRow {
   identity_id: string;
@@ -107,48 +65,6 @@ export const identityFromRow = (row: IdentityRow): Identity => ({
   founder: row.founder === 1,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
-});
-
-export interface CredentialRow {
-  cred_id: string;
-  identity_id: string;
-  public_key: Buffer;
-  counter: number;
-  transports: string;
-  backup_eligible: number;
-  backed_up: number;
-  label: string;
-  created_at: number;
-  last_used_at: Nullable<number>;
-}
-
-/** Listings never select the public key column. */
-export const CREDENTIAL_SUMMARY_COLUMNS =
-  'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at';
-
-export const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): CredentialRow => ({
-  cred_id: c.credId,
-  identity_id: c.identityId,
-  public_key: Buffer.from(c.publicKey),
-  counter: c.counter,
-  transports: JSON.stringify(c.transports),
-  backup_eligible: c.backupEligible ? 1 : 0,
-  backed_up: c.backedUp ? 1 : 0,
-  label: c.label,
-  created_at: c.createdAt,
-  last_used_at: c.lastUsedAt,
-});
-
-export const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): CredentialSummary => ({
-  credId: row.cred_id,
-  identityId: row.identity_id,
-  counter: row.counter,
-  transports: JSON.parse(row.transports) as string[],
-  backupEligible: row.backup_eligible === 1,
-  backedUp: row.backed_up === 1,
-  label: row.label,
-  createdAt: row.created_at,
-  lastUsedAt: row.last_used_at,
 });
 
 export interface SessionRow {
@@ -200,105 +116,6 @@ export const sessionFromRow = (row: SessionRow): StoredSession => ({
   idleExpiresAt: row.idle_expires_at,
   absoluteExpiresAt: row.absolute_expires_at,
   revokedAt: row.revoked_at,
-});
-
-export interface DeviceRow {
-  identity_id: string;
-  device_id: string;
-  created_at: number;
-  last_seen_at: number;
-  user_agent: string | null;
-}
-
-export const deviceFromRow = (row: DeviceRow) => ({
-  deviceId: row.device_id,
-  identityId: row.identity_id,
-  createdAt: row.created_at,
-  lastSeenAt: row.last_seen_at,
-  userAgent: row.user_agent,
-});
-
-export interface TotpRow {
-  identity_id: string;
-  state: string;
-  sealed_secret: Buffer;
-  last_used_step: Nullable<number>;
-  created_at: number;
-  activated_at: Nullable<number>;
-}
-
-export const totpFromRow = (row: TotpRow): StoredTotp => ({
-  identityId: row.identity_id,
-  state: row.state as TotpState,
-  sealedSecret: row.sealed_secret,
-  lastUsedStep: row.last_used_step,
-  createdAt: row.created_at,
-  activatedAt: row.activated_at,
-});
-
-export interface RecoveryRow {
-  code_id: string;
-  identity_id: string;
-  code_hash: string;
-  created_at: number;
-  used_at: Nullable<number>;
-}
-
-export const recoveryFromRow = (row: RecoveryRow): StoredRecoveryCode => ({
-  codeId: row.code_id,
-  identityId: row.identity_id,
-  codeHash: row.code_hash,
-  createdAt: row.created_at,
-  usedAt: row.used_at,
-});
-
-export interface EmailRow {
-  email_id: string;
-  identity_id: string;
-  email: string;
-  created_at: number;
-  verified_at: Nullable<number>;
-}
-
-export const emailFromRow = (row: EmailRow): StoredEmail => ({
-  emailId: row.email_id,
-  identityId: row.identity_id,
-  email: row.email,
-  createdAt: row.created_at,
-  verifiedAt: row.verified_at,
-});
-
-export interface LinkRow {
-  token_hash: string;
-  purpose: string;
-  identity_id: string;
-  email_id: string;
-  device_id: Nullable<string>;
-  created_at: number;
-  expires_at: number;
-  used_at: Nullable<number>;
-}
-
-export const linkToRow = (l: StoredLink): LinkRow => ({
-  token_hash: l.tokenHash,
-  purpose: l.purpose,
-  identity_id: l.identityId,
-  email_id: l.emailId,
-  device_id: l.deviceId,
-  created_at: l.createdAt,
-  expires_at: l.expiresAt,
-  used_at: l.usedAt,
-});
-
-export const linkFromRow = (row: LinkRow): StoredLink => ({
-  tokenHash: row.token_hash,
-  purpose: row.purpose as StoredLink['purpose'],
-  identityId: row.identity_id,
-  emailId: row.email_id,
-  deviceId: row.device_id,
-  createdAt: row.created_at,
-  expiresAt: row.expires_at,
-  usedAt: row.used_at,
 });
 
 export interface ReceiptRow {
@@ -554,90 +371,6 @@ export const refreshGrantFromRow = (row: RefreshGrantRow): { token: StoredRefres
     usedAt: row.used_at,
   },
   grant: grantFromRow(row),
-});
-
-export interface ConfigRow {
-  client_id: string;
-  version: number;
-  jws: string;
-  hash: string;
-  policy_hash: string;
-  policy: string;
-  kid: string;
-  issued_at: number;
-  expires_at: number;
-}
-
-export const gatewayConfigToRow = (c: IssuedGatewayConfig): ConfigRow => ({
-  client_id: c.clientId,
-  version: c.version,
-  jws: c.jws,
-  hash: c.hash,
-  policy_hash: c.policyHash,
-  policy: JSON.stringify(c.policy),
-  kid: c.kid,
-  issued_at: c.issuedAt,
-  expires_at: c.expiresAt,
-});
-
-export const gatewayConfigFromRow = (row: ConfigRow): IssuedGatewayConfig => ({
-  clientId: row.client_id,
-  version: row.version,
-  jws: row.jws,
-  hash: row.hash,
-  policyHash: row.policy_hash,
-  policy: JSON.parse(row.policy),
-  kid: row.kid,
-  issuedAt: row.issued_at,
-  expiresAt: row.expires_at,
-});
-
-export interface EvidenceRow {
-  client_id: string;
-  instance: string;
-  gateway: string;
-  key_thumbprint: string;
-  jti: string;
-  issued_at: number;
-  expires_at: number;
-  received_at: number;
-  config: Nullable<string>;
-  counts: string;
-  last_enforcement_at: Nullable<number>;
-  started_at: number;
-  jws: string;
-}
-
-export const evidenceToRow = (e: StoredGatewayEvidence): EvidenceRow => ({
-  client_id: e.clientId,
-  instance: e.instance,
-  gateway: e.gateway,
-  key_thumbprint: e.keyThumbprint,
-  jti: e.jti,
-  issued_at: e.issuedAt,
-  expires_at: e.expiresAt,
-  received_at: e.receivedAt,
-  config: e.config === null ? null : JSON.stringify(e.config),
-  counts: JSON.stringify(e.counts),
-  last_enforcement_at: e.lastEnforcementAt,
-  started_at: e.startedAt,
-  jws: e.jws,
-});
-
-export const evidenceFromRow = (row: EvidenceRow): StoredGatewayEvidence => ({
-  clientId: row.client_id,
-  instance: row.instance,
-  gateway: row.gateway,
-  keyThumbprint: row.key_thumbprint,
-  jti: row.jti,
-  issuedAt: row.issued_at,
-  expiresAt: row.expires_at,
-  receivedAt: row.received_at,
-  config: row.config === null ? null : JSON.parse(row.config),
-  counts: JSON.parse(row.counts),
-  lastEnforcementAt: row.last_enforcement_at,
-  startedAt: row.started_at,
-  jws: row.jws,
 });
 
 /** A consent: the scopes as one space-separated string, the resources (RFC 8707) as a JSON array. */

@@ -1,3 +1,11 @@
+import { gatewayStore } from '../stores/gateway-store.js';
+import { credentialStore } from '../stores/credential-store.js';
+import { emailStore } from '../stores/email-store.js';
+import { totpStore } from '../stores/totp-store.js';
+import { recoveryCodeStore } from '../stores/recovery-code-store.js';
+import { keyStore } from '../stores/key-store.js';
+import { deviceStore } from '../stores/device-store.js';
+import { linkStore } from '../stores/link-store.js';
 import { postgresLogoutStore } from './logout-store.js';
 import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
 import { contactStore } from '../stores/contact-store.js';
@@ -5,13 +13,7 @@ import { loadMigrations, type Migration, type MigrationReport } from '../migrati
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import { postgresAgentStore } from './agent-store.js';
 import { postgresClientStore } from './client-store.js';
-import { postgresCredentialStore } from './credential-store.js';
-import { postgresDeviceStore } from './device-store.js';
-import { postgresEmailStore } from './email-store.js';
-import { postgresGatewayStore } from './gateway-store.js';
 import { postgresIdentityStore } from './identity-store.js';
-import { postgresKeyStore } from './key-store.js';
-import { postgresLinkStore } from './link-store.js';
 import {
   postgresCodeWithSubject,
   postgresOidcStore,
@@ -21,7 +23,6 @@ import {
 } from './oidc-store.js';
 import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
-import { postgresRecoveryCodeStore } from './recovery-code-store.js';
 import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';
 import { postgresSamlStore } from './saml-store.js';
 import { postgresSessionStore } from './session-store.js';
@@ -36,24 +37,23 @@ import {
   type SpendStatement,
   type Sql,
 } from './sql.js';
-import { postgresTotpStore } from './totp-store.js';
 import { postgresRolloutStore } from './rollout-store.js';
 
 function storesOn(sql: Sql): Stores {
   return {
-    keys: postgresKeyStore(sql),
+    keys: keyStore(sql),
     identities: postgresIdentityStore(sql),
-    credentials: postgresCredentialStore(sql),
+    credentials: credentialStore(sql),
     sessions: postgresSessionStore(sql),
-    devices: postgresDeviceStore(sql),
-    totp: postgresTotpStore(sql),
-    recoveryCodes: postgresRecoveryCodeStore(sql),
-    emails: postgresEmailStore(sql),
-    links: postgresLinkStore(sql),
+    devices: deviceStore(sql),
+    totp: totpStore(sql),
+    recoveryCodes: recoveryCodeStore(sql),
+    emails: emailStore(sql),
+    links: linkStore(sql),
     receipts: postgresReceiptStore(sql),
     clients: postgresClientStore(sql),
     oidc: postgresOidcStore(sql),
-    gateway: postgresGatewayStore(sql),
+    gateway: gatewayStore(sql),
     agents: postgresAgentStore(sql),
     orgs: postgresOrgStore(sql),
     rollout: postgresRolloutStore(sql),

@@ -2,7 +2,7 @@ import { canonicalJson } from '../../../../lib/ledger/canonical-json.js';
 import { treeKeyOf } from '../../../../lib/ledger/receipt.js';
 import { checkpointFromRow, receiptFromRow, splitPath, type CheckpointRow, type ReceiptRow } from '../rows.js';
 import type { PlacedKey, ReceiptStore } from '../types.js';
-import { SEALING_LOCK } from './database.js';
+import { SEALING_LOCK } from '../locks.js';
 import type { Sql } from './sql.js';
 
 type PlacedRow = { tree_index: number; tree_key: Buffer; path: Buffer };

@@ -7,7 +7,7 @@ import {
   type SamlProviderRow,
 } from '../rows.js';
 import type { SamlStore } from '../types.js';
-import { SAML_RING_LOCK } from './database.js';
+import { SAML_RING_LOCK } from '../locks.js';
 import { insertOf, isUniqueViolation, Rollback, type Sql } from './sql.js';
 
 export function postgresSamlStore(sql: Sql): SamlStore {

@@ -1,21 +1,21 @@
+import { gatewayStore } from '../stores/gateway-store.js';
+import { credentialStore } from '../stores/credential-store.js';
+import { emailStore } from '../stores/email-store.js';
+import { totpStore } from '../stores/totp-store.js';
+import { recoveryCodeStore } from '../stores/recovery-code-store.js';
+import { keyStore } from '../stores/key-store.js';
+import { deviceStore } from '../stores/device-store.js';
+import { linkStore } from '../stores/link-store.js';
 import { sqliteLogoutStore } from './logout-store.js';
 import { contactStore } from '../stores/contact-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
-import { sqliteKeyStore } from './key-store.js';
 import { sqliteIdentityStore } from './identity-store.js';
-import { sqliteCredentialStore } from './credential-store.js';
 import { sqliteSessionStore } from './session-store.js';
-import { sqliteDeviceStore } from './device-store.js';
-import { sqliteTotpStore } from './totp-store.js';
-import { sqliteRecoveryCodeStore } from './recovery-code-store.js';
-import { sqliteEmailStore } from './email-store.js';
-import { sqliteLinkStore } from './link-store.js';
 import { sqliteReceiptStore } from './receipt-store.js';
 import { sqliteClientStore, type ClientRowCache } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
-import { sqliteGatewayStore } from './gateway-store.js';
 import { sqliteAgentStore } from './agent-store.js';
 import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
 import { sqliteSamlStore } from './saml-store.js';
@@ -26,19 +26,19 @@ import { sqliteRolloutStore } from './rollout-store.js';
 
 function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
-    keys: sqliteKeyStore(runner),
+    keys: keyStore(sql),
     identities: sqliteIdentityStore(runner),
-    credentials: sqliteCredentialStore(runner),
+    credentials: credentialStore(sql),
     sessions: sqliteSessionStore(runner),
-    devices: sqliteDeviceStore(runner),
-    totp: sqliteTotpStore(runner),
-    recoveryCodes: sqliteRecoveryCodeStore(runner),
-    emails: sqliteEmailStore(runner),
-    links: sqliteLinkStore(runner),
+    devices: deviceStore(sql),
+    totp: totpStore(sql),
+    recoveryCodes: recoveryCodeStore(sql),
+    emails: emailStore(sql),
+    links: linkStore(sql),
     receipts: sqliteReceiptStore(runner),
     clients: sqliteClientStore(runner, clientRows, outsideTransactions),
     oidc: sqliteOidcStore(runner),
-    gateway: sqliteGatewayStore(runner),
+    gateway: gatewayStore(sql),
     agents: sqliteAgentStore(runner),
     orgs: sqliteOrgStore(runner),
     rollout: sqliteRolloutStore(runner),

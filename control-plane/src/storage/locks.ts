@@ -1,4 +1,4 @@
-// pg_advisory_xact_lock keys: arbitrary constants, distinct per purpose.
+// Lock keys (PostgreSQL pg_advisory_xact_lock, see `Dialect.lock`): arbitrary constants, distinct per purpose.
 export const MIGRATION_LOCK = 0x6b70_0001;
 export const SEALING_LOCK = 0x6b70_0002;
 /** Held while a control plane changes the SAML key ring, so two replicas never both create one. */

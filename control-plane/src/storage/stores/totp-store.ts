@@ -1,8 +1,25 @@
-import { totpFromRow, type TotpRow } from '../rows.js';
-import type { TotpStore } from '../types.js';
-import type { Sql } from './sql.js';
+import type { StoredTotp, TotpState, TotpStore } from '../types.js';
+import type { Sql } from '../sql.js';
 
-export function postgresTotpStore(sql: Sql): TotpStore {
+interface TotpRow {
+  identity_id: string;
+  state: string;
+  sealed_secret: Buffer;
+  last_used_step: number | null;
+  created_at: number;
+  activated_at: number | null;
+}
+
+const totpFromRow = (row: TotpRow): StoredTotp => ({
+  identityId: row.identity_id,
+  state: row.state as TotpState,
+  sealedSecret: row.sealed_secret,
+  lastUsedStep: row.last_used_step,
+  createdAt: row.created_at,
+  activatedAt: row.activated_at,
+});
+
+export function totpStore(sql: Sql): TotpStore {
   return {
     get: async (identityId) => {
       const [row] = await sql.rows<TotpRow>('SELECT * FROM totp_secrets WHERE identity_id = $1', [identityId]);

@@ -1,8 +1,23 @@
-import { emailFromRow, type EmailRow } from '../rows.js';
-import type { EmailStore } from '../types.js';
-import { isUniqueViolation, type Sql } from './sql.js';
+import type { EmailStore, StoredEmail } from '../types.js';
+import type { Sql } from '../sql.js';
 
-export function postgresEmailStore(sql: Sql): EmailStore {
+export interface EmailRow {
+  email_id: string;
+  identity_id: string;
+  email: string;
+  created_at: number;
+  verified_at: number | null;
+}
+
+export const emailFromRow = (row: EmailRow): StoredEmail => ({
+  emailId: row.email_id,
+  identityId: row.identity_id,
+  email: row.email,
+  createdAt: row.created_at,
+  verifiedAt: row.verified_at,
+});
+
+export function emailStore(sql: Sql): EmailStore {
   const one = async (text: string, values: unknown[]) => {
     const [row] = await sql.rows<EmailRow>(text, values);
     return row ? emailFromRow(row) : null;
@@ -41,7 +56,7 @@ export function postgresEmailStore(sql: Sql): EmailStore {
         );
         if (changed === 1) return 'verified';
       } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
+        if (!sql.dialect.isUniqueViolation(error)) throw error;
       }
       const now = await one('SELECT * FROM emails WHERE email_id = $1', [emailId]);
       return now?.verifiedAt != null ? 'already' : 'taken';

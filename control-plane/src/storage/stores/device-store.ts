@@ -1,8 +1,23 @@
-import { deviceFromRow, type DeviceRow } from '../rows.js';
 import type { DeviceStore } from '../types.js';
-import type { Sql } from './sql.js';
+import type { Sql } from '../sql.js';
 
-export function postgresDeviceStore(sql: Sql): DeviceStore {
+interface DeviceRow {
+  identity_id: string;
+  device_id: string;
+  created_at: number;
+  last_seen_at: number;
+  user_agent: string | null;
+}
+
+const deviceFromRow = (row: DeviceRow) => ({
+  deviceId: row.device_id,
+  identityId: row.identity_id,
+  createdAt: row.created_at,
+  lastSeenAt: row.last_seen_at,
+  userAgent: row.user_agent,
+});
+
+export function deviceStore(sql: Sql): DeviceStore {
   return {
     upsert: async (identityId, deviceId, at, userAgent = null) => {
       await sql.count(
