@@ -1,8 +1,6 @@
 import type { OrgRule } from '../../../lib/access/evaluate-access.js';
 import type {
-  Identity,
   KeyState,
-  SessionAssurance,
   StoredAuthorizationCode,
   StoredCheckpoint,
   BackchannelLogout,
@@ -12,7 +10,6 @@ import type {
   StoredRolloutDocument,
   StoredReceipt,
   StoredRefreshToken,
-  StoredSession,
   OrgInvite,
   OrgMember,
   OrgRole,
@@ -36,87 +33,6 @@ import type {
  */
 
 type Nullable<T> = T | null;
-
-export interface IdentityRow {
-  identity_id: string;
-  username: string;
-  display_name: string;
-  preferences: string;
-  founder: number;
-  created_at: number;
-  updated_at: number;
-}
-
-export const identityToRow = (identity: Identity): IdentityRow => ({
-  identity_id: identity.identityId,
-  username: identity.username,
-  display_name: identity.displayName,
-  preferences: JSON.stringify(identity.preferences),
-  founder: identity.founder ? 1 : 0,
-  created_at: identity.createdAt,
-  updated_at: identity.updatedAt,
-});
-
-export const identityFromRow = (row: IdentityRow): Identity => ({
-  identityId: row.identity_id,
-  username: row.username,
-  displayName: row.display_name,
-  preferences: JSON.parse(row.preferences) as Record<string, string>,
-  founder: row.founder === 1,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-});
-
-export interface SessionRow {
-  session_id: string;
-  token_hash: string;
-  identity_id: string;
-  device_id: string;
-  assurance: string;
-  amr: string;
-  auth_time: number;
-  step_up_at: Nullable<number>;
-  cred_id: Nullable<string>;
-  created_at: number;
-  last_seen_at: number;
-  idle_expires_at: number;
-  absolute_expires_at: number;
-  revoked_at: Nullable<number>;
-}
-
-export const sessionToRow = (s: StoredSession): SessionRow => ({
-  session_id: s.sessionId,
-  token_hash: s.tokenHash,
-  identity_id: s.identityId,
-  device_id: s.deviceId,
-  assurance: s.assurance,
-  amr: JSON.stringify(s.amr),
-  auth_time: s.authTime,
-  step_up_at: s.stepUpAt,
-  cred_id: s.credId,
-  created_at: s.createdAt,
-  last_seen_at: s.lastSeenAt,
-  idle_expires_at: s.idleExpiresAt,
-  absolute_expires_at: s.absoluteExpiresAt,
-  revoked_at: s.revokedAt,
-});
-
-export const sessionFromRow = (row: SessionRow): StoredSession => ({
-  sessionId: row.session_id,
-  tokenHash: row.token_hash,
-  identityId: row.identity_id,
-  deviceId: row.device_id,
-  assurance: row.assurance as SessionAssurance,
-  amr: JSON.parse(row.amr) as string[],
-  authTime: row.auth_time,
-  stepUpAt: row.step_up_at,
-  credId: row.cred_id,
-  createdAt: row.created_at,
-  lastSeenAt: row.last_seen_at,
-  idleExpiresAt: row.idle_expires_at,
-  absoluteExpiresAt: row.absolute_expires_at,
-  revokedAt: row.revoked_at,
-});
 
 export interface ReceiptRow {
   hash: string;

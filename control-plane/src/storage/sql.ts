@@ -25,6 +25,17 @@ export interface Dialect {
   lock(sql: Sql, key: number): Promise<void>;
   /** A unique constraint refused the row. */
   isUniqueViolation(error: unknown): boolean;
+  /** The smaller of two values (PostgreSQL `LEAST`, SQLite's two-argument `MIN`). */
+  least(a: string, b: string): string;
+  /** The larger of two values (PostgreSQL `GREATEST`, SQLite's two-argument `MAX`). */
+  greatest(a: string, b: string): string;
+  /** `column` is one of the list passed as parameter `param`, whose value is `list(values)`. */
+  inList(column: string, param: string, type?: 'text' | 'integer'): string;
+  list(values: readonly unknown[]): unknown;
+  /** Locks the rows a SELECT reads until the transaction ends (nothing on SQLite, see `lock`). */
+  readonly forUpdate: string;
+  /** As `forUpdate`, passing over rows another transaction holds. */
+  readonly forUpdateSkipLocked: string;
 }
 
 /** Thrown inside `atomic` to undo what it wrote and answer `value` instead. */

@@ -1,3 +1,5 @@
+import { identityStore } from '../stores/identity-store.js';
+import { sessionStore } from '../stores/session-store.js';
 import { gatewayStore } from '../stores/gateway-store.js';
 import { credentialStore } from '../stores/credential-store.js';
 import { emailStore } from '../stores/email-store.js';
@@ -13,7 +15,6 @@ import { loadMigrations, type Migration, type MigrationReport } from '../migrati
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import { postgresAgentStore } from './agent-store.js';
 import { postgresClientStore } from './client-store.js';
-import { postgresIdentityStore } from './identity-store.js';
 import {
   postgresCodeWithSubject,
   postgresOidcStore,
@@ -25,7 +26,6 @@ import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
 import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';
 import { postgresSamlStore } from './saml-store.js';
-import { postgresSessionStore } from './session-store.js';
 import {
   clientSql,
   collectingSql,
@@ -42,9 +42,9 @@ import { postgresRolloutStore } from './rollout-store.js';
 function storesOn(sql: Sql): Stores {
   return {
     keys: keyStore(sql),
-    identities: postgresIdentityStore(sql),
+    identities: identityStore(sql),
     credentials: credentialStore(sql),
-    sessions: postgresSessionStore(sql),
+    sessions: sessionStore(sql),
     devices: deviceStore(sql),
     totp: totpStore(sql),
     recoveryCodes: recoveryCodeStore(sql),

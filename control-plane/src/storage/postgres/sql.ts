@@ -13,6 +13,12 @@ export const postgresDialect: Dialect = {
     await sql.rows('SELECT pg_advisory_xact_lock($1)', [key]);
   },
   isUniqueViolation: (error) => isUniqueViolation(error),
+  least: (a, b) => `LEAST(${a}, ${b})`,
+  greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  inList: (column, param, type = 'text') => `${column} = ANY(${param}::${type}[])`,
+  list: (values) => values,
+  forUpdate: 'FOR UPDATE',
+  forUpdateSkipLocked: 'FOR UPDATE SKIP LOCKED',
 };
 
 /**

@@ -1,3 +1,5 @@
+import { identityStore } from '../stores/identity-store.js';
+import { sessionStore } from '../stores/session-store.js';
 import { gatewayStore } from '../stores/gateway-store.js';
 import { credentialStore } from '../stores/credential-store.js';
 import { emailStore } from '../stores/email-store.js';
@@ -11,8 +13,6 @@ import { contactStore } from '../stores/contact-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
-import { sqliteIdentityStore } from './identity-store.js';
-import { sqliteSessionStore } from './session-store.js';
 import { sqliteReceiptStore } from './receipt-store.js';
 import { sqliteClientStore, type ClientRowCache } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
@@ -27,9 +27,9 @@ import { sqliteRolloutStore } from './rollout-store.js';
 function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
     keys: keyStore(sql),
-    identities: sqliteIdentityStore(runner),
+    identities: identityStore(sql),
     credentials: credentialStore(sql),
-    sessions: sqliteSessionStore(runner),
+    sessions: sessionStore(sql),
     devices: deviceStore(sql),
     totp: totpStore(sql),
     recoveryCodes: recoveryCodeStore(sql),

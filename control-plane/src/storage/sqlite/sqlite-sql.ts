@@ -12,6 +12,12 @@ export const sqliteDialect: Dialect = {
     const code = (error as { code?: unknown } | null)?.code;
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
   },
+  least: (a, b) => `MIN(${a}, ${b})`,
+  greatest: (a, b) => `MAX(${a}, ${b})`,
+  inList: (column, param) => `${column} IN (SELECT value FROM json_each(${param}))`,
+  list: (values) => JSON.stringify(values),
+  forUpdate: '',
+  forUpdateSkipLocked: '',
 };
 
 /** A statement prepared once per text: `$n` became `?`, and `order` picks the values for them. */

@@ -1,6 +1,56 @@
-import { sessionFromRow, sessionToRow, type SessionRow } from '../rows.js';
-import type { SessionStore } from '../types.js';
-import { insertOf, type Sql } from './sql.js';
+import type { SessionAssurance, SessionStore, StoredSession } from '../types.js';
+import { insertOf, type Sql } from '../sql.js';
+
+interface SessionRow {
+  session_id: string;
+  token_hash: string;
+  identity_id: string;
+  device_id: string;
+  assurance: string;
+  amr: string;
+  auth_time: number;
+  step_up_at: number | null;
+  cred_id: string | null;
+  created_at: number;
+  last_seen_at: number;
+  idle_expires_at: number;
+  absolute_expires_at: number;
+  revoked_at: number | null;
+}
+
+const sessionToRow = (s: StoredSession): SessionRow => ({
+  session_id: s.sessionId,
+  token_hash: s.tokenHash,
+  identity_id: s.identityId,
+  device_id: s.deviceId,
+  assurance: s.assurance,
+  amr: JSON.stringify(s.amr),
+  auth_time: s.authTime,
+  step_up_at: s.stepUpAt,
+  cred_id: s.credId,
+  created_at: s.createdAt,
+  last_seen_at: s.lastSeenAt,
+  idle_expires_at: s.idleExpiresAt,
+  absolute_expires_at: s.absoluteExpiresAt,
+  revoked_at: s.revokedAt,
+});
+
+const sessionFromRow = (row: SessionRow): StoredSession => ({
+  sessionId: row.session_id,
+  tokenHash: row.token_hash,
+  identityId: row.identity_id,
+  deviceId: row.device_id,
+  assurance: row.assurance as SessionAssurance,
+  amr: JSON.parse(row.amr) as string[],
+  authTime: row.auth_time,
+  stepUpAt: row.step_up_at,
+  credId: row.cred_id,
+  createdAt: row.created_at,
+  lastSeenAt: row.last_seen_at,
+  idleExpiresAt: row.idle_expires_at,
+  absoluteExpiresAt: row.absolute_expires_at,
+  revokedAt: row.revoked_at,
+});
 
 /** A session row live at the time in parameter `now` ('$2'). */
 export const liveAt = (now: string) =>
@@ -8,7 +58,10 @@ export const liveAt = (now: string) =>
 
 const LIVE = liveAt('$2');
 
-export function postgresSessionStore(sql: Sql): SessionStore {
+export function sessionStore(sql: Sql): SessionStore {
+  // The idle expiry never outgrows the absolute one.
+  const TOUCH = `UPDATE sessions SET last_seen_at = $2, idle_expires_at = ${sql.dialect.least('$3', 'absolute_expires_at')}
+    WHERE session_id = $1 AND revoked_at IS NULL`;
   return {
     insert: async (session) => {
       await sql.count(...insertOf('sessions', sessionToRow(session)));
@@ -30,11 +83,7 @@ export function postgresSessionStore(sql: Sql): SessionStore {
     isLive: async (sessionId, now) =>
       (await sql.rows(`SELECT 1 FROM sessions WHERE session_id = $1 AND ${LIVE}`, [sessionId, now])).length > 0,
     touch: async (sessionId, at, idleExpiresAt) => {
-      // The idle expiry never outgrows the absolute one.
-      await sql.count(
-        'UPDATE sessions SET last_seen_at = $2, idle_expires_at = LEAST($3, absolute_expires_at) WHERE session_id = $1 AND revoked_at IS NULL',
-        [sessionId, at, idleExpiresAt],
-      );
+      await sql.count(TOUCH, [sessionId, at, idleExpiresAt]);
     },
     renewToken: async (sessionId, presentedTokenHash, renewal, now) =>
       (await sql.count(
