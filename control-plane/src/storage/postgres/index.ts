@@ -1,3 +1,7 @@
+import { orgStore, scanStore } from '../stores/org-store.js';
+import { agentStore } from '../stores/agent-store.js';
+import { rolloutStore } from '../stores/rollout-store.js';
+import { logoutStore } from '../stores/logout-store.js';
 import { identityStore } from '../stores/identity-store.js';
 import { sessionStore } from '../stores/session-store.js';
 import { gatewayStore } from '../stores/gateway-store.js';
@@ -8,12 +12,10 @@ import { recoveryCodeStore } from '../stores/recovery-code-store.js';
 import { keyStore } from '../stores/key-store.js';
 import { deviceStore } from '../stores/device-store.js';
 import { linkStore } from '../stores/link-store.js';
-import { postgresLogoutStore } from './logout-store.js';
 import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
 import { contactStore } from '../stores/contact-store.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
-import { postgresAgentStore } from './agent-store.js';
 import { postgresClientStore } from './client-store.js';
 import {
   postgresCodeWithSubject,
@@ -22,7 +24,6 @@ import {
   spendCode,
   spendRefreshToken,
 } from './oidc-store.js';
-import { postgresOrgStore, postgresScanStore } from './org-store.js';
 import { postgresReceiptStore } from './receipt-store.js';
 import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';
 import { postgresSamlStore } from './saml-store.js';
@@ -37,7 +38,6 @@ import {
   type SpendStatement,
   type Sql,
 } from './sql.js';
-import { postgresRolloutStore } from './rollout-store.js';
 
 function storesOn(sql: Sql): Stores {
   return {
@@ -54,12 +54,12 @@ function storesOn(sql: Sql): Stores {
     clients: postgresClientStore(sql),
     oidc: postgresOidcStore(sql),
     gateway: gatewayStore(sql),
-    agents: postgresAgentStore(sql),
-    orgs: postgresOrgStore(sql),
-    rollout: postgresRolloutStore(sql),
-    logouts: postgresLogoutStore(sql),
+    agents: agentStore(sql),
+    orgs: orgStore(sql),
+    rollout: rolloutStore(sql),
+    logouts: logoutStore(sql),
     contacts: contactStore(sql),
-    scans: postgresScanStore(sql),
+    scans: scanStore(sql),
     saml: postgresSamlStore(sql),
   };
 }

@@ -1,3 +1,7 @@
+import { orgStore, scanStore } from '../stores/org-store.js';
+import { agentStore } from '../stores/agent-store.js';
+import { rolloutStore } from '../stores/rollout-store.js';
+import { logoutStore } from '../stores/logout-store.js';
 import { identityStore } from '../stores/identity-store.js';
 import { sessionStore } from '../stores/session-store.js';
 import { gatewayStore } from '../stores/gateway-store.js';
@@ -8,7 +12,6 @@ import { recoveryCodeStore } from '../stores/recovery-code-store.js';
 import { keyStore } from '../stores/key-store.js';
 import { deviceStore } from '../stores/device-store.js';
 import { linkStore } from '../stores/link-store.js';
-import { sqliteLogoutStore } from './logout-store.js';
 import { contactStore } from '../stores/contact-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
@@ -16,13 +19,10 @@ import { openDatabase } from './database.js';
 import { sqliteReceiptStore } from './receipt-store.js';
 import { sqliteClientStore, type ClientRowCache } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
-import { sqliteAgentStore } from './agent-store.js';
-import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
 import { sqliteSamlStore } from './saml-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
 import { sqliteSql } from './sqlite-sql.js';
 import type { Sql } from '../sql.js';
-import { sqliteRolloutStore } from './rollout-store.js';
 
 function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
@@ -39,12 +39,12 @@ function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideT
     clients: sqliteClientStore(runner, clientRows, outsideTransactions),
     oidc: sqliteOidcStore(runner),
     gateway: gatewayStore(sql),
-    agents: sqliteAgentStore(runner),
-    orgs: sqliteOrgStore(runner),
-    rollout: sqliteRolloutStore(runner),
-    logouts: sqliteLogoutStore(runner),
+    agents: agentStore(sql),
+    orgs: orgStore(sql),
+    rollout: rolloutStore(sql),
+    logouts: logoutStore(sql),
     contacts: contactStore(sql),
-    scans: sqliteScanStore(runner),
+    scans: scanStore(sql),
     saml: sqliteSamlStore(runner),
   };
 }

@@ -1,17 +1,142 @@
-import {
-  agentEvidenceFromRow,
-  agentFromRow,
-  agentGrantFromRow,
-  enrollmentFromRow,
-  transferFromRow,
-  type AgentEvidenceRow,
-  type AgentGrantRow,
-  type AgentRow,
-  type EnrollmentRow,
-  type TransferRow,
-} from '../rows.js';
-import type { AgentStore, StoredAgent } from '../types.js';
-import type { Sql } from './sql.js';
+import type {
+  AgentStore,
+  StoredAgent,
+  StoredAgentEvidence,
+  StoredAgentGrant,
+  StoredAgentTransfer,
+  StoredEnrollment,
+} from '../types.js';
+import type { Sql } from '../sql.js';
+
+interface EnrollmentRow {
+  enrollment_id: string;
+  name: string;
+  subject_kind: string;
+  public_jwk: string;
+  jkt: string;
+  alg: string;
+  visibility: string;
+  owner_code_hash: string;
+  state: string;
+  owner_id: string | null;
+  approved_at: number | null;
+  agent_id: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+interface AgentRow {
+  agent_id: string;
+  proof_id: string;
+  owner_id: string;
+  name: string;
+  subject_kind: string;
+  public_jwk: string;
+  jkt: string;
+  alg: string;
+  state: string;
+  visibility: string;
+  declared: string;
+  resume_needs_key: number;
+  key_proven_at: number | null;
+  owner_approved_at: number | null;
+  last_proof_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+interface AgentEvidenceRow {
+  agent_id: string;
+  type: string;
+  at: number;
+  expires_at: number;
+  detail: string;
+}
+
+interface TransferRow {
+  agent_id: string;
+  from_owner_id: string;
+  to_identity_id: string;
+  code_hash: string;
+  created_at: number;
+  expires_at: number;
+}
+
+interface AgentGrantRow {
+  grant_id: string;
+  agent_id: string;
+  owner_id: string;
+  client_id: string;
+  resource: string | null;
+  scope: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+const enrollmentFromRow = (row: EnrollmentRow): StoredEnrollment => ({
+  enrollmentId: row.enrollment_id,
+  name: row.name,
+  subjectKind: row.subject_kind as StoredEnrollment['subjectKind'],
+  publicJwk: JSON.parse(row.public_jwk),
+  jkt: row.jkt,
+  alg: row.alg as StoredEnrollment['alg'],
+  visibility: row.visibility as StoredEnrollment['visibility'],
+  ownerCodeHash: row.owner_code_hash,
+  state: row.state as StoredEnrollment['state'],
+  ownerId: row.owner_id,
+  approvedAt: row.approved_at,
+  agentId: row.agent_id,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+});
+
+const agentFromRow = (row: AgentRow): StoredAgent => ({
+  agentId: row.agent_id,
+  proofId: row.proof_id,
+  ownerId: row.owner_id,
+  name: row.name,
+  subjectKind: row.subject_kind as StoredAgent['subjectKind'],
+  publicJwk: JSON.parse(row.public_jwk),
+  jkt: row.jkt,
+  alg: row.alg as StoredAgent['alg'],
+  state: row.state as StoredAgent['state'],
+  visibility: row.visibility as StoredAgent['visibility'],
+  declared: JSON.parse(row.declared),
+  resumeNeedsKey: row.resume_needs_key === 1,
+  keyProvenAt: row.key_proven_at,
+  ownerApprovedAt: row.owner_approved_at,
+  lastProofAt: row.last_proof_at,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+const agentGrantFromRow = (row: AgentGrantRow): StoredAgentGrant => ({
+  grantId: row.grant_id,
+  agentId: row.agent_id,
+  ownerId: row.owner_id,
+  clientId: row.client_id,
+  resource: row.resource,
+  scope: row.scope,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at,
+});
+
+const agentEvidenceFromRow = (row: AgentEvidenceRow): StoredAgentEvidence => ({
+  agentId: row.agent_id,
+  type: row.type as StoredAgentEvidence['type'],
+  at: row.at,
+  expiresAt: row.expires_at,
+  detail: JSON.parse(row.detail),
+});
+
+const transferFromRow = (row: TransferRow): StoredAgentTransfer => ({
+  agentId: row.agent_id,
+  fromOwnerId: row.from_owner_id,
+  toIdentityId: row.to_identity_id,
+  codeHash: row.code_hash,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+});
 
 /** The agent columns after agent_id, in the order of the INSERT and the UPDATE below. */
 function agentParams(a: StoredAgent): unknown[] {
@@ -35,7 +160,8 @@ function agentParams(a: StoredAgent): unknown[] {
   ];
 }
 
-export function postgresAgentStore(sql: Sql): AgentStore {
+export function agentStore(sql: Sql): AgentStore {
+  const RECORD_PROOF = `UPDATE agents SET last_proof_at = ${sql.dialect.greatest('COALESCE(last_proof_at, 0)', '$2')} WHERE agent_id = $1`;
   return {
     insertEnrollment: async (e) => {
       await sql.count(
@@ -107,10 +233,7 @@ export function postgresAgentStore(sql: Sql): AgentStore {
         [...agentParams(a), a.agentId, expectedState],
       )) === 1,
     recordProof: async (agentId, at) => {
-      await sql.count(
-        'UPDATE agents SET last_proof_at = GREATEST(COALESCE(last_proof_at, 0), $2) WHERE agent_id = $1',
-        [agentId, at],
-      );
+      await sql.count(RECORD_PROOF, [agentId, at]);
     },
     appendEvidence: async (e) => {
       await sql.count(

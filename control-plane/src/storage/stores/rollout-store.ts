@@ -1,14 +1,61 @@
-import {
-  projectFromRow,
-  rolloutDocumentFromRow,
-  rolloutDocumentToRow,
-  type ProjectRow,
-  type RolloutDocumentRow,
-} from '../rows.js';
-import type { RolloutStore } from '../types.js';
-import { insertOf, type Sql } from './sql.js';
+import type { RolloutStore, StoredProject, StoredRolloutDocument } from '../types.js';
+import { insertOf, type Sql } from '../sql.js';
 
-export function postgresRolloutStore(sql: Sql): RolloutStore {
+interface RolloutDocumentRow {
+  kind: string;
+  project: string;
+  version: number;
+  document: string;
+  jws: string;
+  hash: string;
+  content_hash: string;
+  kid: string;
+  created_at: number;
+}
+
+const rolloutDocumentToRow = (d: StoredRolloutDocument): RolloutDocumentRow => ({
+  kind: d.kind,
+  project: d.project,
+  version: d.version,
+  document: JSON.stringify(d.document),
+  jws: d.jws,
+  hash: d.hash,
+  content_hash: d.contentHash,
+  kid: d.kid,
+  created_at: d.createdAt,
+});
+
+const rolloutDocumentFromRow = (row: RolloutDocumentRow): StoredRolloutDocument => ({
+  kind: row.kind as StoredRolloutDocument['kind'],
+  project: row.project,
+  version: Number(row.version),
+  document: JSON.parse(row.document),
+  jws: row.jws,
+  hash: row.hash,
+  contentHash: row.content_hash,
+  kid: row.kid,
+  createdAt: Number(row.created_at),
+});
+
+interface ProjectRow {
+  project: string;
+  client_id: string | null;
+  verification: string | null;
+  attestation: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const projectFromRow = (row: ProjectRow): StoredProject => ({
+  project: row.project,
+  clientId: row.client_id,
+  verification: row.verification === null ? null : JSON.parse(row.verification),
+  attestation: row.attestation === null ? null : JSON.parse(row.attestation),
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+});
+
+export function rolloutStore(sql: Sql): RolloutStore {
   const project = async (name: string) => {
     const [row] = await sql.rows<ProjectRow>('SELECT * FROM rollout_projects WHERE project = $1', [name]);
     return row ? projectFromRow(row) : null;

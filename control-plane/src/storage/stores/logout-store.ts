@@ -1,6 +1,47 @@
-import { logoutFromRow, logoutToRow, type BackchannelLogoutRow } from '../rows.js';
-import type { LogoutStore } from '../types.js';
-import { insertOf, type Sql } from './sql.js';
+import type { BackchannelLogout, LogoutStore } from '../types.js';
+import { insertOf, type Sql } from '../sql.js';
+
+interface BackchannelLogoutRow {
+  logout_id: string;
+  client_id: string;
+  identity_id: string;
+  session_id: string;
+  jti: string;
+  created_at: number;
+  attempts: number;
+  next_attempt_at: number;
+  state: BackchannelLogout['state'];
+  last_error: string | null;
+  finished_at: number | null;
+}
+
+const logoutToRow = (l: BackchannelLogout): BackchannelLogoutRow => ({
+  logout_id: l.logoutId,
+  client_id: l.clientId,
+  identity_id: l.identityId,
+  session_id: l.sessionId,
+  jti: l.jti,
+  created_at: l.createdAt,
+  attempts: l.attempts,
+  next_attempt_at: l.nextAttemptAt,
+  state: l.state,
+  last_error: l.lastError,
+  finished_at: l.finishedAt,
+});
+
+const logoutFromRow = (row: BackchannelLogoutRow): BackchannelLogout => ({
+  logoutId: row.logout_id,
+  clientId: row.client_id,
+  identityId: row.identity_id,
+  sessionId: row.session_id,
+  jti: row.jti,
+  createdAt: row.created_at,
+  attempts: row.attempts,
+  nextAttemptAt: row.next_attempt_at,
+  state: row.state,
+  lastError: row.last_error,
+  finishedAt: row.finished_at,
+});
 
 interface ParticipantRow {
   session_id: string;
@@ -8,7 +49,21 @@ interface ParticipantRow {
   identity_id: string;
 }
 
-export function postgresLogoutStore(sql: Sql): LogoutStore {
+export function logoutStore(sql: Sql): LogoutStore {
+  const { dialect } = sql;
+  // A grant is the mark of a client that got tokens in the session; FedCM leaves a participant row.
+  const PARTICIPANTS = `SELECT session_id, client_id, identity_id FROM oidc_grants WHERE ${dialect.inList('session_id', '$1')}
+    UNION
+    SELECT session_id, client_id, identity_id FROM session_participants WHERE ${dialect.inList('session_id', '$1')}
+    ORDER BY session_id, client_id`;
+  // SKIP LOCKED: a row another replica is claiming right now is left to it, never leased twice.
+  const CLAIM_DUE = `UPDATE backchannel_logouts SET lease_holder = $2, lease_until = $3
+    WHERE logout_id IN (
+      SELECT logout_id FROM backchannel_logouts
+      WHERE state = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+      ORDER BY next_attempt_at LIMIT $4
+      ${dialect.forUpdateSkipLocked})
+    RETURNING *`;
   return {
     recordParticipant: async (participant, at) => {
       await sql.count(
@@ -19,14 +74,7 @@ export function postgresLogoutStore(sql: Sql): LogoutStore {
     participants: async (sessionIds) => {
       const ids = [...new Set(sessionIds)];
       if (ids.length === 0) return [];
-      // A grant is the mark of a client that got tokens in the session; FedCM leaves a participant row.
-      const rows = await sql.rows<ParticipantRow>(
-        `SELECT session_id, client_id, identity_id FROM oidc_grants WHERE session_id = ANY($1::text[])
-         UNION
-         SELECT session_id, client_id, identity_id FROM session_participants WHERE session_id = ANY($1::text[])
-         ORDER BY session_id, client_id`,
-        [ids],
-      );
+      const rows = await sql.rows<ParticipantRow>(PARTICIPANTS, [dialect.list(ids)]);
       return rows.map((row) => ({ sessionId: row.session_id, clientId: row.client_id, identityId: row.identity_id }));
     },
     enqueue: async (logout) =>
@@ -34,17 +82,7 @@ export function postgresLogoutStore(sql: Sql): LogoutStore {
         ...insertOf('backchannel_logouts', logoutToRow(logout), 'ON CONFLICT (session_id, client_id) DO NOTHING'),
       )) === 1,
     claimDue: async (now, holder, leaseUntil, limit) => {
-      // SKIP LOCKED: a row another replica is claiming right now is left to it, never leased twice.
-      const rows = await sql.rows<BackchannelLogoutRow>(
-        `UPDATE backchannel_logouts SET lease_holder = $2, lease_until = $3
-         WHERE logout_id IN (
-           SELECT logout_id FROM backchannel_logouts
-           WHERE state = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-           ORDER BY next_attempt_at LIMIT $4
-           FOR UPDATE SKIP LOCKED)
-         RETURNING *`,
-        [now, holder, leaseUntil, limit],
-      );
+      const rows = await sql.rows<BackchannelLogoutRow>(CLAIM_DUE, [now, holder, leaseUntil, limit]);
       return rows.map(logoutFromRow).sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
     },
     finish: async (logoutId, holder, attempt) =>

@@ -1,19 +1,95 @@
-import {
-  inviteFromRow,
-  memberFromRow,
-  orgFromRow,
-  scanFromRow,
-  siteFromRow,
-  type InviteRow,
-  type MemberRow,
-  type OrgRow,
-  type ScanRow,
-  type SiteRow,
-} from '../rows.js';
-import type { OrgRole, OrgStore, ScanStore } from '../types.js';
-import type { Sql } from './sql.js';
+import type { OrgInvite, OrgMember, OrgRole, OrgSite, OrgStore, ScanStore, StoredOrg, StoredScan } from '../types.js';
+import type { Sql } from '../sql.js';
 
-export function postgresOrgStore(sql: Sql): OrgStore {
+interface OrgRow {
+  org_id: string;
+  slug: string;
+  name: string;
+  website: string | null;
+  created_at: number;
+}
+
+interface MemberRow {
+  identity_id: string;
+  role: OrgRole;
+  added_at: number;
+}
+
+interface InviteRow {
+  org_id: string;
+  identity_id: string;
+  role: OrgRole;
+  invited_by: string;
+  created_at: number;
+}
+
+interface SiteRow {
+  site_id: string;
+  org_id: string;
+  url: string;
+  origin: string;
+  label: string | null;
+  is_primary: number;
+  proof_token: string;
+  verified_at: number | null;
+  created_at: number;
+}
+
+interface ScanRow {
+  scan_id: string;
+  site_id: string | null;
+  url: string;
+  grade: string;
+  score: number;
+  rating: string;
+  scanned_at: number;
+}
+
+const orgFromRow = (r: OrgRow): StoredOrg => ({
+  orgId: r.org_id,
+  slug: r.slug,
+  name: r.name,
+  website: r.website,
+  createdAt: r.created_at,
+});
+
+const memberFromRow = (r: MemberRow): OrgMember => ({
+  identityId: r.identity_id,
+  role: r.role,
+  addedAt: r.added_at,
+});
+
+const inviteFromRow = (r: InviteRow): OrgInvite => ({
+  orgId: r.org_id,
+  identityId: r.identity_id,
+  role: r.role,
+  invitedBy: r.invited_by,
+  createdAt: r.created_at,
+});
+
+const siteFromRow = (r: SiteRow): OrgSite => ({
+  siteId: r.site_id,
+  orgId: r.org_id,
+  url: r.url,
+  label: r.label,
+  primary: r.is_primary === 1,
+  proofToken: r.proof_token,
+  verifiedAt: r.verified_at,
+  createdAt: r.created_at,
+});
+
+const scanFromRow = (r: ScanRow): StoredScan => ({
+  scanId: r.scan_id,
+  siteId: r.site_id,
+  url: r.url,
+  grade: r.grade,
+  score: r.score,
+  rating: r.rating,
+  scannedAt: r.scanned_at,
+});
+
+export function orgStore(sql: Sql): OrgStore {
+  const SITE_LOCKED = `SELECT 1 FROM org_sites WHERE org_id = $1 AND site_id = $2 ${sql.dialect.forUpdate}`;
   return {
     // The org and its first owner together, or neither (a taken slug inserts nothing).
     create: (org, ownerId) =>
@@ -133,10 +209,7 @@ export function postgresOrgStore(sql: Sql): OrgStore {
     // one-primary-per-org unique index satisfied at every statement.
     setPrimary: (orgId, siteId) =>
       sql.atomic(async (tx) => {
-        const exists = await tx.rows('SELECT 1 FROM org_sites WHERE org_id = $1 AND site_id = $2 FOR UPDATE', [
-          orgId,
-          siteId,
-        ]);
+        const exists = await tx.rows(SITE_LOCKED, [orgId, siteId]);
         if (exists.length === 0) return false;
         await tx.count('UPDATE org_sites SET is_primary = 0 WHERE org_id = $1 AND is_primary = 1', [orgId]);
         await tx.count('UPDATE org_sites SET is_primary = 1 WHERE site_id = $1', [siteId]);
@@ -156,7 +229,7 @@ export function postgresOrgStore(sql: Sql): OrgStore {
   };
 }
 
-export function postgresScanStore(sql: Sql): ScanStore {
+export function scanStore(sql: Sql): ScanStore {
   return {
     record: async (scan) => {
       await sql.count(
