@@ -1,15 +1,4 @@
-import type { OrgRule } from '../../../lib/access/evaluate-access.js';
-import type {
-  KeyState,
-  StoredAuthorizationCode,
-  StoredCheckpoint,
-  StoredClient,
-  StoredGrant,
-  StoredReceipt,
-  StoredRefreshToken,
-  StoredSamlKey,
-  StoredSamlProvider,
-} from './types.js';
+import type { StoredAuthorizationCode, StoredClient, StoredGrant, StoredRefreshToken } from './types.js';
 
 /**
  * The row shape of every table, shared by both backends: the SQLite and PostgreSQL schemas use
@@ -19,53 +8,6 @@ import type {
  */
 
 type Nullable<T> = T | null;
-
-export interface ReceiptRow {
-  hash: string;
-  body: string;
-  tree_key: Buffer;
-  created_at: number;
-  epoch: Nullable<number>;
-  tree_index: Nullable<number>;
-  path: Nullable<Buffer>;
-}
-
-export const receiptFromRow = (row: ReceiptRow): StoredReceipt => ({
-  hash: row.hash,
-  body: row.body,
-  treeKey: row.tree_key,
-  createdAt: row.created_at,
-  epoch: row.epoch,
-  index: row.tree_index,
-  path: row.path === null ? null : splitPath(row.path),
-});
-
-export interface CheckpointRow {
-  epoch: number;
-  jws: string;
-  root: string;
-  size: number;
-  prev: Nullable<string>;
-  sealed_at: number;
-}
-
-export const checkpointFromRow = (row: CheckpointRow): StoredCheckpoint => ({
-  epoch: row.epoch,
-  jws: row.jws,
-  root: row.root,
-  size: row.size,
-  prev: row.prev,
-  sealedAt: row.sealed_at,
-});
-
-/** Audit paths are stored as one byte string: the 32-byte hashes back to back. */
-export const HASH_SIZE = 32;
-
-export function splitPath(blob: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let i = 0; i < blob.length; i += HASH_SIZE) out.push(Buffer.from(blob.subarray(i, i + HASH_SIZE)));
-  return out;
-}
 
 export interface ClientRow {
   client_id: string;
@@ -290,93 +232,4 @@ export const approvalFromRow = (row: ApprovalRow) => ({
 
 // Organizations, their sites and scans (docs/orgs.md).
 
-export interface SamlKeyRow {
-  kid: string;
-  state: string;
-  certificate_pem: string;
-  sealed_private_key: Buffer;
-  created_at: number;
-  activated_at: Nullable<number>;
-  retired_at: Nullable<number>;
-  not_after: number;
-}
-
-export const samlKeyToRow = (key: StoredSamlKey): SamlKeyRow => ({
-  kid: key.kid,
-  state: key.state,
-  certificate_pem: key.certificatePem,
-  sealed_private_key: key.sealedPrivateKey,
-  created_at: key.createdAt,
-  activated_at: key.activatedAt,
-  retired_at: key.retiredAt,
-  not_after: key.notAfter,
-});
-
-export const samlKeyFromRow = (row: SamlKeyRow): StoredSamlKey => ({
-  kid: row.kid,
-  state: row.state as KeyState,
-  certificatePem: row.certificate_pem,
-  sealedPrivateKey: Buffer.from(row.sealed_private_key),
-  createdAt: Number(row.created_at),
-  activatedAt: row.activated_at === null ? null : Number(row.activated_at),
-  retiredAt: row.retired_at === null ? null : Number(row.retired_at),
-  notAfter: Number(row.not_after),
-});
-
-export interface SamlProviderRow {
-  id: string;
-  entity_id: string;
-  name: Nullable<string>;
-  acs_urls: string;
-  slo_url: Nullable<string>;
-  certificate_pem: string;
-  name_id_format: string;
-  attributes: string;
-  allow_idp_initiated: number;
-  want_signed_requests: number;
-  access_orgs: Nullable<string>;
-  org_id: Nullable<string>;
-  revision: number;
-  created_at: number;
-  updated_at: number;
-}
-
 // ---- rollout documents and projects ----
-
-export const samlProviderToRow = (p: StoredSamlProvider): SamlProviderRow => ({
-  id: p.id,
-  entity_id: p.entityId,
-  name: p.name,
-  acs_urls: JSON.stringify(p.acsUrls),
-  slo_url: p.sloUrl,
-  certificate_pem: p.certificatePem,
-  name_id_format: p.nameIdFormat,
-  attributes: JSON.stringify(p.attributes),
-  allow_idp_initiated: p.allowIdpInitiated ? 1 : 0,
-  want_signed_requests: p.wantSignedRequests ? 1 : 0,
-  access_orgs: p.accessOrgs === null ? null : JSON.stringify(p.accessOrgs),
-  org_id: p.orgId,
-  revision: p.revision,
-  created_at: p.createdAt,
-  updated_at: p.updatedAt,
-});
-
-export const samlProviderFromRow = (row: SamlProviderRow): StoredSamlProvider => ({
-  id: row.id,
-  entityId: row.entity_id,
-  name: row.name,
-  acsUrls: JSON.parse(row.acs_urls) as string[],
-  sloUrl: row.slo_url,
-  certificatePem: row.certificate_pem,
-  nameIdFormat: row.name_id_format,
-  attributes: JSON.parse(row.attributes) as Record<string, string>,
-  allowIdpInitiated: Number(row.allow_idp_initiated) === 1,
-  wantSignedRequests: Number(row.want_signed_requests) === 1,
-  accessOrgs:
-    row.access_orgs === null || row.access_orgs === undefined ? null : (JSON.parse(row.access_orgs) as OrgRule[]),
-  orgId: row.org_id,
-  revision: Number(row.revision),
-  createdAt: Number(row.created_at),
-  updatedAt: Number(row.updated_at),
-});
-

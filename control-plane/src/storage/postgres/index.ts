@@ -1,3 +1,5 @@
+import { samlStore } from '../stores/saml-store.js';
+import { receiptStore } from '../stores/receipt-store.js';
 import { orgStore, scanStore } from '../stores/org-store.js';
 import { agentStore } from '../stores/agent-store.js';
 import { rolloutStore } from '../stores/rollout-store.js';
@@ -24,9 +26,7 @@ import {
   spendCode,
   spendRefreshToken,
 } from './oidc-store.js';
-import { postgresReceiptStore } from './receipt-store.js';
 import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';
-import { postgresSamlStore } from './saml-store.js';
 import {
   clientSql,
   collectingSql,
@@ -50,7 +50,7 @@ function storesOn(sql: Sql): Stores {
     recoveryCodes: recoveryCodeStore(sql),
     emails: emailStore(sql),
     links: linkStore(sql),
-    receipts: postgresReceiptStore(sql),
+    receipts: receiptStore(sql),
     clients: postgresClientStore(sql),
     oidc: postgresOidcStore(sql),
     gateway: gatewayStore(sql),
@@ -60,7 +60,7 @@ function storesOn(sql: Sql): Stores {
     logouts: logoutStore(sql),
     contacts: contactStore(sql),
     scans: scanStore(sql),
-    saml: postgresSamlStore(sql),
+    saml: samlStore(sql),
   };
 }
 

@@ -1,3 +1,5 @@
+import { samlStore } from '../stores/saml-store.js';
+import { receiptStore } from '../stores/receipt-store.js';
 import { orgStore, scanStore } from '../stores/org-store.js';
 import { agentStore } from '../stores/agent-store.js';
 import { rolloutStore } from '../stores/rollout-store.js';
@@ -16,10 +18,8 @@ import { contactStore } from '../stores/contact-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
-import { sqliteReceiptStore } from './receipt-store.js';
 import { sqliteClientStore, type ClientRowCache } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
-import { sqliteSamlStore } from './saml-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
 import { sqliteSql } from './sqlite-sql.js';
 import type { Sql } from '../sql.js';
@@ -35,7 +35,7 @@ function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideT
     recoveryCodes: recoveryCodeStore(sql),
     emails: emailStore(sql),
     links: linkStore(sql),
-    receipts: sqliteReceiptStore(runner),
+    receipts: receiptStore(sql),
     clients: sqliteClientStore(runner, clientRows, outsideTransactions),
     oidc: sqliteOidcStore(runner),
     gateway: gatewayStore(sql),
@@ -45,7 +45,7 @@ function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideT
     logouts: logoutStore(sql),
     contacts: contactStore(sql),
     scans: scanStore(sql),
-    saml: sqliteSamlStore(runner),
+    saml: samlStore(sql),
   };
 }
 
