@@ -1,21 +1,5 @@
-import { samlStore } from '../stores/saml-store.js';
-import { receiptStore } from '../stores/receipt-store.js';
-import { orgStore, scanStore } from '../stores/org-store.js';
-import { agentStore } from '../stores/agent-store.js';
-import { rolloutStore } from '../stores/rollout-store.js';
-import { logoutStore } from '../stores/logout-store.js';
-import { identityStore } from '../stores/identity-store.js';
-import { sessionStore } from '../stores/session-store.js';
-import { gatewayStore } from '../stores/gateway-store.js';
-import { credentialStore } from '../stores/credential-store.js';
-import { emailStore } from '../stores/email-store.js';
-import { totpStore } from '../stores/totp-store.js';
-import { recoveryCodeStore } from '../stores/recovery-code-store.js';
-import { keyStore } from '../stores/key-store.js';
-import { deviceStore } from '../stores/device-store.js';
-import { linkStore } from '../stores/link-store.js';
+import { sharedStores } from '../stores/index.js';
 import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
-import { contactStore } from '../stores/contact-store.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import { postgresClientStore } from './client-store.js';
@@ -41,26 +25,9 @@ import {
 
 function storesOn(sql: Sql): Stores {
   return {
-    keys: keyStore(sql),
-    identities: identityStore(sql),
-    credentials: credentialStore(sql),
-    sessions: sessionStore(sql),
-    devices: deviceStore(sql),
-    totp: totpStore(sql),
-    recoveryCodes: recoveryCodeStore(sql),
-    emails: emailStore(sql),
-    links: linkStore(sql),
-    receipts: receiptStore(sql),
+    ...sharedStores(sql),
     clients: postgresClientStore(sql),
     oidc: postgresOidcStore(sql),
-    gateway: gatewayStore(sql),
-    agents: agentStore(sql),
-    orgs: orgStore(sql),
-    rollout: rolloutStore(sql),
-    logouts: logoutStore(sql),
-    contacts: contactStore(sql),
-    scans: scanStore(sql),
-    saml: samlStore(sql),
   };
 }
 

@@ -1,20 +1,4 @@
-import { samlStore } from '../stores/saml-store.js';
-import { receiptStore } from '../stores/receipt-store.js';
-import { orgStore, scanStore } from '../stores/org-store.js';
-import { agentStore } from '../stores/agent-store.js';
-import { rolloutStore } from '../stores/rollout-store.js';
-import { logoutStore } from '../stores/logout-store.js';
-import { identityStore } from '../stores/identity-store.js';
-import { sessionStore } from '../stores/session-store.js';
-import { gatewayStore } from '../stores/gateway-store.js';
-import { credentialStore } from '../stores/credential-store.js';
-import { emailStore } from '../stores/email-store.js';
-import { totpStore } from '../stores/totp-store.js';
-import { recoveryCodeStore } from '../stores/recovery-code-store.js';
-import { keyStore } from '../stores/key-store.js';
-import { deviceStore } from '../stores/device-store.js';
-import { linkStore } from '../stores/link-store.js';
-import { contactStore } from '../stores/contact-store.js';
+import { sharedStores } from '../stores/index.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
@@ -26,26 +10,9 @@ import type { Sql } from '../sql.js';
 
 function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
-    keys: keyStore(sql),
-    identities: identityStore(sql),
-    credentials: credentialStore(sql),
-    sessions: sessionStore(sql),
-    devices: deviceStore(sql),
-    totp: totpStore(sql),
-    recoveryCodes: recoveryCodeStore(sql),
-    emails: emailStore(sql),
-    links: linkStore(sql),
-    receipts: receiptStore(sql),
+    ...sharedStores(sql),
     clients: sqliteClientStore(runner, clientRows, outsideTransactions),
     oidc: sqliteOidcStore(runner),
-    gateway: gatewayStore(sql),
-    agents: agentStore(sql),
-    orgs: orgStore(sql),
-    rollout: rolloutStore(sql),
-    logouts: logoutStore(sql),
-    contacts: contactStore(sql),
-    scans: scanStore(sql),
-    saml: samlStore(sql),
   };
 }
 
