@@ -1,4 +1,4 @@
-import type { StoredAuthorizationCode, StoredClient, StoredGrant, StoredRefreshToken } from './types.js';
+import type { StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from './types.js';
 
 /**
  * The row shape of every table, shared by both backends: the SQLite and PostgreSQL schemas use
@@ -8,47 +8,6 @@ import type { StoredAuthorizationCode, StoredClient, StoredGrant, StoredRefreshT
  */
 
 type Nullable<T> = T | null;
-
-export interface ClientRow {
-  client_id: string;
-  client_type: string;
-  auth_method: string;
-  secret_hash: Nullable<string>;
-  secret_issued_at: Nullable<number>;
-  metadata: string;
-  owner_id: Nullable<string>;
-  registration_token_hash: string;
-  revision: number;
-  created_at: number;
-  updated_at: number;
-}
-
-export const clientToRow = (c: StoredClient): ClientRow => ({
-  client_id: c.clientId,
-  client_type: c.type,
-  auth_method: c.metadata.token_endpoint_auth_method,
-  secret_hash: c.secretHash,
-  secret_issued_at: c.secretIssuedAt,
-  metadata: JSON.stringify(c.metadata),
-  owner_id: c.ownerId,
-  registration_token_hash: c.registrationTokenHash,
-  revision: c.revision,
-  created_at: c.createdAt,
-  updated_at: c.updatedAt,
-});
-
-export const clientFromRow = (row: ClientRow): StoredClient => ({
-  clientId: row.client_id,
-  type: row.client_type as StoredClient['type'],
-  metadata: JSON.parse(row.metadata),
-  secretHash: row.secret_hash,
-  secretIssuedAt: row.secret_issued_at,
-  ownerId: row.owner_id,
-  registrationTokenHash: row.registration_token_hash,
-  revision: row.revision,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-});
 
 export interface CodeRow {
   code_hash: string;

@@ -36,6 +36,12 @@ export interface Dialect {
   readonly forUpdate: string;
   /** As `forUpdate`, passing over rows another transaction holds. */
   readonly forUpdateSkipLocked: string;
+  /** The JSON object in text `column` holds `key` with a value other than null. */
+  jsonHas(column: string, key: string): string;
+  /** The JSON object in text `column` holds `key` with the value true. */
+  jsonIsTrue(column: string, key: string): string;
+  /** The array under `key` of the JSON object in text `column` holds the string parameter `param`. */
+  jsonArrayHolds(column: string, key: string, param: string): string;
 }
 
 /** Thrown inside `atomic` to undo what it wrote and answer `value` instead. */

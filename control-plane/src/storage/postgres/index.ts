@@ -1,8 +1,8 @@
 import { sharedStores } from '../stores/index.js';
+import { clientStore } from '../stores/client-store.js';
 import type { DependencyMonitor } from '../../../../lib/runtime/dependency-monitor.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
-import { postgresClientStore } from './client-store.js';
 import {
   postgresCodeWithSubject,
   postgresOidcStore,
@@ -26,7 +26,7 @@ import {
 function storesOn(sql: Sql): Stores {
   return {
     ...sharedStores(sql),
-    clients: postgresClientStore(sql),
+    clients: clientStore(sql),
     oidc: postgresOidcStore(sql),
   };
 }

@@ -19,6 +19,10 @@ export const postgresDialect: Dialect = {
   list: (values) => values,
   forUpdate: 'FOR UPDATE',
   forUpdateSkipLocked: 'FOR UPDATE SKIP LOCKED',
+  jsonHas: (column, key) => `jsonb_typeof(${column}::jsonb -> '${key}') <> 'null'`,
+  jsonIsTrue: (column, key) => `${column}::jsonb -> '${key}' = 'true'::jsonb`,
+  // jsonb `?` on an array: an element equal to the string (exact match, as json_each in SQLite).
+  jsonArrayHolds: (column, key, param) => `${column}::jsonb -> '${key}' ? ${param}`,
 };
 
 /**

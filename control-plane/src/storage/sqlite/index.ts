@@ -1,8 +1,8 @@
 import { sharedStores } from '../stores/index.js';
+import { ClientRowCache, clientStore } from '../stores/client-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
-import { sqliteClientStore, type ClientRowCache } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
 import { sqliteSql } from './sqlite-sql.js';
@@ -11,7 +11,7 @@ import type { Sql } from '../sql.js';
 function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
     ...sharedStores(sql),
-    clients: sqliteClientStore(runner, clientRows, outsideTransactions),
+    clients: clientStore(sql, { rows: clientRows, reads: outsideTransactions }),
     oidc: sqliteOidcStore(runner),
   };
 }
@@ -38,7 +38,7 @@ export function openSqliteStorage(
   const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
   // Built once: a transaction's stores only differ in the runner, which is the same every time.
-  const clientRows: ClientRowCache = new Map();
+  const clientRows = new ClientRowCache();
   const sql = sqliteSql(runner);
   const inTransaction = storesOn(runner.direct, sql.inside, clientRows, false);
   const stores = storesOn(runner, sql.outside, clientRows, true);

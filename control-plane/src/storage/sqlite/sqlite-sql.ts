@@ -18,6 +18,10 @@ export const sqliteDialect: Dialect = {
   list: (values) => JSON.stringify(values),
   forUpdate: '',
   forUpdateSkipLocked: '',
+  jsonHas: (column, key) => `json_extract(${column}, '$.${key}') IS NOT NULL`,
+  jsonIsTrue: (column, key) => `json_extract(${column}, '$.${key}') = 1`,
+  jsonArrayHolds: (column, key, param) =>
+    `EXISTS (SELECT 1 FROM json_each(${column}, '$.${key}') AS e WHERE e.value = ${param})`,
 };
 
 /** A statement prepared once per text: `$n` became `?`, and `order` picks the values for them. */
