@@ -35,6 +35,28 @@ const keyFromRow = (row: KeyRow): StoredSigningKey => ({
   retiredAt: row.retired_at,
 });
 
+const ringStates = new Map<string, string>();
+
+/** Moves a key of a ring (`signing_keys`, `saml_keys`) to `state`, stamping when it became current or retired. */
+export async function setRingKeyState(
+  sql: Sql,
+  table: string,
+  kid: string,
+  state: KeyState,
+  at: number,
+): Promise<void> {
+  let text = ringStates.get(table);
+  if (!text)
+    ringStates.set(
+      table,
+      (text = `UPDATE ${table} SET state = CAST($2 AS TEXT),
+        activated_at = CASE WHEN CAST($2 AS TEXT) = 'current' THEN CAST($3 AS BIGINT) ELSE activated_at END,
+        retired_at = CASE WHEN CAST($2 AS TEXT) = 'retired' THEN CAST($3 AS BIGINT) ELSE retired_at END
+      WHERE kid = $1`),
+    );
+  await sql.count(text, [kid, state, at]);
+}
+
 export function keyStore(sql: Sql): KeyStore {
   return {
     lockRing: async () => {
@@ -44,15 +66,7 @@ export function keyStore(sql: Sql): KeyStore {
     insert: async (key) => {
       await sql.count(...insertOf('signing_keys', keyToRow(key)));
     },
-    setState: async (kid, state, at) => {
-      await sql.count(
-        `UPDATE signing_keys SET state = CAST($2 AS TEXT),
-           activated_at = CASE WHEN CAST($2 AS TEXT) = 'current' THEN CAST($3 AS BIGINT) ELSE activated_at END,
-           retired_at = CASE WHEN CAST($2 AS TEXT) = 'retired' THEN CAST($3 AS BIGINT) ELSE retired_at END
-         WHERE kid = $1`,
-        [kid, state, at],
-      );
-    },
+    setState: (kid, state, at) => setRingKeyState(sql, 'signing_keys', kid, state, at),
     remove: async (kid) => {
       await sql.count('DELETE FROM signing_keys WHERE kid = $1', [kid]);
     },

@@ -2,6 +2,7 @@ import type { OrgRule } from '../../../../lib/access/evaluate-access.js';
 import type { KeyState, SamlStore, StoredSamlKey, StoredSamlProvider } from '../types.js';
 import { SAML_RING_LOCK } from '../locks.js';
 import { insertOf, Rollback, type Sql } from '../sql.js';
+import { setRingKeyState } from './key-store.js';
 
 interface SamlKeyRow {
   kid: string;
@@ -101,15 +102,7 @@ export function samlStore(sql: Sql): SamlStore {
     insertKey: async (key) => {
       await sql.count(...insertOf('saml_keys', samlKeyToRow(key)));
     },
-    setKeyState: async (kid, state, at) => {
-      await sql.count(
-        `UPDATE saml_keys SET state = CAST($2 AS TEXT),
-           activated_at = CASE WHEN CAST($2 AS TEXT) = 'current' THEN CAST($3 AS BIGINT) ELSE activated_at END,
-           retired_at = CASE WHEN CAST($2 AS TEXT) = 'retired' THEN CAST($3 AS BIGINT) ELSE retired_at END
-         WHERE kid = $1`,
-        [kid, state, at],
-      );
-    },
+    setKeyState: (kid, state, at) => setRingKeyState(sql, 'saml_keys', kid, state, at),
     removeKey: async (kid) => {
       await sql.count('DELETE FROM saml_keys WHERE kid = $1', [kid]);
     },
