@@ -18,7 +18,10 @@ import { samlStore } from './saml-store.js';
 import { sessionStore } from './session-store.js';
 import { totpStore } from './totp-store.js';
 
-/** The stores written once for both backends (the client and OIDC stores are still each backend's own). */
+/**
+ * The stores whose construction is the same on both backends: the client store takes SQLite's
+ * read cache, and the OIDC store is still each backend's own.
+ */
 export type SharedStores = Omit<Stores, 'clients' | 'oidc'>;
 
 export function sharedStores(sql: Sql): SharedStores {
