@@ -1,17 +1,8 @@
-import { postgresLogoutStore } from './logout-store.js';
+import { sharedStores } from '../stores/index.js';
+import { clientStore } from '../stores/client-store.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
-import { postgresContactStore } from './contact-store.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
-import { postgresAgentStore } from './agent-store.js';
-import { postgresClientStore } from './client-store.js';
-import { postgresCredentialStore } from './credential-store.js';
-import { postgresDeviceStore } from './device-store.js';
-import { postgresEmailStore } from './email-store.js';
-import { postgresGatewayStore } from './gateway-store.js';
-import { postgresIdentityStore } from './identity-store.js';
-import { postgresKeyStore } from './key-store.js';
-import { postgresLinkStore } from './link-store.js';
 import {
   postgresCodeWithSubject,
   postgresOidcStore,
@@ -19,12 +10,7 @@ import {
   spendCode,
   spendRefreshToken,
 } from './oidc-store.js';
-import { postgresOrgStore, postgresScanStore } from './org-store.js';
-import { postgresReceiptStore } from './receipt-store.js';
-import { postgresRecoveryCodeStore } from './recovery-code-store.js';
 import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';
-import { postgresSamlStore } from './saml-store.js';
-import { postgresSessionStore } from './session-store.js';
 import {
   clientSql,
   collectingSql,
@@ -36,31 +22,12 @@ import {
   type SpendStatement,
   type Sql,
 } from './sql.js';
-import { postgresTotpStore } from './totp-store.js';
-import { postgresRolloutStore } from './rollout-store.js';
 
 function storesOn(sql: Sql): Stores {
   return {
-    keys: postgresKeyStore(sql),
-    identities: postgresIdentityStore(sql),
-    credentials: postgresCredentialStore(sql),
-    sessions: postgresSessionStore(sql),
-    devices: postgresDeviceStore(sql),
-    totp: postgresTotpStore(sql),
-    recoveryCodes: postgresRecoveryCodeStore(sql),
-    emails: postgresEmailStore(sql),
-    links: postgresLinkStore(sql),
-    receipts: postgresReceiptStore(sql),
-    clients: postgresClientStore(sql),
+    ...sharedStores(sql),
+    clients: clientStore(sql),
     oidc: postgresOidcStore(sql),
-    gateway: postgresGatewayStore(sql),
-    agents: postgresAgentStore(sql),
-    orgs: postgresOrgStore(sql),
-    rollout: postgresRolloutStore(sql),
-    logouts: postgresLogoutStore(sql),
-    contacts: postgresContactStore(sql),
-    scans: postgresScanStore(sql),
-    saml: postgresSamlStore(sql),
   };
 }
 

@@ -8,18 +8,16 @@ import {
   refreshFromRow,
   refreshGrantFromRow,
   refreshToRow,
-  emailFromRow,
-  identityFromRow,
   type ApprovalRow,
-  type EmailRow,
-  type IdentityRow,
   type CodeRow,
   type RefreshGrantRow,
   type RefreshRow,
   type GrantRow,
 } from '../rows.js';
+import { emailFromRow, type EmailRow } from '../stores/email-store.js';
+import { identityFromRow, type IdentityRow } from '../stores/identity-store.js';
 import type { AccountState, CodeConsumption, GrantSubject, OidcStore, RefreshConsumption } from '../types.js';
-import { liveAt } from './session-store.js';
+import { liveAt } from '../stores/session-store.js';
 import { insertOf, spendWith, type Sql, type SpendStatement } from './sql.js';
 
 /**

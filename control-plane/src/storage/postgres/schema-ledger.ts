@@ -11,7 +11,7 @@ import {
   type MigrationReport,
 } from '../migration-ledger.js';
 import { isLegacyId, legacyId, PRE_LEDGER_FENCE } from '../legacy-versions.js';
-import { MIGRATION_LOCK } from './database.js';
+import { MIGRATION_LOCK } from '../locks.js';
 import { inTransaction } from './sql.js';
 
 /** The table releases before the ledger kept (one row per version applied), still kept for them. */

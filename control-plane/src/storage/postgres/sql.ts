@@ -2,27 +2,28 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { classifyOutage, toDependencyError, type Outage } from '#lib/errors/dependency-outage.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { Rollback, type Dialect, type Sql } from '../sql.js';
 
-/**
- * The one way PostgreSQL stores reach the database. Every statement is sent as a named query,
- * so each connection parses and plans it once and later calls send only the parameters
- * (the name is a hash of the text, so two stores sharing a text share a statement).
- */
-export interface Sql {
-  rows<R>(text: string, values?: unknown[]): Promise<R[]>;
-  /** How many rows the statement touched. */
-  count(text: string, values?: unknown[]): Promise<number>;
-  /**
-   * Runs `work` atomically: a transaction on the pool, a savepoint inside a transaction (so a
-   * failed step leaves the caller's transaction usable). `Rollback` undoes it and returns its value.
-   */
-  atomic<T>(work: (sql: Sql) => Promise<T>): Promise<T>;
-}
+export { insertOf, Rollback, type Sql } from '../sql.js';
 
-/** Thrown inside `atomic` to undo what it wrote and answer `value` instead. */
-export class Rollback<T> {
-  constructor(readonly value: T) {}
-}
+/** PostgreSQL's side of the dialect differences. */
+export const postgresDialect: Dialect = {
+  name: 'postgres',
+  lock: async (sql, key) => {
+    await sql.rows('SELECT pg_advisory_xact_lock($1)', [key]);
+  },
+  isUniqueViolation: (error) => isUniqueViolation(error),
+  least: (a, b) => `LEAST(${a}, ${b})`,
+  greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  inList: (column, param, type = 'text') => `${column} = ANY(${param}::${type}[])`,
+  list: (values) => values,
+  forUpdate: 'FOR UPDATE',
+  forUpdateSkipLocked: 'FOR UPDATE SKIP LOCKED',
+  jsonHas: (column, key) => `jsonb_typeof(${column}::jsonb -> '${key}') <> 'null'`,
+  jsonIsTrue: (column, key) => `${column}::jsonb -> '${key}' = 'true'::jsonb`,
+  // jsonb `?` on an array: an element equal to the string (exact match, as json_each in SQLite).
+  jsonArrayHolds: (column, key, param) => `${column}::jsonb -> '${key}' ? ${param}`,
+};
 
 /**
  * How statements reach the database: the longest one statement may wait for its answer, and who
@@ -149,6 +150,7 @@ function sqlOn(target: Target, atomic: Sql['atomic'], reach: Reach): Sql {
     rows: async <R>(text: string, values?: unknown[]) => (await query(text, values)).rows as R[],
     count: async (text, values) => (await query(text, values)).rowCount ?? 0,
     atomic,
+    dialect: postgresDialect,
   };
 }
 
@@ -268,23 +270,6 @@ export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === '23505';
 }
 
-const insertTexts = new Map<string, string>();
-
-/**
- * The INSERT of a row object from rows.ts (its keys are the columns, always in the same order)
- * with `suffix` (ON CONFLICT …, RETURNING …) and its values in column order.
- */
-export function insertOf(table: string, row: object, suffix = ''): [string, unknown[]] {
-  const key = `${table}|${suffix}`;
-  let text = insertTexts.get(key);
-  if (!text) {
-    const columns = Object.keys(row);
-    text = `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})${suffix ? ` ${suffix}` : ''}`;
-    insertTexts.set(key, text);
-  }
-  return [text, Object.values(row)];
-}
-
 /** A statement that spends a one-time row: the CTE `spent` marks it, `answer` reports on it. */
 export interface SpendStatement {
   spent: string;
@@ -338,6 +323,7 @@ export function collectingSql(into: Array<[string, unknown[]]>): Sql {
       return 1;
     },
     atomic: (work) => work(sql),
+    dialect: postgresDialect,
   };
   return sql;
 }

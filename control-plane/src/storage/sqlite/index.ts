@@ -1,49 +1,18 @@
-import { sqliteLogoutStore } from './logout-store.js';
-import { sqliteContactStore } from './contact-store.js';
+import { sharedStores } from '../stores/index.js';
+import { ClientRowCache, clientStore } from '../stores/client-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
-import { sqliteKeyStore } from './key-store.js';
-import { sqliteIdentityStore } from './identity-store.js';
-import { sqliteCredentialStore } from './credential-store.js';
-import { sqliteSessionStore } from './session-store.js';
-import { sqliteDeviceStore } from './device-store.js';
-import { sqliteTotpStore } from './totp-store.js';
-import { sqliteRecoveryCodeStore } from './recovery-code-store.js';
-import { sqliteEmailStore } from './email-store.js';
-import { sqliteLinkStore } from './link-store.js';
-import { sqliteReceiptStore } from './receipt-store.js';
-import { sqliteClientStore, type ClientRowCache } from './client-store.js';
 import { sqliteOidcStore } from './oidc-store.js';
-import { sqliteGatewayStore } from './gateway-store.js';
-import { sqliteAgentStore } from './agent-store.js';
-import { sqliteOrgStore, sqliteScanStore } from './org-store.js';
-import { sqliteSamlStore } from './saml-store.js';
 import { cached, SerialRunner, type Runner } from './serial-runner.js';
-import { sqliteRolloutStore } from './rollout-store.js';
+import { sqliteSql } from './sqlite-sql.js';
+import type { Sql } from '../sql.js';
 
-function storesOn(runner: Runner, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
+function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
-    keys: sqliteKeyStore(runner),
-    identities: sqliteIdentityStore(runner),
-    credentials: sqliteCredentialStore(runner),
-    sessions: sqliteSessionStore(runner),
-    devices: sqliteDeviceStore(runner),
-    totp: sqliteTotpStore(runner),
-    recoveryCodes: sqliteRecoveryCodeStore(runner),
-    emails: sqliteEmailStore(runner),
-    links: sqliteLinkStore(runner),
-    receipts: sqliteReceiptStore(runner),
-    clients: sqliteClientStore(runner, clientRows, outsideTransactions),
+    ...sharedStores(sql),
+    clients: clientStore(sql, { rows: clientRows, reads: outsideTransactions }),
     oidc: sqliteOidcStore(runner),
-    gateway: sqliteGatewayStore(runner),
-    agents: sqliteAgentStore(runner),
-    orgs: sqliteOrgStore(runner),
-    rollout: sqliteRolloutStore(runner),
-    logouts: sqliteLogoutStore(runner),
-    contacts: sqliteContactStore(runner),
-    scans: sqliteScanStore(runner),
-    saml: sqliteSamlStore(runner),
   };
 }
 
@@ -69,9 +38,10 @@ export function openSqliteStorage(
   const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
   // Built once: a transaction's stores only differ in the runner, which is the same every time.
-  const clientRows: ClientRowCache = new Map();
-  const inTransaction = storesOn(runner.direct, clientRows, false);
-  const stores = storesOn(runner, clientRows, true);
+  const clientRows = new ClientRowCache();
+  const sql = sqliteSql(runner);
+  const inTransaction = storesOn(runner.direct, sql.inside, clientRows, false);
+  const stores = storesOn(runner, sql.outside, clientRows, true);
   // The spend, then (only if it happened) the writes it allows, in one transaction.
   const spendThen = <C extends { status: string }, T>(spend: () => Promise<C>, write: WritesWithSpend<T>) =>
     runner.transaction(async (): Promise<SpentWith<C, T>> => {

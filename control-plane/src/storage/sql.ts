@@ -1,0 +1,67 @@
+/**
+ * The one way stores reach their database, whichever it is. Statements are written once, in
+ * the SQL both dialects take, with `$1`-style parameters; what the dialects do differently is
+ * behind `dialect` (docs/architecture.md#storage).
+ */
+export interface Sql {
+  rows<R>(text: string, values?: unknown[]): Promise<R[]>;
+  /** How many rows the statement touched. */
+  count(text: string, values?: unknown[]): Promise<number>;
+  /**
+   * Runs `work` atomically: a transaction outside one, a savepoint inside one (so a failed step
+   * leaves the caller's transaction usable). `Rollback` undoes it and returns its value.
+   */
+  atomic<T>(work: (sql: Sql) => Promise<T>): Promise<T>;
+  readonly dialect: Dialect;
+}
+
+/** What SQLite and PostgreSQL do differently, and nothing else. */
+export interface Dialect {
+  readonly name: 'sqlite' | 'postgres';
+  /**
+   * Holds the lock `key` until the transaction ends: PostgreSQL's advisory lock; nothing on
+   * SQLite, whose transactions begin IMMEDIATE and so hold the one write lock already.
+   */
+  lock(sql: Sql, key: number): Promise<void>;
+  /** A unique constraint refused the row. */
+  isUniqueViolation(error: unknown): boolean;
+  /** The smaller of two values (PostgreSQL `LEAST`, SQLite's two-argument `MIN`). */
+  least(a: string, b: string): string;
+  /** The larger of two values (PostgreSQL `GREATEST`, SQLite's two-argument `MAX`). */
+  greatest(a: string, b: string): string;
+  /** `column` is one of the list passed as parameter `param`, whose value is `list(values)`. */
+  inList(column: string, param: string, type?: 'text' | 'integer'): string;
+  list(values: readonly unknown[]): unknown;
+  /** Locks the rows a SELECT reads until the transaction ends (nothing on SQLite, see `lock`). */
+  readonly forUpdate: string;
+  /** As `forUpdate`, passing over rows another transaction holds. */
+  readonly forUpdateSkipLocked: string;
+  /** The JSON object in text `column` holds `key` with a value other than null. */
+  jsonHas(column: string, key: string): string;
+  /** The JSON object in text `column` holds `key` with the value true. */
+  jsonIsTrue(column: string, key: string): string;
+  /** The array under `key` of the JSON object in text `column` holds the string parameter `param`. */
+  jsonArrayHolds(column: string, key: string, param: string): string;
+}
+
+/** Thrown inside `atomic` to undo what it wrote and answer `value` instead. */
+export class Rollback<T> {
+  constructor(readonly value: T) {}
+}
+
+const insertTexts = new Map<string, string>();
+
+/**
+ * The INSERT of a row object (its keys are the columns, always in the same order) with `suffix`
+ * (ON CONFLICT …, RETURNING …) and its values in column order.
+ */
+export function insertOf(table: string, row: object, suffix = ''): [string, unknown[]] {
+  const key = `${table}|${suffix}`;
+  let text = insertTexts.get(key);
+  if (!text) {
+    const columns = Object.keys(row);
+    text = `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})${suffix ? ` ${suffix}` : ''}`;
+    insertTexts.set(key, text);
+  }
+  return [text, Object.values(row)];
+}

@@ -1,0 +1,80 @@
+import type { CredentialStore, CredentialSummary } from '../types.js';
+import { insertOf, type Sql } from '../sql.js';
+
+interface CredentialRow {
+  cred_id: string;
+  identity_id: string;
+  public_key: Buffer;
+  counter: number;
+  transports: string;
+  backup_eligible: number;
+  backed_up: number;
+  label: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+/** Listings never select the public key column. */
+const CREDENTIAL_SUMMARY_COLUMNS =
+  'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at';
+
+const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): CredentialRow => ({
+  cred_id: c.credId,
+  identity_id: c.identityId,
+  public_key: Buffer.from(c.publicKey),
+  counter: c.counter,
+  transports: JSON.stringify(c.transports),
+  backup_eligible: c.backupEligible ? 1 : 0,
+  backed_up: c.backedUp ? 1 : 0,
+  label: c.label,
+  created_at: c.createdAt,
+  last_used_at: c.lastUsedAt,
+});
+
+const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): CredentialSummary => ({
+  credId: row.cred_id,
+  identityId: row.identity_id,
+  counter: row.counter,
+  transports: JSON.parse(row.transports) as string[],
+  backupEligible: row.backup_eligible === 1,
+  backedUp: row.backed_up === 1,
+  label: row.label,
+  createdAt: row.created_at,
+  lastUsedAt: row.last_used_at,
+});
+
+export function credentialStore(sql: Sql): CredentialStore {
+  return {
+    insert: async (credential) =>
+      (await sql.count(...insertOf('passkeys', credentialToRow(credential), 'ON CONFLICT (cred_id) DO NOTHING'))) === 1,
+    get: async (credId) => {
+      const [row] = await sql.rows<CredentialRow>('SELECT * FROM passkeys WHERE cred_id = $1', [credId]);
+      return row ? { ...credentialSummaryFromRow(row), publicKey: new Uint8Array(row.public_key) } : null;
+    },
+    listByIdentity: async (identityId) =>
+      (
+        await sql.rows<CredentialRow>(
+          `SELECT ${CREDENTIAL_SUMMARY_COLUMNS} FROM passkeys WHERE identity_id = $1 ORDER BY created_at, cred_id`,
+          [identityId],
+        )
+      ).map(credentialSummaryFromRow),
+    countByIdentity: async (identityId) =>
+      (await sql.rows<{ n: number }>('SELECT count(*) AS n FROM passkeys WHERE identity_id = $1', [identityId]))[0]!.n,
+    rename: async (identityId, credId, label) =>
+      (await sql.count('UPDATE passkeys SET label = $3 WHERE identity_id = $1 AND cred_id = $2', [
+        identityId,
+        credId,
+        label,
+      ])) === 1,
+    remove: async (identityId, credId) =>
+      (await sql.count('DELETE FROM passkeys WHERE identity_id = $1 AND cred_id = $2', [identityId, credId])) === 1,
+    recordUse: async (credId, use) => {
+      await sql.count('UPDATE passkeys SET counter = $2, backed_up = $3, last_used_at = $4 WHERE cred_id = $1', [
+        credId,
+        use.counter,
+        use.backedUp ? 1 : 0,
+        use.at,
+      ]);
+    },
+  };
+}

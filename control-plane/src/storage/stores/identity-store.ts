@@ -1,0 +1,130 @@
+import type { AccountState, Identity, IdentityStore } from '../types.js';
+import { Rollback, insertOf, type Sql } from '../sql.js';
+
+export interface IdentityRow {
+  identity_id: string;
+  username: string;
+  display_name: string;
+  preferences: string;
+  founder: number;
+  created_at: number;
+  updated_at: number;
+}
+
+const identityToRow = (identity: Identity): IdentityRow => ({
+  identity_id: identity.identityId,
+  username: identity.username,
+  display_name: identity.displayName,
+  preferences: JSON.stringify(identity.preferences),
+  founder: identity.founder ? 1 : 0,
+  created_at: identity.createdAt,
+  updated_at: identity.updatedAt,
+});
+
+export const identityFromRow = (row: IdentityRow): Identity => ({
+  identityId: row.identity_id,
+  username: row.username,
+  displayName: row.display_name,
+  preferences: JSON.parse(row.preferences) as Record<string, string>,
+  founder: row.founder === 1,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+const TAKEN = 'SELECT 1 FROM identity_names WHERE name = $1';
+
+const CLAIM =
+  'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES ($1, $2, 1, $3) ON CONFLICT (name) DO NOTHING';
+
+export function identityStore(sql: Sql): IdentityStore {
+  const one = async (text: string, values: unknown[]) => {
+    const [row] = await sql.rows<IdentityRow>(text, values);
+    return row ? identityFromRow(row) : null;
+  };
+  return {
+    // The name is claimed first: of two replicas creating the same name, the unique claim decides.
+    // The unique claim of the name decides between two replicas creating it; the identity goes
+    // first, as SQLite checks the claim's reference at once (PostgreSQL defers it).
+    create: async (identity) => {
+      try {
+        return await sql.atomic(async (tx) => {
+          if ((await tx.rows(TAKEN, [identity.username])).length > 0) return false;
+          await tx.count(...insertOf('identities', identityToRow(identity)));
+          if ((await tx.count(CLAIM, [identity.username, identity.identityId, identity.createdAt])) !== 1)
+            throw new Rollback(false);
+          return true;
+        });
+      } catch (error) {
+        // Another replica's identity took the name as its username between the look and the insert.
+        if (sql.dialect.isUniqueViolation(error) && (await sql.rows(TAKEN, [identity.username])).length > 0)
+          return false;
+        throw error;
+      }
+    },
+    get: (identityId) => one('SELECT * FROM identities WHERE identity_id = $1', [identityId]),
+    findByUsername: (folded) =>
+      one('SELECT i.* FROM identity_names n JOIN identities i ON i.identity_id = n.identity_id WHERE n.name = $1', [
+        folded,
+      ]),
+    aliases: async (identityId) =>
+      (
+        await sql.rows<{ name: string }>(
+          'SELECT name FROM identity_names WHERE identity_id = $1 AND current = 0 ORDER BY created_at, name',
+          [identityId],
+        )
+      ).map((row) => row.name),
+    rename: (identityId, folded, at) =>
+      sql.atomic(async (tx) => {
+        const [holder] = await tx.rows<{ identity_id: string }>(
+          'SELECT identity_id FROM identity_names WHERE name = $1',
+          [folded],
+        );
+        if (holder && holder.identity_id !== identityId) return false;
+        await tx.count('UPDATE identity_names SET current = 0 WHERE identity_id = $1', [identityId]);
+        // Taking back one's own alias makes it current again (keeping its first-claimed time).
+        if (holder) await tx.count('UPDATE identity_names SET current = 1 WHERE name = $1', [folded]);
+        else if ((await tx.count(CLAIM, [folded, identityId, at])) !== 1) throw new Rollback(false);
+        await tx.count('UPDATE identities SET username = $2, updated_at = $3 WHERE identity_id = $1', [
+          identityId,
+          folded,
+          at,
+        ]);
+        return true;
+      }),
+    setDisplayName: async (identityId, displayName, at) => {
+      await sql.count('UPDATE identities SET display_name = $2, updated_at = $3 WHERE identity_id = $1', [
+        identityId,
+        displayName,
+        at,
+      ]);
+    },
+    setPreferences: async (identityId, preferences, at) => {
+      await sql.count('UPDATE identities SET preferences = $2, updated_at = $3 WHERE identity_id = $1', [
+        identityId,
+        JSON.stringify(preferences),
+        at,
+      ]);
+    },
+    count: async () => (await sql.rows<{ n: number }>('SELECT count(*) AS n FROM identities'))[0]!.n,
+    founderExists: async () => (await sql.rows('SELECT 1 FROM identities WHERE founder = 1')).length > 0,
+    state: async (identityId) =>
+      (await sql.rows<{ state: AccountState }>('SELECT state FROM identities WHERE identity_id = $1', [identityId]))[0]
+        ?.state ?? null,
+    summaries: async (identityIds) =>
+      (
+        await sql.rows<{ identity_id: string; username: string; state: AccountState }>(
+          `SELECT identity_id, username, state FROM identities WHERE ${sql.dialect.inList('identity_id', '$1')}`,
+          [sql.dialect.list([...identityIds])],
+        )
+      ).map((row) => ({ identityId: row.identity_id, username: row.username, state: row.state })),
+    setState: async (identityId, state, at) =>
+      (await sql.count('UPDATE identities SET state = $2, updated_at = $3 WHERE identity_id = $1 AND state <> $2', [
+        identityId,
+        state,
+        at,
+      ])) === 1,
+    // Names, aliases, passkeys, sessions, devices, TOTP, recovery codes, emails and links go by ON DELETE CASCADE.
+    remove: async (identityId) =>
+      (await sql.count('DELETE FROM identities WHERE identity_id = $1', [identityId])) === 1,
+  };
+}

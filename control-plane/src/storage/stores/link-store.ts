@@ -1,0 +1,53 @@
+import type { LinkStore, StoredLink } from '../types.js';
+import { insertOf, type Sql } from '../sql.js';
+
+interface LinkRow {
+  token_hash: string;
+  purpose: string;
+  identity_id: string;
+  email_id: string;
+  device_id: string | null;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+const linkToRow = (l: StoredLink): LinkRow => ({
+  token_hash: l.tokenHash,
+  purpose: l.purpose,
+  identity_id: l.identityId,
+  email_id: l.emailId,
+  device_id: l.deviceId,
+  created_at: l.createdAt,
+  expires_at: l.expiresAt,
+  used_at: l.usedAt,
+});
+
+const linkFromRow = (row: LinkRow): StoredLink => ({
+  tokenHash: row.token_hash,
+  purpose: row.purpose as StoredLink['purpose'],
+  identityId: row.identity_id,
+  emailId: row.email_id,
+  deviceId: row.device_id,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  usedAt: row.used_at,
+});
+
+export function linkStore(sql: Sql): LinkStore {
+  return {
+    insert: async (record) => {
+      await sql.count(...insertOf('one_time_links', linkToRow({ ...record, usedAt: null })));
+    },
+    find: async (tokenHash) => {
+      const [row] = await sql.rows<LinkRow>('SELECT * FROM one_time_links WHERE token_hash = $1', [tokenHash]);
+      return row ? linkFromRow(row) : null;
+    },
+    consume: async (tokenHash, at) =>
+      (await sql.count(
+        'UPDATE one_time_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
+        [tokenHash, at],
+      )) === 1,
+    purgeExpired: (before) => sql.count('DELETE FROM one_time_links WHERE expires_at < $1', [before]),
+  };
+}

@@ -1,0 +1,262 @@
+import type { OrgInvite, OrgMember, OrgRole, OrgSite, OrgStore, ScanStore, StoredOrg, StoredScan } from '../types.js';
+import type { Sql } from '../sql.js';
+
+interface OrgRow {
+  org_id: string;
+  slug: string;
+  name: string;
+  website: string | null;
+  created_at: number;
+}
+
+interface MemberRow {
+  identity_id: string;
+  role: OrgRole;
+  added_at: number;
+}
+
+interface InviteRow {
+  org_id: string;
+  identity_id: string;
+  role: OrgRole;
+  invited_by: string;
+  created_at: number;
+}
+
+interface SiteRow {
+  site_id: string;
+  org_id: string;
+  url: string;
+  origin: string;
+  label: string | null;
+  is_primary: number;
+  proof_token: string;
+  verified_at: number | null;
+  created_at: number;
+}
+
+interface ScanRow {
+  scan_id: string;
+  site_id: string | null;
+  url: string;
+  grade: string;
+  score: number;
+  rating: string;
+  scanned_at: number;
+}
+
+const orgFromRow = (r: OrgRow): StoredOrg => ({
+  orgId: r.org_id,
+  slug: r.slug,
+  name: r.name,
+  website: r.website,
+  createdAt: r.created_at,
+});
+
+const memberFromRow = (r: MemberRow): OrgMember => ({
+  identityId: r.identity_id,
+  role: r.role,
+  addedAt: r.added_at,
+});
+
+const inviteFromRow = (r: InviteRow): OrgInvite => ({
+  orgId: r.org_id,
+  identityId: r.identity_id,
+  role: r.role,
+  invitedBy: r.invited_by,
+  createdAt: r.created_at,
+});
+
+const siteFromRow = (r: SiteRow): OrgSite => ({
+  siteId: r.site_id,
+  orgId: r.org_id,
+  url: r.url,
+  label: r.label,
+  primary: r.is_primary === 1,
+  proofToken: r.proof_token,
+  verifiedAt: r.verified_at,
+  createdAt: r.created_at,
+});
+
+const scanFromRow = (r: ScanRow): StoredScan => ({
+  scanId: r.scan_id,
+  siteId: r.site_id,
+  url: r.url,
+  grade: r.grade,
+  score: r.score,
+  rating: r.rating,
+  scannedAt: r.scanned_at,
+});
+
+export function orgStore(sql: Sql): OrgStore {
+  const SITE_LOCKED = `SELECT 1 FROM org_sites WHERE org_id = $1 AND site_id = $2 ${sql.dialect.forUpdate}`;
+  return {
+    // The org and its first owner together, or neither (a taken slug inserts nothing).
+    create: (org, ownerId) =>
+      sql.atomic(async (tx) => {
+        const inserted =
+          (await tx.count(
+            'INSERT INTO orgs (org_id, slug, name, website, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+            [org.orgId, org.slug, org.name, org.website, org.createdAt],
+          )) === 1;
+        if (inserted)
+          await tx.count("INSERT INTO org_members (org_id, identity_id, role, added_at) VALUES ($1, $2, 'owner', $3)", [
+            org.orgId,
+            ownerId,
+            org.createdAt,
+          ]);
+        return inserted;
+      }),
+    getBySlug: async (slug) => {
+      const [row] = await sql.rows<OrgRow>('SELECT * FROM orgs WHERE slug = $1', [slug]);
+      return row ? orgFromRow(row) : null;
+    },
+    get: async (orgId) => {
+      const [row] = await sql.rows<OrgRow>('SELECT * FROM orgs WHERE org_id = $1', [orgId]);
+      return row ? orgFromRow(row) : null;
+    },
+    listForMember: async (identityId) =>
+      (
+        await sql.rows<OrgRow & { role: OrgRole }>(
+          'SELECT o.*, m.role FROM orgs o JOIN org_members m ON m.org_id = o.org_id WHERE m.identity_id = $1 ORDER BY o.slug',
+          [identityId],
+        )
+      ).map((r) => ({ ...orgFromRow(r), role: r.role })),
+    members: async (orgId) =>
+      (
+        await sql.rows<MemberRow>(
+          'SELECT identity_id, role, added_at FROM org_members WHERE org_id = $1 ORDER BY added_at, identity_id',
+          [orgId],
+        )
+      ).map(memberFromRow),
+    member: async (orgId, identityId) => {
+      const [row] = await sql.rows<MemberRow>(
+        'SELECT identity_id, role, added_at FROM org_members WHERE org_id = $1 AND identity_id = $2',
+        [orgId, identityId],
+      );
+      return row ? memberFromRow(row) : null;
+    },
+    addMember: async (orgId, m) =>
+      (await sql.count(
+        'INSERT INTO org_members (org_id, identity_id, role, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+        [orgId, m.identityId, m.role, m.addedAt],
+      )) === 1,
+    setRole: async (orgId, identityId, role) =>
+      (await sql.count('UPDATE org_members SET role = $3 WHERE org_id = $1 AND identity_id = $2', [
+        orgId,
+        identityId,
+        role,
+      ])) === 1,
+    removeMember: async (orgId, identityId) =>
+      (await sql.count('DELETE FROM org_members WHERE org_id = $1 AND identity_id = $2', [orgId, identityId])) === 1,
+    countOwners: async (orgId) => {
+      const [row] = await sql.rows<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM org_members WHERE org_id = $1 AND role = 'owner'",
+        [orgId],
+      );
+      return Number(row?.n ?? 0);
+    },
+    putInvite: async (invite) => {
+      await sql.count(
+        `INSERT INTO org_invites (org_id, identity_id, role, invited_by, created_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (org_id, identity_id) DO UPDATE SET role = excluded.role, invited_by = excluded.invited_by, created_at = excluded.created_at`,
+        [invite.orgId, invite.identityId, invite.role, invite.invitedBy, invite.createdAt],
+      );
+    },
+    invitesFor: async (identityId) =>
+      (
+        await sql.rows<InviteRow>('SELECT * FROM org_invites WHERE identity_id = $1 ORDER BY created_at', [identityId])
+      ).map(inviteFromRow),
+    invitesOf: async (orgId) =>
+      (
+        await sql.rows<InviteRow>('SELECT * FROM org_invites WHERE org_id = $1 ORDER BY created_at, identity_id', [
+          orgId,
+        ])
+      ).map(inviteFromRow),
+    // DELETE … RETURNING: an invite is accepted once even when two replicas race.
+    takeInvite: async (orgId, identityId) => {
+      const [row] = await sql.rows<InviteRow>(
+        'DELETE FROM org_invites WHERE org_id = $1 AND identity_id = $2 RETURNING *',
+        [orgId, identityId],
+      );
+      return row ? inviteFromRow(row) : null;
+    },
+    sites: async (orgId) =>
+      (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE org_id = $1 ORDER BY created_at, site_id', [orgId])).map(
+        siteFromRow,
+      ),
+    site: async (siteId) => {
+      const [row] = await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE site_id = $1', [siteId]);
+      return row ? siteFromRow(row) : null;
+    },
+    addSite: async (site) => {
+      await sql.count(
+        `INSERT INTO org_sites (site_id, org_id, url, origin, label, is_primary, proof_token, verified_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [
+          site.siteId,
+          site.orgId,
+          site.url,
+          new URL(site.url).origin,
+          site.label,
+          site.primary ? 1 : 0,
+          site.proofToken,
+          site.verifiedAt,
+          site.createdAt,
+        ],
+      );
+    },
+    // Clearing the old primary and setting the new one in one transaction keeps the
+    // one-primary-per-org unique index satisfied at every statement.
+    setPrimary: (orgId, siteId) =>
+      sql.atomic(async (tx) => {
+        const exists = await tx.rows(SITE_LOCKED, [orgId, siteId]);
+        if (exists.length === 0) return false;
+        await tx.count('UPDATE org_sites SET is_primary = 0 WHERE org_id = $1 AND is_primary = 1', [orgId]);
+        await tx.count('UPDATE org_sites SET is_primary = 1 WHERE site_id = $1', [siteId]);
+        return true;
+      }),
+    removeSite: async (orgId, siteId) =>
+      (await sql.count('DELETE FROM org_sites WHERE org_id = $1 AND site_id = $2', [orgId, siteId])) === 1,
+    markSiteVerified: async (siteId, at) => {
+      await sql.count('UPDATE org_sites SET verified_at = $2 WHERE site_id = $1', [siteId, at]);
+    },
+    sitesByOrigin: async (origin) =>
+      (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE origin = $1 ORDER BY created_at', [origin])).map(
+        siteFromRow,
+      ),
+    primarySites: async () =>
+      (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE is_primary = 1 ORDER BY site_id')).map(siteFromRow),
+  };
+}
+
+export function scanStore(sql: Sql): ScanStore {
+  return {
+    record: async (scan) => {
+      await sql.count(
+        'INSERT INTO scans (scan_id, site_id, url, grade, score, rating, scanned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [scan.scanId, scan.siteId, scan.url, scan.grade, scan.score, scan.rating, scan.scannedAt],
+      );
+    },
+    latestForSite: async (siteId) => {
+      const [row] = await sql.rows<ScanRow>(
+        'SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1',
+        [siteId],
+      );
+      return row ? scanFromRow(row) : null;
+    },
+    historyForSite: async (siteId, limit) =>
+      (
+        await sql.rows<ScanRow>('SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT $2', [
+          siteId,
+          limit,
+        ])
+      ).map(scanFromRow),
+    latestPublic: async (url) => {
+      const [row] = await sql.rows<ScanRow>(
+        'SELECT * FROM scans WHERE site_id IS NULL AND url = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1',
+        [url],
+      );
+      return row ? scanFromRow(row) : null;
+    },
+  };
+}
