@@ -3,11 +3,11 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifyClientSecret } from '../../../lib/oauth/client-auth.js';
 import { DEMO_POLICY, ensureLocalGatewayClient } from '../../../control-plane/src/clients/local-gateway.js';
-import { build, tempDir } from '../../helpers/build.js';
+import { openServices, tempDir } from '../../helpers/build.js';
 
 t.test('keyplane up registers its gateway once and issues a fresh secret at every start', async (t) => {
   const dataDir = tempDir(t);
-  const { services } = await build(t, { dataDir });
+  const { services } = await openServices(t, { dataDir });
 
   const first = await ensureLocalGatewayClient(services, { gatewayUrl: 'http://localhost:4480', policy: DEMO_POLICY });
   t.equal(first.created, true);
@@ -45,7 +45,7 @@ t.test('keyplane up registers its gateway once and issues a fresh secret at ever
 
 t.test('a remembered client that was deleted is registered anew', async (t) => {
   const dataDir = tempDir(t);
-  const { services } = await build(t, { dataDir });
+  const { services } = await openServices(t, { dataDir });
   const first = await ensureLocalGatewayClient(services, { gatewayUrl: 'http://localhost:4480', policy: DEMO_POLICY });
   await services.storage.clients.remove(first.clientId);
   const again = await ensureLocalGatewayClient(services, { gatewayUrl: 'http://localhost:4480', policy: DEMO_POLICY });
