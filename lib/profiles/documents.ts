@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { ASSURANCE_LEVELS, type AssuranceLevel } from '../assurance/assurance.js';
@@ -145,11 +145,16 @@ export interface MigrationPlan {
 export type DocumentKind = 'profile' | 'plan';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const ajv = addFormats(new Ajv({ allErrors: true, strict: true }));
-const validators = {
-  profile: ajv.compile(TRUST_PROFILE_SCHEMA),
-  plan: ajv.compile(MIGRATION_PLAN_SCHEMA),
-};
+// Compiled on first use, not at import: about 0.05 s of CPU that every process loading the
+// control plane paid (docs/platform.md#test-tiers).
+let validators: Record<DocumentKind, ValidateFunction> | undefined;
+function validatorOf(kind: DocumentKind): ValidateFunction {
+  if (!validators) {
+    const ajv = addFormats(new Ajv({ allErrors: true, strict: true }));
+    validators = { profile: ajv.compile(TRUST_PROFILE_SCHEMA), plan: ajv.compile(MIGRATION_PLAN_SCHEMA) };
+  }
+  return validators[kind];
+}
 
 /** A refused document: every problem, each naming where it is. */
 export class DocumentError extends Error {
@@ -195,7 +200,7 @@ export function validateDocument(kind: 'profile', value: unknown): TrustProfile;
 export function validateDocument(kind: 'plan', value: unknown): MigrationPlan;
 export function validateDocument(kind: DocumentKind, value: unknown): TrustProfile | MigrationPlan;
 export function validateDocument(kind: DocumentKind, value: unknown): TrustProfile | MigrationPlan {
-  const validate = validators[kind];
+  const validate = validatorOf(kind);
   if (!validate(value)) throw new DocumentError((validate.errors ?? []).map(describe));
   if (kind === 'profile') {
     const problems = profileRules(value as TrustProfile);

@@ -49,23 +49,45 @@ export interface Built {
   logs: string[];
 }
 
-/** Builds a control plane on a temporary data dir; closed when the test ends. */
-export async function build(t: Tap, options: BuildOptions = {}): Promise<Built> {
-  // Loaded here, not at the top: the unit tier imports tempDir and manualClock from this file, and
-  // the control plane costs about 2 s of CPU to load (docs/platform.md#test-tiers).
-  const [{ buildControlPlane }, { openControlPlaneServices }] = await Promise.all([
-    import('../../control-plane/src/app.js'),
-    import('../../control-plane/src/services.js'),
-  ]);
-  const dataDir = options.dataDir ?? tempDir(t);
+/**
+ * Opens the control plane's services (storage, shared state, keys) on a temporary data dir, with no
+ * HTTP app: for suites that call operations on the services. It skips loading the app's modules
+ * (about 1 s of CPU) and building it (docs/platform.md#test-tiers). Closed when the test ends.
+ */
+export async function openServices(
+  t: Tap,
+  options: Omit<BuildOptions, 'skipReady' | 'discardLogs' | 'areas'> = {},
+): Promise<Omit<Built, 'app' | 'logs'>> {
+  const opened = await open({ ...options, dataDir: options.dataDir ?? tempDir(t) });
+  t.teardown(() => opened.services.close());
+  return opened;
+}
+
+async function open(options: BuildOptions & { dataDir: string }): Promise<Omit<Built, 'app' | 'logs'>> {
+  const { openControlPlaneServices } = await import('../../control-plane/src/services.js');
   const config = loadControlPlaneConfig({
     env: {},
-    overrides: { dataDir, issuer: TEST_ISSUER, masterKey: TEST_MASTER_KEY, logLevel: 'info', ...options.config },
+    overrides: {
+      dataDir: options.dataDir,
+      issuer: TEST_ISSUER,
+      masterKey: TEST_MASTER_KEY,
+      logLevel: 'info',
+      ...options.config,
+    },
   }) as ControlPlaneConfig & { issuer: string };
   const services = await openControlPlaneServices(config, {
     ...(options.now ? { now: options.now } : {}),
     ...(options.state ? { state: options.state } : {}),
   });
+  return { services, config };
+}
+
+/** Builds a control plane on a temporary data dir; closed when the test ends. */
+export async function build(t: Tap, options: BuildOptions = {}): Promise<Built> {
+  // Loaded here, not at the top: the unit tier imports tempDir and manualClock from this file, and
+  // the control plane costs about 2 s of CPU to load (docs/platform.md#test-tiers).
+  const { buildControlPlane } = await import('../../control-plane/src/app.js');
+  const { services, config } = await open({ ...options, dataDir: options.dataDir ?? tempDir(t) });
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _encoding, done) {

@@ -55,7 +55,7 @@ export async function finishSignIn(
   browser: SignInBrowser,
 ): Promise<SignedIn> {
   const { storage } = services;
-  const { id, clientData, fields, userHandle } = readAssertion(input.response);
+  const { id, clientData, fields, userHandle } = await readAssertion(input.response);
   const state = await takeChallenge(services, clientData, 'signin');
   const credential = await storage.credentials.get(id);
   if (!credential) throw fail('unknown_credential', 'this passkey is not registered here');

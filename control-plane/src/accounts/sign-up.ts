@@ -113,7 +113,7 @@ export async function finishSignUp(
   if (checkUsername(input.user) !== state.username)
     throw fail('challenge_mismatch', 'the sign-up was started for another username');
   await new CredentialLimits(services).perAccount('signup', state.username);
-  const { clientData, fields } = readRegistration(input.response);
+  const { clientData, fields } = await readRegistration(input.response);
   const verified = await verifyRegistration(services, input.response, clientData, fields, state.challenge);
 
   const restoreSetup = state.setupToken ? await consumeSetupToken(services, state.setupToken) : null;

@@ -1,6 +1,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { MCP_TOOLS, classifyMethod, looksMutating } from '#lib/mcp/catalogue.js';
 import { recordMcpAttempt, type RefusalReason } from './attempts.js';
 import { callTool, isTool, type McpServices, type McpSources } from './tools.js';
@@ -24,8 +24,16 @@ export class JsonRpcError extends Error {
   }
 }
 
-const ajv = new Ajv2020({ allErrors: false, strict: false });
-const validators = new Map(MCP_TOOLS.map((tool) => [tool.name, ajv.compile(tool.inputSchema)]));
+// Compiled on the first tool call, not at import: about 0.05 s of CPU that every process that
+// loaded the app paid (docs/platform.md#test-tiers).
+let validators: Map<string, ValidateFunction> | undefined;
+function validatorOf(name: string): ValidateFunction {
+  if (!validators) {
+    const ajv = new Ajv2020({ allErrors: false, strict: false });
+    validators = new Map(MCP_TOOLS.map((tool) => [tool.name, ajv.compile(tool.inputSchema)]));
+  }
+  return validators.get(name)!;
+}
 
 async function refuse(
   services: McpServices,
@@ -65,7 +73,7 @@ export function createMcpServer(services: McpServices, sources: McpSources): Ser
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     if (!isTool(name))
       return refuse(services, 'tools/call', name, looksMutating(name) ? 'mcp_read_only' : 'mcp_unknown_tool');
-    const validate = validators.get(name)!;
+    const validate = validatorOf(name);
     if (!validate(args)) {
       const first = validate.errors?.[0];
       throw new JsonRpcError(

@@ -152,7 +152,7 @@ async function runCeremony(
   if ((assertion === undefined) === (registration === undefined))
     throw fail('invalid_request', 'send exactly one of assertion and registration');
   if (assertion) {
-    const { id, clientData, fields, userHandle } = readAssertion(assertion.response);
+    const { id, clientData, fields, userHandle } = await readAssertion(assertion.response);
     const ceremony = await takeChallenge(services, clientData, 'direct');
     if (ceremony.clientId !== client.clientId || ceremony.origin !== origin)
       throw fail('challenge_mismatch', 'the ceremony was started for another client or origin');
@@ -176,7 +176,7 @@ async function runCeremony(
     await storage.credentials.recordUse(credential.credId, { ...use, at: services.now() });
     return { identityId: credential.identityId, created: false };
   }
-  const { clientData, fields } = readRegistration(registration!.response);
+  const { clientData, fields } = await readRegistration(registration!.response);
   const raw = await state.take(signupKey(clientData.challenge));
   if (raw === null) throw fail('challenge_unknown', 'this sign-up expired or was finished already; start again');
   const pending = JSON.parse(raw) as DirectSignup;

@@ -1,25 +1,14 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransport,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-import { isoBase64URL } from '@simplewebauthn/server/helpers';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { enforceLimit, retryAfterSeconds } from '#lib/errors/rate-limited.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
-import {
-  checkAssertion,
-  checkAttestation,
-  checkOrigin,
-  readCredentialResponse,
-  type ClientData,
-} from '#lib/webauthn/check-ceremony.js';
+import type { ClientData } from '#lib/webauthn/check-ceremony.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { CredentialSummary, StoredCredential } from '../storage/types.js';
 
@@ -56,6 +45,28 @@ export interface ChallengeState {
   /** For `direct`: the client and the exact relying-party origin the ceremony runs on. */
   clientId?: string;
   origin?: string;
+}
+
+/**
+ * SimpleWebAuthn and our checks on its helpers, loaded by the first ceremony: with the
+ * @peculiar/x509 and ASN.1 modules they bring, they cost about 0.3 s of CPU to load, which every
+ * process that built the app paid (each test file too), ceremony or not (docs/platform.md#test-tiers).
+ */
+let loaded:
+  | Promise<
+      typeof import('@simplewebauthn/server') &
+        typeof import('#lib/webauthn/check-ceremony.js') & {
+          isoBase64URL: typeof import('@simplewebauthn/server/helpers').isoBase64URL;
+        }
+    >
+  | undefined;
+function webauthn() {
+  loaded ??= Promise.all([
+    import('@simplewebauthn/server'),
+    import('@simplewebauthn/server/helpers'),
+    import('#lib/webauthn/check-ceremony.js'),
+  ]).then(([server, helpers, checks]) => ({ ...server, ...checks, isoBase64URL: helpers.isoBase64URL }));
+  return loaded;
 }
 
 const challengeKey = (challenge: string) => `webauthn:challenge:${challenge}`;
@@ -100,6 +111,7 @@ export async function creationOptions(
   user: { identityId: string; username: string; displayName: string },
   existing: CredentialSummary[],
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  const { generateRegistrationOptions } = await webauthn();
   return generateRegistrationOptions({
     rpName: RP_NAME,
     rpID: rpIdOf(services),
@@ -131,6 +143,7 @@ export async function requestOptions(
   allow: CredentialSummary[] | null,
   state: ChallengeState,
 ): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  const { generateAuthenticationOptions } = await webauthn();
   const options = await generateAuthenticationOptions({
     rpID: rpIdOf(services),
     userVerification: 'required',
@@ -159,13 +172,14 @@ export async function verifyRegistration(
   expectedChallenge: string,
   origins: string[] = expectedOriginsOf(services),
 ): Promise<VerifiedRegistration> {
+  const { checkAttestation, checkOrigin, verifyRegistrationResponse } = await webauthn();
   if (clientData.challenge !== expectedChallenge)
     throw fail('challenge_mismatch', 'the response answers a different challenge');
   checkOrigin(clientData, origins);
   const facts = checkAttestation(fields, rpIdOf(services));
   if (facts.credentialId !== (response as { id?: unknown }).id)
     throw fail('webauthn_malformed', 'response.id is not the attested credential id');
-  let result: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
+  let result: Awaited<ReturnType<typeof import('@simplewebauthn/server').verifyRegistrationResponse>>;
   try {
     result = await verifyRegistrationResponse({
       response: response as RegistrationResponseJSON,
@@ -191,11 +205,13 @@ export async function verifyRegistration(
 }
 
 /** Reads a registration response's credential id and client data (shape-checked). */
-export function readRegistration(response: unknown) {
+export async function readRegistration(response: unknown) {
+  const { readCredentialResponse } = await webauthn();
   return readCredentialResponse(response, 'webauthn.create');
 }
 
-export function readAssertion(response: unknown) {
+export async function readAssertion(response: unknown) {
+  const { isoBase64URL, readCredentialResponse } = await webauthn();
   const read = readCredentialResponse(response, 'webauthn.get');
   const handle = read.fields['userHandle'];
   let userHandle: string | undefined;
@@ -219,9 +235,10 @@ export async function verifyAssertion(
   credential: StoredCredential,
   origins: string[] = expectedOriginsOf(services),
 ): Promise<{ counter: number; backedUp: boolean }> {
+  const { checkAssertion, checkOrigin, verifyAuthenticationResponse } = await webauthn();
   checkOrigin(clientData, origins);
   const facts = checkAssertion(fields, rpIdOf(services), credential.counter);
-  let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
+  let result: Awaited<ReturnType<typeof import('@simplewebauthn/server').verifyAuthenticationResponse>>;
   try {
     result = await verifyAuthenticationResponse({
       response: response as AuthenticationResponseJSON,

@@ -80,7 +80,7 @@ export async function finishAddPasskey(
   session: Pick<SessionView, 'id' | 'identityId'>,
   input: { response: unknown; label?: unknown },
 ): Promise<{ credId: string; label: string; receipt?: string }> {
-  const { clientData, fields } = readRegistration(input.response);
+  const { clientData, fields } = await readRegistration(input.response);
   const state = await takeChallenge(services, clientData, 'add');
   if (state.identityId !== session.identityId || state.sessionId !== session.id)
     throw fail('challenge_mismatch', 'this passkey was started by another session');

@@ -1,5 +1,4 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { generateSamlKey } from '#lib/saml/certificate.js';
 import type { SamlSigningKey } from '#lib/saml/sign.js';
 import { planRotation, publishedKeys, type RotationPolicy } from '#lib/keys/rotation.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -101,6 +100,9 @@ export class SamlKeyRing {
     const { keys } = this.services.config;
     // Valid through a full period as next, one as current and the retention after, with a margin.
     const validDays = Math.max(365, 2 * (keys.rotateEveryDays || 365) + keys.retainRetiredDays + 30);
+    // Loaded when a key is made: @peculiar/x509 costs about 0.15 s of CPU to load, which every
+    // process that built the app paid (docs/platform.md#test-tiers).
+    const { generateSamlKey } = await import('#lib/saml/certificate.js');
     const generated = await generateSamlKey({
       commonName: `Keyplane SAML IdP ${new URL(this.services.config.issuer).host}`,
       now,

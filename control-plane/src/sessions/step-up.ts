@@ -37,7 +37,7 @@ export async function completeStepUp(
   input: { response: unknown; totpCode?: string | undefined },
 ): Promise<{ token: string; expiresAt: number; receipt?: string }> {
   await new CredentialLimits(services).perAccount('step-up', session.identityId);
-  const { id, clientData, fields, userHandle } = readAssertion(input.response);
+  const { id, clientData, fields, userHandle } = await readAssertion(input.response);
   const state = await takeChallenge(services, clientData, 'step-up');
   if (state.identityId !== session.identityId || state.sessionId !== session.id)
     throw fail('challenge_mismatch', 'this step-up was started by another session');

@@ -5,6 +5,9 @@ import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 import { inPageContext } from '../../../control-plane/src/app.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['account', 'pages', 'assets', 'passkeys'] as const;
+
 type App = Awaited<ReturnType<typeof build>>['app'];
 const post = (app: App, url: string, headers: Record<string, string>, payload?: unknown) =>
   app.inject({
@@ -15,7 +18,7 @@ const post = (app: App, url: string, headers: Record<string, string>, payload?: 
   });
 
 t.test('/account?format=json lists exactly the documented fields', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada', { displayName: 'Ada' });
   const res = await app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers });
   t.equal(res.statusCode, 200);
@@ -55,7 +58,7 @@ t.test('/account?format=json lists exactly the documented fields', async (t) => 
 });
 
 t.test('/account without a session: 401 for JSON, a redirect to /auth for HTML', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const json = await app.inject({ method: 'GET', url: '/account?format=json' });
   t.equal(json.statusCode, 401);
   t.equal(json.json().reason, 'unauthorized');
@@ -78,7 +81,7 @@ t.test('/account without a session: 401 for JSON, a redirect to /auth for HTML',
 });
 
 t.test('the /account page shows the username with a strict CSP and its script', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const res = await app.inject({ method: 'GET', url: '/account', headers: { ...ada.headers, accept: 'text/html' } });
   t.equal(res.statusCode, 200);
@@ -94,7 +97,7 @@ t.test('the /account page shows the username with a strict CSP and its script', 
 });
 
 t.test('the /auth page loads its module script; assets are served', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const page = await app.inject({ method: 'GET', url: '/auth' });
   t.match(page.body, /name="username"/);
   t.match(page.body, /data-action="signup"/);
@@ -124,7 +127,7 @@ t.test('the /auth page loads its module script; assets are served', async (t) =>
 });
 
 t.test('profile, rename with aliases that still sign in, and preferences merged key by key', async (t) => {
-  const { app, services } = await build(t);
+  const { app, services } = await build(t, { areas });
   const events: DomainEvent[] = [];
   services.events.subscribe((_tx, e) => {
     events.push(e);
@@ -204,7 +207,7 @@ t.test('profile, rename with aliases that still sign in, and preferences merged 
 });
 
 t.test('/account/export is a portable, secret-free copy', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const res = await app.inject({ method: 'GET', url: '/account/export', headers: ada.headers });
   t.equal(res.statusCode, 200);
@@ -221,7 +224,7 @@ t.test('/account/export is a portable, secret-free copy', async (t) => {
 });
 
 t.test('sessions: list, revoke another, revoke this one, unknown identifiers', async (t) => {
-  const { app, services } = await build(t);
+  const { app, services } = await build(t, { areas });
   const events: DomainEvent[] = [];
   services.events.subscribe((_tx, e) => {
     events.push(e);
@@ -261,7 +264,7 @@ t.test('sessions: list, revoke another, revoke this one, unknown identifiers', a
 });
 
 t.test('devices: revoking one ends all its sessions, then drops it from the ledger', async (t) => {
-  const { app, services } = await build(t);
+  const { app, services } = await build(t, { areas });
   const events: DomainEvent[] = [];
   services.events.subscribe((_tx, e) => {
     events.push(e);
@@ -294,7 +297,7 @@ t.test('devices: revoking one ends all its sessions, then drops it from the ledg
 });
 
 t.test('sign-out ends the session and clears the cookie', async (t) => {
-  const { app, services } = await build(t);
+  const { app, services } = await build(t, { areas });
   const events: DomainEvent[] = [];
   services.events.subscribe((_tx, e) => {
     events.push(e);
@@ -316,7 +319,7 @@ t.test('sign-out ends the session and clears the cookie', async (t) => {
 });
 
 t.test('every signed-in state-changing request must come from the issuer origin', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const cookie = ada.headers.cookie;
   for (const [url, payload] of [
@@ -339,7 +342,7 @@ t.test('every signed-in state-changing request must come from the issuer origin'
 
 t.test('sessions expire after the idle time and at the absolute lifetime', async (t) => {
   const clock = manualClock();
-  const { app, config } = await build(t, { now: clock.now });
+  const { app, config } = await build(t, { areas, now: clock.now });
   const ada = await signUp(app, 'ada');
   const idle = config.lifetimes.sessionIdle * 1000;
   const get = () => app.inject({ method: 'GET', url: '/account?format=json', headers: ada.headers });
@@ -367,7 +370,7 @@ t.test('sessions expire after the idle time and at the absolute lifetime', async
 });
 
 t.test('account operations need a session', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   for (const url of [
     '/auth/profile',
     '/auth/account/rename',
@@ -391,7 +394,7 @@ t.test('account operations need a session', async (t) => {
 
 t.test('on an https issuer the cookies are __Host- prefixed and Secure, and RP ID follows the host', async (t) => {
   const issuer = 'https://id.example.com';
-  const { app } = await build(t, { config: { issuer } });
+  const { app } = await build(t, { areas, config: { issuer } });
   const begin = (
     await app.inject({ method: 'POST', url: '/auth/registration-options', payload: { username: 'ada' } })
   ).json();
@@ -437,7 +440,7 @@ t.test('on an https issuer the cookies are __Host- prefixed and Secure, and RP I
 });
 
 t.test('a route that checks origins itself opts out of the issuer-only Origin check', async (t) => {
-  const { app } = await build(t, { skipReady: true });
+  const { app } = await build(t, { areas, skipReady: true });
   await app.register(
     inPageContext(async (scope) => {
       scope.post('/test/own-origin', { config: { checksOwnOrigin: true } }, async (request) => ({

@@ -4,7 +4,7 @@ import { renameAccount } from '../../../control-plane/src/accounts/profile.js';
 import { regenerateRecoveryCodes, signInWithRecoveryCode } from '../../../control-plane/src/recovery/codes.js';
 import { revokeDevice, revokeSession } from '../../../control-plane/src/sessions/end-session.js';
 import type { SignInBrowser } from '../../../control-plane/src/sessions/start-session.js';
-import { build, TEST_ISSUER } from '../../helpers/build.js';
+import { openServices, TEST_ISSUER } from '../../helpers/build.js';
 import { rejectionReason as reasonOf } from '../../helpers/reason-of.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
@@ -13,7 +13,11 @@ import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
 const browser = (deviceId: string): SignInBrowser => ({ deviceId: () => deviceId });
 
-async function signUp(services: Awaited<ReturnType<typeof build>>['services'], username: string, deviceId = 'dev_one') {
+async function signUp(
+  services: Awaited<ReturnType<typeof openServices>>['services'],
+  username: string,
+  deviceId = 'dev_one',
+) {
   const { options, signupToken } = await beginSignUp(services, { username });
   const done = await finishSignUp(
     services,
@@ -24,7 +28,7 @@ async function signUp(services: Awaited<ReturnType<typeof build>>['services'], u
 }
 
 t.test('renaming to the current name records nothing; a taken name is refused', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const ada = await signUp(services, 'ada');
   await signUp(services, 'bob');
   t.same(await renameAccount(services, ada.identityId, 'ada'), { username: 'ada', aliases: [] });
@@ -34,7 +38,7 @@ t.test('renaming to the current name records nothing; a taken name is refused', 
 });
 
 t.test('revoking a device ends its sessions only; an unknown device or session is refused', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const ada = await signUp(services, 'ada', 'dev_one');
   const other = await signUp(services, 'bob', 'dev_two');
   t.equal(
@@ -59,7 +63,7 @@ t.test('revoking a device ends its sessions only; an unknown device or session i
 });
 
 t.test('a backup code signs in once at recovery; a wrong code and an unknown name get the same refusal', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const ada = await signUp(services, 'ada');
   const { codes } = await regenerateRecoveryCodes(services, ada);
   t.equal(codes.length, 10);

@@ -3,7 +3,7 @@ import { beginSignIn, finishSignIn } from '../../../control-plane/src/accounts/s
 import { beginSignUp, finishSignUp } from '../../../control-plane/src/accounts/sign-up.js';
 import type { SignInBrowser } from '../../../control-plane/src/sessions/start-session.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
-import { build, TEST_ISSUER } from '../../helpers/build.js';
+import { build, openServices, TEST_ISSUER } from '../../helpers/build.js';
 import { rejectionReason as reasonOf } from '../../helpers/reason-of.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
@@ -19,7 +19,7 @@ function browser(
 }
 
 t.test('sign-up creates the account, its first passkey and a session in one step', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const authenticator = new SoftAuthenticator(TEST_ISSUER);
   const { options, signupToken } = await beginSignUp(services, { username: 'Ada', displayName: 'Ada L.' });
   t.equal(options.user.name, 'ada', 'usernames are case-folded');
@@ -53,7 +53,7 @@ t.test('sign-up creates the account, its first passkey and a session in one step
 });
 
 t.test('a failed sign-up asks for no device and leaves nothing behind', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const { options, signupToken } = await beginSignUp(services, { username: 'bob' });
   const who = browser();
   const response = new SoftAuthenticator('https://evil.example').create(options);
@@ -83,7 +83,7 @@ t.test('a failed sign-up asks for no device and leaves nothing behind', async (t
 });
 
 t.test('two sign-ups racing for one name: one account, the other refused', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const first = await beginSignUp(services, { username: 'dup' });
   const second = await beginSignUp(services, { username: 'dup' });
   const results = await Promise.allSettled([
@@ -112,7 +112,7 @@ t.test('two sign-ups racing for one name: one account, the other refused', async
 });
 
 t.test('sign-up closed: only the founder setup token opens it, once', async (t) => {
-  const { services, logs } = await build(t, { config: { 'signup.selfService': false } });
+  const { services, logs } = await build(t, { areas: ['passkeys'], config: { 'signup.selfService': false } });
   t.equal(await reasonOf(beginSignUp(services, { username: 'someone' })), 'signup_closed');
   const setupToken = new URL(JSON.parse(logs.find((l) => l.includes('setupUrl'))!).setupUrl).searchParams.get('setup')!;
   const { options, signupToken } = await beginSignUp(services, { username: 'root', setupToken });
@@ -126,7 +126,7 @@ t.test('sign-up closed: only the founder setup token opens it, once', async (t) 
 });
 
 t.test('sign-in: by username or usernameless; the session the browser had goes on under a new token', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const authenticator = new SoftAuthenticator(TEST_ISSUER);
   const start = await beginSignUp(services, { username: 'erin' });
   const up = await finishSignUp(
@@ -170,7 +170,7 @@ t.test('sign-in: by username or usernameless; the session the browser had goes o
 });
 
 t.test('sign-in: an unknown name gets decoys, and a passkey of another account is refused', async (t) => {
-  const { services } = await build(t);
+  const { services } = await openServices(t);
   const decoy = await beginSignIn(services, 'nobody');
   t.equal(decoy.allowCredentials?.length, 1);
   t.same((await beginSignIn(services, 'nobody')).allowCredentials, decoy.allowCredentials, 'the same decoy every time');

@@ -6,6 +6,9 @@ import { enrollAgent, recordEvents } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['agents'] as const;
+
 const CARD = JSON.stringify({
   name: 'Build bot',
   description: 'Builds things',
@@ -52,6 +55,7 @@ t.test(
     });
     const clock = manualClock(Date.now());
     const { app, signIn, services } = await buildSignedIn(t, {
+      areas,
       now: clock.now,
       config: { 'fetch.allowPrivateTargets': true, 'fetch.caFile': tls.caFile },
     });
@@ -132,7 +136,7 @@ t.test(
 t.test('private targets are refused by default, before anything is sent', async (t) => {
   const tls = makeTestCa(t);
   const cards = await startHttpsServer(t, tls, (_req, res) => res.end(CARD));
-  const { app, signIn, services } = await buildSignedIn(t, { config: { 'fetch.caFile': tls.caFile } });
+  const { app, signIn, services } = await buildSignedIn(t, { areas, config: { 'fetch.caFile': tls.caFile } });
   t.equal(services.config.fetch.allowPrivateTargets, false, 'off by default');
   const { browser } = await signIn({ username: 'alice' });
   const agent = await enrollAgent(app, browser);
@@ -170,7 +174,7 @@ t.test(
       res.setHeader('location', target);
       res.end();
     });
-    const { app, signIn, services } = await buildSignedIn(t, { config: { 'fetch.caFile': tls.caFile } });
+    const { app, signIn, services } = await buildSignedIn(t, { areas, config: { 'fetch.caFile': tls.caFile } });
     // Only the card server's own address is let through, as an operator's allow-list would.
     services.fetcher = createGuardedFetcher({ caFile: tls.caFile, allowAddresses: ['127.0.0.1'] });
     const { browser } = await signIn({ username: 'alice' });

@@ -3,12 +3,15 @@ import { enrollAgent, recordEvents } from '../../helpers/agents.js';
 import { startTxtServer } from '../../helpers/dns-server.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['agents'] as const;
+
 t.test(
   'DNS TXT domain control through the configured resolver appends evidence; a record for another agent does not',
   async (t) => {
     const records = new Map<string, string[][]>();
     const { address } = await startTxtServer(t, records);
-    const { app, signIn, services } = await buildSignedIn(t, { config: { 'dns.resolvers': [address] } });
+    const { app, signIn, services } = await buildSignedIn(t, { areas, config: { 'dns.resolvers': [address] } });
     const { browser } = await signIn({ username: 'alice' });
     const agent = await enrollAgent(app, browser);
     const other = await enrollAgent(app, browser, { name: 'Other bot' });

@@ -2,12 +2,15 @@ import t, { type Test as Tap } from 'tap';
 import { agentKey, postWithKeyProof, recordEvents } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['agents'] as const;
+
 const BEGIN = '/auth/agents/proof/enroll/begin';
 const COMPLETE = '/auth/agents/proof/enroll/complete';
 
 async function setup(t: Tap) {
   let now = Date.now();
-  const built = await buildSignedIn(t, { now: () => now });
+  const built = await buildSignedIn(t, { areas, now: () => now });
   return { ...built, advance: (ms: number) => (now += ms) };
 }
 

@@ -6,13 +6,16 @@ import { agentKey, enrollAgent, postWithKeyProof } from '../../helpers/agents.js
 import { manualClock } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['agents'] as const;
+
 const BEGIN = '/auth/agents/proof/enroll/begin';
 const COMPLETE = '/auth/agents/proof/enroll/complete';
 const h = (s: string) => createHash('sha256').update(s).digest('hex');
 
 t.test('an enrollment expires 15 minutes after begin, unapproved or approved and uncompleted', async (t) => {
   const clock = manualClock(Date.now());
-  const { app, signIn } = await buildSignedIn(t, { now: clock.now });
+  const { app, signIn } = await buildSignedIn(t, { areas, now: clock.now });
   const { browser } = await signIn({ username: 'alice' });
   const key = await agentKey();
   const begin = async () =>
@@ -61,7 +64,7 @@ t.test('an enrollment expires 15 minutes after begin, unapproved or approved and
 
 t.test('a challenge lives 60 s; proof and run tokens live at most 300 s', async (t) => {
   const clock = manualClock(Date.now());
-  const { app, signIn } = await buildSignedIn(t, { now: clock.now });
+  const { app, signIn } = await buildSignedIn(t, { areas, now: clock.now });
   const { browser } = await signIn({ username: 'alice' });
   const agent = await enrollAgent(app, browser);
   const challenge = async (purpose: 'verify' | 'run') =>

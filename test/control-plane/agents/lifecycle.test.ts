@@ -2,13 +2,16 @@ import t from 'tap';
 import { agentKey, enrollAgent, postWithKeyProof, recordEvents } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['agents'] as const;
+
 const LIFECYCLE = '/auth/agents/proof/lifecycle';
 const ROTATE = '/auth/agents/proof/key-rotate';
 
 t.test(
   'suspend, resume, mark compromised, recover by rotation, resume with owner and new key, revoke: each receipted',
   async (t) => {
-    const { app, signIn, services } = await buildSignedIn(t);
+    const { app, signIn, services } = await buildSignedIn(t, { areas });
     const { browser } = await signIn({ username: 'alice' });
     const agent = await enrollAgent(app, browser);
     const act = (action: string, headers: Record<string, string> = {}) =>
@@ -55,7 +58,7 @@ t.test(
 );
 
 t.test('normal rotation needs a DPoP proof by the current key; another key changes nothing', async (t) => {
-  const { app, signIn, services } = await buildSignedIn(t);
+  const { app, signIn, services } = await buildSignedIn(t, { areas });
   const { browser } = await signIn({ username: 'alice' });
   const agent = await enrollAgent(app, browser);
   const events = recordEvents(services);
@@ -72,7 +75,7 @@ t.test('normal rotation needs a DPoP proof by the current key; another key chang
 });
 
 t.test('unknown and foreign agents are the same not_found', async (t) => {
-  const { app, signIn } = await buildSignedIn(t);
+  const { app, signIn } = await buildSignedIn(t, { areas });
   const { browser: alice } = await signIn({ username: 'alice' });
   const { browser: mallory } = await signIn({ username: 'mallory', assurance: 'sensitive' });
   const agent = await enrollAgent(app, alice);
@@ -90,7 +93,7 @@ t.test('unknown and foreign agents are the same not_found', async (t) => {
 t.test(
   'a transfer goes to one named owner with a fresh key and resumes only with their step-up and the new key',
   async (t) => {
-    const { app, signIn, services } = await buildSignedIn(t);
+    const { app, signIn, services } = await buildSignedIn(t, { areas });
     const { browser: alice } = await signIn({ username: 'alice' });
     const { browser: bob, identityId: bobId } = await signIn({ username: 'bob' });
     const { browser: carol } = await signIn({ username: 'carol' });
@@ -152,7 +155,7 @@ t.test(
 );
 
 t.test('setting visibility needs sensitive', async (t) => {
-  const { app, signIn, services } = await buildSignedIn(t);
+  const { app, signIn, services } = await buildSignedIn(t, { areas });
   const { browser } = await signIn({ username: 'alice' });
   const agent = await enrollAgent(app, browser);
   t.equal(

@@ -2,8 +2,11 @@ import t from 'tap';
 import { agentKey, enrollAgent } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['agents'] as const;
+
 t.test("the fleet page lists the owner's agents and has the owner-code field", async (t) => {
-  const { app, signIn } = await buildSignedIn(t);
+  const { app, signIn } = await buildSignedIn(t, { areas });
   const { browser } = await signIn({ username: 'alice' });
   const agent = await enrollAgent(app, browser, { name: 'Deploy <bot>' });
   const key = await agentKey();
@@ -35,7 +38,7 @@ t.test("the fleet page lists the owner's agents and has the owner-code field", a
 });
 
 t.test('unknown and foreign agent profiles are the same 404', async (t) => {
-  const { app, signIn } = await buildSignedIn(t);
+  const { app, signIn } = await buildSignedIn(t, { areas });
   const { browser: alice } = await signIn({ username: 'alice' });
   const { browser: mallory } = await signIn({ username: 'mallory' });
   const agent = await enrollAgent(app, alice);

@@ -5,6 +5,9 @@ import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
 import { ADMIN, basicAuth, registerClient } from '../../helpers/oidc.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['clients', 'oidc', 'passkeys'] as const;
+
 const app1 = {
   client_name: 'Notes',
   redirect_uris: ['https://notes.example.com/callback'],
@@ -14,7 +17,7 @@ const app1 = {
 };
 
 async function setup(t: Test) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const owner = await built.signIn({ username: 'ada', assurance: 'sensitive' });
   const reg = await owner.browser.post('/apps/register', app1);
   t.equal(reg.statusCode, 201);
@@ -63,7 +66,7 @@ t.test('the apps page is HTML with a nonce CSP, forms, and a same-origin referre
 });
 
 t.test("the page's registration form works without JavaScript", async (t) => {
-  const { app, signIn } = await buildSignedIn(t, {});
+  const { app, signIn } = await buildSignedIn(t, { areas });
   const { browser, identityId } = await signIn({ username: 'bo' });
   const res = await browser.post(
     '/apps/register',

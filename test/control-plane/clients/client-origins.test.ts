@@ -3,6 +3,9 @@ import { ClientOrigins } from '../../../control-plane/src/clients/client-origins
 import { ADMIN, registerClient } from '../../helpers/oidc.js';
 import { build } from '../../helpers/build.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['oidc', 'clients'] as const;
+
 function fakeClients(uris: string[], inPlace: string[] = []) {
   const reads = { all: 0, inPlace: 0 };
   let failing = false;
@@ -56,7 +59,7 @@ t.test('origins are read once, kept until forgotten or too old, and a failed rea
 });
 
 t.test('a client registered or deleted here changes the CORS answer at once', async (t) => {
-  const { app } = await build(t, { config: { adminToken: ADMIN } });
+  const { app } = await build(t, { areas, config: { adminToken: ADMIN } });
   const preflight = (origin: string) =>
     app.inject({
       method: 'OPTIONS',

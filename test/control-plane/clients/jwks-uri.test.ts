@@ -7,6 +7,9 @@ import { ADMIN, REDIRECT, pkcePair, registerClient } from '../../helpers/oidc.js
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 import { RemoteKeySets } from '../../../control-plane/src/clients/remote-key-sets.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['clients', 'oidc'] as const;
+
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 /** A local listener that records everything it is sent (the issue's "internal admin" service). */
@@ -49,7 +52,7 @@ function signAssertion(clientId: string, key: CryptoKey, kid: string, jti: strin
 
 t.test('a signed-in user cannot register a jwks_uri on loopback, and nothing is ever sent there', async (t) => {
   const internal = await internalListener(t);
-  const { app, signIn } = await buildSignedIn(t);
+  const { app, signIn } = await buildSignedIn(t, { areas });
   const { browser, identityId } = await signIn({ username: 'mallory' });
   const base = { redirect_uris: ['https://notes.example.com/callback'], token_endpoint_auth_method: 'private_key_jwt' };
   const refused = [
@@ -80,7 +83,7 @@ t.test('a signed-in user cannot register a jwks_uri on loopback, and nothing is 
 
 t.test("an update cannot move a client's keys to a private jwks_uri either", async (t) => {
   const internal = await internalListener(t);
-  const { app, services } = await build(t, { config: { adminToken: ADMIN } });
+  const { app, services } = await build(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(app, {
     token_endpoint_auth_method: 'private_key_jwt',
     jwks: { keys: [await exportJWK((await generateKeyPair('ES256')).publicKey)] },
@@ -108,6 +111,7 @@ t.test('registration with private targets allowed checks the jwks_uri but fetche
   const tls = makeTestCa(t);
   const keys = await startHttpsServer(t, tls, (_req, res) => res.end('{"keys":[]}'));
   const { app } = await build(t, {
+    areas,
     config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true, 'fetch.caFile': tls.caFile },
   });
   await registerClient(app, { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `${keys.origin}/jwks` });
@@ -127,7 +131,7 @@ t.test('registration with private targets allowed checks the jwks_uri but fetche
 
 t.test('a client whose stored jwks_uri is private is never fetched under the default configuration', async (t) => {
   const internal = await internalListener(t);
-  const { app, services } = await build(t, { config: { adminToken: ADMIN } });
+  const { app, services } = await build(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(app, {
     token_endpoint_auth_method: 'private_key_jwt',
     jwks: { keys: [await exportJWK((await generateKeyPair('ES256')).publicKey)] },
@@ -168,6 +172,7 @@ t.test(
     // The assertions are stamped by this clock too: a slow machine cannot put their iat ahead of it.
     const clock = manualClock();
     const { app } = await build(t, {
+      areas,
       now: clock.now,
       config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true, 'fetch.caFile': tls.caFile },
     });
@@ -213,6 +218,7 @@ t.test('a key set that cannot be fetched or read refuses the client', async (t) 
   let answer: [number, string] = [500, 'oops'];
   const keys = await startHttpsServer(t, tls, (_req, res) => res.writeHead(answer[0]).end(answer[1]));
   const { app } = await build(t, {
+    areas,
     config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true, 'fetch.caFile': tls.caFile },
   });
   const client = await registerClient(app, {

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifyClientSecret } from '#lib/oauth/client-auth.js';
 import { ensureOperatorClient } from '../../../control-plane/src/clients/operator-client.js';
-import { build, tempDir } from '../../helpers/build.js';
+import { openServices, tempDir } from '../../helpers/build.js';
 
 const gatewayMetadata = (url: string) => ({
   client_name: 'An operator gateway',
@@ -23,7 +23,7 @@ const gateway = (url: string) => ({
 
 t.test("an operator's confidential client is registered once and gets a fresh secret at every start", async (t) => {
   const dataDir = tempDir(t);
-  const { services } = await build(t, { dataDir, areas: [] });
+  const { services } = await openServices(t, { dataDir });
 
   const first = await ensureOperatorClient(services, gateway('http://localhost:4480'));
   t.equal(first.created, true);
@@ -52,7 +52,7 @@ t.test("an operator's confidential client is registered once and gets a fresh se
 });
 
 t.test('a public client is left alone while its metadata stays, and updated when it changes', async (t) => {
-  const { services } = await build(t, { areas: [] });
+  const { services } = await openServices(t);
   const page = (origin: string) => ({
     stateFile: 'page-client.json',
     label: 'the page client',
@@ -75,7 +75,7 @@ t.test('a public client is left alone while its metadata stays, and updated when
 });
 
 t.test('a remembered client that was deleted is registered anew', async (t) => {
-  const { services } = await build(t, { areas: [] });
+  const { services } = await openServices(t);
   const first = await ensureOperatorClient(services, gateway('http://localhost:4480'));
   await services.storage.clients.remove(first.clientId);
   const again = await ensureOperatorClient(services, gateway('http://localhost:4480'));

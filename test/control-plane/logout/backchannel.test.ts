@@ -15,6 +15,9 @@ import {
 import { makeTestCa, startHttpsServer, type TestCa } from '../../helpers/tls.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['discovery', 'account', 'oidc', 'admin', 'clients'] as const;
+
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
 interface Delivery {
@@ -57,6 +60,7 @@ async function setup(
   const tls = makeTestCa(t);
   const rp = await relyingParty(t, tls);
   const built = await buildSignedIn(t, {
+    areas,
     ...(options.now ? { now: options.now } : {}),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true, 'fetch.caFile': tls.caFile, ...options.config },
@@ -270,7 +274,7 @@ t.test('queued logout tokens survive a restart and are delivered by the next pro
   const config = { adminToken: ADMIN, 'fetch.allowPrivateTargets': true, 'fetch.caFile': tls.caFile };
   const rp = await relyingParty(t, tls);
   rp.plan('/backchannel', 503);
-  const first = await buildSignedIn(t, { now: clock.now, dataDir, config });
+  const first = await buildSignedIn(t, { areas, now: clock.now, dataDir, config });
   const client = await registerClient(first.app, { backchannel_logout_uri: `${rp.origin}/backchannel` });
   const { browser } = await first.signIn({ username: 'ada' });
   const { claims } = await tokensFor(first.app, browser, client);
@@ -281,7 +285,7 @@ t.test('queued logout tokens survive a restart and are delivered by the next pro
   await first.services.close();
 
   clock.advance(5000);
-  const second = await buildSignedIn(t, { now: clock.now, dataDir, config });
+  const second = await buildSignedIn(t, { areas, now: clock.now, dataDir, config });
   await second.app.kp.backchannelLogout.deliverDue();
   t.equal(rp.received.length, 2);
   t.match(await second.app.kp.storage.logouts.listForSession(claims.sid), [{ state: 'delivered', attempts: 2 }]);
@@ -290,7 +294,7 @@ t.test('queued logout tokens survive a restart and are delivered by the next pro
 });
 
 t.test('registration refuses a backchannel_logout_uri the server must never call', async (t) => {
-  const { app } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const { app } = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   for (const uri of ['https://127.0.0.1/logout', 'https://10.0.0.1/logout', 'http://rp.example.com/logout']) {
     const res = await app.inject({
       method: 'POST',

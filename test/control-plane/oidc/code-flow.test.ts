@@ -25,8 +25,11 @@ import {
   registerClient,
 } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['discovery', 'oidc', 'clients'] as const;
+
 async function setup(t: Parameters<typeof buildSignedIn>[0]) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(built.app);
   const { browser, identityId } = await built.signIn({ username: 'alice' });
   return { ...built, client, browser, identityId };
@@ -227,7 +230,7 @@ t.test('a wrong verifier, another redirect URI or another client is refused', as
 
 t.test('an expired code is refused', async (t) => {
   let now = Date.now();
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN }, now: () => now });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN }, now: () => now });
   const client = await registerClient(built.app);
   const { browser } = await built.signIn({ username: 'alice' });
   const { verifier, challenge } = pkcePair();
@@ -388,7 +391,7 @@ t.test('private_key_jwt: a signed client assertion authenticates once', async (t
 });
 
 t.test('the token endpoint is rate limited per address', async (t) => {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'limits.authPerIpPerMinute': 3 } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN, 'limits.authPerIpPerMinute': 3 } });
   const client = await registerClient(built.app);
   const attempt = () =>
     built.app.inject({
@@ -411,7 +414,7 @@ t.test('the token endpoint is rate limited per address', async (t) => {
 
 t.test('a step-up shows as sensitive only while it lasts; a recovery sign-in stays recovery', async (t) => {
   let now = Date.parse('2026-11-22T12:00:00Z');
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN }, now: () => now });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN }, now: () => now });
   const client = await registerClient(built.app);
   const { browser } = await built.signIn({ username: 'alice', assurance: 'sensitive' });
   const { verifier, challenge } = pkcePair();

@@ -2,11 +2,14 @@ import t, { type Test } from 'tap';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, authorizeUrl, obtainCode, pkcePair, redirectParams } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['oidc', 'clients'] as const;
+
 const GATEWAY = 'https://gw.example.com';
 const ATTACKER_CALLBACK = 'https://attacker.example.net/cb';
 
 async function setup(t: Test) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   // The operator's gateway (as `keyplane up` registers it): its public URL is its resource.
   const gateway = await built.app.inject({
     method: 'POST',

@@ -13,8 +13,11 @@ import {
   registerClient,
 } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['oidc', 'clients'] as const;
+
 async function setup(t: Parameters<typeof buildSignedIn>[0], metadata: Record<string, unknown> = {}) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(built.app, metadata);
   const { browser } = await built.signIn({ username: 'alice' });
   return { ...built, client, browser };
@@ -199,7 +202,7 @@ t.test('a client registered with dpop_bound_access_tokens must send a proof', as
 });
 
 t.test('with oidc.dpopNonce on, proofs need the server nonce (use_dpop_nonce with a DPoP-Nonce header)', async (t) => {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'oidc.dpopNonce': true } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN, 'oidc.dpopNonce': true } });
   const client = await registerClient(built.app);
   const { browser } = await built.signIn({ username: 'alice' });
   const key = await dpopKey();

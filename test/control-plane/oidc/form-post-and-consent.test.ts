@@ -11,10 +11,13 @@ import {
   registerClient,
 } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['oidc', 'clients'] as const;
+
 /** response_mode=form_post (OAuth 2.0 Form Post Response Mode) and what the consent page shows of the client. */
 
 async function setup(t: Test, metadata: Record<string, unknown> = {}) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(built.app, metadata);
   const { browser } = await built.signIn({ username: 'alice' });
   return { ...built, client, browser, challenge: pkcePair().challenge };

@@ -2,6 +2,9 @@ import t from 'tap';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, registerClient } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['clients', 'discovery', 'oidc', 'orgs'] as const;
+
 /**
  * Which in-place origins are published (docs/in-place.md#origins, docs/security.md): an account
  * that registers an in-place client does not add its origin to the issuer's WebAuthn related
@@ -11,7 +14,7 @@ import { ADMIN, registerClient } from '../../helpers/oidc.js';
 const EVIL = 'https://evil.example';
 
 t.test("a session's in-place client is unpublished until an org it administers proves the domain", async (t) => {
-  const { app, services, signIn } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const { app, services, signIn } = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   await app.ready();
   const { browser } = await signIn({ username: 'mallory', assurance: 'sensitive' });
   const registered = await browser.post('/register', {
@@ -79,7 +82,7 @@ t.test("a session's in-place client is unpublished until an org it administers p
 });
 
 t.test('operator-registered in-place clients are published as before', async (t) => {
-  const { app } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const { app } = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   await app.ready();
   await registerClient(app, { in_place: true, redirect_uris: ['https://app.example.net/cb'] });
   const related = (await app.inject({ method: 'GET', url: '/.well-known/webauthn' })).json();

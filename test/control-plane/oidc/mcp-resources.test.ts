@@ -12,6 +12,9 @@ import {
   registerClient,
 } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['mcp', 'clients', 'oidc'] as const;
+
 /**
  * An MCP route's resource at the control plane (docs/gateway.md#mcp-routes): any client may ask
  * for it though it never registered it, the approval page is shown every time (never remembered,
@@ -21,7 +24,7 @@ const GATEWAY = 'https://tools.example.com';
 const MCP = `${GATEWAY}/mcp`;
 
 async function setup(t: Parameters<typeof buildSignedIn>[0], metadata: Record<string, unknown> = {}) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   await registerClient(built.app, {
     client_name: 'Tools gate',
     redirect_uris: [`${GATEWAY}/_gate/callback`],

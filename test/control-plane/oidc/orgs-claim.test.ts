@@ -3,10 +3,13 @@ import { decodeJwt } from 'jose';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, exchangeCode, goodRequest, obtainCode, pkcePair, refresh, registerClient } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['orgs', 'oidc', 'discovery', 'clients'] as const;
+
 /** Scope `orgs` (docs/orgs.md#groups-for-relying-parties): the `orgs` claim in the ID token and userinfo. */
 
 async function signedInMember(t: Test) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const { browser, identityId } = await built.signIn({ username: 'alice' });
   for (const name of ['Acme', 'Bolt'])
     t.equal((await browser.post('/auth/orgs/create', { name })).statusCode, 200, `created ${name}`);
@@ -56,7 +59,7 @@ t.test('without scope orgs, or when the client did not register it, nothing is s
 });
 
 t.test('orgs is offered in discovery but not registered by default', async (t) => {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const discovery = (await built.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
   t.ok(discovery.scopes_supported.includes('orgs'));
   t.ok(discovery.claims_supported.includes('orgs'));

@@ -14,6 +14,9 @@ import {
 } from '../../helpers/oidc.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['clients', 'oidc'] as const;
+
 /**
  * Signed request objects (RFC 9101, OIDC Core §6) at /auth/authorize: by value and by a
  * registered request_uri, verified with the client's registered keys.
@@ -39,7 +42,7 @@ async function requestObject(
 }
 
 async function setup(t: Test, metadata: Record<string, unknown> = {}, config: Record<string, unknown> = {}) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN, ...config } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN, ...config } });
   const client = await registerClient(built.app, { jwks: { keys: [publicJwk] }, ...metadata });
   const { browser } = await built.signIn({ username: 'ada' });
   return { ...built, client, browser };
@@ -172,7 +175,7 @@ t.test('a request_uri must be registered, is fetched through the guarded fetcher
 });
 
 t.test('registration refuses a request_uri on an internal address', async (t) => {
-  const { app } = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const { app } = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const res = await app.inject({
     method: 'POST',
     url: '/register',

@@ -15,8 +15,11 @@ import {
   registerClient,
 } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['oidc', 'clients'] as const;
+
 async function setup(t: Parameters<typeof buildSignedIn>[0]) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(built.app);
   const { browser, identityId } = await built.signIn({ username: 'alice' });
   const { verifier, challenge } = pkcePair();
@@ -75,7 +78,7 @@ t.test(
 
 t.test('userinfo: an expired token, and a token for another resource, are refused', async (t) => {
   let now = Date.now();
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN }, now: () => now });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN }, now: () => now });
   const client = await registerClient(built.app);
   const { browser } = await built.signIn({ username: 'alice' });
   const { verifier, challenge } = pkcePair();

@@ -12,10 +12,13 @@ import {
   type Registered,
 } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['oidc', 'account', 'clients'] as const;
+
 const GATEWAY_POLICY = { mode: 'enforce', routes: [{ path: '/', min_assurance: 'passkey' }] };
 
 async function setup(t: Test) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   // A gateway client: its refresh token stands for the browser session, so it always ends with it.
   const gateway = await registerClient(built.app, { gateway: GATEWAY_POLICY });
   const app = await registerClient(built.app, { client_name: 'Notes' });

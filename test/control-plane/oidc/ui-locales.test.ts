@@ -4,6 +4,9 @@ import { TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, authorizeUrl, basicAuth, goodRequest, pkcePair, registerClient } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['discovery', 'oidc', 'clients', 'pages'] as const;
+
 /**
  * `ui_locales` is read from the resolved authorization request (docs/oidc.md "Languages"): its
  * query, a pushed request, a signed request object or a POST body; discovery lists the languages.
@@ -14,7 +17,7 @@ const publicJwk: JWK = { ...(await exportJWK(publicKey)), kid: 'rp-1', alg: 'ES2
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 async function setup(t: Test) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(built.app, { jwks: { keys: [publicJwk] } });
   const { browser } = await built.signIn({ username: 'ada' });
   return { ...built, client, browser };

@@ -4,12 +4,15 @@ import { TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { ADMIN, dpopKey, exchangeCode, goodRequest, obtainCode, pkcePair, registerClient } from '../../helpers/oidc.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['oidc', 'discovery', 'clients'] as const;
+
 /** Userinfo: the access token in a POST body (RFC 6750 §2.2) and signed responses (OIDC Core §5.3.2). */
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 async function setup(t: Test, metadata: Record<string, unknown> = {}, dpop?: Awaited<ReturnType<typeof dpopKey>>) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(built.app, metadata);
   const { browser, identityId } = await built.signIn({ username: 'alice' });
   const { verifier, challenge } = pkcePair();

@@ -4,6 +4,9 @@ import { absorbCookies, headersFor, signIn, signUp } from '../../helpers/account
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['passkeys', 'account'] as const;
+
 type App = Awaited<ReturnType<typeof build>>['app'];
 
 async function options(app: App, user?: string) {
@@ -19,7 +22,7 @@ function verify(app: App, payload: Record<string, unknown>, headers: Record<stri
 }
 
 t.test('signs in usernameless and with a username, each time a new session', async (t) => {
-  const { app, services } = await build(t);
+  const { app, services } = await build(t, { areas });
   const account = await signUp(app, 'ada');
   const events: DomainEvent[] = [];
   services.events.subscribe((_tx, event) => {
@@ -63,7 +66,7 @@ t.test('signs in usernameless and with a username, each time a new session', asy
 t.test(
   'an unknown username gets options of the same shape with stable decoy credential ids, then cannot sign in',
   async (t) => {
-    const { app } = await build(t);
+    const { app } = await build(t, { areas });
     const account = await signUp(app, 'ada');
     const res = await options(app, 'nobody');
     t.equal(res.statusCode, 200, 'no hint that the name does not exist');
@@ -103,7 +106,7 @@ t.test(
 );
 
 t.test('refuses replayed, foreign, forged and cloned assertions with specific reasons', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const bob = await signUp(app, 'bob');
   const fresh = async (user?: string) => (await options(app, user)).json().options;
@@ -193,7 +196,7 @@ t.test('refuses replayed, foreign, forged and cloned assertions with specific re
 });
 
 t.test('a step-up challenge cannot be used to sign in', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const stepUp = await app.inject({ method: 'POST', url: '/auth/step-up/options', headers: ada.headers });
   const res = await verify(app, { response: ada.authenticator.get(stepUp.json().options) });
@@ -202,6 +205,7 @@ t.test('a step-up challenge cannot be used to sign in', async (t) => {
 
 t.test('rate-limits sign-in per account and per IP', async (t) => {
   const { app } = await build(t, {
+    areas,
     config: { 'limits.authPerAccountPerMinute': 2, 'limits.authPerIpPerMinute': 1000 },
   });
   const ada = await signUp(app, 'ada');
@@ -212,7 +216,7 @@ t.test('rate-limits sign-in per account and per IP', async (t) => {
   t.equal(res.json().reason, 'rate_limited');
   t.ok(Number(res.headers['retry-after']) >= 1);
 
-  const { app: app2 } = await build(t, { config: { 'limits.authPerIpPerMinute': 2 } });
+  const { app: app2 } = await build(t, { areas, config: { 'limits.authPerIpPerMinute': 2 } });
   await options(app2);
   await options(app2);
   const third = await options(app2);
@@ -221,7 +225,7 @@ t.test('rate-limits sign-in per account and per IP', async (t) => {
 });
 
 t.test('`user` is "any, optional": null means usernameless, a non-string is not a username', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const ok = await verify(app, { user: null, response: ada.authenticator.get((await options(app)).json().options) });
   t.equal(ok.statusCode, 200);

@@ -2,6 +2,9 @@ import t from 'tap';
 import { Browser } from '../../helpers/signed-in.js';
 import { buildWatched } from '../../helpers/watched.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['recovery', 'account', 'receipts', 'passkeys'] as const;
+
 function setup(t: { teardown(fn: () => unknown): void }, config?: Record<string, unknown>) {
   return buildWatched(t, () => (config ? { config } : {}));
 }
@@ -224,7 +227,7 @@ t.test('works as a plain HTML form without JavaScript', async (t) => {
 t.test('with a real passkey account: codes made in its session sign it in at recovery', async (t) => {
   const { build } = await import('../../helpers/build.js');
   const { signUp, absorbCookies, headersFor } = await import('../../helpers/accounts.js');
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'realada');
   const made = await app.inject({ method: 'POST', url: '/auth/recovery/regenerate', headers: ada.headers });
   t.equal(made.statusCode, 200);

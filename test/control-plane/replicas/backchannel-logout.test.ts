@@ -5,6 +5,9 @@ import { ADMIN, registerClient } from '../../helpers/oidc.js';
 import { createTestDatabase, postgresAvailability } from '../../helpers/postgres.js';
 import { makeTestCa, startHttpsServer } from '../../helpers/tls.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['clients', 'oidc'] as const;
+
 /**
  * Two control planes on one PostgreSQL deliver the same back-channel logout outbox: each row is
  * leased by one of them (FOR UPDATE SKIP LOCKED), so every logout token is sent exactly once.
@@ -36,8 +39,8 @@ t.test(
       // Rounds only when a test asks: the polls would race the two calls below.
       'oidc.backchannelLogout.pollIntervalMs': 60_000,
     };
-    const a = await build(t, { config });
-    const b = await build(t, { config });
+    const a = await build(t, { areas, config });
+    const b = await build(t, { areas, config });
     const client = await registerClient(a.app, { backchannel_logout_uri: `${rp.origin}/logout` });
     const now = a.services.now();
     const count = 50;

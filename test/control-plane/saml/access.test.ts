@@ -8,6 +8,9 @@ import { createOrg } from '../../../control-plane/src/orgs/membership.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { TEST_ISSUER } from '../../helpers/build.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['saml'] as const;
+
 /**
  * Issue 34, "SAML service providers take the same restriction": a provider's `access.orgs`
  * (docs/saml.md#who-may-sign-in) admits only members of those orgs, in those roles. A non-member
@@ -49,7 +52,7 @@ const samlResponseOf = (body: string) => {
 
 t.test("a SAML provider's access.orgs admits members only", async (t) => {
   const sp = await generateSamlKey({ commonName: 'SP', now: Date.now(), validDays: 30, modulusLength: 2048 });
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const { app, services } = built;
   const receipts = async (kind: string) => {
     const text = await services.metrics.getSingleMetricAsString('keyplane_receipts_total');

@@ -7,6 +7,9 @@ import { newSamlId } from '#lib/saml/response.js';
 import { Browser, buildSignedIn } from '../../helpers/signed-in.js';
 import { TEST_ISSUER } from '../../helpers/build.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['orgs', 'saml', 'account'] as const;
+
 /**
  * Finding 1 of the second security review (issue 29): a SAML service provider an org registered
  * gets no assertion for an account that has not approved it. The approval page names the provider
@@ -46,7 +49,7 @@ const samlResponseOf = (body: string) => {
 
 t.test('an org-owned SAML provider gets nothing until the account approves it', async (t) => {
   const sp = await generateSamlKey({ commonName: 'SP', now: Date.now(), validDays: 30, modulusLength: 2048 });
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const { app, services } = built;
   const issued = async () => {
     const text = await services.metrics.getSingleMetricAsString('keyplane_receipts_total');

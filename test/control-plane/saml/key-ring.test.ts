@@ -1,6 +1,6 @@
 import t from 'tap';
 import { SamlKeyRing } from '../../../control-plane/src/saml/key-ring.js';
-import { build, manualClock } from '../../helpers/build.js';
+import { manualClock, openServices } from '../../helpers/build.js';
 
 /**
  * The SAML RSA key ring: created on first use, sealed at rest, rotated like the ES256 ring, and
@@ -8,7 +8,7 @@ import { build, manualClock } from '../../helpers/build.js';
  */
 t.test('the SAML key ring rotates and keeps retired certificates listed while in use', async (t) => {
   const clock = manualClock();
-  const { services } = await build(t, {
+  const { services } = await openServices(t, {
     now: clock.now,
     config: { 'keys.rotateEveryDays': 30, 'keys.retainRetiredDays': 7 },
   });

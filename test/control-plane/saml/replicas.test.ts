@@ -10,6 +10,9 @@ import { build, tempDir, TEST_ISSUER } from '../../helpers/build.js';
 import { createTestDatabase, postgresAvailability } from '../../helpers/postgres.js';
 import { REDIS_URL, redisAvailability } from '../../helpers/redis.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['saml'] as const;
+
 /**
  * Two control planes on one PostgreSQL and one Redis: the provider registered at one is known to
  * the other, both publish the same IdP certificate (one key ring in storage), and a request ID
@@ -31,7 +34,7 @@ t.test('SAML across two replicas', { skip }, async (t) => {
   const replica = async () => {
     const state = await openSharedState(REDIS_URL, prefix);
     t.teardown(() => state.close());
-    return build(t, { state, dataDir: tempDir(t), config: { adminToken: ADMIN, databaseUrl } });
+    return build(t, { areas, state, dataDir: tempDir(t), config: { adminToken: ADMIN, databaseUrl } });
   };
   const a = await replica();
   const b = await replica();

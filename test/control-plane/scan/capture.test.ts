@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { build } from '../../helpers/build.js';
+import { openServices } from '../../helpers/build.js';
 import { makeTestCa } from '../../helpers/tls.js';
 import { runScan } from '../../../control-plane/src/scan/run-scan.js';
 import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
@@ -19,7 +19,7 @@ async function reasonOf(promise: Promise<unknown>): Promise<string> {
 }
 
 async function scanner(t: Test, options: { trustCa?: boolean } = {}) {
-  const { services } = await build(t, {
+  const { services } = await openServices(t, {
     config: {
       'fetch.allowPrivateTargets': true,
       ...(options.trustCa === false ? {} : { 'fetch.caFile': tls.caFile }),
@@ -157,7 +157,7 @@ t.test('bodies over 2 MB, error statuses and malformed responses are a clear sca
 });
 
 t.test('private targets are refused by default, and nothing is sent to them', async (t) => {
-  const { services } = await build(t, { config: { 'fetch.caFile': tls.caFile, 'scan.rescanIntervalHours': 0 } });
+  const { services } = await openServices(t, { config: { 'fetch.caFile': tls.caFile, 'scan.rescanIntervalHours': 0 } });
   t.equal(services.config.fetch.allowPrivateTargets, false, 'off unless a test turns it on');
   const site = await startSite(t, tls, HARDENED_HEADERS);
   t.equal(
