@@ -1,24 +1,29 @@
 import type { FastifyRequest } from 'fastify';
 import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { html, page, raw } from './layout.js';
-import { uiOf } from './ui.js';
+import type { MessageKey } from '#lib/i18n/translate.js';
+import { uiOf, type PageUi } from './ui.js';
 
 /**
  * The page of a refusal on a route a person reaches in the browser (the errors plugin renders it
  * for routes with `config.errorPage: true`): the request cannot continue, and why. The English
  * page names the exact fault; other languages show the reason's own text.
  */
-export function refusalPage(request: FastifyRequest, failure: KeyplaneError): string {
-  const ui = uiOf(request);
+export function refusalPage(
+  request: FastifyRequest,
+  failure: KeyplaneError,
+  words: { ui?: PageUi; heading?: MessageKey; explain?: MessageKey } = {},
+): string {
+  const ui = words.ui ?? uiOf(request);
   const reason = failure.reason;
   const shown = ui.locale === 'en' ? failure.message : (ui.reason(reason) ?? failure.message);
   return page({
     title: ui.t('refused.title'),
     nonce: request.kp.cspNonce,
     ui,
-    body: html`<h1>${ui.t('refused.heading')}</h1>
+    body: html`<h1>${ui.t(words.heading ?? 'refused.heading')}</h1>
 <p class="error" role="alert">${shown}</p>
-<p class="muted">${ui.t('refused.explain')}</p>
+<p class="muted">${ui.t(words.explain ?? 'refused.explain')}</p>
 <p class="muted">${raw(ui.rich('refused.reason', { code: (c) => html`<code data-reason="${reason}">${raw(c)}</code>`.value }, { reason }))}</p>`,
   });
 }

@@ -148,10 +148,17 @@ const samlBody = {
   additionalProperties: true,
 } as const;
 
-function rawQuery(request: FastifyRequest): string {
+/** A SAML message of the HTTP-Redirect binding, with the raw query its signature covers. */
+function redirectMessage(request: FastifyRequest, query: Record<string, string | undefined>): IncomingMessage {
   const url = request.raw.url ?? '';
   const at = url.indexOf('?');
-  return at < 0 ? '' : url.slice(at + 1);
+  return {
+    binding: 'redirect',
+    message: String(query.SAMLRequest),
+    rawQuery: at < 0 ? '' : url.slice(at + 1),
+    decoded: query,
+    ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
+  };
 }
 
 /** The SAML identity provider (docs/saml.md): metadata, SSO, SLO and the service-provider API. */
@@ -311,13 +318,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const query = request.query as Record<string, string | undefined>;
       if (typeof query.resume === 'string') return await proceed(request, reply, query.resume);
       if (query.SAMLRequest !== undefined) {
-        const incoming: IncomingMessage = {
-          binding: 'redirect',
-          message: String(query.SAMLRequest),
-          rawQuery: rawQuery(request),
-          decoded: query,
-          ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
-        };
+        const incoming = redirectMessage(request, query);
         return await proceed(request, reply, await park(services, await receiveAuthnRequest(services, incoming)));
       }
       if (typeof query.sp === 'string')
@@ -415,13 +416,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const query = request.query as Record<string, string | undefined>;
       if (typeof query.resume === 'string') return await logout(request, reply, query.resume);
       if (query.SAMLRequest === undefined) throw fail('saml_request_invalid', 'send a LogoutRequest as SAMLRequest');
-      const incoming: IncomingMessage = {
-        binding: 'redirect',
-        message: String(query.SAMLRequest),
-        rawQuery: rawQuery(request),
-        decoded: query,
-        ...(query.RelayState !== undefined ? { relayState: query.RelayState } : {}),
-      };
+      const incoming = redirectMessage(request, query);
       return await logout(request, reply, await parkLogout(services, await receiveLogoutRequest(services, incoming)));
     },
   );

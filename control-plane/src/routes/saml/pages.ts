@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { html, page, raw } from '../../pages/layout.js';
+import { refusalPage } from '../../pages/refusal-page.js';
 import { uiOf } from '../../pages/ui.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { PostForm } from '../../saml/sso.js';
@@ -49,18 +50,10 @@ ${form.relayState !== undefined ? html`<input type="hidden" name="RelayState" va
  * cannot be trusted), the user reads why; an API caller gets the envelope from the errors plugin.
  */
 export function samlRefusalPage(request: FastifyRequest, failure: KeyplaneError): string {
-  const ui = samlUi(request);
-  const reason = failure.reason;
-  // The English message names the exact fault; other languages show the reason's own text.
-  const shown = ui.locale === 'en' ? failure.message : (ui.reason(reason) ?? ui.t('form_error.other'));
-  return page({
-    title: ui.t('refused.title'),
-    nonce: request.kp.cspNonce,
-    ui,
-    body: html`<h1>${ui.t('saml.refused.heading')}</h1>
-<p class="error" role="alert">${shown}</p>
-<p class="muted">${ui.t('saml.refused.explain')}</p>
-<p class="muted">${raw(ui.rich('refused.reason', { code: (c) => html`<code data-reason="${reason}">${raw(c)}</code>`.value }, { reason }))}</p>`,
+  return refusalPage(request, failure, {
+    ui: samlUi(request),
+    heading: 'saml.refused.heading',
+    explain: 'saml.refused.explain',
   });
 }
 
