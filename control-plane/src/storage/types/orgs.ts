@@ -1,4 +1,4 @@
-import type { OrgRule } from '#lib/access/evaluate-access.js';
+import type { ProviderSettings } from '#lib/saml/provider.js';
 import type { KeyState } from './accounts.js';
 
 // Organizations, scans, SAML, rollout and contact messages.
@@ -114,22 +114,10 @@ export interface StoredSamlKey {
   notAfter: number;
 }
 
-/** A registered service provider; its certificate is pinned. */
-export interface StoredSamlProvider {
+/** A registered service provider (its settings as lib/saml/provider.ts checks them); its certificate is pinned. */
+export interface StoredSamlProvider extends ProviderSettings {
   /** Opaque id (`sp_…`). */
   id: string;
-  entityId: string;
-  name: string | null;
-  acsUrls: string[];
-  sloUrl: string | null;
-  certificatePem: string;
-  nameIdFormat: string;
-  /** SAML attribute name → the source it is filled from (docs/saml.md#attributes). */
-  attributes: Record<string, string>;
-  allowIdpInitiated: boolean;
-  wantSignedRequests: boolean;
-  /** `access.orgs`: only members of these orgs (in these roles) get an assertion; null admits any account. */
-  accessOrgs: OrgRule[] | null;
   /** The org that owns it, or null for the operator's. */
   orgId: string | null;
   revision: number;
