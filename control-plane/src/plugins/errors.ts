@@ -25,7 +25,7 @@ declare module 'fastify' {
     /**
      * A route a person reaches in the browser: a refusal of a request that does not ask for JSON
      * (a navigation, a plain form post) is answered with a page instead of the envelope, by the
-     * error handler (`true`: the shared refusal page; a function: the route's own, docs/errors.md#pages).
+     * error handler (`true`: the shared refusal page; a function: the route's own, docs/errors.md#one-error-path).
      */
     errorPage?: true | ErrorPage;
   }

@@ -1,7 +1,7 @@
 /**
  * The one way stores reach their database, whichever it is. Statements are written once, in
  * the SQL both dialects take, with `$1`-style parameters; what the dialects do differently is
- * behind `dialect` (docs/architecture.md#storage).
+ * behind `dialect` (docs/architecture.md#layout).
  */
 export interface Sql {
   rows<R>(text: string, values?: unknown[]): Promise<R[]>;
