@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
+import type { AccessRulePart } from '#lib/access/evaluate-access.js';
+import { accessRuleLine } from '../../pages/access-rules.js';
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 
@@ -217,8 +219,8 @@ export interface NotAdmittedView {
   clientName: string;
   clientOrigin: string;
   username: string;
-  /** The orgs (and roles) the client admits, in words. */
-  admits: string[];
+  /** The orgs (and roles) the client admits (`accessRuleParts`), put in words in the page's language. */
+  admits: AccessRulePart[];
   hidden: Record<string, string>;
   formAction: string[];
   /** Where "Back to the app" posts: `/auth/authorize` (default), or `/saml/sso/approve` for a SAML provider. */
@@ -243,7 +245,7 @@ export function sendNotAdmitted(request: FastifyRequest, reply: FastifyReply, vi
         ui,
         body: html`<h1>${ui.t('not_admitted.title', { client: view.clientName })}</h1>
 <p>${raw(ui.rich('consent.signed_in_as', { account: (c) => `<strong data-field="account">${c}</strong>` }, { username: view.username }))} ${raw(ui.rich('not_admitted.admits', { muted }, { origin: view.clientOrigin }))}</p>
-<ul data-field="admits">${view.admits.map((line) => html`<li>${line}</li>`)}</ul>
+<ul data-field="admits">${view.admits.map((part) => html`<li>${accessRuleLine(ui, part)}</li>`)}</ul>
 <p>${ui.t('not_admitted.ask')}</p>
 <form method="post" action="${view.action ?? '/auth/authorize'}" data-action="not-admitted">
 ${Object.entries(view.hidden).map(
