@@ -223,3 +223,16 @@ t.test('the account script’s confirmations, the invite line and the e-mail lin
   t.match(org.body, 'data-msg-invited-admin="{username} als Administrator eingeladen.');
   t.match(org.body, 'data-msg-not-accepted="(noch nicht angenommen)"');
 });
+
+t.test('the refused-request page says in German that the app is unknown', async (t) => {
+  const { app } = await build(t);
+  const unknown = await app.inject({
+    url: '/auth/authorize?client_id=cl_nobody&response_type=code&redirect_uri=https%3A%2F%2Fx.example%2Fcb&scope=openid',
+    headers: { accept: 'text/html', 'accept-language': 'de' },
+  });
+  t.equal(unknown.statusCode, 400);
+  t.match(unknown.body, '<html lang="de" dir="ltr">');
+  t.match(unknown.body, 'Diese App ist hier nicht registriert');
+  t.match(unknown.body, 'data-reason="unknown_client"');
+  t.notMatch(unknown.body, 'is not registered here', 'the English message stays out of a German page');
+});
