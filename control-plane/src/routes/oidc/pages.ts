@@ -4,6 +4,21 @@ import { type PageUi, uiOf } from '../../pages/ui.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import type { AccessRulePart } from '#lib/access/evaluate-access.js';
 import { accessRuleLine } from '../../pages/access-rules.js';
+import type { AttributeSource } from '#lib/saml/provider.js';
+
+/** A SAML attribute source in words, with the names it is sent under (docs/saml.md#consent). */
+const RELEASE_KEYS: Record<AttributeSource, MessageKey> = {
+  sub: 'consent.saml.sub',
+  username: 'consent.saml.username',
+  display_name: 'consent.saml.display_name',
+  email: 'consent.saml.email',
+  assurance: 'consent.saml.assurance',
+  amr: 'consent.saml.amr',
+};
+
+function releaseLine(ui: PageUi, part: { source: AttributeSource; names: string[] }): string {
+  return ui.t(RELEASE_KEYS[part.source], { names: ui.nameList(part.names) });
+}
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 
@@ -94,8 +109,8 @@ export interface OneTapView {
   formAction: string[];
   /** Where the form goes (default `/auth/authorize`): each protocol's approval endpoint. */
   action?: string;
-  /** What is released, in words, when it is not OAuth scopes (a SAML provider's attributes). */
-  released?: string[];
+  /** What is released when it is not OAuth scopes (a SAML provider's attributes, `releaseParts`). */
+  released?: { source: AttributeSource; names: string[] }[];
   /** The device grant's user code (RFC 8628 §3.3): shown so the person compares it with the device's. */
   userCode?: string;
 }
@@ -193,7 +208,7 @@ ${
 `
     : ''
 }<p>${raw(ui.rich('consent.signed_in_as', { account: strong }, { username: view.username }))} ${raw(ui.rich('consent.asks', { muted }, { origin: view.clientOrigin }))}</p>
-<ul data-field="released">${(view.released ?? view.scopes.map(scopeText)).map((line) => html`<li>${line}</li>`)}</ul>
+<ul data-field="released">${(view.released?.map((part) => releaseLine(ui, part)) ?? view.scopes.map(scopeText)).map((line) => html`<li>${line}</li>`)}</ul>
 ${
   view.resources.length
     ? html`<p>${ui.t('consent.resources')}</p>

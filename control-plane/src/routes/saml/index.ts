@@ -254,7 +254,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       clientOrigin: new URL(pending.acsUrl).origin,
       username: (await usernameOf(services, session.identityId)) ?? session.identityId,
       scopes: [],
-      released: consent.lines,
+      released: consent.release,
       resources: [],
       hidden: { resume: pendingId, approval },
       formAction: [],
