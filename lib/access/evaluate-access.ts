@@ -164,33 +164,74 @@ export function checkAllowRules(value: unknown, where: string): string[] {
   return problems;
 }
 
+/**
+ * Who a rule admits, as data: one part per kind of entry, in the order the rules list them. The
+ * English sentence of the admin API and the CLI (`describeAllowRules`) and the pages' translated
+ * wording (docs/i18n.md) are both built from these parts.
+ */
+export type AccessRulePart =
+  | { kind: 'everyone' }
+  | { kind: 'signed-in' }
+  | { kind: 'accounts'; users: string[] }
+  /** `roles` empty: any member of the org. */
+  | { kind: 'org-members'; org: string; roles: OrgRole[] }
+  | { kind: 'email-domains'; domains: string[] }
+  | { kind: 'agents'; ownerOrgs: string[] }
+  | { kind: 'nobody' };
+
+/** The parts of an `allow` value (absent: any signed-in account; empty: nobody). */
+export function accessRuleParts(rules: AllowRules | undefined): AccessRulePart[] {
+  if (!rules) return [{ kind: 'signed-in' }];
+  const parts: AccessRulePart[] = [];
+  if (rules.users?.length) parts.push({ kind: 'accounts', users: [...rules.users] });
+  for (const org of rules.orgs ?? []) parts.push({ kind: 'org-members', org: org.slug, roles: [...(org.roles ?? [])] });
+  if (rules.email_domains?.length) parts.push({ kind: 'email-domains', domains: [...rules.email_domains] });
+  if (rules.agent_owners_in?.length) parts.push({ kind: 'agents', ownerOrgs: [...rules.agent_owners_in] });
+  return parts.length > 0 ? parts : [{ kind: 'nobody' }];
+}
+
+/** The parts of a gateway route: a public route admits everyone; otherwise its `allow`. */
+export function routeAccessParts(route: { public?: boolean; allow?: AllowRules }): AccessRulePart[] {
+  return route.public === true ? [{ kind: 'everyone' }] : accessRuleParts(route.allow);
+}
+
 const list = (items: readonly string[]) =>
   items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
 
-/** The rules in words, one line per kind (the apps page, /admin and `keyplane gateway explain`). */
+function englishPart(part: AccessRulePart): string {
+  switch (part.kind) {
+    case 'everyone':
+      return 'anyone (public)';
+    case 'signed-in':
+      return 'any signed-in account';
+    case 'accounts':
+      return `the accounts ${list(part.users)}`;
+    case 'org-members':
+      return part.roles.length
+        ? `${list(part.roles.map((r) => `${r}s`))} of the org ${part.org}`
+        : `members of the org ${part.org}`;
+    case 'email-domains':
+      return `accounts with a verified e-mail address at ${list(part.domains)}`;
+    case 'agents':
+      return `agents owned by members of ${list(part.ownerOrgs)}`;
+    case 'nobody':
+      return 'nobody (the rules are empty)';
+  }
+}
+
+/** The rules in words, one English line per part (the admin API and `keyplane gateway explain`). */
 export function describeAllowRules(rules: AllowRules | undefined): string[] {
-  if (!rules) return ['any signed-in account'];
-  const lines: string[] = [];
-  if (rules.users?.length) lines.push(`the accounts ${list(rules.users)}`);
-  for (const org of rules.orgs ?? [])
-    lines.push(
-      org.roles?.length
-        ? `${list(org.roles.map((r) => `${r}s`))} of the org ${org.slug}`
-        : `members of the org ${org.slug}`,
-    );
-  if (rules.email_domains?.length)
-    lines.push(`accounts with a verified e-mail address at ${list(rules.email_domains)}`);
-  if (rules.agent_owners_in?.length) lines.push(`agents owned by members of ${list(rules.agent_owners_in)}`);
-  return lines.length > 0 ? lines : ['nobody (the rules are empty)'];
+  return accessRuleParts(rules).map(englishPart);
 }
 
 /**
- * Who passes a gateway route, in words: the one phrasing shared by the apps page, the admin API
+ * Who passes a gateway route, in words: the one English phrasing shared by the admin API
  * (`GET /admin/gateways/{client_id}/rules`), `keyplane gateway rules` and `explain`. A public
- * route admits anyone; otherwise its `allow` (absent: any signed-in account).
+ * route admits anyone; otherwise its `allow` (absent: any signed-in account). Pages render
+ * `routeAccessParts` in the reader's language instead.
  */
 export function describeRouteAccess(route: { public?: boolean; allow?: AllowRules }): string[] {
-  return route.public === true ? ['anyone (public)'] : describeAllowRules(route.allow);
+  return routeAccessParts(route).map(englishPart);
 }
 
 /** A decision in words: which rule admitted the principal, or why it was refused. */

@@ -57,7 +57,7 @@ export function describeConnector(template: ConnectorTemplate, registration?: Co
   return {
     name: template.name,
     title: template.title,
-    inputs: template.inputs.map((input) => ({ ...input })),
+    inputs: template.inputs.map(({ note: _note, ...input }) => input),
     docs: template.docs,
     pkce: template.pkce,
     ...(registration ? { registration } : {}),

@@ -1,4 +1,5 @@
 import { fail } from '../errors/keyplane-error.js';
+import type { MessageKey } from '../i18n/translate.js';
 
 /**
  * A connector is a ready-made OIDC client for one third-party tool: from the few things the
@@ -7,10 +8,22 @@ import { fail } from '../errors/keyplane-error.js';
  * Templates are pure: randomness and the issuer come in as arguments.
  */
 
+/**
+ * A note's message in the pages' catalogs (docs/i18n.md): `values` are code or settings, shown as
+ * written inside the message's `<code>` tags. The JSON API keeps the English text beside it.
+ */
+export interface ConnectorNote {
+  key: MessageKey;
+  values?: Record<string, string>;
+}
+
 export interface ConnectorInput {
   name: string;
   label: string;
+  /** English, for the JSON API and the refusal of a missing input. */
   description: string;
+  /** The description on pages, in the reader's language. */
+  note?: ConnectorNote;
   required: boolean;
   example?: string;
 }
@@ -50,8 +63,10 @@ export interface ConnectorTemplate {
   /** Anchor in docs/connectors.md. */
   docs: string;
   inputs: ConnectorInput[];
-  /** How the tool does PKCE S256, which Keyplane requires of every client. */
+  /** How the tool does PKCE S256, which Keyplane requires of every client (English, for the JSON API). */
   pkce: string;
+  /** The same on pages, in the reader's language. */
+  pkceNote: ConnectorNote;
   registration(inputs: Readonly<Record<string, string>>): ConnectorRegistration;
   snippet(context: SnippetContext): Snippet;
 }

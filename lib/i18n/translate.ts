@@ -39,6 +39,10 @@ export interface Translator {
   dateTime(ms: number): string;
   /** A date in this locale, UTC. */
   date(ms: number): string;
+  /** Alternatives as this language lists them (`a, b or c`): `Intl.ListFormat`, type disjunction. */
+  orList(items: readonly string[]): string;
+  /** Names side by side as this language lists them (`a, b, c`): `Intl.ListFormat`, type unit. */
+  nameList(items: readonly string[]): string;
 }
 
 const translators = new Map<Locale, Translator>();
@@ -73,6 +77,8 @@ function buildTranslator(locale: Locale): Translator {
     timeZone: 'UTC',
   });
   const dateFormat = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeZone: 'UTC' });
+  const orFormat = new Intl.ListFormat(locale, { type: 'disjunction' });
+  const nameFormat = new Intl.ListFormat(locale, { type: 'unit', style: 'short' });
   const plain = (key: string, values?: MessageValues): string => {
     const format = compile(key);
     return format ? String(format.format(values)) : key;
@@ -97,5 +103,7 @@ function buildTranslator(locale: Locale): Translator {
     },
     dateTime: (ms) => dateTimeFormat.format(ms),
     date: (ms) => dateFormat.format(ms),
+    orList: (items) => orFormat.format(items),
+    nameList: (items) => nameFormat.format(items),
   };
 }

@@ -155,15 +155,6 @@ export function checkProviderSettings(input: Record<string, unknown>): ProviderS
   };
 }
 
-const SOURCE_TEXT: Record<AttributeSource, string> = {
-  sub: 'Know who you are (a stable account id)',
-  username: 'See your username',
-  display_name: 'See your display name',
-  email: 'See your verified email address',
-  assurance: 'See how strongly you signed in',
-  amr: 'See which methods you signed in with',
-};
-
 /**
  * What an assertion to the provider releases, as attribute sources (docs/saml.md#consent): the
  * NameID's (`sub`, or `email` for an emailAddress NameID) and every mapped attribute's. This is
@@ -177,14 +168,17 @@ export function releasedSources(nameIdFormat: string, attributes: Record<string,
   return ATTRIBUTE_SOURCES.filter((source) => sources.has(source));
 }
 
-/** The approval page's lines: each released source in words, with the SAML names it is sent under. */
-export function describeRelease(nameIdFormat: string, attributes: Record<string, string>): string[] {
+/** What an assertion releases, per attribute source, with the SAML names it is sent under. */
+export function releaseParts(
+  nameIdFormat: string,
+  attributes: Record<string, string>,
+): { source: AttributeSource; names: string[] }[] {
   const nameIdSource = nameIdFormat === NAMEID_FORMAT.email ? 'email' : 'sub';
   return releasedSources(nameIdFormat, attributes).map((source) => {
     const names = Object.entries(attributes)
       .filter(([, from]) => from === source)
       .map(([name]) => name);
     if (source === nameIdSource) names.unshift('NameID');
-    return `${SOURCE_TEXT[source]} (sent as ${names.join(', ')})`;
+    return { source, names };
   });
 }

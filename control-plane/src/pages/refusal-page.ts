@@ -7,7 +7,8 @@ import { uiOf, type PageUi } from './ui.js';
 /**
  * The page of a refusal on a route a person reaches in the browser (the errors plugin renders it
  * for routes with `config.errorPage: true`): the request cannot continue, and why. The English
- * page names the exact fault; other languages show the reason's own text.
+ * page names the exact fault; other languages show the reason's own text, or where none is written
+ * the exact fault in English, marked `lang="en"`.
  */
 export function refusalPage(
   request: FastifyRequest,
@@ -16,7 +17,11 @@ export function refusalPage(
 ): string {
   const ui = words.ui ?? uiOf(request);
   const reason = failure.reason;
-  const shown = ui.locale === 'en' ? failure.message : (ui.reason(reason) ?? failure.message);
+  const translated = ui.locale === 'en' ? undefined : ui.reason(reason);
+  const shown =
+    ui.locale === 'en' || translated !== undefined
+      ? (translated ?? failure.message)
+      : html`<span lang="en">${failure.message}</span>`;
   return page({
     title: ui.t('refused.title'),
     nonce: request.kp.cspNonce,

@@ -17,7 +17,7 @@ import { parseLogoutRequest } from '#lib/saml/logout-request.js';
 import { buildIdpMetadata } from '#lib/saml/metadata.js';
 import { buildLogoutResponse, buildSignedErrorResponse, buildSignedResponse } from '#lib/saml/response.js';
 import { SamlXmlError, parseXml } from '#lib/saml/xml.js';
-import { describeRelease, releasedSources } from '#lib/saml/provider.js';
+import { releaseParts, releasedSources } from '#lib/saml/provider.js';
 import type { ConsentStanding } from '#lib/consent/decide-consent.js';
 import { randomToken } from '#lib/crypto/random.js';
 import type { AccessDecision } from '#lib/access/evaluate-access.js';
@@ -273,8 +273,8 @@ export interface SamlConsent {
   provider: StoredSamlProvider;
   /** The attribute sources the assertion would carry. */
   sources: string[];
-  /** The same in words for the approval page. */
-  lines: string[];
+  /** The same with the SAML names each is sent under, for the approval page. */
+  release: ReturnType<typeof releaseParts>;
 }
 
 /**
@@ -291,7 +291,7 @@ export async function samlConsent(
   const party = samlParty(provider);
   const sources = releasedSources(pending.nameIdFormat, provider.attributes);
   const standing = await askConsent(services, session.identityId, party, { scopes: sources });
-  return { standing, party, provider, sources, lines: describeRelease(pending.nameIdFormat, provider.attributes) };
+  return { standing, party, provider, sources, release: releaseParts(pending.nameIdFormat, provider.attributes) };
 }
 
 /**

@@ -12,10 +12,12 @@ export const apache: ConnectorTemplate = {
     {
       ...BASE_URL_INPUT,
       description: 'The URL of what Apache should protect; its path becomes the protected <Location>.',
+      note: { key: 'connector.apache.base_url', values: { setting: '<Location>' } },
       example: 'https://app.example.com',
     },
   ],
   pkce: '`OIDCPKCEMethod S256`.',
+  pkceNote: { key: 'connector.apache.pkce', values: { setting: 'OIDCPKCEMethod S256' } },
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
     return {

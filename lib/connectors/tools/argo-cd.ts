@@ -8,8 +8,16 @@ export const argoCd: ConnectorTemplate = {
   name: 'argo-cd',
   title: 'Argo CD',
   docs: 'docs/connectors.md#argo-cd',
-  inputs: [{ ...BASE_URL_INPUT, description: "Argo CD's `url` in argocd-cm.", example: 'https://argocd.example.com' }],
+  inputs: [
+    {
+      ...BASE_URL_INPUT,
+      description: "Argo CD's `url` in argocd-cm.",
+      note: { key: 'connector.argo_cd.base_url', values: { setting: 'url' } },
+      example: 'https://argocd.example.com',
+    },
+  ],
   pkce: '`enablePKCEAuthentication: true` in oidc.config (a version where argocd-server keeps the verifier).',
+  pkceNote: { key: 'connector.argo_cd.pkce', values: { setting: 'enablePKCEAuthentication: true' } },
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
     return {

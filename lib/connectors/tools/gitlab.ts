@@ -5,8 +5,16 @@ export const gitlab: ConnectorTemplate = {
   name: 'gitlab',
   title: 'GitLab',
   docs: 'docs/connectors.md#gitlab',
-  inputs: [{ ...BASE_URL_INPUT, description: "GitLab's external_url.", example: 'https://gitlab.example.com' }],
+  inputs: [
+    {
+      ...BASE_URL_INPUT,
+      description: "GitLab's external_url.",
+      note: { key: 'connector.gitlab.base_url', values: { setting: 'external_url' } },
+      example: 'https://gitlab.example.com',
+    },
+  ],
   pkce: "`pkce: true` in the provider's args (omniauth_openid_connect with PKCE support).",
+  pkceNote: { key: 'connector.gitlab.pkce', values: { setting: 'pkce: true' } },
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
     return {

@@ -9,10 +9,12 @@ export const grafana: ConnectorTemplate = {
     {
       ...BASE_URL_INPUT,
       description: "Grafana's root_url (the URL people open it at).",
+      note: { key: 'connector.grafana.base_url', values: { setting: 'root_url' } },
       example: 'https://grafana.example.com',
     },
   ],
   pkce: '`use_pkce = true` (Grafana 8.3 and later).',
+  pkceNote: { key: 'connector.grafana.pkce', values: { setting: 'use_pkce = true' } },
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
     return {

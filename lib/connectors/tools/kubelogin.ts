@@ -13,6 +13,10 @@ export const kubelogin: ConnectorTemplate = {
   docs: 'docs/connectors.md#kubernetes-kubelogin',
   inputs: [],
   pkce: 'kubelogin reads code_challenge_methods_supported from discovery and uses S256 (--oidc-pkce-method auto).',
+  pkceNote: {
+    key: 'connector.kubelogin.pkce',
+    values: { setting: 'code_challenge_methods_supported', flag: '--oidc-pkce-method auto' },
+  },
   registration() {
     return {
       client_name: 'Kubernetes (kubelogin)',

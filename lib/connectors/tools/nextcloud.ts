@@ -13,10 +13,12 @@ export const nextcloud: ConnectorTemplate = {
     {
       ...BASE_URL_INPUT,
       description: "Nextcloud's overwrite.cli.url (the URL people open it at).",
+      note: { key: 'connector.nextcloud.base_url', values: { setting: 'overwrite.cli.url' } },
       example: 'https://cloud.example.com',
     },
   ],
   pkce: "`'user_oidc' => ['use_pkce' => true]` in config.php (set by the snippet's second command).",
+  pkceNote: { key: 'connector.nextcloud.pkce', values: { setting: "'user_oidc' => ['use_pkce' => true]" } },
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
     return {

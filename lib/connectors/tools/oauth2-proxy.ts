@@ -44,17 +44,20 @@ export const oauth2Proxy: ConnectorTemplate = {
     {
       ...BASE_URL_INPUT,
       description: 'The origin oauth2-proxy answers at (no path).',
+      note: { key: 'connector.oauth2_proxy.base_url' },
       example: 'https://app.example.com',
     },
     {
       name: 'upstream_url',
       label: 'Upstream URL',
       description: 'The app oauth2-proxy forwards to (default http://127.0.0.1:8080/).',
+      note: { key: 'connector.oauth2_proxy.upstream_url', values: { example: 'http://127.0.0.1:8080/' } },
       required: false,
       example: 'http://127.0.0.1:8080/',
     },
   ],
   pkce: '`code_challenge_method = "S256"`.',
+  pkceNote: { key: 'connector.oauth2_proxy.pkce', values: { setting: 'code_challenge_method = "S256"' } },
   registration(inputs) {
     const base = origin(inputs.base_url);
     upstream(inputs.upstream_url);

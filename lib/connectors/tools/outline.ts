@@ -9,9 +9,15 @@ export const outline: ConnectorTemplate = {
   title: 'Outline',
   docs: 'docs/connectors.md#outline',
   inputs: [
-    { ...BASE_URL_INPUT, description: "Outline's URL environment variable.", example: 'https://wiki.example.com' },
+    {
+      ...BASE_URL_INPUT,
+      description: "Outline's URL environment variable.",
+      note: { key: 'connector.outline.base_url', values: { setting: 'URL' } },
+      example: 'https://wiki.example.com',
+    },
   ],
   pkce: 'Only an Outline that reads its endpoints from OIDC_ISSUER_URL (discovery) turns PKCE on; older versions never send a code_challenge and are refused.',
+  pkceNote: { key: 'connector.outline.pkce', values: { setting: 'OIDC_ISSUER_URL' } },
   registration(inputs) {
     const base = parseBaseUrl(inputs.base_url);
     return {

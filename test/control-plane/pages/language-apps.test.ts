@@ -3,6 +3,9 @@ import { enrollAgent } from '../../helpers/agents.js';
 import { build } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 import { scriptMessages } from '../../helpers/script-messages.js';
+import { accessRuleParts, describeAllowRules } from '#lib/access/evaluate-access.js';
+import { translatorFor } from '#lib/i18n/translate.js';
+import { accessRuleLine } from '../../../control-plane/src/pages/access-rules.js';
 
 /**
  * The pages of branch i18n40e in German and Arabic (docs/i18n.md "What is translated"): apps,
@@ -80,7 +83,92 @@ t.test('the SAML providers page, the rollout page and the connectors page in Ger
   t.equal(connectors.statusCode, 200);
   t.match(connectors.body, '<html lang="fr" dir="ltr">');
   t.match(connectors.body, '<h1>Connecteurs</h1>');
-  t.match(connectors.body, '<span lang="en">', 'the templates’ notes are marked English');
+  t.match(connectors.body, '<code>use_pkce = true</code> (Grafana 8.3 et suivants).', 'the templates’ notes too');
+  t.notMatch(connectors.body, '<span lang="en">', 'nothing on it is left in English');
+});
+
+t.test('who may get in and the connector notes in German and Arabic; the JSON API keeps English', async (t) => {
+  const { app, signIn } = await buildSignedIn(t);
+  const { browser } = await signIn({ username: 'alice', assurance: 'sensitive' });
+  const registered = await browser.post('/apps/register', {
+    client_name: 'Wiki gate',
+    redirect_uris: ['https://wiki.example.com/_gate/callback'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    access: { orgs: [{ slug: 'acme', roles: ['admin', 'owner'] }] },
+    gateway: {
+      mode: 'enforce',
+      routes: [
+        { path: '/', allow: { orgs: [{ slug: 'acme' }], email_domains: ['example.com'] } },
+        { path: '/team', allow: { users: ['eve', 'bob'] } },
+        { path: '/open' },
+        { path: '/public', public: true },
+      ],
+    },
+  });
+  t.equal(registered.statusCode, 201, registered.body);
+  const german = await browser.get('/apps', { accept: 'text/html', 'accept-language': 'de' });
+  t.match(
+    german.body,
+    'data-field="sign-in-rules">Anmeldung: nur Administratoren oder Inhaber der Organisation acme.<',
+  );
+  t.match(
+    german.body,
+    '<li><code>/</code>: Mitglieder der Organisation acme oder Konten mit einer bestätigten E-Mail-Adresse bei example.com</li>',
+  );
+  t.match(german.body, '<li><code>/team</code>: die Konten eve oder bob</li>', 'a plural, and the language’s “or”');
+  t.match(german.body, '<li><code>/open</code>: jedes angemeldete Konto</li>');
+  t.match(german.body, '<li><code>/public</code>: alle (öffentlich)</li>');
+  t.notMatch(german.body, '<span lang="en">', 'no English left on the page');
+  const arabic = await browser.get('/apps?lang=ar', { accept: 'text/html' });
+  t.match(arabic.body, 'data-field="sign-in-rules">تسجيل الدخول: فقط المسؤولون أو المالكون في المؤسسة acme.<');
+  t.match(arabic.body, '<li><code>/team</code>: الحسابان eve أو bob</li>', 'Arabic’s dual');
+  t.match(arabic.body, '<li><code>/public</code>: أي شخص (عام)</li>');
+  t.notMatch(arabic.body, '<span lang="en">');
+  const english = await browser.get('/apps?lang=en', { accept: 'text/html' });
+  t.match(english.body, '<li><code>/team</code>: the accounts eve or bob</li>');
+
+  const connectors = await app.inject({
+    url: '/connectors',
+    headers: { 'accept-language': 'de', accept: 'text/html' },
+  });
+  t.match(connectors.body, '<code>use_pkce = true</code> (ab Grafana 8.3).');
+  t.match(
+    connectors.body,
+    '<li><code>base_url</code>: <code>root_url</code> von Grafana (die URL, unter der man es öffnet).</li>',
+  );
+  t.match(
+    connectors.body,
+    '<code>code_challenge_method = &quot;S256&quot;</code>.',
+    'a value is shown as written, escaped',
+  );
+  const arabicConnectors = await app.inject({ url: '/connectors?lang=ar', headers: { accept: 'text/html' } });
+  t.match(arabicConnectors.body, '<html lang="ar" dir="rtl">');
+  t.match(arabicConnectors.body, '<code>use_pkce = true</code> (Grafana 8.3 وما بعده).');
+  t.notMatch(arabicConnectors.body, '<span lang="en">');
+  const api = await app.inject({
+    url: '/connectors',
+    headers: { 'accept-language': 'de', accept: 'application/json' },
+  });
+  const grafana = (api.json() as { connectors: { name: string; pkce: string; inputs: object[] }[] }).connectors.find(
+    (c) => c.name === 'grafana',
+  );
+  t.equal(grafana?.pkce, '`use_pkce = true` (Grafana 8.3 and later).', 'the JSON API keeps English');
+  t.same(Object.keys(grafana?.inputs[0] ?? {}).sort(), ['description', 'example', 'label', 'name', 'required']);
+});
+
+t.test('the not-admitted page’s lines: one part per rule, in the reader’s language', async (t) => {
+  const parts = accessRuleParts({ orgs: [{ slug: 'acme', roles: ['owner', 'admin'] }, { slug: 'beta' }] });
+  t.same(
+    parts.map((part) => accessRuleLine(translatorFor('de'), part)),
+    ['Inhaber oder Administratoren der Organisation acme', 'Mitglieder der Organisation beta'],
+  );
+  t.same(
+    parts.map((part) => accessRuleLine(translatorFor('ar'), part)),
+    ['المالكون أو المسؤولون في المؤسسة acme', 'أعضاء المؤسسة beta'],
+  );
+  t.same(describeAllowRules({ orgs: [{ slug: 'acme', roles: ['owner', 'admin'] }] }), [
+    'owners or admins of the org acme',
+  ]);
 });
 
 t.test(
@@ -134,4 +222,17 @@ t.test('the account script’s confirmations, the invite line and the e-mail lin
   const org = await browser.get('/org/acme', { accept: 'text/html', 'accept-language': 'de' });
   t.match(org.body, 'data-msg-invited-admin="{username} als Administrator eingeladen.');
   t.match(org.body, 'data-msg-not-accepted="(noch nicht angenommen)"');
+});
+
+t.test('the refused-request page says in German that the app is unknown', async (t) => {
+  const { app } = await build(t);
+  const unknown = await app.inject({
+    url: '/auth/authorize?client_id=cl_nobody&response_type=code&redirect_uri=https%3A%2F%2Fx.example%2Fcb&scope=openid',
+    headers: { accept: 'text/html', 'accept-language': 'de' },
+  });
+  t.equal(unknown.statusCode, 400);
+  t.match(unknown.body, '<html lang="de" dir="ltr">');
+  t.match(unknown.body, 'Diese App ist hier nicht registriert');
+  t.match(unknown.body, 'data-reason="unknown_client"');
+  t.notMatch(unknown.body, 'is not registered here', 'the English message stays out of a German page');
 });

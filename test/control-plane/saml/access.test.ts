@@ -216,7 +216,7 @@ t.test("a SAML provider's access.orgs admits members only", async (t) => {
     const stored = await services.storage.saml.providerByEntityId('https://tool.example/sp');
     t.same(stored?.accessOrgs, [{ slug: org.slug, roles: ['admin', 'owner'] }, { slug: 'ops' }]);
     const list = await founder.get('/apps/saml');
-    t.match(list.body, new RegExp(`admins or owners of the org ${org.slug}; members of the org ops`));
+    t.match(list.body, new RegExp(`admins or owners of the org ${org.slug} or members of the org ops`));
     const edit = await founder.get(`/apps/saml/${stored!.id}/edit`);
     t.match(
       edit.body,

@@ -97,6 +97,14 @@ t.test('an org-owned SAML provider gets nothing until the account approves it', 
       t.match(page.body, /action="\/saml\/sso\/approve" data-action="continue"/);
       t.match(page.headers['referrer-policy'], 'same-origin', 'the form carries our Origin back');
     }
+    const german = await victim.get(`/saml/sso?sp=${provider.id}`, { 'accept-language': 'de' });
+    t.match(
+      german.body,
+      'Wissen, wer Sie sind (eine feste Konto-ID) (gesendet als NameID, sub)',
+      'in the reader’s language',
+    );
+    const arabic = await victim.get(`/saml/sso?sp=${provider.id}`, { 'accept-language': 'ar' });
+    t.match(arabic.body, 'رؤية اسم المستخدم الخاص بك (يُرسَل باسم username)');
     t.equal(await issued(), before, 'no assertion issued');
   });
 

@@ -1,22 +1,28 @@
 import { CONNECTORS } from '#lib/connectors/catalog.js';
-import type { ConnectorTemplate } from '#lib/connectors/connector.js';
+import type { ConnectorNote, ConnectorTemplate } from '#lib/connectors/connector.js';
 import { html, raw, type SafeHtml } from '../../pages/layout.js';
 import type { PageUi } from '../../pages/ui.js';
 import type { ConnectorResult } from '../../connectors/register-connector.js';
 
 /**
  * Server-rendered connector pieces: the catalogue page and the /apps section (no script needed).
- * The templates' own notes (inputs, PKCE) are the catalogue's technical English, marked `lang="en"`.
+ * The templates' notes (inputs, PKCE) are messages of the catalogs (`connector.<name>.*`); the JSON
+ * API keeps their English (`describeConnector`).
  */
 
 const code = { code: (inner: string) => `<code>${inner}</code>` };
+
+/** A template's note in the page's language; its values (settings, flags) stay as written, in `<code>`. */
+function note(ui: PageUi, value: ConnectorNote): SafeHtml {
+  return raw(ui.rich(value.key, code, value.values));
+}
 
 function inputList(ui: PageUi, template: ConnectorTemplate): SafeHtml {
   if (template.inputs.length === 0) return html`<p class="muted">${ui.t('connectors.no_inputs')}</p>`;
   return html`<ul>
     ${template.inputs.map(
       (input) =>
-        html`<li><code>${input.name}</code>${input.required ? '' : html` ${ui.t('connectors.optional')}`}: <span lang="en">${input.description}</span></li>`,
+        html`<li><code>${input.name}</code>${input.required ? '' : html` ${ui.t('connectors.optional')}`}: ${input.note ? note(ui, input.note) : html`<span lang="en">${input.description}</span>`}</li>`,
     )}
   </ul>`;
 }
@@ -37,7 +43,7 @@ export function connectorsPage(ui: PageUi): SafeHtml {
         html`<section aria-labelledby="c-${template.name}">
           <h2 id="c-${template.name}">${template.title} <code>${template.name}</code></h2>
           ${inputList(ui, template)}
-          <p><strong>${ui.t('connectors.pkce')}</strong> <span lang="en">${template.pkce}</span></p>
+          <p><strong>${ui.t('connectors.pkce')}</strong> ${note(ui, template.pkceNote)}</p>
           <p class="muted">${raw(ui.rich('connectors.guide', code, { path: template.docs }))}</p>
         </section>`,
     )}`;

@@ -35,7 +35,7 @@ import {
   sendOneTap,
   sendWebMessage,
 } from './pages.js';
-import { describeAllowRules } from '#lib/access/evaluate-access.js';
+import { accessRuleParts } from '#lib/access/evaluate-access.js';
 import { checkSignInAccess } from '../../clients/sign-in-access.js';
 import { authorizationClientOf } from '../../oidc/authorization-client.js';
 import { resolveAuthorizationRequest } from '../../oidc/resolve-authorization-request.js';
@@ -449,7 +449,7 @@ export default async function authorizeRoutes(app: FastifyInstance): Promise<voi
       clientName: client.metadata.client_name ?? origin,
       clientOrigin: origin,
       username: (await usernameOf(app.kp, session.identityId)) ?? session.identityId,
-      admits: describeAllowRules({ orgs }),
+      admits: accessRuleParts({ orgs }),
       hidden: { ...hidden, approval },
       formAction: [formTargetOf(authz.redirectUri)],
     });

@@ -2,6 +2,23 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
+import type { AccessRulePart } from '#lib/access/evaluate-access.js';
+import { accessRuleLine } from '../../pages/access-rules.js';
+import type { AttributeSource } from '#lib/saml/provider.js';
+
+/** A SAML attribute source in words, with the names it is sent under (docs/saml.md#consent). */
+const RELEASE_KEYS: Record<AttributeSource, MessageKey> = {
+  sub: 'consent.saml.sub',
+  username: 'consent.saml.username',
+  display_name: 'consent.saml.display_name',
+  email: 'consent.saml.email',
+  assurance: 'consent.saml.assurance',
+  amr: 'consent.saml.amr',
+};
+
+function releaseLine(ui: PageUi, part: { source: AttributeSource; names: string[] }): string {
+  return ui.t(RELEASE_KEYS[part.source], { names: ui.nameList(part.names) });
+}
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 
@@ -92,8 +109,8 @@ export interface OneTapView {
   formAction: string[];
   /** Where the form goes (default `/auth/authorize`): each protocol's approval endpoint. */
   action?: string;
-  /** What is released, in words, when it is not OAuth scopes (a SAML provider's attributes). */
-  released?: string[];
+  /** What is released when it is not OAuth scopes (a SAML provider's attributes, `releaseParts`). */
+  released?: { source: AttributeSource; names: string[] }[];
   /** The device grant's user code (RFC 8628 §3.3): shown so the person compares it with the device's. */
   userCode?: string;
 }
@@ -191,7 +208,7 @@ ${
 `
     : ''
 }<p>${raw(ui.rich('consent.signed_in_as', { account: strong }, { username: view.username }))} ${raw(ui.rich('consent.asks', { muted }, { origin: view.clientOrigin }))}</p>
-<ul data-field="released">${(view.released ?? view.scopes.map(scopeText)).map((line) => html`<li>${line}</li>`)}</ul>
+<ul data-field="released">${(view.released?.map((part) => releaseLine(ui, part)) ?? view.scopes.map(scopeText)).map((line) => html`<li>${line}</li>`)}</ul>
 ${
   view.resources.length
     ? html`<p>${ui.t('consent.resources')}</p>
@@ -217,8 +234,8 @@ export interface NotAdmittedView {
   clientName: string;
   clientOrigin: string;
   username: string;
-  /** The orgs (and roles) the client admits, in words. */
-  admits: string[];
+  /** The orgs (and roles) the client admits (`accessRuleParts`), put in words in the page's language. */
+  admits: AccessRulePart[];
   hidden: Record<string, string>;
   formAction: string[];
   /** Where "Back to the app" posts: `/auth/authorize` (default), or `/saml/sso/approve` for a SAML provider. */
@@ -243,7 +260,7 @@ export function sendNotAdmitted(request: FastifyRequest, reply: FastifyReply, vi
         ui,
         body: html`<h1>${ui.t('not_admitted.title', { client: view.clientName })}</h1>
 <p>${raw(ui.rich('consent.signed_in_as', { account: (c) => `<strong data-field="account">${c}</strong>` }, { username: view.username }))} ${raw(ui.rich('not_admitted.admits', { muted }, { origin: view.clientOrigin }))}</p>
-<ul data-field="admits">${view.admits.map((line) => html`<li>${line}</li>`)}</ul>
+<ul data-field="admits">${view.admits.map((part) => html`<li>${accessRuleLine(ui, part)}</li>`)}</ul>
 <p>${ui.t('not_admitted.ask')}</p>
 <form method="post" action="${view.action ?? '/auth/authorize'}" data-action="not-admitted">
 ${Object.entries(view.hidden).map(

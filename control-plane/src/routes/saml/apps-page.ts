@@ -3,7 +3,8 @@ import { fail } from '#lib/errors/keyplane-error.js';
 import type { ErrorPage } from '../../plugins/errors.js';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { orgsAdministeredBy } from '../../orgs/membership.js';
-import { describeAllowRules } from '#lib/access/evaluate-access.js';
+import { accessRuleParts } from '#lib/access/evaluate-access.js';
+import { accessRuleText } from '../../pages/access-rules.js';
 import { NAMEID_FORMAT } from '#lib/saml/constants.js';
 import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
 import { refusalText } from '../../pages/link-pages.js';
@@ -80,7 +81,7 @@ ${input.providers.map(
 <td><code>${p.entityId}</code></td>
 <td>${p.orgId ? (orgName.get(p.orgId) ?? p.orgId) : t('saml_apps.operator')}</td>
 <td>${formatName(ui, p.nameIdFormat)}</td>
-<td data-field="sign-in-rules" lang="en">${describeAllowRules(p.accessOrgs ? { orgs: p.accessOrgs } : undefined).join('; ')}</td>
+<td data-field="sign-in-rules">${accessRuleText(ui, accessRuleParts(p.accessOrgs ? { orgs: p.accessOrgs } : undefined))}</td>
 <td>${p.acsUrls.map((u) => html`<code>${u}</code> `)}</td>
 <td><a href="/apps/saml/${encodeURIComponent(p.id)}/edit" aria-label="${t('saml_apps.edit_label', { name: p.name ?? p.entityId })}">${t('saml_apps.edit')}</a>
 <form method="post" action="/apps/saml/${encodeURIComponent(p.id)}/delete"><button type="submit" class="secondary" aria-label="${t('saml_apps.remove_label', { name: p.name ?? p.entityId })}">${t('saml_apps.remove')}</button></form></td>

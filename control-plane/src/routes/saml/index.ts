@@ -16,7 +16,7 @@ import {
 import { usernameOf } from '../../accounts/profile.js';
 import { offerApproval } from '../../consent/gate.js';
 import { sameOriginReferrer, sendNotAdmitted, sendOneTap } from '../oidc/pages.js';
-import { describeAllowRules } from '#lib/access/evaluate-access.js';
+import { accessRuleParts } from '#lib/access/evaluate-access.js';
 import {
   answerApproval,
   completeLogout,
@@ -261,7 +261,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       clientOrigin: new URL(pending.acsUrl).origin,
       username: (await usernameOf(services, session.identityId)) ?? session.identityId,
       scopes: [],
-      released: consent.lines,
+      released: consent.release,
       resources: [],
       hidden: { resume: pendingId, approval },
       formAction: [],
@@ -292,7 +292,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       clientName: provider.name ?? provider.entityId,
       clientOrigin: new URL(pending.acsUrl).origin,
       username: (await usernameOf(services, session.identityId)) ?? session.identityId,
-      admits: describeAllowRules({ orgs: provider.accessOrgs ?? [] }),
+      admits: accessRuleParts({ orgs: provider.accessOrgs ?? [] }),
       hidden: { resume: pendingId, approval },
       formAction: [],
       action: '/saml/sso/approve',
