@@ -12,54 +12,33 @@ import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { pageContextPlugin } from './plugins/page-context.js';
 import { AccessLog, loggerOptions } from './logging.js';
 import { requestIdFor } from '#lib/logging/request-log.js';
-import authPageRoutes from './routes/auth-page/index.js';
-import accountRoutes from './routes/accounts/index.js';
-import adminRoutes from './routes/admin/index.js';
-import assetRoutes from './routes/assets/index.js';
-import passkeyRoutes from './routes/passkeys/index.js';
-import stepUpRoutes from './routes/step-up/index.js';
-import discoveryRoutes, { collectDiscovery } from './routes/discovery/index.js';
-import docsRoutes from './routes/docs/index.js';
-import healthRoutes from './routes/health/index.js';
-import clientRoutes from './routes/clients/index.js';
-import connectorRoutes from './routes/connectors/index.js';
-import totpRoutes from './routes/totp/index.js';
-import recoveryRoutes from './routes/recovery/index.js';
-import emailRoutes from './routes/email/index.js';
-import magicRoutes from './routes/magic/index.js';
-import receiptRoutes from './routes/receipts/index.js';
-import oidcRoutes, { oidcPageRoutes } from './routes/oidc/index.js';
-import gatewayRoutes, { gatewayStatusRoutes } from './routes/managed-gateways/index.js';
-import fedcmRoutes from './routes/fedcm/index.js';
-import agentRoutes from './routes/agents/index.js';
-import agentProofRoutes from './routes/agents/proof.js';
-import agentPages from './routes/agents/pages.js';
-import v1Routes from './routes/v1/index.js';
-import orgRoutes from './routes/orgs/index.js';
-import scanRoutes from './routes/scan/index.js';
-import samlRoutes from './routes/saml/index.js';
-import samlPages from './routes/saml/apps-page.js';
-import rolloutRoutes, { ROLLOUT_SCHEMAS } from './routes/rollout/index.js';
-import mcpRoutes from './routes/mcp/index.js';
-import contactRoutes from './routes/contact/index.js';
+import { collectDiscovery, type Collected } from './routes/discovery/metadata.js';
+import { ROLLOUT_SCHEMAS } from './routes/rollout/schemas.js';
 import { acceptEmptyJsonOnBodilessMethods } from './http/json-body.js';
 
-type Collected = ReturnType<typeof collectDiscovery>;
-type AreaPlugin = (app: FastifyInstance, collected: Collected) => PromiseLike<unknown>;
+type AreaPlugin = (app: FastifyInstance, collected: Collected) => Promise<void>;
+/**
+ * A route module, imported when its area is registered and not before: a process that builds a
+ * few areas loads only their modules (docs/platform.md#test-tiers). `name` picks a plugin other
+ * than the module's default export.
+ */
+type Load<K extends string> = () => Promise<{ [key in K]: FastifyPluginAsync }>;
 /** A machine endpoint's plugin: registered as it is, with the app-wide hooks only. */
 const machine =
-  (plugin: FastifyPluginAsync): AreaPlugin =>
-  (app) =>
-    app.register(plugin);
+  <K extends string = 'default'>(load: Load<NoInfer<K>>, name = 'default' as K): AreaPlugin =>
+  async (app) => {
+    await app.register((await load())[name]);
+  };
 /**
  * A plugin that serves a browser (pages, or JSON that a signed-in browser calls): registered in
  * an encapsulated context of its own with the page context (session cookie, page language), so
  * that those hooks run on its routes and on no machine endpoint's.
  */
 const pages =
-  (plugin: FastifyPluginAsync): AreaPlugin =>
-  (app) =>
-    app.register(inPageContext(plugin));
+  <K extends string = 'default'>(load: Load<NoInfer<K>>, name = 'default' as K): AreaPlugin =>
+  async (app) => {
+    await app.register(inPageContext((await load())[name]));
+  };
 
 /** `plugin` inside an encapsulated context of its own that has the page context. */
 export function inPageContext(plugin: FastifyPluginAsync): FastifyPluginAsync {
@@ -73,36 +52,56 @@ export function inPageContext(plugin: FastifyPluginAsync): FastifyPluginAsync {
  * The resource areas of the control plane, each the route plugins it registers. The whole app
  * registers every area in this order; a test that exercises one area builds only it (with the
  * shared infrastructure: errors, sessions, security headers, metrics, the OpenAPI document), which
- * skips compiling the schemas of every other route. Each plugin is a machine endpoint's or a
- * browser's (`machine` / `pages` above): the session and locale hooks live only in the latter.
+ * skips loading every other area's modules and compiling their routes' schemas. Each plugin is a
+ * machine endpoint's or a browser's (`machine` / `pages` above): the session and locale hooks live
+ * only in the latter. What the app needs before any area (discovery's collector, the published
+ * rollout schemas) lives in modules that load no routes.
  */
 const AREAS = {
-  health: [machine(healthRoutes)],
-  discovery: [(app, collected) => app.register(discoveryRoutes, { collected })],
-  docs: [pages(docsRoutes)],
-  pages: [pages(authPageRoutes)],
-  totp: [pages(totpRoutes)],
-  recovery: [pages(recoveryRoutes)],
-  email: [pages(emailRoutes)],
-  magic: [pages(magicRoutes)],
-  assets: [pages(assetRoutes)],
-  passkeys: [pages(passkeyRoutes), pages(stepUpRoutes)],
-  account: [pages(accountRoutes)],
-  admin: [pages(adminRoutes)],
-  receipts: [machine(receiptRoutes)],
-  clients: [pages(clientRoutes)],
-  connectors: [pages(connectorRoutes)],
-  oidc: [machine(oidcRoutes), pages(oidcPageRoutes)],
-  gateway: [machine(gatewayRoutes), pages(gatewayStatusRoutes)],
-  fedcm: [pages(fedcmRoutes)],
-  agents: [pages(agentRoutes), pages(agentProofRoutes), pages(agentPages)],
-  v1: [pages(v1Routes)],
-  orgs: [pages(orgRoutes)],
-  scan: [pages(scanRoutes)],
-  saml: [pages(samlRoutes), pages(samlPages)],
-  rollout: [pages(rolloutRoutes)],
-  mcp: [(app, collected) => app.register(mcpRoutes, { collected })],
-  contact: [pages(contactRoutes)],
+  health: [machine(() => import('./routes/health/index.js'))],
+  discovery: [
+    async (app, collected) => {
+      await app.register((await import('./routes/discovery/index.js')).default, { collected });
+    },
+  ],
+  docs: [pages(() => import('./routes/docs/index.js'))],
+  pages: [pages(() => import('./routes/auth-page/index.js'))],
+  totp: [pages(() => import('./routes/totp/index.js'))],
+  recovery: [pages(() => import('./routes/recovery/index.js'))],
+  email: [pages(() => import('./routes/email/index.js'))],
+  magic: [pages(() => import('./routes/magic/index.js'))],
+  assets: [pages(() => import('./routes/assets/index.js'))],
+  passkeys: [pages(() => import('./routes/passkeys/index.js')), pages(() => import('./routes/step-up/index.js'))],
+  account: [pages(() => import('./routes/accounts/index.js'))],
+  admin: [pages(() => import('./routes/admin/index.js'))],
+  receipts: [machine(() => import('./routes/receipts/index.js'))],
+  clients: [pages(() => import('./routes/clients/index.js'))],
+  connectors: [pages(() => import('./routes/connectors/index.js'))],
+  oidc: [
+    machine(() => import('./routes/oidc/index.js')),
+    pages(() => import('./routes/oidc/index.js'), 'oidcPageRoutes'),
+  ],
+  gateway: [
+    machine(() => import('./routes/managed-gateways/index.js')),
+    pages(() => import('./routes/managed-gateways/index.js'), 'gatewayStatusRoutes'),
+  ],
+  fedcm: [pages(() => import('./routes/fedcm/index.js'))],
+  agents: [
+    pages(() => import('./routes/agents/index.js')),
+    pages(() => import('./routes/agents/proof.js')),
+    pages(() => import('./routes/agents/pages.js')),
+  ],
+  v1: [pages(() => import('./routes/v1/index.js'))],
+  orgs: [pages(() => import('./routes/orgs/index.js'))],
+  scan: [pages(() => import('./routes/scan/index.js'))],
+  saml: [pages(() => import('./routes/saml/index.js')), pages(() => import('./routes/saml/apps-page.js'))],
+  rollout: [pages(() => import('./routes/rollout/index.js'))],
+  mcp: [
+    async (app, collected) => {
+      await app.register((await import('./routes/mcp/index.js')).default, { collected });
+    },
+  ],
+  contact: [pages(() => import('./routes/contact/index.js'))],
 } satisfies Record<string, AreaPlugin[]>;
 
 export type Area = keyof typeof AREAS;

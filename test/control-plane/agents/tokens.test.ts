@@ -5,6 +5,8 @@ import { agentKey, enrollAgent, recordEvents, type AgentKey } from '../../helper
 import { ADMIN, RESOURCE, basicAuth, registerClient } from '../../helpers/oidc.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['agents', 'oidc', 'clients', 'admin'] as const;
 const TOKEN = '/auth/token';
 const ISSUER = 'http://localhost:4400';
 
@@ -25,7 +27,7 @@ async function assertion(
 }
 
 async function setup(t: Parameters<typeof buildSignedIn>[0]) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const { browser } = await built.signIn({ username: 'alice' });
   const { browser: strong } = await built.signIn({ username: 'alice', assurance: 'sensitive' });
   const agent = await enrollAgent(built.app, browser);
@@ -197,7 +199,7 @@ t.test('grant approval needs sensitive, an active agent and a client that admits
 t.test(
   "the operator approves a grant on the owner's behalf with the admin token, and the receipt says so",
   async (t) => {
-    const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+    const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
     const { browser } = await built.signIn({ username: 'alice' });
     const agent = await enrollAgent(built.app, browser);
     const client = await registerClient(built.app, { access: { humans: false, agents: true }, scope: 'openid read' });

@@ -4,11 +4,14 @@ import { purgeOldContacts } from '../../../control-plane/src/contact/contact.js'
 import { decodeQuotedPrintable, startSmtpServer } from '../../helpers/smtp.js';
 import { recordEvents } from '../../helpers/agents.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['contact', 'receipts'] as const;
 const OPERATOR = 'operator@keyplane.example';
 
 async function served(t: Parameters<typeof build>[0], config: Record<string, unknown> = {}) {
   const smtp = await startSmtpServer(t);
   const built = await build(t, {
+    areas,
     config: { 'mail.smtpUrl': smtp.url, 'contact.operatorAddress': OPERATOR, ...config },
   });
   return { ...built, smtp, events: recordEvents(built.services) };
@@ -138,7 +141,7 @@ t.test('messages are throttled per client address and per sender address', async
 
 t.test('messages older than contact.retentionDays are deleted; their receipts stay', async (t) => {
   const clock = manualClock(Date.now());
-  const { app, services } = await build(t, { now: clock.now, config: { 'contact.retentionDays': 30 } });
+  const { app, services } = await build(t, { areas, now: clock.now, config: { 'contact.retentionDays': 30 } });
   const old = await send(app, { email: 'old@example.com', topic: 'general', message: 'from long ago' });
   t.equal(old.statusCode, 200, old.body);
   clock.advance(29 * 86_400_000);

@@ -5,11 +5,13 @@ import { buildSignedIn, type Browser } from '../../helpers/signed-in.js';
 import { ADMIN, registerClient } from '../../helpers/oidc.js';
 import { createOrg } from '../../../control-plane/src/orgs/membership.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['fedcm', 'discovery', 'clients', 'account', 'admin'] as const;
 const RP = 'https://notes.example.com';
 const WEBIDENTITY = { 'sec-fetch-dest': 'webidentity' };
 
 async function setup(t: Parameters<typeof buildSignedIn>[0], metadata: Record<string, unknown> = {}) {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN } });
   const client = await registerClient(built.app, {
     in_place: true,
     policy_uri: 'https://notes.example.com/privacy',
@@ -345,7 +347,7 @@ t.test("a client's access.orgs: a non-member gets access_denied and no token, a 
 });
 
 t.test('a client that got a FedCM ID token is told by back-channel logout when the session ends', async (t) => {
-  const built = await buildSignedIn(t, { config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true } });
+  const built = await buildSignedIn(t, { areas, config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true } });
   const client = await registerClient(built.app, {
     in_place: true,
     backchannel_logout_uri: 'https://localhost:1/backchannel-logout',

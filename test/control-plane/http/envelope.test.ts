@@ -2,8 +2,10 @@ import t from 'tap';
 import type { InjectOptions } from 'fastify';
 import { build } from '../../helpers/build.js';
 
+// Booting only what each test needs (docs/platform.md#test-tiers): the error path is app-wide
+// infrastructure, there in a build of no area at all.
 t.test('every failure is the envelope with the right status', async (t) => {
-  const { app } = await build(t, { skipReady: true, config: { 'http.bodyLimit': 1_048_576 } });
+  const { app } = await build(t, { areas: [], skipReady: true, config: { 'http.bodyLimit': 1_048_576 } });
   app.post(
     '/test/echo',
     {
@@ -88,7 +90,7 @@ t.test('every failure is the envelope with the right status', async (t) => {
 
 t.test('a bodiless method with Content-Type: application/json and no body is accepted', async (t) => {
   const admin = 'admin-token-0123456789abcdef0123456789abcdef';
-  const { app } = await build(t, { config: { adminToken: admin } });
+  const { app } = await build(t, { areas: ['clients'], config: { adminToken: admin } });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   const registered = await fetch(`${base}/register`, {

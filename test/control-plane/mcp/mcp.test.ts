@@ -8,8 +8,10 @@ import { READ_ONLY_ERROR } from '../../../control-plane/src/mcp/server.js';
 import { enrollAgent, recordEvents } from '../../helpers/agents.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['mcp', 'agents', 'orgs', 'docs'] as const;
 // One control plane listening on a real socket for the whole file; the SDK's own client talks to it.
-const built = await buildSignedIn(t, { config: { 'mcp.perIpPerMinute': 1000 } });
+const built = await buildSignedIn(t, { areas, config: { 'mcp.perIpPerMinute': 1000 } });
 const { app, services } = built;
 const events = recordEvents(services);
 const { browser } = await built.signIn({ username: 'ada' });
@@ -298,7 +300,7 @@ t.test('non-MCP failures keep the envelope; GET /mcp/tools is the plain catalogu
 });
 
 t.test('MCP requests are throttled per address', async (t) => {
-  const limited = await buildSignedIn(t, { config: { 'mcp.perIpPerMinute': 2 } });
+  const limited = await buildSignedIn(t, { areas, config: { 'mcp.perIpPerMinute': 2 } });
   const ping = () =>
     limited.app.inject({
       method: 'POST',

@@ -9,8 +9,11 @@ import { scriptMessages } from '../../helpers/script-messages.js';
  * agents, orgs, apps. The sign-in page and the language negotiation itself are in language.test.ts.
  */
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['docs', 'contact', 'scan', 'agents', 'orgs', 'assets', 'account', 'recovery'] as const;
+
 t.test('the changelog page: chrome in German, Arabic right to left, the entries kept in English', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const german = await app.inject({ url: '/changelog', headers: { 'accept-language': 'de-DE' } });
   t.equal(german.statusCode, 200);
   t.match(german.body, '<html lang="de" dir="ltr">');
@@ -36,7 +39,7 @@ t.test('the changelog page: chrome in German, Arabic right to left, the entries 
 });
 
 t.test("the contact page in German and in Arabic, numbers in the reader's locale", async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const german = await app.inject({ url: '/contact', headers: { 'accept-language': 'de' } });
   t.equal(german.statusCode, 200);
   t.match(german.body, '<html lang="de" dir="ltr">');
@@ -54,7 +57,7 @@ t.test("the contact page in German and in Arabic, numbers in the reader's locale
 });
 
 t.test('the public scan page in German and in Arabic', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const german = await app.inject({
     url: '/scan?url=https%3A%2F%2Fnever.example%2F',
     headers: { 'accept-language': 'de' },
@@ -72,7 +75,7 @@ t.test('the public scan page in German and in Arabic', async (t) => {
 });
 
 t.test('the agent fleet and profile pages in German and in Arabic', async (t) => {
-  const { app, signIn } = await buildSignedIn(t);
+  const { app, signIn } = await buildSignedIn(t, { areas });
   const { browser } = await signIn({ username: 'alice' });
   const agent = await enrollAgent(app, browser, { name: 'Deploy bot' });
   const fleet = await browser.get('/account/agents', { accept: 'text/html', 'accept-language': 'de' });
@@ -91,7 +94,7 @@ t.test('the agent fleet and profile pages in German and in Arabic', async (t) =>
 });
 
 t.test('the org dashboard in German and in Arabic', async (t) => {
-  const { signIn } = await buildSignedIn(t);
+  const { signIn } = await buildSignedIn(t, { areas });
   const { browser } = await signIn({ username: 'alice' });
   const created = await browser.post('/auth/orgs/create', { name: 'Acme' });
   t.equal(created.statusCode, 200);
@@ -111,7 +114,7 @@ t.test('the org dashboard in German and in Arabic', async (t) => {
 t.test(
   "the scripts' messages come translated by reason in a JSON block, and data-msg-done on the agents page",
   async (t) => {
-    const { app, signIn } = await buildSignedIn(t);
+    const { app, signIn } = await buildSignedIn(t, { areas });
     const { browser } = await signIn({ username: 'alice' });
     const german = scriptMessages((await app.inject({ url: '/contact', headers: { 'accept-language': 'de' } })).body);
     t.equal(german.locale, 'de');
@@ -147,7 +150,7 @@ t.test(
 );
 
 t.test("the account page's TOTP, backup-code and e-mail sections in German and in Arabic", async (t) => {
-  const { signIn } = await buildSignedIn(t);
+  const { signIn } = await buildSignedIn(t, { areas });
   const { browser } = await signIn({ username: 'alice' });
   const english = await browser.get('/account', { accept: 'text/html' });
   t.match(english.body, '<h3 id="totp-h">Authenticator app (TOTP)</h3>');
@@ -177,7 +180,7 @@ t.test("the account page's TOTP, backup-code and e-mail sections in German and i
 });
 
 t.test("the account page's approvals and organizations sections in German and in Arabic", async (t) => {
-  const { signIn } = await buildSignedIn(t);
+  const { signIn } = await buildSignedIn(t, { areas });
   const { browser } = await signIn({ username: 'alice' });
   const english = await browser.get('/account', { accept: 'text/html' });
   t.match(english.body, '<h2 id="approvals-h">Apps you approved</h2>');

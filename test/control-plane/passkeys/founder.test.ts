@@ -3,12 +3,16 @@ import { build, tempDir, TEST_ISSUER } from '../../helpers/build.js';
 import { headersFor, setupTokenFrom, signUp } from '../../helpers/accounts.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+// The passkeys area logs the setup link when it is registered.
+const areas = ['passkeys', 'pages', 'account'] as const;
+
 const founderOf = async (app: Awaited<ReturnType<typeof build>>['app'], headers: Record<string, string>) =>
   (await app.inject({ method: 'GET', url: '/account?format=json', headers })).json().founder;
 
 t.test('a fresh install logs a one-time setup link that creates the founder', async (t) => {
   const dataDir = tempDir(t);
-  const { app, logs, services } = await build(t, { dataDir, config: { 'signup.selfService': false } });
+  const { app, logs, services } = await build(t, { areas, dataDir, config: { 'signup.selfService': false } });
   const line = logs.find((l) => l.includes('setupUrl'));
   t.ok(line, 'the setup link is logged');
   t.match(JSON.parse(line!).setupUrl, new RegExp(`^${TEST_ISSUER}/auth\\?setup=[A-Za-z0-9_-]{43}$`));
@@ -44,7 +48,7 @@ t.test('a fresh install logs a one-time setup link that creates the founder', as
   // A restart: the first process lets go of the database before the second opens it.
   await app.close();
   await services.close();
-  const restarted = await build(t, { dataDir });
+  const restarted = await build(t, { areas, dataDir });
   t.notOk(
     restarted.logs.some((l) => l.includes('setupUrl')),
     'no setup link once a founder exists',
@@ -52,7 +56,7 @@ t.test('a fresh install logs a one-time setup link that creates the founder', as
 });
 
 t.test('with self-service on, ordinary accounts are users and the link still makes the founder', async (t) => {
-  const { app, logs } = await build(t);
+  const { app, logs } = await build(t, { areas });
   const token = setupTokenFrom(logs);
   const early = await signUp(app, 'early');
   t.equal(await founderOf(app, early.headers), false, 'an ordinary sign-up is not the founder');
@@ -63,7 +67,7 @@ t.test('with self-service on, ordinary accounts are users and the link still mak
 });
 
 t.test('a failed founder sign-up does not burn the link', async (t) => {
-  const { app, logs } = await build(t);
+  const { app, logs } = await build(t, { areas });
   const token = setupTokenFrom(logs);
   const first = (
     await app.inject({
@@ -88,7 +92,7 @@ t.test('a failed founder sign-up does not burn the link', async (t) => {
 });
 
 t.test('two founder sign-ups racing on one link: only one wins', async (t) => {
-  const { app, logs } = await build(t);
+  const { app, logs } = await build(t, { areas });
   const token = setupTokenFrom(logs);
   const a = (
     await app.inject({

@@ -4,6 +4,9 @@ import { signIn, signUp, type TestAccount } from '../../helpers/accounts.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['passkeys'] as const;
+
 type App = Awaited<ReturnType<typeof build>>['app'];
 const post = (app: App, url: string, account: TestAccount, payload?: Record<string, unknown>) =>
   app.inject({ method: 'POST', url, headers: account.headers, ...(payload ? { payload } : {}) });
@@ -15,7 +18,7 @@ async function addPasskey(app: App, account: TestAccount, authenticator = accoun
 }
 
 t.test('lists, adds, renames and removes passkeys; never the last one', async (t) => {
-  const { app, services } = await build(t);
+  const { app, services } = await build(t, { areas });
   const events: DomainEvent[] = [];
   services.events.subscribe((_tx, e) => {
     events.push(e);
@@ -79,7 +82,7 @@ t.test('lists, adds, renames and removes passkeys; never the last one', async (t
 });
 
 t.test('a passkey cannot be managed by another account', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const bob = await signUp(app, 'bob');
   await addPasskey(app, ada);
@@ -92,7 +95,7 @@ t.test('a passkey cannot be managed by another account', async (t) => {
 });
 
 t.test('refuses add-verify with a replayed, foreign or duplicate response', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const bob = await signUp(app, 'bob');
   const extra = new SoftAuthenticator(TEST_ISSUER);

@@ -6,9 +6,12 @@ import { inPageContext } from '../../../control-plane/src/app.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
 import { generateTotpCode } from '#lib/totp/totp.js';
 
+// The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
+const areas = ['passkeys', 'account', 'totp', 'docs'] as const;
+
 t.test('a step-up makes the session sensitive for the window, then it reads as passkey', async (t) => {
   const clock = manualClock();
-  const { app, services, config } = await build(t, { now: clock.now, skipReady: true });
+  const { app, services, config } = await build(t, { areas, now: clock.now, skipReady: true });
   await app.register(
     inPageContext(async (scope) => {
       scope.post('/test/sensitive', { onRequest: requireAssurance('sensitive') }, async () => ({ ok: true }));
@@ -59,7 +62,7 @@ t.test('a step-up makes the session sensitive for the window, then it reads as p
 });
 
 t.test('the step-up page needs a session and keeps return paths on this server', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const anon = await app.inject({ method: 'GET', url: '/auth/step-up', headers: { accept: 'text/html' } });
   t.equal(anon.statusCode, 303);
   t.equal(anon.headers.location, '/auth');
@@ -83,7 +86,7 @@ t.test('the step-up page needs a session and keeps return paths on this server',
 });
 
 t.test("refuses step-ups with another account's passkey, another session's challenge or a replay", async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const ada = await signUp(app, 'ada');
   const bob = await signUp(app, 'bob');
   const verify = (headers: Record<string, string>, response: unknown) =>
@@ -141,7 +144,7 @@ t.test("refuses step-ups with another account's passkey, another session's chall
 
 t.test('with TOTP active a step-up needs the passkey and a code; amr gains otp', async (t) => {
   const clock = manualClock();
-  const { app } = await build(t, { now: clock.now });
+  const { app } = await build(t, { areas, now: clock.now });
   const ada = await signUp(app, 'ada');
   const setup = (await app.inject({ method: 'POST', url: '/auth/totp/setup', headers: ada.headers })).json();
   const confirm = await app.inject({
@@ -179,7 +182,7 @@ t.test('with TOTP active a step-up needs the passkey and a code; amr gains otp',
 });
 
 t.test('the passkey, step-up and account endpoints are in the OpenAPI document', async (t) => {
-  const { app } = await build(t);
+  const { app } = await build(t, { areas });
   const paths = (await app.inject({ method: 'GET', url: '/openapi.json' })).json().paths as Record<
     string,
     Record<string, unknown>

@@ -1,61 +1,9 @@
-import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { buildWebIdentity } from '#lib/fedcm/identity-provider.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
+import { JWKS_PATH, discoveryDocument, type Collected } from './metadata.js';
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Advertise this route in the OIDC discovery document under `endpoint`, with extra metadata. */
-    discovery?: { endpoint?: string; metadata?: Record<string, unknown> };
-  }
-}
-
-export const JWKS_PATH = '/.well-known/jwks.json';
-
-/**
- * Discovery advertises exactly what exists: every endpoint and capability comes from the route
- * that implements it (`config.discovery`), so a feature that has not landed is never listed.
- */
-export function collectDiscovery(app: FastifyInstance): { metadata: Record<string, unknown> } {
-  const collected: Record<string, unknown> = {};
-  app.addHook('onRoute', (route: RouteOptions) => {
-    const discovery = route.config?.discovery;
-    if (
-      !discovery ||
-      (route.method !== 'GET' &&
-        route.method !== 'POST' &&
-        !(Array.isArray(route.method) && route.method.includes('GET')))
-    )
-      return;
-    if (discovery.endpoint) collected[discovery.endpoint] = `${app.kp.config.issuer}${route.url}`;
-    for (const [key, value] of Object.entries(discovery.metadata ?? {})) {
-      const before = collected[key];
-      collected[key] = Array.isArray(before) && Array.isArray(value) ? [...new Set([...before, ...value])] : value;
-    }
-  });
-  return { metadata: collected };
-}
-
-/** The OpenID Provider metadata: the fixed members plus what the registered routes declared. */
-export function discoveryDocument(
-  issuer: string,
-  collected: { metadata: Record<string, unknown> },
-): Record<string, unknown> {
-  return {
-    // REQUIRED by OIDC Discovery 1.0 §3 and true of this server as it stands; every endpoint
-    // and the capabilities that come with it are added by the routes that implement them.
-    issuer,
-    jwks_uri: `${issuer}${JWKS_PATH}`,
-    response_types_supported: ['code'],
-    subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: ['ES256'],
-    ...collected.metadata,
-  };
-}
-
-export default async function discoveryRoutes(
-  app: FastifyInstance,
-  options: { collected: { metadata: Record<string, unknown> } },
-): Promise<void> {
+export default async function discoveryRoutes(app: FastifyInstance, options: { collected: Collected }): Promise<void> {
   const { issuer } = app.kp.config;
   const cache = 'public, max-age=300';
 

@@ -9,7 +9,7 @@ import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import { loadChangelog } from '../../changelog/changelog.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { rawDataHeaders } from '../../plugins/security-headers.js';
-import { discoveryDocument } from '../discovery/index.js';
+import { discoveryDocument, type Collected } from '../discovery/metadata.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 
 const jsonRpcMessage = {
@@ -43,10 +43,7 @@ const toolSchema = {
  * limit, the content-type rule and the error envelope hold for anything that is not a JSON-RPC
  * exchange; the JSON-RPC exchange itself is the SDK's.
  */
-export default async function mcpRoutes(
-  app: FastifyInstance,
-  options: { collected: { metadata: Record<string, unknown> } },
-): Promise<void> {
+export default async function mcpRoutes(app: FastifyInstance, options: { collected: Collected }): Promise<void> {
   const services = app.kp;
   const https = services.config.issuer.startsWith('https://');
   const sources = {

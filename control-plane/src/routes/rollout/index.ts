@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MIGRATION_PLAN_SCHEMA, TRUST_PROFILE_SCHEMA } from '#lib/profiles/documents.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { constantEquals } from '#lib/crypto/constant-equals.js';
 import { page } from '../../pages/layout.js';
@@ -20,9 +19,6 @@ import { describeSlice, projectSliceOfClient, rolloutTruth, viewerOf, type Viewe
 import { describeClient } from '../../clients/registration.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { anyObject, errorResponses, okObject, receiptField } from '../../http/schemas.js';
-
-/** The published document schemas (components.schemas in /openapi.json); app.ts adds them at the root. */
-export const ROLLOUT_SCHEMAS = [TRUST_PROFILE_SCHEMA, MIGRATION_PLAN_SCHEMA];
 
 const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];
