@@ -44,6 +44,15 @@ export interface Dialect {
   jsonArrayHolds(column: string, key: string, param: string): string;
 }
 
+/**
+ * A PostgreSQL statement that spends a one-time row: the CTE `spent` marks it, `answer` reports
+ * on it (stores/oidc-store.ts writes them, postgres/sql.ts `spendWith` fuses writes between them).
+ */
+export interface SpendStatement {
+  spent: string;
+  answer: string;
+}
+
 /** Thrown inside `atomic` to undo what it wrote and answer `value` instead. */
 export class Rollback<T> {
   constructor(readonly value: T) {}

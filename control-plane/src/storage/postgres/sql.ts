@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { classifyOutage, toDependencyError, type Outage } from '#lib/errors/dependency-outage.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
-import { Rollback, type Dialect, type Sql } from '../sql.js';
+import { Rollback, type Dialect, type SpendStatement, type Sql } from '../sql.js';
 
-export { insertOf, Rollback, type Sql } from '../sql.js';
+export { insertOf, Rollback, type SpendStatement, type Sql } from '../sql.js';
 
 /** PostgreSQL's side of the dialect differences. */
 export const postgresDialect: Dialect = {
@@ -268,12 +268,6 @@ export function createPool(url: string, max: number, options: PoolOptions = {}):
 /** SQLSTATE 23505: a unique constraint refused the row. */
 export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === '23505';
-}
-
-/** A statement that spends a one-time row: the CTE `spent` marks it, `answer` reports on it. */
-export interface SpendStatement {
-  spent: string;
-  answer: string;
 }
 
 const GUARD = 'EXISTS (SELECT 1 FROM spent)';

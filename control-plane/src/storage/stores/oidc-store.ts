@@ -1,3 +1,5 @@
+import type { CodeConsumption, OidcStore, RefreshConsumption } from '../types.js';
+import { insertOf, type SpendStatement, type Sql } from '../sql.js';
 import {
   REFRESH_GRANT_COLUMNS,
   approvalFromRow,
@@ -10,52 +12,71 @@ import {
   refreshToRow,
   type ApprovalRow,
   type CodeRow,
+  type GrantRow,
   type RefreshGrantRow,
   type RefreshRow,
-  type GrantRow,
-} from '../rows.js';
-import { emailFromRow, type EmailRow } from '../stores/email-store.js';
-import { identityFromRow, type IdentityRow } from '../stores/identity-store.js';
-import type { AccountState, CodeConsumption, GrantSubject, OidcStore, RefreshConsumption } from '../types.js';
-import { liveAt } from '../stores/session-store.js';
-import { insertOf, spendWith, type Sql, type SpendStatement } from './sql.js';
+} from './oidc-rows.js';
 
 /**
- * Spends a one-time row in one round trip: the conditional UPDATE in `spent` marks it for
- * exactly one caller (a concurrent one on another replica waits for the row lock, re-reads the
- * committed row under READ COMMITTED and matches nothing); everyone else gets the row as it
- * stood. `spendWith` (sql.ts) puts writes between the two parts that land only with the spend.
+ * Spends a one-time row: the conditional UPDATE marks it for exactly one caller (a concurrent
+ * one waits for the row lock, re-reads the committed row and matches nothing); everyone else
+ * gets the row as it stood. On PostgreSQL `spent` and `answer` are one statement (a CTE), and
+ * `spendWith` (postgres/sql.ts) puts writes between them that land only with the spend. SQLite
+ * has no UPDATE in a CTE: it runs `update`, then `read` when that matched nothing; its one
+ * writer makes the pair as safe.
  */
-const spendOnce = (table: string, key: string, column: string, also = ''): SpendStatement => ({
-  spent: `spent AS (UPDATE ${table} SET ${column} = $2${also} WHERE ${key} = $1 AND ${column} IS NULL RETURNING *)`,
-  answer: `SELECT true AS fresh, * FROM spent
+const spendOnce = (table: string, key: string, column: string, also = '') => {
+  const update = `UPDATE ${table} SET ${column} = $2${also} WHERE ${key} = $1 AND ${column} IS NULL RETURNING *`;
+  const statement: SpendStatement = {
+    spent: `spent AS (${update})`,
+    answer: `SELECT true AS fresh, * FROM spent
   UNION ALL
   SELECT false AS fresh, * FROM ${table} WHERE ${key} = $1 AND NOT EXISTS (SELECT 1 FROM spent)`,
-});
-
-/** A refresh token (`t`) joined with its grant (`g`), as `REFRESH_GRANT_COLUMNS` reads them. */
-const TOKEN_WITH_GRANT = 'oidc_refresh_tokens t JOIN oidc_grants g ON g.grant_id = t.grant_id';
+  };
+  return {
+    statement,
+    fused: `WITH ${statement.spent}\n${statement.answer}`,
+    update,
+    read: `SELECT * FROM ${table} WHERE ${key} = $1`,
+  };
+};
 
 const SPEND_CODE = spendOnce('oidc_codes', 'code_hash', 'consumed_at', ', grant_id = $3');
 const SPEND_REFRESH = spendOnce('oidc_refresh_tokens', 'token_hash', 'used_at');
 
+type Spent<R> = R & { fresh: boolean | number };
+
 /** `consumeCode` as a statement, with what its answer means. */
 export const spendCode = (codeHash: string, at: number, grantId: string | null) => ({
-  statement: SPEND_CODE,
+  statement: SPEND_CODE.statement,
   values: [codeHash, at, grantId],
-  consumption: ([row]: Array<CodeRow & { fresh: boolean }>): CodeConsumption =>
+  consumption: ([row]: Array<Spent<CodeRow>>): CodeConsumption =>
     row ? { status: row.fresh ? 'consumed' : 'replayed', code: codeFromRow(row) } : { status: 'unknown' },
 });
 
 /** `consumeRefreshToken` as a statement, with what its answer means. */
 export const spendRefreshToken = (tokenHash: string, at: number) => ({
-  statement: SPEND_REFRESH,
+  statement: SPEND_REFRESH.statement,
   values: [tokenHash, at],
-  consumption: ([row]: Array<RefreshRow & { fresh: boolean }>): RefreshConsumption =>
+  consumption: ([row]: Array<Spent<RefreshRow>>): RefreshConsumption =>
     row ? { status: row.fresh ? 'consumed' : 'reused', token: refreshFromRow(row) } : { status: 'unknown' },
 });
 
-export function postgresOidcStore(sql: Sql): OidcStore {
+/** The spend's rows, `fresh` when this call marked it: one statement on PostgreSQL, one or two on SQLite. */
+async function spend<R>(sql: Sql, how: ReturnType<typeof spendOnce>, values: unknown[]): Promise<Array<Spent<R>>> {
+  if (sql.dialect.name === 'postgres') return sql.rows<Spent<R>>(how.fused, values);
+  const [row] = await sql.rows<R>(how.update, values);
+  if (row) return [{ ...row, fresh: true }];
+  return (await sql.rows<R>(how.read, values.slice(0, 1))).map((used) => ({ ...used, fresh: false }));
+}
+
+/** A refresh token (`t`) joined with its grant (`g`), as `REFRESH_GRANT_COLUMNS` reads them. */
+export const TOKEN_WITH_GRANT = 'oidc_refresh_tokens t JOIN oidc_grants g ON g.grant_id = t.grant_id';
+
+export function oidcStore(sql: Sql): OidcStore {
+  const inSessions = sql.dialect.inList('session_id', '$1');
+  const endSessions = `UPDATE oidc_grants SET revoked_at = $2 WHERE ${inSessions} AND revoked_at IS NULL AND offline = 0 RETURNING *`;
+  const dropSessionCodes = `DELETE FROM oidc_codes WHERE ${inSessions} AND consumed_at IS NULL`;
   return {
     insertCode: async (code) => {
       await sql.count(...insertOf('oidc_codes', codeToRow({ ...code, consumedAt: null, grantId: null })));
@@ -65,8 +86,8 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       return row ? codeFromRow(row) : null;
     },
     consumeCode: async (codeHash, at, grantId) => {
-      const spend = spendCode(codeHash, at, grantId ?? null);
-      return spend.consumption(await sql.rows(...spendWith(spend.statement, spend.values)));
+      const how = spendCode(codeHash, at, grantId ?? null);
+      return how.consumption(await spend<CodeRow>(sql, SPEND_CODE, how.values));
     },
     insertGrant: async (grant) => {
       await sql.count(...insertOf('oidc_grants', grantToRow({ ...grant, revokedAt: null })));
@@ -81,17 +102,15 @@ export function postgresOidcStore(sql: Sql): OidcStore {
         at,
       ])) === 1,
     // One transaction: the grants revoked and the unspent codes of those sessions dropped together.
-    endSessionGrants: (sessionIds, at) =>
-      sql.atomic(async (tx) => {
-        const ids = [...new Set(sessionIds)];
-        if (ids.length === 0) return [];
-        const rows = await tx.rows<GrantRow>(
-          'UPDATE oidc_grants SET revoked_at = $2 WHERE session_id = ANY($1::text[]) AND revoked_at IS NULL AND offline = 0 RETURNING *',
-          [ids, at],
-        );
-        await tx.count('DELETE FROM oidc_codes WHERE session_id = ANY($1::text[]) AND consumed_at IS NULL', [ids]);
+    endSessionGrants: async (sessionIds, at) => {
+      const ids = [...new Set(sessionIds)];
+      if (ids.length === 0) return [];
+      return sql.atomic(async (tx) => {
+        const rows = await tx.rows<GrantRow>(endSessions, [sql.dialect.list(ids), at]);
+        await tx.count(dropSessionCodes, [sql.dialect.list(ids)]);
         return rows.map(grantFromRow);
-      }),
+      });
+    },
     revokeClientGrants: (clientId, at) =>
       sql.atomic(async (tx) => {
         const rows = await tx.rows<GrantRow>(
@@ -116,8 +135,8 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       return row ? refreshGrantFromRow(row) : null;
     },
     consumeRefreshToken: async (tokenHash, at) => {
-      const spend = spendRefreshToken(tokenHash, at);
-      return spend.consumption(await sql.rows(...spendWith(spend.statement, spend.values)));
+      const how = spendRefreshToken(tokenHash, at);
+      return how.consumption(await spend<RefreshRow>(sql, SPEND_REFRESH, how.values));
     },
     revokeAccessToken: async (jti, expiresAt) => {
       await sql.count(
@@ -126,7 +145,7 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       );
     },
     isAccessTokenRevoked: async (jti) =>
-      (await sql.rows('SELECT 1 FROM oidc_revoked_access_tokens WHERE jti = $1', [jti])).length > 0,
+      (await sql.rows('SELECT 1 AS yes FROM oidc_revoked_access_tokens WHERE jti = $1', [jti])).length > 0,
     recordApproval: async (identityId, clientId, approval, at) => {
       await sql.count(
         `INSERT INTO oidc_approvals (identity_id, client_id, scope, resources, approved_at) VALUES ($1, $2, $3, $4, $5)
@@ -176,48 +195,4 @@ export function postgresOidcStore(sql: Sql): OidcStore {
       return removed;
     },
   };
-}
-
-/**
- * The subject columns of a row whose account id is `identityId` (its identity joined as `i`)
- * and whose session id is `sessionId`, with the time in `now`: as `identities.state`,
- * `sessions.isLive`, `identities.get` and `emails.listByIdentity` would read them.
- */
-const subjectColumns = (identityId: string, sessionId: string, now: string) => `
-  i.state AS subject_state,
-  row_to_json(i) AS subject_identity,
-  EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = ${sessionId} AND ${liveAt(now)}) AS subject_session_live,
-  (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.email), '[]'::json) FROM emails e WHERE e.identity_id = ${identityId}) AS subject_emails`;
-
-type SubjectRow = {
-  subject_state: AccountState | null;
-  subject_identity: IdentityRow | null;
-  subject_session_live: boolean;
-  subject_emails: EmailRow[];
-};
-
-const subjectFromRow = (row: SubjectRow): GrantSubject => ({
-  state: row.subject_state,
-  sessionLive: row.subject_session_live,
-  identity: row.subject_identity && identityFromRow(row.subject_identity),
-  emails: row.subject_emails.map(emailFromRow),
-});
-
-const CODE_WITH_SUBJECT = `SELECT c.*, ${subjectColumns('c.identity_id', 'c.session_id', '$2')}
-  FROM oidc_codes c LEFT JOIN identities i ON i.identity_id = c.identity_id WHERE c.code_hash = $1`;
-
-const REFRESH_WITH_SUBJECT = `SELECT ${REFRESH_GRANT_COLUMNS}, ${subjectColumns('g.identity_id', 'g.session_id', '$2')}
-  FROM ${TOKEN_WITH_GRANT}
-  LEFT JOIN identities i ON i.identity_id = g.identity_id WHERE t.token_hash = $1`;
-
-/** `Storage.findCodeWithSubject` as one statement. */
-export async function postgresCodeWithSubject(sql: Sql, codeHash: string, now: number) {
-  const [row] = await sql.rows<CodeRow & SubjectRow>(CODE_WITH_SUBJECT, [codeHash, now]);
-  return row ? { code: codeFromRow(row), subject: subjectFromRow(row) } : null;
-}
-
-/** `Storage.findRefreshWithSubject` as one statement. */
-export async function postgresRefreshWithSubject(sql: Sql, tokenHash: string, now: number) {
-  const [row] = await sql.rows<RefreshGrantRow & SubjectRow>(REFRESH_WITH_SUBJECT, [tokenHash, now]);
-  return row ? { ...refreshGrantFromRow(row), subject: subjectFromRow(row) } : null;
 }
