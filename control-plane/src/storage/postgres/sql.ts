@@ -148,6 +148,7 @@ function sqlOn(target: Target, atomic: Sql['atomic'], reach: Reach): Sql {
         };
   return {
     rows: async <R>(text: string, values?: unknown[]) => (await query(text, values)).rows as R[],
+    row: async <R>(text: string, values?: unknown[]) => (await query(text, values)).rows[0] as R | undefined,
     count: async (text, values) => (await query(text, values)).rowCount ?? 0,
     atomic,
     dialect: postgresDialect,
@@ -312,6 +313,7 @@ export function spendWith(
 export function collectingSql(into: Array<[string, unknown[]]>): Sql {
   const sql: Sql = {
     rows: () => Promise.reject(new Error('only writes can go with a spend')),
+    row: () => Promise.reject(new Error('only writes can go with a spend')),
     count: async (text, values) => {
       into.push([text, values ?? []]);
       return 1;

@@ -1,5 +1,5 @@
 import type { CodeConsumption, OidcStore, RefreshConsumption } from '../types.js';
-import { insertOf, type SpendStatement, type Sql } from '../sql.js';
+import { changedOne, columnOf, firstRow, insertOf, type SpendStatement, type Sql } from '../sql.js';
 import {
   REFRESH_GRANT_COLUMNS,
   approvalFromRow,
@@ -10,10 +10,8 @@ import {
   refreshFromRow,
   refreshGrantFromRow,
   refreshToRow,
-  type ApprovalRow,
   type CodeRow,
   type GrantRow,
-  type RefreshGrantRow,
   type RefreshRow,
 } from './oidc-rows.js';
 
@@ -44,30 +42,41 @@ const spendOnce = (table: string, key: string, column: string, also = '') => {
 const SPEND_CODE = spendOnce('oidc_codes', 'code_hash', 'consumed_at', ', grant_id = $3');
 const SPEND_REFRESH = spendOnce('oidc_refresh_tokens', 'token_hash', 'used_at');
 
-type Spent<R> = R & { fresh: boolean | number };
+type Spent<R> = R & { fresh: boolean };
+
+const codeConsumption = (row: CodeRow | undefined, fresh: boolean): CodeConsumption =>
+  row ? { status: fresh ? 'consumed' : 'replayed', code: codeFromRow(row) } : { status: 'unknown' };
+
+const refreshConsumption = (row: RefreshRow | undefined, fresh: boolean): RefreshConsumption =>
+  row ? { status: fresh ? 'consumed' : 'reused', token: refreshFromRow(row) } : { status: 'unknown' };
 
 /** `consumeCode` as a statement, with what its answer means. */
 export const spendCode = (codeHash: string, at: number, grantId: string | null) => ({
   statement: SPEND_CODE.statement,
   values: [codeHash, at, grantId],
-  consumption: ([row]: Array<Spent<CodeRow>>): CodeConsumption =>
-    row ? { status: row.fresh ? 'consumed' : 'replayed', code: codeFromRow(row) } : { status: 'unknown' },
+  consumption: ([row]: Array<Spent<CodeRow>>) => codeConsumption(row, row?.fresh === true),
 });
 
 /** `consumeRefreshToken` as a statement, with what its answer means. */
 export const spendRefreshToken = (tokenHash: string, at: number) => ({
   statement: SPEND_REFRESH.statement,
   values: [tokenHash, at],
-  consumption: ([row]: Array<Spent<RefreshRow>>): RefreshConsumption =>
-    row ? { status: row.fresh ? 'consumed' : 'reused', token: refreshFromRow(row) } : { status: 'unknown' },
+  consumption: ([row]: Array<Spent<RefreshRow>>) => refreshConsumption(row, row?.fresh === true),
 });
 
-/** The spend's rows, `fresh` when this call marked it: one statement on PostgreSQL, one or two on SQLite. */
-async function spend<R>(sql: Sql, how: ReturnType<typeof spendOnce>, values: unknown[]): Promise<Array<Spent<R>>> {
-  if (sql.dialect.name === 'postgres') return sql.rows<Spent<R>>(how.fused, values);
-  const [row] = await sql.rows<R>(how.update, values);
-  if (row) return [{ ...row, fresh: true }];
-  return (await sql.rows<R>(how.read, values.slice(0, 1))).map((used) => ({ ...used, fresh: false }));
+/** The spend, told to `answer` with whether this call marked the row: one statement on PostgreSQL, one or two on SQLite. */
+async function spend<R, C>(
+  sql: Sql,
+  how: ReturnType<typeof spendOnce>,
+  values: unknown[],
+  answer: (row: R | undefined, fresh: boolean) => C,
+): Promise<C> {
+  if (sql.dialect.name === 'postgres') {
+    const [row] = await sql.rows<Spent<R>>(how.fused, values);
+    return answer(row, row?.fresh === true);
+  }
+  const row = await sql.row<R>(how.update, values);
+  return row ? answer(row, true) : answer(await sql.row<R>(how.read, [values[0]]), false);
 }
 
 /** A refresh token (`t`) joined with its grant (`g`), as `REFRESH_GRANT_COLUMNS` reads them. */
@@ -81,26 +90,17 @@ export function oidcStore(sql: Sql): OidcStore {
     insertCode: async (code) => {
       await sql.count(...insertOf('oidc_codes', codeToRow({ ...code, consumedAt: null, grantId: null })));
     },
-    findCode: async (codeHash) => {
-      const [row] = await sql.rows<CodeRow>('SELECT * FROM oidc_codes WHERE code_hash = $1', [codeHash]);
-      return row ? codeFromRow(row) : null;
-    },
-    consumeCode: async (codeHash, at, grantId) => {
-      const how = spendCode(codeHash, at, grantId ?? null);
-      return how.consumption(await spend<CodeRow>(sql, SPEND_CODE, how.values));
-    },
+    findCode: (codeHash) => firstRow(sql, 'SELECT * FROM oidc_codes WHERE code_hash = $1', [codeHash], codeFromRow),
+    consumeCode: (codeHash, at, grantId) => spend(sql, SPEND_CODE, [codeHash, at, grantId ?? null], codeConsumption),
     insertGrant: async (grant) => {
       await sql.count(...insertOf('oidc_grants', grantToRow({ ...grant, revokedAt: null })));
     },
-    getGrant: async (grantId) => {
-      const [row] = await sql.rows<GrantRow>('SELECT * FROM oidc_grants WHERE grant_id = $1', [grantId]);
-      return row ? grantFromRow(row) : null;
-    },
-    revokeGrant: async (grantId, at) =>
-      (await sql.count('UPDATE oidc_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [
+    getGrant: (grantId) => firstRow(sql, 'SELECT * FROM oidc_grants WHERE grant_id = $1', [grantId], grantFromRow),
+    revokeGrant: (grantId, at) =>
+      changedOne(sql, 'UPDATE oidc_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [
         grantId,
         at,
-      ])) === 1,
+      ]),
     // One transaction: the grants revoked and the unspent codes of those sessions dropped together.
     endSessionGrants: async (sessionIds, at) => {
       const ids = [...new Set(sessionIds)];
@@ -123,21 +123,16 @@ export function oidcStore(sql: Sql): OidcStore {
     insertRefreshToken: async (token) => {
       await sql.count(...insertOf('oidc_refresh_tokens', refreshToRow({ ...token, usedAt: null })));
     },
-    findRefreshToken: async (tokenHash) => {
-      const [row] = await sql.rows<RefreshRow>('SELECT * FROM oidc_refresh_tokens WHERE token_hash = $1', [tokenHash]);
-      return row ? refreshFromRow(row) : null;
-    },
-    findRefreshGrant: async (tokenHash) => {
-      const [row] = await sql.rows<RefreshGrantRow>(
+    findRefreshToken: (tokenHash) =>
+      firstRow(sql, 'SELECT * FROM oidc_refresh_tokens WHERE token_hash = $1', [tokenHash], refreshFromRow),
+    findRefreshGrant: (tokenHash) =>
+      firstRow(
+        sql,
         `SELECT ${REFRESH_GRANT_COLUMNS} FROM ${TOKEN_WITH_GRANT} WHERE t.token_hash = $1`,
         [tokenHash],
-      );
-      return row ? refreshGrantFromRow(row) : null;
-    },
-    consumeRefreshToken: async (tokenHash, at) => {
-      const how = spendRefreshToken(tokenHash, at);
-      return how.consumption(await spend<RefreshRow>(sql, SPEND_REFRESH, how.values));
-    },
+        refreshGrantFromRow,
+      ),
+    consumeRefreshToken: (tokenHash, at) => spend(sql, SPEND_REFRESH, [tokenHash, at], refreshConsumption),
     revokeAccessToken: async (jti, expiresAt) => {
       await sql.count(
         'INSERT INTO oidc_revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING',
@@ -153,20 +148,20 @@ export function oidcStore(sql: Sql): OidcStore {
         [identityId, clientId, approval.scopes.join(' '), JSON.stringify(approval.resources), at],
       );
     },
-    approval: async (identityId, clientId) => {
-      const [row] = await sql.rows<ApprovalRow>(
+    approval: (identityId, clientId) =>
+      firstRow(
+        sql,
         'SELECT scope, resources FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2',
         [identityId, clientId],
-      );
-      return row ? approvalFromRow(row) : null;
-    },
-    approvedClients: async (identityId) =>
-      (
-        await sql.rows<{ client_id: string }>(
-          'SELECT client_id FROM oidc_approvals WHERE identity_id = $1 ORDER BY client_id',
-          [identityId],
-        )
-      ).map((row) => row.client_id),
+        approvalFromRow,
+      ),
+    approvedClients: (identityId) =>
+      columnOf<string>(
+        sql,
+        'SELECT client_id FROM oidc_approvals WHERE identity_id = $1 ORDER BY client_id',
+        [identityId],
+        'client_id',
+      ),
     removeApproval: async (identityId, clientId) =>
       (await sql.count('DELETE FROM oidc_approvals WHERE identity_id = $1 AND client_id = $2', [
         identityId,
