@@ -165,6 +165,24 @@ export function refuseUnsafePlan(plan: MigrationPlan, known: Migration[], option
   }
 }
 
+/** The plan for `ledger`, after `refuseUnsafePlan` let it through. */
+export function safePlan(known: Migration[], ledger: LedgerEntry[], options: { pending: boolean }): MigrationPlan {
+  const plan = planMigrations(known, ledger);
+  refuseUnsafePlan(plan, known, options);
+  return plan;
+}
+
+/**
+ * With migrations at start off, the refusal of a store without a ledger: one that has no schema
+ * yet, or one a release before the ledger migrated (`legacy`).
+ */
+export const noLedger = (legacy: boolean) =>
+  new MigrationError(
+    legacy
+      ? 'the database was last migrated by a release without the migration ledger; run `keyplane migrate` to record and complete its migrations (migrations at start are off)'
+      : 'the database has no schema yet; run `keyplane migrate` to create it (migrations at start are off)',
+  );
+
 export function reportOf(
   ledger: LedgerEntry[],
   run: { created: boolean; adopted: string[]; applied: string[] },

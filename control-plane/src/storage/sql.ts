@@ -5,6 +5,8 @@
  */
 export interface Sql {
   rows<R>(text: string, values?: unknown[]): Promise<R[]>;
+  /** The first row a reading statement answers (SQLite steps no further than it). */
+  row<R>(text: string, values?: unknown[]): Promise<R | undefined>;
   /** How many rows the statement touched. */
   count(text: string, values?: unknown[]): Promise<number>;
   /**
@@ -44,6 +46,15 @@ export interface Dialect {
   jsonArrayHolds(column: string, key: string, param: string): string;
 }
 
+/**
+ * A PostgreSQL statement that spends a one-time row: the CTE `spent` marks it, `answer` reports
+ * on it (stores/oidc-store.ts writes them, postgres/sql.ts `spendWith` fuses writes between them).
+ */
+export interface SpendStatement {
+  spent: string;
+  answer: string;
+}
+
 /** Thrown inside `atomic` to undo what it wrote and answer `value` instead. */
 export class Rollback<T> {
   constructor(readonly value: T) {}
@@ -64,4 +75,20 @@ export function insertOf(table: string, row: object, suffix = ''): [string, unkn
     insertTexts.set(key, text);
   }
   return [text, Object.values(row)];
+}
+
+/** The first row the statement reads, through `map`; null when it reads none. */
+export async function firstRow<R, T>(sql: Sql, text: string, values: unknown[], map: (row: R) => T): Promise<T | null> {
+  const row = await sql.row<R>(text, values);
+  return row ? map(row) : null;
+}
+
+/** Whether the statement touched exactly one row (a conditional change that happened). */
+export async function changedOne(sql: Sql, text: string, values: unknown[]): Promise<boolean> {
+  return (await sql.count(text, values)) === 1;
+}
+
+/** The one column `column` of the rows the statement reads. */
+export async function columnOf<T>(sql: Sql, text: string, values: unknown[], column: string): Promise<T[]> {
+  return (await sql.rows<Record<string, T>>(text, values)).map((row) => row[column]!);
 }

@@ -3,13 +3,8 @@ import { clientStore } from '../stores/client-store.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
 import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
-import {
-  postgresCodeWithSubject,
-  postgresOidcStore,
-  postgresRefreshWithSubject,
-  spendCode,
-  spendRefreshToken,
-} from './oidc-store.js';
+import { spendCode, spendRefreshToken } from '../stores/oidc-store.js';
+import { postgresCodeWithSubject, postgresRefreshWithSubject } from './grant-subject.js';
 import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';
 import {
   clientSql,
@@ -27,7 +22,6 @@ function storesOn(sql: Sql): Stores {
   return {
     ...sharedStores(sql),
     clients: clientStore(sql),
-    oidc: postgresOidcStore(sql),
   };
 }
 

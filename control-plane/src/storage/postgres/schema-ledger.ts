@@ -1,11 +1,10 @@
 import type pg from 'pg';
-import { MigrationError } from '../migration-error.js';
 import {
   LEDGER_TABLE,
   label,
-  planMigrations,
-  refuseUnsafePlan,
+  noLedger,
   reportOf,
+  safePlan,
   type LedgerEntry,
   type Migration,
   type MigrationReport,
@@ -84,11 +83,10 @@ export async function migratePostgres(pool: pg.Pool, known: Migration[]): Promis
     if (await exists(client, LEDGER_TABLE)) return { created: false, adopted: [] };
     const created = await createLedger(client, known);
     // Refused with the adoption rolled back: a refused store is left as it was.
-    refuseUnsafePlan(planMigrations(known, await readLedger(client)), known, { pending: true });
+    safePlan(known, await readLedger(client), { pending: true });
     return created;
   });
-  const plan = planMigrations(known, await readLedger(pool));
-  refuseUnsafePlan(plan, known, { pending: true });
+  const plan = safePlan(known, await readLedger(pool), { pending: true });
   const applied: string[] = [];
   for (const migration of plan.pending) {
     const ran = await inTransaction(pool, async (client) => {
@@ -121,12 +119,6 @@ export async function migratePostgres(pool: pg.Pool, known: Migration[]): Promis
  * (missing, unknown or changed migrations), and one without a ledger yet.
  */
 export async function checkPostgresSchema(pool: pg.Pool, known: Migration[]): Promise<void> {
-  if (!(await exists(pool, LEDGER_TABLE))) {
-    throw new MigrationError(
-      (await exists(pool, PRE_LEDGER_TABLE))
-        ? 'the database was last migrated by a release without the migration ledger; run `keyplane migrate` to record and complete its migrations (migrations at start are off)'
-        : 'the database has no schema yet; run `keyplane migrate` to create it (migrations at start are off)',
-    );
-  }
-  refuseUnsafePlan(planMigrations(known, await readLedger(pool)), known, { pending: false });
+  if (!(await exists(pool, LEDGER_TABLE))) throw noLedger(await exists(pool, PRE_LEDGER_TABLE));
+  safePlan(known, await readLedger(pool), { pending: false });
 }

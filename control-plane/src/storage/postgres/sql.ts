@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { classifyOutage, toDependencyError, type Outage } from '#lib/errors/dependency-outage.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
-import { Rollback, type Dialect, type Sql } from '../sql.js';
+import { Rollback, type Dialect, type SpendStatement, type Sql } from '../sql.js';
 
-export { insertOf, Rollback, type Sql } from '../sql.js';
+export { insertOf, Rollback, type SpendStatement, type Sql } from '../sql.js';
 
 /** PostgreSQL's side of the dialect differences. */
 export const postgresDialect: Dialect = {
@@ -148,6 +148,7 @@ function sqlOn(target: Target, atomic: Sql['atomic'], reach: Reach): Sql {
         };
   return {
     rows: async <R>(text: string, values?: unknown[]) => (await query(text, values)).rows as R[],
+    row: async <R>(text: string, values?: unknown[]) => (await query(text, values)).rows[0] as R | undefined,
     count: async (text, values) => (await query(text, values)).rowCount ?? 0,
     atomic,
     dialect: postgresDialect,
@@ -270,12 +271,6 @@ export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === '23505';
 }
 
-/** A statement that spends a one-time row: the CTE `spent` marks it, `answer` reports on it. */
-export interface SpendStatement {
-  spent: string;
-  answer: string;
-}
-
 const GUARD = 'EXISTS (SELECT 1 FROM spent)';
 
 /**
@@ -318,6 +313,7 @@ export function spendWith(
 export function collectingSql(into: Array<[string, unknown[]]>): Sql {
   const sql: Sql = {
     rows: () => Promise.reject(new Error('only writes can go with a spend')),
+    row: () => Promise.reject(new Error('only writes can go with a spend')),
     count: async (text, values) => {
       into.push([text, values ?? []]);
       return 1;

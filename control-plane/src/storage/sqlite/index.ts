@@ -3,16 +3,14 @@ import { ClientRowCache, clientStore } from '../stores/client-store.js';
 import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
-import { sqliteOidcStore } from './oidc-store.js';
-import { cached, SerialRunner, type Runner } from './serial-runner.js';
+import { cached, SerialRunner } from './serial-runner.js';
 import { sqliteSql } from './sqlite-sql.js';
 import type { Sql } from '../sql.js';
 
-function storesOn(runner: Runner, sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
+function storesOn(sql: Sql, clientRows: ClientRowCache, outsideTransactions: boolean): Stores {
   return {
     ...sharedStores(sql),
     clients: clientStore(sql, { rows: clientRows, reads: outsideTransactions }),
-    oidc: sqliteOidcStore(runner),
   };
 }
 
@@ -40,8 +38,8 @@ export function openSqliteStorage(
   // Built once: a transaction's stores only differ in the runner, which is the same every time.
   const clientRows = new ClientRowCache();
   const sql = sqliteSql(runner);
-  const inTransaction = storesOn(runner.direct, sql.inside, clientRows, false);
-  const stores = storesOn(runner, sql.outside, clientRows, true);
+  const inTransaction = storesOn(sql.inside, clientRows, false);
+  const stores = storesOn(sql.outside, clientRows, true);
   // The spend, then (only if it happened) the writes it allows, in one transaction.
   const spendThen = <C extends { status: string }, T>(spend: () => Promise<C>, write: WritesWithSpend<T>) =>
     runner.transaction(async (): Promise<SpentWith<C, T>> => {

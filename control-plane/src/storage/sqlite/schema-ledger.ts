@@ -2,9 +2,9 @@ import { MigrationError } from '../migration-error.js';
 import {
   LEDGER_TABLE,
   label,
-  planMigrations,
-  refuseUnsafePlan,
+  noLedger,
   reportOf,
+  safePlan,
   type LedgerEntry,
   type Migration,
   type MigrationReport,
@@ -97,12 +97,11 @@ export function migrateSqlite(db: Sqlite, known: Migration[], clock: () => Date 
       const empty = isEmpty(db);
       const adopted = createLedger(db, known, clock().toISOString());
       // Refused with the adoption undone: a refused store is left as it was.
-      refuseUnsafePlan(planMigrations(known, readLedger(db)), known, { pending: true });
+      safePlan(known, readLedger(db), { pending: true });
       return { created: empty, adopted };
     })
     .immediate();
-  const plan = planMigrations(known, readLedger(db));
-  refuseUnsafePlan(plan, known, { pending: true });
+  const plan = safePlan(known, readLedger(db), { pending: true });
   const insert = db.prepare(`INSERT INTO ${LEDGER_TABLE} VALUES (?, ?, ?, ?, 0)`);
   const applied: string[] = [];
   for (const migration of plan.pending) {
@@ -128,12 +127,6 @@ export function migrateSqlite(db: Sqlite, known: Migration[], clock: () => Date 
  * (missing, unknown or changed migrations), and one without a ledger yet.
  */
 export function checkSqliteSchema(db: Sqlite, known: Migration[]): void {
-  if (!hasTable(db, LEDGER_TABLE)) {
-    throw new MigrationError(
-      isEmpty(db)
-        ? 'the database has no schema yet; run `keyplane migrate` to create it (migrations at start are off)'
-        : 'the database was last migrated by a release without the migration ledger; run `keyplane migrate` to record and complete its migrations (migrations at start are off)',
-    );
-  }
-  refuseUnsafePlan(planMigrations(known, readLedger(db)), known, { pending: false });
+  if (!hasTable(db, LEDGER_TABLE)) throw noLedger(!isEmpty(db));
+  safePlan(known, readLedger(db), { pending: false });
 }

@@ -67,6 +67,11 @@ export function sqliteSql(runner: SerialRunner): { outside: Sql; inside: Sql } {
         }
         return p.statement.all(...args(p, values)) as R[];
       }),
+    row: <R>(text: string, values?: unknown[]) =>
+      run.run(() => {
+        const p = statementOf(text);
+        return p.statement.get(...args(p, values)) as R | undefined;
+      }),
     count: (text, values) =>
       run.run(() => {
         const p = statementOf(text);

@@ -6,7 +6,7 @@ import type {
   StoredAgentTransfer,
   StoredEnrollment,
 } from '../types.js';
-import type { Sql } from '../sql.js';
+import { changedOne, firstRow, type Sql } from '../sql.js';
 
 interface EnrollmentRow {
   enrollment_id: string;
@@ -73,14 +73,21 @@ interface AgentGrantRow {
   revoked_at: number | null;
 }
 
-const enrollmentFromRow = (row: EnrollmentRow): StoredEnrollment => ({
-  enrollmentId: row.enrollment_id,
+/** What an enrollment hands on to its agent: the name, the kind of subject and the key. */
+const agentKeyFromRow = (
+  row: Pick<AgentRow, 'name' | 'subject_kind' | 'public_jwk' | 'jkt' | 'alg' | 'visibility'>,
+) => ({
   name: row.name,
-  subjectKind: row.subject_kind as StoredEnrollment['subjectKind'],
-  publicJwk: JSON.parse(row.public_jwk),
+  subjectKind: row.subject_kind as StoredAgent['subjectKind'],
+  publicJwk: JSON.parse(row.public_jwk) as StoredAgent['publicJwk'],
   jkt: row.jkt,
-  alg: row.alg as StoredEnrollment['alg'],
-  visibility: row.visibility as StoredEnrollment['visibility'],
+  alg: row.alg as StoredAgent['alg'],
+  visibility: row.visibility as StoredAgent['visibility'],
+});
+
+const enrollmentFromRow = (row: EnrollmentRow): StoredEnrollment => ({
+  ...agentKeyFromRow(row),
+  enrollmentId: row.enrollment_id,
   ownerCodeHash: row.owner_code_hash,
   state: row.state as StoredEnrollment['state'],
   ownerId: row.owner_id,
@@ -94,13 +101,8 @@ const agentFromRow = (row: AgentRow): StoredAgent => ({
   agentId: row.agent_id,
   proofId: row.proof_id,
   ownerId: row.owner_id,
-  name: row.name,
-  subjectKind: row.subject_kind as StoredAgent['subjectKind'],
-  publicJwk: JSON.parse(row.public_jwk),
-  jkt: row.jkt,
-  alg: row.alg as StoredAgent['alg'],
+  ...agentKeyFromRow(row),
   state: row.state as StoredAgent['state'],
-  visibility: row.visibility as StoredAgent['visibility'],
   declared: JSON.parse(row.declared),
   resumeNeedsKey: row.resume_needs_key === 1,
   keyProvenAt: row.key_proven_at,
@@ -185,20 +187,20 @@ export function agentStore(sql: Sql): AgentStore {
         ],
       );
     },
-    getEnrollment: async (id) => {
-      const [row] = await sql.rows<EnrollmentRow>('SELECT * FROM agent_enrollments WHERE enrollment_id = $1', [id]);
-      return row ? enrollmentFromRow(row) : null;
-    },
-    approveEnrollment: async (id, ownerId, at) =>
-      (await sql.count(
+    getEnrollment: (id) =>
+      firstRow(sql, 'SELECT * FROM agent_enrollments WHERE enrollment_id = $1', [id], enrollmentFromRow),
+    approveEnrollment: (id, ownerId, at) =>
+      changedOne(
+        sql,
         `UPDATE agent_enrollments SET state = 'approved', owner_id = $2, approved_at = $3 WHERE enrollment_id = $1 AND state = 'pending_approval' AND expires_at > $3`,
         [id, ownerId, at],
-      )) === 1,
-    completeEnrollment: async (id, agentId, at) =>
-      (await sql.count(
+      ),
+    completeEnrollment: (id, agentId, at) =>
+      changedOne(
+        sql,
         `UPDATE agent_enrollments SET state = 'completed', agent_id = $2 WHERE enrollment_id = $1 AND state = 'approved' AND expires_at > $3`,
         [id, agentId, at],
-      )) === 1,
+      ),
     listApprovedEnrollments: async (ownerId, now) =>
       (
         await sql.rows<EnrollmentRow>(
@@ -213,25 +215,20 @@ export function agentStore(sql: Sql): AgentStore {
         [a.agentId, ...agentParams(a)],
       );
     },
-    get: async (agentId) => {
-      const [row] = await sql.rows<AgentRow>('SELECT * FROM agents WHERE agent_id = $1', [agentId]);
-      return row ? agentFromRow(row) : null;
-    },
-    getByProofId: async (proofId) => {
-      const [row] = await sql.rows<AgentRow>('SELECT * FROM agents WHERE proof_id = $1', [proofId]);
-      return row ? agentFromRow(row) : null;
-    },
+    get: (agentId) => firstRow(sql, 'SELECT * FROM agents WHERE agent_id = $1', [agentId], agentFromRow),
+    getByProofId: (proofId) => firstRow(sql, 'SELECT * FROM agents WHERE proof_id = $1', [proofId], agentFromRow),
     listByOwner: async (ownerId) =>
       (
         await sql.rows<AgentRow>('SELECT * FROM agents WHERE owner_id = $1 ORDER BY created_at, agent_id', [ownerId])
       ).map(agentFromRow),
     // Compare-and-set on the state the caller read: of two concurrent transitions one wins.
-    update: async (a, expectedState) =>
-      (await sql.count(
+    update: (a, expectedState) =>
+      changedOne(
+        sql,
         `UPDATE agents SET proof_id = $1, owner_id = $2, name = $3, subject_kind = $4, public_jwk = $5, jkt = $6, alg = $7, state = $8, visibility = $9, declared = $10,
            resume_needs_key = $11, key_proven_at = $12, owner_approved_at = $13, last_proof_at = $14, created_at = $15, updated_at = $16 WHERE agent_id = $17 AND state = $18`,
         [...agentParams(a), a.agentId, expectedState],
-      )) === 1,
+      ),
     recordProof: async (agentId, at) => {
       await sql.count(RECORD_PROOF, [agentId, at]);
     },
@@ -253,16 +250,15 @@ export function agentStore(sql: Sql): AgentStore {
         [t.agentId, t.fromOwnerId, t.toIdentityId, t.codeHash, t.createdAt, t.expiresAt],
       );
     },
-    getTransfer: async (agentId) => {
-      const [row] = await sql.rows<TransferRow>('SELECT * FROM agent_transfers WHERE agent_id = $1', [agentId]);
-      return row ? transferFromRow(row) : null;
-    },
+    getTransfer: (agentId) =>
+      firstRow(sql, 'SELECT * FROM agent_transfers WHERE agent_id = $1', [agentId], transferFromRow),
     // One DELETE: of two replicas accepting the same transfer, one removes the row.
-    consumeTransfer: async (agentId, codeHash, toIdentityId, now) =>
-      (await sql.count(
+    consumeTransfer: (agentId, codeHash, toIdentityId, now) =>
+      changedOne(
+        sql,
         'DELETE FROM agent_transfers WHERE agent_id = $1 AND code_hash = $2 AND to_identity_id = $3 AND expires_at > $4',
         [agentId, codeHash, toIdentityId, now],
-      )) === 1,
+      ),
     deleteTransfer: async (agentId) => {
       await sql.count('DELETE FROM agent_transfers WHERE agent_id = $1', [agentId]);
     },
@@ -272,21 +268,19 @@ export function agentStore(sql: Sql): AgentStore {
         [g.grantId, g.agentId, g.ownerId, g.clientId, g.resource, g.scope, g.createdAt, g.revokedAt],
       );
     },
-    getGrant: async (grantId) => {
-      const [row] = await sql.rows<AgentGrantRow>('SELECT * FROM agent_grants WHERE grant_id = $1', [grantId]);
-      return row ? agentGrantFromRow(row) : null;
-    },
+    getGrant: (grantId) =>
+      firstRow(sql, 'SELECT * FROM agent_grants WHERE grant_id = $1', [grantId], agentGrantFromRow),
     listGrants: async (agentId) =>
       (
         await sql.rows<AgentGrantRow>('SELECT * FROM agent_grants WHERE agent_id = $1 ORDER BY created_at, grant_id', [
           agentId,
         ])
       ).map(agentGrantFromRow),
-    revokeGrant: async (grantId, at) =>
-      (await sql.count('UPDATE agent_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [
+    revokeGrant: (grantId, at) =>
+      changedOne(sql, 'UPDATE agent_grants SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL', [
         grantId,
         at,
-      ])) === 1,
+      ]),
     revokeGrants: (agentId, at) =>
       sql.count('UPDATE agent_grants SET revoked_at = $2 WHERE agent_id = $1 AND revoked_at IS NULL', [agentId, at]),
   };

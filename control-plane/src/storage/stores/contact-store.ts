@@ -1,4 +1,4 @@
-import { insertOf, type Sql } from '../sql.js';
+import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 import type { ContactStore, StoredContact } from '../types.js';
 
 interface ContactRow {
@@ -33,15 +33,12 @@ export function contactStore(sql: Sql): ContactStore {
     insert: async (record) => {
       await sql.count(...insertOf('contacts', contactToRow(record)));
     },
-    get: async (contactId) => {
-      const [row] = await sql.rows<ContactRow>('SELECT * FROM contacts WHERE contact_id = $1', [contactId]);
-      return row ? contactFromRow(row) : null;
-    },
-    markMailed: async (contactId, at) =>
-      (await sql.count('UPDATE contacts SET mailed_at = $2 WHERE contact_id = $1 AND mailed_at IS NULL', [
+    get: (contactId) => firstRow(sql, 'SELECT * FROM contacts WHERE contact_id = $1', [contactId], contactFromRow),
+    markMailed: (contactId, at) =>
+      changedOne(sql, 'UPDATE contacts SET mailed_at = $2 WHERE contact_id = $1 AND mailed_at IS NULL', [
         contactId,
         at,
-      ])) === 1,
+      ]),
     purgeBefore: (before) => sql.count('DELETE FROM contacts WHERE created_at < $1', [before]),
   };
 }

@@ -1,5 +1,5 @@
 import type { CredentialStore, CredentialSummary } from '../types.js';
-import { insertOf, type Sql } from '../sql.js';
+import { changedOne, insertOf, type Sql } from '../sql.js';
 
 interface CredentialRow {
   cred_id: string;
@@ -45,8 +45,8 @@ const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): Crede
 
 export function credentialStore(sql: Sql): CredentialStore {
   return {
-    insert: async (credential) =>
-      (await sql.count(...insertOf('passkeys', credentialToRow(credential), 'ON CONFLICT (cred_id) DO NOTHING'))) === 1,
+    insert: (credential) =>
+      changedOne(sql, ...insertOf('passkeys', credentialToRow(credential), 'ON CONFLICT (cred_id) DO NOTHING')),
     get: async (credId) => {
       const [row] = await sql.rows<CredentialRow>('SELECT * FROM passkeys WHERE cred_id = $1', [credId]);
       return row ? { ...credentialSummaryFromRow(row), publicKey: new Uint8Array(row.public_key) } : null;
@@ -60,14 +60,14 @@ export function credentialStore(sql: Sql): CredentialStore {
       ).map(credentialSummaryFromRow),
     countByIdentity: async (identityId) =>
       (await sql.rows<{ n: number }>('SELECT count(*) AS n FROM passkeys WHERE identity_id = $1', [identityId]))[0]!.n,
-    rename: async (identityId, credId, label) =>
-      (await sql.count('UPDATE passkeys SET label = $3 WHERE identity_id = $1 AND cred_id = $2', [
+    rename: (identityId, credId, label) =>
+      changedOne(sql, 'UPDATE passkeys SET label = $3 WHERE identity_id = $1 AND cred_id = $2', [
         identityId,
         credId,
         label,
-      ])) === 1,
-    remove: async (identityId, credId) =>
-      (await sql.count('DELETE FROM passkeys WHERE identity_id = $1 AND cred_id = $2', [identityId, credId])) === 1,
+      ]),
+    remove: (identityId, credId) =>
+      changedOne(sql, 'DELETE FROM passkeys WHERE identity_id = $1 AND cred_id = $2', [identityId, credId]),
     recordUse: async (credId, use) => {
       await sql.count('UPDATE passkeys SET counter = $2, backed_up = $3, last_used_at = $4 WHERE cred_id = $1', [
         credId,

@@ -1,5 +1,5 @@
 import type { DeviceStore } from '../types.js';
-import type { Sql } from '../sql.js';
+import { changedOne, type Sql } from '../sql.js';
 
 interface DeviceRow {
   identity_id: string;
@@ -33,7 +33,7 @@ export function deviceStore(sql: Sql): DeviceStore {
           identityId,
         ])
       ).map(deviceFromRow),
-    remove: async (identityId, deviceId) =>
-      (await sql.count('DELETE FROM devices WHERE identity_id = $1 AND device_id = $2', [identityId, deviceId])) === 1,
+    remove: (identityId, deviceId) =>
+      changedOne(sql, 'DELETE FROM devices WHERE identity_id = $1 AND device_id = $2', [identityId, deviceId]),
   };
 }

@@ -1,5 +1,5 @@
 import type { EmailStore, StoredEmail } from '../types.js';
-import type { Sql } from '../sql.js';
+import { firstRow, type Sql } from '../sql.js';
 
 export interface EmailRow {
   email_id: string;
@@ -18,10 +18,7 @@ export const emailFromRow = (row: EmailRow): StoredEmail => ({
 });
 
 export function emailStore(sql: Sql): EmailStore {
-  const one = async (text: string, values: unknown[]) => {
-    const [row] = await sql.rows<EmailRow>(text, values);
-    return row ? emailFromRow(row) : null;
-  };
+  const one = (text: string, values: unknown[]) => firstRow(sql, text, values, emailFromRow);
   return {
     add: async (record) => {
       await sql.count(

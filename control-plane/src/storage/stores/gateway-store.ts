@@ -1,5 +1,5 @@
 import type { GatewayStore, IssuedGatewayConfig, StoredGatewayEvidence } from '../types.js';
-import { insertOf, type Sql } from '../sql.js';
+import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface ConfigRow {
   client_id: string;
@@ -94,19 +94,20 @@ WHERE excluded.issued_at >= gateway_evidence.issued_at AND excluded.jti <> gatew
 
 export function gatewayStore(sql: Sql): GatewayStore {
   return {
-    latestConfig: async (clientId) => {
-      const [row] = await sql.rows<ConfigRow>(
+    latestConfig: (clientId) =>
+      firstRow(
+        sql,
         'SELECT * FROM gateway_configs WHERE client_id = $1 ORDER BY version DESC LIMIT 1',
         [clientId],
-      );
-      return row ? gatewayConfigFromRow(row) : null;
-    },
-    insertConfig: async (config) =>
-      (await sql.count(
+        gatewayConfigFromRow,
+      ),
+    insertConfig: (config) =>
+      changedOne(
+        sql,
         ...insertOf('gateway_configs', gatewayConfigToRow(config), 'ON CONFLICT (client_id, version) DO NOTHING'),
-      )) === 1,
-    recordEvidence: async (evidence) =>
-      (await sql.count(...insertOf('gateway_evidence', evidenceToRow(evidence), KEEP_NEWEST))) === 1,
+      ),
+    recordEvidence: (evidence) =>
+      changedOne(sql, ...insertOf('gateway_evidence', evidenceToRow(evidence), KEEP_NEWEST)),
     forgetEvidence: (clientId, expiredBefore) =>
       sql.count('DELETE FROM gateway_evidence WHERE client_id = $1 AND expires_at < $2', [clientId, expiredBefore]),
     listEvidence: async (clientId, limit) =>

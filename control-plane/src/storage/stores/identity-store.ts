@@ -1,5 +1,5 @@
 import type { AccountState, Identity, IdentityStore } from '../types.js';
-import { Rollback, insertOf, type Sql } from '../sql.js';
+import { changedOne, columnOf, firstRow, insertOf, Rollback, type Sql } from '../sql.js';
 
 export interface IdentityRow {
   identity_id: string;
@@ -37,12 +37,8 @@ const CLAIM =
   'INSERT INTO identity_names (name, identity_id, current, created_at) VALUES ($1, $2, 1, $3) ON CONFLICT (name) DO NOTHING';
 
 export function identityStore(sql: Sql): IdentityStore {
-  const one = async (text: string, values: unknown[]) => {
-    const [row] = await sql.rows<IdentityRow>(text, values);
-    return row ? identityFromRow(row) : null;
-  };
+  const one = (text: string, values: unknown[]) => firstRow(sql, text, values, identityFromRow);
   return {
-    // The name is claimed first: of two replicas creating the same name, the unique claim decides.
     // The unique claim of the name decides between two replicas creating it; the identity goes
     // first, as SQLite checks the claim's reference at once (PostgreSQL defers it).
     create: async (identity) => {
@@ -66,13 +62,13 @@ export function identityStore(sql: Sql): IdentityStore {
       one('SELECT i.* FROM identity_names n JOIN identities i ON i.identity_id = n.identity_id WHERE n.name = $1', [
         folded,
       ]),
-    aliases: async (identityId) =>
-      (
-        await sql.rows<{ name: string }>(
-          'SELECT name FROM identity_names WHERE identity_id = $1 AND current = 0 ORDER BY created_at, name',
-          [identityId],
-        )
-      ).map((row) => row.name),
+    aliases: (identityId) =>
+      columnOf<string>(
+        sql,
+        'SELECT name FROM identity_names WHERE identity_id = $1 AND current = 0 ORDER BY created_at, name',
+        [identityId],
+        'name',
+      ),
     rename: (identityId, folded, at) =>
       sql.atomic(async (tx) => {
         const [holder] = await tx.rows<{ identity_id: string }>(
@@ -117,14 +113,13 @@ export function identityStore(sql: Sql): IdentityStore {
           [sql.dialect.list([...identityIds])],
         )
       ).map((row) => ({ identityId: row.identity_id, username: row.username, state: row.state })),
-    setState: async (identityId, state, at) =>
-      (await sql.count('UPDATE identities SET state = $2, updated_at = $3 WHERE identity_id = $1 AND state <> $2', [
+    setState: (identityId, state, at) =>
+      changedOne(sql, 'UPDATE identities SET state = $2, updated_at = $3 WHERE identity_id = $1 AND state <> $2', [
         identityId,
         state,
         at,
-      ])) === 1,
+      ]),
     // Names, aliases, passkeys, sessions, devices, TOTP, recovery codes, emails and links go by ON DELETE CASCADE.
-    remove: async (identityId) =>
-      (await sql.count('DELETE FROM identities WHERE identity_id = $1', [identityId])) === 1,
+    remove: (identityId) => changedOne(sql, 'DELETE FROM identities WHERE identity_id = $1', [identityId]),
   };
 }

@@ -10,6 +10,7 @@ import { identityStore } from './identity-store.js';
 import { keyStore } from './key-store.js';
 import { linkStore } from './link-store.js';
 import { logoutStore } from './logout-store.js';
+import { oidcStore } from './oidc-store.js';
 import { orgStore, scanStore } from './org-store.js';
 import { receiptStore } from './receipt-store.js';
 import { recoveryCodeStore } from './recovery-code-store.js';
@@ -18,11 +19,8 @@ import { samlStore } from './saml-store.js';
 import { sessionStore } from './session-store.js';
 import { totpStore } from './totp-store.js';
 
-/**
- * The stores whose construction is the same on both backends: the client store takes SQLite's
- * read cache, and the OIDC store is still each backend's own.
- */
-export type SharedStores = Omit<Stores, 'clients' | 'oidc'>;
+/** The stores whose construction is the same on both backends: the client store takes SQLite's read cache. */
+export type SharedStores = Omit<Stores, 'clients'>;
 
 export function sharedStores(sql: Sql): SharedStores {
   return {
@@ -44,5 +42,6 @@ export function sharedStores(sql: Sql): SharedStores {
     contacts: contactStore(sql),
     scans: scanStore(sql),
     saml: samlStore(sql),
+    oidc: oidcStore(sql),
   };
 }

@@ -1,5 +1,5 @@
 import type { LinkStore, StoredLink } from '../types.js';
-import { insertOf, type Sql } from '../sql.js';
+import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface LinkRow {
   token_hash: string;
@@ -39,15 +39,13 @@ export function linkStore(sql: Sql): LinkStore {
     insert: async (record) => {
       await sql.count(...insertOf('one_time_links', linkToRow({ ...record, usedAt: null })));
     },
-    find: async (tokenHash) => {
-      const [row] = await sql.rows<LinkRow>('SELECT * FROM one_time_links WHERE token_hash = $1', [tokenHash]);
-      return row ? linkFromRow(row) : null;
-    },
-    consume: async (tokenHash, at) =>
-      (await sql.count(
+    find: (tokenHash) => firstRow(sql, 'SELECT * FROM one_time_links WHERE token_hash = $1', [tokenHash], linkFromRow),
+    consume: (tokenHash, at) =>
+      changedOne(
+        sql,
         'UPDATE one_time_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
         [tokenHash, at],
-      )) === 1,
+      ),
     purgeExpired: (before) => sql.count('DELETE FROM one_time_links WHERE expires_at < $1', [before]),
   };
 }

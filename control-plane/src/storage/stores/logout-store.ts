@@ -1,5 +1,5 @@
 import type { BackchannelLogout, LogoutStore } from '../types.js';
-import { insertOf, type Sql } from '../sql.js';
+import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface BackchannelLogoutRow {
   logout_id: string;
@@ -77,16 +77,18 @@ export function logoutStore(sql: Sql): LogoutStore {
       const rows = await sql.rows<ParticipantRow>(PARTICIPANTS, [dialect.list(ids)]);
       return rows.map((row) => ({ sessionId: row.session_id, clientId: row.client_id, identityId: row.identity_id }));
     },
-    enqueue: async (logout) =>
-      (await sql.count(
+    enqueue: (logout) =>
+      changedOne(
+        sql,
         ...insertOf('backchannel_logouts', logoutToRow(logout), 'ON CONFLICT (session_id, client_id) DO NOTHING'),
-      )) === 1,
+      ),
     claimDue: async (now, holder, leaseUntil, limit) => {
       const rows = await sql.rows<BackchannelLogoutRow>(CLAIM_DUE, [now, holder, leaseUntil, limit]);
       return rows.map(logoutFromRow).sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
     },
-    finish: async (logoutId, holder, attempt) =>
-      (await sql.count(
+    finish: (logoutId, holder, attempt) =>
+      changedOne(
+        sql,
         `UPDATE backchannel_logouts SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, finished_at = $7,
            lease_holder = NULL, lease_until = NULL
          WHERE logout_id = $1 AND lease_holder = $2`,
@@ -99,13 +101,9 @@ export function logoutStore(sql: Sql): LogoutStore {
           attempt.lastError,
           attempt.finishedAt,
         ],
-      )) === 1,
-    get: async (logoutId) => {
-      const [row] = await sql.rows<BackchannelLogoutRow>('SELECT * FROM backchannel_logouts WHERE logout_id = $1', [
-        logoutId,
-      ]);
-      return row ? logoutFromRow(row) : null;
-    },
+      ),
+    get: (logoutId) =>
+      firstRow(sql, 'SELECT * FROM backchannel_logouts WHERE logout_id = $1', [logoutId], logoutFromRow),
     listForSession: async (sessionId) =>
       (
         await sql.rows<BackchannelLogoutRow>(

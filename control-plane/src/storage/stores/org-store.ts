@@ -1,5 +1,5 @@
 import type { OrgInvite, OrgMember, OrgRole, OrgSite, OrgStore, ScanStore, StoredOrg, StoredScan } from '../types.js';
-import type { Sql } from '../sql.js';
+import { changedOne, firstRow, type Sql } from '../sql.js';
 
 interface OrgRow {
   org_id: string;
@@ -107,14 +107,8 @@ export function orgStore(sql: Sql): OrgStore {
           ]);
         return inserted;
       }),
-    getBySlug: async (slug) => {
-      const [row] = await sql.rows<OrgRow>('SELECT * FROM orgs WHERE slug = $1', [slug]);
-      return row ? orgFromRow(row) : null;
-    },
-    get: async (orgId) => {
-      const [row] = await sql.rows<OrgRow>('SELECT * FROM orgs WHERE org_id = $1', [orgId]);
-      return row ? orgFromRow(row) : null;
-    },
+    getBySlug: (slug) => firstRow(sql, 'SELECT * FROM orgs WHERE slug = $1', [slug], orgFromRow),
+    get: (orgId) => firstRow(sql, 'SELECT * FROM orgs WHERE org_id = $1', [orgId], orgFromRow),
     listForMember: async (identityId) =>
       (
         await sql.rows<OrgRow & { role: OrgRole }>(
@@ -129,26 +123,27 @@ export function orgStore(sql: Sql): OrgStore {
           [orgId],
         )
       ).map(memberFromRow),
-    member: async (orgId, identityId) => {
-      const [row] = await sql.rows<MemberRow>(
+    member: (orgId, identityId) =>
+      firstRow(
+        sql,
         'SELECT identity_id, role, added_at FROM org_members WHERE org_id = $1 AND identity_id = $2',
         [orgId, identityId],
-      );
-      return row ? memberFromRow(row) : null;
-    },
-    addMember: async (orgId, m) =>
-      (await sql.count(
+        memberFromRow,
+      ),
+    addMember: (orgId, m) =>
+      changedOne(
+        sql,
         'INSERT INTO org_members (org_id, identity_id, role, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
         [orgId, m.identityId, m.role, m.addedAt],
-      )) === 1,
-    setRole: async (orgId, identityId, role) =>
-      (await sql.count('UPDATE org_members SET role = $3 WHERE org_id = $1 AND identity_id = $2', [
+      ),
+    setRole: (orgId, identityId, role) =>
+      changedOne(sql, 'UPDATE org_members SET role = $3 WHERE org_id = $1 AND identity_id = $2', [
         orgId,
         identityId,
         role,
-      ])) === 1,
-    removeMember: async (orgId, identityId) =>
-      (await sql.count('DELETE FROM org_members WHERE org_id = $1 AND identity_id = $2', [orgId, identityId])) === 1,
+      ]),
+    removeMember: (orgId, identityId) =>
+      changedOne(sql, 'DELETE FROM org_members WHERE org_id = $1 AND identity_id = $2', [orgId, identityId]),
     countOwners: async (orgId) => {
       const [row] = await sql.rows<{ n: number }>(
         "SELECT COUNT(*) AS n FROM org_members WHERE org_id = $1 AND role = 'owner'",
@@ -174,21 +169,18 @@ export function orgStore(sql: Sql): OrgStore {
         ])
       ).map(inviteFromRow),
     // DELETE … RETURNING: an invite is accepted once even when two replicas race.
-    takeInvite: async (orgId, identityId) => {
-      const [row] = await sql.rows<InviteRow>(
+    takeInvite: (orgId, identityId) =>
+      firstRow(
+        sql,
         'DELETE FROM org_invites WHERE org_id = $1 AND identity_id = $2 RETURNING *',
         [orgId, identityId],
-      );
-      return row ? inviteFromRow(row) : null;
-    },
+        inviteFromRow,
+      ),
     sites: async (orgId) =>
       (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE org_id = $1 ORDER BY created_at, site_id', [orgId])).map(
         siteFromRow,
       ),
-    site: async (siteId) => {
-      const [row] = await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE site_id = $1', [siteId]);
-      return row ? siteFromRow(row) : null;
-    },
+    site: (siteId) => firstRow(sql, 'SELECT * FROM org_sites WHERE site_id = $1', [siteId], siteFromRow),
     addSite: async (site) => {
       await sql.count(
         `INSERT INTO org_sites (site_id, org_id, url, origin, label, is_primary, proof_token, verified_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -215,8 +207,8 @@ export function orgStore(sql: Sql): OrgStore {
         await tx.count('UPDATE org_sites SET is_primary = 1 WHERE site_id = $1', [siteId]);
         return true;
       }),
-    removeSite: async (orgId, siteId) =>
-      (await sql.count('DELETE FROM org_sites WHERE org_id = $1 AND site_id = $2', [orgId, siteId])) === 1,
+    removeSite: (orgId, siteId) =>
+      changedOne(sql, 'DELETE FROM org_sites WHERE org_id = $1 AND site_id = $2', [orgId, siteId]),
     markSiteVerified: async (siteId, at) => {
       await sql.count('UPDATE org_sites SET verified_at = $2 WHERE site_id = $1', [siteId, at]);
     },
@@ -237,13 +229,13 @@ export function scanStore(sql: Sql): ScanStore {
         [scan.scanId, scan.siteId, scan.url, scan.grade, scan.score, scan.rating, scan.scannedAt],
       );
     },
-    latestForSite: async (siteId) => {
-      const [row] = await sql.rows<ScanRow>(
+    latestForSite: (siteId) =>
+      firstRow(
+        sql,
         'SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1',
         [siteId],
-      );
-      return row ? scanFromRow(row) : null;
-    },
+        scanFromRow,
+      ),
     historyForSite: async (siteId, limit) =>
       (
         await sql.rows<ScanRow>('SELECT * FROM scans WHERE site_id = $1 ORDER BY scanned_at DESC, scan_id LIMIT $2', [
@@ -251,12 +243,12 @@ export function scanStore(sql: Sql): ScanStore {
           limit,
         ])
       ).map(scanFromRow),
-    latestPublic: async (url) => {
-      const [row] = await sql.rows<ScanRow>(
+    latestPublic: (url) =>
+      firstRow(
+        sql,
         'SELECT * FROM scans WHERE site_id IS NULL AND url = $1 ORDER BY scanned_at DESC, scan_id LIMIT 1',
         [url],
-      );
-      return row ? scanFromRow(row) : null;
-    },
+        scanFromRow,
+      ),
   };
 }

@@ -1,5 +1,5 @@
 import type { RecoveryCodeStore, StoredRecoveryCode } from '../types.js';
-import type { Sql } from '../sql.js';
+import { changedOne, type Sql } from '../sql.js';
 
 interface RecoveryRow {
   code_id: string;
@@ -37,10 +37,11 @@ export function recoveryCodeStore(sql: Sql): RecoveryCodeStore {
           [identityId],
         )
       ).map(recoveryFromRow),
-    consume: async (identityId, codeId, at) =>
-      (await sql.count(
+    consume: (identityId, codeId, at) =>
+      changedOne(
+        sql,
         'UPDATE recovery_codes SET used_at = $3 WHERE identity_id = $1 AND code_id = $2 AND used_at IS NULL',
         [identityId, codeId, at],
-      )) === 1,
+      ),
   };
 }

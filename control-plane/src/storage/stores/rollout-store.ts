@@ -1,5 +1,5 @@
 import type { RolloutStore, StoredProject, StoredRolloutDocument } from '../types.js';
-import { insertOf, type Sql } from '../sql.js';
+import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface RolloutDocumentRow {
   kind: string;
@@ -56,26 +56,25 @@ const projectFromRow = (row: ProjectRow): StoredProject => ({
 });
 
 export function rolloutStore(sql: Sql): RolloutStore {
-  const project = async (name: string) => {
-    const [row] = await sql.rows<ProjectRow>('SELECT * FROM rollout_projects WHERE project = $1', [name]);
-    return row ? projectFromRow(row) : null;
-  };
+  const project = (name: string) =>
+    firstRow(sql, 'SELECT * FROM rollout_projects WHERE project = $1', [name], projectFromRow);
   return {
-    insertDocument: async (document) =>
-      (await sql.count(
+    insertDocument: (document) =>
+      changedOne(
+        sql,
         ...insertOf(
           'rollout_documents',
           rolloutDocumentToRow(document),
           'ON CONFLICT (kind, project, version) DO NOTHING',
         ),
-      )) === 1,
-    latestDocument: async (kind, name) => {
-      const [row] = await sql.rows<RolloutDocumentRow>(
+      ),
+    latestDocument: (kind, name) =>
+      firstRow(
+        sql,
         'SELECT * FROM rollout_documents WHERE kind = $1 AND project = $2 ORDER BY version DESC LIMIT 1',
         [kind, name],
-      );
-      return row ? rolloutDocumentFromRow(row) : null;
-    },
+        rolloutDocumentFromRow,
+      ),
     documentHistory: async (kind, name) =>
       (
         await sql.rows<RolloutDocumentRow>(
@@ -91,10 +90,8 @@ export function rolloutStore(sql: Sql): RolloutStore {
       return (await project(name))!;
     },
     getProject: project,
-    projectOfClient: async (clientId) => {
-      const [row] = await sql.rows<ProjectRow>('SELECT * FROM rollout_projects WHERE client_id = $1', [clientId]);
-      return row ? projectFromRow(row) : null;
-    },
+    projectOfClient: (clientId) =>
+      firstRow(sql, 'SELECT * FROM rollout_projects WHERE client_id = $1', [clientId], projectFromRow),
     listProjects: async () =>
       (await sql.rows<ProjectRow>('SELECT * FROM rollout_projects ORDER BY project')).map(projectFromRow),
     // The unique client_id column refuses a client bound to another project; the WHERE keeps an existing binding.

@@ -1,7 +1,7 @@
 import type { OrgRule } from '#lib/access/evaluate-access.js';
 import type { KeyState, SamlStore, StoredSamlKey, StoredSamlProvider } from '../types.js';
 import { SAML_RING_LOCK } from '../locks.js';
-import { insertOf, Rollback, type Sql } from '../sql.js';
+import { changedOne, firstRow, insertOf, Rollback, type Sql } from '../sql.js';
 import { setRingKeyState } from './key-store.js';
 
 interface SamlKeyRow {
@@ -106,18 +106,11 @@ export function samlStore(sql: Sql): SamlStore {
     removeKey: async (kid) => {
       await sql.count('DELETE FROM saml_keys WHERE kid = $1', [kid]);
     },
-    insertProvider: async (provider) =>
-      (await sql.count(
-        ...insertOf('saml_providers', samlProviderToRow(provider), 'ON CONFLICT (entity_id) DO NOTHING'),
-      )) === 1,
-    provider: async (id) => {
-      const [row] = await sql.rows<SamlProviderRow>('SELECT * FROM saml_providers WHERE id = $1', [id]);
-      return row ? samlProviderFromRow(row) : null;
-    },
-    providerByEntityId: async (entityId) => {
-      const [row] = await sql.rows<SamlProviderRow>('SELECT * FROM saml_providers WHERE entity_id = $1', [entityId]);
-      return row ? samlProviderFromRow(row) : null;
-    },
+    insertProvider: (provider) =>
+      changedOne(sql, ...insertOf('saml_providers', samlProviderToRow(provider), 'ON CONFLICT (entity_id) DO NOTHING')),
+    provider: (id) => firstRow(sql, 'SELECT * FROM saml_providers WHERE id = $1', [id], samlProviderFromRow),
+    providerByEntityId: (entityId) =>
+      firstRow(sql, 'SELECT * FROM saml_providers WHERE entity_id = $1', [entityId], samlProviderFromRow),
     listProviders: async (orgIds) => {
       const rows =
         orgIds === undefined
@@ -162,6 +155,6 @@ export function samlStore(sql: Sql): SamlStore {
         throw error;
       }
     },
-    removeProvider: async (id) => (await sql.count('DELETE FROM saml_providers WHERE id = $1', [id])) === 1,
+    removeProvider: (id) => changedOne(sql, 'DELETE FROM saml_providers WHERE id = $1', [id]),
   };
 }

@@ -1,5 +1,5 @@
 import type { SessionAssurance, SessionStore, StoredSession } from '../types.js';
-import { insertOf, type Sql } from '../sql.js';
+import { changedOne, columnOf, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface SessionRow {
   session_id: string;
@@ -66,13 +66,8 @@ export function sessionStore(sql: Sql): SessionStore {
     insert: async (session) => {
       await sql.count(...insertOf('sessions', sessionToRow(session)));
     },
-    findLive: async (tokenHash, now) => {
-      const [row] = await sql.rows<SessionRow>(`SELECT * FROM sessions WHERE token_hash = $1 AND ${LIVE}`, [
-        tokenHash,
-        now,
-      ]);
-      return row ? sessionFromRow(row) : null;
-    },
+    findLive: (tokenHash, now) =>
+      firstRow(sql, `SELECT * FROM sessions WHERE token_hash = $1 AND ${LIVE}`, [tokenHash, now], sessionFromRow),
     listLive: async (identityId, now) =>
       (
         await sql.rows<SessionRow>(
@@ -85,8 +80,9 @@ export function sessionStore(sql: Sql): SessionStore {
     touch: async (sessionId, at, idleExpiresAt) => {
       await sql.count(TOUCH, [sessionId, at, idleExpiresAt]);
     },
-    renewToken: async (sessionId, presentedTokenHash, renewal, now) =>
-      (await sql.count(
+    renewToken: (sessionId, presentedTokenHash, renewal, now) =>
+      changedOne(
+        sql,
         `UPDATE sessions SET token_hash = $4, assurance = $5, amr = $6, auth_time = $7, step_up_at = $8, cred_id = $9,
            last_seen_at = $10, idle_expires_at = $11, absolute_expires_at = $12
          WHERE session_id = $1 AND token_hash = $3 AND ${LIVE}`,
@@ -104,13 +100,13 @@ export function sessionStore(sql: Sql): SessionStore {
           renewal.idleExpiresAt,
           renewal.absoluteExpiresAt,
         ],
-      )) === 1,
-    revoke: async (identityId, sessionId, at) =>
-      (await sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND session_id = $3 AND ${LIVE}`, [
+      ),
+    revoke: (identityId, sessionId, at) =>
+      changedOne(sql, `UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND session_id = $3 AND ${LIVE}`, [
         identityId,
         at,
         sessionId,
-      ])) === 1,
+      ]),
     revokeAll: (identityId, at) =>
       sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND ${LIVE}`, [identityId, at]),
     revokeDevice: (identityId, deviceId, at) =>
@@ -119,14 +115,14 @@ export function sessionStore(sql: Sql): SessionStore {
         at,
         deviceId,
       ]),
-    listRevokedForClient: async (clientId, since, limit) =>
-      (
-        await sql.rows<{ id: string }>(
-          `SELECT s.session_id AS id FROM sessions s
+    listRevokedForClient: (clientId, since, limit) =>
+      columnOf<string>(
+        sql,
+        `SELECT s.session_id AS id FROM sessions s
          WHERE s.revoked_at >= $2 AND EXISTS (SELECT 1 FROM oidc_grants g WHERE g.session_id = s.session_id AND g.client_id = $1)
          ORDER BY s.revoked_at DESC, s.session_id LIMIT $3`,
-          [clientId, since, limit],
-        )
-      ).map((row) => row.id),
+        [clientId, since, limit],
+        'id',
+      ),
   };
 }

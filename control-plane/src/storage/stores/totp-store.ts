@@ -1,5 +1,5 @@
 import type { StoredTotp, TotpState, TotpStore } from '../types.js';
-import type { Sql } from '../sql.js';
+import { changedOne, firstRow, type Sql } from '../sql.js';
 
 interface TotpRow {
   identity_id: string;
@@ -21,32 +21,31 @@ const totpFromRow = (row: TotpRow): StoredTotp => ({
 
 export function totpStore(sql: Sql): TotpStore {
   return {
-    get: async (identityId) => {
-      const [row] = await sql.rows<TotpRow>('SELECT * FROM totp_secrets WHERE identity_id = $1', [identityId]);
-      return row ? totpFromRow(row) : null;
-    },
+    get: (identityId) => firstRow(sql, 'SELECT * FROM totp_secrets WHERE identity_id = $1', [identityId], totpFromRow),
     // The upsert leaves an active row untouched: a new setup never silently replaces a working secret.
-    putPending: async (record) =>
-      (await sql.count(
+    putPending: (record) =>
+      changedOne(
+        sql,
         `INSERT INTO totp_secrets (identity_id, state, sealed_secret, last_used_step, created_at, activated_at)
          VALUES ($1, 'pending', $2, NULL, $3, NULL)
          ON CONFLICT (identity_id) DO UPDATE SET sealed_secret = excluded.sealed_secret, created_at = excluded.created_at,
            last_used_step = NULL, activated_at = NULL
          WHERE totp_secrets.state = 'pending'`,
         [record.identityId, record.sealedSecret, record.createdAt],
-      )) === 1,
-    activate: async (identityId, step, at) =>
-      (await sql.count(
+      ),
+    activate: (identityId, step, at) =>
+      changedOne(
+        sql,
         `UPDATE totp_secrets SET state = 'active', activated_at = $3, last_used_step = $2 WHERE identity_id = $1 AND state = 'pending'`,
         [identityId, step, at],
-      )) === 1,
-    useStep: async (identityId, step) =>
-      (await sql.count(
+      ),
+    useStep: (identityId, step) =>
+      changedOne(
+        sql,
         `UPDATE totp_secrets SET last_used_step = $2
          WHERE identity_id = $1 AND state = 'active' AND (last_used_step IS NULL OR last_used_step < $2)`,
         [identityId, step],
-      )) === 1,
-    remove: async (identityId) =>
-      (await sql.count('DELETE FROM totp_secrets WHERE identity_id = $1', [identityId])) === 1,
+      ),
+    remove: (identityId) => changedOne(sql, 'DELETE FROM totp_secrets WHERE identity_id = $1', [identityId]),
   };
 }

@@ -3,6 +3,20 @@ import type { LinkRecord } from '#lib/magic/magic-link.js';
 
 // Keys, accounts, sessions, second factors, addresses and one-time links.
 
+/** A store of records kept by id: put one in, read one back (null when there is none). */
+export interface RecordStore<T> {
+  insert(record: T): Promise<void>;
+  get(id: string): Promise<T | null>;
+}
+
+/**
+ * Inside a transaction: holds, until it ends, the lock that lets one control plane change a key
+ * ring at a time (PostgreSQL advisory lock; SQLite's write transaction already is one).
+ */
+export interface RingLock {
+  lockRing(): Promise<void>;
+}
+
 export type KeyState = 'next' | 'current' | 'retired';
 
 export interface StoredSigningKey {
@@ -17,13 +31,8 @@ export interface StoredSigningKey {
   retiredAt: number | null;
 }
 
-export interface KeyStore {
+export interface KeyStore extends RingLock {
   list(): Promise<StoredSigningKey[]>;
-  /**
-   * Inside a transaction: holds, until it ends, the lock that lets one control plane change the
-   * signing-key ring at a time (PostgreSQL advisory lock; SQLite's write transaction already is one).
-   */
-  lockRing(): Promise<void>;
   insert(key: StoredSigningKey): Promise<void>;
   /** Moves keys between states; only the listed kids change. */
   setState(kid: string, state: KeyState, at: number): Promise<void>;
@@ -246,10 +255,9 @@ export interface StoredEmail {
   verifiedAt: number | null;
 }
 
-export interface EmailStore {
+export interface EmailStore extends Pick<RecordStore<StoredEmail>, 'get'> {
   /** Adds the address to the identity, or returns the row it already has. */
   add(record: StoredEmail): Promise<StoredEmail>;
-  get(emailId: string): Promise<StoredEmail | null>;
   listByIdentity(identityId: string): Promise<StoredEmail[]>;
   /** The one identity's row where this (lower-cased) address is verified. */
   findVerified(email: string): Promise<StoredEmail | null>;

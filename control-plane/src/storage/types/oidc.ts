@@ -1,5 +1,6 @@
 import type { Approval } from '#lib/oauth/authorization-request.js';
 import type { ClientMetadata, ClientType } from '#lib/oauth/client-metadata.js';
+import type { RecordStore } from './accounts.js';
 
 // Receipts, OIDC clients and the OIDC provider's codes, grants and refresh tokens.
 
@@ -85,9 +86,7 @@ export interface StoredClient {
   updatedAt: number;
 }
 
-export interface ClientStore {
-  insert(client: StoredClient): Promise<void>;
-  get(clientId: string): Promise<StoredClient | null>;
+export interface ClientStore extends RecordStore<StoredClient> {
   /**
    * Replaces type, metadata and secret when the stored revision is still `expectedRevision`
    * (one conditional UPDATE) and returns the new record; null when the revision moved on or

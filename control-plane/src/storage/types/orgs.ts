@@ -1,5 +1,5 @@
 import type { ProviderSettings } from '#lib/saml/provider.js';
-import type { KeyState } from './accounts.js';
+import type { KeyState, RecordStore, RingLock } from './accounts.js';
 
 // Organizations, scans, SAML, rollout and contact messages.
 
@@ -174,13 +174,8 @@ export interface StoredProject {
   updatedAt: number;
 }
 
-export interface SamlStore {
+export interface SamlStore extends RingLock {
   keys(): Promise<StoredSamlKey[]>;
-  /**
-   * Inside a transaction: holds, until it ends, the lock that lets one control plane change the
-   * key ring at a time (PostgreSQL advisory lock; SQLite's write transaction already is one).
-   */
-  lockRing(): Promise<void>;
   insertKey(key: StoredSamlKey): Promise<void>;
   setKeyState(kid: string, state: KeyState, at: number): Promise<void>;
   removeKey(kid: string): Promise<void>;
@@ -224,9 +219,7 @@ export interface StoredContact {
   mailedAt: number | null;
 }
 
-export interface ContactStore {
-  insert(record: StoredContact): Promise<void>;
-  get(contactId: string): Promise<StoredContact | null>;
+export interface ContactStore extends RecordStore<StoredContact> {
   /** Records that the operator's copy went out; true for the first call only. */
   markMailed(contactId: string, at: number): Promise<boolean>;
   /** Deletes messages received before `before`; returns how many. */

@@ -1,10 +1,8 @@
-import type { StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from './types.js';
+import type { StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from '../types.js';
 
 /**
- * The row shape of every table, shared by both backends: the SQLite and PostgreSQL schemas use
- * the same column names and the same encodings (epoch milliseconds as integers, booleans as
- * 0/1, JSON as text, byte strings as BLOB/BYTEA), so one mapper per resource serves both.
- * `…ToRow` gives the insert parameters keyed by column; `…FromRow` reads a selected row back.
+ * The rows of the OIDC store (codes, grants, refresh tokens, approvals), the same on both
+ * backends. `…ToRow` gives the insert parameters keyed by column; `…FromRow` reads a row back.
  */
 
 type Nullable<T> = T | null;
@@ -186,9 +184,3 @@ export const approvalFromRow = (row: ApprovalRow) => ({
   scopes: row.scope.split(' ').filter(Boolean),
   resources: JSON.parse(row.resources) as string[],
 });
-
-// Agents (docs/agents.md).
-
-// Organizations, their sites and scans (docs/orgs.md).
-
-// ---- rollout documents and projects ----
