@@ -42,7 +42,7 @@ t.test('the apps page, its forms and the connector form in German, and in Arabic
   t.equal(refused.statusCode, 400);
   t.match(
     refused.body,
-    /<p role="alert" class="error" data-reason="invalid_connector_input">Das hat nicht funktioniert\. <span class="muted">\(<code>invalid_connector_input<\/code>\)/,
+    /<p role="alert" class="error" data-reason="invalid_connector_input">Ein Feld des Konnektors fehlt oder ist ungültig\. Prüfen Sie die Adressen und versuchen Sie es erneut\. <span class="muted">\(<code>invalid_connector_input<\/code>\)/,
   );
   t.notMatch(refused.body, /role="alert"[^>]*>[^<]*base_url/, 'the English message stays out of a German page');
   const connected = await browser.post('/apps/connectors', 'connector=kubelogin', {

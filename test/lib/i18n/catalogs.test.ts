@@ -1,7 +1,8 @@
 /**
  * Completeness of the message catalogs (docs/i18n.md): every language has every key of the English
- * source and no other, each translation keeps its source's placeholders and tags, every key is
- * used in the source, and keys are literal everywhere but under the declared dynamic prefixes.
+ * source and no other, every reason has its page text, each translation keeps its source's
+ * placeholders and tags, every key is used in the source, and keys are literal everywhere but under
+ * the declared dynamic prefixes.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -117,4 +118,11 @@ t.test('every reason.* key names a reason that exists', async (t) => {
     .filter((key) => key.startsWith('reason.'))
     .filter((key) => !Object.prototype.hasOwnProperty.call(REASONS, key.slice('reason.'.length)));
   t.same(unknown, []);
+});
+
+t.test('every reason has its page text (reason.<reason>) in every language', async (t) => {
+  for (const locale of LOCALES) {
+    const missing = Object.keys(REASONS).filter((reason) => CATALOGS[locale][`reason.${reason}`] === undefined);
+    t.same(missing, [], `${locale}: reasons a refusal page would show in English`);
+  }
 });
