@@ -90,7 +90,8 @@ export const benchCase = <T>(c: BenchCase<T>): BenchCase<unknown> => c as BenchC
  * Runs the cases in alternating batches until each has had SECONDS of timed work, `inFlight`
  * calls of a batch at a time. On a shared machine the load changes from one second to the next;
  * interleaved, the cases see the same load, so the ratio between them holds up where runs one
- * after another would not.
+ * after another would not. The order turns round every round, so that no case always follows the
+ * same one (and pays for the garbage it left).
  */
 export async function measureInterleaved(
   cases: Array<BenchCase<unknown>>,
@@ -98,8 +99,10 @@ export async function measureInterleaved(
 ): Promise<Rate[]> {
   const totals = cases.map(() => ({ count: 0, elapsedNs: 0n, cpuUs: 0 }));
   for (const c of cases) await runAll(await c.prepare(200), c.op, inFlight); // warm-up
-  while (totals.some((t) => t.elapsedNs < BigInt(SECONDS * 1e9))) {
-    for (const [i, c] of cases.entries()) {
+  for (let round = 0; totals.some((t) => t.elapsedNs < BigInt(SECONDS * 1e9)); round++) {
+    const order = [...cases.entries()];
+    if (round % 2) order.reverse();
+    for (const [i, c] of order) {
       const inputs = await c.prepare(batch);
       const cpuStart = process.cpuUsage();
       const start = process.hrtime.bigint();

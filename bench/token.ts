@@ -19,36 +19,43 @@
  * (bench/harness.ts): both providers run in this one process, so on a shared machine the CPU
  * figure is the one-core rate and the ratio between them, while the wall rate falls with the
  * load. The CPU figure includes the request-building side of light-my-request, the same for both.
+ *
+ * BENCH_BASELINE=<another checkout> adds that checkout's control plane (on SQLite) to every case,
+ * built and driven by its own bench/harness.ts and test/helpers/oidc.ts, interleaved batch by batch
+ * with this one in the same process: a before/after of the grant path in one run, which alternate
+ * runs on a shared machine cannot give (docs/performance.md#tokens). The checkout needs its own
+ * node_modules.
  */
 import { generateKeyPairSync, randomBytes, createHash } from 'node:crypto';
 import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import inject from 'light-my-request';
 import Provider from 'oidc-provider';
-import {
-  ADMIN,
-  RESOURCE,
-  REDIRECT,
-  basicAuth,
-  exchangeCode,
-  goodRequest,
-  obtainCode,
-  pkcePair,
-  refresh,
-  registerClient,
-} from '../test/helpers/oidc.js';
-import {
-  benchCase,
-  benchControlPlane,
-  benchTap,
-  describeRun,
-  es256Bound,
-  log,
-  measureInterleaved,
-  type Rate,
-} from './harness.js';
+import * as oidcHelpers from '../test/helpers/oidc.js';
+import { ADMIN, RESOURCE, REDIRECT, basicAuth } from '../test/helpers/oidc.js';
+import * as harness from './harness.js';
+import { benchCase, describeRun, es256Bound, log, measureInterleaved, type Rate } from './harness.js';
 
-type Teardowns = ReturnType<typeof benchTap>['tap'];
+type Teardowns = ReturnType<typeof harness.benchTap>['tap'];
+
+/** What builds and drives a control plane: this checkout's, or the baseline's (BENCH_BASELINE). */
+interface KeyplaneParts {
+  harness: Pick<typeof harness, 'benchControlPlane'>;
+  oidc: Pick<
+    typeof oidcHelpers,
+    'registerClient' | 'pkcePair' | 'obtainCode' | 'goodRequest' | 'exchangeCode' | 'refresh'
+  >;
+}
+
+const BASELINE = process.env['BENCH_BASELINE'];
+const current: KeyplaneParts = { harness, oidc: oidcHelpers };
+const baseline: KeyplaneParts | null = BASELINE
+  ? {
+      harness: (await import(join(resolve(BASELINE), 'bench/harness.ts'))) as KeyplaneParts['harness'],
+      oidc: (await import(join(resolve(BASELINE), 'test/helpers/oidc.ts'))) as KeyplaneParts['oidc'],
+    }
+  : null;
 
 /** Logs the JOSE header of the first access token each provider issues (both must be ES256 at+jwt). */
 const shown = new Set<string>();
@@ -147,9 +154,13 @@ async function postgresDatabase(tap: Teardowns): Promise<string | null> {
   return dbUrl.toString();
 }
 
-async function keyplane(tap: Teardowns, databaseUrl?: string): Promise<Contender> {
-  const backend = databaseUrl ? 'PostgreSQL' : 'SQLite';
-  const { app, browser } = await benchControlPlane(tap, { adminToken: ADMIN, ...(databaseUrl ? { databaseUrl } : {}) });
+async function keyplane(tap: Teardowns, databaseUrl?: string, parts = current): Promise<Contender> {
+  const backend = `${databaseUrl ? 'PostgreSQL' : 'SQLite'}${parts === current ? '' : ', baseline'}`;
+  const { registerClient, pkcePair, obtainCode, goodRequest, exchangeCode, refresh } = parts.oidc;
+  const { app, browser } = await parts.harness.benchControlPlane(tap, {
+    adminToken: ADMIN,
+    ...(databaseUrl ? { databaseUrl } : {}),
+  });
   const client = await registerClient(app);
   const mint = async (n: number) => {
     const out: Array<{ code: string; verifier: string }> = [];
@@ -305,13 +316,13 @@ async function sideBySide(contenders: (tap: Teardowns) => Promise<Contender[]>, 
   const options = { batch: Math.max(50, inFlight * 8), inFlight };
   // Each case's providers are torn down after it: a control plane left running keeps its timers
   // (the sealer ticks every second), whose work would be counted in the next case.
-  const forExchange = benchTap();
+  const forExchange = harness.benchTap();
   const exchange = await measureInterleaved(
     (await contenders(forExchange.tap)).map((provider) => casesOf(provider, inFlight).exchange),
     options,
   );
   await forExchange.runTeardowns();
-  const forRefresh = benchTap();
+  const forRefresh = harness.benchTap();
   const refreshing = await contenders(forRefresh.tap);
   const refresh = await measureInterleaved(
     refreshing.map((provider) => casesOf(provider, inFlight).refresh),
@@ -342,19 +353,25 @@ try {
   log(`  oidc-provider could not be set up: ${(error as Error).message}`);
 }
 const postgresRun = process.env['BENCH_SKIP_POSTGRES'] !== '1';
-const rounds: Array<{ inFlight: number; kp: Rates; other: Rates | null; onPg: Rates | null }> = [];
+const rounds: Array<{ inFlight: number; kp: Rates; other: Rates | null; base: Rates | null; onPg: Rates | null }> = [];
 for (const inFlight of [1, IN_FLIGHT]) {
-  const [kp, other = null] = await sideBySide(
-    async (tap) => [await keyplane(tap), ...(withReference ? [await nodeOidcProvider()] : [])],
+  const [kp, ...rest] = await sideBySide(
+    async (tap) => [
+      await keyplane(tap),
+      ...(withReference ? [await nodeOidcProvider()] : []),
+      ...(baseline ? [await keyplane(tap, undefined, baseline)] : []),
+    ],
     inFlight,
   );
+  const other = withReference ? rest.shift()! : null;
+  const base = baseline ? rest.shift()! : null;
   const [onPg = null] = postgresRun
     ? await sideBySide(async (tap) => {
         const databaseUrl = await postgresDatabase(tap);
         return databaseUrl ? [await keyplane(tap, databaseUrl)] : [];
       }, inFlight)
     : [];
-  rounds.push({ inFlight, kp: kp!, other, onPg });
+  rounds.push({ inFlight, kp: kp!, other, base, onPg });
 }
 const verdict = (ok: boolean) => (ok ? 'met' : 'not met');
 const round = (rate: Rate) => `${Math.round(rate.cpu)} / ${Math.round(rate.wall)}`;
@@ -366,18 +383,41 @@ process.stdout.write(
     .map((l) => l.toFixed(1))
     .join(' / ')} (1 / 5 / 15 min). Cells: per CPU-second / per wall second.\n`,
 );
-process.stdout.write(
-  '\n| grant | in flight | Keyplane SQLite | target (per CPU-s) | node-oidc-provider | ratio per CPU-s (wall) (target ≥ 1.5) | Keyplane PostgreSQL | PostgreSQL statements per grant | ES256 bound ÷ 2 | SQLite share of bound (CPU) |\n|---|---|---|---|---|---|---|---|---|---|\n',
-);
-for (const { inFlight, kp, other, onPg } of rounds) {
+const baseColumns = baseline ? [`baseline SQLite (${BASELINE})`, 'this ÷ baseline per CPU-s (wall)'] : [];
+const header = [
+  'grant',
+  'in flight',
+  'Keyplane SQLite',
+  'target (per CPU-s)',
+  'node-oidc-provider',
+  'ratio per CPU-s (wall) (target ≥ 1.5)',
+  ...baseColumns,
+  'Keyplane PostgreSQL',
+  'PostgreSQL statements per grant',
+  'ES256 bound ÷ 2',
+  'SQLite share of bound (CPU)',
+];
+process.stdout.write(`\n| ${header.join(' | ')} |\n|${header.map(() => '---|').join('')}\n`);
+const ratioOf = (a: Rate, b: Rate | undefined) =>
+  b === undefined ? 'n/a' : `${(a.cpu / b.cpu).toFixed(2)} (${(a.wall / b.wall).toFixed(2)})`;
+for (const { inFlight, kp, other, base, onPg } of rounds) {
   for (const name of ['exchange', 'refresh'] as const) {
     const k = kp[name];
     const o = other?.[name];
     const target = TARGETS[name];
-    const ratio = o === undefined ? null : k.cpu / o.cpu;
-    const wallRatio = o === undefined ? null : k.wall / o.wall;
-    process.stdout.write(
-      `| ${name === 'exchange' ? 'code exchange' : 'refresh (rotating)'} | ${inFlight} | ${round(k)} | ≥ ${target}: ${verdict(k.cpu >= target)} | ${o === undefined ? 'n/a' : round(o)} | ${ratio === null ? 'n/a' : `${ratio.toFixed(2)} (${wallRatio!.toFixed(2)}): ${verdict(ratio >= TARGETS.ratio)}`} | ${onPg ? round(onPg[name]) : 'skipped'} | ${onPg?.statements ? onPg.statements[name] : 'n/a'} | ${Math.round(bound.cpu / 2)} / ${Math.round(bound.wall / 2)} | ${((k.cpu / (bound.cpu / 2)) * 100).toFixed(1)} % |\n`,
-    );
+    const cells = [
+      name === 'exchange' ? 'code exchange' : 'refresh (rotating)',
+      String(inFlight),
+      round(k),
+      `≥ ${target}: ${verdict(k.cpu >= target)}`,
+      o === undefined ? 'n/a' : round(o),
+      o === undefined ? 'n/a' : `${ratioOf(k, o)}: ${verdict(k.cpu / o.cpu >= TARGETS.ratio)}`,
+      ...(base ? [round(base[name]), ratioOf(k, base[name])] : []),
+      onPg ? round(onPg[name]) : 'skipped',
+      onPg?.statements ? String(onPg.statements[name]) : 'n/a',
+      `${Math.round(bound.cpu / 2)} / ${Math.round(bound.wall / 2)}`,
+      `${((k.cpu / (bound.cpu / 2)) * 100).toFixed(1)} %`,
+    ];
+    process.stdout.write(`| ${cells.join(' | ')} |\n`);
   }
 }
