@@ -23,7 +23,7 @@
  * BENCH_BASELINE=<another checkout> adds that checkout's control plane (on SQLite) to every case,
  * built and driven by its own bench/harness.ts and test/helpers/oidc.ts, interleaved batch by batch
  * with this one in the same process: a before/after of the grant path in one run, which alternate
- * runs on a shared machine cannot give (docs/performance.md#tokens). The checkout needs its own
+ * runs on a shared machine cannot give (docs/performance.md#tokens-npm-run-benchtoken). The checkout needs its own
  * node_modules.
  */
 import { generateKeyPairSync, randomBytes, createHash } from 'node:crypto';
