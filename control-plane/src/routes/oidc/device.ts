@@ -126,7 +126,8 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
 
   function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: MessageKey): FastifyReply {
     reply.code(problem ? 400 : 200).type('text/html; charset=utf-8');
-    const wrong = problem && html`<span data-reason="invalid_user_code">${uiOf(request).t(problem, { minutes: 10 })}</span>`;
+    const wrong =
+      problem && html`<span data-reason="invalid_user_code">${uiOf(request).t(problem, { minutes: 10 })}</span>`;
     return reply.send(entryForm(request, reply, wrong));
   }
 
