@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
-import { html, page, raw } from './layout.js';
+import { html, page, raw, type SafeHtml } from './layout.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import { uiOf, type PageUi } from './ui.js';
 
@@ -31,4 +31,13 @@ export function refusalPage(
 <p class="muted">${ui.t(words.explain ?? 'refused.explain')}</p>
 <p class="muted">${raw(ui.rich('refused.reason', { code: (c) => html`<code data-reason="${reason}">${raw(c)}</code>`.value }, { reason }))}</p>`,
   });
+}
+
+/**
+ * A refusal above a form shown again (a route's own `config.errorPage`): the reason's text in the
+ * page's language (in English the exact fault) and the reason itself in `<code data-reason>`.
+ */
+export function refusalNote(ui: PageUi, failure: KeyplaneError): SafeHtml {
+  const text = ui.locale === 'en' ? failure.message : (ui.reason(failure.reason) ?? ui.t('form_error.other'));
+  return html`${text} <span class="muted">(<code data-reason="${failure.reason}">${failure.reason}</code>)</span>`;
 }

@@ -20,6 +20,7 @@ import { limitPerAccount, limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import { formError, html, page, raw, type SafeHtml } from '../../pages/layout.js';
+import { refusalNote } from '../../pages/refusal-page.js';
 import { uiOf } from '../../pages/ui.js';
 import { clientLinksOf, formPage, sendOneTap } from './pages.js';
 
@@ -139,14 +140,7 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
     if (!request.kp.session) return undefined;
     const source = (request.method === 'GET' ? request.query : request.body) as { user_code?: unknown } | undefined;
     const typed = typeof source?.user_code === 'string' ? source.user_code.slice(0, 32) : '';
-    const ui = uiOf(request);
-    const text = ui.locale === 'en' ? failure.message : (ui.reason(failure.reason) ?? ui.t('form_error.other'));
-    return entryForm(
-      request,
-      reply,
-      html`${text} <span class="muted">(<code data-reason="${failure.reason}">${failure.reason}</code>)</span>`,
-      typed,
-    );
+    return entryForm(request, reply, refusalNote(uiOf(request), failure), typed);
   };
 
   function sendDone(request: FastifyRequest, reply: FastifyReply, approved: boolean, receipt?: string): FastifyReply {
