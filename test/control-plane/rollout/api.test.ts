@@ -404,3 +404,39 @@ t.test('/openapi.json publishes the one profile and plan schema and every rollou
   ])
     t.ok(doc.paths[path], path);
 });
+
+// docs/errors.md#one-error-path: the rollout pages answer a browser's refusal with a page, with the
+// same status and headers; the CLI and other API callers keep the envelope byte for byte.
+t.test("a browser's refusal on the rollout pages is a page; API callers keep the envelope", async (t) => {
+  const { app, signIn } = await setup(t);
+  const { browser } = await signIn({ username: 'rita' });
+  const navigation = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'accept-language': 'es' };
+  const page = await browser.get('/projects/app_nope/profile', navigation);
+  t.equal(page.statusCode, 404, 'an unknown client, or one the person may not see');
+  t.match(page.headers['content-type'], /^text\/html/);
+  t.match(page.body, '<code data-reason="not_found">');
+  t.match(page.body, '<html lang="es"');
+  t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
+  const envelope = JSON.stringify({
+    ok: false,
+    reason: 'not_found',
+    message: 'no project is registered with this client',
+  });
+  for (const accept of ['application/json', '*/*']) {
+    const json = await browser.get('/projects/app_nope/profile', { accept });
+    t.equal(json.statusCode, 404);
+    t.equal(json.body, envelope, accept);
+  }
+
+  const wrongToken = { authorization: 'Bearer not-the-admin-token' };
+  const refused = await app.inject({ method: 'GET', url: '/rollout', headers: { ...wrongToken, ...navigation } });
+  t.equal(refused.statusCode, 401);
+  t.equal(refused.headers['www-authenticate'], 'Bearer error="invalid_token"', "the failure's headers on the page");
+  t.match(refused.body, '<code data-reason="unauthorized">');
+  const cli = await app.inject({ method: 'GET', url: '/rollout', headers: wrongToken });
+  t.equal(cli.statusCode, 401);
+  t.equal(
+    cli.body,
+    JSON.stringify({ ok: false, reason: 'unauthorized', message: 'send the admin token as a Bearer token' }),
+  );
+});
