@@ -1,5 +1,4 @@
 import t from 'tap';
-import { DependencyUnavailableError } from '#lib/errors/dependency-outage.js';
 import { build, manualClock, TEST_ISSUER } from '../../helpers/build.js';
 import { absorbCookies, headersFor, signIn, signUp } from '../../helpers/accounts.js';
 import type { DomainEvent } from '../../../control-plane/src/events/types.js';
@@ -462,61 +461,4 @@ t.test('a route that checks origins itself opts out of the issuer-only Origin ch
     (await app.inject({ method: 'POST', url: '/test/default', headers: foreign })).json().reason,
     'origin_mismatch',
   );
-});
-
-// docs/errors.md#one-error-path: /account and the plain forms on it answer a browser's refusal with
-// a page; scripts and API callers keep the envelope byte for byte.
-t.test("a browser's refusal on /account is a page; JSON callers keep the envelope", async (t) => {
-  const { app, services } = await build(t, { areas });
-  const ada = await signUp(app, 'ada');
-  const form = await app.inject({
-    method: 'POST',
-    url: '/account/approvals/revoke',
-    headers: { ...ada.headers, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
-    payload: 'party=app_nope',
-  });
-  t.equal(form.statusCode, 404);
-  t.match(form.headers['content-type'], /^text\/html/);
-  t.match(form.body, 'data-form="profile"', 'the account page again');
-  t.match(form.body, '<code data-reason="not_found">');
-  const script = await post(
-    app,
-    '/account/approvals/revoke',
-    { ...ada.headers, accept: 'application/json' },
-    {
-      party: 'app_nope',
-    },
-  );
-  t.equal(script.body, JSON.stringify({ ok: false, reason: 'not_found', message: 'no such approval' }));
-
-  // The database goes away while the page is drawn.
-  services.storage.identities.aliases = async () => {
-    throw new DependencyUnavailableError('postgres', 'refused', 'connect ECONNREFUSED');
-  };
-  const page = await app.inject({
-    method: 'GET',
-    url: '/account?lang=fr',
-    headers: { ...ada.headers, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
-  });
-  t.equal(page.statusCode, 503);
-  t.equal(page.headers['retry-after'], '5');
-  t.match(page.headers['content-type'], /^text\/html/);
-  t.match(page.body, '<code data-reason="unavailable">');
-  t.match(page.body, '<html lang="fr"');
-  t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
-  const envelope = JSON.stringify({
-    ok: false,
-    reason: 'unavailable',
-    message: 'the database (PostgreSQL) is unavailable; retry shortly',
-  });
-  for (const [url, accept] of [
-    ['/account', 'application/json'],
-    ['/account?format=json', 'text/html'],
-    ['/account', '*/*'],
-    ['/account/export', '*/*'],
-  ] as const) {
-    const json = await app.inject({ method: 'GET', url, headers: { ...ada.headers, accept } });
-    t.equal(json.statusCode, 503, `${url} ${accept}`);
-    t.equal(json.body, envelope, `${url} ${accept}: the envelope`);
-  }
 });

@@ -4,6 +4,7 @@ import { rateLimited } from '#lib/errors/rate-limited.js';
 import { DependencyUnavailableError } from '#lib/errors/dependency-outage.js';
 import { build } from '../../helpers/build.js';
 import { buildSignedIn } from '../../helpers/signed-in.js';
+import { signUp } from '../../helpers/accounts.js';
 
 // docs/errors.md#one-error-path: a page route's refusal is a page for a browser and the envelope for
 // everyone else, both drawn by the errors plugin with the failure's status and headers.
@@ -155,6 +156,61 @@ t.test(
     );
   },
 );
+
+// docs/errors.md#one-error-path: /account and the plain forms on it answer a browser's refusal with
+// a page; scripts and API callers keep the envelope byte for byte.
+t.test("a browser's refusal on /account is a page; JSON callers keep the envelope", async (t) => {
+  const { app, services } = await build(t, { areas: ['account', 'pages', 'assets', 'passkeys'] });
+  const ada = await signUp(app, 'ada');
+  const form = await app.inject({
+    method: 'POST',
+    url: '/account/approvals/revoke',
+    headers: { ...ada.headers, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'party=app_nope',
+  });
+  t.equal(form.statusCode, 404);
+  t.match(form.headers['content-type'], /^text\/html/);
+  t.match(form.body, 'data-form="profile"', 'the account page again');
+  t.match(form.body, '<code data-reason="not_found">');
+  const script = await app.inject({
+    method: 'POST',
+    url: '/account/approvals/revoke',
+    headers: { ...ada.headers, accept: 'application/json' },
+    payload: { party: 'app_nope' },
+  });
+  t.equal(script.body, JSON.stringify({ ok: false, reason: 'not_found', message: 'no such approval' }));
+
+  // The database goes away while the page is drawn.
+  services.storage.identities.aliases = async () => {
+    throw new DependencyUnavailableError('postgres', 'refused', 'connect ECONNREFUSED');
+  };
+  const page = await app.inject({
+    method: 'GET',
+    url: '/account?lang=fr',
+    headers: { ...ada.headers, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+  });
+  t.equal(page.statusCode, 503);
+  t.equal(page.headers['retry-after'], '5');
+  t.match(page.headers['content-type'], /^text\/html/);
+  t.match(page.body, '<code data-reason="unavailable">');
+  t.match(page.body, '<html lang="fr"');
+  t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
+  const envelope = JSON.stringify({
+    ok: false,
+    reason: 'unavailable',
+    message: 'the database (PostgreSQL) is unavailable; retry shortly',
+  });
+  for (const [url, accept] of [
+    ['/account', 'application/json'],
+    ['/account?format=json', 'text/html'],
+    ['/account', '*/*'],
+    ['/account/export', '*/*'],
+  ] as const) {
+    const json = await app.inject({ method: 'GET', url, headers: { ...ada.headers, accept } });
+    t.equal(json.statusCode, 503, `${url} ${accept}`);
+    t.equal(json.body, envelope, `${url} ${accept}: the envelope`);
+  }
+});
 
 t.test('rateLimited rounds Retry-After up to whole seconds, never 0', async (t) => {
   t.equal(rateLimited(0, 'x').headers['retry-after'], '1');
