@@ -52,10 +52,16 @@ export function accountPageHtml(
 export const accountPageAgain: ErrorPage = async (request, failure) => {
   const session = request.kp.session;
   if (!session) return undefined;
-  const { view, extras } = await loadAccountView(request.server.kp, session.identityId, {
-    sessionId: session.id,
-    deviceId: session.deviceId,
-  });
+  let loaded: Awaited<ReturnType<typeof loadAccountView>>;
+  try {
+    loaded = await loadAccountView(request.server.kp, session.identityId, {
+      sessionId: session.id,
+      deviceId: session.deviceId,
+    });
+  } catch {
+    return undefined; // the account cannot be read either (an outage): the shared page says why
+  }
+  const { view, extras } = loaded;
   const kept = (request.body ?? {}) as Record<string, unknown>;
   return accountPageHtml(request, view, extras, { refusal: failure, kept });
 };

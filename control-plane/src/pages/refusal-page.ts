@@ -5,6 +5,16 @@ import type { MessageKey } from '#lib/i18n/translate.js';
 import { uiOf, type PageUi } from './ui.js';
 
 /**
+ * The words of a refusal on the control plane's own pages and forms (the account, an org, the
+ * rollout page…), where the default words, about a sign-in request an app sent, do not fit.
+ */
+export const PAGE_REFUSAL = {
+  title: 'page_refused.title',
+  heading: 'page_refused.heading',
+  explain: 'page_refused.explain',
+} as const satisfies Record<string, MessageKey>;
+
+/**
  * The page of a refusal on a route a person reaches in the browser (the errors plugin renders it
  * for routes with `config.errorPage: true`): the request cannot continue, and why. The English
  * page names the exact fault; other languages show the reason's own text, or where none is written
@@ -13,7 +23,7 @@ import { uiOf, type PageUi } from './ui.js';
 export function refusalPage(
   request: FastifyRequest,
   failure: KeyplaneError,
-  words: { ui?: PageUi; heading?: MessageKey; explain?: MessageKey } = {},
+  words: { ui?: PageUi; title?: MessageKey; heading?: MessageKey; explain?: MessageKey } = {},
 ): string {
   const ui = words.ui ?? uiOf(request);
   const reason = failure.reason;
@@ -23,7 +33,7 @@ export function refusalPage(
       ? (translated ?? failure.message)
       : html`<span lang="en">${failure.message}</span>`;
   return page({
-    title: ui.t('refused.title'),
+    title: ui.t(words.title ?? 'refused.title'),
     nonce: request.kp.cspNonce,
     ui,
     body: html`<h1>${ui.t(words.heading ?? 'refused.heading')}</h1>

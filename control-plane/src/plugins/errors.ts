@@ -6,7 +6,7 @@ import { KeyplaneError, fail, isKeyplaneError } from '#lib/errors/keyplane-error
 import type { Reason } from '#lib/errors/reasons.js';
 import { oauthErrorFor, oauthFields } from '#lib/oauth/errors.js';
 import { wantsJson } from '../http/negotiate.js';
-import { refusalPage } from '../pages/refusal-page.js';
+import { PAGE_REFUSAL, refusalPage } from '../pages/refusal-page.js';
 
 /**
  * A route's own page for a refusal: its form shown again with the person's input (`request.body`)
@@ -133,7 +133,9 @@ async function renderErrorPage(request: FastifyRequest, reply: FastifyReply, fai
       request.log.error({ err: error }, 'error page failed');
     }
   }
-  return refusalPage(request, failure);
+  // `true` marks the OAuth and OIDC front channel (authorize, logout, device approval): a request an
+  // app sent, and the default words say so; every other page gets the words of a refused page.
+  return refusalPage(request, failure, own === true ? {} : PAGE_REFUSAL);
 }
 
 /** The envelope as the answer: status, the failure's headers (Retry-After, WWW-Authenticate), JSON. */
