@@ -272,6 +272,7 @@ t.test("a browser's refusal on the org pages is a page; JSON callers keep the en
   t.match(page.headers['content-type'], /^text\/html/);
   t.match(page.body, '<code data-reason="not_found">');
   t.match(page.body, '<html lang="de"', "in the person's language");
+  t.match(page.body, '<h1>Das ist so nicht möglich</h1>', 'the words of a refused page, not of a sign-in request');
   t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
   for (const accept of ['application/json', '*/*']) {
     const json = await browserGet(bob, '/org/acme', accept);
