@@ -17,9 +17,8 @@ export const PAGE_REFUSAL = {
 /**
  * The page of a refusal on a route a person reaches in the browser (the errors plugin renders it
  * for routes with `config.errorPage`, and where a route's own page is not drawn): the request
- * cannot continue, and why. The English
- * page names the exact fault; other languages show the reason's own text, or where none is written
- * the exact fault in English, marked `lang="en"`.
+ * cannot continue, and why. The English page names the exact fault; other languages show the
+ * reason's own text, or where none is written the exact fault in English, marked `lang="en"`.
  */
 export function refusalPage(
   request: FastifyRequest,
