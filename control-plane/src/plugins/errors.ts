@@ -6,7 +6,7 @@ import { KeyplaneError, fail, isKeyplaneError } from '#lib/errors/keyplane-error
 import type { Reason } from '#lib/errors/reasons.js';
 import { oauthErrorFor, oauthFields } from '#lib/oauth/errors.js';
 import { wantsJson } from '../http/negotiate.js';
-import { refusalPage } from '../pages/refusal-page.js';
+import { PAGE_REFUSAL, refusalPage } from '../pages/refusal-page.js';
 
 /**
  * A route's own page for a refusal: its form shown again with the person's input (`request.body`)
@@ -26,8 +26,11 @@ declare module 'fastify' {
      * A route a person reaches in the browser: a refusal of a request that does not ask for JSON
      * (a navigation, a plain form post) is answered with a page instead of the envelope, by the
      * error handler (`true`: the shared refusal page; a function: the route's own, docs/errors.md#one-error-path).
+     * Every route in the page context that sets nothing gets `'browser'` (plugins/page-context.ts):
+     * the shared page only for a request that names text/html in Accept, so an API caller gets the
+     * envelope whatever it sends. `false` opts a route out.
      */
-    errorPage?: true | ErrorPage;
+    errorPage?: boolean | 'browser' | ErrorPage;
   }
 }
 
@@ -106,10 +109,14 @@ const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
 /**
  * Whether a refusal is shown as a page: the route is a page (`config.errorPage`) and the request is
  * a browser's (a GET not asking for JSON, or a form post); scripts and API callers, which ask for
- * JSON or send it, get the envelope.
+ * JSON or send it, get the envelope. On a route that has the page context's default (`'browser'`)
+ * the request must also name text/html, as a browser's navigation and form post do and an API
+ * caller's default Accept (any type) does not.
  */
 function wantsErrorPage(request: FastifyRequest): boolean {
-  if (!request.routeOptions.config?.errorPage || wantsJson(request)) return false;
+  const errorPage = request.routeOptions.config?.errorPage;
+  if (!errorPage || wantsJson(request)) return false;
+  if (errorPage === 'browser' && !(request.headers.accept ?? '').includes('text/html')) return false;
   if (request.method === 'GET' || request.method === 'HEAD') return true;
   const type = request.headers['content-type'] ?? '';
   return FORM_TYPES.some((form) => type.startsWith(form));
@@ -126,7 +133,9 @@ async function renderErrorPage(request: FastifyRequest, reply: FastifyReply, fai
       request.log.error({ err: error }, 'error page failed');
     }
   }
-  return refusalPage(request, failure);
+  // `true` marks the OAuth and OIDC front channel (authorize, logout, device approval): a request an
+  // app sent, and the default words say so; every other page gets the words of a refused page.
+  return refusalPage(request, failure, own === true ? {} : PAGE_REFUSAL);
 }
 
 /** The envelope as the answer: status, the failure's headers (Retry-After, WWW-Authenticate), JSON. */

@@ -229,6 +229,25 @@ t.test('the verification page: sign-in first, a stale sign-in steps up, wrong co
     throttled = wrong.statusCode === 429;
   }
   t.ok(throttled, 'wrong codes run out');
+  // docs/errors.md#one-error-path: the entry form's plain post is refused with the form again,
+  // the typed code kept and the reason; the same refusal for a script is the envelope.
+  const locked = await weak.post('/device', 'user_code=cccc-cccc', {
+    accept: 'text/html',
+    'content-type': 'application/x-www-form-urlencoded',
+  });
+  t.equal(locked.statusCode, 429);
+  t.match(locked.headers['content-type'], /^text\/html/);
+  t.ok(Number(locked.headers['retry-after']) > 0, 'with Retry-After');
+  t.match(locked.body, 'action="/device"', 'the entry form again');
+  t.match(locked.body, 'value="cccc-cccc"');
+  t.match(locked.body, '<code data-reason="rate_limited">');
+  const lockedJson = await weak.post('/device', { user_code: 'cccc-cccc' }, { accept: 'application/json' });
+  t.equal(lockedJson.statusCode, 429);
+  t.same(lockedJson.json(), {
+    ok: false,
+    reason: 'rate_limited',
+    message: 'too many wrong codes; wait before trying again',
+  });
   t.equal(
     (await weak.post('/device', { user_code: fresh.user_code })).statusCode,
     429,

@@ -251,3 +251,57 @@ t.test('roles: admins manage, only owners touch the owner role, the last owner s
     'last_owner',
   );
 });
+
+// docs/errors.md#one-error-path: the org pages and the forms on them answer a browser's refusal
+// with a page (the dashboard or the account page again where the form was), scripts the envelope.
+t.test("a browser's refusal on the org pages is a page; JSON callers keep the envelope", async (t) => {
+  const { app, alice, bob, post } = await setUp(t);
+  await post(alice, '/auth/orgs/create', { name: 'Acme' });
+  const browserGet = (who: TestAccount, url: string, accept: string) =>
+    app.inject({ method: 'GET', url, headers: { ...who.headers, accept, 'accept-language': 'de' } });
+  const formPost = (who: TestAccount, url: string, form: Record<string, string>) =>
+    app.inject({
+      method: 'POST',
+      url,
+      headers: { ...who.headers, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams(form).toString(),
+    });
+
+  const page = await browserGet(bob, '/org/acme', 'text/html,application/xhtml+xml,*/*;q=0.8');
+  t.equal(page.statusCode, 404, 'not a member: the same status as the envelope');
+  t.match(page.headers['content-type'], /^text\/html/);
+  t.match(page.body, '<code data-reason="not_found">');
+  t.match(page.body, '<html lang="de"', "in the person's language");
+  t.match(page.body, '<h1>Das ist so nicht möglich</h1>', 'the words of a refused page, not of a sign-in request');
+  t.match(page.headers['content-security-policy'], /script-src 'nonce-/);
+  for (const accept of ['application/json', '*/*']) {
+    const json = await browserGet(bob, '/org/acme', accept);
+    t.equal(json.statusCode, 404);
+    t.equal(json.body, JSON.stringify({ ok: false, reason: 'not_found', message: 'no such organization' }), accept);
+  }
+
+  const again = await formPost(alice, '/org/acme/websites/add', { url: 'http://acme.example/', label: 'Shop' });
+  t.equal(again.statusCode, 400);
+  t.match(again.headers['content-type'], /^text\/html/);
+  t.match(again.body, '<h1>Acme</h1>', 'the dashboard again');
+  t.match(again.body, '<code data-reason="invalid_site_url">');
+  t.match(again.body, 'value="http://acme.example/"', 'with what was typed');
+  t.match(again.body, 'value="Shop"');
+  const outsider = await formPost(bob, '/org/acme/websites/add', { url: 'https://acme.example/' });
+  t.equal(outsider.statusCode, 404);
+  t.match(outsider.body, '<code data-reason="not_found">', 'no dashboard for a non-member: the shared page');
+  t.notMatch(outsider.body, '<h1>Acme</h1>');
+
+  const account = await formPost(alice, '/auth/orgs/create', { name: 'X', website: 'http://x.example/' });
+  t.equal(account.statusCode, 400);
+  t.match(account.body, 'data-form="profile"', 'the account page again, where the form is');
+  t.match(account.body, '<code data-reason="invalid_site_url">');
+  t.match(account.body, 'id="org-name" name="name" type="text" required maxlength="80" value="X"');
+  const accept = await formPost(bob, '/org/acme/members/accept', {});
+  t.equal(accept.statusCode, 404);
+  t.match(accept.body, 'data-form="profile"');
+
+  const script = await post(alice, '/org/acme/websites/add', { url: 'http://acme.example/' });
+  t.equal(script.json().reason, 'invalid_site_url', 'a JSON body still gets the envelope');
+  t.match(script.headers['content-type'], /^application\/json/);
+});

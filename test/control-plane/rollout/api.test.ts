@@ -404,3 +404,28 @@ t.test('/openapi.json publishes the one profile and plan schema and every rollou
   ])
     t.ok(doc.paths[path], path);
 });
+
+// docs/errors.md#one-error-path: the rollout pages answer a browser's refusal with a page, with the
+// same status and headers; the CLI and other API callers keep the envelope byte for byte.
+t.test("a browser's refusal on the rollout pages is a page; API callers keep the envelope", async (t) => {
+  const { signIn } = await setup(t);
+  const { browser } = await signIn({ username: 'rita' });
+  const navigation = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'accept-language': 'es' };
+  // An unknown client, or one the person may not see; then a wrong admin token (WWW-Authenticate kept).
+  for (const [url, headers, status, reason, message] of [
+    ['/projects/app_nope/profile', {}, 404, 'not_found', 'no project is registered with this client'],
+    ['/rollout', { authorization: 'Bearer wrong' }, 401, 'unauthorized', 'send the admin token as a Bearer token'],
+  ] as const) {
+    const page = await browser.get(url, { ...headers, ...navigation });
+    t.equal(page.statusCode, status);
+    t.match(page.headers, { 'content-type': /^text\/html/, 'content-security-policy': /script-src 'nonce-/ });
+    t.match(page.body, `<code data-reason="${reason}">`);
+    t.match(page.body, '<html lang="es"');
+    if (status === 401) t.equal(page.headers['www-authenticate'], 'Bearer error="invalid_token"');
+    for (const accept of ['application/json', '*/*']) {
+      const json = await browser.get(url, { ...headers, accept });
+      t.equal(json.statusCode, status);
+      t.equal(json.body, JSON.stringify({ ok: false, reason, message }), `${url} ${accept}`);
+    }
+  }
+});

@@ -89,7 +89,7 @@ export interface Places {
 /** The cases in the order the account's life allows them (sign-up first, sign-out last). */
 export function formCases(places: () => Places): FormCase[] {
   const cp = (path: string) => () => `${places().cp}${path}`;
-  const acct = 'control-plane/src/routes/accounts/index.ts';
+  const acct = 'control-plane/src/pages/account-page.ts';
   const orgs = 'control-plane/src/routes/orgs/index.ts';
   const apps = 'control-plane/src/routes/clients/apps.ts';
   const org = () => `${places().cp}/org/${places().slug}`;

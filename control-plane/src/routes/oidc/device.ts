@@ -7,6 +7,7 @@ import { oauthError } from '#lib/oauth/errors.js';
 import { randomToken } from '#lib/crypto/random.js';
 import { Lockout } from '#lib/runtime/security/lockout.js';
 import { usernameOf } from '../../accounts/profile.js';
+import type { ErrorPage } from '../../plugins/errors.js';
 import { authenticateClient } from '../../clients/authenticate-client.js';
 import { findClient } from '../../clients/find-client.js';
 import {
@@ -18,7 +19,8 @@ import { readTokenRequestBody } from '../../oidc/token-request.js';
 import { limitPerAccount, limitPerIp } from '../../http/code-guard.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
-import { formError, html, page, raw } from '../../pages/layout.js';
+import { formError, html, page, raw, type SafeHtml } from '../../pages/layout.js';
+import { refusalNote } from '../../pages/refusal-page.js';
 import { uiOf } from '../../pages/ui.js';
 import { clientLinksOf, formPage, sendOneTap } from './pages.js';
 
@@ -102,30 +104,44 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
     },
   );
 
-  function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: MessageKey): FastifyReply {
-    reply.code(problem ? 400 : 200).type('text/html; charset=utf-8');
+  /** The code entry form; with a problem (a wrong code, or a refusal) above it and the typed code kept. */
+  function entryForm(request: FastifyRequest, reply: FastifyReply, problem?: SafeHtml, typed = ''): string {
     const ui = uiOf(request);
-    const error = formError(
-      problem && html`<span data-reason="invalid_user_code">${ui.t(problem, { minutes: 10 })}</span>`,
-    );
-    return reply.send(
-      formPage(
-        reply,
-        page({
-          title: ui.t('device.title'),
-          nonce: request.kp.cspNonce,
-          ui,
-          body: html`<h1>${ui.t('device.title')}</h1>
+    const error = formError(problem);
+    return formPage(
+      reply,
+      page({
+        title: ui.t('device.title'),
+        nonce: request.kp.cspNonce,
+        ui,
+        body: html`<h1>${ui.t('device.title')}</h1>
 <p>${ui.t('device.explain')}</p>
 ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="device-code">
   <label for="user-code">${ui.t('device.code')}</label>
-  <input id="user-code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="12" placeholder="XXXX-XXXX" required${problem ? error.field({ first: true }) : html` autofocus`}>
+  <input id="user-code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="12" placeholder="XXXX-XXXX" required value="${typed}"${problem ? error.field({ first: true }) : html` autofocus`}>
   <button type="submit">${ui.t('device.continue')}</button>
 </form>`,
-        }),
-      ),
+      }),
     );
   }
+
+  function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: MessageKey): FastifyReply {
+    reply.code(problem ? 400 : 200).type('text/html; charset=utf-8');
+    const wrong =
+      problem && html`<span data-reason="invalid_user_code">${uiOf(request).t(problem, { minutes: 10 })}</span>`;
+    return reply.send(entryForm(request, reply, wrong));
+  }
+
+  /**
+   * A refusal of the entry page or its form (a lock after wrong codes, a code too long, an outage):
+   * the form again with the typed code and the reason (docs/errors.md#one-error-path).
+   */
+  const entryRefusal: ErrorPage = (request, failure, reply) => {
+    if (!request.kp.session) return undefined;
+    const source = (request.method === 'GET' ? request.query : request.body) as { user_code?: unknown } | undefined;
+    const typed = typeof source?.user_code === 'string' ? source.user_code.slice(0, 32) : '';
+    return entryForm(request, reply, refusalNote(uiOf(request), failure), typed);
+  };
 
   function sendDone(request: FastifyRequest, reply: FastifyReply, approved: boolean, receipt?: string): FastifyReply {
     reply.code(200).type('text/html; charset=utf-8');
@@ -199,6 +215,7 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
     VERIFICATION_PATH,
     {
       exposeHeadRoute: false,
+      config: { errorPage: entryRefusal },
       schema: {
         ...pageSchema,
         summary: 'Device verification page (RFC 8628 §3.3): enter the user code, or follow verification_uri_complete',
@@ -220,6 +237,7 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
   app.post(
     VERIFICATION_PATH,
     {
+      config: { errorPage: entryRefusal },
       schema: {
         ...pageSchema,
         summary: 'Device verification: the typed user code (throttled per address and account)',

@@ -1,7 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ORG_ROLES, type OrgRole } from '#lib/orgs/roles.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
+import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
+import { accountPageAgain } from '../../pages/account-page.js';
 import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
+import { refusalNote } from '../../pages/refusal-page.js';
+import type { ErrorPage } from '../../plugins/errors.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireSession } from '../../plugins/session.js';
 import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
@@ -93,6 +97,8 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     app.post(
       '/auth/orgs/create',
       {
+        // The account page's plain form: a refusal shows that page again with the name and the reason.
+        config: { errorPage: accountPageAgain },
         schema: {
           tags: ['orgs'],
           summary: 'Create an organization; the caller becomes its owner',
@@ -145,27 +151,49 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
         // The JSON keeps CONTRACT's shape; pending invites are for the managers' page.
         const { invites: _invites, ...contractView } = view;
         if (wantsJson(request)) return { ok: true, ...contractView };
-        const ui = uiOf(request);
         reply.type('text/html; charset=utf-8');
-        return page({
-          title: ui.t('orgs.title', { name: view.name }),
-          nonce: request.kp.cspNonce,
-          ui,
-          scripts: ['/assets/forms.js'],
-          body: dashboard(view, ui, services.now()),
-        });
+        return dashboardPage(request, view);
       },
     );
+
+    const dashboardPage = (request: FastifyRequest, view: OrgView, again: DashboardAgain = {}) => {
+      const ui = uiOf(request, request.method === 'GET' ? undefined : `/org/${encodeURIComponent(view.slug)}`);
+      return page({
+        title: ui.t('orgs.title', { name: view.name }),
+        nonce: request.kp.cspNonce,
+        ui,
+        scripts: ['/assets/forms.js'],
+        body: dashboard(view, ui, services.now(), again),
+      });
+    };
+
+    /**
+     * The dashboard's plain forms: a refusal shows the dashboard again with the reason and the input
+     * (docs/errors.md#one-error-path); for someone who may not see it (no such org, not a member) the
+     * shared refusal page.
+     */
+    const dashboardAgain: ErrorPage = async (request, failure) => {
+      const { slug } = request.params as { slug: string };
+      let view: OrgView;
+      try {
+        view = await loadOrgView(services, await loadMembership(services, slug, request.kp.session!.identityId));
+      } catch {
+        return undefined;
+      }
+      return dashboardPage(request, view, { refusal: failure, kept: (request.body ?? {}) as Record<string, unknown> });
+    };
 
     const mutation = (
       path: string,
       summary: string,
       body: object | null,
       handler: (request: FastifyRequest, slug: string) => Promise<Record<string, unknown>>,
+      errorPage: ErrorPage = dashboardAgain,
     ) =>
       app.post(
         `/org/:slug/${path}`,
         {
+          config: { errorPage },
           schema: {
             tags: ['orgs'],
             summary,
@@ -271,6 +299,7 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     app.post(
       '/org/:slug/scan',
       {
+        config: { errorPage: dashboardAgain },
         schema: {
           tags: ['orgs'],
           summary: 'Scan the primary site (or `siteId`, or a `website` override) and answer with the signed Rating',
@@ -299,10 +328,17 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
       },
     );
 
-    mutation('members/accept', "Accept the caller's invite to this organization", null, async (request, slug) => {
-      const { role, receipt } = await acceptInvite(services, slug, actor(request));
-      return { role, ...(receipt ? { receipt } : {}) };
-    });
+    // Accepted on the account page (the invitee is no member yet): a refusal shows that page again.
+    mutation(
+      'members/accept',
+      "Accept the caller's invite to this organization",
+      null,
+      async (request, slug) => {
+        const { role, receipt } = await acceptInvite(services, slug, actor(request));
+        return { role, ...(receipt ? { receipt } : {}) };
+      },
+      accountPageAgain,
+    );
   });
 }
 
@@ -323,8 +359,15 @@ function inviteLines(t: PageUi['t'], role: (r: OrgRole) => string): SafeHtml {
   return html` data-msg-invited-member="${t('orgs.invite.sent', { username, role: role('member') })}" data-msg-invited-admin="${t('orgs.invite.sent', { username, role: role('admin') })}" data-msg-invited-owner="${t('orgs.invite.sent', { username, role: role('owner') })}" data-msg-role-member="${role('member')}" data-msg-role-admin="${role('admin')}" data-msg-role-owner="${role('owner')}" data-msg-not-accepted="${t('orgs.invites.not_accepted')}"`;
 }
 
-function dashboard(view: OrgView, ui: PageUi, now: number) {
+/** What the dashboard shows besides the org: a refusal of one of its forms, and that form's input. */
+interface DashboardAgain {
+  refusal?: KeyplaneError;
+  kept?: Record<string, unknown>;
+}
+
+function dashboard(view: OrgView, ui: PageUi, now: number, again: DashboardAgain) {
   const { t } = ui;
+  const kept = (name: string) => (typeof again.kept?.[name] === 'string' ? (again.kept[name] as string) : '');
   // English keeps the unambiguous ISO form, as the account page.
   const when = (iso: string) =>
     `${ui.locale === 'en' ? iso.replace('T', ' ').slice(0, 16) : ui.dateTime(Date.parse(iso))} UTC`;
@@ -338,7 +381,7 @@ function dashboard(view: OrgView, ui: PageUi, now: number) {
     return html`<strong data-field="grade">${r.grade}</strong> (${r.score}) · ${when(r.scanned_at)}${stale ? html` · <strong>${t('orgs.stale')}</strong>` : ''}`;
   };
   return html`<h1>${view.name}</h1>
-<p id="form-status" role="status" aria-live="polite"></p>
+${again.refusal ? html`<p id="form-error" role="alert" class="error">${refusalNote(ui, again.refusal)}</p>\n` : ''}<p id="form-status" role="status" aria-live="polite"></p>
 <p>${raw(ui.rich('orgs.your_role', { role: (c) => `<strong data-field="role" data-value="${view.role}">${c}</strong>` }, { value: role(view.role) }))} ${t('orgs.headline')} ${gradeOf(view.rating)}</p>
 <h2 id="sites-h">${t('orgs.sites.heading')}</h2>
 <table aria-labelledby="sites-h"><thead><tr><th scope="col">${t('orgs.sites.site')}</th><th scope="col">${t('orgs.sites.rating')}</th><th scope="col">${t('orgs.sites.domain')}</th>${manager ? html`<th scope="col">${t('orgs.sites.actions')}</th>` : ''}</tr></thead><tbody>
@@ -363,8 +406,8 @@ ${s.primary ? '' : html`<form method="post" data-kp-post action="/org/${slug}/we
 ${
   manager
     ? html`<form method="post" data-kp-post action="/org/${slug}/websites/add" aria-labelledby="add-site-h"><h3 id="add-site-h">${t('orgs.add.heading')}</h3>
-<label for="site-url">${t('orgs.add.url')}</label> <input id="site-url" name="url" type="url" required placeholder="https://www.example.com/">
-<label for="site-label">${t('orgs.add.label')}</label> <input id="site-label" name="label" type="text">
+<label for="site-url">${t('orgs.add.url')}</label> <input id="site-url" name="url" type="url" required placeholder="https://www.example.com/" value="${kept('url')}">
+<label for="site-label">${t('orgs.add.label')}</label> <input id="site-label" name="label" type="text" value="${kept('label')}">
 <button type="submit" data-action="add-site">${t('orgs.add.button')}</button></form>`
     : ''
 }
@@ -375,7 +418,7 @@ ${
 ${
   manager
     ? html`<form method="post" data-kp-post data-then="invited" action="/org/${slug}/members/invite" aria-labelledby="invite-h"${inviteLines(t, role)}><h3 id="invite-h">${t('orgs.invite.heading')}</h3>
-<label for="invite-username">${t('orgs.invite.username')}</label> <input id="invite-username" name="username" type="text" required>
+<label for="invite-username">${t('orgs.invite.username')}</label> <input id="invite-username" name="username" type="text" required value="${kept('username')}">
 <label for="invite-role">${t('orgs.invite.role')}</label> <select id="invite-role" name="role"><option value="member">${role('member')}</option><option value="admin">${role('admin')}</option>${view.role === 'owner' ? html`<option value="owner">${role('owner')}</option>` : ''}</select>
 <button type="submit">${t('orgs.invite.button')}</button></form>`
     : ''
