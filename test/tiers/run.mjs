@@ -10,11 +10,11 @@
 // `# { total: N, pass: N, fail: N, skip: N }`, which .ci/run reads. `--disable-coverage` is passed
 // on to tap (CI's Node.js 24 pass) and then no coverage is merged or checked.
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { classify, ROOT, TIERS, tierRuns } from './tiers.mjs';
+import { classify, groupFiles, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
 
 const [choice = 'all', ...tapOptions] = process.argv.slice(2);
 if (choice !== 'all' && !TIERS.includes(choice)) {
@@ -25,6 +25,35 @@ const tiers = choice === 'all' ? TIERS : [choice];
 const coverage = choice === 'all' && !tapOptions.includes('--disable-coverage');
 const tapBin = join(createRequire(import.meta.url).resolve('tap/package.json'), '..', 'dist/esm/run.mjs');
 const coverageDir = join(ROOT, '.tap/coverage');
+const groupDir = join(ROOT, '.tap/groups');
+// KEYPLANE_TEST_GROUP=0 gives every file a process of its own (to rule out one file disturbing another).
+const GROUP_SIZE = process.env['KEYPLANE_TEST_GROUP'] === '0' ? 1 : Number(process.env['KEYPLANE_TEST_GROUP'] ?? 8);
+/** tap's timeout for one file (.taprc), which a group gets once per file it runs. */
+const FILE_TIMEOUT_MS = 120_000;
+
+/**
+ * The entries tap runs for one run's files: a file of its own, or a group's entry module that imports
+ * its files one after another into one process (docs/platform.md#one-process-for-several-files).
+ */
+function entriesOf(name, files) {
+  if (GROUP_SIZE <= 1) return files;
+  const { groups, alone } = groupFiles(files, { size: GROUP_SIZE });
+  mkdirSync(groupDir, { recursive: true });
+  const entries = groups.map((group, i) => {
+    const entry = join(groupDir, `${name}-${i + 1}.test.mjs`);
+    const lines = [
+      `// Written by test/tiers/run.mjs: ${group.length} test files in one process.`,
+      "import t from 'tap';",
+      `t.setTimeout(${group.length * FILE_TIMEOUT_MS});`,
+      ...group.map((file) => `await import(${JSON.stringify(`../../${file}`)});`),
+    ];
+    writeFileSync(entry, `${lines.join('\n')}\n`);
+    console.log(`# ${relativeToRoot(entry)}: ${group.join(' ')}`);
+    return entry;
+  });
+  // Alone first: they are the long ones (their own timeouts), which should not start last.
+  return [...alone, ...entries];
+}
 const keptCoverage = join(ROOT, '.tap/coverage-tiers');
 
 const COUNTS = ['total', 'pass', 'fail', 'skip', 'todo'];
@@ -70,6 +99,7 @@ const placed = classify();
 const times = [];
 let status = 0;
 if (coverage) rmSync(keptCoverage, { recursive: true, force: true });
+rmSync(groupDir, { recursive: true, force: true });
 const started = performance.now();
 for (const tier of tiers) {
   const tierStarted = performance.now();
@@ -78,7 +108,7 @@ for (const tier of tiers) {
     files += run.files.length;
     const what = run.storage ? ` (storage: ${run.storage})` : '';
     console.log(`# tier ${tier}${what}: ${run.files.length} files`);
-    const code = await runTap(run.files, {
+    const code = await runTap(entriesOf(`${tier}${run.storage ? `-${run.storage}` : ''}`, run.files), {
       KEYPLANE_TEST_TIER: tier,
       ...(run.storage ? { KEYPLANE_TEST_STORAGE: run.storage } : {}),
     });

@@ -14,7 +14,7 @@
 // integration tier (KEYPLANE_TEST_STORAGE chooses the half, see test/helpers/storage-backends.ts).
 //
 // Plain JavaScript: the tier runner (./run.mjs) loads it with no TypeScript loader.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, posix, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -228,6 +228,39 @@ export function tierRuns(tier, placed = classify()) {
       groups.get(key).push(file);
     }
   return [...groups.entries()].map(([storage, files]) => ({ ...(storage ? { storage } : {}), files }));
+}
+
+/**
+ * Whether a file must have a test process of its own: it sets the whole process's timeout or plan,
+ * or runs a root-level `before`, which in a shared process would apply to the other files too; or
+ * it says so (`// tiers: own process`, with the reason beside it).
+ */
+export function needsOwnProcess(source) {
+  return (
+    /^t\.(setTimeout|plan|before|beforeEach|afterEach)\(/m.test(source) || /^\/\/ tiers: own process\b/m.test(source)
+  );
+}
+
+/**
+ * Splits one run's files into groups that share a test process (docs/platform.md#one-process-for-several-files):
+ * `{ groups: string[][], alone: string[] }`. Each process pays about two seconds of CPU before its
+ * first test (tap, the TypeScript loader, importing and first building the control plane), so files
+ * run `size` to a process. The files are dealt out largest first, one to each group in turn and back
+ * again (a snake draft), so the groups take about as long as each other.
+ */
+export function groupFiles(files, { size = 8, root = ROOT } = {}) {
+  const alone = [];
+  const together = [];
+  for (const file of files) (needsOwnProcess(readFileSync(join(root, file), 'utf8')) ? alone : together).push(file);
+  const bytes = new Map(together.map((file) => [file, statSync(join(root, file)).size]));
+  together.sort((a, b) => bytes.get(b) - bytes.get(a) || a.localeCompare(b));
+  const count = Math.ceil(together.length / size);
+  const groups = Array.from({ length: count }, () => []);
+  together.forEach((file, i) => {
+    const lap = Math.floor(i / count);
+    groups[lap % 2 ? count - 1 - (i % count) : i % count].push(file);
+  });
+  return { groups, alone };
 }
 
 export function relativeToRoot(path) {
