@@ -59,8 +59,17 @@ const keptCoverage = join(ROOT, '.tap/coverage-tiers');
 const COUNTS = ['total', 'pass', 'fail', 'skip', 'todo'];
 const totals = Object.fromEntries(COUNTS.map((name) => [name, 0]));
 
+/**
+ * Test processes at a time per tier, unless the command line says (`--jobs`): .taprc's two for the
+ * unit and integration tiers, which keep both cores busy; three for e2e, whose files wait on other
+ * processes (a browser, a proxy, a Redis failover) for about a third of their time
+ * (docs/platform.md#one-process-for-several-files).
+ */
+const TIER_JOBS = { e2e: 3 };
+const jobsGiven = tapOptions.some((option) => /^(--jobs|-j)/.test(option));
+
 /** Runs tap once and adds its summary line to the totals; resolves with its exit code. */
-function runTap(files, env) {
+function runTap(files, env, tier) {
   return new Promise((resolve) => {
     // Without coverage checks per run: one tier covers only part of the code, and .taprc's floors
     // are for the whole suite (checked once below).
@@ -68,6 +77,7 @@ function runTap(files, env) {
       tapBin,
       ...(coverage ? ['--allow-incomplete-coverage', '--coverage-report=none'] : []),
       ...tapOptions,
+      ...(TIER_JOBS[tier] && !jobsGiven ? [`--jobs=${TIER_JOBS[tier]}`] : []),
     ];
     if (!coverage && !tapOptions.includes('--disable-coverage')) args.push('--disable-coverage');
     const child = spawn(process.execPath, [...args, ...files], {
@@ -108,10 +118,14 @@ for (const tier of tiers) {
     files += run.files.length;
     const what = run.storage ? ` (storage: ${run.storage})` : '';
     console.log(`# tier ${tier}${what}: ${run.files.length} files`);
-    const code = await runTap(entriesOf(`${tier}${run.storage ? `-${run.storage}` : ''}`, run.files), {
-      KEYPLANE_TEST_TIER: tier,
-      ...(run.storage ? { KEYPLANE_TEST_STORAGE: run.storage } : {}),
-    });
+    const code = await runTap(
+      entriesOf(`${tier}${run.storage ? `-${run.storage}` : ''}`, run.files),
+      {
+        KEYPLANE_TEST_TIER: tier,
+        ...(run.storage ? { KEYPLANE_TEST_STORAGE: run.storage } : {}),
+      },
+      tier,
+    );
     if (code !== 0) status = code;
     // tap clears .tap/coverage when it starts: keep each run's coverage for the check at the end.
     if (coverage && existsSync(coverageDir)) {
