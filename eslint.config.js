@@ -94,7 +94,8 @@ const NO_FASTIFY_PLUGINS_IN_OPERATIONS = [
 /** Later entries win for a file that several match, so the narrower folder comes after the wider. */
 export const boundaries = {
   'lib/**/*.ts': restricted(NO_SERVICES_IN_LIB, NO_SERVER_LIBRARIES),
-  // Shared state and rate limits: the one part of lib/ that may talk to Redis (docs/architecture.md#decisions).
+  // The processes' runtime (shared state and rate limits over Redis, the log destination): the one part of
+  // lib/ that may use server libraries (docs/architecture.md#decisions).
   'lib/runtime/**/*.ts': restricted(NO_SERVICES_IN_LIB),
   'gateway/**/*.ts': restricted([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME]),
   'control-plane/**/*.ts': restricted(

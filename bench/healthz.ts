@@ -11,7 +11,9 @@
  * that both see the same load. Each round reports requests per second of wall time and each
  * server's CPU time per request (its `process.cpuUsage()` before and after the timed part), which
  * holds up on a shared machine where the wall rate follows the load. Every response is checked
- * (200 and `"status":"alive"`). Access log lines are written (pino's cost counts) but not kept.
+ * (200 and `"status":"alive"`). Keyplane writes its access log as in production (standard error,
+ * buffered, lib/logging/log-destination.ts), with the child's standard error on /dev/null: pino's
+ * cost counts, the lines are not kept.
  * The target is judged on requests per second, as the issue states it; the ratio per CPU-second
  * is printed beside it (on two cores the load generator competes with the server, so the wall
  * ratio also says how much of a core the generator left, and the CPU ratio is the stricter one).
@@ -22,7 +24,6 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { Pool } from 'undici';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 2);
@@ -59,9 +60,15 @@ async function serve(): Promise<void> {
   const { loadControlPlaneConfig } = await import('#config/load.js');
   const { startControlPlane } = await import('../control-plane/src/server.js');
   const dataDir = mkdtempSync(join(tmpdir(), 'keyplane-bench-healthz-'));
-  const config = loadControlPlaneConfig({ env: {}, overrides: { port: 0, dataDir } });
-  const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const running = await startControlPlane(config, { logStream: discard, warn: () => undefined });
+  const config = loadControlPlaneConfig({
+    env: {},
+    overrides: {
+      port: 0,
+      dataDir,
+      ...(process.env['BENCH_LOG_LEVEL'] ? { logLevel: process.env['BENCH_LOG_LEVEL'] } : {}),
+    } as never,
+  });
+  const running = await startControlPlane(config, { warn: () => undefined });
   running.app.server.keepAliveTimeout = 60_000;
   process.on('disconnect', () => {
     void running.close().finally(() => {
@@ -91,7 +98,8 @@ async function start(kind: string): Promise<Server> {
   const profile = process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`] : [];
   const child = fork(new URL(import.meta.url).pathname, [kind], {
     execArgv: ['--import', 'tsx', ...profile],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Keyplane's standard error is its log: written as in production, then dropped (/dev/null).
+    stdio: ['ignore', 'inherit', kind === 'keyplane' ? 'ignore' : 'inherit', 'ipc'],
   });
   const [message] = (await once(child, 'message')) as [{ url: string }];
   return { name: kind, child, url: message.url };

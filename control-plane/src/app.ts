@@ -10,7 +10,7 @@ import { metricsPlugin } from './plugins/metrics.js';
 import { requestContextPlugin } from './plugins/request-context.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { pageContextPlugin } from './plugins/page-context.js';
-import { AccessLog, loggerOptions } from './logging.js';
+import { AccessLog, loggerOptions, requestLogger } from './logging.js';
 import { requestIdFor } from '#lib/logging/request-log.js';
 import { collectDiscovery, type Collected } from './routes/discovery/metadata.js';
 import { ROLLOUT_SCHEMAS } from './routes/rollout/schemas.js';
@@ -144,6 +144,7 @@ export async function buildControlPlane(
   const app = Fastify({
     logger: loggerOptions(config.logLevel, options.logStream),
     logController: accessLog,
+    childLoggerFactory: requestLogger,
     bodyLimit: config.http.bodyLimit,
     trustProxy: (address: string) => trusted(address),
     // One id follows a request from a trusted proxy in front; anyone else's is replaced.

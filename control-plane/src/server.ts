@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { ControlPlaneConfig } from '#config/types.js';
 import { defaultPublicUrl, listen } from '#lib/runtime/listen.js';
+import { logDestination } from '#lib/runtime/log-destination.js';
 import { buildControlPlane } from './app.js';
 import { openControlPlaneServices, type RunningServices } from './services.js';
 
@@ -36,7 +37,7 @@ export async function startControlPlane(
       },
     );
     const app = await buildControlPlane(services, {
-      ...(hooks.logStream ? { logStream: hooks.logStream } : {}),
+      logStream: hooks.logStream ?? logDestination(),
       serverFactory: (handler) => {
         server.on('request', handler);
         return server as Server;

@@ -5,6 +5,7 @@ import { pino, type Logger } from 'pino';
 import { DpopKeyCache } from '#lib/dpop/key-cache.js';
 import { DEPENDENCIES, isDependencyUnavailable, unavailableFailure } from '#lib/errors/dependency-outage.js';
 import { fail } from '#lib/errors/keyplane-error.js';
+import { logDestination } from '#lib/runtime/log-destination.js';
 import { buildGatewayEvidence } from '#lib/gateway-protocol/evidence.js';
 import type { Decision } from '#lib/gateway-protocol/policy.js';
 import type { ClientView } from '#lib/gateway-protocol/forwarded.js';
@@ -82,7 +83,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   const now = deps.now ?? Date.now;
   const publicUrl = config.publicUrl.replace(/\/$/, '');
   const controlPlane = config.controlPlane.replace(/\/$/, '');
-  const log = pino({ level: config.logLevel, base: { service: 'gateway' } }, deps.logStream ?? process.stderr);
+  const log = pino({ level: config.logLevel, base: { service: 'gateway' } }, deps.logStream ?? logDestination());
   let heldVersion = (): number => 0;
   const metrics = createGatewayMetrics(() => heldVersion());
   const cookieKeys = loadCookieKeys(config.cookieKeys, config.dataDir);

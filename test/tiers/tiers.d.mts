@@ -13,3 +13,8 @@ export function importsOf(source: string): { specifier: string; names: string[] 
 export function classify(files?: string[], root?: string): Placed[];
 export function tierRuns(tier: Tier, placed?: Placed[]): { storage?: Storage; files: string[] }[];
 export function relativeToRoot(path: string): string;
+export function needsOwnProcess(source: string): boolean;
+export function groupFiles(
+  files: string[],
+  options?: { size?: number; root?: string },
+): { groups: string[][]; alone: string[] };

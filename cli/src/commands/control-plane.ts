@@ -18,6 +18,6 @@ export function controlPlaneCommand(program: Command): void {
       // The server loads only when it runs, after a valid configuration: every other command, and a
       // configuration error, answer without fastify and the control plane.
       const { startControlPlane } = await import('../../../control-plane/src/server.js');
-      await serveUntilSignal(await startControlPlane(config, { warn, notify: progress, logStream: process.stderr }));
+      await serveUntilSignal(await startControlPlane(config, { warn, notify: progress }));
     });
 }

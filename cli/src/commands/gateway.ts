@@ -83,7 +83,7 @@ export function gatewayCommand(program: Command): void {
       const { loadGatewayConfig } = await import('#config/load.js');
       const config = loadGatewayConfig({ flags: flagsToConfig('gateway', options) });
       const { startGateway } = await import('../../../gateway/src/server.js');
-      await serveUntilSignal(await startGateway(config, { logStream: process.stderr }));
+      await serveUntilSignal(await startGateway(config));
     });
   gateway
     .command('explain')
