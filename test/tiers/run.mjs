@@ -6,13 +6,15 @@
 //                                                                coverage floors of .taprc on
 //                                                                what all three covered
 //
-// Each tier prints its time. The last line is tap's summary form summed over every run,
-// `# { total: N, pass: N, fail: N, skip: N }`, which .ci/run reads. `--disable-coverage` is passed
+// Each tier prints its time. Up to 8 files share one test process (a group; KEYPLANE_TEST_GROUP=n
+// sets how many, 0 or 1 a process per file; docs/platform.md#one-process-for-several-files). The
+// last line is tap's summary form summed over every run, `# { total: N, pass: N, fail: N, skip: N }`,
+// which .ci/run reads. `--disable-coverage` is passed
 // on to tap (CI's Node.js 24 pass) and then no coverage is merged or checked.
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { classify, groupFiles, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
 
@@ -25,47 +27,53 @@ const tiers = choice === 'all' ? TIERS : [choice];
 const coverage = choice === 'all' && !tapOptions.includes('--disable-coverage');
 const tapBin = join(createRequire(import.meta.url).resolve('tap/package.json'), '..', 'dist/esm/run.mjs');
 const coverageDir = join(ROOT, '.tap/coverage');
+const keptCoverage = join(ROOT, '.tap/coverage-tiers');
 const groupDir = join(ROOT, '.tap/groups');
 // KEYPLANE_TEST_GROUP=0 gives every file a process of its own (to rule out one file disturbing another).
-const GROUP_SIZE = process.env['KEYPLANE_TEST_GROUP'] === '0' ? 1 : Number(process.env['KEYPLANE_TEST_GROUP'] ?? 8);
+const askedGroupSize = Number(process.env['KEYPLANE_TEST_GROUP'] ?? 8);
+const GROUP_SIZE = Number.isInteger(askedGroupSize) && askedGroupSize > 0 ? askedGroupSize : 1;
 /** tap's timeout for one file (.taprc), which a group gets once per file it runs. */
 const FILE_TIMEOUT_MS = 120_000;
 
 /**
- * The entries tap runs for one run's files: a file of its own, or a group's entry module that imports
- * its files one after another into one process (docs/platform.md#one-process-for-several-files).
+ * The entries tap runs for one run's files, all written under .tap/groups/: a group's entry imports
+ * its files one after another into one process; a file that needs its own process gets an entry
+ * of its own (docs/platform.md#one-process-for-several-files). tap starts files in the order of
+ * their names, so the names carry the order: the files alone first (the long fault, CLI and
+ * browser suites among them, largest first), then the groups, so that no long file starts last.
  */
 function entriesOf(name, files) {
   if (GROUP_SIZE <= 1) return files;
   const { groups, alone } = groupFiles(files, { size: GROUP_SIZE });
   mkdirSync(groupDir, { recursive: true });
-  const entries = groups.map((group, i) => {
-    const entry = join(groupDir, `${name}-${i + 1}.test.mjs`);
+  const bytes = (file) => statSync(join(ROOT, file)).size;
+  const runs = [...alone.sort((a, b) => bytes(b) - bytes(a)).map((file) => [file]), ...groups];
+  const width = String(runs.length).length;
+  return runs.map((group, i) => {
+    const label = group.length === 1 ? basename(group[0], '.test.ts') : 'group';
+    const entry = join(groupDir, `${name}-${String(i + 1).padStart(width, '0')}-${label}.test.mjs`);
     const lines = [
-      `// Written by test/tiers/run.mjs: ${group.length} test files in one process.`,
-      "import t from 'tap';",
-      `t.setTimeout(${group.length * FILE_TIMEOUT_MS});`,
+      `// Written by test/tiers/run.mjs: ${group.length} test file${group.length === 1 ? '' : 's'} in one process.`,
+      // A file alone keeps tap's timeout for one file, or the one it sets itself.
+      ...(group.length === 1 ? [] : ["import t from 'tap';", `t.setTimeout(${group.length * FILE_TIMEOUT_MS});`]),
       ...group.map((file) => `await import(${JSON.stringify(`../../${file}`)});`),
     ];
     writeFileSync(entry, `${lines.join('\n')}\n`);
     console.log(`# ${relativeToRoot(entry)}: ${group.join(' ')}`);
     return entry;
   });
-  // Alone first: they are the long ones (their own timeouts), which should not start last.
-  return [...alone, ...entries];
 }
-const keptCoverage = join(ROOT, '.tap/coverage-tiers');
 
 const COUNTS = ['total', 'pass', 'fail', 'skip', 'todo'];
 const totals = Object.fromEntries(COUNTS.map((name) => [name, 0]));
 
 /**
  * Test processes at a time per tier, unless the command line says (`--jobs`): .taprc's two for the
- * unit and integration tiers, which keep both cores busy; three for e2e, whose files wait on other
- * processes (a browser, a proxy, a Redis failover) for about a third of their time
- * (docs/platform.md#one-process-for-several-files).
+ * unit tier, which keeps both cores busy; three for integration (its files wait on PostgreSQL,
+ * Redis and in-process peers) and for e2e, whose files wait on other processes (a browser, a proxy,
+ * a Redis failover) for about a third of their time (docs/platform.md#one-process-for-several-files).
  */
-const TIER_JOBS = { e2e: 3 };
+const TIER_JOBS = { integration: 3, e2e: 3 };
 const jobsGiven = tapOptions.some((option) => /^(--jobs|-j)/.test(option));
 
 /** Runs tap once and adds its summary line to the totals; resolves with its exit code. */

@@ -117,6 +117,8 @@ t.test(
     await page.goto(`${server.url}/account/agents/${agentId}`);
     t.match(await page.locator('main, body').first().textContent(), 'No grants yet.');
     await page.click('a[href^="/auth/step-up?return="]');
+    // The step-up page loaded (its script listening) before its button is pressed.
+    await page.waitForURL(/\/auth\/step-up\?return=/);
     await page.click('button[data-action="step-up"]');
     await page.waitForURL(`${server.url}/account/agents/${agentId}`, { timeout: 20_000 });
     t.equal(await page.locator('a[href^="/auth/step-up?return="]').count(), 0, 'no step-up asked once sensitive');
