@@ -61,7 +61,7 @@ export interface SessionView {
   authTime: number;
 }
 
-/** Request-scoped state: one typed slot, filled in one hook. */
+/** Request-scoped state: one typed slot, made when first read (plugins/request-context.ts). */
 export interface RequestContext {
   requestId: string;
   cspNonce: string;

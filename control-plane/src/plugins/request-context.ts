@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { randomToken } from '#lib/crypto/random.js';
 import type { RequestContext } from '../context.js';
 
@@ -16,15 +16,21 @@ class RequestState implements RequestContext {
   }
 }
 
-/** Fills the one request-scoped slot and echoes the request id: all that every route needs. */
+const STATE = Symbol('keyplane.requestState');
+
+/**
+ * The one request-scoped slot, `request.kp`, made the first time a hook or route reads it: no hook
+ * runs on every request to fill it (a `/healthz` answer never reads it). The request id is echoed
+ * with the other response headers (plugins/security-headers.ts).
+ */
 export const requestContextPlugin = fp(
   async (app: FastifyInstance) => {
-    app.decorateRequest('kp', null as never);
-    // A callback hook, not an async one: this runs on every request, and needs no promise.
-    app.addHook('onRequest', (request, reply, done) => {
-      request.kp = new RequestState(request.id);
-      reply.header('x-request-id', request.id);
-      done();
+    app.decorateRequest(STATE, null);
+    app.decorateRequest('kp', {
+      getter(this: FastifyRequest): RequestContext {
+        const request = this as FastifyRequest & { [STATE]: RequestState | null };
+        return (request[STATE] ??= new RequestState(request.id));
+      },
     });
   },
   { name: 'keyplane-request-context' },

@@ -2,7 +2,8 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 
 /**
- * Headers every response carries. HTML gets a nonce-based CSP so no script runs without the
+ * Headers every response carries: the request id (plugins/request-context.ts), and for security:
+ * HTML gets a nonce-based CSP so no script runs without the
  * page's nonce; everything else gets `default-src 'none'`. Nothing may frame us.
  */
 export function contentSecurityPolicy(
@@ -44,6 +45,7 @@ export const securityHeadersPlugin = fp(
   async (app: FastifyInstance, options: { https: boolean }) => {
     // A callback hook, not an async one: every response passes here, and it needs no promise.
     app.addHook('onSend', (request, reply, payload, done) => {
+      reply.header('x-request-id', request.id);
       reply.header('x-content-type-options', 'nosniff');
       reply.header('x-frame-options', 'DENY');
       reply.header('referrer-policy', 'no-referrer');

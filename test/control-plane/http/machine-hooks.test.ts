@@ -65,3 +65,17 @@ t.test('a page still gets its nonce CSP and the session; an unknown path answers
   t.equal(missing.json().reason, 'not_found');
   t.equal(missing.headers['content-security-policy'], "default-src 'none'; frame-ancestors 'none'; base-uri 'none'");
 });
+
+t.test('a machine endpoint runs two hooks, the response headers and the metrics, and no onRequest hook', async (t) => {
+  const { app } = await build(t);
+  const routes = app.printRoutes({ includeHooks: true, commonPrefix: false }).split('\n');
+  const start = routes.findIndex(
+    (line) => line.includes('/healthz (GET)') && routes[routes.indexOf(line) + 1]?.includes('•'),
+  );
+  const hooks = [];
+  for (let i = start + 1; routes[i]?.includes('•'); i++) hooks.push(routes[i]!.replace(/^[│\s]*• /, ''));
+  t.same(hooks, ['(onSend) ["anonymous()"]', '(onResponse) ["anonymous()"]']);
+  const res = await app.inject({ method: 'GET', url: '/healthz' });
+  t.match(res.headers['x-request-id'], /^[0-9a-f-]{36}$/, 'the request id is echoed all the same');
+  t.equal(res.headers['x-content-type-options'], 'nosniff');
+});
