@@ -109,6 +109,19 @@ export function loggerOptions(level: LogLevel, stream?: NodeJS.WritableStream): 
   };
 }
 
+/** The few methods a server answers, each written as JSON once. */
+const METHOD_JSON = new Map<string, string>();
+
+function methodJson(method: string): string {
+  let json = METHOD_JSON.get(method);
+  if (json === undefined) {
+    json = JSON.stringify(method);
+    // Any token is a method to the HTTP parser; only the common ones are kept.
+    if (METHOD_JSON.size < 16) METHOD_JSON.set(method, json);
+  }
+  return json;
+}
+
 /**
  * The access log: one line per request, when it completes, with what it asked and how it ended.
  * Fastify's default writes a second line as each request arrives; it cost about as much as this
@@ -146,10 +159,13 @@ export class AccessLog extends LogController {
 
   /** The completed request's line, as pino writes `{reqId, req, res, responseTime}` at info with the message. */
   completedLine(request: FastifyRequest, reply: FastifyReply): string {
-    const address = request.ip === undefined ? '' : `,"remoteAddress":${JSON.stringify(request.ip)}`;
+    // Without X-Forwarded-For, `request.ip` is the socket's address; asking fastify walks the
+    // trusted-proxy chain all the same.
+    const ip = request.headers['x-forwarded-for'] === undefined ? request.socket.remoteAddress : request.ip;
+    const address = ip === undefined ? '' : `,"remoteAddress":${JSON.stringify(ip)}`;
     return (
       `{"level":30,"time":${Date.now()}${this.#bindings},"reqId":${JSON.stringify(request.id)}` +
-      `,"req":{"method":${JSON.stringify(request.method)},"url":${JSON.stringify(redactUrl(request.url))}${address}}` +
+      `,"req":{"method":${methodJson(request.method)},"url":${JSON.stringify(redactUrl(request.url))}${address}}` +
       `,"res":{"statusCode":${reply.statusCode}},"responseTime":${reply.elapsedTime},"msg":"request completed"}\n`
     );
   }

@@ -56,6 +56,17 @@ t.test('the access line written directly is the line pino writes, byte for byte'
   t.same(line['res'], { statusCode: 200 });
   t.equal(line['msg'], 'request completed');
   t.type(line['pid'], 'number', "pino's bindings are on the line");
+
+  // Without X-Forwarded-For the address is the socket's; a method of its own is written the same way.
+  const direct2 = { method: 'HEAD' as const, url: '/thing', remoteAddress: '192.0.2.9' };
+  await direct.app.inject(direct2);
+  await throughPino.app.inject(direct2);
+  t.equal(normalized(direct.lines[1]!), normalized(throughPino.lines[1]!));
+  t.same((JSON.parse(direct.lines[1]!) as { req: unknown }).req, {
+    method: 'HEAD',
+    url: '/thing',
+    remoteAddress: '192.0.2.9',
+  });
 });
 
 t.test("a request's own logger is made when used, redacts, and keeps the route's level", async (t) => {
