@@ -1,7 +1,9 @@
 import { write, writeSync } from 'node:fs';
 
-/** Lines are written out once this many bytes (UTF-16 units, close enough) have gathered. */
-const CHUNK = 16 * 1024;
+/** Gathered bytes are written out once this many have gathered. */
+const WRITE_AT = 16 * 1024;
+/** The buffer lines are encoded into: room for WRITE_AT and a line that would not fit beside it. */
+const BUFFER_BYTES = 64 * 1024;
 /**
  * What may wait for a reader that has stalled (a log shipper falling behind) before lines are
  * dropped: requests are never held up by their log, and memory stays bounded. The count of
@@ -14,7 +16,7 @@ const RETRY_MS = 10;
 const EXIT_WAITS = 200;
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
-/** Destinations holding lines not yet handed to the system: written synchronously at exit. */
+/** Destinations holding bytes not yet written: written synchronously at exit. */
 const unwritten = new Set<BufferedLog>();
 let exitHooked = false;
 
@@ -23,26 +25,34 @@ let exitHooked = false;
  * by default, docs/cli.md), buffered and written asynchronously. `process.stderr` on a pipe, like
  * pino's default destination, writes each line with a synchronous system call inside the request
  * that logs it, so a stalled reader would stall every request; pino's asynchronous destination
- * (SonicBoom) cost about 2.4 µs of CPU per line in its string bookkeeping, against 0.4 µs here
- * (docs/performance-history.md, bench:healthz). Lines are kept as they come, joined and written in
- * one call once 16 KiB have gathered, whatever is gathered is written at least every `flushMs` (a
- * quiet server's lines appear within that), and what is left is written synchronously when the
- * process exits (a SIGKILL can lose the lines of its last moment) or when pino logs at `fatal`.
+ * (SonicBoom) cost about 2.4 µs of CPU per line in its string bookkeeping (docs/performance-history.md,
+ * bench:healthz). Here each line is encoded once, straight into a buffer; a buffer is written in one
+ * call once 16 KiB have gathered, whatever has gathered is written at least every `flushMs` (a quiet
+ * server's lines appear within that), and what is left is written synchronously when the process
+ * exits (a SIGKILL can lose the lines of its last moment) or when pino logs at `fatal`.
  */
 export function logDestination(fd = 2, flushMs = 250): NodeJS.WritableStream {
   // pino takes any object with `write(line)` (and `flushSync` for fatal lines) as its stream.
   return new BufferedLog(fd, flushMs) as unknown as NodeJS.WritableStream;
 }
 
+/** A write under way: the buffer, how far it has been written, and the timer of a retry after EAGAIN. */
+interface Writing {
+  bytes: Buffer;
+  offset: number;
+  retry?: NodeJS.Timeout;
+}
+
 class BufferedLog {
   readonly #fd: number;
   readonly #flushMs: number;
-  #lines: string[] = [];
-  #length = 0;
-  /** The bytes handed to an asynchronous write that has not completed. */
-  #writing: Buffer | undefined;
-  /** A write refused with EAGAIN, waiting to be tried again: the bytes not yet written. */
-  #retry: { bytes: Buffer; offset: number; timer: NodeJS.Timeout } | undefined;
+  /** The buffer lines are being encoded into, and how much of it is used. */
+  #buffer = Buffer.allocUnsafeSlow(BUFFER_BYTES);
+  #used = 0;
+  /** Filled buffers waiting for their write, oldest first, and their bytes. */
+  #queue: Buffer[] = [];
+  #queued = 0;
+  #writing: Writing | undefined;
   #timer: NodeJS.Timeout | undefined;
   #dropped = 0;
 
@@ -52,13 +62,18 @@ class BufferedLog {
   }
 
   write(line: string): boolean {
-    if (this.#length >= MAX_PENDING) {
+    if (this.#queued >= MAX_PENDING) {
       this.#dropped++;
       return true;
     }
-    this.#lines.push(line);
-    this.#length += line.length;
-    if (this.#length >= CHUNK) this.#writeOut();
+    // At most three bytes of UTF-8 per UTF-16 unit: a line that might not fit starts a new buffer.
+    if (this.#used + line.length * 3 > BUFFER_BYTES) {
+      this.#seal();
+      if (line.length * 3 > BUFFER_BYTES) this.#enqueue(Buffer.from(line));
+    }
+    if (line.length * 3 <= BUFFER_BYTES) this.#used += this.#buffer.write(line, this.#used);
+    if (this.#used >= WRITE_AT) this.#seal();
+    if (this.#queue.length > 0) this.#writeOut();
     else if (this.#timer === undefined) this.#timer = setTimeout(() => this.#flush(), this.#flushMs).unref();
     if (!exitHooked) {
       exitHooked = true;
@@ -70,18 +85,20 @@ class BufferedLog {
     return true;
   }
 
-  /** Writes every gathered line now, blocking: at exit, and before pino's `fatal` lines. */
+  /** Writes everything gathered now, blocking: at exit, and before pino's `fatal` lines. */
   flushSync(): void {
     this.#clearTimer();
-    const retry = this.#retry;
-    if (retry !== undefined) {
-      clearTimeout(retry.timer);
-      this.#retry = undefined;
+    const writing = this.#writing;
+    // A write waiting to be tried again is written here; one in the thread pool completes by itself.
+    if (writing?.retry !== undefined) {
+      clearTimeout(writing.retry);
       this.#writing = undefined;
-      this.#writeSync(retry.bytes, retry.offset);
+      this.#writeSync(writing.bytes, writing.offset);
     }
-    const bytes = this.#take();
-    if (bytes !== undefined) this.#writeSync(bytes, 0);
+    this.#seal();
+    for (const bytes of this.#queue) this.#writeSync(bytes, 0);
+    this.#queue = [];
+    this.#queued = 0;
     this.#settle();
   }
 
@@ -100,11 +117,12 @@ class BufferedLog {
 
   /** Leaves the exit list once nothing is gathered and nothing is being written. */
   #settle(): void {
-    if (this.#length === 0 && this.#writing === undefined) unwritten.delete(this);
+    if (this.#used === 0 && this.#queue.length === 0 && this.#writing === undefined) unwritten.delete(this);
   }
 
   #flush(): void {
     this.#timer = undefined;
+    this.#seal();
     this.#writeOut();
   }
 
@@ -114,38 +132,44 @@ class BufferedLog {
     this.#timer = undefined;
   }
 
-  /** The gathered lines as one buffer (with a line for any that were dropped), or nothing. */
-  #take(): Buffer | undefined {
-    if (this.#length === 0) return undefined;
-    if (this.#dropped > 0) {
-      this.#lines.push(`{"level":40,"time":${Date.now()},"msg":"log lines dropped","dropped":${this.#dropped}}\n`);
+  /** Queues what the current buffer holds (with a line for any dropped) and starts a new one. */
+  #seal(): void {
+    if (this.#dropped > 0 && this.#queued < MAX_PENDING) {
+      const notice = `{"level":40,"time":${Date.now()},"msg":"log lines dropped","dropped":${this.#dropped}}\n`;
       this.#dropped = 0;
+      this.#enqueue(Buffer.from(notice));
     }
-    const bytes = Buffer.from(this.#lines.join(''));
-    this.#lines = [];
-    this.#length = 0;
-    return bytes;
+    if (this.#used === 0) return;
+    this.#enqueue(this.#buffer.subarray(0, this.#used));
+    this.#buffer = Buffer.allocUnsafeSlow(BUFFER_BYTES);
+    this.#used = 0;
   }
 
-  /** Starts one asynchronous write of what has gathered, unless one is under way. */
+  #enqueue(bytes: Buffer): void {
+    this.#queue.push(bytes);
+    this.#queued += bytes.length;
+  }
+
+  /** Starts writing the oldest queued buffer, unless a write is under way. */
   #writeOut(): void {
     if (this.#writing !== undefined) return;
     this.#clearTimer();
-    const bytes = this.#take();
-    if (bytes !== undefined) this.#send(bytes, 0);
-    else this.#settle();
+    const bytes = this.#queue.shift();
+    if (bytes === undefined) {
+      this.#settle();
+      return;
+    }
+    this.#queued -= bytes.length;
+    this.#send(bytes, 0);
   }
 
   #send(bytes: Buffer, offset: number): void {
-    this.#writing = bytes;
+    const writing: Writing = { bytes, offset };
+    this.#writing = writing;
     write(this.#fd, bytes, offset, bytes.length - offset, null, (error, written) => {
       if (error) {
         if (error.code === 'EAGAIN') {
-          const timer = setTimeout(() => {
-            this.#retry = undefined;
-            this.#send(bytes, offset);
-          }, RETRY_MS).unref();
-          this.#retry = { bytes, offset, timer };
+          writing.retry = setTimeout(() => this.#send(bytes, offset), RETRY_MS).unref();
           return;
         }
         // The descriptor is gone or refuses writes: what was in this write cannot be kept anywhere.
@@ -154,10 +178,12 @@ class BufferedLog {
         return;
       }
       this.#writing = undefined;
-      if (this.#length >= CHUNK) this.#writeOut();
-      else if (this.#length > 0 && this.#timer === undefined)
+      // The reader has taken everything queued: time to say what was dropped while it could not.
+      if (this.#queue.length === 0 && this.#dropped > 0) this.#seal();
+      if (this.#queue.length > 0) this.#writeOut();
+      else if (this.#used > 0 && this.#timer === undefined)
         this.#timer = setTimeout(() => this.#flush(), this.#flushMs).unref();
-      this.#settle();
+      else this.#settle();
     });
   }
 }
