@@ -12,7 +12,7 @@
  * server's CPU time per request (its `process.cpuUsage()` before and after the timed part), which
  * holds up on a shared machine where the wall rate follows the load. Every response is checked
  * (200 and `"status":"alive"`). Keyplane writes its access log as in production (standard error,
- * buffered, lib/logging/log-destination.ts), with the child's standard error on /dev/null: pino's
+ * buffered, lib/runtime/log-destination.ts), with the child's standard error on /dev/null: pino's
  * cost counts, the lines are not kept.
  * The target is judged on requests per second, as the issue states it; the ratio per CPU-second
  * is printed beside it (on two cores the load generator competes with the server, so the wall
