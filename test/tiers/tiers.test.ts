@@ -144,5 +144,13 @@ t.test(
       [...timed, 'test/x/f16.test.ts'],
       'one timed file at the head of each group',
     );
+    const more = ['test/x/slow-c.test.ts', 'test/x/slow-d.test.ts'];
+    for (const file of more) writeFileSync(join(root, file), 't.setTimeout(300_000);\n');
+    const first = groupFiles([...files, ...timed, ...more], { size: 8, root }).groups[0]!;
+    t.same(
+      first.filter((file) => file.includes('slow')),
+      more,
+      'the group that drew two long suites starts first',
+    );
   },
 );
