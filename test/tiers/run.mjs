@@ -53,8 +53,8 @@ const FILE_TIMEOUT_MS = 120_000;
  * The entries tap runs for one run's files, all written under .tap/groups/: a group's entry imports
  * its files one after another into one process; a file that needs its own process gets an entry
  * of its own (docs/platform.md#one-process-for-several-files). tap starts files in the order of
- * their names, so the names carry the order: the files alone first (the long fault, CLI and
- * browser suites among them, largest first), then the groups, so that no long file starts last.
+ * their names, so the names carry the order: the files alone first, largest first, then the
+ * groups (those with two of the long suites first), so that no long file starts last.
  */
 function entriesOf(name, files) {
   if (GROUP_SIZE <= 1) return files;
