@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { ControlPlaneConfig } from '#config/types.js';
 import { defaultPublicUrl, listen } from '#lib/runtime/listen.js';
@@ -25,9 +25,18 @@ export async function startControlPlane(
   hooks: StartHooks = {},
 ): Promise<RunningControlPlane> {
   const server = createServer();
+  // The socket is open before the app is ready, and a peer may call at once (a control plane
+  // restarted on its port, its gateways retrying): fastify must not route a request before its
+  // hooks are built (a TypeError in its preParsing runner), so early requests wait for `ready()`.
+  let handle: ((request: IncomingMessage, response: ServerResponse) => void) | undefined;
+  const early: Array<[IncomingMessage, ServerResponse]> = [];
+  server.on('request', (request: IncomingMessage, response: ServerResponse) =>
+    handle ? handle(request, response) : early.push([request, response]),
+  );
   const port = await listen(server, config.port, config.host);
   const issuer = config.issuer ?? defaultPublicUrl(config.host, port);
   let services: RunningServices | undefined;
+  let ready: typeof handle;
   try {
     services = await openControlPlaneServices(
       { ...config, issuer },
@@ -39,11 +48,13 @@ export async function startControlPlane(
     const app = await buildControlPlane(services, {
       logStream: hooks.logStream ?? logDestination(),
       serverFactory: (handler) => {
-        server.on('request', handler);
+        ready = handler;
         return server as Server;
       },
     });
     await app.ready();
+    handle = ready;
+    for (const [request, response] of early.splice(0)) handle?.(request, response);
     const opened = services;
     let closing: Promise<void> | undefined;
     return {

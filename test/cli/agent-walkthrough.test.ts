@@ -5,7 +5,7 @@ import { symlinkSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { tempDir } from '../helpers/build.js';
-import { CLI } from '../helpers/cli.js';
+import { CLI, childEnv } from '../helpers/cli.js';
 import { codeBlocksUnder } from '../helpers/doc-blocks.js';
 import { LIVE_ADMIN, LiveBrowser, startLiveControlPlane } from '../helpers/live-browser.js';
 import { until } from '../helpers/own-process.js';
@@ -30,7 +30,7 @@ t.test("docs/agents.md's walk-through ends in an agent's access token", { timeou
   const shell = (script: string) => {
     const child = spawn('sh', ['-ec', preamble + local(script)], {
       cwd: dir,
-      env: { ...process.env, KEYPLANE_ADMIN_TOKEN: LIVE_ADMIN, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+      env: childEnv({ KEYPLANE_ADMIN_TOKEN: LIVE_ADMIN }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -6,7 +6,7 @@ import t from 'tap';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { createHash } from 'node:crypto';
 import { tempDir } from '../helpers/build.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { CLI, childEnv, runCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 import { ADMIN, RESOURCE, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
@@ -28,7 +28,7 @@ async function served(t: Parameters<typeof buildSignedIn>[0]) {
 /** Runs `keyplane agent enroll` and calls `onCode` with the owner code and enrollment id as soon as it prints them. */
 async function enrollWhile(args: string[], onCode: (code: string, stderr: () => string) => Promise<void>) {
   const child = spawn(process.execPath, [...CLI, 'agent', 'enroll', ...args], {
-    env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+    env: childEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request } from 'undici';
-import { CLI, runCli, startCli } from '../helpers/cli.js';
+import { CLI, childEnv, runCli, startCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/build.js';
 import { until } from '../helpers/until.js';
@@ -96,7 +96,7 @@ t.test('building the command tree loads no server code: each command loads its o
     process.execPath,
     [...CLI.slice(0, -1), '--input-type=module', '-e', script, program],
     {
-      env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+      env: childEnv(),
     },
   );
   const loaded = (JSON.parse(stdout) as string[])

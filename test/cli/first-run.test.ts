@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { childEnv } from '../helpers/cli.js';
 import { codeBlocksUnder } from '../helpers/doc-blocks.js';
 
 /**
@@ -48,7 +49,7 @@ t.test(
   { skip: existsSync(pkg.bin['keyplane']!) ? false : 'no dist/ yet (npm test builds it first)' },
   async (t) => {
     const run = await promisify(execFile)('npm', ['run', '--silent', 'keyplane', '--', '--help'], {
-      env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+      env: childEnv(),
     });
     t.match(run.stdout, /^Usage: keyplane /m);
     t.notMatch(run.stdout + run.stderr, /tsc|prepare/, 'nothing was built');

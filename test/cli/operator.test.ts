@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { ADMIN, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { CLI, childEnv, runCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 
 t.setTimeout(300_000);
@@ -122,7 +122,7 @@ function startTail(args: string[]) {
     process.execPath,
     [...CLI, 'receipts', 'tail', '--control-plane', url, '--interval', '100', ...args],
     {
-      env: { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' },
+      env: childEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

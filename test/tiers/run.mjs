@@ -12,11 +12,21 @@
 // which .ci/run reads. `--disable-coverage` is passed
 // on to tap (CI's Node.js 24 pass) and then no coverage is merged or checked.
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { classify, groupFiles, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
+import { classify, groupFiles, processTimeoutOf, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
 
 const [choice = 'all', ...tapOptions] = process.argv.slice(2);
 if (choice !== 'all' && !TIERS.includes(choice)) {
@@ -24,7 +34,11 @@ if (choice !== 'all' && !TIERS.includes(choice)) {
   process.exit(2);
 }
 const tiers = choice === 'all' ? TIERS : [choice];
-const coverage = choice === 'all' && !tapOptions.includes('--disable-coverage');
+// KEYPLANE_TEST_COVERAGE=1 collects coverage in a single tier as `all` does (to time a tier as
+// `npm test` runs it); the floors are still checked only by `all`.
+const coverage =
+  (choice === 'all' || process.env['KEYPLANE_TEST_COVERAGE'] === '1') && !tapOptions.includes('--disable-coverage');
+const checkCoverage = coverage && choice === 'all';
 const tapBin = join(createRequire(import.meta.url).resolve('tap/package.json'), '..', 'dist/esm/run.mjs');
 const coverageDir = join(ROOT, '.tap/coverage');
 const keptCoverage = join(ROOT, '.tap/coverage-tiers');
@@ -32,15 +46,15 @@ const groupDir = join(ROOT, '.tap/groups');
 // KEYPLANE_TEST_GROUP=0 gives every file a process of its own (to rule out one file disturbing another).
 const askedGroupSize = Number(process.env['KEYPLANE_TEST_GROUP'] ?? 8);
 const GROUP_SIZE = Number.isInteger(askedGroupSize) && askedGroupSize > 0 ? askedGroupSize : 1;
-/** tap's timeout for one file (.taprc), which a group gets once per file it runs. */
+/** tap's timeout for one file (.taprc), which a group gets once per file it runs that sets none. */
 const FILE_TIMEOUT_MS = 120_000;
 
 /**
  * The entries tap runs for one run's files, all written under .tap/groups/: a group's entry imports
  * its files one after another into one process; a file that needs its own process gets an entry
  * of its own (docs/platform.md#one-process-for-several-files). tap starts files in the order of
- * their names, so the names carry the order: the files alone first (the long fault, CLI and
- * browser suites among them, largest first), then the groups, so that no long file starts last.
+ * their names, so the names carry the order: the files alone first, largest first, then the
+ * groups (those with two of the long suites first), so that no long file starts last.
  */
 function entriesOf(name, files) {
   if (GROUP_SIZE <= 1) return files;
@@ -52,10 +66,23 @@ function entriesOf(name, files) {
   return runs.map((group, i) => {
     const label = group.length === 1 ? basename(group[0], '.test.ts') : 'group';
     const entry = join(groupDir, `${name}-${String(i + 1).padStart(width, '0')}-${label}.test.mjs`);
+    // A group's timeout is its files' timeouts added up: tap's for one file, or the one a file sets
+    // for its process (`t.setTimeout(ms)` at its top level), which then leaves the group's alone.
+    const timeout = group.reduce(
+      (sum, file) => sum + (processTimeoutOf(readFileSync(join(ROOT, file), 'utf8')) ?? FILE_TIMEOUT_MS),
+      0,
+    );
     const lines = [
       `// Written by test/tiers/run.mjs: ${group.length} test file${group.length === 1 ? '' : 's'} in one process.`,
       // A file alone keeps tap's timeout for one file, or the one it sets itself.
-      ...(group.length === 1 ? [] : ["import t from 'tap';", `t.setTimeout(${group.length * FILE_TIMEOUT_MS});`]),
+      ...(group.length === 1
+        ? []
+        : [
+            "import t from 'tap';",
+            `t.setTimeout(${timeout});`,
+            'const setProcessTimeout = t.setTimeout.bind(t);',
+            't.setTimeout = (ms) => (ms === 0 ? setProcessTimeout(0) : t);',
+          ]),
       ...group.map((file) => `await import(${JSON.stringify(`../../${file}`)});`),
     ];
     writeFileSync(entry, `${lines.join('\n')}\n`);
@@ -95,18 +122,24 @@ function runTap(files, env, tier) {
     });
     let summary = '';
     let pending = '';
+    // When tap said the last entry was over: what follows is tap's coverage check of this run.
+    let lastEntry = performance.now();
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
       pending += chunk;
       const lines = pending.split('\n');
       pending = lines.pop();
-      for (const line of lines) if (/^# \{ total:/.test(line)) summary = line;
+      for (const line of lines) {
+        if (/^# \{ total:/.test(line)) summary = line;
+        else if (/^(not )?ok \d+ - /.test(line)) lastEntry = performance.now();
+      }
     });
     child.on('close', (code, signal) => {
       if (/^# \{ total:/.test(pending)) summary = pending;
       for (const name of COUNTS) totals[name] += Number(new RegExp(`${name}: (\\d+)`).exec(summary)?.[1] ?? 0);
       // A run that failed without saying which test (a crash, a signal) counts as one failure.
       if ((code !== 0 || signal) && !/fail: [1-9]/.test(summary)) totals.fail += 1;
+      console.log(`# tap's end of run (after the last entry): ${seconds(lastEntry)} s`);
       resolve(code ?? 1);
     });
   });
@@ -146,16 +179,18 @@ for (const tier of tiers) {
   console.log(`# tier ${tier}: ${seconds(tierStarted)} s`);
 }
 
-if (coverage) {
+if (checkCoverage) {
   rmSync(coverageDir, { recursive: true, force: true });
   mkdirSync(keptCoverage, { recursive: true });
   cpSync(keptCoverage, coverageDir, { recursive: true });
   rmSync(keptCoverage, { recursive: true, force: true });
   console.log('# coverage of all tiers (floors in .taprc)');
+  const reportStarted = performance.now();
   const code = await new Promise((resolve) => {
     const child = spawn(process.execPath, [tapBin, 'report'], { cwd: ROOT, stdio: 'inherit' });
     child.on('close', (exit) => resolve(exit ?? 1));
   });
+  console.log(`# coverage of all tiers: ${seconds(reportStarted)} s`);
   if (code !== 0) {
     console.log('# coverage below the floors of .taprc');
     totals.fail += 1;

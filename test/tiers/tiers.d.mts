@@ -14,6 +14,7 @@ export function classify(files?: string[], root?: string): Placed[];
 export function tierRuns(tier: Tier, placed?: Placed[]): { storage?: Storage; files: string[] }[];
 export function relativeToRoot(path: string): string;
 export function needsOwnProcess(source: string): boolean;
+export function processTimeoutOf(source: string): number | undefined;
 export function groupFiles(
   files: string[],
   options?: { size?: number; root?: string },

@@ -231,35 +231,49 @@ export function tierRuns(tier, placed = classify()) {
 }
 
 /**
- * Whether a file must have a test process of its own: it sets the whole process's timeout or plan,
- * or runs a root-level `before`, which in a shared process would apply to the other files too; or
- * it says so (`// tiers: own process`, with the reason beside it).
+ * Whether a file must have a test process of its own: it sets the whole process's plan, or runs a
+ * root-level `before`, `beforeEach` or `afterEach`, which in a shared process would apply to the
+ * other files too; or it says so (`// tiers: own process`, with the reason beside it). A root-level
+ * `t.setTimeout(ms)` does not: the group's entry counts it in the group's timeout
+ * (`processTimeoutOf`, docs/platform.md#one-process-for-several-files).
  */
 export function needsOwnProcess(source) {
-  return (
-    /^t\.(setTimeout|plan|before|beforeEach|afterEach)\(/m.test(source) || /^\/\/ tiers: own process\b/m.test(source)
-  );
+  return /^t\.(plan|before|beforeEach|afterEach)\(/m.test(source) || /^\/\/ tiers: own process\b/m.test(source);
+}
+
+/** The timeout a file sets for its whole process (`t.setTimeout(300_000)` at its top level), in ms. */
+export function processTimeoutOf(source) {
+  const match = /^t\.setTimeout\(([\d_]+)\)/m.exec(source);
+  return match ? Number(match[1].replaceAll('_', '')) : undefined;
 }
 
 /**
  * Splits one run's files into groups that share a test process (docs/platform.md#one-process-for-several-files):
  * `{ groups: string[][], alone: string[] }`. Each process pays about two seconds of CPU before its
- * first test (tap, the TypeScript loader, importing and first building the control plane), so files
- * run `size` to a process. The files are dealt out largest first, one to each group in turn and back
- * again (a snake draft), so the groups take about as long as each other.
+ * first test (tap, the TypeScript loader, importing and first building the control plane), and
+ * with coverage about another second writing it out at exit, so files run `size` to a process.
+ * The files that set a process timeout of their own (the long fault, CLI and browser suites) are
+ * dealt first, one to each group in turn, then the others largest first, one to each group in
+ * turn and back again (a snake draft), so the groups take about as long as each other; the groups
+ * with the most of those files come first.
  */
 export function groupFiles(files, { size = 8, root = ROOT } = {}) {
   const alone = [];
   const together = [];
-  for (const file of files) (needsOwnProcess(readFileSync(join(root, file), 'utf8')) ? alone : together).push(file);
+  const sources = new Map(files.map((file) => [file, readFileSync(join(root, file), 'utf8')]));
+  for (const file of files) (needsOwnProcess(sources.get(file)) ? alone : together).push(file);
   const bytes = new Map(together.map((file) => [file, statSync(join(root, file)).size]));
-  together.sort((a, b) => bytes.get(b) - bytes.get(a) || a.localeCompare(b));
+  const timed = new Map(together.map((file) => [file, processTimeoutOf(sources.get(file)) ? 1 : 0]));
+  together.sort((a, b) => timed.get(b) - timed.get(a) || bytes.get(b) - bytes.get(a) || a.localeCompare(b));
   const count = Math.ceil(together.length / size);
   const groups = Array.from({ length: count }, () => []);
   together.forEach((file, i) => {
     const lap = Math.floor(i / count);
     groups[lap % 2 ? count - 1 - (i % count) : i % count].push(file);
   });
+  // The groups that drew two of the long suites start first, so that none of them starts last.
+  const long = (group) => group.filter((file) => timed.get(file)).length;
+  groups.sort((a, b) => long(b) - long(a));
   return { groups, alone };
 }
 

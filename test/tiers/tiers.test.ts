@@ -1,7 +1,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import t from 'tap';
-import { classify, groupFiles, importsOf, listTestFiles, needsOwnProcess, TIERS, tierRuns } from './tiers.mjs';
+import {
+  classify,
+  groupFiles,
+  importsOf,
+  listTestFiles,
+  needsOwnProcess,
+  processTimeoutOf,
+  TIERS,
+  tierRuns,
+} from './tiers.mjs';
 import { tempDir } from '../helpers/build.js';
 
 t.test('every test file runs in exactly one tier, or in one tier per storage backend', async (t) => {
@@ -98,7 +107,12 @@ t.test('reads named, default, side-effect, dynamic and re-exported imports', asy
 t.test(
   'files share a process in groups of about equal size; a file that sets the whole process keeps its own',
   async (t) => {
-    t.ok(needsOwnProcess("import t from 'tap';\nt.setTimeout(300_000);\n"), 'a timeout for the whole process');
+    t.notOk(
+      needsOwnProcess("import t from 'tap';\nt.setTimeout(300_000);\n"),
+      "a timeout for the whole process: counted in its group's",
+    );
+    t.equal(processTimeoutOf("import t from 'tap';\nt.setTimeout(300_000);\n"), 300_000);
+    t.equal(processTimeoutOf("t.test('x', async (t) => {\n  t.setTimeout(5000);\n});\n"), undefined);
     t.ok(needsOwnProcess('t.before(async () => {});\n'), 'a root-level before');
     t.ok(needsOwnProcess('// tiers: own process: it changes process.env\n'), 'said in a comment');
     t.notOk(needsOwnProcess("t.test('x', async (t) => {\n  t.setTimeout(5000);\n});\n"), "a subtest's own timeout");
@@ -106,7 +120,7 @@ t.test(
     const files = Array.from({ length: 17 }, (_, i) => `test/x/f${String(i).padStart(2, '0')}.test.ts`);
     mkdirSync(join(root, 'test/x'), { recursive: true });
     for (const [i, file] of files.entries()) writeFileSync(join(root, file), `// ${'x'.repeat(i * 100)}\n`);
-    writeFileSync(join(root, 'test/x/alone.test.ts'), 't.setTimeout(300_000);\n');
+    writeFileSync(join(root, 'test/x/alone.test.ts'), 't.before(async () => {});\n');
     const { groups, alone } = groupFiles([...files, 'test/x/alone.test.ts'], { size: 8, root });
     t.same(alone, ['test/x/alone.test.ts']);
     t.equal(groups.length, 3, 'ceil(17 / 8) groups');
@@ -119,6 +133,24 @@ t.test(
       groups[0]!.slice(0, 2),
       ['test/x/f16.test.ts', 'test/x/f11.test.ts'],
       'largest first, then back the other way',
+    );
+    // The files that set a process timeout (the long suites) are dealt first, one to each group.
+    const timed = ['test/x/slow-a.test.ts', 'test/x/slow-b.test.ts'];
+    for (const file of timed) writeFileSync(join(root, file), 't.setTimeout(300_000);\n');
+    const dealt = groupFiles([...files, ...timed], { size: 8, root });
+    t.same(dealt.alone, []);
+    t.same(
+      dealt.groups.map((group) => group[0]),
+      [...timed, 'test/x/f16.test.ts'],
+      'one timed file at the head of each group',
+    );
+    const more = ['test/x/slow-c.test.ts', 'test/x/slow-d.test.ts'];
+    for (const file of more) writeFileSync(join(root, file), 't.setTimeout(300_000);\n');
+    const first = groupFiles([...files, ...timed, ...more], { size: 8, root }).groups[0]!;
+    t.same(
+      first.filter((file) => file.includes('slow')),
+      more,
+      'the group that drew two long suites starts first',
     );
   },
 );

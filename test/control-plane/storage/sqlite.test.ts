@@ -21,6 +21,7 @@ import {
 import { PRE_LEDGER_FENCE } from '../../../control-plane/src/storage/legacy-versions.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
 import { tempDir } from '../../helpers/build.js';
+import { childEnv } from '../../helpers/cli.js';
 
 t.test('Node-API 10 runtimes load better-sqlite3 13, older ones the Node 20 build', async (t) => {
   t.equal(driverPackage(10), 'better-sqlite3');
@@ -50,7 +51,7 @@ t.test('statements freed by the garbage collector do not abort the process', { t
   // On Node 24.19 and later, better-sqlite3 12 aborted here (docs/platform.md#nodejs-versions).
   const fixture = join(import.meta.dirname, 'fixtures', 'collect-statements.mjs');
   // Not instrumented for coverage: the child only exercises the driver package.
-  const env = { ...process.env, _TAPJS_PROCESSINFO_COV_EXCLUDE_: '/./' };
+  const env = childEnv();
   const { stdout } = await promisify(execFile)(process.execPath, [fixture, driverPackage()], { env });
   t.equal(stdout.trim(), `sum ${300 * 19_900}`);
 });
