@@ -3,7 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ControlPlaneConfig } from '#config/types.js';
 import { defaultPublicUrl, listen } from '#lib/runtime/listen.js';
 import { logDestination } from '#lib/runtime/log-destination.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { buildControlPlane } from './app.js';
+import { sendRawFailure } from './plugins/errors.js';
 import { openControlPlaneServices, type RunningServices } from './services.js';
 
 export interface RunningControlPlane {
@@ -69,6 +71,11 @@ export async function startControlPlane(
         })()),
     };
   } catch (error) {
+    // Requests held for `ready()` get their answer: the server is not coming up.
+    for (const [, response] of early.splice(0)) {
+      response.shouldKeepAlive = false;
+      sendRawFailure(response, fail('not_ready', 'the control plane could not start'));
+    }
     await closeServer(server);
     await services?.close();
     throw error;
