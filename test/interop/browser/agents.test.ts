@@ -93,10 +93,11 @@ t.test(
     ).json()) as { enrollment_id: string; owner_code: string };
     await page.goto(`${server.url}/account/agents?enrollment=${begun.enrollment_id}`);
     await page.fill('input[name="owner_code"]', begun.owner_code);
-    // The page reloads 400 ms after saying so (act() in common.js): a later goto must not race it.
+    // The page says "approved" and reloads 400 ms later, only on success (act() in common.ts): the
+    // reload is the signal (the status line may be gone before a check of it runs), and a later
+    // goto must not race it. The completion below fails unless the enrollment was approved.
     const reloaded = page.waitForEvent('load', { timeout: 20_000 });
     await page.click('button[data-action="approve"]');
-    await page.waitForFunction(() => /approved/i.test(document.getElementById('status')?.textContent ?? ''));
     await reloaded;
     const completeUrl = `${server.url}/auth/agents/proof/enroll/complete`;
     const done = await postWithKeyProof(
