@@ -26,7 +26,7 @@ import {
 import { createRequire } from 'node:module';
 import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { classify, groupFiles, processTimeoutOf, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
+import { classify, groupEntry, groupFiles, processTimeoutOf, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
 
 const [choice = 'all', ...tapOptions] = process.argv.slice(2);
 if (choice !== 'all' && !TIERS.includes(choice)) {
@@ -72,20 +72,13 @@ function entriesOf(name, files) {
       (sum, file) => sum + (processTimeoutOf(readFileSync(join(ROOT, file), 'utf8')) ?? FILE_TIMEOUT_MS),
       0,
     );
-    const lines = [
-      `// Written by test/tiers/run.mjs: ${group.length} test file${group.length === 1 ? '' : 's'} in one process.`,
-      // A file alone keeps tap's timeout for one file, or the one it sets itself.
-      ...(group.length === 1
-        ? []
-        : [
-            "import t from 'tap';",
-            `t.setTimeout(${timeout});`,
-            'const setProcessTimeout = t.setTimeout.bind(t);',
-            't.setTimeout = (ms) => (ms === 0 ? setProcessTimeout(0) : t);',
-          ]),
-      ...group.map((file) => `await import(${JSON.stringify(`../../${file}`)});`),
-    ];
-    writeFileSync(entry, `${lines.join('\n')}\n`);
+    writeFileSync(
+      entry,
+      groupEntry(
+        group.map((file) => `../../${file}`),
+        timeout,
+      ),
+    );
     console.log(`# ${relativeToRoot(entry)}: ${group.join(' ')}`);
     return entry;
   });
@@ -122,6 +115,9 @@ function runTap(files, env, tier) {
     });
     let summary = '';
     let pending = '';
+    // Tests that tap refused because their process's root had already ended: they never ran, and
+    // tap's summary does not count them, so each is counted here as a failure.
+    let refused = 0;
     // When tap said the last entry was over: what follows is tap's coverage check of this run.
     let lastEntry = performance.now();
     child.stdout.on('data', (chunk) => {
@@ -132,6 +128,7 @@ function runTap(files, env, tier) {
       for (const line of lines) {
         if (/^# \{ total:/.test(line)) summary = line;
         else if (/^(not )?ok \d+ - /.test(line)) lastEntry = performance.now();
+        else if (line.includes('cannot create subtest after parent test ends')) refused++;
       }
     });
     child.on('close', (code, signal) => {
@@ -139,8 +136,12 @@ function runTap(files, env, tier) {
       for (const name of COUNTS) totals[name] += Number(new RegExp(`${name}: (\\d+)`).exec(summary)?.[1] ?? 0);
       // A run that failed without saying which test (a crash, a signal) counts as one failure.
       if ((code !== 0 || signal) && !/fail: [1-9]/.test(summary)) totals.fail += 1;
+      if (refused > 0) {
+        console.log(`# ${refused} test(s) refused after their process's root test had ended: not run`);
+        totals.fail += refused;
+      }
       console.log(`# tap's end of run (after the last entry): ${seconds(lastEntry)} s`);
-      resolve(code ?? 1);
+      resolve(refused > 0 ? 1 : (code ?? 1));
     });
   });
 }

@@ -19,3 +19,4 @@ export function groupFiles(
   files: string[],
   options?: { size?: number; root?: string },
 ): { groups: string[][]; alone: string[] };
+export function groupEntry(files: string[], timeoutMs: number): string;
