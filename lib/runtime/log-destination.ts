@@ -89,7 +89,9 @@ class BufferedLog {
   flushSync(): void {
     this.#clearTimer();
     const writing = this.#writing;
-    // A write waiting to be tried again is written here; one in the thread pool completes by itself.
+    // A write waiting to be tried again is written here. One still in the thread pool is left to it:
+    // whether it wrote cannot be known here, and writing it again could repeat or tear lines; if the
+    // reader had stalled, those bytes (at most one buffer) are lost, as with pino's own destination.
     if (writing?.retry !== undefined) {
       clearTimeout(writing.retry);
       this.#writing = undefined;

@@ -25,6 +25,7 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { classify, groupEntry, groupFiles, processTimeoutOf, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
 
@@ -147,12 +148,42 @@ function runTap(files, env, tier) {
 }
 
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
+
+/**
+ * Strips the types of every TypeScript file the tests may load, once, into the test loader's cache
+ * (test/loader/hooks.mjs), before any test process starts. On a fresh clone each process would
+ * otherwise load swc (about 2 s) and compile what it imports; and in a group, a file still compiling
+ * while the root test is idle let tap end the root, which refused the next file's tests (a file's
+ * root teardown makes tap end the root when it is idle; docs/platform.md#one-process-for-several-files).
+ */
+async function warmCompileCache() {
+  const warmStarted = performance.now();
+  const { load } = await import('../loader/hooks.mjs');
+  const next = () => {
+    throw new Error('not a TypeScript file');
+  };
+  const sources = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'node_modules' && entry.name !== 'fixtures') walk(path);
+      } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) sources.push(join(ROOT, path));
+    }
+  };
+  for (const dir of ['lib', 'config', 'control-plane', 'gateway', 'cli', 'sdk', 'test', 'bench']) {
+    if (existsSync(join(ROOT, dir))) walk(dir);
+  }
+  for (const file of sources) await load(pathToFileURL(file).href, {}, next);
+  console.log(`# test loader's cache: ${sources.length} TypeScript files in ${seconds(warmStarted)} s`);
+}
 const placed = classify();
 const times = [];
 let status = 0;
 if (coverage) rmSync(keptCoverage, { recursive: true, force: true });
 rmSync(groupDir, { recursive: true, force: true });
 const started = performance.now();
+await warmCompileCache();
 for (const tier of tiers) {
   const tierStarted = performance.now();
   let files = 0;

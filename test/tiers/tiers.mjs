@@ -284,12 +284,8 @@ export function relativeToRoot(path) {
 /**
  * The source of the module that runs `files` (import specifiers, in order) in one test process,
  * `timeoutMs` being the process's timeout (docs/platform.md#one-process-for-several-files). A file
- * alone is imported as it is. In a group, the files' root-level `t.setTimeout` calls are ignored
- * (the group's is their sum), and their root-level teardowns are handed to tap only once every file
- * is imported: a teardown on the root makes tap end it as soon as it is idle, which it may be
- * between two files while the next one still compiles, and the next file's tests would then be
- * refused and never run. The root is ended after the last import: it finishes the tests, then runs
- * the teardowns.
+ * alone is imported as it is; in a group, the files' root-level `t.setTimeout` calls are ignored
+ * (the group's is their sum).
  */
 export function groupEntry(files, timeoutMs) {
   const imports = files.map((file) => `await import(${JSON.stringify(file)});`);
@@ -301,13 +297,7 @@ export function groupEntry(files, timeoutMs) {
           `t.setTimeout(${timeoutMs});`,
           'const setProcessTimeout = t.setTimeout.bind(t);',
           't.setTimeout = (ms) => (ms === 0 ? setProcessTimeout(0) : t);',
-          'const rootTeardown = t.teardown;',
-          'const teardowns = [];',
-          't.teardown = (fn) => void teardowns.push(fn);',
           ...imports,
-          't.teardown = rootTeardown;',
-          'for (const fn of teardowns) t.teardown(fn);',
-          't.end();',
         ];
   return [
     `// Written by test/tiers/run.mjs: ${files.length} test file${files.length === 1 ? '' : 's'} in one process.`,
