@@ -1,4 +1,5 @@
 import t from 'tap';
+import { until } from '../../helpers/until.js';
 import type { Page } from 'playwright-core';
 import { request } from 'undici';
 import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
@@ -95,9 +96,15 @@ t.test(
       await postAs(w.cp.url, owner.header(), '/auth/orgs/create', { name: 'Acme' });
       await postAs(w.cp.url, owner.header(), '/org/acme/members/invite', { username, role: 'member' });
       await postAs(w.cp.url, cookie, '/org/acme/members/accept', {});
-      const joined = await nextConfig(w, before);
-      const allowed = await page.goto(app);
-      t.equal(allowed?.status(), 200, why());
+      // Creating the org, the invitation and the acceptance each change the config, and the gateway
+      // may pull between them: the member passes once it holds a config with the acceptance.
+      let joined = before;
+      const allowed = await until('the member passes', async () => {
+        joined = await nextConfig(w, joined);
+        const answer = await page.goto(app);
+        return answer?.status() === 200 ? answer : undefined;
+      });
+      t.equal(allowed.status(), 200, why());
       t.equal(w.upstream.last().headers['x-auth-assurance'], 'passkey');
 
       const me = w.upstream.last().headers['x-auth-subject'] as string;
