@@ -14,7 +14,7 @@ import { startGateway } from '../../gateway/src/server.js';
 import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 import { computeS256Challenge } from '#lib/pkce/check-pkce.js';
 import { findFreePort } from '#lib/runtime/listen.js';
-import { CHROMIUM } from './browser.js';
+import { CHROMIUM, PLATFORM_AUTHENTICATOR } from './browser.js';
 import { tempDir } from './build.js';
 import { registerLiveClient, startLiveControlPlane } from './live-browser.js';
 import { linkIn, readOutbox } from './smtp.js';
@@ -179,17 +179,7 @@ export async function auditEveryPage(t: Test, locales: readonly string[]): Promi
       const page = await context.newPage();
       const cdp = await context.newCDPSession(page);
       await cdp.send('WebAuthn.enable', { enableUI: false });
-      await cdp.send('WebAuthn.addVirtualAuthenticator', {
-        options: {
-          protocol: 'ctap2',
-          ctap2Version: 'ctap2_1',
-          transport: 'internal',
-          hasResidentKey: true,
-          hasUserVerification: true,
-          isUserVerified: true,
-          automaticPresenceSimulation: true,
-        },
-      });
+      await cdp.send('WebAuthn.addVirtualAuthenticator', { options: PLATFORM_AUTHENTICATOR });
       const username = `ada-${locale}`.toLowerCase();
       const audited: string[] = [];
 

@@ -13,6 +13,17 @@ interface Tap {
 }
 
 export const CHROMIUM = '/usr/bin/chromium';
+
+/** The CDP virtual authenticator the browser suites use: a platform passkey that verifies the user. */
+export const PLATFORM_AUTHENTICATOR = {
+  protocol: 'ctap2',
+  ctap2Version: 'ctap2_1',
+  transport: 'internal',
+  hasResidentKey: true,
+  hasUserVerification: true,
+  isUserVerified: true,
+  automaticPresenceSimulation: true,
+} as const;
 const REQUIRE_ALL = process.env['KEYPLANE_REQUIRE_ALL'] === '1';
 // Without the background-networking flags Chromium keeps dialling Google on this closed network.
 const ARGS = [
@@ -88,15 +99,7 @@ export async function launchChromium(t: Tap, options: LaunchOptions = {}): Promi
     problems,
     async addAuthenticator() {
       const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-        options: {
-          protocol: 'ctap2',
-          ctap2Version: 'ctap2_1',
-          transport: 'internal',
-          hasResidentKey: true,
-          hasUserVerification: true,
-          isUserVerified: true,
-          automaticPresenceSimulation: true,
-        },
+        options: PLATFORM_AUTHENTICATOR,
       });
       return authenticatorId;
     },

@@ -79,3 +79,12 @@ t.test('a machine endpoint runs two hooks, the response headers and the metrics,
   t.match(res.headers['x-request-id'], /^[0-9a-f-]{36}$/, 'the request id is echoed all the same');
   t.equal(res.headers['x-content-type-options'], 'nosniff');
 });
+
+t.test('unknown paths share one metrics series, so a scanner cannot add series', async (t) => {
+  const { app } = await build(t);
+  for (const url of ['/wp-admin', '/.env', '/wp-admin?x=1']) await app.inject({ method: 'GET', url });
+  const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  t.match(metrics, 'keyplane_http_requests_total{method="GET",route="unmatched",status="404"} 3\n');
+  t.notMatch(metrics, 'wp-admin');
+  t.notMatch(metrics, '.env');
+});

@@ -2,7 +2,7 @@ import t from 'tap';
 import { Writable } from 'node:stream';
 import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
-import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
+import { PLATFORM_AUTHENTICATOR, chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 
 /**
@@ -47,15 +47,7 @@ t.test(
     const phoneCdp = await phone.newCDPSession(phonePage);
     await phoneCdp.send('WebAuthn.enable', { enableUI: false });
     const { authenticatorId: phoneAuthenticator } = await phoneCdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        ctap2Version: 'ctap2_1',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
+      options: PLATFORM_AUTHENTICATOR,
     });
     for (const credential of credentials)
       await phoneCdp.send('WebAuthn.addCredential', { authenticatorId: phoneAuthenticator, credential });

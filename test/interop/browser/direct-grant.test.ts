@@ -11,7 +11,7 @@ import { loadControlPlaneConfig } from '#config/load.js';
 import type { ControlPlaneConfig } from '#config/types.js';
 import { buildControlPlane } from '../../../control-plane/src/app.js';
 import { openControlPlaneServices } from '../../../control-plane/src/services.js';
-import { CHROMIUM, chromiumSkip } from '../../helpers/browser.js';
+import { CHROMIUM, PLATFORM_AUTHENTICATOR, chromiumSkip } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 
 /**
@@ -178,15 +178,7 @@ t.test('direct grant in Chromium over TLS with related origins', { skip }, async
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
   await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      ctap2Version: 'ctap2_1',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
+    options: PLATFORM_AUTHENTICATOR,
   });
   await page.goto('https://rp.test/');
   // RFC 7636 Appendix B's verifier and challenge.

@@ -3,7 +3,7 @@ import { demoOrigins } from '../../../cli/src/commands/up.js';
 import { startDemoApp } from '../../../cli/src/demo/demo-app.js';
 import { ensureInPlaceDemoClient, IN_PLACE_DEMO_PATH } from '../../../cli/src/demo/demo-clients.js';
 import { findFreePort } from '#lib/runtime/listen.js';
-import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
+import { PLATFORM_AUTHENTICATOR, chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { startLiveControlPlane } from '../../helpers/live-browser.js';
 
 /**
@@ -104,15 +104,7 @@ t.test('the in-place example page served by the demo app', { skip }, async (t) =
     const cdp = await context.newCDPSession(popup);
     await cdp.send('WebAuthn.enable', { enableUI: false });
     await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        ctap2Version: 'ctap2_1',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
+      options: PLATFORM_AUTHENTICATOR,
     });
     await popup.waitForSelector('input[name="username"]', { timeout: 60_000 });
     // The sign-in page's module script must be wired before the click (under load it comes late).
