@@ -32,10 +32,15 @@ const NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE = [
     'The control plane does not import the CLI or the gateway service; shared parts go into lib/.',
   ),
 ];
+/**
+ * What the CLI may import of the control plane, as an allow-list: its operations, the server and
+ * the services; anything else (storage, key ring, ledger, an area's modules) is refused.
+ */
+const CLI_ALLOWED_CONTROL_PLANE = ['src/operator-tasks/[\\w-]+', 'src/server', 'src/services'];
 const NO_STORAGE_FROM_CLI = [
   boundary(
-    '(^|/)control-plane/src/(storage|keys|ledger)/',
-    "The CLI reaches the control plane through the control plane's services (control-plane/src/operations/) or HTTP, never its storage, key ring or ledger (docs/architecture.md#layout).",
+    `(^|/)control-plane/(?!(${CLI_ALLOWED_CONTROL_PLANE.join('|')})\\.js$)`,
+    "The CLI reaches the control plane through the control plane's services (control-plane/src/operator-tasks/, server.ts, services.ts: an allow-list) or HTTP, never its storage, key ring, ledger or an area's modules (docs/architecture.md#layout).",
   ),
 ];
 const NO_CLI_IN_CONTROL_PLANE_TESTS = [
@@ -74,6 +79,13 @@ const NO_SERVER_LIBRARIES = ['fastify', 'ioredis', 'better-sqlite3', 'pino', 'un
   message: 'Protocol modules in lib/ take what they need as arguments; servers and storage stay outside.',
 }));
 
+/** The gateway parses a request's Cookie header once, in its request scope. */
+const COOKIES_PARSED_ONCE = {
+  name: '#lib/gateway-protocol/session-cookie.js',
+  importNames: ['parseCookieHeader'],
+  message: "Read a request's cookies through requestScope(req) (gateway/src/request-scope.ts), which parses them once.",
+};
+
 const restricted = (patterns, paths = [SQLITE_DRIVER]) => ['error', { paths, patterns }];
 
 /** Operations take services and plain values; only the HTTP edge (routes, plugins, http/, the app) knows fastify. */
@@ -91,23 +103,27 @@ const NO_FASTIFY_PLUGINS_IN_OPERATIONS = [
   ),
 ];
 
+/**
+ * The control plane's HTTP edge (docs/architecture.md#layers), defined once: the only folders that
+ * import fastify, and that reach storage only through operations.
+ */
+const HTTP_EDGE = 'control-plane/src/{routes,plugins,http,pages}/**/*.ts';
+
 /** Later entries win for a file that several match, so the narrower folder comes after the wider. */
 export const boundaries = {
   'lib/**/*.ts': restricted(NO_SERVICES_IN_LIB, NO_SERVER_LIBRARIES),
   // The processes' runtime (shared state and rate limits over Redis, the log destination): the one part of
   // lib/ that may use server libraries (docs/architecture.md#decisions).
   'lib/runtime/**/*.ts': restricted(NO_SERVICES_IN_LIB),
-  'gateway/**/*.ts': restricted([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME]),
+  'gateway/**/*.ts': restricted([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME], [COOKIES_PARSED_ONCE]),
+  'gateway/src/request-scope.ts': restricted([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME], []),
   'control-plane/**/*.ts': restricted(
     [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...NO_FASTIFY_PLUGINS_IN_OPERATIONS, ...SHARED_LAYERS_BY_NAME],
     [SQLITE_DRIVER, ...NO_FASTIFY_IN_OPERATIONS],
   ),
   // The HTTP edge of the control plane: where fastify belongs. Pages render for routes and read
   // the request's language and nonce (docs/i18n.md), so they are part of it.
-  'control-plane/src/{routes,plugins,http,pages}/**/*.ts': restricted([
-    ...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE,
-    ...SHARED_LAYERS_BY_NAME,
-  ]),
+  [HTTP_EDGE]: restricted([...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...SHARED_LAYERS_BY_NAME]),
   'control-plane/src/{app,server,logging}.ts': restricted([
     ...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE,
     ...SHARED_LAYERS_BY_NAME,
@@ -165,8 +181,9 @@ const noRestrictedDynamicImports = {
               ? source.quasis[0].value.cooked
               : null;
         if (specifier === null) return;
+        // A path that names imports refuses only those, which an import() of the whole module does not single out.
         const found =
-          paths.find((path) => path.name === specifier) ??
+          paths.find((path) => path.name === specifier && !path.importNames) ??
           patterns.find((pattern) => new RegExp(pattern.regex).test(specifier));
         if (found) context.report({ node, message: found.message });
       },
@@ -226,10 +243,108 @@ const oneErrorPath = {
   },
 };
 
+/**
+ * Only a fastify plugin takes the fastify app (docs/architecture.md#layers): everything else the
+ * control plane exports takes services, a request or a reply. An exported function (declared, or a
+ * const holding one) with a parameter typed `FastifyInstance` is refused outside routes/ and plugins/.
+ */
+const APP_PARAMETER_MESSAGE =
+  'Only routes/ and plugins/ take the fastify app: take services (Pick<ControlPlaneServices, …>), the request or the reply instead, or make this a plugin (docs/architecture.md#layers).';
+const noAppParameter = {
+  meta: { type: 'problem', schema: [] },
+  create(context) {
+    const takesApp = (fn) =>
+      fn.params.some((param) => {
+        const node = param.type === 'AssignmentPattern' ? param.left : param;
+        const type = node.typeAnnotation?.typeAnnotation;
+        return (
+          type?.type === 'TSTypeReference' &&
+          type.typeName.type === 'Identifier' &&
+          type.typeName.name === 'FastifyInstance'
+        );
+      });
+    const check = (fn) => {
+      if (fn && /Function/.test(fn.type) && takesApp(fn)) context.report({ node: fn, message: APP_PARAMETER_MESSAGE });
+    };
+    return {
+      ExportNamedDeclaration(node) {
+        const { declaration } = node;
+        if (!declaration) return;
+        if (declaration.type === 'FunctionDeclaration') check(declaration);
+        if (declaration.type === 'VariableDeclaration') for (const d of declaration.declarations) check(d.init);
+      },
+      ExportDefaultDeclaration(node) {
+        check(node.declaration);
+      },
+    };
+  },
+};
+
+/**
+ * One admin-token guard (lib/http/admin-token.ts): the configured token is read only as an argument
+ * of `presentsAdminToken` or `requireAdminToken`, which parse the header, compare in constant time
+ * and refuse the same way everywhere.
+ */
+const ADMIN_TOKEN_GUARDS = new Set(['presentsAdminToken', 'requireAdminToken']);
+const oneAdminTokenGuard = {
+  meta: { type: 'problem', schema: [] },
+  create(context) {
+    const message =
+      'Check the admin token through presentsAdminToken or requireAdminToken (lib/http/admin-token.ts), the one guard.';
+    return {
+      'VariableDeclarator > ObjectPattern > Property[key.name="adminToken"]'(node) {
+        context.report({ node, message });
+      },
+      'MemberExpression[computed=false][property.name="adminToken"]'(node) {
+        const { parent } = node;
+        const callee = parent.type === 'CallExpression' && parent.arguments.includes(node) ? parent.callee : null;
+        if (callee?.type === 'Identifier' && ADMIN_TOKEN_GUARDS.has(callee.name)) return;
+        context.report({ node, message });
+      },
+    };
+  },
+};
+
+/**
+ * One referrer policy (plugins/security-headers.ts): a route that needs `same-origin` says so with
+ * `config.sameOriginReferrer`, and the page's meta tag follows it (pages/layout.ts); nothing else sets
+ * the header or rewrites the tag.
+ */
+const REFERRER_MESSAGE =
+  'Set `config.sameOriginReferrer` on the route (or sameOriginReferrerArea on its area) instead: plugins/security-headers.ts sends the header and pages/layout.ts the meta tag (docs/architecture.md#hooks-only-where-they-are-needed).';
+const oneReferrerPolicy = {
+  meta: { type: 'problem', schema: [] },
+  create(context) {
+    const text = (node) =>
+      node?.type === 'Literal' && typeof node.value === 'string'
+        ? node.value
+        : node?.type === 'TemplateLiteral'
+          ? node.quasis.map((q) => q.value.cooked).join('')
+          : null;
+    return {
+      CallExpression(node) {
+        const { callee } = node;
+        const name = callee.type === 'MemberExpression' && !callee.computed ? callee.property.name : null;
+        if ((name === 'header' || name === 'setHeader') && /^referrer-policy$/i.test(text(node.arguments[0]) ?? ''))
+          context.report({ node, message: REFERRER_MESSAGE });
+      },
+      'Literal, TemplateLiteral'(node) {
+        if (/name="referrer"/.test(text(node) ?? '')) context.report({ node, message: REFERRER_MESSAGE });
+      },
+    };
+  },
+};
+
 const localRules = {
   plugins: {
     keyplane: {
-      rules: { 'no-restricted-dynamic-imports': noRestrictedDynamicImports, 'one-error-path': oneErrorPath },
+      rules: {
+        'no-restricted-dynamic-imports': noRestrictedDynamicImports,
+        'one-error-path': oneErrorPath,
+        'no-app-parameter': noAppParameter,
+        'one-admin-token-guard': oneAdminTokenGuard,
+        'one-referrer-policy': oneReferrerPolicy,
+      },
     },
   },
 };
@@ -313,9 +428,23 @@ export default tseslint.config(
     ignores: ['lib/errors/rate-limited.ts'],
     rules: { 'keyplane/one-error-path': ['error', { envelope: false }] },
   },
-  // plugins/ and http/ reach storage only through operations, as routes do.
+  // plugins/, http/ and pages/ reach storage only through operations, as routes do.
   {
-    files: ['control-plane/src/{routes,plugins,http}/**/*.ts'],
+    files: [HTTP_EDGE],
     rules: { 'no-restricted-syntax': NO_STORAGE_IN_ROUTES },
+  },
+  {
+    files: ['control-plane/src/**/*.ts'],
+    ignores: ['control-plane/src/{routes,plugins}/**/*.ts'],
+    rules: { 'keyplane/no-app-parameter': 'error' },
+  },
+  {
+    files: ['control-plane/src/**/*.ts', 'gateway/src/**/*.ts', 'lib/**/*.ts'],
+    rules: { 'keyplane/one-admin-token-guard': 'error' },
+  },
+  {
+    files: ['control-plane/src/**/*.ts'],
+    ignores: ['control-plane/src/plugins/security-headers.ts', 'control-plane/src/pages/layout.ts'],
+    rules: { 'keyplane/one-referrer-policy': 'error' },
   },
 );

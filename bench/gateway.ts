@@ -1,6 +1,6 @@
 /**
  * bench:gateway — requests per second and p50/p99 latency, in one run on this machine, for
- * (a) a local upstream direct, (b) a bare http-proxy passthrough, (c) the edge-gate with an
+ * (a) a local upstream direct, (b) a bare http-proxy passthrough, (c) the gateway with an
  * encrypted cookie session (decrypt, policy, identity headers, cached assertion, undici hop);
  * (c0) is the gateway on a public route, the cost of its proxy hop alone; (d) the gateway with a
  * DPoP-bound access token and a fresh proof per request, against the bound of one ES256

@@ -24,8 +24,9 @@ import { Ledger } from '../control-plane/src/ledger/ledger.js';
 import { lookUpReceipt } from '../control-plane/src/ledger/proofs.js';
 import { openSqliteStorage } from '../control-plane/src/storage/sqlite/index.js';
 import { openPostgresStorage } from '../control-plane/src/storage/postgres/index.js';
-import type { Storage } from '../control-plane/src/storage/types.js';
+import type { Storage } from '../control-plane/src/storage/interface.js';
 import pg from 'pg';
+import { transparencyCosts } from './ledger-transparency.js';
 
 const RECEIPTS = Number(process.env['LEDGER_RECEIPTS'] ?? 10_000);
 const TREES_UP_TO = Number(process.env['LEDGER_TREES_UP_TO'] ?? 1_000_000);
@@ -274,7 +275,7 @@ function pureTrees(): string[] {
 
 const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node.js ${process.version}, load average ${loadavg()[0]!.toFixed(1)} at start`;
 log(`machine: ${machine}`);
-const full = [...(await fullPath()), ...(await postgresAppends())];
+const full = [...(await fullPath()), ...(await postgresAppends()), ...(await transparencyCosts())];
 log('sorted trees with the pure functions');
 const pure = pureTrees();
 process.stdout.write(

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
@@ -48,6 +48,11 @@ export function loadGatewayConfig(options: LoadOptions = {}): GatewayConfig {
   return load('gateway', options) as GatewayConfig;
 }
 
+/** Where a gateway keeps its state when no `dataDir` is given: one directory per client id. */
+export function defaultGatewayDataDir(clientId: string | undefined): string {
+  return clientId ? join('data', 'gateways', clientId.replace(/[^A-Za-z0-9_-]/g, '_')) : join('data', 'gateway');
+}
+
 /** Every key with its default, as the schema declares them. */
 export function defaultsOf(kind: ConfigKind): Record<string, unknown> {
   return collectDefaults(schemas[kind]) as Record<string, unknown>;
@@ -73,6 +78,8 @@ function load(kind: ConfigKind, options: LoadOptions): ControlPlaneSettings | Ga
   if (!validate(merged)) problems.push(...new Set((validate.errors ?? []).map(describeAjvError)));
   else problems.push(...semanticProblems(merged));
   if (problems.length > 0) throw new ConfigError(problems);
+  if (kind === 'gateway' && merged['dataDir'] === undefined)
+    merged['dataDir'] = defaultGatewayDataDir(merged['clientId'] as string | undefined);
   return deepFreeze(merged) as unknown as ControlPlaneSettings | GatewaySettings;
 }
 
@@ -123,7 +130,7 @@ function semanticProblems(config: Record<string, unknown>): string[] {
         problems.push(`${path}[${index}] must be an IP address or CIDR range (got "${entry}")`);
     });
   }
-  problems.push(...redisProblems(config));
+  problems.push(...redisProblems(config), ...tlsProblems(config));
   const caFile = (config['fetch'] as Record<string, unknown> | undefined)?.['caFile'];
   if (typeof caFile === 'string') {
     let pem = '';
@@ -134,6 +141,29 @@ function semanticProblems(config: Record<string, unknown>): string[] {
     }
     if (pem && !pem.includes('-----BEGIN CERTIFICATE-----'))
       problems.push(`fetch.caFile ${caFile} holds no PEM certificate`);
+  }
+  return problems;
+}
+
+/** Both TLS files or neither, each a readable PEM of its kind: a typo stops the start, never serves plain HTTP. */
+function tlsProblems(config: Record<string, unknown>): string[] {
+  const tls = (config['tls'] ?? {}) as { cert?: string; key?: string };
+  if (tls.cert === undefined && tls.key === undefined) return [];
+  if (tls.cert === undefined || tls.key === undefined)
+    return [`tls.${tls.cert === undefined ? 'cert' : 'key'} is not set: --tls-cert and --tls-key go together`];
+  const problems: string[] = [];
+  for (const [name, file, marker] of [
+    ['tls.cert', tls.cert, 'CERTIFICATE-----'],
+    ['tls.key', tls.key, 'PRIVATE KEY-----'],
+  ] as const) {
+    let pem: string;
+    try {
+      pem = readFileSync(resolve(file), 'utf8');
+    } catch {
+      problems.push(`${name} ${file} cannot be read`);
+      continue;
+    }
+    if (!pem.includes(marker)) problems.push(`${name} ${file} holds no PEM ${marker.replace(/-+$/, '').toLowerCase()}`);
   }
   return problems;
 }

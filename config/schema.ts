@@ -26,6 +26,8 @@ export type Node = Leaf | Group;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const LOOPBACK = ['127.0.0.1/8', '::1'];
 /** `host:port`, the host a name, an IPv4 address or a bracketed IPv6 address. */
+/** A C2SP signed-note verifier key: `<name>+<8 hex key ID>+<base64 of type and 32-byte Ed25519 key>`. */
+const VKEY = '^[^\\s+]+\\+[0-9a-f]{8}\\+[A-Za-z0-9+/]{44}$';
 const HOST_PORT = '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$';
 
 const host = (def: string): Leaf => ({
@@ -43,6 +45,37 @@ const port = (def: number): Leaf => ({
   flag: '--port',
   description: 'TCP port to listen on; 0 picks a free port.',
 });
+/** `--workers N|auto` (docs/scaling.md#workers): processes serving the one port. */
+const workers: Leaf = {
+  type: ['integer', 'string'],
+  minimum: 1,
+  maximum: 256,
+  pattern: '^auto$',
+  default: 1,
+  env: 'KEYPLANE_WORKERS',
+  flag: '--workers',
+  description:
+    'Processes serving the one port (node:cluster): a number, or `auto` for one per core. Shared state lives in Redis when configured, else with the primary process (docs/scaling.md#workers).',
+};
+/** `--tls-cert FILE --tls-key FILE` (docs/operations.md#tls): HTTPS, both files read again on SIGHUP. */
+const tls = (protocols: string): Group =>
+  group(`TLS (docs/operations.md#tls): ${protocols}; set both or neither`, {
+    cert: {
+      type: 'string',
+      minLength: 1,
+      env: 'KEYPLANE_TLS_CERT',
+      flag: '--tls-cert',
+      description: 'PEM certificate chain file; read again on SIGHUP without dropping connections.',
+    },
+    key: {
+      type: 'string',
+      minLength: 1,
+      env: 'KEYPLANE_TLS_KEY',
+      flag: '--tls-key',
+      description: 'PEM private key file of the certificate; read again on SIGHUP.',
+    },
+  });
+
 const seconds = (def: number, description: string): Leaf => ({
   type: 'integer',
   minimum: 1,
@@ -159,9 +192,52 @@ const common = {
   }),
 };
 
+/**
+ * OpenTelemetry traces (docs/observability.md#traces), the same keys in both services. Named as
+ * the contract names them (snake_case, as OpenTelemetry's own configuration writes them).
+ */
+const telemetry = (serviceName: string): Group =>
+  group('OpenTelemetry traces, off unless an OTLP endpoint is set (docs/observability.md#traces)', {
+    otlp: group('Where spans are sent (OTLP/HTTP)', {
+      endpoint: {
+        type: 'string',
+        format: 'uri',
+        pattern: '^https?://',
+        env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+        description:
+          'Base URL of an OTLP/HTTP receiver (an OpenTelemetry Collector, Jaeger, Tempo); spans are POSTed as OTLP JSON to `<endpoint>/v1/traces`. Unset: tracing is off and costs nothing.',
+      },
+      headers: {
+        type: 'object',
+        additionalProperties: { type: 'string' },
+        env: 'OTEL_EXPORTER_OTLP_HEADERS',
+        secret: true,
+        description:
+          'Headers sent with every export (a vendor API key): a mapping in YAML, `name=value` pairs separated by commas in the environment.',
+      },
+    }),
+    service_name: {
+      type: 'string',
+      minLength: 1,
+      default: serviceName,
+      description: "The `service.name` of this service's spans.",
+    },
+    sample_ratio: {
+      type: 'number',
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      env: 'OTEL_TRACES_SAMPLER_ARG',
+      description:
+        'Share of new traces kept (0 to 1); a request continuing a trusted parent follows its sampling decision.',
+    },
+  });
+
 export const controlPlaneSchema: Group = group('Control plane', {
   host: host('127.0.0.1'),
   port: port(4400),
+  workers,
+  tls: tls('HTTP/1.1 and HTTP/2 by ALPN'),
   issuer: {
     type: 'string',
     format: 'uri',
@@ -345,6 +421,9 @@ export const controlPlaneSchema: Group = group('Control plane', {
   mcp: group('Read-only MCP tool server at /mcp (docs/mcp.md)', {
     perIpPerMinute: count(120, 'JSON-RPC requests to `POST /mcp` per client IP per minute.'),
   }),
+  scim: group('SCIM 2.0 server per org at /scim/v2/orgs/{slug} (docs/scim.md)', {
+    perTokenPerMinute: count(1200, 'SCIM calls per SCIM token per minute; more get 429 with `Retry-After`.'),
+  }),
   contact: group('Contact channel at /contact (docs/contact.md)', {
     operatorAddress: {
       type: 'string',
@@ -379,6 +458,42 @@ export const controlPlaneSchema: Group = group('Control plane', {
       description: 'Seal pending receipts into an epoch at most this often (milliseconds).',
     },
     sealMaxReceipts: count(10_000, 'Seal at once when this many receipts are pending.'),
+    witnesses: {
+      type: 'array',
+      maxItems: 20,
+      default: [],
+      items: {
+        type: 'object',
+        required: ['name', 'url', 'key'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', pattern: '^[^\\s+]+$' },
+          url: { type: 'string', format: 'uri', pattern: '^https?://' },
+          key: { type: 'string', pattern: VKEY },
+        },
+      },
+      description:
+        "Witnesses asked to cosign each checkpoint (C2SP tlog-witness): `[{name, url, key}]`, `url` the witness's submission prefix (Keyplane posts to `<url>/add-checkpoint`), `key` its verifier key (`name+keyid+base64`). `GET /receipts/checkpoint` carries their cosignatures. YAML only.",
+    },
+    witness: group('This instance as a witness of other logs (C2SP tlog-witness, `POST /receipts/add-checkpoint`)', {
+      logs: {
+        type: 'array',
+        maxItems: 100,
+        default: [],
+        items: {
+          type: 'object',
+          required: ['origin', 'key'],
+          additionalProperties: false,
+          properties: {
+            origin: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^\\n]+$' },
+            key: { type: 'string', pattern: VKEY },
+          },
+        },
+        description:
+          "The logs this instance witnesses: `[{origin, key}]`, `key` the log's note verifier key. List a log twice, once per key, while it rotates. Empty: `add-checkpoint` answers 404. YAML only.",
+      },
+      perOriginPerMinute: count(120, 'Checkpoints accepted per log origin and minute; more get 429 `rate_limited`.'),
+    }),
   }),
   v1: group('Deprecated v1 script bridge (off unless a client registers `v1_bridge: true`)', {
     sessionTokenLifetime: {
@@ -452,13 +567,43 @@ export const controlPlaneSchema: Group = group('Control plane', {
         description:
           'PEM file of extra CA certificates trusted by server-side fetches (private CAs), on top of the public roots.',
       },
+      operatorPrivateTargets: {
+        type: 'array',
+        items: { type: 'string', minLength: 1, maxLength: 253 },
+        maxItems: 100,
+        default: [],
+        description:
+          "Private destinations the operator's own webhooks may reach: addresses or CIDR ranges (`10.0.0.0/8`) and host names. Org webhooks never may (docs/events.md#webhooks).",
+      },
     },
   ),
+  webhooks: group('Webhooks (docs/events.md#webhooks): delivery of signed receipts', {
+    pollIntervalMs: {
+      type: 'integer',
+      minimum: 100,
+      maximum: 60_000,
+      default: 2000,
+      description:
+        'Look for webhook deliveries due at least this often (milliseconds); a receipt queued on this replica wakes the loop at once.',
+    },
+    leaseMs: {
+      type: 'integer',
+      minimum: 5000,
+      maximum: 600_000,
+      default: 60_000,
+      description:
+        'How long a replica holds the deliveries it claimed (milliseconds). Those of a replica that crashed are sent again by another, or by it once restarted, when this runs out: shorter resends sooner, but below 40 s (four rounds of 10 s attempts) a slow round may be sent twice.',
+    },
+  }),
+
+  telemetry: telemetry('keyplane-control-plane'),
 });
 
-export const gatewaySchema: Group = group('Edge-gate', {
+export const gatewaySchema: Group = group('Gateway', {
   host: host('127.0.0.1'),
   port: port(4480),
+  workers,
+  tls: tls('HTTP/1.1 only'),
   publicUrl: {
     type: 'string',
     format: 'uri',
@@ -559,7 +704,14 @@ export const gatewaySchema: Group = group('Edge-gate', {
     description:
       "Language of the gateway's pages (sign-out, access denied) when neither its language switcher nor `Accept-Language` names a supported one (docs/i18n.md).",
   },
-  dataDir: common.dataDir,
+  dataDir: {
+    type: 'string',
+    minLength: 1,
+    env: 'KEYPLANE_DATA_DIR',
+    flag: '--data',
+    description:
+      "The gateway's own state directory: its saved signed config, its assertion signing key and a generated cookie key. Unset: `./data/gateways/<clientId>`, so two gateways started in one directory never share one; replicas of one gateway share theirs.",
+  } as Leaf,
   redisUrl: common.redisUrl,
   redis: common.redis,
   logLevel: common.logLevel,
@@ -570,6 +722,8 @@ export const gatewaySchema: Group = group('Edge-gate', {
     description:
       'One JSON line per request at level info (method, path with credentials redacted, client address, status, time, request id), as the control plane writes; false turns it off.',
   },
+
+  telemetry: telemetry('keyplane-gateway'),
 });
 
 export const schemas = { 'control-plane': controlPlaneSchema, gateway: gatewaySchema } as const;

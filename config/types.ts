@@ -1,5 +1,6 @@
 import type { Locale } from '#lib/i18n/locales.js';
 import type { DeepReadonly } from '#lib/runtime/deep-freeze.js';
+import type { TelemetrySettings } from '#lib/telemetry/tracing.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -16,9 +17,17 @@ export interface RedisSettings {
   waitTimeoutMs: number;
 }
 
+/** PEM files served over HTTPS (docs/operations.md#tls). */
+export interface TlsSettings {
+  cert?: string;
+  key?: string;
+}
+
 export interface ControlPlaneSettings {
   host: string;
   port: number;
+  workers: number | 'auto';
+  tls: TlsSettings;
   issuer?: string;
   dataDir: string;
   redisUrl?: string;
@@ -56,20 +65,30 @@ export interface ControlPlaneSettings {
   mail: { smtpUrl?: string; from: string };
   i18n: { defaultLocale: Locale };
   mcp: { perIpPerMinute: number };
+  scim: { perTokenPerMinute: number };
   contact: { operatorAddress?: string; perAddressPerHour: number; maxMessageChars: number; retentionDays: number };
-  ledger: { sealIntervalMs: number; sealMaxReceipts: number };
+  ledger: {
+    sealIntervalMs: number;
+    sealMaxReceipts: number;
+    witnesses: Array<{ name: string; url: string; key: string }>;
+    witness: { logs: Array<{ origin: string; key: string }>; perOriginPerMinute: number };
+  };
   v1: { sessionTokenLifetime: number; deprecatedAt: string; sunset: string };
   oidc: {
     defaultClientScopes: string[];
     backchannelLogout: { pollIntervalMs: number; maxAttempts: number };
     dpopNonce: boolean;
   };
-  fetch: { allowPrivateTargets: boolean; caFile?: string };
+  fetch: { allowPrivateTargets: boolean; caFile?: string; operatorPrivateTargets: string[] };
+  webhooks: { pollIntervalMs: number; leaseMs: number };
+  telemetry: TelemetrySettings;
 }
 
 export interface GatewaySettings {
   host: string;
   port: number;
+  workers: number | 'auto';
+  tls: TlsSettings;
   publicUrl?: string;
   controlPlane: string;
   upstream?: string;
@@ -90,6 +109,7 @@ export interface GatewaySettings {
   redis: RedisSettings;
   logLevel: LogLevel;
   accessLog: boolean;
+  telemetry: TelemetrySettings;
 }
 
 export type ControlPlaneConfig = DeepReadonly<ControlPlaneSettings>;

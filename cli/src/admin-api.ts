@@ -37,7 +37,7 @@ export function baseUrl(value: string | undefined): string {
 
 /** One JSON request; network failures and non-JSON answers are usage errors (exit 2), any JSON object is returned. */
 export async function requestJson(
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   url: string,
   options: { token?: string; body?: unknown; signal?: AbortSignal } = {},
 ): Promise<Answer> {
@@ -76,7 +76,12 @@ export async function requestJson(
 export interface AdminApi {
   base: string;
   /** Calls the admin API; a refusal (`ok` not true) throws `Refused` naming `what`. */
-  call(method: 'GET' | 'POST' | 'DELETE', path: string, what: string, body?: unknown): Promise<Record<string, unknown>>;
+  call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    what: string,
+    body?: unknown,
+  ): Promise<Record<string, unknown>>;
 }
 
 export function adminApi(controlPlane: string | undefined): AdminApi {

@@ -54,9 +54,3 @@ export function runUntilSignal(close: () => Promise<void>): Promise<void> {
     process.once('SIGINT', stop);
   });
 }
-
-/** Announces a started server (`listening URL` on stdout) and keeps it up until SIGTERM or SIGINT. */
-export function serveUntilSignal(running: { url: string; close(): Promise<void> }): Promise<void> {
-  say(`listening ${running.url}`);
-  return runUntilSignal(() => running.close());
-}

@@ -19,13 +19,19 @@ export function flagsToConfig(kind: ConfigKind, options: Record<string, unknown>
   return out;
 }
 
-/** The options every server command takes: `--config`, `--host`, `--port` (its default from the schema), then the command's own. */
+/**
+ * The options every server command takes: `--config`, `--host`, `--port` (its default from the
+ * schema), `--workers`, `--tls-cert`/`--tls-key`, then the command's own.
+ */
 export function serverOptions(command: Command, kind: ConfigKind): Command {
   const defaultPort = (schemas[kind].properties['port'] as { default?: unknown }).default;
   return command
     .option('--config <file>', 'YAML config file (also KEYPLANE_CONFIG)')
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
-    .option('--port <port>', `port to listen on; 0 picks a free one (default ${defaultPort})`);
+    .option('--port <port>', `port to listen on; 0 picks a free one (default ${defaultPort})`)
+    .option('--workers <n>', 'processes serving the port: a number or auto, one per core (default 1)')
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate chain (with --tls-key; reread on SIGHUP)')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert');
 }
 
 /** The options of a command that works offline on a control plane's storage (`keys`, `ledger`, `migrate`, `backup`). */

@@ -14,7 +14,8 @@ import { AccessLog, loggerOptions, requestLogger } from './logging.js';
 import { requestIdFor } from '#lib/logging/request-log.js';
 import { collectDiscovery, type Collected } from './routes/discovery/metadata.js';
 import { ROLLOUT_SCHEMAS } from './routes/rollout/schemas.js';
-import { acceptEmptyJsonOnBodilessMethods } from './http/json-body.js';
+import { jsonBodyPlugin } from './plugins/json-body.js';
+import { tracingPlugin } from './plugins/tracing.js';
 
 type AreaPlugin = (app: FastifyInstance, collected: Collected) => Promise<void>;
 /**
@@ -74,7 +75,8 @@ const AREAS = {
   passkeys: [pages(() => import('./routes/passkeys/index.js')), pages(() => import('./routes/step-up/index.js'))],
   account: [pages(() => import('./routes/accounts/index.js'))],
   admin: [pages(() => import('./routes/admin/index.js'))],
-  receipts: [machine(() => import('./routes/receipts/index.js'))],
+  // The export is read from the console too (an auditor's session): it needs the page context.
+  receipts: [machine(() => import('./routes/receipts/index.js')), pages(() => import('./routes/receipts/export.js'))],
   clients: [pages(() => import('./routes/clients/index.js'))],
   connectors: [pages(() => import('./routes/connectors/index.js'))],
   oidc: [
@@ -102,6 +104,12 @@ const AREAS = {
     },
   ],
   contact: [pages(() => import('./routes/contact/index.js'))],
+  apis: [pages(() => import('./routes/apis/index.js'))],
+  webhooks: [pages(() => import('./routes/webhooks/index.js'))],
+  ssf: [machine(() => import('./routes/ssf/index.js'))],
+  scim: [machine(() => import('./routes/scim/index.js'))],
+  console: [pages(() => import('./routes/console/index.js'))],
+  federation: [pages(() => import('./routes/federation/index.js'))],
 } satisfies Record<string, AreaPlugin[]>;
 
 export type Area = keyof typeof AREAS;
@@ -160,10 +168,12 @@ export async function buildControlPlane(
   });
   app.decorate('kp', services);
   accessLog.writeTo(app.log);
+  // First, so that its hooks run before every other plugin's and their storage calls are in its span.
+  if (services.tracing.enabled) await app.register(tracingPlugin, { tracing: services.tracing, trusted });
 
   // Only JSON and form bodies are understood; anything else is 415.
   app.removeContentTypeParser('text/plain');
-  acceptEmptyJsonOnBodilessMethods(app);
+  await app.register(jsonBodyPlugin);
   await app.register(formbody, { bodyLimit: config.http.bodyLimit });
 
   await app.register(requestContextPlugin);
@@ -188,6 +198,12 @@ export async function buildControlPlane(
             type: 'apiKey',
             in: 'cookie',
             name: config.issuer.startsWith('https://') ? '__Host-kp_session' : 'kp_session',
+          },
+          // The operator console's own session (docs/console.md).
+          consoleCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: config.issuer.startsWith('https://') ? '__Host-kp_console' : 'kp_console',
           },
         },
       },

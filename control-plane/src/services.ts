@@ -8,16 +8,23 @@ import type { SharedState } from '#lib/runtime/shared-state/types.js';
 import type { ControlPlaneServices } from './context.js';
 import { EventBus } from './events/bus.js';
 import { KeyRing, serverRotationPolicy } from './keys/key-ring.js';
-import { resolveMasterKey } from './keys/master-key.js';
+import { assertMasterKeyOpens, resolveMasterKey } from './keys/master-key.js';
 import { Ledger } from './ledger/ledger.js';
+import { NoteKeyRing } from './ledger/note-keys.js';
+import { TransparencyLog } from './ledger/transparency-log.js';
 import { createSecrets } from './keys/secrets.js';
 import { createMailer } from './mail/mailer.js';
 import { summarizeMigration } from './storage/migration-ledger.js';
 import { describeStorage, openExistingStorage, openStorage, type StorageConfig } from './storage/open-storage.js';
-import type { Storage } from './storage/types.js';
+import type { Storage } from './storage/interface.js';
 import { ClientOrigins } from './clients/client-origins.js';
 import { publishedInPlaceOrigins } from './clients/in-place-origins.js';
-import { BackchannelLogoutWorker } from './logout/backchannel.js';
+import { backchannelLogoutAdapter } from './logout/backchannel.js';
+import { DeliveryLoop, OutboxMetrics } from './outbox/delivery-loop.js';
+import { WebhookTargets, webhookFollower, webhookAdapter } from './webhooks/outbox.js';
+import { SsfTargets, ssfFollower, ssfPushAdapter } from './ssf/outbox.js';
+import { startTracing, type Tracing } from '#lib/telemetry/tracing.js';
+import { traceStorage } from './storage/traced-storage.js';
 
 export interface OpenOptions {
   now?: () => number;
@@ -25,7 +32,19 @@ export interface OpenOptions {
   state?: SharedState;
   warn?: (message: string) => void;
   notify?: (line: string) => void;
+  /** Traces to record into instead of the configured `telemetry` (tests). */
+  tracing?: Tracing;
+  /**
+   * Whether this process runs the instance's background work: the sealer, back-channel logout
+   * delivery and the key schedule (default true). A worker under `--workers N` passes false and
+   * asks the primary, over shared state, to seal or deliver now (docs/scaling.md#workers).
+   */
+  background?: boolean;
 }
+
+/** Channels a worker asks the primary on to seal the ledger or deliver logout tokens now, rather than at the next tick. */
+export const SEAL_WANTED_CHANNEL = 'control-plane:seal-wanted';
+export const LOGOUT_QUEUED_CHANNEL = 'control-plane:logout-queued';
 
 export interface RunningServices extends ControlPlaneServices {
   close(): Promise<void>;
@@ -37,6 +56,7 @@ export async function openControlPlaneServices(
   options: OpenOptions = {},
 ): Promise<RunningServices> {
   const now = options.now ?? Date.now;
+  const background = options.background ?? true;
   const master = resolveMasterKey(config.masterKey, config.dataDir);
   if (master.devKeyFile) {
     options.warn?.(
@@ -46,7 +66,8 @@ export async function openControlPlaneServices(
   const metrics = new Registry();
   const dependencies = new DependencyMonitor({ now });
   countDependencyErrors(dependencies, metrics);
-  const storage: Storage = await openStorage(config, {
+  const tracing = options.tracing ?? startTracing(config.telemetry);
+  const untraced: Storage = await openStorage(config, {
     monitor: dependencies,
     // A new store, or migrations applied, said in a line: a mistyped data path is noticed.
     onMigrated: (report) => {
@@ -54,22 +75,45 @@ export async function openControlPlaneServices(
         for (const line of summarizeMigration(describeStorage(config), report)) options.notify?.(line);
     },
   });
+  // Off, storage is left as it is: tracing that is off costs nothing per call.
+  const storage = tracing.enabled
+    ? traceStorage(untraced, tracing.tracer, config.databaseUrl ? 'postgresql' : 'sqlite')
+    : untraced;
   let state: SharedState | undefined;
   try {
     state = options.state ?? (await openSharedState(config, undefined, dependencies));
+    // Before the ring creates or opens anything: a store sealed under another key is named, not half-started.
+    assertMasterKeyOpens(master, await storage.keys.list());
     const keys = new KeyRing(storage, master.key, serverRotationPolicy(config), now);
     await keys.ensure();
     const reload = setInterval(() => void keys.reload().catch(() => undefined), 10_000).unref();
-    const schedule = setInterval(() => void keys.ensure().catch(() => undefined), 3_600_000).unref();
+    const schedule = background
+      ? setInterval(() => void keys.ensure().catch(() => undefined), 3_600_000).unref()
+      : undefined;
     const opened = state;
     const events = new EventBus();
+    const secrets = createSecrets(master.key);
+    const noteKeys = new NoteKeyRing(storage, secrets, config.issuer, now);
+    await noteKeys.ensure();
+    const noteKeyReload = setInterval(() => void noteKeys.reload().catch(() => undefined), 10_000).unref();
+    const transparencyLog = new TransparencyLog({
+      storage,
+      noteKeys,
+      issuer: config.issuer,
+      witnesses: config.ledger.witnesses,
+      now,
+      onError: (error) => options.warn?.(`a ledger witness did not cosign: ${(error as Error).message}`),
+    });
     // The receipt ledger subscribes first, so every event's receipt is written in its transaction.
     const ledger = new Ledger({
       storage,
       signingKey: () => keys.current(),
       now,
       metrics,
-      ...config.ledger,
+      sealIntervalMs: config.ledger.sealIntervalMs,
+      sealMaxReceipts: config.ledger.sealMaxReceipts,
+      log: transparencyLog,
+      ...(background ? {} : { requestSeal: () => void opened.publish(SEAL_WANTED_CHANNEL, '').catch(() => undefined) }),
       // An outage is logged once by the dependency monitor; the sealer tries again on its next tick.
       onError: (error) => {
         if (!isDependencyUnavailable(error))
@@ -82,7 +126,13 @@ export async function openControlPlaneServices(
       // A proved domain, a role or a membership changes which in-place origins are published.
       if (event.type.startsWith('client.') || event.type.startsWith('org.')) clientOrigins.forget();
     });
-    await ledger.start();
+    const unsubscribes: Array<() => Promise<void>> = [];
+    if (background) {
+      await ledger.start();
+      unsubscribes.push(
+        await opened.subscribe(SEAL_WANTED_CHANNEL, () => void ledger.sealNow().catch(() => undefined)),
+      );
+    }
     const mailer = createMailer({
       smtpUrl: config.mail.smtpUrl,
       from: config.mail.from,
@@ -93,20 +143,62 @@ export async function openControlPlaneServices(
     const fetcher = createGuardedFetcher({
       allowPrivateTargets: config.fetch.allowPrivateTargets,
       ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}),
+      ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
     });
-    // Logout tokens queued on this replica are delivered at once; those of others (or left by a
-    // crash) on the next poll.
-    const backchannelLogout = new BackchannelLogoutWorker(
-      { storage, events, keys, config, fetcher, now },
+    // What is queued on this replica is delivered at once; what others queued (or a crash left)
+    // on the next poll (docs/architecture.md#the-ledgers-write-path).
+    const outboxMetrics = new OutboxMetrics(metrics, now);
+    const backchannelLogout = new DeliveryLoop(
+      backchannelLogoutAdapter(
+        { storage, events, keys, config, fetcher, now },
+        config.oidc.backchannelLogout.maxAttempts,
+      ),
       {
-        ...config.oidc.backchannelLogout,
+        pollIntervalMs: config.oidc.backchannelLogout.pollIntervalMs,
+        now,
+        metrics: outboxMetrics,
         onError: (error) => options.warn?.(`back-channel logout delivery failed: ${(error as Error).message}`),
       },
     );
     events.subscribe((_tx, event) => {
-      if (event.type === 'logout.backchannel_queued') backchannelLogout.nudge();
+      if (event.type !== 'logout.backchannel_queued') return;
+      if (background) backchannelLogout.nudge();
+      else void opened.publish(LOGOUT_QUEUED_CHANNEL, '').catch(() => undefined);
     });
-    backchannelLogout.start();
+    const webhookDelivery = new DeliveryLoop(webhookAdapter({ storage, events, secrets, fetcher, config, now }), {
+      pollIntervalMs: config.webhooks.pollIntervalMs,
+      leaseMs: config.webhooks.leaseMs,
+      now,
+      metrics: outboxMetrics,
+      onError: (error) => options.warn?.(`webhook delivery failed: ${(error as Error).message}`),
+    });
+    const webhookTargets = new WebhookTargets(storage);
+    await webhookTargets.refresh();
+    webhookTargets.start(config.webhooks.pollIntervalMs, (error) =>
+      options.warn?.(`webhook list refresh failed: ${(error as Error).message}`),
+    );
+    // Nudged after the receipt's transaction has had its turn: the loop's claim waits for it anyway.
+    ledger.follow(webhookFollower({ config, now }, webhookTargets, () => webhookDelivery.nudge()));
+    // Shared Signals (docs/events.md#shared-signals-streams-from-a-receivers-view): the same loop, polled as webhooks are.
+    const ssfDelivery = new DeliveryLoop(ssfPushAdapter({ storage, secrets, fetcher, config, now }), {
+      pollIntervalMs: config.webhooks.pollIntervalMs,
+      now,
+      metrics: outboxMetrics,
+      onError: (error) => options.warn?.(`shared signals delivery failed: ${(error as Error).message}`),
+    });
+    const ssfTargets = new SsfTargets(storage);
+    await ssfTargets.refresh();
+    ssfTargets.start(config.webhooks.pollIntervalMs, (error) =>
+      options.warn?.(`shared signals stream refresh failed: ${(error as Error).message}`),
+    );
+    ledger.follow(ssfFollower({ keys, config, now }, ssfTargets, () => ssfDelivery.nudge()));
+    // Only the primary delivers (docs/scaling.md#workers); a worker's receipts reach its loop at the next poll.
+    if (background) {
+      backchannelLogout.start();
+      webhookDelivery.start();
+      ssfDelivery.start();
+      unsubscribes.push(await opened.subscribe(LOGOUT_QUEUED_CHANNEL, () => backchannelLogout.nudge()));
+    }
     return {
       config,
       storage,
@@ -116,23 +208,36 @@ export async function openControlPlaneServices(
       metrics,
       events,
       ledger,
-      secrets: createSecrets(master.key),
+      secrets,
       clientOrigins,
       mailer,
       now,
       fetcher,
       backchannelLogout,
+      webhookDelivery,
+      webhookTargets,
+      ssfDelivery,
+      ssfTargets,
+      tracing,
+      background,
       notify: options.notify ?? (() => undefined),
       close() {
         // Idempotent: a test (or a signal handler) may close before the owner's own teardown does.
         closing ??= (async () => {
+          for (const unsubscribe of unsubscribes) await unsubscribe();
           await backchannelLogout.close();
+          webhookTargets.stop();
+          await webhookDelivery.close();
+          ssfTargets.stop();
+          await ssfDelivery.close();
           await ledger.close();
           clearInterval(reload);
+          clearInterval(noteKeyReload);
           clearInterval(schedule);
           await mailer.close();
           if (!options.state) await opened.close();
           await storage.close();
+          if (!options.tracing) await tracing.shutdown();
         })();
         return closing;
       },
@@ -140,6 +245,7 @@ export async function openControlPlaneServices(
   } catch (error) {
     if (state && !options.state) await state.close();
     await storage.close();
+    if (!options.tracing) await tracing.shutdown();
     throw error;
   }
 }

@@ -38,7 +38,26 @@ export async function identifyApiCaller(
       verifiedTokens: ctx.caches.verifiedTokens,
       dpopKeys: ctx.caches.dpopKeys,
       ...(ctx.dpopNonceKeys ? { dpopNonceKeys: ctx.dpopNonceKeys } : {}),
+      ...(ctx.tokens?.introspect ? { exchangedStillActive: (token: string) => exchangedStillActive(ctx, token) } : {}),
     },
   );
   return { caller, session: null, api: true };
+}
+
+/**
+ * How long an exchanged token the control plane called active is taken as active without asking
+ * again: the longest it may outlive a revoked source here. A revoked one stays revoked.
+ */
+export const EXCHANGED_ACTIVE_FOR_MS = 5_000;
+
+/** Asks the control plane (RFC 7662) whether an exchanged token is still active, at most every few seconds per token. */
+async function exchangedStillActive(ctx: GatewayContext, token: string): Promise<boolean> {
+  const now = ctx.now();
+  const known = ctx.caches.exchangedTokens.get(token, now);
+  if (known !== undefined) return known;
+  const active = await ctx.tokens!.introspect!(token);
+  const exp = ctx.caches.verifiedTokens.get(token, now)?.claims['exp'];
+  const end = typeof exp === 'number' ? exp * 1000 : now + EXCHANGED_ACTIVE_FOR_MS;
+  ctx.caches.exchangedTokens.set(token, active, active ? Math.min(end, now + EXCHANGED_ACTIVE_FOR_MS) : end, now);
+  return active;
 }

@@ -10,6 +10,7 @@ import { buildGatewayEvidence } from '#lib/gateway-protocol/evidence.js';
 import type { Decision } from '#lib/gateway-protocol/policy.js';
 import type { ClientView } from '#lib/gateway-protocol/forwarded.js';
 import { stripIdentityHeaders } from '#lib/gateway-protocol/identity-headers.js';
+import { checkSingletonFields } from '#lib/gateway-protocol/request-head.js';
 import { normalizeRequestTarget, type RequestTarget } from '#lib/gateway-protocol/request-path.js';
 import type { CookieKey } from '#lib/gateway-protocol/session-cookie.js';
 import { GatewayConfigHolder, type ConfigStore } from '#lib/gateway-protocol/signed-config.js';
@@ -35,6 +36,8 @@ import { createTokenClient, type TokenClient } from './token-client.js';
 import { upgrade } from './upgrades.js';
 import { routeUpstreams } from './upstreams.js';
 import { upstreamHeaders } from './identity.js';
+import { forwardTraced, nameRequestSpan, traceRequest, traceUpgrade } from './tracing.js';
+import { startTracing, type Tracing } from '#lib/telemetry/tracing.js';
 
 export type { ResolvedGatewayConfig } from './context.js';
 
@@ -50,6 +53,8 @@ export interface GatewayDeps {
   tokenClient?: TokenClient;
   /** Hears of Redis and control-plane outages (shared with the shared state and config pull `startGateway` opens). */
   monitor?: DependencyMonitor;
+  /** Traces to record into instead of the configured `telemetry` (tests). */
+  tracing?: Tracing;
 }
 
 export interface Gateway {
@@ -61,6 +66,7 @@ export interface Gateway {
   cookieKeys: readonly CookieKey[];
   state: SharedState;
   log: Logger;
+  tracing: Tracing;
   /** A signed evidence report of what this gateway holds and did (pushed to the control plane by `startGateway`). */
   evidence(ttlSeconds?: number): Promise<string>;
   handleRequest(req: IncomingMessage, res: ServerResponse): void;
@@ -73,6 +79,18 @@ export interface Gateway {
 const clientViews = new WeakMap<IncomingMessage, ClientView>();
 
 const OWN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** The reserved endpoints `gateRoute` serves, each its own route template in traces. */
+const GATE_PATHS = new Set([
+  '/_gate/jwks',
+  '/_gate/auth',
+  '/_gate/signin',
+  '/_gate/signout',
+  '/_gate/callback',
+  '/_gate/lang',
+]);
+/** MCP Streamable HTTP's methods, with HEAD beside GET and OPTIONS for a browser client's preflight. */
+const MCP_METHODS = new Set(['POST', 'GET', 'HEAD', 'DELETE', 'OPTIONS']);
+const MCP_ALLOW = [...MCP_METHODS].join(', ');
 const ASSERTION_CACHE_LIMIT = 10_000;
 const SESSION_CACHE_LIMIT = 10_000;
 /** Verified access tokens and imported DPoP proof keys (each saves an ES256 verification or a key import per request). */
@@ -89,6 +107,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
   const cookieKeys = loadCookieKeys(config.cookieKeys, config.dataDir);
   const dependencies = deps.monitor ?? new DependencyMonitor({ now });
   watchDependencies(dependencies, log, metrics);
+  const tracing = deps.tracing ?? startTracing(config.telemetry);
   // The code exchange and refreshes need the client's secret (client_secret_basic).
   const tokens =
     deps.tokenClient ??
@@ -99,6 +118,7 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
           clientSecret: config.clientSecret,
           timeoutMs: config.controlPlaneTimeoutMs,
           monitor: dependencies,
+          ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
         })
       : undefined);
   const holder = new GatewayConfigHolder({
@@ -141,10 +161,12 @@ async function buildContext(config: ResolvedGatewayConfig, deps: GatewayDeps): P
     caches: {
       sessions: new ExpiringCache(SESSION_CACHE_LIMIT),
       verifiedTokens: new ExpiringCache(TOKEN_CACHE_LIMIT),
+      exchangedTokens: new ExpiringCache(TOKEN_CACHE_LIMIT),
       dpopKeys: new DpopKeyCache(TOKEN_CACHE_LIMIT),
       assertions: new ExpiringCache(ASSERTION_CACHE_LIMIT),
     },
     enforcement: { lastAt: null },
+    tracing,
     applyForwarded: createForwardedReader(config.trustedProxies, publicUrl),
     trustsPeer: createPeerTrust(config.trustedProxies),
   };
@@ -230,6 +252,8 @@ async function gateRoute(
 
 /** One proxied request: identity headers stripped, policy applied, then forwarded upstream. */
 async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const ambiguous = checkSingletonFields(req.rawHeaders);
+  if (ambiguous) return sendError(ctx.metrics, res, ambiguous, { connection: 'close' });
   // First of all: no identity header from the client survives, in any spelling; then the
   // hop-by-hop ones go, before the gateway sets any header a `Connection` list could name.
   stripIdentityHeaders(req.headers);
@@ -241,16 +265,25 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
   if ((method === 'GET' || method === 'HEAD') && OWN_PATHS.has(target.path)) return ownRoute(ctx, res, target.path);
   const view = ctx.applyForwarded(req);
   clientViews.set(req, view);
-  if (target.path === '/_gate' || target.path.startsWith('/_gate/')) return gateRoute(ctx, req, res, target, view);
+  if (target.path === '/_gate' || target.path.startsWith('/_gate/')) {
+    nameRequestSpan(req, GATE_PATHS.has(target.path) ? target.path : '/_gate/*');
+    return gateRoute(ctx, req, res, target, view);
+  }
   if (serveProtectedResourceMetadata(ctx, method, target.path, res)) return;
 
   const result = await authorize(ctx, req, { method, target, res });
   if ('refused' in result) return refuse(ctx, req, res, result.refused);
   const route = result.decision.route;
+  if (route) nameRequestSpan(req, route.path);
   let replay: Buffer | null = null;
-  if (route?.mcp === true && route.tools && method === 'POST' && body) {
+  if (route?.mcp === true && !MCP_METHODS.has(method))
+    // MCP Streamable HTTP (2025-11-25) uses POST, GET and DELETE; no other method may carry a body past the tool rules.
+    return sendError(ctx.metrics, res, fail('method_not_allowed', `an MCP route takes ${MCP_ALLOW}`), {
+      allow: MCP_ALLOW,
+    });
+  if (route?.mcp === true && route.tools && body) {
     // docs/gateway.md#mcp-routes: the tool a JSON-RPC request calls decides, and the body read
-    // to find it is what the upstream gets.
+    // to find it is what the upstream gets, whatever the method.
     const checked = await checkToolCalls(ctx, req, res, route, result.who.caller, enforcedFor(result.decision));
     if (!checked) return;
     replay = checked.body;
@@ -262,16 +295,12 @@ async function handle(ctx: GatewayContext, req: IncomingMessage, res: ServerResp
       res,
       fail('upstream_unavailable', 'no upstream serves this path (forward-auth only)'),
     );
-  const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin);
+  const headers = await upstreamHeaders(ctx, req, result.who, upstream.origin, route);
   if (replay) headers['content-length'] = String(replay.length);
   // Counted once the upstream answered: a request that never reached the app was not `allowed` through.
-  const forwarded = await upstream.proxy.forward({
-    req,
-    res,
-    target: `${target.path}${target.search}`,
-    headers,
-    body: replay ?? body,
-  });
+  const forwarded = await forwardTraced(ctx, req, res, upstream.origin, headers, () =>
+    upstream.proxy.forward({ req, res, target: `${target.path}${target.search}`, headers, body: replay ?? body }),
+  );
   if (forwarded.ok) countPassed(ctx.metrics, result.decision);
   else countUpstreamFailure(ctx.metrics, forwarded.failed);
 }
@@ -299,7 +328,7 @@ function logAccess(ctx: GatewayContext, req: IncomingMessage, res: ServerRespons
   });
 }
 
-/** Builds the edge-gate: request and upgrade handlers over its upstreams, with the policy from the signed config. */
+/** Builds the gateway: request and upgrade handlers over its upstreams, with the policy from the signed config. */
 export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayDeps = {}): Promise<Gateway> {
   const ctx = await buildContext(config, deps);
   const ownsState = !deps.state;
@@ -371,13 +400,15 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     cookieKeys: ctx.cookieKeys,
     state: ctx.state,
     log: ctx.log,
+    tracing: ctx.tracing,
     handleRequest(req, res) {
       const requestId = requestIdFor(req.headers['x-request-id'], ctx.trustsPeer(req));
       // Forwarded upstream as it is (the upstream headers copy the request's) and echoed to the caller.
       req.headers['x-request-id'] = requestId;
       res.setHeader('x-request-id', requestId);
       if (ctx.config.accessLog) logAccess(ctx, req, res, requestId);
-      handle(ctx, req, res).catch((error: unknown) => {
+      const run = () => handle(ctx, req, res);
+      (ctx.tracing.enabled ? traceRequest(ctx, req, res, run) : run()).catch((error: unknown) => {
         // Redis or the control plane could not be reached: 503 with Retry-After, never 500.
         if (isDependencyUnavailable(error) && !res.headersSent)
           return sendError(ctx.metrics, res, unavailableFailure(error));
@@ -389,7 +420,8 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
     },
     handleUpgrade(req, socket, head) {
       socket.on('error', () => socket.destroy());
-      upgrade(ctx, req, socket, head).catch((error: unknown) => {
+      const run = () => upgrade(ctx, req, socket, head);
+      (ctx.tracing.enabled ? traceUpgrade(ctx, req, socket, run) : run()).catch((error: unknown) => {
         if (isDependencyUnavailable(error)) return socket.destroy();
         internalError(error, () => socket.destroy());
       });
@@ -398,6 +430,7 @@ export async function buildGateway(config: ResolvedGatewayConfig, deps: GatewayD
       await ctx.upstreams.close(force);
       await ctx.endedSessions.stop();
       if (ownsState) await ctx.state.close();
+      if (!deps.tracing) await ctx.tracing.shutdown();
     },
   };
 }

@@ -65,6 +65,12 @@ export interface ApiAuthContext {
   /** Access tokens already verified here, by their exact string, until their `exp`. */
   verifiedTokens?: ExpiringCache<string, VerifiedAccessToken>;
   dpopKeys?: DpopKeyCache;
+  /**
+   * Whether an exchanged token (one with `act`) is still active at the control plane: it ends with
+   * the grant, refresh family, session or agent it came from (docs/security.md#token-exchange),
+   * which its signature cannot show. Without it (no client credentials) such tokens are refused.
+   */
+  exchangedStillActive?: (token: string) => Promise<boolean>;
 }
 
 /**
@@ -209,6 +215,10 @@ export async function authenticateApiCaller(
         fields: { error: error.code, error_description: error.message },
       });
     }
+  }
+  if (claims['act'] !== undefined) {
+    const active = context.exchangedStillActive ? await context.exchangedStillActive(parsed.token) : false;
+    if (!active) throw invalidToken(parsed.scheme, realm, 'the access token was revoked, or its source was');
   }
   const { assurance, principalType } = readPrincipalClaims(claims);
   if (!principalType || !assurance)

@@ -17,7 +17,7 @@ export function fileConfigStore(dataDir: string): ConfigStore {
       }
     },
     async save(copy) {
-      mkdirSync(dataDir, { recursive: true });
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       // Write then rename, so a crash never leaves half a file where the last good copy was.
       const temporary = `${path}.${process.pid}.tmp`;
       writeFileSync(temporary, JSON.stringify(copy), { mode: 0o600 });

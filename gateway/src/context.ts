@@ -18,6 +18,7 @@ import type { GatewaySigningKey } from './keys.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { TokenClient } from './token-client.js';
 import type { UpstreamRoutes } from './upstreams.js';
+import type { Tracing } from '#lib/telemetry/tracing.js';
 
 /** A gateway config whose public URL is known (startGateway fills it in after binding). */
 export type ResolvedGatewayConfig = GatewayConfig & { publicUrl: string };
@@ -54,12 +55,16 @@ export interface GatewayContext {
     /** Opened session cookies by the exact Cookie header. */
     sessions: ExpiringCache<string, GateSession>;
     verifiedTokens: ExpiringCache<string, VerifiedAccessToken>;
+    /** Exchanged access tokens' answers from the control plane's introspection (active for a few seconds, revoked for good). */
+    exchangedTokens: ExpiringCache<string, boolean>;
     dpopKeys: DpopKeyCache;
     /** Upstream assertions by identity and audience. */
     assertions: ExpiringCache<string, string>;
   };
   /** Sessions replaced by a sign-in or step-up, or signed out, whose cookies are refused (docs/gateway.md#session-rotation). */
   endedSessions: EndedSessions;
+  /** OpenTelemetry traces (docs/observability.md#traces); `TRACING_OFF` unless configured. */
+  tracing: Tracing;
   /** When a decision last held against a refusal (evidence reports it). */
   enforcement: { lastAt: number | null };
   /** Forwarded headers kept only from a trusted peer (docs/architecture.md#decisions: a client could forge them), and what they say about the client. */

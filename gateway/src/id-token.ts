@@ -23,6 +23,8 @@ export interface IdTokenFacts {
   username?: string;
   /** `orgs` (scope `orgs`): the account's memberships, passed on to the upstream. */
   orgs?: Membership[];
+  /** `groups` (scope `groups`): the account's teams as `<org>/<team>`, passed on to the upstream. */
+  groups?: string[];
   /** Seconds. */
   authTime?: number;
   /** The control plane's session (OIDC Front-Channel Logout §2 `sid`). */
@@ -69,6 +71,11 @@ function readOrgsClaim(value: unknown[]): Membership[] {
       ? [{ slug, role: role as OrgRole }]
       : [];
   });
+}
+
+/** The well-formed entries of a `groups` claim (`<org slug>/<team slug>`); anything else is dropped. */
+function readGroupsClaim(value: unknown[]): string[] {
+  return value.filter((g): g is string => typeof g === 'string' && /^[a-z0-9-]{1,64}\/[a-z0-9-]{1,63}$/.test(g));
 }
 
 function invalid(message: string): KeyplaneError {
@@ -120,5 +127,6 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
     ...(typeof claims['sid'] === 'string' ? { sid: claims['sid'] } : {}),
     ...(typeof claims['preferred_username'] === 'string' ? { username: claims['preferred_username'] } : {}),
     ...(Array.isArray(claims['orgs']) ? { orgs: readOrgsClaim(claims['orgs']) } : {}),
+    ...(Array.isArray(claims['groups']) ? { groups: readGroupsClaim(claims['groups']) } : {}),
   };
 }

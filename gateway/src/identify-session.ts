@@ -1,13 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel } from '#lib/assurance/assurance.js';
-import { clearSessionCookies, parseCookieHeader } from '#lib/gateway-protocol/session-cookie.js';
+import { clearSessionCookies } from '#lib/gateway-protocol/session-cookie.js';
 import type { GatewayContext, Identified } from './context.js';
 import { renewedSession } from './refresh.js';
+import { requestScope } from './request-scope.js';
 import { latestSessionKey, openSession, refreshDue } from './sessions.js';
-
-function cookieNames(header: string): string[] {
-  return Object.keys(parseCookieHeader(header));
-}
 
 /**
  * The browser's session, refreshed first when its access token is due, so freshness, the step-up
@@ -21,14 +18,16 @@ export async function identifySession(
   req: IncomingMessage,
   res?: ServerResponse,
 ): Promise<Identified> {
-  const cookieHeader = req.headers['cookie'];
-  let session = await openSession(ctx, cookieHeader);
+  const scope = requestScope(req);
+  const { cookieHeader } = scope;
+  const cookieNames = Object.keys(scope.cookies);
+  let session = await openSession(ctx, scope);
   if (!session || !cookieHeader) return { caller: null, session: null, api: false };
   if (session.idpSid !== undefined && ctx.holder.current?.revokedSessions.has(session.idpSid)) {
     // Signed out or revoked at the control plane: the session ends here at once, not at its next refresh.
     ctx.caches.sessions.delete(cookieHeader);
     await ctx.state.del(latestSessionKey(session.sid));
-    res?.setHeader('set-cookie', clearSessionCookies(cookieNames(cookieHeader), ctx.secure));
+    res?.setHeader('set-cookie', clearSessionCookies(cookieNames, ctx.secure));
     return { caller: null, session: null, api: false };
   }
   if (ctx.endedSessions.has(session.sid)) {
@@ -41,7 +40,7 @@ export async function identifySession(
   }
   if (refreshDue(ctx, session)) {
     ctx.caches.sessions.delete(cookieHeader);
-    const outcome = await renewedSession(ctx, session, cookieNames(cookieHeader));
+    const outcome = await renewedSession(ctx, session, cookieNames);
     res?.setHeader('set-cookie', outcome.cookies);
     if (!outcome.session) return { caller: null, session: null, api: false };
     session = outcome.session;

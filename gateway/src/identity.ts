@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { buildUpstreamAssertion } from '#lib/gateway-protocol/assertion.js';
 import { buildIdentityHeaders } from '#lib/gateway-protocol/identity-headers.js';
-import type { Caller } from '#lib/gateway-protocol/policy.js';
+import type { Caller, RoutePolicy } from '#lib/gateway-protocol/policy.js';
 import type { GateSession } from '#lib/gateway-protocol/session-cookie.js';
 import type { GatewayContext, Identified } from './context.js';
 import { isKeyplaneCookie } from './upstreams.js';
@@ -17,8 +17,10 @@ export async function assertionFor(
   const email = session?.emailVerified === true ? session.email : undefined;
   const orgs = session?.orgs;
   const orgsKey = orgs?.map(({ slug, role }) => `${slug}:${role}`).join(',') ?? '-';
+  const groups = session?.groups;
+  const groupsKey = groups?.join(',') ?? '-';
   const actors = caller.actors?.length ? caller.actors : undefined;
-  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}\u0000${orgsKey}\u0000${actors ? JSON.stringify(actors) : '-'}`;
+  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}\u0000${orgsKey}\u0000${groupsKey}\u0000${actors ? JSON.stringify(actors) : '-'}`;
   const at = ctx.now();
   const cached = ctx.caches.assertions.get(key, at);
   if (cached) return cached;
@@ -33,6 +35,7 @@ export async function assertionFor(
       assurance: caller.assurance,
       ...(email ? { email } : {}),
       ...(orgs ? { orgs } : {}),
+      ...(groups ? { groups } : {}),
       ...(actors ? { actors } : {}),
       now: at,
       ttlSeconds: config.assertionLifetime,
@@ -56,6 +59,7 @@ export async function identityHeaders(
     assurance: caller.assurance,
     ...(session?.email ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
     ...(session?.orgs ? { orgs: session.orgs } : {}),
+    ...(session?.groups ? { groups: session.groups } : {}),
     assertion: await assertionFor(ctx, caller, session, audience),
     ...(caller.actors?.length ? { actors: caller.actors } : {}),
   });
@@ -76,18 +80,23 @@ function withoutKeyplaneCookies(header: string): string {
 
 /**
  * The request's headers as the upstream gets them: Keyplane's cookies out, the gateway's identity
- * headers in, and neither Host nor Expect (the proxy hop's `ForwardInput.headers`).
+ * headers in, and neither Host nor Expect (the proxy hop's `ForwardInput.headers`). An MCP route
+ * keeps the caller's token at the edge unless it says `forward_token: true`: the token names the
+ * gateway's resource, and MCP authorization forbids passing it through; the app gets the assertion.
  */
 export async function upstreamHeaders(
   ctx: GatewayContext,
   req: IncomingMessage,
   who: Identified,
   origin: string,
+  route?: Pick<RoutePolicy, 'mcp' | 'forward_token'> | null,
 ): Promise<Record<string, string | string[]>> {
+  const keepsToken = route?.mcp === true && route.forward_token !== true;
   const headers: Record<string, string | string[]> = {};
   for (const name in req.headers) {
     const value = req.headers[name];
     if (value === undefined || name === 'host' || name === 'expect') continue;
+    if (keepsToken && (name === 'authorization' || name === 'dpop')) continue;
     // Session cookies stay at the edge: the upstream never sees the gateway's tokens or the control plane's session.
     if (name === 'cookie' && typeof value === 'string') {
       const kept = withoutKeyplaneCookies(value);

@@ -24,7 +24,7 @@ function writeSecret(path: string, text: string): void {
  * data dir (mode 0600) and made on first start; replicas that share the data dir share it.
  */
 export async function loadOrCreateSigningKey(dataDir: string): Promise<GatewaySigningKey> {
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, KEY_FILE);
   if (!existsSync(path)) {
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -46,7 +46,7 @@ export async function loadOrCreateSigningKey(dataDir: string): Promise<GatewaySi
 /** Cookie keys from config (newest first), else one generated in the data dir (mode 0600). */
 export function loadCookieKeys(configured: readonly string[] | undefined, dataDir: string): CookieKey[] {
   if (configured && configured.length > 0) return configured.map((text) => ({ key: Buffer.from(text, 'base64url') }));
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, COOKIE_KEY_FILE);
   if (!existsSync(path)) {
     try {

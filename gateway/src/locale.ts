@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { cookieName, parseCookieHeader } from '#lib/gateway-protocol/session-cookie.js';
+import { cookieName } from '#lib/gateway-protocol/session-cookie.js';
 import { LOCALE_NAMES, LOCALES, type Locale } from '#lib/i18n/locales.js';
 import { matchLocaleList, negotiateLocale } from '#lib/i18n/negotiate-locale.js';
 import { type Translator, translatorFor } from '#lib/i18n/translate.js';
 import { escapeHtml } from '#lib/html/escape-html.js';
 import { validateReturnUrl } from '#lib/http/return-url.js';
 import type { GatewayContext } from './context.js';
+import { requestScope } from './request-scope.js';
 import { redirect } from './respond.js';
 
 /**
@@ -23,7 +24,7 @@ export function langCookieName(secure: boolean): string {
 
 /** The language the person chose with the gateway's switcher, if any. */
 export function chosenLocale(ctx: GatewayContext, req: IncomingMessage): Locale | undefined {
-  return matchLocaleList(parseCookieHeader(req.headers['cookie'])[langCookieName(ctx.secure)]);
+  return matchLocaleList(requestScope(req).cookies[langCookieName(ctx.secure)]);
 }
 
 /** The translator of this request's page: `kp_lang` cookie, `Accept-Language`, configured default. */
@@ -31,7 +32,7 @@ export function gatewayUi(ctx: GatewayContext, req: IncomingMessage): Translator
   const acceptLanguage = req.headers['accept-language'];
   return translatorFor(
     negotiateLocale({
-      cookie: parseCookieHeader(req.headers['cookie'])[langCookieName(ctx.secure)],
+      cookie: requestScope(req).cookies[langCookieName(ctx.secure)],
       acceptLanguage: typeof acceptLanguage === 'string' ? acceptLanguage : undefined,
       fallback: ctx.config.defaultLocale,
     }),

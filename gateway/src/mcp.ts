@@ -10,6 +10,7 @@ import {
 import { checkToolCall, type Caller, type RoutePolicy } from '#lib/gateway-protocol/policy.js';
 import { challenge } from './bearer.js';
 import type { GatewayContext } from './context.js';
+import { readBodyUpTo } from './request-body.js';
 import { sendError, sendJson } from './respond.js';
 
 /**
@@ -52,20 +53,6 @@ export function withResourceMetadata(ctx: GatewayContext, route: RoutePolicy, er
   return error;
 }
 
-/** Reads a request body up to `limit` bytes; null when it is larger (the rest is left unread). */
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) return null;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return null;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
-
 /**
  * The rules per tool for one POST to an MCP route with `tools`: the body is read (bounded), each
  * JSON-RPC message of it (a batch: every one) that calls a tool with rules is checked, and the body
@@ -92,7 +79,7 @@ export async function checkToolCalls(
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity')
     return refuse(fail('unsupported_media_type', 'an MCP route with tool rules reads the body: send it uncompressed'));
-  const body = await readBody(req, MCP_BODY_LIMIT);
+  const body = await readBodyUpTo(req, MCP_BODY_LIMIT);
   if (body === null) {
     res.setHeader('connection', 'close');
     return refuse(fail('payload_too_large', `an MCP request is read up to ${MCP_BODY_LIMIT} bytes`));
@@ -113,6 +100,16 @@ export async function checkToolCalls(
     }
     if (refusal.reason === 'access_denied')
       return refuse(fail('access_denied', `this account may not call the tool ${tool}`), tool);
+    if (refusal.reason === 'insufficient_scope') {
+      // RFC 6750 §3.1: 403 naming the scope the token lacks, so the client can ask for it.
+      const scope = refusal.missingScopes!.join(' ');
+      const scheme = caller?.kind === 'dpop' ? 'DPoP' : 'Bearer';
+      const error = fail('insufficient_scope', `the tool ${tool} needs scope ${scope}`, {
+        headers: { 'www-authenticate': challenge(scheme, ctx.publicUrl, { error: 'insufficient_scope', scope }) },
+        fields: { error: 'insufficient_scope', scope },
+      });
+      return refuse(withResourceMetadata(ctx, route, error), tool);
+    }
     const acr = refusal.requiredAssurance ?? 'sensitive';
     const description = `the tool ${tool} needs assurance ${acr}`;
     const scheme = caller?.kind === 'dpop' ? 'DPoP' : 'Bearer';

@@ -1,37 +1,44 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAssuranceLevel, meetsAssurance } from '#lib/assurance/assurance.js';
 import { isDependencyUnavailable, unavailableFailure } from '#lib/errors/dependency-outage.js';
 import { fail, isKeyplaneError, type KeyplaneError } from '#lib/errors/keyplane-error.js';
 import {
   clearCookie,
+  cookieName,
   clearSessionCookies,
   loginCookieName,
-  parseCookieHeader,
   readLoginCookie,
   readSessionCookies,
+  REFUSED_COOKIE,
+  refusedCookie,
+  SIGNED_OUT_COOKIE,
+  signedOutCookie,
   writeLoginCookie,
   writeSessionCookies,
   type GateSession,
   type LoginState,
 } from '#lib/gateway-protocol/session-cookie.js';
+import { NO_ROUTE_ADMITS, NOT_ADMITTED } from '#lib/access/evaluate-access.js';
 import { originRefusal } from '#lib/http/check-request-origin.js';
 import { computeS256Challenge } from '#lib/pkce/check-pkce.js';
 import { constantEquals } from '#lib/crypto/constant-equals.js';
-import type { Translator } from '#lib/i18n/translate.js';
 import { escapeHtml } from '#lib/html/escape-html.js';
 import { randomToken } from '#lib/crypto/random.js';
 import { validateReturnUrl } from '#lib/http/return-url.js';
-import type { DeniedPage, Refusal } from './authorize.js';
+import type { Refusal } from './authorize.js';
 import type { GatewayContext } from './context.js';
 import { verifyIdToken } from './id-token.js';
 import { countRefusal, redirect, sendError } from './respond.js';
+import { requestScope } from './request-scope.js';
 import { chosenLocale, gatewayUi, languageSwitcher } from './locale.js';
 import { endGatewaySession } from './sessions.js';
+import { readBodyUpTo } from './request-body.js';
+import { deniedPage, pageStart, PAGE_HEADERS, PAGE_STYLE_HASH, signedOutPage } from './pages.js';
 import { isTokenEndpointError } from './token-client.js';
 
 /** What the gateway asks for (docs/gateway.md#browser-sessions); the control plane grants only what the client registered. */
-export const GATEWAY_SCOPE = 'openid email profile orgs offline_access';
+export const GATEWAY_SCOPE = 'openid email profile orgs groups offline_access';
 
 /** How long a login (state, nonce, PKCE verifier) may take, in seconds. */
 const LOGIN_SECONDS = 600;
@@ -49,10 +56,10 @@ async function startSignIn(
   acr?: string,
   prompt?: 'select_account',
 ): Promise<{ location: string; cookies: string[] }> {
-  const cookieHeader = req.headers['cookie'];
+  const { cookieHeader, cookies: presented } = requestScope(req);
   // The session the browser has now, ended once this sign-in succeeds (docs/gateway.md#session-rotation).
   const current = cookieHeader
-    ? await readSessionCookies(parseCookieHeader(cookieHeader), {
+    ? await readSessionCookies(presented, {
         keys: ctx.cookieKeys,
         now: ctx.now(),
         secure: ctx.secure,
@@ -74,10 +81,13 @@ async function startSignIn(
       ttlSeconds: LOGIN_SECONDS,
     }),
   ];
-  if (!acr) cookies.push(...clearSessionCookies(Object.keys(parseCookieHeader(cookieHeader)), ctx.secure));
+  if (!acr) cookies.push(...clearSessionCookies(Object.keys(presented), ctx.secure));
+  // A new sign-in (another account, or the same one admitted since) ends the refusal's 403 pages.
+  const refusedMarker = cookieName(REFUSED_COOKIE, ctx.secure);
+  if (presented[refusedMarker] !== undefined) cookies.push(clearCookie(refusedMarker, ctx.secure));
   const params = new URLSearchParams({
     // offline_access: a refresh token, so the session can follow the control plane (register the scope and the refresh_token grant).
-    // profile names the account on the gateway's pages, orgs goes on to the upstream; a scope the
+    // profile names the account on the gateway's pages, orgs and groups go on to the upstream; a scope the
     // client did not register is simply not granted.
     response_type: 'code',
     client_id: ctx.config.clientId!,
@@ -115,50 +125,21 @@ export async function refuse(
   if (refused.signIn === undefined) return sendError(ctx.metrics, res, refused.error);
   if (!ctx.config.clientId)
     return sendError(ctx.metrics, res, fail('not_ready', 'the gateway has no client id at the control plane'));
-  countRefusal(ctx.metrics, refused.reason);
   // The request's own path, but held to the same rule as `rd`: `//host/…` must never become a Location.
   const returnTo = validateReturnUrl(refused.signIn.returnTo, ctx.publicUrl) ?? '/';
+  const { cookies: presented } = requestScope(req);
+  // The control plane refused this browser's account a moment ago: sending it back would be refused again.
+  if (refused.signIn.acr === undefined && presented[cookieName(REFUSED_COOKIE, ctx.secure)] !== undefined) {
+    countRefusal(ctx.metrics, 'access_denied');
+    return deniedPage(ctx, req, res, { returnTo });
+  }
+  countRefusal(ctx.metrics, refused.reason);
+  // Back from a sign-out (the control plane returns to the gateway's root): say so, once, instead
+  // of sending the person straight into a new sign-in they did not ask for.
+  if (refused.signIn.acr === undefined && presented[cookieName(SIGNED_OUT_COOKIE, ctx.secure)] !== undefined)
+    return signedOutPage(ctx, req, res, returnTo);
   const { location, cookies } = await startSignIn(ctx, req, returnTo, refused.signIn.acr);
   return redirect(res, location, cookies);
-}
-
-const PAGE_HEADERS = {
-  'content-type': 'text/html; charset=utf-8',
-  'cache-control': 'no-store',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'x-content-type-options': 'nosniff',
-};
-
-/**
- * 403 for a browser that no access rule admits (docs/gateway.md#access-rules): it names the
- * account and the app, and offers another account through the control plane's account choice
- * (`prompt=select_account`), never a redirect back into sign-in, which would loop.
- */
-function deniedPage(ctx: GatewayContext, req: IncomingMessage, res: ServerResponse, denied: DeniedPage): void {
-  const app = new URL(ctx.publicUrl).host;
-  const ui = gatewayUi(ctx, req);
-  const another = `/_gate/signin?${new URLSearchParams({ rd: denied.returnTo, prompt: 'select_account' })}`;
-  const title = escapeHtml(ui.t('gateway.denied.title', { app }));
-  const explained = ui.rich(
-    'gateway.denied.body',
-    {
-      who: (c) => `<strong data-field="account">${c}</strong>`,
-      where: (c) => `<strong data-field="app">${c}</strong>`,
-    },
-    { account: denied.account, app },
-  );
-  const html = `${pageStart(ui, title)}
-<body><main><h1>${title}</h1>
-<p>${explained}</p>
-<p><a href="${escapeHtml(another)}" data-action="use-another-account">${escapeHtml(ui.t('gateway.denied.another'))}</a></p></main>
-${languageSwitcher(ui, denied.returnTo)}</body></html>`;
-  res.writeHead(403, {
-    ...PAGE_HEADERS,
-    'content-language': ui.locale,
-    'content-security-policy': `default-src 'none'; style-src ${PAGE_STYLE_HASH}; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
-  });
-  res.end(html);
 }
 
 /** `/_gate/signin?rd=…&acr_values=…`: starts a sign-in (or a step-up) and comes back to `rd`. */
@@ -203,7 +184,7 @@ export async function callback(
       res,
       fail('not_ready', 'the gateway has no client credentials for the control plane'),
     );
-  const cookies = parseCookieHeader(req.headers['cookie']);
+  const { cookies } = requestScope(req);
   const stateParam = query.get('state') ?? '';
   const login = stateParam
     ? await readLoginCookie(cookies, stateParam, { keys: ctx.cookieKeys, now: ctx.now(), secure })
@@ -220,6 +201,11 @@ export async function callback(
   if (iss !== null && iss !== ctx.controlPlane)
     return refuseWith(fail('issuer_mismatch', 'the sign-in response comes from another issuer'));
   const error = query.get('error');
+  const description = query.get('error_description');
+  // The account is not admitted (never "the person declined"): back where the browser was, which
+  // now answers the 403 page for a while instead of a sign-in that would be refused again.
+  if (error === 'access_denied' && (description === NO_ROUTE_ADMITS || description === NOT_ADMITTED))
+    return redirect(res, `${ctx.publicUrl}${login.returnTo}`, [...cleared, refusedCookie(ctx.secure)]);
   if (error !== null) {
     const code = /^[a-z_]{1,64}$/.test(error) ? error : 'invalid_request';
     return refuseWith(
@@ -281,6 +267,7 @@ export async function callback(
     ...(facts.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
     ...(facts.username !== undefined ? { username: facts.username } : {}),
     ...(facts.orgs !== undefined ? { orgs: facts.orgs } : {}),
+    ...(facts.groups !== undefined ? { groups: facts.groups } : {}),
     scopes: set.scope,
     ...(facts.authTime !== undefined ? { authTime: facts.authTime } : {}),
     ...(facts.sid !== undefined ? { idpSid: facts.sid } : {}),
@@ -344,32 +331,11 @@ function signoutToken(ctx: GatewayContext, session: GateSession): string {
 /** Reads a small urlencoded form body (the sign-out form); null when it is too large or not a form. */
 async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
   if (!/^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '')) return new URLSearchParams();
-  let body = '';
-  for await (const chunk of req) {
-    body += String(chunk);
-    if (body.length > SIGNOUT_FORM_LIMIT) return null;
-  }
-  return new URLSearchParams(body);
+  const body = await readBodyUpTo(req, SIGNOUT_FORM_LIMIT);
+  return body === null ? null : new URLSearchParams(body.toString('utf8'));
 }
 
 const SIGNOUT_FORM_LIMIT = 4096;
-
-// The gateway pages' look: the control plane's system font, spacing and button, inline and
-// allowed by its hash alone (the pages load nothing and run no script). Logical properties
-// (margin-inline-start) mirror the layout in a right-to-left language.
-const PAGE_STYLE = `:root{color-scheme:light dark;--fg:#17202a;--bg:#fbfbfd;--muted:#5b6670;--accent:#0b57d0}
-@media (prefers-color-scheme:dark){:root{--fg:#e8eaed;--bg:#14171a;--muted:#a3acb5;--accent:#8ab4f8}}
-body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
-main{max-width:32rem;margin:0 auto;padding:3rem 1.25rem}h1{font-size:1.6rem;margin:0 0 1rem}p{color:var(--muted)}
-button{font:inherit;padding:.6rem 1.1rem;border-radius:.4rem;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;margin-top:.75rem}
-a{color:var(--accent)}form a{margin-inline-start:1rem}:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
-nav.lang{max-width:32rem;margin:0 auto;padding:0 1.25rem 2rem;font-size:.9rem}nav.lang ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem 1rem}`;
-const PAGE_STYLE_HASH = `'sha256-${createHash('sha256').update(PAGE_STYLE).digest('base64')}'`;
-
-/** `<html lang dir>` and `<head>` of a gateway page; `title` is already escaped. */
-function pageStart(ui: Translator, title: string): string {
-  return `<!doctype html><html lang="${ui.locale}" dir="${ui.dir}"><head><meta charset="utf-8"><title>${title}</title><meta name="viewport" content="width=device-width, initial-scale=1"><style>${PAGE_STYLE}</style></head>`;
-}
 
 /** GET: the confirmation page, a plain POST form (no script), so a link or an image on another site signs nobody out. */
 function signoutPage(
@@ -408,13 +374,17 @@ export async function signout(
   res: ServerResponse,
   query: URLSearchParams,
 ): Promise<void> {
-  const cookies = parseCookieHeader(req.headers['cookie']);
+  const { cookies } = requestScope(req);
   const session = await readSessionCookies(cookies, { keys: ctx.cookieKeys, now: ctx.now(), secure: ctx.secure });
   const cleared = clearSessionCookies(Object.keys(cookies), ctx.secure);
   const form = req.method === 'POST' ? await readForm(req) : new URLSearchParams();
-  if (form === null) return sendError(ctx.metrics, res, fail('payload_too_large', 'the sign-out form is too large'));
+  if (form === null)
+    return sendError(ctx.metrics, res, fail('payload_too_large', 'the sign-out form is too large'), {
+      connection: 'close',
+    });
   const returnTo = validateReturnUrl(form.get('rd') ?? query.get('rd') ?? '/', ctx.publicUrl) ?? '/';
-  if (!session) return redirect(res, `${ctx.publicUrl}${returnTo}`, cleared);
+  // Without a session (it ended elsewhere meanwhile) the person is signed out already: say so too.
+  if (!session) return redirect(res, `${ctx.publicUrl}${returnTo}`, [...cleared, signedOutCookie(ctx.secure)]);
   if (req.method !== 'POST') return signoutPage(ctx, req, res, session, returnTo);
   // The session's CSRF token is the check; Fetch Metadata (then Origin) refuses another site's
   // post before it is even compared (docs/security.md#csrf-on-forms).
@@ -424,6 +394,7 @@ export async function signout(
   // A copy of this cookie (or an older one) is refused at once at every replica: it must not move
   // on to the newest state of this session, nor refresh (docs/gateway.md#session-rotation).
   await endGatewaySession(ctx, session.sid, (session.exp ?? 0) * 1000);
+  cleared.push(signedOutCookie(ctx.secure));
   if (session.refreshToken && ctx.tokens?.revoke) {
     const revoked = await ctx.tokens.revoke(session.refreshToken);
     if (!revoked)

@@ -140,6 +140,7 @@ async function renewSession(
     ...(facts?.email !== undefined ? { email: facts.email, emailVerified: facts.emailVerified === true } : {}),
     ...(facts?.username !== undefined ? { username: facts.username } : {}),
     ...(facts?.orgs !== undefined ? { orgs: facts.orgs } : {}),
+    ...(facts?.groups !== undefined ? { groups: facts.groups } : {}),
     scopes: set.scope.length > 0 ? set.scope : session.scopes,
     accessToken: set.accessToken,
     accessTokenExpiresAt: Math.floor(at / 1000) + set.expiresIn,

@@ -1,16 +1,32 @@
 import { createServer, type Server } from 'node:http';
+import type { Server as TlsServer } from 'node:tls';
+import { defaultGatewayDataDir } from '#config/load.js';
 import type { GatewayConfig } from '#config/types.js';
 import { defaultPublicUrl, listen } from '#lib/runtime/listen.js';
 import { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { lingerOnClose } from '#lib/runtime/linger-close.js';
 import { openSharedState } from '#lib/runtime/shared-state/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { createConfigPull, type ConfigPull } from './config-pull.js';
 import { createEvidencePush, type EvidencePush } from './evidence-push.js';
+import { adoptSharedState } from './state-dir.js';
+import { fileConfigStore } from './config-store.js';
+import { createGatewayTlsServer, reloadTls, tlsFilesOf } from '#lib/runtime/tls-server.js';
+
+/**
+ * What this process is under `--workers N` (docs/scaling.md#workers): `single` does everything;
+ * the `primary` serves no requests but pulls and saves the signed config and signs and pushes the
+ * evidence; a `worker` serves requests, pulls the config without saving it, and signs nothing.
+ */
+export type GatewayRole = 'single' | 'primary' | 'worker';
 
 export interface RunningGateway {
   url: string;
   gateway: Gateway;
+  /** Never listening at a primary under `--workers N`, which serves no requests. */
   server: Server;
+  /** Present with `tls`: reads the certificate and key again for new connections (SIGHUP). */
+  reloadTls?: () => void;
   /** Present when client credentials are configured. */
   configPull?: ConfigPull;
   /** Present when client credentials are configured. */
@@ -31,10 +47,18 @@ const EVIDENCE_TTL_SECONDS = 30;
  * gateway on that socket and restores the last good signed config from the data dir. Prints
  * nothing: the CLI prints `listening <url>`.
  */
-export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}): Promise<RunningGateway> {
-  const server = createServer({ requestTimeout: 0 });
-  const port = await listen(server, config.port, config.host);
-  const url = (config.publicUrl ?? defaultPublicUrl(config.host, port)).replace(/\/$/, '');
+export async function startGateway(
+  config: GatewayConfig,
+  deps: GatewayDeps & { role?: GatewayRole } = {},
+): Promise<RunningGateway> {
+  const role = deps.role ?? 'single';
+  const tls = tlsFilesOf(config.tls);
+  // HTTP/1.1 only, with TLS too: `requestTimeout: 0` lets long uploads and streams through.
+  const server = tls
+    ? (createGatewayTlsServer(tls, { requestTimeout: 0 }) as unknown as Server)
+    : createServer({ requestTimeout: 0 });
+  const port = role === 'primary' ? config.port : await listen(server, config.port, config.host);
+  const url = (config.publicUrl ?? defaultPublicUrl(config.host, port, tls !== null)).replace(/\/$/, '');
   // Shared state given by the caller (tests, `keyplane up`) stays the caller's to close.
   const ownsState = !deps.state;
   let state: Awaited<ReturnType<typeof openSharedState>> | undefined = deps.state;
@@ -42,7 +66,21 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
   const monitor = deps.monitor ?? new DependencyMonitor({ now: deps.now ?? Date.now });
   try {
     state ??= await openSharedState(config, 'kp:gate:', monitor);
-    const gateway = await buildGateway({ ...config, publicUrl: url }, { ...deps, state, monitor });
+    // docs/gateway.md#state-directory: a gateway that kept its state in the shared ./data takes it along.
+    const adopted =
+      config.clientId && config.dataDir === defaultGatewayDataDir(config.clientId)
+        ? adoptSharedState('data', config.dataDir, config.clientId)
+        : [];
+    // Workers read the saved config at start but leave writing it to the primary.
+    const store = fileConfigStore(config.dataDir);
+    const configStore =
+      deps.configStore ?? (role === 'worker' ? { load: () => store.load(), save: async () => undefined } : store);
+    const gateway = await buildGateway({ ...config, publicUrl: url }, { ...deps, state, monitor, configStore });
+    if (adopted.length > 0)
+      gateway.log.warn(
+        { event: 'gateway.state_adopted', files: adopted, dataDir: config.dataDir },
+        `copied ${adopted.join(', ')} from ./data into this gateway's own state directory ${config.dataDir}`,
+      );
     await gateway.configHolder.restore(Date.now());
     // The control plane is asked for the config only with client credentials to ask with.
     let push: EvidencePush | undefined;
@@ -90,7 +128,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
             },
           })
         : undefined;
-    if (config.clientId && config.clientSecret) {
+    if (config.clientId && config.clientSecret && role !== 'worker') {
       push = createEvidencePush({
         controlPlane: config.controlPlane,
         clientId: config.clientId,
@@ -111,7 +149,11 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
         },
       });
     }
-    server.on('request', gateway.handleRequest);
+    server.on('request', (req, res) => {
+      // A 413 (or any closing answer) sent before the body arrived is read by the client, not reset.
+      lingerOnClose(req);
+      gateway.handleRequest(req, res);
+    });
     server.on('upgrade', gateway.handleUpgrade);
     const opened = state;
     let closing: Promise<void> | undefined;
@@ -119,6 +161,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
       url,
       gateway,
       server,
+      ...(tls ? { reloadTls: () => reloadTls(server as unknown as TlsServer, tls) } : {}),
       ...(pull ? { configPull: pull } : {}),
       ...(push ? { evidencePush: push } : {}),
       close: () =>

@@ -1,5 +1,6 @@
-import { parseCookieHeader, readSessionCookies, type GateSession } from '#lib/gateway-protocol/session-cookie.js';
+import { readSessionCookies, type GateSession } from '#lib/gateway-protocol/session-cookie.js';
 import type { GatewayContext } from './context.js';
+import type { RequestScope } from './request-scope.js';
 
 const SESSION_CACHE_MS = 60_000;
 /** A session's access token is refreshed this many seconds before it expires (clock skew, requests in flight). */
@@ -23,12 +24,13 @@ export async function endGatewaySession(ctx: GatewayContext, sid: string, untilM
  * until the session's own expiry): a browser sends the same header on every request, and
  * decrypting it each time is the largest part of the gateway's own work per request.
  */
-export async function openSession(ctx: GatewayContext, header: string | undefined): Promise<GateSession | null> {
+export async function openSession(ctx: GatewayContext, scope: RequestScope): Promise<GateSession | null> {
+  const header = scope.cookieHeader;
   if (!header) return null;
   const at = ctx.now();
   const cached = ctx.caches.sessions.get(header, at);
   if (cached) return cached;
-  const session = await readSessionCookies(parseCookieHeader(header), {
+  const session = await readSessionCookies(scope.cookies, {
     keys: ctx.cookieKeys,
     now: at,
     secure: ctx.secure,
@@ -65,7 +67,7 @@ export async function openSealedCookies(
   }
   if (!Array.isArray(cookies) || !cookies.every((line) => typeof line === 'string')) return null;
   const jar: Record<string, string> = {};
-  // Not parseCookieHeader: the list also clears stale names (`name=`), and a cleared single
+  // Not the Cookie header's parse: the list also clears stale names (`name=`), and a cleared single
   // cookie must not stand in for the chunks written beside it.
   for (const line of cookies as string[]) {
     const pair = line.split(';')[0] ?? '';

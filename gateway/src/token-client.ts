@@ -1,6 +1,10 @@
 import { request } from 'undici';
+import type { Tracer } from '@opentelemetry/api';
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_SERVER_ADDRESS } from '@opentelemetry/semantic-conventions';
+import { callTraced } from '#lib/telemetry/client-span.js';
 import { formatClientSecretBasic } from '#lib/oauth/client-auth.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
+import { DependencyUnavailableError } from '#lib/errors/dependency-outage.js';
 
 /**
  * The gateway as a confidential client at the control plane's token endpoint (RFC 6749 §3.2):
@@ -44,6 +48,8 @@ export interface TokenClientOptions {
   timeoutMs?: number;
   /** Told when the control plane cannot be reached and when it answers again. */
   monitor?: DependencyMonitor;
+  /** Each call a client span whose `traceparent` the control plane continues; absent when tracing is off. */
+  tracer?: Tracer;
 }
 
 export interface TokenClient {
@@ -51,26 +57,53 @@ export interface TokenClient {
   refresh(refreshToken: string): Promise<TokenSet>;
   /** RFC 7009 revocation of a refresh token at the control plane's `/auth/revoke`; never throws. */
   revoke?(refreshToken: string): Promise<boolean>;
+  /**
+   * RFC 7662: whether the control plane still holds `token` active. Throws
+   * `DependencyUnavailableError` when it gives no answer (a 503 for the caller, never a refusal).
+   */
+  introspect?(token: string): Promise<boolean>;
 }
 
 export function createTokenClient(options: TokenClientOptions): TokenClient {
-  const endpoint = `${options.controlPlane.replace(/\/$/, '')}/auth/token`;
   const timeout = options.timeoutMs ?? TOKEN_TIMEOUT_MS;
   const authorization = formatClientSecretBasic(options.clientId, options.clientSecret);
+  const base = options.controlPlane.replace(/\/$/, '');
+
+  /**
+   * One authenticated form POST to the control plane, traced: its status and its JSON body (null
+   * when it has none or `json` is false). Throws when no answer came.
+   */
+  function postForm(
+    path: string,
+    form: Record<string, string>,
+    json = true,
+  ): Promise<{ status: number; body: unknown }> {
+    const attributes = { [ATTR_HTTP_REQUEST_METHOD]: 'POST', [ATTR_SERVER_ADDRESS]: new URL(base).hostname };
+    let body: unknown = null;
+    return callTraced(options.tracer, `POST ${path}`, attributes, async (traceHeaders) => {
+      const res = await request(`${base}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization,
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+          ...traceHeaders,
+        },
+        body: new URLSearchParams(form).toString(),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+      if (json) body = await res.body.json().catch(() => null);
+      else await res.body.dump();
+      return res.statusCode;
+    }).then((status) => ({ status, body }));
+  }
 
   async function call(form: Record<string, string>): Promise<TokenSet> {
     let status: number;
     let body: unknown;
     try {
-      const res = await request(endpoint, {
-        method: 'POST',
-        headers: { authorization, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body: new URLSearchParams(form).toString(),
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-      });
-      status = res.statusCode;
-      body = await res.body.json().catch(() => null);
+      ({ status, body } = await postForm('/auth/token', form));
     } catch (error) {
       options.monitor?.failure('control_plane', error);
       throw new TokenEndpointError('unavailable', undefined, 'the control plane did not answer the token request');
@@ -110,22 +143,36 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
 
   async function revoke(token: string): Promise<boolean> {
     try {
-      const res = await request(`${options.controlPlane.replace(/\/$/, '')}/auth/revoke`, {
-        method: 'POST',
-        headers: { authorization, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body: new URLSearchParams({ token, token_type_hint: 'refresh_token' }).toString(),
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-      });
-      await res.body.dump();
-      return res.statusCode === 200;
+      const { status } = await postForm('/auth/revoke', { token, token_type_hint: 'refresh_token' }, false);
+      return status === 200;
     } catch {
       return false;
     }
   }
 
+  async function introspect(token: string): Promise<boolean> {
+    let status: number;
+    let body: unknown;
+    try {
+      ({ status, body } = await postForm('/auth/introspect', { token, token_type_hint: 'access_token' }));
+    } catch (error) {
+      throw (
+        options.monitor?.failure('control_plane', error) ??
+        new DependencyUnavailableError('control_plane', 'unreachable', 'the introspection request failed', {
+          cause: error,
+        })
+      );
+    }
+    const active = (body as { active?: unknown } | null)?.active;
+    if (status !== 200 || typeof active !== 'boolean')
+      throw new DependencyUnavailableError('control_plane', 'refused', `the introspection endpoint answered ${status}`);
+    options.monitor?.succeeded('control_plane');
+    return active;
+  }
+
   return {
     revoke,
+    introspect,
     exchangeCode: ({ code, codeVerifier, redirectUri }) =>
       call({ grant_type: 'authorization_code', code, code_verifier: codeVerifier, redirect_uri: redirectUri }),
     refresh: (refreshToken) => call({ grant_type: 'refresh_token', refresh_token: refreshToken }),

@@ -2,8 +2,8 @@ import { ORG_ROLES, type OrgRole } from '../orgs/roles.js';
 import type { AccessAccount, AccessPrincipal, Membership } from './evaluate-access.js';
 
 /**
- * What the gateway knows about accounts without asking (DESIGN.md, Wave 3: memberships reach the
- * gateway in the signed config's refresh, never by a call per request): every account that a
+ * What the gateway knows about accounts without asking (memberships reach the gateway in the
+ * signed config's refresh, never by a call per request, so a request costs no round trip): every account that a
  * rule can name, with its username, its memberships in the orgs the rules name, and whether it is
  * disabled. An account absent from it belongs to none of those orgs.
  */
@@ -73,11 +73,14 @@ export function checkAccessDirectory(value: unknown): string[] {
             m &&
             typeof m === 'object' &&
             typeof (m as Membership).slug === 'string' &&
-            ORG_ROLES.includes((m as Membership).role as OrgRole),
+            ORG_ROLES.includes((m as Membership).role as OrgRole) &&
+            ((m as Membership).teams === undefined ||
+              (Array.isArray((m as Membership).teams) &&
+                (m as Membership).teams!.every((team) => typeof team === 'string'))),
         )
       )
     )
-      problems.push(`${where}.orgs must be a list of {slug, role}`);
+      problems.push(`${where}.orgs must be a list of {slug, role, teams?}`);
   }
   return problems;
 }

@@ -6,6 +6,11 @@ export interface KeyplaneErrorOptions {
   fields?: Record<string, unknown>;
   headers?: Record<string, string>;
   cause?: unknown;
+  /**
+   * An authorization request's refusal that the client may hear at its redirect URI (RFC 6749
+   * §4.1.2.1), once that URI matched the registration; never sent anywhere else.
+   */
+  toClient?: boolean;
 }
 
 /**
@@ -17,6 +22,7 @@ export class KeyplaneError extends Error {
   readonly status: number;
   readonly fields: Record<string, unknown>;
   readonly headers: Record<string, string>;
+  readonly toClient: boolean;
 
   constructor(reason: Reason, message?: string, options: KeyplaneErrorOptions = {}) {
     super(message ?? reason, options.cause === undefined ? undefined : { cause: options.cause });
@@ -25,6 +31,7 @@ export class KeyplaneError extends Error {
     this.status = options.status ?? REASONS[reason].status;
     this.fields = options.fields ?? {};
     this.headers = options.headers ?? {};
+    this.toClient = options.toClient === true;
   }
 
   toEnvelope(): Record<string, unknown> {

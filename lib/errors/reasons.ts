@@ -240,9 +240,29 @@ export const REASONS = {
   unknown_passkey: { status: 404, description: 'The account has no passkey with this credential id.' },
   unknown_session: { status: 404, description: 'The account has no live session with this identifier.' },
   unknown_device: { status: 404, description: 'The account has no device with this id in its ledger.' },
+  last_operator: {
+    status: 409,
+    description:
+      'This is the only operator: its role cannot be revoked or lowered until another account is an operator.',
+  },
+  console_session_required: {
+    status: 401,
+    description:
+      'A person reaches `/admin/*` and `/console` only with a console session, opened by a fresh passkey ceremony at `/console` (docs/console.md).',
+  },
   account_disabled: {
     status: 403,
     description: 'An operator disabled this account: it cannot sign in, and its sessions and grants stopped working.',
+  },
+  account_suspended: {
+    status: 403,
+    description:
+      'The org that manages this account suspended it (SCIM `active: false`, docs/scim.md#suspension): it cannot sign in, and its sessions and grants stopped working.',
+  },
+  sso_required: {
+    status: 403,
+    description:
+      'The org that manages this account (or holds this mail domain) requires sign-in through its connection (docs/federation.md#required-sso): magic links and backup codes are refused, and a passkey signs in only after an upstream sign-in.',
   },
   confirmation_mismatch: {
     status: 400,
@@ -309,7 +329,35 @@ export const REASONS = {
     description:
       'The receipt is in this epoch, so it has no proof of absence; `GET /receipts/{hash}` gives its inclusion proof.',
   },
-  // edge-gate (docs/gateway.md)
+  unknown_tile: {
+    status: 404,
+    description:
+      'No such tile of the transparency log yet: the tree is smaller, or the path is not a C2SP tlog-tiles path (docs/ledger.md#verifying-with-transparency-tools).',
+  },
+  unknown_log: {
+    status: 404,
+    description:
+      "This instance witnesses no log with the checkpoint's origin (`ledger.witness.logs`), or witnesses none at all.",
+  },
+  checkpoint_not_signed: {
+    status: 403,
+    description: 'The checkpoint sent to the witness carries no valid signature by a key configured for its log.',
+  },
+  checkpoint_older: {
+    status: 400,
+    description: "The old size sent to the witness is larger than the checkpoint's own size (C2SP tlog-witness).",
+  },
+  checkpoint_conflict: {
+    status: 409,
+    description:
+      'The witness already cosigned another root at this size: the log shows two histories, and the witness refuses the second.',
+  },
+  inconsistent_checkpoint: {
+    status: 422,
+    description:
+      'The consistency proof does not show the checkpoint extending the one the witness cosigned last: a forked log is refused.',
+  },
+  // gateway (docs/gateway.md)
   gateway_not_configured: {
     status: 503,
     description:
@@ -471,10 +519,46 @@ export const REASONS = {
     description:
       'The site could not be graded: it did not answer in time, answered with an error status, or sent something unreadable.',
   },
+  domain_claimed: {
+    status: 409,
+    description:
+      'Another organization has proved this mail domain already: the first org to verify a domain holds it, and the operator settles disputes.',
+  },
   domain_not_verified: {
     status: 409,
     description:
       "The org has not proved control of the site's domain (DNS TXT or /.well-known/keyplane-site.txt), so no seal is shown; `cause` says why (`not_published`, `wrong_content`, `certificate_failed`, `fetch_failed`) and `checks` what each place answered.",
+  },
+  // connections: sign-in through an upstream identity provider (docs/federation.md)
+  multi_tenant_issuer: {
+    status: 400,
+    description:
+      'The upstream issuer lets accounts of any tenant sign in (Google without `hd`, Entra `common`/`organizations`): pin the connection to one with `tenant`.',
+  },
+  upstream_unreachable: {
+    status: 502,
+    description:
+      'The upstream identity provider did not answer in time, or its discovery document, keys or token endpoint could not be read.',
+  },
+  upstream_error: {
+    status: 400,
+    description:
+      'The upstream identity provider answered the sign-in with an error (`error=`, for example `access_denied`); `error` names it.',
+  },
+  upstream_response_invalid: {
+    status: 400,
+    description:
+      "The upstream's answer did not verify: a bad or missing signature, another issuer (RFC 9207 `iss`) or audience, an expired ID token, a wrong nonce, or another tenant than the connection's pin.",
+  },
+  federation_state_unknown: {
+    status: 400,
+    description:
+      'The upstream sent the browser back without a `state`, or with one that is unknown, expired or used already (a replay): start the sign-in again.',
+  },
+  not_provisioned: {
+    status: 403,
+    description:
+      "The upstream identity is not an account this connection signs in: an org connection signs in only accounts its org manages (with `jit`, a new one whose address lies in the org's proved mail domains); an instance-wide one only identities linked to it.",
   },
   // trust profiles, migration plans and the rollout flow (docs/rollout.md)
   invalid_profile: {
@@ -541,6 +625,34 @@ export const REASONS = {
     status: 404,
     description:
       'No MCP tool has this name (JSON-RPC error -32602); `GET /mcp/tools` lists them. The attempt leaves an `mcp.attempt` receipt.',
+  },
+  // the SCIM 2.0 server (docs/scim.md): answered in the SCIM error schema with the `scimType` of RFC 7644 §3.12
+  scim_invalid_filter: {
+    status: 400,
+    description:
+      'SCIM `invalidFilter`: the filter does not parse, or names an attribute or operator the server does not filter on.',
+  },
+  scim_invalid_value: {
+    status: 400,
+    description: 'SCIM `invalidValue`: a required attribute is missing, or a value has the wrong type or form.',
+  },
+  scim_invalid_path: {
+    status: 400,
+    description: "SCIM `invalidPath`: a PATCH operation's `path` is malformed or unknown.",
+  },
+  scim_no_target: {
+    status: 400,
+    description: "SCIM `noTarget`: a PATCH operation's value filter matched nothing to replace or remove.",
+  },
+  scim_uniqueness: {
+    status: 409,
+    description:
+      "SCIM `uniqueness`: the org has a user with this `userName`, or a group with this `displayName`'s slug, already.",
+  },
+  scim_mutability: { status: 400, description: 'SCIM `mutability`: the attribute is read-only (`id`, `meta`).' },
+  scim_invalid_syntax: {
+    status: 400,
+    description: 'SCIM `invalidSyntax`: the body is not the SCIM message the endpoint takes (`schemas`, `Operations`).',
   },
   // the contact channel (docs/contact.md)
   message_too_long: {

@@ -138,6 +138,7 @@ const ERROR_CODES: Record<string, string> = {
   account_mismatch: 'access_denied',
   consent_required: 'access_denied',
   account_disabled: 'access_denied',
+  account_suspended: 'access_denied',
   access_denied: 'access_denied',
   rate_limited: 'temporarily_unavailable',
   internal: 'server_error',

@@ -4,6 +4,15 @@ import { request, type RequestOptions } from 'node:https';
 import { request as plainRequest } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
+import { SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_SCHEME,
+} from '@opentelemetry/semantic-conventions';
 import { rootCertificates } from 'node:tls';
 import { fail, isKeyplaneError, type KeyplaneError } from '../errors/keyplane-error.js';
 import type { Reason } from '../errors/reasons.js';
@@ -45,6 +54,13 @@ export interface GuardedFetchOptions {
   body?: string;
   /** Extra request headers (the scan's CORS probe: `Origin`, `Access-Control-Request-Method`); never credentials. */
   headers?: Record<string, string>;
+  /**
+   * An `Authorization` value for this destination alone, never sent past a redirect: what its own
+   * owner gave for it (a Shared Signals push stream's `authorization_header`, RFC 8935 §2), or
+   * Keyplane's own client credential at an upstream's token endpoint (a connection's
+   * `client_secret_basic`, RFC 6749 §2.3.1). Never a user's.
+   */
+  destinationAuthorization?: string;
   /** Also fetch `http:` URLs, with the same address checks: only the posture scan's plain-http leg. */
   allowHttp?: boolean;
   /** False accepts a certificate that does not verify: only the posture scan, to grade such a site. */
@@ -53,6 +69,8 @@ export interface GuardedFetchOptions {
   followRedirects?: boolean;
   /** Aborts the fetch from outside (the scan's one budget over many requests). */
   signal?: AbortSignal;
+  /** Records each fetch as a client span (docs/observability.md#traces); absent when tracing is off. */
+  tracer?: Tracer;
 }
 
 export interface FetchHop {
@@ -187,7 +205,7 @@ function requestOnce(
   }) as unknown as LookupFunction;
   const plain = url.protocol === 'http:';
   // Only credential-free headers are passed on: nothing may carry a user's identity to the target.
-  const extra = Object.fromEntries(
+  const extra: Record<string, string> = Object.fromEntries(
     Object.entries(options.headers ?? {}).filter(
       ([name]) => !/^(cookie|authorization|proxy-authorization)$/i.test(name),
     ),
@@ -206,6 +224,7 @@ function requestOnce(
     signal,
     headers: {
       ...extra,
+      ...(options.destinationAuthorization !== undefined ? { authorization: options.destinationAuthorization } : {}),
       accept: options.accept ?? 'application/json, */*;q=0.5',
       'user-agent': USER_AGENT,
       'accept-encoding': 'identity',
@@ -263,7 +282,56 @@ function networkError(error: Error, signal: AbortSignal): KeyplaneError {
  * each target the same way and refusing loops; caps the body at `maxBytes` and the whole fetch
  * at `timeoutMs`. Sends no cookies and no credentials. Every failure is a `fetch_*` refusal.
  */
-export async function fetchGuarded(input: string | URL, options: GuardedFetchOptions = {}): Promise<FetchedResponse> {
+export function fetchGuarded(input: string | URL, options: GuardedFetchOptions = {}): Promise<FetchedResponse> {
+  return options.tracer ? fetchTraced(options.tracer, input, options) : fetchUntraced(input, options);
+}
+
+/**
+ * A fetch as a client span: method, the target's host and port, the final status and the refusal
+ * reason. Never the path or query (a user's URL may carry a token in either), never a header; and
+ * no `traceparent` is sent, since the target is whoever a user named, not a service of ours.
+ */
+function fetchTraced(tracer: Tracer, input: string | URL, options: GuardedFetchOptions): Promise<FetchedResponse> {
+  const method = options.method ?? 'GET';
+  let target: URL | undefined;
+  try {
+    target = new URL(input);
+  } catch {
+    // fetchUntraced refuses it with its reason; the span says only that it failed.
+  }
+  return tracer.startActiveSpan(
+    method,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        [ATTR_HTTP_REQUEST_METHOD]: method,
+        ...(target
+          ? {
+              [ATTR_URL_SCHEME]: target.protocol.replace(':', ''),
+              [ATTR_SERVER_ADDRESS]: hostOf(target),
+              [ATTR_SERVER_PORT]: Number(target.port || (target.protocol === 'http:' ? 80 : 443)),
+            }
+          : {}),
+      },
+    },
+    async (span) => {
+      try {
+        const response = await fetchUntraced(input, options);
+        span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.status);
+        if (response.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+        return response;
+      } catch (error) {
+        span.setAttribute(ATTR_ERROR_TYPE, isKeyplaneError(error) ? error.reason : 'error');
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+async function fetchUntraced(input: string | URL, options: GuardedFetchOptions): Promise<FetchedResponse> {
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), options.timeoutMs ?? FETCH_DEFAULTS.timeoutMs);
   const outer = options.signal;
@@ -280,7 +348,10 @@ export async function fetchGuarded(input: string | URL, options: GuardedFetchOpt
       url.hash = '';
       seen.add(url.href);
       const pinned = await resolveChecked(url, options, deadline.signal);
-      const { response, body } = await requestOnce(url, pinned, ca, options, deadline.signal);
+      // The destination's Authorization value goes to the URL it was given for, never past a redirect.
+      const { destinationAuthorization: _own, ...onward } = options;
+      const hopOptions = redirects.length === 0 ? options : onward;
+      const { response, body } = await requestOnce(url, pinned, ca, hopOptions, deadline.signal);
       const hop = { url: url.href, status: response.statusCode ?? 0, headers: response.headers };
       if (body) return { ...hop, address: pinned.address, body, redirects };
       redirects.push(hop);

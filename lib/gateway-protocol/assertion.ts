@@ -28,6 +28,8 @@ export interface AssertionInput {
   email?: string;
   /** The `orgs` claim, as the ID token stated it (scope `orgs`). */
   orgs?: ReadonlyArray<{ slug: string; role: string }>;
+  /** The `groups` claim, as the ID token stated it (scope `groups`). */
+  groups?: readonly string[];
   /** Who acts for the subject (the token's RFC 8693 `act`), newest first; sent as a nested `act` claim. */
   actors?: readonly string[];
   /** Milliseconds. */
@@ -56,6 +58,7 @@ export async function buildUpstreamAssertion(input: AssertionInput, key: Asserti
   };
   if (input.email) claims['email'] = input.email;
   if (input.orgs) claims['orgs'] = input.orgs.map(({ slug, role }) => ({ slug, role }));
+  if (input.groups) claims['groups'] = [...input.groups];
   if (input.actors?.length) claims['act'] = nestActors(input.actors);
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: ASSERTION_TYP })

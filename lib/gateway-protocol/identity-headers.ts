@@ -12,6 +12,7 @@ export const IDENTITY_HEADERS = {
   assurance: 'x-auth-assurance',
   email: 'x-auth-email',
   orgs: 'x-auth-orgs',
+  groups: 'x-auth-groups',
   assertion: 'x-auth-assertion',
   /** RFC 8693: who acts for the subject now (the outermost `act.sub` of an exchanged token). */
   actor: 'x-auth-actor',
@@ -54,6 +55,8 @@ export interface UpstreamIdentity {
   emailVerified?: boolean;
   /** The `orgs` claim (scope `orgs`), sent as `slug:role` comma-separated; absent when empty or not granted. */
   orgs?: ReadonlyArray<{ slug: string; role: string }>;
+  /** The `groups` claim (scope `groups`), `<org>/<team>` comma-separated; absent when empty or not granted. */
+  groups?: readonly string[];
   assertion: string;
   /** Who acts for the subject (RFC 8693 `act`), newest first. */
   actors?: readonly string[];
@@ -72,5 +75,6 @@ export function buildIdentityHeaders(identity: UpstreamIdentity): Record<string,
   if (identity.actors?.length) out[IDENTITY_HEADERS.actor] = identity.actors[0]!;
   if (identity.orgs && identity.orgs.length > 0)
     out[IDENTITY_HEADERS.orgs] = identity.orgs.map(({ slug, role }) => `${slug}:${role}`).join(',');
+  if (identity.groups && identity.groups.length > 0) out[IDENTITY_HEADERS.groups] = identity.groups.join(',');
   return out;
 }

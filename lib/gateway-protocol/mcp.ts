@@ -1,5 +1,6 @@
 import type { RoutePolicy } from './policy.js';
 import { gatewayPublicUrls } from './config-issuance.js';
+import { findCaseVariantMember, findRepeatedMember } from './json-members.js';
 
 /**
  * The gateway as an MCP resource server (docs/mcp.md#protect-an-mcp-server-with-the-gateway):
@@ -42,22 +43,38 @@ export interface ProtectedResourceMetadata {
   dpop_signing_alg_values_supported: string[];
 }
 
+/** The scopes a route declares: its own, then those its tool rules name (each once). */
+export function routeScopes(route: Pick<RoutePolicy, 'scopes' | 'tools'>): string[] {
+  const tools = Object.values(route.tools ?? {}).flatMap((rule) => rule.scopes ?? []);
+  return [...new Set([...(route.scopes ?? []), ...tools])];
+}
+
 /** RFC 9728 §2: what a client needs to find the authorization server and ask it for a token for this route. */
 export function buildProtectedResourceMetadata(
-  route: Pick<RoutePolicy, 'path' | 'resource' | 'scopes'>,
+  route: Pick<RoutePolicy, 'path' | 'resource' | 'scopes' | 'tools'>,
   input: { publicUrl: string; issuer: string },
 ): ProtectedResourceMetadata {
   return {
     resource: mcpResourceOf(route, input.publicUrl),
     authorization_servers: [input.issuer],
-    scopes_supported: [...(route.scopes ?? [])],
+    // The route's scopes and those its tools need (docs/apis.md#gateways-declare-their-scopes).
+    scopes_supported: routeScopes(route),
     // RFC 6750 §2.1 only: a token in a query or form body would land in logs and upstream bodies.
     bearer_methods_supported: ['header'],
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
   };
 }
 
-/** The tools a JSON-RPC message or batch calls (`tools/call`), or `malformed` when it is not JSON-RPC. */
+/** JSON-RPC 2.0 §4 request members, and MCP's `tools/call` params (2025-11-25). */
+const MESSAGE_MEMBERS = ['jsonrpc', 'method', 'params', 'id'] as const;
+const TOOL_CALL_MEMBERS = ['name', 'arguments', '_meta'] as const;
+
+/**
+ * The tools a JSON-RPC message or batch calls (`tools/call`), or `malformed` when it is not
+ * JSON-RPC or is ambiguous: a repeated member name anywhere, or `Method`, `Params`, `Name` (any
+ * case variant of a member the rules read) where the app's parser might take it for the member
+ * (docs/gateway.md#mcp-routes). The gateway refuses rather than guess what the app will read.
+ */
 export function readToolCalls(body: string): { tools: string[] } | { malformed: string } {
   let parsed: unknown;
   try {
@@ -65,13 +82,21 @@ export function readToolCalls(body: string): { tools: string[] } | { malformed: 
   } catch {
     return { malformed: 'the body is not JSON' };
   }
+  const repeated = findRepeatedMember(body);
+  if (repeated !== null) return { malformed: `the member ${JSON.stringify(repeated)} is repeated` };
   // A batch is checked message by message: one refused tool refuses the whole request.
   const messages = Array.isArray(parsed) ? parsed : [parsed];
   const tools: string[] = [];
   for (const message of messages) {
     if (!message || typeof message !== 'object' || Array.isArray(message))
       return { malformed: 'a JSON-RPC message must be an object' };
+    const variant = findCaseVariantMember(message, MESSAGE_MEMBERS);
+    if (variant !== null) return { malformed: `the member ${JSON.stringify(variant)} is not JSON-RPC's spelling` };
     const { method, params } = message as { method?: unknown; params?: unknown };
+    if (params && typeof params === 'object' && !Array.isArray(params)) {
+      const inParams = findCaseVariantMember(params, TOOL_CALL_MEMBERS);
+      if (inParams !== null) return { malformed: `the member params.${inParams} is not MCP's spelling` };
+    }
     if (method !== 'tools/call') continue;
     const name = (params as { name?: unknown } | null | undefined)?.name;
     if (typeof name !== 'string') return { malformed: 'tools/call needs params.name' };

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { principalFromDirectory, type AccessDirectory } from '../access/directory.js';
-import { checkAllowRules, evaluateAccess, type AccessDecision, type AllowRules } from '../access/evaluate-access.js';
+import { evaluateAccess, type AccessDecision, type AllowRules } from '../access/evaluate-access.js';
 import { isAssuranceLevel, meetsAssurance, type AssuranceLevel } from '../assurance/assurance.js';
 import { findRoute } from './request-path.js';
 
 export { findRoute, pathSegments } from './request-path.js';
 
 /**
- * Per-route policy of the edge-gate (docs/gateway.md#policy): the `gateway` member of the
+ * Per-route policy of the gateway (docs/gateway.md#policy): the `gateway` member of the
  * gateway client's registration metadata. Pure: the caller says who is asking; this says
  * whether they may, and whether the answer is enforced (observe / canary / enforce).
  */
@@ -38,10 +38,14 @@ export interface RoutePolicy {
   mcp?: boolean;
   /** MCP routes only: rules a JSON-RPC `tools/call` of the named tool must meet besides the route's. */
   tools?: Record<string, ToolRule>;
+  /** MCP routes only: pass the caller's `Authorization` and `DPoP` headers to the app (kept at the edge by default). */
+  forward_token?: boolean;
 }
 
 /** What one MCP tool demands (docs/gateway.md#mcp-routes). */
 export interface ToolRule {
+  /** Scopes of the route's resource a call of this tool needs besides the route's (docs/apis.md#gateways-declare-their-scopes). */
+  scopes?: string[];
   min_assurance?: AssuranceLevel;
   allow?: AllowRules;
 }
@@ -52,6 +56,19 @@ export interface GatewayPolicy {
   /** Clients besides the gateway's own whose access tokens it accepts (default: none). */
   accept_clients?: string[];
   routes: RoutePolicy[];
+}
+
+/**
+ * The rules of the routes a person signs in to this gateway for (neither public nor MCP, which
+ * take tokens), when together they leave someone out: null when the gateway does not enforce, has
+ * no such route, or one of them admits anyone signed in. The control plane asks them before a
+ * consent page (docs/gateway.md#access-rules): nobody approves an app no route would let them into.
+ */
+export function sessionRouteRules(policy: GatewayPolicy): AllowRules[] | null {
+  if (policy.mode !== 'enforce') return null;
+  const routes = policy.routes.filter((route) => route.public !== true && route.mcp !== true);
+  if (routes.length === 0 || routes.some((route) => route.allow === undefined)) return null;
+  return routes.map((route) => route.allow!);
 }
 
 /** The caller as the gateway established it: from its session cookie or a verified token. */
@@ -162,92 +179,6 @@ export function evaluatePolicy(
   return { outcome: 'refuse', route, ...refusal };
 }
 
-/** Problems in a policy document, each with its path; empty when it is valid. */
-export function checkGatewayPolicy(value: unknown): string[] {
-  const problems: string[] = [];
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return ['gateway must be an object'];
-  const policy = value as Record<string, unknown>;
-  if (!['observe', 'canary', 'enforce'].includes(policy['mode'] as string))
-    problems.push('gateway.mode must be one of: observe, canary, enforce');
-  const percent = policy['canary_percent'];
-  if (percent !== undefined && !(Number.isInteger(percent) && (percent as number) >= 0 && (percent as number) <= 100))
-    problems.push('gateway.canary_percent must be an integer 0..100');
-  const accept = policy['accept_clients'];
-  if (accept !== undefined && !(Array.isArray(accept) && accept.every((id) => typeof id === 'string' && id.length > 0)))
-    problems.push('gateway.accept_clients must be a list of client ids');
-  if (!Array.isArray(policy['routes'])) return [...problems, 'gateway.routes must be an array'];
-  (policy['routes'] as unknown[]).forEach((entry, index) => {
-    const where = `gateway.routes[${index}]`;
-    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) {
-      problems.push(`${where} must be an object`);
-      return;
-    }
-    const route = entry as Record<string, unknown>;
-    const known = [
-      'path',
-      'min_assurance',
-      'principals',
-      'scopes',
-      'dpop',
-      'public',
-      'resource',
-      'allow',
-      'mcp',
-      'tools',
-    ];
-    for (const key of Object.keys(route)) if (!known.includes(key)) problems.push(`${where}.${key} is not a known key`);
-    if (
-      route['resource'] !== undefined &&
-      !(typeof route['resource'] === 'string' && /^https?:\/\//.test(route['resource']))
-    )
-      problems.push(`${where}.resource must be an absolute URL`);
-    if (typeof route['path'] !== 'string' || !route['path'].startsWith('/'))
-      problems.push(`${where}.path must be a path starting with /`);
-    if (route['min_assurance'] !== undefined && !isAssuranceLevel(route['min_assurance']))
-      problems.push(`${where}.min_assurance must be one of: recovery, email, passkey, sensitive`);
-    if (
-      route['principals'] !== undefined &&
-      !(Array.isArray(route['principals']) && route['principals'].every((p) => p === 'human' || p === 'agent'))
-    )
-      problems.push(`${where}.principals must list human and/or agent`);
-    if (
-      route['scopes'] !== undefined &&
-      !(Array.isArray(route['scopes']) && route['scopes'].every((s) => typeof s === 'string' && s.length > 0))
-    )
-      problems.push(`${where}.scopes must be a list of scope names`);
-    if (route['dpop'] !== undefined && route['dpop'] !== 'required' && route['dpop'] !== 'allowed')
-      problems.push(`${where}.dpop must be one of: required, allowed`);
-    if (route['public'] !== undefined && typeof route['public'] !== 'boolean')
-      problems.push(`${where}.public must be a boolean`);
-    if (route['allow'] !== undefined) problems.push(...checkAllowRules(route['allow'], `${where}.allow`));
-    if (route['mcp'] !== undefined && typeof route['mcp'] !== 'boolean')
-      problems.push(`${where}.mcp must be a boolean`);
-    if (route['tools'] !== undefined) problems.push(...checkToolRules(route['tools'], `${where}.tools`));
-  });
-  return problems;
-}
-
-/** Problems in a route's `tools` (each tool: `min_assurance?`, `allow?`), each with its path. */
-export function checkToolRules(value: unknown, where: string): string[] {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return [`${where} must be an object`];
-  const problems: string[] = [];
-  for (const [name, rule] of Object.entries(value as Record<string, unknown>)) {
-    const at = `${where}.${name}`;
-    if (name.length === 0 || name.length > 128) problems.push(`${where} has a tool name that is empty or too long`);
-    if (!rule || typeof rule !== 'object' || Array.isArray(rule)) {
-      problems.push(`${at} must be an object`);
-      continue;
-    }
-    const fields = rule as Record<string, unknown>;
-    for (const key of Object.keys(fields))
-      if (key !== 'min_assurance' && key !== 'allow') problems.push(`${at}.${key} is not a known key`);
-    if (fields['min_assurance'] !== undefined && !isAssuranceLevel(fields['min_assurance']))
-      problems.push(`${at}.min_assurance must be one of: recovery, email, passkey, sensitive`);
-    if (fields['allow'] !== undefined) problems.push(...checkAllowRules(fields['allow'], `${at}.allow`));
-  }
-  return problems;
-}
-
 /**
  * What a tool's rules refuse the caller for, after the route admitted it: too weak a sign-in
  * (RFC 9470) first, since a step-up can fix that, then the tool's `allow` rules (403).
@@ -257,10 +188,13 @@ export function checkToolCall(
   caller: Caller,
   directory?: AccessDirectory,
 ): {
-  reason: 'insufficient_user_authentication' | 'access_denied';
+  reason: 'insufficient_scope' | 'insufficient_user_authentication' | 'access_denied';
+  missingScopes?: string[];
   requiredAssurance?: AssuranceLevel;
   access?: Extract<AccessDecision, { allowed: false }>;
 } | null {
+  const missing = (rule.scopes ?? []).filter((scope) => !caller.scopes.includes(scope));
+  if (missing.length > 0) return { reason: 'insufficient_scope', missingScopes: missing };
   if (
     rule.min_assurance &&
     !(isAssuranceLevel(caller.assurance) && meetsAssurance(caller.assurance, rule.min_assurance))

@@ -2,7 +2,7 @@ import { EncryptJWT, type JWTPayload } from 'jose';
 import { createDecipheriv, createHash } from 'node:crypto';
 
 /**
- * The gateway's browser session lives only in cookies (no per-user state, so replicas scale out: docs/architecture.md#the-edge-gate-and-the-control-plane): a JWE
+ * The gateway's browser session lives only in cookies (no per-user state, so replicas scale out: docs/architecture.md#the-gateway-and-the-control-plane): a JWE
  * (`dir` + `A256GCM`) under a key list where the newest key encrypts and every listed key
  * decrypts, so keys rotate without signing anyone out. Expiry is inside the ciphertext.
  * Large values are split into `<name>.0`, `<name>.1`, … so no cookie passes the ~4 KB limit
@@ -11,6 +11,17 @@ import { createDecipheriv, createHash } from 'node:crypto';
 
 export const SESSION_COOKIE = 'kp_gate_session';
 export const LOGIN_COOKIE = 'kp_gate_login';
+/** Set by a sign-out, read once: the next page without a session says "signed out" instead of asking to sign in. */
+export const SIGNED_OUT_COOKIE = 'kp_gate_signed_out';
+const SIGNED_OUT_SECONDS = 600;
+/**
+ * Set when the control plane refused this browser's account for this gateway (`access_denied` at
+ * the callback): the next pages without a session show the 403 page instead of sending the
+ * browser back to a sign-in that would be refused again, until it expires or the person asks for
+ * another account (docs/gateway.md#access-rules).
+ */
+export const REFUSED_COOKIE = 'kp_gate_refused';
+const REFUSED_SECONDS = 60;
 /** Largest value per cookie, leaving room for the name and attributes under 4096 bytes. */
 export const CHUNK_SIZE = 3800;
 const MAX_CHUNKS = 8;
@@ -44,6 +55,8 @@ export interface GateSession {
   username?: string;
   /** The `orgs` claim of the ID token (scope `orgs`), passed on as `X-Auth-Orgs` and in the assertion. */
   orgs?: Array<{ slug: string; role: 'owner' | 'admin' | 'member' }>;
+  /** The `groups` claim of the ID token (scope `groups`), passed on as `X-Auth-Groups` and in the assertion. */
+  groups?: string[];
   scopes: string[];
   /** When the user authenticated at the control plane (seconds). */
   authTime?: number;
@@ -213,6 +226,16 @@ export function clearSessionCookies(present: readonly string[], secure: boolean)
   const base = cookieName(SESSION_COOKIE, secure);
   if (!names.includes(base)) names.push(base);
   return names.map((name) => clearCookie(name, secure));
+}
+
+/** The marker a sign-out leaves: no secret, only that this browser just signed out here. */
+export function signedOutCookie(secure: boolean): string {
+  return `${cookieName(SIGNED_OUT_COOKIE, secure)}=1; ${attributes(secure, SIGNED_OUT_SECONDS)}`;
+}
+
+/** The marker of a refused account: no secret, only that the control plane just refused this browser here. */
+export function refusedCookie(secure: boolean): string {
+  return `${cookieName(REFUSED_COOKIE, secure)}=1; ${attributes(secure, REFUSED_SECONDS)}`;
 }
 
 export function clearCookie(name: string, secure: boolean): string {

@@ -2,7 +2,8 @@ import { ProtocolError, type ConfigRefusal } from '../errors/protocol-error.js';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { checkAccessDirectory, type AccessDirectory } from '../access/directory.js';
 import { sha256Hex } from '../crypto/sha256.js';
-import { checkGatewayPolicy, type GatewayPolicy } from './policy.js';
+import { parseGatewayPolicy } from './parse-policy.js';
+import type { GatewayPolicy } from './policy.js';
 
 /**
  * The gateway's policy arrives as a JWS signed by the control plane (docs/gateway.md#signed-config; "Gateway config
@@ -80,8 +81,8 @@ export async function verifyGatewayConfig(jws: string, options: VerifyConfigOpti
   const version = payload['version'];
   if (!Number.isSafeInteger(version) || (version as number) < 1)
     throw new GatewayConfigError('malformed', 'version must be a positive integer');
-  const problems = checkGatewayPolicy(payload['gateway']);
-  if (problems.length > 0) throw new GatewayConfigError('malformed', problems.join('; '));
+  const parsed = parseGatewayPolicy(payload['gateway'], { at: 'enforcement' });
+  if (!parsed.policy) throw new GatewayConfigError('malformed', parsed.problems.join('; '));
   const revoked = payload['revoked_sessions'] ?? [];
   if (!Array.isArray(revoked) || !revoked.every((sid) => typeof sid === 'string'))
     throw new GatewayConfigError('malformed', 'revoked_sessions must be a list of session ids');
@@ -92,7 +93,7 @@ export async function verifyGatewayConfig(jws: string, options: VerifyConfigOpti
   }
   return {
     version: version as number,
-    policy: payload['gateway'] as GatewayPolicy,
+    policy: parsed.policy,
     revokedSessions: new Set(revoked as string[]),
     ...(directory !== undefined ? { directory: directory as AccessDirectory } : {}),
     exp: payload['exp'] as number,

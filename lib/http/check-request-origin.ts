@@ -19,9 +19,8 @@ export interface RequestOriginRule {
 }
 
 /**
- * The CSRF rule of every HTML form and state-changing browser request (CONTRACT.md, "Access
- * rules…"; docs/security.md#csrf-on-forms). Fetch Metadata first: `same-origin` (or `none`, a request the
- * person typed or bookmarked) passes and any other value (`same-site`, `cross-site`) fails, because
+ * The CSRF rule of every HTML form and state-changing browser request (docs/security.md#csrf-on-forms).
+ * Fetch Metadata first: `same-origin` (or `none`, a request the person typed or bookmarked) passes and any other value (`same-site`, `cross-site`) fails, because
  * pages answer with `Referrer-Policy: no-referrer` and Chromium then sends `Origin: null` on their
  * own same-origin form posts. Without Fetch Metadata, an `Origin` that is present and not `null`
  * must be ours. `Origin: null` without Fetch Metadata is refused: it is what an opaque origin (a

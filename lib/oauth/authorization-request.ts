@@ -40,6 +40,11 @@ export interface AuthorizationClient {
   grantTypes: readonly string[];
   resources: readonly string[];
   allowsHumans: boolean;
+  /**
+   * The API scopes (docs/apis.md) this client may ask for at `apiScopes.resource`: an API's
+   * scopes are granted only with a request for its resource, so a token never carries another's.
+   */
+  apiScopes?: { resource: string; names: readonly string[] };
   /** OIDC Registration §2 `default_max_age` (seconds): the `max_age` of a request without one. */
   defaultMaxAge?: number;
   /** OIDC Registration §2 `default_acr_values`: the `acr_values` of a request without them. */
@@ -197,8 +202,6 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
   } catch {
     return refuse('invalid_scope', 'scope has a malformed token');
   }
-  const scopes = grantableScopes(requested, client);
-
   let resource: string | undefined;
   try {
     resource = checkResource(client.resources, params.resource);
@@ -206,6 +209,7 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
     if (isKeyplaneError(error)) return refuse('invalid_target', error.message);
     throw error;
   }
+  const scopes = grantableScopes(requested, client, resource);
 
   const promptValue = single(params, 'prompt');
   const prompt = promptValue === undefined || promptValue === '' ? [] : [...new Set(promptValue.split(' '))];
@@ -262,7 +266,8 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
 }
 
 /**
- * The scopes a request is granted: those the provider knows and the client registered. OIDC Core
+ * The scopes a request is granted: those the provider knows and the client registered, and the
+ * scopes of the requested resource's API that admits the client (docs/apis.md). OIDC Core
  * §3.1.2.1 says scope values the provider does not understand SHOULD be ignored, and RFC 6749 §3.3
  * lets it grant less than asked (the token response then names what was granted), so an unknown
  * or unregistered value is dropped rather than refused. `offline_access` stays only where the
@@ -270,14 +275,17 @@ export function checkAuthorizationRequest(params: RawParams, client: Authorizati
  */
 export function grantableScopes(
   requested: readonly string[],
-  client: Pick<AuthorizationClient, 'scope' | 'grantTypes'>,
+  client: Pick<AuthorizationClient, 'scope' | 'grantTypes' | 'apiScopes'>,
+  resource?: string,
 ): string[] {
   const registered = client.scope.split(' ');
+  const api = client.apiScopes !== undefined && client.apiScopes.resource === resource ? client.apiScopes.names : [];
   return requested.filter(
     (scope) =>
-      (SUPPORTED_SCOPES as readonly string[]).includes(scope) &&
-      registered.includes(scope) &&
-      (scope !== 'offline_access' || client.grantTypes.includes('refresh_token')),
+      ((SUPPORTED_SCOPES as readonly string[]).includes(scope) &&
+        registered.includes(scope) &&
+        (scope !== 'offline_access' || client.grantTypes.includes('refresh_token'))) ||
+      api.includes(scope),
   );
 }
 

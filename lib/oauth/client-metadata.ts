@@ -1,14 +1,14 @@
 import type { JWK } from 'jose';
-import { checkAllowRules, type AllowRules, type OrgRule } from '../access/evaluate-access.js';
-import { checkToolRules, type GatewayPolicy, type RoutePolicy, type ToolRule } from '../gateway-protocol/policy.js';
+import { checkAllowRules, type OrgRule } from '../access/evaluate-access.js';
+import { parseGatewayPolicy } from '../gateway-protocol/parse-policy.js';
+import type { GatewayPolicy } from '../gateway-protocol/policy.js';
 import { oauthError } from './errors.js';
 import { validateRedirectUriForRegistration } from './redirect-uri.js';
 import { validateResourceForRegistration } from './resource.js';
 import { readOidcClientMembers, type OidcClientMembers } from './oidc-client-metadata.js';
-import { DEVICE_CODE_GRANT } from './device-code.js';
-import { TOKEN_EXCHANGE_GRANT } from './token-exchange.js';
+import { GRANT_DECLARATIONS, GRANT_TYPES, STANDALONE_GRANT_TYPES, isGrantType, type GrantType } from './grant-types.js';
 import { FAPI_PROFILES, applyFapiProfile, type FapiProfile } from './fapi.js';
-import { SUPPORTED_SCOPES, parseScope } from './scope.js';
+import { REGISTERED_BY_NAME_SCOPES, SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 /**
  * Client metadata as Keyplane registers it (RFC 7591 §2 plus Keyplane's `resources`,
@@ -18,23 +18,8 @@ import { SUPPORTED_SCOPES, parseScope } from './scope.js';
 
 export const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
 export type ClientAuthMethod = (typeof AUTH_METHODS)[number];
-/**
- * RFC 7523 §2.1 for agents. Agents are admitted by `access.agents`; RFC 7591 clients say the same
- * by listing this grant, so it is accepted only together with `access.agents: true`.
- */
-export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
-export const GRANT_TYPES = [
-  'authorization_code',
-  'refresh_token',
-  JWT_BEARER_GRANT,
-  DEVICE_CODE_GRANT,
-  TOKEN_EXCHANGE_GRANT,
-] as const;
-export type ClientGrantType = (typeof GRANT_TYPES)[number];
+export type ClientGrantType = GrantType;
 export type ClientType = 'public' | 'confidential';
-
-const ASSURANCE = ['recovery', 'email', 'passkey', 'sensitive'] as const;
-const PRINCIPAL_TYPES = ['human', 'agent'] as const;
 
 /**
  * The `gateway` member's type is the gateway's own (lib/gateway-protocol/policy.ts). Registration checks it
@@ -85,10 +70,10 @@ export const CLIENT_DEFAULTS = {
   /**
    * The standard scopes the provider offers: OIDC Dynamic Registration has no `scope` member, so
    * a relying party that registers dynamically must still be able to ask for `email` and
-   * `profile`. `offline_access` is kept only with the refresh_token grant. `orgs` releases the
-   * account's memberships and is registered only when asked for (docs/orgs.md#groups-for-relying-parties).
+   * `profile`. `offline_access` is kept only with the refresh_token grant. `orgs` and `groups` release
+   * the account's memberships and teams and are registered only when asked for (docs/orgs.md#groups-for-relying-parties).
    */
-  scope: SUPPORTED_SCOPES.filter((scope) => scope !== 'orgs').join(' '),
+  scope: SUPPORTED_SCOPES.filter((scope) => !REGISTERED_BY_NAME_SCOPES.includes(scope)).join(' '),
   resources: [],
   post_logout_redirect_uris: [],
   access: { humans: true, agents: false },
@@ -99,10 +84,8 @@ export const CLIENT_DEFAULTS = {
 const LIMITS = {
   redirectUris: 20,
   resources: 20,
-  routes: 200,
   jwksKeys: 10,
   text: 200,
-  acceptClients: 50,
   allowEntries: 500,
 };
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
@@ -179,108 +162,23 @@ function validateJwks(value: unknown): { keys: JWK[] } {
 
 /** `access.orgs` (docs/orgs.md#who-may-sign-in-to-an-app): only members of these orgs, in these roles, may sign in. */
 function validateAccessOrgs(value: unknown): OrgRule[] {
-  if (!Array.isArray(value) || value.length === 0) bad('access.orgs must be a non-empty list of {slug, roles?}');
+  if (!Array.isArray(value) || value.length === 0)
+    bad('access.orgs must be a non-empty list of {slug, roles?, teams?}');
   if (value.length > LIMITS.allowEntries) bad(`access.orgs has more than ${LIMITS.allowEntries} entries`);
   const problems = checkAllowRules({ orgs: value }, 'access');
   if (problems.length > 0) bad(problems.join('; '));
-  return (value as OrgRule[]).map(({ slug, roles }) => ({ slug: slug.toLowerCase(), ...(roles ? { roles } : {}) }));
+  return (value as OrgRule[]).map(({ slug, roles, teams }) => ({
+    slug: slug.toLowerCase(),
+    ...(roles ? { roles } : {}),
+    ...(teams ? { teams: teams.map((team) => team.toLowerCase()) } : {}),
+  }));
 }
 
 function validateGateway(value: unknown, scopeTokens: (v: unknown) => string[]): GatewayPolicy {
-  if (!isObject(value)) bad('gateway must be an object');
-  const { mode } = value;
-  if (mode !== 'observe' && mode !== 'canary' && mode !== 'enforce')
-    bad('gateway.mode must be one of observe, canary, enforce');
-  const policy: GatewayPolicy = { mode, routes: [] };
-  if (value.canary_percent !== undefined) {
-    const percent = value.canary_percent;
-    if (typeof percent !== 'number' || !Number.isInteger(percent) || percent < 0 || percent > 100)
-      bad('gateway.canary_percent must be an integer from 0 to 100');
-    policy.canary_percent = percent;
-  } else if (mode === 'canary') {
-    bad('gateway.canary_percent is required in canary mode');
-  }
-  if (value.accept_clients !== undefined) {
-    const accept = stringArray(value.accept_clients, 'gateway.accept_clients', LIMITS.acceptClients);
-    if (accept.some((id) => id.length === 0 || id.length > LIMITS.text))
-      bad('gateway.accept_clients must list client ids');
-    if (accept.length > 0) policy.accept_clients = [...new Set(accept)];
-  }
-  if (!Array.isArray(value.routes)) bad('gateway.routes must be an array');
-  if (value.routes.length > LIMITS.routes) bad(`gateway.routes has more than ${LIMITS.routes} entries`);
-  const seen = new Set<string>();
-  value.routes.forEach((raw, i) => {
-    const at = `gateway.routes[${i}]`;
-    if (!isObject(raw)) bad(`${at} must be an object`);
-    const known = ['path', 'min_assurance', 'principals', 'scopes', 'dpop', 'public', 'allow', 'mcp', 'tools'];
-    const unknown = Object.keys(raw).find((key) => !known.includes(key));
-    if (unknown !== undefined) bad(`${at}.${unknown} is not a route field`);
-    const { path } = raw;
-    if (typeof path !== 'string' || !path.startsWith('/') || path.length > 500 || /[?#\s]/.test(path))
-      bad(`${at}.path must be an absolute path without query or fragment`);
-    if (path === '/_gate' || path.startsWith('/_gate/')) bad(`${at}.path must not be under the reserved /_gate/`);
-    if (seen.has(path)) bad(`${at}.path repeats another route`);
-    seen.add(path);
-    const route: RoutePolicy = { path };
-    if (raw.min_assurance !== undefined) {
-      if (!(ASSURANCE as readonly unknown[]).includes(raw.min_assurance))
-        bad(`${at}.min_assurance must be one of ${ASSURANCE.join(', ')}`);
-      route.min_assurance = raw.min_assurance as RoutePolicy['min_assurance'];
-    }
-    if (raw.principals !== undefined) {
-      const principals = Array.isArray(raw.principals) ? raw.principals : [null];
-      if (principals.length === 0 || principals.some((p) => !(PRINCIPAL_TYPES as readonly unknown[]).includes(p)))
-        bad(`${at}.principals must list human and/or agent`);
-      route.principals = [...new Set(principals)] as RoutePolicy['principals'];
-    }
-    if (raw.scopes !== undefined) {
-      if (!Array.isArray(raw.scopes) || raw.scopes.some((s) => typeof s !== 'string' || s.includes(' ')))
-        bad(`${at}.scopes must be an array of scope tokens`);
-      route.scopes = scopeTokens(raw.scopes.join(' '));
-    }
-    if (raw.dpop !== undefined) {
-      if (raw.dpop !== 'required' && raw.dpop !== 'allowed') bad(`${at}.dpop must be required or allowed`);
-      route.dpop = raw.dpop;
-    }
-    if (raw.allow !== undefined) {
-      // docs/gateway.md#access-rules; every problem named at once, like the rest of the metadata.
-      const problems = checkAllowRules(raw.allow, `${at}.allow`);
-      if (problems.length > 0) bad(problems.join('; '));
-      const entries = Object.values(raw.allow as Record<string, unknown[]>).reduce((n, list) => n + list.length, 0);
-      if (entries > LIMITS.allowEntries) bad(`${at}.allow has more than ${LIMITS.allowEntries} entries`);
-      route.allow = raw.allow as AllowRules;
-    }
-    if (raw.mcp !== undefined) {
-      if (typeof raw.mcp !== 'boolean') bad(`${at}.mcp must be a boolean`);
-      if (raw.mcp) route.mcp = true;
-    }
-    if (raw.tools !== undefined) {
-      // docs/gateway.md#mcp-routes: rules per tool only mean something where tool calls are read.
-      if (route.mcp !== true) bad(`${at}.tools needs mcp: true`);
-      const problems = checkToolRules(raw.tools, `${at}.tools`);
-      if (problems.length > 0) bad(problems.join('; '));
-      if (Object.keys(raw.tools as object).length > LIMITS.routes)
-        bad(`${at}.tools has more than ${LIMITS.routes} tools`);
-      route.tools = raw.tools as Record<string, ToolRule>;
-    }
-    if (raw.public !== undefined) {
-      if (raw.public !== true) bad(`${at}.public must be true when present`);
-      if (
-        route.min_assurance ||
-        route.principals ||
-        route.scopes ||
-        route.dpop === 'required' ||
-        route.allow ||
-        route.mcp
-      )
-        bad(
-          `${at} is public and cannot also demand assurance, principals, scopes, DPoP or allow rules, or be an MCP route`,
-        );
-      route.public = true;
-    }
-    policy.routes.push(route);
-  });
-  return policy;
+  // docs/gateway.md#policy; every problem named at once, like the rest of the metadata.
+  const parsed = parseGatewayPolicy(value, { at: 'registration', scopeTokens });
+  if (!parsed.policy) bad(parsed.problems.join('; '));
+  return parsed.policy;
 }
 
 export interface MetadataOptions {
@@ -313,15 +211,21 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
     bad('response_types must be ["code"]: only the authorization code flow is offered');
 
   const grantTypes =
-    body.grant_types === undefined ? [...CLIENT_DEFAULTS.grant_types] : stringArray(body.grant_types, 'grant_types', 5);
-  const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
+    body.grant_types === undefined
+      ? [...CLIENT_DEFAULTS.grant_types]
+      : stringArray(body.grant_types, 'grant_types', GRANT_TYPES.length);
+  const unknownGrant = grantTypes.find((g) => !isGrantType(g));
   if (unknownGrant !== undefined)
     bad(`grant_types may hold ${GRANT_TYPES.join(', ')} only, not ${unknownGrant.slice(0, 60)}`);
   // A CLI or a TV may sign people in through the device grant alone, and a service acting for
   // people may only exchange their tokens: neither needs a redirect URI.
   const withCode = grantTypes.includes('authorization_code');
-  if (!withCode && !grantTypes.includes(DEVICE_CODE_GRANT) && !grantTypes.includes(TOKEN_EXCHANGE_GRANT))
-    bad(`grant_types must include authorization_code, ${DEVICE_CODE_GRANT} or ${TOKEN_EXCHANGE_GRANT}`);
+  if (!grantTypes.some((g) => (STANDALONE_GRANT_TYPES as string[]).includes(g)))
+    bad(`grant_types must include one of ${STANDALONE_GRANT_TYPES.join(', ')}`);
+  if (grantTypes.includes('client_credentials') && method === 'none')
+    bad(
+      'grant_types client_credentials is for confidential clients: register a token_endpoint_auth_method other than none',
+    );
 
   let scopes: string[];
   try {
@@ -344,17 +248,18 @@ export function validateClientMetadata(body: unknown, options: MetadataOptions =
   let access: ClientMetadata['access'] = { ...CLIENT_DEFAULTS.access };
   if (body.access !== undefined) {
     const a = body.access;
-    if (!isObject(a)) bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?}]}');
+    if (!isObject(a)) bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?, teams?}]}');
     const humans = a.humans ?? CLIENT_DEFAULTS.access.humans;
     const agents = a.agents ?? CLIENT_DEFAULTS.access.agents;
     if (typeof humans !== 'boolean' || typeof agents !== 'boolean')
-      bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?}]}');
+      bad('access must be {"humans": boolean, "agents": boolean, "orgs"?: [{slug, roles?, teams?}]}');
     if (!humans && !agents) bad('access must allow humans, agents or both');
     access = { humans, agents };
     if (a.orgs !== undefined) access.orgs = validateAccessOrgs(a.orgs);
   }
-  if (grantTypes.includes(JWT_BEARER_GRANT) && !access.agents)
-    bad(`grant_types ${JWT_BEARER_GRANT} admits agents: register it with "access": {"humans": …, "agents": true}`);
+  const agentGrant = grantTypes.find((g) => isGrantType(g) && GRANT_DECLARATIONS[g].admittedBy === 'access.agents');
+  if (agentGrant !== undefined && !access.agents)
+    bad(`grant_types ${agentGrant} admits agents: register it with "access": {"humans": …, "agents": true}`);
 
   const dpop = body.dpop_bound_access_tokens ?? false;
   if (typeof dpop !== 'boolean') bad('dpop_bound_access_tokens must be a boolean');

@@ -47,3 +47,12 @@ export function applyFapiProfile<T extends FapiRelevantMetadata>(metadata: T): T
   if (metadata.require_pushed_authorization_requests === false) bad('pushed authorization requests are required');
   return { ...metadata, require_pushed_authorization_requests: true, dpop_bound_access_tokens: true };
 }
+
+/**
+ * FAPI 2.0 SP §5.3.2: no refresh-token rotation for a FAPI client. Its refresh tokens are
+ * sender-constrained instead, bound to the client's own authentication (`private_key_jwt`, which
+ * the profile requires), so a leaked one is useless without the client's key (RFC 9449 §5).
+ */
+export function rotatesRefreshTokens(metadata: { fapi_profile?: FapiProfile }): boolean {
+  return metadata.fapi_profile === undefined;
+}

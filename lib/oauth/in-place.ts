@@ -1,5 +1,6 @@
 import { decideConsent } from '../consent/decide-consent.js';
 import type { Approval, AuthorizationRequest } from './authorization-request.js';
+import type { InPlaceTransport } from './in-place-transport.js';
 import { originsOf } from './redirect-uri.js';
 
 /**
@@ -8,8 +9,7 @@ import { originsOf } from './redirect-uri.js';
  * consent rule. Pure: callers pass the client's metadata and the stored approval.
  */
 
-/** How a sign-in reached the client; every transport leaves the same `signin.in_place` receipt. */
-export type InPlaceTransport = 'redirect' | 'popup' | 'fedcm' | 'direct';
+export type { InPlaceTransport } from './in-place-transport.js';
 
 /** What the origin rule needs of a client. */
 export interface InPlaceClient {

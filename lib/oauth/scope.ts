@@ -3,8 +3,11 @@ import { oauthError } from './errors.js';
 /** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-/** Scopes this provider knows: openid, email, profile, orgs, offline_access (docs/oidc.md). */
-export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'orgs', 'offline_access'] as const;
+/** Scopes this provider knows: openid, email, profile, orgs, groups, offline_access (docs/oidc.md). */
+export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'orgs', 'groups', 'offline_access'] as const;
+
+/** Scopes that release memberships: granted only to a client that registered them by name. */
+export const REGISTERED_BY_NAME_SCOPES: readonly string[] = ['orgs', 'groups'];
 
 /**
  * Splits a `scope` parameter into its tokens, in order, without duplicates. An absent or empty

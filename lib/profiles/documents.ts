@@ -58,7 +58,8 @@ export const TRUST_PROFILE_SCHEMA = {
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['name', 'redirect_uris', 'resources'],
+        // `resources` is 0..20: an environment without APIs may leave it out (read as []).
+        required: ['name', 'redirect_uris'],
         properties: {
           name: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,31}$' },
           redirect_uris: { ...URI_LIST, minItems: 1 },
@@ -92,7 +93,7 @@ export const MIGRATION_PLAN_SCHEMA = {
       enum: ['none', 'v1_bridge', 'own_sessions', 'oidc', 'saml'],
       description: 'How the app signs people in today.',
     },
-    to: { enum: ['edge-gate', 'sdk', 'oidc'], description: 'The integration mode it moves to.' },
+    to: { enum: ['gateway', 'sdk', 'oidc'], description: 'The integration mode it moves to.' },
     steps: {
       type: 'array',
       minItems: 1,
@@ -203,9 +204,19 @@ export function validateDocument(kind: DocumentKind, value: unknown): TrustProfi
   const validate = validatorOf(kind);
   if (!validate(value)) throw new DocumentError((validate.errors ?? []).map(describe));
   if (kind === 'profile') {
-    const problems = profileRules(value as TrustProfile);
+    const validated = value as Omit<TrustProfile, 'environments'> & {
+      environments: (Omit<ProfileEnvironment, 'resources'> & { resources?: string[] })[];
+    };
+    const profile: TrustProfile = {
+      ...validated,
+      environments: validated.environments.map((environment) => ({
+        ...environment,
+        resources: environment.resources ?? [],
+      })),
+    };
+    const problems = profileRules(profile);
     if (problems.length > 0) throw new DocumentError(problems);
-    return value as TrustProfile;
+    return profile;
   }
   return value as MigrationPlan;
 }

@@ -52,7 +52,8 @@ export async function waitForPort(port: number, host: string, timeoutMs: number)
 }
 
 /** The public URL when none is configured: browsers refuse IP addresses as WebAuthn RP IDs, so loopback becomes localhost. */
-export function defaultPublicUrl(host: string, port: number): string {
-  if (LOOPBACK.test(host)) return `http://localhost:${port}`;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+export function defaultPublicUrl(host: string, port: number, secure = false): string {
+  const scheme = secure ? 'https' : 'http';
+  if (LOOPBACK.test(host)) return `${scheme}://localhost:${port}`;
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }

@@ -44,6 +44,8 @@ interface CommonInput {
   /** Authentication methods (RFC 8176 values where they exist). */
   amr: readonly string[];
   principal: Principal;
+  /** The connection a federated sign-in came through (docs/federation.md#tokens): `idp` and `idp_name`. */
+  idp?: { id: string; name: string };
 }
 
 export interface IdTokenInput extends CommonInput {
@@ -57,6 +59,8 @@ export interface IdTokenInput extends CommonInput {
   profile?: { name?: string; preferred_username?: string };
   /** The account's memberships; stated only with scope `orgs`. */
   orgs?: readonly OrgClaim[];
+  /** The account's teams as `<org slug>/<team slug>`; stated only with scope `groups`. */
+  groups?: readonly string[];
 }
 
 /** One entry of the `orgs` claim (scope `orgs`): an org the account belongs to and its role there. */
@@ -81,7 +85,10 @@ export interface IdTokenClaims {
   name?: string;
   preferred_username?: string;
   orgs?: OrgClaim[];
+  groups?: string[];
   svc: SvcClaim;
+  idp?: string;
+  idp_name?: string;
 }
 
 export interface AccessTokenInput extends CommonInput {
@@ -108,8 +115,33 @@ export interface AccessTokenClaims {
   acr: AssuranceLevel;
   amr: string[];
   svc: SvcClaim;
+  idp?: string;
+  idp_name?: string;
   cnf?: { jkt: string };
   act?: ActorClaim;
+}
+
+/**
+ * A token a client holds for itself (the `client_credentials` grant, RFC 6749 §4.4): RFC 9068
+ * §2.2 makes `sub` the client id; no person signed in, so it has no `auth_time`, `acr`, `amr` or
+ * `svc` principal.
+ */
+/**
+ * The `jti` prefix of client-credentials tokens: they stand on no grant row, so verification
+ * checks that the client is still registered for the grant.
+ */
+export const CLIENT_CREDENTIALS_JTI = 'ccg';
+
+export interface ClientAccessTokenClaims {
+  iss: string;
+  sub: string;
+  aud: string;
+  exp: number;
+  iat: number;
+  jti: string;
+  client_id: string;
+  scope: string;
+  cnf?: { jkt: string };
 }
 
 function seconds(ms: number): number {
@@ -143,6 +175,7 @@ function common(input: CommonInput) {
     acr: assurance,
     amr: [...new Set(input.amr)],
     svc: { assurance, principal: checkPrincipal(input.subject, input.principal) },
+    ...(input.idp ? { idp: input.idp.id, idp_name: input.idp.name } : {}),
   };
 }
 
@@ -163,6 +196,7 @@ export function buildIdTokenClaims(input: IdTokenInput): IdTokenClaims {
     acr: base.acr,
     amr: base.amr,
     svc: base.svc,
+    ...(base.idp !== undefined ? { idp: base.idp, idp_name: base.idp_name } : {}),
   };
   if (input.nonce !== undefined) claims.nonce = input.nonce;
   if (input.sid !== undefined) claims.sid = input.sid;
@@ -175,6 +209,7 @@ export function buildIdTokenClaims(input: IdTokenInput): IdTokenClaims {
     if (input.profile.preferred_username !== undefined) claims.preferred_username = input.profile.preferred_username;
   }
   if (input.scopes.includes('orgs') && input.orgs) claims.orgs = input.orgs.map(({ slug, role }) => ({ slug, role }));
+  if (input.scopes.includes('groups') && input.groups) claims.groups = [...input.groups];
   return claims;
 }
 
@@ -197,6 +232,7 @@ export function buildAccessTokenClaims(input: AccessTokenInput): AccessTokenClai
     acr: base.acr,
     amr: base.amr,
     svc: base.svc,
+    ...(base.idp !== undefined ? { idp: base.idp, idp_name: base.idp_name } : {}),
   };
   if (input.dpopJkt !== undefined) claims.cnf = { jkt: input.dpopJkt };
   if (input.act !== undefined) claims.act = input.act;

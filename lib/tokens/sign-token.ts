@@ -1,7 +1,7 @@
 import type { KeyObject, webcrypto } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import { signJwt } from '../crypto/jwt.js';
-import type { AccessTokenClaims, IdTokenClaims } from './claims.js';
+import type { AccessTokenClaims, ClientAccessTokenClaims, IdTokenClaims } from './claims.js';
 
 /** What the key ring's `current()` returns: a kid and a private key (KeyObject or WebCrypto CryptoKey). */
 export interface TokenSigningKey {
@@ -32,7 +32,10 @@ export function signIdToken(claims: IdTokenClaims, key: TokenSigningKey): Promis
 }
 
 /** Signs an access token: ES256, `kid` from the JWKS, `typ: at+jwt` (RFC 9068 §2.1). */
-export function signAccessToken(claims: AccessTokenClaims, key: TokenSigningKey): Promise<string> {
+export function signAccessToken(
+  claims: AccessTokenClaims | ClientAccessTokenClaims,
+  key: TokenSigningKey,
+): Promise<string> {
   return sign(claims, key, 'at+jwt');
 }
 

@@ -42,7 +42,7 @@ t.test('keyplane accounts show, disable, enable and delete an account by usernam
   });
 
   const shown = await runInProcess(['accounts', 'show', identityId, '--control-plane', url, '--json'], env);
-  t.same(JSON.parse(shown.stdout), { ok: true, identityId, username: 'ada', state: 'active' });
+  t.same(JSON.parse(shown.stdout), { ok: true, identityId, username: 'ada', state: 'active', managedBy: null });
 
   const deleted = await runInProcess(['accounts', 'delete', 'ada', '--control-plane', url], env);
   t.equal(deleted.code, 0, deleted.stderr);

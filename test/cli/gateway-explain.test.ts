@@ -106,3 +106,41 @@ t.test('refusals: an unknown account or client exits 1, missing flags exit 2', a
   t.equal(usage.code, 2);
   t.match(usage.stderr, /--client-id, --user and --path are required/);
 });
+
+t.test('names the team that admitted an account, or the one it is missing', async (t) => {
+  t.equal((await browser.post('/org/acme/teams', { name: 'eng' })).statusCode, 201);
+  const ada = (await built.services.storage.identities.findByUsername('ada'))!;
+  t.equal((await browser.request('PUT', `/org/acme/teams/eng/members/${ada.identityId}`, {})).statusCode, 200);
+  const teamGateway = await registerClient(built.app, {
+    redirect_uris: ['https://eng.example.com/_gate/callback'],
+    gateway: {
+      mode: 'enforce',
+      routes: [
+        { path: '/', allow: { groups: ['acme/eng'] } },
+        { path: '/ops', allow: { orgs: [{ slug: 'acme', teams: ['ops'] }] } },
+      ],
+    },
+  });
+  const run = (path: string) =>
+    runInProcess(
+      [
+        'gateway',
+        'explain',
+        '--control-plane',
+        url,
+        '--client-id',
+        teamGateway.client_id,
+        '--user',
+        'ada',
+        '--path',
+        path,
+      ],
+      env,
+    );
+  const admitted = await run('/docs');
+  t.equal(admitted.code, 0, admitted.stderr);
+  t.match(admitted.stdout, /^ALLOW: allowed by groups: a member of the team acme\/eng\n/);
+  t.match(admitted.stdout, /route \/ admits members of the team acme\/eng/);
+  const missing = await run('/ops/x');
+  t.match(missing.stdout, /^DENY: denied: no allow rule matches \(not a member of the team acme\/ops\)\n/);
+});

@@ -79,6 +79,65 @@ t.test('keyplane clients list, show, rotate-secret and revoke', async (t) => {
   t.match(again.stderr, /cannot look up .*: not_found/);
 });
 
+t.test('keyplane clients register registers with the admin token and shows the credentials once', async (t) => {
+  const registered = await runInProcess(
+    [
+      'clients',
+      'register',
+      '--name',
+      'Wiki',
+      '--redirect-uri',
+      'https://wiki.example.com/callback',
+      '--redirect-uri',
+      'https://wiki.example.com/callback2',
+      '--scope',
+      'openid profile',
+      '--control-plane',
+      url,
+    ],
+    env,
+  );
+  t.equal(registered.code, 0, registered.stderr);
+  const lines = Object.fromEntries(
+    registered.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(': ') as [string, string]),
+  );
+  t.match(lines, { client_id: /^cl_/, client_secret: /^[A-Za-z0-9_-]{43}$/, registration_access_token: /.+/ });
+  t.match(registered.stderr, /not shown again/);
+  const stored = (await services.storage.clients.get(lines['client_id']!))!;
+  t.same(stored.metadata.redirect_uris, ['https://wiki.example.com/callback', 'https://wiki.example.com/callback2']);
+  t.equal(stored.metadata.client_name, 'Wiki');
+
+  const spa = await runInProcess(
+    [
+      'clients',
+      'register',
+      '--name',
+      'SPA',
+      '--public',
+      '--redirect-uri',
+      'https://spa.example.com/cb',
+      '--control-plane',
+      url,
+      '--json',
+    ],
+    env,
+  );
+  t.equal(spa.code, 0, spa.stderr);
+  t.match(JSON.parse(spa.stdout), { client_id: /^cl_/, token_endpoint_auth_method: 'none' });
+  t.notMatch(spa.stdout, /client_secret"/, 'a public client gets no secret');
+
+  const refused = await runInProcess(
+    ['clients', 'register', '--redirect-uri', 'http://evil.example.com/cb', '--control-plane', url, '--json'],
+    env,
+  );
+  t.equal(refused.code, 1, 'an invalid registration is refused by the server');
+  t.match(JSON.parse(refused.stdout), { ok: false, reason: /invalid_redirect_uri|invalid_client_metadata/ });
+  t.equal((await runInProcess(['clients', 'register', '--control-plane', url], env)).code, 2, 'nothing to register');
+});
+
 t.test("keyplane sessions revoke ends an account's sessions", async (t) => {
   t.equal((await browser.get('/account?format=json')).statusCode, 200);
   const unknown = await runInProcess(

@@ -84,6 +84,7 @@ t.test(
     // What a person sees on the terminal: each URL and the founder link once, no JSON request logs.
     const stderr = up.stderr();
     t.notMatch(stderr, /^\{/m, 'no JSON log line reaches the terminal, though requests were served');
+    t.notMatch(up.stdout() + stderr, /strict mode/, 'no schema compiler warning (Ajv strict mode) at start');
     t.equal(stderr.match(/\/auth\?setup=/g)?.length, 1, 'the founder link is printed once');
     t.equal(stderr.split(`${gateway}/ `).length - 1, 1, 'the gateway URL is printed once');
     t.equal(stderr.split(`${controlPlane}/auth\n`).length - 1, 1, 'the control plane URL is printed once');

@@ -164,7 +164,7 @@ t.test('gateway settings: env secret, list flags, URL checks', async (t) => {
   );
 });
 
-t.test('gateway settings added for the edge-gate: upstreams, cookie keys, lifetimes', async (t) => {
+t.test('gateway settings added for the gateway: upstreams, cookie keys, lifetimes', async (t) => {
   const dir = tempDir(t);
   const file = join(dir, 'gateway.yaml');
   writeFileSync(file, 'upstreams:\n  - path: /api\n    url: http://127.0.0.1:9001\n');

@@ -21,7 +21,7 @@ import {
 } from '../gateway/real-world.js';
 
 /**
- * The edge-gate's dependencies going away (integration tier, slow): a real control plane the
+ * The gateway's dependencies going away (integration tier, slow): a real control plane the
  * test stops and starts again on the same port, and a Redis of the gateway's own. What the last
  * signed config, the session cookie and the cached keys can serve goes on being served; what
  * needs the missing part answers 503 `unavailable` with Retry-After (never a 500, never a 401
@@ -74,7 +74,7 @@ else
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
       body: JSON.stringify({
-        client_name: 'Edge gate',
+        client_name: 'Gateway',
         redirect_uris: [`http://localhost:${port}/_gate/callback`],
         grant_types: ['authorization_code', 'refresh_token'],
         scope: 'openid email offline_access',

@@ -54,9 +54,10 @@ async function crashMaster(set: OwnSentinelSet): Promise<number> {
 
 if (!redis.run) t.test('Redis Sentinel', { skip: redis.reason }, () => undefined);
 else {
-  const conformance = await startSentinelSet(tempDir(t, 'keyplane-sentinel-'));
+  // The conformance run checks what each call does, not how fast: no failover and a long budget.
+  const conformance = await startSentinelSet(tempDir(t, 'keyplane-sentinel-'), { downAfterMs: 60_000 });
   t.teardown(() => conformance.close());
-  sharedStateSuite('redis sentinel', () => openHaState(conformance, `kptest:${randomUUID()}:`));
+  sharedStateSuite('redis sentinel', () => openHaState(conformance, `kptest:${randomUUID()}:`, 15_000));
 
   t.test('a master crash: what shared state acknowledged holds on the promoted replica', async (t) => {
     const set = await startSentinelSet(tempDir(t, 'keyplane-sentinel-'));

@@ -20,7 +20,8 @@ async function post(base: string, jar: Jar, path: string, body: unknown) {
     body: JSON.stringify(body),
   });
   const json = (await res.body.json()) as Record<string, unknown>;
-  if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${JSON.stringify(json)}`);
+  if (res.statusCode !== 200 && res.statusCode !== 201)
+    throw new Error(`${path}: ${res.statusCode} ${JSON.stringify(json)}`);
   return json;
 }
 
@@ -105,6 +106,51 @@ t.test('members of the org pass; a stranger gets 403: a page for browsers, the e
     'nothing of the stranger reached the app but the open route',
   );
 });
+
+t.test(
+  'allow.groups admits members of the team, with X-Auth-Groups upstream; the rest of the org gets 403',
+  async (t) => {
+    const w = await world(
+      t,
+      { mode: 'enforce', routes: [{ path: '/', min_assurance: 'passkey', allow: { groups: ['acme/eng'] } }] },
+      { pull: true, register: () => ({ scope: 'openid email profile orgs groups offline_access' }) },
+    );
+    const inName = `engineer-${Date.now() % 100000}`;
+    const outName = `outsider-${Date.now() % 100000}`;
+    const engineer = await passkeyUser(w.cp.url, inName);
+    const outsider = await passkeyUser(w.cp.url, outName);
+    await acmeWithMember(w, engineer, inName);
+    await post(w.cp.url, w.user.jar, '/org/acme/members/invite', { username: outName, role: 'member' });
+    await post(w.cp.url, outsider.jar, '/org/acme/members/accept', {});
+    const before = w.gw.running.gateway.configHolder.current!.version;
+    await post(w.cp.url, w.user.jar, '/org/acme/teams', { name: 'eng', displayName: 'Engineering' });
+    const put = await request(`${w.cp.url}/org/acme/teams/eng/members/${engineer.identityId}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', origin: w.cp.url, cookie: w.user.jar.header() },
+      body: '{}',
+    });
+    t.equal(put.statusCode, 200);
+    await put.body.dump();
+    await untilConfig(w, (version) => version > before);
+    t.match(w.gw.running.gateway.configHolder.current!.directory!.identities[engineer.identityId], {
+      orgs: [{ slug: 'acme', role: 'member', teams: ['eng'] }],
+    });
+
+    const asEngineer = await signIn({ ...w, user: engineer }, '/app');
+    t.equal((await get(`${w.gw.url}/app`, { ...HTML, cookie: asEngineer.jar.header() })).status, 200);
+    const seen = w.upstream.last().headers;
+    t.equal(seen['x-auth-groups'], 'acme/eng');
+    t.same(decodeJwt(seen['x-auth-assertion'] as string).groups, ['acme/eng']);
+    // The gateway asks consent (not first-party): the control plane refuses the outsider before it
+    // (docs/gateway.md#access-rules), the callback marks the browser refused and goes back to the app.
+    const asOutsider = await signIn({ ...w, user: outsider }, '/app');
+    t.equal(asOutsider.callback.searchParams.get('error'), 'access_denied', 'a member of the org outside the team');
+    t.equal(asOutsider.landed.location, `${w.gw.url}/app`);
+    const refused = await get(`${w.gw.url}/app`, { ...HTML, cookie: asOutsider.jar.header() });
+    t.equal(refused.status, 403, 'the 403 page, not another sign-in');
+    t.match(refused.body, /No access to/);
+  },
+);
 
 t.test('a member removed while signed in is refused after the next config refresh', async (t) => {
   const w = await world(t, POLICY, { pull: true });

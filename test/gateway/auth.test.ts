@@ -145,8 +145,26 @@ t.test(
     t.equal(location.searchParams.get('id_token_hint'), 'id.token.value');
     t.equal(location.searchParams.get('post_logout_redirect_uri'), `${gw.url}/`);
     t.ok([res.headers['set-cookie']].flat().some((line) => /^kp_gate_session=; .*Max-Age=0/.test(String(line))));
+    const setCookies = (answer: typeof res) => [answer.headers['set-cookie']].flat().map(String);
+    const marker = setCookies(res).find((line) => /^kp_gate_signed_out=1; /.test(line));
+    t.match(marker, /HttpOnly; SameSite=Lax; Max-Age=600/, 'the sign-out leaves a short-lived marker');
+    const back = await request(`${gw.url}/`, { headers: { ...HTML, cookie: 'kp_gate_signed_out=1' } });
+    t.equal(back.statusCode, 200, 'no new sign-in started by itself');
+    const signedOut = await back.body.text();
+    t.match(signedOut, `You are signed out of ${new URL(gw.url).host}.`);
+    t.match(signedOut, '<a href="/_gate/signin?rd=%2F" data-action="sign-in-again">Sign in again</a>');
+    t.ok(
+      setCookies(back).some((line) => /^kp_gate_signed_out=; .*Max-Age=0/.test(line)),
+      'the marker is spent',
+    );
+    const later = await request(`${gw.url}/`, { headers: HTML });
+    t.equal(later.statusCode, 302, 'without the marker a page asks to sign in, as before');
     const anonymous = await request(`${gw.url}/_gate/signout?rd=//evil.example`);
     t.equal(anonymous.headers['location'], `${gw.url}/`, 'no open redirect on sign-out');
+    t.ok(
+      setCookies(anonymous).some((line) => /^kp_gate_signed_out=1; /.test(line)),
+      'signed out already: said too',
+    );
   },
 );
 

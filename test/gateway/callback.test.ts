@@ -10,6 +10,7 @@ import {
 } from '../../gateway/src/token-client.js';
 import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
 import { parseCookieHeader, readSessionCookies } from '#lib/gateway-protocol/session-cookie.js';
+import { NO_ROUTE_ADMITS, NOT_ADMITTED } from '#lib/access/evaluate-access.js';
 import {
   CLIENT_ID,
   CONTROL_PLANE,
@@ -286,3 +287,58 @@ t.test('token client: OAuth errors are refusals; 5xx, garbage and silence are un
   const closed = createTokenClient({ controlPlane: 'http://127.0.0.1:1', clientId: 'x', clientSecret: 'y' });
   t.equal(await outcome(closed.refresh('rt')), 'unavailable:-');
 });
+
+t.test(
+  'access_denied for an account not admitted: back where it was, then the 403 page for a minute, until another sign-in; a declined consent is sign_in_refused',
+  async (t) => {
+    const client = stub(() => Promise.reject(new Error('no code is exchanged')));
+    const policy: GatewayPolicy = { mode: 'enforce', routes: [{ path: '/', allow: { orgs: [{ slug: 'acme' }] } }] };
+    const gw = await startTestGateway(t, { policy, deps: { tokenClient: client } });
+
+    const declined = await callback(gw.url, await beginLogin(gw.url), {
+      error: 'access_denied',
+      error_description: 'the user declined',
+    });
+    t.equal(declined.status, 403);
+    t.match(declined.body, { reason: 'sign_in_refused', error: 'access_denied' }, 'a person who declined');
+    t.notOk(
+      declined.setCookie.some((line) => line.startsWith('kp_gate_refused=1')),
+      'is not marked refused',
+    );
+
+    for (const description of [NO_ROUTE_ADMITS, NOT_ADMITTED]) {
+      const refused = await callback(gw.url, await beginLogin(gw.url, 'rd=/app/report'), {
+        error: 'access_denied',
+        error_description: description,
+      });
+      t.equal(refused.status, 302, description);
+      t.equal(refused.location, `${gw.url}/app/report`, 'back where the browser was');
+      const marker = refused.setCookie.find((line) => line.startsWith('kp_gate_refused=1'));
+      t.match(marker, /Max-Age=60/, 'marked refused for a minute');
+      t.match(marker, /HttpOnly/);
+    }
+
+    const page = await request(`${gw.url}/app/report`, { headers: { ...HTML, cookie: 'kp_gate_refused=1' } });
+    const html = await page.body.text();
+    t.equal(page.statusCode, 403, 'the next page is the 403 page, not a sign-in');
+    t.match(html, /<h1>No access to 127\.0\.0\.1:\d+<\/h1>|<h1>No access to localhost:\d+<\/h1>/);
+    t.notMatch(html, /data-field="account"/, 'naming no account: the gateway never learnt which');
+    t.match(html, /href="\/_gate\/signin\?rd=%2Fapp%2Freport&amp;prompt=select_account"/, 'another account offered');
+
+    const again = await request(`${gw.url}/_gate/signin?rd=/app/report&prompt=select_account`, {
+      headers: { cookie: 'kp_gate_refused=1' },
+    });
+    await again.body.dump();
+    t.equal(again.statusCode, 302, 'another sign-in starts');
+    t.ok(
+      [again.headers['set-cookie']]
+        .flat()
+        .map(String)
+        .some((line) => /^kp_gate_refused=;.*Max-Age=0/.test(line)),
+      'and ends the refusal',
+    );
+    const withoutMarker = await request(`${gw.url}/app/report`, { headers: HTML });
+    await withoutMarker.body.dump();
+    t.equal(withoutMarker.statusCode, 302, 'without the marker a page load is sent to sign in');
+  },
+);

@@ -19,8 +19,9 @@ const POLICY: GatewayPolicy = {
       min_assurance: 'passkey',
       tools: { delete_x: { min_assurance: 'sensitive' }, audit_x: { allow: { orgs: [{ slug: 'ops' }] } } },
     },
-    { path: '/mail-mcp', mcp: true, scopes: ['email'] },
+    { path: '/mail-mcp', mcp: true, scopes: ['email'], tools: { send_mail: { scopes: ['mail.send'] } } },
     { path: '/strong-mcp', mcp: true, min_assurance: 'sensitive' },
+    { path: '/token-mcp', mcp: true, forward_token: true },
   ],
 };
 
@@ -30,9 +31,9 @@ async function setUp(t: Tap) {
   const upstream = await startUpstream(t);
   const gw = await startTestGateway(t, { upstream: upstream.url });
   await gw.configure(POLICY, 1, ACCESS_DIRECTORY);
-  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}, method = 'POST') => {
     const res = await request(`${gw.url}${path}`, {
-      method: 'POST',
+      method: method as 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
@@ -67,7 +68,7 @@ t.test('serves RFC 9728 metadata for each MCP route and nothing for other paths'
     dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
   });
   const mail = (await (await request(metadata('/mail-mcp'))).body.json()) as Record<string, unknown>;
-  t.same(mail['scopes_supported'], ['email']);
+  t.same(mail['scopes_supported'], ['email', 'mail.send'], "the route's scopes, then its tools'");
   // Not an MCP route: the request goes through the policy like any other (here: sign in first).
   const other = await request(`${gw.url}/.well-known/oauth-protected-resource/app`);
   await other.body.dump();
@@ -111,6 +112,20 @@ t.test("any client's token for the route's resource passes; a token for another 
     t.ok(refused.challenge?.endsWith(`resource_metadata="${metadata('/mcp')}"`), `${what}: names the metadata`);
   }
   t.equal(upstream.seen.length, 1);
+});
+
+t.test("a tool's scopes: a call without them is 403 insufficient_scope naming them", async (t) => {
+  const { post, token, metadata, upstream } = await setUp(t);
+  const mailOnly = `Bearer ${await token('/mail-mcp', { scope: 'email' })}`;
+  t.equal((await post('/mail-mcp', call('read_x'), { authorization: mailOnly })).status, 200, 'other tools pass');
+  const refused = await post('/mail-mcp', call('send_mail'), { authorization: mailOnly });
+  t.equal(refused.status, 403);
+  t.match(refused.body, { reason: 'insufficient_scope', error: 'insufficient_scope', scope: 'mail.send' });
+  t.match(refused.challenge, /error="insufficient_scope", scope="mail\.send"/);
+  t.ok(refused.challenge?.endsWith(`resource_metadata="${metadata('/mail-mcp')}"`));
+  const both = `Bearer ${await token('/mail-mcp', { scope: 'email mail.send' })}`;
+  t.equal((await post('/mail-mcp', call('send_mail'), { authorization: both })).status, 200);
+  t.equal(upstream.seen.length, 2);
 });
 
 t.test('a missing scope is 403 insufficient_scope; too weak a sign-in is 401 RFC 9470', async (t) => {
@@ -228,4 +243,57 @@ t.test('the GET event stream of Streamable HTTP passes through as it is written'
   let rest = '';
   for (let chunk = await reader.next(); !chunk.done; chunk = await reader.next()) rest += String(chunk.value);
   t.match(rest, /notifications\/message/);
+});
+
+t.test(
+  'tool rules have no parser gaps: every method with a body, no ambiguous members (issue #47 item 5)',
+  async (t) => {
+    const { post, token, upstream } = await setUp(t);
+    const passkey = { authorization: `Bearer ${await token('/mcp')}` };
+    // Another method carrying a destructive call: refused before any body is read, or read and ruled on.
+    for (const method of ['PUT', 'PATCH', 'PROPFIND']) {
+      const other = await post('/mcp', call('delete_x'), passkey, method);
+      t.equal(other.status, 405, `${method} is not an MCP method`);
+      t.match(other.body, { reason: 'method_not_allowed' });
+    }
+    const deleted = await post('/mcp', call('delete_x'), passkey, 'DELETE');
+    t.equal(deleted.status, 401, 'a DELETE with a body meets the tool rules too');
+    t.match(deleted.body, { reason: 'insufficient_user_authentication' });
+    // Bodies a Python, Go or Java MCP server could read as a call of delete_x while JSON.parse reads read_x.
+    for (const body of [
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_x","name":"read_x"}}',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"delete_x","name":"read_x"}}',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call","params":{"name":"delete_x"}}',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_x"},"Params":{"name":"delete_x"}}',
+    ]) {
+      const refused = await post('/mcp', body, passkey);
+      t.equal(refused.status, 400, body);
+      t.match(refused.body, { reason: 'invalid_request' });
+    }
+    t.equal(upstream.seen.length, 0, 'none of them reached the MCP server');
+  },
+);
+
+t.test("the caller's token stays at the edge unless the route says forward_token (issue #47 item 5)", async (t) => {
+  const { post, token, upstream, gw } = await setUp(t);
+  const bearer = await token('/mcp');
+  t.equal((await post('/mcp', call('read_x'), { authorization: `Bearer ${bearer}` })).status, 200);
+  t.notOk(upstream.last().headers['authorization'], 'no Authorization reaches the MCP server');
+  t.ok(upstream.last().headers['x-auth-assertion'], 'the signed assertion does');
+  const dpop = await dpopClient();
+  const bound = await signAccessToken({
+    audience: `${gw.url}/mcp`,
+    clientId: 'some-mcp-client',
+    scope: 'openid',
+    jkt: dpop.jkt,
+  });
+  const proof = await dpop.proof('POST', `${gw.url}/mcp`, bound);
+  t.equal((await post('/mcp', call('read_x'), { authorization: `DPoP ${bound}`, dpop: proof })).status, 200);
+  t.notOk(upstream.last().headers['authorization'], 'nor a DPoP-bound token');
+  t.notOk(upstream.last().headers['dpop'], 'nor its proof');
+  const forwarded = await token('/token-mcp');
+  t.equal((await post('/token-mcp', call('read_x'), { authorization: `Bearer ${forwarded}` })).status, 200);
+  t.equal(upstream.last().headers['authorization'], `Bearer ${forwarded}`, 'forward_token: true passes it');
+  t.equal((await post('/', {}, { cookie: await gw.sessionCookie(), authorization: 'Basic YTpi' })).status, 200);
+  t.equal(upstream.last().headers['authorization'], 'Basic YTpi', 'other routes forward it as before');
 });

@@ -56,3 +56,35 @@ t.test('a passkey session never reaches /admin through another spelling of it', 
   t.equal((await send(gw.url, '/ADMIN/users', sensitive)).status, 200, 'a step-up session passes in any case');
   t.equal(upstream.last().url, '/ADMIN/users', 'the upstream gets the path as sent');
 });
+
+t.test(
+  'a request with more than one Host, Authorization or DPoP header is 400 and never reaches the upstream',
+  async (t) => {
+    const upstream = await startUpstream(t);
+    const gw = await startTestGateway(t, { upstream: upstream.url, policy: POLICY });
+    const cookie = await gw.sessionCookie({ assurance: 'sensitive' });
+    const head = (fields: string) =>
+      `GET /app HTTP/1.1\r\n${fields}Accept: application/json\r\nCookie: ${cookie}\r\nConnection: close\r\n\r\n`;
+    const ok = await rawHttp(gw.url, head('Host: localhost\r\n'));
+    t.match(ok, /^HTTP\/1\.1 200/, 'one Host passes');
+    const seenBefore = upstream.seen.length;
+    // RFC 9112 §3.2; node keeps the first Host, a proxy in front or the app behind may read the last.
+    for (const fields of [
+      'Host: localhost\r\nHost: admin.internal\r\n',
+      'Host: localhost\r\nhost: localhost\r\n',
+      'Host: localhost\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n',
+      'Host: localhost\r\nDPoP: a\r\nDpop: b\r\n',
+    ]) {
+      const answer = await rawHttp(gw.url, head(fields));
+      t.match(answer, /^HTTP\/1\.1 400 /, JSON.stringify(fields));
+      t.match(answer, /"reason":"invalid_request"/);
+      t.match(answer, /more than one (host|authorization|dpop) header/);
+    }
+    const upgrade = await rawHttp(
+      gw.url,
+      `GET /ws HTTP/1.1\r\nHost: localhost\r\nHost: evil\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nCookie: ${cookie}\r\n\r\n`,
+    );
+    t.match(upgrade, /^HTTP\/1\.1 400 /, 'an upgrade with two Hosts is refused too');
+    t.equal(upstream.seen.length, seenBefore, 'none of them reached the upstream');
+  },
+);

@@ -13,7 +13,7 @@ import { startTestGateway, startUpstream, type TestGateway, type Upstream } from
 import { until } from '../helpers/until.js';
 
 /**
- * The browser sign-in at the edge-gate against a REAL control plane on a free port: the gateway
+ * The browser sign-in at the gateway against a REAL control plane on a free port: the gateway
  * is a confidential client registered with the admin token, the user signs up with a software
  * passkey over HTTP, and every redirect is followed by hand with two cookie jars (one per origin).
  */
@@ -133,7 +133,7 @@ export async function world(
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
     body: JSON.stringify({
-      client_name: 'Edge gate',
+      client_name: 'Gateway',
       redirect_uris: [`${gatewayUrl}/_gate/callback`],
       post_logout_redirect_uris: [`${gatewayUrl}/`],
       grant_types: ['authorization_code', 'refresh_token'],

@@ -8,7 +8,7 @@ import { until } from '../helpers/until.js';
 import { startTestGateway } from './helpers.js';
 import { HTML, Jar, POLICY, authorizeAt, get, sessionIn, signIn, signOut, world, type World } from './real-world.js';
 
-// Session rotation at the edge-gate (docs/gateway.md#session-rotation, ASVS 5.0 V7.2.4): a
+// Session rotation at the gateway (docs/gateway.md#session-rotation, ASVS 5.0 V7.2.4): a
 // sign-in or step-up through the gateway gives the browser a new cookie and ends the old
 // session, so a copy of the old cookie is refused (401) at every replica, never moved on.
 

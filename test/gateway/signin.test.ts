@@ -11,7 +11,7 @@ t.test(
     t.equal(signin.status, 302, 'straight to the control plane');
     const authorize = new URL(signin.location!);
     t.equal(`${authorize.origin}${authorize.pathname}`, `${w.cp.url}/auth/authorize`);
-    t.equal(authorize.searchParams.get('scope'), 'openid email profile orgs offline_access');
+    t.equal(authorize.searchParams.get('scope'), 'openid email profile orgs groups offline_access');
 
     const { jar, callback, landed } = await signIn(w);
     t.equal(callback.searchParams.get('iss'), w.cp.url, 'the control plane names itself (RFC 9207)');

@@ -1,9 +1,17 @@
 import t from 'tap';
 import { decodeJwt } from 'jose';
 import { request } from 'undici';
+import { DependencyUnavailableError } from '#lib/errors/dependency-outage.js';
+import type { TokenClient } from '../../gateway/src/token-client.js';
 import { CLIENT_ID, signAccessToken, startTestGateway, startUpstream } from './helpers.js';
 
 const ROUTES = [{ path: '/', min_assurance: 'passkey' as const }];
+
+/** A token client whose only use here is the control plane's introspection answer. */
+function introspectingClient(introspect: (token: string) => Promise<boolean>): TokenClient {
+  const unused = () => Promise.reject(new Error('not used'));
+  return { exchangeCode: unused, refresh: unused, introspect };
+}
 
 t.test("only tokens of the gateway's own client or of accept_clients pass", async (t) => {
   const upstream = await startUpstream(t);
@@ -70,7 +78,18 @@ t.test(
   'an exchanged token reaches the upstream with its actor in X-Auth-Actor and the chain in the assertion, a forged header never',
   async (t) => {
     const upstream = await startUpstream(t);
-    const gw = await startTestGateway(t, { upstream: upstream.url, policy: { mode: 'enforce', routes: ROUTES } });
+    // The control plane's introspection answer, which the gateway asks for an exchanged token
+    // (the real one: test/interop/openid-client/agent-exchange.test.ts).
+    const introspected: string[] = [];
+    const tokenClient = introspectingClient(async (token) => {
+      introspected.push(token);
+      return true;
+    });
+    const gw = await startTestGateway(t, {
+      upstream: upstream.url,
+      policy: { mode: 'enforce', routes: ROUTES },
+      deps: { tokenClient },
+    });
     const token = await signAccessToken({
       audience: gw.url,
       sub: 'person-1',
@@ -96,5 +115,45 @@ t.test(
     const plainSeen = upstream.seen.find((s) => s.url === '/api/plain')!;
     t.notOk('x-auth-actor' in plainSeen.headers, 'no actor, no header');
     t.notOk('act' in decodeJwt(String(plainSeen.headers['x-auth-assertion'])), 'and no act in the assertion');
+    t.same(introspected, [token], 'only the exchanged token was introspected, once while the answer holds');
   },
 );
+
+t.test('an exchanged token is refused when the control plane calls it inactive, or cannot be asked', async (t) => {
+  const upstream = await startUpstream(t);
+  const inactive = await startTestGateway(t, {
+    upstream: upstream.url,
+    policy: { mode: 'enforce', routes: ROUTES },
+    deps: { tokenClient: introspectingClient(async () => false) },
+  });
+  const withoutCredentials = await startTestGateway(t, {
+    upstream: upstream.url,
+    policy: { mode: 'enforce', routes: ROUTES },
+  });
+  for (const [gw, what] of [
+    [inactive, 'revoked at the control plane'],
+    [withoutCredentials, 'a gateway without client credentials cannot ask'],
+  ] as const) {
+    const token = await signAccessToken({ audience: gw.url, sub: 'person-1', act: { sub: CLIENT_ID } });
+    const res = await request(`${gw.url}/api/delegated`, { headers: { authorization: `Bearer ${token}` } });
+    t.equal(res.statusCode, 401, what);
+    t.match(await res.body.json(), { ok: false, reason: 'invalid_token' });
+  }
+  const unanswered = await startTestGateway(t, {
+    upstream: upstream.url,
+    policy: { mode: 'enforce', routes: ROUTES },
+    deps: {
+      tokenClient: introspectingClient(() =>
+        Promise.reject(new DependencyUnavailableError('control_plane', 'timeout', 'no answer')),
+      ),
+    },
+  });
+  const token = await signAccessToken({ audience: unanswered.url, sub: 'person-1', act: { sub: CLIENT_ID } });
+  const res = await request(`${unanswered.url}/api/delegated`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal(res.statusCode, 503, 'a control plane that does not answer is an outage, not a verdict on the token');
+  await res.body.dump();
+  t.notOk(
+    upstream.seen.some((seen) => seen.url === '/api/delegated'),
+    'none reached the upstream',
+  );
+});

@@ -383,6 +383,13 @@ export async function auditEveryPage(t: Test, locales: readonly string[]): Promi
       await visit('sign-out', `${cp}/auth/logout`, '/auth/logout');
       await Promise.all([page.waitForEvent('load'), page.click('form[data-action="logout"] button[type="submit"]')]);
       await audit('signed out');
+      // The gateway's own sign-out, last: the page it returns to says the person is signed out.
+      // Its session may have ended with the control plane's already (then there is no form to post).
+      await page.goto(`${gatewayUrl}/_gate/signout`);
+      const confirm = page.locator('button[data-action="signout"]');
+      if (await confirm.count()) await confirm.click();
+      await page.waitForSelector('a[data-action="sign-in-again"]', { timeout: 20_000 });
+      await audit('gateway signed out', '/');
       t.ok(audited.length >= 40, `${audited.length} pages audited`);
     });
   }

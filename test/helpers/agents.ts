@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { TEST_ISSUER } from './build.js';
 import type { Browser } from './signed-in.js';
 import type { DomainEvent } from '../../control-plane/src/events/types.js';
+import type { StoredAgent } from '../../control-plane/src/storage/interface.js';
 
 export interface AgentKey {
   jwk: JWK;
@@ -104,4 +105,28 @@ export function recordEvents(services: {
   const seen: DomainEvent[] = [];
   services.events.subscribe((_tx, event) => void seen.push(event));
   return seen;
+}
+
+/** An agent row as stored, for tests that set one up without its enrollment. */
+export function storedAgent(id: string, extra: Partial<StoredAgent> = {}): StoredAgent {
+  return {
+    agentId: id,
+    proofId: `p-${id}`,
+    ownerId: 'usr_a',
+    name: 'bot',
+    subjectKind: 'ai_agent',
+    publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' },
+    jkt: 'j'.repeat(43),
+    alg: 'EdDSA',
+    state: 'active',
+    visibility: 'public',
+    declared: {},
+    resumeNeedsKey: false,
+    keyProvenAt: 1,
+    ownerApprovedAt: 1,
+    lastProofAt: null,
+    createdAt: 1,
+    updatedAt: 1,
+    ...extra,
+  };
 }

@@ -65,12 +65,38 @@ export interface LaunchOptions {
   expectedFailures?: string[];
   /** Log every response, not only failures. */
   traceResponses?: boolean;
+  /**
+   * Keep passkey autofill (conditional mediation). Off by default: Chromium's virtual authenticator
+   * answers a conditional request on its own, which would sign a suite back in the moment /auth
+   * loads after it signs out; without it the pages take the button path, as in a browser without
+   * autofill. test/interop/browser/passkey-journeys.test.ts turns it on.
+   */
+  autofill?: boolean;
+}
+
+/**
+ * Makes the page see a browser without passkey autofill or conditional create (their feature
+ * detection answers false), so that it takes the button path.
+ */
+export async function withoutAutofill(context: BrowserContext): Promise<void> {
+  await context.addInitScript(() => {
+    const credential = (globalThis as { PublicKeyCredential?: { getClientCapabilities?: () => Promise<object> } })
+      .PublicKeyCredential;
+    if (!credential) return;
+    Object.defineProperty(credential, 'isConditionalMediationAvailable', { value: async () => false });
+    const capabilities = credential.getClientCapabilities?.bind(credential);
+    if (capabilities)
+      Object.defineProperty(credential, 'getClientCapabilities', {
+        value: async () => ({ ...(await capabilities()), conditionalGet: false, conditionalCreate: false }),
+      });
+  });
 }
 
 export async function launchChromium(t: Tap, options: LaunchOptions = {}): Promise<BrowserSession> {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
   t.teardown(() => browser.close());
   const context = await browser.newContext();
+  if (!options.autofill) await withoutAutofill(context);
   const page = await context.newPage();
   const problems: string[] = [];
   const expected = new Set(['/favicon.ico', ...(options.expectedFailures ?? [])]);

@@ -1,3 +1,4 @@
+import * as client from 'openid-client';
 import type { RunningControlPlane } from '../../control-plane/src/server.js';
 import type { tempDir } from './build.js';
 import { startLiveControlPlane } from './live-browser.js';
@@ -49,10 +50,13 @@ export function start(
   return startLiveControlPlane(t, { adminToken: ADMIN, ...extra });
 }
 
-/** Signs up through the real passkey routes and returns the browser's cookies. */
-export async function passkeySignUp(base: string, username: string): Promise<CookieJar> {
+/** Signs up through the real passkey routes (with `authenticator`, to sign in with it again) and returns the browser's cookies. */
+export async function passkeySignUp(
+  base: string,
+  username: string,
+  authenticator = new SoftAuthenticator(base),
+): Promise<CookieJar> {
   const jar = new CookieJar();
-  const authenticator = new SoftAuthenticator(base);
   const post = async (path: string, body: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method: 'POST',
@@ -77,6 +81,17 @@ export async function passkeySignUp(base: string, username: string): Promise<Coo
   const options = (await (await fetch(`${base}/auth/assertion-options`)).json()) as Record<string, any>;
   await post('/auth/assertion-verify', { response: authenticator.get(options.options) });
   return jar;
+}
+
+/** openid-client's configuration for a registered confidential client (client_secret_basic, plain http allowed). */
+export function configure(base: string, registered: Record<string, any>): Promise<client.Configuration> {
+  return client.discovery(
+    new URL(base),
+    registered.client_id as string,
+    registered.client_secret as string,
+    client.ClientSecretBasic(registered.client_secret as string),
+    { execute: [client.allowInsecureRequests] },
+  );
 }
 
 export async function register(base: string, metadata: Record<string, unknown>): Promise<Record<string, any>> {

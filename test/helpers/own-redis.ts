@@ -50,22 +50,22 @@ export async function redisCommand(port: number, ...args: Array<string | number>
 
 /**
  * A redis-server (or, with `sentinel`, a Sentinel whose config file is `sentinelConf`) on a
- * free port, in `dir`. `args` are extra `--name value` settings (`--replicaof`, `--appendonly`).
+ * free port, in `dir`. `args` are extra `--name value` settings (`--replicaof`, `--appendonly`),
+ * or a function that gives them afresh for each try (a cluster node's free bus port). A free
+ * port can be taken by another test process before redis-server binds it: a first start that
+ * exits is tried again on other ports, twice.
  */
 export async function startOwnRedis(
   dir: string,
-  options: { args?: string[]; sentinelConf?: (port: number) => string; port?: number } = {},
+  options: {
+    args?: string[] | (() => Promise<string[]>);
+    sentinelConf?: (port: number) => string;
+    port?: number;
+  } = {},
 ): Promise<OwnRedis> {
   mkdirSync(dir, { recursive: true });
-  const port = options.port ?? (await findFreePort());
-  const base = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--protected-mode', 'no'];
-  let args: string[];
-  if (options.sentinelConf) {
-    const conf = join(dir, 'sentinel.conf');
-    // Sentinel rewrites its config file as it learns the topology, so it must be writable.
-    writeFileSync(conf, options.sentinelConf(port));
-    args = [conf, '--sentinel', '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--protected-mode', 'no'];
-  } else args = [...base, ...(options.args ?? [])];
+  let port = 0;
+  let args: string[] = [];
   let server: OwnProcess | undefined;
   const start = async () => {
     server = spawnOwn('redis-server', args, { cwd: dir });
@@ -73,13 +73,23 @@ export async function startOwnRedis(
     await until(
       `redis-server on ${port} answers PING`,
       async () => {
-        if (!started.running) throw new Error(`redis-server exited: ${started.output()}`);
+        if (!started.running) throw new ServerExited(`redis-server exited: ${started.output()}`);
         return (await redisCommand(port, 'PING')) === 'PONG' ? true : undefined;
       },
       15_000,
+      (error) => error instanceof ServerExited,
     );
   };
-  await start();
+  for (let attempt = 1; ; attempt++) {
+    port = options.port ?? (await findFreePort());
+    args = await argumentsFor(dir, port, options);
+    try {
+      await start();
+      break;
+    } catch (error) {
+      if (!(error instanceof ServerExited) || options.port !== undefined || attempt === 3) throw error;
+    }
+  }
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -90,6 +100,35 @@ export async function startOwnRedis(
       return server?.running ?? false;
     },
   };
+}
+
+class ServerExited extends Error {}
+
+async function argumentsFor(
+  dir: string,
+  port: number,
+  options: { args?: string[] | (() => Promise<string[]>); sentinelConf?: (port: number) => string },
+): Promise<string[]> {
+  if (options.sentinelConf) {
+    const conf = join(dir, 'sentinel.conf');
+    // Sentinel rewrites its config file as it learns the topology, so it must be writable.
+    writeFileSync(conf, options.sentinelConf(port));
+    return [conf, '--sentinel', '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--protected-mode', 'no'];
+  }
+  const extra = typeof options.args === 'function' ? await options.args() : (options.args ?? []);
+  return [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--protected-mode',
+    'no',
+    ...extra,
+  ];
 }
 
 /** `INFO replication` as a map of its fields. */
@@ -119,10 +158,17 @@ export interface OwnSentinelSet {
 
 /**
  * A master, `replicas` replicas and three Sentinels (quorum 2) that declare the master down
- * after two seconds. Resolves once every replica's link is up and every Sentinel knows the
- * replicas and the other Sentinels, so a failover can be elected at once.
+ * after `downAfterMs` (two seconds, for the failover tests). Resolves once every replica's link
+ * is up and every Sentinel knows the replicas and the other Sentinels, so a failover can be
+ * elected at once. A set that must not fail over (a conformance run) passes a long
+ * `downAfterMs`: on a loaded CI machine a starved master missed two seconds of PINGs and was
+ * replaced mid-test.
  */
-export async function startSentinelSet(dir: string, replicas = 2, masterName = 'kpmaster'): Promise<OwnSentinelSet> {
+export async function startSentinelSet(
+  dir: string,
+  options: { replicas?: number; masterName?: string; downAfterMs?: number } = {},
+): Promise<OwnSentinelSet> {
+  const { replicas = 2, masterName = 'kpmaster', downAfterMs = 2000 } = options;
   const started: OwnRedis[] = [];
   const close = async () => {
     await Promise.all(started.map((redis) => redis.stop()));
@@ -144,7 +190,7 @@ export async function startSentinelSet(dir: string, replicas = 2, masterName = '
         sentinelConf: () =>
           [
             `sentinel monitor ${masterName} 127.0.0.1 ${master.port} 2`,
-            `sentinel down-after-milliseconds ${masterName} 2000`,
+            `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
             `sentinel failover-timeout ${masterName} 10000`,
             `sentinel parallel-syncs ${masterName} ${replicas}`,
             '',
@@ -153,16 +199,23 @@ export async function startSentinelSet(dir: string, replicas = 2, masterName = '
       started.push(sentinel);
       sentinels.push(sentinel);
     }
+    // Generous waits, as for a cluster below: a loaded CI machine is slow to sync and to gossip.
     for (const replica of nodes.slice(1))
-      await until('replica link up', async () =>
-        (await replicationInfo(replica))['master_link_status'] === 'up' ? true : undefined,
+      await until(
+        'replica link up',
+        async () => ((await replicationInfo(replica))['master_link_status'] === 'up' ? true : undefined),
+        120_000,
       );
     for (const sentinel of sentinels)
-      await until('the Sentinels know the replicas and each other', async () => {
-        const known = (await sentinel.command('SENTINEL', 'REPLICAS', masterName)) as unknown[];
-        const others = (await sentinel.command('SENTINEL', 'SENTINELS', masterName)) as unknown[];
-        return known.length === replicas && others.length === 2 ? true : undefined;
-      });
+      await until(
+        'the Sentinels know the replicas and each other',
+        async () => {
+          const known = (await sentinel.command('SENTINEL', 'REPLICAS', masterName)) as unknown[];
+          const others = (await sentinel.command('SENTINEL', 'SENTINELS', masterName)) as unknown[];
+          return known.length === replicas && others.length === 2 ? true : undefined;
+        },
+        120_000,
+      );
     const masterPort = async () => {
       const [, port] = (await sentinels[0]!.command('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName)) as string[];
       return Number(port);
@@ -203,17 +256,16 @@ export async function startCluster(dir: string, masters = 3, replicasPerMaster =
     await Promise.all(started.map((redis) => redis.stop()));
   };
   try {
-    for (let i = 0; i < masters * (1 + replicasPerMaster); i++) {
-      const busPort = await findFreePort();
+    for (let i = 0; i < masters * (1 + replicasPerMaster); i++)
       started.push(
         await startOwnRedis(join(dir, `cluster-${i}`), {
-          args: [
+          args: async () => [
             '--cluster-enabled',
             'yes',
             '--cluster-config-file',
             'nodes.conf',
             '--cluster-port',
-            String(busPort),
+            String(await findFreePort()),
             '--cluster-node-timeout',
             '2000',
             '--appendonly',
@@ -221,7 +273,6 @@ export async function startCluster(dir: string, masters = 3, replicasPerMaster =
           ],
         }),
       );
-    }
     const addresses = started.map((node) => `127.0.0.1:${node.port}`);
     runOwn('redis-cli', [
       '--cluster',
@@ -231,12 +282,18 @@ export async function startCluster(dir: string, masters = 3, replicasPerMaster =
       String(replicasPerMaster),
       '--cluster-yes',
     ]);
+    // Six nodes agreeing by gossip and three replicas' first syncs took over 30 s on a loaded CI
+    // machine (the Node.js 24 pass of a clean-clone run): two minutes, as a cluster that forms at all does.
     for (const node of started)
-      await until('every node sees the cluster ok, and every replica its master', async () => {
-        if (!String(await node.command('CLUSTER', 'INFO')).includes('cluster_state:ok')) return undefined;
-        const info = await replicationInfo(node);
-        return info['role'] === 'master' || info['master_link_status'] === 'up' ? true : undefined;
-      });
+      await until(
+        'every node sees the cluster ok, and every replica its master',
+        async () => {
+          if (!String(await node.command('CLUSTER', 'INFO')).includes('cluster_state:ok')) return undefined;
+          const info = await replicationInfo(node);
+          return info['role'] === 'master' || info['master_link_status'] === 'up' ? true : undefined;
+        },
+        120_000,
+      );
     return { nodes: started, addresses, close };
   } catch (error) {
     await close();
@@ -248,15 +305,20 @@ export async function startCluster(dir: string, masters = 3, replicasPerMaster =
  * Shared state on a Sentinel set or a Cluster as the fault tests use it: every one-time write
  * confirmed by one replica, budgets a little wider than the defaults for a loaded machine.
  */
-export function openHaState(on: OwnSentinelSet | OwnCluster, prefix: string): Promise<RedisSharedState> {
+export function openHaState(
+  on: OwnSentinelSet | OwnCluster,
+  prefix: string,
+  commandTimeoutMs = 4000, // a first command, through Sentinel and WAIT, can take over 1.5 s on a loaded CI machine
+): Promise<RedisSharedState> {
   const nodes = on.addresses.map(parseRedisAddress);
   return new RedisSharedState(
     'masterName' in on ? { sentinels: nodes, masterName: on.masterName } : { cluster: nodes },
     {
       prefix,
       waitReplicas: 1,
-      waitTimeoutMs: 300,
-      commandTimeoutMs: 1500,
+      // A replica on a loaded CI machine took over 300 ms to confirm (the Node.js 24 pass of a clean-clone run).
+      waitTimeoutMs: 2000,
+      commandTimeoutMs,
     },
   ).connect();
 }

@@ -1,3 +1,8 @@
+import {
+  consoleCookieName,
+  consoleCookieOptions,
+  startConsoleSession,
+} from '../../control-plane/src/console/console-session.js';
 import type { FastifyInstance } from 'fastify';
 import { build, TEST_ISSUER, type Built, type BuildOptions } from './build.js';
 import { inPageContext } from '../../control-plane/src/app.js';
@@ -35,13 +40,18 @@ export class Browser {
     }
   }
 
-  async request(method: 'GET' | 'POST', url: string, payload?: unknown, headers: Record<string, string> = {}) {
+  async request(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    payload?: unknown,
+    headers: Record<string, string> = {},
+  ) {
     const res = await this.app.inject({
       method,
       url,
       headers: {
         ...(this.cookies.size ? { cookie: this.header() } : {}),
-        ...(method === 'POST' ? { origin: ORIGIN } : {}),
+        ...(method === 'GET' ? {} : { origin: ORIGIN }),
         ...headers,
       },
       ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
@@ -64,6 +74,10 @@ export interface SignInOptions {
   founder?: boolean;
   /** Sign-in level; `sensitive` signs in at `passkey` and records a step-up now. */
   assurance?: 'recovery' | 'email' | 'passkey' | 'sensitive';
+  /** Grants this console role and opens a console session (its cookie), as the passkey ceremony would. */
+  console?: 'operator' | 'auditor';
+  /** Signs in as an upstream sign-in through this connection leaves it (`fed`, and the session marked). */
+  upstream?: string;
 }
 
 /**
@@ -100,8 +114,10 @@ export async function buildSignedIn(
           const opened = await openSession(app.kp, tx, browserOf(app.kp, reply), {
             identityId,
             assurance: level,
-            amr: level === 'passkey' ? ['pop', 'user'] : ['otp'],
+            amr: body.upstream ? ['fed'] : level === 'passkey' ? ['pop', 'user'] : ['otp'],
+            ...(body.upstream ? { upstream: body.upstream } : {}),
           });
+          if (body.upstream) await tx.connections.markSession(opened.sessionId, body.upstream, now);
           const { sessionId } = opened;
           let token = opened.token;
           if (body.assurance === 'sensitive') {
@@ -115,6 +131,11 @@ export async function buildSignedIn(
             token = renewed!.token;
           }
           setSessionCookies(app.kp, reply, token);
+          if (body.console) {
+            await tx.operators.grant({ identityId, role: body.console, grantedAt: now, grantedBy: null });
+            const opened = await startConsoleSession(app.kp, identityId, body.console, now);
+            reply.setCookie(consoleCookieName(app.kp), opened.token, consoleCookieOptions(app.kp));
+          }
           return { ok: true, identityId, sessionId };
         });
       });

@@ -30,6 +30,8 @@ export interface CeremonyTweaks {
   badSignature?: boolean;
   type?: string;
   crossOrigin?: boolean;
+  /** create(): the authenticator's AAGUID (a UUID; all zeros unless given). */
+  aaguid?: string;
 }
 
 const b64url = (bytes: Uint8Array | Buffer) => Buffer.from(bytes).toString('base64url');
@@ -84,7 +86,8 @@ export class SoftAuthenticator {
     const credId = reused ? Buffer.from(reused.id, 'base64url') : randomBytes(16);
     const idLen = Buffer.alloc(2);
     idLen.writeUInt16BE(credId.length);
-    const attested = Buffer.concat([Buffer.alloc(16), idLen, credId, Buffer.from(cose)]);
+    const aaguid = tweaks.aaguid ? Buffer.from(tweaks.aaguid.replace(/-/g, ''), 'hex') : Buffer.alloc(16);
+    const attested = Buffer.concat([aaguid, idLen, credId, Buffer.from(cose)]);
     const flags = UP | (tweaks.noUserVerification ? 0 : UV) | BE | BS | AT;
     const authData = this.authData(rpId, flags, tweaks.counter ?? 0, attested);
     const attestationObject = encodeCBOR(

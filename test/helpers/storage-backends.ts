@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { openPostgresStorage } from '../../control-plane/src/storage/postgres/index.js';
 import { openSqliteStorage } from '../../control-plane/src/storage/sqlite/index.js';
-import type { Storage } from '../../control-plane/src/storage/types.js';
+import type { Storage } from '../../control-plane/src/storage/interface.js';
 import { tempDir } from './build.js';
 import { createMigratedTestDatabase, postgresAvailability } from './postgres.js';
 

@@ -5,9 +5,15 @@
 /**
  * Polls `check` until it returns a value other than undefined, or throws `what` at the deadline.
  * The deadline is for a hang, not for a slow machine: a loaded CI runner may take seconds where a
- * quiet laptop takes milliseconds.
+ * quiet laptop takes milliseconds. An error `final` accepts ends the wait at once (a process that
+ * exited will not answer later).
  */
-export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  final: (error: unknown) => boolean = () => false,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -15,6 +21,7 @@ export async function until<T>(what: string, check: () => Promise<T | undefined>
       const value = await check();
       if (value !== undefined) return value;
     } catch (error) {
+      if (final(error)) throw error;
       last = error;
     }
     if (Date.now() > deadline)

@@ -375,5 +375,20 @@ export async function checkOperatorData(http: Http, data: OperatorData, now: () 
     }
     return data.receipts.length > 0 ? undefined : 'no receipts to check';
   });
+
+  await check('every receipt from before has its place in the transparency log, under a signed note', async () => {
+    const { parseCheckpoint, parseNote, parseVerifierKey, isSignedBy } =
+      await import('#lib/ledger/transparency/index.js');
+    const note = parseNote((await http('GET', '/receipts/checkpoint')).body);
+    const keys = (await http('GET', '/receipts/checkpoint/key')).body.split('\n').filter(Boolean);
+    if (!keys.some((k) => isSignedBy(note, parseVerifierKey(k)))) return 'the checkpoint note is not signed by its key';
+    const { size } = parseCheckpoint(note.text);
+    for (const hash of data.receipts) {
+      const body = (await http('GET', `/receipts/${hash}`)).json();
+      if (!Number.isInteger(body.tlog_index) || !(body.tlog_index < body.tree_size && body.tree_size <= size))
+        return `receipt ${hash}: tlog_index ${body.tlog_index}, tree_size ${body.tree_size}, note size ${size}`;
+    }
+    return undefined;
+  });
   return results;
 }

@@ -36,9 +36,13 @@ const refused: Array<[string, string, RegExp]> = [
   [
     'cli/src/commands/example.ts',
     '../../../control-plane/src/storage/open-storage.js',
-    /control-plane\/src\/operations/,
+    /control-plane\/src\/operator-tasks/,
   ],
-  ['cli/src/program.ts', '../../control-plane/src/storage/migration-error.js', /control-plane\/src\/operations/],
+  ['cli/src/program.ts', '../../control-plane/src/storage/migration-error.js', /control-plane\/src\/operator-tasks/],
+  ['cli/src/demo/example.ts', '../../../control-plane/src/clients/operator-client.js', /an allow-list/],
+  ['cli/src/demo/example.ts', '../../../control-plane/src/context.js', /an area's modules/],
+  ['cli/src/demo/example.ts', '../../../control-plane/src/operator-tasks/nested/database.js', /an allow-list/],
+  ['cli/src/demo/example.ts', '../../../control-plane/src/servers.js', /an allow-list/],
   ['cli/src/commands/example.ts', '../../../control-plane/src/keys/key-ring.js', /never its storage, key ring/],
   ['cli/src/commands/example.ts', '../../../control-plane/src/ledger/audit-ledger.js', /never its storage, key ring/],
   ['control-plane/src/sessions/example.ts', 'fastify', /Operations .* never import fastify/],
@@ -83,7 +87,9 @@ const allowed: Array<[string, string]> = [
   ['cli/src/commands/example.ts', '#config/types.js'],
   ['test/lib/oauth/example.test.ts', '#lib/oauth/client-metadata.js'],
   ['cli/src/commands/example.ts', '../../../control-plane/src/server.js'],
-  ['cli/src/commands/example.ts', '../../../control-plane/src/operations/database.js'],
+  ['cli/src/commands/example.ts', '../../../control-plane/src/operator-tasks/database.js'],
+  ['cli/src/demo/example.ts', '../../../control-plane/src/operator-tasks/operator-clients.js'],
+  ['cli/src/commands/example.ts', '../../../control-plane/src/services.js'],
   ['control-plane/src/routes/x/example.ts', 'fastify'],
   ['control-plane/src/plugins/example.ts', 'fastify-plugin'],
   ['control-plane/src/http/example.ts', '@fastify/cookie'],
@@ -130,12 +136,16 @@ t.test('a route reaching storage or a transaction itself is refused', async (t) 
   const refused = (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax');
   t.equal(refused.length, 3, refused.map((m) => m.message).join('; '));
   t.match(refused[0]?.message ?? '', /docs\/architecture\.md#layers/);
-  for (const edge of ['control-plane/src/plugins/example.ts', 'control-plane/src/http/example.ts']) {
+  for (const edge of [
+    'control-plane/src/plugins/example.ts',
+    'control-plane/src/http/example.ts',
+    'control-plane/src/pages/example.ts',
+  ]) {
     const [found] = await eslint.lintText(source, { filePath: edge });
     t.equal(
       (found?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax').length,
       3,
-      `${edge}: plugins and http/ reach storage through operations too`,
+      `${edge}: plugins, http/ and pages/ reach storage through operations too`,
     );
   }
   const [operation] = await eslint.lintText(source, { filePath: 'control-plane/src/accounts/example.ts' });
@@ -144,6 +154,84 @@ t.test('a route reaching storage or a transaction itself is refused', async (t) 
     [],
     'operations may',
   );
+});
+
+// docs/architecture.md#layers: only a plugin takes the fastify app; the rest takes services.
+t.test('an exported function taking the fastify app is refused outside routes/ and plugins/', async (t) => {
+  const source = [
+    "import type { FastifyInstance } from 'fastify';",
+    'export function declared(app: FastifyInstance): void { void app; }',
+    'export const arrow = async (x: number, app: FastifyInstance) => { void app; return x; };',
+    'export default function (app: FastifyInstance = {} as FastifyInstance) { void app; }',
+    'function inner(app: FastifyInstance) { return app; }',
+    'export const services = (kp: { config: unknown }) => kp.config;',
+    'export { inner };',
+  ].join('\n');
+  const found = async (filePath: string) => {
+    const [result] = await eslint.lintText(source, { filePath });
+    return (result?.messages ?? []).filter((m) => m.ruleId === 'keyplane/no-app-parameter');
+  };
+  for (const file of [
+    'control-plane/src/http/example.ts',
+    'control-plane/src/pages/example.ts',
+    'control-plane/src/accounts/example.ts',
+  ]) {
+    const refused = await found(file);
+    t.equal(refused.length, 3, `${file}: the three exported functions that take the app`);
+    t.match(refused[0]?.message ?? '', /Only routes\/ and plugins\/ take the fastify app/);
+  }
+  for (const file of ['control-plane/src/routes/x/example.ts', 'control-plane/src/plugins/example.ts'])
+    t.same(await found(file), [], `${file} may`);
+});
+
+t.test("the gateway reads a request's cookies through its request scope", async (t) => {
+  const source =
+    "import { parseCookieHeader, cookieName } from '#lib/gateway-protocol/session-cookie.js';\nexport const a = [parseCookieHeader, cookieName];\n";
+  const errors = async (filePath: string) => {
+    const [result] = await eslint.lintText(source, { filePath });
+    return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+  };
+  const refused = await errors('gateway/src/page-flow.ts');
+  t.equal(refused.length, 1, 'parseCookieHeader, not cookieName');
+  t.match(refused[0] ?? '', /requestScope\(req\)/);
+  t.same(await errors('gateway/src/request-scope.ts'), [], 'the scope itself may');
+  t.same(await errors('lib/gateway-protocol/example.ts'), [], 'lib/ may');
+});
+
+t.test('the admin token is read only by the one guard', async (t) => {
+  const source = [
+    "import { presentsAdminToken, requireAdminToken } from '#lib/http/admin-token.js';",
+    'type Kp = { config: { adminToken?: string } };',
+    'export const a = (kp: Kp, h?: string) => presentsAdminToken(kp.config.adminToken, h);',
+    'export const b = (kp: Kp, h?: string) => requireAdminToken(kp.config.adminToken, h);',
+    "export const c = (kp: Kp, h?: string) => kp.config.adminToken === h?.slice('Bearer '.length);",
+    'export const d = (kp: Kp) => { const { adminToken } = kp.config; return kp.config.adminToken ?? adminToken; };',
+  ].join('\n');
+  for (const file of ['control-plane/src/routes/x/example.ts', 'control-plane/src/clients/example.ts']) {
+    const [result] = await eslint.lintText(source, { filePath: file });
+    const refused = (result?.messages ?? []).filter((m) => m.ruleId === 'keyplane/one-admin-token-guard');
+    t.equal(refused.length, 3, `${file}: the comparison, the destructuring and the read outside a guard`);
+    t.match(refused[0]?.message ?? '', /lib\/http\/admin-token\.ts/);
+  }
+});
+
+t.test('the referrer policy is set only by the security headers and the layout', async (t) => {
+  const source = [
+    'type R = { header(n: string, v: string): R; raw: { setHeader(n: string, v: string): void } };',
+    "export const a = (reply: R) => reply.header('Referrer-Policy', 'same-origin');",
+    "export const b = (reply: R) => reply.raw.setHeader('referrer-policy', 'same-origin');",
+    'export const c = (page: string) => page.replace(\'<meta name="referrer" content="no-referrer">\', \'\');',
+    "export const d = (reply: R) => reply.header('cache-control', 'no-store');",
+  ].join('\n');
+  const found = async (filePath: string) => {
+    const [result] = await eslint.lintText(source, { filePath });
+    return (result?.messages ?? []).filter((m) => m.ruleId === 'keyplane/one-referrer-policy');
+  };
+  const refused = await found('control-plane/src/routes/x/example.ts');
+  t.equal(refused.length, 3, 'two headers and the meta tag rewrite');
+  t.match(refused[0]?.message ?? '', /config\.sameOriginReferrer/);
+  for (const file of ['control-plane/src/plugins/security-headers.ts', 'control-plane/src/pages/layout.ts'])
+    t.same(await found(file), [], `${file} may`);
 });
 
 // docs/errors.md#one-error-path: one writer of the envelope per service, one maker of `rate_limited`.

@@ -27,7 +27,17 @@ import { createRequire } from 'node:module';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { classify, groupEntry, groupFiles, processTimeoutOf, relativeToRoot, ROOT, TIERS, tierRuns } from './tiers.mjs';
+import {
+  classify,
+  failureTrail,
+  groupEntry,
+  groupFiles,
+  processTimeoutOf,
+  relativeToRoot,
+  ROOT,
+  TIERS,
+  tierRuns,
+} from './tiers.mjs';
 
 const [choice = 'all', ...tapOptions] = process.argv.slice(2);
 if (choice !== 'all' && !TIERS.includes(choice)) {
@@ -44,6 +54,8 @@ const tapBin = join(createRequire(import.meta.url).resolve('tap/package.json'), 
 const coverageDir = join(ROOT, '.tap/coverage');
 const keptCoverage = join(ROOT, '.tap/coverage-tiers');
 const groupDir = join(ROOT, '.tap/groups');
+/** Each entry's files' wall times, written by the entry at exit (groupEntry in tiers.mjs). */
+const fileTimesDir = join(ROOT, '.tap/file-times');
 // KEYPLANE_TEST_GROUP=0 gives every file a process of its own (to rule out one file disturbing another).
 const askedGroupSize = Number(process.env['KEYPLANE_TEST_GROUP'] ?? 8);
 const GROUP_SIZE = Number.isInteger(askedGroupSize) && askedGroupSize > 0 ? askedGroupSize : 1;
@@ -85,6 +97,32 @@ function entriesOf(name, files) {
   });
 }
 
+/**
+ * The files whose tests took longest (wall seconds in their process, over every tier and storage
+ * run): where the suite's time goes, printed beside the tier times at the end of the run.
+ */
+function printSlowestFiles(count = 15) {
+  if (!existsSync(fileTimesDir)) return;
+  const spent = new Map();
+  for (const name of readdirSync(fileTimesDir)) {
+    let times;
+    try {
+      times = JSON.parse(readFileSync(join(fileTimesDir, name), 'utf8'));
+    } catch {
+      continue;
+    }
+    const tier = name.split('-')[0];
+    for (const [file, secondsSpent] of Object.entries(times)) {
+      const key = `${tier} ${file}`;
+      spent.set(key, (spent.get(key) ?? 0) + secondsSpent);
+    }
+  }
+  const slowest = [...spent].sort((a, b) => b[1] - a[1]).slice(0, count);
+  if (slowest.length === 0) return;
+  console.log(`# the ${slowest.length} slowest test files (wall seconds of their tests):`);
+  for (const [key, secondsSpent] of slowest) console.log(`#   ${secondsSpent.toFixed(1).padStart(6)} s  ${key}`);
+}
+
 const COUNTS = ['total', 'pass', 'fail', 'skip', 'todo'];
 const totals = Object.fromEntries(COUNTS.map((name) => [name, 0]));
 
@@ -121,12 +159,14 @@ function runTap(files, env, tier) {
     let refused = 0;
     // When tap said the last entry was over: what follows is tap's coverage check of this run.
     let lastEntry = performance.now();
+    const trail = failureTrail(failures);
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
       pending += chunk;
       const lines = pending.split('\n');
       pending = lines.pop();
       for (const line of lines) {
+        trail.read(line);
         if (/^# \{ total:/.test(line)) summary = line;
         else if (/^(not )?ok \d+ - /.test(line)) lastEntry = performance.now();
         else if (line.includes('cannot create subtest after parent test ends')) refused++;
@@ -136,16 +176,23 @@ function runTap(files, env, tier) {
       if (/^# \{ total:/.test(pending)) summary = pending;
       for (const name of COUNTS) totals[name] += Number(new RegExp(`${name}: (\\d+)`).exec(summary)?.[1] ?? 0);
       // A run that failed without saying which test (a crash, a signal) counts as one failure.
-      if ((code !== 0 || signal) && !/fail: [1-9]/.test(summary)) totals.fail += 1;
+      if ((code !== 0 || signal) && !/fail: [1-9]/.test(summary)) {
+        totals.fail += 1;
+        failures.push(`${tier}: tap exited with ${signal ?? `code ${code}`} and no failed test`);
+      }
       if (refused > 0) {
         console.log(`# ${refused} test(s) refused after their process's root test had ended: not run`);
         totals.fail += refused;
+        failures.push(`${tier}: ${refused} test(s) refused, not run`);
       }
       console.log(`# tap's end of run (after the last entry): ${seconds(lastEntry)} s`);
       resolve(refused > 0 ? 1 : (code ?? 1));
     });
   });
 }
+
+/** Every failed test, named by its file's subtests down to the assertion, printed once more at the end. */
+const failures = [];
 
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
 
@@ -182,6 +229,7 @@ const times = [];
 let status = 0;
 if (coverage) rmSync(keptCoverage, { recursive: true, force: true });
 rmSync(groupDir, { recursive: true, force: true });
+rmSync(fileTimesDir, { recursive: true, force: true });
 const started = performance.now();
 await warmCompileCache();
 for (const tier of tiers) {
@@ -225,11 +273,15 @@ if (checkCoverage) {
   console.log(`# coverage of all tiers: ${seconds(reportStarted)} s`);
   if (code !== 0) {
     console.log('# coverage below the floors of .taprc');
+    failures.push('coverage below the floors of .taprc');
     totals.fail += 1;
     status = code;
   }
 }
 
+printSlowestFiles();
+for (const path of failures.slice(0, 40)) console.log(`# failed: ${path}`);
+if (failures.length > 40) console.log(`# failed: and ${failures.length - 40} more`);
 console.log(`# tier times: ${times.join(', ')}; total ${seconds(started)} s`);
 console.log(
   `# { ${COUNTS.filter((name) => name !== 'todo' || totals.todo)

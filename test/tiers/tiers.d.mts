@@ -20,3 +20,4 @@ export function groupFiles(
   options?: { size?: number; root?: string },
 ): { groups: string[][]; alone: string[] };
 export function groupEntry(files: string[], timeoutMs: number): string;
+export function failureTrail(failures: string[]): { read(line: string): void };

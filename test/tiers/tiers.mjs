@@ -28,6 +28,7 @@ const FOLDER_TIERS = [
   ['test/config/', 'unit'],
   ['test/lint/', 'unit'],
   ['test/tiers/', 'unit'],
+  ['test/loader/', 'unit'],
   ['test/control-plane/', 'unit'],
   ['test/interop/', 'e2e'],
   ['test/faults/', 'e2e'],
@@ -288,20 +289,97 @@ export function relativeToRoot(path) {
  * (the group's is their sum).
  */
 export function groupEntry(files, timeoutMs) {
-  const imports = files.map((file) => `await import(${JSON.stringify(file)});`);
-  const lines =
-    files.length === 1
-      ? imports
+  // A file whose top level throws (a peer that would not start) fails as a test of its own and
+  // the group goes on: left to reject, the import ended the process and the files after it with
+  // no test failed and nothing said on tap's output.
+  const imports = files.flatMap((file) => [
+    `importing = ${JSON.stringify(file.replace(/^(\.\.\/)+/, ''))};`,
+    `try { await import(${JSON.stringify(file)}); } catch (error) { t.fail(\`\${importing} loads: \${error?.stack ?? error}\`); }`,
+  ]);
+  const lines = [
+    "import t from 'tap';",
+    ...(files.length === 1
+      ? []
       : [
-          "import t from 'tap';",
           `t.setTimeout(${timeoutMs});`,
           'const setProcessTimeout = t.setTimeout.bind(t);',
           't.setTimeout = (ms) => (ms === 0 ? setProcessTimeout(0) : t);',
-          ...imports,
-        ];
+        ]),
+    ...FILE_TIMES.split('\n'),
+    ...imports,
+  ];
   return [
     `// Written by test/tiers/run.mjs: ${files.length} test file${files.length === 1 ? '' : 's'} in one process.`,
     ...lines,
     '',
   ].join('\n');
+}
+
+/**
+ * Part of each entry: the wall time of each file's top-level tests, written to
+ * `.tap/file-times/<entry>.json` at exit for the runner's list of the slowest files. A top-level
+ * test belongs to the file being imported when it was registered; tap starts them in that order.
+ */
+const FILE_TIMES = `import { mkdirSync as kpMkdir, writeFileSync as kpWrite } from 'node:fs';
+let importing = '';
+const kpRegistered = [];
+const kpStarted = new Map();
+const kpSpent = {};
+const kpTest = t.test.bind(t);
+t.test = (...args) => {
+  kpRegistered.push({ name: typeof args[0] === 'string' ? args[0] : (args[0]?.name ?? ''), file: importing });
+  return kpTest(...args);
+};
+t.on('subtestStart', (sub) => {
+  const at = kpRegistered.findIndex((entry) => entry.name === sub.name);
+  const file = at === -1 ? importing : kpRegistered.splice(at, 1)[0].file;
+  kpStarted.set(sub, { file, at: performance.now() });
+});
+t.on('subtestEnd', (sub) => {
+  const start = kpStarted.get(sub);
+  if (start) kpSpent[start.file] = (kpSpent[start.file] ?? 0) + (performance.now() - start.at) / 1000;
+});
+process.on('exit', () => {
+  try {
+    const dir = new URL('../file-times/', import.meta.url);
+    kpMkdir(dir, { recursive: true });
+    kpWrite(new URL(import.meta.url.split('/').pop() + '.json', dir), JSON.stringify(kpSpent));
+  } catch {}
+});`;
+
+/**
+ * Follows tap's output of one run by indentation (`# Subtest: name` opens a level four spaces in)
+ * and adds to `failures` the path of each `not ok` line with its place in the test file, so a
+ * failure deep in a long log can be named at its end.
+ */
+export function failureTrail(failures) {
+  const open = [];
+  // The failure whose YAML diagnostics follow: its place in the test file is added to its path.
+  let last = -1;
+  return {
+    read(line) {
+      if (last >= 0) {
+        const place = /^ +(fileName|lineNumber): (.*)$/.exec(line);
+        if (place) failures[last] += place[1] === 'fileName' ? ` (at ${place[2]}` : `:${place[2]})`;
+        if (/^ +\.\.\.$/.test(line)) last = -1;
+        if (place || last >= 0) return;
+      }
+      const subtest = /^( *)# Subtest: (.*)$/.exec(line);
+      if (subtest) {
+        const depth = subtest[1].length / 4;
+        open.length = depth;
+        open[depth] = subtest[2];
+        return;
+      }
+      const failed = /^( *)not ok \d+ - (.*?)(?: # time=.*)?$/.exec(line);
+      if (!failed) return;
+      const depth = failed[1].length / 4;
+      const path = [...open.slice(0, depth), failed[2]].join(' > ');
+      open.length = depth;
+      // A subtest's own `not ok` follows its failed assertion's, which names it already.
+      if (failures.some((named) => named.startsWith(`${path} > `))) return;
+      failures.push(path);
+      last = failures.length - 1;
+    },
+  };
 }

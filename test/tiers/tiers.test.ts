@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import t from 'tap';
 import {
+  failureTrail,
   classify,
   groupFiles,
   importsOf,
@@ -154,3 +155,31 @@ t.test(
     );
   },
 );
+
+t.test('a failed assertion is named by its subtests and its line; its parents are not named again', async (t) => {
+  const failures: string[] = [];
+  const trail = failureTrail(failures);
+  const log = `# Subtest: .tap/groups/e2e-1-group.test.mjs
+    # Subtest: test/a.test.ts
+        # Subtest: signs in
+            ok 1 - the page
+            not ok 2 - should be equal
+              ---
+              found: 1
+              wanted: 2
+              at:
+                fileName: test/a.test.ts
+                lineNumber: 42
+              ...
+            1..2
+        not ok 1 - signs in # time=12ms
+        # Subtest: times out
+        not ok 2 - times out # time=30000ms
+    not ok 1 - test/a.test.ts
+not ok 1 - .tap/groups/e2e-1-group.test.mjs # time=1ms`;
+  for (const line of log.split('\n')) trail.read(line);
+  t.same(failures, [
+    '.tap/groups/e2e-1-group.test.mjs > test/a.test.ts > signs in > should be equal (at test/a.test.ts:42)',
+    '.tap/groups/e2e-1-group.test.mjs > test/a.test.ts > times out',
+  ]);
+});

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { adminApi, withJsonRefusals } from '../admin-api.js';
+import { readAdminToken } from '#config/env.js';
+import { Refused, adminApi, requestJson, withJsonRefusals } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
 
@@ -71,6 +73,68 @@ export async function rotateSecret(clientId: string, options: Options): Promise<
   );
 }
 
+interface RegisterOptions extends Options {
+  name?: string;
+  redirectUri?: string[];
+  grantType?: string[];
+  scope?: string;
+  public?: boolean;
+  metadata?: string;
+}
+
+/** The RFC 7591 metadata to register: the `--metadata` file, then the flags over it. */
+function registrationMetadata(options: RegisterOptions): Record<string, unknown> {
+  let metadata: Record<string, unknown> = {};
+  if (options.metadata) {
+    let text: string;
+    try {
+      text = readFileSync(options.metadata, 'utf8');
+    } catch (error) {
+      throw new CliError(`cannot read --metadata ${options.metadata}: ${(error as Error).message}`, EXIT.usage);
+    }
+    try {
+      metadata = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      throw new CliError(`--metadata ${options.metadata} is not JSON`, EXIT.usage);
+    }
+    if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))
+      throw new CliError(`--metadata ${options.metadata} must hold one JSON object (RFC 7591 metadata)`, EXIT.usage);
+  }
+  return {
+    ...metadata,
+    ...(options.name ? { client_name: options.name } : {}),
+    ...(options.redirectUri?.length ? { redirect_uris: options.redirectUri } : {}),
+    ...(options.grantType?.length ? { grant_types: options.grantType } : {}),
+    ...(options.scope ? { scope: options.scope } : {}),
+    ...(options.public ? { token_endpoint_auth_method: 'none' } : {}),
+  };
+}
+
+/**
+ * `keyplane clients register`: RFC 7591 registration with the admin token. The credentials are the
+ * result and are shown this once: they alone go to stdout, one `name: value` line each.
+ */
+export async function registerClient(options: RegisterOptions): Promise<void> {
+  const metadata = registrationMetadata(options);
+  if (Object.keys(metadata).length === 0)
+    throw new CliError(
+      'say what to register: --name, --redirect-uri, --grant-type, --public or --metadata FILE',
+      EXIT.usage,
+    );
+  const api = adminApi(options.controlPlane);
+  progress(`registering ${String(metadata['client_name'] ?? 'a client')} at ${api.base}`);
+  // RFC 7591 §3.2.1: success is 201 with the client information, a body without the envelope's `ok`.
+  const answer = await requestJson('POST', `${api.base}/register`, { token: readAdminToken(), body: metadata });
+  if (answer.status !== 201) throw new Refused(answer, 'cannot register the client');
+  const done = answer.body;
+  if (options.json) return say(JSON.stringify(done));
+  for (const field of ['client_id', 'client_secret', 'registration_access_token'])
+    if (typeof done[field] === 'string') say(`${field}: ${String(done[field])}`);
+  progress(
+    `registered ${String(done['client_id'])}${done['receipt'] ? `, receipt ${String(done['receipt'])}` : ''}; the secret and the registration access token are not shown again`,
+  );
+}
+
 export async function revokeClient(clientId: string, options: Options): Promise<void> {
   const api = adminApi(options.controlPlane);
   progress(`revoking ${requireId(clientId)} at ${api.base}`);
@@ -87,12 +151,27 @@ export function clientsCommands(program: Command): void {
   const clients = program
     .command('clients')
     .description(
-      "List, show, rotate the secret of, or revoke OIDC clients through a running control plane's admin API (token from KEYPLANE_ADMIN_TOKEN). Exit 0 done, 1 refused, 2 usage or network error.",
+      "Register, list, show, rotate the secret of, or revoke OIDC clients through a running control plane's admin API (token from KEYPLANE_ADMIN_TOKEN). Exit 0 done, 1 refused, 2 usage or network error.",
     );
   const common = (command: Command) =>
     command
       .option('--control-plane <url>', 'base URL (issuer) of the control plane')
       .option('--json', 'print the result (or the refusal) as one JSON object');
+  const collect = (value: string, previous: string[] = []) => [...previous, value];
+  common(
+    clients
+      .command('register')
+      .description(
+        'Register a client (RFC 7591) and print its client_id, secret and registration access token, shown this once.',
+      ),
+  )
+    .option('--name <name>', 'client_name: the name people see on the consent page')
+    .option('--redirect-uri <uri>', 'a redirect URI (repeat for more)', collect)
+    .option('--grant-type <type>', 'a grant type (repeat for more; default authorization_code)', collect)
+    .option('--scope <scope>', 'the scopes the client may ask for, space-separated')
+    .option('--public', 'a public client (token_endpoint_auth_method none: PKCE, no secret)')
+    .option('--metadata <file>', 'a JSON file of RFC 7591 metadata; the flags above override its fields')
+    .action((options: RegisterOptions) => withJsonRefusals(options.json, () => registerClient(options), say));
   common(
     clients
       .command('list')

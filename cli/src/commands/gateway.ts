@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { adminApi, withJsonRefusals } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { flagsToConfig, serverOptions } from '../options.js';
-import { progress, say, serveUntilSignal } from '../io.js';
+import { progress, say } from '../io.js';
+import { serveWithWorkers } from '../serve.js';
 
 interface ExplainOptions {
   controlPlane?: string;
@@ -64,9 +65,7 @@ export async function rulesCommand(options: ExplainOptions): Promise<void> {
 
 export function gatewayCommand(program: Command): void {
   const gateway = serverOptions(
-    program
-      .command('gateway')
-      .description('Run the edge-gate: forward-auth reverse proxy in front of an upstream app.'),
+    program.command('gateway').description('Run the gateway: forward-auth reverse proxy in front of an upstream app.'),
     'gateway',
   )
     .option('--public-url <url>', 'public URL of the gateway (default: the listening URL)')
@@ -79,11 +78,41 @@ export function gatewayCommand(program: Command): void {
       'comma-separated addresses whose forwarded headers are believed (default loopback)',
     )
     .option('--redis <url>', 'Redis URL for shared state (also KEYPLANE_REDIS_URL)')
+    .option(
+      '--data <dir>',
+      "this gateway's own state directory (also KEYPLANE_DATA_DIR; default ./data/gateways/<client id>)",
+    )
     .action(async (options: Record<string, unknown>) => {
-      const { loadGatewayConfig } = await import('#config/load.js');
+      const [{ loadGatewayConfig }, { ConfigError }] = await Promise.all([
+        import('#config/load.js'),
+        import('#config/config-error.js'),
+      ]);
       const config = loadGatewayConfig({ flags: flagsToConfig('gateway', options) });
-      const { startGateway } = await import('../../../gateway/src/server.js');
-      await serveUntilSignal(await startGateway(config));
+      // docs/gateway.md: without its credentials a gateway can never get a signed config, and
+      // would listen answering 503 gateway_not_configured to everyone; it refuses to start instead.
+      const missing = [
+        ...(config.clientId ? [] : ["clientId is not set: the gateway's client id at the control plane (--client-id)"]),
+        ...(config.clientSecret
+          ? []
+          : [
+              "clientSecret is not set: the gateway client's secret (KEYPLANE_GATEWAY_CLIENT_SECRET or --client-secret)",
+            ]),
+      ];
+      if (missing.length > 0) throw new ConfigError(missing);
+      const [{ startGateway }, { redisTopologyOf }] = await Promise.all([
+        import('../../../gateway/src/server.js'),
+        import('#lib/runtime/shared-state/index.js'),
+      ]);
+      await serveWithWorkers({
+        workers: config.workers,
+        host: config.host,
+        port: config.port,
+        usesRedis: redisTopologyOf(config) !== null,
+        single: () => startGateway(config),
+        // The primary saves the signed config and signs the evidence; workers serve.
+        primary: (port, state) => startGateway({ ...config, port }, { role: 'primary', ...(state ? { state } : {}) }),
+        worker: (state) => startGateway(config, { role: 'worker', ...(state ? { state } : {}) }),
+      });
     });
   gateway
     .command('explain')

@@ -6,7 +6,7 @@ import { say } from '../io.js';
 async function keyOperations(options: Record<string, unknown>) {
   const [{ loadControlPlaneConfig }, operations] = await Promise.all([
     import('#config/load.js'),
-    import('../../../control-plane/src/operations/keys.js'),
+    import('../../../control-plane/src/operator-tasks/keys.js'),
   ]);
   return { config: loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) }), ...operations };
 }

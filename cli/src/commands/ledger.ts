@@ -14,8 +14,8 @@ export function ledgerCommand(program: Command): void {
   ).action(async (options: Record<string, unknown>) => {
     const [{ loadControlPlaneConfig }, { describeDatabase }, { auditLedgerOffline }] = await Promise.all([
       import('#config/load.js'),
-      import('../../../control-plane/src/operations/database.js'),
-      import('../../../control-plane/src/operations/ledger.js'),
+      import('../../../control-plane/src/operator-tasks/database.js'),
+      import('../../../control-plane/src/operator-tasks/ledger.js'),
     ]);
     const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
     progress(`auditing the ledger in ${describeDatabase(config)}`);
@@ -27,5 +27,24 @@ export function ledgerCommand(program: Command): void {
     say(
       `ledger intact: ${result.epochs} epoch(s), ${result.receipts} sealed receipt(s), chain and signatures verified; ${result.pending} pending`,
     );
+  });
+  dataDirOptions(
+    ledger
+      .command('rotate-note-key')
+      .description(
+        "Add a new Ed25519 note key for the transparency log's checkpoints; the old key goes on signing beside it for --overlap-days, so witnesses that pinned it keep cosigning. Running servers pick it up within 10 s. Prints the new verifier key.",
+      )
+      .option('--overlap-days <n>', 'days the old key goes on signing', '14'),
+  ).action(async (options: Record<string, unknown>) => {
+    const days = Number(options['overlapDays']);
+    if (!Number.isInteger(days) || days < 1 || days > 365)
+      throw new CliError('--overlap-days must be a whole number from 1 to 365', EXIT.usage);
+    const [{ loadControlPlaneConfig }, { rotateNoteKeyOffline }] = await Promise.all([
+      import('#config/load.js'),
+      import('../../../control-plane/src/operator-tasks/ledger.js'),
+    ]);
+    const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
+    const vkey = await rotateNoteKeyOffline(config, days);
+    say(`new note key: ${vkey} (the old one signs beside it for ${days} day(s))`);
   });
 }

@@ -12,7 +12,7 @@ export function migrateCommand(program: Command): void {
   ).action(async (options: Record<string, unknown>) => {
     const [{ loadControlPlaneConfig }, { describeDatabase, migrateDatabase }] = await Promise.all([
       import('#config/load.js'),
-      import('../../../control-plane/src/operations/database.js'),
+      import('../../../control-plane/src/operator-tasks/database.js'),
     ]);
     const config = loadControlPlaneConfig({ flags: flagsToConfig('control-plane', options) });
     progress(`migrating ${describeDatabase(config)}`);

@@ -6,6 +6,7 @@ import type { InclusionProof } from '#lib/ledger/verify-receipt.js';
 import { baseUrl, requestJson } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
+import { TransparencyRefusal, verifyInTransparencyLog } from './receipt-witnesses.js';
 
 const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
@@ -47,10 +48,10 @@ function readPinned(value: string, decodeCheckpoint: (jws: string) => unknown): 
   return text;
 }
 
-export async function verifyReceiptCommand(
-  hash: string,
-  options: { controlPlane?: string; trustCheckpoint?: string },
-): Promise<void> {
+export async function verifyReceiptCommand(hash: string, options: VerifyOptions): Promise<void> {
+  const required = options.witnesses === undefined ? undefined : Number(options.witnesses);
+  if (required !== undefined && (!Number.isSafeInteger(required) || required < 0 || required > 100))
+    throw new CliError('--witnesses must be a whole number from 0 to 100', EXIT.usage);
   if (!isReceiptHash(hash)) throw new CliError("HASH must be the receipt's 64 lower-case hex characters", EXIT.usage);
   const base = baseUrl(options.controlPlane);
   const { createLocalJWKSet, decodeCheckpoint, verifyCheckpoint, verifyCheckpointChain, verifyReceiptProof } =
@@ -111,22 +112,60 @@ export async function verifyReceiptCommand(
     if (!chain.ok) throw new NotVerified(`not verified: ${chain.failure}`);
     progress(`checked: chained to the pinned checkpoint through ${chain.followed.length} checkpoint(s)`);
   }
+  let logged = '';
+  if (required !== undefined) {
+    try {
+      logged = await verifyInTransparencyLog({
+        base,
+        hash,
+        tlogIndex: found.body['tlog_index'],
+        treeSize: found.body['tree_size'],
+        required,
+        witnessKeys: options.witnessKey ?? [],
+        ...(options.logKey ? { logKeys: options.logKey } : {}),
+      });
+    } catch (error) {
+      if (error instanceof TransparencyRefusal) throw new NotVerified(`not verified: ${error.message}`);
+      throw error;
+    }
+    progress(`checked: ${logged}`);
+  }
   say(
-    `verified: receipt ${hash} is in epoch ${epoch} (leaf ${(found.body['proof'] as InclusionProof).index} of ${size}), checkpoint signed by ${kid}${pinned ? ', chained to the pinned checkpoint' : ''}`,
+    `verified: receipt ${hash} is in epoch ${epoch} (leaf ${(found.body['proof'] as InclusionProof).index} of ${size}), checkpoint signed by ${kid}${pinned ? ', chained to the pinned checkpoint' : ''}${logged ? `; transparency log: ${logged}` : ''}`,
   );
 }
+
+interface VerifyOptions {
+  controlPlane?: string;
+  trustCheckpoint?: string;
+  witnesses?: string;
+  witnessKey?: string[];
+  logKey?: string[];
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 export function receiptCommand(program: Command): void {
   const receipt = program.command('receipt').description('Verify ledger receipts.');
   receipt
     .command('verify')
     .description(
-      'Verify a receipt: canonical hash, RFC 9162 audit path, checkpoint signature (JWKS) and, with --trust-checkpoint, the chain to a pinned checkpoint. Exit 0 verified, 1 not verified, 2 usage or network error.',
+      'Verify a receipt: canonical hash, RFC 9162 audit path, checkpoint signature (JWKS), with --trust-checkpoint the chain to a pinned checkpoint, and with --witnesses its place in the transparency log under a witnessed checkpoint. Exit 0 verified, 1 not verified, 2 usage or network error.',
     )
     .argument('<hash>', 'the receipt hash (64 lower-case hex characters)')
     .option('--control-plane <url>', 'base URL (issuer) of the control plane')
     .option('--trust-checkpoint <jws-or-file>', 'a checkpoint you trust (compact JWS, or a file holding one)')
-    .action(async (hash: string, options: { controlPlane?: string; trustCheckpoint?: string }) => {
+    .option(
+      '--witnesses <n>',
+      'also check the receipt in the C2SP transparency log, from its signed note and tiles, and refuse a note cosigned by fewer than n of the --witness-key witnesses',
+    )
+    .option('--witness-key <vkey>', 'a witness you trust, as its C2SP verifier key (repeatable)', collect)
+    .option(
+      '--log-key <vkey>',
+      "the log's note verifier key to trust (repeatable; default: what the control plane serves)",
+      collect,
+    )
+    .action(async (hash: string, options: VerifyOptions) => {
       try {
         await verifyReceiptCommand(hash, options);
       } catch (error) {

@@ -4,6 +4,7 @@ import type { CheckpointPayload } from '#lib/ledger/checkpoint.js';
 import { baseUrl, requestJson } from '../admin-api.js';
 import { CliError, EXIT } from '../exit.js';
 import { progress, say } from '../io.js';
+import { exportReceipts, type ExportOptions } from './receipts-export.js';
 
 interface Options {
   controlPlane?: string;
@@ -146,7 +147,18 @@ async function fetchCheckpoint(base: string, which: string, stop: AbortSignal): 
 }
 
 export function receiptsCommands(program: Command): void {
-  const receipts = program.command('receipts').description('Follow the receipt ledger.');
+  const receipts = program.command('receipts').description('Follow or export the receipt ledger.');
+  receipts
+    .command('export')
+    .description(
+      'Write receipts as NDJSON on stdout, one {hash, receipt} per line in ledger order, for a SIEM (docs/events.md#audit-export); progress on stderr. Needs KEYPLANE_ADMIN_TOKEN. Exit 0 done, 1 refused, 2 usage or network error.',
+    )
+    .option('--control-plane <url>', 'base URL (issuer) of the control plane')
+    .option('--since <time>', 'only receipts written at or after this RFC 3339 time')
+    .option('--until <time>', 'only receipts written before this RFC 3339 time')
+    .option('--type <type>', 'only receipts of this type')
+    .option('--subject <id>', 'only receipts naming this opaque id')
+    .action((options: ExportOptions) => exportReceipts(options));
   receipts
     .command('tail')
     .description(

@@ -1,6 +1,8 @@
 import type { GatewayPolicy } from '#lib/oauth/client-metadata.js';
-import { ensureOperatorClient } from '../../../control-plane/src/clients/operator-client.js';
-import type { ControlPlaneServices } from '../../../control-plane/src/context.js';
+import {
+  ensureOperatorClient,
+  type ControlPlaneServices,
+} from '../../../control-plane/src/operator-tasks/operator-clients.js';
 
 /**
  * The clients of `keyplane up`'s demo: its gateway and the in-place example page on its demo app,

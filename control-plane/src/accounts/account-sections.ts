@@ -2,6 +2,7 @@ import type { Translator } from '#lib/i18n/translate.js';
 import { RECOVERY_CODE_COUNT } from '#lib/recovery/recovery-codes.js';
 import { html, type SafeHtml } from '../pages/layout.js';
 import type { ControlPlaneServices } from '../context.js';
+import { claimingOrgs } from '../orgs/claimed-addresses.js';
 
 /** A section of the /account page, rendered with the page's translator (docs/i18n.md). */
 export type AccountSection = (ui: Translator) => SafeHtml;
@@ -15,7 +16,8 @@ export type ExtrasServices = Pick<ControlPlaneServices, 'storage'>;
  * routes).
  */
 export interface AccountExtras {
-  emails: Array<{ email: string; verified: boolean }>;
+  /** `claimedBy`: the name of the org whose proved mail domain claims the address (docs/orgs.md#claimed-addresses). */
+  emails: Array<{ email: string; verified: boolean; claimedBy?: string }>;
   totp: 'off' | 'pending' | 'active';
   /** Extra sections for the /account HTML page (TOTP, recovery codes, e-mail), rendered in order in the page's language. */
   sections?: AccountSection[];
@@ -24,14 +26,24 @@ export interface AccountExtras {
 }
 
 export async function accountExtras(services: ExtrasServices, identityId: string): Promise<AccountExtras> {
-  const [emails, totp, codes] = await Promise.all([
+  const [emails, totp, codes, identity] = await Promise.all([
     services.storage.emails.listByIdentity(identityId),
     services.storage.totp.get(identityId),
     services.storage.recoveryCodes.listUnused(identityId),
+    services.storage.identities.get(identityId),
   ]);
   const state = totp?.state ?? 'off';
+  const claimed = await claimingOrgs(services.storage, identity, emails);
+  const orgNames = new Map<string, string>();
+  for (const orgId of new Set(claimed.values()))
+    orgNames.set(orgId, (await services.storage.orgs.get(orgId))?.name ?? '');
   return {
-    emails: emails.map((e) => ({ email: e.email, verified: e.verifiedAt !== null })),
+    emails: emails.map((e) => {
+      const claimedBy = claimed.get(e.email);
+      return claimedBy === undefined
+        ? { email: e.email, verified: e.verifiedAt !== null }
+        : { email: e.email, verified: false, claimedBy: orgNames.get(claimedBy)! };
+    }),
     totp: state,
     sections: [secondFactorSections(state, codes.length)],
     scripts: ['/assets/second-factor.js'],

@@ -46,6 +46,14 @@ export async function renameAccount(services: ProfileServices, identityId: strin
   return { username, aliases: await services.storage.identities.aliases(identityId), ...(receipt ? { receipt } : {}) };
 }
 
+/** The language the account chose for its pages (preference `lang`), if any: read per page request. */
+export async function preferredLanguage(
+  services: Pick<ProfileServices, 'storage'>,
+  identityId: string,
+): Promise<string | undefined> {
+  return (await services.storage.identities.get(identityId))?.preferences['lang'];
+}
+
 /** Merges preferences key by key (null removes a key) in one transaction; returns the result. */
 export async function updatePreferences(
   services: Pick<ProfileServices, 'storage' | 'now'>,

@@ -1,6 +1,7 @@
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
 import { checkFreeText, checkUsername, DISPLAY_NAME_MAX } from '#lib/accounts/username.js';
 import { fail } from '#lib/errors/keyplane-error.js';
+import { defaultPasskeyLabel } from '#lib/webauthn/authenticator-names.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -12,7 +13,7 @@ import {
   type VerifiedRegistration,
 } from '../passkeys/ceremony.js';
 import { openSession, type OpenedSession, type SignInBrowser } from '../sessions/start-session.js';
-import type { StoredCredential } from '../storage/types.js';
+import type { StoredCredential } from '../storage/interface.js';
 import { checkSetupToken, consumeSetupToken } from './founder.js';
 
 /** RFC 8176: proof of possession of a key, with the user verified by the authenticator. */
@@ -133,9 +134,16 @@ export async function finishSignUp(
         updatedAt: now,
       });
       if (!created) throw fail('username_taken', 'that username was taken in the meantime');
-      if (!(await tx.credentials.insert(credentialRecord(state.identityId, verified, 'Passkey 1', now)))) {
+      if (
+        !(await tx.credentials.insert(
+          credentialRecord(state.identityId, verified, defaultPasskeyLabel(verified.aaguid, 1), now),
+        ))
+      ) {
         throw fail('credential_exists', 'this passkey is registered already');
       }
+      // The founder is the instance's first operator (docs/console.md#who).
+      if (founder)
+        await tx.operators.grant({ identityId: state.identityId, role: 'operator', grantedAt: now, grantedBy: null });
       const account = await services.events.record(tx, {
         type: 'account.created',
         at: now,
@@ -164,7 +172,7 @@ export function credentialRecord(
   identityId: string,
   verified: Pick<
     VerifiedRegistration,
-    'credId' | 'publicKey' | 'counter' | 'transports' | 'backupEligible' | 'backedUp'
+    'credId' | 'publicKey' | 'counter' | 'transports' | 'backupEligible' | 'backedUp' | 'aaguid'
   >,
   label: string,
   now: number,
@@ -180,5 +188,6 @@ export function credentialRecord(
     label,
     createdAt: now,
     lastUsedAt: null,
+    aaguid: verified.aaguid,
   };
 }

@@ -1,8 +1,11 @@
 import { fail } from '#lib/errors/keyplane-error.js';
+import { shouldOfferPasskeyUpgrade } from '#lib/webauthn/passkey-upgrade.js';
+import { authenticatorNameOf, type AuthenticatorName } from '#lib/webauthn/authenticator-names.js';
 import { describeUserAgent, type DeviceDescription } from '#lib/accounts/user-agent.js';
 import { effectiveAssurance } from '#lib/assurance/assurance.js';
 import { accountExtras, type AccountExtras } from './account-sections.js';
 import type { ControlPlaneServices } from '../context.js';
+import { rpIdOf, userHandleOf } from '../passkeys/ceremony.js';
 import { standingInvites } from '../orgs/invites.js';
 import { listApprovals, type ListedApproval } from '../consent/gate.js';
 
@@ -16,7 +19,23 @@ export interface AccountView {
   displayName: string;
   preferences: Record<string, string>;
   emails: AccountExtras['emails'];
-  passkeys: Array<{ credId: string; label: string; createdAt: number; lastUsedAt: number | null; backedUp: boolean }>;
+  passkeys: Array<{
+    credId: string;
+    label: string;
+    createdAt: number;
+    lastUsedAt: number | null;
+    backedUp: boolean;
+    /** The authenticator's AAGUID, null for passkeys registered before it was kept. */
+    aaguid: string | null;
+    /** Its name and icon from the AAGUID list (docs/passkeys.md#authenticator-names); null when unknown. */
+    authenticator: AuthenticatorName | null;
+  }>;
+  /** Offer this session a passkey (it signed in without one; docs/passkeys.md#upgrades). */
+  passkeyUpgrade: boolean;
+  /** The WebAuthn user handle (base64url), for the page's Signal API calls (docs/passkeys.md#the-signal-api). */
+  userHandle: string;
+  /** The WebAuthn RP ID the account's passkeys belong to. */
+  rpId: string;
   totp: AccountExtras['totp'];
   sessions: Array<
     {
@@ -45,7 +64,7 @@ export interface AccountView {
 export async function loadAccountView(
   services: AccountViewServices,
   identityId: string,
-  current: { sessionId?: string; deviceId?: string } = {},
+  current: { sessionId?: string; deviceId?: string; amr?: readonly string[]; authTime?: number } = {},
 ): Promise<{ view: AccountView; extras: AccountExtras }> {
   const { storage } = services;
   const now = services.now();
@@ -80,7 +99,21 @@ export async function loadAccountView(
         createdAt: p.createdAt,
         lastUsedAt: p.lastUsedAt,
         backedUp: p.backedUp,
+        aaguid: p.aaguid ?? null,
+        authenticator: authenticatorNameOf(p.aaguid),
       })),
+      passkeyUpgrade:
+        current.amr !== undefined &&
+        current.authTime !== undefined &&
+        shouldOfferPasskeyUpgrade({
+          amr: current.amr,
+          authTime: current.authTime,
+          passkeysCreatedAt: passkeys.map((p) => p.createdAt),
+          declinedAt: identity.passkeyUpgradeDeclinedAt ?? null,
+          now,
+        }),
+      userHandle: Buffer.from(userHandleOf(identityId)).toString('base64url'),
+      rpId: rpIdOf(services),
       totp: extras.totp,
       sessions: sessions.map((s) => ({
         identifier: s.sessionId,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { EVIDENCE_LIFETIME_MS } from '#lib/agents/evidence.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import type { StoredAgent } from '../storage/types.js';
+import type { StoredAgent } from '../storage/interface.js';
 import type { AgentServices } from './enrollment.js';
 import { ownedAgent } from './lifecycle.js';
 

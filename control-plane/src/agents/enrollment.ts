@@ -7,7 +7,7 @@ import { constantEquals } from '#lib/crypto/constant-equals.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import type { AgentVisibility, StoredAgent, StoredEnrollment, SubjectKind } from '../storage/types.js';
+import type { AgentVisibility, StoredAgent, StoredEnrollment, SubjectKind } from '../storage/interface.js';
 import { checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';
 
 export type AgentServices = Pick<

@@ -1,6 +1,6 @@
 import { computeClaims, type ClaimName, type ClaimView } from '#lib/agents/evidence.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredAgent, StoredEnrollment } from '../storage/types.js';
+import type { StoredAgent, StoredEnrollment } from '../storage/interface.js';
 
 export type FleetServices = Pick<ControlPlaneServices, 'storage' | 'now'>;
 

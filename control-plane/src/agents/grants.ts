@@ -4,7 +4,8 @@ import { requestableResources } from '../oidc/mcp-resources.js';
 import { formatScope, parseScope } from '#lib/oauth/scope.js';
 import { randomId } from '#lib/crypto/random.js';
 import type { SessionView } from '../context.js';
-import type { StoredAgent, StoredAgentGrant } from '../storage/types.js';
+import type { Actor } from '../events/types.js';
+import type { StoredAgent, StoredAgentGrant } from '../storage/interface.js';
 import type { AgentServices } from './enrollment.js';
 import { ownedAgent } from './lifecycle.js';
 
@@ -114,16 +115,36 @@ export async function revokeAgentGrant(
 ): Promise<{ receipt?: string }> {
   const grant = await services.storage.agents.getGrant(grantId);
   if (!grant || grant.ownerId !== session.identityId) throw fail('not_found', 'no grant of yours has this id');
+  return endAgentGrant(services, grant);
+}
+
+/** The operator ends any agent's grant (the console, docs/console.md); the receipt names who acted. */
+export async function revokeAgentGrantAsOperator(
+  services: AgentServices,
+  grantId: string,
+  actor: Actor,
+): Promise<{ receipt?: string }> {
+  const grant = await services.storage.agents.getGrant(grantId);
+  if (!grant) throw fail('not_found', 'no grant has this id');
+  return endAgentGrant(services, grant, actor);
+}
+
+async function endAgentGrant(
+  services: AgentServices,
+  grant: StoredAgentGrant,
+  actor?: Actor,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
-    if (!(await tx.agents.revokeGrant(grantId, now))) throw fail('conflict', 'the grant was revoked already');
+    if (!(await tx.agents.revokeGrant(grant.grantId, now))) throw fail('conflict', 'the grant was revoked already');
     return services.events.record(tx, {
       type: 'agent.grant_revoked',
       at: now,
       outcome: 'success',
+      ...(actor ? { actor } : {}),
       agentId: grant.agentId,
       ownerId: grant.ownerId,
-      grantId,
+      grantId: grant.grantId,
     });
   });
 }

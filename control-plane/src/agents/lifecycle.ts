@@ -7,7 +7,7 @@ import { fail } from '#lib/errors/keyplane-error.js';
 import { foldUsername } from '#lib/accounts/username.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { SessionView } from '../context.js';
-import type { AgentVisibility, StoredAgent, Stores } from '../storage/types.js';
+import type { AgentVisibility, StoredAgent, Stores } from '../storage/interface.js';
 import type { AgentServices } from './enrollment.js';
 import { checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';
 

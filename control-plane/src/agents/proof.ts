@@ -4,7 +4,7 @@ import { runProofHash, verifyRunProof } from '#lib/agents/run-proof.js';
 import { signJwt } from '#lib/crypto/jwt.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
-import type { StoredAgent, StoredAgentEvidence } from '../storage/types.js';
+import type { StoredAgent, StoredAgentEvidence } from '../storage/interface.js';
 import type { AgentServices } from './enrollment.js';
 import { agentKeyCache, checkAgentKeyProof, type KeyProofRequest } from './key-proof.js';
 

@@ -9,7 +9,7 @@ import { sha256Hex } from '#lib/crypto/sha256.js';
 import { resolveClient } from './client-id-documents.js';
 import { clientKeySet } from './remote-key-sets.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 /** A client assertion older than this is refused even when its exp is later (RFC 7523 §3 leaves the bound to the server). */

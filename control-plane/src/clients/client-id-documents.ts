@@ -10,7 +10,7 @@ import {
 } from '#lib/oauth/client-id-metadata.js';
 import { clientTypeOf } from '#lib/oauth/client-metadata.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { findClient } from './find-client.js';
 
 /** Documents kept at once; the least recently used goes first. */

@@ -1,5 +1,5 @@
 import { originsOf } from '#lib/oauth/redirect-uri.js';
-import type { ClientStore } from '../storage/types.js';
+import type { ClientStore } from '../storage/interface.js';
 
 /**
  * How long origins read here stand before they are read again: the longest a client change made

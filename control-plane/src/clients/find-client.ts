@@ -1,5 +1,5 @@
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 
 /** Longer than any id this server issues: such a value is never looked up. */
 const CLIENT_ID_MAX = 100;

@@ -1,6 +1,6 @@
 import { publishableOrigins } from '#lib/oauth/in-place.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 
 type OriginServices = Pick<ControlPlaneServices, 'storage'>;
 

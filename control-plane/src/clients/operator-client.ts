@@ -4,7 +4,7 @@ import { hashClientSecret } from '#lib/oauth/client-auth.js';
 import { clientTypeOf, validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 
 /**
  * A client that the operator's own process registers in-process (`keyplane up`'s gateway and its
@@ -63,6 +63,7 @@ export async function ensureOperatorClient(
                 type: 'client.secret_rotated',
                 at: now,
                 outcome: 'success',
+                actor: { type: 'system' },
                 clientId: existing.clientId,
                 revision: updated.revision,
               }
@@ -70,6 +71,7 @@ export async function ensureOperatorClient(
                 type: 'client.updated',
                 at: now,
                 outcome: 'success',
+                actor: { type: 'system' },
                 clientId: existing.clientId,
                 revision: updated.revision,
                 secretIssued: false,
@@ -99,6 +101,8 @@ export async function ensureOperatorClient(
       type: 'client.registered',
       at: now,
       outcome: 'success',
+      // `keyplane up` registers its own clients at start: Keyplane acts, not a token holder.
+      actor: { type: 'system' },
       clientId: client.clientId,
       ownerId: null,
       by: 'admin',

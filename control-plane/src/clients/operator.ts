@@ -4,7 +4,8 @@ import { clientTypeOf, usesClientSecret } from '#lib/oauth/client-metadata.js';
 import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import { endGrantsOfClient, endGrantsOfSessions } from '../grants/end-grants.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
+import { ADMIN_TOKEN, type Actor } from '../events/types.js';
 
 type Services = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 
@@ -37,6 +38,7 @@ export async function findClient(services: Pick<Services, 'storage'>, clientId: 
 export async function rotateClientSecret(
   services: Services,
   client: StoredClient,
+  actor: Actor = ADMIN_TOKEN,
 ): Promise<{ client: StoredClient; secret: string; receipt?: string }> {
   if (!usesClientSecret(client.metadata.token_endpoint_auth_method))
     throw fail('invalid_request', 'this client does not authenticate with a client secret');
@@ -58,6 +60,7 @@ export async function rotateClientSecret(
       type: 'client.secret_rotated',
       at: now,
       outcome: 'success',
+      actor,
       clientId: client.clientId,
       revision: stored.revision,
     });
@@ -66,12 +69,16 @@ export async function rotateClientSecret(
 }
 
 /** Deletes a client: its grants end with it, and `client.deleted` is receipted (RFC 7592 §2.3). */
-export async function revokeClient(services: Services, clientId: string): Promise<{ receipt?: string }> {
+export async function revokeClient(
+  services: Services,
+  clientId: string,
+  actor: Actor = ADMIN_TOKEN,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.clients.remove(clientId))) throw fail('not_found', 'no client has this id');
     await endGrantsOfClient(services, tx, clientId, now);
-    return services.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', clientId });
+    return services.events.record(tx, { type: 'client.deleted', at: now, outcome: 'success', actor, clientId });
   });
 }
 
@@ -83,6 +90,7 @@ export async function revokeSessions(
   services: Services,
   identityId: string,
   only?: string,
+  actor: Actor = ADMIN_TOKEN,
 ): Promise<{ revoked: string[]; receipts: string[] }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
@@ -102,6 +110,7 @@ export async function revokeSessions(
         identityId,
         sessionId,
         by: 'admin',
+        actor,
       });
       if (receipt) receipts.push(receipt);
     }

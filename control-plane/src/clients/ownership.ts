@@ -1,6 +1,6 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import { hasRole } from '#lib/orgs/roles.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { loadMembership, type OrgServices } from '../orgs/membership.js';
 
 /**

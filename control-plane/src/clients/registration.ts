@@ -12,13 +12,16 @@ import { checkResourceOwnership, type ResourceRegistrar } from '#lib/oauth/resou
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { endGrantsOfClient } from '../grants/end-grants.js';
 import { orgOwnerFor } from './ownership.js';
-import type { OrgServices } from '../orgs/membership.js';
+import { orgsAdministeredBy, type OrgServices } from '../orgs/membership.js';
+import { orgsNamedBy } from '#lib/access/evaluate-access.js';
 import { constantEquals } from '#lib/crypto/constant-equals.js';
+import { presentsAdminToken } from '#lib/http/admin-token.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { checkFetchedUris } from './remote-key-sets.js';
-import type { StoredClient, Stores } from '../storage/types.js';
+import type { StoredClient, Stores } from '../storage/interface.js';
 import { refuseOutsideProfile } from '../rollout/constraints.js';
+import type { Actor } from '../events/types.js';
 
 /**
  * The steps of RFC 7591 registration and RFC 7592 management, each a small named check.
@@ -28,7 +31,8 @@ import { refuseOutsideProfile } from '../rollout/constraints.js';
  * to brute-force), and look-ups stay cheap. Comparison is constant-time.
  */
 
-export type Registrar = { by: 'admin'; ownerId: null } | { by: 'session'; ownerId: string };
+/** Who registers: the admin token (the operator owns the client), or a person for themself or an org they administer. */
+export type Registrar = { by: 'admin'; ownerId: null } | { by: 'session'; ownerId: string; identityId: string };
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
@@ -56,19 +60,9 @@ export function authenticateRegistrar(
   authorization: string | undefined,
   session: SessionView | undefined,
 ): Registrar {
-  const token = bearerToken(authorization);
-  if (token !== undefined) {
-    const adminToken = services.config.adminToken;
-    if (token === null || adminToken === undefined || !constantEquals(token, adminToken)) {
-      throw invalidToken(
-        adminToken === undefined
-          ? 'registration with an admin token is disabled on this server'
-          : 'the initial access token is not valid',
-      );
-    }
+  if (presentsAdminToken(services.config.adminToken, authorization, { oauth: true }))
     return { by: 'admin', ownerId: null };
-  }
-  if (session) return { by: 'session', ownerId: session.identityId };
+  if (session) return { by: 'session', ownerId: session.identityId, identityId: session.identityId };
   throw oauthError('unauthorized', 'send the admin token as a Bearer token, or sign in', {
     error: 'invalid_token',
     headers: { 'www-authenticate': 'Bearer' },
@@ -82,7 +76,11 @@ export function authenticateRegistrar(
 export async function orgRegistrar(services: OrgServices, registrar: Registrar, org: unknown): Promise<Registrar> {
   if (registrar.by !== 'session')
     throw fail('invalid_request', "an organization's app is registered from a session of one of its admins or owners");
-  return { by: 'session', ownerId: await orgOwnerFor(services, org, registrar.ownerId) };
+  return {
+    by: 'session',
+    ownerId: await orgOwnerFor(services, org, registrar.identityId),
+    identityId: registrar.identityId,
+  };
 }
 
 /**
@@ -220,6 +218,39 @@ export async function checkOwnedResources(
 }
 
 /**
+ * Access rules name only orgs the client's owner administers (docs/security.md#rules-name-only-administered-orgs):
+ * a rule naming an org makes the gateway's signed config carry that org's member directory, and
+ * the client a gate on its members. A personal owner may name the orgs where it is an admin or
+ * owner; an org owner names itself; the operator (no owner) names any.
+ */
+export async function checkNamedOrgs(
+  services: Pick<ControlPlaneServices, 'storage'>,
+  metadata: ClientMetadata,
+  ownerId: string | null,
+): Promise<void> {
+  if (ownerId === null) return;
+  const rules = [
+    { orgs: metadata.access.orgs ?? [] },
+    ...(metadata.gateway?.routes ?? []).flatMap((route) => [
+      route.allow ?? {},
+      ...Object.values(route.tools ?? {}).map((tool) => tool.allow ?? {}),
+    ]),
+  ];
+  const named = new Set(rules.flatMap(orgsNamedBy));
+  if (named.size === 0) return;
+  const org = await services.storage.orgs.get(ownerId);
+  const administered = new Set(
+    org ? [org.slug] : (await orgsAdministeredBy(services, ownerId)).map((o) => o.slug.toLowerCase()),
+  );
+  const foreign = [...named].find((slug) => !administered.has(slug));
+  if (foreign !== undefined)
+    throw oauthError(
+      'invalid_client_metadata',
+      `access rules may name only orgs the client's owner administers; ${foreign.slice(0, 64)} is not one`,
+    );
+}
+
+/**
  * `first_party` skips the approval page and `v1_bridge` puts a session token in a URL, so only
  * the operator (a client without owner) sets them (docs/security.md "One consent gate").
  */
@@ -235,6 +266,8 @@ export interface RegisterOptions {
   connector?: string;
   /** Runs in the registration's transaction after the insert (the rollout binds its project there). */
   onInsert?: (tx: Stores, client: StoredClient) => Promise<void>;
+  /** Who acted, when not the registrar itself (an operator in the console registers as the operator). */
+  actor?: Actor;
 }
 
 /** RFC 7591 §3.2: stores the new client for its registrar and records `client.registered`. */
@@ -246,6 +279,7 @@ export async function registerClient(
 ): Promise<ClientChange> {
   checkOperatorOnlyMetadata(metadata, registrar.ownerId);
   await checkOwnedResources(services, metadata, registrar.ownerId);
+  await checkNamedOrgs(services, metadata, registrar.ownerId);
   await checkFetchedUris(services, metadata);
   const now = services.now();
   const secret = usesClientSecret(metadata.token_endpoint_auth_method) ? newSecret() : null;
@@ -269,9 +303,12 @@ export async function registerClient(
       type: 'client.registered',
       at: now,
       outcome: 'success',
+      // `by: session` named no one; the person who registered it acted (for an org too).
+      actor: registrar.by === 'admin' ? { type: 'admin_token' } : { type: 'person', id: registrar.identityId },
       clientId: client.clientId,
       ownerId: client.ownerId,
       by: registrar.by,
+      ...(options.actor ? { actor: options.actor } : {}),
       revision: 1,
       ...(options.connector ? { connector: options.connector } : {}),
     });
@@ -292,10 +329,12 @@ export async function updateClient(
   client: StoredClient,
   revision: number,
   metadata: ClientMetadata,
+  actor?: Actor,
 ): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
   checkOperatorOnlyMetadata(metadata, client.ownerId);
   await checkOwnedResources(services, metadata, client.ownerId);
+  await checkNamedOrgs(services, metadata, client.ownerId);
   await checkFetchedUris(services, metadata);
   const now = services.now();
   const secret = secretAfterUpdate(client, metadata, now);
@@ -315,6 +354,7 @@ export async function updateClient(
       type: 'client.updated',
       at: now,
       outcome: 'success',
+      ...(actor ? { actor } : {}),
       clientId: client.clientId,
       revision: stored.revision,
       secretIssued: secret.value !== undefined,

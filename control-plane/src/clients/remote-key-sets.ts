@@ -1,5 +1,5 @@
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { isFetchRefusal } from '#lib/fetch/guarded-fetch.js';
 import { oauthError } from '#lib/oauth/errors.js';
 import type { ClientMetadata } from '#lib/oauth/client-metadata.js';

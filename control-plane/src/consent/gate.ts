@@ -4,7 +4,7 @@ import { isClientIdUrl } from '#lib/oauth/client-id-metadata.js';
 import { mergeApproval } from '#lib/oauth/authorization-request.js';
 import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient, StoredSamlProvider, Stores } from '../storage/types.js';
+import type { StoredClient, StoredSamlProvider, Stores } from '../storage/interface.js';
 
 /**
  * The one consent gate (docs/security.md "One consent gate"): every path that releases an

@@ -1,4 +1,4 @@
-import type { Stores } from '../storage/types.js';
+import type { Stores } from '../storage/interface.js';
 import type { DomainEvent } from './types.js';
 
 /**

@@ -2,6 +2,14 @@ import type { InPlaceTransport } from '#lib/oauth/in-place.js';
 import type { AssuranceLevel } from '#lib/assurance/assurance.js';
 
 /**
+ * Every path by which a person's tokens reach a party, named in `signin.access_denied` receipts:
+ * the in-place transports, SAML, the device grant's verification page, the token endpoint's
+ * grants that mint again from an earlier approval (a code, a refresh token, an exchanged token),
+ * and the v1 bridge.
+ */
+export type AccessPath = InPlaceTransport | 'saml' | 'device' | 'code' | 'refresh' | 'token_exchange' | 'v1';
+
+/**
  * Typed domain events. Handlers record what happened; the ledger turns events into receipts
  * and metrics count them, by subscribing here rather than being called from handlers.
  * Every kind is listed in docs/events.md. Fields are opaque ids only: never a secret, token,
@@ -11,7 +19,21 @@ interface EventBase {
   /** Milliseconds since the epoch. */
   at: number;
   outcome: 'success' | 'failure';
+  /** Who acted (docs/events.md); when left out, `actorOf` derives it. */
+  actor?: Actor;
 }
+
+/**
+ * Who acted: a person (identity id), the admin token (automation), an org's SCIM token (its
+ * id), a connection (its id), or Keyplane itself. Opaque ids only.
+ */
+export interface Actor {
+  type: 'person' | 'admin_token' | 'scim_token' | 'connection' | 'system';
+  id?: string;
+}
+
+/** The admin token as the actor: automation, no person named. */
+export const ADMIN_TOKEN: Actor = { type: 'admin_token' };
 
 /** What a sign-in says about the session it opened or renewed. */
 interface SignInFields {
@@ -31,6 +53,10 @@ export type DomainEvent =
   | (EventBase & { type: 'account.disabled'; identityId: string; by: 'admin'; sessions: number; grants: number })
   | (EventBase & { type: 'account.enabled'; identityId: string; by: 'admin' })
   | (EventBase & { type: 'account.deleted'; identityId: string; by: 'self' | 'admin'; clients: number })
+  // console roles and sessions (docs/console.md)
+  | (EventBase & { type: 'operator.granted'; identityId: string; role: 'operator' | 'auditor' })
+  | (EventBase & { type: 'operator.revoked'; identityId: string; role: 'operator' | 'auditor' })
+  | (EventBase & { type: 'console.opened'; identityId: string; role: 'operator' | 'auditor' })
   | (EventBase & SignInFields & { type: 'session.started' })
   // A sign-in on a browser that had a session of the same account: the session went on under a
   // new token (docs/security.md#session-tokens). Not an end: the sid, grants and history stay.
@@ -77,7 +103,7 @@ export type DomainEvent =
   | (EventBase & { type: 'client.updated'; clientId: string; revision: number; secretIssued: boolean })
   | (EventBase & { type: 'client.deleted'; clientId: string })
   | (EventBase & { type: 'client.secret_rotated'; clientId: string; revision: number })
-  // Edge-gate (docs/gateway.md#signed-config): a new version of a gateway client's signed config
+  // Gateway (docs/gateway.md#signed-config): a new version of a gateway client's signed config
   | (EventBase & {
       type: 'gateway.config_issued';
       clientId: string;
@@ -168,7 +194,7 @@ export type DomainEvent =
       clientId: string;
       identityId: string;
       grantId: string;
-      cause: 'code_replay' | 'refresh_reuse' | 'revocation' | 'session_ended' | 'client_revoked';
+      cause: 'code_replay' | 'refresh_reuse' | 'revocation' | 'session_ended' | 'client_revoked' | 'access_ended';
     })
   | (EventBase & { type: 'token.access_revoked'; clientId: string; grantId: string })
   | (EventBase & { type: 'session.logged_out'; identityId: string; sessionId: string; clientId: string | null })
@@ -273,7 +299,7 @@ export type DomainEvent =
   | (EventBase & {
       type: 'signin.access_denied';
       client_id: string;
-      transport: InPlaceTransport | 'saml';
+      transport: AccessPath;
       identityId: string;
       refusal: 'account_disabled' | 'owner_disabled' | 'no_rule_matched';
     })
@@ -299,10 +325,25 @@ export type DomainEvent =
       by: string;
     })
   | (EventBase & { type: 'org.member_removed'; orgId: string; identityId: string; by: string })
+  // teams (docs/orgs.md#teams): `actor` is the org admin who acted
+  | (EventBase & { type: 'team.created' | 'team.renamed'; orgId: string; teamId: string })
+  | (EventBase & { type: 'team.deleted'; orgId: string; teamId: string; members: number })
+  | (EventBase & {
+      type: 'team.member_added' | 'team.member_removed';
+      orgId: string;
+      teamId: string;
+      identityId: string;
+    })
   | (EventBase & { type: 'org.site_added'; orgId: string; siteId: string; primary: boolean; by: string })
   | (EventBase & { type: 'org.site_removed'; orgId: string; siteId: string; by: string })
   | (EventBase & { type: 'org.site_promoted'; orgId: string; siteId: string; by: string })
   | (EventBase & { type: 'org.site_verified'; orgId: string; siteId: string; method: 'dns' | 'well-known'; by: string })
+  // proved mail domains (docs/orgs.md#mail-domains): opaque ids only, never the domain
+  | (EventBase & {
+      type: 'org.mail_domain_added' | 'org.mail_domain_verified' | 'org.mail_domain_removed' | 'org.mail_domain_lapsed';
+      orgId: string;
+      domainId: string;
+    })
   | (EventBase & {
       type: 'scan.completed';
       scanId: string;
@@ -339,7 +380,80 @@ export type DomainEvent =
       tool: string | null;
       reason: 'mcp_read_only' | 'mcp_unknown_tool';
     })
+  // APIs and their scopes (docs/apis.md): `actor` is the admin token, or the org admin as a person
+  | (EventBase & { type: 'api.declared' | 'api.updated' | 'api.removed'; apiId: string; orgId: string | null })
+  // the client_credentials grant (docs/apis.md#client-credentials): a client acting for itself
+  | (EventBase & { type: 'token.client_credentials'; clientId: string; resource: string | null; scopes: string[] })
   // the contact channel (docs/contact.md): the message and its sender stay in the contact store
-  | (EventBase & { type: 'contact.received'; contactId: string; topic: string; mailed: boolean });
+  | (EventBase & { type: 'contact.received'; contactId: string; topic: string; mailed: boolean })
+  // SCIM 2.0 per org (docs/scim.md): `actor` the SCIM token (or, for its tokens, the owner); a user
+  // is named by its identity id and a keyed hash of its userName, never the name itself
+  | (EventBase & { type: 'scim.token_created' | 'scim.token_revoked'; orgId: string; tokenId: string })
+  | (EventBase & {
+      type:
+        | 'scim.user_created'
+        | 'scim.user_updated'
+        | 'scim.user_deleted'
+        | 'scim.user_suspended'
+        | 'scim.user_reactivated';
+      orgId: string;
+      identityId: string;
+      userNameHash: string;
+    })
+  | (EventBase & {
+      type: 'scim.group_created' | 'scim.group_updated' | 'scim.group_deleted';
+      orgId: string;
+      teamId: string;
+      added: number;
+      removed: number;
+    })
+  // Webhooks (docs/events.md#webhooks): `orgId` null for the operator's; `disabled` after 24 h of failed deliveries
+  | (EventBase & {
+      type: 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.secret_rotated' | 'webhook.tested';
+      webhookId: string;
+      orgId: string | null;
+    })
+  | (EventBase & { type: 'webhook.disabled'; webhookId: string; orgId: string | null; failingSince: number })
+  // Shared Signals streams (docs/events.md#shared-signals-streams-from-a-receivers-view): the receiver's client acted
+  | (EventBase & {
+      type:
+        | 'ssf.stream_created'
+        | 'ssf.stream_updated'
+        | 'ssf.stream_deleted'
+        | 'ssf.stream_status_changed'
+        | 'ssf.verification_requested'
+        | 'ssf.subjects_changed';
+      streamId: string;
+      clientId: string;
+    })
+  // Connections (docs/federation.md): `orgId` null for an instance-wide one; `subject` is a keyed
+  // hash of the upstream subject, never the subject itself
+  | (EventBase & {
+      type: 'connection.created' | 'connection.updated' | 'connection.deleted';
+      connectionId: string;
+      orgId: string | null;
+    })
+  | (EventBase & {
+      type: 'federation.sign_in';
+      connectionId: string;
+      subject: string;
+      identityId: string;
+      sessionId: string;
+      assurance: 'email' | 'passkey';
+    })
+  | (EventBase & {
+      type: 'federation.account_created' | 'federation.account_linked';
+      connectionId: string;
+      subject: string;
+      identityId: string;
+      orgId: string;
+    })
+  | (EventBase & {
+      type: 'federation.refused';
+      connectionId: string;
+      subject: string | null;
+      reason: string;
+    })
+  | (EventBase & { type: 'federation.tested'; connectionId: string; subject: string | null });
 
 export type DomainEventType = DomainEvent['type'];

@@ -1,3 +1,4 @@
+import { countedEmails } from '../orgs/claimed-addresses.js';
 import { buildAccount, type AssertionRequest, type FedcmAccount } from '#lib/fedcm/identity-provider.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { decideInPlaceConsent } from '#lib/oauth/in-place.js';
@@ -5,11 +6,11 @@ import { parseScope } from '#lib/oauth/scope.js';
 import { buildIdTokenClaims } from '#lib/tokens/claims.js';
 import { signIdToken } from '#lib/tokens/sign-token.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
-import { isAccountActive } from '../accounts/lifecycle.js';
+import { requireSignInAllowed } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import { userClaims } from '../oidc/tokens.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { approvalOf } from '../consent/gate.js';
 
 type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'keys' | 'events' | 'now'>;
@@ -48,8 +49,7 @@ export async function issueFedcmAssertion(
   const scopes = fedcmScopesOf(client);
   // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts): disabling
   // ends the sessions, and this covers one that lingers.
-  if (!(await isAccountActive(services.storage, session.identityId)))
-    throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+  await requireSignInAllowed(services.storage, session.identityId);
   // The client's access.orgs (docs/orgs.md#who-may-sign-in-to-an-app): the browser shows the error.
   const access = await checkSignInAccess(
     services,
@@ -149,9 +149,8 @@ export async function fedcmAccountOf(
   const { storage } = services;
   const identity = await storage.identities.get(identityId);
   if (!identity) throw fail('unauthorized', 'nobody is signed in');
-  if (!(await isAccountActive(storage, identity.identityId)))
-    throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
-  const emails = await storage.emails.listByIdentity(identity.identityId);
+  await requireSignInAllowed(storage, identity.identityId);
+  const emails = await countedEmails(storage, identity, await storage.emails.listByIdentity(identity.identityId));
   const email = emails.find((e) => e.verifiedAt !== null)?.email;
   // The approvals table holds SAML service providers' too (consent/gate.ts): FedCM names clients only.
   const approvedClients = (await storage.oidc.approvedClients(identity.identityId)).filter(

@@ -1,6 +1,7 @@
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredGrant, Stores } from '../storage/types.js';
+import type { StoredClient, StoredGrant, Stores } from '../storage/interface.js';
 import { queueBackchannelLogouts } from '../logout/backchannel.js';
+import { judgeAccess } from '../clients/sign-in-access.js';
 
 /**
  * Grants end with what started them (docs/security.md "Sign-out ends grants"). Called inside the
@@ -13,7 +14,7 @@ async function record(
   tx: Stores,
   grants: StoredGrant[],
   at: number,
-  cause: 'session_ended' | 'client_revoked',
+  cause: 'session_ended' | 'client_revoked' | 'access_ended',
 ): Promise<void> {
   for (const grant of grants) {
     await services.events.record(tx, {
@@ -57,4 +58,36 @@ export async function endGrantsOfClient(
   const grants = await tx.oidc.revokeClientGrants(clientId, at);
   await record(services, tx, grants, at, 'client_revoked');
   return grants.length;
+}
+
+/**
+ * A membership ended or changed (docs/security.md#access-rules-on-every-path): inside the
+ * transaction that changed it, every live grant of the account to a client whose `access.orgs` no
+ * longer admits it is revoked (`token.family_revoked`, cause `access_ended`), and each such client
+ * is sent a back-channel logout for the sign-in the grant came from.
+ */
+export async function endGrantsNoLongerAdmitted(
+  services: Pick<ControlPlaneServices, 'events'>,
+  tx: Stores,
+  identityId: string,
+  at: number,
+): Promise<number> {
+  const clients = new Map<string, StoredClient | null>();
+  const ended: StoredGrant[] = [];
+  for (const grant of await tx.oidc.liveGrantsOf(identityId, at)) {
+    if (!clients.has(grant.clientId)) clients.set(grant.clientId, await tx.clients.get(grant.clientId));
+    const orgs = clients.get(grant.clientId)?.metadata.access.orgs;
+    if (!orgs || (await judgeAccess(tx, orgs, identityId)).allowed) continue;
+    if (await tx.oidc.revokeGrant(grant.grantId, at)) ended.push(grant);
+  }
+  if (ended.length === 0) return 0;
+  await queueBackchannelLogouts(
+    services,
+    tx,
+    ended.map((g) => g.sessionId),
+    at,
+    ended.map((g) => ({ sessionId: g.sessionId, clientId: g.clientId })),
+  );
+  await record(services, tx, ended, at, 'access_ended');
+  return ended.length;
 }

@@ -4,7 +4,7 @@ import { buildCorsHeaders, isRegisteredOrigin, type CorsOptions } from '#lib/oau
 import type { ControlPlaneServices } from '../context.js';
 import { findClient } from '../clients/find-client.js';
 import { publishedOriginsOf } from '../clients/in-place-origins.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 
 /**
  * The CORS preamble FedCM and the direct grant share (docs/in-place.md#one-origin-rule-one-cors-rule): the client named

@@ -3,7 +3,7 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK
 import type { ControlPlaneConfig } from '#config/types.js';
 import { open, seal } from '#lib/crypto/sealed-box.js';
 import { planRotation, publishedKeys, type RotationPolicy } from '#lib/keys/rotation.js';
-import type { KeyStore, StoredSigningKey, Storage } from '../storage/types.js';
+import type { KeyStore, StoredSigningKey, Storage } from '../storage/interface.js';
 
 export interface SigningKey {
   kid: string;

@@ -2,7 +2,7 @@ import { isProtocolError } from '#lib/errors/protocol-error.js';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { auditEpoch } from '#lib/ledger/audit-epoch.js';
 import { isPreviousCheckpoint, verifyCheckpoint, type CheckpointPayload } from '#lib/ledger/checkpoint.js';
-import type { Storage } from '../storage/types.js';
+import type { Storage } from '../storage/interface.js';
 
 /**
  * Recomputes every sealed epoch from the stored receipts and checks each checkpoint's

@@ -2,11 +2,15 @@ import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { buildCheckpointPayload, signCheckpoint } from '#lib/ledger/checkpoint.js';
 import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '#lib/ledger/merkle-tree.js';
-import { canonicalReceipt } from '#lib/ledger/receipt.js';
+import { canonicalReceipt, type Receipt } from '#lib/ledger/receipt.js';
 import type { DomainEvent } from '../events/types.js';
 import type { SigningKey } from '../keys/key-ring.js';
-import type { Storage, Stores } from '../storage/types.js';
+import type { Storage, Stores } from '../storage/interface.js';
 import { receiptFromEvent } from './receipt-from-event.js';
+import type { TransparencyLog } from './transparency-log.js';
+
+/** Runs in the transaction that appended `receipt` (see `Ledger.follow`). */
+export type ReceiptFollower = (tx: Stores, receipt: Receipt, hash: string) => Promise<void>;
 
 export interface LedgerOptions {
   storage: Storage;
@@ -14,9 +18,13 @@ export interface LedgerOptions {
   signingKey: () => SigningKey;
   sealIntervalMs: number;
   sealMaxReceipts: number;
+  /** Given to a ledger that does not seal (a worker): called once `sealMaxReceipts` were appended here since the last call. */
+  requestSeal?: () => void;
   now: () => number;
   metrics?: Registry;
   onError?: (error: unknown) => void;
+  /** The C2SP transparency log each sealed epoch is appended to (docs/ledger.md#verifying-with-transparency-tools). */
+  log?: TransparencyLog;
 }
 
 /**
@@ -35,7 +43,13 @@ export class Ledger {
   private sealScheduled = false;
   private closed = false;
   private readonly appended?: Counter;
+  private readonly followers: ReceiptFollower[] = [];
   private readonly sealed?: Counter;
+
+  /** The C2SP transparency log over the sealed epochs, when the ledger keeps one. */
+  get transparency(): TransparencyLog | undefined {
+    return this.options.log;
+  }
 
   constructor(private readonly options: LedgerOptions) {
     if (options.metrics) {
@@ -62,8 +76,13 @@ export class Ledger {
     const receipt = receiptFromEvent(event);
     const { body, hash } = canonicalReceipt(receipt);
     await tx.receipts.append(receipt, hash, this.options.now(), body);
+    for (const follower of this.followers) await follower(tx, receipt, hash);
     this.appended?.inc({ kind: receipt.kind });
-    if (++this.appendedSinceSeal >= this.options.sealMaxReceipts && !this.sealScheduled) {
+    if (++this.appendedSinceSeal >= this.options.sealMaxReceipts && this.options.requestSeal) {
+      // A worker never seals: it asks the process that does, once per batch.
+      this.appendedSinceSeal = 0;
+      this.options.requestSeal();
+    } else if (this.appendedSinceSeal >= this.options.sealMaxReceipts && !this.sealScheduled) {
       // After the caller's transaction: the seal's own transaction waits for it anyway.
       this.sealScheduled = true;
       setImmediate(() => {
@@ -74,9 +93,29 @@ export class Ledger {
     return hash;
   };
 
+  /**
+   * Adds a subscriber that queues its outbox rows beside each receipt, in the receipt's
+   * transaction (webhooks): the row exists exactly when the receipt does.
+   */
+  follow(follower: ReceiptFollower): void {
+    this.followers.push(follower);
+  }
+
   /** Seals whatever is pending (left over from a crash too) and starts the timer. */
   async start(): Promise<void> {
+    const { log, storage } = this.options;
+    if (log) {
+      // Epochs sealed before the transparency log existed enter it first, in order.
+      for (;;) {
+        const appended = await storage.transaction(async (tx) => {
+          await tx.receipts.lockSealing();
+          return log.catchUp(tx);
+        });
+        if (appended === 0) break;
+      }
+    }
     await this.sealNow();
+    void log?.requestCosignatures().catch((error: unknown) => this.options.onError?.(error));
     if (this.closed) return;
     this.timer = setInterval(() => {
       if (!this.sealing && !this.closed) void this.sealNow().catch((error: unknown) => this.options.onError?.(error));
@@ -97,9 +136,16 @@ export class Ledger {
       // seal runs wait for the next tick, so epochs are not sealed more often than configured.
       for (;;) {
         const sealed = await this.sealOne();
-        if (sealed === null) return epochs;
+        if (sealed === null) {
+          if (epochs.length > 0)
+            void this.options.log?.requestCosignatures().catch((error: unknown) => this.options.onError?.(error));
+          return epochs;
+        }
         epochs.push(sealed.epoch);
-        if (sealed.size < this.options.sealMaxReceipts) return epochs;
+        if (sealed.size < this.options.sealMaxReceipts) {
+          void this.options.log?.requestCosignatures().catch((error: unknown) => this.options.onError?.(error));
+          return epochs;
+        }
       }
     })();
     this.sealing = run;
@@ -116,6 +162,7 @@ export class Ledger {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.sealing?.catch(() => undefined);
+    await this.options.log?.settle();
   }
 
   private async sealOne(): Promise<{ epoch: number; size: number } | null> {
@@ -149,6 +196,8 @@ export class Ledger {
           path: auditPath(tree, index),
         })),
       );
+      // The epoch enters the transparency log in the same transaction (after any left behind).
+      await this.options.log?.catchUp(tx);
       return { epoch, size: tree.size };
     });
     if (epoch !== null) this.sealed?.inc();

@@ -3,13 +3,14 @@ import { isReceiptHash, treeKeyOf } from '#lib/ledger/receipt.js';
 import type { InclusionProof } from '#lib/ledger/verify-receipt.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { PlacedKey } from '../storage/types.js';
+import type { PlacedKey } from '../storage/interface.js';
 
 /** What the proofs read: the receipt store. */
 export type ProofServices = Pick<ControlPlaneServices, 'storage'>;
 
 export type ReceiptLookup =
-  { receipt: unknown; pending: true } | { receipt: unknown; proof: InclusionProof; checkpoint: string };
+  | { receipt: unknown; pending: true }
+  | { receipt: unknown; proof: InclusionProof; checkpoint: string; tlog_index?: number; tree_size?: number };
 
 /**
  * A receipt by its hash: with its proof and checkpoint once sealed. One indexed look-up by
@@ -22,6 +23,8 @@ export async function lookUpReceipt({ storage: stores }: ProofServices, hash: st
   if (stored.epoch === null || stored.index === null || stored.path === null) return { receipt, pending: true };
   const checkpoint = await stores.receipts.checkpoint(stored.epoch);
   if (!checkpoint) throw new Error(`epoch ${stored.epoch} has receipts but no checkpoint`);
+  // Its place in the transparency log: the tree of `tree_size` leaves is the first to hold it.
+  const logged = stored.tlogIndex === null ? undefined : await stores.tlog.logged(stored.epoch);
   return {
     receipt,
     proof: {
@@ -31,6 +34,7 @@ export async function lookUpReceipt({ storage: stores }: ProofServices, hash: st
       path: stored.path.map((p) => p.toString('hex')),
     },
     checkpoint: checkpoint.jws,
+    ...(logged && stored.tlogIndex !== null ? { tlog_index: stored.tlogIndex, tree_size: logged.treeSize } : {}),
   };
 }
 

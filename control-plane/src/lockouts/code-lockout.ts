@@ -12,9 +12,11 @@ export type LockoutServices = Pick<ControlPlaneServices, 'config' | 'state' | 's
  * (docs/accounts.md#rate-limits), and a per-IP rate limit. A lockout start is an event (and so a receipt).
  *
  * A code anyone may try without a session (backup codes) names its `source` (the client address):
- * the lockout is then per account and source at the threshold, and account-wide only at
- * {@link ACCOUNT_WIDE_FACTOR} times it, so a stranger's wrong guesses lock the stranger out, not
- * the owner's correct code from elsewhere (docs/security.md#backup-code-lockout).
+ * the lockout is then per account and source at the threshold. At {@link ACCOUNT_WIDE_FACTOR}
+ * times it from all sources the account is under attack, and from then on until the window ends
+ * every source that guessed wrong is refused while a source that did not still has its code
+ * checked: a stranger's wrong guesses never refuse the owner's right code, and guessing stays
+ * bounded overall, to one try per fresh address (docs/security.md#backup-code-lockout).
  */
 export type CodeMethod = 'totp' | 'recovery';
 
@@ -55,10 +57,17 @@ export async function assertNotLocked(
   identityId: string,
   source?: string,
 ): Promise<void> {
-  for (const { lockout, subject } of lockoutsFor(services, method, identityId, source)) {
-    const status = await lockout.status(subject);
-    if (status.locked) throw lockedOut(method, status.retryAfterMs);
+  const [account, fromSource] = lockoutsFor(services, method, identityId, source);
+  if (fromSource) {
+    const own = await fromSource.lockout.status(fromSource.subject);
+    if (own.locked) throw lockedOut(method, own.retryAfterMs);
   }
+  const status = await account!.lockout.status(account!.subject);
+  if (!status.locked) return;
+  // With 80-bit backup codes the account-wide lock guards nothing the count of addresses does
+  // not: it refuses only the sources that guessed wrong, never a clean one (the owner's).
+  if (!fromSource || (await fromSource.lockout.failures(fromSource.subject)) > 0)
+    throw lockedOut(method, status.retryAfterMs);
 }
 
 /**

@@ -1,3 +1,5 @@
+import { refuseRequiredDomain, requiredSsoFor } from '../federation/required-sso.js';
+import { addressStillCounts } from '../orgs/claimed-addresses.js';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { issueMagicLink, redeemMagicLink } from '#lib/magic/magic-link.js';
@@ -7,7 +9,7 @@ import { addressBucket, LINK_REASONS, SPENT_LINKS_KEPT_MS } from '../email/addre
 import { magicLinkMail } from '../mail/templates.js';
 import { mailLocale } from '../pages/ui.js';
 import { openSession, type SignInBrowser } from '../sessions/start-session.js';
-import type { Stores } from '../storage/types.js';
+import type { Stores } from '../storage/interface.js';
 
 /** RFC 8176 registers no value for a mailed link; `email` is the conventional one (documented). */
 const MAGIC_AMR = ['email'];
@@ -52,13 +54,18 @@ export async function requestSignInLink(
   deviceId: string,
   extras: LinkExtras,
 ): Promise<void> {
+  // Decided by the domain alone (docs/federation.md#required-sso), before anything tells accounts apart.
+  await refuseRequiredDomain(services.storage, email);
   const limit = await new RateLimiter(services.state).hit('magic-mail', addressBucket(email), {
     max: services.config.limits.magicLinksPerAddressPerHour,
     windowMs: 3_600_000,
   });
   await services.storage.links.purgeExpired(services.now() - SPENT_LINKS_KEPT_MS);
-  const target = limit.allowed ? await services.storage.emails.findVerified(email) : null;
-  if (!target) return;
+  const found = limit.allowed ? await services.storage.emails.findVerified(email) : null;
+  // An address under another org's proved mail domain is not mailed: it no longer counts as verified.
+  const target = found && (await addressStillCounts(services.storage, found)) ? found : null;
+  // A required-SSO account's address elsewhere is not mailed either, with the answer an unknown one gets.
+  if (!target || (await requiredSsoFor(services.storage, target.identityId))) return;
   const link = await services.storage.transaction(async (tx) => {
     const issued = await issueFor(services, tx, target, deviceId, extras);
     await services.events.record(tx, {
@@ -86,25 +93,27 @@ export interface DryRunLink {
 /**
  * A dry run returns the link instead of mailing it (for testing a deployment's mail path and
  * for support). With a session, for the session's own verified address; for any verified
- * address only when the session is the founder's at `sensitive`, and that is receipted.
+ * address only for an operator: a console session of the same account and the everyday session at
+ * `sensitive` (docs/console.md), and that is receipted (`founder` keeps its name: an operator's run).
  */
 export async function dryRunSignInLink(
   services: Pick<MagicServices, 'config' | 'storage' | 'events' | 'now'>,
   session: SessionView | undefined,
   email: string,
   extras: LinkExtras,
+  operator = false,
 ): Promise<DryRunLink> {
   if (!session) throw fail('unauthorized', 'a dry run needs a session');
-  const target = await services.storage.emails.findVerified(email);
+  const found = await services.storage.emails.findVerified(email);
+  const target = found && (await addressStillCounts(services.storage, found)) ? found : null;
   const own = target !== null && target.identityId === session.identityId;
   let founder = false;
   if (!own) {
-    const actor = await services.storage.identities.get(session.identityId);
-    founder = actor?.founder === true && meetsAssurance(session.assurance, 'sensitive');
+    founder = operator && meetsAssurance(session.assurance, 'sensitive');
     if (!founder)
       throw fail(
         'forbidden',
-        'a dry run is for your own verified address (the founder at sensitive assurance may use any)',
+        'a dry run is for your own verified address (an operator in the console at sensitive assurance may use any)',
       );
     if (!target) throw fail('not_found', 'no account has this address verified');
   }
@@ -157,7 +166,12 @@ export async function redeemSignInLink(
     const { record } = redemption;
     // The address may have been verified by the link's account and since moved: check it still is.
     const email = await tx.emails.get(record.emailId);
-    if (!email || email.verifiedAt === null || email.identityId !== record.identityId)
+    if (
+      !email ||
+      email.verifiedAt === null ||
+      email.identityId !== record.identityId ||
+      !(await addressStillCounts(tx, email))
+    )
       throw fail('link_invalid', 'this address is no longer verified on the account');
     const { sessionId, token: sessionToken } = await openSession(services, tx, browser, {
       identityId: record.identityId,

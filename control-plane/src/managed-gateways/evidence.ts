@@ -3,7 +3,7 @@ import { isProtocolError } from '#lib/errors/protocol-error.js';
 import { verifyGatewayEvidence } from '#lib/gateway-protocol/evidence.js';
 import type { Registrar } from '../clients/registration.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { gatewayEnforcement, type GatewayEnforcement, type GatewayServices } from './issue-config.js';
 
 /** How long the report of an instance that stopped reporting is kept after it expired. */

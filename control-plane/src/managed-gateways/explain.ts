@@ -31,7 +31,7 @@ export interface AccessExplanation {
  * the route's assurance, scopes and DPoP still apply to the request itself.
  */
 export async function explainGatewayAccess(
-  services: Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'now'>,
+  services: Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'metrics' | 'now'>,
   clientId: string,
   userRef: string,
   path: string,
@@ -50,7 +50,7 @@ export async function explainGatewayAccess(
     type: 'human' as const,
     ...accountFromDirectory(directory, account.identityId, emails),
     username: account.username,
-    ...(account.state === 'disabled' ? { disabled: true } : {}),
+    ...(account.state !== 'active' ? { disabled: true } : {}),
   };
   const access = route?.public
     ? ({ allowed: true, match: { rule: 'any_signed_in' } } as const)

@@ -1,5 +1,6 @@
+import { Counter, type Registry } from 'prom-client';
 import type { AccessDirectory } from '#lib/access/directory.js';
-import { orgsNamedBy } from '#lib/access/evaluate-access.js';
+import { orgsNamedBy, type Membership } from '#lib/access/evaluate-access.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import {
   GATEWAY_CONFIG_LIFETIME_SECONDS,
@@ -15,14 +16,13 @@ import {
   type EnforcementStatus,
 } from '#lib/gateway-protocol/enforcement-status.js';
 import { applyProfileToPolicy } from '#lib/profiles/constraints.js';
-import type { OrgRole } from '#lib/orgs/roles.js';
 import type { TrustProfile } from '#lib/profiles/documents.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { GatewayPolicy } from '#lib/gateway-protocol/policy.js';
-import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence, Stores } from '../storage/types.js';
+import type { IssuedGatewayConfig, StoredClient, StoredGatewayEvidence, Stores } from '../storage/interface.js';
 
 /** What issuing a config needs from the services. */
-export type GatewayServices = Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'now'>;
+export type GatewayServices = Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'metrics' | 'now'>;
 
 /** Instances considered in a status, most recently heard from first. */
 const STATUS_INSTANCES = 50;
@@ -47,7 +47,7 @@ export async function profileOfClient(stores: Pick<Stores, 'rollout'>, clientId:
 async function issuedContent(
   services: GatewayServices,
   client: StoredClient,
-  stores: Pick<Stores, 'sessions' | 'rollout' | 'orgs' | 'identities'>,
+  stores: Pick<Stores, 'sessions' | 'rollout' | 'orgs' | 'teams' | 'identities' | 'gateway'>,
   now: number,
 ) {
   const registered = deriveIssuedPolicy(client.metadata.gateway ?? noPolicy(), {
@@ -58,8 +58,62 @@ async function issuedContent(
   const policy = profile ? applyProfileToPolicy(registered, profile) : registered;
   const since = now - services.config.lifetimes.sessionAbsolute * 1000;
   const revokedSessions = await stores.sessions.listRevokedForClient(client.clientId, since, REVOKED_SESSIONS_LIMIT);
-  const directory = await accessDirectoryFor(stores, policy);
+  const directory = await reusableDirectoryFor(services, client.clientId, stores, policy);
   return { policy, revokedSessions, directory, policyHash: hashIssuedContent(policy, revokedSessions, directory) };
+}
+
+/** A directory built for a client, with what it was built from. */
+interface BuiltDirectory {
+  generation: number;
+  rules: string;
+  directory: AccessDirectory | undefined;
+}
+
+/** Per control plane (its services object), the directory last built for each client. */
+const builtDirectories = new WeakMap<object, Map<string, BuiltDirectory>>();
+const buildCounters = new WeakMap<Registry, Counter>();
+
+/** `kp_gateway_directory_builds_total`: member directories read from storage (a poll that reuses one does not count). */
+function directoryBuilds(registry: Registry): Counter {
+  let counter = buildCounters.get(registry);
+  if (!counter) {
+    counter = new Counter({
+      name: 'kp_gateway_directory_builds_total',
+      help: 'Gateway member directories built from storage; a config poll with nothing changed reuses the last one.',
+      registers: [registry],
+    });
+    buildCounters.set(registry, counter);
+  }
+  return counter;
+}
+
+/** Registers the directory metric so /metrics lists it from the start. */
+export function registerGatewayDirectoryMetrics(registry: Registry): void {
+  directoryBuilds(registry);
+}
+
+/**
+ * The client's member directory (docs/gateway.md#access-rules), built again only when the
+ * directory generation or the client's rules moved since it was last built. The generation is
+ * read before the members: a write landing in between makes the directory newer than its
+ * generation, never older, and the next poll (seeing the bumped generation) builds it again.
+ */
+async function reusableDirectoryFor(
+  services: GatewayServices,
+  clientId: string,
+  stores: Pick<Stores, 'orgs' | 'teams' | 'identities' | 'gateway'>,
+  policy: GatewayPolicy,
+): Promise<AccessDirectory | undefined> {
+  const rules = JSON.stringify(policy.routes.map((route) => route.allow ?? null));
+  const generation = await stores.gateway.directoryGeneration();
+  let built = builtDirectories.get(services);
+  if (!built) builtDirectories.set(services, (built = new Map()));
+  const last = built.get(clientId);
+  if (last && last.generation === generation && last.rules === rules) return last.directory;
+  const directory = await accessDirectoryFor(stores, policy);
+  if (directory !== undefined) directoryBuilds(services.metrics).inc();
+  built.set(clientId, { generation, rules, directory });
+  return directory;
 }
 
 /** Accounts read per query when the directory is built. */
@@ -68,23 +122,28 @@ const DIRECTORY_BATCH = 1000;
 /**
  * The accounts the policy's `allow` rules can name (docs/gateway.md#access-rules): every member
  * of an org they name, with its role, and every account `users` names, each with its username
- * and whether it is disabled. Read at every issuance, so a removal, a role change or a disabled
- * account mints a new version that reaches the gateway at its next poll; undefined when no route
+ * and whether it is disabled. Built again whenever the directory generation moves (a trigger
+ * bumps it with every such write), so a removal, a role change or a disabled account mints a new
+ * version that reaches the gateway at its next poll; undefined when no route
  * has rules (the config stays as it was before rules existed).
  */
 export async function accessDirectoryFor(
-  stores: Pick<Stores, 'orgs' | 'identities'>,
+  stores: Pick<Stores, 'orgs' | 'teams' | 'identities'>,
   policy: GatewayPolicy,
 ): Promise<AccessDirectory | undefined> {
   const rules = policy.routes.flatMap((route) => (route.allow ? [route.allow] : []));
   if (rules.length === 0) return undefined;
-  const memberships = new Map<string, Array<{ slug: string; role: OrgRole }>>();
+  const memberships = new Map<string, Membership[]>();
   for (const slug of new Set(rules.flatMap(orgsNamedBy))) {
     const org = await stores.orgs.getBySlug(slug);
     if (!org) continue;
+    const teams = new Map<string, string[]>();
+    for (const { teamSlug, identityId } of await stores.teams.membershipsIn(org.orgId))
+      teams.set(identityId, [...(teams.get(identityId) ?? []), teamSlug]);
     for (const member of await stores.orgs.members(org.orgId)) {
       const list = memberships.get(member.identityId) ?? [];
-      list.push({ slug: org.slug, role: member.role });
+      const held = teams.get(member.identityId);
+      list.push({ slug: org.slug, role: member.role, ...(held ? { teams: held } : {}) });
       memberships.set(member.identityId, list);
     }
   }
@@ -94,7 +153,7 @@ export async function accessDirectoryFor(
       (await stores.identities.get(entry)) ?? (await stores.identities.findByUsername(entry.trim().toLowerCase()));
     if (identity && !memberships.has(identity.identityId)) memberships.set(identity.identityId, []);
   }
-  // One read per batch, not two per member (docs/gateway.md#access-rules: this runs at every poll).
+  // One read per batch, not two per member (docs/gateway.md#access-rules: a large org's directory).
   const known = new Map<string, { username: string; state: string }>();
   const ids = [...memberships.keys()];
   for (let at = 0; at < ids.length; at += DIRECTORY_BATCH)
@@ -107,7 +166,7 @@ export async function accessDirectoryFor(
     identities[identityId] = {
       username: identity.username,
       ...(orgs.length > 0 ? { orgs: orgs.sort((a, b) => (a.slug < b.slug ? -1 : 1)) } : {}),
-      ...(identity.state === 'disabled' ? { disabled: true as const } : {}),
+      ...(identity.state !== 'active' ? { disabled: true as const } : {}),
     };
   }
   return { identities };

@@ -1,3 +1,4 @@
+import { apiAccessFor } from '../apis/apis.js';
 import { grantableScopes } from '#lib/oauth/authorization-request.js';
 import {
   DEVICE_CODE_LIFETIME_SECONDS,
@@ -13,8 +14,9 @@ import { parseScope } from '#lib/oauth/scope.js';
 import { randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { authorizationClientOf } from './authorization-client.js';
+import { checkClientAccess } from '../clients/sign-in-access.js';
 
 /**
  * RFC 8628 pending authorizations in shared state, so every replica sees them: the device code
@@ -55,11 +57,16 @@ export async function startDeviceAuthorization(
   client: StoredClient,
   body: Record<string, unknown>,
 ): Promise<StartedDeviceAuthorization> {
-  const authorizationClient = authorizationClientOf(client);
+  const api = await apiAccessFor(services, client, body.resource);
+  const authorizationClient = authorizationClientOf(
+    client,
+    await requestableResources(services, client, body.resource),
+    api,
+  );
   if (!authorizationClient.allowsHumans)
     throw oauthError('unauthorized_client', 'this client is not registered for human sign-in');
-  const scopes = grantableScopes(parseScope(body.scope), authorizationClient);
-  const resource = checkResource(await requestableResources(services, client, body.resource), body.resource) ?? null;
+  const resource = checkResource(authorizationClient.resources, body.resource) ?? null;
+  const scopes = grantableScopes(parseScope(body.scope), authorizationClient, resource ?? undefined);
   const now = services.now();
   const deviceCode = randomToken(32);
   const deviceKey = deviceKeyOf(deviceCode);
@@ -114,13 +121,17 @@ export async function decideDeviceAuthorization(
   session: SessionView,
   userCode: string,
   approve: boolean,
-): Promise<{ decided: boolean; receipt?: string }> {
+): Promise<{ decided: boolean; receipt?: string; notAdmitted?: { client: StoredClient } }> {
   const deviceKey = await services.state.take(userCodeKey(userCode));
   if (!deviceKey) return { decided: false };
   const authorization = await readAuthorization(services, deviceKey);
   const now = services.now();
   if (!authorization || authorization.status !== 'pending' || authorization.expiresAt <= now) return { decided: false };
-  const decided: DeviceAuthorization = approve
+  // The rules are read again at the decision: a membership may have ended since the page was shown.
+  const client = approve ? await services.storage.clients.get(authorization.clientId) : null;
+  const admitted = client !== null && (await checkClientAccess(services, client, session.identityId, 'device')).allowed;
+  const approved = approve && admitted;
+  const decided: DeviceAuthorization = approved
     ? {
         ...authorization,
         status: 'approved',
@@ -142,14 +153,18 @@ export async function decideDeviceAuthorization(
     services.events.record(tx, {
       type: 'device.decided',
       at: now,
-      outcome: approve ? 'success' : 'failure',
+      outcome: approved ? 'success' : 'failure',
       clientId: authorization.clientId,
       identityId: session.identityId,
       sessionId: session.id,
-      decision: approve ? 'approved' : 'denied',
+      decision: approved ? 'approved' : 'denied',
     }),
   );
-  return { decided: true, ...(receipt ? { receipt } : {}) };
+  return {
+    decided: true,
+    ...(receipt ? { receipt } : {}),
+    ...(client !== null && !admitted ? { notAdmitted: { client } } : {}),
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { checkUsername } from '#lib/accounts/username.js';
 import { fail } from '#lib/errors/keyplane-error.js';
+import { defaultPasskeyLabel } from '#lib/webauthn/authenticator-names.js';
 import { checkAuthorizationRequest, type AuthorizationRequest } from '#lib/oauth/authorization-request.js';
 import { buildPopupUrl, decideInPlaceConsent } from '#lib/oauth/in-place.js';
 import { formatScope } from '#lib/oauth/scope.js';
@@ -10,7 +11,7 @@ import type {
 import { constantEquals } from '#lib/crypto/constant-equals.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
-import { isAccountActive } from '../accounts/lifecycle.js';
+import { requireSignInAllowed } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices } from '../context.js';
 import {
   CredentialLimits,
@@ -23,7 +24,7 @@ import {
   verifyRegistration,
 } from '../passkeys/ceremony.js';
 import { PASSKEY_AMR, credentialRecord } from '../accounts/sign-up.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { credentialsForUsername } from '../passkeys/decoy.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { authorizationClientOf } from './authorization-client.js';
@@ -171,8 +172,7 @@ async function runCeremony(
     // The response must have been made on this very origin (WebAuthn L3 §7.2 step 9).
     const use = await verifyAssertion(services, assertion.response, clientData, fields, credential, [origin]);
     // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts).
-    if (!(await isAccountActive(storage, credential.identityId)))
-      throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+    await requireSignInAllowed(storage, credential.identityId);
     await storage.credentials.recordUse(credential.credId, { ...use, at: services.now() });
     return { identityId: credential.identityId, created: false };
   }
@@ -211,7 +211,11 @@ async function runCeremony(
       updatedAt: now,
     });
     if (!created) throw fail('username_taken', 'that username was taken in the meantime');
-    if (!(await tx.credentials.insert(credentialRecord(pending.identityId, verified, 'Passkey 1', now))))
+    if (
+      !(await tx.credentials.insert(
+        credentialRecord(pending.identityId, verified, defaultPasskeyLabel(verified.aaguid, 1), now),
+      ))
+    )
       throw fail('credential_exists', 'this passkey is registered already');
     await events.record(tx, {
       type: 'account.created',
@@ -280,8 +284,7 @@ export async function directGrant(
   const code = randomToken(32);
   const receipt = await storage.transaction(async (tx) => {
     // Checked again inside the transaction: an account disabled during the ceremony gets nothing.
-    if (!(await isAccountActive(tx, identityId)))
-      throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+    await requireSignInAllowed(tx, identityId);
     const sessionId = randomId('ses');
     const deviceId = randomId('dev');
     const absoluteExpiresAt = now + config.lifetimes.sessionAbsolute * 1000;

@@ -4,7 +4,7 @@ import { FAPI_MAX_CODE_SECONDS } from '#lib/oauth/fapi.js';
 import { randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 
 export type IssueCodeServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'events' | 'now'>;
 

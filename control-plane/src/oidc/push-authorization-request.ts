@@ -1,3 +1,4 @@
+import { apiAccessFor } from '../apis/apis.js';
 import type { ControlPlaneServices } from '../context.js';
 import { checkAuthorizationRequest, type RawParams } from '#lib/oauth/authorization-request.js';
 import { oauthError } from '#lib/oauth/errors.js';
@@ -8,7 +9,7 @@ import {
   pushedRequestUri,
 } from '#lib/oauth/pushed-request.js';
 import { randomToken } from '#lib/crypto/random.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { authorizationClientOf } from './authorization-client.js';
 import { requestableResources } from './mcp-resources.js';
 import {
@@ -41,7 +42,8 @@ export async function pushAuthorizationRequest(
   const bound = bindPushedDpop(resolved.params, proofJkt);
   if (!bound.ok) throw oauthError('invalid_request', bound.description);
   const resources = await requestableResources(services, client, bound.params.resource);
-  const check = checkAuthorizationRequest(bound.params, authorizationClientOf(client, resources));
+  const api = await apiAccessFor(services, client, bound.params.resource);
+  const check = checkAuthorizationRequest(bound.params, authorizationClientOf(client, resources, api));
   if (!check.ok) {
     // RFC 9126 §2.3: an unregistered redirect_uri is invalid_request here; the rest keep their codes.
     if (check.target === null) throw oauthError('invalid_request', check.description);

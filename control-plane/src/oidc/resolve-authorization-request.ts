@@ -5,7 +5,7 @@ import { isPushedRequestUri, pushedRequestIdOf } from '#lib/oauth/pushed-request
 import { MAX_REQUEST_OBJECT_BYTES, mergeRequestObject, verifyRequestObject } from '#lib/oauth/request-object.js';
 import { clientKeySet } from '../clients/remote-key-sets.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 
 export type ResolveServices = Pick<ControlPlaneServices, 'config' | 'fetcher' | 'now' | 'state'>;
 
@@ -29,9 +29,17 @@ function refuse(error: OAuthErrorCode, description: string): Resolution {
   return { ok: false, error, description };
 }
 
-/** A request_uri must be one the client registered (OIDC Core §6.2; discovery says `require_request_uri_registration`). */
+/**
+ * A request_uri must be one the client registered (OIDC Core §6.2; discovery says
+ * `require_request_uri_registration`). For a client that registered none, passing by reference is
+ * not supported at all (OIDC Core §3.1.2.6 `request_uri_not_supported`); one that registered others
+ * sent an invalid one (`invalid_request_uri`). Neither is ever fetched.
+ */
 async function fetchRequestUri(services: ResolveServices, client: StoredClient, uri: string): Promise<Resolution> {
-  if (!(client.metadata.request_uris ?? []).includes(uri))
+  const registered = client.metadata.request_uris ?? [];
+  if (registered.length === 0)
+    return refuse('request_uri_not_supported', 'this client registered no request_uris to pass requests by reference');
+  if (!registered.includes(uri))
     return refuse('invalid_request_uri', 'the request_uri is not one of the request_uris registered for this client');
   let body: string;
   try {
@@ -64,8 +72,11 @@ export async function resolveAuthorizationRequest(
   const byReference = outer.request_uri;
   if (typeof byReference === 'string' && isPushedRequestUri(byReference))
     return redeemPushedRequest(services, client, byReference);
-  // RFC 9126 §5: a client registered with require_pushed_authorization_requests sends nothing else.
-  if (at === 'authorize' && client.metadata.require_pushed_authorization_requests === true)
+  // RFC 9126 §5: a client registered with require_pushed_authorization_requests sends nothing else;
+  // nor does a FAPI 2.0 client (FAPI 2.0 SP §5.3.2.2), whatever its stored flag says.
+  const mustPush =
+    client.metadata.require_pushed_authorization_requests === true || client.metadata.fapi_profile !== undefined;
+  if (at === 'authorize' && mustPush)
     return refuse('invalid_request', 'this client must push its authorization requests to the PAR endpoint first');
   const byValue = outer.request;
   if (byValue === undefined && byReference === undefined) {

@@ -2,7 +2,7 @@ import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
 import { grantIdOfJti, verifyAccessToken, type AccessTokenClaimsRead } from './tokens.js';
 
 export type TokenStatusServices = Pick<ControlPlaneServices, 'config' | 'keys' | 'storage' | 'events' | 'now'>;

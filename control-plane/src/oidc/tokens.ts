@@ -2,14 +2,22 @@ import type { ActorClaim } from '#lib/oauth/token-exchange.js';
 import type { JWTPayload } from 'jose';
 import { effectiveAssurance } from '#lib/assurance/assurance.js';
 import { fail } from '#lib/errors/keyplane-error.js';
-import { buildAccessTokenClaims, buildIdTokenClaims, type AssuranceLevel, type OrgClaim } from '#lib/tokens/claims.js';
+import {
+  CLIENT_CREDENTIALS_JTI,
+  buildAccessTokenClaims,
+  buildIdTokenClaims,
+  type AssuranceLevel,
+  type OrgClaim,
+} from '#lib/tokens/claims.js';
 import { checkJwtTimes, decodeJwt, verifyJwt } from '#lib/crypto/jwt.js';
 import { signAccessToken, signIdToken } from '#lib/tokens/sign-token.js';
 import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { Identity, StoredEmail, StoredGrant, Stores } from '../storage/types.js';
+import type { Identity, StoredEmail, StoredGrant, Stores } from '../storage/interface.js';
 import { isAccountActive } from '../accounts/lifecycle.js';
+import { countedEmails } from '../orgs/claimed-addresses.js';
 import { agentGrantStands } from '../agents/grants.js';
+import { federatedIdp } from '../federation/idp-claims.js';
 
 /**
  * Minting and checking the tokens of the OIDC provider. Access tokens are RFC 9068 JWTs whose
@@ -70,6 +78,7 @@ export async function mintTokens(services: TokenServices, input: MintInput): Pro
     provedAssurance: assurance,
     amr: grant.amr,
     principal: { type: 'human' as const, id: grant.identityId },
+    ...(await federatedIdp(services.storage, grant)),
   };
   const access = buildAccessTokenClaims({
     ...common,
@@ -100,11 +109,13 @@ export interface UserClaims {
   profile?: { name?: string; preferred_username?: string };
   /** Only read when the scopes include `orgs`. */
   orgs?: OrgClaim[];
+  /** Only read when the scopes include `groups`. */
+  groups?: string[];
 }
 
 /**
  * Profile and email facts of an identity, as ID token and userinfo state them (by scope); its
- * memberships too when `scopes` include `orgs`.
+ * memberships and teams too when `scopes` include `orgs` / `groups`.
  */
 export async function userClaims(
   services: Pick<ControlPlaneServices, 'storage'>,
@@ -112,18 +123,36 @@ export async function userClaims(
   scopes: readonly string[] = [],
 ): Promise<UserClaims> {
   // Independent reads: on a pooled backend they travel together.
-  const [identity, emails, orgs] = await Promise.all([
+  const [identity, emails, memberships] = await Promise.all([
     services.storage.identities.get(identityId),
     services.storage.emails.listByIdentity(identityId),
-    scopes.includes('orgs') ? orgsClaim(services.storage, identityId) : undefined,
+    membershipClaims(services.storage, identityId, scopes),
   ]);
-  return { ...claimsOf(identity, emails), ...(orgs ? { orgs } : {}) };
+  return { ...claimsOf(identity, await countedEmails(services.storage, identity, emails)), ...memberships };
 }
 
 /** The `orgs` claim (scope `orgs`): every org the account belongs to, with its role, by slug. */
 export async function orgsClaim(storage: Pick<Stores, 'orgs'>, identityId: string): Promise<OrgClaim[]> {
   const orgs = await storage.orgs.listForMember(identityId);
   return orgs.map(({ slug, role }) => ({ slug, role })).sort((a, b) => (a.slug < b.slug ? -1 : 1));
+}
+
+/** The `groups` claim (scope `groups`): every team the account belongs to, `<org slug>/<team slug>`. */
+export async function groupsClaim(storage: Pick<Stores, 'teams'>, identityId: string): Promise<string[]> {
+  return (await storage.teams.teamsOf(identityId)).map((t) => `${t.orgSlug}/${t.teamSlug}`);
+}
+
+/** The membership claims the scopes ask for: `orgs` and `groups`, each read only when asked. */
+export async function membershipClaims(
+  storage: Pick<Stores, 'orgs' | 'teams'>,
+  identityId: string,
+  scopes: readonly string[],
+): Promise<Pick<UserClaims, 'orgs' | 'groups'>> {
+  const [orgs, groups] = await Promise.all([
+    scopes.includes('orgs') ? orgsClaim(storage, identityId) : undefined,
+    scopes.includes('groups') ? groupsClaim(storage, identityId) : undefined,
+  ]);
+  return { ...(orgs ? { orgs } : {}), ...(groups ? { groups } : {}) };
 }
 
 /** `userClaims` from the account and its addresses read already. */
@@ -182,6 +211,26 @@ function verifySigned(
   return { payload: payload as JWTPayload };
 }
 
+/** Exchanges nest at most this deep (`act`, docs/oidc.md#76-token-exchange-for-delegation-rfc-8693), and a little more. */
+const SOURCE_CHAIN_LIMIT = 8;
+
+/**
+ * Whether a grant still stands: not revoked, and, for an exchanged token's grant, neither is any
+ * grant up the chain it was exchanged from (RFC 8693: an exchanged token never outlives its source).
+ */
+export async function grantStands(storage: TokenServices['storage'], grant: StoredGrant): Promise<boolean> {
+  let current = grant;
+  for (let depth = 0; depth <= SOURCE_CHAIN_LIMIT; depth++) {
+    if (current.revokedAt !== null) return false;
+    if (current.sourceGrantId === undefined) return true;
+    const source = await storage.oidc.getGrant(current.sourceGrantId);
+    // A source deleted with its account vouches for nothing.
+    if (!source) return false;
+    current = source;
+  }
+  return false;
+}
+
 /**
  * Verifies one of our access tokens: ES256 signature by a published kid (so `alg: none`, HS256
  * and unknown kids fail), `typ: at+jwt`, issuer, expiry, and that neither it nor its grant was
@@ -204,12 +253,17 @@ export async function verifyAccessToken(services: TokenServices, token: string):
     throw fail('invalid_token', 'the access token is missing claims');
   }
   const grantId = grantIdOfJti(claims.jti);
-  if (grantId?.startsWith('agg_')) {
+  if (grantId === CLIENT_CREDENTIALS_JTI) {
+    // A client's token for itself stands while the client is registered for the grant.
+    const client = await services.storage.clients.get(claims.client_id);
+    if (!client || claims.sub !== client.clientId || !client.metadata.grant_types.includes('client_credentials'))
+      throw fail('invalid_token', 'the access token was revoked');
+  } else if (grantId?.startsWith('agg_')) {
     if (!(await agentGrantStands(services, grantId, claims.client_id, claims.cnf?.jkt)))
       throw fail('invalid_token', 'the access token was revoked');
   } else {
     const grant = grantId ? await services.storage.oidc.getGrant(grantId) : null;
-    if (!grant || grant.revokedAt !== null || grant.clientId !== claims.client_id)
+    if (!grant || grant.clientId !== claims.client_id || !(await grantStands(services.storage, grant)))
       throw fail('invalid_token', 'the access token was revoked');
     if (!(await isAccountActive(services.storage, grant.identityId)))
       throw fail('invalid_token', 'the account is disabled or deleted');

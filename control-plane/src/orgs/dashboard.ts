@@ -1,6 +1,7 @@
 import type { Rating } from '#lib/scan/rating.js';
 import type { OrgRole } from '#lib/orgs/roles.js';
 import type { OrgServices, Membership } from './membership.js';
+import { listTeams, type TeamView } from './teams.js';
 
 export interface SiteView {
   siteId: string;
@@ -24,6 +25,8 @@ export interface OrgView {
   sites: SiteView[];
   /** The primary site's Rating: the org's headline. */
   rating: Rating | null;
+  /** The org's teams (docs/orgs.md#teams), members by identity id. */
+  teams: TeamView[];
 }
 
 /** The DNS name and value that prove control of a site's domain (docs/orgs.md "Proving a domain"). */
@@ -39,10 +42,11 @@ export function domainProof(site: { url: string; proofToken: string }): SiteView
 /** The org as `GET /org/{slug}?format=json` shows it to a member. */
 export async function loadOrgView(services: OrgServices, m: Membership): Promise<OrgView> {
   const { storage } = services;
-  const [members, sites, invites] = await Promise.all([
+  const [members, sites, invites, teams] = await Promise.all([
     storage.orgs.members(m.org.orgId),
     storage.orgs.sites(m.org.orgId),
     storage.orgs.invitesOf(m.org.orgId),
+    listTeams(services, m),
   ]);
   const identities = await Promise.all(members.map((x) => storage.identities.get(x.identityId)));
   const invitees = await Promise.all(invites.map((x) => storage.identities.get(x.identityId)));
@@ -69,5 +73,6 @@ export async function loadOrgView(services: OrgServices, m: Membership): Promise
     invites: invites.map((x, i) => ({ user: x.identityId, username: invitees[i]?.username ?? '', role: x.role })),
     sites: siteViews,
     rating: siteViews.find((s) => s.primary)?.rating ?? null,
+    teams,
   };
 }

@@ -1,6 +1,6 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import { hasRole, type OrgRole } from '#lib/orgs/roles.js';
-import type { OrgInvite, OrgMember, OrgStore, StoredOrg } from '../storage/types.js';
+import type { OrgInvite, OrgMember, OrgStore, StoredOrg } from '../storage/interface.js';
 import { requireManager, type Membership, type OrgServices } from './membership.js';
 
 /** Invitations into an organization: issuing, accepting, and which still stand (docs/orgs.md#invites). */

@@ -3,7 +3,9 @@ import { checkRoleChange, checkSiteUrl, hasRole, slugify, type OrgRole } from '#
 import { checkFreeText } from '#lib/accounts/username.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredOrg } from '../storage/types.js';
+import type { StoredOrg } from '../storage/interface.js';
+import { meetsAssurance, type AssuranceLevel } from '#lib/assurance/assurance.js';
+import { endGrantsNoLongerAdmitted } from '../grants/end-grants.js';
 
 /** Organizations and who belongs to them: creating one, loading a membership, roles, leaving (docs/orgs.md#roles). */
 
@@ -88,6 +90,7 @@ export async function changeRole(
     refuseRoleChange(checkRoleChange(m.role, member.role, role, await tx.orgs.countOwners(m.org.orgId)));
     if (member.role === role) return {};
     await tx.orgs.setRole(m.org.orgId, target, role);
+    await endGrantsNoLongerAdmitted(services, tx, target, now);
     return services.events.record(tx, {
       type: 'org.member_role_changed',
       at: now,
@@ -113,6 +116,7 @@ export async function removeMember(
     if (!member) throw fail('not_found', 'that account is not a member');
     refuseRoleChange(checkRoleChange(m.role, member.role, null, await tx.orgs.countOwners(m.org.orgId)));
     await tx.orgs.removeMember(m.org.orgId, target);
+    await endGrantsNoLongerAdmitted(services, tx, target, now);
     return services.events.record(tx, {
       type: 'org.member_removed',
       at: now,
@@ -130,6 +134,28 @@ export async function orgsAdministeredBy(
   identityId: string,
 ): Promise<Array<StoredOrg & { role: OrgRole }>> {
   return (await services.storage.orgs.listForMember(identityId)).filter((o) => hasRole(o.role, 'admin'));
+}
+
+/**
+ * The org powers of wave 4 (mail domains, connections, `required`, SCIM tokens, webhooks, passkey
+ * policy): an owner, at assurance `sensitive` (docs/orgs.md#mail-domains).
+ */
+export function requireOwnerAtSensitive(m: Membership, assurance: AssuranceLevel): void {
+  if (m.role !== 'owner') throw fail('forbidden', 'this needs the owner role in the organization');
+  if (!meetsAssurance(assurance, 'sensitive'))
+    throw fail('insufficient_assurance', 'this needs a sensitive session; step up at /auth/step-up', {
+      fields: { required: 'sensitive', stepUp: '/auth/step-up' },
+    });
+}
+
+/**
+ * The org as the operator's admin token acts on it: any org, with an owner's powers, for the
+ * operations that accept the token (docs/orgs.md#teams). An unknown slug is 404 as for a member.
+ */
+export async function loadOrgAsOperator(services: OrgServices, slug: string): Promise<Membership> {
+  const org = await services.storage.orgs.getBySlug(slug);
+  if (!org) throw fail('not_found', 'no such organization');
+  return { org, role: 'owner' };
 }
 
 export function requireManager(m: Membership): void {

@@ -2,7 +2,7 @@ import { fail } from '#lib/errors/keyplane-error.js';
 import { checkSiteUrl } from '#lib/orgs/roles.js';
 import { checkFreeText } from '#lib/accounts/username.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
-import type { OrgSite } from '../storage/types.js';
+import type { OrgSite } from '../storage/interface.js';
 import { NAME_MAX, requireManager, type Membership, type OrgServices } from './membership.js';
 
 /** An organization's sites: adding one with its domain proof token, removing, promoting (docs/orgs.md#sites). */

@@ -25,13 +25,17 @@ export function accessRuleLine(ui: Translator, part: AccessRulePart): string {
       return ui.t('access.rule.signed_in');
     case 'accounts':
       return ui.t('access.rule.accounts', { count: part.users.length, users: ui.orList(part.users) });
-    case 'org-members':
-      return part.roles.length
+    case 'org-members': {
+      const who = part.roles.length
         ? ui.t('access.rule.org_roles', {
             roles: ui.orList(part.roles.map((r) => ui.t(ROLE_PLURALS[r]))),
             org: part.org,
           })
         : ui.t('access.rule.org_members', { org: part.org });
+      return part.teams ? ui.t('access.rule.in_teams', { who, teams: ui.orList(part.teams) }) : who;
+    }
+    case 'groups':
+      return ui.t('access.rule.teams', { teams: ui.orList(part.groups) });
     case 'email-domains':
       return ui.t('access.rule.email_domains', { domains: ui.orList(part.domains) });
     case 'agents':

@@ -57,6 +57,8 @@ export const accountPageAgain: ErrorPage = async (request, failure) => {
     loaded = await loadAccountView(request.server.kp, session.identityId, {
       sessionId: session.id,
       deviceId: session.deviceId,
+      amr: session.amr,
+      authTime: session.authTime,
     });
   } catch {
     return undefined; // the account cannot be read either (an outage): the shared page says why
@@ -75,6 +77,7 @@ function accountScriptLines(ui: PageUi): Record<string, string> {
     passkeyRenamed: ui.t('script.account.passkey_renamed'),
     removeConfirm: ui.t('script.account.remove_confirm'),
     passkeyRemoved: ui.t('script.account.passkey_removed'),
+    upgradeDeclined: ui.t('script.account.upgrade_declined'),
     sessionRevoked: ui.t('script.account.session_revoked'),
     deviceRevoked: ui.t('script.account.device_revoked'),
     deleteConfirm: ui.t('script.account.delete_confirm'),
@@ -92,6 +95,19 @@ function time(ui: PageUi, ms: number | null): string {
 function when(ui: PageUi, ms: number) {
   return html`<time datetime="${new Date(ms).toISOString()}">${time(ui, ms)}</time>`;
 }
+
+/** The account page's sections in their order, for the table of contents a person jumps from. */
+const TABLE_OF_CONTENTS: readonly (readonly [string, MessageKey])[] = [
+  ['profile-h', 'account.profile'],
+  ['passkeys-h', 'account.passkeys'],
+  ['sessions-h', 'account.sessions'],
+  ['devices-h', 'account.devices'],
+  ['security-h', 'account.security'],
+  ['approvals-h', 'account.approvals.heading'],
+  ['orgs-h', 'account.orgs.heading'],
+  ['prefs-h', 'account.preferences'],
+  ['delete-h', 'account.delete'],
+];
 
 function accountPage(
   ui: PageUi,
@@ -113,7 +129,9 @@ function accountPage(
 ${t('account.assurance')} <strong data-field="assurance">${assurance}</strong>. ${view.founder ? html`<strong>${t('account.founder')}</strong>` : ''}</p>
 ${view.aliases.length ? html`<p class="muted">${t('account.aliases', { names: view.aliases.join(', ') })}</p>` : ''}
 ${refusal ? html`<p id="form-error" role="alert" class="error">${refusal}</p>\n` : ''}<p id="status" role="status" aria-live="polite"></p>
+${view.passkeyUpgrade ? passkeyUpgradeOffer(ui) : ''}
 <p><button type="button" data-action="signout">${t('account.sign_out')}</button> <a href="/auth/step-up?return=/account">${t('account.step_up')}</a> · <a href="/account/export" download>${t('account.export')}</a></p>
+<nav aria-labelledby="toc-h" data-field="toc"><h2 id="toc-h">${t('account.toc')}</h2><ul>${TABLE_OF_CONTENTS.map(([id, key]) => html`<li><a href="#${id}">${t(key)}</a></li>`)}</ul></nav>
 
 <h2 id="profile-h">${t('account.profile')}</h2>
 <form data-form="profile" aria-labelledby="profile-h">
@@ -129,11 +147,11 @@ ${refusal ? html`<p id="form-error" role="alert" class="error">${refusal}</p>\n`
 </form>
 
 <h2 id="passkeys-h">${t('account.passkeys')}</h2>
-<table aria-labelledby="passkeys-h"><thead><tr><th scope="col">${t('account.col.label')}</th><th scope="col">${t('account.col.added')}</th><th scope="col">${t('account.col.last_used')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
+<table aria-labelledby="passkeys-h" data-field="passkeys" data-rp-id="${view.rpId}" data-user-handle="${view.userHandle}" data-username="${view.username}" data-display-name="${view.displayName}"><thead><tr><th scope="col">${t('account.col.label')}</th><th scope="col">${t('account.col.authenticator')}</th><th scope="col">${t('account.col.added')}</th><th scope="col">${t('account.col.last_used')}</th><th scope="col">${t('account.col.actions')}</th></tr></thead><tbody>
 ${view.passkeys.map(
   (
     p,
-  ) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td>${time(ui, p.createdAt)}</td><td>${time(ui, p.lastUsedAt)}</td>
+  ) => html`<tr data-cred-id="${p.credId}"><td>${p.label}</td><td data-field="authenticator">${authenticatorCell(ui, p.authenticator)}</td><td>${time(ui, p.createdAt)}</td><td>${time(ui, p.lastUsedAt)}</td>
 <td><button type="button" class="secondary" data-action="rename-passkey" data-cred-id="${p.credId}" aria-label="${t('account.rename_label', { label: p.label })}">${t('account.rename')}</button>
 <button type="button" class="secondary" data-action="remove-passkey" data-cred-id="${p.credId}" aria-label="${t('account.remove_label', { label: p.label })}"${view.passkeys.length <= 1 ? html` disabled title="${t('account.last_passkey')}"` : ''}>${t('account.remove')}</button></td></tr>`,
 )}
@@ -163,7 +181,7 @@ ${view.devices.map(
 <h2 id="security-h">${t('account.security')}</h2>
 <p>${t('account.totp')} <strong data-field="totp">${view.totp}</strong></p>
 <p id="emails-h">${t('account.emails')}${view.emails.length ? '' : html`: <span data-field="no-emails">${t('account.no_emails')}</span>`}</p>
-<ul id="email-list" aria-labelledby="emails-h">${view.emails.map((e) => html`<li data-email="${e.email}">${e.email} <span class="muted">${e.verified ? t('account.verified') : t('account.unverified')}</span></li>`)}</ul>
+<ul id="email-list" aria-labelledby="emails-h">${view.emails.map((e) => html`<li data-email="${e.email}">${e.email} <span class="muted">${e.claimedBy !== undefined ? t('account.email_claimed', { org: e.claimedBy }) : e.verified ? t('account.verified') : t('account.unverified')}</span></li>`)}</ul>
 ${sections}
 
 <h2 id="prefs-h">${t('account.preferences')}</h2>
@@ -185,6 +203,25 @@ ${select('email', 'account.pref.email', ['all', 'security', 'none'])}
 <input id="delete-confirm" name="confirm" required autocomplete="off" autocapitalize="none" spellcheck="false">
 <button type="submit" class="danger" data-action="delete-account">${t('account.delete')}</button>
 </form>`;
+}
+
+/** The authenticator a passkey came from: its icon (a small SVG data: URI from the AAGUID list) and name. */
+function authenticatorCell(ui: PageUi, authenticator: AccountView['passkeys'][number]['authenticator']) {
+  if (!authenticator) return html`<span class="muted">${ui.t('account.authenticator_unknown')}</span>`;
+  return html`${authenticator.icon ? html`<img src="${authenticator.icon}" alt="" width="16" height="16"> ` : ''}${authenticator.name}`;
+}
+
+/**
+ * The passkey offered to a session that signed in without one (docs/passkeys.md#upgrades): one click
+ * creates it; account.js also tries the browser's conditional create where there is one.
+ */
+function passkeyUpgradeOffer(ui: PageUi) {
+  const { t } = ui;
+  return html`<section id="passkey-upgrade" data-field="passkey-upgrade" aria-labelledby="upgrade-h">
+<h2 id="upgrade-h">${t('account.upgrade.heading')}</h2>
+<p>${t('account.upgrade.text')}</p>
+<p><button type="button" data-action="upgrade-passkey">${t('account.upgrade.create')}</button> <button type="button" class="secondary" data-action="decline-upgrade">${t('account.upgrade.later')}</button></p>
+</section>`;
 }
 
 const ORG_ROLE_KEYS = {

@@ -2,6 +2,7 @@
 import { LOCALE_NAMES, LOCALES } from '#lib/i18n/locales.js';
 import { escapeHtml } from '#lib/html/escape-html.js';
 import type { PageUi } from './ui.js';
+import { SCRIPT_REASONS } from './script-reasons.js';
 
 export { escapeHtml };
 
@@ -86,22 +87,6 @@ function languageSwitcher(ui: PageUi): string {
   return `<nav class="lang" aria-label="${escapeHtml(ui.t('layout.language'))}"><ul>${links.join('')}</ul></nav>`;
 }
 
-/** The reasons the pages' scripts say in the page's language (`reason.<reason>`, docs/i18n.md). */
-export const SCRIPT_REASONS = [
-  'rate_limited',
-  'invalid_request',
-  'origin_mismatch',
-  'not_found',
-  'forbidden',
-  'unauthorized',
-  'step_up_required',
-  'insufficient_assurance',
-  'totp_invalid',
-  'locked_out',
-  'payload_too_large',
-  'unavailable',
-] as const;
-
 /**
  * The messages the page's scripts show, already translated, in a JSON block the scripts read
  * (`/assets/common.js`): the scripts build no sentences. `<` is escaped so the block cannot end early.
@@ -132,7 +117,7 @@ export function page(options: PageOptions): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="${options.ui?.referrer ?? 'no-referrer'}">
 <title>${escapeHtml(options.title)} · Keyplane</title>
 <link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <style nonce="${escapeHtml(options.nonce)}">${STYLES}</style>

@@ -27,7 +27,8 @@ export interface LinkPageOptions {
 
 /** The refusal page of a mailed link: a clear heading, the reason code, what to do next. */
 export function linkRefusalPage(options: LinkPageOptions): string {
-  const ui = uiOf(options.request);
+  // The switcher leads on to the way-on page, never back to the link itself.
+  const ui = uiOf(options.request, options.retryHref ?? '/auth');
   const explanation = EXPLANATIONS[options.reason];
   const heading = ui.t(explanation?.heading ?? 'link.other.heading');
   const text = explanation
@@ -68,7 +69,8 @@ ${projectLine(ui, project)}<p><a href="${href}" data-action="continue" rel="nore
  * previews open links by GET, so the GET alone must verify nothing.
  */
 export function emailConfirmPage(request: FastifyRequest, token: string): string {
-  const ui = uiOf(request);
+  // Opening the link again only shows this page again (the GET verifies nothing), so the switcher re-renders it.
+  const ui = uiOf(request, `/auth/email/verify?token=${encodeURIComponent(token)}`);
   return page({
     title: ui.t('email.confirm.title'),
     nonce: request.kp.cspNonce,
@@ -79,12 +81,12 @@ export function emailConfirmPage(request: FastifyRequest, token: string): string
 <input type="hidden" name="token" value="${token}">
 <button type="submit">${ui.t('email.confirm.button')}</button>
 </form>`,
-  }).replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+  });
 }
 
 /** The page after an address was verified: verified, and explicitly not signed in by it. */
 export function emailVerifiedPage(request: FastifyRequest, already: boolean): string {
-  const ui = uiOf(request);
+  const ui = uiOf(request, '/account');
   return page({
     title: ui.t('email.verified.title'),
     nonce: request.kp.cspNonce,

@@ -1,16 +1,20 @@
 /** The language of a page: negotiated once per request (docs/i18n.md), then its translator. */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Locale } from '#lib/i18n/locales.js';
 import { matchLocaleList, negotiateLocale } from '#lib/i18n/negotiate-locale.js';
 import { type Translator, translatorFor } from '#lib/i18n/translate.js';
+import { preferredLanguage } from '../accounts/profile.js';
 import type { ControlPlaneServices } from '../context.js';
 import { wantsJson } from '../http/negotiate.js';
+import { referrerPolicyOf, type ReferrerPolicy } from '../plugins/security-headers.js';
 import { isHttpsIssuer } from '../sessions/cookies.js';
 
 /** What a page renders with: the translator, and the request path the language switcher links from. */
 export interface PageUi extends Translator {
   /** The URL (path and query) the switcher's links point to with `lang=` set. */
   url: string;
+  /** The page's `<meta name="referrer">`: its route's policy (`config.sameOriginReferrer`). */
+  referrer?: ReferrerPolicy;
 }
 
 /** The switcher's choice lasts as long as a browser keeps a cookie; one carried from `ui_locales`, one sign-in flow. */
@@ -95,25 +99,47 @@ export function adoptUiLocales(
  * preference `lang`, Accept-Language, `i18n.defaultLocale`. The preference costs a read, made only
  * for requests that may render a page (not those that ask for JSON).
  */
-export async function requestLocale(app: FastifyInstance, request: FastifyRequest): Promise<Locale> {
+export async function requestLocale(
+  services: Pick<ControlPlaneServices, 'storage' | 'config'>,
+  request: FastifyRequest,
+): Promise<Locale> {
   const preference =
     request.kp.session && !wantsJson(request)
-      ? (await app.kp.storage.identities.get(request.kp.session.identityId))?.preferences['lang']
+      ? await preferredLanguage(services, request.kp.session.identityId)
       : undefined;
   return negotiateLocale({
     requested: queryParam(request, 'lang') ?? queryUiLocales(request),
-    cookie: request.cookies?.[langCookieName(app.kp)],
+    cookie: request.cookies?.[langCookieName(services)],
     preference,
     acceptLanguage: request.headers['accept-language'],
-    fallback: app.kp.config.i18n.defaultLocale,
+    fallback: services.config.i18n.defaultLocale,
   });
+}
+
+/**
+ * Query parameters that make a URL one-time: a mailed link's `token`, a pushed request's
+ * `request_uri` (RFC 9126 §4). The switcher never links back to such a URL: opened again it would
+ * be spent, and the person would read "link used" in the language they asked for.
+ */
+const ONE_TIME_PARAMS = ['token', 'request_uri'];
+/** Where such a page's switcher goes when the page names no better place: the account (or sign-in). */
+const SAFE_PAGE = '/account';
+
+/** The URL the switcher links to when the page names none: this page, unless that is one-time. */
+function switcherTarget(request: FastifyRequest): string {
+  // A page answering a form post links the switcher to the path alone (the GET page of that form).
+  if (request.method !== 'GET') return request.url.split('?')[0]!;
+  const query = new URL(request.url, 'http://page.invalid').searchParams;
+  return ONE_TIME_PARAMS.some((name) => query.has(name)) ? SAFE_PAGE : request.url;
 }
 
 /** The page's translator, in the locale the locale plugin chose for this request. */
 export function uiOf(request: FastifyRequest, here?: string): PageUi {
-  // A page answering a form post links the switcher to the path alone (the GET page of that form).
-  const url = here ?? (request.method === 'GET' ? request.url : request.url.split('?')[0]!);
-  return { ...translatorFor(request.kp.locale ?? 'en'), url };
+  return {
+    ...translatorFor(request.kp.locale ?? 'en'),
+    url: here ?? switcherTarget(request),
+    referrer: referrerPolicyOf(request.routeOptions.config),
+  };
 }
 
 /** The locale a mail to this account is written in: its preference `lang`, else the configured default. */

@@ -10,7 +10,7 @@ import { enforceLimit, retryAfterSeconds } from '#lib/errors/rate-limited.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import type { ClientData } from '#lib/webauthn/check-ceremony.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { CredentialSummary, StoredCredential } from '../storage/types.js';
+import type { CredentialSummary, StoredCredential } from '../storage/interface.js';
 
 /**
  * The WebAuthn ceremonies as the routes use them: options with a one-use challenge kept in shared
@@ -25,7 +25,7 @@ export const RP_NAME = 'Keyplane';
 export type CeremonyServices = Pick<ControlPlaneServices, 'config' | 'state'>;
 
 /** RP ID: the issuer's host name. */
-export function rpIdOf(services: CeremonyServices): string {
+export function rpIdOf(services: Pick<CeremonyServices, 'config'>): string {
   return new URL(services.config.issuer).hostname;
 }
 
@@ -34,7 +34,7 @@ export function expectedOriginsOf(services: CeremonyServices): string[] {
   return [new URL(services.config.issuer).origin];
 }
 
-export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct';
+export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct' | 'console';
 
 export interface ChallengeState {
   purpose: ChallengePurpose;
@@ -161,6 +161,8 @@ export interface VerifiedRegistration {
   transports: string[];
   backupEligible: boolean;
   backedUp: boolean;
+  /** The authenticator's AAGUID, lowercase (all zeros when it names none). */
+  aaguid: string;
 }
 
 /** Verifies an attestation (registration) response against `expectedChallenge`. */
@@ -201,6 +203,7 @@ export async function verifyRegistration(
     transports: (credential.transports ?? []).slice(0, 8).map(String),
     backupEligible: facts.backupEligible,
     backedUp: result.registrationInfo.credentialBackedUp,
+    aaguid: result.registrationInfo.aaguid.toLowerCase(),
   };
 }
 

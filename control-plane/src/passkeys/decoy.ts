@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { randomId } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { CredentialSummary } from '../storage/types.js';
+import type { CredentialSummary } from '../storage/interface.js';
 
 /**
  * The passkeys a sign-in naming `username` may use: the account's own, or for a name no account

@@ -1,9 +1,10 @@
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
 import { checkFreeText, PASSKEY_LABEL_MAX } from '#lib/accounts/username.js';
 import { fail } from '#lib/errors/keyplane-error.js';
+import { authenticatorNameOf, defaultPasskeyLabel, type AuthenticatorName } from '#lib/webauthn/authenticator-names.js';
 import { credentialRecord } from '../accounts/sign-up.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import type { StoredCredential } from '../storage/types.js';
+import type { StoredCredential } from '../storage/interface.js';
 import { creationOptionsFor, readRegistration, takeChallenge, verifyRegistration } from './ceremony.js';
 
 /** A signed-in account managing its passkeys: storage, the ledger's events, challenges, the clock. */
@@ -12,7 +13,7 @@ export type PasskeyServices = Pick<ControlPlaneServices, 'config' | 'storage' | 
 export type PasskeySummary = Pick<
   StoredCredential,
   'credId' | 'label' | 'createdAt' | 'lastUsedAt' | 'backedUp' | 'backupEligible' | 'transports'
->;
+> & { aaguid: string | null; authenticator: AuthenticatorName | null };
 
 /** The account's passkeys, never their public keys. */
 export async function listPasskeys(
@@ -20,7 +21,7 @@ export async function listPasskeys(
   identityId: string,
 ): Promise<PasskeySummary[]> {
   const passkeys = await services.storage.credentials.listByIdentity(identityId);
-  return passkeys.map(({ credId, label, createdAt, lastUsedAt, backedUp, backupEligible, transports }) => ({
+  return passkeys.map(({ credId, label, createdAt, lastUsedAt, backedUp, backupEligible, transports, aaguid }) => ({
     credId,
     label,
     createdAt,
@@ -28,6 +29,8 @@ export async function listPasskeys(
     backedUp,
     backupEligible,
     transports,
+    aaguid: aaguid ?? null,
+    authenticator: authenticatorNameOf(aaguid),
   }));
 }
 
@@ -59,6 +62,14 @@ export async function removePasskey(
   });
 }
 
+/** The person declined the passkey offered after a sign-in without one: not offered again for a month. */
+export async function declinePasskeyUpgrade(
+  services: Pick<PasskeyServices, 'storage' | 'now'>,
+  identityId: string,
+): Promise<void> {
+  await services.storage.identities.declinePasskeyUpgrade(identityId, services.now());
+}
+
 /** Creation options for one more passkey; the challenge is bound to this session. */
 export async function beginAddPasskey(
   services: PasskeyServices,
@@ -74,7 +85,7 @@ export async function beginAddPasskey(
   });
 }
 
-/** Verifies the new passkey (started by this very session) and stores it, labelled `Passkey <n>` unless named. */
+/** Verifies the new passkey (started by this very session) and stores it, labelled after its authenticator unless named. */
 export async function finishAddPasskey(
   services: PasskeyServices,
   session: Pick<SessionView, 'id' | 'identityId'>,
@@ -90,7 +101,7 @@ export async function finishAddPasskey(
     const count = await tx.credentials.countByIdentity(session.identityId);
     const label =
       input.label === undefined
-        ? `Passkey ${count + 1}`
+        ? defaultPasskeyLabel(verified.aaguid, count + 1)
         : checkFreeText(input.label, PASSKEY_LABEL_MAX, 'label_invalid', 'the label');
     if (!(await tx.credentials.insert(credentialRecord(session.identityId, verified, label, now))))
       throw fail('credential_exists', 'this passkey is registered already');

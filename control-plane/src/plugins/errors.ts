@@ -140,8 +140,12 @@ async function renderErrorPage(request: FastifyRequest, reply: FastifyReply, fai
 
 /** The envelope as the answer: status, the failure's headers (Retry-After, WWW-Authenticate), JSON. */
 function sendFailure(request: FastifyRequest, reply: FastifyReply, failure: KeyplaneError): FastifyReply {
-  reply.code(failure.status).headers(failure.headers).type('application/json; charset=utf-8');
-  return reply.send(envelopeFor(failure, request.routeOptions.config?.oauthErrors === true));
+  const { oauthErrors, errorMembers, errorType } = request.routeOptions.config ?? {};
+  reply
+    .code(failure.status)
+    .headers(failure.headers)
+    .type(errorType ?? 'application/json; charset=utf-8');
+  return reply.send({ ...envelopeFor(failure, oauthErrors === true), ...errorMembers?.(failure.reason, failure) });
 }
 
 /**

@@ -11,7 +11,7 @@ export const localePlugin = fp(
   async (app: FastifyInstance) => {
     app.addHook('onRequest', async (request, reply) => {
       rememberRequestedLocale(app.kp, request, reply);
-      request.kp.locale = await requestLocale(app, request);
+      request.kp.locale = await requestLocale(app.kp, request);
     });
   },
   { name: 'keyplane-locale', dependencies: ['keyplane-session'] },

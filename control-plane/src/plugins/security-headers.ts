@@ -41,6 +41,23 @@ export function rawDataHeaders(https: boolean): Record<string, string> {
   };
 }
 
+/** The referrer policy of a route's answers: `no-referrer`, or `same-origin` on a route whose pages post back. */
+export function referrerPolicyOf(config: { sameOriginReferrer?: boolean } | undefined): ReferrerPolicy {
+  return config?.sameOriginReferrer ? 'same-origin' : 'no-referrer';
+}
+
+export type ReferrerPolicy = 'no-referrer' | 'same-origin';
+
+/**
+ * Marks every route of an area (the encapsulated context `app`) as one whose pages post forms back
+ * with the session (`config.sameOriginReferrer`), when the routes are added: nothing runs per request.
+ */
+export function sameOriginReferrerArea(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    route.config = { ...(route.config ?? {}), sameOriginReferrer: true };
+  });
+}
+
 export const securityHeadersPlugin = fp(
   async (app: FastifyInstance, options: { https: boolean }) => {
     // A callback hook, not an async one: every response passes here, and it needs no promise.
@@ -48,7 +65,7 @@ export const securityHeadersPlugin = fp(
       reply.header('x-request-id', request.id);
       reply.header('x-content-type-options', 'nosniff');
       reply.header('x-frame-options', 'DENY');
-      reply.header('referrer-policy', 'no-referrer');
+      reply.header('referrer-policy', referrerPolicyOf(request.routeOptions.config));
       if (options.https) reply.header('strict-transport-security', 'max-age=63072000; includeSubDomains');
       if (!reply.hasHeader('content-security-policy')) {
         const type = String(reply.getHeader('content-type') ?? '');

@@ -4,6 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { meetsAssurance, type AssuranceLevel } from '#lib/assurance/assurance.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { checkRequestOrigin, type RequestOriginHeaders } from '#lib/http/check-request-origin.js';
+import { presentsAdminToken } from '#lib/http/admin-token.js';
+import { ADMIN_TOKEN } from '../events/types.js';
 import { isPageNavigation } from '../http/negotiate.js';
 import {
   type CookieServices,
@@ -23,6 +25,11 @@ declare module 'fastify' {
      * `Origin` with the origins registered for the client.
      */
     checksOwnOrigin?: boolean;
+    /**
+     * The operator's admin token passes `requireSessionOrAdminToken` on this route as well as a
+     * session (docs/orgs.md#teams): the token acts on any org.
+     */
+    acceptsAdminToken?: boolean;
   }
 }
 
@@ -93,6 +100,22 @@ export const requireSession: SessionGuard = async function (request, reply) {
   if (request.kp.session) return;
   if (isPageNavigation(request)) return sendToSignIn(reply);
   throw fail('unauthorized', 'sign in first');
+};
+
+/**
+ * Guard for a subtree some of whose routes (config `acceptsAdminToken`) the operator's admin token may
+ * call too: there the token sets `request.kp.operator` and a wrong one is 401 (never a fallback
+ * to the session); everywhere else, and without an Authorization header, `requireSession`.
+ */
+export const requireSessionOrAdminToken: SessionGuard = async function (request, reply) {
+  if (
+    request.routeOptions.config?.acceptsAdminToken === true &&
+    presentsAdminToken(request.server.kp.config.adminToken, request.headers.authorization)
+  ) {
+    request.kp.operator = { actor: ADMIN_TOKEN };
+    return;
+  }
+  return requireSession(request, reply);
 };
 
 /** Guard: a live session at `level` or stronger (403 `insufficient_assurance`, or for HTML GETs the step-up page). */

@@ -3,7 +3,7 @@ import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 import { checkMetadataAgainstProfile } from '#lib/profiles/constraints.js';
 import type { TrustProfile } from '#lib/profiles/documents.js';
 import { profileOfClient } from '../managed-gateways/issue-config.js';
-import type { Stores } from '../storage/types.js';
+import type { Stores } from '../storage/interface.js';
 
 /** Refuses metadata outside the profile with every violation named (RFC 7591 §3.2.2 `error` alongside). */
 export function refuseMetadataOutside(

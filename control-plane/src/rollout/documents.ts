@@ -13,7 +13,7 @@ import {
 import { DOCUMENT_TYP, SignatureError, signDocument, verifySignedDocument } from '#lib/profiles/signed-documents.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredRolloutDocument } from '../storage/types.js';
+import type { StoredRolloutDocument } from '../storage/interface.js';
 import { refuseMetadataOutside } from './constraints.js';
 
 export type DocumentServices = Pick<ControlPlaneServices, 'storage' | 'keys' | 'config' | 'events' | 'now'>;

@@ -19,7 +19,7 @@ import type {
   StoredClient,
   StoredProject,
   StoredRolloutDocument,
-} from '../storage/types.js';
+} from '../storage/interface.js';
 import { refuseMetadataOutside } from './constraints.js';
 import { latestProfile, verifyPresented } from './documents.js';
 

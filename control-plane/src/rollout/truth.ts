@@ -1,7 +1,7 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import type { TrustProfile } from '#lib/profiles/documents.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient, StoredGatewayEvidence } from '../storage/types.js';
+import type { StoredClient, StoredGatewayEvidence } from '../storage/interface.js';
 import { projectState, type ProjectState } from './projects.js';
 
 /** Who reads the rollout truth: the operator (admin token, or the founder's session) sees every project. */
@@ -139,10 +139,12 @@ async function maySee(
   return member?.role === 'admin' || member?.role === 'owner';
 }
 
-/** The founder's session is the operator's, like the admin token. */
-export async function viewerOf(services: Pick<ControlPlaneServices, 'storage'>, identityId: string): Promise<Viewer> {
-  const identity = await services.storage.identities.get(identityId);
-  return identity?.founder ? { operator: true } : { operator: false, identityId };
+/**
+ * A person with a console session of the same account (operator or auditor: this is a read) sees
+ * what the admin token sees (docs/console.md); an everyday session alone sees its own projects.
+ */
+export function viewerOf(identityId: string, consoleOf: { identityId: string } | undefined): Viewer {
+  return consoleOf?.identityId === identityId ? { operator: true } : { operator: false, identityId };
 }
 
 /** `GET /rollout`: every project the viewer may see, by name. */

@@ -3,7 +3,7 @@ import type { SamlSigningKey } from '#lib/saml/sign.js';
 import { planRotation, publishedKeys, type RotationPolicy } from '#lib/keys/rotation.js';
 import type { ControlPlaneServices } from '../context.js';
 import { rotationPolicy } from '../keys/key-ring.js';
-import type { StoredSamlKey } from '../storage/types.js';
+import type { StoredSamlKey } from '../storage/interface.js';
 
 export type SamlKeyServices = Pick<ControlPlaneServices, 'storage' | 'secrets' | 'now' | 'config'>;
 

@@ -4,7 +4,7 @@ import { checkProviderSettings, type ProviderSettings } from '#lib/saml/provider
 import { randomId } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../context.js';
 import { loadMembership } from '../orgs/membership.js';
-import type { StoredSamlProvider, Stores } from '../storage/types.js';
+import type { StoredSamlProvider, Stores } from '../storage/interface.js';
 
 export type ProviderServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 

@@ -1,3 +1,4 @@
+import { countedEmails } from '../orgs/claimed-addresses.js';
 import { createHash, createHmac } from 'node:crypto';
 import type { AssuranceLevel } from '#lib/assurance/assurance.js';
 import { fail } from '#lib/errors/keyplane-error.js';
@@ -24,7 +25,7 @@ import type { AccessDecision } from '#lib/access/evaluate-access.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { askConsent, recordConsent, samlParty, takeApproval, type Party } from '../consent/gate.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
-import type { StoredSamlProvider } from '../storage/types.js';
+import type { StoredSamlProvider } from '../storage/interface.js';
 import { endSessionIn } from '../sessions/end-session.js';
 import { ASSERTION_VALIDITY_SECONDS, samlKeyRing } from './key-ring.js';
 
@@ -383,7 +384,11 @@ async function attributeValues(
 }
 
 async function verifiedEmailOf(services: SamlServices, identityId: string): Promise<string | null> {
-  const emails = await services.storage.emails.listByIdentity(identityId);
+  const [identity, listed] = await Promise.all([
+    services.storage.identities.get(identityId),
+    services.storage.emails.listByIdentity(identityId),
+  ]);
+  const emails = await countedEmails(services.storage, identity, listed);
   return emails.filter((e) => e.verifiedAt !== null).sort((a, b) => a.verifiedAt! - b.verifiedAt!)[0]?.email ?? null;
 }
 

@@ -1,6 +1,6 @@
 import type { Rating } from '#lib/scan/rating.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { OrgSite, StoredOrg } from '../storage/types.js';
+import type { OrgSite, StoredOrg } from '../storage/interface.js';
 
 /** A scan older than 30 days is stale and never shown as current (docs/scan.md): a site changes. */
 export const STALE_AFTER_MS = 30 * 86_400_000;

@@ -1,7 +1,7 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
 import { endGrantsOfSessions } from '../grants/end-grants.js';
-import type { Stores } from '../storage/types.js';
+import type { Stores } from '../storage/interface.js';
 
 export type EndSessionServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
 

@@ -2,7 +2,7 @@ import { rankAssurance } from '#lib/assurance/assurance.js';
 import { randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { SessionAssurance, SessionRenewal, Stores, StoredSession } from '../storage/types.js';
+import type { SessionAssurance, SessionRenewal, Stores, StoredSession } from '../storage/interface.js';
 
 /** The session a request presented: its id, its account and the hash of the cookie it came with. */
 export interface PresentedSession {
@@ -95,7 +95,8 @@ function provedState(
  * creation time, so its grants and history carry over and the account page still shows one
  * session; what changes is the secret a browser holds, what the session proved (see
  * `Authentication`), and both lifetimes, which count from this authentication (V7.3.2:
- * re-authentication starts a new absolute lifetime).
+ * re-authentication starts a new absolute lifetime), never past `notAfter` (required SSO's cap,
+ * docs/federation.md#required-sso).
  *
  * Renewal is NOT the end of a session: nothing that reacts to a session ending (its grants
  * ending, the gateways' deny list, OIDC back-channel logout) runs here, because the session goes
@@ -110,6 +111,7 @@ export async function renewSessionToken(
   tx: Stores,
   presented: PresentedSession,
   authentication: Authentication,
+  notAfter?: number,
 ): Promise<RenewedSession | null> {
   const now = services.now();
   const { lifetimes } = services.config;
@@ -117,7 +119,7 @@ export async function renewSessionToken(
   if (!stored || stored.sessionId !== presented.id || stored.identityId !== presented.identityId) return null;
   const token = randomToken(32);
   const proved = provedState(stored, authentication, now);
-  const absoluteExpiresAt = now + lifetimes.sessionAbsolute * 1000;
+  const absoluteExpiresAt = Math.min(now + lifetimes.sessionAbsolute * 1000, notAfter ?? Infinity);
   const renewed = await tx.sessions.renewToken(
     stored.sessionId,
     presented.tokenHash,

@@ -1,9 +1,10 @@
-import { fail } from '#lib/errors/keyplane-error.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
-import { isAccountActive } from '../accounts/lifecycle.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { SessionAssurance, Stores } from '../storage/types.js';
+import { refuseOwnMethod, requiredSsoFor, upstreamDeadline } from '../federation/required-sso.js';
+import type { SessionAssurance, Stores } from '../storage/interface.js';
+import { requireSignInAllowed } from '../accounts/lifecycle.js';
 import { endSessionIn } from './end-session.js';
 import { type PresentedSession, renewSessionToken } from './renew-session.js';
 
@@ -22,6 +23,8 @@ export interface StartSessionInput {
    * least `assurance` keeps its state and only gets a new token, rather than being set to it.
    */
   keepStrongerSession?: boolean;
+  /** The connection an upstream (federated) sign-in came through. */
+  upstream?: string;
 }
 
 const METHOD: Record<SessionAssurance, 'passkey' | 'recovery' | 'email'> = {
@@ -73,12 +76,16 @@ export async function openSession(
   const now = services.now();
   const { lifetimes } = services.config;
   // Every sign-in (passkey, backup code, magic link) ends here, so this one check covers them all.
-  if (!(await isAccountActive(tx, input.identityId)))
-    throw fail('account_disabled', 'this account is disabled; ask the operator of this server');
+  await requireSignInAllowed(tx, input.identityId);
   const previous = browser.previous;
-  if (previous && previous.identityId === input.identityId) {
-    const renewed = await renewSessionToken(services, tx, previous, { kind: 'sign-in', ...input });
-    // Null: that session ended or was renewed meanwhile; this sign-in then starts a new one.
+  const sameAccount = previous !== undefined && previous.identityId === input.identityId;
+  const notAfter = await requiredSsoDeadline(tx, input, sameAccount ? previous : undefined, now);
+  if (sameAccount) {
+    const renewed = await renewSessionToken(services, tx, previous, { kind: 'sign-in', ...input }, notAfter);
+    // Null: that session ended or was renewed meanwhile; this sign-in then starts a new one,
+    // except a required-SSO passkey, which only steps up the session the upstream started.
+    if (!renewed && notAfter !== undefined && input.upstream === undefined)
+      throw fail('sso_required', 'this session ended meanwhile: sign in through your organization again');
     if (renewed) {
       const { receipt } = await services.events.record(tx, {
         type: 'session.renewed',
@@ -101,7 +108,7 @@ export async function openSession(
   const deviceId = input.deviceId ?? browser.deviceId();
   const token = randomToken(32);
   const sessionId = randomId('ses');
-  const absoluteExpiresAt = now + lifetimes.sessionAbsolute * 1000;
+  const absoluteExpiresAt = Math.min(now + lifetimes.sessionAbsolute * 1000, notAfter ?? Infinity);
   await tx.sessions.insert({
     sessionId,
     tokenHash: sha256Hex(token),
@@ -130,4 +137,25 @@ export async function openSession(
     assurance: input.assurance,
   });
   return receipt === undefined ? { sessionId, token } : { sessionId, token, receipt };
+}
+
+/**
+ * Required SSO (docs/federation.md#required-sso): an account its org signs in at the upstream
+ * takes an upstream sign-in (its session then ends within the connection's cap), or a passkey
+ * only as a step-up of this browser's session that an upstream sign-in started (within the
+ * same cap); anything else is `sso_required`. Undefined for every other account.
+ */
+async function requiredSsoDeadline(
+  tx: Stores,
+  input: StartSessionInput,
+  previous: PresentedSession | undefined,
+  now: number,
+): Promise<number | undefined> {
+  const sso = await requiredSsoFor(tx, input.identityId);
+  if (sso === null) return undefined;
+  if (input.upstream !== undefined) return now + sso.sessionMaxMs;
+  refuseOwnMethod(input.assurance);
+  if (previous === undefined)
+    throw fail('sso_required', 'sign in through your organization first: your passkey confirms it afterwards');
+  return upstreamDeadline(tx, sso, previous.id, now);
 }

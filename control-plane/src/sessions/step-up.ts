@@ -8,6 +8,7 @@ import {
   takeChallenge,
   verifyAssertion,
 } from '../passkeys/ceremony.js';
+import { requiredSsoFor, upstreamDeadline } from '../federation/required-sso.js';
 import { requireTotpIfActive } from '../totp/step-up-gate.js';
 import { type PresentedSession, renewSessionToken } from './renew-session.js';
 
@@ -53,7 +54,17 @@ export async function completeStepUp(
   const amr = ['pop', 'user', ...(totp ? ['otp', 'mfa'] : [])];
   const { token, receipt } = await services.storage.transaction(async (tx) => {
     await tx.credentials.recordUse(credential.credId, { ...use, at: now });
-    const renewed = await renewSessionToken(services, tx, session, { kind: 'step-up', amr, credId: credential.credId });
+    // Required SSO (docs/federation.md#required-sso): the passkey steps up only a session an
+    // upstream sign-in started, and never past that sign-in's cap.
+    const sso = await requiredSsoFor(tx, session.identityId);
+    const notAfter = sso === null ? undefined : await upstreamDeadline(tx, sso, session.id, now);
+    const renewed = await renewSessionToken(
+      services,
+      tx,
+      session,
+      { kind: 'step-up', amr, credId: credential.credId },
+      notAfter,
+    );
     // The session ended, or another request renewed its token, while this step-up was verified.
     if (!renewed) throw fail('unauthorized', 'this session ended or changed meanwhile; sign in again');
     const recorded = await services.events.record(tx, {

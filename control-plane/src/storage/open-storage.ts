@@ -12,7 +12,7 @@ import { DATABASE_FILE, backupDatabase, openDatabase } from './sqlite/database.j
 import { Database } from './sqlite/driver.js';
 import { openSqliteStorage } from './sqlite/index.js';
 import { StoreUnavailableError } from './store-unavailable-error.js';
-import type { Storage } from './types.js';
+import type { Storage } from './interface.js';
 
 type DatabaseSettings = ControlPlaneConfig['database'];
 
@@ -188,4 +188,34 @@ export function sqliteDatabaseFile(config: StorageConfig): string | null {
 /** `keyplane backup` on SQLite: the online backup API, consistent while the server keeps writing. */
 export async function backupSqliteStorage(config: StorageConfig, outFile: string): Promise<{ pages: number }> {
   return backupDatabase(config.dataDir, outFile);
+}
+
+/**
+ * The sealed signing keys of a SQLite backup file, read without writing to it (`keyplane restore`
+ * checks the master key against them before it touches anything); null when the file is not a
+ * Keyplane store.
+ */
+export function readSqliteBackupKeys(file: string): Array<{ kid: string; sealedPrivateJwk: Buffer }> | null {
+  let db: InstanceType<typeof Database>;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+  } catch {
+    return null;
+  }
+  try {
+    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'signing_keys'").get();
+    if (!table) return null;
+    const rows = db
+      .prepare('SELECT kid, sealed_private_jwk FROM signing_keys ORDER BY created_at, kid')
+      .all() as Array<{
+      kid: string;
+      sealed_private_jwk: Buffer;
+    }>;
+    return rows.map((row) => ({ kid: row.kid, sealedPrivateJwk: row.sealed_private_jwk }));
+  } catch {
+    // Not a database at all ("file is not a database"): the caller names the file.
+    return null;
+  } finally {
+    db.close();
+  }
 }

@@ -92,3 +92,14 @@ export async function changedOne(sql: Sql, text: string, values: unknown[]): Pro
 export async function columnOf<T>(sql: Sql, text: string, values: unknown[], column: string): Promise<T[]> {
   return (await sql.rows<Record<string, T>>(text, values)).map((row) => row[column]!);
 }
+
+/** An outbox's backlog from `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest` (PostgreSQL answers counts as text). */
+export function backlogOf(row: { pending: number | string; oldest: number | string | null } | undefined): {
+  pending: number;
+  oldestCreatedAt: number | null;
+} {
+  return {
+    pending: Number(row?.pending ?? 0),
+    oldestCreatedAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+  };
+}

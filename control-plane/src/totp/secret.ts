@@ -1,6 +1,6 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import { verifyTotpCode } from '#lib/totp/totp.js';
-import type { StoredTotp } from '../storage/types.js';
+import type { StoredTotp } from '../storage/interface.js';
 import { assertNotLocked, recordCodeFailure, recordCodeSuccess } from '../lockouts/code-lockout.js';
 import type { ControlPlaneServices } from '../context.js';
 

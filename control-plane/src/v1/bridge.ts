@@ -5,7 +5,8 @@ import { mintMacaroon, verifyMacaroon } from '#lib/v1/macaroon.js';
 import type { ConsentStanding } from '#lib/consent/decide-consent.js';
 import { askConsent, clientParty, recordConsent, takeApproval } from '../consent/gate.js';
 import type { ControlPlaneServices } from '../context.js';
-import type { StoredClient } from '../storage/types.js';
+import type { StoredClient } from '../storage/interface.js';
+import { checkClientAccess } from '../clients/sign-in-access.js';
 
 /**
  * The deprecated v1 script bridge (docs/v1-bridge.md): a relying party that set `v1_bridge: true`
@@ -77,6 +78,9 @@ export async function issueV1SessionToken(
   services: BridgeServices,
   input: { client: StoredClient; identityId: string; sessionId: string },
 ): Promise<{ token: string; receipt?: string }> {
+  // The same question as every other path (docs/security.md#access-rules-on-every-path).
+  const access = await checkClientAccess(services, input.client, input.identityId, 'v1');
+  if (!access.allowed) throw fail('access_denied', 'this account is not a member of an organization this app admits');
   const now = services.now();
   const expires = Math.floor(now / 1000) + services.config.v1.sessionTokenLifetime;
   const token = mintMacaroon(rootKey(services), {

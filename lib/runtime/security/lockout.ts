@@ -33,6 +33,12 @@ export class Lockout {
     return { locked: retryAfterMs > 0, retryAfterMs: Math.max(0, retryAfterMs) };
   }
 
+  /** Failures counted in the current window (the threshold while locked). */
+  async failures(subject: string): Promise<number> {
+    if ((await this.status(subject)).locked) return this.policy.threshold;
+    return Number((await this.state.get(`fail:${subject}`)) ?? 0);
+  }
+
   async recordFailure(subject: string): Promise<FailureResult> {
     const current = await this.status(subject);
     if (current.locked) return { ...current, failures: this.policy.threshold, started: false };

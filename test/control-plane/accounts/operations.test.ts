@@ -9,7 +9,7 @@ import { rejectionReason as reasonOf } from '../../helpers/reason-of.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 
 // Account, session and backup-code operations called with the control plane's services, no
-// routes; their HTTP shape is covered in test/control-plane/account/ and recovery/.
+// routes; their HTTP shape is covered in test/control-plane/accounts/ and recovery/.
 
 const browser = (deviceId: string): SignInBrowser => ({ deviceId: () => deviceId });
 

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildSignedIn, Browser } from '../../helpers/signed-in.js';
 import { ADMIN, basicAuth, registerClient } from '../../helpers/oidc.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
+import { createOrg } from '../../../control-plane/src/orgs/membership.js';
 
 // The areas this suite exercises (docs/platform.md#test-tiers): booting only these skips the rest.
 const areas = ['clients', 'oidc', 'passkeys'] as const;
@@ -220,7 +221,9 @@ t.test('a cross-origin post is refused before anything changes', async (t) => {
 });
 
 t.test("the apps page shows each route's access rules and the sign-in restriction in words", async (t) => {
-  const { owner } = await setup(t);
+  const { owner, services } = await setup(t);
+  // Rules name only orgs the registrant administers.
+  await createOrg(services, owner.identityId, { name: 'Acme' });
   const reg = await owner.browser.post('/apps/register', {
     client_name: 'Wiki gate',
     redirect_uris: ['https://wiki.example.com/_gate/callback'],

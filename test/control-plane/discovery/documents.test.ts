@@ -167,3 +167,20 @@ t.test('readiness fails with the envelope when storage is down', async (t) => {
   t.equal(res.statusCode, 503);
   t.equal(res.json().reason, 'not_ready');
 });
+
+t.test('the public documents answer CORS from any origin; other discovery files stay without it', async (t) => {
+  const { app } = await build(t);
+  const origin = { origin: 'https://spa.example' };
+  for (const url of [
+    '/.well-known/openid-configuration',
+    '/.well-known/oauth-authorization-server',
+    '/.well-known/jwks.json',
+    '/.well-known/oauth-protected-resource',
+  ]) {
+    const res = await app.inject({ method: 'GET', url, headers: origin });
+    t.equal(res.headers['access-control-allow-origin'], '*', url);
+    t.notOk(res.headers['access-control-allow-credentials'], `${url}: never with credentials`);
+  }
+  const webauthn = await app.inject({ method: 'GET', url: '/.well-known/webauthn', headers: origin });
+  t.notOk(webauthn.headers['access-control-allow-origin']);
+});

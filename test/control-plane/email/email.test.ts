@@ -96,6 +96,12 @@ t.test(
     const own = await ada.get(firstLink.pathname + firstLink.search, { accept: 'text/html' });
     t.equal(own.statusCode, 200);
     t.match(own.body, /Address verified/);
+    t.notMatch(own.body, /href="[^"]*token=[^"]*" hreflang/, 'no switcher link re-opens the spent link');
+    t.match(
+      own.body,
+      '<a href="/account?lang=de" hreflang="de"',
+      'the switcher goes to the account, not the spent link',
+    );
     t.equal(await verified(), 1);
     const sessionCookie = ada.cookies.get('kp_session');
     t.ok(

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { TEST_ISSUER } from '../../helpers/build.js';
 import { buildSignedIn, type Browser } from '../../helpers/signed-in.js';
@@ -329,6 +330,24 @@ t.test('a disabled account is offered to no client and gets no assertion', async
   t.equal((await assert(browser, { ...good, params: JSON.stringify({ nonce: 'n-off-2' }) })).statusCode, 401);
 });
 
+t.test('an account its org suspended is offered to no client and refused account_suspended', async (t) => {
+  const { browser, client, identityId, services } = await setup(t);
+  // A session that outlived the suspension (SCIM ends them all; this proves the check itself).
+  await services.storage.identities.setSuspended(identityId, services.now());
+  const accounts = await browser.get('/fedcm/accounts', WEBIDENTITY);
+  t.equal(accounts.statusCode, 403);
+  t.match(accounts.json(), { reason: 'account_suspended', error: { code: 'access_denied' } });
+  const refused = await assert(browser, {
+    client_id: client.client_id,
+    account_id: identityId,
+    disclosure_text_shown: 'true',
+    params: JSON.stringify({ nonce: 'n-suspended' }),
+  });
+  t.equal(refused.statusCode, 403);
+  t.match(refused.json(), { reason: 'account_suspended', error: { code: 'access_denied' } });
+  t.notOk(refused.json().token, 'no token');
+});
+
 t.test("a client's access.orgs: a non-member gets access_denied and no token, a member gets one", async (t) => {
   const { browser, client, identityId, services } = await setup(t, { access: { orgs: [{ slug: 'acme' }] } });
   const ask = (nonce: string) =>
@@ -366,4 +385,11 @@ t.test('a client that got a FedCM ID token is told by back-channel logout when t
   t.match(await built.services.storage.logouts.listForSession(sid), [
     { clientId: client.client_id, identityId, sessionId: sid },
   ]);
+});
+
+t.test('FedCM errors are shaped by the one error handler, not by re-reading answers', async (t) => {
+  // The route marks its paths (config.errorMembers); no hook parses an envelope back out of a payload.
+  const source = readFileSync('control-plane/src/routes/fedcm/index.ts', 'utf8');
+  t.notMatch(source, /onSend|JSON\.parse/);
+  t.match(source, /errorMembers/);
 });

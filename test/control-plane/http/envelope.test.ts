@@ -13,6 +13,8 @@ t.test('every failure is the envelope with the right status', async (t) => {
     },
     async (request) => ({ ok: true, body: request.body }),
   );
+  // An action that takes no body (no body schema), as `POST …/rotate-secret` is.
+  app.post('/test/action', async (request) => ({ ok: true, body: request.body }));
   app.get('/test/boom', async () => {
     throw new Error('secret internal detail');
   });
@@ -86,6 +88,20 @@ t.test('every failure is the envelope with the right status', async (t) => {
     payload: 'name=ada',
   });
   t.equal(form.statusCode, 200, 'form bodies are understood');
+  const action = await app.inject({
+    method: 'POST',
+    url: '/test/action',
+    headers: { 'content-type': 'application/json' },
+    payload: '',
+  });
+  t.same(action.json(), { ok: true, body: {} }, 'an action that takes no body takes an empty one as {}');
+  const brokenAction = await app.inject({
+    method: 'POST',
+    url: '/test/action',
+    headers: { 'content-type': 'application/json' },
+    payload: '{"x',
+  });
+  t.equal(brokenAction.statusCode, 400, 'a body that is there is still parsed');
 });
 
 t.test('a bodiless method with Content-Type: application/json and no body is accepted', async (t) => {

@@ -83,7 +83,9 @@ t.test('a page route refuses a browser with a page and a script with the envelop
  * GET routes of the page context that may answer a browser's refusal with JSON, each with why. Empty:
  * a new page route gets the page without anyone remembering (plugins/page-context.ts).
  */
-const NO_PAGE: Record<string, string> = {};
+const NO_PAGE: Record<string, string> = {
+  '/federation/x/jwks': "a connection's public key, read by its identity provider: JSON only",
+};
 
 /** GET routes that set `errorPage` themselves (true or their own page), so `*\u002F*` gets the page too. */
 const OWN_PAGE: Record<string, string> = {
@@ -94,6 +96,9 @@ const OWN_PAGE: Record<string, string> = {
   '/saml/sso': 'the SAML front channel: a browser redirected by a service provider',
   '/saml/slo': 'the SAML front channel: a browser redirected by a service provider',
   '/device': 'verification_uri(_complete), typed or followed from a device',
+  '/federation/x/start': "the sign-in page's button for a connection: a browser's navigation",
+  '/federation/x/callback': 'the OIDC front channel: a browser redirected back by an identity provider',
+  '/scan': 'the scan page, HTML unless JSON is asked for: a refused URL shows its form again',
 };
 const ENVELOPE = {
   ok: false,

@@ -105,3 +105,19 @@ t.test('logs never carry credentials', async (t) => {
   for (const secret of ['SECRET_TOKEN_VALUE', 'SECRET_CODE', 'SECRET_BEARER', 'SECRET_COOKIE', 'SECRET_DPOP'])
     t.notMatch(text, secret);
 });
+
+// A page whose form posts back with the session says `same-origin` in its header and its meta tag
+// (route config `sameOriginReferrer`); every other page and answer keeps `no-referrer`.
+t.test('pages that post back with the session get a same-origin referrer policy, the rest no-referrer', async (t) => {
+  const { app } = await build(t);
+  const policyOf = async (url: string) => {
+    const res = await app.inject({ method: 'GET', url, headers: { accept: 'text/html' } });
+    return {
+      header: res.headers['referrer-policy'],
+      meta: /<meta name="referrer" content="([^"]+)">/.exec(res.body)?.[1],
+    };
+  };
+  t.same(await policyOf('/auth/logout'), { header: 'same-origin', meta: 'same-origin' }, 'the logout confirmation');
+  t.same(await policyOf('/auth'), { header: 'no-referrer', meta: 'no-referrer' }, 'the sign-in page');
+  t.same(await policyOf('/healthz'), { header: 'no-referrer', meta: undefined }, 'a machine endpoint');
+});

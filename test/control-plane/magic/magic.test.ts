@@ -230,8 +230,28 @@ t.test(
       'a link the user may follow',
     );
     t.ok(browser.cookies.get('kp_session'));
+
+    // The language switcher of the page the link opened never opens the spent link again.
+    const german = /<a href="([^"]+)" hreflang="de"/.exec(done.body)![1]!.replaceAll('&amp;', '&');
+    t.notMatch(german, /token=/);
+    t.equal(german, '/account?lang=de');
+    const switched = await browser.get(german, { accept: 'text/html' });
+    t.equal(switched.statusCode, 200, 'the account page, signed in, in German');
+    t.match(switched.body, '<html lang="de"');
   },
 );
+
+t.test('a refused link page switches language on its way-on page, not on the link', async (t) => {
+  const { app } = await setup(t);
+  const browser = new Browser(app);
+  const refused = await browser.get('/auth/magic?token=' + 'A'.repeat(43) + '&project=Demo', { accept: 'text/html' });
+  t.equal(refused.statusCode, 400);
+  const french = /<a href="([^"]+)" hreflang="fr"/.exec(refused.body)![1]!.replaceAll('&amp;', '&');
+  t.equal(french, '/auth/magic/request?project=Demo&lang=fr');
+  const page = await browser.get(french, { accept: 'text/html' });
+  t.equal(page.statusCode, 200);
+  t.match(page.body, '<html lang="fr"');
+});
 
 t.test('a live stronger session of the same account is kept, not downgraded, under a new token', async (t) => {
   const { app, signIn, services, mails } = await setup(t);
@@ -258,7 +278,7 @@ t.test('a live stronger session of the same account is kept, not downgraded, und
 });
 
 t.test(
-  'dryRun: own verified address with a session; any address for the founder at sensitive, receipted',
+  'dryRun: own verified address with a session; any address for an operator in the console at sensitive, receipted',
   async (t) => {
     const { app, signIn, services, mails, events } = await setup(t);
     const { browser: ivy, identityId: ivyId } = await signIn({ username: 'ivy' });
@@ -276,17 +296,17 @@ t.test(
     t.equal((await mails()).length, 0, 'a dry run sends nothing');
     t.equal((await ivy.get(pathOf(own.json().link))).statusCode, 303, "the link works on the session's device");
 
-    const { browser: founder, identityId: founderId } = await signIn({ username: 'root', founder: true });
+    const { browser: founder, identityId: founderId } = await signIn({ username: 'root', console: 'operator' });
     const notOwn = await ivy.post('/auth/magic/request', { email: 'root@example.com', dryRun: 'yes' });
     t.equal(notOwn.statusCode, 403);
     t.equal(notOwn.json().reason, 'forbidden');
     t.equal(
       (await founder.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: 1 })).statusCode,
       403,
-      'the founder needs sensitive',
+      'the operator needs sensitive',
     );
 
-    const { browser: stepped } = await signIn({ username: 'root', assurance: 'sensitive' });
+    const { browser: stepped } = await signIn({ username: 'root', assurance: 'sensitive', console: 'operator' });
     const any = await stepped.post('/auth/magic/request', { email: 'ivy@example.com', dryRun: true });
     t.equal(any.statusCode, 200);
     t.match(any.json(), { ok: true, dryRun: true, receipt: /^[0-9a-f]{64}$/ });

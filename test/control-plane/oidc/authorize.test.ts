@@ -122,7 +122,12 @@ t.test('refusals after the redirect URI is known go back to it with error, state
     ['a bad max_age', { max_age: '-1' }, 'invalid_request'],
     ['a bad dpop_jkt', { dpop_jkt: 'abc' }, 'invalid_request'],
     ['a request object from a client without keys', { request: 'eyJ.x.y' }, 'request_not_supported'],
-    ['a request_uri from a client without keys', { request_uri: 'https://notes.example.com/r' }, 'invalid_request_uri'],
+    // OIDC Core §3.1.2.6: a client that registered no request_uris cannot pass requests by reference.
+    [
+      'a request_uri from a client that registered none',
+      { request_uri: 'https://notes.example.com/r' },
+      'request_uri_not_supported',
+    ],
     ['request and request_uri together', { request: 'eyJ.x.y', request_uri: 'https://x.example' }, 'invalid_request'],
     ['the registration parameter', { registration: '{}' }, 'registration_not_supported'],
   ];
@@ -355,11 +360,12 @@ t.test('discovery advertises the provider endpoints and capabilities', async (t)
   });
   t.same(doc.grant_types_supported.sort(), [
     'authorization_code',
+    'client_credentials',
     'refresh_token',
     'urn:ietf:params:oauth:grant-type:device_code',
     'urn:ietf:params:oauth:grant-type:jwt-bearer',
     'urn:ietf:params:oauth:grant-type:token-exchange',
   ]);
-  t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'orgs', 'offline_access']);
+  t.same(doc.scopes_supported, ['openid', 'email', 'profile', 'orgs', 'groups', 'offline_access']);
   t.ok(doc.token_endpoint_auth_methods_supported.includes('none'));
 });

@@ -404,19 +404,29 @@ t.test(
     t.equal(withResource.json().reason, 'consent_required');
     t.notOk(withResource.json().code);
 
+    /** A grant with a fresh assertion: refused for this reason, with no code. */
+    const refusedFor = async (reason: string) => {
+      const res = await post(
+        app,
+        '/auth/authorize/direct',
+        grantBody(client, pkce.challenge, { assertion: await assertionBody(app, client, authenticator) }),
+      );
+      t.equal(res.statusCode, 403);
+      t.equal(res.json().reason, reason);
+      t.notOk(res.json().code, 'no code');
+      return res;
+    };
+    // Suspended by the org that manages it: the same refusal path, its own reason.
+    await services.storage.identities.setSuspended(identity.identityId, services.now());
+    await refusedFor('account_suspended');
+    await services.storage.identities.setSuspended(identity.identityId, null);
+
     await app.inject({
       method: 'POST',
       url: `/admin/accounts/${identity.identityId}/disable`,
       headers: { authorization: `Bearer ${ADMIN}` },
     });
-    const disabled = await post(
-      app,
-      '/auth/authorize/direct',
-      grantBody(client, pkce.challenge, { assertion: await assertionBody(app, client, authenticator) }),
-    );
-    t.equal(disabled.statusCode, 403);
-    t.equal(disabled.json().reason, 'account_disabled');
-    t.notOk(disabled.json().code, 'no code');
+    const disabled = await refusedFor('account_disabled');
     t.equal(disabled.headers['access-control-allow-origin'], RP, 'the refusal is readable by the registered origin');
     t.same(
       await services.storage.sessions.listLive(identity.identityId, services.now()),

@@ -12,7 +12,7 @@ import {
 } from '../../helpers/oidc.js';
 
 /**
- * CONTRACT "protocol answers": token, userinfo, introspection, revocation, registration, discovery
+ * Standard protocol answers (docs/errors.md#one-error-path): token, userinfo, introspection, revocation, registration, discovery
  * and JWKS carry their standard members and no `ok` (a relying party would take it for a claim,
  * as mod_auth_openidc's OIDC_CLAIM_ok showed); Keyplane's own API keeps the envelope.
  */

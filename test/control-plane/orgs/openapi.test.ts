@@ -14,6 +14,49 @@ const PATHS: Array<[string, string]> = [
   ['post', '/org/{slug}/members/invite'],
   ['post', '/org/{slug}/members/accept'],
   ['post', '/org/{slug}/scan'],
+  // Proved mail domains (docs/orgs.md#mail-domains).
+  ['get', '/org/{slug}/mail-domains'],
+  ['post', '/org/{slug}/mail-domains'],
+  ['post', '/org/{slug}/mail-domains/{domain}/verify'],
+  ['delete', '/org/{slug}/mail-domains/{domain}'],
+  // SCIM tokens (docs/scim.md#tokens).
+  ['post', '/org/{slug}/scim-tokens'],
+  ['get', '/org/{slug}/scim-tokens'],
+  ['delete', '/org/{slug}/scim-tokens/{tokenId}'],
+  // Teams (docs/orgs.md#teams), with the dashboard's form twins.
+  ['get', '/org/{slug}/teams'],
+  ['post', '/org/{slug}/teams'],
+  ['put', '/org/{slug}/teams/{team}'],
+  ['delete', '/org/{slug}/teams/{team}'],
+  ['post', '/org/{slug}/teams/{team}/rename'],
+  ['post', '/org/{slug}/teams/{team}/delete'],
+  ['put', '/org/{slug}/teams/{team}/members/{identityId}'],
+  ['delete', '/org/{slug}/teams/{team}/members/{identityId}'],
+  ['post', '/org/{slug}/teams/{team}/members/add'],
+  ['post', '/org/{slug}/teams/{team}/members/remove'],
+  // An org's webhooks (the webhooks area, docs/events.md#webhooks).
+  ['post', '/org/{slug}/webhooks'],
+  ['get', '/org/{slug}/webhooks'],
+  ['get', '/org/{slug}/webhooks/{webhookId}'],
+  ['put', '/org/{slug}/webhooks/{webhookId}'],
+  ['delete', '/org/{slug}/webhooks/{webhookId}'],
+  ['post', '/org/{slug}/webhooks/{webhookId}/rotate-secret'],
+  ['post', '/org/{slug}/webhooks/{webhookId}/test'],
+  ['get', '/org/{slug}/webhooks/{webhookId}/deliveries'],
+  // An org's connections (the federation area, docs/federation.md).
+  ['post', '/org/{slug}/connections'],
+  ['get', '/org/{slug}/connections'],
+  ['get', '/org/{slug}/connections/{connectionId}'],
+  ['put', '/org/{slug}/connections/{connectionId}'],
+  ['delete', '/org/{slug}/connections/{connectionId}'],
+  ['get', '/org/{slug}/connections/{connectionId}/test'],
+  ['post', '/org/{slug}/connections/{connectionId}/test'],
+  // An org's APIs (the apis area, docs/apis.md).
+  ['post', '/org/{slug}/apis'],
+  ['get', '/org/{slug}/apis'],
+  ['get', '/org/{slug}/apis/{apiId}'],
+  ['put', '/org/{slug}/apis/{apiId}'],
+  ['delete', '/org/{slug}/apis/{apiId}'],
   ['post', '/scan'],
   ['get', '/scan'],
   ['get', '/embed/seal.js'],
@@ -44,7 +87,7 @@ t.test('the list is the area: each path is a real route, and the document has no
   for (const [method, path] of PATHS) {
     const url = path.replace(/\{([A-Za-z]+)\}/g, ':$1');
     t.ok(
-      app.hasRoute({ method: method.toUpperCase() as 'GET' | 'POST', url }),
+      app.hasRoute({ method: method.toUpperCase() as 'GET' | 'POST' | 'PUT' | 'DELETE', url }),
       `${method.toUpperCase()} ${path} is a route`,
     );
   }

@@ -31,6 +31,7 @@ t.test('creating an org makes the caller its owner, and the dashboard has the co
     members: [{ user: alice.identityId, username: 'alice', role: 'owner' }],
     sites: [],
     rating: null,
+    teams: [],
   });
   const again = (await post(alice, '/auth/orgs/create', { name: 'Acme Widgets' })).json();
   t.not(again.slug, 'acme-widgets', 'a taken slug gets a suffix');

@@ -90,6 +90,8 @@ t.test('the SAML providers page, the rollout page and the connectors page in Ger
 t.test('who may get in and the connector notes in German and Arabic; the JSON API keeps English', async (t) => {
   const { app, signIn } = await buildSignedIn(t);
   const { browser } = await signIn({ username: 'alice', assurance: 'sensitive' });
+  // Rules name only orgs the registrant administers.
+  await browser.post('/auth/orgs/create', { name: 'Acme' });
   const registered = await browser.post('/apps/register', {
     client_name: 'Wiki gate',
     redirect_uris: ['https://wiki.example.com/_gate/callback'],

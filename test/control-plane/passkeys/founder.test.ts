@@ -20,6 +20,15 @@ t.test('a fresh install logs a one-time setup link that creates the founder', as
 
   const page = await app.inject({ method: 'GET', url: `/auth?setup=${token}` });
   t.match(page.body, /founder/, 'the page says what the link does');
+  t.match(
+    page.body,
+    '<button type="button" data-action="signup">Create the founder account</button>',
+    'its first button says it creates the founder account',
+  );
+  const german = await app.inject({ method: 'GET', url: `/auth?setup=${token}&lang=de` });
+  t.match(german.body, '<button type="button" data-action="signup">Gründerkonto erstellen</button>');
+  const plain = await app.inject({ method: 'GET', url: '/auth' });
+  t.notMatch(plain.body, /founder account/, 'the ordinary sign-in page offers no founder account');
 
   const closed = await app.inject({
     method: 'POST',
@@ -56,12 +65,14 @@ t.test('a fresh install logs a one-time setup link that creates the founder', as
 });
 
 t.test('with self-service on, ordinary accounts are users and the link still makes the founder', async (t) => {
-  const { app, logs } = await build(t, { areas });
+  const { app, logs, services } = await build(t, { areas });
   const token = setupTokenFrom(logs);
   const early = await signUp(app, 'early');
   t.equal(await founderOf(app, early.headers), false, 'an ordinary sign-up is not the founder');
   const founder = await signUp(app, 'owner', { setupToken: token });
   t.equal(await founderOf(app, founder.headers), true);
+  t.equal(await services.storage.operators.roleOf(founder.identityId), 'operator', 'the founder is an operator');
+  t.equal(await services.storage.operators.roleOf(early.identityId), null, 'an ordinary account holds no role');
   const later = await signUp(app, 'later');
   t.equal(await founderOf(app, later.headers), false);
 });

@@ -109,7 +109,7 @@ t.test(
       const res = await app.inject({ method: 'GET', url: `/receipts/${hash}` });
       t.equal(res.statusCode, 200);
       const body = res.json();
-      t.same(Object.keys(body).sort(), ['checkpoint', 'ok', 'proof', 'receipt']);
+      t.same(Object.keys(body).sort(), ['checkpoint', 'ok', 'proof', 'receipt', 'tlog_index', 'tree_size']);
       t.equal(body.proof.epoch, 1);
       t.equal(body.proof.size, 3);
       indices.add(body.proof.index);

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import { ADMIN } from '../../helpers/oidc.js';
 import { TEST_ISSUER } from '../../helpers/build.js';
-import { evidence, gatewayKey, postEvidence, setup } from '../gateway/setup.js';
+import { evidence, gatewayKey, postEvidence, setup } from '../managed-gateways/setup.js';
 
 const admin = { authorization: `Bearer ${ADMIN}` };
 const GATE = 'https://shop.example.com/_gate/callback';
@@ -58,6 +58,9 @@ t.test('classify validates, signs and versions a profile; the same content twice
   t.match(header, { alg: 'ES256', typ: 'project-trust-profile+jwt', kid: String });
   const again = await classify(app, PROFILE_YAML);
   t.match(again.json(), { version: 1, created: false, jws: first.json().jws }, 'idempotent');
+  // docs/rollout.md: resources 0..20, so an environment without any may leave them out (the same content).
+  const noResources = await classify(app, PROFILE_YAML.replace('    resources: []\n', ''));
+  t.match(noResources.json(), { ok: true, version: 1, created: false }, 'resources left out read as none');
   const json = await classify(app, { ...(await import('yaml')).parse(PROFILE_YAML), data_class: 'restricted' });
   t.match(json.json(), { version: 2, created: true }, 'a change is the next version (JSON object accepted too)');
   const signedBack = await classify(app, first.json().jws);
@@ -205,7 +208,7 @@ t.test('a migration plan is validated against the profile versions and signed as
     profile_version: 1,
     team: 'shop-team',
     from: 'v1_bridge',
-    to: 'edge-gate',
+    to: 'gateway',
     steps: [{ step: 'register' }, { step: 'verify' }, { step: 'canary', percent: 10 }, { step: 'attest' }],
     rollback: 'set the gateway to observe',
   };
@@ -351,8 +354,14 @@ t.test(
     const founder = await signIn({ username: 'founder', founder: true });
     t.equal(
       (await founder.browser.get(`/projects/${client.client_id}/profile`)).statusCode,
+      404,
+      'the founder without a console session sees its own projects only',
+    );
+    const operator = await signIn({ username: 'founder', console: 'auditor' });
+    t.equal(
+      (await operator.browser.get(`/projects/${client.client_id}/profile`)).statusCode,
       200,
-      'the founder is the operator',
+      'with a console session it sees every project',
     );
 
     const orgAdmin = await signIn({ username: 'orgadmin' });

@@ -75,6 +75,21 @@ t.test(
       headers: { accept: 'text/html' },
     });
     t.match(bad.body, /cannot be scanned/);
+    // Answered by the one error handler: the refusal's status, the form again with the person's URL.
+    t.equal(bad.statusCode, 400);
+    t.match(
+      bad.body,
+      /<input id="scan-url" name="url" type="url" required placeholder="https:\/\/www.example.com\/" value="http:\/\/x">/,
+    );
+    const badForm = await server.inject({
+      method: 'POST',
+      url: '/scan',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+      payload: 'url=http%3A%2F%2Fx',
+    });
+    t.equal(badForm.statusCode, 400);
+    t.match(badForm.body, /cannot be scanned/, 'a plain form post gets the form again too');
+    t.match(badForm.body, /value="http:\/\/x"/);
     const unknown = await server.inject({
       method: 'GET',
       url: '/scan?url=https%3A%2F%2Fnever.example%2F',

@@ -1,4 +1,4 @@
-import type { Storage } from '../../../control-plane/src/storage/types.js';
+import type { Storage } from '../../../control-plane/src/storage/interface.js';
 import { identity, session } from './fixtures/accounts.js';
 
 interface Tap {
@@ -40,6 +40,42 @@ export function accountStoresConformance(t: Tap, open: () => Promise<Storage>): 
       [grace?.displayName, grace?.preferences, grace?.updatedAt, grace?.founder],
       ['Grace Hopper', { theme: 'dark' }, 31, false],
     );
+  });
+
+  t.test('identity store: a declined passkey offer is remembered with its time', async (t) => {
+    const s = await open();
+    await s.identities.create(identity('usr_a', 'ada'));
+    t.equal((await s.identities.get('usr_a'))?.passkeyUpgradeDeclinedAt, null, 'never declined');
+    await s.identities.declinePasskeyUpgrade('usr_a', 40);
+    await s.identities.declinePasskeyUpgrade('usr_a', 45);
+    t.equal((await s.identities.get('usr_a'))?.passkeyUpgradeDeclinedAt, 45, 'the last decline counts');
+    t.equal((await s.identities.findByUsername('ada'))?.passkeyUpgradeDeclinedAt, 45);
+  });
+
+  t.test("credential store: the authenticator's AAGUID, when known", async (t) => {
+    const s = await open();
+    await s.identities.create(identity('usr_a', 'ada'));
+    const cred = (credId: string, aaguid?: string) => ({
+      credId,
+      identityId: 'usr_a',
+      publicKey: new Uint8Array([1]),
+      counter: 0,
+      transports: [],
+      backupEligible: true,
+      backedUp: true,
+      label: credId,
+      createdAt: credId === 'old' ? 1 : 2,
+      lastUsedAt: null,
+      ...(aaguid ? { aaguid } : {}),
+    });
+    t.ok(await s.credentials.insert(cred('old')));
+    t.ok(await s.credentials.insert(cred('new', 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4')));
+    t.same(
+      (await s.credentials.listByIdentity('usr_a')).map((c) => c.aaguid),
+      [null, 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4'],
+      'listed, null when not recorded',
+    );
+    t.equal((await s.credentials.get('new'))?.aaguid, 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4');
   });
 
   t.test('credential store: public keys only on get, counters, unique ids', async (t) => {

@@ -1,5 +1,6 @@
 import type { Test } from 'tap';
-import type { Storage, StoredAgent, StoredEnrollment } from '../../../control-plane/src/storage/types.js';
+import { storedAgent } from '../../helpers/agents.js';
+import type { Storage, StoredEnrollment } from '../../../control-plane/src/storage/interface.js';
 
 function enrollment(id: string, extra: Partial<StoredEnrollment> = {}): StoredEnrollment {
   return {
@@ -21,28 +22,7 @@ function enrollment(id: string, extra: Partial<StoredEnrollment> = {}): StoredEn
   };
 }
 
-function agent(id: string, extra: Partial<StoredAgent> = {}): StoredAgent {
-  return {
-    agentId: id,
-    proofId: `p-${id}`,
-    ownerId: 'usr_a',
-    name: 'bot',
-    subjectKind: 'ai_agent',
-    publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' },
-    jkt: 'j'.repeat(43),
-    alg: 'EdDSA',
-    state: 'active',
-    visibility: 'public',
-    declared: {},
-    resumeNeedsKey: false,
-    keyProvenAt: 1,
-    ownerApprovedAt: 1,
-    lastProofAt: null,
-    createdAt: 1,
-    updatedAt: 1,
-    ...extra,
-  };
-}
+const agent = storedAgent;
 
 /** Behaviour every AgentStore backend must show. */
 export function agentStoreConformance(t: Test, open: () => Promise<Storage>): void {
@@ -79,6 +59,15 @@ export function agentStoreConformance(t: Test, open: () => Promise<Storage>): vo
     t.same(
       (await agents.listByOwner('usr_a')).map((a) => a.agentId),
       ['agt_1'],
+    );
+    t.same(
+      (await agents.listPage({ after: null, limit: 1 })).map((a) => a.agentId),
+      ['agt_1'],
+      'every agent by id, a page at a time',
+    );
+    t.same(
+      (await agents.listPage({ after: 'agt_1', limit: 5 })).map((a) => a.agentId),
+      ['agt_2'],
     );
     t.equal(
       await agents.update(agent('agt_1', { state: 'suspended', declared: { a2aCardUrl: 'https://a' } }), 'suspended'),

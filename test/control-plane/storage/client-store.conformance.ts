@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import type { Storage, StoredClient } from '../../../control-plane/src/storage/types.js';
+import type { Storage, StoredClient } from '../../../control-plane/src/storage/interface.js';
 import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
 
 type Tap = Test;

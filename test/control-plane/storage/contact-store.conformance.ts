@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import type { Storage, StoredContact } from '../../../control-plane/src/storage/types.js';
+import type { Storage, StoredContact } from '../../../control-plane/src/storage/interface.js';
 
 const contact = (contactId: string, createdAt = 1000): StoredContact => ({
   contactId,

@@ -1,5 +1,9 @@
 import type { Test } from 'tap';
-import type { IssuedGatewayConfig, Storage, StoredGatewayEvidence } from '../../../control-plane/src/storage/types.js';
+import type {
+  IssuedGatewayConfig,
+  Storage,
+  StoredGatewayEvidence,
+} from '../../../control-plane/src/storage/interface.js';
 
 type Tap = Test;
 
@@ -110,4 +114,63 @@ export function gatewayStoreConformance(t: Tap, open: () => Promise<Storage>): v
     );
     t.equal(await storage.gateway.latestConfig('cl_1'), null);
   });
+
+  t.test(
+    'gateway store: the directory generation moves with every write a member directory is built from, and with nothing else',
+    async (t) => {
+      const storage = await open();
+      const at = 1_000;
+      let last = await storage.gateway.directoryGeneration();
+      const moved = async (what: string) => {
+        const now = await storage.gateway.directoryGeneration();
+        t.ok(now > last, `${what} moves it`);
+        last = now;
+      };
+      const account = (identityId: string, username: string) => ({
+        identityId,
+        username,
+        displayName: '',
+        preferences: {},
+        founder: false,
+        createdAt: at,
+        updatedAt: at,
+      });
+      await storage.identities.create(account('usr_dir_a', 'dir-ada'));
+      await moved('an account created');
+      await storage.identities.create(account('usr_dir_b', 'dir-grace'));
+      await moved('another account');
+      await storage.orgs.create(
+        { orgId: 'org_dir', slug: 'dir-acme', name: 'Acme', website: null, createdAt: at },
+        'usr_dir_a',
+      );
+      await moved('an org created with its owner');
+      await storage.orgs.addMember('org_dir', { identityId: 'usr_dir_b', role: 'member', addedAt: at });
+      await moved('a member added');
+      await storage.orgs.setRole('org_dir', 'usr_dir_b', 'admin');
+      await moved('a role changed');
+      await storage.identities.rename('usr_dir_b', 'dir-hopper', at);
+      await moved('a username changed');
+      await storage.identities.setState('usr_dir_b', 'disabled', at);
+      await moved('an account disabled');
+      await storage.identities.setState('usr_dir_b', 'active', at);
+      await moved('an account enabled again');
+      await storage.orgs.removeMember('org_dir', 'usr_dir_b');
+      await moved('a member removed');
+      await storage.identities.remove('usr_dir_b');
+      await moved('an account deleted');
+
+      await storage.identities.setDisplayName('usr_dir_a', 'Ada', at);
+      await storage.identities.setPreferences('usr_dir_a', { theme: 'dark' }, at);
+      await storage.gateway.insertConfig(issued('cl_1', 1));
+      t.equal(await storage.gateway.directoryGeneration(), last, 'a display name, preferences or a config do not');
+
+      await t.rejects(
+        storage.transaction(async (tx) => {
+          await tx.orgs.removeMember('org_dir', 'usr_dir_a');
+          throw new Error('abort');
+        }),
+      );
+      t.equal(await storage.gateway.directoryGeneration(), last, 'a rolled-back removal does not');
+    },
+  );
 }

@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import type { BackchannelLogout, Storage, StoredGrant } from '../../../control-plane/src/storage/types.js';
+import type { BackchannelLogout, Storage, StoredGrant } from '../../../control-plane/src/storage/interface.js';
 
 const logout = (id: string, sessionId: string, clientId: string, at = 1000): BackchannelLogout => ({
   logoutId: id,

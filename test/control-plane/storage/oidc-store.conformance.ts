@@ -1,6 +1,6 @@
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { identity, session } from './fixtures/accounts.js';
-import type { Storage, StoredAuthorizationCode, StoredGrant } from '../../../control-plane/src/storage/types.js';
+import type { Storage, StoredAuthorizationCode, StoredGrant } from '../../../control-plane/src/storage/interface.js';
 
 interface Tap {
   test(name: string, fn: (t: any) => Promise<void>): unknown;
@@ -248,8 +248,12 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
       token: { tokenHash: 'r5', grantId: 'gr_5', dpopJkt: 'jkt-5', createdAt: 1500, idleExpiresAt: 5000, usedAt: null },
       grant: { ...grant('gr_5', 1000), offline: true },
     });
+    t.equal(await storage.oidc.extendRefreshToken('r5', 6000), true, 'an unused token has its idle end moved');
+    t.equal((await storage.oidc.findRefreshToken('r5'))?.idleExpiresAt, 6000);
     await storage.oidc.consumeRefreshToken('r5', 2000);
     t.equal((await storage.oidc.findRefreshGrant('r5'))?.token.usedAt, 2000);
+    t.equal(await storage.oidc.extendRefreshToken('r5', 7000), false, 'a used one is not extended');
+    t.equal(await storage.oidc.extendRefreshToken('nope', 7000), false);
     t.equal(await storage.oidc.findRefreshGrant('nope'), null);
   });
 
@@ -339,6 +343,23 @@ export function oidcStoreConformance(t: Tap, open: () => Promise<Storage>): void
       t.equal((await storage.oidc.getGrant('gr_client2'))?.revokedAt, null);
     },
   );
+
+  t.test("an account's live grants, and the source an exchanged grant keeps", async (t) => {
+    const storage = await open();
+    await storage.oidc.insertGrant(grant('gr_live', 1000));
+    await storage.oidc.insertGrant({ ...grant('gr_exchanged', 1000), sourceGrantId: 'gr_live' });
+    await storage.oidc.insertGrant(grant('gr_revoked', 1000));
+    await storage.oidc.revokeGrant('gr_revoked', 1500);
+    await storage.oidc.insertGrant({ ...grant('gr_expired', 1000), expiresAt: 1500 });
+    await storage.oidc.insertGrant({ ...grant('gr_else', 1000), identityId: 'usr_2' });
+    t.same(
+      (await storage.oidc.liveGrantsOf('usr_1', 2000)).map((g) => g.grantId).sort(),
+      ['gr_exchanged', 'gr_live'],
+      'neither revoked nor expired, of this account only',
+    );
+    t.equal((await storage.oidc.getGrant('gr_exchanged'))?.sourceGrantId, 'gr_live');
+    t.notOk('sourceGrantId' in (await storage.oidc.getGrant('gr_live'))!, 'absent on a grant of its own');
+  });
 
   t.test('approvals, revoked access tokens and purging', async (t) => {
     const storage = await open();

@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import type { OrgSite, Storage, StoredOrg } from '../../../control-plane/src/storage/types.js';
+import type { OrgSite, Storage, StoredOrg } from '../../../control-plane/src/storage/interface.js';
 
 const org = (slug: string, orgId = `org_${slug}`): StoredOrg => ({
   orgId,
@@ -32,6 +32,14 @@ export function orgStoreConformance(t: Test, open: () => Promise<Storage>): void
     t.same(await orgs.members('org_acme'), [{ identityId: 'id_a', role: 'owner', addedAt: 1000 }]);
     t.same(await orgs.listForMember('id_a'), [{ ...org('acme'), role: 'owner' }]);
     t.same(await orgs.listForMember('id_b'), []);
+  });
+
+  t.test('org store: every org by slug, a page after a cursor', async (t) => {
+    const { orgs } = await open();
+    for (const slug of ['cyan', 'acme', 'beta']) await orgs.create(org(slug), 'id_a');
+    t.same(await orgs.listPage({ after: null, limit: 2 }), [org('acme'), org('beta')]);
+    t.same(await orgs.listPage({ after: 'beta', limit: 2 }), [org('cyan')]);
+    t.same(await orgs.listPage({ after: 'cyan', limit: 2 }), []);
   });
 
   t.test('org store: members join once, change role and leave; owners are counted', async (t) => {
@@ -137,5 +145,79 @@ export function orgStoreConformance(t: Test, open: () => Promise<Storage>): void
     t.equal(await scans.latestForSite('s9'), null);
     t.same(await scans.latestPublic('https://shop.example/'), scan('c', null, 'https://shop.example/', 5));
     t.equal(await scans.latestPublic('https://other.example/'), null);
+  });
+}
+
+/** Behaviour every backend shows for proved mail domains and managed accounts (docs/orgs.md#mail-domains). */
+export function mailDomainConformance(t: Test, open: () => Promise<Storage>): void {
+  const entry = (domainId: string, orgId: string, domain: string) => ({
+    domainId,
+    orgId,
+    domain,
+    proofToken: `tok-${domainId}`,
+    verifiedAt: null,
+    checkedAt: null,
+    failingSince: null,
+    createdAt: 1000,
+  });
+
+  t.test('mail domains: pending for many orgs, claimed by one, re-checked, lapsed and removed', async (t) => {
+    const { orgs } = await open();
+    await orgs.create(org('acme'), 'id_a');
+    await orgs.create(org('rival'), 'id_b');
+    t.equal(await orgs.addMailDomain(entry('mdm_1', 'org_acme', 'acme.example')), true);
+    t.equal(await orgs.addMailDomain(entry('mdm_x', 'org_acme', 'acme.example')), false, 'one entry per org and name');
+    t.equal(await orgs.addMailDomain(entry('mdm_2', 'org_rival', 'acme.example')), true, 'pending proofs may compete');
+    t.same(await orgs.mailDomain('org_acme', 'acme.example'), entry('mdm_1', 'org_acme', 'acme.example'));
+    t.equal(await orgs.mailDomainHolder('acme.example'), null);
+    t.equal(await orgs.claimMailDomain('mdm_1', 2000), true);
+    t.equal(await orgs.claimMailDomain('mdm_2', 2001), false, 'the first org to prove it holds it');
+    t.match(await orgs.mailDomainHolder('acme.example'), { domainId: 'mdm_1', verifiedAt: 2000, checkedAt: 2000 });
+    t.same(await orgs.mailDomainHolders(['acme.example', 'other.example']), [
+      { domain: 'acme.example', orgId: 'org_acme' },
+    ]);
+    t.same(await orgs.mailDomainHolders([]), []);
+    t.same(
+      (await orgs.mailDomainsDue(2500)).map((d) => d.domainId),
+      ['mdm_1'],
+      'only proved domains are re-checked',
+    );
+    await orgs.recordMailDomainCheck('mdm_1', 3000, 3000, false);
+    t.same(await orgs.mailDomainsDue(2500), [], 'checked since');
+    t.match(await orgs.mailDomain('org_acme', 'acme.example'), { verifiedAt: 2000, failingSince: 3000 });
+    await orgs.recordMailDomainCheck('mdm_1', 4000, 3000, true);
+    t.match(await orgs.mailDomain('org_acme', 'acme.example'), { verifiedAt: null, checkedAt: 4000 });
+    t.equal(await orgs.claimMailDomain('mdm_2', 5000), true, 'a lapsed domain may be proved by another org');
+    t.equal(await orgs.removeMailDomain('org_acme', 'mdm_2'), false, "not the org's entry");
+    t.equal(await orgs.removeMailDomain('org_rival', 'mdm_2'), true);
+    t.same(
+      (await orgs.mailDomains('org_acme')).map((d) => d.domain),
+      ['acme.example'],
+    );
+  });
+
+  t.test('identities: a managed account names its org; a personal one has no managedBy', async (t) => {
+    const { orgs, identities } = await open();
+    await orgs.create(org('acme'), 'id_a');
+    const person = (identityId: string, managedBy?: string) => ({
+      identityId,
+      username: identityId.replace('_', ''),
+      displayName: '',
+      preferences: {},
+      founder: false,
+      ...(managedBy ? { managedBy } : {}),
+      createdAt: 1000,
+      updatedAt: 1000,
+    });
+    t.equal(await identities.create(person('usr_m', 'org_acme')), true);
+    t.equal(await identities.create(person('usr_p')), true);
+    t.match(await identities.get('usr_m'), { ...person('usr_m', 'org_acme'), managedBy: 'org_acme' });
+    const personal = await identities.get('usr_p');
+    t.match(personal, person('usr_p'));
+    t.notOk(personal?.managedBy, 'a personal account has no managedBy');
+    t.same(
+      (await identities.listManaged('org_acme')).map((i) => i.identityId),
+      ['usr_m'],
+    );
   });
 }

@@ -1,4 +1,5 @@
 import { onEveryBackend } from '../../helpers/storage-backends.js';
-import { orgStoreConformance } from './org-store.conformance.js';
+import { mailDomainConformance, orgStoreConformance } from './org-store.conformance.js';
 
 onEveryBackend(orgStoreConformance);
+onEveryBackend(mailDomainConformance);

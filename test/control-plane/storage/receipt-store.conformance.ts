@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import type { Storage } from '../../../control-plane/src/storage/types.js';
+import type { Storage } from '../../../control-plane/src/storage/interface.js';
 import { canonicalJson } from '#lib/ledger/canonical-json.js';
 import { hashReceipt, treeKeyOf } from '#lib/ledger/receipt.js';
 
@@ -24,6 +24,7 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
       epoch: null,
       index: null,
       path: null,
+      tlogIndex: null,
     });
     t.equal(await storage.receipts.get('00'.repeat(32)), undefined, 'an unknown hash');
     t.same(
@@ -38,6 +39,30 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
     );
     t.equal(await storage.receipts.pendingCount(), 3);
     await t.rejects(storage.receipts.append(receipt(3), hashes[0]!, 0), 'hashes are unique');
+  });
+
+  t.test('receipt store: the audit export lists by position, kind, a whole named id and time', async (t) => {
+    const storage = await open();
+    const named = (n: number, kind: string, who: string) => ({ ...receipt(n), kind, identityId: who });
+    const rows = [named(1, 'a.one', 'usr_a1'), named(2, 'b.two', 'usr_ab1'), named(3, 'a.one', 'usr_a1')];
+    for (const [i, row] of rows.entries()) await storage.receipts.append(row, hashReceipt(row), 1000 * (i + 1));
+    const all = await storage.receipts.list({ after: 0, limit: 2 });
+    t.same(
+      all.map((r) => r.hash),
+      rows.slice(0, 2).map(hashReceipt),
+    );
+    const rest = await storage.receipts.list({ after: all[1]!.position, limit: 2 });
+    t.same(
+      rest.map((r) => r.hash),
+      [hashReceipt(rows[2]!)],
+      'after the cursor',
+    );
+    t.equal((await storage.receipts.list({ after: 0, limit: 9, kind: 'a.one' })).length, 2);
+    // `_` is a LIKE wildcard: usr_a1 must not match usrXa1, and a prefix never matches.
+    t.equal((await storage.receipts.list({ after: 0, limit: 9, subject: 'usr_a1' })).length, 2);
+    t.equal((await storage.receipts.list({ after: 0, limit: 9, subject: 'usr%a1' })).length, 0);
+    t.equal((await storage.receipts.list({ after: 0, limit: 9, subject: 'usr_a' })).length, 0);
+    t.equal((await storage.receipts.list({ after: 0, limit: 9, since: 2000, until: 3000 })).length, 1);
   });
 
   t.test('receipt store: a rolled-back transaction leaves no receipt', async (t) => {

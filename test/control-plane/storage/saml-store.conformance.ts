@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import type { Storage, StoredSamlProvider } from '../../../control-plane/src/storage/types.js';
+import type { Storage, StoredSamlProvider } from '../../../control-plane/src/storage/interface.js';
 
 type Tap = Test;
 

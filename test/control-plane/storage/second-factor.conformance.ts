@@ -1,4 +1,4 @@
-import type { Storage } from '../../../control-plane/src/storage/types.js';
+import type { Storage } from '../../../control-plane/src/storage/interface.js';
 
 interface Tap {
   test(name: string, fn: (t: Tap) => Promise<void>): unknown;

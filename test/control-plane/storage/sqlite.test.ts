@@ -28,7 +28,7 @@ t.test('Node-API 10 runtimes load better-sqlite3 13, older ones the Node 20 buil
   t.equal(driverPackage(9), 'better-sqlite3-node20');
 });
 
-t.test('a missing Node 20 build is reported with what to do; other load failures pass through', async (t) => {
+t.test('a missing driver is reported with what to do; other load failures pass through', async (t) => {
   const missing = () => {
     throw Object.assign(new Error('Cannot find module'), { code: 'MODULE_NOT_FOUND' });
   };
@@ -36,7 +36,11 @@ t.test('a missing Node 20 build is reported with what to do; other load failures
     () => loadDriver('better-sqlite3-node20', missing),
     /needs the optional dependency better-sqlite3-node20.*Node\.js 22\.14 or later/,
   );
-  t.throws(() => loadDriver('better-sqlite3', missing), /Cannot find module/);
+  t.throws(
+    () => loadDriver('better-sqlite3', missing),
+    /needs the optional dependency better-sqlite3 13.*run npm ci again with this one/,
+    'packages installed by Node.js 20, run by a newer one',
+  );
   const broken = () => {
     throw new Error('invalid ELF header');
   };

@@ -2,7 +2,7 @@ import t from 'tap';
 import { Writable } from 'node:stream';
 import { loadControlPlaneConfig } from '#config/load.js';
 import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
-import { PLATFORM_AUTHENTICATOR, chromiumSkip, launchChromium } from '../../helpers/browser.js';
+import { PLATFORM_AUTHENTICATOR, chromiumSkip, launchChromium, withoutAutofill } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 
 /**
@@ -43,6 +43,7 @@ t.test(
     // The same passkey on "an iPhone": a second context with Safari's User-Agent.
     const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
     const phone = await browser.newContext({ userAgent: IPHONE_SAFARI });
+    await withoutAutofill(phone);
     const phonePage = await phone.newPage();
     const phoneCdp = await phone.newCDPSession(phonePage);
     await phoneCdp.send('WebAuthn.enable', { enableUI: false });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import * as client from 'openid-client';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
-import { refusal, register, start } from '../../helpers/openid-client.js';
+import { passkeySignUp, refusal, register, start } from '../../helpers/openid-client.js';
 
 /**
  * A person approves a device code in Chromium with a passkey (CDP virtual authenticator): the
@@ -63,5 +63,82 @@ t.test(
     await page.waitForSelector('[data-result="denied"]', { timeout: 20_000 });
     t.equal(await refused, 'access_denied');
     t.same(problems, [], 'no page errors');
+  },
+);
+
+t.test(
+  'device grant in Chromium: a person the access rules leave out sees the 403 page, never the approval page; a self-declared client is marked with its registrant',
+  { skip },
+  async (t) => {
+    const server = await start(t);
+    const base = server.url;
+    const owner = await passkeySignUp(base, 'acme-tv-owner');
+    const asOwner = (path: string, body: unknown) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: {
+          cookie: owner.header(),
+          origin: base,
+          'content-type': 'application/json',
+          accept: 'application/json',
+        },
+        body: JSON.stringify(body),
+      });
+    t.equal((await asOwner('/auth/orgs/create', { name: 'Acme' })).status, 200);
+    const device = { redirect_uris: undefined, post_logout_redirect_uris: undefined, grant_types: [DEVICE_CODE] };
+    const restricted = await register(base, {
+      ...device,
+      client_name: 'Acme lobby screen',
+      scope: 'openid profile',
+      resources: [],
+      token_endpoint_auth_method: 'none',
+      access: { orgs: [{ slug: 'acme' }] },
+    });
+    const configOf = (clientId: string) =>
+      client.discovery(new URL(base), clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });
+    const { page, problems, addAuthenticator } = await launchChromium(t);
+    await addAuthenticator();
+
+    const started = await client.initiateDeviceAuthorization(await configOf(restricted.client_id), { scope: 'openid' });
+    const refused = refusal(client.pollDeviceAuthorizationGrant(await configOf(restricted.client_id), started));
+    await page.goto(started.verification_uri_complete!);
+    await page.fill('input[name="username"]', 'tv-outsider');
+    const shown = page.waitForResponse(
+      (r) =>
+        new URL(r.url()).pathname === '/device' &&
+        r.request().method() === 'GET' &&
+        new URL(r.url()).searchParams.has('user_code'),
+      { timeout: 20_000 },
+    );
+    await page.click('button[data-action="signup"]');
+    t.equal((await shown).status(), 403, 'the same 403 as authorize');
+    await page.waitForSelector('[data-field="admits"]', { timeout: 20_000 });
+    t.match(await page.textContent('[data-field="admits"]'), /acme/);
+    t.equal(await page.$('form[data-action="continue"]'), null, 'never the approval page');
+    t.equal(await refused, 'access_denied', 'the device code ends access_denied');
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    t.match(metrics, /keyplane_receipts_total\{kind="signin\.access_denied"\} [1-9]/, 'a receipt of the refusal');
+
+    // A client a person registered: its name and address are theirs to type, so the page says so.
+    const registration = await asOwner('/register', {
+      ...device,
+      client_name: 'Keyplane Official TV',
+      client_uri: 'https://tv.keyplane.example',
+      scope: 'openid',
+      token_endpoint_auth_method: 'none',
+    });
+    t.equal(registration.status, 201, await registration.clone().text());
+    const personal = (await registration.json()) as { client_id: string };
+    const config = await configOf(personal.client_id);
+    const second = await client.initiateDeviceAuthorization(config, { scope: 'openid' });
+    const polling = client.pollDeviceAuthorizationGrant(config, second);
+    await page.goto(second.verification_uri_complete!);
+    await page.waitForSelector('form[data-action="continue"]', { timeout: 20_000 });
+    t.match(await page.textContent('[data-field="self-declared"]'), /Unverified app.*tv\.keyplane\.example/);
+    t.match(await page.textContent('[data-field="registered-by"]'), /acme-tv-owner/);
+    await page.click('form[data-action="continue"] button[value="allow"]');
+    await page.waitForSelector('[data-result="approved"]', { timeout: 20_000 });
+    t.match((await polling).claims(), { aud: personal.client_id, sub: /./ });
+    t.same(problems, ['403 /device'], 'no page errors but the refusal itself');
   },
 );

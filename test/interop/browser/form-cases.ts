@@ -25,6 +25,11 @@ export interface FormCase {
   fill?: (page: Page) => Promise<void>;
   /** What the real submission must also show, past "not refused as another site's". */
   then?: (t: Test, answer: Answer) => unknown;
+  /**
+   * Another form that the tag of an earlier case renders too (a helper making several forms): it
+   * is sent and forged like the others, but that earlier case alone covers the tag.
+   */
+  sharedTag?: true;
 }
 
 /** Forms that post to another party (the relying party, the SAML SP), never to us: nothing of ours to check. */
@@ -35,6 +40,32 @@ export const ELSEWHERE: Array<{ source: string; tag: RegExp; why: string }> = [
     why: "posts to the client's redirect URI",
   },
   { source: 'control-plane/src/routes/saml/pages.ts', tag: /id="kp-saml-form"/, why: "posts to the SP's ACS URL" },
+  // The console's forms ride its own SameSite=Strict cookie, which another origin's page never
+  // sends, besides the Origin check (docs/console.md): test/interop/browser/console.test.ts drives
+  // them in Chromium (opening, search, changes after a step-up, an auditor's forged post, and the
+  // sign-out, role and delete forms posted by another origin's page).
+  ...[/action="\/console\/signout"/, /action="\$\{action\}"/].map((tag) => ({
+    source: 'control-plane/src/pages/console-views.ts',
+    tag,
+    why: 'the console suite',
+  })),
+  ...(
+    [
+      ['session', /id="console-open"/],
+      ['accounts', /action="\/console\/accounts" role="search"/],
+      ['accounts', /action="\$\{base\}\/role"/],
+      ['accounts', /action="\$\{base\}\/delete"/],
+      ['clients', /method="post" action="\$\{action\}"/],
+      ['clients', /method="get" action="\$\{base\}"/],
+      ['webhooks', /action="\/console\/webhooks"/],
+      ['receipts', /role="search" aria-label="\$\{u\.t\('console\.receipts\.search_heading'\)\}"/],
+      ['receipts', /role="search" aria-label="\$\{u\.t\('console\.receipts\.hash'\)\}"/],
+    ] as const
+  ).map(([section, tag]) => ({
+    source: `control-plane/src/routes/console/${section}.ts`,
+    tag,
+    why: 'the console suite',
+  })),
 ];
 
 export interface Answer {
@@ -94,6 +125,9 @@ export function formCases(places: () => Places): FormCase[] {
   const apps = 'control-plane/src/routes/clients/apps.ts';
   const org = () => `${places().cp}/org/${places().slug}`;
   const siteRow = 'tr[data-site]';
+  const teams = 'control-plane/src/routes/orgs/teams-section.ts';
+  const teamForm = /action="\/org\/\$\{slug\}\/teams\/\$\{encodeURIComponent/;
+  const team = 'li[data-team="eng"]';
   const authorize = (clientId: () => string, state: string) => () =>
     `${places().cp}/auth/authorize?${new URLSearchParams({
       client_id: clientId(),
@@ -220,6 +254,35 @@ export function formCases(places: () => Places): FormCase[] {
       stays: true,
       fill: async (page) => page.fill('form[action$="/members/invite"] input[name="username"]', 'bob'),
     },
+    {
+      source: teams,
+      tag: /action="\/org\/\$\{slug\}\/teams" aria-labelledby/,
+      open: org,
+      form: 'form[aria-labelledby="create-team-h"]',
+      fill: async (page) => {
+        await page.fill('#team-name', 'eng');
+        await page.fill('#team-display', 'Engineering');
+      },
+      then: (t, answer) => t.equal(answer.status, 201, 'team created'),
+    },
+    // One tag renders each team's four forms, in this order; the member picker offers the org's one
+    // member, Ada. The first covers the tag.
+    ...(
+      [
+        ['/members/add', 'Ada joined the team'],
+        ['/rename', 'renamed', (page: Page) => page.fill('#team-eng-display', 'Platform')],
+        ['/members/remove', 'Ada left the team'],
+        ['/delete', 'the team is gone'],
+      ] as const
+    ).map(([action, done, fill], i): FormCase => ({
+      source: teams,
+      tag: teamForm,
+      ...(i > 0 ? { sharedTag: true as const } : {}),
+      open: org,
+      form: `${team} form[action$="${action}"]`,
+      ...(fill ? { fill } : {}),
+      then: (t, answer) => t.equal(answer.status, 200, done),
+    })),
     {
       source: apps,
       tag: /action="\/apps\/register"/,

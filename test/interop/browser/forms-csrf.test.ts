@@ -43,11 +43,12 @@ t.test('every form of the control plane and the gateway is exercised below', { s
   const cases = formCases(() => {
     throw new Error('not opened');
   });
+  const covers = [...cases.filter((c) => !c.sharedTag), ...ELSEWHERE];
   for (const { source, tag } of formTags()) {
-    const covering = [...cases, ...ELSEWHERE].filter((c) => c.source === source && c.tag.test(tag));
+    const covering = covers.filter((c) => c.source === source && c.tag.test(tag));
     t.equal(covering.length, 1, `${source}: ${tag} is covered by exactly one case (add one to this file)`);
   }
-  t.ok(formTags().length >= cases.length + ELSEWHERE.length, 'every case names a form that exists');
+  t.ok(formTags().length >= covers.length, 'every case names a form that exists');
 });
 
 t.test(

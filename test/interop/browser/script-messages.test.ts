@@ -25,7 +25,9 @@ t.test("a refusal and a network failure are said in the page's language", { skip
     }),
   });
   t.teardown(() => server.close());
-  const { page } = await launchChromium(t, { expectedFailures: ['/contact'] });
+  const { page, context, addAuthenticator } = await launchChromium(t, {
+    expectedFailures: ['/contact', '/auth/registration-options'],
+  });
   let answer: 'rate_limited' | 'made_up_reason' | 'abort' = 'rate_limited';
   await page.route(`${server.url}/contact`, async (route) => {
     if (route.request().method() !== 'POST') return route.continue();
@@ -71,4 +73,28 @@ t.test("a refusal and a network failure are said in the page's language", { skip
     status.filter({ hasText: 'English message of the envelope' }).waitFor({ timeout: 10_000 }),
     'an English page keeps the envelope’s own message',
   );
+
+  await t.test('a taken username on the German sign-in page is said in German', async (t) => {
+    await page.unroute(`${server.url}/contact`);
+    await addAuthenticator();
+    await page.goto(`${server.url}/auth?lang=de`);
+    await page.waitForLoadState('load');
+    await page.fill('input[name="username"]', 'greta');
+    await Promise.all([
+      page.waitForURL((url) => url.pathname === '/account', { timeout: 30_000 }),
+      page.click('button[data-action="signup"]'),
+    ]);
+    await context.clearCookies();
+    await page.goto(`${server.url}/auth?lang=de`);
+    await page.waitForLoadState('load');
+    await page.fill('input[name="username"]', 'greta');
+    await page.click('button[data-action="signup"]');
+    await t.resolves(
+      page
+        .locator('#status')
+        .filter({ hasText: 'Dieser Benutzername ist vergeben. Wählen Sie einen anderen.' })
+        .waitFor({ timeout: 10_000 }),
+    );
+    t.equal(await page.getAttribute('input[name="username"]', 'aria-invalid'), 'true', 'the field is marked');
+  });
 });

@@ -120,10 +120,17 @@ t.test(
       await page.goto(`${gateway}/_gate/signout`);
       // A GET only shows the confirmation form; its button posts the sign-out.
       await page.click('button[data-action="signout"]');
+      // Back at the app, the page says the person is signed out, and offers to sign in again.
+      await page.waitForSelector('a[data-action="sign-in-again"]', { timeout: 20_000 }).catch((error) => {
+        throw new Error(`no signed-out page after sign-out ${why()}; ${error}`);
+      });
+      t.equal(new URL(page.url()).origin, new URL(gateway!).origin, 'on the gateway, back at the app');
+      t.match(await page.textContent('main'), /You are signed out of/);
+      await page.click('a[data-action="sign-in-again"]');
       await page
         .waitForURL((url) => url.origin === controlPlane && url.pathname === '/auth', { timeout: 20_000 })
         .catch((error) => {
-          throw new Error(`not at the sign-in page after sign-out ${why()}; ${error}`);
+          throw new Error(`not at the sign-in page after "Sign in again" ${why()}; ${error}`);
         });
       const after = await fetch(`${gateway}/api/whoami`, { headers: { accept: 'application/json' } });
       t.equal(after.status, 401, 'no cookie, no entry');

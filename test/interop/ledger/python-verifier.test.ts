@@ -1,5 +1,5 @@
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { build } from '../../helpers/build.js';
 import { signUp } from '../../helpers/accounts.js';
@@ -56,3 +56,46 @@ t.test('an independent Python verifier accepts a sign-in receipt and refuses alt
   const [h, p, s] = (body.checkpoint as string).split('.');
   t.equal(verify({ ...input, checkpoint: `${h}.${p}.${s!.slice(0, -4)}AAAA` }).code, 1, 'a broken signature');
 });
+
+const TLOG_SCRIPT = fileURLToPath(new URL('./verify_tlog.py', import.meta.url));
+
+t.test(
+  'the Python verifier finds a receipt in the transparency log from the signed note and tiles alone',
+  { skip },
+  async (t) => {
+    const { app, services } = await build(t, { config: { 'ledger.sealIntervalMs': 60_000 } });
+    const hashes: string[] = [];
+    // Enough receipts for full level-0 tiles and a level-1 tile: paths cross tile levels.
+    for (let epoch = 0; epoch < 3; epoch++) {
+      for (let i = 0; i < 200; i++) {
+        const { receipt } = await services.storage.transaction((tx) =>
+          services.events.record(tx, {
+            type: 'keys.rotated',
+            at: services.now(),
+            outcome: 'success',
+            kid: `k-${epoch}-${i}`,
+            retired: null,
+          }),
+        );
+        hashes.push(receipt!);
+      }
+      await services.ledger.sealNow();
+    }
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    const vkey = (await app.inject({ method: 'GET', url: '/receipts/checkpoint/key' })).body.trim();
+    // Not spawnSync: the script asks this process's server for tiles while it runs.
+    const run = (...args: string[]) =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn(PYTHON!, [TLOG_SCRIPT, base, ...args]);
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += d));
+        child.stderr.on('data', (d: Buffer) => (out += d));
+        child.on('close', (code) => resolve({ code, out: out.trim() }));
+      });
+    for (const hash of [hashes[0]!, hashes[255]!, hashes[599]!]) t.same(await run(hash, vkey), { code: 0, out: 'ok' });
+    const witness = (await app.inject({ method: 'GET', url: '/receipts/witness/key' })).body.trim();
+    t.same(await run(hashes[0]!, vkey, witness), { code: 1, out: `no cosignature by ${witness.split('+')[0]}` });
+    const stranger = vkey.replace(/\+[0-9a-f]{8}\+/, '+00000000+');
+    t.equal((await run(hashes[0]!, stranger)).code, 1, 'a key that is not the log key');
+  },
+);

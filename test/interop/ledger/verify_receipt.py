@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An outside verifier for Keyplane receipts, written from CONTRACT.md, RFC 8785, RFC 9162 and
+"""An outside verifier for Keyplane receipts, written from docs/ledger.md, RFC 8785, RFC 9162 and
 RFC 7515 alone (no Keyplane code). Reads {hash, receipt, proof, checkpoint, jwks} as JSON on stdin;
 prints "ok" and exits 0 when the receipt verifies, else prints the reason and exits 1."""
 import base64, hashlib, json, re, sys

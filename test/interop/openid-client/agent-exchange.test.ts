@@ -26,6 +26,8 @@ import {
 } from '../../helpers/openid-client.js';
 import { recordEvents } from '../../helpers/agents.js';
 import { startTestGateway, startUpstream } from '../../gateway/helpers.js';
+import { until } from '../../helpers/until.js';
+import { createTokenClient } from '../../../gateway/src/token-client.js';
 
 /**
  * Token exchange by and for agents through openid-client's `genericGrantRequest`: an agent
@@ -355,7 +357,15 @@ t.test('a real gateway shows the actor of an exchanged token to its upstream', a
   const gw = await startTestGateway(t, {
     upstream: upstream.url,
     overrides: { controlPlane: base, publicUrl: DOWNSTREAM },
-    deps: { controlPlaneKeys: createLocalJWKSet(jwks) },
+    deps: {
+      controlPlaneKeys: createLocalJWKSet(jwks),
+      // The gateway asks the control plane about exchanged tokens (RFC 7662) with a client's credentials.
+      tokenClient: createTokenClient({
+        controlPlane: base,
+        clientId: notes.client_id,
+        clientSecret: notes.client_secret,
+      }),
+    },
     policy: {
       mode: 'enforce',
       accept_clients: [notes.client_id],
@@ -390,4 +400,26 @@ t.test('a real gateway shows the actor of an exchanged token to its upstream', a
   t.equal(own.headers['x-auth-principal-type'], 'agent');
   t.equal(own.headers['x-auth-actor'], agent.agentId);
   t.match(own.assertion, { sub: agent.agentId, principal_type: 'agent', act: { sub: agent.agentId } });
+
+  // The person's account is disabled: its grants end, and with them the token exchanged from its
+  // token, at the gateway too (within the few seconds it takes an introspection answer as current).
+  const disabled = await fetch(`${base}/admin/accounts/${person.claims()!.sub}/disable`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}` },
+  });
+  t.equal(disabled.status, 200);
+  const refusedWith = await until('the gateway to refuse the exchanged token', async () => {
+    const path = '/ledger/person';
+    const res = await request(`${gw.local}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `DPoP ${forPerson.access_token}`,
+        dpop: await dpopProof(agent.keys, agent.jwk, `${DOWNSTREAM}${path}`, undefined, forPerson.access_token),
+      },
+      body: '{}',
+    });
+    await res.body.dump();
+    return res.statusCode === 401 ? String(res.headers['www-authenticate']) : undefined;
+  });
+  t.match(refusedWith, /invalid_token/, 'refused as an invalid token, with the DPoP challenge');
 });

@@ -138,13 +138,13 @@ t.test("openid-client: DPoP through the library's handle, with resource indicato
   const info = await client.fetchUserInfo(config, tokens.access_token, client.skipSubjectCheck, { DPoP: dpop });
   t.equal(info.sub, at.sub);
 
-  const refreshed = await client.refreshTokenGrant(
-    config,
-    tokens.refresh_token!,
-    { resource: RESOURCE },
-    { DPoP: dpop },
+  t.equal(
+    await refusal(client.refreshTokenGrant(config, tokens.refresh_token!, { resource: RESOURCE }, { DPoP: dpop })),
+    'invalid_target',
+    'a resource the approval never named is not granted at refresh',
   );
-  t.equal(decodeJwt(refreshed.access_token).aud, RESOURCE, 'resource indicator at refresh sets the audience');
+  const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!, undefined, { DPoP: dpop });
+  t.equal(decodeJwt(refreshed.access_token).aud, registered.client_id);
   t.equal(refreshed.token_type.toLowerCase(), 'dpop');
 
   const other = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
@@ -157,7 +157,7 @@ t.test("openid-client: DPoP through the library's handle, with resource indicato
   // Resource indicator at authorize: aud is the resource, the ID token's aud stays the client.
   const withResource = client.buildAuthorizationUrl(config, {
     redirect_uri: CALLBACK,
-    scope: 'openid',
+    scope: 'openid offline_access',
     code_challenge: await client.calculatePKCECodeChallenge(verifier),
     code_challenge_method: 'S256',
     state,
@@ -172,6 +172,8 @@ t.test("openid-client: DPoP through the library's handle, with resource indicato
   );
   t.equal(decodeJwt(rs.access_token).aud, RESOURCE);
   t.equal(rs.claims()!.aud, registered.client_id);
+  const again = await client.refreshTokenGrant(config, rs.refresh_token!, { resource: RESOURCE }, { DPoP: dpop });
+  t.equal(decodeJwt(again.access_token).aud, RESOURCE, 'the approved resource indicator at refresh sets the audience');
 });
 
 t.test('openid-client: DPoP server nonces are picked up and retried by the library', async (t) => {

@@ -152,13 +152,13 @@ t.test('rule validation lists every problem', async (t) => {
         users: [''],
         orgs: [{ slug: 1, roles: ['boss'], extra: 1 }],
         email_domains: ['a@b.c'],
-        groups: [],
+        teamz: [],
         agent_owners_in: 'x',
       },
       'r',
     ),
     [
-      'r.groups is not a known key',
+      'r.teamz is not a known key',
       'r.users must be a list of identity ids or usernames',
       'r.email_domains must list domains, not addresses',
       'r.agent_owners_in must be a list of org slugs',
@@ -228,6 +228,57 @@ t.test('the directory: members, usernames and disabled accounts as the gateway k
   t.same(checkAccessDirectory(directory), []);
   t.same(checkAccessDirectory({ identities: { a: { orgs: [{ slug: 'x', role: 'boss' }], disabled: false } } }), [
     'access_directory.identities.a.disabled must be true when present',
-    'access_directory.identities.a.orgs must be a list of {slug, role}',
+    'access_directory.identities.a.orgs must be a list of {slug, role, teams?}',
+  ]);
+});
+
+t.test('teams: groups admit members of "<org>/<team>", org rules with teams only those teams', async (t) => {
+  const inEng = human({ memberships: [{ slug: 'acme', role: 'member', teams: ['eng'] }] });
+  const noTeam = human({ memberships: [{ slug: 'acme', role: 'member' }] });
+  t.same(evaluateAccess({ groups: ['ACME/eng'] }, inEng), {
+    allowed: true,
+    match: { rule: 'groups', group: 'ACME/eng' },
+  });
+  t.same(evaluateAccess({ groups: ['acme/eng', 'acme/ops'] }, noTeam), {
+    allowed: false,
+    refusal: 'no_rule_matched',
+    missingGroups: ['acme/eng', 'acme/ops'],
+  });
+  t.same(evaluateAccess({ orgs: [{ slug: 'acme', teams: ['eng'] }] }, inEng), {
+    allowed: true,
+    match: { rule: 'orgs', slug: 'acme', role: 'member', team: 'eng' },
+  });
+  t.same(evaluateAccess({ orgs: [{ slug: 'acme', teams: ['eng'] }] }, noTeam), {
+    allowed: false,
+    refusal: 'no_rule_matched',
+    missingGroups: ['acme/eng'],
+  });
+  t.same(evaluateAccess({ orgs: [{ slug: 'acme', roles: ['admin'], teams: ['eng'] }] }, inEng).allowed, false);
+  const agent: AccessPrincipal = { type: 'agent', id: 'agt_x', owner: { id: 'usr_alice', memberships: [] } };
+  t.same(evaluateAccess({ groups: ['acme/eng'] }, agent), { allowed: false, refusal: 'no_rule_matched' });
+  t.same(orgsNamedBy({ groups: ['Acme/eng', 'bolt/ops'] }), ['acme', 'bolt']);
+  t.same(checkAllowRules({ groups: ['acme'], orgs: [{ slug: 'acme', teams: 'eng' }] }, 'allow'), [
+    'allow.groups must be a list of "<org slug>/<team slug>"',
+    'allow.orgs[0].teams must list team slugs',
+  ]);
+  t.same(checkAllowRules({ groups: ['acme/eng'], orgs: [{ slug: 'acme', teams: ['eng'] }] }, 'allow'), []);
+  t.same(describeAllowRules({ orgs: [{ slug: 'acme', teams: ['eng'] }], groups: ['bolt/ops'] }), [
+    'members of the org acme in the team eng',
+    'members of the team bolt/ops',
+  ]);
+  t.equal(
+    describeAccessDecision(evaluateAccess({ groups: ['acme/eng'] }, inEng)),
+    'allowed by groups: a member of the team acme/eng',
+  );
+  t.equal(
+    describeAccessDecision(evaluateAccess({ groups: ['acme/eng'] }, noTeam)),
+    'denied: no allow rule matches (not a member of the team acme/eng)',
+  );
+  t.same(
+    checkAccessDirectory({ identities: { usr_a: { orgs: [{ slug: 'acme', role: 'member', teams: ['eng'] }] } } }),
+    [],
+  );
+  t.same(checkAccessDirectory({ identities: { usr_a: { orgs: [{ slug: 'acme', role: 'member', teams: 'eng' }] } } }), [
+    'access_directory.identities.usr_a.orgs must be a list of {slug, role, teams?}',
   ]);
 });

@@ -103,6 +103,21 @@ t.test('follows redirects, checking each target, and reports the chain', async (
   t.same(server.requests, ['GET /a', 'GET /b', 'GET /c']);
 });
 
+t.test("sends a destination's own Authorization value to it alone, never on through a redirect", async (t) => {
+  const seen: Array<[string | undefined, string | undefined]> = [];
+  const server = await startHttpsServer(t, tls, (req, res) => {
+    seen.push([req.url, req.headers.authorization]);
+    if (req.url === '/a') res.writeHead(302, { location: '/b' }).end();
+    else res.end('done');
+  });
+  const options = { allowPrivateTargets: true, ca: tls.ca, destinationAuthorization: 'Bearer rx-own' };
+  await fetchGuarded(`${server.origin}/a`, { ...options, headers: { authorization: 'Bearer smuggled' } });
+  t.same(seen, [
+    ['/a', 'Bearer rx-own'],
+    ['/b', undefined],
+  ]);
+});
+
 t.test('returns a 3xx without a Location as the answer', async (t) => {
   const server = await startHttpsServer(t, tls, (_req, res) => res.writeHead(304).end());
   const fetched = await fetchGuarded(server.origin, { allowPrivateTargets: true, ca: tls.ca });

@@ -88,6 +88,13 @@ t.test('sends the memberships as slug:role, comma-separated, and nothing for non
   t.notOk('x-auth-orgs' in buildIdentityHeaders(base));
 });
 
+t.test('sends the teams as <org>/<team>, comma-separated, and nothing for none', async (t) => {
+  const base = { subject: 'u1', principalType: 'human' as const, assurance: 'passkey', assertion: 'jwt' };
+  t.equal(buildIdentityHeaders({ ...base, groups: ['acme/eng', 'acme/ops'] })['x-auth-groups'], 'acme/eng,acme/ops');
+  t.notOk('x-auth-groups' in buildIdentityHeaders({ ...base, groups: [] }));
+  t.notOk('x-auth-groups' in buildIdentityHeaders(base));
+});
+
 t.test('X-Auth-Actor names the one acting now: the outermost actor of the chain', async (t) => {
   const base = { subject: 'u1', principalType: 'human' as const, assurance: 'passkey', assertion: 'jwt' };
   t.equal(buildIdentityHeaders({ ...base, actors: ['agt_1', 'cl_notes'] })['x-auth-actor'], 'agt_1');

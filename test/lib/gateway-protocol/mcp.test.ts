@@ -8,7 +8,10 @@ import {
   protectedResourceMetadataUrl,
   readToolCalls,
 } from '#lib/gateway-protocol/mcp.js';
-import { checkGatewayPolicy, checkToolCall, type Caller } from '#lib/gateway-protocol/policy.js';
+import { checkToolCall, type Caller } from '#lib/gateway-protocol/policy.js';
+import { parseGatewayPolicy } from '#lib/gateway-protocol/parse-policy.js';
+
+const checkGatewayPolicy = (value: unknown) => parseGatewayPolicy(value, { at: 'enforcement' }).problems;
 import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
 
 const PUBLIC = 'https://tools.example.com';
@@ -55,6 +58,35 @@ t.test('reads the tools a JSON-RPC message or batch calls; refuses what is not J
   t.match(readToolCalls(JSON.stringify(call(7))), { malformed: /params.name/ });
 });
 
+t.test('refuses JSON-RPC bodies another parser could read as another call (issue #47 item 5)', async (t) => {
+  const refused = [
+    // JSON.parse keeps the last of equal names; many parsers keep the first.
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","name":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"},"params":{"name":"delete"}}',
+    // Escapes decoded before names compare.
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","n\\u0061me":"delete"}}',
+    // Go's encoding/json matches names ignoring case, Unicode folding included.
+    '{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call","params":{"name":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"METHOD":"tools/call","params":{"name":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","Params":{"name":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","param\u017f":{"name":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","NAME":"delete"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"a":1,"A":2}}}',
+    '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"Method":"tools/call","params":{"name":"x"}}]',
+  ];
+  for (const body of refused) t.match(readToolCalls(body), { malformed: /repeated|spelling/ }, body);
+  t.same(
+    readToolCalls('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"Name":"a b"}}}'),
+    { tools: ['read'] },
+    "a tool's own arguments may use any names",
+  );
+  t.same(readToolCalls('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\"a\\":{"}}'), {
+    tools: ['"a":{'],
+  });
+});
+
 t.test('a tool demands its assurance first (RFC 9470 can fix it), then its allow rules', async (t) => {
   t.equal(checkToolCall({ min_assurance: 'sensitive' }, caller('sensitive')), null);
   t.match(checkToolCall({ min_assurance: 'sensitive' }, caller('passkey')), {
@@ -63,6 +95,11 @@ t.test('a tool demands its assurance first (RFC 9470 can fix it), then its allow
   });
   t.match(checkToolCall({ allow: { users: ['usr_b'] } }, caller('passkey')), { reason: 'access_denied' });
   t.equal(checkToolCall({ allow: { users: ['usr_a'] } }, caller('passkey')), null);
+  t.match(checkToolCall({ scopes: ['mail.send'], min_assurance: 'sensitive' }, caller('passkey')), {
+    reason: 'insufficient_scope',
+    missingScopes: ['mail.send'],
+  });
+  t.equal(checkToolCall({ scopes: ['mail.send'] }, { ...caller('passkey'), scopes: ['mail.send'] }), null);
 });
 
 t.test('the signed config and the registration check mcp and tools', async (t) => {
@@ -71,11 +108,12 @@ t.test('the signed config and the registration check mcp and tools', async (t) =
   t.same(
     checkGatewayPolicy({
       mode: 'enforce',
-      routes: [{ path: '/mcp', mcp: 'yes', tools: { x: { min_assurance: 'high', y: 1 } } }],
+      routes: [{ path: '/mcp', mcp: 'yes', tools: { x: { min_assurance: 'high', y: 1, scopes: ['a b'] } } }],
     }),
     [
       'gateway.routes[0].mcp must be a boolean',
       'gateway.routes[0].tools.x.y is not a known key',
+      'gateway.routes[0].tools.x.scopes must be a list of scope names',
       'gateway.routes[0].tools.x.min_assurance must be one of: recovery, email, passkey, sensitive',
     ],
   );
@@ -93,6 +131,16 @@ t.test('the signed config and the registration check mcp and tools', async (t) =
         gateway: { mode: 'enforce', routes: [{ path: '/x', mcp: true, public: true }] },
       }),
     /public/,
+  );
+  const forwarding = { path: '/mcp', mcp: true, forward_token: true };
+  t.same(validateClientMetadata({ ...base, gateway: { mode: 'enforce', routes: [forwarding] } }).gateway?.routes, [
+    forwarding,
+  ]);
+  t.same(checkGatewayPolicy({ mode: 'enforce', routes: [forwarding] }), []);
+  t.throws(
+    () =>
+      validateClientMetadata({ ...base, gateway: { mode: 'enforce', routes: [{ path: '/x', forward_token: true }] } }),
+    /forward_token needs mcp: true/,
   );
 });
 

@@ -1,12 +1,15 @@
 import t from 'tap';
 import {
   canaryBucket,
-  checkGatewayPolicy,
   evaluatePolicy,
   findRoute,
   type Caller,
   type GatewayPolicy,
 } from '#lib/gateway-protocol/policy.js';
+import { parseGatewayPolicy } from '#lib/gateway-protocol/parse-policy.js';
+
+/** What a gateway finds wrong in a signed policy (docs/gateway.md#policy). */
+const checkGatewayPolicy = (value: unknown) => parseGatewayPolicy(value, { at: 'enforcement' }).problems;
 
 const routes = [
   { path: '/', min_assurance: 'email' as const },

@@ -11,6 +11,7 @@ import { parse, TYPE, type MessageFormatElement } from '@formatjs/icu-messagefor
 import { LOCALES, SOURCE_LOCALE } from '#lib/i18n/locales.js';
 import { CATALOGS, DYNAMIC_KEY_PREFIXES } from '#lib/i18n/translate.js';
 import { REASONS } from '#lib/errors/reasons.js';
+import { SCRIPT_REASONS } from '../../../control-plane/src/pages/script-reasons.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const SOURCE_DIRS = ['lib', 'control-plane/src', 'gateway/src'];
@@ -124,5 +125,25 @@ t.test('every reason has its page text (reason.<reason>) in every language', asy
   for (const locale of LOCALES) {
     const missing = Object.keys(REASONS).filter((reason) => CATALOGS[locale][`reason.${reason}`] === undefined);
     t.same(missing, [], `${locale}: reasons a refusal page would show in English`);
+  }
+});
+
+t.test('every reason a page script can show is sent to it, in every language', async (t) => {
+  const scriptsDir = join(ROOT, 'control-plane/src/pages/scripts');
+  const scripts = readdirSync(scriptsDir).map((name) => readFileSync(join(scriptsDir, name), 'utf8'));
+  const named = new Set(
+    scripts
+      .flatMap((source) => [...source.matchAll(/['"]([a-z0-9_]+)['"]/g)].map((m) => m[1]!))
+      .filter((word) => Object.prototype.hasOwnProperty.call(REASONS, word)),
+  );
+  const sent = new Set<string>(SCRIPT_REASONS);
+  t.same(
+    [...named].filter((reason) => !sent.has(reason)),
+    [],
+    'reasons a script names that pages do not send it (control-plane/src/pages/script-reasons.ts)',
+  );
+  for (const locale of LOCALES) {
+    const missing = SCRIPT_REASONS.filter((reason) => CATALOGS[locale][`reason.${reason}`] === undefined);
+    t.same(missing, [], `${locale}: reasons a script would say in the generic line`);
   }
 });

@@ -136,12 +136,16 @@ t.test('matches the recursive RFC 9162 definition for every size up to 130', asy
   t.pass('all sizes agree');
 });
 
-t.test('every leaf of random sorted trees of sizes 1 to 300 verifies, and every alteration fails', async (t) => {
+// Every size up to 64, then each side of the next power-of-two boundaries: where a tree's shape
+// changes. (Every size to 300 was 45,150 proofs and the unit tier's slowest file.)
+const SIZES = [...Array.from({ length: 64 }, (_, i) => i + 1), 127, 128, 129, 255, 256, 257, 300];
+
+t.test('every leaf of random sorted trees of many sizes verifies, and every alteration fails', async (t) => {
   const rand = seeded(42);
   let verified = 0;
   let refused = 0;
   const failures: string[] = [];
-  for (let n = 1; n <= 300; n++) {
+  for (const n of SIZES) {
     const tree = buildSortedMerkleTree(randomKeys(n, rand));
     const root = treeRoot(tree);
     for (let i = 0; i < n; i++) {
@@ -189,8 +193,12 @@ t.test('every leaf of random sorted trees of sizes 1 to 300 verifies, and every 
     }
   }
   t.same(failures.slice(0, 20), [], 'no failures');
-  t.equal(verified, (300 * 301) / 2, 'every leaf verified');
-  t.ok(refused > 10_000, `${refused} alterations refused`);
+  t.equal(
+    verified,
+    SIZES.reduce((sum, n) => sum + n, 0),
+    'every leaf verified',
+  );
+  t.ok(refused > 3_000, `${refused} alterations refused`);
 });
 
 t.test('the path alone does not bind the tree size: the signed checkpoint does', async (t) => {

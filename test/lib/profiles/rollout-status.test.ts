@@ -1,4 +1,5 @@
 import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { computeRolloutStatus } from '#lib/profiles/rollout-status.js';
 import { applyProfileToPolicy, checkMetadataAgainstProfile } from '#lib/profiles/constraints.js';
 import { validateDocument, DocumentError } from '#lib/profiles/documents.js';
@@ -124,4 +125,19 @@ t.test('schema rules a JSON schema cannot say are checked too', async (t) => {
     () => validateDocument('profile', { ...profile, environments: [profile.environments[0], profile.environments[0]] }),
     /repeats prod/,
   );
+});
+
+t.test('an environment names 0..20 resources, as docs/rollout.md says, and may leave them out', async (t) => {
+  const withResources = (resources?: string[]) =>
+    validateDocument('profile', {
+      ...profile,
+      environments: [{ name: 'prod', redirect_uris: ['https://shop.example/cb'], ...(resources ? { resources } : {}) }],
+    });
+  t.same(withResources().environments[0]!.resources, [], 'left out: none');
+  t.same(withResources([]).environments[0]!.resources, []);
+  const twenty = Array.from({ length: 20 }, (_, i) => `https://shop.example/api/${i}`);
+  t.equal(withResources(twenty).environments[0]!.resources.length, 20);
+  t.throws(() => withResources([...twenty, 'https://shop.example/api/20']), /environments\.0\.resources/);
+  // The guide's annotation is the rule the schema keeps.
+  t.match(readFileSync('docs/rollout.md', 'utf8'), /resources: \[[^\]]*\]\s+# 0\.\.20/);
 });

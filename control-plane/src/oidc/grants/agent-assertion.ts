@@ -2,7 +2,7 @@ import { decodeJwt, importJWK, jwtVerify } from 'jose';
 import { oauthError } from '#lib/oauth/errors.js';
 import type { OAuthErrorCode } from '#lib/oauth/errors.js';
 import type { ControlPlaneServices } from '../../context.js';
-import type { StoredAgent } from '../../storage/types.js';
+import type { StoredAgent } from '../../storage/interface.js';
 
 /** RFC 7523 §3 leaves the assertion lifetime to the server; ours is at most 5 minutes. */
 const MAX_ASSERTION_SECONDS = 300;

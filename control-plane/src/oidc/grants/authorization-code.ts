@@ -4,10 +4,18 @@ import { oauthError } from '#lib/oauth/errors.js';
 import { parseScope } from '#lib/oauth/scope.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
-import type { StoredAuthorizationCode, StoredClient, StoredGrant } from '../../storage/types.js';
-import { claimsOf, mintTokens, orgsClaim } from '../tokens.js';
+import type { StoredAuthorizationCode, StoredClient, StoredGrant } from '../../storage/interface.js';
+import { countedEmails } from '../../orgs/claimed-addresses.js';
+import { claimsOf, membershipClaims, mintTokens } from '../tokens.js';
 import { stringParam } from '../token-request.js';
-import { resourceFor, revokeFamily, writeNewGrant, type GrantResult, type GrantServices } from './shared.js';
+import {
+  requireClientAccess,
+  resourceFor,
+  revokeFamily,
+  writeNewGrant,
+  type GrantResult,
+  type GrantServices,
+} from './grant-records.js';
 
 /**
  * The authorization-code grant (RFC 6749 §4.1.3, PKCE RFC 7636 §4.6): the code is checked
@@ -43,8 +51,8 @@ export async function authorizationCodeGrant(
   const idToken = scopes.includes('openid');
   const claims = idToken
     ? {
-        ...claimsOf(subject.identity, subject.emails),
-        ...(scopes.includes('orgs') ? { orgs: await orgsClaim(storage, stored.identityId) } : {}),
+        ...claimsOf(subject.identity, await countedEmails(storage, subject.identity, subject.emails)),
+        ...(await membershipClaims(storage, stored.identityId, scopes)),
       }
     : undefined;
   let resource: string | null;
@@ -59,6 +67,7 @@ export async function authorizationCodeGrant(
       sessionLive: subject.sessionLive,
     });
     resource = resourceFor(client, body, stored.resource);
+    await requireClientAccess(services, client, stored.identityId, 'code');
   } catch (error) {
     // A refused exchange uses the code up too.
     if ((await storage.oidc.consumeCode(codeHash, now)).status === 'replayed') throw lostRace();

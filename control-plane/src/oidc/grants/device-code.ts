@@ -5,7 +5,7 @@ import { oauthError } from '#lib/oauth/errors.js';
 import { outlivesSession } from '#lib/oauth/authorization-request.js';
 import { formatScope } from '#lib/oauth/scope.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
-import type { StoredClient, StoredGrant } from '../../storage/types.js';
+import type { StoredClient, StoredGrant } from '../../storage/interface.js';
 import {
   deviceKeyOf,
   forgetAuthorization,
@@ -16,7 +16,8 @@ import {
 } from '../device-authorization.js';
 import { mintTokens, userClaims } from '../tokens.js';
 import { stringParam } from '../token-request.js';
-import { writeNewGrant, type GrantResult, type GrantServices } from './shared.js';
+import { writeNewGrant, type GrantResult, type GrantServices } from './grant-records.js';
+import { checkClientAccess } from '../../clients/sign-in-access.js';
 
 /** RFC 8628 §3.5 answers that are not errors of the client but of timing or the person's choice. */
 const POLL_ERRORS = {
@@ -60,6 +61,9 @@ export async function deviceCodeGrant(
   const by = approved.approvedBy;
   if ((await services.storage.identities.state(by.identityId)) !== 'active')
     throw oauthError('invalid_grant', 'the account is disabled or deleted');
+  // Read again at issue: the approval may predate a membership that ended while the device polled.
+  const admitted = await checkClientAccess(services, client, by.identityId, 'device');
+  if (!admitted.allowed) throw oauthError('access_denied', POLL_ERRORS.access_denied, { status: 400 });
 
   const { config, storage } = services;
   const grant: StoredGrant = {

@@ -5,10 +5,8 @@ import { buildAccessTokenClaims } from '#lib/tokens/claims.js';
 import { signAccessToken } from '#lib/tokens/sign-token.js';
 import { randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../../context.js';
-import type { StoredClient } from '../../storage/types.js';
+import type { StoredClient } from '../../storage/interface.js';
 import { verifyAgentAssertion } from './agent-assertion.js';
-
-export { JWT_BEARER_GRANT as JWT_BEARER } from '#lib/oauth/client-metadata.js';
 
 type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'keys' | 'now'>;
 

@@ -1,12 +1,22 @@
+import { keepDeclared } from '#lib/apis/api-declaration.js';
+import { apiAccessFor } from '../../apis/apis.js';
 import type { VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
 import { oauthError } from '#lib/oauth/errors.js';
 import { parseScope } from '#lib/oauth/scope.js';
 import { randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
-import type { StoredClient, StoredGrant } from '../../storage/types.js';
-import { claimsOf, mintTokens, orgsClaim } from '../tokens.js';
+import type { StoredClient, StoredGrant, StoredRefreshToken } from '../../storage/interface.js';
+import { rotatesRefreshTokens } from '#lib/oauth/fapi.js';
+import { countedEmails } from '../../orgs/claimed-addresses.js';
+import { claimsOf, membershipClaims, mintTokens } from '../tokens.js';
 import { stringParam } from '../token-request.js';
-import { resourceFor, revokeFamily, type GrantResult, type GrantServices } from './shared.js';
+import {
+  requireClientAccess,
+  resourceFor,
+  revokeFamily,
+  type GrantResult,
+  type GrantServices,
+} from './grant-records.js';
 
 /**
  * The refresh-token grant (RFC 6749 §6) with rotation: every check that can fail without the
@@ -38,14 +48,18 @@ export async function refreshTokenGrant(
   }
   if (grant.revokedAt !== null) throw oauthError('invalid_grant', 'the refresh token was revoked');
   // Also before it is used up: a request the grant does not allow leaves the token working.
-  const granted = parseScope(grant.scope);
+  // An API's scopes last while the API still admits the client (docs/apis.md#who-may-ask).
+  const granted = keepDeclared(
+    parseScope(grant.scope),
+    (await apiAccessFor(services, client, grant.resource))?.scopes.map((s) => s.name) ?? [],
+  );
   const requested = body.scope === undefined ? granted : parseScope(body.scope);
   const extra = requested.find((scope) => !granted.includes(scope));
   const idToken = requested.includes('openid');
   const claims = idToken
     ? {
-        ...claimsOf(subject.identity, subject.emails),
-        ...(requested.includes('orgs') ? { orgs: await orgsClaim(storage, grant.identityId) } : {}),
+        ...claimsOf(subject.identity, await countedEmails(storage, subject.identity, subject.emails)),
+        ...(await membershipClaims(storage, grant.identityId, requested)),
       }
     : undefined;
   if (subject.state !== 'active') throw oauthError('invalid_grant', 'the account is disabled or deleted');
@@ -53,6 +67,8 @@ export async function refreshTokenGrant(
   if (!granted.includes('offline_access') || !client.metadata.grant_types.includes('refresh_token'))
     throw oauthError('invalid_grant', 'the grant does not allow refresh');
   const resource = resourceFor(client, body, grant.resource);
+  // Checked before the token is spent: a membership restored later finds it working again.
+  await requireClientAccess(services, client, grant.identityId, 'refresh');
   // A grant ends with the session that started it, unless the user approved offline access.
   if (!grant.offline && !subject.sessionLive) {
     await revokeFamily(services, grant, 'session_ended');
@@ -61,6 +77,21 @@ export async function refreshTokenGrant(
   // A token seen spent already is a reuse: no spend to attempt (one that loses a race to a
   // concurrent rotation is found out by the spend below).
   if (found.usedAt !== null) throw await refuseReuse(services, grant);
+  // The tokens this refresh answers with, whether the refresh token rotates or stays.
+  const mint = () =>
+    mintTokens(services, {
+      grant,
+      scopes: requested,
+      resource,
+      dpopJkt: proof?.jkt ?? null,
+      nonce: null,
+      idToken,
+      ...(claims ? { claims } : {}),
+    });
+  if (!rotatesRefreshTokens(client.metadata)) {
+    const { receipt } = await keepRefreshToken(services, client, read, proof);
+    return { minted: await mint(), scopes: requested, ...(receipt ? { receipt } : {}), proof };
+  }
   const refreshToken = randomToken(32);
   const expired = found.idleExpiresAt <= now || grant.expiresAt <= now;
   // The spend lands with the rotation it allows (one statement on PostgreSQL).
@@ -90,16 +121,40 @@ export async function refreshTokenGrant(
   if (consumption.status !== 'consumed') throw await refuseReuse(services, grant);
   if (!written) throw oauthError('invalid_grant', 'the refresh token has expired');
   const { receipt } = written;
-  const minted = await mintTokens(services, {
-    grant,
-    scopes: requested,
-    resource,
-    dpopJkt: proof?.jkt ?? null,
-    nonce: null,
-    idToken,
-    ...(claims ? { claims } : {}),
+  return { minted: await mint(), scopes: requested, refreshToken, ...(receipt ? { receipt } : {}), proof };
+}
+
+/**
+ * A refresh token that does not rotate (FAPI 2.0 SP §5.3.2, `rotatesRefreshTokens`) stays the
+ * client's: its idle end moves on with each use (never past the grant's absolute end), with the
+ * session's like a rotation, and the use is receipted as one.
+ */
+async function keepRefreshToken(
+  services: GrantServices,
+  client: StoredClient,
+  { token, grant }: { token: StoredRefreshToken; grant: StoredGrant },
+  proof: VerifiedDpopProof | null,
+): Promise<{ receipt?: string }> {
+  const { config, events } = services;
+  const now = services.now();
+  if (token.idleExpiresAt <= now || grant.expiresAt <= now)
+    throw oauthError('invalid_grant', 'the refresh token has expired');
+  const written = await services.storage.transaction(async (tx) => {
+    const idleEnd = Math.min(grant.expiresAt, now + config.lifetimes.refreshTokenIdle * 1000);
+    if (!(await tx.oidc.extendRefreshToken(token.tokenHash, idleEnd))) return null;
+    if (!grant.offline) await tx.sessions.touch(grant.sessionId, now, now + config.lifetimes.sessionIdle * 1000);
+    return events.record(tx, {
+      type: 'token.refreshed',
+      at: now,
+      outcome: 'success',
+      clientId: client.clientId,
+      identityId: grant.identityId,
+      grantId: grant.grantId,
+      dpop: proof !== null,
+    });
   });
-  return { minted, scopes: requested, refreshToken, ...(receipt ? { receipt } : {}), proof };
+  if (!written) throw oauthError('invalid_grant', 'the refresh token is unknown');
+  return written;
 }
 
 /** RFC 9700 §4.14.2: a rotated-out token came back, so one of its holders is not the client. */

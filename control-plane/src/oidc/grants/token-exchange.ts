@@ -1,3 +1,5 @@
+import { scopesForAudience } from '#lib/apis/api-declaration.js';
+import { apiAccessFor } from '../../apis/apis.js';
 import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import type { VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
 import { oauthError } from '#lib/oauth/errors.js';
@@ -15,10 +17,10 @@ import { buildAccessTokenClaims, type AssuranceLevel } from '#lib/tokens/claims.
 import { signAccessToken } from '#lib/tokens/sign-token.js';
 import { randomId, randomToken } from '#lib/crypto/random.js';
 import type { ControlPlaneServices } from '../../context.js';
-import type { StoredAgent, StoredClient, StoredGrant } from '../../storage/types.js';
+import type { StoredAgent, StoredClient, StoredGrant } from '../../storage/interface.js';
 import { grantIdOfJti, mintTokens, verifyAccessToken, type AccessTokenClaimsRead } from '../tokens.js';
-import type { GrantResult } from './shared.js';
-import { approvalOf } from '../../consent/gate.js';
+import { requireClientAccess, type GrantResult } from './grant-records.js';
+import { approvalOf, askConsent, clientParty } from '../../consent/gate.js';
 import { verifyAgentAssertion } from './agent-assertion.js';
 
 type Services = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'keys' | 'now'>;
@@ -92,13 +94,14 @@ async function verifyActor(
 }
 
 /**
- * Token exchange for delegation (RFC 8693 §2): the authenticated client presents a person's
- * access token and gets a new one for one of its own registered resources, with no more scope,
- * its own `client_id`, and `act: {sub: <client_id>}` (earlier actors nested), or the agent an
- * `actor_token` names. Allowed only when the person gave this client the subject token, or
- * approved this client themselves. An agent may exchange its own token ({@link agentExchange}).
- * The exchange is a grant of its own, bounded by the subject's, and leaves a `token.exchanged`
- * receipt.
+ * Token exchange for delegation (RFC 8693 §2): the authenticated (confidential) client presents a
+ * person's access token aimed at it or one of its resources and gets a new one for one of its own
+ * registered resources, with no more scope, its own `client_id`, and `act: {sub: <client_id>}`
+ * (earlier actors nested), or the agent an `actor_token` names. Allowed only while both clients'
+ * access rules admit the person and the person's approval of this client covers the scopes and
+ * the resource; a DPoP-bound subject token is exchanged only with a proof by its key, and the new
+ * token is bound to that key. An agent may exchange its own token ({@link agentExchange}). The
+ * exchange is a grant of its own, bounded by the subject's, and leaves a `token.exchanged` receipt.
  */
 export async function tokenExchangeGrant(
   services: Services,
@@ -106,23 +109,51 @@ export async function tokenExchangeGrant(
   body: Record<string, unknown>,
   proof: VerifiedDpopProof | null,
 ): Promise<GrantResult> {
+  // A public client proves nothing about who asks: anyone holding a token it was given could
+  // turn it into one for another audience (docs/security.md#token-exchange).
+  if (client.type === 'public')
+    throw oauthError('unauthorized_client', 'a public client cannot exchange tokens: register a confidential one');
   const request = readExchangeRequest(body);
   const subject = await verifyToken(services, request.subjectToken, 'invalid_grant', 'subject_token');
   if (isAgentToken(subject)) return agentExchange(services, client, body, proof, request, subject);
+  // RFC 8693 §2.1: the subject token was presented to this client, as its audience.
+  if (!aimedAt(client, subject.aud))
+    throw oauthError('invalid_grant', 'the subject_token is not aimed at this client or one of its resources');
+  // RFC 9449 §6: a bound token is only proved by its key, and what it becomes stays bound to it.
+  if (subject.cnf?.jkt !== undefined && subject.cnf.jkt !== proof?.jkt)
+    throw oauthError('invalid_dpop_proof', 'the subject_token is DPoP-bound: send a DPoP proof made with its key', {
+      status: 400,
+    });
   const subjectGrantId = grantIdOfJti(subject.jti);
   const subjectGrant = subjectGrantId ? await services.storage.oidc.getGrant(subjectGrantId) : null;
   if (!subjectGrant) throw oauthError('invalid_grant', 'the subject_token has no grant to exchange');
-  const consented =
-    subject.client_id === client.clientId || (await approvalOf(services, subject.sub, client.clientId)) !== null;
-  if (!consented)
-    throw oauthError(
-      'invalid_grant',
-      'the person has not approved this client, and the subject_token was issued to another',
-    );
-  const resource = checkResource(client.metadata.resources, body.resource);
+  const subjectClient = await services.storage.clients.get(subjectGrant.clientId);
+  if (subjectClient) await requireClientAccess(services, subjectClient, subjectGrant.identityId, 'token_exchange');
+  await requireClientAccess(services, client, subjectGrant.identityId, 'token_exchange');
+  const api = await apiAccessFor(services, client, body.resource);
+  const resource = checkResource(
+    api && !client.metadata.resources.includes(api.resource)
+      ? [...client.metadata.resources, api.resource]
+      : client.metadata.resources,
+    body.resource,
+  );
   if (resource === undefined)
     throw oauthError('invalid_target', 'name the resource the new token is for (one registered for this client)');
-  const scopes = narrowScopes(parseScope(subject.scope), request.scopes);
+  // No wider than the subject token, and only what the new audience understands: the provider's
+  // scopes and those its API declares for this client (docs/apis.md#tokens).
+  const held = scopesForAudience(
+    narrowScopes(parseScope(subject.scope), request.scopes),
+    api?.scopes.map((s) => s.name) ?? [],
+  );
+  // The client the person gave the token to delegates within it; any other asks the consent gate.
+  const scopes =
+    subject.client_id === client.clientId
+      ? held
+      : await consentedScopes(services, client, subjectGrant.identityId, {
+          held,
+          asked: request.scopes !== undefined,
+          resource,
+        });
   const actor = request.actor
     ? await verifyActor(services, client, request.actor, subjectGrant.identityId, proof)
     : null;
@@ -131,6 +162,8 @@ export async function tokenExchangeGrant(
   const grant: StoredGrant = {
     ...subjectGrant,
     grantId: randomId('gr'),
+    // Revoking the grant it came from (or one further up) ends it too: grantStands walks the chain.
+    sourceGrantId: subjectGrant.grantId,
     clientId: client.clientId,
     scope: formatScope(scopes),
     resource,
@@ -158,12 +191,37 @@ export async function tokenExchangeGrant(
     grant,
     scopes,
     resource,
-    dpopJkt: proof?.jkt ?? null,
+    // A bound subject's proof was made by its key (above); an unbound one's binds the new token to the prover.
+    dpopJkt: subject.cnf?.jkt ?? proof?.jkt ?? null,
     nonce: null,
     idToken: false,
     act,
   });
   return { minted, scopes, ...(receipt ? { receipt } : {}), proof };
+}
+
+/**
+ * The consent gate's own question for an exchange (docs/security.md#token-exchange): the person's
+ * approval of the exchanging client must cover the new token's scopes and its resource, as an
+ * authorization request of that client would need. Without `scope`, the subject token's scopes
+ * that approval covers; with it, every one asked must be covered, else `invalid_grant`.
+ */
+async function consentedScopes(
+  services: Services,
+  client: StoredClient,
+  identityId: string,
+  wanted: { held: string[]; asked: boolean; resource: string },
+): Promise<string[]> {
+  const approval =
+    client.metadata.first_party === true ? null : await approvalOf(services, identityId, client.clientId);
+  const scopes = wanted.asked || !approval ? wanted.held : wanted.held.filter((s) => approval.scopes.includes(s));
+  const standing = await askConsent(services, identityId, clientParty(client), { scopes, resource: wanted.resource });
+  if (!standing.approved)
+    throw oauthError(
+      'invalid_grant',
+      "the person's approval of this client does not cover these scopes and this resource",
+    );
+  return scopes;
 }
 
 /**

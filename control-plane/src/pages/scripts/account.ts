@@ -1,23 +1,51 @@
-/** The /account page: profile, preferences, passkeys, sessions, devices, sign-out. */
+/** The /account page: profile, preferences, passkeys (with the Signal API and the upgrade offer), sessions, devices, sign-out. */
 export const ACCOUNT_JS = String.raw`
-import { startRegistration } from '/assets/simplewebauthn/index.js';
+import { startRegistration, WebAuthnAbortService } from '/assets/simplewebauthn/index.js';
 import { act, call, describe, say, PAGE_MESSAGES } from '/assets/common.js';
 
 const status = document.getElementById('status');
 // The page's lines in its language (docs/i18n.md); English where a page renders none.
 const lines = (PAGE_MESSAGES && PAGE_MESSAGES.lines) || {};
 const line = (name, english) => lines[name] || english;
+// What the WebAuthn Signal API needs to know about the account (docs/passkeys.md#the-signal-api).
+const passkeyTable = document.querySelector('table[data-field="passkeys"]');
+const account = passkeyTable ? passkeyTable.dataset : {};
+
+/**
+ * Tells the person's passkey provider about the account (WebAuthn Signal API), where the browser
+ * has it; never waited for and never an error: a provider that ignores it changes nothing.
+ */
+function signal(method, details) {
+  const api = window.PublicKeyCredential;
+  if (!api || typeof api[method] !== 'function' || !account.rpId) return;
+  try {
+    api[method]({ rpId: account.rpId, ...details }).catch(() => {});
+  } catch {
+    // an older browser that throws synchronously: nothing to keep in step
+  }
+}
+
+function acceptedCredentialIds() {
+  return [...document.querySelectorAll('tr[data-cred-id]')].map((row) => row.dataset.credId);
+}
+
+async function addPasskey(useAutoRegister = false) {
+  const begin = await call('POST', '/auth/passkeys/add-options');
+  const response = await startRegistration({ optionsJSON: begin.options, useAutoRegister });
+  await call('POST', '/auth/passkeys/add-verify', { response });
+}
 
 const actions = {
   async signout() {
     await call('POST', '/auth/signout');
     location.assign('/auth?done=signed-out');
   },
-  'add-passkey': () => act(async () => {
-    const begin = await call('POST', '/auth/passkeys/add-options');
-    const response = await startRegistration({ optionsJSON: begin.options });
-    await call('POST', '/auth/passkeys/add-verify', { response });
-  }, line('passkeyAdded', 'Passkey added.')),
+  'add-passkey': () => act(() => addPasskey(), line('passkeyAdded', 'Passkey added.')),
+  'upgrade-passkey': () => act(() => addPasskey(), line('passkeyAdded', 'Passkey added.')),
+  'decline-upgrade': () => act(async () => {
+    WebAuthnAbortService.cancelCeremony();
+    await call('POST', '/auth/passkeys/upgrade/decline');
+  }, line('upgradeDeclined', 'We will ask again in a month at the earliest.')),
   'rename-passkey': (button) => {
     const label = prompt(line('renamePrompt', 'New label for this passkey'));
     if (label === null) return;
@@ -25,7 +53,10 @@ const actions = {
   },
   'remove-passkey': (button) => {
     if (!confirm(line('removeConfirm', 'Remove this passkey? You can no longer sign in with it.'))) return;
-    return act(() => call('POST', '/auth/passkeys/remove', { credId: button.dataset.credId }), line('passkeyRemoved', 'Passkey removed.'));
+    return act(async () => {
+      await call('POST', '/auth/passkeys/remove', { credId: button.dataset.credId });
+      signal('signalUnknownCredential', { credentialId: button.dataset.credId });
+    }, line('passkeyRemoved', 'Passkey removed.'));
   },
   'revoke-session': (button) => act(() => call('POST', '/auth/sessions/revoke', { identifier: button.dataset.identifier }), line('sessionRevoked', 'Session revoked.')),
   'revoke-device': (button) => act(() => call('POST', '/auth/devices/revoke', { deviceId: button.dataset.deviceId }), line('deviceRevoked', 'Device revoked.')),
@@ -43,7 +74,11 @@ document.addEventListener('click', async (event) => {
 });
 
 const forms = {
-  profile: (data) => call('POST', '/auth/profile', { displayName: data.get('displayName') }),
+  profile: async (data) => {
+    const displayName = data.get('displayName');
+    await call('POST', '/auth/profile', { displayName });
+    signal('signalCurrentUserDetails', { userId: account.userHandle, name: account.username, displayName: displayName || account.username });
+  },
   rename: (data) => call('POST', '/auth/account/rename', { newUsername: data.get('newUsername') }),
   preferences: (data) => {
     const preferences = {};
@@ -74,4 +109,24 @@ document.addEventListener('submit', (event) => {
   event.preventDefault();
   act(() => send(new FormData(form)), line('saved', 'Saved.'));
 });
+
+// The passkeys the account has now, so that a provider drops one removed elsewhere (by an operator,
+// or on another device) the next time the person is here after signing in.
+if (account.userHandle) signal('signalAllAcceptedCredentials', { userId: account.userHandle, allAcceptedCredentialIds: acceptedCredentialIds() });
+
+// The passkey offer after a sign-in without one: the button creates it; where the browser can,
+// a conditional create (the password manager the person just used) is tried quietly first, and
+// the button's own request aborts it.
+if (document.getElementById('passkey-upgrade') && window.PublicKeyCredential && typeof PublicKeyCredential.getClientCapabilities === 'function') {
+  PublicKeyCredential.getClientCapabilities().then(async (capabilities) => {
+    if (!capabilities || !capabilities.conditionalCreate) return;
+    try {
+      await addPasskey(true);
+      say(status, line('passkeyAdded', 'Passkey added.'));
+      setTimeout(() => location.reload(), 400);
+    } catch {
+      // declined, aborted by the button or not offered by the browser: the button stays
+    }
+  }).catch(() => {});
+}
 `;

@@ -29,7 +29,10 @@ const accountSchema = {
     preferences: { type: 'object', additionalProperties: { type: 'string' } },
     emails: {
       type: 'array',
-      items: { type: 'object', properties: { email: { type: 'string' }, verified: { type: 'boolean' } } },
+      items: {
+        type: 'object',
+        properties: { email: { type: 'string' }, verified: { type: 'boolean' }, claimedBy: { type: 'string' } },
+      },
     },
     passkeys: {
       type: 'array',
@@ -104,6 +107,8 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       const { view, extras } = await loadAccountView(app.kp, current.identityId, {
         sessionId: current.id,
         deviceId: current.deviceId,
+        amr: current.amr,
+        authTime: current.authTime,
       });
       if (wantsJson(request)) return { ok: true, ...view };
       reply.type('text/html; charset=utf-8');

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { fail } from '#lib/errors/keyplane-error.js';
-import { constantEquals } from '#lib/crypto/constant-equals.js';
+import { authorizeOperator } from '../../http/operator-access.js';
+import { grantOperatorRole, listOperators, OPERATOR_ROLES, revokeOperatorRole } from '../../console/operators.js';
 import {
   deleteAccount,
   disableAccount,
@@ -14,7 +14,6 @@ import { approveAgentGrantAsOperator } from '../../agents/grants.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { explainGatewayAccess, gatewayRulesView } from '../../managed-gateways/explain.js';
 
-const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];
 const params = {
   type: 'object',
@@ -32,25 +31,22 @@ const accountReply = okObject(
   {
     identityId: { type: 'string' },
     username: { type: 'string' },
-    state: { enum: ['active', 'disabled'] },
+    state: { enum: ['active', 'disabled', 'suspended'] },
+    managedBy: {
+      anyOf: [
+        {
+          type: 'object',
+          required: ['orgId', 'slug'],
+          properties: { orgId: { type: 'string' }, slug: { type: 'string' } },
+        },
+        { type: 'null' },
+      ],
+      description: 'The org that manages the account (created by its JIT or SCIM); null for a personal account',
+    },
     receipt: receiptField,
   },
   ['identityId', 'username', 'state'],
 );
-
-/** The operator's admin token as a Bearer token, compared in constant time; no token configured means no admin API. */
-function requireAdminToken(app: FastifyInstance, request: FastifyRequest): void {
-  const expected = app.kp.config.adminToken;
-  const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
-  if (expected === undefined)
-    throw fail('unauthorized', 'the admin API is off: no admin token is configured', {
-      headers: { 'www-authenticate': 'Bearer' },
-    });
-  if (presented === undefined || !constantEquals(presented, expected))
-    throw fail('unauthorized', 'send the admin token as a Bearer token', {
-      headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
-    });
-}
 
 const clientParams = {
   type: 'object',
@@ -79,8 +75,98 @@ function reply(change: AccountChange) {
 
 /** The operators' account API (docs/accounts.md "Disabling and deleting"): all of it behind the admin token. */
 export default async function adminRoutes(app: FastifyInstance): Promise<void> {
-  app.addHook('onRequest', async (request) => requireAdminToken(app, request));
+  // The admin token (automation), or a person's console session: auditors read, operators change.
+  app.addHook('onRequest', async (request) => {
+    request.kp.operator = await authorizeOperator(app.kp, request, request.method === 'GET' ? 'read' : 'change');
+  });
+  const actor = (request: FastifyRequest) => request.kp.operator!.actor;
   const ref = (request: FastifyRequest) => (request.params as { identityId: string }).identityId;
+
+  const operatorSchema = {
+    type: 'object',
+    properties: {
+      identityId: { type: 'string' },
+      username: { type: 'string' },
+      role: { enum: OPERATOR_ROLES },
+      grantedAt: { type: 'string' },
+      grantedBy: { type: ['string', 'null'] },
+    },
+  } as const;
+
+  app.get(
+    '/admin/operators',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Accounts holding a console role: operators and auditors (docs/console.md#who)',
+        security: admin,
+        response: {
+          200: okObject({ operators: { type: 'array', items: operatorSchema } }, ['operators']),
+          ...errorResponses,
+        },
+      },
+    },
+    async () => ({
+      ok: true,
+      operators: (await listOperators(app.kp)).map((o) => ({ ...o, grantedAt: new Date(o.grantedAt).toISOString() })),
+    }),
+  );
+
+  app.post(
+    '/admin/operators',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Grant a console role (`operator`, or `auditor` for reads and exports); mailed to the other operators',
+        security: admin,
+        body: {
+          type: 'object',
+          required: ['account'],
+          additionalProperties: false,
+          properties: {
+            account: { type: 'string', minLength: 1, maxLength: 100, description: 'identity id or username' },
+            role: { enum: OPERATOR_ROLES, default: 'operator' },
+          },
+        },
+        response: {
+          200: okObject(
+            {
+              identityId: { type: 'string' },
+              username: { type: 'string' },
+              role: { enum: OPERATOR_ROLES },
+              receipt: receiptField,
+            },
+            ['identityId', 'username', 'role'],
+          ),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const body = request.body as { account: string; role: string };
+      return { ok: true, ...(await grantOperatorRole(app.kp, body.account, body.role, actor(request))) };
+    },
+  );
+
+  app.delete(
+    '/admin/operators/:identityId',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: "Revoke an account's console role; the last operator's is refused (409 `last_operator`)",
+        security: admin,
+        params,
+        response: {
+          200: okObject({ identityId: { type: 'string' }, username: { type: 'string' }, receipt: receiptField }, [
+            'identityId',
+            'username',
+          ]),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => ({ ok: true, ...(await revokeOperatorRole(app.kp, ref(request), actor(request))) }),
+  );
 
   app.get(
     '/admin/gateways/:clientId/rules',
@@ -186,7 +272,8 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: accountReply, ...errorResponses },
       },
     },
-    async (request) => reply(await disableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId)),
+    async (request) =>
+      reply(await disableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId, actor(request))),
   );
 
   app.post(
@@ -200,7 +287,8 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: accountReply, ...errorResponses },
       },
     },
-    async (request) => reply(await enableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId)),
+    async (request) =>
+      reply(await enableAccount(app.kp, (await findAccount(app.kp, ref(request))).identityId, actor(request))),
   );
 
   app.delete(
@@ -225,6 +313,7 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
         app.kp,
         (await findAccount(app.kp, ref(request))).identityId,
         'admin',
+        actor(request),
       );
       return { ok: true, identityId, deleted: true, ...(receipt ? { receipt } : {}) };
     },
@@ -261,7 +350,7 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const account = await findAccount(app.kp, ref(request));
       const only = (request.body as { session?: string } | null | undefined)?.session;
-      const { revoked, receipts } = await revokeSessions(app.kp, account.identityId, only);
+      const { revoked, receipts } = await revokeSessions(app.kp, account.identityId, only, actor(request));
       return { ok: true, identityId: account.identityId, username: account.username, revoked, receipts };
     },
   );
@@ -336,7 +425,11 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { client, secret, receipt } = await rotateClientSecret(app.kp, await findClient(app.kp, clientId(request)));
+      const { client, secret, receipt } = await rotateClientSecret(
+        app.kp,
+        await findClient(app.kp, clientId(request)),
+        actor(request),
+      );
       return {
         ok: true,
         client_id: client.clientId,
@@ -365,7 +458,7 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { receipt } = await revokeClient(app.kp, clientId(request));
+      const { receipt } = await revokeClient(app.kp, clientId(request), actor(request));
       return { ok: true, client_id: clientId(request), revoked: true, ...(receipt ? { receipt } : {}) };
     },
   );

@@ -19,7 +19,7 @@ import {
   setAgentVisibility,
 } from '../../agents/lifecycle.js';
 import { requireAssurance, requireSession } from '../../plugins/session.js';
-import type { AgentVisibility, SubjectKind } from '../../storage/types.js';
+import type { AgentVisibility, SubjectKind } from '../../storage/interface.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import {
   agentId,

@@ -7,9 +7,10 @@ import { FAVICON_SVG } from '#lib/html/favicon.js';
 import { ACCOUNT_JS } from '../../pages/scripts/account.js';
 import { AGENTS_JS } from '../../pages/scripts/agents.js';
 import { AUTH_JS } from '../../pages/scripts/auth.js';
-import { COMMON_JS } from '../../pages/scripts/common.js';
+import { PAGE_HELPERS_JS } from '../../pages/scripts/page-helpers.js';
 import { COPY_JS } from '../../pages/scripts/copy.js';
 import { STEP_UP_JS } from '../../pages/scripts/step-up.js';
+import { CONSOLE_JS } from '../../pages/scripts/console.js';
 
 const JS = 'text/javascript; charset=utf-8';
 
@@ -22,11 +23,12 @@ function simpleWebAuthnEsmDir(): string {
 /** Module scripts of the account pages, loaded with the page's CSP nonce. */
 export default async function assetRoutes(app: FastifyInstance): Promise<void> {
   const scripts: Record<string, string> = {
-    '/assets/common.js': COMMON_JS,
+    '/assets/common.js': PAGE_HELPERS_JS,
     '/assets/auth.js': AUTH_JS,
     '/assets/account.js': ACCOUNT_JS,
     '/assets/agents.js': AGENTS_JS,
     '/assets/step-up.js': STEP_UP_JS,
+    '/assets/console.js': CONSOLE_JS,
     '/assets/copy.js': COPY_JS,
   };
   for (const [path, source] of Object.entries(scripts)) {

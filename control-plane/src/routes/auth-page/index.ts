@@ -4,6 +4,7 @@ import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
 import { v1DeprecationHeaders, v1RequestCounter } from '../../v1/bridge.js';
+import { connectionOffer } from '../federation/offer.js';
 
 /** The sign-in and sign-up page. */
 /** Notices the page shows after the account page sends a browser here (`?done=`); others are ignored. */
@@ -27,6 +28,11 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
             done: {
               type: 'string',
               description: 'What just happened, shown as a notice: `signed-out` or `account-deleted`',
+            },
+            connection: {
+              type: 'string',
+              description:
+                "A connection's id: the page offers a sign-in through it (docs/federation.md#asking-for-a-connection)",
             },
             return: {
               type: 'string',
@@ -54,6 +60,14 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
       const returnTo = validateReturnUrl(back, app.kp.config.issuer) ?? '';
       const ui = uiOf(request);
       const { t } = ui;
+      const offer = await connectionOffer(
+        app.kp,
+        request,
+        reply,
+        ui,
+        (request.query as { connection?: string }).connection,
+        returnTo,
+      );
       reply.type('text/html; charset=utf-8');
       return page({
         title: t('signin.title'),
@@ -63,13 +77,19 @@ export default async function authPageRoutes(app: FastifyInstance): Promise<void
         body: html`<h1>${t('signin.heading')}</h1>
 ${doneKey ? html`<p class="notice" role="status" data-notice="${(request.query as { done: string }).done}">${t(doneKey)}</p>` : ''}
 ${request.kp.session ? html`<p>${raw(ui.rich('signin.signed_in_already', { account: (c) => `<a href="/account">${c}</a>` }))}</p>` : ''}
+${offer}
 ${founderSetup ? html`<p>${raw(ui.rich('signin.first_run', { strong: (c) => `<strong>${c}</strong>` }))}</p>` : ''}
 <form id="auth-form" data-return="${returnTo}" novalidate data-msg-unsupported="${t('signin.js.unsupported')}" data-msg-choose-username="${t('signin.js.choose_username')}" data-msg-creating="${t('signin.js.creating')}" data-msg-created="${t('signin.js.created')}" data-msg-waiting="${t('signin.js.waiting')}" data-msg-signed-in="${t('signin.js.signed_in')}">
   <label for="username">${t('signin.username')}</label>
   <input id="username" name="username" autocomplete="username webauthn" autocapitalize="none" spellcheck="false" aria-describedby="username-help">
   <p id="username-help" class="muted">${t('signin.username_help')}</p>
-  <button type="button" data-action="signin">${t('signin.passkey_button')}</button>
-  <button type="button" class="secondary" data-action="signup">${t('signin.signup_button')}</button>
+  ${
+    founderSetup
+      ? html`<button type="button" data-action="signup">${t('signin.founder_button')}</button>
+  <button type="button" class="secondary" data-action="signin">${t('signin.passkey_button')}</button>`
+      : html`<button type="button" data-action="signin">${t('signin.passkey_button')}</button>
+  <button type="button" class="secondary" data-action="signup">${t('signin.signup_button')}</button>`
+  }
   <p id="status" role="status" aria-live="polite"></p>
 </form>
 <p class="muted">${raw(ui.rich('signin.no_passkey', { magic: (c) => `<a href="/auth/magic/request">${c}</a>`, backup: (c) => `<a href="/auth/recovery">${c}</a>` }))}</p>`,

@@ -2,7 +2,7 @@ import { accessRuleParts, routeAccessParts } from '#lib/access/evaluate-access.j
 import { accessRuleText } from '../../pages/access-rules.js';
 import { html, type SafeHtml } from '../../pages/layout.js';
 import type { PageUi } from '../../pages/ui.js';
-import type { StoredClient } from '../../storage/types.js';
+import type { StoredClient } from '../../storage/interface.js';
 
 /**
  * Who may get in, in words (docs/gateway.md#access-rules, docs/orgs.md#who-may-sign-in-to-an-app).

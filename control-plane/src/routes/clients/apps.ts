@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sameOriginReferrerArea } from '../../plugins/security-headers.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { clientTypeOf, usesClientSecret, validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
@@ -7,7 +8,7 @@ import { type PageUi, uiOf } from '../../pages/ui.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
-import type { StoredClient } from '../../storage/types.js';
+import type { StoredClient } from '../../storage/interface.js';
 import { accessRules } from './access-rules-view.js';
 import type { EnforcementReason, EnforcementStatus } from '#lib/gateway-protocol/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../../managed-gateways/issue-config.js';
@@ -87,7 +88,7 @@ function bodyObject(request: FastifyRequest): Record<string, unknown> {
 }
 
 /** A textarea of URIs, one per line (or whitespace-separated). */
-function uriList(value: unknown): string[] {
+export function uriList(value: unknown): string[] {
   return [value ?? []]
     .flat()
     .flatMap((v) => String(v).split(/\s+/))
@@ -95,7 +96,7 @@ function uriList(value: unknown): string[] {
 }
 
 /** The page's registration form as RFC 7591 metadata. */
-function formRegistration(fields: Record<string, unknown>): Record<string, unknown> {
+export function formRegistration(fields: Record<string, unknown>): Record<string, unknown> {
   const confidential = fields.client_type === 'confidential';
   return {
     client_name: typeof fields.client_name === 'string' ? fields.client_name.trim() : fields.client_name,
@@ -130,19 +131,6 @@ async function ownerFor(
   delete fields.org;
   const identityId = request.kp.session!.identityId;
   return org === undefined || org === '' ? identityId : orgOwnerFor(app.kp, org, identityId);
-}
-
-/**
- * The page posts forms back to us with the session: under the app-wide `no-referrer` Chromium
- * sends `Origin: null` on a form POST, which the session plugin refuses. `same-origin` still
- * sends nothing to other origins (same treatment as the OIDC pages).
- */
-const sameOriginReferrer = new WeakSet<FastifyReply>();
-
-function sameOriginPage(reply: FastifyReply, body: string): string {
-  sameOriginReferrer.add(reply);
-  reply.type('text/html; charset=utf-8');
-  return body.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
 }
 
 function listEntry(client: StoredClient) {
@@ -259,11 +247,8 @@ ${connectorForm(ui)}`;
 }
 
 export default async function appsRoutes(app: FastifyInstance): Promise<void> {
-  // Runs after the app-wide security headers (a child context's hooks come later).
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
-    return payload;
-  });
+  // The apps page and its forms post back with the session.
+  sameOriginReferrerArea(app);
 
   async function renderApps(
     request: FastifyRequest,
@@ -280,17 +265,14 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     const enforcement = new Map<string, GatewayEnforcement>();
     for (const client of clients)
       if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app.kp, client));
-    reply.code(status);
-    return sameOriginPage(
-      reply,
-      page({
-        title: ui.t('apps.title'),
-        nonce: request.kp.cspNonce,
-        ui,
-        body: appsPage(ui, clients, enforcement, current.assurance, notice),
-        ...(scripts ? { scripts } : {}),
-      }),
-    );
+    reply.code(status).type('text/html; charset=utf-8');
+    return page({
+      title: ui.t('apps.title'),
+      nonce: request.kp.cspNonce,
+      ui,
+      body: appsPage(ui, clients, enforcement, current.assurance, notice),
+      ...(scripts ? { scripts } : {}),
+    });
   }
 
   function secretNotice(
@@ -353,7 +335,11 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
       const metadata = validateClientMetadata(form ? formRegistration(fields) : fields, {
         defaultScopes: app.kp.config.oidc.defaultClientScopes,
       });
-      const change = await registerClient(app.kp, metadata, { by: 'session', ownerId });
+      const change = await registerClient(app.kp, metadata, {
+        by: 'session',
+        ownerId,
+        identityId: request.kp.session!.identityId,
+      });
       if (form)
         return renderApps(
           request,
@@ -401,7 +387,11 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
       if (typeof connector !== 'string' || connector === '') throw fail('invalid_request', 'pick a tool');
       // Empty form fields (the URL of a tool that takes none) are not inputs.
       const given = Object.fromEntries(Object.entries(inputs).filter(([, value]) => value !== ''));
-      const result = await registerConnector(app.kp, connector, given, { by: 'session', ownerId });
+      const result = await registerConnector(app.kp, connector, given, {
+        by: 'session',
+        ownerId,
+        identityId: request.kp.session!.identityId,
+      });
       return renderApps(request, reply, connectorResultNotice(uiOf(request), result), 201, undefined, [
         '/assets/copy.js',
       ]);
@@ -459,7 +449,14 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
     },
     async (request, reply) => {
       const client = await ownClient(app, request);
-      const { client: updated, secret, receipt } = await rotateClientSecret(app.kp, client);
+      const {
+        client: updated,
+        secret,
+        receipt,
+      } = await rotateClientSecret(app.kp, client, {
+        type: 'person',
+        id: request.kp.session!.identityId,
+      });
       if (isForm(request))
         return renderApps(request, reply, secretNotice(request, updated, secret, 'apps.done.rotated'));
       return {

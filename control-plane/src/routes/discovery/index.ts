@@ -1,11 +1,35 @@
 import type { FastifyInstance } from 'fastify';
 import { buildWebIdentity } from '#lib/fedcm/identity-provider.js';
 import { anyObject, errorResponses } from '../../http/schemas.js';
+import { declaredScopeNames } from '../../apis/apis.js';
 import { JWKS_PATH, discoveryDocument, type Collected } from './metadata.js';
+
+/**
+ * Public metadata a browser app reads from its own origin before it knows anything else: OIDC
+ * Discovery, its RFC 8414 copy, the JWKS and the RFC 9728 resource metadata. They hold nothing
+ * private and are fetched without credentials, so any origin may read them (the Fetch standard's
+ * `*`, which browsers never combine with cookies).
+ */
+const PUBLIC_DOCUMENTS = new Set([
+  '/.well-known/openid-configuration',
+  '/.well-known/oauth-authorization-server',
+  JWKS_PATH,
+  '/.well-known/oauth-protected-resource',
+]);
 
 export default async function discoveryRoutes(app: FastifyInstance, options: { collected: Collected }): Promise<void> {
   const { issuer } = app.kp.config;
   const cache = 'public, max-age=300';
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (PUBLIC_DOCUMENTS.has(request.routeOptions.url ?? '')) reply.header('access-control-allow-origin', '*');
+    return payload;
+  });
+  // The provider's scopes, then every scope an API or a gateway route declares (docs/apis.md).
+  const withDeclaredScopes = async (document: Record<string, unknown>) => {
+    const own = (document.scopes_supported as string[] | undefined) ?? [];
+    const declared = (await declaredScopeNames(app.kp)).filter((scope) => !own.includes(scope));
+    return { ...document, scopes_supported: [...own, ...declared] };
+  };
 
   app.get(
     '/.well-known/openid-configuration',
@@ -17,7 +41,7 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
         response: { 200: anyObject, ...errorResponses },
       },
     },
-    async () => discoveryDocument(issuer, options.collected),
+    async () => withDeclaredScopes(discoveryDocument(issuer, options.collected)),
   );
 
   // RFC 8414 §3: the same document as authorization server metadata, for OAuth clients (MCP) that look here.
@@ -31,7 +55,7 @@ export default async function discoveryRoutes(app: FastifyInstance, options: { c
         response: { 200: anyObject, ...errorResponses },
       },
     },
-    async () => discoveryDocument(issuer, options.collected),
+    async () => withDeclaredScopes(discoveryDocument(issuer, options.collected)),
   );
 
   app.get(

@@ -7,7 +7,10 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Advertise this route in the OIDC discovery document under `endpoint`, with extra metadata. */
+    /**
+     * Advertise this route in the OIDC discovery document under `endpoint`, with extra metadata
+     * (a function is called for each document: a value that changes while the server runs).
+     */
     discovery?: { endpoint?: string; metadata?: Record<string, unknown> };
   }
 }
@@ -53,6 +56,8 @@ export function discoveryDocument(issuer: string, collected: Collected): Record<
     response_types_supported: ['code'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['ES256'],
-    ...collected.metadata,
+    ...Object.fromEntries(
+      Object.entries(collected.metadata).map(([key, value]) => [key, typeof value === 'function' ? value() : value]),
+    ),
   };
 }

@@ -261,7 +261,7 @@ export default async function docsRoutes(app: FastifyInstance): Promise<void> {
       );
       return `# Keyplane
 
-> Passkey-first identity and security plane: an OpenID Connect provider (code flow, PKCE S256, ES256, DPoP), passkeys, a tamper-evident receipt ledger and an edge gateway.
+> Passkey-first identity and security plane: an OpenID Connect provider (code flow, PKCE S256, ES256, DPoP), passkeys, a tamper-evident receipt ledger and a forward-auth gateway.
 
 Issuer: ${issuer}
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { addEmail, checkVerificationLink, verifyEmail } from '../../email/addresses.js';
 import { emailConfirmPage, emailVerifiedPage, linkRefusalPage } from '../../pages/link-pages.js';
@@ -49,14 +49,6 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     }),
   );
 
-  // The confirmation page posts back with the session cookie when the browser has one: under the
-  // app-wide `no-referrer` Chromium would send `Origin: null`, which the session plugin refuses.
-  const sameOriginReferrer = new WeakSet<FastifyReply>();
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
-    return payload;
-  });
-
   /** A verification link that cannot be used: why, and the way back to the account's addresses. */
   const errorPage = (request: FastifyRequest, failure: KeyplaneError) =>
     linkRefusalPage({ request, reason: failure.reason, retryHref: '/account', retryLabel: 'link.retry_email' });
@@ -66,7 +58,8 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
     {
       // A HEAD (link preview, scanner) must never consume a one-time link; nor does a GET.
       exposeHeadRoute: false,
-      config: { errorPage },
+      // The confirmation page posts back with the session cookie when the browser has one.
+      config: { errorPage, sameOriginReferrer: true },
       schema: {
         tags: ['accounts'],
         summary:
@@ -99,7 +92,6 @@ export default async function emailRoutes(app: FastifyInstance): Promise<void> {
         return emailVerifiedPage(request, result.already);
       }
       if (wantsJson(request)) return { ok: true, verified: false, confirm: 'POST /auth/email/verify' };
-      sameOriginReferrer.add(reply);
       reply.type('text/html; charset=utf-8');
       return emailConfirmPage(request, token);
     },

@@ -52,17 +52,10 @@ export default async function fedcmRoutes(app: FastifyInstance): Promise<void> {
   const { issuer } = config;
   const limits = new CredentialLimits(app.kp);
 
-  // FedCM §7.5: errors carry `{"error": {"code", "error"}}`; the envelope stays beside it.
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode < 400 || !PATHS.has(request.routeOptions.url ?? '') || typeof payload !== 'string')
-      return payload;
-    try {
-      const body = JSON.parse(payload) as Record<string, unknown>;
-      if (body.ok !== false || typeof body.error === 'object') return payload;
-      return JSON.stringify({ ...body, error: buildFedcmError(String(body.reason)) });
-    } catch {
-      return payload;
-    }
+  // FedCM §7.5: errors carry `{"error": {"code", "error"}}`; the error handler adds it beside the envelope.
+  app.addHook('onRoute', (route) => {
+    if (PATHS.has(route.url))
+      route.config = { ...(route.config ?? {}), errorMembers: (reason) => ({ error: buildFedcmError(reason) }) };
   });
 
   function requireWebIdentity(request: FastifyRequest): void {

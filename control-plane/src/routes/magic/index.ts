@@ -5,6 +5,7 @@ import { checkSignInOrigin } from '../../plugins/session.js';
 import { browserOf, currentDeviceId, ensureDeviceId, setSessionCookies } from '../../http/session-cookies.js';
 import { limitPerIp } from '../../http/code-guard.js';
 import { checkEmailAddress } from '../../email/addresses.js';
+import { consoleSessionOf } from '../../http/operator-access.js';
 import { dryRunSignInLink, redeemSignInLink, requestSignInLink, type LinkExtras } from '../../magic/sign-in-link.js';
 import { isHtmlFormPost } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
@@ -14,6 +15,12 @@ const PROJECT_MAX = 80;
 /** The one answer of a real request, whether or not the address has an account, and over the limit too. */
 const REQUESTED =
   'If this address is verified on an account, a sign-in link is on its way. It works once, for a few minutes, in this browser only.';
+
+/** An operator's console session of the same account as the everyday session (docs/console.md). */
+async function consoleOperatorOf(app: FastifyInstance, request: FastifyRequest): Promise<boolean> {
+  const opened = await consoleSessionOf(app.kp, request);
+  return opened?.role === 'operator' && opened.identityId === request.kp.session?.identityId;
+}
 
 /** `dryRun` takes any value: present and not an explicit false value means yes (docs/accounts.md#magic-links). */
 function isDryRun(value: unknown): boolean {
@@ -145,7 +152,11 @@ export default async function magicRoutes(app: FastifyInstance): Promise<void> {
       ...(cleanProject(body.project) ? { project: cleanProject(body.project)! } : {}),
     };
     if (isDryRun(body.dryRun))
-      return { ok: true, dryRun: true, ...(await dryRunSignInLink(app.kp, request.kp.session, email, extras)) };
+      return {
+        ok: true,
+        dryRun: true,
+        ...(await dryRunSignInLink(app.kp, request.kp.session, email, extras, await consoleOperatorOf(app, request))),
+      };
 
     // The device cookie is minted for every requester, so the answer's headers do not differ either.
     const deviceId = request.kp.session?.deviceId ?? ensureDeviceId(app.kp, request, reply);

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '#lib/errors/keyplane-error.js';
-import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/types.js';
+import type { IssuedGatewayConfig, StoredGatewayEvidence } from '../../storage/interface.js';
 import { authenticateRegistrar } from '../../clients/registration.js';
 import { authenticateClient } from '../../clients/authenticate-client.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { acceptEvidence, enforcementOf } from '../../managed-gateways/evidence.js';
-import { currentGatewayConfig } from '../../managed-gateways/issue-config.js';
+import { currentGatewayConfig, registerGatewayDirectoryMetrics } from '../../managed-gateways/issue-config.js';
 
 /** A report is a small JWS; anything larger is not one. */
 const EVIDENCE_BODY_LIMIT = 16 * 1024;
@@ -110,12 +110,13 @@ async function requireJwtBody(request: FastifyRequest, _reply: FastifyReply): Pr
 }
 
 /**
- * The edge-gate's side of the control plane (docs/gateway.md#signed-config, docs/gateway.md#evidence): a gateway, authenticated as its
+ * The gateway's side of the control plane (docs/gateway.md#signed-config, docs/gateway.md#evidence): a gateway, authenticated as its
  * OIDC client (RFC 6749 §2.3.1 Basic), pulls its signed config and pushes signed evidence; the
  * client's owner or the operator reads whether the policy is enforced. Declared configs and
  * observed evidence are stored apart and only compared when read.
  */
 export default async function gatewayRoutes(app: FastifyInstance): Promise<void> {
+  registerGatewayDirectoryMetrics(app.kp.metrics);
   // Scoped to this plugin: nowhere else takes a bare JWS as a body.
   app.addContentTypeParser(
     'application/jwt',

@@ -38,11 +38,10 @@ export const AUTHORIZE_DISCOVERY = {
   metadata: {
     response_types_supported: ['code'],
     response_modes_supported: ['query', 'form_post', 'web_message'],
-    grant_types_supported: ['authorization_code'],
     code_challenge_methods_supported: ['S256'],
     // draft-ietf-oauth-client-id-metadata-document: an https client_id URL is read as the client's metadata.
     client_id_metadata_document_supported: true,
-    scopes_supported: ['openid', 'email', 'profile', 'orgs', 'offline_access'],
+    scopes_supported: ['openid', 'email', 'profile', 'orgs', 'groups', 'offline_access'],
     claims_supported: [
       'iss',
       'sub',
@@ -59,6 +58,7 @@ export const AUTHORIZE_DISCOVERY = {
       'name',
       'preferred_username',
       'orgs',
+      'groups',
       'svc',
     ],
     acr_values_supported: ['recovery', 'email', 'passkey', 'sensitive'],

@@ -1,3 +1,4 @@
+import { consentApiScopes } from '../../apis/apis.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { fail } from '#lib/errors/keyplane-error.js';
@@ -8,7 +9,10 @@ import { randomToken } from '#lib/crypto/random.js';
 import { Lockout } from '#lib/runtime/security/lockout.js';
 import { usernameOf } from '../../accounts/profile.js';
 import type { ErrorPage } from '../../plugins/errors.js';
+import { accessRuleParts } from '#lib/access/evaluate-access.js';
 import { authenticateClient } from '../../clients/authenticate-client.js';
+import { registrantOf } from '../../clients/registrant.js';
+import { checkClientAccess } from '../../clients/sign-in-access.js';
 import { findClient } from '../../clients/find-client.js';
 import {
   decideDeviceAuthorization,
@@ -22,7 +26,8 @@ import type { MessageKey } from '#lib/i18n/translate.js';
 import { formError, html, page, raw, type SafeHtml } from '../../pages/layout.js';
 import { refusalNote } from '../../pages/refusal-page.js';
 import { uiOf } from '../../pages/ui.js';
-import { clientLinksOf, formPage, sendOneTap } from './pages.js';
+import { sendNotAdmitted, sendOneTap } from './pages.js';
+import { clientLinksOf } from '../../oidc/authorize/views.js';
 
 export const DEVICE_AUTHORIZATION_PATH = '/auth/device';
 export const VERIFICATION_PATH = '/device';
@@ -55,10 +60,7 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
     DEVICE_AUTHORIZATION_PATH,
     {
       config: {
-        discovery: {
-          endpoint: 'device_authorization_endpoint',
-          metadata: { grant_types_supported: [DEVICE_CODE_GRANT] },
-        },
+        discovery: { endpoint: 'device_authorization_endpoint' },
       },
       schema: {
         tags: ['oidc'],
@@ -108,21 +110,18 @@ export default async function deviceRoutes(app: FastifyInstance): Promise<void> 
   function entryForm(request: FastifyRequest, reply: FastifyReply, problem?: SafeHtml, typed = ''): string {
     const ui = uiOf(request);
     const error = formError(problem);
-    return formPage(
-      reply,
-      page({
-        title: ui.t('device.title'),
-        nonce: request.kp.cspNonce,
-        ui,
-        body: html`<h1>${ui.t('device.title')}</h1>
+    return page({
+      title: ui.t('device.title'),
+      nonce: request.kp.cspNonce,
+      ui,
+      body: html`<h1>${ui.t('device.title')}</h1>
 <p>${ui.t('device.explain')}</p>
 ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="device-code">
   <label for="user-code">${ui.t('device.code')}</label>
   <input id="user-code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="12" placeholder="XXXX-XXXX" required value="${typed}"${problem ? error.field({ first: true }) : html` autofocus`}>
   <button type="submit">${ui.t('device.continue')}</button>
 </form>`,
-      }),
-    );
+    });
   }
 
   function sendEntryForm(request: FastifyRequest, reply: FastifyReply, problem?: MessageKey): FastifyReply {
@@ -188,19 +187,37 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
     if (!fresh) return reply.redirect(`/auth/step-up?return=${encodeURIComponent(again)}`, 303);
     const client = await findClient(app.kp, found.authorization.clientId);
     if (!client) return sendEntryForm(request, reply, 'device.unregistered');
+    const username = (await usernameOf(app.kp, session.identityId)) ?? session.identityId;
+    const clientName = client.metadata.client_name ?? client.clientId;
+    const access = await checkClientAccess(app.kp, client, session.identityId, 'device');
+    if (!access.allowed) {
+      // As at authorize: the person learns why, and the device hears `access_denied` at its next poll.
+      await decideDeviceAuthorization(app.kp, session, userCode!, false);
+      return sendNotAdmitted(request, reply, {
+        clientName,
+        clientOrigin: client.metadata.client_uri ?? clientName,
+        username,
+        admits: accessRuleParts({ orgs: client.metadata.access.orgs }),
+        formAction: [],
+      });
+    }
     const approval = randomToken(24);
     await app.kp.state.set(
       `oidc:device-approval:${approval}`,
       JSON.stringify({ sessionId: session.id, userCode }),
       APPROVAL_TTL_MS,
     );
-    const username = await usernameOf(app.kp, session.identityId);
+    const registrant = await registrantOf(app.kp, client);
     return sendOneTap(request, reply, {
-      clientName: client.metadata.client_name ?? client.clientId,
+      clientName,
       clientOrigin: client.metadata.client_uri ?? 'A device',
       ...clientLinksOf(client.metadata),
-      username: username ?? session.identityId,
+      // RFC 8628 §5.4: the device flow is phished by a look-alike name; only the operator vouches for one.
+      ...(registrant.vouched ? {} : { selfDeclared: true }),
+      registeredBy: registrant.name,
+      username,
       scopes: found.authorization.scopes,
+      ...(await consentApiScopes(app.kp, client, found.authorization.resource)),
       resources: found.authorization.resource ? [found.authorization.resource] : [],
       hidden: { approval },
       formAction: [],
@@ -275,6 +292,17 @@ ${error.region}<form method="post" action="${VERIFICATION_PATH}" data-action="de
         throw fail('access_denied', 'This approval has expired or belongs to another sign-in. Enter the code again.');
       const decided = await decideDeviceAuthorization(app.kp, session, grant.userCode, decision !== 'deny');
       if (!decided.decided) return sendEntryForm(request, reply, 'device.expired');
+      if (decided.notAdmitted) {
+        const { client } = decided.notAdmitted;
+        const clientName = client.metadata.client_name ?? client.clientId;
+        return sendNotAdmitted(request, reply, {
+          clientName,
+          clientOrigin: client.metadata.client_uri ?? clientName,
+          username: (await usernameOf(app.kp, session.identityId)) ?? session.identityId,
+          admits: accessRuleParts({ orgs: client.metadata.access.orgs }),
+          formAction: [],
+        });
+      }
       return sendDone(request, reply, decision !== 'deny', decided.receipt);
     },
   );

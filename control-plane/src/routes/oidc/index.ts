@@ -6,7 +6,7 @@ import parRoutes, { PAR_PATH } from './par.js';
 import deviceRoutes, { DEVICE_AUTHORIZATION_PATH } from './device.js';
 import oidcResourceRoutes from './resources.js';
 import tokenRoutes from './token.js';
-import { sameOriginReferrer } from './pages.js';
+import { sameOriginReferrerArea } from '../../plugins/security-headers.js';
 import { purgeExpiredTokens } from '../../oidc/revoke-introspect.js';
 
 const OAUTH_PATHS = new Set(['/auth/token', '/auth/revoke', '/auth/introspect', PAR_PATH, DEVICE_AUTHORIZATION_PATH]);
@@ -80,11 +80,8 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
  */
 export async function oidcPageRoutes(app: FastifyInstance): Promise<void> {
   markOauthErrorRoutes(app);
-  app.addHook('onSend', async (_request, reply, payload) => {
-    // Runs after the app-wide security headers (a child context's hooks come later).
-    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
-    return payload;
-  });
+  // Its pages (one-tap approval, not admitted, device code, logout confirmation) post back with the session.
+  sameOriginReferrerArea(app);
   await app.register(authorizeRoutes);
   await app.register(directGrantRoutes);
   await app.register(deviceRoutes);

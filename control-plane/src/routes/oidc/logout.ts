@@ -5,7 +5,7 @@ import { matchRedirectUri } from '#lib/oauth/redirect-uri.js';
 import { findClient } from '../../clients/find-client.js';
 import { logOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../http/session-cookies.js';
-import type { StoredClient } from '../../storage/types.js';
+import type { StoredClient } from '../../storage/interface.js';
 import { errorResponses } from '../../http/schemas.js';
 import { FRONTCHANNEL_LOGOUT_JS, FRONTCHANNEL_LOGOUT_SCRIPT, sendLogoutConfirm, sendSignedOut } from './pages.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';

@@ -1,10 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { html, page, raw } from '../../pages/layout.js';
+import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
+import { describeScope } from '#lib/apis/api-declaration.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
-import type { AccessRulePart } from '#lib/access/evaluate-access.js';
 import { accessRuleLine } from '../../pages/access-rules.js';
 import type { AttributeSource } from '#lib/saml/provider.js';
+import type { AccountChoiceView, NotAdmittedView, OneTapView } from '../../oidc/authorize/views.js';
 
 /** A SAML attribute source in words, with the names it is sent under (docs/saml.md#consent). */
 const RELEASE_KEYS: Record<AttributeSource, MessageKey> = {
@@ -20,7 +21,6 @@ function releaseLine(ui: PageUi, part: { source: AttributeSource; names: string[
   return ui.t(RELEASE_KEYS[part.source], { names: ui.nameList(part.names) });
 }
 import { contentSecurityPolicy } from '../../plugins/security-headers.js';
-import type { ClientMetadata } from '#lib/oauth/client-metadata.js';
 
 /** Served at WEB_MESSAGE_SCRIPT: hands the authorization response to the opener, at one origin only. */
 export const WEB_MESSAGE_SCRIPT = '/auth/authorize/web-message.js';
@@ -51,20 +51,6 @@ const form = document.getElementById('kp-form-post');
 HTMLFormElement.prototype.submit.call(form);
 `;
 
-/**
- * Replies whose page submits a form back to us with the session. The app-wide policy is
- * `no-referrer`, under which Chromium sends `Origin: null` on a form POST navigation, and the
- * session plugin's Origin check would refuse it. `same-origin` still sends nothing to other
- * origins, but lets our own form POST carry our Origin. The oidc plugin's onSend applies it.
- */
-export const sameOriginReferrer = new WeakSet<FastifyReply>();
-
-/** A page holding such a form: its referrer policy `same-origin`, in the meta tag and the header. */
-export function formPage(reply: FastifyReply, html: string): string {
-  sameOriginReferrer.add(reply);
-  return html.replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
-}
-
 /** The web_message response: a page whose nonce'd module script posts `response` to the opener at `origin`. */
 export function sendWebMessage(
   request: FastifyRequest,
@@ -90,54 +76,14 @@ export function sendWebMessage(
 const strong = (c: string) => `<strong>${c}</strong>`;
 const muted = (c: string) => `<span class="muted">${c}</span>`;
 
-export interface OneTapView {
-  clientName: string;
-  clientOrigin: string;
-  /** The host serving the client's Client ID Metadata Document: the app is shown as unverified. */
-  unverifiedHost?: string;
-  /** OIDC Registration §2 `logo_uri`, https only: shown, and the one image the page's CSP admits. */
-  logoUri?: string;
-  /** OIDC Registration §2 `policy_uri` and `tos_uri`: links the person SHOULD be shown. */
-  policyUri?: string;
-  tosUri?: string;
-  username: string;
-  scopes: string[];
-  /** Every resource (RFC 8707) the token would be for: the user approves those by name. */
-  resources: string[];
-  hidden: Record<string, string>;
-  /** Origins the form may end at (the redirect URI's), for CSP form-action. */
-  formAction: string[];
-  /** Where the form goes (default `/auth/authorize`): each protocol's approval endpoint. */
-  action?: string;
-  /** What is released when it is not OAuth scopes (a SAML provider's attributes, `releaseParts`). */
-  released?: { source: AttributeSource; names: string[] }[];
-  /** The device grant's user code (RFC 8628 §3.3): shown so the person compares it with the device's. */
-  userCode?: string;
-}
-
 const SCOPE_TEXT: Record<string, MessageKey> = {
   openid: 'consent.scope.openid',
   email: 'consent.scope.email',
   profile: 'consent.scope.profile',
   orgs: 'consent.scope.orgs',
+  groups: 'consent.scope.groups',
   offline_access: 'consent.scope.offline_access',
 };
-
-/**
- * What the consent page shows of the client's registration (OIDC Registration §2): its logo only
- * when it is https (loaded by the browser from there, under a CSP naming exactly it), and its
- * privacy policy and terms as links.
- */
-export function clientLinksOf(
-  metadata: Pick<ClientMetadata, 'logo_uri' | 'policy_uri' | 'tos_uri'>,
-): Pick<OneTapView, 'logoUri' | 'policyUri' | 'tosUri'> {
-  const { logo_uri: logo, policy_uri: policy, tos_uri: tos } = metadata;
-  return {
-    ...(logo !== undefined && logo.startsWith('https://') ? { logoUri: logo } : {}),
-    ...(policy !== undefined ? { policyUri: policy } : {}),
-    ...(tos !== undefined ? { tosUri: tos } : {}),
-  };
-}
 
 /**
  * The CSP source that admits exactly the logo: its origin and path (CSP matches paths exactly),
@@ -185,29 +131,46 @@ export function sendOneTap(request: FastifyRequest, reply: FastifyReply, view: O
     }),
   );
   const ui = uiOf(request);
-  const scopeText = (scope: string) => {
+  const scopeText = (scope: string): string | SafeHtml => {
     const key = SCOPE_TEXT[scope];
-    return key ? ui.t(key) : scope;
+    if (key) return ui.t(key);
+    const api = view.apiScopes?.find((s) => s.name === scope);
+    if (!api || api.description === null) return scope;
+    const words = describeScope(api.description, ui.locale);
+    const org = api.orgId !== null ? view.apiOrgNames?.[api.orgId] : undefined;
+    return html`<span data-scope="${scope}">${words}</span>${org !== undefined ? html` <span class="muted" data-field="scope_author">(${ui.t('consent.scope.by_org', { org })})</span>` : ''}`;
   };
   return reply.send(
-    formPage(
-      reply,
-      page({
-        title: ui.t('consent.title', { client: view.clientName }),
-        nonce: request.kp.cspNonce,
-        ui,
-        body: html`${
-          view.logoUri
-            ? html`<img src="${view.logoUri}" alt="${ui.t('consent.logo_alt', { client: view.clientName })}" width="64" height="64" referrerpolicy="no-referrer" data-field="logo_uri">
+    page({
+      title: ui.t('consent.title', { client: view.clientName }),
+      nonce: request.kp.cspNonce,
+      ui,
+      body: html`${
+        view.logoUri
+          ? html`<img src="${view.logoUri}" alt="${ui.t('consent.logo_alt', { client: view.clientName })}" width="64" height="64" referrerpolicy="no-referrer" data-field="logo_uri">
 `
-            : ''
-        }<h1>${ui.t('consent.heading', { client: view.clientName })}</h1>
+          : ''
+      }<h1>${ui.t('consent.heading', { client: view.clientName })}</h1>
 ${
   view.unverifiedHost !== undefined
     ? html`<p class="warning" data-field="unverified">${raw(ui.rich('consent.unverified', { strong }, { host: view.unverifiedHost }))}</p>
 `
     : ''
-}<p>${raw(ui.rich('consent.signed_in_as', { account: strong }, { username: view.username }))} ${raw(ui.rich('consent.asks', { muted }, { origin: view.clientOrigin }))}</p>
+}${
+        view.selfDeclared
+          ? html`<p class="warning" data-field="self-declared">${raw(ui.rich('consent.self_declared', { strong }, { origin: view.clientOrigin }))}</p>
+`
+          : ''
+      }${
+        view.registeredBy !== undefined
+          ? html`<p class="muted" data-field="registered-by">${
+              view.registeredBy === null
+                ? ui.t('consent.registered_by_operator')
+                : raw(ui.rich('consent.registered_by', { strong }, { owner: view.registeredBy }))
+            }</p>
+`
+          : ''
+      }<p>${raw(ui.rich('consent.signed_in_as', { account: strong }, { username: view.username }))} ${raw(ui.rich('consent.asks', { muted }, { origin: view.clientOrigin }))}</p>
 <ul data-field="released">${(view.released?.map((part) => releaseLine(ui, part)) ?? view.scopes.map(scopeText)).map((line) => html`<li>${line}</li>`)}</ul>
 ${
   view.resources.length
@@ -216,30 +179,17 @@ ${
 `
     : ''
 }${
-          view.userCode
-            ? html`<p>${raw(ui.rich('consent.user_code', { strong: (c) => `<strong data-field="user_code">${c}</strong>` }, { code: view.userCode }))}</p>
+        view.userCode
+          ? html`<p>${raw(ui.rich('consent.user_code', { strong: (c) => `<strong data-field="user_code">${c}</strong>` }, { code: view.userCode }))}</p>
 `
-            : ''
-        }${clientLinks(view, ui)}<form method="post" action="${view.action ?? '/auth/authorize'}" data-action="continue">
+          : ''
+      }${clientLinks(view, ui)}<form method="post" action="${view.action ?? '/auth/authorize'}" data-action="continue">
 ${Object.entries(view.hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit" name="decision" value="allow">${ui.t('consent.continue')}</button>
 <button type="submit" name="decision" value="deny" class="secondary">${ui.t('consent.cancel')}</button>
 </form>
 ${view.userCode ? '' : html`<p class="muted">${ui.t('consent.remembered')}</p>`}`,
-      }),
-    ),
+    }),
   );
-}
-
-export interface NotAdmittedView {
-  clientName: string;
-  clientOrigin: string;
-  username: string;
-  /** The orgs (and roles) the client admits (`accessRuleParts`), put in words in the page's language. */
-  admits: AccessRulePart[];
-  hidden: Record<string, string>;
-  formAction: string[];
-  /** Where "Back to the app" posts: `/auth/authorize` (default), or `/saml/sso/approve` for a SAML provider. */
-  action?: '/auth/authorize' | '/saml/sso/approve';
 }
 
 /**
@@ -252,24 +202,25 @@ export function sendNotAdmitted(request: FastifyRequest, reply: FastifyReply, vi
   reply.header('content-security-policy', contentSecurityPolicy(request.kp.cspNonce, { formAction: view.formAction }));
   const ui = uiOf(request);
   return reply.send(
-    formPage(
-      reply,
-      page({
-        title: ui.t('not_admitted.title', { client: view.clientName }),
-        nonce: request.kp.cspNonce,
-        ui,
-        body: html`<h1>${ui.t('not_admitted.title', { client: view.clientName })}</h1>
+    page({
+      title: ui.t('not_admitted.title', { client: view.clientName }),
+      nonce: request.kp.cspNonce,
+      ui,
+      body: html`<h1>${ui.t('not_admitted.title', { client: view.clientName })}</h1>
 <p>${raw(ui.rich('consent.signed_in_as', { account: (c) => `<strong data-field="account">${c}</strong>` }, { username: view.username }))} ${raw(ui.rich('not_admitted.admits', { muted }, { origin: view.clientOrigin }))}</p>
 <ul data-field="admits">${view.admits.map((part) => html`<li>${accessRuleLine(ui, part)}</li>`)}</ul>
-<p>${ui.t('not_admitted.ask')}</p>
+<p>${ui.t('not_admitted.ask')}</p>${
+        view.hidden
+          ? html`
 <form method="post" action="${view.action ?? '/auth/authorize'}" data-action="not-admitted">
 ${Object.entries(view.hidden).map(
   ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">
 `,
 )}<button type="submit" name="decision" value="not_admitted">${ui.t('not_admitted.back', { client: view.clientName })}</button>
-</form>`,
-      }),
-    ),
+</form>`
+          : ''
+      }`,
+    }),
   );
 }
 
@@ -282,18 +233,15 @@ export function sendLogoutConfirm(
   reply.code(200).type('text/html; charset=utf-8');
   const ui = uiOf(request);
   return reply.send(
-    formPage(
-      reply,
-      page({
-        title: ui.t('logout.title'),
-        nonce: request.kp.cspNonce,
-        ui,
-        body: html`<h1>${ui.t('logout.heading')}</h1>
+    page({
+      title: ui.t('logout.title'),
+      nonce: request.kp.cspNonce,
+      ui,
+      body: html`<h1>${ui.t('logout.heading')}</h1>
 <form method="post" action="/auth/logout" data-action="logout">
 ${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}<button type="submit">${ui.t('logout.button')}</button>
 </form>`,
-      }),
-    ),
+    }),
   );
 }
 
@@ -383,15 +331,6 @@ ${Object.entries(response).map(([name, value]) => html`<input type="hidden" name
 </form>`,
     }),
   );
-}
-
-export interface AccountChoiceView {
-  clientName: string;
-  username: string;
-  /** Continues the request with the signed-in account. */
-  continueHref: string;
-  /** The sign-in page, which resumes the request with whichever account signs in. */
-  anotherHref: string;
 }
 
 /**

@@ -115,6 +115,9 @@ export default async function oidcResourceRoutes(app: FastifyInstance): Promise<
         : {}),
       ...(scopes.includes('profile') && facts.profile ? facts.profile : {}),
       ...(scopes.includes('orgs') && facts.orgs ? { orgs: facts.orgs } : {}),
+      ...(scopes.includes('groups') && facts.groups ? { groups: facts.groups } : {}),
+      // A federated sign-in's connection rides in the access token (docs/federation.md#tokens).
+      ...(typeof claims.idp === 'string' ? { idp: claims.idp, idp_name: claims.idp_name } : {}),
     };
     if (client?.metadata.userinfo_signed_response_alg === 'ES256') {
       // OIDC Core §5.3.2: a signed response carries iss and aud (the client).

@@ -2,18 +2,12 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DPOP_ALGORITHMS, type VerifiedDpopProof } from '#lib/dpop/verify-dpop-proof.js';
 import { enforceLimit, retryAfterSeconds } from '#lib/errors/rate-limited.js';
 import { oauthError } from '#lib/oauth/errors.js';
-import { formatScope } from '#lib/oauth/scope.js';
+import { GRANT_DECLARATIONS, GRANT_TYPES, admitsGrant, isGrantType } from '#lib/oauth/grant-types.js';
 import { RateLimiter } from '#lib/runtime/security/rate-limiter.js';
 import { checkDpopHeader } from '../../oidc/dpop-header.js';
-import { authorizationCodeGrant } from '../../oidc/grants/authorization-code.js';
-import { JWT_BEARER, jwtBearerGrant } from '../../oidc/grants/jwt-bearer.js';
-import { refreshTokenGrant } from '../../oidc/grants/refresh-token.js';
-import { deviceCodeGrant } from '../../oidc/grants/device-code.js';
-import { DEVICE_CODE_GRANT } from '#lib/oauth/device-code.js';
-import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT } from '#lib/oauth/token-exchange.js';
-import { tokenExchangeGrant } from '../../oidc/grants/token-exchange.js';
+import { TOKEN_GRANTS } from '../../oidc/grants/registry.js';
 import { readTokenRequestBody, stringParam } from '../../oidc/token-request.js';
-import type { StoredClient } from '../../storage/types.js';
+import type { StoredClient } from '../../storage/interface.js';
 import { errorResponses } from '../../http/schemas.js';
 import { authenticateClient } from '../../clients/authenticate-client.js';
 
@@ -28,7 +22,8 @@ const tokenResponse = {
     id_token: { type: 'string' },
     refresh_token: {
       type: 'string',
-      description: 'Rotates on every use; only with offline_access and the refresh_token grant registered.',
+      description:
+        'Rotates on every use (a FAPI 2.0 client keeps its own: none is sent); only with offline_access and the refresh_token grant registered.',
     },
     receipt: { type: 'string' },
   },
@@ -71,7 +66,7 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
         discovery: {
           endpoint: 'token_endpoint',
           metadata: {
-            grant_types_supported: ['authorization_code', 'refresh_token', JWT_BEARER, TOKEN_EXCHANGE_GRANT],
+            grant_types_supported: GRANT_TYPES,
             token_endpoint_auth_methods_supported: [
               'client_secret_basic',
               'client_secret_post',
@@ -102,53 +97,18 @@ export default async function tokenRoutes(app: FastifyInstance): Promise<void> {
       await limit('token:client', client.clientId, config.limits.authPerIpPerMinute * 10);
       const grantType = stringParam(body, 'grant_type');
       if (!grantType) throw oauthError('invalid_request', 'grant_type is required');
-      if (grantType === JWT_BEARER) {
-        // Agents (RFC 7523 §2.1): admitted by the client's access declaration, not its grant_types.
-        if (!client.metadata.access.agents)
-          throw oauthError('unauthorized_client', 'this client does not admit agents');
-        const issued = await jwtBearerGrant(
-          app.kp,
-          client,
-          body,
-          await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token'),
-        );
-        return {
-          access_token: issued.accessToken,
-          token_type: 'DPoP',
-          expires_in: issued.expiresIn,
-          scope: issued.scope,
-          ...(issued.receipt ? { receipt: issued.receipt } : {}),
-        };
-      }
-      const grants = {
-        authorization_code: authorizationCodeGrant,
-        refresh_token: refreshTokenGrant,
-        [DEVICE_CODE_GRANT]: deviceCodeGrant,
-        [TOKEN_EXCHANGE_GRANT]: tokenExchangeGrant,
-      };
-      if (!Object.hasOwn(grants, grantType))
+      if (!isGrantType(grantType))
+        throw oauthError('unsupported_grant_type', `grant_type must be one of ${GRANT_TYPES.join(', ')}`);
+      if (!admitsGrant(client.metadata, grantType))
         throw oauthError(
-          'unsupported_grant_type',
-          `grant_type must be one of ${[...Object.keys(grants), JWT_BEARER].join(', ')}`,
+          'unauthorized_client',
+          GRANT_DECLARATIONS[grantType].admittedBy === 'access.agents'
+            ? 'this client does not admit agents'
+            : `this client is not registered for ${grantType}`,
         );
-      const known = grantType as keyof typeof grants;
-      if (!client.metadata.grant_types.includes(known))
-        throw oauthError('unauthorized_client', `this client is not registered for ${grantType}`);
       const proof = await checkDpopHeader(app.kp, request, reply, '/auth/token', 'token');
       checkDpopRequirement(client, proof);
-      const grant = grants[known];
-      const result = await grant(app.kp, client, body, proof);
-      return {
-        access_token: result.minted.accessToken,
-        token_type: result.proof ? 'DPoP' : 'Bearer',
-        expires_in: result.minted.expiresIn,
-        scope: formatScope(result.scopes),
-        ...(result.minted.idToken ? { id_token: result.minted.idToken } : {}),
-        ...(result.refreshToken ? { refresh_token: result.refreshToken } : {}),
-        // RFC 8693 §2.2.1: an exchange says what it issued.
-        ...(grantType === TOKEN_EXCHANGE_GRANT ? { issued_token_type: ACCESS_TOKEN_TYPE } : {}),
-        ...(result.receipt ? { receipt: result.receipt } : {}),
-      };
+      return TOKEN_GRANTS[grantType](app.kp, client, body, proof);
     },
   );
 }

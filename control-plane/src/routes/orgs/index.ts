@@ -7,7 +7,7 @@ import { html, page, raw, type SafeHtml } from '../../pages/layout.js';
 import { refusalNote } from '../../pages/refusal-page.js';
 import type { ErrorPage } from '../../plugins/errors.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
-import { requireSession } from '../../plugins/session.js';
+import { requireSessionOrAdminToken } from '../../plugins/session.js';
 import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
 import { acceptInvite, inviteMember } from '../../orgs/invites.js';
 import { changeRole, createOrg, loadMembership, removeMember } from '../../orgs/membership.js';
@@ -18,6 +18,10 @@ import { ratingSchema } from './schemas.js';
 import { FORMS_JS } from '../../pages/scripts/forms.js';
 import { proveSiteDomain } from '../../orgs/domain-proof.js';
 import { scanOrgSite } from '../../orgs/scan-site.js';
+import { teamListSchema, teamRoutes } from './teams.js';
+import { teamsSection } from './teams-section.js';
+import { mailDomainRoutes } from './mail-domains.js';
+import { scimTokenRoutes } from './scim-tokens.js';
 
 const session = [{ sessionCookie: [] }];
 const slugParams = {
@@ -65,6 +69,7 @@ export const orgViewSchema = okObject(
     },
     sites: { type: 'array', items: siteSchema },
     rating: { anyOf: [ratingSchema, { type: 'null' }] },
+    teams: teamListSchema,
   },
   ['slug', 'name', 'role', 'members', 'sites', 'rating'],
 );
@@ -92,7 +97,10 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     );
   });
   await app.register(async (app) => {
-    app.addHook('onRequest', requireSession);
+    // The team routes take the operator's admin token too (`keyplane orgs teams`, docs/orgs.md#teams).
+    app.addHook('onRequest', requireSessionOrAdminToken);
+    await app.register(mailDomainRoutes);
+    await app.register(scimTokenRoutes);
 
     app.post(
       '/auth/orgs/create',
@@ -148,7 +156,7 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
         const { slug } = request.params as { slug: string };
         const m = await loadMembership(services, slug, request.kp.session!.identityId);
         const view = await loadOrgView(services, m);
-        // The JSON keeps CONTRACT's shape; pending invites are for the managers' page.
+        // The JSON answer is the org view of docs/orgs.md; pending invites are for the managers' page.
         const { invites: _invites, ...contractView } = view;
         if (wantsJson(request)) return { ok: true, ...contractView };
         reply.type('text/html; charset=utf-8');
@@ -328,6 +336,8 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
       },
     );
 
+    await teamRoutes(app, dashboardAgain);
+
     // Accepted on the account page (the invitee is no member yet): a refusal shows that page again.
     mutation(
       'members/accept',
@@ -422,5 +432,6 @@ ${
 <label for="invite-role">${t('orgs.invite.role')}</label> <select id="invite-role" name="role"><option value="member">${role('member')}</option><option value="admin">${role('admin')}</option>${view.role === 'owner' ? html`<option value="owner">${role('owner')}</option>` : ''}</select>
 <button type="submit">${t('orgs.invite.button')}</button></form>`
     : ''
-}`;
+}
+${teamsSection(view, ui, manager, kept)}`;
 }

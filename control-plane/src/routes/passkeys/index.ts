@@ -6,6 +6,7 @@ import { errorResponses, okObject } from '../../http/schemas.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
 import {
   beginAddPasskey,
+  declinePasskeyUpgrade,
   finishAddPasskey,
   listPasskeys,
   removePasskey,
@@ -40,6 +41,11 @@ const passkeyItem = {
     backedUp: { type: 'boolean' },
     backupEligible: { type: 'boolean' },
     transports: { type: 'array', items: { type: 'string' } },
+    aaguid: { type: ['string', 'null'] },
+    authenticator: {
+      type: ['object', 'null'],
+      properties: { name: { type: 'string' }, icon: { type: 'string' } },
+    },
   },
 };
 
@@ -48,9 +54,11 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
   const services = app.kp;
   const limits = new CredentialLimits(services);
 
-  app.addHook('onReady', async () => {
-    await issueSetupLink(services, app.log);
-  });
+  // Under `--workers N` the primary announces the link, once for the instance.
+  if (services.background !== false)
+    app.addHook('onReady', async () => {
+      await issueSetupLink(services, app.log);
+    });
 
   // ---- sign-up ----
 
@@ -206,6 +214,23 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
         const { credId } = request.body as { credId: string };
         const { receipt } = await removePasskey(services, request.kp.session!.identityId, credId);
         return { ok: true, ...(receipt ? { receipt } : {}) };
+      },
+    );
+
+    managed.post(
+      '/auth/passkeys/upgrade/decline',
+      {
+        schema: {
+          tags: ['passkeys'],
+          summary:
+            'Decline the passkey offered after a sign-in without one (magic link, recovery code, connection): not offered again for a month',
+          security: [{ sessionCookie: [] }],
+          response: { 200: okObject(), ...errorResponses },
+        },
+      },
+      async (request) => {
+        await declinePasskeyUpgrade(services, request.kp.session!.identityId);
+        return { ok: true };
       },
     );
 

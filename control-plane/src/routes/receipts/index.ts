@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { checkpointOf, lookUpReceipt, proveAbsence } from '../../ledger/proofs.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
+import transparencyRoutes from './transparency.js';
 
 const hex64 = { type: 'string', pattern: '^[0-9a-f]{64}$' } as const;
 const neighbour = {
@@ -23,6 +24,10 @@ const epochParam = {
  * one indexed query, and a hash that is malformed answers exactly like an unknown one.
  */
 export default async function receiptRoutes(app: FastifyInstance): Promise<void> {
+  const log = app.kp.ledger.transparency;
+  // Its own context: the text/plain body parser of the witness protocol stays there.
+  if (log) await app.register(transparencyRoutes, { log });
+
   app.get(
     '/receipts/checkpoints/latest',
     {
@@ -82,6 +87,14 @@ export default async function receiptRoutes(app: FastifyInstance): Promise<void>
                 },
               },
               checkpoint: compactJws,
+              tlog_index: {
+                type: 'integer',
+                description: "The position of the receipt's tree key in the transparency log (C2SP tlog-tiles)",
+              },
+              tree_size: {
+                type: 'integer',
+                description: 'The size of the first log checkpoint that holds it',
+              },
             },
             ['receipt'],
           ),

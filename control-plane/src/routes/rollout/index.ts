@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fail } from '#lib/errors/keyplane-error.js';
-import { constantEquals } from '#lib/crypto/constant-equals.js';
+import { presentsAdminToken, requireAdminToken } from '#lib/http/admin-token.js';
 import { page } from '../../pages/layout.js';
 import { rolloutTable } from '../../pages/rollout-page.js';
 import { uiOf } from '../../pages/ui.js';
@@ -15,12 +14,12 @@ import {
   type RegisterInput,
   type VerificationCheck,
 } from '../../rollout/projects.js';
+import { consoleSessionOf } from '../../http/operator-access.js';
 import { describeSlice, projectSliceOfClient, rolloutTruth, viewerOf, type Viewer } from '../../rollout/truth.js';
 import { describeClient } from '../../clients/registration.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { anyObject, errorResponses, okObject, receiptField } from '../../http/schemas.js';
 
-const BEARER = /^Bearer +(\S+)$/i;
 const admin = [{ bearerAuth: [] }];
 const adminOrSession: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { sessionCookie: [] }];
 const projectParams = {
@@ -89,19 +88,6 @@ const nestedSlice = {
   additionalProperties: true,
 } as const;
 
-function requireAdminToken(app: FastifyInstance, request: FastifyRequest): void {
-  const expected = app.kp.config.adminToken;
-  const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
-  if (expected === undefined)
-    throw fail('unauthorized', 'the admin API is off: no admin token is configured', {
-      headers: { 'www-authenticate': 'Bearer' },
-    });
-  if (presented === undefined || !constantEquals(presented, expected))
-    throw fail('unauthorized', 'send the admin token as a Bearer token', {
-      headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
-    });
-}
-
 /**
  * The rollout (docs/rollout.md): the operator's steps under the admin token, `/rollout` and the
  * project slices for the operator, the client's owner and the profile's org admins.
@@ -109,13 +95,10 @@ function requireAdminToken(app: FastifyInstance, request: FastifyRequest): void 
 export default async function rolloutRoutes(app: FastifyInstance): Promise<void> {
   const services = app.kp;
 
-  /** The admin token makes the operator; otherwise a session (the founder's is the operator's too). */
+  /** The admin token makes the operator; otherwise a session, the operator's with a console session. */
   const viewer = async (request: FastifyRequest): Promise<Viewer> => {
-    if (request.headers.authorization !== undefined) {
-      requireAdminToken(app, request);
-      return { operator: true };
-    }
-    return viewerOf(services, request.kp.session!.identityId);
+    if (presentsAdminToken(services.config.adminToken, request.headers.authorization)) return { operator: true };
+    return viewerOf(request.kp.session!.identityId, await consoleSessionOf(services, request));
   };
   const sessionUnlessToken = async (request: FastifyRequest, reply: FastifyReply) =>
     request.headers.authorization === undefined ? requireSession(request, reply) : undefined;
@@ -174,7 +157,9 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
   );
 
   await app.register(async (operator) => {
-    operator.addHook('onRequest', async (request) => requireAdminToken(app, request));
+    operator.addHook('onRequest', async (request) =>
+      requireAdminToken(services.config.adminToken, request.headers.authorization),
+    );
 
     operator.post(
       '/rollout/documents',

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sameOriginReferrerArea } from '../../plugins/security-headers.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import type { ErrorPage } from '../../plugins/errors.js';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
@@ -20,7 +21,7 @@ import {
   type ProviderActor,
 } from '../../saml/providers.js';
 import { samlUrls } from '../../saml/sso.js';
-import type { StoredSamlProvider } from '../../storage/types.js';
+import type { StoredSamlProvider } from '../../storage/interface.js';
 import { errorResponses } from '../../http/schemas.js';
 
 /**
@@ -29,7 +30,6 @@ import { errorResponses } from '../../http/schemas.js';
  * Changes need a `sensitive` session; a form post without one is sent to the step-up page, which returns here.
  */
 const session = [{ sessionCookie: [] }];
-const sameOriginReferrer = new WeakSet<FastifyReply>();
 const idParams = {
   type: 'object',
   required: ['id'],
@@ -174,10 +174,8 @@ function formSettings(fields: Record<string, unknown>): Record<string, unknown> 
 
 export default async function samlAppsPage(app: FastifyInstance): Promise<void> {
   const services = app.kp;
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
-    return payload;
-  });
+  // The providers page and the edit form post back with the session.
+  sameOriginReferrerArea(app);
 
   async function render(
     request: FastifyRequest,
@@ -190,7 +188,6 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
     const actor = await sessionActor(services, current.identityId);
     const providers = await listProviders(services, actor);
     reply.code(status).type('text/html; charset=utf-8');
-    sameOriginReferrer.add(reply);
     const ui = uiOf(request, '/apps/saml');
     const body = providersPage(ui, {
       providers,
@@ -200,10 +197,7 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
       issuer: services.config.issuer,
       ...(notice ? { notice } : {}),
     });
-    return page({ title: ui.t('saml_apps.title'), nonce: request.kp.cspNonce, ui, body }).replace(
-      '<meta name="referrer" content="no-referrer">',
-      '<meta name="referrer" content="same-origin">',
-    );
+    return page({ title: ui.t('saml_apps.title'), nonce: request.kp.cspNonce, ui, body });
   }
 
   /** A change from the page: without a sensitive session, off to the step-up page and back. */
@@ -307,16 +301,12 @@ export default async function samlAppsPage(app: FastifyInstance): Promise<void> 
         (request.params as { id: string }).id,
       );
       reply.type('text/html; charset=utf-8');
-      sameOriginReferrer.add(reply);
       const ui = uiOf(request);
       const body = html`<h1>${ui.t('saml_apps.edit.heading', { name: provider.name ?? provider.entityId })}</h1>
 <p><a href="/apps/saml">${ui.t('saml_apps.edit.back')}</a></p>
 ${meetsAssurance(current.assurance, 'sensitive') ? '' : html`<p role="note">${ui.t('saml_apps.edit.step_up')}</p>`}
 ${providerForm(ui, { action: `/apps/saml/${encodeURIComponent(provider.id)}/update`, submit: ui.t('apps.edit.save'), provider })}`;
-      return page({ title: ui.t('saml_apps.edit.title'), nonce: request.kp.cspNonce, ui, body }).replace(
-        '<meta name="referrer" content="no-referrer">',
-        '<meta name="referrer" content="same-origin">',
-      );
+      return page({ title: ui.t('saml_apps.edit.title'), nonce: request.kp.cspNonce, ui, body });
     },
   );
 

@@ -1,5 +1,5 @@
-import type { FastifyInstance } from 'fastify';
-import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { type PageUi, uiOf } from '../../pages/ui.js';
@@ -39,6 +39,18 @@ ${rating ? ratingReport(rating, ui) : ''}`,
   });
 }
 
+/**
+ * The scan form shown again with the person's URL and a note, when the URL was refused (the
+ * error handler answers with it, status and all: docs/errors.md#one-error-path); any other
+ * refusal gets the shared page.
+ */
+function scanFormAgain(request: FastifyRequest, failure: KeyplaneError): string | undefined {
+  if (failure.reason !== 'scan_target_refused') return undefined;
+  const input = { ...(request.query as { url?: unknown }), ...(request.body as { url?: unknown } | undefined) };
+  const url = typeof input.url === 'string' ? input.url : '';
+  return scanPage(request.kp.cspNonce, uiOf(request), url, null, 'scan.note.invalid_url');
+}
+
 /** The seal's states (docs/scan.md), as the verification page names them. */
 const STATUS_LABELS: Record<string, MessageKey | undefined> = {
   current: 'scan.verify.status.current',
@@ -62,6 +74,7 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/scan',
     {
+      config: { errorPage: scanFormAgain },
       schema: {
         tags: ['scan'],
         summary: 'Scan a public https site anonymously (throttled per address and per site; recent results are reused)',
@@ -86,6 +99,7 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/scan',
     {
+      config: { errorPage: scanFormAgain },
       schema: {
         tags: ['scan'],
         summary: 'The latest public scan of a URL (JSON), or the scan page with its report (HTML)',
@@ -101,18 +115,9 @@ export default async function scanRoutes(app: FastifyInstance): Promise<void> {
         if (!rating) throw fail('not_found', 'this URL has not been scanned yet');
         return { ok: true, rating };
       }
-      let rating: Rating | null = null;
-      let note: ScanNote | null = null;
-      if (url) {
-        try {
-          rating = await latestPublicRating(services, url);
-          if (!rating) note = 'scan.note.not_scanned';
-        } catch (error) {
-          // The page's form shown again with a note; an outage is the errors plugin's, not a bad URL.
-          if (!isKeyplaneError(error) || error.reason !== 'scan_target_refused') throw error;
-          note = 'scan.note.invalid_url';
-        }
-      }
+      // A refused URL is thrown on: the error handler shows the form again with its note (scanFormAgain).
+      const rating = url ? await latestPublicRating(services, url) : null;
+      const note: ScanNote | null = url && !rating ? 'scan.note.not_scanned' : null;
       reply.type('text/html; charset=utf-8');
       return scanPage(request.kp.cspNonce, uiOf(request), url ?? '', rating, note);
     },

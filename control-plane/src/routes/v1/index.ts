@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { usernameOf } from '../../accounts/profile.js';
 import { offerApproval } from '../../consent/gate.js';
 import type { SessionView } from '../../context.js';
-import type { StoredClient } from '../../storage/types.js';
-import { clientLinksOf, sameOriginReferrer, sendOneTap } from '../oidc/pages.js';
+import type { StoredClient } from '../../storage/interface.js';
+import { sendOneTap } from '../oidc/pages.js';
+import { clientLinksOf } from '../../oidc/authorize/views.js';
 import { fail } from '#lib/errors/keyplane-error.js';
 import { html, page, raw } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
@@ -30,8 +31,6 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
   const deprecation = v1DeprecationHeaders(services.config);
   app.addHook('onSend', async (_request, reply, payload) => {
     reply.headers(deprecation);
-    // The approval page's form posts back here: its Origin must reach us (see oidc/pages.ts).
-    if (sameOriginReferrer.has(reply)) reply.header('referrer-policy', 'same-origin');
     return payload;
   });
 
@@ -50,8 +49,9 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
     });
     const target = new URL(to);
     target.searchParams.set('session', token);
-    // The token is in the URL (that is v1's flaw): keep it out of Referer headers and caches at least.
-    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+    // The token is in the URL (that is v1's flaw): keep it out of caches at least. Referer headers
+    // to other origins are never sent (the route's policy, plugins/security-headers.ts).
+    reply.header('cache-control', 'no-store');
     return reply.code(status).redirect(target.href);
   }
   app.addHook('onResponse', async (request, reply) => {
@@ -80,6 +80,8 @@ export default async function v1Routes(app: FastifyInstance): Promise<void> {
   app.get<{ Querystring: { to: string } }>(
     '/auth/v1/return',
     {
+      // The approval page's form posts back with the session.
+      config: { sameOriginReferrer: true },
       schema: {
         tags: ['v1 (deprecated)'],
         deprecated: true,

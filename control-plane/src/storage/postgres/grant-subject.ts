@@ -8,7 +8,7 @@ import {
 import { TOKEN_WITH_GRANT } from '../stores/oidc-store.js';
 import { emailFromRow, type EmailRow } from '../stores/email-store.js';
 import { identityFromRow, type IdentityRow } from '../stores/identity-store.js';
-import type { AccountState, GrantSubject } from '../types.js';
+import type { AccountState, GrantSubject } from '../interface.js';
 import { liveAt } from '../stores/session-store.js';
 import type { Sql } from './sql.js';
 

@@ -2,7 +2,7 @@ import { sharedStores } from '../stores/index.js';
 import { clientStore } from '../stores/client-store.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 import { loadMigrations, type Migration, type MigrationReport } from '../migration-ledger.js';
-import type { SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
+import type { SpentWith, Storage, Stores, WritesWithSpend } from '../interface.js';
 import { spendCode, spendRefreshToken } from '../stores/oidc-store.js';
 import { postgresCodeWithSubject, postgresRefreshWithSubject } from './grant-subject.js';
 import { checkPostgresSchema, migratePostgres } from './schema-ledger.js';

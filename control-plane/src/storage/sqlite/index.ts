@@ -1,6 +1,6 @@
 import { sharedStores } from '../stores/index.js';
 import { ClientRowCache, clientStore } from '../stores/client-store.js';
-import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../types.js';
+import type { GrantSubject, SpentWith, Storage, Stores, WritesWithSpend } from '../interface.js';
 import type { MigrationReport } from '../migration-ledger.js';
 import { openDatabase } from './database.js';
 import { cached, SerialRunner } from './serial-runner.js';

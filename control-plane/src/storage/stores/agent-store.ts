@@ -5,7 +5,7 @@ import type {
   StoredAgentGrant,
   StoredAgentTransfer,
   StoredEnrollment,
-} from '../types.js';
+} from '../interface.js';
 import { changedOne, firstRow, type Sql } from '../sql.js';
 
 interface EnrollmentRow {
@@ -217,6 +217,14 @@ export function agentStore(sql: Sql): AgentStore {
     },
     get: (agentId) => firstRow(sql, 'SELECT * FROM agents WHERE agent_id = $1', [agentId], agentFromRow),
     getByProofId: (proofId) => firstRow(sql, 'SELECT * FROM agents WHERE proof_id = $1', [proofId], agentFromRow),
+    // A range on the primary key.
+    listPage: async ({ after, limit }) =>
+      (
+        await sql.rows<AgentRow>('SELECT * FROM agents WHERE agent_id > $1 ORDER BY agent_id LIMIT $2', [
+          after ?? '',
+          limit,
+        ])
+      ).map(agentFromRow),
     listByOwner: async (ownerId) =>
       (
         await sql.rows<AgentRow>('SELECT * FROM agents WHERE owner_id = $1 ORDER BY created_at, agent_id', [ownerId])

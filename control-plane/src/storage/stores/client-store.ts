@@ -1,5 +1,5 @@
 import { insertOf, type Sql } from '../sql.js';
-import type { ClientStore, StoredClient } from '../types.js';
+import type { ClientStore, StoredClient } from '../interface.js';
 
 interface ClientRow {
   client_id: string;

@@ -1,5 +1,5 @@
 import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
-import type { ContactStore, StoredContact } from '../types.js';
+import type { ContactStore, StoredContact } from '../interface.js';
 
 interface ContactRow {
   contact_id: string;

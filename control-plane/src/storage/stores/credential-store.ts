@@ -1,4 +1,4 @@
-import type { CredentialStore, CredentialSummary } from '../types.js';
+import type { CredentialStore, CredentialSummary } from '../interface.js';
 import { changedOne, insertOf, type Sql } from '../sql.js';
 
 interface CredentialRow {
@@ -12,11 +12,12 @@ interface CredentialRow {
   label: string;
   created_at: number;
   last_used_at: number | null;
+  aaguid: string | null;
 }
 
 /** Listings never select the public key column. */
 const CREDENTIAL_SUMMARY_COLUMNS =
-  'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at';
+  'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at, aaguid';
 
 const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): CredentialRow => ({
   cred_id: c.credId,
@@ -29,6 +30,7 @@ const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): Cred
   label: c.label,
   created_at: c.createdAt,
   last_used_at: c.lastUsedAt,
+  aaguid: c.aaguid ?? null,
 });
 
 const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): CredentialSummary => ({
@@ -41,6 +43,7 @@ const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): Crede
   label: row.label,
   createdAt: row.created_at,
   lastUsedAt: row.last_used_at,
+  aaguid: row.aaguid,
 });
 
 export function credentialStore(sql: Sql): CredentialStore {

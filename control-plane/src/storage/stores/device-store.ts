@@ -1,4 +1,4 @@
-import type { DeviceStore } from '../types.js';
+import type { DeviceStore } from '../interface.js';
 import { changedOne, type Sql } from '../sql.js';
 
 interface DeviceRow {

@@ -1,5 +1,5 @@
-import type { EmailStore, StoredEmail } from '../types.js';
-import { firstRow, type Sql } from '../sql.js';
+import type { EmailStore, StoredEmail } from '../interface.js';
+import { changedOne, firstRow, type Sql } from '../sql.js';
 
 export interface EmailRow {
   email_id: string;
@@ -31,6 +31,8 @@ export function emailStore(sql: Sql): EmailStore {
         record.email,
       ]))!;
     },
+    remove: (identityId, emailId) =>
+      changedOne(sql, 'DELETE FROM emails WHERE identity_id = $1 AND email_id = $2', [identityId, emailId]),
     get: (emailId) => one('SELECT * FROM emails WHERE email_id = $1', [emailId]),
     listByIdentity: async (identityId) =>
       (

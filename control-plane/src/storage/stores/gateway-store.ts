@@ -1,4 +1,4 @@
-import type { GatewayStore, IssuedGatewayConfig, StoredGatewayEvidence } from '../types.js';
+import type { GatewayStore, IssuedGatewayConfig, StoredGatewayEvidence } from '../interface.js';
 import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface ConfigRow {
@@ -100,6 +100,12 @@ export function gatewayStore(sql: Sql): GatewayStore {
         'SELECT * FROM gateway_configs WHERE client_id = $1 ORDER BY version DESC LIMIT 1',
         [clientId],
         gatewayConfigFromRow,
+      ),
+    directoryGeneration: async () =>
+      // PostgreSQL returns a BIGINT as a string.
+      Number(
+        (await sql.row<{ generation: number | string }>('SELECT generation FROM directory_generation WHERE id = 1'))!
+          .generation,
       ),
     insertConfig: (config) =>
       changedOne(

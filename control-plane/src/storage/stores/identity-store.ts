@@ -1,4 +1,4 @@
-import type { AccountState, Identity, IdentityStore } from '../types.js';
+import type { AccountState, Identity, IdentityStore } from '../interface.js';
 import { changedOne, columnOf, firstRow, insertOf, Rollback, type Sql } from '../sql.js';
 
 export interface IdentityRow {
@@ -7,8 +7,11 @@ export interface IdentityRow {
   display_name: string;
   preferences: string;
   founder: number;
+  managed_by: string | null;
   created_at: number;
   updated_at: number;
+  /** Added by a later migration: absent from rows this store inserts (null until set). */
+  passkey_upgrade_declined_at?: number | null;
 }
 
 const identityToRow = (identity: Identity): IdentityRow => ({
@@ -17,6 +20,7 @@ const identityToRow = (identity: Identity): IdentityRow => ({
   display_name: identity.displayName,
   preferences: JSON.stringify(identity.preferences),
   founder: identity.founder ? 1 : 0,
+  managed_by: identity.managedBy ?? null,
   created_at: identity.createdAt,
   updated_at: identity.updatedAt,
 });
@@ -27,9 +31,14 @@ export const identityFromRow = (row: IdentityRow): Identity => ({
   displayName: row.display_name,
   preferences: JSON.parse(row.preferences) as Record<string, string>,
   founder: row.founder === 1,
+  ...(row.managed_by ? { managedBy: row.managed_by } : {}),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
+  passkeyUpgradeDeclinedAt: row.passkey_upgrade_declined_at ?? null,
 });
+
+/** The state the account is in: the operator's `disabled` first, then the org's suspension (docs/scim.md#suspension). */
+const STATE = "CASE WHEN state = 'active' AND suspended_at IS NOT NULL THEN 'suspended' ELSE state END";
 
 const TAKEN = 'SELECT 1 FROM identity_names WHERE name = $1';
 
@@ -56,6 +65,12 @@ export function identityStore(sql: Sql): IdentityStore {
           return false;
         throw error;
       }
+    },
+    declinePasskeyUpgrade: async (identityId, at) => {
+      await sql.count('UPDATE identities SET passkey_upgrade_declined_at = $2 WHERE identity_id = $1', [
+        identityId,
+        at,
+      ]);
     },
     get: (identityId) => one('SELECT * FROM identities WHERE identity_id = $1', [identityId]),
     findByUsername: (folded) =>
@@ -103,13 +118,22 @@ export function identityStore(sql: Sql): IdentityStore {
     },
     count: async () => (await sql.rows<{ n: number }>('SELECT count(*) AS n FROM identities'))[0]!.n,
     founderExists: async () => (await sql.rows('SELECT 1 FROM identities WHERE founder = 1')).length > 0,
+    listManaged: async (orgId) =>
+      (
+        await sql.rows<IdentityRow>('SELECT * FROM identities WHERE managed_by = $1 ORDER BY created_at, identity_id', [
+          orgId,
+        ])
+      ).map(identityFromRow),
     state: async (identityId) =>
-      (await sql.rows<{ state: AccountState }>('SELECT state FROM identities WHERE identity_id = $1', [identityId]))[0]
-        ?.state ?? null,
+      (
+        await sql.rows<{ state: AccountState }>(`SELECT ${STATE} AS state FROM identities WHERE identity_id = $1`, [
+          identityId,
+        ])
+      )[0]?.state ?? null,
     summaries: async (identityIds) =>
       (
         await sql.rows<{ identity_id: string; username: string; state: AccountState }>(
-          `SELECT identity_id, username, state FROM identities WHERE ${sql.dialect.inList('identity_id', '$1')}`,
+          `SELECT identity_id, username, ${STATE} AS state FROM identities WHERE ${sql.dialect.inList('identity_id', '$1')}`,
           [sql.dialect.list([...identityIds])],
         )
       ).map((row) => ({ identityId: row.identity_id, username: row.username, state: row.state })),
@@ -119,6 +143,28 @@ export function identityStore(sql: Sql): IdentityStore {
         state,
         at,
       ]),
+    setSuspended: (identityId, at) =>
+      changedOne(
+        sql,
+        at === null
+          ? 'UPDATE identities SET suspended_at = NULL WHERE identity_id = $1 AND suspended_at IS NOT NULL'
+          : 'UPDATE identities SET suspended_at = $2 WHERE identity_id = $1 AND suspended_at IS NULL',
+        at === null ? [identityId] : [identityId, at],
+      ),
+    listPage: async ({ after, prefix, limit }) =>
+      (
+        await sql.rows<{ identity_id: string; username: string; state: AccountState; created_at: number | string }>(
+          // A range on the unique username index: `~` sorts after every character a username may hold.
+          `SELECT identity_id, username, ${STATE} AS state, created_at FROM identities
+           WHERE username > $1 AND username >= $2 AND username < $3 ORDER BY username LIMIT $4`,
+          [after ?? '', prefix, `${prefix}~`, limit],
+        )
+      ).map((row) => ({
+        identityId: row.identity_id,
+        username: row.username,
+        state: row.state,
+        createdAt: Number(row.created_at),
+      })),
     // Names, aliases, passkeys, sessions, devices, TOTP, recovery codes, emails and links go by ON DELETE CASCADE.
     remove: (identityId) => changedOne(sql, 'DELETE FROM identities WHERE identity_id = $1', [identityId]),
   };

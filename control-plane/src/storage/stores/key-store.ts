@@ -1,4 +1,4 @@
-import type { KeyState, KeyStore, StoredSigningKey } from '../types.js';
+import type { KeyState, KeyStore, StoredSigningKey } from '../interface.js';
 import { SIGNING_RING_LOCK } from '../locks.js';
 import { insertOf, type Sql } from '../sql.js';
 

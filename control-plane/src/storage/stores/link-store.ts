@@ -1,4 +1,4 @@
-import type { LinkStore, StoredLink } from '../types.js';
+import type { LinkStore, StoredLink } from '../interface.js';
 import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface LinkRow {

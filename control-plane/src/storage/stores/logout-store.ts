@@ -1,5 +1,5 @@
-import type { BackchannelLogout, LogoutStore } from '../types.js';
-import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
+import type { BackchannelLogout, LogoutStore } from '../interface.js';
+import { backlogOf, changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface BackchannelLogoutRow {
   logout_id: string;
@@ -104,6 +104,12 @@ export function logoutStore(sql: Sql): LogoutStore {
       ),
     get: (logoutId) =>
       firstRow(sql, 'SELECT * FROM backchannel_logouts WHERE logout_id = $1', [logoutId], logoutFromRow),
+    backlog: async () => {
+      const row = await sql.row<{ pending: number | string; oldest: number | string | null }>(
+        "SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM backchannel_logouts WHERE state = 'pending'",
+      );
+      return backlogOf(row);
+    },
     listForSession: async (sessionId) =>
       (
         await sql.rows<BackchannelLogoutRow>(

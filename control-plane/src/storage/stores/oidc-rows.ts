@@ -1,4 +1,4 @@
-import type { StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from '../types.js';
+import type { StoredAuthorizationCode, StoredGrant, StoredRefreshToken } from '../interface.js';
 
 /**
  * The rows of the OIDC store (codes, grants, refresh tokens, approvals), the same on both
@@ -43,6 +43,7 @@ export interface GrantRow {
   expires_at: number;
   revoked_at: Nullable<number>;
   offline: number;
+  source_grant_id: Nullable<string>;
 }
 
 export interface RefreshRow {
@@ -121,6 +122,7 @@ export const grantToRow = (g: StoredGrant): GrantRow => ({
   expires_at: g.expiresAt,
   revoked_at: g.revokedAt,
   offline: g.offline ? 1 : 0,
+  source_grant_id: g.sourceGrantId ?? null,
 });
 
 export const grantFromRow = (row: GrantRow): StoredGrant => ({
@@ -130,6 +132,7 @@ export const grantFromRow = (row: GrantRow): StoredGrant => ({
   expiresAt: row.expires_at,
   revokedAt: row.revoked_at,
   offline: row.offline === 1,
+  ...(row.source_grant_id ? { sourceGrantId: row.source_grant_id } : {}),
 });
 
 export const refreshToRow = (t: StoredRefreshToken): RefreshRow => ({

@@ -1,4 +1,4 @@
-import type { CodeConsumption, OidcStore, RefreshConsumption } from '../types.js';
+import type { CodeConsumption, OidcStore, RefreshConsumption } from '../interface.js';
 import { changedOne, columnOf, firstRow, insertOf, type SpendStatement, type Sql } from '../sql.js';
 import {
   REFRESH_GRANT_COLUMNS,
@@ -123,6 +123,11 @@ export function oidcStore(sql: Sql): OidcStore {
     insertRefreshToken: async (token) => {
       await sql.count(...insertOf('oidc_refresh_tokens', refreshToRow({ ...token, usedAt: null })));
     },
+    extendRefreshToken: async (tokenHash, idleExpiresAt) =>
+      changedOne(sql, 'UPDATE oidc_refresh_tokens SET idle_expires_at = $2 WHERE token_hash = $1 AND used_at IS NULL', [
+        tokenHash,
+        idleExpiresAt,
+      ]),
     findRefreshToken: (tokenHash) =>
       firstRow(sql, 'SELECT * FROM oidc_refresh_tokens WHERE token_hash = $1', [tokenHash], refreshFromRow),
     findRefreshGrant: (tokenHash) =>
@@ -172,6 +177,13 @@ export function oidcStore(sql: Sql): OidcStore {
         identityId,
         at,
       ]),
+    liveGrantsOf: async (identityId, at) =>
+      (
+        await sql.rows<GrantRow>(
+          'SELECT * FROM oidc_grants WHERE identity_id = $1 AND revoked_at IS NULL AND expires_at > $2',
+          [identityId, at],
+        )
+      ).map(grantFromRow),
     forgetIdentity: async (identityId) => {
       await sql.atomic(async (tx) => {
         await tx.count('DELETE FROM oidc_codes WHERE identity_id = $1', [identityId]);

@@ -1,4 +1,14 @@
-import type { OrgInvite, OrgMember, OrgRole, OrgSite, OrgStore, ScanStore, StoredOrg, StoredScan } from '../types.js';
+import type {
+  OrgMailDomain,
+  OrgInvite,
+  OrgMember,
+  OrgRole,
+  OrgSite,
+  OrgStore,
+  ScanStore,
+  StoredOrg,
+  StoredScan,
+} from '../interface.js';
 import { changedOne, firstRow, type Sql } from '../sql.js';
 
 interface OrgRow {
@@ -78,6 +88,28 @@ const siteFromRow = (r: SiteRow): OrgSite => ({
   createdAt: r.created_at,
 });
 
+interface MailDomainRow {
+  domain_id: string;
+  org_id: string;
+  domain: string;
+  proof_token: string;
+  verified_at: number | null;
+  checked_at: number | null;
+  failing_since: number | null;
+  created_at: number;
+}
+
+const mailDomainFromRow = (r: MailDomainRow): OrgMailDomain => ({
+  domainId: r.domain_id,
+  orgId: r.org_id,
+  domain: r.domain,
+  proofToken: r.proof_token,
+  verifiedAt: r.verified_at === null ? null : Number(r.verified_at),
+  checkedAt: r.checked_at === null ? null : Number(r.checked_at),
+  failingSince: r.failing_since === null ? null : Number(r.failing_since),
+  createdAt: Number(r.created_at),
+});
+
 const scanFromRow = (r: ScanRow): StoredScan => ({
   scanId: r.scan_id,
   siteId: r.site_id,
@@ -109,6 +141,11 @@ export function orgStore(sql: Sql): OrgStore {
       }),
     getBySlug: (slug) => firstRow(sql, 'SELECT * FROM orgs WHERE slug = $1', [slug], orgFromRow),
     get: (orgId) => firstRow(sql, 'SELECT * FROM orgs WHERE org_id = $1', [orgId], orgFromRow),
+    // A range on the unique slug index.
+    listPage: async ({ after, limit }) =>
+      (await sql.rows<OrgRow>('SELECT * FROM orgs WHERE slug > $1 ORDER BY slug LIMIT $2', [after ?? '', limit])).map(
+        orgFromRow,
+      ),
     listForMember: async (identityId) =>
       (
         await sql.rows<OrgRow & { role: OrgRole }>(
@@ -218,6 +255,73 @@ export function orgStore(sql: Sql): OrgStore {
       ),
     primarySites: async () =>
       (await sql.rows<SiteRow>('SELECT * FROM org_sites WHERE is_primary = 1 ORDER BY site_id')).map(siteFromRow),
+    addMailDomain: (d) =>
+      changedOne(
+        sql,
+        `INSERT INTO org_mail_domains (domain_id, org_id, domain, proof_token, verified_at, checked_at, failing_since, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+        [d.domainId, d.orgId, d.domain, d.proofToken, d.verifiedAt, d.checkedAt, d.failingSince, d.createdAt],
+      ),
+    mailDomains: async (orgId) =>
+      (await sql.rows<MailDomainRow>('SELECT * FROM org_mail_domains WHERE org_id = $1 ORDER BY domain', [orgId])).map(
+        mailDomainFromRow,
+      ),
+    mailDomain: (orgId, domain) =>
+      firstRow(
+        sql,
+        'SELECT * FROM org_mail_domains WHERE org_id = $1 AND domain = $2',
+        [orgId, domain],
+        mailDomainFromRow,
+      ),
+    // One statement: the NOT EXISTS answers the usual case, the partial unique index a race.
+    claimMailDomain: async (domainId, at) => {
+      try {
+        return await changedOne(
+          sql,
+          `UPDATE org_mail_domains SET verified_at = $2, checked_at = $2, failing_since = NULL
+           WHERE domain_id = $1 AND NOT EXISTS (
+             SELECT 1 FROM org_mail_domains other
+             WHERE other.domain = org_mail_domains.domain AND other.verified_at IS NOT NULL AND other.domain_id <> $1)`,
+          [domainId, at],
+        );
+      } catch (error) {
+        if (sql.dialect.isUniqueViolation(error)) return false;
+        throw error;
+      }
+    },
+    mailDomainHolder: (domain) =>
+      firstRow(
+        sql,
+        'SELECT * FROM org_mail_domains WHERE domain = $1 AND verified_at IS NOT NULL',
+        [domain],
+        mailDomainFromRow,
+      ),
+    mailDomainHolders: async (domains) =>
+      domains.length === 0
+        ? []
+        : (
+            await sql.rows<{ domain: string; org_id: string }>(
+              `SELECT domain, org_id FROM org_mail_domains WHERE verified_at IS NOT NULL AND ${sql.dialect.inList('domain', '$1')}`,
+              [sql.dialect.list([...domains])],
+            )
+          ).map((r) => ({ domain: r.domain, orgId: r.org_id })),
+    mailDomainsDue: async (before) =>
+      (
+        await sql.rows<MailDomainRow>(
+          `SELECT * FROM org_mail_domains WHERE verified_at IS NOT NULL AND (checked_at IS NULL OR checked_at < $1)
+           ORDER BY domain_id`,
+          [before],
+        )
+      ).map(mailDomainFromRow),
+    recordMailDomainCheck: async (domainId, at, failingSince, lapse) => {
+      await sql.count(
+        `UPDATE org_mail_domains SET checked_at = $2, failing_since = $3,
+         verified_at = CASE WHEN $4 = 1 THEN NULL ELSE verified_at END WHERE domain_id = $1`,
+        [domainId, at, failingSince, lapse ? 1 : 0],
+      );
+    },
+    removeMailDomain: (orgId, domainId) =>
+      changedOne(sql, 'DELETE FROM org_mail_domains WHERE org_id = $1 AND domain_id = $2', [orgId, domainId]),
   };
 }
 

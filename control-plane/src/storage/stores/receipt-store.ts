@@ -1,6 +1,6 @@
 import { canonicalJson } from '#lib/ledger/canonical-json.js';
 import { treeKeyOf } from '#lib/ledger/receipt.js';
-import type { PlacedKey, ReceiptStore, StoredCheckpoint, StoredReceipt } from '../types.js';
+import type { PlacedKey, ReceiptStore, StoredCheckpoint, StoredReceipt } from '../interface.js';
 import { SEALING_LOCK } from '../locks.js';
 import type { Sql } from '../sql.js';
 
@@ -12,6 +12,7 @@ interface ReceiptRow {
   epoch: number | null;
   tree_index: number | null;
   path: Buffer | null;
+  tlog_index: number | null;
 }
 
 const receiptFromRow = (row: ReceiptRow): StoredReceipt => ({
@@ -22,6 +23,7 @@ const receiptFromRow = (row: ReceiptRow): StoredReceipt => ({
   epoch: row.epoch,
   index: row.tree_index,
   path: row.path === null ? null : splitPath(row.path),
+  tlogIndex: row.tlog_index,
 });
 
 interface CheckpointRow {
@@ -32,6 +34,8 @@ interface CheckpointRow {
   prev: string | null;
   sealed_at: number;
 }
+
+const CHECKPOINT_COLUMNS = 'epoch, jws, root, size, prev, sealed_at';
 
 const checkpointFromRow = (row: CheckpointRow): StoredCheckpoint => ({
   epoch: row.epoch,
@@ -69,9 +73,34 @@ export function receiptStore(sql: Sql): ReceiptStore {
         createdAt,
       ]);
     },
+    list: async (query) => {
+      const where = ['seq > $1'];
+      const values: unknown[] = [query.after];
+      const add = (clause: (param: string) => string, value: unknown) => {
+        values.push(value);
+        where.push(clause(`$${values.length}`));
+      };
+      if (query.kind !== undefined) add((p) => `kind = ${p}`, query.kind);
+      // The id as a whole JSON string value, with LIKE's wildcards (ids hold `_`) escaped.
+      if (query.subject !== undefined)
+        add((p) => `body LIKE ${p} ESCAPE '\\'`, `%${JSON.stringify(query.subject).replace(/[\\%_]/g, '\\$&')}%`);
+      if (query.since !== undefined) add((p) => `created_at >= ${p}`, query.since);
+      if (query.until !== undefined) add((p) => `created_at < ${p}`, query.until);
+      values.push(query.limit);
+      const rows = await sql.rows<{ seq: number | string; hash: string; body: string; created_at: number | string }>(
+        `SELECT seq, hash, body, created_at FROM receipts WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${values.length}`,
+        values,
+      );
+      return rows.map((row) => ({
+        position: Number(row.seq),
+        hash: row.hash,
+        body: row.body,
+        createdAt: Number(row.created_at),
+      }));
+    },
     get: async (hash) => {
       const [row] = await sql.rows<ReceiptRow>(
-        'SELECT hash, body, tree_key, created_at, epoch, tree_index, path FROM receipts WHERE hash = $1',
+        'SELECT hash, body, tree_key, created_at, epoch, tree_index, path, tlog_index FROM receipts WHERE hash = $1',
         [hash],
       );
       return row ? receiptFromRow(row) : undefined;
@@ -122,11 +151,16 @@ export function receiptStore(sql: Sql): ReceiptStore {
       );
     },
     checkpoint: async (epoch) => {
-      const [row] = await sql.rows<CheckpointRow>('SELECT * FROM receipt_checkpoints WHERE epoch = $1', [epoch]);
+      const [row] = await sql.rows<CheckpointRow>(
+        `SELECT ${CHECKPOINT_COLUMNS} FROM receipt_checkpoints WHERE epoch = $1`,
+        [epoch],
+      );
       return row ? checkpointFromRow(row) : undefined;
     },
     latestCheckpoint: async () => {
-      const [row] = await sql.rows<CheckpointRow>('SELECT * FROM receipt_checkpoints ORDER BY epoch DESC LIMIT 1');
+      const [row] = await sql.rows<CheckpointRow>(
+        `SELECT ${CHECKPOINT_COLUMNS} FROM receipt_checkpoints ORDER BY epoch DESC LIMIT 1`,
+      );
       return row ? checkpointFromRow(row) : undefined;
     },
     neighbours: async (epoch, treeKey) => {

@@ -1,4 +1,4 @@
-import type { RecoveryCodeStore, StoredRecoveryCode } from '../types.js';
+import type { RecoveryCodeStore, StoredRecoveryCode } from '../interface.js';
 import { changedOne, type Sql } from '../sql.js';
 
 interface RecoveryRow {

@@ -1,4 +1,4 @@
-import type { RolloutStore, StoredProject, StoredRolloutDocument } from '../types.js';
+import type { RolloutStore, StoredProject, StoredRolloutDocument } from '../interface.js';
 import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface RolloutDocumentRow {

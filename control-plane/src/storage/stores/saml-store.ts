@@ -1,5 +1,5 @@
 import type { OrgRule } from '#lib/access/evaluate-access.js';
-import type { KeyState, SamlStore, StoredSamlKey, StoredSamlProvider } from '../types.js';
+import type { KeyState, SamlStore, StoredSamlKey, StoredSamlProvider } from '../interface.js';
 import { SAML_RING_LOCK } from '../locks.js';
 import { changedOne, firstRow, insertOf, Rollback, type Sql } from '../sql.js';
 import { setRingKeyState } from './key-store.js';

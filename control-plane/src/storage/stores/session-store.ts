@@ -1,4 +1,4 @@
-import type { SessionAssurance, SessionStore, StoredSession } from '../types.js';
+import type { SessionAssurance, SessionStore, StoredSession } from '../interface.js';
 import { changedOne, columnOf, firstRow, insertOf, type Sql } from '../sql.js';
 
 interface SessionRow {

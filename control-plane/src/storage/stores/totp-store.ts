@@ -1,4 +1,4 @@
-import type { StoredTotp, TotpState, TotpStore } from '../types.js';
+import type { StoredTotp, TotpState, TotpStore } from '../interface.js';
 import { changedOne, firstRow, type Sql } from '../sql.js';
 
 interface TotpRow {

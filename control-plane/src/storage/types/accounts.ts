@@ -49,8 +49,15 @@ export interface Identity {
   displayName: string;
   preferences: Record<string, string>;
   founder: boolean;
+  /**
+   * The org that manages the account (created by its JIT or SCIM; docs/orgs.md#managed-accounts);
+   * absent for a personal account, which no org ever manages.
+   */
+  managedBy?: string;
   createdAt: number;
   updatedAt: number;
+  /** When the person last declined the passkey offered after a sign-in without one; null if never. */
+  passkeyUpgradeDeclinedAt?: number | null;
 }
 
 export interface IdentityStore {
@@ -65,8 +72,12 @@ export interface IdentityStore {
   rename(identityId: string, folded: string, at: number): Promise<boolean>;
   setDisplayName(identityId: string, displayName: string, at: number): Promise<void>;
   setPreferences(identityId: string, preferences: Record<string, string>, at: number): Promise<void>;
+  /** Records that the person declined the offered passkey (docs/passkeys.md#upgrades). */
+  declinePasskeyUpgrade(identityId: string, at: number): Promise<void>;
   count(): Promise<number>;
   founderExists(): Promise<boolean>;
+  /** The accounts an org manages, oldest first. */
+  listManaged(orgId: string): Promise<Identity[]>;
   /** The account's state; null when there is no such identity (never was, or deleted). */
   state(identityId: string): Promise<AccountState | null>;
   /**
@@ -76,8 +87,18 @@ export interface IdentityStore {
   summaries(
     identityIds: readonly string[],
   ): Promise<Array<{ identityId: string; username: string; state: AccountState }>>;
-  /** Sets the state; false when the identity is unknown or already in that state. */
-  setState(identityId: string, state: AccountState, at: number): Promise<boolean>;
+  /**
+   * Accounts by username after `after`, those starting with `prefix` ('' for all), at most `limit`:
+   * the console's list, paged by the last username seen.
+   */
+  listPage(query: { after: string | null; prefix: string; limit: number }): Promise<AccountListing[]>;
+  /** Sets the operator's state; false when the identity is unknown or already in that state. */
+  setState(identityId: string, state: OperatorState, at: number): Promise<boolean>;
+  /**
+   * Suspends (`at`) or lifts the suspension (null) of a managed account: the org's flag, apart from
+   * the operator's state. False when the identity is unknown or already so.
+   */
+  setSuspended(identityId: string, at: number | null): Promise<boolean>;
   /**
    * Deletes the identity with everything that hangs on it by foreign key: names and aliases (the
    * username is free again), passkeys, sessions, devices, TOTP, recovery codes, emails, links.
@@ -85,8 +106,14 @@ export interface IdentityStore {
   remove(identityId: string): Promise<boolean>;
 }
 
-/** `active`, or `disabled` by an operator: a disabled account cannot sign in and none of its grants work. */
-export type AccountState = 'active' | 'disabled';
+/**
+ * `active`; `disabled` by an operator; `suspended` by the org that manages it (SCIM `active: false`,
+ * docs/scim.md#suspension). Only an active account signs in, and only its grants work.
+ */
+export type AccountState = 'active' | 'disabled' | 'suspended';
+
+/** The states the operator sets; a suspension is a flag of its own, so lifting one never lifts the other. */
+export type OperatorState = 'active' | 'disabled';
 
 export interface StoredCredential {
   /** base64url credential id. */
@@ -101,6 +128,8 @@ export interface StoredCredential {
   label: string;
   createdAt: number;
   lastUsedAt: number | null;
+  /** The authenticator's AAGUID (lowercase UUID) from the attested credential data; null when unknown (older passkeys). */
+  aaguid?: string | null;
 }
 
 /** What listings show: everything but the public key. */
@@ -263,6 +292,8 @@ export interface EmailStore extends Pick<RecordStore<StoredEmail>, 'get'> {
   findVerified(email: string): Promise<StoredEmail | null>;
   /** `taken` when another account verified the address first: a verified address belongs to one account. */
   markVerified(emailId: string, at: number): Promise<'verified' | 'already' | 'taken'>;
+  /** Removes one address of the identity (an org's SCIM update dropped it); false when it has none such. */
+  remove(identityId: string, emailId: string): Promise<boolean>;
 }
 
 /** A magic sign-in or email-verification link, stored by the SHA-256 of its token (see lib/magic). */
@@ -278,3 +309,11 @@ export interface LinkStore {
 }
 
 /** A receipt as stored: its canonical JSON, address, tree key and (once sealed) its place. */
+
+/** One account in the console's list: by username, a page at a time. */
+export interface AccountListing {
+  identityId: string;
+  username: string;
+  state: AccountState;
+  createdAt: number;
+}

@@ -15,6 +15,8 @@ export interface StoredReceipt {
   index: number | null;
   /** RFC 9162 audit path in its epoch's tree; null until sealed. */
   path: Buffer[] | null;
+  /** Position of its tree key in the transparency log; null until its epoch is appended there. */
+  tlogIndex: number | null;
 }
 
 /** A sealed epoch's signed checkpoint (the compact JWS) with the fields it signs. */
@@ -38,6 +40,15 @@ export interface PlacedKey {
  * The receipt ledger. Look-ups go by hash through an index only; nothing here lists receipts
  * except `epochReceipts`, which the offline audit uses and no route ever calls.
  */
+export interface ReceiptQuery {
+  after: number;
+  limit: number;
+  kind?: string;
+  subject?: string;
+  since?: number;
+  until?: number;
+}
+
 export interface ReceiptStore {
   /**
    * Appends a receipt; call inside the transaction of the change it records. `body` is the
@@ -46,6 +57,12 @@ export interface ReceiptStore {
    */
   append(receipt: { kind: string }, hash: string, createdAt: number, body?: string): Promise<void>;
   get(hash: string): Promise<StoredReceipt | undefined>;
+  /**
+   * The audit export (docs/events.md#audit-export): up to `limit` receipts after position `after`,
+   * in ledger order, filtered by kind, by an opaque id the receipt names (`subject`, matched as a
+   * whole JSON string) and by when they were written.
+   */
+  list(query: ReceiptQuery): Promise<Array<{ position: number; hash: string; body: string; createdAt: number }>>;
   /** Up to `limit` unsealed receipts, oldest first. */
   pending(limit: number): Promise<Array<{ hash: string; treeKey: Buffer }>>;
   pendingCount(): Promise<number>;
@@ -170,6 +187,8 @@ export interface StoredGrant {
   revokedAt: number | null;
   /** Outlives its session (see StoredAuthorizationCode.offline); otherwise it ends with it. */
   offline: boolean;
+  /** An exchanged token's grant: the grant its subject token came from, which it never outlives. */
+  sourceGrantId?: string;
 }
 
 export interface StoredRefreshToken {
@@ -212,6 +231,11 @@ export interface OidcStore {
   findRefreshToken(tokenHash: string): Promise<StoredRefreshToken | null>;
   /** The refresh token with its grant, in one read (null when the token is unknown). */
   findRefreshGrant(tokenHash: string): Promise<{ token: StoredRefreshToken; grant: StoredGrant } | null>;
+  /**
+   * Moves an unused refresh token's idle end (a token that does not rotate, used again); false
+   * when it is unknown or was used up meanwhile.
+   */
+  extendRefreshToken(tokenHash: string, idleExpiresAt: number): Promise<boolean>;
   /** Marks the refresh token used if it is unused (one conditional UPDATE). */
   consumeRefreshToken(tokenHash: string, at: number): Promise<RefreshConsumption>;
   /** Remembers a revoked access token (by jti) until it would have expired anyway. */
@@ -227,6 +251,8 @@ export interface OidcStore {
   removeApproval(identityId: string, clientId: string): Promise<boolean>;
   /** Revokes every live grant (refresh family) of the account; returns how many. */
   revokeGrantsOf(identityId: string, at: number): Promise<number>;
+  /** The account's grants neither revoked nor expired at `at`. */
+  liveGrantsOf(identityId: string, at: number): Promise<StoredGrant[]>;
   /** Deletes the account's codes, grants (with their refresh tokens) and approvals. */
   forgetIdentity(identityId: string): Promise<void>;
   /** Deletes expired codes, refresh tokens and revoked-token markers; returns how many rows went. */

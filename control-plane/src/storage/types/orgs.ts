@@ -43,11 +43,31 @@ export interface OrgInvite {
   createdAt: number;
 }
 
+/** A mail domain an org proves by DNS TXT (docs/orgs.md#mail-domains); claimed only once verified. */
+export interface OrgMailDomain {
+  /** Opaque id (`mdm_…`): receipts name it, never the domain. */
+  domainId: string;
+  orgId: string;
+  /** Lower-case DNS name, exactly as proved (a subdomain is its own entry). */
+  domain: string;
+  /** The value of the `_keyplane-mail.<domain>` TXT record that proves it. */
+  proofToken: string;
+  /** When it was proved; null while pending, and again once it lapsed. */
+  verifiedAt: number | null;
+  /** The last daily re-check (null until the first). */
+  checkedAt: number | null;
+  /** The first failed re-check of the current run of failures; null while the proof holds. */
+  failingSince: number | null;
+  createdAt: number;
+}
+
 export interface OrgStore {
   /** False when the slug is taken. The creator is stored as the first owner. */
   create(org: StoredOrg, ownerId: string): Promise<boolean>;
   getBySlug(slug: string): Promise<StoredOrg | null>;
   get(orgId: string): Promise<StoredOrg | null>;
+  /** Every org by slug, `limit` after the slug `after` (the console's list, paged by cursor). */
+  listPage(query: { after: string | null; limit: number }): Promise<StoredOrg[]>;
   /** The orgs an identity belongs to, with its role. */
   listForMember(identityId: string): Promise<Array<StoredOrg & { role: OrgRole }>>;
   members(orgId: string): Promise<OrgMember[]>;
@@ -75,6 +95,67 @@ export interface OrgStore {
   sitesByOrigin(origin: string): Promise<OrgSite[]>;
   /** Every primary site, for the scheduled rescans. */
   primarySites(): Promise<OrgSite[]>;
+  /** False when the org lists this domain already. */
+  addMailDomain(domain: OrgMailDomain): Promise<boolean>;
+  /** The org's mail domains, proved or pending, by name. */
+  mailDomains(orgId: string): Promise<OrgMailDomain[]>;
+  mailDomain(orgId: string, domain: string): Promise<OrgMailDomain | null>;
+  /**
+   * Marks the domain proved at `at`, unless another org holds it proved: false then (the first org
+   * to verify a domain holds it; the unique index settles a race).
+   */
+  claimMailDomain(domainId: string, at: number): Promise<boolean>;
+  /** The org's entry that holds `domain` proved, if any. */
+  mailDomainHolder(domain: string): Promise<OrgMailDomain | null>;
+  /** Which of these domains an org holds proved, and which org (domains no org holds are left out). */
+  mailDomainHolders(domains: readonly string[]): Promise<Array<{ domain: string; orgId: string }>>;
+  /** Every proved domain last checked before `before` (or never), for the daily re-check. */
+  mailDomainsDue(before: number): Promise<OrgMailDomain[]>;
+  /** Records a re-check; `lapse` also ends the claim (verified_at back to null). */
+  recordMailDomainCheck(domainId: string, at: number, failingSince: number | null, lapse: boolean): Promise<void>;
+  removeMailDomain(orgId: string, domainId: string): Promise<boolean>;
+}
+
+/** A team of an org (docs/orgs.md#teams): `slug` fixed at creation, `displayName` kept as given. */
+export interface StoredTeam {
+  /** Opaque (`team_…`). */
+  teamId: string;
+  orgId: string;
+  slug: string;
+  displayName: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface TeamMember {
+  identityId: string;
+  addedAt: number;
+}
+
+/** A team membership named as the `groups` claim names it: the org's slug and the team's. */
+export interface TeamMembership {
+  orgSlug: string;
+  teamSlug: string;
+}
+
+export interface TeamStore {
+  /** False when the org has a team with this slug already. */
+  create(team: StoredTeam): Promise<boolean>;
+  get(orgId: string, slug: string): Promise<StoredTeam | null>;
+  /** The org's teams, by slug. */
+  list(orgId: string): Promise<StoredTeam[]>;
+  rename(teamId: string, displayName: string, at: number): Promise<boolean>;
+  /** Deletes the team and its memberships. */
+  remove(teamId: string): Promise<boolean>;
+  /** Oldest first. */
+  members(teamId: string): Promise<TeamMember[]>;
+  /** False when the account is a member already, or no member of the team's org (a team holds only org members). */
+  addMember(team: StoredTeam, member: TeamMember): Promise<boolean>;
+  removeMember(teamId: string, identityId: string): Promise<boolean>;
+  /** Every team the account belongs to, by org slug then team slug. */
+  teamsOf(identityId: string): Promise<TeamMembership[]>;
+  /** Every team membership in the org (the gateway's member directory), by team slug then identity. */
+  membershipsIn(orgId: string): Promise<Array<{ teamSlug: string; identityId: string }>>;
 }
 
 export interface StoredScan {

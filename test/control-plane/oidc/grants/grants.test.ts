@@ -8,7 +8,7 @@ import { sha256Hex } from '#lib/crypto/sha256.js';
 import { authorizationCodeGrant } from '../../../../control-plane/src/oidc/grants/authorization-code.js';
 import { refreshTokenGrant } from '../../../../control-plane/src/oidc/grants/refresh-token.js';
 import { openControlPlaneServices, type RunningServices } from '../../../../control-plane/src/services.js';
-import type { StoredClient } from '../../../../control-plane/src/storage/types.js';
+import type { StoredClient } from '../../../../control-plane/src/storage/interface.js';
 import type { DomainEvent } from '../../../../control-plane/src/events/types.js';
 import { manualClock, tempDir, TEST_ISSUER, TEST_MASTER_KEY } from '../../../helpers/build.js';
 
@@ -75,6 +75,7 @@ async function setUp(tap: { teardown(fn: () => unknown): void }) {
       resources: [RESOURCE],
       redirect_uris: [REDIRECT],
       token_endpoint_auth_method: 'client_secret_basic',
+      access: { humans: true, agents: false },
     },
   } as unknown as StoredClient;
   /** A fresh code as authorize would store it; returns the code and its verifier. */
@@ -290,6 +291,31 @@ t.test('a refresh rotates the token; the rotated-out one coming back revokes the
     'invalid_grant',
     'the newer token went with its family',
   );
+});
+
+t.test('a FAPI 2.0 client keeps its refresh token: no rotation, its idle end moves with each use', async (t) => {
+  const { services, client, code, clock, events } = await setUp(t);
+  const fapi = { ...client, metadata: { ...client.metadata, fapi_profile: '2.0' } } as StoredClient;
+  const { code: value, verifier } = await code();
+  const issued = await authorizationCodeGrant(
+    services,
+    fapi,
+    { code: value, redirect_uri: REDIRECT, code_verifier: verifier },
+    null,
+  );
+  const token = issued.refreshToken!;
+  const before = (await services.storage.oidc.findRefreshToken(sha256Hex(token)))!;
+  clock.advance(60_000);
+  const first = await refreshTokenGrant(services, fapi, { refresh_token: token }, null);
+  t.equal(first.refreshToken, undefined, 'no new refresh token: the client keeps its own');
+  t.ok(first.minted.accessToken);
+  t.match(events.at(-1), { type: 'token.refreshed' });
+  const after = (await services.storage.oidc.findRefreshToken(sha256Hex(token)))!;
+  t.equal(after.usedAt, null, 'not spent');
+  t.equal(after.idleExpiresAt, before.idleExpiresAt + 60_000, 'its idle end moved with the use');
+  const second = await refreshTokenGrant(services, fapi, { refresh_token: token }, null);
+  t.ok(second.minted.accessToken, 'the same token works again, and no family is revoked');
+  t.notMatch(events.at(-1), { type: 'token.family_revoked' });
 });
 
 t.test('two concurrent refreshes with one token rotate it once', async (t) => {

@@ -1,0 +1,211 @@
+import { fail } from '#lib/errors/keyplane-error.js';
+import { randomHex, randomId } from '#lib/crypto/random.js';
+import { teamSlugFrom } from '#lib/orgs/team-slug.js';
+import { GROUP_SHAPE, isObject } from '#lib/scim/attribute-path.js';
+import { matchesFilter, parseScimFilter } from '#lib/scim/filter.js';
+import {
+  groupDisplayName,
+  groupResource,
+  listResponse,
+  memberIdsOf,
+  projectAttributes,
+  readPaging,
+} from '#lib/scim/resources.js';
+import type { StoredTeam, Stores } from '../storage/interface.js';
+import { endGrantsNoLongerAdmitted } from '../grants/end-grants.js';
+import type { ScimCaller } from './tokens.js';
+import { MAX_RESULTS, usersBase, type ListQuery, type ScimServices } from './users.js';
+
+/**
+ * SCIM Groups of an org (docs/scim.md#groups) are its teams: `displayName` kept exactly as sent,
+ * the slug generated once from it. A Group shows and changes only the team's members the org
+ * manages; personal members stay as the org's admins set them. A member who leaves a team loses
+ * the grants that team admitted.
+ */
+
+interface GroupState {
+  team: StoredTeam;
+  /** Managed members, by identity id. */
+  members: string[];
+}
+
+async function managedIds(tx: Stores, orgId: string): Promise<Set<string>> {
+  return new Set((await tx.identities.listManaged(orgId)).map((i) => i.identityId));
+}
+
+async function groupsOf(tx: Stores, orgId: string, only?: string): Promise<GroupState[]> {
+  const managed = await managedIds(tx, orgId);
+  const teams = (await tx.teams.list(orgId)).filter((t) => only === undefined || t.teamId === only);
+  return Promise.all(
+    teams.map(async (team) => ({
+      team,
+      members: (await tx.teams.members(team.teamId)).map((m) => m.identityId).filter((id) => managed.has(id)),
+    })),
+  );
+}
+
+async function groupOf(tx: Stores, caller: ScimCaller, id: string): Promise<GroupState> {
+  const [found] = id.length <= 100 ? await groupsOf(tx, caller.org.orgId, id) : [];
+  if (!found) throw fail('not_found', 'this organization has no SCIM group with this id');
+  return found;
+}
+
+function resourceOf(services: ScimServices, caller: ScimCaller, group: GroupState): Record<string, unknown> {
+  return groupResource(
+    group.team.teamId,
+    { displayName: group.team.displayName, members: group.members.map((value) => ({ value })) },
+    {
+      resourceType: 'Group',
+      created: group.team.createdAt,
+      lastModified: group.team.updatedAt,
+      location: `${usersBase(services, caller.org.slug)}/Groups/${group.team.teamId}`,
+    },
+  );
+}
+
+/** Members must be accounts the org manages: anything else is refused, never taken over. */
+async function checkMembers(tx: Stores, orgId: string, ids: string[]): Promise<void> {
+  const managed = await managedIds(tx, orgId);
+  const foreign = ids.find((id) => !managed.has(id));
+  if (foreign !== undefined)
+    throw fail('scim_invalid_value', `members[].value ${JSON.stringify(foreign)} is not a user of this organization`);
+}
+
+async function refuseDuplicateName(tx: Stores, orgId: string, displayName: string, except?: string): Promise<void> {
+  const clash = (await tx.teams.list(orgId)).find((t) => t.displayName === displayName && t.teamId !== except);
+  if (clash) throw fail('scim_uniqueness', 'the organization has a group with this displayName already');
+}
+
+/** Moves the team's managed members to `wanted`; answers how many were added and removed. */
+async function setMembers(
+  services: ScimServices,
+  tx: Stores,
+  group: GroupState,
+  wanted: string[],
+  now: number,
+): Promise<{ added: number; removed: number }> {
+  const added = wanted.filter((id) => !group.members.includes(id));
+  const removed = group.members.filter((id) => !wanted.includes(id));
+  for (const identityId of added) await tx.teams.addMember(group.team, { identityId, addedAt: now });
+  for (const identityId of removed) {
+    await tx.teams.removeMember(group.team.teamId, identityId);
+    await endGrantsNoLongerAdmitted(services, tx, identityId, now);
+  }
+  return { added: added.length, removed: removed.length };
+}
+
+async function recordGroup(
+  services: ScimServices,
+  tx: Stores,
+  caller: ScimCaller,
+  type: 'scim.group_created' | 'scim.group_updated' | 'scim.group_deleted',
+  teamId: string,
+  counts: { added: number; removed: number },
+): Promise<string | undefined> {
+  const { receipt } = await services.events.record(tx, {
+    type,
+    at: services.now(),
+    outcome: 'success',
+    actor: { type: 'scim_token', id: caller.tokenId },
+    orgId: caller.org.orgId,
+    teamId,
+    ...counts,
+  });
+  return receipt;
+}
+
+export async function createGroup(
+  services: ScimServices,
+  caller: ScimCaller,
+  body: unknown,
+): Promise<{ resource: Record<string, unknown>; receipt?: string }> {
+  if (!isObject(body)) throw fail('scim_invalid_syntax', 'the body must be a Group resource');
+  const displayName = groupDisplayName(body);
+  const members = memberIdsOf(body);
+  const { orgId } = caller.org;
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
+    await refuseDuplicateName(tx, orgId, displayName);
+    await checkMembers(tx, orgId, members);
+    const base = teamSlugFrom(displayName);
+    let team: StoredTeam | null = null;
+    for (let attempt = 0; attempt < 5 && !team; attempt++) {
+      const slug = attempt === 0 ? base : `${base.slice(0, 56).replace(/-+$/, '')}-${randomHex(3)}`;
+      const candidate = { teamId: randomId('team'), orgId, slug, displayName, createdAt: now, updatedAt: now };
+      if (await tx.teams.create(candidate)) team = candidate;
+    }
+    if (!team) throw fail('conflict', 'no free team name was found; try again');
+    const group = { team, members: [] };
+    const counts = await setMembers(services, tx, group, members, now);
+    const receipt = await recordGroup(services, tx, caller, 'scim.group_created', team.teamId, counts);
+    return { resource: resourceOf(services, caller, { team, members }), ...(receipt ? { receipt } : {}) };
+  });
+}
+
+export async function getGroup(services: ScimServices, caller: ScimCaller, id: string) {
+  return resourceOf(services, caller, await groupOf(services.storage, caller, id));
+}
+
+export async function listGroups(services: ScimServices, caller: ScimCaller, query: ListQuery) {
+  const filter = query.filter !== undefined && query.filter !== '' ? parseScimFilter(query.filter, GROUP_SHAPE) : null;
+  const paging = readPaging(query, MAX_RESULTS);
+  const resources = (await groupsOf(services.storage, caller.org.orgId))
+    .map((g) => resourceOf(services, caller, g))
+    .filter((r) => filter === null || matchesFilter(r, filter, GROUP_SHAPE));
+  return listResponse(resources, paging, (r) => projectAttributes(r, query.attributes, query.excludedAttributes));
+}
+
+/** A PUT or PATCH: `next` makes the new resource of the stored one (`readChange`). */
+export async function writeGroup(
+  services: ScimServices,
+  caller: ScimCaller,
+  id: string,
+  next: (current: Record<string, unknown>) => Record<string, unknown>,
+): Promise<{ resource: Record<string, unknown>; receipt?: string }> {
+  const now = services.now();
+  const { orgId } = caller.org;
+  return services.storage.transaction(async (tx) => {
+    const group = await groupOf(tx, caller, id);
+    const after = next({
+      displayName: group.team.displayName,
+      members: group.members.map((value) => ({ value })),
+    });
+    const displayName = groupDisplayName(after);
+    const members = memberIdsOf(after);
+    await checkMembers(
+      tx,
+      orgId,
+      members.filter((m) => !group.members.includes(m)),
+    );
+    let team = group.team;
+    if (displayName !== team.displayName) {
+      await refuseDuplicateName(tx, orgId, displayName, team.teamId);
+      await tx.teams.rename(team.teamId, displayName, now);
+      team = { ...team, displayName, updatedAt: now };
+    }
+    const counts = await setMembers(services, tx, group, members, now);
+    const changed = team !== group.team || counts.added + counts.removed > 0;
+    const receipt = changed ? await recordGroup(services, tx, caller, 'scim.group_updated', id, counts) : undefined;
+    return { resource: resourceOf(services, caller, { team, members }), ...(receipt ? { receipt } : {}) };
+  });
+}
+
+/** DELETE: the team ends; its members lose the grants it admitted. */
+export async function deleteGroup(
+  services: ScimServices,
+  caller: ScimCaller,
+  id: string,
+): Promise<{ receipt?: string }> {
+  const now = services.now();
+  return services.storage.transaction(async (tx) => {
+    const group = await groupOf(tx, caller, id);
+    const everyone = await tx.teams.members(group.team.teamId);
+    await tx.teams.remove(group.team.teamId);
+    for (const member of everyone) await endGrantsNoLongerAdmitted(services, tx, member.identityId, now);
+    const receipt = await recordGroup(services, tx, caller, 'scim.group_deleted', id, {
+      added: 0,
+      removed: group.members.length,
+    });
+    return receipt ? { receipt } : {};
+  });
+}

@@ -1,0 +1,62 @@
+// Connections: upstream identity providers (docs/federation.md), who signs in through them, and
+// which sessions they started.
+
+export type ConnectionType = 'oidc' | 'saml';
+
+/** An OIDC connection's settings (docs/federation.md#oidc-connections). */
+export interface OidcConnectionSettings {
+  /** The upstream's issuer, exactly as its discovery document states it. */
+  issuer: string;
+  clientId: string;
+  tokenEndpointAuthMethod: 'client_secret_basic' | 'private_key_jwt';
+  scopes: string[];
+  /** Narrows a multi-tenant issuer to one tenant. */
+  tenant?: { hd?: string; tid?: string };
+  /** The public half of the private_key_jwt key, published at `/federation/{connectionId}/jwks`. */
+  publicJwk?: Record<string, unknown>;
+}
+
+export interface StoredConnection {
+  connectionId: string;
+  /** The org that added it, or null for an instance-wide connection (the operator's). */
+  orgId: string | null;
+  type: ConnectionType;
+  name: string;
+  /** The type's settings (OIDC: {@link OidcConnectionSettings}). */
+  settings: Record<string, unknown>;
+  /** The client secret or private key, sealed for this connection; null when it has none. */
+  secretSealed: Buffer | null;
+  /** Proved mail domains of the org this connection serves (home-realm discovery, JIT). */
+  domains: string[];
+  jit: { role: 'member' } | null;
+  required: boolean;
+  maxAssurance: 'email' | 'passkey';
+  /** Required SSO (docs/federation.md#required-sso): the longest session of a managed account, 1 to 12 hours. */
+  sessionMaxHours: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface ConnectionStore {
+  insert(connection: StoredConnection): Promise<void>;
+  get(connectionId: string): Promise<StoredConnection | null>;
+  /** The operator's connections (`orgId` null) or one org's, oldest first. */
+  list(orgId: string | null): Promise<StoredConnection[]>;
+  /** The org connection whose domains hold this (lower-cased) mail domain; null when none does. */
+  forDomain(domain: string): Promise<StoredConnection | null>;
+  update(connection: StoredConnection): Promise<void>;
+  /** Deletes it with its linked identities; false when there was none. */
+  remove(connectionId: string): Promise<boolean>;
+  /** The account a federated identity is, by the keyed hash of its upstream subject. */
+  findIdentity(connectionId: string, subjectHash: string): Promise<string | null>;
+  /** Links a federated identity to an account; false when that identity is linked already. */
+  link(connectionId: string, subjectHash: string, identityId: string, at: number): Promise<boolean>;
+  /** Whether any federated identity of the connection is linked to this account. */
+  isLinked(connectionId: string, identityId: string): Promise<boolean>;
+  /** Records that a session's sign-in came through the connection (replacing an earlier one). */
+  markSession(sessionId: string, connectionId: string, at: number): Promise<void>;
+  /** The connection a session's sign-in came through, or null. */
+  sessionConnection(sessionId: string): Promise<string | null>;
+  /** The connection a session's latest upstream sign-in came through and when, or null. */
+  sessionSignIn(sessionId: string): Promise<{ connectionId: string; signedInAt: number } | null>;
+}

@@ -1,0 +1,4 @@
+import { onEveryBackend } from '../../helpers/storage-backends.js';
+import { connectionStoreConformance } from './connection-store.conformance.js';
+
+onEveryBackend(connectionStoreConformance);

@@ -1,0 +1,127 @@
+import type { Test } from 'tap';
+import type { Storage, ScimUserRecord, StoredOrg } from '../../../control-plane/src/storage/interface.js';
+
+const org = (slug: string): StoredOrg => ({ orgId: `org_${slug}`, slug, name: slug, website: null, createdAt: 1000 });
+
+async function identity(storage: Storage, id: string, managedBy: string) {
+  await storage.identities.create({
+    identityId: id,
+    username: id.replace('_', '-'),
+    displayName: '',
+    preferences: {},
+    founder: false,
+    managedBy,
+    createdAt: 1000,
+    updatedAt: 1000,
+  });
+}
+
+const user = (id: string, orgId: string, userName: string, externalId: string | null = null): ScimUserRecord => ({
+  identityId: id,
+  orgId,
+  userName,
+  userNameKey: userName.toLowerCase(),
+  externalId,
+  attributes: { displayName: userName, emails: [{ type: 'work', value: userName }] },
+  createdAt: 2000,
+  updatedAt: 2000,
+});
+
+/** Behaviour every ScimStore backend must show (and the suspension flag on identities). */
+export function scimStoreConformance(t: Test, open: () => Promise<Storage>): void {
+  t.test(
+    'scim store: tokens are kept by id, listed per org, revoked once, touched at most once a minute',
+    async (t) => {
+      const storage = await open();
+      await storage.orgs.create(org('acme'), 'id_a');
+      await storage.orgs.create(org('beta'), 'id_b');
+      const token = {
+        tokenId: 'sct_1',
+        orgId: 'org_acme',
+        secretHash: 'ab'.repeat(32),
+        createdBy: 'id_a',
+        createdAt: 1000,
+        lastUsedAt: null,
+        revokedAt: null,
+      };
+      await storage.scim.addToken(token);
+      await storage.scim.addToken({ ...token, tokenId: 'sct_2', orgId: 'org_beta' });
+      t.same(await storage.scim.token('sct_1'), token);
+      t.equal(await storage.scim.token('sct_x'), null);
+      t.same(
+        (await storage.scim.tokens('org_acme')).map((x) => x.tokenId),
+        ['sct_1'],
+      );
+      await storage.scim.touchToken('sct_1', 5000);
+      await storage.scim.touchToken('sct_1', 30_000);
+      t.equal((await storage.scim.token('sct_1'))!.lastUsedAt, 5000, 'not written again within a minute');
+      await storage.scim.touchToken('sct_1', 65_000);
+      t.equal((await storage.scim.token('sct_1'))!.lastUsedAt, 65_000);
+      t.equal(await storage.scim.revokeToken('org_beta', 'sct_1', 7000), false, "another org's token");
+      t.equal(await storage.scim.revokeToken('org_acme', 'sct_1', 7000), true);
+      t.equal(await storage.scim.revokeToken('org_acme', 'sct_1', 8000), false, 'once');
+      t.equal((await storage.scim.token('sct_1'))!.revokedAt, 7000);
+    },
+  );
+
+  t.test('scim store: a userName is unique per org once folded, found by name and by externalId', async (t) => {
+    const storage = await open();
+    await storage.orgs.create(org('acme'), 'id_a');
+    await storage.orgs.create(org('beta'), 'id_b');
+    for (const [id, o] of [
+      ['usr_1', 'org_acme'],
+      ['usr_2', 'org_acme'],
+      ['usr_3', 'org_beta'],
+    ] as const)
+      await identity(storage, id, o);
+    t.equal(await storage.scim.addUser(user('usr_1', 'org_acme', 'Ann@Acme.example', 'ext-1')), true);
+    t.equal(await storage.scim.addUser(user('usr_2', 'org_acme', 'ann@acme.EXAMPLE')), false, 'folded name taken');
+    t.equal(await storage.scim.addUser(user('usr_3', 'org_beta', 'ann@acme.example', 'ext-1')), true, 'another org');
+    t.same(await storage.scim.userByName('org_acme', 'ann@acme.example'), {
+      ...user('usr_1', 'org_acme', 'Ann@Acme.example', 'ext-1'),
+      suspendedAt: null,
+    });
+    await storage.identities.setSuspended('usr_1', 4000);
+    t.equal(
+      (await storage.scim.user('org_acme', 'usr_1'))!.suspendedAt,
+      4000,
+      "the account's suspension is read with it",
+    );
+    t.equal(await storage.scim.user('org_beta', 'usr_1'), null, "another org's user is not found");
+    t.same(
+      (await storage.scim.usersByExternalId('org_acme', 'ext-1')).map((u) => u.identityId),
+      ['usr_1'],
+    );
+    t.equal(await storage.scim.addUser(user('usr_2', 'org_acme', 'bob@acme.example')), true);
+    t.same(
+      (await storage.scim.users('org_acme')).map((u) => u.identityId),
+      ['usr_1', 'usr_2'],
+    );
+    const renamed = { ...user('usr_2', 'org_acme', 'ANN@acme.example'), updatedAt: 3000 };
+    t.equal(await storage.scim.updateUser(renamed), false, 'the new name is taken');
+    t.equal(
+      await storage.scim.updateUser({ ...renamed, userName: 'bo@acme.example', userNameKey: 'bo@acme.example' }),
+      true,
+    );
+    t.equal((await storage.scim.user('org_acme', 'usr_2'))!.userName, 'bo@acme.example');
+    // The record goes with its account.
+    t.equal(await storage.identities.remove('usr_2'), true);
+    t.equal(await storage.scim.user('org_acme', 'usr_2'), null);
+  });
+
+  t.test('identity store: a suspension is a flag apart from the operator state', async (t) => {
+    const storage = await open();
+    await storage.orgs.create(org('acme'), 'id_a');
+    await identity(storage, 'usr_1', 'org_acme');
+    t.equal(await storage.identities.setSuspended('usr_1', 5000), true);
+    t.equal(await storage.identities.setSuspended('usr_1', 6000), false, 'suspended already');
+    t.equal(await storage.identities.state('usr_1'), 'suspended');
+    t.match(await storage.identities.summaries(['usr_1']), [{ state: 'suspended' }]);
+    t.equal(await storage.identities.setState('usr_1', 'disabled', 7000), true);
+    t.equal(await storage.identities.state('usr_1'), 'disabled', "the operator's state shows first");
+    t.equal(await storage.identities.setSuspended('usr_1', null), true);
+    t.equal(await storage.identities.state('usr_1'), 'disabled', 'lifting the suspension lifts nothing else');
+    t.equal(await storage.identities.setState('usr_1', 'active', 8000), true);
+    t.equal(await storage.identities.state('usr_1'), 'active');
+  });
+}

@@ -1,0 +1,4 @@
+import { onEveryBackend } from '../../helpers/storage-backends.js';
+import { transparencyLogStoreConformance } from './transparency-log-store.conformance.js';
+
+onEveryBackend(transparencyLogStoreConformance as never);
