@@ -11,6 +11,7 @@ export const CONSOLE_SECTIONS = [
   ['/console/orgs', 'console.nav.orgs'],
   ['/console/agents', 'console.nav.agents'],
   ['/console/webhooks', 'console.nav.webhooks'],
+  ['/console/streams', 'console.nav.streams'],
   ['/console/apis', 'console.nav.apis'],
   ['/console/receipts', 'console.nav.receipts'],
   ['/console/operators', 'console.nav.operators'],
