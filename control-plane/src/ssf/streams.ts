@@ -251,7 +251,7 @@ async function anyStream(services: Pick<SsfStreamServices, 'storage'>, streamId:
 }
 
 /**
- * The operator's view (docs/console.md#shared-signals-streams): every receiver's streams by id, a
+ * The operator's view (docs/console.md#sections): every receiver's streams by id, a
  * page at a time.
  */
 export async function listStreamsPage(
