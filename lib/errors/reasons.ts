@@ -243,7 +243,7 @@ export const REASONS = {
   last_operator: {
     status: 409,
     description:
-      'This is the only operator: its role cannot be revoked or lowered until another account is an operator.',
+      'This is the only operator: its role cannot be revoked or lowered, nor its account deleted (by the admin API, the console, `keyplane accounts delete` or the account itself), until another account is an operator.',
   },
   console_session_required: {
     status: 401,

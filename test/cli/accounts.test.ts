@@ -55,6 +55,10 @@ t.test('keyplane accounts exits 1 when the server refuses and 2 when used wrongl
   t.equal(unknownJson.code, 1);
   t.match(JSON.parse(unknownJson.stdout), { ok: false, reason: 'not_found' });
   t.match(unknownJson.stderr, /cannot look up nobody: not_found/);
+  await built.signIn({ username: 'opal', console: 'operator' });
+  const lastOperator = await runInProcess(['accounts', 'delete', 'opal', '--control-plane', url, '--json'], env);
+  t.equal(lastOperator.code, 1, 'the only operator is not deleted');
+  t.match(JSON.parse(lastOperator.stdout), { ok: false, reason: 'last_operator' });
   const noToken = await runCli(['accounts', 'show', 'ada', '--control-plane', url], { KEYPLANE_ADMIN_TOKEN: '' });
   t.equal(noToken.code, 2);
   t.match(noToken.stderr, /KEYPLANE_ADMIN_TOKEN/);

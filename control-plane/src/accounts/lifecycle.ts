@@ -3,6 +3,7 @@ import type { ControlPlaneServices } from '../context.js';
 import type { AccountState, Stores } from '../storage/interface.js';
 import { queueBackchannelLogouts } from '../logout/backchannel.js';
 import { ADMIN_TOKEN, type Actor } from '../events/types.js';
+import { refuseLastOperator } from '../console/last-operator.js';
 
 /** What the account lifecycle needs: storage, the event bus (receipts) and the clock. */
 export type AccountServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now'>;
@@ -165,6 +166,7 @@ export async function deleteAccountIn(
 ): Promise<{ identityId: string; receipt?: string }> {
   const now = services.now();
   if (!(await tx.identities.get(identityId))) unknownAccount();
+  await refuseLastOperator(tx, identityId);
   // Told before the grants that name the sessions' clients are forgotten below.
   await announceEndOfSessions(services, tx, identityId, now);
   const clients = await tx.clients.listByOwner(identityId);

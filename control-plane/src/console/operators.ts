@@ -3,6 +3,7 @@ import type { ControlPlaneServices } from '../context.js';
 import type { Actor } from '../events/types.js';
 import type { OperatorRole, StoredOperatorRole } from '../storage/interface.js';
 import { findAccount } from '../accounts/lifecycle.js';
+import { refuseLastOperator } from './last-operator.js';
 
 export type OperatorServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now' | 'mailer' | 'config'>;
 
@@ -44,9 +45,7 @@ export async function grantOperatorRole(
   const account = await findAccount(services, ref);
   const now = services.now();
   const { receipt } = await services.storage.transaction(async (tx) => {
-    const before = await tx.operators.roleOf(account.identityId);
-    if (before === 'operator' && role !== 'operator' && (await tx.operators.countOperators()) <= 1)
-      throw fail('last_operator', 'this is the only operator: grant operator to another account first');
+    if (role !== 'operator') await refuseLastOperator(tx, account.identityId);
     await tx.operators.grant({
       identityId: account.identityId,
       role,
@@ -81,8 +80,7 @@ export async function revokeOperatorRole(
   const { receipt } = await services.storage.transaction(async (tx) => {
     const before = await tx.operators.roleOf(account.identityId);
     if (!before) throw fail('not_found', 'this account holds no console role');
-    if (before === 'operator' && (await tx.operators.countOperators()) <= 1)
-      throw fail('last_operator', 'this is the only operator: grant operator to another account first');
+    await refuseLastOperator(tx, account.identityId);
     await tx.operators.revoke(account.identityId);
     return services.events.record(tx, {
       type: 'operator.revoked',

@@ -5,6 +5,8 @@ import { type AccountSummary, findAccount } from '../accounts/lifecycle.js';
 import { checkReadiness } from '../health/readiness.js';
 import type { StoredOrg } from '../storage/interface.js';
 import { liveGrantsOf } from '../agents/grants.js';
+import { listConnections } from '../federation/connections.js';
+import { orgScimTokens } from '../scim/tokens.js';
 
 /** An account as the console's list shows it. */
 type ListedAccount = Pick<AccountSummary, 'identityId' | 'username' | 'state'>;
@@ -111,14 +113,19 @@ export async function listOrgsPage(
   return { orgs, next: orgs.length === PAGE_SIZE ? orgs.at(-1)!.slug : null };
 }
 
-/** One org as the console shows it: its members with their usernames, its teams with their sizes, its mail domains. */
+/**
+ * One org as the console shows it: its members with their usernames, its teams with their sizes,
+ * its mail domains, connections and SCIM tokens (revoked ones too, never a secret).
+ */
 export async function orgDetail(services: Pick<ControlPlaneServices, 'storage'>, slug: string) {
   const org = await services.storage.orgs.getBySlug(slug);
   if (!org) throw fail('not_found', 'no such organization');
-  const [members, teams, mailDomains] = await Promise.all([
+  const [members, teams, mailDomains, connections, scimTokens] = await Promise.all([
     services.storage.orgs.members(org.orgId),
     services.storage.teams.list(org.orgId),
     services.storage.orgs.mailDomains(org.orgId),
+    listConnections(services, org),
+    orgScimTokens(services, org.orgId),
   ]);
   const names = new Map(
     (await services.storage.identities.summaries(members.map((m) => m.identityId))).map((s) => [
@@ -134,6 +141,8 @@ export async function orgDetail(services: Pick<ControlPlaneServices, 'storage'>,
     members: members.map((m) => ({ ...m, username: names.get(m.identityId) ?? m.identityId })),
     teams: teams.map((team, i) => ({ ...team, size: sizes[i]! })),
     mailDomains,
+    connections,
+    scimTokens,
   };
 }
 

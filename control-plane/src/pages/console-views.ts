@@ -11,10 +11,23 @@ export const CONSOLE_SECTIONS = [
   ['/console/orgs', 'console.nav.orgs'],
   ['/console/agents', 'console.nav.agents'],
   ['/console/webhooks', 'console.nav.webhooks'],
+  ['/console/streams', 'console.nav.streams'],
   ['/console/apis', 'console.nav.apis'],
   ['/console/receipts', 'console.nav.receipts'],
   ['/console/operators', 'console.nav.operators'],
 ] as const;
+
+const relativeTimeFormats = new Map<string, Intl.RelativeTimeFormat>();
+
+/** One formatter per language: making one costs more than a list page's SQL (bench:console). */
+function relativeTimeFormat(locale: string): Intl.RelativeTimeFormat {
+  let format = relativeTimeFormats.get(locale);
+  if (!format) {
+    format = new Intl.RelativeTimeFormat(locale, { numeric: 'always' });
+    relativeTimeFormats.set(locale, format);
+  }
+  return format;
+}
 
 /** A time as `<time>` with its age in the page's language ("3 minutes ago"). */
 export function age(ui: PageUi, at: number | null | undefined, now: number): SafeHtml {
@@ -28,7 +41,7 @@ export function age(ui: PageUi, at: number | null | undefined, now: number): Saf
         : Math.abs(seconds) < 172800
           ? [Math.round(seconds / 3600), 'hour']
           : [Math.round(seconds / 86400), 'day'];
-  const words = new Intl.RelativeTimeFormat(ui.locale, { numeric: 'always' }).format(value, unit);
+  const words = relativeTimeFormat(ui.locale).format(value, unit);
   return html`<time datetime="${new Date(at).toISOString()}">${words}</time>`;
 }
 

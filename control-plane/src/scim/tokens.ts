@@ -4,6 +4,7 @@ import { randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { equalDigests } from '#lib/crypto/constant-equals.js';
 import type { ControlPlaneServices } from '../context.js';
+import type { Actor } from '../events/types.js';
 import type { StoredOrg, StoredScimToken } from '../storage/interface.js';
 import { requireOwnerAtSensitive } from '../orgs/membership.js';
 import type { OwnerRequest } from '../orgs/mail-domains.js';
@@ -71,7 +72,12 @@ export async function createScimToken(
 
 export async function listScimTokens(services: OrgServices, who: OwnerRequest): Promise<ScimTokenView[]> {
   requireOwnerAtSensitive(who.membership, who.assurance);
-  return (await services.storage.scim.tokens(who.membership.org.orgId)).map(viewScimToken);
+  return orgScimTokens(services, who.membership.org.orgId);
+}
+
+/** The org's tokens, revoked ones too, for whoever the caller checked may read them (its owner, an operator). */
+export async function orgScimTokens(services: Pick<OrgServices, 'storage'>, orgId: string): Promise<ScimTokenView[]> {
+  return (await services.storage.scim.tokens(orgId)).map(viewScimToken);
 }
 
 export async function revokeScimToken(
@@ -80,7 +86,19 @@ export async function revokeScimToken(
   tokenId: string,
 ): Promise<{ receipt?: string }> {
   requireOwnerAtSensitive(who.membership, who.assurance);
-  const orgId = who.membership.org.orgId;
+  return revokeOrgScimToken(services, who.membership.org.orgId, tokenId, { type: 'person', id: who.identityId });
+}
+
+/**
+ * Revokes one of the org's tokens, acting as `actor`: the org's owner ({@link revokeScimToken}) or
+ * an operator in the console, whose route checked its role and assurance.
+ */
+export async function revokeOrgScimToken(
+  services: OrgServices,
+  orgId: string,
+  tokenId: string,
+  actor: Actor,
+): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     if (!(await tx.scim.revokeToken(orgId, tokenId, now)))
@@ -89,7 +107,7 @@ export async function revokeScimToken(
       type: 'scim.token_revoked',
       at: now,
       outcome: 'success',
-      actor: { type: 'person', id: who.identityId },
+      actor,
       orgId,
       tokenId,
     });

@@ -148,19 +148,21 @@ async function commit(
   type: StreamEventType,
   stream: StoredSsfStream,
   write: (tx: Stores) => Promise<unknown>,
-): Promise<void> {
-  await services.storage.transaction(async (tx) => {
+  actor: Actor = receiverActor,
+): Promise<{ receipt?: string }> {
+  const done = await services.storage.transaction(async (tx) => {
     await write(tx);
-    await services.events.record(tx, {
+    return services.events.record(tx, {
       type,
       at: services.now(),
       outcome: 'success',
-      actor: receiverActor,
+      actor,
       streamId: stream.streamId,
       clientId: stream.clientId,
     });
   });
   if (type !== 'ssf.verification_requested' && type !== 'ssf.subjects_changed') await services.ssfTargets.refresh();
+  return done;
 }
 
 /** SSF 1.0 §8.1.1.1: creates a stream for the receiver. */
@@ -239,6 +241,57 @@ export async function deleteStream(
 ): Promise<void> {
   const stream = await ownStream(services, client.clientId, streamId);
   await commit(services, 'ssf.stream_deleted', stream, (tx) => tx.ssf.removeStream(stream.streamId));
+}
+
+/** Any receiver's stream, for the operator; none is 404. */
+async function anyStream(services: Pick<SsfStreamServices, 'storage'>, streamId: string): Promise<StoredSsfStream> {
+  const stream = await services.storage.ssf.getStream(streamId);
+  if (!stream) throw fail('not_found', 'no such stream');
+  return stream;
+}
+
+/**
+ * The operator's view (docs/console.md#sections): every receiver's streams by id, a
+ * page at a time.
+ */
+export async function listStreamsPage(
+  services: Pick<SsfStreamServices, 'storage'>,
+  after: string | null,
+  limit: number,
+): Promise<{ streams: StoredSsfStream[]; next: string | null }> {
+  const streams = await services.storage.ssf.listPage({ after, limit });
+  return { streams, next: streams.length === limit ? streams.at(-1)!.streamId : null };
+}
+
+/**
+ * An operator disables a receiver's stream (SSF 1.0 §8.1.2: the transmitter may change a stream's
+ * status): nothing more is sent to it; its receipt names the operator. The receiver reads the new
+ * status and its reason at the status endpoint.
+ */
+export async function disableStreamAsOperator(
+  services: SsfStreamServices,
+  streamId: string,
+  actor: Actor,
+): Promise<{ receipt?: string }> {
+  const current = await anyStream(services, streamId);
+  if (current.status === 'disabled') throw fail('conflict', 'the stream is disabled already');
+  const next: StoredSsfStream = {
+    ...current,
+    status: 'disabled',
+    statusReason: 'disabled by the operator',
+    updatedAt: services.now(),
+  };
+  return commit(services, 'ssf.stream_status_changed', next, (tx) => tx.ssf.updateStream(next), actor);
+}
+
+/** An operator deletes a receiver's stream with its subjects and undelivered events; the receipt names the operator. */
+export async function deleteStreamAsOperator(
+  services: SsfStreamServices,
+  streamId: string,
+  actor: Actor,
+): Promise<{ receipt?: string }> {
+  const stream = await anyStream(services, streamId);
+  return commit(services, 'ssf.stream_deleted', stream, (tx) => tx.ssf.removeStream(stream.streamId), actor);
 }
 
 const STATUSES: readonly SsfStreamStatus[] = ['enabled', 'paused', 'disabled'];

@@ -119,3 +119,39 @@ t.test(
     t.equal((await call('POST', '/admin/operators', { account: 'bea', role: 'root' })).statusCode, 400);
   },
 );
+
+t.test(
+  "the last operator's account is not deleted on any path (409 last_operator); with a second operator it is",
+  async (t) => {
+    const { signIn, app, services } = await setup(t);
+    const { browser, identityId: ada } = await signIn({ username: 'ada', console: 'operator', assurance: 'sensitive' });
+    const call = (method: 'POST' | 'DELETE', url: string, payload?: object) =>
+      app.inject({ method, url, headers: { authorization: `Bearer ${ADMIN}` }, ...(payload ? { payload } : {}) });
+    const byAdmin = await call('DELETE', `/admin/accounts/${ada}`);
+    t.equal(byAdmin.statusCode, 409, 'the admin API');
+    t.equal(byAdmin.json().reason, 'last_operator');
+    const bySession = await browser.request('DELETE', `/admin/accounts/${ada}`);
+    t.equal(bySession.json().reason, 'last_operator', 'the admin API with the console session');
+    const byConsole = await browser.post(`/console/accounts/${ada}/delete`, { confirm: 'ada' });
+    t.equal(byConsole.statusCode, 409, 'the console form');
+    t.equal(byConsole.json().reason, 'last_operator');
+    const bySelf = await browser.post('/account/delete', { confirm: 'ada' });
+    t.equal(bySelf.statusCode, 409, "the account's own deletion");
+    t.equal(bySelf.json().reason, 'last_operator');
+    t.ok(await services.storage.identities.get(ada), 'the account stays');
+
+    const { identityId: bea } = await signIn({ username: 'bea' });
+    t.equal((await call('POST', '/admin/operators', { account: 'bea', role: 'auditor' })).statusCode, 200);
+    t.equal((await call('DELETE', `/admin/accounts/${ada}`)).statusCode, 409, 'an auditor is no operator');
+    t.equal((await call('POST', '/admin/operators', { account: 'bea', role: 'operator' })).statusCode, 200);
+    const deleted = await call('DELETE', `/admin/accounts/${ada}`);
+    t.equal(deleted.statusCode, 200, 'with another operator the account goes');
+    t.equal(await services.storage.identities.get(ada), null);
+    t.same(
+      (await services.storage.operators.list()).map((o) => `${o.identityId}:${o.role}`),
+      [`${bea}:operator`],
+      'its role went with it',
+    );
+    t.equal((await call('DELETE', `/admin/accounts/${bea}`)).json().reason, 'last_operator', 'now bea is the last');
+  },
+);

@@ -43,6 +43,8 @@ export function operatorStoreConformance(t: Test, open: () => Promise<Storage>):
     t.same(await names({ after: 'adam', prefix: '', limit: 2 }), ['bea', 'bert']);
     t.same(await names({ after: null, prefix: 'be', limit: 10 }), ['bea', 'bert']);
     t.same(await names({ after: 'bea', prefix: 'be', limit: 10 }), ['bert']);
+    t.same(await names({ after: 'ada', prefix: 'be', limit: 10 }), ['bea', 'bert'], 'a cursor before the prefix');
+    t.same(await names({ after: 'cyd', prefix: 'be', limit: 10 }), [], 'a cursor past the prefix');
     t.match(await storage.identities.listPage({ after: null, prefix: 'cyd', limit: 1 }), [
       { identityId: 'usr_cyd', username: 'cyd', state: 'active', createdAt: 1000 },
     ]);

@@ -124,6 +124,21 @@ export function ssfStoreConformance(t: Test, open: () => Promise<Storage>): void
     t.same(await storage.ssf.subjectStreams('usr_managed', 2000), []);
   });
 
+  t.test("ssf store: every receiver's streams a page at a time, by stream id", async (t) => {
+    const storage = await open();
+    for (const [id, clientId] of [
+      ['sst_c', 'cl_a'],
+      ['sst_a', 'cl_b'],
+      ['sst_b', 'cl_a'],
+    ] as const)
+      await storage.ssf.insertStream(stream(id, clientId));
+    const ids = async (after: string | null) =>
+      (await storage.ssf.listPage({ after, limit: 2 })).map((s) => `${s.streamId}:${s.clientId}`);
+    t.same(await ids(null), ['sst_a:cl_b', 'sst_b:cl_a']);
+    t.same(await ids('sst_b'), ['sst_c:cl_a']);
+    t.same(await ids('sst_c'), []);
+  });
+
   t.test('ssf store: push events are leased to one holder; poll events wait for their ack', async (t) => {
     const storage = await open();
     await storage.ssf.insertStream(stream('sst_push', 'cl_a'));

@@ -80,6 +80,16 @@ t.test(
       await p.click('button[data-action="console-open"]');
       await p.waitForURL(`${cp}/console`, { timeout: 20_000 });
     }
+    /** Clicks a change button; when the step-up has lapsed, steps up and clicks it again on the page that comes back. */
+    async function changeWith(p: Page, click: () => Promise<void>): Promise<void> {
+      await click();
+      await p.waitForLoadState('load');
+      if (!p.url().includes('/auth/step-up')) return;
+      await p.click('button[data-action="step-up"]');
+      await p.waitForURL(/[?&]resume=/, { timeout: 20_000 });
+      await click();
+      await p.waitForLoadState('load');
+    }
     const shot = async (p: Page, name: string) => {
       if (!SCREENSHOTS) return;
       mkdirSync(join('docs', 'images'), { recursive: true });
@@ -204,17 +214,121 @@ t.test(
       },
     );
 
-    await t.test('orgs: the list by slug; one org with its members, teams, mail domains and connections', async (t) => {
-      await page.goto(`${cp}/console/orgs`);
-      await page.click(`a[href="/console/orgs/${orgSlug}"]`);
-      await page.waitForURL(`${cp}/console/orgs/${orgSlug}`);
-      const text = await page.innerText('main');
-      t.match(text, /cyd\s+owner/, 'the founder of the org is listed as its owner');
-      t.match(text, /No team\./);
-      t.match(text, /No mail domain\./);
-      t.match(await page.innerText('[data-field="connections"]'), /no enterprise connections or SCIM tokens yet/);
-      t.same(await page.getByRole('button', { name: CHANGE_BUTTONS }).allInnerTexts(), [], 'orgs are read-only here');
-    });
+    await t.test(
+      'orgs: one org with its members, teams, domains, connections and SCIM tokens; an operator removes and revokes',
+      async (t) => {
+        const { storage } = server.services;
+        const org = (await storage.orgs.getBySlug(orgSlug))!;
+        for (const [connectionId, name, required] of [
+          ['con_console_gone', 'Old IdP', false],
+          ['con_console_kept', 'Acme IdP', true],
+        ] as const)
+          await storage.connections.insert({
+            connectionId,
+            orgId: org.orgId,
+            type: 'oidc',
+            name,
+            settings: { issuer: 'https://idp.example', clientId: 'kp', tokenEndpointAuthMethod: 'client_secret_basic' },
+            secretSealed: null,
+            domains: ['acme.example'],
+            jit: { role: 'member' },
+            required,
+            maxAssurance: 'email',
+            sessionMaxHours: 12,
+            createdAt: Date.now(),
+            updatedAt: Date.now(),
+          });
+        for (const tokenId of ['sct_console_gone', 'sct_console_kept'])
+          await storage.scim.addToken({
+            tokenId,
+            orgId: org.orgId,
+            secretHash: '0'.repeat(64),
+            createdBy: cy.id,
+            createdAt: Date.now(),
+            lastUsedAt: null,
+            revokedAt: null,
+          });
+        await page.goto(`${cp}/console/orgs`);
+        await page.click(`a[href="/console/orgs/${orgSlug}"]`);
+        await page.waitForURL(`${cp}/console/orgs/${orgSlug}`);
+        const text = await page.innerText('main');
+        t.match(text, /cyd\s+owner/, 'the founder of the org is listed as its owner');
+        t.match(text, /No team\./);
+        t.match(text, /No mail domain\./);
+        t.match(
+          await page.innerText('tr[data-connection="con_console_kept"]'),
+          /Acme IdP[\s\S]*oidc[\s\S]*acme\.example[\s\S]*yes/,
+          'a connection with its name, type, domains and whether it is required',
+        );
+        t.match(
+          await page.innerText('tr[data-token="sct_console_kept"]'),
+          /sct_console_kept[\s\S]*never/,
+          'a token, unused',
+        );
+        await shot(page, 'org');
+
+        await changeWith(page, () => page.getByRole('button', { name: 'Revoke sct_console_gone' }).click());
+        const revoked = await receiptOf((await page.locator('[role="status"] a code').first().textContent()) ?? '');
+        t.equal(revoked.kind, 'scim.token_revoked');
+        t.same(revoked.actor, { type: 'person', id: adaId }, 'the receipt names the operator');
+        t.match(await page.innerText('tr[data-token="sct_console_gone"]'), /revoked/);
+        t.notOk(
+          (await storage.scim.tokens(org.orgId)).find((k) => k.tokenId === 'sct_console_gone')?.revokedAt === null,
+          'the token is revoked',
+        );
+
+        await changeWith(page, () => page.getByRole('button', { name: 'Remove the connection Old IdP' }).click());
+        const removed = await receiptOf((await page.locator('[role="status"] a code').first().textContent()) ?? '');
+        t.equal(removed.kind, 'connection.deleted');
+        t.same(removed.actor, { type: 'person', id: adaId }, 'the receipt names the operator');
+        t.equal(await storage.connections.get('con_console_gone'), null, 'the connection is gone');
+        t.equal(await page.locator('tr[data-connection="con_console_gone"]').count(), 0);
+      },
+    );
+
+    await t.test(
+      'Shared Signals streams: each with its receiver, delivery, status and events; an operator disables and deletes',
+      async (t) => {
+        const receiver = await registerLiveClient(cp, { redirect_uris: ['https://rx.example/cb'] });
+        const { storage } = server.services;
+        for (const [streamId, delivery] of [
+          ['sst_console_push', 'push'],
+          ['sst_console_poll', 'poll'],
+        ] as const)
+          await storage.ssf.insertStream({
+            streamId,
+            clientId: receiver.client_id,
+            delivery,
+            endpointUrl: delivery === 'push' ? 'https://rx.example/ssf' : null,
+            authorizationSealed: null,
+            eventsRequested: ['https://schemas.openid.net/secevent/caep/event-type/session-revoked'],
+            description: null,
+            status: 'enabled',
+            statusReason: null,
+            createdAt: Date.now(),
+            updatedAt: Date.now(),
+          });
+        await page.goto(`${cp}/console/streams`);
+        t.match(
+          await page.innerText('tr[data-stream="sst_console_push"]'),
+          new RegExp(
+            `${receiver.client_id}[\\s\\S]*push[\\s\\S]*rx\\.example/ssf[\\s\\S]*enabled[\\s\\S]*session-revoked`,
+          ),
+          'the receiver, delivery, status and the events it asked for',
+        );
+        await changeWith(page, () => page.getByRole('button', { name: 'Disable sst_console_push' }).click());
+        const disabled = await receiptOf((await page.locator('[role="status"] a code').first().textContent()) ?? '');
+        t.equal(disabled.kind, 'ssf.stream_status_changed');
+        t.same(disabled.actor, { type: 'person', id: adaId }, 'the receipt names the operator');
+        t.equal((await storage.ssf.getStream('sst_console_push'))?.status, 'disabled');
+        t.match(await page.innerText('tr[data-stream="sst_console_push"]'), /disabled/);
+        await changeWith(page, () => page.getByRole('button', { name: 'Delete sst_console_poll' }).click());
+        const deleted = await receiptOf((await page.locator('[role="status"] a code').first().textContent()) ?? '');
+        t.equal(deleted.kind, 'ssf.stream_deleted');
+        t.same(deleted.actor, { type: 'person', id: adaId });
+        t.equal(await storage.ssf.getStream('sst_console_poll'), null, 'the stream is gone');
+      },
+    );
 
     await t.test(
       'agents: each with its owner and grants; an operator revokes a grant, the receipt names it',
@@ -356,6 +470,7 @@ t.test(
           `/console/orgs/${orgSlug}`,
           '/console/agents',
           '/console/webhooks',
+          '/console/streams',
           '/console/receipts',
         ]) {
           await bea.page.goto(cp + path);
@@ -383,6 +498,27 @@ t.test(
           maxRedirects: 0,
         });
         t.equal(forgedHook.status(), 403, 'the auditor creating a webhook is refused');
+        await bea.page.goto(`${cp}/console/orgs/${orgSlug}`);
+        t.match(
+          await bea.page.innerText('tr[data-connection="con_console_kept"]'),
+          /Acme IdP/,
+          'the auditor sees connections',
+        );
+        t.match(await bea.page.innerText('tr[data-token="sct_console_kept"]'), /live/, 'and SCIM tokens');
+        for (const [path, what] of [
+          [`/console/orgs/${orgSlug}/scim-tokens/sct_console_kept/revoke`, 'revoking a SCIM token'],
+          [`/console/orgs/${orgSlug}/connections/con_console_kept/remove`, 'removing a connection'],
+          ['/console/streams/sst_console_push/delete', 'deleting a stream'],
+        ]) {
+          const forged = await bea.context.request.post(cp + path, {
+            headers: { origin: cp },
+            form: {},
+            maxRedirects: 0,
+          });
+          t.equal(forged.status(), 403, `the auditor ${what} is refused`);
+        }
+        t.ok(await server.services.storage.connections.get('con_console_kept'), 'the connection stays');
+        t.ok(await server.services.storage.ssf.getStream('sst_console_push'), 'the stream stays');
         t.equal(await stateOf(cy.id), 'active');
         const exportRead = await bea.context.request.get(`${cp}/admin/operators`);
         t.equal(exportRead.status(), 200, 'the auditor reads the admin API');
@@ -483,6 +619,7 @@ t.test(
           '/console/receipts?type=account.disabled',
           '/console/agents',
           '/console/webhooks',
+          '/console/streams',
         ]) {
           await p.goto(`${cp}${path}${path.includes('?') ? '&' : '?'}lang=${lang}`);
           if (lang === 'ar') t.equal(await p.getAttribute('html', 'dir'), 'rtl', `${path} is right-to-left`);

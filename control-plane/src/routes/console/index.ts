@@ -10,6 +10,7 @@ import { clientsSection } from './clients.js';
 import { orgsSection } from './orgs.js';
 import { agentsSection } from './agents.js';
 import { webhooksSection } from './webhooks.js';
+import { streamsSection } from './streams.js';
 import { apisSection } from './apis.js';
 import { operatorsSection } from './operators.js';
 import { receiptsSection } from './receipts.js';
@@ -30,6 +31,7 @@ const SECTIONS = [
   orgsSection,
   agentsSection,
   webhooksSection,
+  streamsSection,
   apisSection,
   operatorsSection,
   receiptsSection,

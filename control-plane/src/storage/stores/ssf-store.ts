@@ -107,6 +107,13 @@ export function ssfStore(sql: Sql): SsfStore {
           [clientId],
         )
       ).map(streamFromRow),
+    listPage: async ({ after, limit }) =>
+      (
+        await sql.rows<StreamRow>(
+          `SELECT ${STREAM_COLUMNS} FROM ssf_streams WHERE stream_id > $1 ORDER BY stream_id LIMIT $2`,
+          [after ?? '', limit],
+        )
+      ).map(streamFromRow),
     listEnabled: async () =>
       (await sql.rows<StreamRow>(`SELECT ${STREAM_COLUMNS} FROM ssf_streams WHERE status = 'enabled'`)).map(
         streamFromRow,

@@ -50,6 +50,8 @@ export interface SsfStore {
   insertStream(stream: StoredSsfStream): Promise<void>;
   getStream(streamId: string): Promise<StoredSsfStream | null>;
   listStreams(clientId: string): Promise<StoredSsfStream[]>;
+  /** Every receiver's streams by stream id, those after `after` (the operator console's list). */
+  listPage(query: { after: string | null; limit: number }): Promise<StoredSsfStream[]>;
   /** Every enabled stream (what the ledger follower matches receipts against). */
   listEnabled(): Promise<StoredSsfStream[]>;
   updateStream(stream: StoredSsfStream): Promise<void>;
