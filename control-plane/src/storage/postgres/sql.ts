@@ -23,6 +23,11 @@ export const postgresDialect: Dialect = {
   jsonIsTrue: (column, key) => `${column}::jsonb -> '${key}' = 'true'::jsonb`,
   // jsonb `?` on an array: an element equal to the string (exact match, as json_each in SQLite).
   jsonArrayHolds: (column, key, param) => `${column}::jsonb -> '${key}' ? ${param}`,
+  receiptsAfter: (param) => ({
+    where: `(xid, seq) > (COALESCE((SELECT xid FROM receipts WHERE seq = ${param}), '0'::xid8), ${param})
+      AND xid < pg_snapshot_xmin(pg_current_snapshot())`,
+    orderBy: 'xid, seq',
+  }),
 };
 
 /**
