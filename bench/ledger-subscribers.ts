@@ -163,7 +163,8 @@ async function alternate(storage: Storage, backend: string): Promise<Round[]> {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       const cpu = process.cpuUsage(cpuStart);
       const rows = (await queued(storage)) - queuedBefore;
-      if (rows !== (on ? 2 * PER_ROUND : 0)) throw new Error(`${rows} outbox rows queued in a round ${on ? 'on' : 'off'}`);
+      if (rows !== (on ? 2 * PER_ROUND : 0))
+        throw new Error(`${rows} outbox rows queued in a round ${on ? 'on' : 'off'}`);
       const round = { on, rate: PER_ROUND / seconds, cpuUsPerReceipt: (cpu.user + cpu.system) / PER_ROUND };
       log(
         `  ${backend} ${on ? 'on ' : 'off'}: ${Math.round(round.rate)} receipts/s, ${round.cpuUsPerReceipt.toFixed(0)} µs CPU each, ${rows} outbox rows`,
@@ -237,4 +238,3 @@ export async function subscriberCosts(): Promise<string[]> {
   }
   return found;
 }
-

@@ -85,8 +85,7 @@ function suite(databaseUrl?: (t: Test) => Promise<string>) {
       throw new Error('the export never ended');
     };
     /** Every receipt `filter` matches, in one page. */
-    const everything = async (filter: string) =>
-      (await page(filter, 1000)).receipts.map((item) => item.hash);
+    const everything = async (filter: string) => (await page(filter, 1000)).receipts.map((item) => item.hash);
 
     // Forty receipts in the same millisecond, sealed in epochs of seven as they go.
     for (let i = 0; i < 40; i++) await write();

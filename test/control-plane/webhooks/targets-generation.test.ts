@@ -41,7 +41,10 @@ const connection = (connectionId: string, orgId: string): StoredConnection => ({
 
 async function orgWithWebhook(storage: Storage) {
   await storage.identities.create(account('usr_owner'));
-  await storage.orgs.create({ orgId: 'org_acme', slug: 'acme', name: 'Acme', website: null, createdAt: 1 }, 'usr_owner');
+  await storage.orgs.create(
+    { orgId: 'org_acme', slug: 'acme', name: 'Acme', website: null, createdAt: 1 },
+    'usr_owner',
+  );
   await storage.webhooks.insert({
     webhookId: 'whk_acme',
     orgId: 'org_acme',
