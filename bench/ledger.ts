@@ -8,6 +8,9 @@
  *     SQLite would store 640 MB of audit paths and take minutes; see docs/performance.md).
  * Appends run once with one caller and once with `LEDGER_CONCURRENCY` callers at once (default 32,
  * requests in flight), on SQLite and (when it answers) PostgreSQL; the target is printed beside.
+ * The subscribers' share is measured in the same run (bench/ledger-subscribers.ts): appends with no
+ * webhook or stream ("before") and with an operator webhook and a Shared Signals stream taking every
+ * receipt ("after"), in alternating rounds, on both backends.
  * `LEDGER_RECEIPTS` sets the full-path count (default 10000), `LEDGER_TREES_UP_TO` the largest
  * pure tree (default 1000000). Prints a markdown section.
  */
@@ -26,6 +29,7 @@ import { openSqliteStorage } from '../control-plane/src/storage/sqlite/index.js'
 import { openPostgresStorage } from '../control-plane/src/storage/postgres/index.js';
 import type { Storage } from '../control-plane/src/storage/interface.js';
 import pg from 'pg';
+import { subscriberCosts } from './ledger-subscribers.js';
 import { transparencyCosts } from './ledger-transparency.js';
 
 const RECEIPTS = Number(process.env['LEDGER_RECEIPTS'] ?? 10_000);
@@ -275,7 +279,12 @@ function pureTrees(): string[] {
 
 const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node.js ${process.version}, load average ${loadavg()[0]!.toFixed(1)} at start`;
 log(`machine: ${machine}`);
-const full = [...(await fullPath()), ...(await postgresAppends()), ...(await transparencyCosts())];
+const full = [
+  ...(await fullPath()),
+  ...(await postgresAppends()),
+  ...(await subscriberCosts()),
+  ...(await transparencyCosts()),
+];
 log('sorted trees with the pure functions');
 const pure = pureTrees();
 process.stdout.write(

@@ -180,7 +180,7 @@ export async function openControlPlaneServices(
     // Nudged after the receipt's transaction has had its turn: the loop's claim waits for it anyway.
     ledger.follow(webhookFollower({ config, now }, webhookTargets, () => webhookDelivery.nudge()));
     // Shared Signals (docs/events.md#shared-signals-streams-from-a-receivers-view): the same loop, polled as webhooks are.
-    const ssfDelivery = new DeliveryLoop(ssfPushAdapter({ storage, secrets, fetcher, config, now }), {
+    const ssfDelivery = new DeliveryLoop(ssfPushAdapter({ storage, keys, secrets, fetcher, config, now }), {
       pollIntervalMs: config.webhooks.pollIntervalMs,
       now,
       metrics: outboxMetrics,
@@ -191,7 +191,7 @@ export async function openControlPlaneServices(
     ssfTargets.start(config.webhooks.pollIntervalMs, (error) =>
       options.warn?.(`shared signals stream refresh failed: ${(error as Error).message}`),
     );
-    ledger.follow(ssfFollower({ keys, config, now }, ssfTargets, () => ssfDelivery.nudge()));
+    ledger.follow(ssfFollower({ config, now }, ssfTargets, () => ssfDelivery.nudge()));
     // Only the primary delivers (docs/scaling.md#workers); a worker's receipts reach its loop at the next poll.
     if (background) {
       backchannelLogout.start();

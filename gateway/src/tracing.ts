@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { context, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import { context, SpanKind, SpanStatusCode, trace, type Context, type Link, type Span } from '@opentelemetry/api';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -25,6 +25,8 @@ import type { ForwardOutcome } from './proxy.js';
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 const requestSpans = new WeakMap<IncomingMessage, Span>();
+/** The links of a request's server span: an untrusted caller's `traceparent`, which the hop carries too. */
+const requestLinks = new WeakMap<IncomingMessage, Link[]>();
 
 /**
  * Runs `handle` inside the request's server span. A `traceparent` is continued only from a
@@ -76,6 +78,7 @@ function startServerSpan(ctx: GatewayContext, req: IncomingMessage): { span: Spa
     incoming.parent,
   );
   requestSpans.set(req, span);
+  requestLinks.set(req, incoming.links);
   return { span, active: trace.setSpan(incoming.parent, span) };
 }
 
@@ -106,6 +109,8 @@ export async function forwardTraced(
     method,
     {
       kind: SpanKind.CLIENT,
+      // The span the app sees as its parent links to what an untrusted caller claimed, as the request's does.
+      links: requestLinks.get(req) ?? [],
       attributes: {
         [ATTR_HTTP_REQUEST_METHOD]: method,
         [ATTR_SERVER_ADDRESS]: upstream.hostname,

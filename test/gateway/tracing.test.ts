@@ -257,6 +257,10 @@ t.test(
       linked?.links.some((l) => l.traceId === t3),
       'the new trace links to the claimed one',
     );
+    t.ok(
+      spans.some((s) => gateway(s) && s.spanId === fresh?.[2] && s.links.some((l) => l.traceId === t3)),
+      'so does the hop the app sees as its parent',
+    );
     t.notOk(
       spans.some((s) => s.traceId === t3),
       'and no span joins it',

@@ -6,6 +6,7 @@ import {
   buildSecurityEvent,
   eventForReceipt,
   signSecurityEvent,
+  type SecurityEventClaims,
   type SubjectIdentifier,
 } from '#lib/ssf/security-event.js';
 import type { ControlPlaneServices } from '../context.js';
@@ -38,33 +39,35 @@ export function accountSubject(issuer: string, identityId: string): SubjectIdent
   return { format: 'iss_sub', iss: issuer, sub: identityId };
 }
 
-/** Signs one SET for `stream` and queues it in `tx`. */
+/**
+ * Queues one SET for `stream` in `tx`, its claims unsigned: the signature is made when it leaves
+ * (`signedSet`), outside the receipt's transaction, where it would cost more than the receipt
+ * itself (docs/performance.md#ledger-npm-run-benchledger), and with the key current then, which a
+ * receiver can still find in the JWKS however long the SET waited.
+ */
 export async function queueSecurityEvent(
-  services: Pick<SsfServices, 'keys' | 'config' | 'now'>,
+  services: Pick<SsfServices, 'config' | 'now'>,
   tx: Stores,
   stream: StoredSsfStream,
   event: { type: string; subject: SubjectIdentifier; payload: Record<string, unknown>; txn?: string },
 ): Promise<string> {
   const now = services.now();
   const jti = randomId('set');
-  const set = await signSecurityEvent(
-    buildSecurityEvent({
-      issuer: services.config.issuer,
-      audience: stream.clientId,
-      jti,
-      now,
-      subject: event.subject,
-      type: event.type,
-      payload: event.payload,
-      ...(event.txn ? { txn: event.txn } : {}),
-    }),
-    services.keys.current(),
-  );
+  const claims = buildSecurityEvent({
+    issuer: services.config.issuer,
+    audience: stream.clientId,
+    jti,
+    now,
+    subject: event.subject,
+    type: event.type,
+    payload: event.payload,
+    ...(event.txn ? { txn: event.txn } : {}),
+  });
   const row: SsfEvent = {
     eventId: jti,
     streamId: stream.streamId,
     delivery: stream.delivery,
-    set,
+    set: JSON.stringify(claims),
     createdAt: now,
     attempts: 0,
     nextAttemptAt: now,
@@ -74,6 +77,12 @@ export async function queueSecurityEvent(
   };
   await tx.ssf.enqueue(row);
   return jti;
+}
+
+/** The SET of a queued event, signed now with the current key (a row queued signed is sent as it is). */
+export function signedSet(services: Pick<SsfServices, 'keys'>, event: Pick<SsfEvent, 'set'>): Promise<string> {
+  if (!event.set.startsWith('{')) return Promise.resolve(event.set);
+  return signSecurityEvent(JSON.parse(event.set) as SecurityEventClaims, services.keys.current());
 }
 
 /**
@@ -111,7 +120,7 @@ export class SsfTargets {
  * PostgreSQL transaction takes writes only; every other receipt returns before any read.
  */
 export function ssfFollower(
-  services: Pick<SsfServices, 'keys' | 'config' | 'now'>,
+  services: Pick<SsfServices, 'config' | 'now'>,
   targets: SsfTargets,
   queued: () => void,
 ): (tx: Stores, receipt: Receipt) => Promise<void> {
@@ -158,7 +167,7 @@ async function verifiedAddress(tx: Stores, receipt: Receipt): Promise<string | n
 
 /** SSF 1.0 §8.1.4.2: the verification event for a stream, its subject the stream itself. */
 export function queueVerification(
-  services: Pick<SsfServices, 'keys' | 'config' | 'now'>,
+  services: Pick<SsfServices, 'config' | 'now'>,
   tx: Stores,
   stream: StoredSsfStream,
   state: string | undefined,
@@ -180,7 +189,10 @@ function judge(status: number): DeliveryOutcome {
   return { kind: 'abandon', error: `status_${status}`, status };
 }
 
-export type SsfDeliveryServices = Pick<ControlPlaneServices, 'storage' | 'secrets' | 'fetcher' | 'config' | 'now'>;
+export type SsfDeliveryServices = Pick<
+  ControlPlaneServices,
+  'storage' | 'keys' | 'secrets' | 'fetcher' | 'config' | 'now'
+>;
 
 /** The Shared Signals push subscriber of the delivery loop. */
 export function ssfPushAdapter(services: SsfDeliveryServices): OutboxAdapter<SsfEvent> {
@@ -203,7 +215,7 @@ export function ssfPushAdapter(services: SsfDeliveryServices): OutboxAdapter<Ssf
           ...DELIVERY,
           ...fetchPolicyFor(services.config, client.ownerId, stream.endpointUrl),
           method: 'POST',
-          body: event.set,
+          body: await signedSet(services, event),
           // RFC 8935 §2: the SET as the body, media type application/secevent+jwt.
           headers: { 'content-type': 'application/secevent+jwt' },
           ...(authorization ? { destinationAuthorization: authorization } : {}),

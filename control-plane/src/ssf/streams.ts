@@ -6,7 +6,7 @@ import type { ControlPlaneServices } from '../context.js';
 import type { Actor, DomainEvent } from '../events/types.js';
 import type { SsfStreamStatus, StoredClient, StoredSsfStream, Stores } from '../storage/interface.js';
 import { fetchPolicyFor } from '../webhooks/outbox.js';
-import { authorizationContext, queueVerification } from './outbox.js';
+import { authorizationContext, queueVerification, signedSet } from './outbox.js';
 
 /**
  * Stream management for Shared Signals receivers (SSF 1.0 §8.1;
@@ -389,5 +389,6 @@ export async function pollStream(
   if (maxEvents === 0)
     return { sets: {}, moreAvailable: (await services.storage.ssf.pollable(stream.streamId, 0)).more };
   const { events, more } = await services.storage.ssf.pollable(stream.streamId, maxEvents);
-  return { sets: Object.fromEntries(events.map((event) => [event.eventId, event.set])), moreAvailable: more };
+  const sets = await Promise.all(events.map(async (event) => [event.eventId, await signedSet(services, event)]));
+  return { sets: Object.fromEntries(sets), moreAvailable: more };
 }

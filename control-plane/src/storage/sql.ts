@@ -44,6 +44,13 @@ export interface Dialect {
   jsonIsTrue(column: string, key: string): string;
   /** The array under `key` of the JSON object in text `column` holds the string parameter `param`. */
   jsonArrayHolds(column: string, key: string, param: string): string;
+  /**
+   * The receipts after the one at `seq` parameter `param` (0: from the first), in the order they
+   * became visible, and only those no running transaction can still come before: on SQLite, whose
+   * writers take turns, `seq` order; on PostgreSQL, (writing transaction, `seq`) up to the oldest
+   * transaction still running (migration 20261207201954-receipts-commit-order).
+   */
+  receiptsAfter(param: string): { where: string; orderBy: string };
 }
 
 /**

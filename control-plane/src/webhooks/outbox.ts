@@ -126,19 +126,37 @@ async function ownedBy(storage: OwnerStores, orgId: string, owners: Map<string, 
  * transaction may take writes only (a one-time value spent with it: storage/postgres/sql.ts
  * `collectingSql`), so it reads nothing there. A webhook added on another replica sees receipts
  * from that replica's next refresh on (docs/events.md#webhooks).
+ *
+ * A refresh reads the webhooks and the directory generation, which triggers move with every
+ * change to what an org owns or manages, in the writing transaction, on every replica; what the
+ * orgs own is read again only when the generation moved or the webhooks name another set of orgs,
+ * so a quiet directory costs two small reads a poll, not every managed account.
  */
 export class WebhookTargets {
   private current: { webhooks: StoredWebhook[]; owners: Map<string, string> } = { webhooks: [], owners: new Map() };
+  private built: { generation: number; orgs: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** How many times what the orgs own was read (tests and docs/events.md#org-webhooks). */
+  ownerReads = 0;
 
-  constructor(private readonly storage: Pick<Storage, 'webhooks'> & OwnerStores) {}
+  constructor(private readonly storage: Pick<Storage, 'webhooks' | 'gateway'> & OwnerStores) {}
 
   async refresh(): Promise<void> {
+    // The generation is read before the owners: a write landing in between makes them newer
+    // than their generation, never older, and the next refresh reads them again.
+    const generation = await this.storage.gateway.directoryGeneration();
     const webhooks = await this.storage.webhooks.listActive();
+    const orgIds = [...new Set(webhooks.flatMap((webhook) => (webhook.orgId ? [webhook.orgId] : [])))].sort();
+    const orgs = orgIds.join(' ');
+    if (this.built && this.built.generation === generation && this.built.orgs === orgs) {
+      this.current = { webhooks, owners: this.current.owners };
+      return;
+    }
     const owners = new Map<string, string>();
-    for (const orgId of new Set(webhooks.flatMap((webhook) => (webhook.orgId ? [webhook.orgId] : []))))
-      await ownedBy(this.storage, orgId, owners);
+    for (const orgId of orgIds) await ownedBy(this.storage, orgId, owners);
+    this.ownerReads++;
     this.current = { webhooks, owners };
+    this.built = { generation, orgs };
   }
 
   start(everyMs: number, onError: (error: unknown) => void): void {

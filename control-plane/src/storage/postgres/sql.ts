@@ -7,6 +7,19 @@ import { Rollback, type Dialect, type SpendStatement, type Sql } from '../sql.js
 export { insertOf, Rollback, type SpendStatement, type Sql } from '../sql.js';
 
 /** PostgreSQL's side of the dialect differences. */
+/**
+ * The oldest transaction of this database still running when the statement's snapshot was taken
+ * (the snapshot's end when none): receipts written by transactions before it can no longer be
+ * joined by one that commits later. A running transaction is left out only when
+ * `pg_stat_activity` shows it belongs to another database, so another database's long
+ * transaction never holds the export back, and one that ended meanwhile, or that the role may not
+ * see, still counts (later, never lost).
+ */
+const RECEIPTS_HORIZON = `(SELECT COALESCE(min(running.xid), pg_snapshot_xmax(pg_current_snapshot()))
+      FROM pg_snapshot_xip(pg_current_snapshot()) AS running (xid)
+      WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname <> current_database()
+        AND a.backend_xid::text = (running.xid::text::bigint % 4294967296)::text))`;
+
 export const postgresDialect: Dialect = {
   name: 'postgres',
   lock: async (sql, key) => {
@@ -23,6 +36,11 @@ export const postgresDialect: Dialect = {
   jsonIsTrue: (column, key) => `${column}::jsonb -> '${key}' = 'true'::jsonb`,
   // jsonb `?` on an array: an element equal to the string (exact match, as json_each in SQLite).
   jsonArrayHolds: (column, key, param) => `${column}::jsonb -> '${key}' ? ${param}`,
+  receiptsAfter: (param) => ({
+    where: `(xid, seq) > (COALESCE((SELECT xid FROM receipts WHERE seq = ${param}), '0'::xid8), ${param})
+      AND xid < ${RECEIPTS_HORIZON}`,
+    orderBy: 'xid, seq',
+  }),
 };
 
 /**

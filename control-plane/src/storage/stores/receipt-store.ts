@@ -74,7 +74,8 @@ export function receiptStore(sql: Sql): ReceiptStore {
       ]);
     },
     list: async (query) => {
-      const where = ['seq > $1'];
+      const order = sql.dialect.receiptsAfter('$1');
+      const where = [order.where];
       const values: unknown[] = [query.after];
       const add = (clause: (param: string) => string, value: unknown) => {
         values.push(value);
@@ -88,7 +89,7 @@ export function receiptStore(sql: Sql): ReceiptStore {
       if (query.until !== undefined) add((p) => `created_at < ${p}`, query.until);
       values.push(query.limit);
       const rows = await sql.rows<{ seq: number | string; hash: string; body: string; created_at: number | string }>(
-        `SELECT seq, hash, body, created_at FROM receipts WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${values.length}`,
+        `SELECT seq, hash, body, created_at FROM receipts WHERE ${where.join(' AND ')} ORDER BY ${order.orderBy} LIMIT $${values.length}`,
         values,
       );
       return rows.map((row) => ({

@@ -59,7 +59,8 @@ export interface ReceiptStore {
   get(hash: string): Promise<StoredReceipt | undefined>;
   /**
    * The audit export (docs/events.md#audit-export): up to `limit` receipts after position `after`,
-   * in ledger order, filtered by kind, by an opaque id the receipt names (`subject`, matched as a
+   * in the order they became visible (never one before a position already given, on PostgreSQL
+   * either, where a receipt may commit after a later one: `Dialect.receiptsAfter`), filtered by kind, by an opaque id the receipt names (`subject`, matched as a
    * whole JSON string) and by when they were written.
    */
   list(query: ReceiptQuery): Promise<Array<{ position: number; hash: string; body: string; createdAt: number }>>;

@@ -29,7 +29,10 @@ export interface SsfEvent {
   eventId: string;
   streamId: string;
   delivery: 'push' | 'poll';
-  /** The signed SET (compact JWS), the same on every attempt and poll. */
+  /**
+   * The SET's claims as JSON, the same on every attempt and poll, signed with the current key
+   * each time it leaves (ssf/outbox.ts `signedSet`); a row queued before that holds the signed SET.
+   */
   set: string;
   createdAt: number;
   attempts: number;
