@@ -1,5 +1,4 @@
 import t, { type Test } from 'tap';
-import { get as httpsGet } from 'node:https';
 import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
@@ -10,7 +9,6 @@ import { docCommand, type RunnableCommand } from '../helpers/doc-examples.js';
 import { freePort } from '../helpers/free-port.js';
 import { LIVE_ADMIN, LiveBrowser, registerLiveClient, startLiveControlPlane } from '../helpers/live-browser.js';
 import { redisAvailability, REDIS_URL } from '../helpers/redis.js';
-import { makeTestCa } from '../helpers/tls.js';
 import { until } from '../helpers/until.js';
 import { startUpstream } from '../gateway/helpers.js';
 
@@ -18,7 +16,7 @@ import { startUpstream } from '../gateway/helpers.js';
  * The docs' example commands that no guide suite runs (docs/cli.md#every-example-runs), each taken
  * from its page by `docCommand` and run as written against one real control plane: the clients
  * in-process through the CLI's program, the servers as processes (each answers, then drains on
- * SIGTERM). Only the placeholders a page writes (`$ISSUER`, `cl_…`, `URL`, paths under /etc and
+ * SIGTERM). Only the placeholders a page writes (`$ISSUER`, `cl_…`, `URL`, paths under
  * /var/lib) take this run's values; a port or a data directory a command leaves to its default
  * comes from KEYPLANE_CONFIG or the working directory, so the words stay the page's.
  */
@@ -87,20 +85,8 @@ const mcpClient = await registerLiveClient(issuer, {
 });
 
 // The servers start together while the commands below run.
-const tls = makeTestCa(t);
-const tlsFiles = { cert: join(dir, 'fullchain.pem'), key: join(dir, 'privkey.pem') };
-writeFileSync(tlsFiles.cert, tls.cert);
-writeFileSync(tlsFiles.key, tls.key, { mode: 0o600 });
 const redis = await redisAvailability();
 const servers = {
-  tls: serve(
-    docCommand(
-      'docs/operations.md',
-      'keyplane control-plane --tls-cert /etc/keyplane/tls/fullchain.pem --tls-key /etc/keyplane/tls/privkey.pem',
-      { '/etc/keyplane/tls/fullchain.pem': tlsFiles.cert, '/etc/keyplane/tls/privkey.pem': tlsFiles.key },
-    ),
-    { KEYPLANE_MASTER_KEY: TEST_MASTER_KEY, KEYPLANE_CONFIG: yaml('tls.yaml', 'port: 0\n') },
-  ),
   workers: serve(
     docCommand('docs/scaling.md', 'keyplane control-plane --workers auto --data /var/lib/keyplane', {
       '/var/lib/keyplane': join(dir, 'workers'),
@@ -320,19 +306,6 @@ t.test('docs/rollout.md: classify signs a trust profile', async (t) => {
     docCommand('docs/rollout.md', 'keyplane rollout classify FILE --control-plane URL', { FILE: profile, URL: issuer }),
   );
   t.match(classified.stdout, /^signed trust profile shop version 1/m);
-});
-
-t.test('docs/operations.md: the control plane serves HTTPS from the certificate files', async (t) => {
-  const running = await servers.tls;
-  t.match(running.url, /^https:\/\/localhost:\d+$/);
-  const status = await new Promise<number | undefined>((resolve, reject) =>
-    httpsGet(`${running.url}/healthz`, { ca: tls.ca }, (res) => {
-      res.resume();
-      resolve(res.statusCode);
-    }).on('error', reject),
-  );
-  t.equal(status, 200);
-  await stops(t, running);
 });
 
 t.test('docs/scaling.md: the control plane with a worker per core', async (t) => {
