@@ -2,7 +2,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { buildProgram } from '../../cli/src/program.js';
-import { docExamples, shellWords, synopsisWords, type DocExample } from '../helpers/doc-examples.js';
+import { docCommand, docExamples, shellWords, synopsisWords, type DocExample } from '../helpers/doc-examples.js';
 import { listTestFiles } from '../tiers/tiers.mjs';
 
 /**
@@ -75,22 +75,25 @@ const literal = String.raw`('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")`;
 const unquote = (text: string) => text.slice(1, -1).replace(/\\(.)/g, '$1');
 
 /** What each suite runs: `docCommand` calls, `codeBlocksUnder` sections, `checkGuide` transcripts. */
-const suites = listTestFiles().map((file) => {
-  const source = readFileSync(file, 'utf8');
-  const calls = (name: string) =>
-    [...source.matchAll(new RegExp(String.raw`${name}\(\s*${literal}\s*,\s*${literal}`, 'g'))].map((m) => ({
-      file: unquote(m[1]!),
-      text: unquote(m[2]!),
-    }));
-  return {
-    file,
-    commands: calls('docCommand'),
-    sections: calls('codeBlocksUnder'),
-    transcripts: [...source.matchAll(new RegExp(String.raw`checkGuide\(\s*\w+\s*,\s*${literal}`, 'g'))].map((m) =>
-      unquote(m[1]!),
-    ),
-  };
-});
+// This file's own docCommand calls test its refusals; they run nothing.
+const suites = listTestFiles()
+  .filter((file) => file !== 'test/cli/doc-examples.test.ts')
+  .map((file) => {
+    const source = readFileSync(file, 'utf8');
+    const calls = (name: string) =>
+      [...source.matchAll(new RegExp(String.raw`${name}\(\s*${literal}\s*,\s*${literal}`, 'g'))].map((m) => ({
+        file: unquote(m[1]!),
+        text: unquote(m[2]!),
+      }));
+    return {
+      file,
+      commands: calls('docCommand'),
+      sections: calls('codeBlocksUnder'),
+      transcripts: [...source.matchAll(new RegExp(String.raw`checkGuide\(\s*\w+\s*,\s*${literal}`, 'g'))].map((m) =>
+        unquote(m[1]!),
+      ),
+    };
+  });
 
 function runners(example: DocExample): string[] {
   return suites
@@ -141,4 +144,26 @@ t.test('every docCommand a suite asks for is one the docs show', async (t) => {
         examples.some((example) => example.file === call.file && example.command === call.text),
         `${suite.file}: ${call.file}: ${call.text}`,
       );
+});
+
+t.test('docCommand refuses an example the page does not show and a placeholder left without a value', async (t) => {
+  t.throws(
+    () => docCommand('docs/apis.md', 'keyplane apis list'),
+    /docs\/apis\.md shows no example "keyplane apis list"/,
+  );
+  t.throws(() => docCommand('docs/apis.md', 'keyplane apis list --control-plane "$ISSUER"'), /no value for \$ISSUER/);
+  t.throws(
+    () => docCommand('docs/apis.md', 'keyplane apis list --control-plane "$ISSUER"', { $ISSUR: 'x' }),
+    /"\$ISSUR" is not in docs\/apis\.md/,
+  );
+  t.same(docCommand('docs/apis.md', 'keyplane apis list --control-plane "$ISSUER"', { $ISSUER: 'http://x' }), {
+    args: ['apis', 'list', '--control-plane', 'http://x'],
+    env: {},
+    shell: 'keyplane apis list --control-plane "http://x"',
+  });
+  t.same(
+    docCommand('docs/ledger.md', 'keyplane ledger rotate-note-key [--overlap-days N]', { N: '3' }).args,
+    ['ledger', 'rotate-note-key', '--overlap-days', '3'],
+    "a synopsis's optional part is taken",
+  );
 });
