@@ -1,12 +1,13 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { symlinkSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { decodeJwt } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { tempDir } from '../helpers/build.js';
 import { CLI, childEnv } from '../helpers/cli.js';
 import { codeBlocksUnder } from '../helpers/doc-blocks.js';
+import { docCommand } from '../helpers/doc-examples.js';
 import { LIVE_ADMIN, LiveBrowser, startLiveControlPlane } from '../helpers/live-browser.js';
 import { until } from '../helpers/own-process.js';
 
@@ -81,6 +82,30 @@ t.test("docs/agents.md's walk-through ends in an agent's access token", { timeou
     svc: { principal: { type: 'agent', id: agentId } },
   });
   t.match(rest.stderr, /DPoP token for agt_\S+, scope notes:read/);
+
+  // The commands the guide names beside these, as it writes them, with the files `prove --run` hashes.
+  for (const [name, text] of [
+    ['task.txt', 'summarise the notes'],
+    ['in.json', '{"notes":3}'],
+    ['out.json', '{"summary":"three notes"}'],
+  ])
+    writeFileSync(join(dir, name!), text!);
+  const status = await shell(docCommand('docs/agents.md', 'keyplane agent status --key agent.jwk').shell).exited;
+  t.equal(status.code, 0, status.stderr);
+  t.match(status.stdout, agentId!, 'status names the agent');
+  const proof = await shell(
+    docCommand('docs/agents.md', 'keyplane agent prove --key agent.jwk --audience https://verifier.example.com').shell,
+  ).exited;
+  t.equal(proof.code, 0, proof.stderr);
+  t.equal(decodeProtectedHeader(proof.stdout.trim()).typ, 'agent-proof+jwt');
+  const run = await shell(
+    docCommand(
+      'docs/agents.md',
+      'keyplane agent prove --key agent.jwk --run --task task.txt --input in.json --output out.json',
+    ).shell,
+  ).exited;
+  t.equal(run.code, 0, run.stderr);
+  t.equal(decodeProtectedHeader(run.stdout.trim()).typ, 'agent-run+jwt');
 
   // What an RFC 7591 client sends without Keyplane's access member is refused, naming what is missing.
   const bare = await fetch(`${issuer}/register`, {

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { build, manualClock, openServices, tempDir } from '../helpers/build.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
+import { docCommand } from '../helpers/doc-examples.js';
 import { createTestDatabase, postgresAvailability } from '../helpers/postgres.js';
 import {
   checkOperatorData,
@@ -60,26 +61,46 @@ async function checkRestored(t: Test, store: Record<string, unknown>, data: Oper
 t.test('SQLite: backup while serving, keyplane restore into a new data directory', async (t) => {
   const live = tempDir(t);
   const data = await writeData(t, { dataDir: live });
-  // docs/operations.md: the backup goes to a directory that need not exist yet.
-  const backup = join(tempDir(t), 'backups', 'keyplane-backup.db');
-  const answer = await runInProcess(['backup', '--data', live, '--out', backup], env);
+  // docs/operations.md's commands as written, its paths here: the backup goes to a directory that need not exist yet.
+  const backups = join(tempDir(t), 'backups');
+  const stamp = new Date().toISOString().replace(/[-:]|\.\d+/g, '');
+  const backup = join(backups, `keyplane-${stamp}.db`);
+  const answer = await runInProcess(
+    docCommand(
+      'docs/operations.md',
+      'keyplane backup --data /var/lib/keyplane --out /backups/keyplane-$(date -u +%Y%m%dT%H%M%SZ).db',
+      { '/var/lib/keyplane': live, '/backups': backups, '$(date -u +%Y%m%dT%H%M%SZ)': stamp },
+    ).args,
+    env,
+  );
   t.equal(answer.code, 0, answer.stderr);
   t.match(answer.stdout, /^backup written to .* Restore: keyplane restore /);
   t.match(answer.stdout, /Restoring needs this same master key \(KEYPLANE_MASTER_KEY\)/);
   t.match(answer.stderr, /created the directory .*backups \(mode 0700\)/);
   t.equal(statSync(backup).mode & 0o777, 0o600, 'the backup is readable by its owner only');
   t.equal(statSync(dirname(backup)).mode & 0o777, 0o700);
-  t.same(readdirSync(dirname(backup)), ['keyplane-backup.db'], 'no staging file is left behind');
+  t.same(readdirSync(dirname(backup)), [`keyplane-${stamp}.db`], 'no staging file is left behind');
 
   // docs/operations.md#restoring-a-backup: keyplane restore FILE --out DIR, with the same master key.
   const restored = join(tempDir(t), 'keyplane-restored');
-  const restore = await runInProcess(['restore', backup, '--out', restored], env);
+  const restoreCommand = docCommand(
+    'docs/operations.md',
+    'keyplane restore /backups/keyplane-20261126T120000Z.db --out /var/lib/keyplane-restored',
+    { '…': MASTER_KEY, '/backups/keyplane-20261126T120000Z.db': backup, '/var/lib/keyplane-restored': restored },
+  );
+  t.same(restoreCommand.env, env, 'the page sets the master key before restore');
+  const restore = await runInProcess(restoreCommand.args, restoreCommand.env);
   t.equal(restore.code, 0, restore.stderr);
   t.match(restore.stdout, /KEYPLANE_MASTER_KEY opens its [1-9]\d* signing key\(s\)/);
   t.equal(statSync(restored).mode & 0o777, 0o700, 'the missing --out directory is created, private');
   t.equal(statSync(join(restored, 'keyplane.db')).mode & 0o777, 0o600);
   await checkRestored(t, { dataDir: restored }, data);
-  const audit = await runInProcess(['ledger', 'audit', '--data', restored], env);
+  const audit = await runInProcess(
+    docCommand('docs/operations.md', 'keyplane ledger audit --data /var/lib/keyplane-restored', {
+      '/var/lib/keyplane-restored': restored,
+    }).args,
+    env,
+  );
   t.equal(audit.code, 0, audit.stderr);
   t.match(audit.stdout, /^ledger intact: [1-9]\d* epoch\(s\)/);
   t.notOk(existsSync(join(restored, 'master.key')), 'no master.key beside data restored under KEYPLANE_MASTER_KEY');

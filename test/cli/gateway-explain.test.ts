@@ -2,6 +2,8 @@ import t from 'tap';
 import { ADMIN, registerClient } from '../helpers/oidc.js';
 import { buildSignedIn } from '../helpers/signed-in.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
+import { codeBlocksUnder } from '../helpers/doc-blocks.js';
+import { docCommand } from '../helpers/doc-examples.js';
 
 // `keyplane gateway explain` against a control plane on a free port (docs/gateway.md#explaining-a-decision).
 t.setTimeout(300_000);
@@ -96,6 +98,40 @@ t.test('keyplane gateway rules prints who passes each route, in words', async (t
   t.match(unknown.stderr, /not_found/);
   const noToken = await built.app.inject({ method: 'GET', url: `/admin/gateways/${gateway.client_id}/rules` });
   t.equal(noToken.statusCode, 401, 'the admin API needs the admin token');
+});
+
+t.test('the commands as docs/cli.md and docs/gateway.md write them exit 0 with their answer', async (t) => {
+  const values = { URL: url, ID: gateway.client_id };
+  const question = { ...values, NAME: 'eve', '/x': '/admin/users' };
+  for (const command of [
+    docCommand(
+      'docs/cli.md',
+      'keyplane gateway explain --control-plane URL --client-id ID --user NAME --path /x [--json]',
+      question,
+    ),
+    docCommand(
+      'docs/gateway.md',
+      'keyplane gateway explain --control-plane URL --client-id ID --user NAME --path /x',
+      question,
+    ),
+  ]) {
+    const answer = await runInProcess(command.args, env);
+    t.equal(answer.code, 0, `${command.shell}: ${answer.stderr}`);
+    t.match(answer.stdout, /allowed by users: Eve/);
+  }
+  const rules = await runInProcess(
+    docCommand('docs/gateway.md', 'keyplane gateway rules --control-plane URL --client-id ID', values).args,
+    env,
+  );
+  t.equal(rules.code, 0, rules.stderr);
+  // The page shows this gateway's rules: its block is the command's real output.
+  t.equal(rules.stdout, codeBlocksUnder('docs/gateway.md', 'Seeing the rules')[0]!.text);
+  const json = await runInProcess(
+    docCommand('docs/cli.md', 'keyplane gateway rules --control-plane URL --client-id ID [--json]', values).args,
+    env,
+  );
+  t.equal(json.code, 0, json.stderr);
+  t.match(JSON.parse(json.stdout), { ok: true, clientId: gateway.client_id });
 });
 
 t.test('refusals: an unknown account or client exits 1, missing flags exit 2', async (t) => {

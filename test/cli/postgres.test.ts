@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { tempDir } from '../helpers/build.js';
 import { runCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
+import { docCommand } from '../helpers/doc-examples.js';
 import { createTestDatabase, postgresAvailability } from '../helpers/postgres.js';
 
 const env = { KEYPLANE_MASTER_KEY: 'k'.repeat(40) };
@@ -13,7 +14,12 @@ if (!postgres.run) t.test('the CLI on PostgreSQL', { skip: postgres.reason }, ()
 else {
   t.test('migrate, keys, ledger audit and backup work on PostgreSQL through --database', async (t) => {
     const url = await createTestDatabase(t);
-    const migrated = await runCli(['migrate', '--database', url], env);
+    // docs/operations.md's commands as written, with this throwaway database as $KEYPLANE_DATABASE_URL.
+    const database = { $KEYPLANE_DATABASE_URL: url };
+    const migrated = await runCli(
+      docCommand('docs/operations.md', 'keyplane migrate --database "$KEYPLANE_DATABASE_URL"', database).args,
+      env,
+    );
     t.equal(migrated.code, 0, migrated.stderr);
     t.match(
       migrated.stdout,
@@ -29,8 +35,17 @@ else {
     t.equal(audit.code, 0, audit.stderr);
     t.match(audit.stdout, /^ledger intact: 0 epoch\(s\)/);
 
-    const out = join(tempDir(t), 'keyplane.dump');
-    const backup = await runCli(['backup', '--database', url, '--out', out], env);
+    const stamp = new Date().toISOString().replace(/[-:]|\.\d+/g, '');
+    const backups = tempDir(t);
+    const out = join(backups, `keyplane-${stamp}.dump`);
+    const backup = await runCli(
+      docCommand(
+        'docs/operations.md',
+        'keyplane backup --database "$KEYPLANE_DATABASE_URL" --out /backups/keyplane-$(date -u +%Y%m%dT%H%M%SZ).dump',
+        { ...database, '/backups': backups, '$(date -u +%Y%m%dT%H%M%SZ)': stamp },
+      ).args,
+      env,
+    );
     t.equal(backup.code, 0, backup.stderr);
     t.ok(existsSync(out), 'pg_dump wrote the file');
     t.match(backup.stdout, /pg_restore/);

@@ -7,6 +7,7 @@ import { runCli, startCli, type CliResult } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 import { tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { Transcript } from '../helpers/doc-transcript.js';
+import { docCommand } from '../helpers/doc-examples.js';
 import { chromiumSkip, launchChromium } from '../helpers/browser.js';
 
 /**
@@ -130,19 +131,21 @@ t.test(
     t.match(noGateway.stdout, /FAIL evidence: no gateway has reported evidence yet/);
     t.match(noGateway.stdout, /ok {3}pkce: an authorization request without S256 PKCE is refused/);
 
+    // The gateway as the guide starts it.
+    const gatewayCommand = docCommand(
+      'docs/rollout.md',
+      "keyplane gateway --port 4480 --client-id <the client id> --control-plane http://localhost:4400 --upstream http://127.0.0.1:<the app's port>",
+      {
+        '4480': String(gatewayPort),
+        '<the secret>': client.client_secret!,
+        '<the client id>': client.client_id!,
+        'http://localhost:4400': cp,
+        "<the app's port>": String((upstream.address() as AddressInfo).port),
+      },
+    );
     const gateway = await startCli(
-      [
-        'gateway',
-        '--port',
-        String(gatewayPort),
-        '--control-plane',
-        cp,
-        '--upstream',
-        `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
-        '--client-id',
-        client.client_id!,
-      ],
-      { KEYPLANE_DATA_DIR: join(dir, 'gw'), KEYPLANE_GATEWAY_CLIENT_SECRET: client.client_secret },
+      gatewayCommand.args,
+      { ...gatewayCommand.env, KEYPLANE_DATA_DIR: join(dir, 'gw') },
       60_000,
     );
     t.teardown(() => gateway.stop('SIGKILL'));

@@ -5,6 +5,7 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { runCli, startCli } from '../helpers/cli.js';
+import { docCommand } from '../helpers/doc-examples.js';
 import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
 import { makeTestCa, type TestCa } from '../helpers/tls.js';
 import { until } from '../helpers/until.js';
@@ -67,21 +68,17 @@ t.test(
     const first = makeTestCa(t);
     const second = makeTestCa(t);
     const files = writeCertificate(dir, first);
+    // docs/operations.md's command as written; the port, data directory and two workers it leaves
+    // to its defaults come from a config file and the environment.
+    const config = join(dir, 'keyplane.yaml');
+    writeFileSync(config, 'port: 0\n');
     const server = await startCli(
-      [
-        'control-plane',
-        '--port',
-        '0',
-        '--data',
-        dir,
-        '--workers',
-        '2',
-        '--tls-cert',
-        files.cert,
-        '--tls-key',
-        files.key,
-      ],
-      { KEYPLANE_MASTER_KEY: TEST_MASTER_KEY },
+      docCommand(
+        'docs/operations.md',
+        'keyplane control-plane --tls-cert /etc/keyplane/tls/fullchain.pem --tls-key /etc/keyplane/tls/privkey.pem',
+        { '/etc/keyplane/tls/fullchain.pem': files.cert, '/etc/keyplane/tls/privkey.pem': files.key },
+      ).args,
+      { KEYPLANE_MASTER_KEY: TEST_MASTER_KEY, KEYPLANE_DATA_DIR: dir, KEYPLANE_WORKERS: '2', KEYPLANE_CONFIG: config },
       180_000,
     );
     t.teardown(() => server.stop('SIGKILL'));

@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { startCli } from '../helpers/cli.js';
+import { docCommand } from '../helpers/doc-examples.js';
 import { TEST_MASTER_KEY, tempDir } from '../helpers/build.js';
 import { ADMIN, CALLBACK, browse, passkeySignUp, register } from '../helpers/openid-client.js';
 import { pkcePair } from '../helpers/oidc.js';
@@ -231,23 +232,18 @@ t.test('control-plane --workers 2 shares one-time state between its workers', as
 
 t.test('gateway --workers 2 serves one port from two workers and drains on SIGTERM', async (t) => {
   const data = tempDir(t);
+  // docs/scaling.md's command as written; the port, data directory and control plane it leaves to
+  // its defaults come from the environment and a config file.
+  const config = join(data, 'gateway.yaml');
+  writeFileSync(config, 'port: 0\ncontrolPlane: http://127.0.0.1:9\n');
+  const command = docCommand(
+    'docs/scaling.md',
+    'keyplane gateway --workers 2 --upstream http://127.0.0.1:3000 --client-id gw_…',
+    { 'http://127.0.0.1:3000': 'http://127.0.0.1:9', 'gw_…': 'gw_workers', '…': 'secret-workers-0123456789' },
+  );
   const gateway = await startCli(
-    [
-      'gateway',
-      '--port',
-      '0',
-      '--data',
-      data,
-      '--workers',
-      '2',
-      '--upstream',
-      'http://127.0.0.1:9',
-      '--client-id',
-      'gw_workers',
-      '--control-plane',
-      'http://127.0.0.1:9',
-    ],
-    { KEYPLANE_GATEWAY_CLIENT_SECRET: 'secret-workers-0123456789' },
+    command.args,
+    { ...command.env, KEYPLANE_DATA_DIR: data, KEYPLANE_CONFIG: config },
     180_000,
   );
   t.teardown(() => gateway.stop('SIGKILL'));

@@ -20,6 +20,7 @@ import {
 } from '#lib/ledger/transparency/index.js';
 import { build, openServices, type Built } from '../../helpers/build.js';
 import { runInProcess } from '../../helpers/cli-in-process.js';
+import { docCommand } from '../../helpers/doc-examples.js';
 import { verifyNoteWithSigstore } from '../../helpers/sigstore-tlog.js';
 
 /** A log of this test's own: leaves held in memory, checkpoints signed with a fresh key. */
@@ -263,6 +264,22 @@ t.test(
     const good = await verify(hashA!, '1', keysB.witness);
     t.equal(good.code, 0, good.stdout + good.stderr);
     t.match(good.stdout, /cosigned by localhost:\d+\/keyplane\/witness/);
+    // docs/ledger.md's command as written: B trusted, A's own witness named too, A's note key pinned.
+    const asWritten = await runInProcess(
+      docCommand(
+        'docs/ledger.md',
+        'keyplane receipt verify HASH --control-plane URL --witnesses N --witness-key VKEY [--witness-key VKEY …] [--log-key VKEY]',
+        {
+          '--witness-key VKEY [--witness-key VKEY …]': `--witness-key ${keysB.witness} [--witness-key ${keysA.witness} …]`,
+          '--log-key VKEY': `--log-key ${keysA.log}`,
+          HASH: hashA!,
+          URL: issuerA,
+          N: '1',
+        },
+      ).args,
+    );
+    t.equal(asWritten.code, 0, asWritten.stdout + asWritten.stderr);
+    t.match(asWritten.stdout, /cosigned by localhost:\d+\/keyplane\/witness/);
     const tooFew = await verify(hashA!, '2', keysB.witness, keysA.witness);
     t.equal(tooFew.code, 1, 'two witnesses asked, one cosigned');
     t.equal((await verify(hashA!, '1')).code, 2, 'no witness key named: a usage error');
