@@ -1,4 +1,4 @@
-import { SignJWT } from 'jose';
+import { signJwt } from '../crypto/jwt.js';
 import type { TokenSigningKey } from '../tokens/sign-token.js';
 
 /** RFC 8935 push and RFC 8936 poll delivery, as SSF 1.0 §7.1 names them. */
@@ -139,9 +139,9 @@ export function buildSecurityEvent(input: {
 
 /** Signs a SET: ES256, `kid` from the JWKS, `typ: secevent+jwt` (RFC 8417 §2.3). */
 export function signSecurityEvent(claims: SecurityEventClaims, key: TokenSigningKey): Promise<string> {
-  return new SignJWT({ ...claims })
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'secevent+jwt' })
-    .sign(key.privateKey);
+  return Promise.resolve(
+    signJwt({ kid: key.kid, typ: 'secevent+jwt' }, { ...claims }, key.keyObject ?? key.privateKey, 'ES256'),
+  );
 }
 
 /** SSF 1.0 §7.1: the transmitter configuration metadata. */
