@@ -86,7 +86,33 @@ const COOKIES_PARSED_ONCE = {
   message: "Read a request's cookies through requestScope(req) (gateway/src/request-scope.ts), which parses them once.",
 };
 
+/**
+ * One JWS library (docs/architecture.md#one-jws-library): every JWT Keyplane signs or checks goes
+ * through lib/crypto/jwt.ts, on fast-jwt; jose stays for what is not a JWS (JWK import and export,
+ * thumbprints, JWKS getters, the JWE cookie), and its sign and verify functions are refused here.
+ */
+const JOSE_JWS = [
+  'SignJWT',
+  'jwtVerify',
+  'CompactSign',
+  'compactVerify',
+  'FlattenedSign',
+  'flattenedVerify',
+  'GeneralSign',
+  'generalVerify',
+  'EmbeddedJWK',
+  'UnsecuredJWT',
+];
+const JWS_MESSAGE =
+  'Sign and check JWTs through lib/crypto/jwt.ts (signJwt, verifyJwt, checkJwt, checkJws), the one JWS module (docs/architecture.md#one-jws-library).';
+const ONE_JWS_LIBRARY = [
+  { name: 'jose', importNames: JOSE_JWS, message: JWS_MESSAGE },
+  { name: 'fast-jwt', message: JWS_MESSAGE },
+];
+
 const restricted = (patterns, paths = [SQLITE_DRIVER]) => ['error', { paths, patterns }];
+/** The same, with the one JWS library kept: for lib/, the services and the CLI. */
+const restrictedJws = (patterns, paths = [SQLITE_DRIVER]) => restricted(patterns, [...paths, ...ONE_JWS_LIBRARY]);
 
 /** Operations take services and plain values; only the HTTP edge (routes, plugins, http/, the app) knows fastify. */
 const NO_FASTIFY_IN_OPERATIONS = [
@@ -111,28 +137,36 @@ const HTTP_EDGE = 'control-plane/src/{routes,plugins,http,pages}/**/*.ts';
 
 /** Later entries win for a file that several match, so the narrower folder comes after the wider. */
 export const boundaries = {
-  'lib/**/*.ts': restricted(NO_SERVICES_IN_LIB, NO_SERVER_LIBRARIES),
+  'lib/**/*.ts': restrictedJws(NO_SERVICES_IN_LIB, NO_SERVER_LIBRARIES),
+  // The one JWS module, on fast-jwt.
+  'lib/crypto/jwt.ts': restricted(NO_SERVICES_IN_LIB, NO_SERVER_LIBRARIES),
   // The processes' runtime (shared state and rate limits over Redis, the log destination): the one part of
   // lib/ that may use server libraries (docs/architecture.md#decisions).
-  'lib/runtime/**/*.ts': restricted(NO_SERVICES_IN_LIB),
-  'gateway/**/*.ts': restricted([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME], [COOKIES_PARSED_ONCE]),
-  'gateway/src/request-scope.ts': restricted([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME], []),
-  'control-plane/**/*.ts': restricted(
+  'lib/runtime/**/*.ts': restrictedJws(NO_SERVICES_IN_LIB),
+  'gateway/**/*.ts': restrictedJws([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME], [COOKIES_PARSED_ONCE]),
+  'gateway/src/request-scope.ts': restrictedJws([...NO_CONTROL_PLANE_IN_GATEWAY, ...SHARED_LAYERS_BY_NAME], []),
+  'control-plane/**/*.ts': restrictedJws(
     [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...NO_FASTIFY_PLUGINS_IN_OPERATIONS, ...SHARED_LAYERS_BY_NAME],
     [SQLITE_DRIVER, ...NO_FASTIFY_IN_OPERATIONS],
   ),
   // The HTTP edge of the control plane: where fastify belongs. Pages render for routes and read
   // the request's language and nonce (docs/i18n.md), so they are part of it.
-  [HTTP_EDGE]: restricted([...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...SHARED_LAYERS_BY_NAME]),
-  'control-plane/src/{app,server,logging}.ts': restricted([
+  [HTTP_EDGE]: restrictedJws([...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...SHARED_LAYERS_BY_NAME]),
+  'control-plane/src/{app,server,logging}.ts': restrictedJws([
     ...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE,
     ...SHARED_LAYERS_BY_NAME,
   ]),
-  'control-plane/src/storage/sqlite/driver.ts': restricted(
+  'control-plane/src/storage/sqlite/driver.ts': restrictedJws(
     [...NO_GATEWAY_OR_CLI_IN_CONTROL_PLANE, ...SHARED_LAYERS_BY_NAME],
     [],
   ),
-  'cli/**/*.ts': restricted([...NO_STORAGE_FROM_CLI, ...SHARED_LAYERS_BY_NAME]),
+  'cli/**/*.ts': restrictedJws([...NO_STORAGE_FROM_CLI, ...SHARED_LAYERS_BY_NAME]),
+  // The demo app stands in for a third party's app behind the gateway: it checks the gateway's
+  // assertion and the ID token as any relying party would, with jose, an implementation of its own.
+  'cli/src/demo/**/*.ts': restricted(
+    [...NO_STORAGE_FROM_CLI, ...SHARED_LAYERS_BY_NAME],
+    [SQLITE_DRIVER, ONE_JWS_LIBRARY[1]],
+  ),
   'test/**/*.ts': restricted(SHARED_LAYERS_BY_NAME),
   'test/control-plane/**/*.ts': restricted([...NO_CLI_IN_CONTROL_PLANE_TESTS, ...SHARED_LAYERS_BY_NAME]),
   'bench/**/*.ts': restricted(SHARED_LAYERS_BY_NAME),
@@ -163,6 +197,16 @@ const NO_STORAGE_IN_ROUTES = [
  */
 const KNOWN_VIOLATIONS = {};
 
+/** The names taken from `const { a, b: c } = await import('…')`, or none. */
+function destructuredNames(node) {
+  const awaited = node.parent?.type === 'AwaitExpression' ? node.parent : null;
+  const declarator = awaited?.parent?.type === 'VariableDeclarator' ? awaited.parent : null;
+  if (declarator?.id.type !== 'ObjectPattern') return [];
+  return declarator.id.properties
+    .filter((property) => property.type === 'Property' && !property.computed && property.key.type === 'Identifier')
+    .map((property) => property.key.name);
+}
+
 /**
  * `no-restricted-imports` sees only static imports; this rule applies the same `paths` and
  * `patterns` to `import('…')` with a literal specifier, which the CLI and lazy loaders use.
@@ -181,10 +225,14 @@ const noRestrictedDynamicImports = {
               ? source.quasis[0].value.cooked
               : null;
         if (specifier === null) return;
-        // A path that names imports refuses only those, which an import() of the whole module does not single out.
+        // A path that names imports refuses only those: taken by name from the awaited module
+        // (`const { a } = await import('…')`); an import() of the whole module does not single them out.
+        const taken = destructuredNames(node);
         const found =
-          paths.find((path) => path.name === specifier && !path.importNames) ??
-          patterns.find((pattern) => new RegExp(pattern.regex).test(specifier));
+          paths.find(
+            (path) =>
+              path.name === specifier && (!path.importNames || path.importNames.some((name) => taken.includes(name))),
+          ) ?? patterns.find((pattern) => new RegExp(pattern.regex).test(specifier));
         if (found) context.report({ node, message: found.message });
       },
     };

@@ -1,6 +1,7 @@
 import { actorChain } from '#lib/oauth/token-exchange.js';
 import { hkdfSync } from 'node:crypto';
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose';
+import { checkJwt } from '#lib/crypto/jwt.js';
 import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
 import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { isDpopError } from '#lib/dpop/errors.js';
@@ -125,11 +126,11 @@ async function verifyAccessToken(token: string, context: ApiAuthContext): Promis
   const now = context.now();
   const known = context.verifiedTokens?.get(token, now);
   if (known) return known;
-  const { payload } = await jwtVerify(token, context.keys, {
+  const { payload } = await checkJwt(token, context.keys, {
     algorithms: ['ES256'],
     typ: 'at+jwt',
     issuer: context.issuer,
-    currentDate: new Date(now),
+    now,
     requiredClaims: ['exp', 'iat', 'sub'],
   });
   const verified = { claims: payload, ath: computeAth(token) };

@@ -1,4 +1,5 @@
-import { jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
+import { checkJwt } from '#lib/crypto/jwt.js';
 import { isAssuranceLevel, type AssuranceLevel } from '#lib/assurance/assurance.js';
 import { isDependencyUnavailable } from '#lib/errors/dependency-outage.js';
 import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
@@ -86,15 +87,15 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
   let claims: Record<string, unknown>;
   let typ: unknown;
   try {
-    const verified = await jwtVerify(idToken, options.keys, {
+    const verified = await checkJwt(idToken, options.keys, {
       algorithms: ['ES256'],
       issuer: options.issuer,
       audience: options.clientId,
-      currentDate: new Date(options.now),
+      now: options.now,
       requiredClaims: ['exp', 'iat', 'sub'],
     });
-    claims = verified.payload as Record<string, unknown>;
-    typ = verified.protectedHeader.typ;
+    claims = verified.payload;
+    typ = verified.header['typ'];
   } catch (error) {
     // A key set that could not be fetched says nothing about the token: the caller answers 503.
     if (isDependencyUnavailable(error)) throw error;

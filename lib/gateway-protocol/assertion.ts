@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { SignJWT } from 'jose';
+import { signJwt } from '../crypto/jwt.js';
 import { randomToken } from '../crypto/random.js';
 
 /**
@@ -60,13 +60,18 @@ export async function buildUpstreamAssertion(input: AssertionInput, key: Asserti
   if (input.orgs) claims['orgs'] = input.orgs.map(({ slug, role }) => ({ slug, role }));
   if (input.groups) claims['groups'] = [...input.groups];
   if (input.actors?.length) claims['act'] = nestActors(input.actors);
-  return new SignJWT(claims)
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: ASSERTION_TYP })
-    .setIssuer(input.issuer)
-    .setAudience(input.audience)
-    .setSubject(input.subject)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + ttl)
-    .setJti(input.jti ?? randomToken(16))
-    .sign(key.privateKey);
+  return signJwt(
+    { kid: key.kid, typ: ASSERTION_TYP },
+    {
+      ...claims,
+      iss: input.issuer,
+      aud: input.audience,
+      sub: input.subject,
+      iat,
+      exp: iat + ttl,
+      jti: input.jti ?? randomToken(16),
+    },
+    key.privateKey,
+    'ES256',
+  );
 }

@@ -1,5 +1,5 @@
 import type { KeyObject, webcrypto } from 'node:crypto';
-import { SignJWT } from 'jose';
+import { signJwt } from '../crypto/jwt.js';
 import type { AccessDirectory } from '../access/directory.js';
 import { canonicalJson } from '../ledger/canonical-json.js';
 import { sha256Hex } from '../crypto/sha256.js';
@@ -127,12 +127,20 @@ export async function signGatewayConfig(
       ? { revoked_sessions: [...input.revokedSessions].sort() }
       : {};
   const directory = input.directory !== undefined ? { access_directory: input.directory } : {};
-  const jws = await new SignJWT({ version: input.version, gateway: input.policy, ...revoked, ...directory })
-    .setProtectedHeader({ alg: 'ES256', typ: GATEWAY_CONFIG_TYP, kid: key.kid })
-    .setIssuer(input.issuer)
-    .setAudience(input.clientId)
-    .setIssuedAt(iat)
-    .setExpirationTime(exp)
-    .sign(key.privateKey);
+  const jws = signJwt(
+    { typ: GATEWAY_CONFIG_TYP, kid: key.kid },
+    {
+      version: input.version,
+      gateway: input.policy,
+      ...revoked,
+      ...directory,
+      iss: input.issuer,
+      aud: input.clientId,
+      iat,
+      exp,
+    },
+    key.privateKey,
+    'ES256',
+  );
   return { jws, hash: sha256Hex(jws), issuedAt: iat * 1000, expiresAt: exp * 1000 };
 }

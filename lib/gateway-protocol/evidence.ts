@@ -1,5 +1,6 @@
 import { ProtocolError } from '../errors/protocol-error.js';
-import { EmbeddedJWK, SignJWT, calculateJwkThumbprint, decodeProtectedHeader, jwtVerify, type JWK } from 'jose';
+import { calculateJwkThumbprint, decodeProtectedHeader, type JWK } from 'jose';
+import { checkJwt, importPublicJwk, JwtCheckError, signJwt } from '../crypto/jwt.js';
 import { randomToken } from '../crypto/random.js';
 import type { AssertionKey } from './assertion.js';
 import type { GatewayMode } from './policy.js';
@@ -71,22 +72,25 @@ function publicPart(jwk: JWK): JWK {
 /** Signs one evidence report (ES256, `typ: keyplane-gateway-evidence+jwt`, `jwk` and `kid` in the header). */
 export async function buildGatewayEvidence(input: EvidenceInput, key: EvidenceKey): Promise<string> {
   const iat = Math.floor(input.now / 1000);
-  return new SignJWT({
-    client_id: input.clientId,
-    instance: input.instance,
-    config: input.config,
-    counts: input.counts,
-    last_enforcement_at: input.lastEnforcementAt === null ? null : new Date(input.lastEnforcementAt).toISOString(),
-    started_at: new Date(input.startedAt).toISOString(),
-  })
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: EVIDENCE_TYP, jwk: publicPart(key.publicJwk) })
-    .setIssuer(input.issuer)
-    .setAudience(input.audience)
-    .setSubject(input.clientId)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + input.ttlSeconds)
-    .setJti(randomToken(16))
-    .sign(key.privateKey);
+  return signJwt(
+    { kid: key.kid, typ: EVIDENCE_TYP, jwk: publicPart(key.publicJwk) },
+    {
+      client_id: input.clientId,
+      instance: input.instance,
+      config: input.config,
+      counts: input.counts,
+      last_enforcement_at: input.lastEnforcementAt === null ? null : new Date(input.lastEnforcementAt).toISOString(),
+      started_at: new Date(input.startedAt).toISOString(),
+      iss: input.issuer,
+      aud: input.audience,
+      sub: input.clientId,
+      iat,
+      exp: iat + input.ttlSeconds,
+      jti: randomToken(16),
+    },
+    key.privateKey,
+    'ES256',
+  );
 }
 
 /** Evidence the control plane refuses (`invalid_evidence`); the message names the field at fault. */
@@ -124,7 +128,7 @@ export interface VerifyEvidenceOptions {
   registeredKeys?: readonly JWK[];
 }
 
-/** The name of the claim jose refused (its own message stays out of what the sender is told). */
+/** The name of the claim the check refused (its own message stays out of what the sender is told). */
 function claimOf(error: unknown): string {
   const claim = (error as { claim?: unknown }).claim;
   return typeof claim === 'string' && /^[a-z_]{1,32}$/i.test(claim) ? claim : 'set';
@@ -168,18 +172,19 @@ export async function verifyGatewayEvidence(jws: string, options: VerifyEvidence
     bad('the protected header must carry the signing key as jwk');
   let payload: Record<string, unknown>;
   try {
-    ({ payload } = await jwtVerify(jws, EmbeddedJWK, {
+    // The key travels in the protected header (checked against the registered keys below).
+    ({ payload } = await checkJwt(jws, importPublicJwk(header.jwk as Record<string, unknown>), {
       algorithms: ['ES256'],
       typ: EVIDENCE_TYP,
       audience: options.audience,
       subject: options.clientId,
-      currentDate: new Date(options.now),
+      now: options.now,
       requiredClaims: ['iss', 'iat', 'exp', 'jti'],
     }));
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === 'ERR_JWT_EXPIRED') bad('the evidence has expired');
-    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') bad(`the evidence claim ${claimOf(error)} is invalid`);
+    const code = error instanceof JwtCheckError ? error.code : undefined;
+    if (code === 'expired') bad('the evidence has expired');
+    if (code === 'claim') bad(`the evidence claim ${claimOf(error)} is invalid`);
     bad('the evidence signature does not verify with its embedded key');
   }
   const thumbprint = await calculateJwkThumbprint(header.jwk as JWK, 'sha256');

@@ -1,5 +1,6 @@
 import { ProtocolError, type ConfigRefusal } from '../errors/protocol-error.js';
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { checkJwt, JwtCheckError } from '../crypto/jwt.js';
 import { checkAccessDirectory, type AccessDirectory } from '../access/directory.js';
 import { sha256Hex } from '../crypto/sha256.js';
 import { parseGatewayPolicy } from './parse-policy.js';
@@ -59,19 +60,19 @@ export async function verifyGatewayConfig(jws: string, options: VerifyConfigOpti
   const getKey = typeof options.keys === 'function' ? options.keys : createLocalJWKSet(options.keys);
   let payload: Record<string, unknown>;
   try {
-    const verified = await jwtVerify(jws, getKey, {
+    const verified = await checkJwt(jws, getKey, {
       algorithms: ['ES256'],
       typ: GATEWAY_CONFIG_TYP,
       issuer: options.issuer,
-      currentDate: new Date(options.now),
+      now: options.now,
       requiredClaims: ['exp', 'iat'],
-      ...(options.allowExpired ? { clockTolerance: Number.MAX_SAFE_INTEGER } : {}),
+      ...(options.allowExpired ? { clockToleranceSeconds: Number.MAX_SAFE_INTEGER } : {}),
     });
-    payload = verified.payload as Record<string, unknown>;
+    payload = verified.payload;
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === 'ERR_JWT_EXPIRED') throw new GatewayConfigError('expired', 'the config has expired');
-    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED')
+    const code = error instanceof JwtCheckError ? error.code : undefined;
+    if (code === 'expired') throw new GatewayConfigError('expired', 'the config has expired');
+    if (code === 'claim')
       throw new GatewayConfigError('malformed', `the config claims are invalid: ${(error as Error).message}`);
     throw new GatewayConfigError('bad_signature', 'the config signature does not verify');
   }

@@ -1,13 +1,7 @@
 import { ProtocolError } from '../errors/protocol-error.js';
 import type { KeyObject } from 'node:crypto';
-import {
-  CompactSign,
-  compactVerify,
-  decodeProtectedHeader,
-  type CompactVerifyGetKey,
-  type CryptoKey,
-  type JWK,
-} from 'jose';
+import { decodeProtectedHeader, type CompactVerifyGetKey, type CryptoKey, type JWK } from 'jose';
+import { checkJws, signJwt } from '../crypto/jwt.js';
 import { sha256Hex } from '../crypto/sha256.js';
 import { canonicalJson } from './canonical-json.js';
 
@@ -68,9 +62,14 @@ export async function signCheckpoint(
   key: { kid: string; privateKey: KeyObject | CryptoKey },
 ): Promise<string> {
   assertPayload(payload);
-  return new CompactSign(new TextEncoder().encode(canonicalJson(payload)))
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: CHECKPOINT_TYP })
-    .sign(key.privateKey);
+  // The canonical form parsed back: its members (strings, integers, null) are written back by
+  // JSON.stringify byte for byte, in the same order.
+  return signJwt(
+    { kid: key.kid, typ: CHECKPOINT_TYP },
+    JSON.parse(canonicalJson(payload)) as Record<string, unknown>,
+    key.privateKey,
+    'ES256',
+  );
 }
 
 /** Reads a checkpoint without verifying its signature (to pick the key or show it). */
@@ -101,7 +100,7 @@ export type CheckpointKeys = KeyObject | CryptoKey | JWK | CompactVerifyGetKey;
 export async function verifyCheckpoint(compactJws: string, keys: CheckpointKeys): Promise<CheckpointPayload> {
   const { payload } = decodeCheckpoint(compactJws);
   try {
-    await compactVerify(compactJws, keys as CompactVerifyGetKey, { algorithms: ['ES256'] });
+    await checkJws(compactJws, keys, { algorithms: ['ES256'] });
   } catch (error) {
     throw new CheckpointError(`the checkpoint signature does not verify (${(error as Error).message})`);
   }

@@ -1,4 +1,5 @@
-import { decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { decodeProtectedHeader, type JWTVerifyGetKey } from 'jose';
+import { checkJwt, JwtCheckError } from '../crypto/jwt.js';
 import { CLIENT_SIGNING_ALGS } from './oidc-client-metadata.js';
 import type { RawParams } from './authorization-request.js';
 
@@ -64,18 +65,18 @@ export async function verifyRequestObject(
     return refuse(`the request object must be signed with ${algorithms.join(', ')}`);
   let payload: Record<string, unknown>;
   try {
-    ({ payload } = await jwtVerify(jwt, input.keys, {
+    ({ payload } = await checkJwt(jwt, input.keys, {
       algorithms,
       issuer: input.clientId,
       audience: input.issuer,
-      currentDate: new Date(input.now),
+      now: input.now,
       requiredClaims: ['iss', 'aud', 'exp'],
     }));
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === 'ERR_JWT_EXPIRED') return refuse('the request object has expired');
-    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED')
-      return refuse(`the request object's ${(error as { claim?: string }).claim ?? 'claims'} claim is not valid`);
+    const code = error instanceof JwtCheckError ? error.code : undefined;
+    if (code === 'expired') return refuse('the request object has expired');
+    if (code === 'claim')
+      return refuse(`the request object's ${(error as JwtCheckError).claim ?? 'claims'} claim is not valid`);
     return refuse("the request object's signature does not verify with the client's registered keys");
   }
   if ((payload.exp as number) - input.now / 1000 > MAX_LIFETIME_SECONDS)

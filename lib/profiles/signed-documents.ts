@@ -1,5 +1,6 @@
 import type { KeyObject, webcrypto } from 'node:crypto';
-import { SignJWT, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import { decodeProtectedHeader, type JWTPayload } from 'jose';
+import { signJwt, verifyJwt } from '../crypto/jwt.js';
 import { sha256Hex } from '../crypto/sha256.js';
 import type { DocumentKind } from './documents.js';
 
@@ -37,12 +38,18 @@ export async function signDocument(
   input: { issuer: string; project: string; version: number; document: object; now: number },
   signer: DocumentSigner,
 ): Promise<{ jws: string; hash: string }> {
-  const jws = await new SignJWT({ version: input.version, [kind]: input.document })
-    .setProtectedHeader({ alg: 'ES256', typ: DOCUMENT_TYP[kind], kid: signer.kid })
-    .setIssuer(input.issuer)
-    .setSubject(input.project)
-    .setIssuedAt(Math.floor(input.now / 1000))
-    .sign(signer.privateKey);
+  const jws = signJwt(
+    { typ: DOCUMENT_TYP[kind], kid: signer.kid },
+    {
+      version: input.version,
+      [kind]: input.document,
+      iss: input.issuer,
+      sub: input.project,
+      iat: Math.floor(input.now / 1000),
+    },
+    signer.privateKey,
+    'ES256',
+  );
   return { jws, hash: sha256Hex(jws) };
 }
 
@@ -51,12 +58,12 @@ export async function signAttestation(
   input: { issuer: string; clientId: string; now: number; facts: Record<string, unknown> },
   signer: DocumentSigner,
 ): Promise<{ jws: string; hash: string }> {
-  const jws = await new SignJWT({ ...input.facts })
-    .setProtectedHeader({ alg: 'ES256', typ: ATTESTATION_TYP, kid: signer.kid })
-    .setIssuer(input.issuer)
-    .setSubject(input.clientId)
-    .setIssuedAt(Math.floor(input.now / 1000))
-    .sign(signer.privateKey);
+  const jws = signJwt(
+    { typ: ATTESTATION_TYP, kid: signer.kid },
+    { ...input.facts, iss: input.issuer, sub: input.clientId, iat: Math.floor(input.now / 1000) },
+    signer.privateKey,
+    'ES256',
+  );
   return { jws, hash: sha256Hex(jws) };
 }
 
@@ -95,7 +102,8 @@ export async function verifySignedDocument(
       'the document was not signed by this control plane (its kid is not in the JWKS)',
     );
   try {
-    const { payload } = await jwtVerify(text, key, { algorithms: ['ES256'], typ, issuer: options.issuer });
+    // Documents carry no exp: they stand until replaced.
+    const { payload } = verifyJwt(text, key, { alg: 'ES256', typ, issuer: options.issuer });
     return { payload, kid: header.kid as string, hash: sha256Hex(text) };
   } catch (error) {
     throw new SignatureError(

@@ -1,4 +1,5 @@
-import { CompactSign, compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
+import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
+import { checkJws, signJwt } from '../crypto/jwt.js';
 import type { webcrypto, KeyObject } from 'node:crypto';
 import { canonicalJson } from '../ledger/canonical-json.js';
 import type { ScanAnalysis } from './analyze-scan.js';
@@ -54,10 +55,14 @@ export function buildRatingBody(analysis: ScanAnalysis, url: string, scannedAt: 
 
 /** Signs a Rating: a compact JWS over the canonical JSON of its body, so the body travels in the clear. */
 export async function signRating(body: RatingBody, signer: RatingSigner): Promise<Rating> {
-  const payload = new TextEncoder().encode(canonicalJson(body));
-  const signature = await new CompactSign(payload)
-    .setProtectedHeader({ alg: 'ES256', kid: signer.kid, typ: RATING_TYP })
-    .sign(signer.privateKey);
+  // The canonical form parsed back: JSON.stringify writes it again byte for byte (its numbers are
+  // written the same way, its members stay in order), which `verifyRating` checks.
+  const signature = signJwt(
+    { kid: signer.kid, typ: RATING_TYP },
+    JSON.parse(canonicalJson(body)) as Record<string, unknown>,
+    signer.privateKey,
+    'ES256',
+  );
   return { ...body, signature };
 }
 
@@ -79,15 +84,15 @@ export class RatingVerificationError extends Error {
  */
 export async function verifyRating(rating: Rating, jwks: JSONWebKeySet): Promise<RatingBody> {
   const { signature, ...body } = rating;
-  let verified: Awaited<ReturnType<typeof compactVerify>>;
+  let verified: Awaited<ReturnType<typeof checkJws>>;
   try {
-    verified = await compactVerify(signature, createLocalJWKSet(jwks), { algorithms: ['ES256'] });
+    verified = await checkJws(signature, createLocalJWKSet(jwks), { algorithms: ['ES256'] });
   } catch (error) {
     throw new RatingVerificationError('bad_signature', `the signature does not verify: ${(error as Error).message}`);
   }
-  if (verified.protectedHeader.typ !== RATING_TYP)
-    throw new RatingVerificationError('wrong_type', 'the JWS is not a Rating');
-  if (new TextDecoder().decode(verified.payload) !== canonicalJson(body)) {
+  if (verified.header['typ'] !== RATING_TYP) throw new RatingVerificationError('wrong_type', 'the JWS is not a Rating');
+  const signed = verified.input.slice(verified.input.indexOf('.') + 1);
+  if (Buffer.from(signed, 'base64url').toString('utf8') !== canonicalJson(body)) {
     throw new RatingVerificationError('altered', 'the Rating differs from what was signed');
   }
   return body;

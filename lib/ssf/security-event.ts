@@ -139,8 +139,8 @@ export function buildSecurityEvent(input: {
 
 /** Signs a SET: ES256, `kid` from the JWKS, `typ: secevent+jwt` (RFC 8417 §2.3). */
 export function signSecurityEvent(claims: SecurityEventClaims, key: TokenSigningKey): Promise<string> {
-  // A SET is signed in the transaction of its receipt: node:crypto through fast-jwt, as tokens are
-  // (lib/tokens/sign-token.ts), about a third of jose's WebCrypto CPU (docs/performance.md#ledger-npm-run-benchledger).
+  // node:crypto through fast-jwt (lib/crypto/jwt.ts), as tokens are: about a third of jose's WebCrypto
+  // CPU (docs/performance.md#one-jws-library).
   return Promise.resolve(
     signJwt({ kid: key.kid, typ: 'secevent+jwt' }, { ...claims }, key.keyObject ?? key.privateKey, 'ES256'),
   );

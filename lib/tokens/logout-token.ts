@@ -1,4 +1,4 @@
-import { SignJWT } from 'jose';
+import { signJwt } from '../crypto/jwt.js';
 import type { TokenSigningKey } from './sign-token.js';
 
 /** OpenID Connect Back-Channel Logout 1.0 §2.4: the event member of every logout token. */
@@ -45,7 +45,7 @@ export function buildLogoutTokenClaims(input: {
 
 /** Signs a logout token: ES256, `kid` from the JWKS, `typ: logout+jwt` (§2.4, so it is never mistaken for an ID token). */
 export function signLogoutToken(claims: LogoutTokenClaims, key: TokenSigningKey): Promise<string> {
-  return new SignJWT({ ...claims })
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'logout+jwt' })
-    .sign(key.privateKey);
+  return Promise.resolve(
+    signJwt({ kid: key.kid, typ: 'logout+jwt' }, { ...claims }, key.keyObject ?? key.privateKey, 'ES256'),
+  );
 }

@@ -97,14 +97,16 @@ export async function runLogin(options: Options): Promise<void> {
       throw new CliError(`the token endpoint refused: ${String(polled.body['error'] ?? polled.status)}`, EXIT.failed);
   }
 
-  const { createRemoteJWKSet, jwtVerify } = await import('jose');
+  const [{ createRemoteJWKSet }, { checkJwt }] = await Promise.all([import('jose'), import('#lib/crypto/jwt.js')]);
   const jwksUri = discovery.body['jwks_uri'];
   let claims: Record<string, unknown> = {};
   if (typeof tokens['id_token'] === 'string' && typeof jwksUri === 'string') {
     try {
-      ({ payload: claims } = await jwtVerify(tokens['id_token'], createRemoteJWKSet(new URL(jwksUri)), {
+      ({ payload: claims } = await checkJwt(tokens['id_token'], createRemoteJWKSet(new URL(jwksUri)), {
+        algorithms: ['ES256'],
         issuer,
         audience: options.clientId,
+        now: Date.now(),
       }));
     } catch (error) {
       throw new CliError(`the ID token does not verify: ${(error as Error).message}`, EXIT.failed);

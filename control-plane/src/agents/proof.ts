@@ -1,4 +1,3 @@
-import { SignJWT } from 'jose';
 import { computeClaims, type EvidenceEntry } from '#lib/agents/evidence.js';
 import { runProofHash, verifyRunProof } from '#lib/agents/run-proof.js';
 import { signJwt } from '#lib/crypto/jwt.js';
@@ -65,9 +64,7 @@ export async function proofVector(services: AgentServices, agent: StoredAgent) {
     iat: Math.floor(now / 1000),
     exp: Math.floor((now + VC_LIFETIME_MS) / 1000),
   };
-  const vc = await new SignJWT(credential)
-    .setProtectedHeader({ alg: 'ES256', typ: 'vc+jwt', cty: 'vc', kid: key.kid })
-    .sign(key.privateKey);
+  const vc = signJwt({ typ: 'vc+jwt', cty: 'vc', kid: key.kid }, credential, key.keyObject ?? key.privateKey, 'ES256');
   return {
     proof_id: agent.proofId,
     name: agent.name,
@@ -179,7 +176,6 @@ export async function proveAgent(
   const now = services.now();
   const key = services.keys.current();
   const iat = Math.floor(now / 1000);
-  // Signed through fast-jwt with node:crypto on this thread: no thread-pool round trip.
   const token = signJwt(
     { kid: key.kid, typ: purpose === 'run' ? 'agent-run+jwt' : 'agent-proof+jwt' },
     {

@@ -1,4 +1,4 @@
-import { SignJWT } from 'jose';
+import { signJwt } from '#lib/crypto/jwt.js';
 import type { ControlPlaneServices } from '../context.js';
 
 /**
@@ -11,20 +11,23 @@ export async function signTrustBundle(
 ): Promise<string> {
   const now = Math.floor(services.now() / 1000);
   const key = services.keys.current();
-  return new SignJWT({
-    claims: {
-      key_control: { evidence: 'DPoP proof by the agent key (enrollment, rotation, verify, run)' },
-      owner_accountability: { evidence: 'owner approval with a passkey session' },
-      channel_control: { evidence: 'domain-control', lifetime_days: 30 },
-      descriptor_integrity: { evidence: 'descriptor-integrity', lifetime_days: 7 },
+  return signJwt(
+    { kid: key.kid, typ: 'agent-trust-bundle+jwt' },
+    {
+      claims: {
+        key_control: { evidence: 'DPoP proof by the agent key (enrollment, rotation, verify, run)' },
+        owner_accountability: { evidence: 'owner approval with a passkey session' },
+        channel_control: { evidence: 'domain-control', lifetime_days: 30 },
+        descriptor_integrity: { evidence: 'descriptor-integrity', lifetime_days: 7 },
+      },
+      token_types: ['agent-proof+jwt', 'agent-run+jwt', 'vc+jwt'],
+      run_proof_formats: ['svc-agent-run-proof-v1'],
+      jwks_uri: `${services.config.issuer}/.well-known/jwks.json`,
+      iss: services.config.issuer,
+      iat: now,
+      exp: now + 86_400,
     },
-    token_types: ['agent-proof+jwt', 'agent-run+jwt', 'vc+jwt'],
-    run_proof_formats: ['svc-agent-run-proof-v1'],
-    jwks_uri: `${services.config.issuer}/.well-known/jwks.json`,
-  })
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'agent-trust-bundle+jwt' })
-    .setIssuer(services.config.issuer)
-    .setIssuedAt(now)
-    .setExpirationTime(now + 86_400)
-    .sign(key.privateKey);
+    key.keyObject ?? key.privateKey,
+    'ES256',
+  );
 }

@@ -1,4 +1,5 @@
-import { decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { decodeJwt, type JWTVerifyGetKey } from 'jose';
+import { checkJwt } from '#lib/crypto/jwt.js';
 import { isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { parseClientSecretBasic, verifyClientSecret } from '#lib/oauth/client-auth.js';
 import type { ClientAuthMethod } from '#lib/oauth/client-metadata.js';
@@ -135,7 +136,7 @@ async function verifyClientAssertion(
   const verify = async (refresh: boolean) => {
     const keys = await keySetOf(services, client, refresh);
     if (!keys) throw invalidClient('the client has no registered keys', false);
-    return jwtVerify(assertion, keys, {
+    return checkJwt(assertion, keys, {
       issuer: client.clientId,
       subject: client.clientId,
       // RFC 7523 §3: the token endpoint URL; the issuer is accepted too (OIDC Core §9). FAPI 2.0
@@ -156,9 +157,9 @@ async function verifyClientAssertion(
         : client.metadata.fapi_profile
           ? [...FAPI_SIGNING_ALGS]
           : [...CLIENT_SIGNING_ALGS],
-      currentDate: new Date(now),
-      maxTokenAge: ASSERTION_MAX_AGE_SECONDS,
-      ...(client.metadata.fapi_profile ? { clockTolerance: FAPI_CLOCK_SKEW_SECONDS } : {}),
+      now,
+      maxTokenAgeSeconds: ASSERTION_MAX_AGE_SECONDS,
+      ...(client.metadata.fapi_profile ? { clockToleranceSeconds: FAPI_CLOCK_SKEW_SECONDS } : {}),
       requiredClaims: ['exp', 'jti', 'iat'],
     });
   };
@@ -180,7 +181,10 @@ async function verifyClientAssertion(
   if (client.metadata.fapi_profile && typeof payload.aud !== 'string')
     throw invalidClient('the client assertion aud must be the issuer, as a string', false);
   // FAPI 2.0: a short-lived assertion; one valid for longer than its greatest age is refused.
-  if (client.metadata.fapi_profile && payload.exp! - now / 1000 > ASSERTION_MAX_AGE_SECONDS + FAPI_CLOCK_SKEW_SECONDS)
+  if (
+    client.metadata.fapi_profile &&
+    (payload.exp as number) - now / 1000 > ASSERTION_MAX_AGE_SECONDS + FAPI_CLOCK_SKEW_SECONDS
+  )
     throw invalidClient('the client assertion must expire within 5 minutes', false);
   const jti = String(payload.jti);
   const fresh = await services.state.setIfAbsent(

@@ -1,4 +1,5 @@
-import { decodeJwt, importJWK, jwtVerify } from 'jose';
+import { decodeJwt } from 'jose';
+import { checkJwt, importPublicJwk } from '#lib/crypto/jwt.js';
 import { oauthError } from '#lib/oauth/errors.js';
 import type { OAuthErrorCode } from '#lib/oauth/errors.js';
 import type { ControlPlaneServices } from '../../context.js';
@@ -34,12 +35,12 @@ export async function verifyAgentAssertion(
   const now = services.now();
   let payload;
   try {
-    ({ payload } = await jwtVerify(assertion, await importJWK(agent.publicJwk, agent.alg), {
+    ({ payload } = await checkJwt(assertion, importPublicJwk(agent.publicJwk as Record<string, unknown>), {
       issuer: agent.agentId,
       subject: agent.agentId,
       audience: `${services.config.issuer}/auth/token`,
       algorithms: [agent.alg],
-      currentDate: new Date(now),
+      now,
       requiredClaims: ['exp', 'jti'],
     }));
   } catch {
@@ -48,7 +49,7 @@ export async function verifyAgentAssertion(
       'the assertion is not signed by the agent key or its claims are wrong (iss, sub, aud, exp)',
     );
   }
-  if (payload.exp! - now / 1000 > MAX_ASSERTION_SECONDS)
+  if ((payload.exp as number) - now / 1000 > MAX_ASSERTION_SECONDS)
     throw oauthError(refusal, 'the assertion must expire within 5 minutes');
   before(agent);
   const jti = String(payload.jti).slice(0, 256);
