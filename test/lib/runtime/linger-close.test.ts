@@ -1,4 +1,5 @@
 import t from 'tap';
+import type { Test } from 'tap';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
@@ -6,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { lingerOnClose } from '#lib/runtime/linger-close.js';
 
 /** A server that answers 413 with `Connection: close` before reading a body, lingering 3 s at most, 600 ms idle. */
-async function refusingServer(t: Tap.Test): Promise<Server> {
+async function refusingServer(t: Test): Promise<Server> {
   const server = createServer((req, res) => {
     lingerOnClose(req, 3_000, 600);
     res.writeHead(413, { connection: 'close', 'content-type': 'text/plain' }).end('too large');
