@@ -332,7 +332,7 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
         params: { type: 'object', required: ['connectionId'], properties: connectionIdParam },
         querystring: { type: 'object', properties: { state: { type: 'string', maxLength: 64 } } },
       },
-      config: { errorPage: true },
+      config: { errorPage: federationRefusal },
     },
     async (request, reply) => {
       const { connectionId } = request.params as { connectionId: string };
