@@ -26,6 +26,8 @@ export interface IdTokenFacts {
   orgs?: Membership[];
   /** `groups` (scope `groups`): the account's teams as `<org>/<team>`, passed on to the upstream. */
   groups?: string[];
+  /** `idp` and `idp_name`: the connection a federated sign-in came through (docs/federation.md#tokens). */
+  idp?: { id: string; name: string };
   /** Seconds. */
   authTime?: number;
   /** The control plane's session (OIDC Front-Channel Logout §2 `sid`). */
@@ -79,6 +81,15 @@ function readGroupsClaim(value: unknown[]): string[] {
   return value.filter((g): g is string => typeof g === 'string' && /^[a-z0-9-]{1,64}\/[a-z0-9-]{1,63}$/.test(g));
 }
 
+/** `idp` and `idp_name` when both are short strings; anything else is dropped, never passed on. */
+function readIdpClaims(claims: Record<string, unknown>): { idp?: { id: string; name: string } } {
+  const id = claims['idp'];
+  const name = claims['idp_name'];
+  return typeof id === 'string' && /^[\w-]{1,100}$/.test(id) && typeof name === 'string' && name.length <= 200
+    ? { idp: { id, name } }
+    : {};
+}
+
 function invalid(message: string): KeyplaneError {
   return fail('invalid_id_token', message);
 }
@@ -129,5 +140,6 @@ export async function verifyIdToken(idToken: string, options: VerifyIdTokenOptio
     ...(typeof claims['preferred_username'] === 'string' ? { username: claims['preferred_username'] } : {}),
     ...(Array.isArray(claims['orgs']) ? { orgs: readOrgsClaim(claims['orgs']) } : {}),
     ...(Array.isArray(claims['groups']) ? { groups: readGroupsClaim(claims['groups']) } : {}),
+    ...readIdpClaims(claims),
   };
 }

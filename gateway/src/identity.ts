@@ -19,8 +19,9 @@ export async function assertionFor(
   const orgsKey = orgs?.map(({ slug, role }) => `${slug}:${role}`).join(',') ?? '-';
   const groups = session?.groups;
   const groupsKey = groups?.join(',') ?? '-';
+  const idp = session?.idp;
   const actors = caller.actors?.length ? caller.actors : undefined;
-  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}\u0000${orgsKey}\u0000${groupsKey}\u0000${actors ? JSON.stringify(actors) : '-'}`;
+  const key = `${audience}\u0000${caller.subject}\u0000${caller.principalType}\u0000${caller.assurance}\u0000${email ?? ''}\u0000${orgsKey}\u0000${groupsKey}\u0000${idp ? JSON.stringify(idp) : '-'}\u0000${actors ? JSON.stringify(actors) : '-'}`;
   const at = ctx.now();
   const cached = ctx.caches.assertions.get(key, at);
   if (cached) return cached;
@@ -36,6 +37,7 @@ export async function assertionFor(
       ...(email ? { email } : {}),
       ...(orgs ? { orgs } : {}),
       ...(groups ? { groups } : {}),
+      ...(idp ? { idp } : {}),
       ...(actors ? { actors } : {}),
       now: at,
       ttlSeconds: config.assertionLifetime,
@@ -60,6 +62,7 @@ export async function identityHeaders(
     ...(session?.email ? { email: session.email, emailVerified: session.emailVerified === true } : {}),
     ...(session?.orgs ? { orgs: session.orgs } : {}),
     ...(session?.groups ? { groups: session.groups } : {}),
+    ...(session?.idp ? { idp: session.idp.id } : {}),
     assertion: await assertionFor(ctx, caller, session, audience),
     ...(caller.actors?.length ? { actors: caller.actors } : {}),
   });

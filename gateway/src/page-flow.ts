@@ -268,6 +268,7 @@ export async function callback(
     ...(facts.username !== undefined ? { username: facts.username } : {}),
     ...(facts.orgs !== undefined ? { orgs: facts.orgs } : {}),
     ...(facts.groups !== undefined ? { groups: facts.groups } : {}),
+    ...(facts.idp !== undefined ? { idp: facts.idp } : {}),
     scopes: set.scope,
     ...(facts.authTime !== undefined ? { authTime: facts.authTime } : {}),
     ...(facts.sid !== undefined ? { idpSid: facts.sid } : {}),

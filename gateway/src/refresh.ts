@@ -141,6 +141,7 @@ async function renewSession(
     ...(facts?.username !== undefined ? { username: facts.username } : {}),
     ...(facts?.orgs !== undefined ? { orgs: facts.orgs } : {}),
     ...(facts?.groups !== undefined ? { groups: facts.groups } : {}),
+    ...(facts?.idp !== undefined ? { idp: facts.idp } : {}),
     scopes: set.scope.length > 0 ? set.scope : session.scopes,
     accessToken: set.accessToken,
     accessTokenExpiresAt: Math.floor(at / 1000) + set.expiresIn,

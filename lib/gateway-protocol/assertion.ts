@@ -30,6 +30,8 @@ export interface AssertionInput {
   orgs?: ReadonlyArray<{ slug: string; role: string }>;
   /** The `groups` claim, as the ID token stated it (scope `groups`). */
   groups?: readonly string[];
+  /** The connection of a federated sign-in: `idp` (its id) and `idp_name`. */
+  idp?: { id: string; name: string };
   /** Who acts for the subject (the token's RFC 8693 `act`), newest first; sent as a nested `act` claim. */
   actors?: readonly string[];
   /** Milliseconds. */
@@ -59,6 +61,10 @@ export async function buildUpstreamAssertion(input: AssertionInput, key: Asserti
   if (input.email) claims['email'] = input.email;
   if (input.orgs) claims['orgs'] = input.orgs.map(({ slug, role }) => ({ slug, role }));
   if (input.groups) claims['groups'] = [...input.groups];
+  if (input.idp) {
+    claims['idp'] = input.idp.id;
+    claims['idp_name'] = input.idp.name;
+  }
   if (input.actors?.length) claims['act'] = nestActors(input.actors);
   return signJwt(
     { kid: key.kid, typ: ASSERTION_TYP },

@@ -13,6 +13,8 @@ export const IDENTITY_HEADERS = {
   email: 'x-auth-email',
   orgs: 'x-auth-orgs',
   groups: 'x-auth-groups',
+  /** The connection id of a federated sign-in (`idp`); its name rides in the assertion. */
+  idp: 'x-auth-idp',
   assertion: 'x-auth-assertion',
   /** RFC 8693: who acts for the subject now (the outermost `act.sub` of an exchanged token). */
   actor: 'x-auth-actor',
@@ -57,6 +59,8 @@ export interface UpstreamIdentity {
   orgs?: ReadonlyArray<{ slug: string; role: string }>;
   /** The `groups` claim (scope `groups`), `<org>/<team>` comma-separated; absent when empty or not granted. */
   groups?: readonly string[];
+  /** The connection id of a federated sign-in (`idp` claim). */
+  idp?: string;
   assertion: string;
   /** Who acts for the subject (RFC 8693 `act`), newest first. */
   actors?: readonly string[];
@@ -76,5 +80,6 @@ export function buildIdentityHeaders(identity: UpstreamIdentity): Record<string,
   if (identity.orgs && identity.orgs.length > 0)
     out[IDENTITY_HEADERS.orgs] = identity.orgs.map(({ slug, role }) => `${slug}:${role}`).join(',');
   if (identity.groups && identity.groups.length > 0) out[IDENTITY_HEADERS.groups] = identity.groups.join(',');
+  if (identity.idp) out[IDENTITY_HEADERS.idp] = identity.idp;
   return out;
 }

@@ -57,6 +57,8 @@ export interface GateSession {
   orgs?: Array<{ slug: string; role: 'owner' | 'admin' | 'member' }>;
   /** The `groups` claim of the ID token (scope `groups`), passed on as `X-Auth-Groups` and in the assertion. */
   groups?: string[];
+  /** The connection of a federated sign-in (`idp`, `idp_name` of the ID token), passed on as `X-Auth-Idp` and in the assertion. */
+  idp?: { id: string; name: string };
   scopes: string[];
   /** When the user authenticated at the control plane (seconds). */
   authTime?: number;

@@ -124,9 +124,15 @@ export interface World {
 export async function world(
   t: Tap,
   policy: GatewayPolicy = POLICY,
-  options: { register?: (gatewayUrl: string) => Record<string, unknown>; pull?: boolean; state?: SharedState } = {},
+  options: {
+    register?: (gatewayUrl: string) => Record<string, unknown>;
+    pull?: boolean;
+    state?: SharedState;
+    /** Extra control-plane config (an upstream identity provider's CA, say). */
+    cp?: Record<string, unknown>;
+  } = {},
 ): Promise<World> {
-  const cp = await startCp(t);
+  const cp = await startCp(t, options.cp);
   const port = await findFreePort();
   const gatewayUrl = `http://localhost:${port}`;
   const reg = await request(`${cp.url}/register`, {

@@ -454,6 +454,7 @@ export type DomainEvent =
       subject: string | null;
       reason: string;
     })
-  | (EventBase & { type: 'federation.tested'; connectionId: string; subject: string | null });
+  | (EventBase & { type: 'federation.tested'; connectionId: string; subject: string | null })
+  | (EventBase & { type: 'federation.logged_out'; connectionId: string; identityId: string; sessionId: string });
 
 export type DomainEventType = DomainEvent['type'];

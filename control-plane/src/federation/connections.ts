@@ -7,7 +7,9 @@ import type { ControlPlaneServices } from '../context.js';
 import type { Actor } from '../events/types.js';
 import type { OidcConnectionSettings, StoredConnection, Stores } from '../storage/interface.js';
 import {
+  backchannelLogoutUrl,
   callbackUrl,
+  postLogoutRedirectUrl,
   connectionSecretContext,
   discover,
   generateConnectionKey,
@@ -70,6 +72,8 @@ export interface ConnectionView {
   session_max_hours: number;
   max_assurance: StoredConnection['maxAssurance'];
   redirect_uri: string;
+  post_logout_redirect_uri?: string;
+  backchannel_logout_uri?: string;
   jwks_uri?: string;
   createdAt: string;
   updatedAt: string;
@@ -99,6 +103,12 @@ export function connectionView(issuer: string, c: StoredConnection): ConnectionV
     session_max_hours: c.sessionMaxHours,
     max_assurance: c.maxAssurance,
     redirect_uri: callbackUrl(issuer, c.connectionId),
+    ...(c.type === 'oidc'
+      ? {
+          post_logout_redirect_uri: postLogoutRedirectUrl(issuer, c.connectionId),
+          backchannel_logout_uri: backchannelLogoutUrl(issuer, c.connectionId),
+        }
+      : {}),
     ...(settings.tokenEndpointAuthMethod === 'private_key_jwt' ? { jwks_uri: jwksUrl(issuer, c.connectionId) } : {}),
     createdAt: new Date(c.createdAt).toISOString(),
     updatedAt: new Date(c.updatedAt).toISOString(),

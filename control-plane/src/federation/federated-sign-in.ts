@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { randomHex, randomId, randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
@@ -15,7 +14,10 @@ import {
   oidcSettings,
   upstreamConfiguration,
   type UpstreamChecks,
+  type UpstreamIdentity,
 } from './oidc-upstream.js';
+import { upstreamSessionOf } from './upstream-logout.js';
+import { subjectHash } from './subject-hash.js';
 
 /**
  * A sign-in through a connection (docs/federation.md#signing-in): the sign-in page makes a
@@ -50,17 +52,6 @@ interface UpstreamRoundTrip extends UpstreamChecks {
   returnTo: string;
   /** "Test this connection": the owner who asked; the callback shows the claims and creates nothing. */
   testedBy?: string;
-}
-
-/** A keyed hash of an upstream subject: what links and receipts hold, never the subject itself. */
-export function subjectHash(
-  services: Pick<FederationServices, 'secrets'>,
-  connectionId: string,
-  subject: string,
-): string {
-  return createHmac('sha256', services.secrets.macKey('federation-subject'))
-    .update(`${connectionId}\n${subject}`)
-    .digest('hex');
 }
 
 /** Makes a pending sign-in for this browser's binding cookie value; returns its id. */
@@ -167,7 +158,7 @@ export async function finishFederatedSignIn(
       });
       return { kind: 'tested', claims: upstream.claims };
     }
-    return await signIn(services, connection, upstream.claims, subject, trip.returnTo, input.browser);
+    return await signIn(services, connection, upstream, subject, trip.returnTo, input.browser);
   } catch (error) {
     if (isKeyplaneError(error) && error.reason !== 'not_found' && error.reason !== 'unavailable')
       await services.events.record(services.storage, {
@@ -206,11 +197,12 @@ async function takeRoundTrip(
 async function signIn(
   services: FederationServices,
   connection: StoredConnection,
-  claims: Record<string, unknown>,
+  upstream: UpstreamIdentity,
   subject: string,
   returnTo: string,
   browser: SignInBrowser,
 ): Promise<CallbackOutcome> {
+  const { claims } = upstream;
   const now = services.now();
   const actor = { type: 'connection' as const, id: connection.connectionId };
   return services.storage.transaction(async (tx) => {
@@ -224,7 +216,12 @@ async function signIn(
       amr: federatedAmr(claims),
       upstream: connection.connectionId,
     });
-    await tx.connections.markSession(session.sessionId, connection.connectionId, now);
+    await tx.connections.markSession(
+      session.sessionId,
+      connection.connectionId,
+      now,
+      upstreamSessionOf(services, connection.connectionId, claims, upstream.idToken),
+    );
     await services.events.record(tx, {
       type: 'federation.sign_in',
       at: now,

@@ -31,6 +31,16 @@ export function callbackUrl(issuer: string, connectionId: string): string {
   return `${issuer}/federation/${connectionId}/callback`;
 }
 
+/** Where the upstream sends the browser back after its logout (RP-Initiated Logout 1.0), to register upstream. */
+export function postLogoutRedirectUrl(issuer: string, connectionId: string): string {
+  return `${issuer}/federation/${connectionId}/logged-out`;
+}
+
+/** Where the upstream posts its logout tokens (Back-Channel Logout 1.0), to register upstream. */
+export function backchannelLogoutUrl(issuer: string, connectionId: string): string {
+  return `${issuer}/federation/${connectionId}/backchannel-logout`;
+}
+
 export function jwksUrl(issuer: string, connectionId: string): string {
   return `${issuer}/federation/${connectionId}/jwks`;
 }
@@ -134,7 +144,15 @@ export async function discover(
         token_endpoint_auth_method: settings.tokenEndpointAuthMethod,
       },
       auth,
-      { [oidc.customFetch]: guardedFetch(services, connection.orgId), timeout: UPSTREAM_TIMEOUT_MS / 1000 },
+      {
+        [oidc.customFetch]: guardedFetch(services, connection.orgId),
+        timeout: UPSTREAM_TIMEOUT_MS / 1000,
+        // openid-client leaves the ID token's signature unchecked by default (TLS to the token
+        // endpoint names the issuer, OIDC Core §3.1.3.7 step 6); docs/federation.md promises it is
+        // checked against the upstream's JWKS, so that a token endpoint behind a broken TLS
+        // setup or a key the upstream no longer lists cannot sign anyone in.
+        execute: [oidc.enableNonRepudiationChecks],
+      },
     );
   } catch (error) {
     throw upstreamFailure(error, 'discovery');
@@ -175,6 +193,8 @@ export async function authorizationUrl(
 export interface UpstreamIdentity {
   claims: Record<string, unknown>;
   subject: string;
+  /** The ID token itself: the upstream's `id_token_hint` at sign-out. */
+  idToken: string | undefined;
 }
 
 /**
@@ -191,6 +211,7 @@ export async function finishUpstream(
 ): Promise<UpstreamIdentity> {
   const settings = oidcSettings(connection);
   let claims: Record<string, unknown>;
+  let idToken: string | undefined;
   try {
     const tokens = await oidc.authorizationCodeGrant(config, callback, {
       pkceCodeVerifier: checks.codeVerifier,
@@ -199,6 +220,7 @@ export async function finishUpstream(
       idTokenExpected: true,
     });
     claims = { ...(tokens.claims() ?? {}) };
+    idToken = tokens.id_token;
     // Most providers put scope claims (email, name) in userinfo rather than the ID token (OIDC
     // Core §5.4): read them there, for the ID token's own subject, never over the token's claims.
     if (claims.email === undefined && config.serverMetadata().userinfo_endpoint !== undefined) {
@@ -213,7 +235,7 @@ export async function finishUpstream(
   if (!tenant.ok) throw fail('upstream_response_invalid', tenant.refusal);
   const subject = upstreamSubject(config.serverMetadata().issuer, claims);
   if (subject === null) throw fail('upstream_response_invalid', 'the ID token names no subject');
-  return { claims, subject };
+  return { claims, subject, idToken };
 }
 
 function causes(error: unknown): unknown[] {

@@ -98,6 +98,7 @@ const OWN_PAGE: Record<string, string> = {
   '/device': 'verification_uri(_complete), typed or followed from a device',
   '/federation/x/start': "the sign-in page's button for a connection: a browser's navigation",
   '/federation/x/callback': 'the OIDC front channel: a browser redirected back by an identity provider',
+  '/federation/x/logged-out': "the OIDC front channel: a browser sent back by an identity provider's logout",
   '/scan': 'the scan page, HTML unless JSON is asked for: a refused URL shows its form again',
 };
 const ENVELOPE = {

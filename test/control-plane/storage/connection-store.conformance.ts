@@ -70,6 +70,32 @@ export function connectionStoreConformance(t: Test, open: () => Promise<Storage>
     await s.connections.markSession('s1', 'con_1', 30);
     t.equal(await s.connections.sessionConnection('s1'), 'con_1');
     t.same(await s.connections.sessionSignIn('s1'), { connectionId: 'con_1', signedInAt: 30 });
+    t.same(
+      await s.connections.sessionUpstream('s1'),
+      { connectionId: 'con_1', sidHash: null, subHash: null, idTokenSealed: null },
+      'a sign-in that named no upstream session',
+    );
+    await s.sessions.insert(session('s2', 'd1'));
+    const sealed = Buffer.from([1, 2, 3]);
+    await s.connections.markSession('s1', 'con_1', 40, { sidHash: 'sid1', subHash: 'sub1', idTokenSealed: sealed });
+    await s.connections.markSession('s2', 'con_1', 40, { sidHash: 'sid2', subHash: 'sub1', idTokenSealed: null });
+    t.same(await s.connections.sessionUpstream('s1'), {
+      connectionId: 'con_1',
+      sidHash: 'sid1',
+      subHash: 'sub1',
+      idTokenSealed: sealed,
+    });
+    const ids = async (connectionId: string, by: { sidHash?: string; subHash?: string }) =>
+      (await s.connections.sessionsOfUpstream(connectionId, by, 50)).map((x) => x.sessionId);
+    t.same(await ids('con_1', { sidHash: 'sid2', subHash: 'sub1' }), ['s2'], 'by sid first');
+    t.same(await ids('con_1', { subHash: 'sub1' }), ['s1', 's2'], 'else by sub');
+    t.same(await ids('con_2', { subHash: 'sub1' }), [], 'of that connection only');
+    await s.sessions.revoke(session('s2', 'd1').identityId, 's2', 60);
+    t.same(
+      (await s.connections.sessionsOfUpstream('con_1', { subHash: 'sub1' }, 70)).map((x) => x.sessionId),
+      ['s1'],
+      'live sessions only',
+    );
     t.equal(await s.connections.remove('con_1'), true);
     t.equal(await s.connections.findIdentity('con_1', 'h1'), null, 'removing a connection unlinks its identities');
     t.equal(await s.connections.sessionConnection('s1'), null);

@@ -37,8 +37,9 @@ async function addPasskey(useAutoRegister = false) {
 
 const actions = {
   async signout() {
-    await call('POST', '/auth/signout');
-    location.assign('/auth?done=signed-out');
+    const done = await call('POST', '/auth/signout');
+    // A session signed in through a connection signs out at its identity provider too, which sends the browser back.
+    location.assign(done.upstream_logout ?? '/auth?done=signed-out');
   },
   'add-passkey': () => act(() => addPasskey(), line('passkeyAdded', 'Passkey added.')),
   'upgrade-passkey': () => act(() => addPasskey(), line('passkeyAdded', 'Passkey added.')),

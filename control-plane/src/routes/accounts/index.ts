@@ -6,6 +6,7 @@ import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { renameAccount, setDisplayName, updatePreferences } from '../../accounts/profile.js';
 import { revokeDevice, revokeSession, signOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../http/session-cookies.js';
+import { upstreamLogoutOf, upstreamLogoutUrl } from '../../federation/upstream-logout.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
 import { loadAccountView } from '../../accounts/view.js';
@@ -326,16 +327,29 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
     {
       schema: {
         tags: ['accounts'],
-        summary: 'Sign out: ends this session and clears its cookie',
+        summary:
+          "Sign out: ends this session and clears its cookie; a federated session's answer names the upstream's logout to open next",
         security: session,
-        response: receiptOnly,
+        response: {
+          200: okObject({
+            receipt: { type: 'string' },
+            upstream_logout: {
+              type: 'string',
+              description:
+                "The upstream's end_session_endpoint for a session signed in through a connection (docs/federation.md#signing-out)",
+            },
+          }),
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => {
       const current = request.kp.session!;
+      const upstream = await upstreamLogoutOf(app.kp, current.id);
       const { receipt } = await signOut(app.kp, { identityId: current.identityId, sessionId: current.id });
       clearSessionCookie(app.kp, reply);
-      return { ok: true, ...(receipt ? { receipt } : {}) };
+      const next = upstream && (await upstreamLogoutUrl(app.kp, upstream, { redirect: '/auth?done=signed-out' }));
+      return { ok: true, ...(receipt ? { receipt } : {}), ...(next ? { upstream_logout: next } : {}) };
     },
   );
 }

@@ -24,6 +24,8 @@ import {
   startFederatedSignIn,
   startHref,
 } from '../../federation/federated-sign-in.js';
+import { acceptBackchannelLogout, continueAfterUpstreamLogout } from '../../federation/upstream-logout.js';
+import { sendAfterLogout } from '../oidc/logout.js';
 import { bindingCookie } from './binding-cookie.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { federationRefusal, testedPage } from './pages.js';
@@ -290,6 +292,56 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
       }
       setSessionCookies(services, reply, signedIn.sessionToken);
       return reply.redirect(signedIn.returnTo, 303);
+    },
+  );
+
+  app.post(
+    '/federation/:connectionId/backchannel-logout',
+    {
+      schema: {
+        tags: ['federation'],
+        summary:
+          "The identity provider's back-channel logout (OpenID Connect Back-Channel Logout 1.0): ends the sessions its upstream session started",
+        consumes: ['application/x-www-form-urlencoded'],
+        params: { type: 'object', required: ['connectionId'], properties: connectionIdParam },
+        body: {
+          type: 'object',
+          required: ['logout_token'],
+          properties: { logout_token: { type: 'string', minLength: 1, maxLength: 16384 } },
+        },
+        response: { 200: okObject({ ended: { type: 'integer' } }, ['ended']), ...errorResponses },
+      },
+      // §2.8: a refusal is 400 with an OAuth error; never cached.
+      config: { oauthErrors: true, errorPage: false },
+    },
+    async (request) => {
+      await limits.perIp(request, 'federation-logout');
+      const { connectionId } = request.params as { connectionId: string };
+      const { logout_token } = request.body as { logout_token: string };
+      return { ok: true, ...(await acceptBackchannelLogout(services, connectionId, logout_token)) };
+    },
+  );
+
+  app.get(
+    '/federation/:connectionId/logged-out',
+    {
+      schema: {
+        tags: ['federation'],
+        summary:
+          'Where the identity provider sends the browser back after its logout; goes on to the app or the signed-out page',
+        params: { type: 'object', required: ['connectionId'], properties: connectionIdParam },
+        querystring: { type: 'object', properties: { state: { type: 'string', maxLength: 64 } } },
+      },
+      config: { errorPage: federationRefusal },
+    },
+    async (request, reply) => {
+      const { connectionId } = request.params as { connectionId: string };
+      const then = await continueAfterUpstreamLogout(
+        services,
+        connectionId,
+        (request.query as { state?: string }).state,
+      );
+      return sendAfterLogout(request, reply, then ?? { redirect: '/auth?done=signed-out' });
     },
   );
 

@@ -23,6 +23,8 @@ export const connectionSchema = {
     session_max_hours: { type: 'integer' },
     max_assurance: { enum: ['email', 'passkey'] },
     redirect_uri: { type: 'string' },
+    post_logout_redirect_uri: { type: 'string', description: 'Register at the upstream for RP-initiated logout' },
+    backchannel_logout_uri: { type: 'string', description: 'Register at the upstream for its back-channel logout' },
     jwks_uri: { type: 'string' },
     createdAt: { type: 'string' },
     updatedAt: { type: 'string' },

@@ -9,8 +9,37 @@ import type { StoredClient } from '../../storage/interface.js';
 import { errorResponses } from '../../http/schemas.js';
 import { FRONTCHANNEL_LOGOUT_JS, FRONTCHANNEL_LOGOUT_SCRIPT, sendLogoutConfirm, sendSignedOut } from './pages.js';
 import { verifyIdTokenHint } from '../../oidc/tokens.js';
+import { upstreamLogoutOf, upstreamLogoutUrl, type LogoutContinuation } from '../../federation/upstream-logout.js';
 
 type Params = Record<string, unknown>;
+
+/** Where a logout goes once the session ended: the app's redirect or the signed-out page. */
+function afterLogout(
+  redirect: string | undefined,
+  state: string | undefined,
+  hinted: boolean,
+  frontchannel: string[],
+  client: StoredClient | null,
+): LogoutContinuation {
+  if (redirect === undefined) return { view: { frontchannel } };
+  const target = buildRedirect(redirect, state !== undefined ? { state } : {});
+  // Anyone may register a client with any post_logout_redirect_uri, so only an id_token_hint
+  // (which proves the client) earns a redirect; a bare client_id gets a link the user may follow.
+  // Apps with a front-channel logout URL are told first, in the signed-out page's iframes.
+  if (hinted && frontchannel.length === 0) return { redirect: target };
+  return {
+    view: {
+      next: { href: target, label: client!.metadata.client_name ?? new URL(redirect).origin, auto: hinted },
+      frontchannel,
+    },
+  };
+}
+
+/** Sends what {@link afterLogout} decided (here, or after the upstream's logout). */
+export function sendAfterLogout(request: FastifyRequest, reply: FastifyReply, then: LogoutContinuation): FastifyReply {
+  if (then.redirect !== undefined) return reply.redirect(then.redirect, request.method === 'POST' ? 303 : 302);
+  return sendSignedOut(request, reply, then.view ?? {});
+}
 
 function text(params: Params, name: string): string | undefined {
   const value = params[name];
@@ -63,6 +92,7 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
       return sendLogoutConfirm(request, reply, hidden);
     }
     let frontchannel: string[] = [];
+    const upstream = session ? await upstreamLogoutOf(app.kp, session.id) : null;
     if (session) {
       const ended = await logOut(
         app.kp,
@@ -72,16 +102,12 @@ export default async function logoutRoutes(app: FastifyInstance): Promise<void> 
       frontchannel = ended.frontchannelLogoutUris;
       clearSessionCookie(app.kp, reply);
     }
-    if (redirect === undefined) return sendSignedOut(request, reply, { frontchannel });
-    const target = buildRedirect(redirect, state !== undefined ? { state } : {});
-    // Anyone may register a client with any post_logout_redirect_uri, so only an id_token_hint
-    // (which proves the client) earns a redirect; a bare client_id gets a link the user may follow.
-    // Apps with a front-channel logout URL are told first, in the signed-out page's iframes.
-    if (hint && frontchannel.length === 0) return reply.redirect(target, request.method === 'POST' ? 303 : 302);
-    return sendSignedOut(request, reply, {
-      next: { href: target, label: client!.metadata.client_name ?? new URL(redirect).origin, auto: hint !== null },
-      frontchannel,
-    });
+    const then = afterLogout(redirect, state, hint !== null, frontchannel, client);
+    // A session signed in through a connection signs out at its identity provider next, which
+    // sends the browser back to GET /federation/{connectionId}/logged-out to go on from here.
+    const atUpstream = upstream && (await upstreamLogoutUrl(app.kp, upstream, then));
+    if (atUpstream) return reply.redirect(atUpstream, request.method === 'POST' ? 303 : 302);
+    return sendAfterLogout(request, reply, then);
   }
 
   app.get(

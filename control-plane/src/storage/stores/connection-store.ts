@@ -1,5 +1,6 @@
 import type { ConnectionStore, StoredConnection } from '../interface.js';
 import { changedOne, firstRow, insertOf, type Sql } from '../sql.js';
+import { liveAt } from './session-store.js';
 
 interface ConnectionRow {
   connection_id: string;
@@ -125,14 +126,54 @@ export function connectionStore(sql: Sql): ConnectionStore {
         'SELECT 1 AS one FROM federated_identities WHERE connection_id = $1 AND identity_id = $2 LIMIT 1',
         [connectionId, identityId],
       )) !== undefined,
-    markSession: async (sessionId, connectionId, at) => {
+    markSession: async (sessionId, connectionId, at, upstream) => {
       await sql.count(
         ...insertOf(
           'federated_sessions',
-          { session_id: sessionId, connection_id: connectionId, signed_in_at: at },
-          'ON CONFLICT (session_id) DO UPDATE SET connection_id = excluded.connection_id, signed_in_at = excluded.signed_in_at',
+          {
+            session_id: sessionId,
+            connection_id: connectionId,
+            signed_in_at: at,
+            upstream_sid_hash: upstream?.sidHash ?? null,
+            upstream_sub_hash: upstream?.subHash ?? null,
+            id_token_sealed: upstream?.idTokenSealed ?? null,
+          },
+          `ON CONFLICT (session_id) DO UPDATE SET connection_id = excluded.connection_id, signed_in_at = excluded.signed_in_at,
+            upstream_sid_hash = excluded.upstream_sid_hash, upstream_sub_hash = excluded.upstream_sub_hash,
+            id_token_sealed = excluded.id_token_sealed`,
         ),
       );
+    },
+    sessionUpstream: async (sessionId) => {
+      const row = await sql.row<{
+        connection_id: string;
+        upstream_sid_hash: string | null;
+        upstream_sub_hash: string | null;
+        id_token_sealed: Buffer | null;
+      }>(
+        'SELECT connection_id, upstream_sid_hash, upstream_sub_hash, id_token_sealed FROM federated_sessions WHERE session_id = $1',
+        [sessionId],
+      );
+      return row
+        ? {
+            connectionId: row.connection_id,
+            sidHash: row.upstream_sid_hash,
+            subHash: row.upstream_sub_hash,
+            idTokenSealed: row.id_token_sealed === null ? null : Buffer.from(row.id_token_sealed),
+          }
+        : null;
+    },
+    sessionsOfUpstream: async (connectionId, by, now) => {
+      const [column, value] =
+        by.sidHash !== undefined ? ['upstream_sid_hash', by.sidHash] : ['upstream_sub_hash', by.subHash];
+      if (value === undefined) return [];
+      const rows = await sql.rows<{ session_id: string; identity_id: string }>(
+        `SELECT f.session_id, s.identity_id FROM federated_sessions f JOIN sessions s ON s.session_id = f.session_id
+          WHERE f.connection_id = $1 AND f.${column} = $2 AND ${liveAt('$3')}
+          ORDER BY f.session_id`,
+        [connectionId, value, now],
+      );
+      return rows.map((r) => ({ sessionId: r.session_id, identityId: r.identity_id }));
     },
     sessionConnection: async (sessionId) =>
       (

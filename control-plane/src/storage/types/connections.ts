@@ -37,6 +37,13 @@ export interface StoredConnection {
   updatedAt: number;
 }
 
+/** The upstream session behind a federated session: keyed hashes of its ID token's `sid` and `sub`, and that ID token sealed. */
+export interface UpstreamSession {
+  sidHash: string | null;
+  subHash: string | null;
+  idTokenSealed: Buffer | null;
+}
+
 export interface ConnectionStore {
   insert(connection: StoredConnection): Promise<void>;
   get(connectionId: string): Promise<StoredConnection | null>;
@@ -53,8 +60,22 @@ export interface ConnectionStore {
   link(connectionId: string, subjectHash: string, identityId: string, at: number): Promise<boolean>;
   /** Whether any federated identity of the connection is linked to this account. */
   isLinked(connectionId: string, identityId: string): Promise<boolean>;
-  /** Records that a session's sign-in came through the connection (replacing an earlier one). */
-  markSession(sessionId: string, connectionId: string, at: number): Promise<void>;
+  /**
+   * Records that a session's sign-in came through the connection (replacing an earlier one), with
+   * the upstream session it came from when known (docs/federation.md#signing-out).
+   */
+  markSession(sessionId: string, connectionId: string, at: number, upstream?: UpstreamSession): Promise<void>;
+  /** The upstream session a session's latest sign-in came from, or null (none, or an older sign-in). */
+  sessionUpstream(sessionId: string): Promise<({ connectionId: string } & UpstreamSession) | null>;
+  /**
+   * The sessions live at `now` that an upstream session started, by the keyed hash of its `sid`,
+   * else of its `sub` (an upstream back-channel logout token names one or both).
+   */
+  sessionsOfUpstream(
+    connectionId: string,
+    by: { sidHash?: string; subHash?: string },
+    now: number,
+  ): Promise<Array<{ sessionId: string; identityId: string }>>;
   /** The connection a session's sign-in came through, or null. */
   sessionConnection(sessionId: string): Promise<string | null>;
   /** The connection a session's latest upstream sign-in came through and when, or null. */
