@@ -5,7 +5,6 @@ import { linkRefusalPage, enrolmentPage } from '../../pages/link-pages.js';
 import { checkSignInOrigin } from '../../plugins/session.js';
 import { browserOf, setSessionCookies } from '../../http/session-cookies.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
-import { HOME } from './index.js';
 
 const token = { type: 'string', maxLength: 200 };
 
@@ -13,7 +12,7 @@ const token = { type: 'string', maxLength: 200 };
  * Passkey enrolment links of provisioned accounts (docs/scim.md#enrolment-links): the page the
  * mailed link opens, and the ceremony it runs. The link is used up only by a verified passkey.
  */
-export default async function enrolmentRoutes(app: FastifyInstance): Promise<void> {
+export default async function enrolmentRoutes(app: FastifyInstance, options: { home: string }): Promise<void> {
   const services = app.kp;
   const limits = new CredentialLimits(services);
 
@@ -85,7 +84,7 @@ export default async function enrolmentRoutes(app: FastifyInstance): Promise<voi
       const body = request.body as { token: string; response: unknown };
       const { identityId, session, receipt } = await finishEnrolment(services, body, browserOf(app.kp, reply));
       setSessionCookies(app.kp, reply, session.token);
-      return { ok: true, identityId, home: HOME, ...(receipt ? { receipt } : {}) };
+      return { ok: true, identityId, home: options.home, ...(receipt ? { receipt } : {}) };
     },
   );
 }

@@ -62,7 +62,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     });
 
   // ---- a provisioned account's first passkey, from its mailed link (docs/scim.md#enrolment-links) ----
-  await app.register(enrolmentRoutes);
+  await app.register(enrolmentRoutes, { home: HOME });
 
   // ---- sign-up ----
 
