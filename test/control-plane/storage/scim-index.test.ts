@@ -4,7 +4,7 @@ import pg from 'pg';
 import { Database } from '../../../control-plane/src/storage/sqlite/driver.js';
 import { DATABASE_FILE } from '../../../control-plane/src/storage/sqlite/database.js';
 import { openSqliteStorage } from '../../../control-plane/src/storage/sqlite/index.js';
-import { USER_BY_NAME } from '../../../control-plane/src/storage/stores/scim-store.js';
+import { GROUPS_BY_EXTERNAL_ID, USER_BY_NAME } from '../../../control-plane/src/storage/stores/scim-store.js';
 import { tempDir } from '../../helpers/build.js';
 import { createMigratedTestDatabase, postgresAvailability } from '../../helpers/postgres.js';
 
@@ -22,6 +22,19 @@ t.test('sqlite: a userName look-up uses the unique index on (org_id, user_name_k
   const details = plan.map((row) => row.detail).join('\n');
   t.match(details, /SEARCH s USING INDEX sqlite_autoindex_scim_users_\d \(org_id=\? AND user_name_key=\?\)/, details);
   t.notMatch(details, /SCAN s\b/);
+});
+
+t.test('sqlite: a Group externalId look-up uses its index on (org_id, external_id)', async (t) => {
+  const dir = tempDir(t);
+  openSqliteStorage(dir).close();
+  const db = new Database(join(dir, DATABASE_FILE), { readonly: true });
+  t.teardown(() => db.close());
+  const plan = db
+    .prepare(`EXPLAIN QUERY PLAN ${GROUPS_BY_EXTERNAL_ID.replace(/\$\d/g, '?')}`)
+    .all('org_x', 'ext') as Array<{ detail: string }>;
+  const details = plan.map((row) => row.detail).join('\n');
+  t.match(details, /SEARCH g USING INDEX scim_groups_by_external_id \(org_id=\? AND external_id=\?\)/, details);
+  t.notMatch(details, /SCAN g\b/);
 });
 
 const postgres = await postgresAvailability();

@@ -66,6 +66,10 @@ const USERS = 'SELECT s.*, i.suspended_at FROM scim_users s JOIN identities i ON
 /** The look-up behind `userName eq "…"`: the unique index on (org_id, user_name_key), never a scan. */
 export const USER_BY_NAME = `${USERS} WHERE s.org_id = $1 AND s.user_name_key = $2`;
 
+/** The look-up behind `externalId eq "…"` on /Groups: the index on (org_id, external_id), never a scan. */
+export const GROUPS_BY_EXTERNAL_ID = `SELECT g.team_id FROM scim_groups g JOIN org_teams t ON t.team_id = g.team_id
+  WHERE g.org_id = $1 AND g.external_id = $2 ORDER BY t.created_at, g.team_id`;
+
 export function scimStore(sql: Sql): ScimStore {
   const user = (text: string, values: unknown[]) => firstRow(sql, text, values, userFromRow);
   /** A unique violation on (org_id, user_name_key) is the answer false, anything else a failure. */
@@ -159,12 +163,6 @@ export function scimStore(sql: Sql): ScimStore {
         ).map((r) => [r.team_id, r.external_id]),
       ),
     groupsByExternalId: async (orgId, externalId) =>
-      (
-        await sql.rows<{ team_id: string }>(
-          `SELECT g.team_id FROM scim_groups g JOIN org_teams t ON t.team_id = g.team_id
-           WHERE g.org_id = $1 AND g.external_id = $2 ORDER BY t.created_at, g.team_id`,
-          [orgId, externalId],
-        )
-      ).map((r) => r.team_id),
+      (await sql.rows<{ team_id: string }>(GROUPS_BY_EXTERNAL_ID, [orgId, externalId])).map((r) => r.team_id),
   };
 }
