@@ -654,6 +654,11 @@ export const REASONS = {
     status: 400,
     description: 'SCIM `invalidSyntax`: the body is not the SCIM message the endpoint takes (`schemas`, `Operations`).',
   },
+  scim_precondition_failed: {
+    status: 412,
+    description:
+      "SCIM ETags (RFC 7644 §3.14): the `If-Match` header names a version other than the resource's current `meta.version`; read it again.",
+  },
   // the contact channel (docs/contact.md)
   message_too_long: {
     status: 413,

@@ -3,11 +3,11 @@ import { randomToken } from '../crypto/random.js';
 import { sha256Hex } from '../crypto/sha256.js';
 
 /**
- * One-time links sent by mail: magic sign-in links and email-verification links share one
- * shape. The token carries 256 random bits and appears only in the mailed URL; what is stored
+ * One-time links sent by mail: magic sign-in links, email-verification links and passkey
+ * enrolment links share one shape. The token carries 256 random bits and appears only in the mailed URL; what is stored
  * is its SHA-256, so a copy of the store cannot be turned back into working links.
  */
-export type LinkPurpose = 'signin' | 'verify_email';
+export type LinkPurpose = 'signin' | 'verify_email' | 'enrol_passkey';
 
 export interface LinkRecord {
   tokenHash: string;
@@ -93,6 +93,20 @@ export function issueEmailVerificationLink(options: {
   lifetimeMs: number;
 }): IssuedLink {
   return issueLink('verify_email', options.endpoint, {}, { ...options, deviceId: null });
+}
+
+/**
+ * A link that lets an account an org provisioned create its first passkey (docs/scim.md):
+ * mailed to a verified address, not bound to a device (it is opened wherever the mail is read).
+ */
+export function issueEnrolmentLink(options: {
+  endpoint: string;
+  identityId: string;
+  emailId: string;
+  now: number;
+  lifetimeMs: number;
+}): IssuedLink {
+  return issueLink('enrol_passkey', options.endpoint, {}, { ...options, deviceId: null });
 }
 
 export type RedeemFailure = 'unknown' | 'used' | 'expired' | 'wrong_device';

@@ -16,7 +16,7 @@ export function serviceProviderConfig(base: string, maxResults: number): Record<
     filter: { supported: true, maxResults },
     changePassword: { supported: false },
     sort: { supported: false },
-    etag: { supported: false },
+    etag: { supported: true },
     authenticationSchemes: [
       {
         type: 'oauthbearertoken',

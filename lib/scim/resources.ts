@@ -10,6 +10,7 @@ import {
   setIgnoringCase,
   type ResourceShape,
 } from './attribute-path.js';
+import { withVersion } from './etag.js';
 
 /** SCIM resources as JSON (RFC 7643 §4), the list response and the error message (RFC 7644 §3.4.2, §3.12). */
 
@@ -129,7 +130,7 @@ const metaOf = (meta: Meta) => ({
 
 export function userResource(id: string, fields: UserFields, meta: Meta): Record<string, unknown> {
   const { attributes } = fields;
-  return {
+  return withVersion({
     schemas: attributes[ENTERPRISE_USER] ? [CORE_USER, ENTERPRISE_USER] : [CORE_USER],
     id,
     ...(fields.externalId !== null ? { externalId: fields.externalId } : {}),
@@ -137,7 +138,7 @@ export function userResource(id: string, fields: UserFields, meta: Meta): Record
     ...attributes,
     active: fields.active,
     meta: metaOf(meta),
-  };
+  });
 }
 
 export function groupResource(
@@ -145,7 +146,7 @@ export function groupResource(
   group: { displayName: string; externalId?: string | null; members: Array<{ value: string; display?: string }> },
   meta: Meta,
 ): Record<string, unknown> {
-  return {
+  return withVersion({
     schemas: [CORE_GROUP],
     id,
     ...(group.externalId ? { externalId: group.externalId } : {}),
@@ -156,7 +157,7 @@ export function groupResource(
       ...(m.display ? { display: m.display } : {}),
     })),
     meta: metaOf(meta),
-  };
+  });
 }
 
 /** The member ids of a Group resource as sent. */
@@ -173,6 +174,11 @@ export function memberIdsOf(resource: Record<string, unknown>): string[] {
       }),
     ),
   ];
+}
+
+/** The externalId of a Group resource (case-exact, as Entra ID and Okta send it), or null. */
+export function groupExternalId(resource: Record<string, unknown>): string | null {
+  return optionalString(getIgnoringCase(resource, 'externalId'), 'externalId', 256);
 }
 
 /** The displayName of a Group resource: kept exactly as sent. */

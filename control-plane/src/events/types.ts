@@ -400,6 +400,9 @@ export type DomainEvent =
       identityId: string;
       userNameHash: string;
     })
+  // the passkey enrolment link of a provisioned account (docs/scim.md#enrolment-links): mailed, then used
+  | (EventBase & { type: 'scim.enrolment_sent'; orgId: string; identityId: string; emailId: string })
+  | (EventBase & { type: 'scim.enrolment_used'; orgId: string; identityId: string; credId: string; sessionId: string })
   | (EventBase & {
       type: 'scim.group_created' | 'scim.group_updated' | 'scim.group_deleted';
       orgId: string;

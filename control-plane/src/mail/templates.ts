@@ -51,3 +51,29 @@ export function verificationMail(
     html: htmlBody(ui, lines, { href: url, label: ui.t('mail.verify.button') }),
   };
 }
+
+/**
+ * The passkey enrolment mail of an account an org provisioned (docs/scim.md#enrolment-links): who
+ * made the account, for which address, and how long the link works.
+ */
+export function enrolmentMail(
+  to: string,
+  url: string,
+  orgName: string,
+  lifetimeSeconds: number,
+  locale: Locale = 'en',
+): OutgoingMail {
+  const ui = translatorFor(locale);
+  const lifetime = describeLifetime(lifetimeSeconds, locale);
+  const lines = [
+    ui.t('mail.enrol.provisioned', { org: orgName, address: to }),
+    ui.t('mail.enrol.works', { lifetime }),
+    ui.t('mail.enrol.ignore', { org: orgName }),
+  ];
+  return {
+    to,
+    subject: ui.t('mail.enrol.subject', { org: orgName }),
+    text: `${lines.join('\n\n')}\n\n${ui.t('mail.enrol.action')}: ${url}\n`,
+    html: htmlBody(ui, lines, { href: url, label: ui.t('mail.enrol.action') }),
+  };
+}

@@ -13,6 +13,7 @@ const EXPLANATIONS: Partial<Record<Reason, { heading: MessageKey; text: MessageK
   invalid_return: { heading: 'link.invalid_return.heading', text: 'link.invalid_return.text' },
   email_taken: { heading: 'link.email_taken.heading', text: 'link.email_taken.text' },
   rate_limited: { heading: 'link.rate_limited.heading', text: 'link.rate_limited.text' },
+  account_suspended: { heading: 'link.suspended.heading', text: 'link.suspended.text' },
 };
 
 export interface LinkPageOptions {
@@ -81,6 +82,29 @@ export function emailConfirmPage(request: FastifyRequest, token: string): string
 <input type="hidden" name="token" value="${token}">
 <button type="submit">${ui.t('email.confirm.button')}</button>
 </form>`,
+  });
+}
+
+/**
+ * The page a passkey enrolment link opens (docs/scim.md#enrolment-links): who made the account, and
+ * a button that creates its passkey. Opening it uses nothing up (mail scanners open links by GET).
+ */
+export function enrolmentPage(request: FastifyRequest, view: { token: string; org: string; account: string }): string {
+  const ui = uiOf(request, `/auth/enrol?token=${encodeURIComponent(view.token)}`);
+  return page({
+    title: ui.t('enrol.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    scripts: ['/assets/enrol.js'],
+    scriptLines: { done: ui.t('enrol.done') },
+    body: html`<h1>${ui.t('enrol.title')}</h1>
+<p>${ui.t('enrol.text', { org: view.org, account: view.account })}</p>
+<p id="enrol-needs-js" class="muted">${ui.t('enrol.needs_js')}</p>
+<form id="enrol-form" hidden>
+<input type="hidden" name="token" value="${view.token}">
+<button type="submit" data-action="enrol">${ui.t('enrol.button')}</button>
+</form>
+<p id="status" role="status" aria-live="polite"></p>`,
   });
 }
 

@@ -38,6 +38,10 @@ export const SCRIPT_REASONS = [
   'webauthn_rp_mismatch',
   'webauthn_malformed',
   'webauthn_verification_failed',
+  // A provisioned account's enrolment link (its page's script)
+  'link_invalid',
+  'link_used',
+  'link_expired',
   // Second factors and backup codes
   'totp_required',
   'totp_invalid',

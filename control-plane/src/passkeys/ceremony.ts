@@ -34,7 +34,7 @@ export function expectedOriginsOf(services: CeremonyServices): string[] {
   return [new URL(services.config.issuer).origin];
 }
 
-export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct' | 'console';
+export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct' | 'console' | 'enrol';
 
 export interface ChallengeState {
   purpose: ChallengePurpose;
@@ -45,6 +45,8 @@ export interface ChallengeState {
   /** For `direct`: the client and the exact relying-party origin the ceremony runs on. */
   clientId?: string;
   origin?: string;
+  /** For `enrol`: the hash of the enrolment link the ceremony was started from. */
+  link?: string;
 }
 
 /**

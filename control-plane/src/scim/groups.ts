@@ -2,9 +2,11 @@ import { fail } from '#lib/errors/keyplane-error.js';
 import { randomHex, randomId } from '#lib/crypto/random.js';
 import { teamSlugFrom } from '#lib/orgs/team-slug.js';
 import { GROUP_SHAPE, isObject } from '#lib/scim/attribute-path.js';
-import { matchesFilter, parseScimFilter } from '#lib/scim/filter.js';
+import { checkIfMatch } from '#lib/scim/etag.js';
+import { equalityOn, matchesFilter, parseScimFilter } from '#lib/scim/filter.js';
 import {
   groupDisplayName,
+  groupExternalId,
   groupResource,
   listResponse,
   memberIdsOf,
@@ -25,35 +27,41 @@ import { MAX_RESULTS, usersBase, type ListQuery, type ScimServices } from './use
 
 interface GroupState {
   team: StoredTeam;
+  /** The Group's externalId, as the directory sent it; null when none. */
+  externalId: string | null;
   /** Managed members, by identity id. */
   members: string[];
 }
 
-async function managedIds(tx: Stores, orgId: string): Promise<Set<string>> {
-  return new Set((await tx.identities.listManaged(orgId)).map((i) => i.identityId));
-}
+/** The team's managed members: one join on the team's rows, never the org's whole list of accounts. */
+const managedMembersOf = async (tx: Stores, team: StoredTeam) =>
+  (await tx.teams.managedMembers(team.teamId)).map((m) => m.identityId);
 
-async function groupsOf(tx: Stores, orgId: string, only?: string): Promise<GroupState[]> {
-  const managed = await managedIds(tx, orgId);
-  const teams = (await tx.teams.list(orgId)).filter((t) => only === undefined || t.teamId === only);
+async function groupsOf(tx: Stores, orgId: string, teams: StoredTeam[]): Promise<GroupState[]> {
+  const externalIds = await tx.scim.groupExternalIds(orgId);
   return Promise.all(
     teams.map(async (team) => ({
       team,
-      members: (await tx.teams.members(team.teamId)).map((m) => m.identityId).filter((id) => managed.has(id)),
+      externalId: externalIds.get(team.teamId) ?? null,
+      members: await managedMembersOf(tx, team),
     })),
   );
 }
 
 async function groupOf(tx: Stores, caller: ScimCaller, id: string): Promise<GroupState> {
-  const [found] = id.length <= 100 ? await groupsOf(tx, caller.org.orgId, id) : [];
-  if (!found) throw fail('not_found', 'this organization has no SCIM group with this id');
-  return found;
+  const team = id.length <= 100 ? await tx.teams.byId(caller.org.orgId, id) : null;
+  if (!team) throw fail('not_found', 'this organization has no SCIM group with this id');
+  return { team, externalId: await tx.scim.groupExternalId(team.teamId), members: await managedMembersOf(tx, team) };
 }
 
 function resourceOf(services: ScimServices, caller: ScimCaller, group: GroupState): Record<string, unknown> {
   return groupResource(
     group.team.teamId,
-    { displayName: group.team.displayName, members: group.members.map((value) => ({ value })) },
+    {
+      displayName: group.team.displayName,
+      externalId: group.externalId,
+      members: group.members.map((value) => ({ value })),
+    },
     {
       resourceType: 'Group',
       created: group.team.createdAt,
@@ -63,9 +71,12 @@ function resourceOf(services: ScimServices, caller: ScimCaller, group: GroupStat
   );
 }
 
-/** Members must be accounts the org manages: anything else is refused, never taken over. */
+/** Members must be accounts the org manages: anything else is refused, never taken over. Reads only `ids`. */
 async function checkMembers(tx: Stores, orgId: string, ids: string[]): Promise<void> {
-  const managed = await managedIds(tx, orgId);
+  const managed = new Set<string>();
+  // Bounded statements: a batched PATCH may name thousands.
+  for (let from = 0; from < ids.length; from += 500)
+    for (const id of await tx.identities.managedAmong(orgId, ids.slice(from, from + 500))) managed.add(id);
   const foreign = ids.find((id) => !managed.has(id));
   if (foreign !== undefined)
     throw fail('scim_invalid_value', `members[].value ${JSON.stringify(foreign)} is not a user of this organization`);
@@ -80,12 +91,14 @@ async function refuseDuplicateName(tx: Stores, orgId: string, displayName: strin
 async function setMembers(
   services: ScimServices,
   tx: Stores,
-  group: GroupState,
+  group: Pick<GroupState, 'team' | 'members'>,
   wanted: string[],
   now: number,
 ): Promise<{ added: number; removed: number }> {
-  const added = wanted.filter((id) => !group.members.includes(id));
-  const removed = group.members.filter((id) => !wanted.includes(id));
+  const current = new Set(group.members);
+  const next = new Set(wanted);
+  const added = wanted.filter((id) => !current.has(id));
+  const removed = group.members.filter((id) => !next.has(id));
   for (const identityId of added) await tx.teams.addMember(group.team, { identityId, addedAt: now });
   for (const identityId of removed) {
     await tx.teams.removeMember(group.team.teamId, identityId);
@@ -121,6 +134,7 @@ export async function createGroup(
 ): Promise<{ resource: Record<string, unknown>; receipt?: string }> {
   if (!isObject(body)) throw fail('scim_invalid_syntax', 'the body must be a Group resource');
   const displayName = groupDisplayName(body);
+  const externalId = groupExternalId(body);
   const members = memberIdsOf(body);
   const { orgId } = caller.org;
   const now = services.now();
@@ -135,10 +149,10 @@ export async function createGroup(
       if (await tx.teams.create(candidate)) team = candidate;
     }
     if (!team) throw fail('conflict', 'no free team name was found; try again');
-    const group = { team, members: [] };
-    const counts = await setMembers(services, tx, group, members, now);
+    if (externalId !== null) await tx.scim.setGroupExternalId(orgId, team.teamId, externalId);
+    const counts = await setMembers(services, tx, { team, members: [] }, members, now);
     const receipt = await recordGroup(services, tx, caller, 'scim.group_created', team.teamId, counts);
-    return { resource: resourceOf(services, caller, { team, members }), ...(receipt ? { receipt } : {}) };
+    return { resource: resourceOf(services, caller, { team, externalId, members }), ...(receipt ? { receipt } : {}) };
   });
 }
 
@@ -147,35 +161,52 @@ export async function getGroup(services: ScimServices, caller: ScimCaller, id: s
 }
 
 export async function listGroups(services: ScimServices, caller: ScimCaller, query: ListQuery) {
+  const { orgId } = caller.org;
   const filter = query.filter !== undefined && query.filter !== '' ? parseScimFilter(query.filter, GROUP_SHAPE) : null;
   const paging = readPaging(query, MAX_RESULTS);
-  const resources = (await groupsOf(services.storage, caller.org.orgId))
+  const teams = await services.storage.teams.list(orgId);
+  // `externalId eq "…"`, the look-up before every create, reads only the teams the index names.
+  const byExternalId = filter && equalityOn(filter, 'externalId');
+  let chosen = teams;
+  if (byExternalId !== null && byExternalId !== undefined) {
+    const ids = new Set(await services.storage.scim.groupsByExternalId(orgId, byExternalId));
+    chosen = teams.filter((t) => ids.has(t.teamId));
+  }
+  const resources = (await groupsOf(services.storage, orgId, chosen))
     .map((g) => resourceOf(services, caller, g))
     .filter((r) => filter === null || matchesFilter(r, filter, GROUP_SHAPE));
   return listResponse(resources, paging, (r) => projectAttributes(r, query.attributes, query.excludedAttributes));
 }
 
-/** A PUT or PATCH: `next` makes the new resource of the stored one (`readChange`). */
+/**
+ * A PUT or PATCH: `next` makes the new resource of the stored one (`readChange`); `ifMatch`, the
+ * request's `If-Match`, is checked against the version read in the same transaction.
+ */
 export async function writeGroup(
   services: ScimServices,
   caller: ScimCaller,
   id: string,
   next: (current: Record<string, unknown>) => Record<string, unknown>,
+  ifMatch?: string,
 ): Promise<{ resource: Record<string, unknown>; receipt?: string }> {
   const now = services.now();
   const { orgId } = caller.org;
   return services.storage.transaction(async (tx) => {
     const group = await groupOf(tx, caller, id);
+    checkIfMatch(ifMatch, resourceOf(services, caller, group));
     const after = next({
       displayName: group.team.displayName,
+      ...(group.externalId !== null ? { externalId: group.externalId } : {}),
       members: group.members.map((value) => ({ value })),
     });
     const displayName = groupDisplayName(after);
+    const externalId = groupExternalId(after);
     const members = memberIdsOf(after);
+    const current = new Set(group.members);
     await checkMembers(
       tx,
       orgId,
-      members.filter((m) => !group.members.includes(m)),
+      members.filter((m) => !current.has(m)),
     );
     let team = group.team;
     if (displayName !== team.displayName) {
@@ -183,22 +214,25 @@ export async function writeGroup(
       await tx.teams.rename(team.teamId, displayName, now);
       team = { ...team, displayName, updatedAt: now };
     }
+    if (externalId !== group.externalId) await tx.scim.setGroupExternalId(orgId, id, externalId);
     const counts = await setMembers(services, tx, group, members, now);
-    const changed = team !== group.team || counts.added + counts.removed > 0;
+    const changed = team !== group.team || externalId !== group.externalId || counts.added + counts.removed > 0;
     const receipt = changed ? await recordGroup(services, tx, caller, 'scim.group_updated', id, counts) : undefined;
-    return { resource: resourceOf(services, caller, { team, members }), ...(receipt ? { receipt } : {}) };
+    return { resource: resourceOf(services, caller, { team, externalId, members }), ...(receipt ? { receipt } : {}) };
   });
 }
 
-/** DELETE: the team ends; its members lose the grants it admitted. */
+/** DELETE: the team ends; its members lose the grants it admitted. `ifMatch` as for a write. */
 export async function deleteGroup(
   services: ScimServices,
   caller: ScimCaller,
   id: string,
+  ifMatch?: string,
 ): Promise<{ receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const group = await groupOf(tx, caller, id);
+    checkIfMatch(ifMatch, resourceOf(services, caller, group));
     const everyone = await tx.teams.members(group.team.teamId);
     await tx.teams.remove(group.team.teamId);
     for (const member of everyone) await endGrantsNoLongerAdmitted(services, tx, member.identityId, now);

@@ -20,8 +20,10 @@ export interface ScimResourceType {
     id: string,
     method: 'PUT' | 'PATCH',
     body: unknown,
+    ifMatch?: string,
   ): Promise<{ resource: Resource }>;
-  remove(services: ScimServices, caller: ScimCaller, id: string): Promise<unknown>;
+  /** `ifMatch`: the request's `If-Match` (RFC 7644 §3.14), checked in the write's transaction. */
+  remove(services: ScimServices, caller: ScimCaller, id: string, ifMatch?: string): Promise<unknown>;
   /**
    * Whether a PATCH answers the resource (200) or nothing (204, RFC 7644 §3.5.2): Groups answer
    * 204, as Entra ID and Okta expect, since a member list can be long.
@@ -37,8 +39,8 @@ export const RESOURCE_TYPES: readonly ScimResourceType[] = [
     list: listUsers,
     create: createUser,
     get: getUser,
-    change: (services, caller, id, method, body) =>
-      writeUser(services, caller, id, readChange(method, body, USER_SHAPE)),
+    change: (services, caller, id, method, body, ifMatch) =>
+      writeUser(services, caller, id, readChange(method, body, USER_SHAPE), ifMatch),
     remove: deleteUser,
     patchAnswersResource: true,
   },
@@ -48,8 +50,8 @@ export const RESOURCE_TYPES: readonly ScimResourceType[] = [
     list: listGroups,
     create: createGroup,
     get: getGroup,
-    change: (services, caller, id, method, body) =>
-      writeGroup(services, caller, id, readChange(method, body, GROUP_SHAPE)),
+    change: (services, caller, id, method, body, ifMatch) =>
+      writeGroup(services, caller, id, readChange(method, body, GROUP_SHAPE), ifMatch),
     remove: deleteGroup,
     patchAnswersResource: false,
   },

@@ -4,6 +4,7 @@ import { randomHex, randomId } from '#lib/crypto/random.js';
 import { addressInDomains } from '#lib/orgs/mail-domain.js';
 import { DISPLAY_NAME_MAX } from '#lib/accounts/username.js';
 import { USER_SHAPE, isObject } from '#lib/scim/attribute-path.js';
+import { checkIfMatch } from '#lib/scim/etag.js';
 import { equalityOn, matchesFilter, parseScimFilter } from '#lib/scim/filter.js';
 import {
   emailsOf,
@@ -18,6 +19,7 @@ import type { ControlPlaneServices } from '../context.js';
 import type { Actor } from '../events/types.js';
 import type { ScimUserRecord, Stores } from '../storage/interface.js';
 import { deleteAccountIn, suspendAccountIn } from '../accounts/lifecycle.js';
+import { issueEnrolmentFor } from '../passkeys/enrolment.js';
 import type { ScimCaller } from './tokens.js';
 
 /**
@@ -27,7 +29,7 @@ import type { ScimCaller } from './tokens.js';
  * suspends the account; DELETE deletes it.
  */
 
-export type ScimServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now' | 'secrets' | 'config'>;
+export type ScimServices = Pick<ControlPlaneServices, 'storage' | 'events' | 'now' | 'secrets' | 'config' | 'mailer'>;
 
 /** What a list, a read or a write answers with: the query's `attributes` / `excludedAttributes`. */
 export interface Projection {
@@ -142,7 +144,7 @@ export async function createUser(
   const fields = readUser(body);
   const { orgId, slug } = caller.org;
   const now = services.now();
-  return services.storage.transaction(async (tx) => {
+  const created = await services.storage.transaction(async (tx) => {
     if (await tx.scim.userByName(orgId, foldUserName(fields.userName))) throw taken();
     const identityId = randomId('usr');
     let created = false;
@@ -173,11 +175,25 @@ export async function createUser(
     await syncEmails(tx, orgId, identityId, emailsOf(fields.attributes), now);
     if (!fields.active) await tx.identities.setSuspended(identityId, now);
     const receipt = await recordUser(services, tx, caller, 'scim.user_created', identityId, fields.userName);
+    const language = fields.attributes.preferredLanguage;
+    const mail = fields.active
+      ? await issueEnrolmentFor(services, tx, {
+          identityId,
+          org: caller.org,
+          actor: actorOf(caller),
+          ...(typeof language === 'string' ? { language } : {}),
+        })
+      : null;
     return {
       resource: resourceOf(services, caller, { ...record, suspendedAt: fields.active ? null : now }),
+      mail,
       ...(receipt ? { receipt } : {}),
     };
   });
+  // Mailed once the account exists (the transaction landed), never waited for.
+  if (created.mail) services.mailer.enqueue(created.mail);
+  const { mail: _mail, ...answer } = created;
+  return answer;
 }
 
 async function userOf(tx: Stores, caller: ScimCaller, id: string): Promise<ScimUserRecord> {
@@ -229,16 +245,21 @@ function patchable(record: ScimUserRecord): Record<string, unknown> {
   };
 }
 
-/** A PUT or PATCH: `next` makes the new resource of the stored one (`readChange`). */
+/**
+ * A PUT or PATCH: `next` makes the new resource of the stored one (`readChange`); `ifMatch`, the
+ * request's `If-Match`, is checked against the version read in the same transaction.
+ */
 export async function writeUser(
   services: ScimServices,
   caller: ScimCaller,
   id: string,
   next: (current: Record<string, unknown>) => Record<string, unknown>,
+  ifMatch?: string,
 ): Promise<{ resource: Record<string, unknown>; receipt?: string }> {
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const record = await userOf(tx, caller, id);
+    checkIfMatch(ifMatch, resourceOf(services, caller, record));
     const fields = readUser(next(patchable(record)));
     const updated: ScimUserRecord = {
       ...record,
@@ -271,14 +292,19 @@ export async function writeUser(
   });
 }
 
-/** DELETE: the managed account is deleted, as an operator's deletion would (sessions end, relying parties told). */
+/**
+ * DELETE: the managed account is deleted, as an operator's deletion would (sessions end, relying
+ * parties told). `ifMatch` as for a write.
+ */
 export async function deleteUser(
   services: ScimServices,
   caller: ScimCaller,
   id: string,
+  ifMatch?: string,
 ): Promise<{ receipt?: string }> {
   return services.storage.transaction(async (tx) => {
     const record = await userOf(tx, caller, id);
+    checkIfMatch(ifMatch, resourceOf(services, caller, record));
     const receipt = await recordUser(services, tx, caller, 'scim.user_deleted', id, record.userName);
     await deleteAccountIn(services, tx, id, 'admin', actorOf(caller));
     return receipt ? { receipt } : {};

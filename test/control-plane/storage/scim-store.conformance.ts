@@ -124,4 +124,101 @@ export function scimStoreConformance(t: Test, open: () => Promise<Storage>): voi
     t.equal(await storage.identities.setState('usr_1', 'active', 8000), true);
     t.equal(await storage.identities.state('usr_1'), 'active');
   });
+
+  t.test(
+    'scim store: Group externalIds by team, found by index, gone with their team; managed members only',
+    async (t) => {
+      const storage = await open();
+      await storage.orgs.create(org('acme'), 'id_a');
+      await storage.orgs.create(org('beta'), 'id_b');
+      const team = (teamId: string, orgId: string, slug: string) => ({
+        teamId,
+        orgId,
+        slug,
+        displayName: slug,
+        createdAt: teamId === 'team_2' ? 2000 : 1000,
+        updatedAt: 1000,
+      });
+      for (const [id, orgId, slug] of [
+        ['team_1', 'org_acme', 'eng'],
+        ['team_2', 'org_acme', 'ops'],
+        ['team_3', 'org_beta', 'eng'],
+      ] as const)
+        t.equal(await storage.teams.create(team(id, orgId, slug)), true);
+      t.match(await storage.teams.byId('org_acme', 'team_1'), { slug: 'eng' });
+      t.equal(await storage.teams.byId('org_acme', 'team_3'), null, "another org's team");
+      await storage.scim.setGroupExternalId('org_acme', 'team_1', 'ext-1');
+      await storage.scim.setGroupExternalId('org_acme', 'team_2', 'ext-1');
+      await storage.scim.setGroupExternalId('org_beta', 'team_3', 'ext-1');
+      t.same(await storage.scim.groupsByExternalId('org_acme', 'ext-1'), ['team_1', 'team_2']);
+      t.same(await storage.scim.groupsByExternalId('org_acme', 'EXT-1'), [], 'case-exact');
+      await storage.scim.setGroupExternalId('org_acme', 'team_2', 'ext-2');
+      t.equal(await storage.scim.groupExternalId('team_2'), 'ext-2', 'replaced');
+      t.same([...(await storage.scim.groupExternalIds('org_acme'))].sort(), [
+        ['team_1', 'ext-1'],
+        ['team_2', 'ext-2'],
+      ]);
+      await storage.scim.setGroupExternalId('org_acme', 'team_2', null);
+      t.equal(await storage.scim.groupExternalId('team_2'), null, 'cleared');
+      t.equal(await storage.teams.remove('team_1'), true);
+      t.same(await storage.scim.groupsByExternalId('org_acme', 'ext-1'), [], 'gone with its team');
+
+      await identity(storage, 'usr_m', 'org_acme');
+      await identity(storage, 'usr_n', 'org_beta');
+      await storage.identities.create({
+        identityId: 'usr_p',
+        username: 'usr-p',
+        displayName: '',
+        preferences: {},
+        founder: false,
+        createdAt: 1000,
+        updatedAt: 1000,
+      });
+      for (const id of ['usr_m', 'usr_p'])
+        await storage.orgs.addMember('org_acme', { identityId: id, role: 'member', addedAt: 1000 });
+      t.same((await storage.identities.managedAmong('org_acme', ['usr_m', 'usr_n', 'usr_p', 'usr_x'])).sort(), [
+        'usr_m',
+      ]);
+      t.same(await storage.identities.managedAmong('org_acme', []), []);
+      const ops = (await storage.teams.byId('org_acme', 'team_2'))!;
+      for (const id of ['usr_m', 'usr_p']) await storage.teams.addMember(ops, { identityId: id, addedAt: 1500 });
+      t.same(
+        (await storage.teams.managedMembers('team_2')).map((m) => m.identityId),
+        ['usr_m'],
+        'personal members are not shown',
+      );
+    },
+  );
+
+  t.test('link store: an enrolment link is found by its hash and used once, before it expires', async (t) => {
+    const storage = await open();
+    await storage.orgs.create(org('acme'), 'id_a');
+    await identity(storage, 'usr_1', 'org_acme');
+    const email = await storage.emails.add({
+      emailId: 'eml_1',
+      identityId: 'usr_1',
+      email: 'ann@acme.example',
+      createdAt: 1000,
+      verifiedAt: 1000,
+    });
+    const record = {
+      tokenHash: 'h'.repeat(64),
+      purpose: 'enrol_passkey' as const,
+      identityId: 'usr_1',
+      emailId: email.emailId,
+      deviceId: null,
+      createdAt: 1000,
+      expiresAt: 9000,
+      usedAt: null,
+    };
+    await storage.links.insertEnrolment(record);
+    t.same(await storage.links.findEnrolment(record.tokenHash), record);
+    t.equal(await storage.links.find(record.tokenHash), null, 'not a sign-in link');
+    t.equal(await storage.links.consumeEnrolment(record.tokenHash, 9000), false, 'expired');
+    t.equal(await storage.links.consumeEnrolment(record.tokenHash, 5000), true);
+    t.equal(await storage.links.consumeEnrolment(record.tokenHash, 5001), false, 'once');
+    t.equal((await storage.links.findEnrolment(record.tokenHash))!.usedAt, 5000);
+    t.equal(await storage.links.purgeExpired(10_000), 1);
+    t.equal(await storage.links.findEnrolment(record.tokenHash), null);
+  });
 }

@@ -11,6 +11,7 @@ import { PAGE_HELPERS_JS } from '../../pages/scripts/page-helpers.js';
 import { COPY_JS } from '../../pages/scripts/copy.js';
 import { STEP_UP_JS } from '../../pages/scripts/step-up.js';
 import { CONSOLE_JS } from '../../pages/scripts/console.js';
+import { ENROL_JS } from '../../pages/scripts/enrol.js';
 
 const JS = 'text/javascript; charset=utf-8';
 
@@ -30,6 +31,7 @@ export default async function assetRoutes(app: FastifyInstance): Promise<void> {
     '/assets/step-up.js': STEP_UP_JS,
     '/assets/console.js': CONSOLE_JS,
     '/assets/copy.js': COPY_JS,
+    '/assets/enrol.js': ENROL_JS,
   };
   for (const [path, source] of Object.entries(scripts)) {
     app.get(

@@ -14,6 +14,7 @@ import {
 } from '../../passkeys/manage.js';
 import { requireSession } from '../../plugins/session.js';
 import { browserOf, setSessionCookies } from '../../http/session-cookies.js';
+import enrolmentRoutes from './enrolment.js';
 
 /** Kept where the direct grant imports them from. */
 
@@ -59,6 +60,9 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     app.addHook('onReady', async () => {
       await issueSetupLink(services, app.log);
     });
+
+  // ---- a provisioned account's first passkey, from its mailed link (docs/scim.md#enrolment-links) ----
+  await app.register(enrolmentRoutes, { home: HOME });
 
   // ---- sign-up ----
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SCIM_MEDIA_TYPE, projectAttributes } from '#lib/scim/resources.js';
 import { scimErrorFor } from '#lib/scim/errors.js';
+import { etagMatches } from '#lib/scim/etag.js';
 import { discoveryList, resourceTypes, schemas, serviceProviderConfig } from '#lib/scim/discovery.js';
 import { authenticateScimToken, type ScimCaller } from '../../scim/tokens.js';
 import { MAX_RESULTS, usersBase, type ListQuery } from '../../scim/users.js';
@@ -54,10 +55,14 @@ export default async function scimRoutes(app: FastifyInstance): Promise<void> {
   const id = (request: FastifyRequest) => (request.params as { id: string }).id;
   const base = (request: FastifyRequest) => usersBase(services, caller(request).org.slug);
   const send = (reply: FastifyReply, body: unknown, code = 200) => reply.code(code).type(TYPE).send(body);
+  /** RFC 7644 §3.14: the resource's version travels as `ETag` beside `meta.version`. */
+  const tagged = (reply: FastifyReply, resource: Record<string, unknown>) =>
+    reply.header('etag', (resource.meta as { version: string }).version);
   const created = (reply: FastifyReply, resource: Record<string, unknown>) => {
     reply.header('location', (resource.meta as { location: string }).location);
-    return send(reply, resource, 201);
+    return send(tagged(reply, resource), resource, 201);
   };
+  const ifMatch = (request: FastifyRequest) => request.headers['if-match'];
 
   app.get(
     `${BASE}/ServiceProviderConfig`,
@@ -113,7 +118,7 @@ export default async function scimRoutes(app: FastifyInstance): Promise<void> {
     security,
     params: params(true),
     querystring: { type: 'object', properties: projection },
-    response: answers(code, 'the resource'),
+    response: { ...answers(code, 'the resource'), 304: { type: 'null', description: 'unchanged (If-None-Match)' } },
   });
   const bodySchema = (summary: string, withId: boolean, code = 200) => ({
     tags,
@@ -143,11 +148,23 @@ export default async function scimRoutes(app: FastifyInstance): Promise<void> {
     app.get(`${path}/:id`, { schema: oneSchema(`One ${noun}`) }, async (request, reply) => {
       const { attributes, excludedAttributes } = request.query as ListQuery;
       const resource = await type.get(services, caller(request), id(request));
+      const unchanged = request.headers['if-none-match'];
+      tagged(reply, resource);
+      if (unchanged !== undefined && etagMatches(unchanged, (resource.meta as { version: string }).version))
+        return reply.code(304).send();
       return send(reply, projectAttributes(resource, attributes, excludedAttributes));
     });
-    app.put(`${path}/:id`, { schema: bodySchema(`Replace a ${noun}`, true) }, async (request, reply) =>
-      send(reply, (await type.change(services, caller(request), id(request), 'PUT', request.body)).resource),
-    );
+    app.put(`${path}/:id`, { schema: bodySchema(`Replace a ${noun}`, true) }, async (request, reply) => {
+      const { resource } = await type.change(
+        services,
+        caller(request),
+        id(request),
+        'PUT',
+        request.body,
+        ifMatch(request),
+      );
+      return send(tagged(reply, resource), resource);
+    });
     const patchSchema = bodySchema(`Change a ${noun} by PatchOp operations`, true);
     app.patch(
       `${path}/:id`,
@@ -157,12 +174,20 @@ export default async function scimRoutes(app: FastifyInstance): Promise<void> {
           : { ...patchSchema, response: { 204: { type: 'null', description: 'changed' } } },
       },
       async (request, reply) => {
-        const { resource } = await type.change(services, caller(request), id(request), 'PATCH', request.body);
+        const { resource } = await type.change(
+          services,
+          caller(request),
+          id(request),
+          'PATCH',
+          request.body,
+          ifMatch(request),
+        );
+        tagged(reply, resource);
         return type.patchAnswersResource ? send(reply, resource) : reply.code(204).send();
       },
     );
     app.delete(`${path}/:id`, { schema: gone(`Delete a ${noun}`) }, async (request, reply) => {
-      await type.remove(services, caller(request), id(request));
+      await type.remove(services, caller(request), id(request), ifMatch(request));
       return reply.code(204).send();
     });
   }

@@ -124,6 +124,15 @@ export function identityStore(sql: Sql): IdentityStore {
           orgId,
         ])
       ).map(identityFromRow),
+    managedAmong: async (orgId, identityIds) =>
+      identityIds.length === 0
+        ? []
+        : (
+            await sql.rows<{ identity_id: string }>(
+              `SELECT identity_id FROM identities WHERE ${sql.dialect.inList('identity_id', '$2')} AND managed_by = $1`,
+              [orgId, sql.dialect.list([...identityIds])],
+            )
+          ).map((row) => row.identity_id),
     state: async (identityId) =>
       (
         await sql.rows<{ state: AccountState }>(`SELECT ${STATE} AS state FROM identities WHERE identity_id = $1`, [

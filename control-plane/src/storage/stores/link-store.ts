@@ -12,6 +12,8 @@ interface LinkRow {
   used_at: number | null;
 }
 
+type EnrolmentRow = Omit<LinkRow, 'purpose' | 'device_id'>;
+
 const linkToRow = (l: StoredLink): LinkRow => ({
   token_hash: l.tokenHash,
   purpose: l.purpose,
@@ -46,6 +48,22 @@ export function linkStore(sql: Sql): LinkStore {
         'UPDATE one_time_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
         [tokenHash, at],
       ),
-    purgeExpired: (before) => sql.count('DELETE FROM one_time_links WHERE expires_at < $1', [before]),
+    purgeExpired: async (before) =>
+      (await sql.count('DELETE FROM one_time_links WHERE expires_at < $1', [before])) +
+      (await sql.count('DELETE FROM enrolment_links WHERE expires_at < $1', [before])),
+    insertEnrolment: async (record) => {
+      const { purpose: _purpose, device_id: _device, ...row } = linkToRow({ ...record, usedAt: null });
+      await sql.count(...insertOf('enrolment_links', row));
+    },
+    findEnrolment: (tokenHash) =>
+      firstRow(sql, 'SELECT * FROM enrolment_links WHERE token_hash = $1', [tokenHash], (row: EnrolmentRow) =>
+        linkFromRow({ ...row, purpose: 'enrol_passkey', device_id: null }),
+      ),
+    consumeEnrolment: (tokenHash, at) =>
+      changedOne(
+        sql,
+        'UPDATE enrolment_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
+        [tokenHash, at],
+      ),
   };
 }

@@ -66,6 +66,10 @@ const USERS = 'SELECT s.*, i.suspended_at FROM scim_users s JOIN identities i ON
 /** The look-up behind `userName eq "…"`: the unique index on (org_id, user_name_key), never a scan. */
 export const USER_BY_NAME = `${USERS} WHERE s.org_id = $1 AND s.user_name_key = $2`;
 
+/** The look-up behind `externalId eq "…"` on /Groups: the index on (org_id, external_id), never a scan. */
+export const GROUPS_BY_EXTERNAL_ID = `SELECT g.team_id FROM scim_groups g JOIN org_teams t ON t.team_id = g.team_id
+  WHERE g.org_id = $1 AND g.external_id = $2 ORDER BY t.created_at, g.team_id`;
+
 export function scimStore(sql: Sql): ScimStore {
   const user = (text: string, values: unknown[]) => firstRow(sql, text, values, userFromRow);
   /** A unique violation on (org_id, user_name_key) is the answer false, anything else a failure. */
@@ -137,5 +141,28 @@ export function scimStore(sql: Sql): ScimStore {
           ],
         ),
       ),
+    setGroupExternalId: async (orgId, teamId, externalId) => {
+      if (externalId === null) await sql.count('DELETE FROM scim_groups WHERE team_id = $1', [teamId]);
+      else
+        await sql.count(
+          `INSERT INTO scim_groups (team_id, org_id, external_id) VALUES ($1, $2, $3)
+           ON CONFLICT (team_id) DO UPDATE SET external_id = excluded.external_id`,
+          [teamId, orgId, externalId],
+        );
+    },
+    groupExternalId: async (teamId) =>
+      (await sql.rows<{ external_id: string }>('SELECT external_id FROM scim_groups WHERE team_id = $1', [teamId]))[0]
+        ?.external_id ?? null,
+    groupExternalIds: async (orgId) =>
+      new Map(
+        (
+          await sql.rows<{ team_id: string; external_id: string }>(
+            'SELECT team_id, external_id FROM scim_groups WHERE org_id = $1',
+            [orgId],
+          )
+        ).map((r) => [r.team_id, r.external_id]),
+      ),
+    groupsByExternalId: async (orgId, externalId) =>
+      (await sql.rows<{ team_id: string }>(GROUPS_BY_EXTERNAL_ID, [orgId, externalId])).map((r) => r.team_id),
   };
 }

@@ -30,6 +30,8 @@ export function teamStore(sql: Sql): TeamStore {
       ),
     get: (orgId, slug) =>
       firstRow(sql, 'SELECT * FROM org_teams WHERE org_id = $1 AND slug = $2', [orgId, slug], teamFromRow),
+    byId: (orgId, teamId) =>
+      firstRow(sql, 'SELECT * FROM org_teams WHERE org_id = $1 AND team_id = $2', [orgId, teamId], teamFromRow),
     list: async (orgId) =>
       (await sql.rows<TeamRow>('SELECT * FROM org_teams WHERE org_id = $1 ORDER BY slug', [orgId])).map(teamFromRow),
     rename: (teamId, displayName, at) =>
@@ -43,6 +45,15 @@ export function teamStore(sql: Sql): TeamStore {
       (
         await sql.rows<{ identity_id: string; added_at: number }>(
           'SELECT identity_id, added_at FROM org_team_members WHERE team_id = $1 ORDER BY added_at, identity_id',
+          [teamId],
+        )
+      ).map((r): TeamMember => ({ identityId: r.identity_id, addedAt: Number(r.added_at) })),
+    managedMembers: async (teamId) =>
+      (
+        await sql.rows<{ identity_id: string; added_at: number }>(
+          `SELECT m.identity_id, m.added_at FROM org_team_members m
+           JOIN identities i ON i.identity_id = m.identity_id AND i.managed_by = m.org_id
+           WHERE m.team_id = $1 ORDER BY m.added_at, m.identity_id`,
           [teamId],
         )
       ).map((r): TeamMember => ({ identityId: r.identity_id, addedAt: Number(r.added_at) })),

@@ -78,6 +78,8 @@ export interface IdentityStore {
   founderExists(): Promise<boolean>;
   /** The accounts an org manages, oldest first. */
   listManaged(orgId: string): Promise<Identity[]>;
+  /** Which of `identityIds` the org manages: look-ups by id, never the org's whole list (a SCIM Group write). */
+  managedAmong(orgId: string, identityIds: readonly string[]): Promise<string[]>;
   /** The account's state; null when there is no such identity (never was, or deleted). */
   state(identityId: string): Promise<AccountState | null>;
   /**
@@ -304,8 +306,13 @@ export interface LinkStore {
   find(tokenHash: string): Promise<StoredLink | null>;
   /** Marks the link used if it is unused and unexpired at `at`: true for exactly one caller. */
   consume(tokenHash: string, at: number): Promise<boolean>;
-  /** Deletes links that expired before `before`; returns how many. */
+  /** Deletes links that expired before `before`; returns how many (passkey enrolment links too). */
   purgeExpired(before: number): Promise<number>;
+  /** A passkey enrolment link of a provisioned account (purpose `enrol_passkey`; kept apart, docs/scim.md). */
+  insertEnrolment(record: StoredLink): Promise<void>;
+  findEnrolment(tokenHash: string): Promise<StoredLink | null>;
+  /** As `consume`, for an enrolment link: true for exactly one caller. */
+  consumeEnrolment(tokenHash: string, at: number): Promise<boolean>;
 }
 
 /** A receipt as stored: its canonical JSON, address, tree key and (once sealed) its place. */

@@ -142,6 +142,8 @@ export interface TeamStore {
   /** False when the org has a team with this slug already. */
   create(team: StoredTeam): Promise<boolean>;
   get(orgId: string, slug: string): Promise<StoredTeam | null>;
+  /** The org's team with this id (a SCIM Group's id), or null. */
+  byId(orgId: string, teamId: string): Promise<StoredTeam | null>;
   /** The org's teams, by slug. */
   list(orgId: string): Promise<StoredTeam[]>;
   rename(teamId: string, displayName: string, at: number): Promise<boolean>;
@@ -149,6 +151,8 @@ export interface TeamStore {
   remove(teamId: string): Promise<boolean>;
   /** Oldest first. */
   members(teamId: string): Promise<TeamMember[]>;
+  /** The members the team's org manages, oldest first (what a SCIM Group shows). */
+  managedMembers(teamId: string): Promise<TeamMember[]>;
   /** False when the account is a member already, or no member of the team's org (a team holds only org members). */
   addMember(team: StoredTeam, member: TeamMember): Promise<boolean>;
   removeMember(teamId: string, identityId: string): Promise<boolean>;

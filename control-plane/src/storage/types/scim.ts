@@ -46,4 +46,11 @@ export interface ScimStore {
   users(orgId: string): Promise<ScimUserRecord[]>;
   /** Replaces the record (by identity id); false when another user holds the folded userName. */
   updateUser(user: ScimUserRecord): Promise<boolean>;
+  /** Sets (or with null clears) the externalId of a Group, that is of the org's team `teamId`. */
+  setGroupExternalId(orgId: string, teamId: string, externalId: string | null): Promise<void>;
+  groupExternalId(teamId: string): Promise<string | null>;
+  /** The externalIds of the org's Groups, by team id. */
+  groupExternalIds(orgId: string): Promise<Map<string, string>>;
+  /** The index look-up behind `externalId eq "…"` on /Groups: the team ids, oldest first. */
+  groupsByExternalId(orgId: string, externalId: string): Promise<string[]>;
 }

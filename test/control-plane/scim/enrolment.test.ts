@@ -1,0 +1,229 @@
+import t, { type Test } from 'tap';
+import { LOCALES } from '#lib/i18n/locales.js';
+import { translatorFor } from '#lib/i18n/translate.js';
+import { buildWatched } from '../../helpers/watched.js';
+import { ORIGIN } from '../../helpers/signed-in.js';
+import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
+import { linkIn } from '../../helpers/smtp.js';
+
+const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+const DAY = 86_400_000;
+
+async function setUp(t: Test) {
+  const built = await buildWatched(t, () => ({ areas: ['orgs', 'scim', 'account', 'passkeys'] }));
+  const { app, services, clock } = built;
+  const owner = await built.signIn({ username: 'olivia', assurance: 'sensitive' });
+  t.equal((await owner.browser.post('/auth/orgs/create', { name: 'Acme' })).statusCode, 200);
+  const { token } = (await owner.browser.post('/org/acme/scim-tokens')).json() as { token: string };
+  const org = (await services.storage.orgs.getBySlug('acme'))!;
+  // A proved mail domain, as POST /org/acme/mail-domains/…/verify leaves it.
+  await services.storage.orgs.addMailDomain({
+    domainId: 'mdm_1',
+    orgId: org.orgId,
+    domain: 'acme.example',
+    proofToken: 'x',
+    verifiedAt: null,
+    checkedAt: null,
+    failingSince: null,
+    createdAt: clock.now(),
+  });
+  await services.storage.orgs.claimMailDomain('mdm_1', clock.now());
+  const scim = (method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown) =>
+    app.inject({
+      method,
+      url: `/scim/v2/orgs/acme${path}`,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+  const provision = async (userName: string, more: Record<string, unknown> = {}) => {
+    const res = await scim('POST', '/Users', { schemas: [USER], userName, ...more });
+    t.equal(res.statusCode, 201, res.body);
+    return (res.json() as { id: string }).id;
+  };
+  /** The enrolment link mailed to `address`, if one was. */
+  const linkFor = async (address: string) => {
+    const mail = (await built.mails()).find((m) => m.includes(`To: ${address}`));
+    return mail ? linkIn(mail, '/auth/enrol') : null;
+  };
+  const post = (url: string, payload: unknown, cookie = '') =>
+    app.inject({
+      method: 'POST',
+      url,
+      headers: { origin: ORIGIN, 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
+      payload: JSON.stringify(payload),
+    });
+  /** The ceremony the page's script runs, with a software authenticator. */
+  const enrol = async (token: string) => {
+    const begin = await post('/auth/enrol/options', { token });
+    if (begin.statusCode !== 200) return begin;
+    const response = new SoftAuthenticator(ORIGIN).create(begin.json().options);
+    return post('/auth/enrol/verify', { token, response });
+  };
+  return { ...built, org, scim, provision, linkFor, enrol, post };
+}
+
+const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
+
+t.test(
+  'a provisioned account with a verified address is mailed a link that creates its passkey and signs it in',
+  async (t) => {
+    const { app, provision, linkFor, enrol, events, services, org, mails } = await setUp(t);
+    const id = await provision('ann@acme.example', {
+      emails: [{ type: 'work', value: 'ann@acme.example', primary: true }],
+      preferredLanguage: 'de',
+    });
+    const mail = (await mails()).find((m) => m.includes('To: ann@acme.example'));
+    t.match(mail, /Subject: .*Passkey/, 'in the language the directory names (preferredLanguage)');
+    t.match(mail, /Acme/, 'names the org');
+    const link = await linkFor('ann@acme.example');
+    t.ok(link, 'the mail carries the link');
+    t.match(
+      events.find((e) => e.type === 'scim.enrolment_sent'),
+      {
+        orgId: org.orgId,
+        identityId: id,
+        actor: { type: 'scim_token' },
+      },
+    );
+    t.notMatch(JSON.stringify(events.filter((e) => e.type.startsWith('scim.'))), /ann@acme/, 'no address in receipts');
+
+    const page = await app.inject({ method: 'GET', url: new URL(link!).pathname + new URL(link!).search });
+    t.equal(page.statusCode, 200, page.body);
+    t.match(page.body, /data-action="enrol"/);
+    t.match(page.body, /Acme/);
+    t.equal(
+      (await app.inject({ method: 'GET', url: new URL(link!).pathname + new URL(link!).search })).statusCode,
+      200,
+      'opening it uses nothing up',
+    );
+
+    const done = await enrol(tokenOf(link!));
+    t.equal(done.statusCode, 200, done.body);
+    t.match(done.json(), { ok: true, identityId: id, home: '/account', receipt: /^[0-9a-f]{64}$/ });
+    t.match(String(done.headers['set-cookie']), /kp_session=/, 'signed in');
+    t.equal((await services.storage.credentials.listByIdentity(id)).length, 1, 'the passkey is stored');
+    t.match(
+      events.find((e) => e.type === 'scim.enrolment_used'),
+      { orgId: org.orgId, identityId: id },
+    );
+    t.ok(
+      events.some((e) => e.type === 'session.started' && e.identityId === id),
+      'a session of the provisioned account started',
+    );
+
+    const again = await enrol(tokenOf(link!));
+    t.equal(again.statusCode, 410);
+    t.equal(again.json().reason, 'link_used', 'one use');
+    const usedPage = await app.inject({
+      method: 'GET',
+      url: new URL(link!).pathname + new URL(link!).search,
+      headers: { accept: 'text/html' },
+    });
+    t.equal(usedPage.statusCode, 410);
+    t.match(usedPage.body, /link_used/);
+  },
+);
+
+t.test(
+  'no link for an address outside the proved domains, an inactive user, or an org with a connection',
+  async (t) => {
+    const { provision, linkFor, events, services, org, clock } = await setUp(t);
+    await provision('bo@elsewhere.example', { emails: [{ type: 'work', value: 'bo@elsewhere.example' }] });
+    await provision('cy@acme.example', { emails: [{ type: 'work', value: 'cy@acme.example' }], active: false });
+    await provision('no-mail@acme.example');
+    await services.storage.connections.insert({
+      connectionId: 'con_1',
+      orgId: org.orgId,
+      type: 'oidc',
+      name: 'Acme SSO',
+      settings: {
+        issuer: 'https://login.acme.example',
+        clientId: 'kp',
+        tokenEndpointAuthMethod: 'client_secret_basic',
+        scopes: ['openid'],
+      },
+      secretSealed: null,
+      domains: ['acme.example'],
+      jit: null,
+      required: false,
+      maxAssurance: 'email',
+      sessionMaxHours: 12,
+      createdAt: clock.now(),
+      updatedAt: clock.now(),
+    });
+    await provision('di@acme.example', { emails: [{ type: 'work', value: 'di@acme.example' }] });
+    for (const address of ['bo@elsewhere.example', 'cy@acme.example', 'di@acme.example'])
+      t.equal(await linkFor(address), null, `${address} is not mailed`);
+    t.equal(events.filter((e) => e.type === 'scim.enrolment_sent').length, 0);
+  },
+);
+
+t.test('an expired link, or one of a suspended account, is refused and stays unused', async (t) => {
+  const { app, scim, provision, linkFor, enrol, clock } = await setUp(t);
+  const ann = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  await provision('bea@acme.example', { emails: [{ type: 'work', value: 'bea@acme.example' }] });
+  const annToken = tokenOf((await linkFor('ann@acme.example'))!);
+  const beaToken = tokenOf((await linkFor('bea@acme.example'))!);
+
+  const off = await scim('PATCH', `/Users/${ann}`, {
+    schemas: [PATCH_OP],
+    Operations: [{ op: 'replace', value: { active: 'False' } }],
+  });
+  t.equal(off.statusCode, 200, off.body);
+  const suspended = await enrol(annToken);
+  t.equal(suspended.statusCode, 403);
+  t.equal(suspended.json().reason, 'account_suspended');
+  // The languages: the refusal page says it in each, with the reason code for support.
+  for (const locale of LOCALES) {
+    const page = await app.inject({
+      method: 'GET',
+      url: `/auth/enrol?token=${annToken}&lang=${locale}`,
+      headers: { accept: 'text/html' },
+    });
+    t.equal(page.statusCode, 403, locale);
+    t.match(page.body, translatorFor(locale).t('link.suspended.heading'), `${locale}: the heading`);
+    t.match(page.body, /account_suspended/);
+  }
+  await scim('PATCH', `/Users/${ann}`, {
+    schemas: [PATCH_OP],
+    Operations: [{ op: 'replace', path: 'active', value: true }],
+  });
+  const begin = await app.inject({
+    method: 'POST',
+    url: '/auth/enrol/options',
+    headers: { origin: ORIGIN },
+    payload: { token: annToken },
+  });
+  t.equal(begin.statusCode, 200, 'lifting the suspension lets the unused link work again');
+
+  clock.advance(7 * DAY + 1);
+  const expired = await enrol(beaToken);
+  t.equal(expired.statusCode, 410);
+  t.equal(expired.json().reason, 'link_expired');
+  for (const locale of LOCALES) {
+    const page = await app.inject({
+      method: 'GET',
+      url: `/auth/enrol?token=${beaToken}&lang=${locale}`,
+      headers: { accept: 'text/html' },
+    });
+    t.equal(page.statusCode, 410, locale);
+    t.match(page.body, translatorFor(locale).t('link.expired.heading'), `${locale}: the heading`);
+  }
+  const unknown = await enrol('A'.repeat(43));
+  t.equal(unknown.json().reason, 'link_invalid');
+});
+
+t.test('two uses of one link at once: exactly one creates a passkey', async (t) => {
+  const { provision, linkFor, services, post } = await setUp(t);
+  const id = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  const token = tokenOf((await linkFor('ann@acme.example'))!);
+  const responses = [];
+  for (let i = 0; i < 2; i++) {
+    const begin = await post('/auth/enrol/options', { token });
+    responses.push(new SoftAuthenticator(ORIGIN).create(begin.json().options));
+  }
+  const answers = await Promise.all(responses.map((response) => post('/auth/enrol/verify', { token, response })));
+  t.same(answers.map((a) => a.statusCode).sort(), [200, 410], answers.map((a) => a.body).join(' | '));
+  t.equal((await services.storage.credentials.listByIdentity(id)).length, 1);
+});

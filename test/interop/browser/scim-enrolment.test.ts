@@ -1,0 +1,115 @@
+import t from 'tap';
+import { Writable } from 'node:stream';
+import { loadControlPlaneConfig } from '#config/load.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
+import { startControlPlane, type RunningControlPlane } from '../../../control-plane/src/server.js';
+import { seriousViolations } from '../../helpers/axe.js';
+import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
+import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
+import { linkIn, readOutbox } from '../../helpers/smtp.js';
+
+/**
+ * A directory provisions an account over SCIM; the mailed enrolment link, opened in Chromium with
+ * a platform authenticator, creates the account's passkey and signs it in; the link then works no more.
+ */
+const skip = chromiumSkip(t, 'browser SCIM enrolment suite');
+
+t.test(
+  'a provisioned person creates a passkey from the mailed link and is signed in',
+  { skip, timeout: 120_000 },
+  async (t) => {
+    const dataDir = tempDir(t);
+    const config = loadControlPlaneConfig({
+      env: {},
+      overrides: { dataDir, host: '127.0.0.1', port: 0, masterKey: TEST_MASTER_KEY, logLevel: 'warn' },
+    });
+    const server: RunningControlPlane = await startControlPlane(config, {
+      logStream: new Writable({
+        write(_c, _e, done) {
+          done();
+        },
+      }),
+    });
+    t.teardown(() => server.close());
+    const { storage } = server.services;
+
+    // The org, its proved mail domain and a SCIM token, as an owner at `sensitive` leaves them.
+    const now = Date.now();
+    await storage.identities.create({
+      identityId: 'usr_owner',
+      username: 'olivia',
+      displayName: '',
+      preferences: {},
+      founder: false,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await storage.orgs.create(
+      { orgId: 'org_acme', slug: 'acme', name: 'Acme', website: null, createdAt: now },
+      'usr_owner',
+    );
+    await storage.orgs.addMailDomain({
+      domainId: 'mdm_1',
+      orgId: 'org_acme',
+      domain: 'acme.example',
+      proofToken: 'x',
+      verifiedAt: null,
+      checkedAt: null,
+      failingSince: null,
+      createdAt: now,
+    });
+    await storage.orgs.claimMailDomain('mdm_1', now);
+    const tokenId = 'sct_AAAAAAAAAAAAAAAAAAAAAA';
+    const secret = 'B'.repeat(43);
+    await storage.scim.addToken({
+      tokenId,
+      orgId: 'org_acme',
+      secretHash: sha256Hex(secret),
+      createdBy: 'usr_owner',
+      createdAt: now,
+      lastUsedAt: null,
+      revokedAt: null,
+    });
+
+    const made = await fetch(`${server.url}/scim/v2/orgs/acme/Users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer kpscim_${tokenId}.${secret}`, 'content-type': 'application/scim+json' },
+      body: JSON.stringify({
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: 'ann@acme.example',
+        displayName: 'Ann Lee',
+        emails: [{ type: 'work', value: 'ann@acme.example', primary: true }],
+      }),
+    });
+    t.equal(made.status, 201);
+    const { id } = (await made.json()) as { id: string };
+    await server.services.mailer.idle();
+    const mail = (await readOutbox(dataDir)).find((m) => m.includes('To: ann@acme.example'));
+    const link = mail && linkIn(mail, '/auth/enrol');
+    t.ok(link, 'the enrolment link was mailed');
+
+    const { browser, page, problems, addAuthenticator } = await launchChromium(t, {
+      expectedFailures: ['/auth/enrol'],
+    });
+    // The page and its refusal meet WCAG 2.2 AA in a left-to-right and a right-to-left language
+    // (bypassCSP for this audit context only: axe is injected as a script without the page's nonce).
+    const audit = await browser.newContext({ bypassCSP: true });
+    const auditPage = await audit.newPage();
+    for (const lang of ['en', 'ar']) {
+      await auditPage.goto(`${link!}&lang=${lang}`);
+      t.same(await seriousViolations(auditPage), [], `the enrolment page in ${lang}`);
+    }
+    await audit.close();
+    await addAuthenticator();
+    await page.goto(link!);
+    t.match(await page.locator('h1').textContent(), /Create your passkey/);
+    t.match(await page.locator('main').textContent(), /Acme/);
+    await page.click('button[data-action="enrol"]');
+    await page.waitForURL(`${server.url}/account`, { timeout: 20_000 }).catch(() => t.fail(problems.join('\n')));
+    t.match(await page.locator('main').textContent(), /Ann Lee/, 'signed in as the provisioned account');
+    t.equal((await storage.credentials.listByIdentity(id)).length, 1, 'the passkey belongs to the provisioned account');
+
+    await page.goto(link!);
+    t.match(await page.locator('main').textContent(), /link_used/, 'the link works once');
+  },
+);
