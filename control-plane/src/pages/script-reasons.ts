@@ -38,6 +38,7 @@ export const SCRIPT_REASONS = [
   'webauthn_rp_mismatch',
   'webauthn_malformed',
   'webauthn_verification_failed',
+  'authenticator_not_allowed',
   // Second factors and backup codes
   'totp_required',
   'totp_invalid',
