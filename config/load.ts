@@ -131,6 +131,7 @@ function semanticProblems(config: Record<string, unknown>): string[] {
     });
   }
   problems.push(...redisProblems(config), ...tlsProblems(config));
+  problems.push(...metadataProblems(config));
   const caFile = (config['fetch'] as Record<string, unknown> | undefined)?.['caFile'];
   if (typeof caFile === 'string') {
     let pem = '';
@@ -164,6 +165,33 @@ function tlsProblems(config: Record<string, unknown>): string[] {
       continue;
     }
     if (!pem.includes(marker)) problems.push(`${name} ${file} holds no PEM ${marker.replace(/-+$/, '').toLowerCase()}`);
+  }
+  return problems;
+}
+
+/** One metadata source at most, and a root file that holds a certificate: a typo stops the start. */
+function metadataProblems(config: Record<string, unknown>): string[] {
+  const mds = ((config['passkeys'] as Record<string, unknown> | undefined)?.['mds'] ?? {}) as {
+    url?: string;
+    file?: string;
+    rootCertificateFile?: string;
+  };
+  const problems: string[] = [];
+  if (mds.url !== undefined && mds.file !== undefined)
+    problems.push('passkeys.mds.url and passkeys.mds.file name the metadata twice: set only one of them');
+  for (const [name, file, marker] of [
+    ['passkeys.mds.file', mds.file, '.'],
+    ['passkeys.mds.rootCertificateFile', mds.rootCertificateFile, '-----BEGIN CERTIFICATE-----'],
+  ] as const) {
+    if (file === undefined) continue;
+    let text: string;
+    try {
+      text = readFileSync(resolve(file), 'utf8');
+    } catch {
+      problems.push(`${name} ${file} cannot be read`);
+      continue;
+    }
+    if (!text.includes(marker)) problems.push(`${name} ${file} holds no ${marker === '.' ? 'JWT' : 'PEM certificate'}`);
   }
   return problems;
 }

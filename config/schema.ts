@@ -577,6 +577,46 @@ export const controlPlaneSchema: Group = group('Control plane', {
       },
     },
   ),
+  passkeys: group('Org passkey policies and the FIDO metadata they check (docs/passkeys.md#org-policy)', {
+    policyGraceDays: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 365,
+      default: 14,
+      description:
+        "Days that passkeys registered before an org's passkey policy took effect keep signing in when the policy refuses them (the account page asks for another meanwhile); a policy change may name its own `grace_days`.",
+    },
+    mds: group(
+      'The FIDO Metadata Service BLOB that attestation statements are verified against (docs/passkeys.md#metadata)',
+      {
+        url: {
+          type: 'string',
+          pattern: '^https://',
+          description:
+            'URL of the BLOB (`https://mds3.fidoalliance.org/`), fetched through the guarded fetcher at start and every `refreshHours`. Unset with `file` unset: no metadata, so no attestation can be verified and a policy that requires one refuses every registration.',
+        },
+        file: {
+          type: 'string',
+          minLength: 1,
+          description: 'A BLOB file (a JWT) read at start and every `refreshHours`, instead of `url`.',
+        },
+        rootCertificateFile: {
+          type: 'string',
+          minLength: 1,
+          description:
+            "PEM file of the root the BLOB's certificate chain must end at, instead of the FIDO Alliance's roots that SimpleWebAuthn bundles (GlobalSign Root CA R3 and R46): for a test BLOB.",
+        },
+        refreshHours: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 720,
+          default: 24,
+          description:
+            'Load the BLOB again this often (hours); each load checks its signature chain again and keeps the previous BLOB when it fails or is not newer.',
+        },
+      },
+    ),
+  }),
   webhooks: group('Webhooks (docs/events.md#webhooks): delivery of signed receipts', {
     pollIntervalMs: {
       type: 'integer',

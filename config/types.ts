@@ -81,6 +81,10 @@ export interface ControlPlaneSettings {
   };
   fetch: { allowPrivateTargets: boolean; caFile?: string; operatorPrivateTargets: string[] };
   webhooks: { pollIntervalMs: number; leaseMs: number };
+  passkeys: {
+    policyGraceDays: number;
+    mds: { url?: string; file?: string; rootCertificateFile?: string; refreshHours: number };
+  };
   telemetry: TelemetrySettings;
 }
 

@@ -6,6 +6,7 @@ import type { ClientOrigins } from './clients/client-origins.js';
 import type { AssuranceLevel } from '#lib/assurance/assurance.js';
 import type { ControlPlaneConfig } from '#config/types.js';
 import type { GuardedFetcher } from '#lib/fetch/guarded-fetch.js';
+import type { AuthenticatorMetadata } from './passkeys/metadata.js';
 import type { DependencyMonitor } from '#lib/runtime/dependency-monitor.js';
 import type { SharedState } from '#lib/runtime/shared-state/types.js';
 import type { EventBus } from './events/bus.js';
@@ -45,6 +46,8 @@ export interface ControlPlaneServices {
   clientOrigins: ClientOrigins;
   /** The one way to fetch a URL a user gave (https, public addresses, capped): docs/fetch.md. */
   fetcher: GuardedFetcher;
+  /** The FIDO metadata BLOB attestation statements are verified against (docs/passkeys.md#metadata). */
+  metadata: AuthenticatorMetadata;
   /** Delivers queued back-channel logout tokens (docs/oidc.md#101-back-channel-logout); `deliverDue()` runs a round now. */
   backchannelLogout: OutboxDelivery;
   /** Delivers queued webhook messages (docs/events.md#webhooks); `deliverDue()` runs a round now. */

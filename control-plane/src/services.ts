@@ -1,3 +1,4 @@
+import { AuthenticatorMetadata } from './passkeys/metadata.js';
 import { Counter, Registry } from 'prom-client';
 import type { ControlPlaneConfig } from '#config/types.js';
 import { createGuardedFetcher } from '#lib/fetch/guarded-fetch.js';
@@ -145,6 +146,9 @@ export async function openControlPlaneServices(
       ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}),
       ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
     });
+    // Every process verifies attestations, so each loads the BLOB (docs/passkeys.md#metadata).
+    const metadata = new AuthenticatorMetadata(config.passkeys.mds, fetcher, (m) => options.warn?.(m));
+    await metadata.start();
     // What is queued on this replica is delivered at once; what others queued (or a crash left)
     // on the next poll (docs/architecture.md#the-ledgers-write-path).
     const outboxMetrics = new OutboxMetrics(metrics, now);
@@ -213,6 +217,7 @@ export async function openControlPlaneServices(
       mailer,
       now,
       fetcher,
+      metadata,
       backchannelLogout,
       webhookDelivery,
       webhookTargets,
@@ -225,6 +230,7 @@ export async function openControlPlaneServices(
         // Idempotent: a test (or a signal handler) may close before the owner's own teardown does.
         closing ??= (async () => {
           for (const unsubscribe of unsubscribes) await unsubscribe();
+          metadata.stop();
           await backchannelLogout.close();
           webhookTargets.stop();
           await webhookDelivery.close();

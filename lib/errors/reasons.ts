@@ -259,6 +259,11 @@ export const REASONS = {
     description:
       'The org that manages this account suspended it (SCIM `active: false`, docs/scim.md#suspension): it cannot sign in, and its sessions and grants stopped working.',
   },
+  authenticator_not_allowed: {
+    status: 403,
+    description:
+      "The passkey's authenticator is refused by the passkey policy of the org that manages the account (docs/passkeys.md#org-policy), at registration or at sign-in: `authenticator` names it (`aaguid`, `name`) and `why` says which rule (`denied`, `not_allowed`, `attestation_required`, `revoked`, `compromised`).",
+  },
   sso_required: {
     status: 403,
     description:

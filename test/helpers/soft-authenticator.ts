@@ -32,6 +32,11 @@ export interface CeremonyTweaks {
   crossOrigin?: boolean;
   /** create(): the authenticator's AAGUID (a UUID; all zeros unless given). */
   aaguid?: string;
+  /**
+   * create(): a `packed` attestation statement instead of `none`: signed by the credential's own key
+   * (`self`), or by an attestation key with its certificate chain (`x5c`, DER, leaf first).
+   */
+  packed?: 'self' | { privateKey: KeyObject; x5c: Buffer[] };
 }
 
 const b64url = (bytes: Uint8Array | Buffer) => Buffer.from(bytes).toString('base64url');
@@ -90,10 +95,24 @@ export class SoftAuthenticator {
     const attested = Buffer.concat([aaguid, idLen, credId, Buffer.from(cose)]);
     const flags = UP | (tweaks.noUserVerification ? 0 : UV) | BE | BS | AT;
     const authData = this.authData(rpId, flags, tweaks.counter ?? 0, attested);
+    const clientDataJSON = this.clientData('webauthn.create', options.challenge, tweaks);
+    // WebAuthn §8.2: a packed statement signs authData || SHA-256(clientDataJSON), ES256 (-7).
+    const packed = tweaks.packed;
+    const attStmt = new Map<string, CBORType>();
+    if (packed) {
+      const signer = packed === 'self' ? privateKey : packed.privateKey;
+      attStmt.set('alg', -7);
+      attStmt.set('sig', new Uint8Array(sign('sha256', Buffer.concat([authData, sha(clientDataJSON)]), signer)));
+      if (packed !== 'self')
+        attStmt.set(
+          'x5c',
+          packed.x5c.map((der) => new Uint8Array(der)),
+        );
+    }
     const attestationObject = encodeCBOR(
       new Map<string, CBORType>([
-        ['fmt', 'none'],
-        ['attStmt', new Map<string, CBORType>()],
+        ['fmt', packed ? 'packed' : 'none'],
+        ['attStmt', attStmt],
         ['authData', new Uint8Array(authData)],
       ]),
     );
@@ -107,7 +126,7 @@ export class SoftAuthenticator {
       clientExtensionResults: {},
       authenticatorAttachment: 'platform',
       response: {
-        clientDataJSON: b64url(this.clientData('webauthn.create', options.challenge, tweaks)),
+        clientDataJSON: b64url(clientDataJSON),
         attestationObject: b64url(attestationObject),
         transports: ['internal', 'hybrid'],
       },

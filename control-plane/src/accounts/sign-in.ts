@@ -1,3 +1,4 @@
+import { checkSignInPolicy } from '../passkeys/policy.js';
 import type { PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import { checkUsername } from '#lib/accounts/username.js';
 import { fail } from '#lib/errors/keyplane-error.js';
@@ -13,7 +14,10 @@ import { credentialsForUsername } from '../passkeys/decoy.js';
 import { openSession, type OpenedSession, type SignInBrowser } from '../sessions/start-session.js';
 import { PASSKEY_AMR } from './sign-up.js';
 
-export type SignInServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'secrets' | 'now'>;
+export type SignInServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'state' | 'events' | 'secrets' | 'metadata' | 'now'
+>;
 
 /**
  * Step 1 of a passkey sign-in: usernameless without `user`, or limited to that account's passkeys.
@@ -70,6 +74,8 @@ export async function finishSignIn(
     throw fail('unknown_credential', 'this passkey does not belong to that account');
   await new CredentialLimits(services).perAccount('signin', credential.identityId);
   const use = await verifyAssertion(services, input.response, clientData, fields, credential);
+  // The org's passkey policy, once the passkey proved itself (docs/passkeys.md#org-policy).
+  await checkSignInPolicy(services, credential);
   const now = services.now();
   const session = await storage.transaction(async (tx) => {
     await tx.credentials.recordUse(credential.credId, { ...use, at: now });

@@ -173,7 +173,7 @@ export function credentialRecord(
   verified: Pick<
     VerifiedRegistration,
     'credId' | 'publicKey' | 'counter' | 'transports' | 'backupEligible' | 'backedUp' | 'aaguid'
-  >,
+  > & { attested?: boolean },
   label: string,
   now: number,
 ): StoredCredential {
@@ -189,5 +189,6 @@ export function credentialRecord(
     createdAt: now,
     lastUsedAt: null,
     aaguid: verified.aaguid,
+    attested: verified.attested === true,
   };
 }

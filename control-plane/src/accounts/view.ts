@@ -6,11 +6,12 @@ import { effectiveAssurance } from '#lib/assurance/assurance.js';
 import { accountExtras, type AccountExtras } from './account-sections.js';
 import type { ControlPlaneServices } from '../context.js';
 import { rpIdOf, userHandleOf } from '../passkeys/ceremony.js';
+import { passkeysToReplace } from '../passkeys/policy.js';
 import { standingInvites } from '../orgs/invites.js';
 import { listApprovals, type ListedApproval } from '../consent/gate.js';
 
 /** What these functions read. */
-export type AccountViewServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'now'>;
+export type AccountViewServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'metadata' | 'now'>;
 
 export interface AccountView {
   identityId: string;
@@ -32,6 +33,11 @@ export interface AccountView {
   }>;
   /** Offer this session a passkey (it signed in without one; docs/passkeys.md#upgrades). */
   passkeyUpgrade: boolean;
+  /**
+   * Passkeys the org's policy now refuses, working until `graceUntil`: the page asks for another
+   * (docs/passkeys.md#org-policy). Null when there are none.
+   */
+  passkeysToReplace: Awaited<ReturnType<typeof passkeysToReplace>>;
   /** The WebAuthn user handle (base64url), for the page's Signal API calls (docs/passkeys.md#the-signal-api). */
   userHandle: string;
   /** The WebAuthn RP ID the account's passkeys belong to. */
@@ -81,6 +87,7 @@ export async function loadAccountView(
     listApprovals(services, identityId),
   ]);
   const invitedTo = await Promise.all(invites.map((i) => storage.orgs.get(i.orgId)));
+  const toReplace = await passkeysToReplace(services, identity);
   const stepUpMs = services.config.lifetimes.stepUp * 1000;
   // A session is named by the browser of its device (the User-Agent kept at its sign-in).
   const userAgents = new Map(devices.map((d) => [d.deviceId, d.userAgent]));
@@ -112,6 +119,7 @@ export async function loadAccountView(
           declinedAt: identity.passkeyUpgradeDeclinedAt ?? null,
           now,
         }),
+      passkeysToReplace: toReplace,
       userHandle: Buffer.from(userHandleOf(identityId)).toString('base64url'),
       rpId: rpIdOf(services),
       totp: extras.totp,

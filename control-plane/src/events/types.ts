@@ -344,6 +344,16 @@ export type DomainEvent =
       orgId: string;
       domainId: string;
     })
+  // org passkey policy (docs/passkeys.md#org-policy)
+  | (EventBase & {
+      type: 'org.passkey_policy_set';
+      orgId: string;
+      attestation: 'none' | 'required';
+      allowed: number;
+      denied: number;
+      refused: number;
+      graceUntil: number;
+    })
   | (EventBase & {
       type: 'scan.completed';
       scanId: string;

@@ -130,6 +130,7 @@ ${t('account.assurance')} <strong data-field="assurance">${assurance}</strong>. 
 ${view.aliases.length ? html`<p class="muted">${t('account.aliases', { names: view.aliases.join(', ') })}</p>` : ''}
 ${refusal ? html`<p id="form-error" role="alert" class="error">${refusal}</p>\n` : ''}<p id="status" role="status" aria-live="polite"></p>
 ${view.passkeyUpgrade ? passkeyUpgradeOffer(ui) : ''}
+${view.passkeysToReplace ? passkeyReplacePrompt(ui, view.passkeysToReplace) : ''}
 <p><button type="button" data-action="signout">${t('account.sign_out')}</button> <a href="/auth/step-up?return=/account">${t('account.step_up')}</a> · <a href="/account/export" download>${t('account.export')}</a></p>
 <nav aria-labelledby="toc-h" data-field="toc"><h2 id="toc-h">${t('account.toc')}</h2><ul>${TABLE_OF_CONTENTS.map(([id, key]) => html`<li><a href="#${id}">${t(key)}</a></li>`)}</ul></nav>
 
@@ -221,6 +222,20 @@ function passkeyUpgradeOffer(ui: PageUi) {
 <h2 id="upgrade-h">${t('account.upgrade.heading')}</h2>
 <p>${t('account.upgrade.text')}</p>
 <p><button type="button" data-action="upgrade-passkey">${t('account.upgrade.create')}</button> <button type="button" class="secondary" data-action="decline-upgrade">${t('account.upgrade.later')}</button></p>
+</section>`;
+}
+
+/**
+ * The re-enrolment prompt (docs/passkeys.md#org-policy): passkeys the org's policy refuses keep
+ * signing in until the grace ends; one click adds another.
+ */
+function passkeyReplacePrompt(ui: PageUi, replace: NonNullable<AccountView['passkeysToReplace']>) {
+  const { t } = ui;
+  const date = `${ui.dateTime(replace.graceUntil)} UTC`;
+  return html`<section id="passkey-replace" data-field="passkey-replace" role="alert" aria-labelledby="replace-h">
+<h2 id="replace-h">${t('account.replace_passkey.heading')}</h2>
+${replace.passkeys.map((p) => html`<p data-replace-cred-id="${p.credId}" data-why="${p.why}">${t('account.replace_passkey.text', { name: p.authenticator, label: p.label, date })}</p>`)}
+<p><button type="button" data-action="add-passkey">${t('account.add_passkey')}</button></p>
 </section>`;
 }
 

@@ -1,4 +1,6 @@
 /** Server-rendered pages: no build step, no inline script without the request's nonce. */
+import type { MessageKey } from '#lib/i18n/translate.js';
+import { POLICY_REFUSALS, type PolicyRefusal } from '#lib/webauthn/judge-passkey-policy.js';
 import { LOCALE_NAMES, LOCALES } from '#lib/i18n/locales.js';
 import { escapeHtml } from '#lib/html/escape-html.js';
 import type { PageUi } from './ui.js';
@@ -87,6 +89,15 @@ function languageSwitcher(ui: PageUi): string {
   return `<nav class="lang" aria-label="${escapeHtml(ui.t('layout.language'))}"><ul>${links.join('')}</ul></nav>`;
 }
 
+/** The sentence of each org passkey policy refusal (docs/passkeys.md#org-policy). */
+const POLICY_REFUSAL_KEYS = {
+  revoked: 'passkey_policy.why.revoked',
+  compromised: 'passkey_policy.why.compromised',
+  denied: 'passkey_policy.why.denied',
+  not_allowed: 'passkey_policy.why.not_allowed',
+  attestation_required: 'passkey_policy.why.attestation_required',
+} as const satisfies Record<PolicyRefusal, MessageKey>;
+
 /**
  * The messages the page's scripts show, already translated, in a JSON block the scripts read
  * (`/assets/common.js`): the scripts build no sentences. `<` is escaped so the block cannot end early.
@@ -105,6 +116,10 @@ function scriptMessages(ui: PageUi, nonce: string, lines: Record<string, string>
     failed: ui.t('script.failed'),
     working: ui.t('script.working'),
     networkFailed: ui.t('script.network_failed'),
+    // An org policy's refusal names the authenticator (docs/passkeys.md#org-policy): `{name}` is filled in by the script.
+    authenticatorRefusals: Object.fromEntries(
+      POLICY_REFUSALS.map((why) => [why, ui.t(POLICY_REFUSAL_KEYS[why], { name: '{name}' })]),
+    ),
     lines,
   };
   const json = JSON.stringify(messages).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');

@@ -38,6 +38,7 @@ export const SCRIPT_REASONS = [
   'webauthn_rp_mismatch',
   'webauthn_malformed',
   'webauthn_verification_failed',
+  'authenticator_not_allowed',
   // A provisioned account's enrolment link (its page's script)
   'link_invalid',
   'link_used',

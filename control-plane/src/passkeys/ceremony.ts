@@ -59,6 +59,7 @@ let loaded:
       typeof import('@simplewebauthn/server') &
         typeof import('#lib/webauthn/check-ceremony.js') & {
           isoBase64URL: typeof import('@simplewebauthn/server/helpers').isoBase64URL;
+          decodeAttestationObject: typeof import('@simplewebauthn/server/helpers').decodeAttestationObject;
         }
     >
   | undefined;
@@ -67,7 +68,12 @@ function webauthn() {
     import('@simplewebauthn/server'),
     import('@simplewebauthn/server/helpers'),
     import('#lib/webauthn/check-ceremony.js'),
-  ]).then(([server, helpers, checks]) => ({ ...server, ...checks, isoBase64URL: helpers.isoBase64URL }));
+  ]).then(([server, helpers, checks]) => ({
+    ...server,
+    ...checks,
+    isoBase64URL: helpers.isoBase64URL,
+    decodeAttestationObject: helpers.decodeAttestationObject,
+  }));
   return loaded;
 }
 
@@ -108,10 +114,15 @@ export function userHandleOf(identityId: string): Uint8Array<ArrayBuffer> {
   return new Uint8Array(Buffer.from(identityId, 'utf8'));
 }
 
+/**
+ * `attestation: 'direct'` only for an account whose org's policy requires a verified attestation
+ * (docs/passkeys.md#org-policy); everyone else is asked for none, which keeps the prompt plain.
+ */
 export async function creationOptions(
   services: CeremonyServices,
   user: { identityId: string; username: string; displayName: string },
   existing: CredentialSummary[],
+  attestation: 'none' | 'direct' = 'none',
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const { generateRegistrationOptions } = await webauthn();
   return generateRegistrationOptions({
@@ -121,7 +132,7 @@ export async function creationOptions(
     userID: userHandleOf(user.identityId),
     userDisplayName: user.displayName || user.username,
     timeout: challengeTtlMs(services),
-    attestationType: 'none',
+    attestationType: attestation,
     excludeCredentials: descriptors(existing),
     authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
     supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
@@ -134,8 +145,9 @@ export async function creationOptionsFor(
   user: { identityId: string; username: string; displayName: string },
   existing: CredentialSummary[],
   state: ChallengeState,
+  attestation: 'none' | 'direct' = 'none',
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
-  const options = await creationOptions(services, user, existing);
+  const options = await creationOptions(services, user, existing, attestation);
   await storeChallenge(services, options.challenge, state);
   return options;
 }
@@ -165,6 +177,10 @@ export interface VerifiedRegistration {
   backedUp: boolean;
   /** The authenticator's AAGUID, lowercase (all zeros when it names none). */
   aaguid: string;
+  /** The attestation statement's format (`none` unless the options asked for `direct`). */
+  attestationFormat: string;
+  /** True when the statement carries a certificate chain (x5c), as opposed to none or self attestation. */
+  attestationCertified: boolean;
 }
 
 /** Verifies an attestation (registration) response against `expectedChallenge`. */
@@ -176,7 +192,7 @@ export async function verifyRegistration(
   expectedChallenge: string,
   origins: string[] = expectedOriginsOf(services),
 ): Promise<VerifiedRegistration> {
-  const { checkAttestation, checkOrigin, verifyRegistrationResponse } = await webauthn();
+  const { checkAttestation, checkOrigin, decodeAttestationObject, verifyRegistrationResponse } = await webauthn();
   if (clientData.challenge !== expectedChallenge)
     throw fail('challenge_mismatch', 'the response answers a different challenge');
   checkOrigin(clientData, origins);
@@ -197,7 +213,8 @@ export async function verifyRegistration(
     throw fail('webauthn_verification_failed', 'the passkey could not be verified', { cause: error });
   }
   if (!result.verified) throw fail('webauthn_verification_failed', 'the passkey could not be verified');
-  const { credential } = result.registrationInfo;
+  const { credential, fmt, attestationObject } = result.registrationInfo;
+  const x5c = decodeAttestationObject(attestationObject).get('attStmt').get('x5c');
   return {
     credId: credential.id,
     publicKey: credential.publicKey,
@@ -206,6 +223,8 @@ export async function verifyRegistration(
     backupEligible: facts.backupEligible,
     backedUp: result.registrationInfo.credentialBackedUp,
     aaguid: result.registrationInfo.aaguid.toLowerCase(),
+    attestationFormat: fmt,
+    attestationCertified: fmt !== 'none' && Array.isArray(x5c) && x5c.length > 0,
   };
 }
 

@@ -5,10 +5,15 @@ import { authenticatorNameOf, defaultPasskeyLabel, type AuthenticatorName } from
 import { credentialRecord } from '../accounts/sign-up.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredCredential } from '../storage/interface.js';
+import { policyWantsAttestation } from '#lib/webauthn/judge-passkey-policy.js';
 import { creationOptionsFor, readRegistration, takeChallenge, verifyRegistration } from './ceremony.js';
+import { checkRegistrationPolicy, isAttested, policyFor } from './policy.js';
 
 /** A signed-in account managing its passkeys: storage, the ledger's events, challenges, the clock. */
-export type PasskeyServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'now'>;
+export type PasskeyServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'state' | 'events' | 'metadata' | 'now'
+>;
 
 export type PasskeySummary = Pick<
   StoredCredential,
@@ -78,11 +83,14 @@ export async function beginAddPasskey(
   const identity = await services.storage.identities.get(session.identityId);
   if (!identity) throw fail('unauthorized', 'sign in first');
   const existing = await services.storage.credentials.listByIdentity(identity.identityId);
-  return creationOptionsFor(services, identity, existing, {
-    purpose: 'add',
-    identityId: identity.identityId,
-    sessionId: session.id,
-  });
+  const policy = await policyFor(services, identity);
+  return creationOptionsFor(
+    services,
+    identity,
+    existing,
+    { purpose: 'add', identityId: identity.identityId, sessionId: session.id },
+    policyWantsAttestation(policy) ? 'direct' : 'none',
+  );
 }
 
 /** Verifies the new passkey (started by this very session) and stores it, labelled after its authenticator unless named. */
@@ -96,6 +104,15 @@ export async function finishAddPasskey(
   if (state.identityId !== session.identityId || state.sessionId !== session.id)
     throw fail('challenge_mismatch', 'this passkey was started by another session');
   const verified = await verifyRegistration(services, input.response, clientData, fields, clientData.challenge);
+  const attested = isAttested(services, verified);
+  checkRegistrationPolicy(
+    services,
+    await policyFor(services, await services.storage.identities.get(session.identityId)),
+    {
+      aaguid: verified.aaguid,
+      attested,
+    },
+  );
   const now = services.now();
   return services.storage.transaction(async (tx) => {
     const count = await tx.credentials.countByIdentity(session.identityId);
@@ -103,7 +120,7 @@ export async function finishAddPasskey(
       input.label === undefined
         ? defaultPasskeyLabel(verified.aaguid, count + 1)
         : checkFreeText(input.label, PASSKEY_LABEL_MAX, 'label_invalid', 'the label');
-    if (!(await tx.credentials.insert(credentialRecord(session.identityId, verified, label, now))))
+    if (!(await tx.credentials.insert(credentialRecord(session.identityId, { ...verified, attested }, label, now))))
       throw fail('credential_exists', 'this passkey is registered already');
     const { receipt } = await services.events.record(tx, {
       type: 'passkey.added',

@@ -1,3 +1,4 @@
+import { checkSignInPolicy } from '../passkeys/policy.js';
 import type { PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import { fail } from '#lib/errors/keyplane-error.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
@@ -12,7 +13,10 @@ import { requiredSsoFor, upstreamDeadline } from '../federation/required-sso.js'
 import { requireTotpIfActive } from '../totp/step-up-gate.js';
 import { type PresentedSession, renewSessionToken } from './renew-session.js';
 
-export type StepUpServices = Pick<ControlPlaneServices, 'config' | 'state' | 'storage' | 'secrets' | 'events' | 'now'>;
+export type StepUpServices = Pick<
+  ControlPlaneServices,
+  'config' | 'state' | 'storage' | 'secrets' | 'events' | 'metadata' | 'now'
+>;
 
 /** Step 1: request options limited to the account's own passkeys, bound to this session. The per-IP limit is the caller's. */
 export async function beginStepUp(
@@ -48,6 +52,8 @@ export async function completeStepUp(
   if (userHandle !== undefined && userHandle !== credential.identityId)
     throw fail('unknown_credential', 'this passkey does not belong to your account');
   const use = await verifyAssertion(services, input.response, clientData, fields, credential);
+  // The org's passkey policy, once the passkey proved itself (docs/passkeys.md#org-policy).
+  await checkSignInPolicy(services, credential);
   const totp = await requireTotpIfActive(services, session.identityId, input.totpCode);
   const now = services.now();
   // RFC 8176: a passkey with user verification adds `pop` and `user`; with a TOTP code, `otp` and `mfa`.

@@ -19,6 +19,10 @@ const PATHS: Array<[string, string]> = [
   ['post', '/org/{slug}/mail-domains'],
   ['post', '/org/{slug}/mail-domains/{domain}/verify'],
   ['delete', '/org/{slug}/mail-domains/{domain}'],
+  // The passkey policy of the accounts the org manages (docs/passkeys.md#org-policy).
+  ['get', '/org/{slug}/passkey-policy'],
+  ['put', '/org/{slug}/passkey-policy'],
+  ['post', '/org/{slug}/passkey-policy/preview'],
   // SCIM tokens (docs/scim.md#tokens).
   ['post', '/org/{slug}/scim-tokens'],
   ['get', '/org/{slug}/scim-tokens'],

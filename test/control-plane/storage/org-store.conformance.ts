@@ -220,4 +220,63 @@ export function mailDomainConformance(t: Test, open: () => Promise<Storage>): vo
       ['usr_m'],
     );
   });
+
+  t.test('passkey policy: none until set, then replaced whole; passkeys keep whether they were attested', async (t) => {
+    const { orgs, identities, credentials } = await open();
+    await orgs.create(org('acme'), 'id_a');
+    t.equal(await orgs.passkeyPolicy('org_acme'), null);
+    const policy = {
+      orgId: 'org_acme',
+      aaguidsAllowed: ['2fc0579f-8113-47ea-b116-bb5a8db9202a'],
+      aaguidsDenied: [],
+      attestation: 'required' as const,
+      effectiveAt: 1000,
+      graceUntil: 1000 + 14 * 86_400_000,
+      updatedBy: 'id_a',
+    };
+    await orgs.putPasskeyPolicy(policy);
+    t.same(await orgs.passkeyPolicy('org_acme'), policy);
+    const next = {
+      ...policy,
+      aaguidsAllowed: [],
+      aaguidsDenied: ['ee882879-721c-4913-9775-3dfcce97072a'],
+      attestation: 'none' as const,
+      effectiveAt: 2000,
+      graceUntil: 2000,
+    };
+    await orgs.putPasskeyPolicy(next);
+    t.same(await orgs.passkeyPolicy('org_acme'), next);
+
+    await identities.create({
+      identityId: 'usr_m',
+      username: 'm1',
+      displayName: '',
+      preferences: {},
+      founder: false,
+      managedBy: 'org_acme',
+      createdAt: 1,
+      updatedAt: 1,
+    });
+    const passkey = (credId: string, attested?: boolean) => ({
+      credId,
+      identityId: 'usr_m',
+      publicKey: new Uint8Array([1, 2, 3]),
+      counter: 0,
+      transports: [],
+      backupEligible: false,
+      backedUp: false,
+      label: credId,
+      createdAt: 1,
+      lastUsedAt: null,
+      aaguid: '2fc0579f-8113-47ea-b116-bb5a8db9202a',
+      ...(attested === undefined ? {} : { attested }),
+    });
+    t.equal(await credentials.insert(passkey('c1', true)), true);
+    t.equal(await credentials.insert(passkey('c2')), true);
+    t.match(await credentials.get('c1'), { attested: true });
+    t.same(
+      (await credentials.listByIdentity('usr_m')).map((c) => c.attested),
+      [true, false],
+    );
+  });
 }

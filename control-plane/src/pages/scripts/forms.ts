@@ -19,7 +19,9 @@ function fieldOf(form, reason) {
 for (const form of document.querySelectorAll('form[data-kp-post]')) {
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
-    const button = form.querySelector('button[type="submit"]');
+    // A second submit button may send elsewhere (formaction, data-method, data-then): the passkey policy's preview.
+    const submitter = event.submitter && event.submitter.form === form ? event.submitter : null;
+    const button = submitter || form.querySelector('button[type="submit"]');
     if (button) button.disabled = true;
     if (status) {
       status.textContent = page.working || 'Working…';
@@ -27,15 +29,28 @@ for (const form of document.querySelectorAll('form[data-kp-post]')) {
     }
     try {
       const body = Object.fromEntries(new FormData(form));
-      const res = await fetch(form.action, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) });
+      // Fields marked data-list go as lists (one item per line or comma), data-number as numbers (left out when empty).
+      for (const field of form.querySelectorAll('[data-list]')) body[field.name] = field.value.split(/[\\s,]+/).filter(Boolean);
+      for (const field of form.querySelectorAll('[data-number]')) { if (field.value === '') delete body[field.name]; else body[field.name] = Number(field.value); }
+      const action = submitter && submitter.hasAttribute('formaction') ? submitter.formAction : form.action;
+      const method = (submitter && submitter.dataset.method) || form.dataset.method || 'POST';
+      const res = await fetch(action, { method, headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) });
       const data = await res.json().catch(() => ({}));
       if (!res.ok || !data.ok) {
         if (status) sayInvalid(status, fieldOf(form, data.reason), english ? data.message || data.reason || 'That did not work.' : describe(data));
         return;
       }
       for (const field of form.querySelectorAll('[aria-invalid="true"]')) if (status) clearInvalid(status, field);
-      const then = form.dataset.then;
-      if (then === 'org' && data.slug) location.assign('/org/' + encodeURIComponent(data.slug));
+      const then = (submitter && submitter.dataset.then) || form.dataset.then;
+      if (then === 'preview') {
+        // What the policy would refuse, said before it is saved (the sentence comes translated from the form).
+        const line = (form.getAttribute('data-msg-would-refuse') || '{refused} of {passkeys} passkeys would be refused; they keep working for {days} days.')
+          .replace('{refused}', String(data.would_refuse)).replace('{passkeys}', String(data.passkeys)).replace('{days}', String(data.grace_days));
+        const preview = document.getElementById('passkey-policy-preview');
+        if (preview) { preview.textContent = line; preview.dataset.wouldRefuse = String(data.would_refuse); }
+        if (status) status.textContent = line;
+      }
+      else if (then === 'org' && data.slug) location.assign('/org/' + encodeURIComponent(data.slug));
       else if (then === 'scan' && data.rating) location.assign('/scan?url=' + encodeURIComponent(data.rating.url));
       else if (then === 'invited') {
         // Stay on the page and say what happened: the invitee accepts on their own account page.

@@ -30,6 +30,9 @@ export function describe(error) {
   const page = PAGE_MESSAGES || {};
   if (error && error.name === 'NotAllowedError') return page.cancelled || 'The passkey prompt was cancelled or timed out.';
   if (error && error.name === 'InvalidStateError') return page.passkeyExists || 'This device already holds a passkey for this account.';
+  // An org policy's refusal names the authenticator and the rule in the page's language.
+  const named = error && error.reason === 'authenticator_not_allowed' && error.authenticator && page.authenticatorRefusals && page.authenticatorRefusals[error.why];
+  if (named) return named.replace('{name}', String(error.authenticator.name));
   if (error && typeof error.reason === 'string') {
     const translated = page.reasons && page.reasons[error.reason];
     if (translated) return translated;

@@ -10,7 +10,7 @@ import { type PageUi, uiOf } from '../../pages/ui.js';
 import { requireSessionOrAdminToken } from '../../plugins/session.js';
 import { loadOrgView, type OrgView } from '../../orgs/dashboard.js';
 import { acceptInvite, inviteMember } from '../../orgs/invites.js';
-import { changeRole, createOrg, loadMembership, removeMember } from '../../orgs/membership.js';
+import { changeRole, createOrg, loadMembership, removeMember, type Membership } from '../../orgs/membership.js';
 import { addSite, promoteSite, removeSite } from '../../orgs/sites.js';
 import { isHtmlFormPost, wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
@@ -21,6 +21,9 @@ import { scanOrgSite } from '../../orgs/scan-site.js';
 import { teamListSchema, teamRoutes } from './teams.js';
 import { teamsSection } from './teams-section.js';
 import { mailDomainRoutes } from './mail-domains.js';
+import { passkeyPolicyRoutes } from './passkey-policy.js';
+import { passkeyPolicySection } from './passkey-policy-section.js';
+import { showPasskeyPolicy, type PolicyView } from '../../passkeys/policy.js';
 import { scimTokenRoutes } from './scim-tokens.js';
 
 const session = [{ sessionCookie: [] }];
@@ -101,6 +104,7 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     app.addHook('onRequest', requireSessionOrAdminToken);
     await app.register(mailDomainRoutes);
     await app.register(scimTokenRoutes);
+    await app.register(passkeyPolicyRoutes);
 
     app.post(
       '/auth/orgs/create',
@@ -160,9 +164,12 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
         const { invites: _invites, ...contractView } = view;
         if (wantsJson(request)) return { ok: true, ...contractView };
         reply.type('text/html; charset=utf-8');
-        return dashboardPage(request, view);
+        return dashboardPage(request, view, { passkeyPolicy: await ownersPolicy(m) });
       },
     );
+
+    const ownersPolicy = async (m: Membership) =>
+      m.role === 'owner' ? showPasskeyPolicy(services, { membership: m }) : undefined;
 
     const dashboardPage = (request: FastifyRequest, view: OrgView, again: DashboardAgain = {}) => {
       const ui = uiOf(request, request.method === 'GET' ? undefined : `/org/${encodeURIComponent(view.slug)}`);
@@ -183,12 +190,18 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     const dashboardAgain: ErrorPage = async (request, failure) => {
       const { slug } = request.params as { slug: string };
       let view: OrgView;
+      let m: Membership;
       try {
-        view = await loadOrgView(services, await loadMembership(services, slug, request.kp.session!.identityId));
+        m = await loadMembership(services, slug, request.kp.session!.identityId);
+        view = await loadOrgView(services, m);
       } catch {
         return undefined;
       }
-      return dashboardPage(request, view, { refusal: failure, kept: (request.body ?? {}) as Record<string, unknown> });
+      return dashboardPage(request, view, {
+        refusal: failure,
+        kept: (request.body ?? {}) as Record<string, unknown>,
+        passkeyPolicy: await ownersPolicy(m),
+      });
     };
 
     const mutation = (
@@ -373,6 +386,8 @@ function inviteLines(t: PageUi['t'], role: (r: OrgRole) => string): SafeHtml {
 interface DashboardAgain {
   refusal?: KeyplaneError;
   kept?: Record<string, unknown>;
+  /** For an owner: the org's passkey policy and what it refuses. */
+  passkeyPolicy?: PolicyView;
 }
 
 function dashboard(view: OrgView, ui: PageUi, now: number, again: DashboardAgain) {
@@ -433,5 +448,6 @@ ${
 <button type="submit">${t('orgs.invite.button')}</button></form>`
     : ''
 }
-${teamsSection(view, ui, manager, kept)}`;
+${teamsSection(view, ui, manager, kept)}
+${again.passkeyPolicy ? passkeyPolicySection(view.slug, again.passkeyPolicy, ui) : ''}`;
 }

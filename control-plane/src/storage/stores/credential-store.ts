@@ -13,11 +13,12 @@ interface CredentialRow {
   created_at: number;
   last_used_at: number | null;
   aaguid: string | null;
+  attested: number;
 }
 
 /** Listings never select the public key column. */
 const CREDENTIAL_SUMMARY_COLUMNS =
-  'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at, aaguid';
+  'cred_id, identity_id, counter, transports, backup_eligible, backed_up, label, created_at, last_used_at, aaguid, attested';
 
 const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): CredentialRow => ({
   cred_id: c.credId,
@@ -31,6 +32,7 @@ const credentialToRow = (c: CredentialSummary & { publicKey: Uint8Array }): Cred
   created_at: c.createdAt,
   last_used_at: c.lastUsedAt,
   aaguid: c.aaguid ?? null,
+  attested: c.attested ? 1 : 0,
 });
 
 const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): CredentialSummary => ({
@@ -44,6 +46,7 @@ const credentialSummaryFromRow = (row: Omit<CredentialRow, 'public_key'>): Crede
   createdAt: row.created_at,
   lastUsedAt: row.last_used_at,
   aaguid: row.aaguid,
+  attested: Number(row.attested) === 1,
 });
 
 export function credentialStore(sql: Sql): CredentialStore {

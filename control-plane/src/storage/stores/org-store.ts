@@ -7,6 +7,7 @@ import type {
   OrgStore,
   ScanStore,
   StoredOrg,
+  StoredPasskeyPolicy,
   StoredScan,
 } from '../interface.js';
 import { changedOne, firstRow, type Sql } from '../sql.js';
@@ -18,6 +19,26 @@ interface OrgRow {
   website: string | null;
   created_at: number;
 }
+
+interface PasskeyPolicyRow {
+  org_id: string;
+  aaguids_allowed: string;
+  aaguids_denied: string;
+  attestation: 'none' | 'required';
+  effective_at: number | string;
+  grace_until: number | string;
+  updated_by: string;
+}
+
+const passkeyPolicyFromRow = (row: PasskeyPolicyRow): StoredPasskeyPolicy => ({
+  orgId: row.org_id,
+  aaguidsAllowed: JSON.parse(row.aaguids_allowed) as string[],
+  aaguidsDenied: JSON.parse(row.aaguids_denied) as string[],
+  attestation: row.attestation,
+  effectiveAt: Number(row.effective_at),
+  graceUntil: Number(row.grace_until),
+  updatedBy: row.updated_by,
+});
 
 interface MemberRow {
   identity_id: string;
@@ -262,6 +283,25 @@ export function orgStore(sql: Sql): OrgStore {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
         [d.domainId, d.orgId, d.domain, d.proofToken, d.verifiedAt, d.checkedAt, d.failingSince, d.createdAt],
       ),
+    passkeyPolicy: (orgId) =>
+      firstRow(sql, 'SELECT * FROM org_passkey_policies WHERE org_id = $1', [orgId], passkeyPolicyFromRow),
+    putPasskeyPolicy: async (p) => {
+      await sql.count(
+        `INSERT INTO org_passkey_policies (org_id, aaguids_allowed, aaguids_denied, attestation, effective_at, grace_until, updated_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (org_id) DO UPDATE SET aaguids_allowed = $2, aaguids_denied = $3, attestation = $4,
+           effective_at = $5, grace_until = $6, updated_by = $7`,
+        [
+          p.orgId,
+          JSON.stringify(p.aaguidsAllowed),
+          JSON.stringify(p.aaguidsDenied),
+          p.attestation,
+          p.effectiveAt,
+          p.graceUntil,
+          p.updatedBy,
+        ],
+      );
+    },
     mailDomains: async (orgId) =>
       (await sql.rows<MailDomainRow>('SELECT * FROM org_mail_domains WHERE org_id = $1 ORDER BY domain', [orgId])).map(
         mailDomainFromRow,

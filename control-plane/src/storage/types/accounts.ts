@@ -132,6 +132,8 @@ export interface StoredCredential {
   lastUsedAt: number | null;
   /** The authenticator's AAGUID (lowercase UUID) from the attested credential data; null when unknown (older passkeys). */
   aaguid?: string | null;
+  /** True when its attestation statement was verified against the FIDO metadata at registration (docs/passkeys.md#metadata). */
+  attested?: boolean;
 }
 
 /** What listings show: everything but the public key. */

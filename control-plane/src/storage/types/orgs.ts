@@ -1,4 +1,5 @@
 import type { ProviderSettings } from '#lib/saml/provider.js';
+import type { PasskeyPolicy, PolicyGrace } from '#lib/webauthn/judge-passkey-policy.js';
 import type { KeyState, RecordStore, RingLock } from './accounts.js';
 
 // Organizations, scans, SAML, rollout and contact messages.
@@ -61,6 +62,13 @@ export interface OrgMailDomain {
   createdAt: number;
 }
 
+/** An org's passkey policy for its managed accounts (docs/passkeys.md#org-policy), with when it took effect. */
+export interface StoredPasskeyPolicy extends PasskeyPolicy, PolicyGrace {
+  orgId: string;
+  /** The owner who set it. */
+  updatedBy: string;
+}
+
 export interface OrgStore {
   /** False when the slug is taken. The creator is stored as the first owner. */
   create(org: StoredOrg, ownerId: string): Promise<boolean>;
@@ -114,6 +122,10 @@ export interface OrgStore {
   /** Records a re-check; `lapse` also ends the claim (verified_at back to null). */
   recordMailDomainCheck(domainId: string, at: number, failingSince: number | null, lapse: boolean): Promise<void>;
   removeMailDomain(orgId: string, domainId: string): Promise<boolean>;
+  /** The org's passkey policy; null when it never set one. */
+  passkeyPolicy(orgId: string): Promise<StoredPasskeyPolicy | null>;
+  /** Sets (replaces) the org's passkey policy. */
+  putPasskeyPolicy(policy: StoredPasskeyPolicy): Promise<void>;
 }
 
 /** A team of an org (docs/orgs.md#teams): `slug` fixed at creation, `displayName` kept as given. */
