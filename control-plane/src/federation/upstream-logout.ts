@@ -1,7 +1,8 @@
 import * as oidc from 'openid-client';
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
+import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { randomToken } from '#lib/crypto/random.js';
+import { checkJwt } from '#lib/crypto/jwt.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { checkLogoutTokenClaims } from '#lib/federation/logout-token.js';
 import type { UpstreamSession } from '../storage/interface.js';
@@ -155,22 +156,22 @@ export async function acceptBackchannelLogout(
   if (metadata.jwks_uri === undefined) throw refused('the identity provider publishes no keys');
   const announced = metadata.id_token_signing_alg_values_supported ?? ['RS256'];
   const algorithms = announced.filter((alg) => ASYMMETRIC.test(alg));
-  let verified: Awaited<ReturnType<typeof jwtVerify>>;
+  let verified: Awaited<ReturnType<typeof checkJwt>>;
   try {
-    verified = await jwtVerify(logoutToken, await upstreamKeys(services, connection.orgId, metadata.jwks_uri), {
+    verified = await checkJwt(logoutToken, await upstreamKeys(services, connection.orgId, metadata.jwks_uri), {
       algorithms,
       issuer: metadata.issuer,
       audience: settings.clientId,
       requiredClaims: ['iat'],
-      maxTokenAge: LOGOUT_TOKEN_MAX_AGE_S,
-      currentDate: new Date(services.now()),
+      maxTokenAgeSeconds: LOGOUT_TOKEN_MAX_AGE_S,
+      now: services.now(),
     });
   } catch (error) {
     if (isKeyplaneError(error)) throw error;
     const code = (error as { code?: unknown }).code;
     throw refused(`the logout token did not verify (${typeof code === 'string' ? code : 'malformed'})`);
   }
-  const checked = checkLogoutTokenClaims(verified.payload as Record<string, unknown>, verified.protectedHeader);
+  const checked = checkLogoutTokenClaims(verified.payload, verified.header);
   if (!checked.ok) throw refused(checked.refusal);
   if (!(await services.state.setIfAbsent(jtiKey(connectionId, checked.jti), '1', LOGOUT_TTL_MS)))
     throw refused('this logout token was used already');
