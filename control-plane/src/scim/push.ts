@@ -277,6 +277,7 @@ async function pushUser(services: ScimPushServices, context: PushContext, identi
         active,
         updatedAt: services.now(),
       });
+      await queueGroupsOf(services, tx, context, identityId, active);
       await services.events.record(tx, {
         type,
         at: services.now(),
@@ -330,6 +331,32 @@ async function pushUser(services: ScimPushServices, context: PushContext, identi
   return true;
 }
 
+/**
+ * A user that became active at the remote end joins its teams' Groups there, and one that left
+ * leaves every Group pushed: their rows are queued in the same transaction as the user's link.
+ * Groups never push users themselves, so a user and a Group sent at once never create it twice.
+ */
+async function queueGroupsOf(
+  services: Pick<ScimPushServices, 'now'>,
+  tx: Stores,
+  context: PushContext,
+  identityId: string,
+  active: boolean,
+): Promise<void> {
+  const clientId = context.client.clientId;
+  const at = services.now();
+  if (!active) {
+    for (const link of await tx.scimPush.links(clientId, 'group'))
+      await tx.scimPush.enqueue(clientId, 'group', link.localId, at);
+    return;
+  }
+  for (const held of await tx.teams.teamsOf(identityId)) {
+    const org = context.orgs.find((o) => o.slug === held.orgSlug);
+    const team = org ? await tx.teams.get(org.orgId, held.teamSlug) : null;
+    if (team) await tx.scimPush.enqueue(clientId, 'group', team.teamId, at);
+  }
+}
+
 async function findTeam(services: ScimPushServices, context: PushContext, teamId: string): Promise<StoredTeam | null> {
   for (const org of context.orgs) {
     const team = (await services.storage.teams.list(org.orgId)).find((t) => t.teamId === teamId);
@@ -374,13 +401,11 @@ async function pushGroup(services: ScimPushServices, context: PushContext, teamI
     await record('scim.outbound.group_removed', null);
     return;
   }
+  // Members are the team's users already active at the remote end; one pushed later queues the Group again.
   const memberIds: string[] = [];
   for (const member of await storage.teams.members(teamId)) {
     const pushed = await storage.scimPush.link(clientId, 'user', member.identityId);
-    const active = pushed?.active ? true : await pushUser(services, context, member.identityId);
-    if (!active) continue;
-    const current = pushed?.active ? pushed : await storage.scimPush.link(clientId, 'user', member.identityId);
-    if (current?.active && (await desiredUser(services, context, member.identityId))) memberIds.push(current.remoteId);
+    if (pushed?.active && (await desiredUser(services, context, member.identityId))) memberIds.push(pushed.remoteId);
   }
   const resource = outboundGroup({ displayName: team.displayName, externalId: team.teamId, memberIds });
   if (link) {
@@ -452,9 +477,9 @@ async function settle(
   const now = services.now();
   const attempts = outcome.kind === 'delivered' ? 0 : job.attempts + 1;
   const standing = job.resource === 'reconcile';
-  // A refusal that never heals (an internal address) still ends only a user or group row; the standing row waits.
+  // A refusal that never heals (an internal address, the target gone) ends the row; only the standing row never times out.
   const dead =
-    !standing && (outcome.kind === 'abandon' || (outcome.kind === 'retry' && now - job.createdAt >= GIVE_UP_AFTER_MS));
+    outcome.kind === 'abandon' || (!standing && outcome.kind === 'retry' && now - job.createdAt >= GIVE_UP_AFTER_MS);
   const state = outcome.kind === 'delivered' ? (standing ? 'pending' : 'delivered') : dead ? 'dead' : 'pending';
   const nextAttemptAt =
     outcome.kind === 'delivered'

@@ -3,7 +3,10 @@ import { buildSignedIn } from '../../helpers/signed-in.js';
 import { manualClock } from '../../helpers/build.js';
 import { makeTestCa } from '../../helpers/tls.js';
 import { startScimmyServer } from '../../helpers/scimmy-server.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { clientParty, recordConsent } from '../../../control-plane/src/consent/gate.js';
+import { codeBlocksUnder } from '../../helpers/doc-blocks.js';
 
 /** Outbound SCIM (docs/scim.md#outbound-scim): an org's members pushed to its app's SCIM server, here SCIMMY's. */
 
@@ -13,14 +16,14 @@ const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const REMOTE_TOKEN = 'remote-scim-token-0123456789';
 
-async function setUp(t: Test) {
+async function setUp(t: Test, fetch: Record<string, unknown> = { 'fetch.allowPrivateTargets': true }) {
   const tls = makeTestCa(t);
   const remote = await startScimmyServer(t, tls, REMOTE_TOKEN);
   const clock = manualClock(Date.now());
   const built = await buildSignedIn(t, {
     now: clock.now,
     areas: ['orgs', 'scim', 'account', 'clients', 'admin'],
-    config: { adminToken: ADMIN, 'fetch.allowPrivateTargets': true, 'fetch.caFile': tls.caFile },
+    config: { adminToken: ADMIN, 'fetch.caFile': tls.caFile, ...fetch },
   });
   const { app, services } = built;
   const owner = await built.signIn({ username: 'olivia', assurance: 'sensitive' });
@@ -294,5 +297,49 @@ t.test(
     const cleared = await owner.browser.post(`/apps/${clientId}/update`, { revision: set.json().revision, scim: null });
     t.equal(cleared.statusCode, 200, cleared.body);
     t.notOk(await app.kp.storage.scimPush.target(clientId));
+  },
+);
+
+t.test(
+  "docs/scim.md's outbound commands run as written, to an operator client reaching a private address",
+  async (t) => {
+    // The operator's own clients may reach private addresses named by fetch.operatorPrivateTargets (docs/fetch.md).
+    const { app, remote, provision, sync } = await setUp(t, { 'fetch.operatorPrivateTargets': ['127.0.0.1/32'] });
+    const fay = await provision('fay@acme.example');
+    const registered = await app.inject({
+      method: 'POST',
+      url: '/register',
+      headers: admin,
+      payload: {
+        client_name: 'Operator app',
+        redirect_uris: ['https://ops.example/cb'],
+        access: { humans: true, agents: false, orgs: [{ slug: 'acme' }] },
+      },
+    });
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    const [block] = codeBlocksUnder('docs/scim.md', 'Outbound SCIM');
+    t.equal(block?.lang, 'bash');
+    const env = {
+      ...process.env,
+      ISSUER: address,
+      CLIENT_ID: registered.json().client_id as string,
+      KEYPLANE_ADMIN_TOKEN: ADMIN,
+      APP_SCIM_URL: remote.baseUrl,
+      APP_SCIM_TOKEN: REMOTE_TOKEN,
+    };
+    // Run beside the server, which answers from this process: never a synchronous spawn.
+    const run = await promisify(execFile)('bash', ['-e', '-o', 'pipefail', '-c', block!.text], {
+      env,
+      timeout: 30_000,
+    });
+    // The two answers come back to back, one JSON object each.
+    const [set, state] = run.stdout
+      .replace(/\}\s*\{"ok"/, '}\n{"ok"')
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    t.match(set, { ok: true, receipt: /^[0-9a-f]{64}$/ });
+    t.match(state, { ok: true, base_url: remote.baseUrl, failures: [] });
+    await sync();
+    t.match(remote.user('fay@acme.example'), { externalId: fay, active: true });
   },
 );

@@ -16,7 +16,7 @@ import { explainGatewayAccess, gatewayRulesView } from '../../managed-gateways/e
 import { readScimTarget } from '#lib/scim/outbound.js';
 import { scimSyncState } from '../../scim/push.js';
 import { setScimTarget } from '../../scim/push-target.js';
-import { scimSyncSchema } from '../clients/scim-sync-schema.js';
+import { scimSyncSchema } from '../clients/scim-sync.js';
 
 const admin = [{ bearerAuth: [] }];
 const params = {

@@ -28,7 +28,7 @@ import {
 } from '../../scim/push-target.js';
 import type { ScimTargetInput } from '#lib/scim/outbound.js';
 import { scimSyncState, type ScimSyncState } from '../../scim/push.js';
-import { scimSyncSchema } from './scim-sync-schema.js';
+import { scimLine, scimSyncSchema } from './scim-sync.js';
 
 /**
  * Owner operations and the self-serve app registration page (docs/oidc.md, "Owner operations and the self-serve page").
@@ -190,18 +190,6 @@ function gatewayCell(ui: PageUi, client: StoredClient, enforcement: GatewayEnfor
   );
   return html`<span data-gateway-status="${enforcement.status}">${raw(line)}</span>
 <a href="/gateway/status/${encodeURIComponent(client.clientId)}">${ui.t('apps.enforcement.json')}</a>${accessRules(ui, client)}`;
-}
-
-/** A client's outbound SCIM state in a line (docs/scim.md#outbound-scim); nothing without a SCIM server. */
-function scimLine(ui: PageUi, sync: ScimSyncState | undefined): SafeHtml | string {
-  if (!sync) return '';
-  const line = ui.t('apps.scim.state', {
-    url: sync.base_url,
-    time: sync.last_sync ?? ui.t('apps.scim.never'),
-    pending: String(sync.pending),
-    failures: String(sync.failures.length),
-  });
-  return html`<p class="muted" data-scim-sync="${sync.failures.length ? 'failing' : 'ok'}">${line}</p>`;
 }
 
 function appsPage(

@@ -166,7 +166,13 @@ export function scimPushStore(sql: Sql): ScimPushStore {
       );
       return backlogOf(row);
     },
-    purge: (before) => sql.count("DELETE FROM scim_push_jobs WHERE state = 'delivered' AND finished_at < $1", [before]),
+    // Rows of a client whose target is gone (queued as it was removed) go too.
+    purge: (before) =>
+      sql.count(
+        `DELETE FROM scim_push_jobs WHERE (state = 'delivered' AND finished_at < $1)
+           OR client_id NOT IN (SELECT client_id FROM scim_push_targets)`,
+        [before],
+      ),
     link: (clientId, resource, localId) =>
       firstRow(
         sql,

@@ -72,7 +72,7 @@ export interface ScimPushStore {
   /** The client's rows waiting or given up on, the oldest first (its sync state). */
   unfinished(clientId: string): Promise<ScimPushJob[]>;
   backlog(): Promise<{ pending: number; oldestCreatedAt: number | null }>;
-  /** Deletes delivered rows finished before `before`. */
+  /** Deletes delivered rows finished before `before`, and every row of a client without a target. */
   purge(before: number): Promise<number>;
   link(clientId: string, resource: 'user' | 'group', localId: string): Promise<ScimPushLink | null>;
   links(clientId: string, resource: 'user' | 'group'): Promise<ScimPushLink[]>;

@@ -1,6 +1,11 @@
 import { okObject } from '../../http/schemas.js';
+import { html, type SafeHtml } from '../../pages/layout.js';
+import type { PageUi } from '../../pages/ui.js';
+import type { ScimSyncState } from '../../scim/push.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
+
+/** The owner's and the console's view of a client's outbound SCIM sync (docs/scim.md#outbound-scim). */
 
 /** `{ok, base_url, last_sync, pending, failures}`: a client's outbound SCIM sync state (scim/push.ts `scimSyncState`). */
 export const scimSyncSchema = okObject(
@@ -26,3 +31,15 @@ export const scimSyncSchema = okObject(
   },
   ['base_url', 'last_sync', 'pending', 'failures'],
 );
+
+/** A client's outbound SCIM state in a line (docs/scim.md#outbound-scim); nothing without a SCIM server. */
+export function scimLine(ui: PageUi, sync: ScimSyncState | undefined): SafeHtml | string {
+  if (!sync) return '';
+  const line = ui.t('apps.scim.state', {
+    url: sync.base_url,
+    time: sync.last_sync ?? ui.t('apps.scim.never'),
+    pending: String(sync.pending),
+    failures: String(sync.failures.length),
+  });
+  return html`<p class="muted" data-scim-sync="${sync.failures.length ? 'failing' : 'ok'}">${line}</p>`;
+}
