@@ -23,7 +23,8 @@ import { backchannelLogoutAdapter } from './logout/backchannel.js';
 import { DeliveryLoop, OutboxMetrics } from './outbox/delivery-loop.js';
 import { WebhookTargets, webhookFollower, webhookAdapter } from './webhooks/outbox.js';
 import { SsfTargets, ssfFollower, ssfPushAdapter } from './ssf/outbox.js';
-import { ScimPushTargets, scimPushAdapter, scimPushFollower } from './scim/push.js';
+import { scimPushAdapter } from './scim/push.js';
+import { ScimPushTargets, scimPushFollower } from './scim/push-queue.js';
 import { startTracing, type Tracing } from '#lib/telemetry/tracing.js';
 import { traceStorage } from './storage/traced-storage.js';
 

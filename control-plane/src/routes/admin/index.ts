@@ -14,7 +14,7 @@ import { approveAgentGrantAsOperator } from '../../agents/grants.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { explainGatewayAccess, gatewayRulesView } from '../../managed-gateways/explain.js';
 import { readScimTarget } from '#lib/scim/outbound.js';
-import { scimSyncState } from '../../scim/push.js';
+import { scimSyncState } from '../../scim/push-queue.js';
 import { setScimTarget } from '../../scim/push-target.js';
 import { scimSyncSchema } from '../clients/scim-sync.js';
 

@@ -27,7 +27,7 @@ import {
   type ScimSetter,
 } from '../../scim/push-target.js';
 import type { ScimTargetInput } from '#lib/scim/outbound.js';
-import { scimSyncState, type ScimSyncState } from '../../scim/push.js';
+import { scimSyncState, scimSyncStateIfAny, type ScimSyncState } from '../../scim/push-queue.js';
 import { scimLine, scimSyncSchema } from './scim-sync.js';
 
 /**
@@ -298,9 +298,10 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     for (const client of clients)
       if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app.kp, client));
     const scim = new Map<string, ScimSyncState>();
-    for (const client of clients)
-      if (await app.kp.storage.scimPush.target(client.clientId))
-        scim.set(client.clientId, await scimSyncState(app.kp, client.clientId));
+    for (const client of clients) {
+      const sync = await scimSyncStateIfAny(app.kp, client.clientId);
+      if (sync) scim.set(client.clientId, sync);
+    }
     reply.code(status).type('text/html; charset=utf-8');
     return page({
       title: ui.t('apps.title'),

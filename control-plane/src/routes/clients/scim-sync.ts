@@ -1,7 +1,7 @@
 import { okObject } from '../../http/schemas.js';
 import { html, type SafeHtml } from '../../pages/layout.js';
 import type { PageUi } from '../../pages/ui.js';
-import type { ScimSyncState } from '../../scim/push.js';
+import type { ScimSyncState } from '../../scim/push-queue.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
 

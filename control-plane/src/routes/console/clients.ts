@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { scimSyncState } from '../../scim/push.js';
+import { scimSyncStateIfAny } from '../../scim/push-queue.js';
 import { scimLine } from '../clients/scim-sync.js';
 import { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { validateClientMetadata, usesClientSecret } from '#lib/oauth/client-metadata.js';
@@ -150,9 +150,7 @@ ${actionButton(`${base}/delete`, u.t('console.clients.delete'), { danger: true }
 <h3>${u.t('console.clients.edit')}</h3>
 ${form ?? clientForm(u, `${base}/update`, editValues, undefined, client.revision)}`
       : '';
-    const scim = (await kp.storage.scimPush.target(client.clientId))
-      ? scimLine(u, await scimSyncState(kp, client.clientId))
-      : '';
+    const scim = scimLine(u, (await scimSyncStateIfAny(kp, client.clientId)) ?? undefined);
     const body = html`${notice ?? ''}
 <dl>
 <dt>client_id</dt><dd><code>${client.clientId}</code></dd>
