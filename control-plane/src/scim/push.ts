@@ -13,13 +13,7 @@ import { clientParty, askConsent } from '../consent/gate.js';
 import { judgeAccess } from '../clients/sign-in-access.js';
 import type { ControlPlaneServices } from '../context.js';
 import { outcomeOfFetchFailure, type DeliveryOutcome, type OutboxAdapter } from '../outbox/delivery-loop.js';
-import type {
-  ScimPushJob,
-  StoredClient,
-  StoredOrg,
-  StoredScimPushTarget,
-  StoredTeam,
-} from '../storage/interface.js';
+import type { ScimPushJob, StoredClient, StoredOrg, StoredScimPushTarget, StoredTeam } from '../storage/interface.js';
 import { fetchPolicyFor } from '../webhooks/outbox.js';
 import { pushRules, pushedOrgs, queueEveryone, queueGroupsOf } from './push-queue.js';
 
