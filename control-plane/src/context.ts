@@ -58,6 +58,10 @@ export interface ControlPlaneServices {
   ssfDelivery: OutboxDelivery;
   /** The enabled Shared Signals streams as receipts are matched against them; `refresh()` after a change. */
   ssfTargets: { refresh(): Promise<void> };
+  /** Pushes queued outbound SCIM changes (docs/scim.md#outbound-scim); `deliverDue()` runs a round now. */
+  scimPushDelivery: OutboxDelivery;
+  /** The clients with a SCIM server as receipts are matched against them; `refresh()` after a change. */
+  scimPushTargets: { refresh(): Promise<void> };
   /** OpenTelemetry traces of this control plane (docs/observability.md#traces); `TRACING_OFF` unless configured. */
   tracing: Tracing;
   now: () => number;

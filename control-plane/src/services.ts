@@ -24,6 +24,8 @@ import { backchannelLogoutAdapter } from './logout/backchannel.js';
 import { DeliveryLoop, OutboxMetrics } from './outbox/delivery-loop.js';
 import { WebhookTargets, webhookFollower, webhookAdapter } from './webhooks/outbox.js';
 import { SsfTargets, ssfFollower, ssfPushAdapter } from './ssf/outbox.js';
+import { scimPushAdapter } from './scim/push.js';
+import { ScimPushTargets, scimPushFollower } from './scim/push-queue.js';
 import { startTracing, type Tracing } from '#lib/telemetry/tracing.js';
 import { traceStorage } from './storage/traced-storage.js';
 
@@ -196,11 +198,25 @@ export async function openControlPlaneServices(
       options.warn?.(`shared signals stream refresh failed: ${(error as Error).message}`),
     );
     ledger.follow(ssfFollower({ config, now }, ssfTargets, () => ssfDelivery.nudge()));
+    // Outbound SCIM (docs/scim.md#outbound-scim): the same loop, polled as webhooks are.
+    const scimPushDelivery = new DeliveryLoop(scimPushAdapter({ storage, events, secrets, fetcher, config, now }), {
+      pollIntervalMs: config.webhooks.pollIntervalMs,
+      now,
+      metrics: outboxMetrics,
+      onError: (error) => options.warn?.(`outbound SCIM delivery failed: ${(error as Error).message}`),
+    });
+    const scimPushTargets = new ScimPushTargets(storage);
+    await scimPushTargets.refresh();
+    scimPushTargets.start(config.webhooks.pollIntervalMs, (error) =>
+      options.warn?.(`outbound SCIM target refresh failed: ${(error as Error).message}`),
+    );
+    ledger.follow(scimPushFollower({ now }, scimPushTargets, () => scimPushDelivery.nudge()));
     // Only the primary delivers (docs/scaling.md#workers); a worker's receipts reach its loop at the next poll.
     if (background) {
       backchannelLogout.start();
       webhookDelivery.start();
       ssfDelivery.start();
+      scimPushDelivery.start();
       unsubscribes.push(await opened.subscribe(LOGOUT_QUEUED_CHANNEL, () => backchannelLogout.nudge()));
     }
     return {
@@ -223,6 +239,8 @@ export async function openControlPlaneServices(
       webhookTargets,
       ssfDelivery,
       ssfTargets,
+      scimPushDelivery,
+      scimPushTargets,
       tracing,
       background,
       notify: options.notify ?? (() => undefined),
@@ -236,6 +254,8 @@ export async function openControlPlaneServices(
           await webhookDelivery.close();
           ssfTargets.stop();
           await ssfDelivery.close();
+          scimPushTargets.stop();
+          await scimPushDelivery.close();
           await ledger.close();
           clearInterval(reload);
           clearInterval(noteKeyReload);

@@ -47,10 +47,10 @@ export interface GuardedFetchOptions {
   accept?: string;
   /**
    * The method (default GET). The posture scan also sends a CORS preflight (`OPTIONS`);
-   * back-channel logout POSTs a form (`body`).
+   * back-channel logout POSTs a form (`body`); outbound SCIM also PUTs, PATCHes and DELETEs.
    */
-  method?: 'GET' | 'OPTIONS' | 'POST';
-  /** The request body of a POST, sent with its `Content-Type` from `headers`; never followed through a redirect. */
+  method?: 'GET' | 'OPTIONS' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The request body of a POST (or PUT, PATCH), sent with its `Content-Type` from `headers`; never followed through a redirect. */
   body?: string;
   /** Extra request headers (the scan's CORS probe: `Origin`, `Access-Control-Request-Method`); never credentials. */
   headers?: Record<string, string>;

@@ -330,6 +330,7 @@ export async function updateClient(
   revision: number,
   metadata: ClientMetadata,
   actor?: Actor,
+  onUpdate?: (tx: Stores, client: StoredClient) => Promise<void>,
 ): Promise<ClientChange> {
   if (revision !== client.revision) staleRevision();
   checkOperatorOnlyMetadata(metadata, client.ownerId);
@@ -350,6 +351,7 @@ export async function updateClient(
     });
     // Another update won the race since we read the client.
     if (!stored) staleRevision();
+    await onUpdate?.(tx, stored);
     const recorded = await services.events.record(tx, {
       type: 'client.updated',
       at: now,

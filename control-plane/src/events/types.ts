@@ -420,6 +420,28 @@ export type DomainEvent =
       added: number;
       removed: number;
     })
+  // Outbound SCIM (docs/scim.md#outbound-scim): `actor` the owner or operator who set the server,
+  // Keyplane itself (`system`) for what it pushed; opaque ids only
+  | (EventBase & { type: 'scim.outbound.configured' | 'scim.outbound.removed'; clientId: string; orgId: string | null })
+  | (EventBase & {
+      type: 'scim.outbound.user_provisioned' | 'scim.outbound.user_deactivated';
+      clientId: string;
+      identityId: string;
+      /** Provisioned: found at the remote end (by externalId or userName) rather than created. */
+      matched?: boolean;
+    })
+  | (EventBase & {
+      type: 'scim.outbound.group_provisioned' | 'scim.outbound.group_removed';
+      clientId: string;
+      teamId: string;
+    })
+  | (EventBase & {
+      type: 'scim.outbound.abandoned';
+      clientId: string;
+      resource: 'user' | 'group' | 'reconcile';
+      localId: string;
+      attempts: number;
+    })
   // Webhooks (docs/events.md#webhooks): `orgId` null for the operator's; `disabled` after 24 h of failed deliveries
   | (EventBase & {
       type: 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.secret_rotated' | 'webhook.tested';

@@ -33,6 +33,7 @@ import type { SsfStore } from './types/ssf.js';
 import type { ConnectionStore } from './types/connections.js';
 import type { OperatorStore } from './types/operators.js';
 import type { ScimStore } from './types/scim.js';
+import type { ScimPushStore } from './types/scim-push.js';
 
 /**
  * Storage is one small interface per resource. Methods are async so that a PostgreSQL backend
@@ -51,6 +52,7 @@ export type * from './types/ssf.js';
 export type * from './types/connections.js';
 export type * from './types/operators.js';
 export type * from './types/scim.js';
+export type * from './types/scim-push.js';
 
 export interface Stores {
   keys: KeyStore;
@@ -81,6 +83,7 @@ export interface Stores {
   operators: OperatorStore;
   connections: ConnectionStore;
   scim: ScimStore;
+  scimPush: ScimPushStore;
 }
 
 /** What a spend with writes did: `written` is what `write` returned, present only when this call spent the row. */

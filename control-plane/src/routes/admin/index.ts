@@ -13,6 +13,10 @@ import { listClients } from '../../clients/find-client.js';
 import { approveAgentGrantAsOperator } from '../../agents/grants.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { explainGatewayAccess, gatewayRulesView } from '../../managed-gateways/explain.js';
+import { readScimTarget } from '#lib/scim/outbound.js';
+import { scimSyncState } from '../../scim/push-queue.js';
+import { setScimTarget } from '../../scim/push-target.js';
+import { scimSyncSchema } from '../clients/scim-sync.js';
 
 const admin = [{ bearerAuth: [] }];
 const params = {
@@ -460,6 +464,64 @@ export default async function adminRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const { receipt } = await revokeClient(app.kp, clientId(request), actor(request));
       return { ok: true, client_id: clientId(request), revoked: true, ...(receipt ? { receipt } : {}) };
+    },
+  );
+
+  app.get(
+    '/admin/clients/:clientId/scim',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: "A client's outbound SCIM sync state: when it last succeeded, what waits, what fails",
+        security: admin,
+        params: clientParams,
+        response: { 200: scimSyncSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const client = await findClient(app.kp, clientId(request));
+      return { ok: true, ...(await scimSyncState(app.kp, client.clientId)) };
+    },
+  );
+
+  app.put(
+    '/admin/clients/:clientId/scim',
+    {
+      schema: {
+        tags: ['admin'],
+        summary:
+          "Set the SCIM server an org's or the operator's client is pushed to (`{base_url, token}`; the token is stored sealed)",
+        security: admin,
+        params: clientParams,
+        body: {
+          type: 'object',
+          required: ['base_url', 'token'],
+          properties: { base_url: { type: 'string' }, token: { type: 'string' } },
+        },
+        response: { 200: okObject({ receipt: receiptField }), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const client = await findClient(app.kp, clientId(request));
+      const target = readScimTarget(request.body)!;
+      return { ok: true, ...(await setScimTarget(app.kp, client, target, { by: 'operator', actor: actor(request) })) };
+    },
+  );
+
+  app.delete(
+    '/admin/clients/:clientId/scim',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: "Stop pushing a client's users to its SCIM server (what was pushed stays there)",
+        security: admin,
+        params: clientParams,
+        response: { 200: okObject({ receipt: receiptField }), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const client = await findClient(app.kp, clientId(request));
+      return { ok: true, ...(await setScimTarget(app.kp, client, null, { by: 'operator', actor: actor(request) })) };
     },
   );
 

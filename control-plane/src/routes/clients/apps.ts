@@ -8,7 +8,7 @@ import { type PageUi, uiOf } from '../../pages/ui.js';
 import type { MessageKey } from '#lib/i18n/translate.js';
 import { requireAssurance, requireSession, type SessionGuard } from '../../plugins/session.js';
 import { meetsAssurance } from '#lib/assurance/assurance.js';
-import type { StoredClient } from '../../storage/interface.js';
+import type { StoredClient, Stores } from '../../storage/interface.js';
 import { accessRules } from './access-rules-view.js';
 import type { EnforcementReason, EnforcementStatus } from '#lib/gateway-protocol/enforcement-status.js';
 import { gatewayEnforcement, type GatewayEnforcement } from '../../managed-gateways/issue-config.js';
@@ -18,6 +18,17 @@ import { rotateClientSecret } from '../../clients/operator.js';
 import { deleteClient, describeChange, registerClient, updateClient } from '../../clients/registration.js';
 import { registerConnector } from '../../connectors/register-connector.js';
 import { connectorForm, connectorResultNotice } from '../connectors/page.js';
+import {
+  afterScimChange,
+  checkScimSetter,
+  setterActor,
+  takeScimMember,
+  writeScimTarget,
+  type ScimSetter,
+} from '../../scim/push-target.js';
+import type { ScimTargetInput } from '#lib/scim/outbound.js';
+import { scimSyncState, scimSyncStateIfAny, type ScimSyncState } from '../../scim/push-queue.js';
+import { scimLine, scimSyncSchema } from './scim-sync.js';
 
 /**
  * Owner operations and the self-serve app registration page (docs/oidc.md, "Owner operations and the self-serve page").
@@ -185,6 +196,7 @@ function appsPage(
   ui: PageUi,
   clients: StoredClient[],
   enforcement: ReadonlyMap<string, GatewayEnforcement>,
+  scim: ReadonlyMap<string, ScimSyncState>,
   assurance: string,
   notice?: SafeHtml,
 ): SafeHtml {
@@ -207,7 +219,7 @@ ${clients.map((c) => {
   const id = encodeURIComponent(c.clientId);
   const confidential = usesClientSecret(c.metadata.token_endpoint_auth_method);
   return html`<tr>
-<td>${c.metadata.client_name ?? t('apps.no_name')}</td>
+<td>${c.metadata.client_name ?? t('apps.no_name')}${scimLine(ui, scim.get(c.clientId))}</td>
 <td><code>${c.clientId}</code></td>
 <td>${t(CLIENT_TYPE[clientTypeOf(c.metadata.token_endpoint_auth_method)])}</td>
 <td>${gatewayCell(ui, c, enforcement.get(c.clientId))}</td>
@@ -246,6 +258,26 @@ ${confidential ? html`<form method="post" action="/apps/${id}/rotate-secret"><bu
 ${connectorForm(ui)}`;
 }
 
+/** The signed-in person as a setter of a client's SCIM server. */
+function personSetter(request: FastifyRequest): ScimSetter & { by: 'person' } {
+  const current = request.kp.session!;
+  return { by: 'person', identityId: current.identityId, assurance: current.assurance };
+}
+
+/** The write of a `scim` member in the registration's (or update's) own transaction; nothing when absent. */
+function scimOnWrite(
+  services: Parameters<typeof writeScimTarget>[0],
+  scim: ScimTargetInput | null | undefined,
+  setter: ScimSetter,
+): { onInsert?: (tx: Stores, client: StoredClient) => Promise<void> } {
+  if (scim === undefined) return {};
+  return {
+    onInsert: async (tx, client) => {
+      await writeScimTarget(services, tx, client, scim, setterActor(setter));
+    },
+  };
+}
+
 export default async function appsRoutes(app: FastifyInstance): Promise<void> {
   // The apps page and its forms post back with the session.
   sameOriginReferrerArea(app);
@@ -265,12 +297,17 @@ export default async function appsRoutes(app: FastifyInstance): Promise<void> {
     const enforcement = new Map<string, GatewayEnforcement>();
     for (const client of clients)
       if (client.metadata.gateway) enforcement.set(client.clientId, await gatewayEnforcement(app.kp, client));
+    const scim = new Map<string, ScimSyncState>();
+    for (const client of clients) {
+      const sync = await scimSyncStateIfAny(app.kp, client.clientId);
+      if (sync) scim.set(client.clientId, sync);
+    }
     reply.code(status).type('text/html; charset=utf-8');
     return page({
       title: ui.t('apps.title'),
       nonce: request.kp.cspNonce,
       ui,
-      body: appsPage(ui, clients, enforcement, current.assurance, notice),
+      body: appsPage(ui, clients, enforcement, scim, current.assurance, notice),
       ...(scripts ? { scripts } : {}),
     });
   }
@@ -332,14 +369,19 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
       const form = isForm(request);
       const fields = bodyObject(request);
       const ownerId = await ownerFor(app, request, fields);
+      const scim = takeScimMember(fields);
       const metadata = validateClientMetadata(form ? formRegistration(fields) : fields, {
         defaultScopes: app.kp.config.oidc.defaultClientScopes,
       });
-      const change = await registerClient(app.kp, metadata, {
-        by: 'session',
-        ownerId,
-        identityId: request.kp.session!.identityId,
-      });
+      const setter = personSetter(request);
+      if (scim !== undefined) await checkScimSetter(app.kp, ownerId, setter);
+      const change = await registerClient(
+        app.kp,
+        metadata,
+        { by: 'session', ownerId, identityId: setter.identityId },
+        scimOnWrite(app.kp, scim, setter),
+      );
+      if (scim !== undefined) await afterScimChange(app.kp);
       if (form)
         return renderApps(
           request,
@@ -422,8 +464,19 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
         if (typeof fields.client_name === 'string') fields.client_name = fields.client_name.trim();
       }
       for (const field of SERVER_FIELDS) delete fields[field];
+      const scim = takeScimMember(fields);
       const metadata = validateClientMetadata({ ...client.metadata, ...fields });
-      const change = await updateClient(app.kp, client, revision, metadata);
+      const setter = personSetter(request);
+      if (scim !== undefined) await checkScimSetter(app.kp, client.ownerId, setter);
+      const change = await updateClient(
+        app.kp,
+        client,
+        revision,
+        metadata,
+        undefined,
+        scimOnWrite(app.kp, scim, setter).onInsert,
+      );
+      if (scim !== undefined) await afterScimChange(app.kp);
       if (form)
         return renderApps(
           request,
@@ -431,6 +484,24 @@ ${secret === undefined ? '' : html`<p>${raw(ui.rich('apps.secret_once', code, { 
           secretNotice(request, change.client, change.issued.clientSecret, 'apps.done.saved'),
         );
       return { ok: true, ...describeChange(app.kp, change) };
+    },
+  );
+
+  app.get(
+    '/apps/:client_id/scim',
+    {
+      onRequest: requireSession,
+      schema: {
+        tags: ['clients'],
+        summary: 'The outbound SCIM sync state of a client you manage (docs/scim.md#outbound-scim)',
+        security: session,
+        params: clientParams,
+        response: { 200: scimSyncSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const client = await ownClient(app, request);
+      return { ok: true, ...(await scimSyncState(app.kp, client.clientId)) };
     },
   );
 

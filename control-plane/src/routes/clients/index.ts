@@ -1,6 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { validateClientMetadata } from '#lib/oauth/client-metadata.js';
 import { errorResponses } from '../../http/schemas.js';
+import { fail } from '#lib/errors/keyplane-error.js';
+import { ADMIN_TOKEN } from '../../events/types.js';
+import {
+  afterScimChange,
+  checkScimSetter,
+  setterActor,
+  takeScimMember,
+  writeScimTarget,
+  type ScimSetter,
+} from '../../scim/push-target.js';
 import appsRoutes from './apps.js';
 import {
   authenticateRegistrar,
@@ -101,11 +111,23 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
       const registrar = authenticateRegistrar(app.kp, request.headers.authorization, request.kp.session);
       const { org, ...body } = (request.body ?? {}) as Record<string, unknown>;
       const owned = org === undefined ? registrar : await orgRegistrar(app.kp, registrar, org);
-      const change = await registerClient(
-        app.kp,
-        validateClientMetadata(body, { defaultScopes: app.kp.config.oidc.defaultClientScopes }),
-        owned,
-      );
+      const scim = takeScimMember(body);
+      const metadata = validateClientMetadata(body, { defaultScopes: app.kp.config.oidc.defaultClientScopes });
+      const setter: ScimSetter =
+        registrar.by === 'admin'
+          ? { by: 'operator', actor: ADMIN_TOKEN }
+          : { by: 'person', identityId: registrar.identityId, assurance: request.kp.session!.assurance };
+      if (scim !== undefined) await checkScimSetter(app.kp, owned.ownerId, setter);
+      const change = await registerClient(app.kp, metadata, owned, {
+        ...(scim !== undefined
+          ? {
+              onInsert: async (tx, client) => {
+                await writeScimTarget(app.kp, tx, client, scim, setterActor(setter));
+              },
+            }
+          : {}),
+      });
+      if (scim !== undefined) await afterScimChange(app.kp);
       reply.code(201);
       return describeChange(app.kp, change);
     },
@@ -144,6 +166,9 @@ export default async function clientRoutes(app: FastifyInstance): Promise<void> 
     async (request) => {
       const { client_id: clientId } = request.params as { client_id: string };
       const client = await authenticateRegistrationToken(app.kp, request.headers.authorization, clientId);
+      // The registration access token is the client's, not an owner's: it never names a SCIM server.
+      if ((request.body as Record<string, unknown> | null)?.scim !== undefined)
+        throw fail('forbidden', "a client's SCIM server is set by an owner of its organization or by the operator");
       const { revision, metadata } = checkUpdateRequest(client, request.body, {
         defaultScopes: app.kp.config.oidc.defaultClientScopes,
       });

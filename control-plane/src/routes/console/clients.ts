@@ -1,4 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { scimSyncStateIfAny } from '../../scim/push-queue.js';
+import { scimLine } from '../clients/scim-sync.js';
 import { KeyplaneError } from '#lib/errors/keyplane-error.js';
 import { validateClientMetadata, usesClientSecret } from '#lib/oauth/client-metadata.js';
 import { html, raw, type SafeHtml } from '../../pages/layout.js';
@@ -148,6 +150,7 @@ ${actionButton(`${base}/delete`, u.t('console.clients.delete'), { danger: true }
 <h3>${u.t('console.clients.edit')}</h3>
 ${form ?? clientForm(u, `${base}/update`, editValues, undefined, client.revision)}`
       : '';
+    const scim = scimLine(u, (await scimSyncStateIfAny(kp, client.clientId)) ?? undefined);
     const body = html`${notice ?? ''}
 <dl>
 <dt>client_id</dt><dd><code>${client.clientId}</code></dd>
@@ -157,6 +160,7 @@ ${form ?? clientForm(u, `${base}/update`, editValues, undefined, client.revision
 <dt>${u.t('console.clients.redirects')}</dt><dd>${(client.metadata.redirect_uris ?? []).map((r) => html`<code>${r}</code> `)}</dd>
 <dt>${u.t('console.clients.revision')}</dt><dd>${client.revision}</dd>
 </dl>
+${scim}
 ${gateway}
 ${changes}
 <p><a href="/console/clients">${u.t('console.nav.clients')}</a></p>`;

@@ -26,6 +26,7 @@ import { transparencyLogStore } from './transparency-log-store.js';
 import { webhookStore } from './webhook-store.js';
 import { ssfStore } from './ssf-store.js';
 import { connectionStore } from './connection-store.js';
+import { scimPushStore } from './scim-push-store.js';
 
 /** The stores whose construction is the same on both backends: the client store takes SQLite's read cache. */
 export type SharedStores = Omit<Stores, 'clients'>;
@@ -59,5 +60,6 @@ export function sharedStores(sql: Sql): SharedStores {
     operators: operatorStore(sql),
     connections: connectionStore(sql),
     scim: scimStore(sql),
+    scimPush: scimPushStore(sql),
   };
 }
