@@ -91,6 +91,7 @@ const NO_PAGE: Record<string, string> = {
 const OWN_PAGE: Record<string, string> = {
   '/auth/email/verify': 'a mailed link, opened by whatever the mail client uses',
   '/auth/magic': 'a mailed link, opened by whatever the mail client uses',
+  '/auth/enrol': 'a mailed passkey enrolment link (SCIM provisioning), opened by whatever the mail client uses',
   '/auth/authorize': 'the OAuth front channel: a browser redirected by an app',
   '/auth/logout': 'the OIDC front channel: a browser redirected by an app',
   '/saml/sso': 'the SAML front channel: a browser redirected by a service provider',
