@@ -8,10 +8,6 @@ import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 import { registerLiveClient, startLiveControlPlane } from '../../helpers/live-browser.js';
 
 /** The owner approves an agent enrollment on /account/agents in Debian's Chromium, signed up with a CDP virtual authenticator. */
-interface DomNode {
-  textContent: string | null;
-}
-declare const document: { getElementById(id: string): DomNode | null };
 
 const skip = chromiumSkip(t, 'browser agent approval suite');
 
@@ -48,11 +44,18 @@ t.test(
     ).json()) as { enrollment_id: string; owner_code: string };
     await page.goto(`${server.url}/account/agents?enrollment=${begun.enrollment_id}`);
     await page.fill('input[name="owner_code"]', begun.owner_code.toLowerCase());
+    // The confirmation shows for 400 ms before the page reloads: noted at its change, in the tab's
+    // session storage (which the reload keeps), rather than looked for at animation frames, which a
+    // loaded machine may space wider than that.
+    await page.evaluate(`{
+      const status = document.getElementById('status');
+      new MutationObserver(() => {
+        if (/approved/i.test(status.textContent)) sessionStorage.setItem('kp-approved', '1');
+      }).observe(status, { childList: true, characterData: true, subtree: true });
+    }`);
     await page.click('button[data-action="approve"]');
     await page
-      .waitForFunction(() => /approved/i.test(document.getElementById('status')?.textContent ?? ''), undefined, {
-        timeout: 10_000,
-      })
+      .waitForFunction(`sessionStorage.getItem('kp-approved') === '1'`, undefined, { timeout: 30_000 })
       .catch((e) => {
         throw new Error(`not approved: ${problems.join('; ')}; ${e}`);
       });
