@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { validateReturnUrl } from '#lib/http/return-url.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
-import { requireSession } from '../../plugins/session.js';
-import { requireOperator } from '../../plugins/operator.js';
-import { loadMembership, requireOwnerAtSensitive } from '../../orgs/membership.js';
+import { registerOwnerScopes, type OwnerScope } from '../owner-scopes.js';
+import { loadMembership } from '../../orgs/membership.js';
 import { browserOf, setSessionCookies } from '../../http/session-cookies.js';
 import {
   connectionJwks,
@@ -15,7 +14,6 @@ import {
   ownedConnection,
   updateConnection,
   type ConnectionInput,
-  type ConnectionOwner,
 } from '../../federation/connections.js';
 import {
   beginPendingSignIn,
@@ -33,17 +31,8 @@ import { connectionBody, connectionSchema } from './schemas.js';
 
 const connectionIdParam = { connectionId: { type: 'string', minLength: 1, maxLength: 100 } } as const;
 
-/** Where a set of connection routes lives and who it acts for; `change` asks for the owner's powers. */
-interface ConnectionScope {
-  prefix: string;
-  tag: string;
-  security: Array<Record<string, string[]>>;
-  params: Record<string, unknown>;
-  owner(request: FastifyRequest, change: boolean): Promise<ConnectionOwner>;
-}
-
 /** The same routes for the operator's instance-wide connections and for an org's. */
-function connectionRoutes(app: FastifyInstance, scope: ConnectionScope): void {
+function connectionRoutes(app: FastifyInstance, scope: OwnerScope): void {
   const services = app.kp;
   const { issuer } = services.config;
   const { prefix, tag, security } = scope;
@@ -177,31 +166,7 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
   const services = app.kp;
   // Unauthenticated paths that reach an upstream or write shared state: per client IP, as the credential paths.
   const limits = new CredentialLimits(services);
-  await app.register(async (admin) => {
-    admin.addHook('onRequest', requireOperator('change'));
-    connectionRoutes(admin, {
-      prefix: '/admin/connections',
-      tag: 'admin',
-      security: [{ bearerAuth: [] }],
-      params: {},
-      owner: async (request) => ({ orgId: null, actor: request.kp.operator!.actor }),
-    });
-  });
-  await app.register(async (orgs) => {
-    orgs.addHook('onRequest', requireSession);
-    connectionRoutes(orgs, {
-      prefix: '/org/:slug/connections',
-      tag: 'orgs',
-      security: [{ sessionCookie: [] }],
-      params: { slug: { type: 'string', maxLength: 64 } },
-      owner: async (request, change) => {
-        const session = request.kp.session!;
-        const { slug } = request.params as { slug: string };
-        const membership = await loadMembership(services, slug, session.identityId, 'owner');
-        if (change) requireOwnerAtSensitive(membership, session.assurance);
-        return { orgId: membership.org.orgId, actor: { type: 'person', id: session.identityId } };
-      },
-    });
+  await registerOwnerScopes(app, 'connections', connectionRoutes, (orgs) => {
     // GET as a link from the connection's page, POST as a form or an API call: both start the test.
     orgs.route({
       method: ['GET', 'POST'],

@@ -1,10 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { fail } from '#lib/errors/keyplane-error.js';
-import { meetsAssurance } from '#lib/assurance/assurance.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
-import { requireSession } from '../../plugins/session.js';
-import { loadMembership } from '../../orgs/membership.js';
-import { requireOperator } from '../../plugins/operator.js';
+import { registerOwnerScopes, type OwnerScope } from '../owner-scopes.js';
 import {
   createWebhook,
   deleteWebhook,
@@ -15,7 +11,6 @@ import {
   updateWebhook,
   webhookAttempts,
   webhookView,
-  type WebhookOwner,
 } from '../../webhooks/webhooks.js';
 
 const webhookSchema = {
@@ -67,17 +62,8 @@ const attemptSchema = {
   },
 } as const;
 
-/** Where a set of webhook routes lives, who it acts for, and what a change needs beyond that. */
-interface WebhookScope {
-  prefix: string;
-  tag: string;
-  security: Array<Record<string, string[]>>;
-  params: Record<string, unknown>;
-  owner(request: FastifyRequest, change: boolean): Promise<WebhookOwner>;
-}
-
 /** The same routes for the operator and for an org (docs/events.md#webhooks). */
-function webhookRoutes(app: FastifyInstance, scope: WebhookScope): void {
+function webhookRoutes(app: FastifyInstance, scope: OwnerScope): void {
   const services = app.kp;
   const { prefix, tag, security } = scope;
   const schema = (summary: string, more: Record<string, unknown>) => ({ tags: [tag], summary, security, ...more });
@@ -244,38 +230,5 @@ function webhookRoutes(app: FastifyInstance, scope: WebhookScope): void {
 
 /** The operator's webhooks (`/admin/webhooks`) and each org's (`/org/{slug}/webhooks`, its owners). */
 export default async function webhooksRoutes(app: FastifyInstance): Promise<void> {
-  await app.register(async (admin) => {
-    admin.addHook('onRequest', requireOperator('change'));
-    webhookRoutes(admin, {
-      prefix: '/admin/webhooks',
-      tag: 'admin',
-      security: [{ bearerAuth: [] }],
-      params: {},
-      owner: async (request) => ({ orgId: null, actor: request.kp.operator!.actor }),
-    });
-  });
-  await app.register(async (orgs) => {
-    orgs.addHook('onRequest', requireSession);
-    webhookRoutes(orgs, {
-      prefix: '/org/:slug/webhooks',
-      tag: 'orgs',
-      security: [{ sessionCookie: [] }],
-      params: { slug: { type: 'string', maxLength: 64 } },
-      // The org's owners, and for a change a step-up: a webhook sends the org's receipts elsewhere.
-      owner: async (request, change) => {
-        const session = request.kp.session!;
-        const { slug } = request.params as { slug: string };
-        const { org } = await loadMembership(app.kp, slug, session.identityId, 'owner');
-        if (change && !meetsAssurance(session.assurance, 'sensitive'))
-          throw fail(
-            'insufficient_assurance',
-            'changing webhooks needs a sensitive session; step up at /auth/step-up',
-            {
-              fields: { required: 'sensitive', stepUp: '/auth/step-up' },
-            },
-          );
-        return { orgId: org.orgId, actor: { type: 'person', id: session.identityId } };
-      },
-    });
-  });
+  await registerOwnerScopes(app, 'webhooks', webhookRoutes);
 }
