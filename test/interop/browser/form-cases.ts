@@ -32,7 +32,7 @@ export interface FormCase {
   sharedTag?: true;
 }
 
-/** Forms that post to another party (the relying party, the SAML SP), never to us: nothing of ours to check. */
+/** Forms covered elsewhere: those that post to another party (the relying party, the SAML SP), and the ones below, each with why. */
 export const ELSEWHERE: Array<{ source: string; tag: RegExp; why: string }> = [
   {
     source: 'control-plane/src/routes/oidc/pages.ts',
@@ -40,6 +40,19 @@ export const ELSEWHERE: Array<{ source: string; tag: RegExp; why: string }> = [
     why: "posts to the client's redirect URI",
   },
   { source: 'control-plane/src/routes/saml/pages.ts', tag: /id="kp-saml-form"/, why: "posts to the SP's ACS URL" },
+  // Script forms whose only request is JSON (PUT, or POST with application/json): another origin's
+  // page cannot send one without a CORS preflight, which Keyplane never grants, besides the Origin
+  // check. Their own Chromium suites send them as the page does.
+  {
+    source: 'control-plane/src/pages/link-pages.ts',
+    tag: /id="enrol-form"/,
+    why: 'a passkey ceremony posting JSON: test/interop/browser/scim-enrolment.test.ts',
+  },
+  {
+    source: 'control-plane/src/routes/orgs/passkey-policy-section.ts',
+    tag: /data-method="PUT"/,
+    why: 'preview (JSON POST) and save (JSON PUT): test/interop/browser/passkey-policy.test.ts',
+  },
   // The console's forms ride its own SameSite=Strict cookie, which another origin's page never
   // sends, besides the Origin check (docs/console.md): test/interop/browser/console.test.ts drives
   // them in Chromium (opening, search, changes after a step-up, an auditor's forged post, and the
