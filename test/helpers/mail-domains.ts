@@ -23,3 +23,30 @@ export async function seedProvedMailDomain(
   });
   await storage.orgs.claimMailDomain(domainId, now);
 }
+
+/**
+ * Olivia (`usr_owner`), owner of org Acme (`org_acme`, slug `acme`) holding the proved mail domain
+ * `acme.example`, written straight to storage: the start of the connection and SCIM suites. With
+ * `org: false`, Olivia alone (a suite that makes its own orgs).
+ */
+export async function seedAcmeOwner(
+  storage: Pick<Stores, 'orgs' | 'identities'>,
+  now: number,
+  options: { org?: boolean } = {},
+): Promise<void> {
+  await storage.identities.create({
+    identityId: 'usr_owner',
+    username: 'olivia',
+    displayName: '',
+    preferences: {},
+    founder: false,
+    createdAt: now,
+    updatedAt: now,
+  });
+  if (options.org === false) return;
+  await storage.orgs.create(
+    { orgId: 'org_acme', slug: 'acme', name: 'Acme', website: null, createdAt: now },
+    'usr_owner',
+  );
+  await seedProvedMailDomain(storage, 'org_acme', 'acme.example', now);
+}

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { createConnection } from '../../../control-plane/src/federation/connections.js';
-import { seedProvedMailDomain } from '../../helpers/mail-domains.js';
+import { seedAcmeOwner, seedProvedMailDomain } from '../../helpers/mail-domains.js';
 import { ADMIN, start } from '../../helpers/openid-client.js';
 import { startAtKeyplane, startUpstreamOidc } from '../../helpers/upstream-oidc.js';
 
@@ -23,15 +23,7 @@ t.test('callback refusals', async (t) => {
   const base = server.url;
   const { storage } = server.services;
   const now = Date.now();
-  await storage.identities.create({
-    identityId: 'usr_owner',
-    username: 'olivia',
-    displayName: '',
-    preferences: {},
-    founder: false,
-    createdAt: now,
-    updatedAt: now,
-  });
+  await seedAcmeOwner(storage, now, { org: false });
   const owner = { type: 'person' as const, id: 'usr_owner' };
   const orgWith = async (slug: string, domain: string, tenant?: { tid?: string; hd?: string }) => {
     const orgId = `org_${slug}`;

@@ -2,7 +2,7 @@ import t from 'tap';
 import * as client from 'openid-client';
 import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { connectionView, createConnection } from '../../../control-plane/src/federation/connections.js';
-import { seedProvedMailDomain } from '../../helpers/mail-domains.js';
+import { seedAcmeOwner } from '../../helpers/mail-domains.js';
 import { ADMIN, CookieJar, browse, configure, register, start } from '../../helpers/openid-client.js';
 import { startAtKeyplane, startUpstreamOidc } from '../../helpers/upstream-oidc.js';
 import { until } from '../../helpers/until.js';
@@ -23,20 +23,7 @@ t.test('upstream logout', async (t) => {
   const base = server.url;
   const { storage } = server.services;
   const now = Date.now();
-  await storage.identities.create({
-    identityId: 'usr_owner',
-    username: 'olivia',
-    displayName: '',
-    preferences: {},
-    founder: false,
-    createdAt: now,
-    updatedAt: now,
-  });
-  await storage.orgs.create(
-    { orgId: 'org_acme', slug: 'acme', name: 'Acme', website: null, createdAt: now },
-    'usr_owner',
-  );
-  await seedProvedMailDomain(storage, 'org_acme', 'acme.example', now);
+  await seedAcmeOwner(storage, now);
   const { connection } = await createConnection(
     server.services,
     { orgId: 'org_acme', actor: { type: 'person', id: 'usr_owner' } },

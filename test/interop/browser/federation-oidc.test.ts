@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import * as client from 'openid-client';
 import type { BrowserContext, Page } from 'playwright-core';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
-import { seedProvedMailDomain } from '../../helpers/mail-domains.js';
+import { seedAcmeOwner } from '../../helpers/mail-domains.js';
 import { ADMIN, CALLBACK, register, start } from '../../helpers/openid-client.js';
 import { startUpstreamOidc } from '../../helpers/upstream-oidc.js';
 import { execFile } from 'node:child_process';
@@ -31,20 +31,7 @@ t.test('OIDC connections in Chromium', { skip }, async (t) => {
 
   // An org with a proved mail domain (its own suite proves it by DNS TXT) and its owner.
   const now = Date.now();
-  await storage.identities.create({
-    identityId: 'usr_owner',
-    username: 'olivia',
-    displayName: '',
-    preferences: {},
-    founder: false,
-    createdAt: now,
-    updatedAt: now,
-  });
-  await storage.orgs.create(
-    { orgId: 'org_acme', slug: 'acme', name: 'Acme', website: null, createdAt: now },
-    'usr_owner',
-  );
-  await seedProvedMailDomain(storage, 'org_acme', 'acme.example', now);
+  await seedAcmeOwner(storage, now);
   const { connection } = await createConnection(
     server.services,
     { orgId: 'org_acme', actor: { type: 'person', id: 'usr_owner' } },

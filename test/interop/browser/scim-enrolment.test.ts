@@ -6,6 +6,7 @@ import { startControlPlane, type RunningControlPlane } from '../../../control-pl
 import { seriousViolations } from '../../helpers/axe.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
+import { seedAcmeOwner } from '../../helpers/mail-domains.js';
 import { linkIn, readOutbox } from '../../helpers/smtp.js';
 
 /**
@@ -35,30 +36,7 @@ t.test(
 
     // The org, its proved mail domain and a SCIM token, as an owner at `sensitive` leaves them.
     const now = Date.now();
-    await storage.identities.create({
-      identityId: 'usr_owner',
-      username: 'olivia',
-      displayName: '',
-      preferences: {},
-      founder: false,
-      createdAt: now,
-      updatedAt: now,
-    });
-    await storage.orgs.create(
-      { orgId: 'org_acme', slug: 'acme', name: 'Acme', website: null, createdAt: now },
-      'usr_owner',
-    );
-    await storage.orgs.addMailDomain({
-      domainId: 'mdm_1',
-      orgId: 'org_acme',
-      domain: 'acme.example',
-      proofToken: 'x',
-      verifiedAt: null,
-      checkedAt: null,
-      failingSince: null,
-      createdAt: now,
-    });
-    await storage.orgs.claimMailDomain('mdm_1', now);
+    await seedAcmeOwner(storage, now);
     const tokenId = 'sct_AAAAAAAAAAAAAAAAAAAAAA';
     const secret = 'B'.repeat(43);
     await storage.scim.addToken({
