@@ -150,7 +150,7 @@ t.test('tiles: full ones immutable, partial ones short-lived, unknown and malfor
   await receipted(app, 258);
   await services.ledger.sealNow();
   const full = await app.inject({ method: 'GET', url: '/receipts/tile/0/000' });
-  t.equal(full.statusCode, 200, full.body.slice(0, 200));
+  t.equal(full.statusCode, 200, 'a full tile');
   t.equal(full.headers['content-type'], 'application/octet-stream');
   t.equal(full.rawPayload.length, 256 * 32);
   t.match(full.headers['cache-control'], /immutable/);
