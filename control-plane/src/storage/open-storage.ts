@@ -8,7 +8,7 @@ import { LEDGER_TABLE, loadMigrations, type MigrationReport } from './migration-
 import { openPostgresStorage } from './postgres/index.js';
 import { migratePostgres } from './postgres/schema-ledger.js';
 import { createPool } from './postgres/sql.js';
-import { DATABASE_FILE, backupDatabase, openDatabase } from './sqlite/database.js';
+import { DATABASE_FILE, OFFLINE_BUSY_TIMEOUT_MS, backupDatabase, openDatabase } from './sqlite/database.js';
 import { Database } from './sqlite/driver.js';
 import { openSqliteStorage } from './sqlite/index.js';
 import { StoreUnavailableError } from './store-unavailable-error.js';
@@ -30,6 +30,8 @@ export interface OpenStorageOptions {
    * outages reach the monitor. An offline command (an audit, a migration) may take as long as it needs.
    */
   monitor?: DependencyMonitor;
+  /** How long a SQLite connection waits for another process's write lock (milliseconds). */
+  busyTimeoutMs?: number;
 }
 
 /**
@@ -58,7 +60,11 @@ export async function openStorage(config: StorageConfig, options: OpenStorageOpt
       }),
     );
   }
-  return openSqliteStorage(config.dataDir, { migrate, ...onMigrated });
+  return openSqliteStorage(config.dataDir, {
+    migrate,
+    ...onMigrated,
+    ...(options.busyTimeoutMs ? { busyTimeoutMs: options.busyTimeoutMs } : {}),
+  });
 }
 
 /**
@@ -68,7 +74,8 @@ export async function openStorage(config: StorageConfig, options: OpenStorageOpt
  */
 export async function openExistingStorage(config: StorageConfig): Promise<Storage> {
   await assertStoreExists(config);
-  return openStorage(config);
+  // Offline commands run beside a server that may hold the write lock through a long seal.
+  return openStorage(config, { busyTimeoutMs: OFFLINE_BUSY_TIMEOUT_MS });
 }
 
 /** Where the storage lives, for messages: never the password. */

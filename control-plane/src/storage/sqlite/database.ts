@@ -16,10 +16,18 @@ export const WAL_CHECKPOINT_PAGES = 10_000;
 /** What the WAL file is cut back to when a checkpoint lets it start over (bytes). */
 export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
+/**
+ * How long a connection waits for another process's write lock: a server's requests 5 s; an
+ * offline command beside a running server (a note-key rotation while it seals) 30 s
+ * (OFFLINE_BUSY_TIMEOUT_MS), since failing it is worse than waiting for a long seal to commit.
+ */
+export const SERVER_BUSY_TIMEOUT_MS = 5_000;
+export const OFFLINE_BUSY_TIMEOUT_MS = 30_000;
+
 export function openDatabase(
   dataDir: string,
   migrations: Migration[] = loadMigrations('sqlite'),
-  options: { migrate?: boolean; onMigrated?: (report: MigrationReport) => void } = {},
+  options: { migrate?: boolean; onMigrated?: (report: MigrationReport) => void; busyTimeoutMs?: number } = {},
 ): Sqlite {
   const file = join(dataDir, DATABASE_FILE);
   const migrate = options.migrate ?? true;
@@ -38,7 +46,7 @@ export function openDatabase(
   db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? SERVER_BUSY_TIMEOUT_MS}`);
   try {
     if (migrate) {
       const report = migrateSqlite(db, migrations);

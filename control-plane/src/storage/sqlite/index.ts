@@ -31,7 +31,7 @@ async function subjectOf(stores: Stores, identityId: string, sessionId: string, 
 
 export function openSqliteStorage(
   dataDir: string,
-  options: { migrate?: boolean; onMigrated?: (report: MigrationReport) => void } = {},
+  options: { migrate?: boolean; onMigrated?: (report: MigrationReport) => void; busyTimeoutMs?: number } = {},
 ): Storage {
   const db = openDatabase(dataDir, undefined, options);
   const runner = new SerialRunner(db);
