@@ -589,7 +589,12 @@ t.test(
       await server.services.storage.identities.setSuspended(cy.id, Date.now());
       await cy.page.goto(`${cp}/console`);
       await cy.page.click('button[data-action="console-open"]');
-      await cy.page.waitForSelector('#status:not(:empty)');
+      // "Waiting for your passkey…" comes first; the refusal replaces it.
+      await cy.page
+        .waitForFunction(`/suspended/.test(document.getElementById('status').textContent)`, undefined, {
+          timeout: 20_000,
+        })
+        .catch(() => undefined);
       t.match(await cy.page.textContent('#status'), /suspended/, 'the page names the suspension');
       t.notOk(
         (await cy.context.cookies(cp)).some((c) => c.name === 'kp_console'),
