@@ -11,6 +11,7 @@ import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { buildSignedIn } from '../test/helpers/signed-in.js';
 
 export const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
@@ -163,4 +164,34 @@ export async function benchControlPlane(
   });
   const { browser } = await built.signIn({ username: 'bench', assurance: 'passkey' });
   return { ...built, browser };
+}
+
+/**
+ * A throwaway PostgreSQL database (`<prefix>_<pid>_<random>`) on `KEYPLANE_BENCH_POSTGRES_URL` (the
+ * local server by default), dropped at teardown; null, with a line saying so, when no server answers.
+ */
+export async function postgresDatabase(
+  tap: { teardown(fn: () => unknown): void },
+  prefix: string,
+): Promise<string | null> {
+  const url = process.env['KEYPLANE_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await admin.connect();
+  } catch (error) {
+    log(`  PostgreSQL at ${url} does not answer (${(error as Error).message}): skipped`);
+    return null;
+  }
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  tap.teardown(async () => {
+    const again = new pg.Client({ connectionString: url });
+    await again.connect();
+    await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await again.end();
+  });
+  const dbUrl = new URL(url);
+  dbUrl.pathname = `/${name}`;
+  return dbUrl.toString();
 }

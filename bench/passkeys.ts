@@ -18,37 +18,21 @@
  * in a database made for the run and dropped after it; BENCH_SKIP_POSTGRES=1 leaves it out.
  * BENCH_SECONDS sets the timed work per case (default 5).
  */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { SoftAuthenticator } from '../test/helpers/soft-authenticator.js';
 import { ORIGIN, type Browser } from '../test/helpers/signed-in.js';
-import { benchCase, benchControlPlane, benchTap, describeRun, log, measureInterleaved, type Rate } from './harness.js';
+import {
+  benchCase,
+  benchControlPlane,
+  benchTap,
+  describeRun,
+  log,
+  measureInterleaved,
+  postgresDatabase,
+  type Rate,
+} from './harness.js';
 
 type Teardowns = ReturnType<typeof benchTap>['tap'];
 const IN_FLIGHT = [1, 16];
-
-async function postgresDatabase(tap: Teardowns): Promise<string | null> {
-  const url = process.env['KEYPLANE_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await admin.connect();
-  } catch (error) {
-    log(`  PostgreSQL at ${url} does not answer (${(error as Error).message}): skipped`);
-    return null;
-  }
-  const name = `kp_bench_pk_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  tap.teardown(async () => {
-    const again = new pg.Client({ connectionString: url });
-    await again.connect();
-    await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await again.end();
-  });
-  const dbUrl = new URL(url);
-  dbUrl.pathname = `/${name}`;
-  return dbUrl.toString();
-}
 
 function expectOk(res: { statusCode: number; body: string }, what: string) {
   if (res.statusCode !== 200) throw new Error(`${what}: ${res.statusCode} ${res.body.slice(0, 200)}`);
@@ -112,7 +96,7 @@ describeRun('bench:passkeys');
 try {
   const figures = await backend(tap, 'SQLite');
   if (process.env['BENCH_SKIP_POSTGRES'] !== '1') {
-    const databaseUrl = await postgresDatabase(tap);
+    const databaseUrl = await postgresDatabase(tap, 'kp_bench_pk');
     if (databaseUrl) figures.push(...(await backend(tap, 'PostgreSQL', databaseUrl)));
   }
   for (const line of figures) process.stdout.write(`${line}\n`);

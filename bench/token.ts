@@ -131,29 +131,6 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof pgQuery;
 
-async function postgresDatabase(tap: Teardowns): Promise<string | null> {
-  const url = process.env['KEYPLANE_BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await admin.connect();
-  } catch (error) {
-    log(`  PostgreSQL at ${url} does not answer (${(error as Error).message}): skipped`);
-    return null;
-  }
-  const name = `kp_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  tap.teardown(async () => {
-    const again = new pg.Client({ connectionString: url });
-    await again.connect();
-    await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await again.end();
-  });
-  const dbUrl = new URL(url);
-  dbUrl.pathname = `/${name}`;
-  return dbUrl.toString();
-}
-
 async function keyplane(tap: Teardowns, databaseUrl?: string, parts = current): Promise<Contender> {
   const backend = `${databaseUrl ? 'PostgreSQL' : 'SQLite'}${parts === current ? '' : ', baseline'}`;
   const { registerClient, pkcePair, obtainCode, goodRequest, exchangeCode, refresh } = parts.oidc;
@@ -367,7 +344,7 @@ for (const inFlight of [1, IN_FLIGHT]) {
   const base = baseline ? rest.shift()! : null;
   const [onPg = null] = postgresRun
     ? await sideBySide(async (tap) => {
-        const databaseUrl = await postgresDatabase(tap);
+        const databaseUrl = await harness.postgresDatabase(tap, 'kp_bench');
         return databaseUrl ? [await keyplane(tap, databaseUrl)] : [];
       }, inFlight)
     : [];
