@@ -5,7 +5,9 @@ import type { CliResult } from './cli.js';
  * Runs a command in this process through the program `main.ts` runs, with the same exit code and
  * the same stdout/stderr split, without a Node start per call (and counted in coverage). `runCli`
  * stays for what only a process shows: signals, the `listening` line, main's own exit. `env` is set
- * on process.env for the run and restored after, so in-process runs must not overlap.
+ * on process.env for the run and restored after, so in-process runs must not overlap. An offline
+ * command that writes the SQLite store of a server running in this process, while it serves, runs
+ * with `runCli`: SQLite's busy wait would block the event loop the server needs to commit.
  * Apart from cli.ts so that suites of the services, which spawn the CLI, never load it themselves.
  */
 export async function runInProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {

@@ -8,6 +8,8 @@ import { progress, runUntilSignal, say, warn } from '../io.js';
 
 const DEFAULT_GATEWAY_PORT = 4480;
 const DEFAULT_DEMO_PORT = 4490;
+/** Tries at starting the demo app and gateway when a port chosen for port 0 was taken meanwhile. */
+const AUTO_PORT_ATTEMPTS = 3;
 
 export function upCommand(program: Command): void {
   program
@@ -48,12 +50,6 @@ export function upCommand(program: Command): void {
         import('../../../gateway/src/server.js'),
         import('../demo/demo-app.js'),
       ]);
-      // The gateway's redirect URI is registered before it starts, so its port is fixed first.
-      const gatewayPort = await resolvePort(gatewayPortOption, config.host);
-      const gatewayUrl = defaultPublicUrl(config.host, gatewayPort);
-      // So is the demo app's: the in-place example on it is registered with its origins.
-      const demoPort = await resolvePort(demoPortOption, config.host);
-
       // Notices (the founder setup link) wait for the summary, so each is shown once, after the URLs.
       const notices: string[] = [];
       const controlPlane = await startControlPlane(config, {
@@ -65,49 +61,63 @@ export function upCommand(program: Command): void {
       const closeAll = async () => {
         for (const close of closers.reverse()) await close();
       };
-      try {
-        const inPlaceOrigins = demoOrigins(config.host, demoPort);
-        const inPlaceClient = await ensureInPlaceDemoClient(controlPlane.services, { origins: inPlaceOrigins });
-        const demo = await startDemoApp({
-          port: demoPort,
-          host: config.host,
-          gatewayUrl,
-          inPlace: { issuer: controlPlane.url, clientId: inPlaceClient.clientId },
-        });
-        closers.push(() => demo.close());
-        const inPlaceUrl = `${inPlaceOrigins[0]}${IN_PLACE_DEMO_PATH}`;
-        const client = await ensureDemoGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
-        // Not from KEYPLANE_CONFIG or the environment: those configure the control plane (a control
-        // plane's file is not a gateway's), and this gateway is the try-out's, set up from it.
-        const gatewayConfig = loadGatewayConfig({
-          env: {},
-          overrides: {
+      for (let attempt = 1; ; attempt++) {
+        // The gateway's redirect URI is registered before it starts, so its port is fixed first;
+        // so is the demo app's: the in-place example on it is registered with its origins.
+        const gatewayPort = await resolvePort(gatewayPortOption, config.host);
+        const demoPort = await resolvePort(demoPortOption, config.host);
+        const started: Array<() => Promise<void>> = [];
+        try {
+          const gatewayUrl = defaultPublicUrl(config.host, gatewayPort);
+          const inPlaceOrigins = demoOrigins(config.host, demoPort);
+          const inPlaceClient = await ensureInPlaceDemoClient(controlPlane.services, { origins: inPlaceOrigins });
+          const demo = await startDemoApp({
+            port: demoPort,
             host: config.host,
-            port: gatewayPort,
-            controlPlane: controlPlane.url,
-            upstream: demo.url,
-            clientId: client.clientId,
-            clientSecret: client.clientSecret,
-            dataDir: join(config.dataDir, 'gateway'),
-            logLevel: config.logLevel,
-          },
-        });
-        const gateway = await startGateway(gatewayConfig, { logStream: humanLogStream(process.stderr, 'gateway') });
-        closers.push(() => gateway.close());
+            gatewayUrl,
+            inPlace: { issuer: controlPlane.url, clientId: inPlaceClient.clientId },
+          });
+          started.push(() => demo.close());
+          const inPlaceUrl = `${inPlaceOrigins[0]}${IN_PLACE_DEMO_PATH}`;
+          const client = await ensureDemoGatewayClient(controlPlane.services, { gatewayUrl, policy: DEMO_POLICY });
+          // Not from KEYPLANE_CONFIG or the environment: those configure the control plane (a control
+          // plane's file is not a gateway's), and this gateway is the try-out's, set up from it.
+          const gatewayConfig = loadGatewayConfig({
+            env: {},
+            overrides: {
+              host: config.host,
+              port: gatewayPort,
+              controlPlane: controlPlane.url,
+              upstream: demo.url,
+              clientId: client.clientId,
+              clientSecret: client.clientSecret,
+              dataDir: join(config.dataDir, 'gateway'),
+              logLevel: config.logLevel,
+            },
+          });
+          const gateway = await startGateway(gatewayConfig, { logStream: humanLogStream(process.stderr, 'gateway') });
+          started.push(() => gateway.close());
+          closers.push(...started);
 
-        say(`listening ${controlPlane.url}`);
-        say(`listening ${gateway.url}`);
-        say(`listening ${demo.url}`);
-        progress(
-          upSummary(
-            { controlPlane: controlPlane.url, gateway: gateway.url, demo: demo.url, inPlace: inPlaceUrl },
-            notices,
-            client,
-          ),
-        );
-      } catch (error) {
-        await closeAll();
-        throw error;
+          say(`listening ${controlPlane.url}`);
+          say(`listening ${gateway.url}`);
+          say(`listening ${demo.url}`);
+          progress(
+            upSummary(
+              { controlPlane: controlPlane.url, gateway: gateway.url, demo: demo.url, inPlace: inPlaceUrl },
+              notices,
+              client,
+            ),
+          );
+          break;
+        } catch (error) {
+          for (const close of started.reverse()) await close();
+          // A port found free for port 0 can be taken by another program before it is bound: choose again.
+          const autoPorts = gatewayPortOption === 0 || demoPortOption === 0;
+          if (autoPorts && attempt < AUTO_PORT_ATTEMPTS && isAddressInUse(error)) continue;
+          await closeAll();
+          throw error;
+        }
       }
       await runUntilSignal(closeAll);
     });
@@ -157,4 +167,8 @@ export function demoOrigins(host: string, port: number): string[] {
 /** Port 0 asks the OS for a free port now, so the redirect URI can name it before the gateway binds. */
 async function resolvePort(port: number, host: string): Promise<number> {
   return port === 0 ? findFreePort(host) : port;
+}
+
+function isAddressInUse(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
 }
