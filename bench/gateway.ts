@@ -11,13 +11,18 @@
  * keep-alive) runs here. The targets (docs/performance.md): (c) >= 0.9x a bare undici Pool
  * passthrough of the same request (b2c: the browser's Cookie and Accept too), and (d) >= 0.8x one
  * raw ES256 verification before that passthrough (bound2), per CPU-second, median of three rounds.
+ *
+ * BENCH_BASELINE=<another checkout> also starts that checkout's gateway (forked from its own
+ * bench/gateway.ts, which needs its own node_modules) and runs (c) and (d) on it in the same rounds,
+ * back to back with this one in alternating order: a before/after of the gateway's request path in
+ * one run (docs/performance.md#gateway-npm-run-benchgateway).
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPublicKey, generateKeyPairSync, randomUUID, verify, type JsonWebKey } from 'node:crypto';
 import { SignJWT, compactVerify, createLocalJWKSet, exportJWK, importJWK, type JWK } from 'jose';
@@ -449,13 +454,20 @@ interface Started {
   dpopJwk?: JWK;
 }
 
+/** Another checkout's bench:gateway, whose gateway is the before of a before/after (BENCH_BASELINE). */
+const BASELINE = process.env['BENCH_BASELINE'];
+
 async function start(kind: string, ...args: string[]): Promise<Started> {
+  return startFrom(new URL(import.meta.url).pathname, kind, ...args);
+}
+
+async function startFrom(file: string, kind: string, ...args: string[]): Promise<Started> {
   // BENCH_PROFILE=dir writes a V8 CPU profile of the gateway process there.
   const profile =
     kind === 'gateway' && process.env['BENCH_PROFILE']
       ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`]
       : [];
-  const child = fork(new URL(import.meta.url).pathname, [kind, ...args], {
+  const child = fork(file, [kind, ...args], {
     execArgv: ['--import', 'tsx', ...profile],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -479,6 +491,9 @@ async function main(): Promise<void> {
   const bound = await start('es256', JSON.stringify(dpopPublic));
   const undici = await start('undici', upstream.url);
   const rawBound = await start('es256-undici', upstream.url, JSON.stringify(dpopPublic));
+  const before = BASELINE
+    ? await startFrom(join(resolve(BASELINE), 'bench/gateway.ts'), 'gateway', upstream.url)
+    : null;
   const stops: Array<() => Promise<void>> = [];
   try {
     process.stdout.write(
@@ -597,7 +612,15 @@ async function main(): Promise<void> {
     // The two targets, measured again in ROUNDS rounds in which each case and its baseline run
     // back to back, in alternating order: one pass gave ratios from 0.65 to 1.30 for the same
     // code on the same machine, as the other processes on the two cores took turns.
-    const rounds: Array<{ cookie: number; dpop: number }> = [];
+    const rounds: Array<{ cookie: number; dpop: number; cookieVsBefore?: number; dpopVsBefore?: number }> = [];
+    const beforeHeaders = before && { cookie: before.cookie!, accept: 'text/html' };
+    const beforeProofs = before && (await proofMaker(before.dpopJwk!, `${before.publicUrl}${path}`, before.token!));
+    if (before && beforeHeaders && beforeProofs) {
+      // Untimed, as this checkout's gateway was by the cases above: the JIT settles first.
+      await measured(before, beforeHeaders);
+      await beforeProofs.fill(budget);
+      await measured(before, () => beforeProofs.next(), path);
+    }
     for (let round = 1; round <= ROUNDS; round++) {
       const pair = async <T>(first: () => Promise<T>, second: () => Promise<T>) =>
         round % 2 === 1 ? [await first(), await second()] : [await second(), await first()].reverse();
@@ -609,7 +632,22 @@ async function main(): Promise<void> {
         async () => (await proofs.fill(budget), measured(rawBound, () => proofs.next(), path)),
         async () => (await proofs.fill(budget), measured(gateway, () => proofs.next(), path)),
       );
-      const result = { cookie: perCpu(ours!, base!), dpop: perCpu(bound2Dpop!, bound2!) };
+      const result: (typeof rounds)[number] = { cookie: perCpu(ours!, base!), dpop: perCpu(bound2Dpop!, bound2!) };
+      if (before && beforeHeaders && beforeProofs) {
+        const [then, now] = await pair(
+          () => measured(before, beforeHeaders),
+          () => measured(gateway, browserHeaders),
+        );
+        const [thenDpop, nowDpop] = await pair(
+          async () => (await beforeProofs.fill(budget), measured(before, () => beforeProofs.next(), path)),
+          async () => (await proofs.fill(budget), measured(gateway, () => proofs.next(), path)),
+        );
+        result.cookieVsBefore = perCpu(now!, then!);
+        result.dpopVsBefore = perCpu(nowDpop!, thenDpop!);
+        process.stdout.write(
+          `  round ${round} against the baseline checkout: (c) ${Math.round(now!.cpuUs!)} vs ${Math.round(then!.cpuUs!)} µs/req, (d) ${Math.round(nowDpop!.cpuUs!)} vs ${Math.round(thenDpop!.cpuUs!)} µs/req${now!.errors + then!.errors + nowDpop!.errors + thenDpop!.errors ? '  errors' : ''}\n`,
+        );
+      }
       rounds.push(result);
       process.stdout.write(
         `  round ${round}: (c)/(b2c) per CPU-second ${result.cookie.toFixed(2)} (${Math.round(ours!.cpuUs!)} vs ${Math.round(base!.cpuUs!)} µs/req); (d)/bound2 ${result.dpop.toFixed(2)} (${Math.round(bound2Dpop!.cpuUs!)} vs ${Math.round(bound2!.cpuUs!)} µs/req)${bound2Dpop!.errors + bound2!.errors ? `  errors ${bound2Dpop!.errors + bound2!.errors}` : ''}\n`,
@@ -624,6 +662,13 @@ async function main(): Promise<void> {
     process.stdout.write(
       `  (d)/bound2 per CPU-second, median of ${ROUNDS} rounds: ${dpopMedian.toFixed(2)} ${verdict(dpopMedian, 0.8)}\n`,
     );
+    if (before) {
+      const cookieVsBefore = median(rounds.map((r) => r.cookieVsBefore!));
+      const dpopVsBefore = median(rounds.map((r) => r.dpopVsBefore!));
+      process.stdout.write(
+        `  this checkout ÷ the baseline (${BASELINE}) per CPU-second, median of ${ROUNDS} rounds: (c) ${cookieVsBefore.toFixed(2)}, (d) ${dpopVsBefore.toFixed(2)} (above 1: faster now)\n`,
+      );
+    }
     if (nginxAlone && nginxGate)
       process.stdout.write(`  (e)/nginx alone = ${(nginxGate.rps / nginxAlone.rps).toFixed(2)}\n`);
     process.stdout.write(`# after: ${loadLine()}\n`);
@@ -631,6 +676,7 @@ async function main(): Promise<void> {
     for (const stop of stops) await stop();
     for (const child of [upstream.child, proxy.child, gateway.child, bound.child, undici.child, rawBound.child])
       child.disconnect();
+    before?.child.disconnect();
   }
 }
 

@@ -18,12 +18,15 @@
  * is printed beside it (on two cores the load generator competes with the server, so the wall
  * ratio also says how much of a core the generator left, and the CPU ratio is the stricter one).
  * BENCH_PROFILE=dir writes V8 CPU profiles of both servers.
+ * BENCH_BASELINE=<another checkout> adds that checkout's control plane (forked from its own
+ * bench/healthz.ts, which needs its own node_modules) to the same alternating rounds: a
+ * before/after of the request pipeline in one run.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 2);
@@ -93,16 +96,19 @@ interface Result {
   errors: number;
 }
 
-async function start(kind: string): Promise<Server> {
+/** Another checkout whose control plane is the before of a before/after (BENCH_BASELINE). */
+const BASELINE = process.env['BENCH_BASELINE'];
+
+async function start(kind: string, file = new URL(import.meta.url).pathname, name = kind): Promise<Server> {
   // BENCH_PROFILE=dir writes V8 CPU profiles of both servers there.
   const profile = process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`] : [];
-  const child = fork(new URL(import.meta.url).pathname, [kind], {
+  const child = fork(file, [kind], {
     execArgv: ['--import', 'tsx', ...profile],
     // Keyplane's standard error is its log: written as in production, then dropped (/dev/null).
     stdio: ['ignore', 'inherit', kind === 'keyplane' ? 'ignore' : 'inherit', 'ipc'],
   });
   const [message] = (await once(child, 'message')) as [{ url: string }];
-  return { name: kind, child, url: message.url };
+  return { name, child, url: message.url };
 }
 
 async function cpuOf(child: ChildProcess): Promise<number> {
@@ -149,12 +155,16 @@ async function main(): Promise<void> {
     `bench:healthz — ${WARM_UP}s warm-up, then ${ROUNDS} alternating rounds of ${SECONDS}s per server, ${CONNECTIONS} connections, Node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, ${loadLine()}\n`,
   );
   const servers = [await start('keyplane'), await start('bare')];
+  if (BASELINE) servers.push(await start('keyplane', join(resolve(BASELINE), 'bench/healthz.ts'), 'keyplane before'));
   const pools = servers.map((s) => new Pool(s.url, { connections: CONNECTIONS, pipelining: 1 }));
   const totals = servers.map(() => ({ requests: 0, seconds: 0, cpuUs: 0, errors: 0 }));
+  const rate = (r: Result) => r.requests / r.seconds;
+  const cpuPerRequest = (r: Result) => r.cpuUs / r.requests;
   try {
     for (const pool of pools) await drive(pool, WARM_UP);
     for (let r = 1; r <= ROUNDS; r++) {
-      const order = r % 2 ? [0, 1] : [1, 0];
+      // Each round in another order, so no server always follows the same one.
+      const order = servers.map((_, i) => (i + r) % servers.length);
       const results: Result[] = [];
       for (const i of order) results[i] = await round(servers[i]!, pools[i]!);
       for (const [i, result] of results.entries()) {
@@ -164,20 +174,28 @@ async function main(): Promise<void> {
         total.cpuUs += result.cpuUs;
         total.errors += result.errors;
       }
-      const [ours, bare] = results as [Result, Result];
       process.stdout.write(
-        `  round ${r}: keyplane ${Math.round(ours.requests / ours.seconds)}/s (${(ours.cpuUs / ours.requests).toFixed(1)} µs CPU/req), bare ${Math.round(bare.requests / bare.seconds)}/s (${(bare.cpuUs / bare.requests).toFixed(1)} µs CPU/req)\n`,
+        `  round ${r}: ${results.map((result, i) => `${servers[i]!.name} ${Math.round(rate(result))}/s (${cpuPerRequest(result).toFixed(1)} µs CPU/req)`).join(', ')}\n`,
       );
     }
-    const [ours, bare] = totals as [Result, Result];
-    const wall = ours.requests / ours.seconds / (bare.requests / bare.seconds);
-    const perCpu = bare.cpuUs / bare.requests / (ours.cpuUs / ours.requests);
+    const [ours, bare, before] = totals as [Result, Result, Result | undefined];
+    const wall = rate(ours) / rate(bare);
+    const perCpu = cpuPerRequest(bare) / cpuPerRequest(ours);
     process.stdout.write(
       [
-        `  keyplane: ${Math.round(ours.requests / ours.seconds)} req/s wall, ${Math.round((ours.requests / ours.cpuUs) * 1e6)} per CPU-second`,
-        `  bare fastify: ${Math.round(bare.requests / bare.seconds)} req/s wall, ${Math.round((bare.requests / bare.cpuUs) * 1e6)} per CPU-second`,
+        ...totals.map(
+          (total, i) =>
+            `  ${servers[i]!.name}: ${Math.round(rate(total))} req/s wall, ${Math.round(1e6 / cpuPerRequest(total))} per CPU-second`,
+        ),
         `  keyplane ÷ bare: ${wall.toFixed(2)} in requests/s (target ≥ ${TARGET}: ${wall >= TARGET ? 'met' : 'not met'}), ${perCpu.toFixed(2)} per CPU-second of the server`,
-        ...(ours.errors + bare.errors ? [`  errors: keyplane ${ours.errors}, bare ${bare.errors}`] : []),
+        ...(before
+          ? [
+              `  keyplane ÷ keyplane before (${BASELINE}): ${(rate(ours) / rate(before)).toFixed(2)} in requests/s, ${(cpuPerRequest(before) / cpuPerRequest(ours)).toFixed(2)} per CPU-second (above 1: faster now)`,
+            ]
+          : []),
+        ...(totals.some((total) => total.errors)
+          ? [`  errors: ${totals.map((total, i) => `${servers[i]!.name} ${total.errors}`).join(', ')}`]
+          : []),
         `# after: ${loadLine()}`,
         '',
       ].join('\n'),
