@@ -29,11 +29,13 @@ import { credentialsForUsername } from '../passkeys/decoy.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { authorizationClientOf } from './authorization-client.js';
 import { approvalOf } from '../consent/gate.js';
+import { requiredSsoFor } from '../federation/required-sso.js';
+import { checkSignInPolicy } from '../passkeys/policy.js';
 
 /** What the direct grant runs on. */
 export type DirectGrantServices = Pick<
   ControlPlaneServices,
-  'config' | 'storage' | 'state' | 'events' | 'secrets' | 'now'
+  'config' | 'storage' | 'state' | 'events' | 'secrets' | 'metadata' | 'now'
 >;
 
 /** The client and the origin it was called from, after the shared in-place origin check. */
@@ -173,6 +175,12 @@ async function runCeremony(
     const use = await verifyAssertion(services, assertion.response, clientData, fields, credential, [origin]);
     // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts).
     await requireSignInAllowed(storage, credential.identityId);
+    // The org's passkey policy, once the passkey proved itself, as at /auth (docs/passkeys.md#org-policy).
+    await checkSignInPolicy(services, credential);
+    // Required SSO (docs/federation.md#required-sso): this passkey is only a step-up of a session an
+    // upstream sign-in started, and the direct grant starts a session of its own: never one here.
+    if ((await requiredSsoFor(storage, credential.identityId)) !== null)
+      throw fail('sso_required', 'sign in through your organization first: your passkey confirms it afterwards');
     await storage.credentials.recordUse(credential.credId, { ...use, at: services.now() });
     return { identityId: credential.identityId, created: false };
   }
