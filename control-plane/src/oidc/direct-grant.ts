@@ -177,10 +177,6 @@ async function runCeremony(
     await requireSignInAllowed(storage, credential.identityId);
     // The org's passkey policy, once the passkey proved itself, as at /auth (docs/passkeys.md#org-policy).
     await checkSignInPolicy(services, credential);
-    // Required SSO (docs/federation.md#required-sso): this passkey is only a step-up of a session an
-    // upstream sign-in started, and the direct grant starts a session of its own: never one here.
-    if ((await requiredSsoFor(storage, credential.identityId)) !== null)
-      throw fail('sso_required', 'sign in through your organization first: your passkey confirms it afterwards');
     await storage.credentials.recordUse(credential.credId, { ...use, at: services.now() });
     return { identityId: credential.identityId, created: false };
   }
@@ -262,6 +258,12 @@ export async function directGrant(
     ...(authz.nonce !== undefined ? { nonce: authz.nonce } : {}),
   });
   const { identityId } = await runCeremony(services, caller, body);
+  // Required SSO (docs/federation.md#required-sso): the passkey only steps up a session an upstream
+  // sign-in started, and the direct grant starts a session of its own; the popup offers the org's sign-in.
+  if ((await requiredSsoFor(storage, identityId)) !== null)
+    throw fail('sso_required', 'sign in through your organization in the popup: your passkey confirms it afterwards', {
+      fields: { popup },
+    });
   // The direct grant cannot ask for a TOTP code: the popup can (docs/in-place.md).
   const totp = await storage.totp.get(identityId);
   if (totp?.state === 'active')

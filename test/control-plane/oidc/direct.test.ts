@@ -544,6 +544,11 @@ t.test(
     const refused = await signIn();
     t.equal(refused.statusCode, 403);
     t.equal(refused.json().reason, 'sso_required');
+    t.equal(
+      new URL(refused.json().popup).searchParams.get('response_mode'),
+      'web_message',
+      'the popup signs in upstream',
+    );
     t.same(
       (await services.storage.sessions.listLive('usr_mia', services.now())).length,
       1,
