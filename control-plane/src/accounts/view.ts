@@ -1,12 +1,13 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import { shouldOfferPasskeyUpgrade } from '#lib/webauthn/passkey-upgrade.js';
-import { authenticatorNameOf, type AuthenticatorName } from '#lib/webauthn/authenticator-names.js';
+import type { AuthenticatorName } from '#lib/webauthn/authenticator-names.js';
 import { describeUserAgent, type DeviceDescription } from '#lib/accounts/user-agent.js';
 import { effectiveAssurance } from '#lib/assurance/assurance.js';
 import { accountExtras, type AccountExtras } from './account-sections.js';
 import type { ControlPlaneServices } from '../context.js';
 import { rpIdOf, userHandleOf } from '../passkeys/ceremony.js';
-import { passkeysToReplace } from '../passkeys/policy.js';
+import { authenticatorOf, passkeysToReplace } from '../passkeys/policy.js';
+import { requiredSsoFor } from '../federation/required-sso.js';
 import { standingInvites } from '../orgs/invites.js';
 import { listApprovals, type ListedApproval } from '../consent/gate.js';
 
@@ -33,6 +34,11 @@ export interface AccountView {
   }>;
   /** Offer this session a passkey (it signed in without one; docs/passkeys.md#upgrades). */
   passkeyUpgrade: boolean;
+  /**
+   * The account's org requires SSO (docs/federation.md#required-sso): its passkeys only confirm a
+   * session its upstream sign-in started, so the offer says so instead of "sign in next time".
+   */
+  passkeyStepUpOnly: boolean;
   /**
    * Passkeys the org's policy now refuses, working until `graceUntil`: the page asks for another
    * (docs/passkeys.md#org-policy). Null when there are none.
@@ -107,7 +113,7 @@ export async function loadAccountView(
         lastUsedAt: p.lastUsedAt,
         backedUp: p.backedUp,
         aaguid: p.aaguid ?? null,
-        authenticator: authenticatorNameOf(p.aaguid),
+        authenticator: authenticatorOf(services, p.aaguid),
       })),
       passkeyUpgrade:
         current.amr !== undefined &&
@@ -119,6 +125,7 @@ export async function loadAccountView(
           declinedAt: identity.passkeyUpgradeDeclinedAt ?? null,
           now,
         }),
+      passkeyStepUpOnly: (await requiredSsoFor(storage, identityId)) !== null,
       passkeysToReplace: toReplace,
       userHandle: Buffer.from(userHandleOf(identityId)).toString('base64url'),
       rpId: rpIdOf(services),

@@ -29,11 +29,13 @@ import { credentialsForUsername } from '../passkeys/decoy.js';
 import { checkSignInAccess } from '../clients/sign-in-access.js';
 import { authorizationClientOf } from './authorization-client.js';
 import { approvalOf } from '../consent/gate.js';
+import { requiredSsoFor } from '../federation/required-sso.js';
+import { checkSignInPolicy } from '../passkeys/policy.js';
 
 /** What the direct grant runs on. */
 export type DirectGrantServices = Pick<
   ControlPlaneServices,
-  'config' | 'storage' | 'state' | 'events' | 'secrets' | 'now'
+  'config' | 'storage' | 'state' | 'events' | 'secrets' | 'metadata' | 'now'
 >;
 
 /** The client and the origin it was called from, after the shared in-place origin check. */
@@ -173,6 +175,8 @@ async function runCeremony(
     const use = await verifyAssertion(services, assertion.response, clientData, fields, credential, [origin]);
     // An operator's pause holds on every transport (docs/in-place.md#disabled-accounts).
     await requireSignInAllowed(storage, credential.identityId);
+    // The org's passkey policy, once the passkey proved itself, as at /auth (docs/passkeys.md#org-policy).
+    await checkSignInPolicy(services, credential);
     await storage.credentials.recordUse(credential.credId, { ...use, at: services.now() });
     return { identityId: credential.identityId, created: false };
   }
@@ -254,6 +258,12 @@ export async function directGrant(
     ...(authz.nonce !== undefined ? { nonce: authz.nonce } : {}),
   });
   const { identityId } = await runCeremony(services, caller, body);
+  // Required SSO (docs/federation.md#required-sso): the passkey only steps up a session an upstream
+  // sign-in started, and the direct grant starts a session of its own; the popup offers the org's sign-in.
+  if ((await requiredSsoFor(storage, identityId)) !== null)
+    throw fail('sso_required', 'sign in through your organization in the popup: your passkey confirms it afterwards', {
+      fields: { popup },
+    });
   // The direct grant cannot ask for a TOTP code: the popup can (docs/in-place.md).
   const totp = await storage.totp.get(identityId);
   if (totp?.state === 'active')

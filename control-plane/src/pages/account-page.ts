@@ -129,7 +129,7 @@ function accountPage(
 ${t('account.assurance')} <strong data-field="assurance">${assurance}</strong>. ${view.founder ? html`<strong>${t('account.founder')}</strong>` : ''}</p>
 ${view.aliases.length ? html`<p class="muted">${t('account.aliases', { names: view.aliases.join(', ') })}</p>` : ''}
 ${refusal ? html`<p id="form-error" role="alert" class="error">${refusal}</p>\n` : ''}<p id="status" role="status" aria-live="polite"></p>
-${view.passkeyUpgrade ? passkeyUpgradeOffer(ui) : ''}
+${view.passkeyUpgrade ? passkeyUpgradeOffer(ui, view.passkeyStepUpOnly) : ''}
 ${view.passkeysToReplace ? passkeyReplacePrompt(ui, view.passkeysToReplace) : ''}
 <p><button type="button" data-action="signout">${t('account.sign_out')}</button> <a href="/auth/step-up?return=/account">${t('account.step_up')}</a> · <a href="/account/export" download>${t('account.export')}</a></p>
 <nav aria-labelledby="toc-h" data-field="toc"><h2 id="toc-h">${t('account.toc')}</h2><ul>${TABLE_OF_CONTENTS.map(([id, key]) => html`<li><a href="#${id}">${t(key)}</a></li>`)}</ul></nav>
@@ -214,13 +214,14 @@ function authenticatorCell(ui: PageUi, authenticator: AccountView['passkeys'][nu
 
 /**
  * The passkey offered to a session that signed in without one (docs/passkeys.md#upgrades): one click
- * creates it; account.js also tries the browser's conditional create where there is one.
+ * creates it; account.js also tries the browser's conditional create where there is one. For an
+ * account whose org requires SSO it is offered as what it is there: the step-up after the upstream.
  */
-function passkeyUpgradeOffer(ui: PageUi) {
+function passkeyUpgradeOffer(ui: PageUi, stepUpOnly: boolean) {
   const { t } = ui;
   return html`<section id="passkey-upgrade" data-field="passkey-upgrade" aria-labelledby="upgrade-h">
-<h2 id="upgrade-h">${t('account.upgrade.heading')}</h2>
-<p>${t('account.upgrade.text')}</p>
+<h2 id="upgrade-h">${t(stepUpOnly ? 'account.upgrade.heading_sso' : 'account.upgrade.heading')}</h2>
+<p>${t(stepUpOnly ? 'account.upgrade.text_sso' : 'account.upgrade.text')}</p>
 <p><button type="button" data-action="upgrade-passkey">${t('account.upgrade.create')}</button> <button type="button" class="secondary" data-action="decline-upgrade">${t('account.upgrade.later')}</button></p>
 </section>`;
 }

@@ -12,7 +12,9 @@ import type { OutgoingMail } from '../mail/mailer.js';
 import { mailLocale } from '../pages/ui.js';
 import { openSession, type OpenedSession, type SignInBrowser } from '../sessions/start-session.js';
 import type { Identity, Stores } from '../storage/interface.js';
+import { policyWantsAttestation } from '#lib/webauthn/judge-passkey-policy.js';
 import { creationOptionsFor, readRegistration, takeChallenge, verifyRegistration } from './ceremony.js';
+import { judgeNewPasskey, policyFor } from './policy.js';
 
 /**
  * Passkey enrolment links (docs/scim.md#enrolment-links): an account an org provisioned, with a
@@ -25,7 +27,10 @@ import { creationOptionsFor, readRegistration, takeChallenge, verifyRegistration
 /** Seven days: long enough for a new hire's first week, short enough that a forgotten mail goes stale. */
 export const ENROLMENT_LIFETIME_S = 7 * 86_400;
 
-export type EnrolmentServices = Pick<ControlPlaneServices, 'config' | 'storage' | 'state' | 'events' | 'now'>;
+export type EnrolmentServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'state' | 'events' | 'metadata' | 'now'
+>;
 
 const REFUSALS: Record<RedeemFailure, Reason> = {
   unknown: 'link_invalid',
@@ -102,11 +107,15 @@ export async function beginEnrolment(
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const { identity, tokenHash } = await checkEnrolment(services, token);
   const existing = await services.storage.credentials.listByIdentity(identity.identityId);
-  return creationOptionsFor(services, identity, existing, {
-    purpose: 'enrol',
-    identityId: identity.identityId,
-    link: tokenHash,
-  });
+  // The org's passkey policy holds for its enrolment links too (docs/passkeys.md#org-policy).
+  const policy = await policyFor(services, identity);
+  return creationOptionsFor(
+    services,
+    identity,
+    existing,
+    { purpose: 'enrol', identityId: identity.identityId, link: tokenHash },
+    policyWantsAttestation(policy) ? 'direct' : 'none',
+  );
 }
 
 /**
@@ -124,6 +133,8 @@ export async function finishEnrolment(
   if (state.identityId !== identity.identityId || state.link !== tokenHash)
     throw fail('challenge_mismatch', 'this passkey was started from another link');
   const verified = await verifyRegistration(services, input.response, clientData, fields, clientData.challenge);
+  // Judged before the link is used up: a refused authenticator leaves the link for another one.
+  const { attested } = await judgeNewPasskey(services, identity, verified);
   const now = services.now();
   const { identityId } = identity;
   return services.storage.transaction(async (tx) => {
@@ -131,7 +142,7 @@ export async function finishEnrolment(
     const count = await tx.credentials.countByIdentity(identityId);
     if (
       !(await tx.credentials.insert(
-        credentialRecord(identityId, verified, defaultPasskeyLabel(verified.aaguid, count + 1), now),
+        credentialRecord(identityId, { ...verified, attested }, defaultPasskeyLabel(verified.aaguid, count + 1), now),
       ))
     )
       throw fail('credential_exists', 'this passkey is registered already');

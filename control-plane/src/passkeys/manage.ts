@@ -1,13 +1,13 @@
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
 import { checkFreeText, PASSKEY_LABEL_MAX } from '#lib/accounts/username.js';
 import { fail } from '#lib/errors/keyplane-error.js';
-import { authenticatorNameOf, defaultPasskeyLabel, type AuthenticatorName } from '#lib/webauthn/authenticator-names.js';
+import { defaultPasskeyLabel, type AuthenticatorName } from '#lib/webauthn/authenticator-names.js';
 import { credentialRecord } from '../accounts/sign-up.js';
 import type { ControlPlaneServices, SessionView } from '../context.js';
 import type { StoredCredential } from '../storage/interface.js';
 import { policyWantsAttestation } from '#lib/webauthn/judge-passkey-policy.js';
 import { creationOptionsFor, readRegistration, takeChallenge, verifyRegistration } from './ceremony.js';
-import { checkRegistrationPolicy, isAttested, policyFor } from './policy.js';
+import { authenticatorOf, judgeNewPasskey, policyFor } from './policy.js';
 
 /** A signed-in account managing its passkeys: storage, the ledger's events, challenges, the clock. */
 export type PasskeyServices = Pick<
@@ -22,7 +22,7 @@ export type PasskeySummary = Pick<
 
 /** The account's passkeys, never their public keys. */
 export async function listPasskeys(
-  services: Pick<PasskeyServices, 'storage'>,
+  services: Pick<PasskeyServices, 'storage' | 'metadata'>,
   identityId: string,
 ): Promise<PasskeySummary[]> {
   const passkeys = await services.storage.credentials.listByIdentity(identityId);
@@ -35,7 +35,7 @@ export async function listPasskeys(
     backupEligible,
     transports,
     aaguid: aaguid ?? null,
-    authenticator: authenticatorNameOf(aaguid),
+    authenticator: authenticatorOf(services, aaguid),
   }));
 }
 
@@ -104,14 +104,10 @@ export async function finishAddPasskey(
   if (state.identityId !== session.identityId || state.sessionId !== session.id)
     throw fail('challenge_mismatch', 'this passkey was started by another session');
   const verified = await verifyRegistration(services, input.response, clientData, fields, clientData.challenge);
-  const attested = isAttested(services, verified);
-  checkRegistrationPolicy(
+  const { attested } = await judgeNewPasskey(
     services,
-    await policyFor(services, await services.storage.identities.get(session.identityId)),
-    {
-      aaguid: verified.aaguid,
-      attested,
-    },
+    await services.storage.identities.get(session.identityId),
+    verified,
   );
   const now = services.now();
   return services.storage.transaction(async (tx) => {

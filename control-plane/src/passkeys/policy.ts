@@ -1,5 +1,5 @@
 import { fail, type KeyplaneError } from '#lib/errors/keyplane-error.js';
-import { authenticatorNameOf } from '#lib/webauthn/authenticator-names.js';
+import { authenticatorNameOf, type AuthenticatorName } from '#lib/webauthn/authenticator-names.js';
 import {
   judgePasskeyAtSignIn,
   judgePasskeyPolicy,
@@ -27,6 +27,20 @@ export async function policyFor(
 ): Promise<StoredPasskeyPolicy | null> {
   if (!identity?.managedBy) return null;
   return services.storage.orgs.passkeyPolicy(identity.managedBy);
+}
+
+/**
+ * The authenticator a passkey list shows (docs/passkeys.md#authenticator-names): the community
+ * list's name and icon, else the loaded FIDO metadata's description; null when neither knows it.
+ */
+export function authenticatorOf(
+  services: Pick<PolicyServices, 'metadata'>,
+  aaguid: string | null | undefined,
+): AuthenticatorName | null {
+  const listed = authenticatorNameOf(aaguid);
+  if (listed) return listed;
+  const description = services.metadata.entry(aaguid)?.description;
+  return description ? { name: description } : null;
 }
 
 /** The name a refusal shows: the FIDO metadata's description, the community list's name, or the AAGUID. */
@@ -76,6 +90,22 @@ export function isAttested(
     METADATA_CHECKED_FORMATS.includes(verified.attestationFormat) &&
     services.metadata.entry(verified.aaguid) !== null
   );
+}
+
+/**
+ * Every registration of a passkey to an existing account (added on the account page, offered after
+ * a sign-in without one, or made through an org's enrolment link): whether its attestation counts,
+ * judged by the account's org policy, refused with `authenticator_not_allowed` before anything is
+ * stored. Answers `attested`, which the stored passkey keeps.
+ */
+export async function judgeNewPasskey(
+  services: Pick<PolicyServices, 'storage' | 'metadata'>,
+  identity: Pick<Identity, 'managedBy'> | null,
+  verified: { aaguid: string; attestationFormat: string; attestationCertified: boolean },
+): Promise<{ attested: boolean }> {
+  const attested = isAttested(services, verified);
+  checkRegistrationPolicy(services, await policyFor(services, identity), { aaguid: verified.aaguid, attested });
+  return { attested };
 }
 
 /** At registration: throws `authenticator_not_allowed` when the account's org policy refuses the new passkey. */

@@ -4,6 +4,7 @@ import { build, TEST_ISSUER } from '../../helpers/build.js';
 import { ADMIN, REDIRECT, exchangeCode, pkcePair, registerClient, type Registered } from '../../helpers/oidc.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import { createOrg } from '../../../control-plane/src/orgs/membership.js';
+import { managedAccountWithPasskey } from '../../helpers/fido-metadata.js';
 
 const RP = 'https://notes.example.com';
 
@@ -470,6 +471,88 @@ t.test(
     t.match(
       events.find((e) => (e as { kind: string }).kind === 'signin.access_denied'),
       { client_id: restricted.client_id, transport: 'direct', identityId: bob!.identityId, refusal: 'no_rule_matched' },
+    );
+  },
+);
+
+t.test(
+  "an org's managed account: its passkey policy holds in place, and with required SSO a passkey alone gets no code",
+  async (t) => {
+    const { app, client, services } = await setup(t, { first_party: true });
+    await signUpInPlace(app, client, 'olivia');
+    const olivia = await services.storage.identities.findByUsername('olivia');
+    const { org } = await createOrg(services, olivia!.identityId, { name: 'Acme' });
+    // Mia is managed by Acme (as JIT or SCIM leave her); her passkey was made at the issuer.
+    const phone = new SoftAuthenticator(TEST_ISSUER);
+    const AAGUID = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
+    await managedAccountWithPasskey(services, { username: 'mia', orgId: org.orgId, label: 'Phone' }, phone, {
+      aaguid: AAGUID,
+    });
+    const signIn = async () =>
+      post(
+        app,
+        '/auth/authorize/direct',
+        grantBody(client, pkcePair().challenge, { assertion: await assertionBody(app, client, phone, { origin: RP }) }),
+      );
+    t.equal((await signIn()).statusCode, 200, 'no policy, no required connection: a code');
+
+    // The org denies that authenticator; the passkey was registered before, but the policy's grace is 0 days.
+    const now = services.now();
+    await services.storage.orgs.putPasskeyPolicy({
+      orgId: org.orgId,
+      aaguidsAllowed: [],
+      aaguidsDenied: [AAGUID],
+      attestation: 'none',
+      effectiveAt: now,
+      graceUntil: now,
+      updatedBy: olivia!.identityId,
+    });
+    const denied = await signIn();
+    t.equal(denied.statusCode, 403);
+    t.match(denied.json(), { reason: 'authenticator_not_allowed', why: 'denied', authenticator: { aaguid: AAGUID } });
+    await services.storage.orgs.putPasskeyPolicy({
+      orgId: org.orgId,
+      aaguidsAllowed: [],
+      aaguidsDenied: [],
+      attestation: 'none',
+      effectiveAt: now,
+      graceUntil: now,
+      updatedBy: olivia!.identityId,
+    });
+
+    // Required SSO (docs/federation.md#required-sso): the passkey is only the step-up after the upstream.
+    await services.storage.connections.insert({
+      connectionId: 'con_acme',
+      orgId: org.orgId,
+      type: 'oidc',
+      name: 'Acme SSO',
+      settings: {
+        issuer: 'https://login.acme.example',
+        clientId: 'kp',
+        tokenEndpointAuthMethod: 'client_secret_basic',
+        scopes: ['openid'],
+      },
+      secretSealed: null,
+      domains: ['acme.example'],
+      jit: null,
+      required: true,
+      maxAssurance: 'email',
+      sessionMaxHours: 12,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const refused = await signIn();
+    t.equal(refused.statusCode, 403);
+    t.equal(refused.json().reason, 'sso_required');
+    t.equal(
+      new URL(refused.json().popup).searchParams.get('response_mode'),
+      'web_message',
+      'the popup signs in upstream',
+    );
+    t.same(
+      (await services.storage.sessions.listLive('usr_mia', services.now())).length,
+      1,
+      'only the session of the first sign-in',
     );
   },
 );

@@ -160,6 +160,10 @@ t.test(
     t.match(account.json().passkeysToReplace, {
       passkeys: [{ why: 'denied', authenticator: 'Test Key', label: 'Work key' }],
     });
+    // Test Key is in the loaded FIDO metadata only, not in the community list: the list names it from there.
+    t.match(account.json().passkeys, [{ aaguid: KEY, authenticator: { name: 'Test Key' } }]);
+    const listed = await app.inject({ method: 'POST', url: '/auth/passkeys/list', headers: headersFor(cookies) });
+    t.match(listed.json().passkeys, [{ aaguid: KEY, authenticator: { name: 'Test Key' } }]);
     const page = await app.inject({ method: 'GET', url: '/account', headers: headersFor(cookies) });
     t.match(page.body, /id="passkey-replace"/, 'the re-enrolment prompt');
     t.match(page.body, /Test Key/);

@@ -14,6 +14,7 @@ t.test('a session signed in without a passkey is offered one until it declines o
 
   const { browser: recovered } = await signIn({ username: 'ada', assurance: 'recovery' });
   t.equal((await account(recovered)).passkeyUpgrade, true, 'after a recovery-code sign-in');
+  t.equal((await account(recovered)).passkeyStepUpOnly, false, 'offered as a way to sign in');
   const declined = await recovered.post('/auth/passkeys/upgrade/decline');
   t.equal(declined.statusCode, 200, declined.body);
   t.same(declined.json(), { ok: true });

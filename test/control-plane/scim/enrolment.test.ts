@@ -60,7 +60,7 @@ async function setUp(t: Test) {
     const response = new SoftAuthenticator(ORIGIN).create(begin.json().options);
     return post('/auth/enrol/verify', { token, response });
   };
-  return { ...built, org, scim, provision, linkFor, enrol, post };
+  return { ...built, owner, org, scim, provision, linkFor, enrol, post };
 }
 
 const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
@@ -156,6 +156,53 @@ t.test(
     for (const address of ['bo@elsewhere.example', 'cy@acme.example', 'di@acme.example'])
       t.equal(await linkFor(address), null, `${address} is not mailed`);
     t.equal(events.filter((e) => e.type === 'scim.enrolment_sent').length, 0);
+  },
+);
+
+t.test(
+  "the org's passkey policy holds for the link: a denied authenticator is refused and the link stays usable",
+  async (t) => {
+    const DENIED = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
+    const OTHER = '6d44ba9b-f6ec-2e49-b930-0c8fe920cb73';
+    const { provision, linkFor, post, services, owner } = await setUp(t);
+    const put = await owner.browser.request('PUT', '/org/acme/passkey-policy', { aaguids_denied: [DENIED] });
+    t.equal(put.statusCode, 200, put.body);
+    const id = await provision('eve@acme.example', { emails: [{ type: 'work', value: 'eve@acme.example' }] });
+    const token = tokenOf((await linkFor('eve@acme.example'))!);
+    const attempt = async (aaguid: string) => {
+      const begin = await post('/auth/enrol/options', { token });
+      t.equal(begin.statusCode, 200, begin.body);
+      const response = new SoftAuthenticator(ORIGIN).create(begin.json().options, { aaguid });
+      return post('/auth/enrol/verify', { token, response });
+    };
+    const refused = await attempt(DENIED);
+    t.equal(refused.statusCode, 403);
+    t.match(refused.json(), {
+      reason: 'authenticator_not_allowed',
+      why: 'denied',
+      authenticator: { aaguid: DENIED, name: 'Google Password Manager' },
+    });
+    t.equal(refused.headers['set-cookie'], undefined, 'no session');
+    t.same(await services.storage.credentials.listByIdentity(id), [], 'no passkey stored');
+
+    const enrolled = await attempt(OTHER);
+    t.equal(enrolled.statusCode, 200, 'the link was not used up by the refusal');
+    t.match(await services.storage.credentials.listByIdentity(id), [{ aaguid: OTHER, attested: false }]);
+
+    // A policy that requires attestation asks the authenticator for it (docs/passkeys.md#org-policy).
+    t.equal(
+      (await owner.browser.request('PUT', '/org/acme/passkey-policy', { attestation: 'required' })).statusCode,
+      200,
+    );
+    await provision('fay@acme.example', { emails: [{ type: 'work', value: 'fay@acme.example' }] });
+    const fay = tokenOf((await linkFor('fay@acme.example'))!);
+    const options = (await post('/auth/enrol/options', { token: fay })).json().options;
+    t.equal(options.attestation, 'direct');
+    const unattested = await post('/auth/enrol/verify', {
+      token: fay,
+      response: new SoftAuthenticator(ORIGIN).create(options, { aaguid: OTHER }),
+    });
+    t.match(unattested.json(), { reason: 'authenticator_not_allowed', why: 'attestation_required' });
   },
 );
 

@@ -8,6 +8,10 @@ import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
 import { linkIn, readOutbox } from '../../helpers/smtp.js';
 import { SoftAuthenticator } from '../../helpers/soft-authenticator.js';
 import { until } from '../../helpers/until.js';
+import { seedAcmeOwner } from '../../helpers/mail-domains.js';
+import { start } from '../../helpers/openid-client.js';
+import { startUpstreamOidc } from '../../helpers/upstream-oidc.js';
+import { createConnection } from '../../../control-plane/src/federation/connections.js';
 
 /**
  * The passkey journeys of docs/passkeys.md in one Chromium and one control plane: autofill
@@ -19,6 +23,7 @@ const skip = chromiumSkip(t, 'browser passkey journeys suite');
 
 /** A known AAGUID of the committed list, and its name there. */
 const GOOGLE_PASSWORD_MANAGER = { aaguid: 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4', name: 'Google Password Manager' };
+const UPSTREAM_SECRET = 'upstream-client-secret-0123456789';
 
 interface Call {
   api: string;
@@ -353,5 +358,107 @@ t.test(
     await declines.context.close();
 
     t.same(problems, [], 'no page errors, failed loads or CSP violations');
+  },
+);
+
+t.test(
+  'required SSO: the passkey offered after the upstream sign-in only steps that session up, never signs in alone',
+  { skip, timeout: 180_000 },
+  async (t) => {
+    const upstream = await startUpstreamOidc(t);
+    const server = await start(t, { fetch: { allowPrivateTargets: true, caFile: upstream.tls.caFile } });
+    const base = server.url;
+    const { storage } = server.services;
+    await seedAcmeOwner(storage, Date.now());
+    const { connection } = await createConnection(
+      server.services,
+      { orgId: 'org_acme', actor: { type: 'person', id: 'usr_owner' } },
+      {
+        type: 'oidc',
+        name: 'Acme SSO',
+        oidc: { issuer: upstream.issuer, client_id: 'keyplane', client_secret: UPSTREAM_SECRET },
+        domains: ['acme.example'],
+        jit: { role: 'member' },
+        required: true,
+      },
+    );
+    upstream.addClient({
+      client_id: 'keyplane',
+      client_secret: UPSTREAM_SECRET,
+      redirect_uris: [`${base}/federation/${connection.connectionId}/callback`],
+      token_endpoint_auth_method: 'client_secret_basic',
+    });
+
+    // Autofill stays on: the virtual authenticator answers the sign-in page's conditional request by itself.
+    const { browser, problems } = await launchChromium(t, {
+      autofill: true,
+      expectedFailures: ['/auth/assertion-verify'],
+    });
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    t.teardown(() => context.close());
+    await recordWebAuthn(context);
+    const page = await context.newPage();
+    page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable', { enableUI: false });
+    await cdp.send('WebAuthn.addVirtualAuthenticator', { options: PLATFORM_AUTHENTICATOR });
+    const accountJson = () =>
+      page.evaluate(async () => {
+        const res = await fetch('/account?format=json', { headers: { accept: 'application/json' } });
+        return { status: res.status, body: (await res.json()) as Record<string, any> };
+      });
+
+    // Sign in at the upstream (node-oidc-provider's own login and consent pages); JIT makes the managed account.
+    await page.goto(`${base}/auth?connection=${connection.connectionId}`);
+    await page.click('#connection-start');
+    await page.waitForSelector('input[name="login"]');
+    await page.fill('input[name="login"]', 'mia@acme.example');
+    await page.fill('input[name="password"]', 'any');
+    await page.click('button[type="submit"]');
+    await page.waitForLoadState();
+    if (new URL(page.url()).origin === upstream.issuer) await page.click('button[type="submit"]');
+    await page.waitForURL(`${base}/account`, { timeout: 20_000 });
+
+    // The offer names what the passkey is for here: confirming, not signing in.
+    t.equal(await page.locator('#passkey-upgrade').isVisible(), true, 'a passkey is offered after the upstream');
+    t.equal(await page.locator('#upgrade-h').textContent(), 'Confirm with a passkey');
+    t.match(await page.locator('#passkey-upgrade').textContent(), /never signs you in by itself/);
+    t.equal((await accountJson()).body['passkeyStepUpOnly'], true);
+    await page.click('button[data-action="upgrade-passkey"]');
+    await waitFor(
+      'the offered passkey is created',
+      async () => ((await accountJson()).body['passkeys'] as unknown[]).length === 1,
+      20_000,
+    );
+
+    // Within the upstream's session the passkey steps up to sensitive.
+    await page.goto(`${base}/auth/step-up?return=/account`);
+    await page.click('button[data-action="step-up"]');
+    await page.waitForURL(`${base}/account`, { timeout: 20_000 });
+    t.equal(await page.locator('[data-field="assurance"]').textContent(), 'sensitive', 'stepped up with the passkey');
+
+    // Without that session, the same passkey opens none: autofill and the button are refused sso_required.
+    await context.clearCookies();
+    const signedOutAt = Date.now();
+    await page.goto(`${base}/auth`);
+    await waitCall(
+      page,
+      (c) => c.api === 'get-result' && c.mediation === 'conditional' && c.at >= signedOutAt,
+      'the conditional request answered by the passkey',
+    );
+    await page.waitForFunction(
+      () => /identity provider/.test((globalThis as any).document.getElementById('status')?.textContent ?? ''),
+      undefined,
+      { timeout: 10_000 },
+    );
+    t.equal((await accountJson()).status, 401, 'autofill opened no session');
+    await page.click('button[data-action="signin"]');
+    await waitCall(page, (c) => c.api === 'get-result' && c.mediation !== 'conditional', 'the button request');
+    await page.waitForTimeout(500);
+    t.equal((await accountJson()).status, 401, 'nor did the button');
+    t.equal(new URL(page.url()).pathname, '/auth', 'the page stays on the sign-in page');
+    const refusals = (await callsOf(page)).filter((c) => c.api === 'get-result').length;
+    t.ok(refusals <= 2, `the refused passkey is not asked for again and again (${refusals} answers)`);
+    t.same(problems, [], 'no page errors');
   },
 );

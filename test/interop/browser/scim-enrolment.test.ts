@@ -12,8 +12,11 @@ import { linkIn, readOutbox } from '../../helpers/smtp.js';
 /**
  * A directory provisions an account over SCIM; the mailed enrolment link, opened in Chromium with
  * a platform authenticator, creates the account's passkey and signs it in; the link then works no more.
+ * The org's passkey policy holds there too: an authenticator it denies is refused, named on the page.
  */
 const skip = chromiumSkip(t, 'browser SCIM enrolment suite');
+/** The AAGUID Chromium's virtual authenticator attests. */
+const VIRTUAL_AAGUID = '01020304-0506-0708-0102-030405060708';
 
 t.test(
   'a provisioned person creates a passkey from the mailed link and is signed in',
@@ -82,6 +85,31 @@ t.test(
     await page.goto(link!);
     t.match(await page.locator('h1').textContent(), /Create your passkey/);
     t.match(await page.locator('main').textContent(), /Acme/);
+
+    // The org's passkey policy holds for the link (docs/passkeys.md#org-policy): the virtual
+    // authenticator's AAGUID denied, the page says which authenticator and why; the link stays usable.
+    const policy = (aaguidsDenied: string[]) =>
+      storage.orgs.putPasskeyPolicy({
+        orgId: 'org_acme',
+        aaguidsAllowed: [],
+        aaguidsDenied,
+        attestation: 'none',
+        effectiveAt: Date.now(),
+        graceUntil: Date.now(),
+        updatedBy: 'usr_owner',
+      });
+    await policy([VIRTUAL_AAGUID]);
+    await page.click('button[data-action="enrol"]');
+    await page.waitForFunction(
+      () => /not allowed/.test((globalThis as any).document.getElementById('status')?.textContent ?? ''),
+      undefined,
+      { timeout: 15_000 },
+    );
+    t.match(await page.locator('#status').textContent(), VIRTUAL_AAGUID, 'the refusal names the authenticator');
+    t.equal((await storage.credentials.listByIdentity(id)).length, 0, 'no passkey was stored');
+    t.equal(new URL(page.url()).pathname, '/auth/enrol', 'not signed in');
+    await policy([]);
+    await page.goto(link!);
     await page.click('button[data-action="enrol"]');
     await page.waitForURL(`${server.url}/account`, { timeout: 20_000 }).catch(() => t.fail(problems.join('\n')));
     t.match(await page.locator('main').textContent(), /Ann Lee/, 'signed in as the provisioned account');

@@ -93,7 +93,9 @@ async function startAutofill() {
     await finishSignIn({ response });
   } catch (error) {
     sayInvalid(status, null, describe(error));
-    startAutofill();
+    // sso_required: this passkey only confirms a sign-in at the org's identity provider, so asking
+    // for it again would only be refused again; the person signs in through the org instead.
+    if (!error || error.reason !== 'sso_required') startAutofill();
   } finally {
     busy = false;
   }
@@ -107,7 +109,7 @@ async function run(action) {
   } catch (error) {
     const nameWrong = error && ['invalid_username', 'username_taken'].includes(error.reason);
     sayInvalid(status, nameWrong ? input : null, describe(error));
-    startAutofill();
+    if (!error || error.reason !== 'sso_required') startAutofill();
   } finally {
     busy = false;
   }
