@@ -2,7 +2,7 @@ import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { buildCheckpointPayload, signCheckpoint } from '#lib/ledger/checkpoint.js';
 import { auditPath, buildSortedMerkleTree, toHex, treeRoot } from '#lib/ledger/merkle-tree.js';
-import { canonicalReceipt, type Receipt } from '#lib/ledger/receipt.js';
+import { canonicalReceipt, treeKeyOf, type Receipt } from '#lib/ledger/receipt.js';
 import type { DomainEvent } from '../events/types.js';
 import type { SigningKey } from '../keys/key-ring.js';
 import type { Storage, Stores } from '../storage/interface.js';
@@ -165,42 +165,80 @@ export class Ledger {
     await this.options.log?.settle();
   }
 
+  /**
+   * Imports receipts made elsewhere (bench:growth seeds a store this way) as one new sealed epoch,
+   * exactly as `sealNow` would seal them had they been appended: the same tree, checkpoint and
+   * transparency log entry, with each receipt written once, already placed. At most
+   * `sealMaxReceipts` at a time; pending receipts are left for the sealer.
+   */
+  async importSealed(
+    receipts: ReadonlyArray<{ receipt: Receipt; hash: string; body: string; createdAt: number }>,
+  ): Promise<number> {
+    if (receipts.length === 0 || receipts.length > this.options.sealMaxReceipts)
+      throw new RangeError(`an imported epoch holds 1 to ${this.options.sealMaxReceipts} receipts`);
+    const epoch = await this.options.storage.transaction(async (tx) => {
+      await tx.receipts.lockSealing();
+      const pending = receipts.map((r) => ({ hash: r.hash, treeKey: treeKeyOf(r.hash) }));
+      return this.sealEpoch(tx, pending, (epoch, placements) => {
+        // Written in the order given, as appends would have been (the audit export's order).
+        const placed = new Map(placements.map((p) => [p.hash, p]));
+        return tx.receipts.appendSealed(
+          epoch,
+          receipts.map((r) => ({ ...placed.get(r.hash)!, body: r.body, kind: r.receipt.kind, createdAt: r.createdAt })),
+        );
+      });
+    });
+    this.sealed?.inc();
+    for (const r of receipts) this.appended?.inc({ kind: r.receipt.kind });
+    return epoch.epoch;
+  }
+
   private async sealOne(): Promise<{ epoch: number; size: number } | null> {
     this.appendedSinceSeal = 0;
-    const { storage, sealMaxReceipts, now, signingKey } = this.options;
+    const { storage, sealMaxReceipts } = this.options;
     const epoch = await storage.transaction(async (tx) => {
       // Replicas sharing one database seal one at a time; whoever waited reads the epoch the
       // other just sealed, and the receipts it left, after the lock is granted.
       await tx.receipts.lockSealing();
       const pending = await tx.receipts.pending(sealMaxReceipts);
       if (pending.length === 0) return null;
-      const latest = await tx.receipts.latestCheckpoint();
-      const epoch = (latest?.epoch ?? 0) + 1;
-      const tree = buildSortedMerkleTree(pending.map((p) => p.treeKey));
-      const hashByKey = new Map(pending.map((p) => [p.treeKey.toString('hex'), p.hash]));
-      const root = toHex(treeRoot(tree));
-      const payload = buildCheckpointPayload({
-        epoch,
-        root,
-        size: tree.size,
-        previous: latest?.jws ?? null,
-        now: now(),
-      });
-      const jws = await signCheckpoint(payload, signingKey());
-      await tx.receipts.insertCheckpoint({ epoch, jws, root, size: tree.size, prev: payload.prev, sealedAt: now() });
-      await tx.receipts.assignEpoch(
-        epoch,
-        tree.keys.map((key, index) => ({
-          hash: hashByKey.get(key.toString('hex'))!,
-          index,
-          path: auditPath(tree, index),
-        })),
-      );
-      // The epoch enters the transparency log in the same transaction (after any left behind).
-      await this.options.log?.catchUp(tx);
-      return { epoch, size: tree.size };
+      return this.sealEpoch(tx, pending, (epoch, placements) => tx.receipts.assignEpoch(epoch, placements));
     });
     if (epoch !== null) this.sealed?.inc();
     return epoch;
+  }
+
+  /** Seals `pending` as the next epoch in `tx` (which holds the sealing lock); `place` writes the placements. */
+  private async sealEpoch(
+    tx: Stores,
+    pending: Array<{ hash: string; treeKey: Buffer }>,
+    place: (epoch: number, placements: Array<{ hash: string; index: number; path: Buffer[] }>) => Promise<void>,
+  ): Promise<{ epoch: number; size: number }> {
+    const { now, signingKey } = this.options;
+    const latest = await tx.receipts.latestCheckpoint();
+    const epoch = (latest?.epoch ?? 0) + 1;
+    const tree = buildSortedMerkleTree(pending.map((p) => p.treeKey));
+    const hashByKey = new Map(pending.map((p) => [p.treeKey.toString('hex'), p.hash]));
+    const root = toHex(treeRoot(tree));
+    const payload = buildCheckpointPayload({
+      epoch,
+      root,
+      size: tree.size,
+      previous: latest?.jws ?? null,
+      now: now(),
+    });
+    const jws = await signCheckpoint(payload, signingKey());
+    await tx.receipts.insertCheckpoint({ epoch, jws, root, size: tree.size, prev: payload.prev, sealedAt: now() });
+    await place(
+      epoch,
+      tree.keys.map((key, index) => ({
+        hash: hashByKey.get(key.toString('hex'))!,
+        index,
+        path: auditPath(tree, index),
+      })),
+    );
+    // The epoch enters the transparency log in the same transaction (after any left behind).
+    await this.options.log?.catchUp(tx);
+    return { epoch, size: tree.size };
   }
 }

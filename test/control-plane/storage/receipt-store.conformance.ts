@@ -143,4 +143,48 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
       sorted.slice(0, 3).map((h, i) => [h, i]),
     );
   });
+
+  t.test('receipt store: appendSealed writes receipts already placed in an epoch, none pending', async (t) => {
+    const storage = await open();
+    const rows = [1, 2, 3].map((n) => ({ body: canonicalJson(receipt(n)), hash: hashReceipt(receipt(n)) }));
+    const path = (i: number) => [Buffer.alloc(32, i + 1), Buffer.alloc(32, i + 7)];
+    await storage.transaction(async (tx) => {
+      await tx.receipts.insertCheckpoint({
+        epoch: 1,
+        jws: 'a.b.c',
+        root: 'ab'.repeat(32),
+        size: 3,
+        prev: null,
+        sealedAt: 5,
+      });
+      await tx.receipts.appendSealed(
+        1,
+        rows.map((r, index) => ({ ...r, kind: 'test.event', createdAt: 1000 + index, index, path: path(index) })),
+      );
+    });
+    t.same(await storage.receipts.get(rows[1]!.hash), {
+      hash: rows[1]!.hash,
+      body: rows[1]!.body,
+      treeKey: treeKeyOf(rows[1]!.hash),
+      createdAt: 1001,
+      epoch: 1,
+      index: 1,
+      path: path(1),
+      tlogIndex: null,
+    });
+    t.equal(await storage.receipts.pendingCount(), 0, 'nothing left for the sealer');
+    t.same(
+      (await storage.receipts.epochReceipts(1)).map((r) => [r.hash, r.body, r.index]),
+      rows.map((r, i) => [r.hash, r.body, i]),
+    );
+    t.same(
+      (await storage.receipts.list({ after: 0, limit: 9 })).map((r) => r.hash),
+      rows.map((r) => r.hash),
+      'in the audit export, in order',
+    );
+    await t.rejects(
+      storage.receipts.appendSealed(2, [{ ...rows[0]!, kind: 'test.event', createdAt: 0, index: 0, path: [] }]),
+      'a receipt is written once',
+    );
+  });
 }

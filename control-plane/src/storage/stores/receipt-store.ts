@@ -145,6 +145,33 @@ export function receiptStore(sql: Sql): ReceiptStore {
       if (changed !== placements.length)
         throw new Error(`${placements.length - changed} receipt(s) of epoch ${epoch} are missing or already sealed`);
     },
+    appendSealed: async (epoch, receipts) => {
+      if (sql.dialect.name === 'sqlite') {
+        for (const r of receipts)
+          await sql.count(
+            'INSERT INTO receipts (hash, tree_key, body, kind, created_at, epoch, tree_index, path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+            [r.hash, treeKeyOf(r.hash), r.body, r.kind, r.createdAt, epoch, r.index, Buffer.concat(r.path)],
+          );
+        return;
+      }
+      // PostgreSQL: the whole epoch in one statement, as assignEpoch.
+      await sql.count(
+        `INSERT INTO receipts (hash, tree_key, body, kind, created_at, epoch, tree_index, path)
+         SELECT r.hash, r.tree_key, r.body, r.kind, r.created_at, $1, r.idx, r.path
+         FROM unnest($2::text[], $3::bytea[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::bytea[])
+           AS r(hash, tree_key, body, kind, created_at, idx, path)`,
+        [
+          epoch,
+          receipts.map((r) => r.hash),
+          receipts.map((r) => treeKeyOf(r.hash)),
+          receipts.map((r) => r.body),
+          receipts.map((r) => r.kind),
+          receipts.map((r) => r.createdAt),
+          receipts.map((r) => r.index),
+          receipts.map((r) => Buffer.concat(r.path)),
+        ],
+      );
+    },
     insertCheckpoint: async (c) => {
       await sql.count(
         'INSERT INTO receipt_checkpoints (epoch, jws, root, size, prev, sealed_at) VALUES ($1, $2, $3, $4, $5, $6)',

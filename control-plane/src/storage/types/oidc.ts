@@ -75,6 +75,15 @@ export interface ReceiptStore {
   lockSealing(): Promise<void>;
   /** Places receipts in a sealed epoch; refuses any that is missing or already sealed. */
   assignEpoch(epoch: number, placements: Array<{ hash: string; index: number; path: Buffer[] }>): Promise<void>;
+  /**
+   * Appends receipts already placed in sealed epoch `epoch` (a bulk import: `Ledger.importSealed`,
+   * which inserts the epoch's checkpoint in the same transaction): one write per receipt instead of
+   * an append and then a placement.
+   */
+  appendSealed(
+    epoch: number,
+    receipts: Array<{ hash: string; body: string; kind: string; createdAt: number; index: number; path: Buffer[] }>,
+  ): Promise<void>;
   insertCheckpoint(checkpoint: StoredCheckpoint): Promise<void>;
   checkpoint(epoch: number): Promise<StoredCheckpoint | undefined>;
   latestCheckpoint(): Promise<StoredCheckpoint | undefined>;
