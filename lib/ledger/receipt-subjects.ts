@@ -13,7 +13,8 @@
  *
  * Member names are never ids (the body scan matched `"identityId"` as a name too; the index does
  * not). The migration that built the index (storage/migrations/*-receipt-subjects) applies the same
- * three rules in SQL to the receipts written before it.
+ * three rules in SQL to the receipts written before it, and on PostgreSQL to every receipt inserted
+ * after it (a trigger); the SQLite store calls this function.
  */
 
 /** What a `subject` may be: an opaque id. */

@@ -13,7 +13,8 @@ import { createTestDatabase, postgresAvailability } from '../../helpers/postgres
 /**
  * The index of the ids each receipt names (migration 20261207233018-receipt-subjects,
  * docs/events.md#which-ids-a-receipt-names) on both backends: receipts written before the
- * migration (its backfill, in SQL) and after it (the store's append, in TypeScript) are found by
+ * migration (its backfill, in SQL) and after it (the store's append: in TypeScript on SQLite, a
+ * trigger on PostgreSQL) hold exactly the ids lib/ledger/receipt-subjects.ts names, and are found by
  * every id they name, exactly as the body scan it replaced found them, in the same order and with
  * the same cursor.
  */
