@@ -37,7 +37,7 @@ export function baseUrl(value: string | undefined): string {
 
 /** One JSON request; network failures and non-JSON answers are usage errors (exit 2), any JSON object is returned. */
 export async function requestJson(
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   url: string,
   options: { token?: string; body?: unknown; signal?: AbortSignal } = {},
 ): Promise<Answer> {
@@ -77,7 +77,7 @@ export interface AdminApi {
   base: string;
   /** Calls the admin API; a refusal (`ok` not true) throws `Refused` naming `what`. */
   call(
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     what: string,
     body?: unknown,

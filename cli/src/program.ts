@@ -3,6 +3,7 @@ import { ConfigError } from '#config/config-error.js';
 import { isDatabaseSetupError } from '../../control-plane/src/operator-tasks/setup-errors.js';
 import { accountsCommands } from './commands/accounts.js';
 import { operatorsCommands } from './commands/operators.js';
+import { ssfCommands } from './commands/ssf.js';
 import { orgsCommands } from './commands/orgs.js';
 import { apisCommands } from './commands/apis.js';
 import { connectionsCommands } from './commands/connections.js';
@@ -50,6 +51,7 @@ export function buildProgram(output: Output = processOutput): Command {
   ledgerCommand(program);
   accountsCommands(program);
   operatorsCommands(program);
+  ssfCommands(program);
   orgsCommands(program);
   agentCommands(program);
   rolloutCommands(program);

@@ -106,7 +106,8 @@ const AREAS = {
   contact: [pages(() => import('./routes/contact/index.js'))],
   apis: [pages(() => import('./routes/apis/index.js'))],
   webhooks: [pages(() => import('./routes/webhooks/index.js'))],
-  ssf: [machine(() => import('./routes/ssf/index.js'))],
+  // The operator's API reads a console session too: it needs the page context.
+  ssf: [machine(() => import('./routes/ssf/index.js')), pages(() => import('./routes/ssf/admin.js'))],
   scim: [machine(() => import('./routes/scim/index.js'))],
   console: [pages(() => import('./routes/console/index.js'))],
   federation: [pages(() => import('./routes/federation/index.js'))],

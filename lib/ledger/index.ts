@@ -3,6 +3,7 @@ export * from './canonical-json.js';
 export * from './checkpoint.js';
 export * from './merkle-tree.js';
 export * from './receipt.js';
+export * from './receipt-subjects.js';
 export * from './verify-receipt.js';
 export * from './verify-chain.js';
 export * from './audit-epoch.js';

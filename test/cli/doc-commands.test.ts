@@ -211,6 +211,40 @@ t.test('docs/console.md: grant, list and revoke a console role', async (t) => {
   t.match(revoked.stdout, `bea (${bea.identityId}) holds no console role now`);
 });
 
+t.test("docs/events.md: the operator lists and disables a receiver's stream", async (t) => {
+  const values = { 'http://localhost:4400': issuer };
+  const now = Date.now();
+  // A receiver's stream, as POST /ssf/streams leaves it (that path has its own suites).
+  await server.services.storage.ssf.insertStream({
+    streamId: 'sst_example',
+    clientId: 'cl_receiver',
+    delivery: 'poll',
+    endpointUrl: null,
+    authorizationSealed: null,
+    eventsRequested: [],
+    description: null,
+    status: 'enabled',
+    statusReason: null,
+    createdAt: now,
+    updatedAt: now,
+  });
+  const listed = await runs(
+    t,
+    docCommand('docs/events.md', 'keyplane ssf streams list --control-plane http://localhost:4400', values),
+  );
+  t.match(listed.stdout, /^sst_example\tcl_receiver\tpoll\tenabled\t0 subject\(s\), 0 pending, 0 delivered, 0 dead$/m);
+  const disabled = await runs(
+    t,
+    docCommand(
+      'docs/events.md',
+      'keyplane ssf streams disable sst_example --control-plane http://localhost:4400',
+      values,
+    ),
+  );
+  t.match(disabled.stdout, /^sst_example is disabled, receipt [0-9a-f]{64}\n$/);
+  t.match(await server.services.storage.ssf.getStream('sst_example'), { status: 'disabled' });
+});
+
 t.test('docs/orgs.md: the operator creates a team in any org', async (t) => {
   const created = await runs(
     t,

@@ -1,5 +1,6 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import type { Receipt } from '#lib/ledger/receipt.js';
+import { SUBJECT_PATTERN } from '#lib/ledger/receipt-subjects.js';
 import type { Storage } from '../storage/interface.js';
 
 /**
@@ -10,7 +11,7 @@ import type { Storage } from '../storage/interface.js';
  */
 
 export const EXPORT_LIMIT = { default: 100, max: 1000 };
-const SUBJECT = /^[A-Za-z0-9_.:@-]{1,200}$/;
+const SUBJECT = SUBJECT_PATTERN;
 const KIND = /^[a-z0-9_]+(\.[a-z0-9_]+)*$/;
 
 export interface ExportQuery {

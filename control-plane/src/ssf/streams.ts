@@ -4,7 +4,7 @@ import { checkFreeText } from '#lib/accounts/username.js';
 import { POLL_DELIVERY, PUSH_DELIVERY, SUPPORTED_EVENT_TYPES, accountNamedBy } from '#lib/ssf/security-event.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { Actor, DomainEvent } from '../events/types.js';
-import type { SsfStreamStatus, StoredClient, StoredSsfStream, Stores } from '../storage/interface.js';
+import type { SsfStreamCounts, SsfStreamStatus, StoredClient, StoredSsfStream, Stores } from '../storage/interface.js';
 import { fetchPolicyFor } from '../webhooks/outbox.js';
 import { authorizationContext, queueVerification, signedSet } from './outbox.js';
 
@@ -243,6 +243,8 @@ export async function deleteStream(
   await commit(services, 'ssf.stream_deleted', stream, (tx) => tx.ssf.removeStream(stream.streamId));
 }
 
+const STATUSES: readonly SsfStreamStatus[] = ['enabled', 'paused', 'disabled'];
+
 /** Any receiver's stream, for the operator; none is 404. */
 async function anyStream(services: Pick<SsfStreamServices, 'storage'>, streamId: string): Promise<StoredSsfStream> {
   const stream = await services.storage.ssf.getStream(streamId);
@@ -251,37 +253,56 @@ async function anyStream(services: Pick<SsfStreamServices, 'storage'>, streamId:
 }
 
 /**
- * The operator's view (docs/console.md#sections): every receiver's streams by id, a
- * page at a time.
+ * The operator's view (docs/console.md#sections, `GET /admin/ssf/streams`): every receiver's
+ * streams by id, a page at a time, with how many subjects each holds and its events by state.
  */
 export async function listStreamsPage(
   services: Pick<SsfStreamServices, 'storage'>,
   after: string | null,
   limit: number,
-): Promise<{ streams: StoredSsfStream[]; next: string | null }> {
+): Promise<{ streams: StoredSsfStream[]; counts: Map<string, SsfStreamCounts>; next: string | null }> {
   const streams = await services.storage.ssf.listPage({ after, limit });
-  return { streams, next: streams.length === limit ? streams.at(-1)!.streamId : null };
+  const counts = await services.storage.ssf.counts(streams.map((s) => s.streamId));
+  return { streams, counts, next: streams.length === limit ? streams.at(-1)!.streamId : null };
 }
 
+/** The reason a receiver reads at the status endpoint after the operator set its stream's status. */
+const OPERATOR_REASONS: Record<SsfStreamStatus, string | null> = {
+  enabled: null,
+  paused: 'paused by the operator',
+  disabled: 'disabled by the operator',
+};
+
 /**
- * An operator disables a receiver's stream (SSF 1.0 §8.1.2: the transmitter may change a stream's
- * status): nothing more is sent to it; its receipt names the operator. The receiver reads the new
- * status and its reason at the status endpoint.
+ * The operator sets a receiver's stream's status (SSF 1.0 §8.1.2: the transmitter may change a
+ * stream's status): events are sent only while it is enabled; its receipt names the operator. The
+ * receiver reads the new status and its reason at the status endpoint. The console's "Disable"
+ * and `PATCH /admin/ssf/streams/{streamId}` both come here; the status it has already is 409.
  */
-export async function disableStreamAsOperator(
+export async function setStreamStatusAsOperator(
   services: SsfStreamServices,
   streamId: string,
+  status: unknown,
   actor: Actor,
-): Promise<{ receipt?: string }> {
+): Promise<{ stream: StoredSsfStream; receipt?: string }> {
+  if (!STATUSES.includes(status as SsfStreamStatus))
+    throw fail('invalid_request', 'status must be enabled, paused or disabled');
   const current = await anyStream(services, streamId);
-  if (current.status === 'disabled') throw fail('conflict', 'the stream is disabled already');
+  if (current.status === status) throw fail('conflict', `the stream is ${current.status} already`);
   const next: StoredSsfStream = {
     ...current,
-    status: 'disabled',
-    statusReason: 'disabled by the operator',
+    status: status as SsfStreamStatus,
+    statusReason: OPERATOR_REASONS[status as SsfStreamStatus],
     updatedAt: services.now(),
   };
-  return commit(services, 'ssf.stream_status_changed', next, (tx) => tx.ssf.updateStream(next), actor);
+  const { receipt } = await commit(
+    services,
+    'ssf.stream_status_changed',
+    next,
+    (tx) => tx.ssf.updateStream(next),
+    actor,
+  );
+  return { stream: next, ...(receipt ? { receipt } : {}) };
 }
 
 /** An operator deletes a receiver's stream with its subjects and undelivered events; the receipt names the operator. */
@@ -293,8 +314,6 @@ export async function deleteStreamAsOperator(
   const stream = await anyStream(services, streamId);
   return commit(services, 'ssf.stream_deleted', stream, (tx) => tx.ssf.removeStream(stream.streamId), actor);
 }
-
-const STATUSES: readonly SsfStreamStatus[] = ['enabled', 'paused', 'disabled'];
 
 /** SSF 1.0 §8.1.2.2: a receiver pauses or disables its stream; events are sent only while it is enabled. */
 export async function setStreamStatus(

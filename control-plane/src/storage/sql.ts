@@ -48,9 +48,11 @@ export interface Dialect {
    * The receipts after the one at `seq` parameter `param` (0: from the first), in the order they
    * became visible, and only those no running transaction can still come before: on SQLite, whose
    * writers take turns, `seq` order; on PostgreSQL, (writing transaction, `seq`) up to the oldest
-   * transaction still running (migration 20261207201954-receipts-commit-order).
+   * transaction still running (migration 20261207201954-receipts-commit-order). `table` is the
+   * alias whose `seq` (and on PostgreSQL `xid`) the page follows: `receipts` itself, or
+   * `receipt_subjects`, which keeps both (migration 20261207233018-receipt-subjects).
    */
-  receiptsAfter(param: string): { where: string; orderBy: string };
+  receiptsAfter(param: string, table: string): { where: string; orderBy: string };
 }
 
 /**

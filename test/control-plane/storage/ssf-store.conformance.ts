@@ -139,6 +139,24 @@ export function ssfStoreConformance(t: Test, open: () => Promise<Storage>): void
     t.same(await ids('sst_c'), []);
   });
 
+  t.test('ssf store: counts a page of streams’ subjects and events by state', async (t) => {
+    const storage = await open();
+    await storage.ssf.insertStream(stream('sst_a', 'cl_a', 'poll'));
+    await storage.ssf.insertStream(stream('sst_b', 'cl_a'));
+    await storage.ssf.addSubject('sst_a', 'usr_1', 1000);
+    await storage.ssf.addSubject('sst_a', 'usr_2', 1000);
+    await storage.ssf.enqueue(event('ev_1', 'sst_a', 'poll'));
+    await storage.ssf.enqueue({ ...event('ev_2', 'sst_a', 'poll'), state: 'delivered', finishedAt: 1001 });
+    await storage.ssf.enqueue({ ...event('ev_3', 'sst_a', 'poll'), state: 'dead', finishedAt: 1001 });
+    await storage.ssf.enqueue({ ...event('ev_4', 'sst_a', 'poll'), state: 'dead', finishedAt: 1001 });
+    const counts = await storage.ssf.counts(['sst_a', 'sst_b', 'sst_none']);
+    t.same(Object.fromEntries(counts), {
+      sst_a: { subjects: 2, pending: 1, delivered: 1, dead: 2 },
+      sst_b: { subjects: 0, pending: 0, delivered: 0, dead: 0 },
+    });
+    t.same(await storage.ssf.counts([]), new Map(), 'no streams asked, none answered');
+  });
+
   t.test('ssf store: push events are leased to one holder; poll events wait for their ack', async (t) => {
     const storage = await open();
     await storage.ssf.insertStream(stream('sst_push', 'cl_a'));

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { html, type SafeHtml } from '../../pages/layout.js';
 import { actionButton, age, doneNotice, nextLink } from '../../pages/console-views.js';
-import { deleteStreamAsOperator, disableStreamAsOperator, listStreamsPage } from '../../ssf/streams.js';
+import { deleteStreamAsOperator, listStreamsPage, setStreamStatusAsOperator } from '../../ssf/streams.js';
 import { PAGE_SIZE } from '../../console/views.js';
 import { type ConsoleKit } from './kit.js';
 
@@ -55,7 +55,7 @@ ${nextLink(u, '/console/streams', {}, next)}`;
     'Disable a Shared Signals stream: nothing more is sent to it (operator, sensitive)',
     (request, reply) =>
       change(request, reply, '/console/streams', async (actor) => {
-        const { receipt } = await disableStreamAsOperator(kp, streamRef(request), actor);
+        const { receipt } = await setStreamStatusAsOperator(kp, streamRef(request), 'disabled', actor);
         return listPage(request, reply, doneNotice(ui(request), ui(request).t('console.streams.disabled'), receipt));
       }),
   );

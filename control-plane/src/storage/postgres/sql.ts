@@ -36,10 +36,10 @@ export const postgresDialect: Dialect = {
   jsonIsTrue: (column, key) => `${column}::jsonb -> '${key}' = 'true'::jsonb`,
   // jsonb `?` on an array: an element equal to the string (exact match, as json_each in SQLite).
   jsonArrayHolds: (column, key, param) => `${column}::jsonb -> '${key}' ? ${param}`,
-  receiptsAfter: (param) => ({
-    where: `(xid, seq) > (COALESCE((SELECT xid FROM receipts WHERE seq = ${param}), '0'::xid8), ${param})
-      AND xid < ${RECEIPTS_HORIZON}`,
-    orderBy: 'xid, seq',
+  receiptsAfter: (param, table) => ({
+    where: `(${table}.xid, ${table}.seq) > (COALESCE((SELECT c.xid FROM receipts c WHERE c.seq = ${param}), '0'::xid8), ${param})
+      AND ${table}.xid < ${RECEIPTS_HORIZON}`,
+    orderBy: `${table}.xid, ${table}.seq`,
   }),
 };
 

@@ -22,7 +22,7 @@ export const sqliteDialect: Dialect = {
   jsonIsTrue: (column, key) => `json_extract(${column}, '$.${key}') = 1`,
   jsonArrayHolds: (column, key, param) =>
     `EXISTS (SELECT 1 FROM json_each(${column}, '$.${key}') AS e WHERE e.value = ${param})`,
-  receiptsAfter: (param) => ({ where: `seq > ${param}`, orderBy: 'seq' }),
+  receiptsAfter: (param, table) => ({ where: `${table}.seq > ${param}`, orderBy: `${table}.seq` }),
 };
 
 /** A statement prepared once per text: `$n` became `?`, and `order` picks the values for them. */

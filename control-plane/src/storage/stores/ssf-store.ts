@@ -114,6 +114,34 @@ export function ssfStore(sql: Sql): SsfStore {
           [after ?? '', limit],
         )
       ).map(streamFromRow),
+    counts: async (streamIds) => {
+      const rows = await sql.rows<{
+        stream_id: string;
+        subjects: number | string;
+        pending: number | string;
+        delivered: number | string;
+        dead: number | string;
+      }>(
+        `SELECT s.stream_id,
+           (SELECT count(*) FROM ssf_subjects j WHERE j.stream_id = s.stream_id) AS subjects,
+           (SELECT count(*) FROM ssf_events e WHERE e.stream_id = s.stream_id AND e.state = 'pending') AS pending,
+           (SELECT count(*) FROM ssf_events e WHERE e.stream_id = s.stream_id AND e.state = 'delivered') AS delivered,
+           (SELECT count(*) FROM ssf_events e WHERE e.stream_id = s.stream_id AND e.state = 'dead') AS dead
+         FROM ssf_streams s WHERE ${dialect.inList('s.stream_id', '$1')}`,
+        [dialect.list(streamIds)],
+      );
+      return new Map(
+        rows.map((r) => [
+          r.stream_id,
+          {
+            subjects: Number(r.subjects),
+            pending: Number(r.pending),
+            delivered: Number(r.delivered),
+            dead: Number(r.dead),
+          },
+        ]),
+      );
+    },
     listEnabled: async () =>
       (await sql.rows<StreamRow>(`SELECT ${STREAM_COLUMNS} FROM ssf_streams WHERE status = 'enabled'`)).map(
         streamFromRow,

@@ -60,8 +60,9 @@ export interface ReceiptStore {
   /**
    * The audit export (docs/events.md#audit-export): up to `limit` receipts after position `after`,
    * in the order they became visible (never one before a position already given, on PostgreSQL
-   * either, where a receipt may commit after a later one: `Dialect.receiptsAfter`), filtered by kind, by an opaque id the receipt names (`subject`, matched as a
-   * whole JSON string) and by when they were written.
+   * either, where a receipt may commit after a later one: `Dialect.receiptsAfter`), filtered by
+   * kind, by an opaque id the receipt names (`subject`: one of the ids `append` indexed,
+   * lib/ledger/receipt-subjects.ts) and by when they were written.
    */
   list(query: ReceiptQuery): Promise<Array<{ position: number; hash: string; body: string; createdAt: number }>>;
   /** Up to `limit` unsealed receipts, oldest first. */

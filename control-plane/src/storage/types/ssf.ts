@@ -23,6 +23,14 @@ export interface StoredSsfStream {
 
 export type SsfEventState = 'pending' | 'delivered' | 'dead';
 
+/** A stream's subjects and its outbox rows by state (delivered and dead rows are pruned after a while). */
+export interface SsfStreamCounts {
+  subjects: number;
+  pending: number;
+  delivered: number;
+  dead: number;
+}
+
 /** One SET for one stream: the outbox row, written in the transaction that wrote its receipt. */
 export interface SsfEvent {
   /** The SET's `jti`. */
@@ -55,6 +63,8 @@ export interface SsfStore {
   listStreams(clientId: string): Promise<StoredSsfStream[]>;
   /** Every receiver's streams by stream id, those after `after` (the operator console's list). */
   listPage(query: { after: string | null; limit: number }): Promise<StoredSsfStream[]>;
+  /** How many subjects each of the streams holds, and its events by state (absent ids: none). */
+  counts(streamIds: readonly string[]): Promise<Map<string, SsfStreamCounts>>;
   /** Every enabled stream (what the ledger follower matches receipts against). */
   listEnabled(): Promise<StoredSsfStream[]>;
   updateStream(stream: StoredSsfStream): Promise<void>;
