@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { validateReturnUrl } from '#lib/http/return-url.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { registerOwnerScopes, type OwnerScope } from '../owner-scopes.js';
@@ -22,6 +23,8 @@ import {
   startFederatedSignIn,
   startHref,
 } from '../../federation/federated-sign-in.js';
+import { acceptSamlResponse, continueSamlSignIn } from '../../federation/saml-sign-in.js';
+import { spMetadataOf } from '../../federation/saml-upstream.js';
 import { acceptBackchannelLogout, continueAfterUpstreamLogout } from '../../federation/upstream-logout.js';
 import { sendAfterLogout } from '../oidc/logout.js';
 import { bindingCookie } from './binding-cookie.js';
@@ -51,7 +54,7 @@ function connectionRoutes(app: FastifyInstance, scope: OwnerScope): void {
     prefix,
     {
       schema: schema(
-        'Add a connection (an upstream identity provider); answers its redirect_uri (and jwks_uri for private_key_jwt) to register upstream',
+        'Add a connection (an upstream identity provider); answers its redirect_uri (and jwks_uri for private_key_jwt; sp_entity_id, acs_url and sp_metadata_url for SAML) to register upstream',
         {
           ...collection,
           body: { ...connectionBody, required: ['type', 'name'] },
@@ -61,6 +64,9 @@ function connectionRoutes(app: FastifyInstance, scope: OwnerScope): void {
                 connectionId: { type: 'string' },
                 redirect_uri: { type: 'string' },
                 jwks_uri: { type: 'string' },
+                sp_entity_id: { type: 'string' },
+                acs_url: { type: 'string' },
+                sp_metadata_url: { type: 'string' },
                 connection: connectionSchema,
                 receipt: receiptField,
               },
@@ -84,6 +90,9 @@ function connectionRoutes(app: FastifyInstance, scope: OwnerScope): void {
         connectionId: connection.connectionId,
         redirect_uri: view.redirect_uri,
         ...(view.jwks_uri !== undefined ? { jwks_uri: view.jwks_uri } : {}),
+        ...(view.sp_entity_id !== undefined
+          ? { sp_entity_id: view.sp_entity_id, acs_url: view.acs_url, sp_metadata_url: view.sp_metadata_url }
+          : {}),
         connection: view,
         ...(receipt ? { receipt } : {}),
       };
@@ -248,6 +257,86 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
       const url = new URL(request.url, services.config.issuer);
       const signedIn = await finishFederatedSignIn(services, connectionId, {
         url: new URL(`${url.pathname}${url.search}`, services.config.issuer),
+        bindingToken: bindingCookie.read(services, request),
+        browser: browserOf(services, reply),
+      });
+      if (signedIn.kind === 'tested') {
+        reply.type('text/html; charset=utf-8');
+        return testedPage(request, signedIn.claims);
+      }
+      setSessionCookies(services, reply, signedIn.sessionToken);
+      return reply.redirect(signedIn.returnTo, 303);
+    },
+  );
+
+  app.get(
+    '/federation/:connectionId/saml/metadata',
+    {
+      schema: {
+        tags: ['federation'],
+        summary: "A SAML connection's service provider metadata (entityID, ACS, signing certificate), to give the IdP",
+        params: { type: 'object', required: ['connectionId'], properties: connectionIdParam },
+      },
+      config: { cache: 'public, max-age=300', errorPage: false },
+    },
+    async (request, reply) => {
+      const { connectionId } = request.params as { connectionId: string };
+      const xml = await spMetadataOf(services, connectionId);
+      if (xml === null) throw fail('not_found', 'no such SAML connection');
+      reply.type('application/samlmetadata+xml; charset=utf-8');
+      return xml;
+    },
+  );
+
+  app.post(
+    '/federation/:connectionId/saml/acs',
+    {
+      schema: {
+        tags: ['federation'],
+        summary:
+          "The SAML AssertionConsumerService (HTTP-POST): verifies the IdP's Response, then sends the browser on to continue; a refusal is a page naming the reason",
+        consumes: ['application/x-www-form-urlencoded'],
+        params: { type: 'object', required: ['connectionId'], properties: connectionIdParam },
+        body: {
+          type: 'object',
+          required: ['SAMLResponse'],
+          properties: {
+            SAMLResponse: { type: 'string', minLength: 1, maxLength: 524288 },
+            RelayState: { type: 'string', maxLength: 2048 },
+          },
+        },
+        response: { 303: { description: 'To continue, in the browser that started the sign-in', type: 'null' } },
+      },
+      // The IdP's page posts here cross-site, as saml-bindings-2.0 §3.5 has it: what binds the
+      // answer to a browser is checked at continue, where its own cookies arrive.
+      config: { errorPage: federationRefusal, checksOwnOrigin: true },
+    },
+    async (request, reply) => {
+      await limits.perIp(request, 'federation-callback');
+      const { connectionId } = request.params as { connectionId: string };
+      const { SAMLResponse } = request.body as { SAMLResponse: string };
+      const outcome = await acceptSamlResponse(services, connectionId, SAMLResponse);
+      return reply.redirect(outcome.location, 303);
+    },
+  );
+
+  app.get(
+    '/federation/:connectionId/continue',
+    {
+      schema: {
+        tags: ['federation'],
+        summary:
+          'Where a verified SAML response finishes, in the browser that started the sign-in; a refusal is a page naming the reason',
+        params: { type: 'object', required: ['connectionId'], properties: connectionIdParam },
+        querystring: { type: 'object', properties: { result: { type: 'string', maxLength: 64 } } },
+      },
+      config: { errorPage: federationRefusal },
+    },
+    async (request, reply) => {
+      await limits.perIp(request, 'federation-callback');
+      const { connectionId } = request.params as { connectionId: string };
+      const signedIn = await continueSamlSignIn(services, connectionId, {
+        resultId: (request.query as { result?: string }).result,
         bindingToken: bindingCookie.read(services, request),
         browser: browserOf(services, reply),
       });

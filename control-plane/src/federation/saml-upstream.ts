@@ -1,0 +1,163 @@
+import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { sha256Hex } from '#lib/crypto/sha256.js';
+import { MAX_XML_BYTES } from '#lib/saml/xml.js';
+import { buildAuthnRequestRedirect, buildSpMetadata, parseIdpMetadata } from '#lib/saml/service-provider.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { SamlConnectionSettings, StoredConnection } from '../storage/interface.js';
+import { samlKeyRing } from '../saml/key-ring.js';
+import { fetchPolicyFor } from '../webhooks/outbox.js';
+
+/**
+ * Keyplane as a SAML 2.0 service provider of a connection's upstream IdP
+ * (docs/federation.md#saml-connections): the IdP's metadata (XML given, or read from an https URL
+ * through the guarded fetcher), the connection's own SP metadata, and the start of a sign-in: a
+ * signed AuthnRequest by HTTP-Redirect whose ID waits in shared state for the response.
+ */
+
+export type SamlUpstreamServices = Pick<
+  ControlPlaneServices,
+  'config' | 'storage' | 'state' | 'secrets' | 'fetcher' | 'now'
+>;
+
+/** An AuthnRequest waits this long for its response. */
+const REQUEST_TTL_MS = 10 * 60_000;
+const METADATA_TIMEOUT_MS = 10_000;
+
+export function samlSettings(connection: StoredConnection): SamlConnectionSettings {
+  return connection.settings as unknown as SamlConnectionSettings;
+}
+
+/** The connection's SP endpoints: its entityID is its metadata URL. */
+export function spUrls(issuer: string, connectionId: string) {
+  const base = `${issuer}/federation/${connectionId}/saml`;
+  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs` };
+}
+
+export const samlRequestKey = (requestId: string) => `fed:saml-request:${sha256Hex(requestId)}`;
+
+/** What a pending AuthnRequest keeps: the browser it was started in and where to go afterwards. */
+export interface SamlRoundTrip {
+  connectionId: string;
+  /** SHA-256 of the browser's binding cookie. */
+  binding: string;
+  returnTo: string;
+  testedBy?: string;
+}
+
+export interface SamlInput {
+  metadata_xml?: unknown;
+  metadata_url?: unknown;
+  allow_idp_initiated?: unknown;
+}
+
+/** Reads the IdP's metadata from an https URL through the guarded fetcher. */
+async function fetchMetadata(
+  services: Pick<SamlUpstreamServices, 'config' | 'fetcher'>,
+  orgId: string | null,
+  url: string,
+): Promise<string> {
+  try {
+    const fetched = await services.fetcher.fetch(url, {
+      ...fetchPolicyFor(services.config, orgId, url),
+      accept: 'application/samlmetadata+xml, application/xml, text/xml',
+      maxBytes: MAX_XML_BYTES,
+      timeoutMs: METADATA_TIMEOUT_MS,
+    });
+    if (fetched.status !== 200) throw fail('upstream_unreachable', `the IdP metadata URL answered ${fetched.status}`);
+    return fetched.body.toString('utf8');
+  } catch (error) {
+    if (isKeyplaneError(error) && error.reason.startsWith('fetch_'))
+      throw fail('upstream_unreachable', `the IdP metadata could not be read (${error.reason})`);
+    throw error;
+  }
+}
+
+/**
+ * A SAML connection's settings from `saml: {metadata_xml? | metadata_url?, allow_idp_initiated?}`:
+ * exactly one source of metadata (a URL must be https and is read now), or, on a change, none to
+ * keep the current metadata.
+ */
+export async function checkSamlInput(
+  services: Pick<SamlUpstreamServices, 'config' | 'fetcher' | 'now'>,
+  orgId: string | null,
+  input: SamlInput | undefined,
+  current?: SamlConnectionSettings,
+): Promise<SamlConnectionSettings> {
+  const saml = input ?? {};
+  if (typeof saml !== 'object' || saml === null) throw fail('invalid_request', 'saml is an object');
+  const { metadata_xml: xml, metadata_url: url, allow_idp_initiated: idpInitiated } = saml;
+  if (idpInitiated !== undefined && typeof idpInitiated !== 'boolean')
+    throw fail('invalid_request', 'saml.allow_idp_initiated is true or false');
+  if (xml !== undefined && url !== undefined)
+    throw fail('invalid_request', 'saml takes metadata_xml or metadata_url, not both');
+  const allowIdpInitiated = (idpInitiated as boolean | undefined) ?? current?.allowIdpInitiated ?? false;
+  if (xml === undefined && url === undefined) {
+    if (!current) throw fail('invalid_request', 'a SAML connection needs saml: {metadata_xml} or {metadata_url}');
+    return { ...current, allowIdpInitiated };
+  }
+  let text: string;
+  let metadataUrl: string | undefined;
+  if (xml !== undefined) {
+    if (typeof xml !== 'string' || xml.trim() === '') throw fail('invalid_request', 'saml.metadata_xml is the XML');
+    text = xml;
+  } else {
+    let parsed: URL;
+    try {
+      parsed = new URL(String(url));
+    } catch {
+      throw fail('invalid_request', 'saml.metadata_url is an https URL');
+    }
+    if (parsed.protocol !== 'https:' || parsed.hash) throw fail('invalid_request', 'saml.metadata_url is an https URL');
+    metadataUrl = parsed.href;
+    text = await fetchMetadata(services, orgId, metadataUrl);
+  }
+  const metadata = parseIdpMetadata(text);
+  return {
+    idpEntityId: metadata.entityId,
+    ssoUrl: metadata.ssoUrl,
+    ...(metadata.sloUrl ? { sloUrl: metadata.sloUrl } : {}),
+    certificatesPem: metadata.certificatesPem,
+    certificatesNotAfter: metadata.certificatesNotAfter,
+    ...(metadataUrl ? { metadataUrl } : {}),
+    metadataReadAt: services.now(),
+    allowIdpInitiated,
+  };
+}
+
+/** `GET /federation/{connectionId}/saml/metadata`: the SP metadata to give the IdP; null for no SAML connection. */
+export async function spMetadataOf(services: SamlUpstreamServices, connectionId: string): Promise<string | null> {
+  const connection = await services.storage.connections.get(connectionId);
+  if (!connection || connection.type !== 'saml') return null;
+  const urls = spUrls(services.config.issuer, connectionId);
+  return buildSpMetadata({
+    entityId: urls.entityId,
+    acsUrl: urls.acsUrl,
+    certificatesPem: await samlKeyRing(services).certificates(),
+  });
+}
+
+/**
+ * Starts a sign-in at the IdP: a signed AuthnRequest by HTTP-Redirect; its ID waits in shared
+ * state (any replica or worker takes it once) with the browser's binding and where to go then.
+ */
+export async function samlAuthnRedirect(
+  services: SamlUpstreamServices,
+  connection: StoredConnection,
+  trip: Omit<SamlRoundTrip, 'connectionId'>,
+  options: { forceAuthn?: boolean } = {},
+): Promise<string> {
+  const settings = samlSettings(connection);
+  const urls = spUrls(services.config.issuer, connection.connectionId);
+  const key = await samlKeyRing(services).current();
+  const { url, requestId } = buildAuthnRequestRedirect({
+    spEntityId: urls.entityId,
+    acsUrl: urls.acsUrl,
+    ssoUrl: settings.ssoUrl,
+    now: services.now(),
+    privateKeyPem: key.privateKeyPem,
+    ...(options.forceAuthn ? { forceAuthn: true } : {}),
+  });
+  const stored: SamlRoundTrip = { connectionId: connection.connectionId, ...trip };
+  await services.state.set(samlRequestKey(requestId), JSON.stringify(stored), REQUEST_TTL_MS);
+  return url;
+}
