@@ -25,7 +25,7 @@ export interface RunningSimpleSaml {
   base: string;
   metadataUrl: string;
   metadataXml(): Promise<string>;
-  /** Registers a service provider from its metadata XML (its ACS, signing certificates, NameID formats). */
+  /** Registers a service provider from its metadata XML (its ACS, SingleLogoutService, signing certificates). */
   addServiceProvider(xml: string): void;
   stop(): Promise<void>;
 }
@@ -166,6 +166,10 @@ return false;
         Location: attr(m[0], 'Location'),
         index,
       }));
+      const slo = [...xml.matchAll(/<(?:\w+:)?SingleLogoutService\b[^>]*>/g)].map((m) => ({
+        Binding: attr(m[0], 'Binding'),
+        Location: attr(m[0], 'Location'),
+      }));
       const keys = [...xml.matchAll(/<(?:\w+:)?X509Certificate>([^<]+)</g)].map((m) => ({
         encryption: false,
         signing: true,
@@ -175,6 +179,7 @@ return false;
       const entry = {
         entityid: entityId,
         AssertionConsumerService: acs,
+        SingleLogoutService: slo,
         keys,
         'validate.authnrequest': /AuthnRequestsSigned="true"/.test(xml),
         NameIDFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',

@@ -8,7 +8,7 @@ import { upstreamResponseClaims, verifyUpstreamResponse } from '#lib/saml/verify
 import type { StoredConnection } from '../storage/interface.js';
 import type { SignInBrowser } from '../sessions/start-session.js';
 import { signIn, type CallbackOutcome, type FederationServices } from './federated-sign-in.js';
-import { samlRequestKey, samlSettings, spUrls, type SamlRoundTrip } from './saml-upstream.js';
+import { samlRequestKey, samlSettings, spUrls, type SamlRoundTrip, type SamlUpstreamSubject } from './saml-upstream.js';
 import { subjectHash } from './subject-hash.js';
 
 /**
@@ -34,6 +34,7 @@ const assertionKey = (connectionId: string, assertionId: string) =>
 interface SamlResult {
   trip: SamlRoundTrip;
   nameId: string;
+  sessionIndex?: string;
   claims: Record<string, unknown>;
 }
 
@@ -126,7 +127,12 @@ export async function acceptSamlResponse(
     if (trip.connectionId !== connectionId)
       throw fail('federation_state_unknown', 'this response answers a request of another connection');
     const resultId = randomToken(24);
-    const result: SamlResult = { trip, nameId: verified.nameId, claims: upstreamResponseClaims(verified) };
+    const result: SamlResult = {
+      trip,
+      nameId: verified.nameId,
+      ...(verified.sessionIndex !== undefined ? { sessionIndex: verified.sessionIndex } : {}),
+      claims: upstreamResponseClaims(verified),
+    };
     await services.state.set(resultKey(resultId), JSON.stringify(result), RESULT_TTL_MS);
     return {
       kind: 'continue',
@@ -171,10 +177,15 @@ export async function continueSamlSignIn(
       });
       return { kind: 'tested', claims: result.claims };
     }
+    // What the LogoutRequest at sign-out names, sealed with the session where an OIDC sign-in keeps its ID token.
+    const logoutSubject: SamlUpstreamSubject = {
+      nameId: result.nameId,
+      ...(result.sessionIndex !== undefined ? { sessionIndex: result.sessionIndex } : {}),
+    };
     return signIn(
       services,
       connection,
-      { claims: result.claims, subject: result.nameId, idToken: undefined },
+      { claims: result.claims, subject: result.nameId, idToken: JSON.stringify(logoutSubject) },
       subject,
       result.trip.returnTo,
       input.browser,

@@ -1,7 +1,13 @@
 import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { MAX_XML_BYTES } from '#lib/saml/xml.js';
-import { buildAuthnRequestRedirect, buildSpMetadata, parseIdpMetadata } from '#lib/saml/service-provider.js';
+import { NAMEID_FORMAT } from '#lib/saml/constants.js';
+import {
+  buildAuthnRequestRedirect,
+  buildLogoutRequestRedirect,
+  buildSpMetadata,
+  parseIdpMetadata,
+} from '#lib/saml/service-provider.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { SamlConnectionSettings, StoredConnection } from '../storage/interface.js';
 import { samlKeyRing } from '../saml/key-ring.js';
@@ -30,7 +36,12 @@ export function samlSettings(connection: StoredConnection): SamlConnectionSettin
 /** The connection's SP endpoints: its entityID is its metadata URL. */
 export function spUrls(issuer: string, connectionId: string) {
   const base = `${issuer}/federation/${connectionId}/saml`;
-  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs` };
+  return {
+    entityId: `${base}/metadata`,
+    metadataUrl: `${base}/metadata`,
+    acsUrl: `${base}/acs`,
+    sloUrl: `${base}/slo`,
+  };
 }
 
 export const samlRequestKey = (requestId: string) => `fed:saml-request:${sha256Hex(requestId)}`;
@@ -132,6 +143,7 @@ export async function spMetadataOf(services: SamlUpstreamServices, connectionId:
   return buildSpMetadata({
     entityId: urls.entityId,
     acsUrl: urls.acsUrl,
+    sloUrl: urls.sloUrl,
     certificatesPem: await samlKeyRing(services).certificates(),
   });
 }
@@ -160,4 +172,36 @@ export async function samlAuthnRedirect(
   const stored: SamlRoundTrip = { connectionId: connection.connectionId, ...trip };
   await services.state.set(samlRequestKey(requestId), JSON.stringify(stored), REQUEST_TTL_MS);
   return url;
+}
+
+/** What a SAML sign-in keeps, sealed with its session, for the LogoutRequest at sign-out. */
+export interface SamlUpstreamSubject {
+  nameId: string;
+  sessionIndex?: string;
+}
+
+/**
+ * The IdP's SingleLogoutService URL with a signed LogoutRequest (HTTP-Redirect) naming the
+ * session's NameID and SessionIndex, `relayState` naming where to go once the IdP answers at
+ * `…/saml/slo`; null when the IdP's metadata names no SingleLogoutService.
+ */
+export async function samlLogoutRedirect(
+  services: Pick<SamlUpstreamServices, 'config' | 'storage' | 'secrets' | 'now'>,
+  connection: StoredConnection,
+  subject: SamlUpstreamSubject,
+  relayState: string,
+): Promise<string | null> {
+  const settings = samlSettings(connection);
+  if (settings.sloUrl === undefined) return null;
+  const key = await samlKeyRing(services).current();
+  return buildLogoutRequestRedirect({
+    spEntityId: spUrls(services.config.issuer, connection.connectionId).entityId,
+    sloUrl: settings.sloUrl,
+    nameId: subject.nameId,
+    nameIdFormat: NAMEID_FORMAT.persistent,
+    ...(subject.sessionIndex !== undefined ? { sessionIndex: subject.sessionIndex } : {}),
+    relayState,
+    now: services.now(),
+    privateKeyPem: key.privateKeyPem,
+  }).url;
 }

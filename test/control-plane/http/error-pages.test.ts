@@ -100,6 +100,7 @@ const OWN_PAGE: Record<string, string> = {
   '/device': 'verification_uri(_complete), typed or followed from a device',
   '/federation/x/start': "the sign-in page's button for a connection: a browser's navigation",
   '/federation/x/callback': 'the OIDC front channel: a browser redirected back by an identity provider',
+  '/federation/x/saml/slo': "the SAML front channel: a browser sent back by an identity provider's logout",
   '/federation/x/continue': 'the end of a SAML sign-in: a browser sent on by the ACS',
   '/federation/x/logged-out': "the OIDC front channel: a browser sent back by an identity provider's logout",
   '/scan': 'the scan page, HTML unless JSON is asked for: a refused URL shows its form again',

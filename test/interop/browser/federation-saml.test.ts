@@ -346,6 +346,29 @@ t.test('SAML connections in Chromium', { skip }, async (t) => {
     t.equal(await page.getAttribute('#connection-start', 'data-connection'), connectionId, 'SP-initiated again');
   });
 
+  await t.test('signing out here signs out at the IdP too (SAML Single Logout)', async (t) => {
+    const page = await newPage();
+    await startAtApp(page);
+    await logIn(page, 'ada', 'ada-pw');
+    await page.waitForURL((url) => url.href.startsWith(CALLBACK), { timeout: 20_000 });
+    await page.goto(`${base}/account`);
+    const answer = (await page.evaluate("fetch('/auth/signout', { method: 'POST' }).then((r) => r.json())")) as {
+      ok: boolean;
+      upstream_logout?: string;
+    };
+    t.equal(answer.ok, true);
+    const logout = new URL(answer.upstream_logout!);
+    t.equal(`${logout.origin}${logout.pathname}`, `${idp.base}/saml2/idp/SingleLogoutService.php`);
+    t.ok(logout.searchParams.get('Signature'), 'the LogoutRequest is signed');
+    await page.goto(logout.href);
+    await page.waitForURL((url) => url.origin === base && url.pathname === '/auth');
+    t.equal(new URL(page.url()).searchParams.get('done'), 'signed-out', 'back here, signed out');
+    t.equal(await (await page.request.get(`${base}/account?format=json`)).status(), 401);
+    // Signed out at the IdP: the next sign-in asks for the password again.
+    await startAtApp(page);
+    t.ok(await page.isVisible('input[name="password"]'), "the IdP's login form again");
+  });
+
   await t.test('an owner tests the connection: the claims are shown, and nothing is created', async (t) => {
     const page = await newPage();
     const { verifier, state } = await startAtApp(page);

@@ -400,6 +400,38 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
   );
 
   app.get(
+    '/federation/:connectionId/saml/slo',
+    {
+      schema: {
+        tags: ['federation'],
+        summary:
+          "Where a SAML IdP sends its LogoutResponse (HTTP-Redirect) after Keyplane's LogoutRequest; goes on to the app or the signed-out page",
+        params: { type: 'object', required: ['connectionId'], properties: connectionIdParam },
+        querystring: {
+          type: 'object',
+          properties: {
+            SAMLResponse: { type: 'string', maxLength: 65536 },
+            RelayState: { type: 'string', maxLength: 64 },
+            SigAlg: { type: 'string', maxLength: 256 },
+            Signature: { type: 'string', maxLength: 4096 },
+          },
+        },
+      },
+      config: { errorPage: federationRefusal },
+    },
+    async (request, reply) => {
+      const { connectionId } = request.params as { connectionId: string };
+      // The session ended here before the browser went to the IdP: the answer only says where to go on.
+      const then = await continueAfterUpstreamLogout(
+        services,
+        connectionId,
+        (request.query as { RelayState?: string }).RelayState,
+      );
+      return sendAfterLogout(request, reply, then ?? { redirect: '/auth?done=signed-out' });
+    },
+  );
+
+  app.get(
     '/federation/:connectionId/jwks',
     {
       schema: {
