@@ -27,6 +27,8 @@ export type SamlUpstreamServices = Pick<
 
 /** An AuthnRequest waits this long for its response. */
 const REQUEST_TTL_MS = 10 * 60_000;
+/** Metadata given by URL is read again at the first sign-in after this long (a new certificate at the IdP). */
+const METADATA_REFRESH_MS = 24 * 3_600_000;
 const METADATA_TIMEOUT_MS = 10_000;
 
 export function samlSettings(connection: StoredConnection): SamlConnectionSettings {
@@ -149,6 +151,32 @@ export async function spMetadataOf(services: SamlUpstreamServices, connectionId:
 }
 
 /**
+ * The connection's settings, its metadata read again from its URL when a day old. A failed read
+ * keeps what the connection has (the IdP's certificates stay pinned) and tries again next time.
+ */
+async function freshSettings(
+  services: SamlUpstreamServices,
+  connection: StoredConnection,
+): Promise<SamlConnectionSettings> {
+  const current = samlSettings(connection);
+  if (current.metadataUrl === undefined || services.now() - current.metadataReadAt < METADATA_REFRESH_MS)
+    return current;
+  let settings: SamlConnectionSettings;
+  try {
+    settings = await checkSamlInput(services, connection.orgId, { metadata_url: current.metadataUrl }, current);
+  } catch (error) {
+    if (isKeyplaneError(error)) return current;
+    throw error;
+  }
+  await services.storage.connections.update({
+    ...connection,
+    settings: settings as unknown as Record<string, unknown>,
+    updatedAt: Math.max(services.now(), connection.updatedAt + 1),
+  });
+  return settings;
+}
+
+/**
  * Starts a sign-in at the IdP: a signed AuthnRequest by HTTP-Redirect; its ID waits in shared
  * state (any replica or worker takes it once) with the browser's binding and where to go then.
  */
@@ -158,7 +186,7 @@ export async function samlAuthnRedirect(
   trip: Omit<SamlRoundTrip, 'connectionId'>,
   options: { forceAuthn?: boolean } = {},
 ): Promise<string> {
-  const settings = samlSettings(connection);
+  const settings = await freshSettings(services, connection);
   const urls = spUrls(services.config.issuer, connection.connectionId);
   const key = await samlKeyRing(services).current();
   const { url, requestId } = buildAuthnRequestRedirect({
