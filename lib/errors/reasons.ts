@@ -553,12 +553,12 @@ export const REASONS = {
   upstream_response_invalid: {
     status: 400,
     description:
-      "The upstream's answer did not verify: a bad or missing signature, another issuer (RFC 9207 `iss`) or audience, an expired ID token, a wrong nonce, or another tenant than the connection's pin.",
+      "The upstream's answer did not verify: a bad or missing signature, another issuer (RFC 9207 `iss`) or audience, an expired ID token, a wrong nonce, or another tenant than the connection's pin; for SAML also another Recipient or Destination, an expired or replayed assertion, a wrapped or unsigned one, or a NameID that is not persistent.",
   },
   federation_state_unknown: {
     status: 400,
     description:
-      'The upstream sent the browser back without a `state`, or with one that is unknown, expired or used already (a replay): start the sign-in again.',
+      'The upstream sent the browser back without a `state` (SAML: an IdP-initiated response, or an `InResponseTo`), or with one that is unknown, expired or used already (a replay), or started in another browser: start the sign-in again.',
   },
   not_provisioned: {
     status: 403,

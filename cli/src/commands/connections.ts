@@ -20,7 +20,9 @@ type Connection = Record<string, unknown>;
 
 function line(c: Connection): string {
   const oidc = (c['oidc'] ?? {}) as Record<string, unknown>;
-  return `${String(c['connectionId'])} ${String(c['type'])} "${String(c['name'])}" ${String(oidc['issuer'] ?? '')}`;
+  const saml = (c['saml'] ?? {}) as Record<string, unknown>;
+  const upstream = oidc['issuer'] ?? saml['idp_entity_id'] ?? '';
+  return `${String(c['connectionId'])} ${String(c['type'])} "${String(c['name'])}" ${String(upstream)}`;
 }
 
 function requireId(connectionId: string): string {
@@ -99,9 +101,11 @@ export function connectionsCommands(program: Command): void {
       .option('--private-key-jwt', 'authenticate with a key of the connection (its jwks_uri) instead of a secret')
       .option('--max-assurance <level>', 'email (default) or passkey'),
   ).action((options: AddOptions) => withJsonRefusals(options.json, () => addConnection(options), say));
-  common(connections.command('list').description('Every instance-wide connection: id, type, name, issuer.')).action(
-    (options: Options) => withJsonRefusals(options.json, () => listConnections(options), say),
-  );
+  common(
+    connections
+      .command('list')
+      .description('Every instance-wide connection: id, type, name, issuer (SAML: the IdP entityID).'),
+  ).action((options: Options) => withJsonRefusals(options.json, () => listConnections(options), say));
   common(
     connections.command('remove').description('Remove the connection and its links.').argument('<connection_id>'),
   ).action((id: string, options: Options) => withJsonRefusals(options.json, () => removeConnection(id, options), say));

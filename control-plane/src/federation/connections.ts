@@ -16,6 +16,7 @@ import {
   jwksUrl,
   oidcSettings,
 } from './oidc-upstream.js';
+import { checkSamlInput, samlSettings, spUrls, type SamlInput } from './saml-upstream.js';
 
 /**
  * Connections (docs/federation.md): an org's (its owners at `sensitive`) and the operator's
@@ -45,7 +46,7 @@ export interface ConnectionInput {
     scopes?: unknown;
     tenant?: { hd?: unknown; tid?: unknown };
   };
-  saml?: unknown;
+  saml?: SamlInput;
   domains?: unknown;
   jit?: { role?: unknown } | null;
   required?: unknown;
@@ -66,6 +67,17 @@ export interface ConnectionView {
     scopes: string[];
     tenant?: TenantPin;
   };
+  saml?: {
+    idp_entity_id: string;
+    sso_url: string;
+    slo_url?: string;
+    metadata_url?: string;
+    certificates_not_after: string;
+    allow_idp_initiated: boolean;
+  };
+  sp_entity_id?: string;
+  acs_url?: string;
+  sp_metadata_url?: string;
   domains: string[];
   jit: { role: 'member' } | null;
   required: boolean;
@@ -80,6 +92,7 @@ export interface ConnectionView {
 }
 
 export function connectionView(issuer: string, c: StoredConnection): ConnectionView {
+  if (c.type === 'saml') return samlView(issuer, c);
   const settings = oidcSettings(c);
   return {
     connectionId: c.connectionId,
@@ -110,6 +123,37 @@ export function connectionView(issuer: string, c: StoredConnection): ConnectionV
         }
       : {}),
     ...(settings.tokenEndpointAuthMethod === 'private_key_jwt' ? { jwks_uri: jwksUrl(issuer, c.connectionId) } : {}),
+    createdAt: new Date(c.createdAt).toISOString(),
+    updatedAt: new Date(c.updatedAt).toISOString(),
+  };
+}
+
+function samlView(issuer: string, c: StoredConnection): ConnectionView {
+  const settings = samlSettings(c);
+  const sp = spUrls(issuer, c.connectionId);
+  return {
+    connectionId: c.connectionId,
+    type: c.type,
+    name: c.name,
+    orgId: c.orgId,
+    saml: {
+      idp_entity_id: settings.idpEntityId,
+      sso_url: settings.ssoUrl,
+      ...(settings.sloUrl !== undefined ? { slo_url: settings.sloUrl } : {}),
+      ...(settings.metadataUrl !== undefined ? { metadata_url: settings.metadataUrl } : {}),
+      certificates_not_after: new Date(settings.certificatesNotAfter).toISOString(),
+      allow_idp_initiated: settings.allowIdpInitiated,
+    },
+    sp_entity_id: sp.entityId,
+    acs_url: sp.acsUrl,
+    sp_metadata_url: sp.metadataUrl,
+    domains: c.domains,
+    jit: c.jit,
+    required: c.required,
+    session_max_hours: c.sessionMaxHours,
+    max_assurance: c.maxAssurance,
+    // Where the IdP sends the browser back: the ACS.
+    redirect_uri: sp.acsUrl,
     createdAt: new Date(c.createdAt).toISOString(),
     updatedAt: new Date(c.updatedAt).toISOString(),
   };
@@ -260,7 +304,7 @@ export async function createConnection(
   owner: ConnectionOwner,
   input: ConnectionInput,
 ): Promise<{ connection: StoredConnection; receipt?: string }> {
-  if (input.type === 'saml') throw fail('invalid_request', 'SAML connections are not available on this server yet');
+  if (input.type === 'saml') return createSamlConnection(services, owner, input);
   if (input.type !== 'oidc') throw fail('invalid_request', 'type is oidc or saml');
   const name = text(input.name, 'name', 100);
   const o = input.oidc;
@@ -314,6 +358,35 @@ export async function createConnection(
   return { connection, ...(receipt ? { receipt } : {}) };
 }
 
+/** Adds a SAML connection: the IdP's metadata (XML given, or read now from its https URL) and the owner's powers. */
+async function createSamlConnection(
+  services: ConnectionServices,
+  owner: ConnectionOwner,
+  input: ConnectionInput,
+): Promise<{ connection: StoredConnection; receipt?: string }> {
+  const name = text(input.name, 'name', 100);
+  if (input.oidc !== undefined) throw fail('invalid_request', 'a SAML connection takes saml, not oidc');
+  const powers = await checkPowers(services, owner, input);
+  const settings = await checkSamlInput(services, owner.orgId, input.saml);
+  const now = services.now();
+  const connection: StoredConnection = {
+    connectionId: randomId('con'),
+    orgId: owner.orgId,
+    type: 'saml',
+    name,
+    settings: settings as unknown as Record<string, unknown>,
+    secretSealed: null,
+    ...powers,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const receipt = await services.storage.transaction(async (tx) => {
+    await tx.connections.insert(connection);
+    return recordConnectionEvent(services, tx, owner, 'connection.created', connection.connectionId);
+  });
+  return { connection, ...(receipt ? { receipt } : {}) };
+}
+
 /** The owner's connection; another owner's, or none, is the same 404. */
 export async function ownedConnection(
   services: Pick<ConnectionServices, 'storage'>,
@@ -340,6 +413,9 @@ export async function updateConnection(
   input: ConnectionInput,
 ): Promise<{ connection: StoredConnection; receipt?: string }> {
   const current = await ownedConnection(services, owner, connectionId);
+  if (input.type !== undefined && input.type !== current.type)
+    throw fail('invalid_request', 'the type of a connection is fixed: add a new connection');
+  if (current.type === 'saml') return updateSamlConnection(services, owner, current, input);
   const settings = oidcSettings(current);
   const o = input.oidc ?? {};
   // Sent again unchanged (a PUT of the whole connection) they are fine; changed, they make another connection.
@@ -373,6 +449,29 @@ export async function updateConnection(
   const receipt = await services.storage.transaction(async (tx) => {
     await tx.connections.update(connection);
     return recordConnectionEvent(services, tx, owner, 'connection.updated', connectionId);
+  });
+  return { connection, ...(receipt ? { receipt } : {}) };
+}
+
+async function updateSamlConnection(
+  services: ConnectionServices,
+  owner: ConnectionOwner,
+  current: StoredConnection,
+  input: ConnectionInput,
+): Promise<{ connection: StoredConnection; receipt?: string }> {
+  if (input.oidc !== undefined) throw fail('invalid_request', 'a SAML connection takes saml, not oidc');
+  const powers = await checkPowers(services, owner, input, current);
+  const settings = await checkSamlInput(services, owner.orgId, input.saml, samlSettings(current));
+  const connection: StoredConnection = {
+    ...current,
+    name: input.name === undefined ? current.name : text(input.name, 'name', 100),
+    settings: settings as unknown as Record<string, unknown>,
+    ...powers,
+    updatedAt: Math.max(services.now(), current.updatedAt + 1),
+  };
+  const receipt = await services.storage.transaction(async (tx) => {
+    await tx.connections.update(connection);
+    return recordConnectionEvent(services, tx, owner, 'connection.updated', current.connectionId);
   });
   return { connection, ...(receipt ? { receipt } : {}) };
 }

@@ -17,6 +17,7 @@ import {
   type UpstreamIdentity,
 } from './oidc-upstream.js';
 import { upstreamSessionOf } from './upstream-logout.js';
+import { samlAuthnRedirect } from './saml-upstream.js';
 import { subjectHash } from './subject-hash.js';
 
 /**
@@ -82,7 +83,7 @@ export async function startFederatedSignIn(
   bindingToken: string | undefined,
 ): Promise<string | null> {
   const connection = await services.storage.connections.get(connectionId);
-  if (!connection || connection.type !== 'oidc') throw fail('not_found', 'no such connection');
+  if (!connection) throw fail('not_found', 'no such connection');
   if (pendingId === undefined || !PENDING_ID.test(pendingId) || bindingToken === undefined) return null;
   const raw = await services.state.get(pendingKey(pendingId));
   if (raw === null) return null;
@@ -96,6 +97,7 @@ async function sendUpstream(
   connection: StoredConnection,
   trip: Pick<UpstreamRoundTrip, 'binding' | 'returnTo' | 'testedBy'>,
 ): Promise<string> {
+  if (connection.type === 'saml') return samlAuthnRedirect(services, connection, trip);
   const config = await upstreamConfiguration(services, connection, services.now());
   const { url, checks } = await authorizationUrl(services, connection, config);
   const stored: UpstreamRoundTrip = { ...checks, connectionId: connection.connectionId, ...trip };
@@ -194,7 +196,8 @@ async function takeRoundTrip(
   return trip;
 }
 
-async function signIn(
+/** Opens the session of a verified upstream identity (OIDC callback, SAML continue). */
+export async function signIn(
   services: FederationServices,
   connection: StoredConnection,
   upstream: UpstreamIdentity,

@@ -11,6 +11,7 @@ import { fetchPolicyFor } from '../webhooks/outbox.js';
 import type { ControlPlaneServices } from '../context.js';
 import { subjectHash } from './subject-hash.js';
 import { oidcSettings, postLogoutRedirectUrl, upstreamConfiguration } from './oidc-upstream.js';
+import { samlLogoutRedirect, type SamlUpstreamSubject } from './saml-upstream.js';
 
 /**
  * Logout both ways with a connection's upstream (docs/federation.md#signing-out): a sign-out of a
@@ -85,7 +86,21 @@ export async function upstreamLogoutUrl(
   then: LogoutContinuation,
 ): Promise<string | null> {
   const connection = await services.storage.connections.get(logout.connectionId);
-  if (!connection || connection.type !== 'oidc') return null;
+  if (!connection) return null;
+  if (connection.type === 'saml') {
+    // SAML Single Logout (saml-profiles-2.0 §4.4): a LogoutRequest by HTTP-Redirect; the IdP's
+    // LogoutResponse comes back to `…/saml/slo` with the RelayState naming where to go then.
+    const relayState = randomToken(24);
+    const subject = JSON.parse(logout.idToken) as SamlUpstreamSubject;
+    const url = await samlLogoutRedirect(services, connection, subject, relayState);
+    if (url !== null)
+      await services.state.set(
+        continuationKey(relayState),
+        JSON.stringify({ connectionId: logout.connectionId, then }),
+        LOGOUT_TTL_MS,
+      );
+    return url;
+  }
   let config: oidc.Configuration;
   try {
     config = await upstreamConfiguration(services, connection, services.now());

@@ -85,6 +85,7 @@ t.test('a page route refuses a browser with a page and a script with the envelop
  */
 const NO_PAGE: Record<string, string> = {
   '/federation/x/jwks': "a connection's public key, read by its identity provider: JSON only",
+  '/federation/x/saml/metadata': "a SAML connection's service provider metadata, read by its identity provider: XML",
 };
 
 /** GET routes that set `errorPage` themselves (true or their own page), so `*\u002F*` gets the page too. */
@@ -99,6 +100,8 @@ const OWN_PAGE: Record<string, string> = {
   '/device': 'verification_uri(_complete), typed or followed from a device',
   '/federation/x/start': "the sign-in page's button for a connection: a browser's navigation",
   '/federation/x/callback': 'the OIDC front channel: a browser redirected back by an identity provider',
+  '/federation/x/saml/slo': "the SAML front channel: a browser sent back by an identity provider's logout",
+  '/federation/x/continue': 'the end of a SAML sign-in: a browser sent on by the ACS',
   '/federation/x/logged-out': "the OIDC front channel: a browser sent back by an identity provider's logout",
   '/scan': 'the scan page, HTML unless JSON is asked for: a refused URL shows its form again',
 };

@@ -28,6 +28,7 @@ import { bindingCookie } from './binding-cookie.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { federationRefusal, testedPage } from './pages.js';
 import { connectionBody, connectionSchema } from './schemas.js';
+import { samlRoutes } from './saml.js';
 
 const connectionIdParam = { connectionId: { type: 'string', minLength: 1, maxLength: 100 } } as const;
 
@@ -51,7 +52,7 @@ function connectionRoutes(app: FastifyInstance, scope: OwnerScope): void {
     prefix,
     {
       schema: schema(
-        'Add a connection (an upstream identity provider); answers its redirect_uri (and jwks_uri for private_key_jwt) to register upstream',
+        'Add a connection (an upstream identity provider); answers its redirect_uri (and jwks_uri for private_key_jwt; sp_entity_id, acs_url and sp_metadata_url for SAML) to register upstream',
         {
           ...collection,
           body: { ...connectionBody, required: ['type', 'name'] },
@@ -61,6 +62,9 @@ function connectionRoutes(app: FastifyInstance, scope: OwnerScope): void {
                 connectionId: { type: 'string' },
                 redirect_uri: { type: 'string' },
                 jwks_uri: { type: 'string' },
+                sp_entity_id: { type: 'string' },
+                acs_url: { type: 'string' },
+                sp_metadata_url: { type: 'string' },
                 connection: connectionSchema,
                 receipt: receiptField,
               },
@@ -84,6 +88,9 @@ function connectionRoutes(app: FastifyInstance, scope: OwnerScope): void {
         connectionId: connection.connectionId,
         redirect_uri: view.redirect_uri,
         ...(view.jwks_uri !== undefined ? { jwks_uri: view.jwks_uri } : {}),
+        ...(view.sp_entity_id !== undefined
+          ? { sp_entity_id: view.sp_entity_id, acs_url: view.acs_url, sp_metadata_url: view.sp_metadata_url }
+          : {}),
         connection: view,
         ...(receipt ? { receipt } : {}),
       };
@@ -259,6 +266,8 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
       return reply.redirect(signedIn.returnTo, 303);
     },
   );
+
+  samlRoutes(app, limits);
 
   app.post(
     '/federation/:connectionId/backchannel-logout',

@@ -17,6 +17,20 @@ export const connectionSchema = {
         tenant: { type: 'object', properties: { hd: { type: 'string' }, tid: { type: 'string' } } },
       },
     },
+    saml: {
+      type: 'object',
+      properties: {
+        idp_entity_id: { type: 'string' },
+        sso_url: { type: 'string' },
+        slo_url: { type: 'string' },
+        metadata_url: { type: 'string' },
+        certificates_not_after: { type: 'string' },
+        allow_idp_initiated: { type: 'boolean' },
+      },
+    },
+    sp_entity_id: { type: 'string', description: "SAML: the service provider's entityID, to register at the IdP" },
+    acs_url: { type: 'string', description: 'SAML: the AssertionConsumerService URL (HTTP-POST)' },
+    sp_metadata_url: { type: 'string', description: "SAML: the service provider's metadata, to give the IdP" },
     domains: { type: 'array', items: { type: 'string' } },
     jit: { anyOf: [{ type: 'null' }, { type: 'object', properties: { role: { const: 'member' } } }] },
     required: { type: 'boolean' },
@@ -55,7 +69,15 @@ export const connectionBody = {
     type: { enum: ['oidc', 'saml'] },
     name: { type: 'string', maxLength: 100 },
     oidc: oidcInput,
-    saml: { type: 'object' },
+    saml: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        metadata_xml: { type: 'string', maxLength: 262144 },
+        metadata_url: { type: 'string', maxLength: 2048 },
+        allow_idp_initiated: { type: 'boolean' },
+      },
+    },
     domains: { type: 'array', maxItems: 50, items: { type: 'string', maxLength: 253 } },
     jit: {
       anyOf: [

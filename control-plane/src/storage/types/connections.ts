@@ -16,13 +16,31 @@ export interface OidcConnectionSettings {
   publicJwk?: Record<string, unknown>;
 }
 
+/** A SAML connection's settings (docs/federation.md#saml-connections): what the IdP's metadata said. */
+export interface SamlConnectionSettings {
+  idpEntityId: string;
+  /** The IdP's SingleSignOnService of the HTTP-Redirect binding. */
+  ssoUrl: string;
+  /** Its SingleLogoutService of the HTTP-Redirect binding, when it has one. */
+  sloUrl?: string;
+  /** The IdP's signing certificates (PEM), pinned from its metadata. */
+  certificatesPem: string[];
+  /** The earliest expiry of those certificates (ms). */
+  certificatesNotAfter: number;
+  /** Where the metadata was read from, when given as a URL (read again on a schedule). */
+  metadataUrl?: string;
+  metadataReadAt: number;
+  /** IdP-initiated responses restart as SP-initiated sign-ins instead of being refused. */
+  allowIdpInitiated: boolean;
+}
+
 export interface StoredConnection {
   connectionId: string;
   /** The org that added it, or null for an instance-wide connection (the operator's). */
   orgId: string | null;
   type: ConnectionType;
   name: string;
-  /** The type's settings (OIDC: {@link OidcConnectionSettings}). */
+  /** The type's settings (OIDC: {@link OidcConnectionSettings}, SAML: {@link SamlConnectionSettings}). */
   settings: Record<string, unknown>;
   /** The client secret or private key, sealed for this connection; null when it has none. */
   secretSealed: Buffer | null;
