@@ -19,7 +19,7 @@ import type { ControlPlaneServices } from '../context.js';
 import type { Actor } from '../events/types.js';
 import type { ScimUserRecord, Stores } from '../storage/interface.js';
 import { deleteAccountIn, suspendAccountIn } from '../accounts/lifecycle.js';
-import { issueEnrolmentFor } from '../passkeys/enrolment.js';
+import { issueEnrolmentFor, issueEnrolmentIn } from '../passkeys/enrolment.js';
 import type { ScimCaller } from './tokens.js';
 
 /**
@@ -257,7 +257,7 @@ export async function writeUser(
   ifMatch?: string,
 ): Promise<{ resource: Record<string, unknown>; receipt?: string }> {
   const now = services.now();
-  return services.storage.transaction(async (tx) => {
+  const written = await services.storage.transaction(async (tx) => {
     const record = await userOf(tx, caller, id);
     checkIfMatch(ifMatch, resourceOf(services, caller, record));
     const fields = readUser(next(patchable(record)));
@@ -287,9 +287,35 @@ export async function writeUser(
       await tx.identities.setSuspended(id, null);
       receipt = await recordUser(services, tx, caller, 'scim.user_reactivated', id, fields.userName);
     }
+    const reactivated = !wasActive && fields.active;
+    const emailsChanged = JSON.stringify(emailsOf(record.attributes)) !== JSON.stringify(emailsOf(fields.attributes));
+    const mail =
+      fields.active && (reactivated || emailsChanged) ? await offerEnrolmentAgain(services, tx, caller, id) : null;
     const result = { ...(changed ? updated : record), suspendedAt: fields.active ? null : (record.suspendedAt ?? now) };
-    return { resource: resourceOf(services, caller, result), ...(receipt ? { receipt } : {}) };
+    return { resource: resourceOf(services, caller, result), mail, ...(receipt ? { receipt } : {}) };
   });
+  if (written.mail) services.mailer.enqueue(written.mail);
+  const { mail: _mail, ...answer } = written;
+  return answer;
+}
+
+/**
+ * The re-provisioning path of docs/scim.md#a-new-link: an account the directory turns active again,
+ * or gives another address, that still has no passkey and no live link gets a new one (its stale
+ * unused links deleted), as at provisioning. Null when none goes out.
+ */
+async function offerEnrolmentAgain(services: ScimServices, tx: Stores, caller: ScimCaller, identityId: string) {
+  const now = services.now();
+  if ((await tx.credentials.countByIdentity(identityId)) > 0) return null;
+  if (await tx.links.hasLiveEnrolment(identityId, now)) return null;
+  const replaced = await tx.links.revokeEnrolments(identityId);
+  const issued = await issueEnrolmentIn(services, tx, {
+    identityId,
+    org: caller.org,
+    actor: actorOf(caller),
+    replaced,
+  });
+  return typeof issued === 'string' ? null : issued.mail;
 }
 
 /**

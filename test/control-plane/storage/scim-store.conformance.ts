@@ -220,5 +220,18 @@ export function scimStoreConformance(t: Test, open: () => Promise<Storage>): voi
     t.equal((await storage.links.findEnrolment(record.tokenHash))!.usedAt, 5000);
     t.equal(await storage.links.purgeExpired(10_000), 1);
     t.equal(await storage.links.findEnrolment(record.tokenHash), null);
+
+    const second = { ...record, tokenHash: 'i'.repeat(64), createdAt: 20_000, expiresAt: 30_000 };
+    const used = { ...record, tokenHash: 'j'.repeat(64), createdAt: 20_000, expiresAt: 30_000 };
+    await storage.links.insertEnrolment(second);
+    await storage.links.insertEnrolment(used);
+    t.equal(await storage.links.consumeEnrolment(used.tokenHash, 21_000), true);
+    t.equal(await storage.links.hasLiveEnrolment('usr_1', 21_000), true, 'the unused one is live');
+    t.equal(await storage.links.hasLiveEnrolment('usr_1', 30_000), false, 'not once it expired');
+    t.equal(await storage.links.hasLiveEnrolment('usr_2', 21_000), false, 'another account holds none');
+    t.equal(await storage.links.revokeEnrolments('usr_1'), 1, 'only the unused link goes');
+    t.equal(await storage.links.findEnrolment(second.tokenHash), null);
+    t.equal((await storage.links.findEnrolment(used.tokenHash))!.usedAt, 21_000, 'a used link stays as a record');
+    t.equal(await storage.links.hasLiveEnrolment('usr_1', 21_000), false);
   });
 }
