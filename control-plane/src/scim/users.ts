@@ -9,6 +9,7 @@ import { equalityOn, matchesFilter, parseScimFilter } from '#lib/scim/filter.js'
 import {
   emailsOf,
   listResponse,
+  pageResponse,
   projectAttributes,
   readPaging,
   readUser,
@@ -221,6 +222,16 @@ export async function listUsers(
   const paging = readPaging(query, MAX_RESULTS);
   const byName = filter && equalityOn(filter, 'userName');
   const byExternalId = filter && equalityOn(filter, 'externalId');
+  const project = (r: Record<string, unknown>) => projectAttributes(r, query.attributes, query.excludedAttributes);
+  // No filter: the store reads the page alone, not the whole org (RFC 7644 §3.4.2.4 paging at scale).
+  if (filter === null) {
+    const [total, page] = await Promise.all([
+      services.storage.scim.countUsers(orgId),
+      services.storage.scim.usersPage(orgId, paging.startIndex - 1, paging.count),
+    ]);
+    const resources = page.map((r) => resourceOf(services, caller, r));
+    return pageResponse(resources, total, paging.startIndex, project);
+  }
   let records: ScimUserRecord[];
   // The look-ups every provisioning client makes before a create are index look-ups, not scans.
   if (byName !== null && byName !== undefined) {
@@ -231,8 +242,8 @@ export async function listUsers(
   else records = await services.storage.scim.users(orgId);
   const resources = records
     .map((r) => resourceOf(services, caller, r))
-    .filter((r) => filter === null || matchesFilter(r, filter, USER_SHAPE));
-  return listResponse(resources, paging, (r) => projectAttributes(r, query.attributes, query.excludedAttributes));
+    .filter((r) => matchesFilter(r, filter, USER_SHAPE));
+  return listResponse(resources, paging, project);
 }
 
 /** The stored record as a resource a PATCH applies to (`active` included). */

@@ -97,6 +97,18 @@ export function scimStoreConformance(t: Test, open: () => Promise<Storage>): voi
       (await storage.scim.users('org_acme')).map((u) => u.identityId),
       ['usr_1', 'usr_2'],
     );
+    t.equal(await storage.scim.countUsers('org_acme'), 2);
+    t.equal(await storage.scim.countUsers('org_none'), 0);
+    t.same(
+      (await storage.scim.usersPage('org_acme', 1, 5)).map((u) => u.identityId),
+      ['usr_2'],
+      'a page in the order of the whole list',
+    );
+    t.same(
+      (await storage.scim.usersPage('org_acme', 0, 1)).map((u) => u.identityId),
+      ['usr_1'],
+    );
+    t.same(await storage.scim.usersPage('org_acme', 2, 5), []);
     const renamed = { ...user('usr_2', 'org_acme', 'ANN@acme.example'), updatedAt: 3000 };
     t.equal(await storage.scim.updateUser(renamed), false, 'the new name is taken');
     t.equal(
