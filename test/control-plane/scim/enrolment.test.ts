@@ -9,9 +9,13 @@ import { linkIn } from '../../helpers/smtp.js';
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const DAY = 86_400_000;
+const ADMIN = 'test-admin-token-0123456789abcdef';
 
 async function setUp(t: Test) {
-  const built = await buildWatched(t, () => ({ areas: ['orgs', 'scim', 'account', 'passkeys'] }));
+  const built = await buildWatched(t, () => ({
+    areas: ['orgs', 'scim', 'account', 'passkeys'],
+    config: { adminToken: ADMIN },
+  }));
   const { app, services, clock } = built;
   const owner = await built.signIn({ username: 'olivia', assurance: 'sensitive' });
   t.equal((await owner.browser.post('/auth/orgs/create', { name: 'Acme' })).statusCode, 200);
@@ -364,4 +368,20 @@ t.test('the org page shows a managed account without a passkey and its form send
   t.equal(form.statusCode, 303, form.body);
   t.equal((await linksFor('ann@acme.example')).length, 2);
   t.match(await page(), new RegExp(`data-member="${id}"[^]*?data-enrolment="live"`));
+});
+
+t.test("the operator's admin token sends a new link for any org, as an owner would", async (t) => {
+  const { app, provision, linksFor, events } = await setUp(t);
+  const id = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  const res = await app.inject({
+    method: 'POST',
+    url: `/org/acme/members/${id}/enrolment-link`,
+    headers: { authorization: `Bearer ${ADMIN}` },
+  });
+  t.equal(res.statusCode, 200, res.body);
+  t.equal((await linksFor('ann@acme.example')).length, 2);
+  t.match(events.filter((e) => e.type === 'scim.enrolment_sent').at(-1), {
+    actor: { type: 'admin_token' },
+    resent: true,
+  });
 });
