@@ -315,6 +315,11 @@ export const REASONS = {
   },
   link_used: { status: 410, description: 'The link was used already; every link works once.' },
   link_expired: { status: 410, description: 'The link is older than its lifetime; ask for a new one.' },
+  enrolment_unavailable: {
+    status: 409,
+    description:
+      "No new passkey enrolment link can be sent to this managed account (docs/scim.md#enrolment-links): `why` says whether it has a passkey already (`passkey_enrolled`), no verified address (`no_verified_address`), or signs in through its org's connection (`connection`).",
+  },
   link_wrong_device: {
     status: 403,
     description: 'A sign-in link works only in the browser that asked for it; open it there or ask for a new one here.',

@@ -167,6 +167,11 @@ export function pushSubjectsOf(receipt: { kind: string } & Record<string, unknow
   const clientId = text(receipt.clientId);
   if (kind === 'client.updated' && clientId) return { users: [], groups: [], reconcile: clientId };
   if (kind === 'client.deleted' && clientId) return { users: [], groups: [], removed: clientId };
+  // An OIDC approval is part of the code's receipt (docs/events.md): a new one opens the consent gate.
+  if (kind === 'authorization.code_issued') {
+    const identity = text(receipt.identityId);
+    return receipt.approval === 'new' && clientId && identity ? { users: [identity], groups: [], clientId } : null;
+  }
   const identityId = USER_KINDS.has(kind) ? text(receipt.identityId) : undefined;
   const teamId = GROUP_KINDS.has(kind) ? text(receipt.teamId) : undefined;
   if (!identityId && !teamId) return null;

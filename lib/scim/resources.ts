@@ -262,4 +262,20 @@ export function listResponse(
   };
 }
 
+/** A list response of a page the store read already (`page`), of `total` resources in all. */
+export function pageResponse(
+  page: Record<string, unknown>[],
+  total: number,
+  startIndex: number,
+  project: (r: Record<string, unknown>) => Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    schemas: [LIST_RESPONSE],
+    totalResults: total,
+    startIndex,
+    itemsPerPage: page.length,
+    Resources: page.map(project),
+  };
+}
+
 export { USER_SHAPE, GROUP_SHAPE };

@@ -411,7 +411,15 @@ export type DomainEvent =
       userNameHash: string;
     })
   // the passkey enrolment link of a provisioned account (docs/scim.md#enrolment-links): mailed, then used
-  | (EventBase & { type: 'scim.enrolment_sent'; orgId: string; identityId: string; emailId: string })
+  | (EventBase & {
+      type: 'scim.enrolment_sent';
+      orgId: string;
+      identityId: string;
+      emailId: string;
+      /** A new link an org admin (or a SCIM re-activation) sent; `replaced` unused links were deleted with it. */
+      resent?: true;
+      replaced?: number;
+    })
   | (EventBase & { type: 'scim.enrolment_used'; orgId: string; identityId: string; credId: string; sessionId: string })
   | (EventBase & {
       type: 'scim.group_created' | 'scim.group_updated' | 'scim.group_deleted';

@@ -19,7 +19,13 @@ export interface OrgView {
   name: string;
   website: string | null;
   role: OrgRole;
-  members: Array<{ user: string; username: string; role: OrgRole }>;
+  members: Array<{
+    user: string;
+    username: string;
+    role: OrgRole;
+    /** A managed account without a passkey yet (docs/scim.md#a-new-link): whether a link of it is live. */
+    enrolment?: { linkLive: boolean };
+  }>;
   /** Invites not accepted yet. */
   invites: Array<{ user: string; username: string; role: OrgRole }>;
   sites: SiteView[];
@@ -69,7 +75,14 @@ export async function loadOrgView(services: OrgServices, m: Membership): Promise
     name: m.org.name,
     website: m.org.website,
     role: m.role,
-    members: members.map((x, i) => ({ user: x.identityId, username: identities[i]?.username ?? '', role: x.role })),
+    members: await Promise.all(
+      members.map(async (x, i) => {
+        const view = { user: x.identityId, username: identities[i]?.username ?? '', role: x.role };
+        if (identities[i]?.managedBy !== m.org.orgId || (await storage.credentials.countByIdentity(x.identityId)) > 0)
+          return view;
+        return { ...view, enrolment: { linkLive: await storage.links.hasLiveEnrolment(x.identityId, services.now()) } };
+      }),
+    ),
     invites: invites.map((x, i) => ({ user: x.identityId, username: invitees[i]?.username ?? '', role: x.role })),
     sites: siteViews,
     rating: siteViews.find((s) => s.primary)?.rating ?? null,

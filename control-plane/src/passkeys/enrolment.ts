@@ -39,6 +39,57 @@ const REFUSALS: Record<RedeemFailure, Reason> = {
   wrong_device: 'link_invalid',
 };
 
+/** Why an account gets no enrolment link: it signs in through its org's connection, or no address may be mailed. */
+export type EnrolmentBlock = 'connection' | 'no_verified_address';
+
+/**
+ * Within a transaction: issues the account a link, or answers why it gets none. `replaced` (a
+ * re-send) counts the unused links it replaces. The mail goes out once the transaction landed.
+ */
+export async function issueEnrolmentIn(
+  services: Pick<EnrolmentServices, 'config' | 'events' | 'now'>,
+  tx: Stores,
+  input: {
+    identityId: string;
+    org: { orgId: string; name: string };
+    actor: Actor;
+    language?: string;
+    replaced?: number;
+  },
+): Promise<{ mail: OutgoingMail; expiresAt: number; receipt?: string } | EnrolmentBlock> {
+  // An org with a connection signs its accounts in there (docs/federation.md): no second way in.
+  if ((await tx.connections.list(input.org.orgId)).length > 0) return 'connection';
+  const emails = await tx.emails.listByIdentity(input.identityId);
+  const target = emails.find((e) => e.verifiedAt !== null);
+  if (!target) return 'no_verified_address';
+  const now = services.now();
+  const lifetimeMs = ENROLMENT_LIFETIME_S * 1000;
+  const link = issueEnrolmentLink({
+    endpoint: `${services.config.issuer}/auth/enrol`,
+    identityId: input.identityId,
+    emailId: target.emailId,
+    now,
+    lifetimeMs,
+  });
+  await tx.links.insertEnrolment(link.record);
+  const { receipt } = await services.events.record(tx, {
+    type: 'scim.enrolment_sent',
+    at: now,
+    outcome: 'success',
+    actor: input.actor,
+    orgId: input.org.orgId,
+    identityId: input.identityId,
+    emailId: target.emailId,
+    ...(input.replaced !== undefined ? { resent: true as const, replaced: input.replaced } : {}),
+  });
+  const locale = mailLocale(input.language ? { lang: input.language } : undefined, services.config.i18n.defaultLocale);
+  return {
+    mail: enrolmentMail(target.email, link.url, input.org.name, ENROLMENT_LIFETIME_S, locale),
+    expiresAt: now + lifetimeMs,
+    ...(receipt ? { receipt } : {}),
+  };
+}
+
 /**
  * Within the provisioning transaction: issues the link when the account should get one, and
  * answers the mail to send once the transaction has landed (null when none goes out).
@@ -48,32 +99,9 @@ export async function issueEnrolmentFor(
   tx: Stores,
   input: { identityId: string; org: { orgId: string; name: string }; actor: Actor; language?: string },
 ): Promise<OutgoingMail | null> {
-  // An org with a connection signs its accounts in there (docs/federation.md): no second way in.
-  if ((await tx.connections.list(input.org.orgId)).length > 0) return null;
-  const emails = await tx.emails.listByIdentity(input.identityId);
-  const target = emails.find((e) => e.verifiedAt !== null);
-  if (!target) return null;
-  const now = services.now();
-  const link = issueEnrolmentLink({
-    endpoint: `${services.config.issuer}/auth/enrol`,
-    identityId: input.identityId,
-    emailId: target.emailId,
-    now,
-    lifetimeMs: ENROLMENT_LIFETIME_S * 1000,
-  });
-  await tx.links.insertEnrolment(link.record);
-  await services.events.record(tx, {
-    type: 'scim.enrolment_sent',
-    at: now,
-    outcome: 'success',
-    actor: input.actor,
-    orgId: input.org.orgId,
-    identityId: input.identityId,
-    emailId: target.emailId,
-  });
   // The directory's `preferredLanguage` chooses the mail's language; the account has no preference yet.
-  const locale = mailLocale(input.language ? { lang: input.language } : undefined, services.config.i18n.defaultLocale);
-  return enrolmentMail(target.email, link.url, input.org.name, ENROLMENT_LIFETIME_S, locale);
+  const issued = await issueEnrolmentIn(services, tx, input);
+  return typeof issued === 'string' ? null : issued.mail;
 }
 
 /** What the enrolment page shows: the account and its org, once the link and the account both stand. */

@@ -172,6 +172,13 @@ export async function listGroups(services: ScimServices, caller: ScimCaller, que
     const ids = new Set(await services.storage.scim.groupsByExternalId(orgId, byExternalId));
     chosen = teams.filter((t) => ids.has(t.teamId));
   }
+  // `displayName eq "…"`, Entra's look-up before every group create: only the teams of that name
+  // (case-insensitively, as the filter compares it) have their members read, not every team's.
+  const byName = filter && equalityOn(filter, 'displayName');
+  if (byName !== null && byName !== undefined) {
+    const folded = byName.toLowerCase();
+    chosen = chosen.filter((t) => t.displayName.toLowerCase() === folded);
+  }
   const resources = (await groupsOf(services.storage, orgId, chosen))
     .map((g) => resourceOf(services, caller, g))
     .filter((r) => filter === null || matchesFilter(r, filter, GROUP_SHAPE));

@@ -9,6 +9,7 @@ import { equalityOn, matchesFilter, parseScimFilter } from '#lib/scim/filter.js'
 import {
   emailsOf,
   listResponse,
+  pageResponse,
   projectAttributes,
   readPaging,
   readUser,
@@ -19,7 +20,7 @@ import type { ControlPlaneServices } from '../context.js';
 import type { Actor } from '../events/types.js';
 import type { ScimUserRecord, Stores } from '../storage/interface.js';
 import { deleteAccountIn, suspendAccountIn } from '../accounts/lifecycle.js';
-import { issueEnrolmentFor } from '../passkeys/enrolment.js';
+import { issueEnrolmentFor, issueEnrolmentIn } from '../passkeys/enrolment.js';
 import type { ScimCaller } from './tokens.js';
 
 /**
@@ -221,6 +222,16 @@ export async function listUsers(
   const paging = readPaging(query, MAX_RESULTS);
   const byName = filter && equalityOn(filter, 'userName');
   const byExternalId = filter && equalityOn(filter, 'externalId');
+  const project = (r: Record<string, unknown>) => projectAttributes(r, query.attributes, query.excludedAttributes);
+  // No filter: the store reads the page alone, not the whole org (RFC 7644 §3.4.2.4 paging at scale).
+  if (filter === null) {
+    const [total, page] = await Promise.all([
+      services.storage.scim.countUsers(orgId),
+      services.storage.scim.usersPage(orgId, paging.startIndex - 1, paging.count),
+    ]);
+    const resources = page.map((r) => resourceOf(services, caller, r));
+    return pageResponse(resources, total, paging.startIndex, project);
+  }
   let records: ScimUserRecord[];
   // The look-ups every provisioning client makes before a create are index look-ups, not scans.
   if (byName !== null && byName !== undefined) {
@@ -231,8 +242,8 @@ export async function listUsers(
   else records = await services.storage.scim.users(orgId);
   const resources = records
     .map((r) => resourceOf(services, caller, r))
-    .filter((r) => filter === null || matchesFilter(r, filter, USER_SHAPE));
-  return listResponse(resources, paging, (r) => projectAttributes(r, query.attributes, query.excludedAttributes));
+    .filter((r) => matchesFilter(r, filter, USER_SHAPE));
+  return listResponse(resources, paging, project);
 }
 
 /** The stored record as a resource a PATCH applies to (`active` included). */
@@ -257,7 +268,7 @@ export async function writeUser(
   ifMatch?: string,
 ): Promise<{ resource: Record<string, unknown>; receipt?: string }> {
   const now = services.now();
-  return services.storage.transaction(async (tx) => {
+  const written = await services.storage.transaction(async (tx) => {
     const record = await userOf(tx, caller, id);
     checkIfMatch(ifMatch, resourceOf(services, caller, record));
     const fields = readUser(next(patchable(record)));
@@ -287,9 +298,35 @@ export async function writeUser(
       await tx.identities.setSuspended(id, null);
       receipt = await recordUser(services, tx, caller, 'scim.user_reactivated', id, fields.userName);
     }
+    const reactivated = !wasActive && fields.active;
+    const emailsChanged = JSON.stringify(emailsOf(record.attributes)) !== JSON.stringify(emailsOf(fields.attributes));
+    const mail =
+      fields.active && (reactivated || emailsChanged) ? await offerEnrolmentAgain(services, tx, caller, id) : null;
     const result = { ...(changed ? updated : record), suspendedAt: fields.active ? null : (record.suspendedAt ?? now) };
-    return { resource: resourceOf(services, caller, result), ...(receipt ? { receipt } : {}) };
+    return { resource: resourceOf(services, caller, result), mail, ...(receipt ? { receipt } : {}) };
   });
+  if (written.mail) services.mailer.enqueue(written.mail);
+  const { mail: _mail, ...answer } = written;
+  return answer;
+}
+
+/**
+ * The re-provisioning path of docs/scim.md#a-new-link: an account the directory turns active again,
+ * or gives another address, that still has no passkey and no live link gets a new one (its stale
+ * unused links deleted), as at provisioning. Null when none goes out.
+ */
+async function offerEnrolmentAgain(services: ScimServices, tx: Stores, caller: ScimCaller, identityId: string) {
+  const now = services.now();
+  if ((await tx.credentials.countByIdentity(identityId)) > 0) return null;
+  if (await tx.links.hasLiveEnrolment(identityId, now)) return null;
+  const replaced = await tx.links.revokeEnrolments(identityId);
+  const issued = await issueEnrolmentIn(services, tx, {
+    identityId,
+    org: caller.org,
+    actor: actorOf(caller),
+    replaced,
+  });
+  return typeof issued === 'string' ? null : issued.mail;
 }
 
 /**

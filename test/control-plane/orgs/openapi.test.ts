@@ -37,6 +37,8 @@ const PATHS: Array<[string, string]> = [
   ['put', '/org/{slug}/teams/{team}/members/{identityId}'],
   ['delete', '/org/{slug}/teams/{team}/members/{identityId}'],
   ['post', '/org/{slug}/teams/{team}/members/add'],
+  ['post', '/org/{slug}/members/{identityId}/enrolment-link'],
+  ['post', '/org/{slug}/members/enrolment-link'],
   ['post', '/org/{slug}/teams/{team}/members/remove'],
   // An org's webhooks (the webhooks area, docs/events.md#webhooks).
   ['post', '/org/{slug}/webhooks'],

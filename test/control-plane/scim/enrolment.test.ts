@@ -9,9 +9,13 @@ import { linkIn } from '../../helpers/smtp.js';
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const DAY = 86_400_000;
+const ADMIN = 'test-admin-token-0123456789abcdef';
 
 async function setUp(t: Test) {
-  const built = await buildWatched(t, () => ({ areas: ['orgs', 'scim', 'account', 'passkeys'] }));
+  const built = await buildWatched(t, () => ({
+    areas: ['orgs', 'scim', 'account', 'passkeys'],
+    config: { adminToken: ADMIN },
+  }));
   const { app, services, clock } = built;
   const owner = await built.signIn({ username: 'olivia', assurance: 'sensitive' });
   t.equal((await owner.browser.post('/auth/orgs/create', { name: 'Acme' })).statusCode, 200);
@@ -60,7 +64,14 @@ async function setUp(t: Test) {
     const response = new SoftAuthenticator(ORIGIN).create(begin.json().options);
     return post('/auth/enrol/verify', { token, response });
   };
-  return { ...built, owner, org, scim, provision, linkFor, enrol, post };
+  /** Every enrolment link mailed to `address`, oldest first. */
+  const linksFor = async (address: string) =>
+    (await built.mails())
+      .filter((m) => m.includes(`To: ${address}`))
+      .map((m) => linkIn(m, '/auth/enrol'))
+      .filter((l): l is string => l !== null);
+  const resend = (id: string, browser = owner.browser) => browser.post(`/org/acme/members/${id}/enrolment-link`);
+  return { ...built, org, owner, scim, provision, linkFor, linksFor, resend, enrol, post };
 }
 
 const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
@@ -273,4 +284,151 @@ t.test('two uses of one link at once: exactly one creates a passkey', async (t) 
   const answers = await Promise.all(responses.map((response) => post('/auth/enrol/verify', { token, response })));
   t.same(answers.map((a) => a.statusCode).sort(), [200, 410], answers.map((a) => a.body).join(' | '));
   t.equal((await services.storage.credentials.listByIdentity(id)).length, 1);
+});
+
+t.test(
+  'an org admin sends a new link once the first expired: the old link stops working, the new one enrols',
+  async (t) => {
+    const { provision, linksFor, resend, enrol, events, clock, org, owner, services, signIn } = await setUp(t);
+    const id = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+    const [first] = await linksFor('ann@acme.example');
+    clock.advance(7 * DAY + 1);
+    t.equal((await enrol(tokenOf(first!))).json().reason, 'link_expired');
+
+    const { browser } = await signIn({ username: 'olivia' }); // a week later: a new session
+    const sent = await resend(id, browser);
+    t.equal(sent.statusCode, 200, sent.body);
+    t.match(sent.json(), {
+      ok: true,
+      expiresAt: new Date(clock.now() + 7 * DAY).toISOString(),
+      receipt: /^[0-9a-f]{64}$/,
+    });
+    t.match(events.filter((e) => e.type === 'scim.enrolment_sent').at(-1), {
+      orgId: org.orgId,
+      identityId: id,
+      actor: { type: 'person', id: owner.identityId },
+      resent: true,
+      replaced: 1,
+    });
+    const links = await linksFor('ann@acme.example');
+    t.equal(links.length, 2, 'a second mail with a new link');
+    t.not(links[1], links[0]);
+    t.equal((await enrol(tokenOf(links[0]!))).json().reason, 'link_invalid', 'the old link no longer exists');
+    const done = await enrol(tokenOf(links[1]!));
+    t.equal(done.statusCode, 200, done.body);
+    t.equal((await services.storage.credentials.listByIdentity(id)).length, 1);
+    const after = await resend(id, browser);
+    t.equal(after.statusCode, 409);
+    t.match(after.json(), { reason: 'enrolment_unavailable', why: 'passkey_enrolled' }, 'not once a passkey exists');
+  },
+);
+
+t.test('a new link also replaces a live one (a mail gone astray), at most three an hour per account', async (t) => {
+  const { provision, linksFor, resend, post } = await setUp(t);
+  const id = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  for (let i = 0; i < 3; i++) t.equal((await resend(id)).statusCode, 200);
+  const limited = await resend(id);
+  t.equal(limited.statusCode, 429);
+  t.equal(limited.json().reason, 'rate_limited');
+  t.ok(Number(limited.headers['retry-after']) > 0, 'Retry-After');
+  const links = await linksFor('ann@acme.example');
+  t.equal(links.length, 4, 'the provisioning mail and three new ones');
+  // Mails written in one millisecond have no order: whichever link still opens, exactly one does.
+  const opened = [];
+  for (const link of links)
+    opened.push((await post('/auth/enrol/options', { token: tokenOf(link) })).json().reason ?? 'opens');
+  t.same(opened.sort(), ['link_invalid', 'link_invalid', 'link_invalid', 'opens'], 'only the newest link works');
+  const bea = await provision('bea@acme.example', { emails: [{ type: 'work', value: 'bea@acme.example' }] });
+  t.equal((await resend(bea)).statusCode, 200, 'the limit is per account');
+});
+
+t.test('refusals: a plain member, a personal account, a suspended account, no verified address', async (t) => {
+  const { app, provision, resend, scim, signIn, owner } = await setUp(t);
+  const ann = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  const mia = await signIn({ username: 'mia' });
+  t.equal((await owner.browser.post('/org/acme/members/invite', { username: 'mia' })).statusCode, 200);
+  t.equal((await mia.browser.post('/org/acme/members/accept', {})).statusCode, 200);
+
+  const member = await resend(ann, mia.browser);
+  t.equal(member.statusCode, 403);
+  t.equal(member.json().reason, 'forbidden', 'a plain member may not');
+  const personal = await resend(mia.identityId);
+  t.equal(personal.statusCode, 404);
+  t.equal(personal.json().reason, 'not_found', 'a personal member is never mailed by the org');
+  t.equal((await resend('usr_nobody')).json().reason, 'not_found');
+
+  const away = await provision('bo@elsewhere.example', { emails: [{ type: 'work', value: 'bo@elsewhere.example' }] });
+  const unverified = await resend(away);
+  t.equal(unverified.statusCode, 409);
+  t.match(unverified.json(), { reason: 'enrolment_unavailable', why: 'no_verified_address' });
+
+  await scim('PATCH', `/Users/${ann}`, {
+    schemas: [PATCH_OP],
+    Operations: [{ op: 'replace', path: 'active', value: false }],
+  });
+  const suspended = await resend(ann);
+  t.equal(suspended.statusCode, 403);
+  t.equal(suspended.json().reason, 'account_suspended');
+  const stranger = await app.inject({ method: 'POST', url: `/org/acme/members/${ann}/enrolment-link` });
+  t.equal(stranger.statusCode, 401, 'no session');
+});
+
+t.test('an account the directory turns active again, still without a passkey, is mailed a new link', async (t) => {
+  const { provision, linksFor, scim, enrol, clock, events } = await setUp(t);
+  const id = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  const off = (active: boolean) =>
+    scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'active', value: active }],
+    });
+  t.equal((await off(false)).statusCode, 200);
+  t.equal((await off(true)).statusCode, 200);
+  t.equal((await linksFor('ann@acme.example')).length, 1, 'the first link still works: no second one');
+  t.equal((await off(false)).statusCode, 200);
+  clock.advance(7 * DAY + 1);
+  t.equal((await off(true)).statusCode, 200);
+  const links = await linksFor('ann@acme.example');
+  t.equal(links.length, 2, 'its link had expired: a new one');
+  t.match(events.filter((e) => e.type === 'scim.enrolment_sent').at(-1), {
+    actor: { type: 'scim_token' },
+    resent: true,
+    replaced: 1,
+  });
+  t.equal((await enrol(tokenOf(links[1]!))).statusCode, 200);
+});
+
+t.test('the org page shows a managed account without a passkey and its form sends a new link', async (t) => {
+  const { provision, owner, linksFor, clock, signIn } = await setUp(t);
+  const id = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  let browser = owner.browser;
+  const page = async () => (await browser.get('/org/acme', { accept: 'text/html' })).body;
+  t.match(await page(), new RegExp(`data-member="${id}"[^]*?data-enrolment="live"`));
+  clock.advance(7 * DAY + 1);
+  browser = (await signIn({ username: 'olivia' })).browser;
+  const stale = await page();
+  t.match(stale, new RegExp(`data-member="${id}"[^]*?data-enrolment="none"`));
+  t.match(stale, /action="\/org\/acme\/members\/enrolment-link"[^]*?data-action="send-enrolment"/);
+  const form = await browser.request('POST', '/org/acme/members/enrolment-link', `user=${id}`, {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'text/html',
+  });
+  t.equal(form.statusCode, 303, form.body);
+  t.equal((await linksFor('ann@acme.example')).length, 2);
+  t.match(await page(), new RegExp(`data-member="${id}"[^]*?data-enrolment="live"`));
+});
+
+t.test("the operator's admin token sends a new link for any org, as an owner would", async (t) => {
+  const { app, provision, linksFor, events } = await setUp(t);
+  const id = await provision('ann@acme.example', { emails: [{ type: 'work', value: 'ann@acme.example' }] });
+  const res = await app.inject({
+    method: 'POST',
+    url: `/org/acme/members/${id}/enrolment-link`,
+    headers: { authorization: `Bearer ${ADMIN}` },
+  });
+  t.equal(res.statusCode, 200, res.body);
+  t.equal((await linksFor('ann@acme.example')).length, 2);
+  t.match(events.filter((e) => e.type === 'scim.enrolment_sent').at(-1), {
+    actor: { type: 'admin_token' },
+    resent: true,
+  });
 });

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { clientParty, recordConsent } from '../../../control-plane/src/consent/gate.js';
 import { codeBlocksUnder } from '../../helpers/doc-blocks.js';
+import { goodRequest, obtainCode, pkcePair } from '../../helpers/oidc.js';
 
 /** Outbound SCIM (docs/scim.md#outbound-scim): an org's members pushed to its app's SCIM server, here SCIMMY's. */
 
@@ -22,7 +23,7 @@ async function setUp(t: Test, fetch: Record<string, unknown> = { 'fetch.allowPri
   const clock = manualClock(Date.now());
   const built = await buildSignedIn(t, {
     now: clock.now,
-    areas: ['orgs', 'scim', 'account', 'clients', 'admin'],
+    areas: ['orgs', 'scim', 'account', 'clients', 'admin', 'oidc'],
     config: { adminToken: ADMIN, 'fetch.caFile': tls.caFile, ...fetch },
   });
   const { app, services } = built;
@@ -143,6 +144,29 @@ t.test('a personal member appears only after approving the app, and leaves as ac
   await sync();
   t.equal(remote.user('bob')!['active'], false, 'a removed member is deactivated');
 });
+
+t.test(
+  'approving the app on the authorization page pushes the member at once, without waiting for a reconcile',
+  async (t) => {
+    const { remote, owner, signIn, registerApp, sync } = await setUp(t);
+    const bob = await signIn({ username: 'bob' });
+    t.equal((await owner.browser.post('/org/acme/members/invite', { username: 'bob' })).statusCode, 200);
+    t.equal((await bob.browser.post('/org/acme/members/accept', {})).statusCode, 200);
+    const client = await registerApp();
+    await sync();
+    t.notOk(remote.user('bob'));
+    const { challenge } = pkcePair();
+    await obtainCode(
+      bob.browser,
+      goodRequest({ client_id: client.client_id }, challenge, {
+        redirect_uri: 'https://wiki.example/cb',
+        scope: 'openid',
+      }),
+    );
+    await sync();
+    t.match(remote.user('bob'), { externalId: bob.identityId, active: true }, 'the new approval queued bob');
+  },
+);
 
 t.test('an existing remote user is matched by userName instead of duplicated', async (t) => {
   const { remote, provision, registerApp, sync, receipts } = await setUp(t);

@@ -226,3 +226,23 @@ t.test('a Group of a few hundred members is written from the members named, and 
   t.equal(foreign.json().scimType, 'invalidValue');
   t.equal((await scim('GET', `/Groups/${id}`)).json().members.length, 290, 'and nothing changed');
 });
+
+t.test('`displayName eq` finds a Group whatever the case, and only that one', async (t) => {
+  const { scim } = await setUp(t);
+  for (const displayName of ['Engineering', 'Engineering Managers', 'Sales'])
+    t.equal((await scim('POST', '/Groups', { schemas: [GROUP], displayName })).statusCode, 201);
+  const found = await scim(
+    'GET',
+    `/Groups?excludedAttributes=members&filter=${encodeURIComponent('displayName eq "engineering"')}`,
+  );
+  t.equal(found.statusCode, 200, found.body);
+  t.match(found.json(), { totalResults: 1, Resources: [{ displayName: 'Engineering' }] });
+  t.notOk(found.json().Resources[0].members, 'members excluded');
+  const both = await scim(
+    'GET',
+    `/Groups?filter=${encodeURIComponent('displayName eq "Sales" or displayName sw "Eng"')}`,
+  );
+  t.equal(both.json().totalResults, 3, 'other filters still read every team');
+  const none = await scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq "Support"')}`);
+  t.equal(none.json().totalResults, 0);
+});

@@ -97,6 +97,18 @@ export function scimStoreConformance(t: Test, open: () => Promise<Storage>): voi
       (await storage.scim.users('org_acme')).map((u) => u.identityId),
       ['usr_1', 'usr_2'],
     );
+    t.equal(await storage.scim.countUsers('org_acme'), 2);
+    t.equal(await storage.scim.countUsers('org_none'), 0);
+    t.same(
+      (await storage.scim.usersPage('org_acme', 1, 5)).map((u) => u.identityId),
+      ['usr_2'],
+      'a page in the order of the whole list',
+    );
+    t.same(
+      (await storage.scim.usersPage('org_acme', 0, 1)).map((u) => u.identityId),
+      ['usr_1'],
+    );
+    t.same(await storage.scim.usersPage('org_acme', 2, 5), []);
     const renamed = { ...user('usr_2', 'org_acme', 'ANN@acme.example'), updatedAt: 3000 };
     t.equal(await storage.scim.updateUser(renamed), false, 'the new name is taken');
     t.equal(
@@ -220,5 +232,18 @@ export function scimStoreConformance(t: Test, open: () => Promise<Storage>): voi
     t.equal((await storage.links.findEnrolment(record.tokenHash))!.usedAt, 5000);
     t.equal(await storage.links.purgeExpired(10_000), 1);
     t.equal(await storage.links.findEnrolment(record.tokenHash), null);
+
+    const second = { ...record, tokenHash: 'i'.repeat(64), createdAt: 20_000, expiresAt: 30_000 };
+    const used = { ...record, tokenHash: 'j'.repeat(64), createdAt: 20_000, expiresAt: 30_000 };
+    await storage.links.insertEnrolment(second);
+    await storage.links.insertEnrolment(used);
+    t.equal(await storage.links.consumeEnrolment(used.tokenHash, 21_000), true);
+    t.equal(await storage.links.hasLiveEnrolment('usr_1', 21_000), true, 'the unused one is live');
+    t.equal(await storage.links.hasLiveEnrolment('usr_1', 30_000), false, 'not once it expired');
+    t.equal(await storage.links.hasLiveEnrolment('usr_2', 21_000), false, 'another account holds none');
+    t.equal(await storage.links.revokeEnrolments('usr_1'), 1, 'only the unused link goes');
+    t.equal(await storage.links.findEnrolment(second.tokenHash), null);
+    t.equal((await storage.links.findEnrolment(used.tokenHash))!.usedAt, 21_000, 'a used link stays as a record');
+    t.equal(await storage.links.hasLiveEnrolment('usr_1', 21_000), false);
   });
 }

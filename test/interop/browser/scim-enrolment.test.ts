@@ -6,7 +6,9 @@ import { startControlPlane, type RunningControlPlane } from '../../../control-pl
 import { seriousViolations } from '../../helpers/axe.js';
 import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
 import { tempDir, TEST_MASTER_KEY } from '../../helpers/build.js';
-import { seedAcmeOwner } from '../../helpers/mail-domains.js';
+import { createServer } from 'node:net';
+import { seedAcmeOwner, seedProvedMailDomain } from '../../helpers/mail-domains.js';
+import { buildSignedIn } from '../../helpers/signed-in.js';
 import { linkIn, readOutbox } from '../../helpers/smtp.js';
 
 /**
@@ -117,5 +119,64 @@ t.test(
 
     await page.goto(link!);
     t.match(await page.locator('main').textContent(), /link_used/, 'the link works once');
+  },
+);
+
+t.test(
+  "an org owner sends a new passkey link from the org page's member list; the old link stops working",
+  { skip, timeout: 120_000 },
+  async (t) => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    await new Promise((resolve) => server.close(resolve));
+    const base = `http://localhost:${port}`;
+    const { app, services, signIn, config } = await buildSignedIn(t, { config: { issuer: base } });
+    await app.listen({ port, host: '127.0.0.1' });
+    const owner = await signIn({ username: 'olivia', assurance: 'sensitive' });
+    t.equal((await owner.browser.post('/auth/orgs/create', { name: 'Acme' }, { origin: base })).statusCode, 200);
+    const org = (await services.storage.orgs.getBySlug('acme'))!;
+    await seedProvedMailDomain(services.storage, org.orgId, 'acme.example', services.now());
+    const scimToken = (await owner.browser.post('/org/acme/scim-tokens', {}, { origin: base })).json().token as string;
+    const made = await app.inject({
+      method: 'POST',
+      url: '/scim/v2/orgs/acme/Users',
+      headers: { authorization: `Bearer ${scimToken}`, 'content-type': 'application/scim+json' },
+      payload: JSON.stringify({
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: 'bo@acme.example',
+        emails: [{ type: 'work', value: 'bo@acme.example' }],
+      }),
+    });
+    t.equal(made.statusCode, 201, made.body);
+    const { id } = made.json() as { id: string };
+    const links = async () => {
+      await services.mailer.idle();
+      return (await readOutbox(config.dataDir))
+        .filter((m) => m.includes('To: bo@acme.example'))
+        .map((m) => linkIn(m, '/auth/enrol')!);
+    };
+    const [first] = await links();
+
+    const { context, page, problems } = await launchChromium(t, { expectedFailures: ['/auth/enrol'] });
+    await context.addCookies([...owner.browser.cookies].map(([name, value]) => ({ name, value, url: base })));
+    await page.goto(`${base}/org/acme`);
+    const row = page.locator(`li[data-member="${id}"]`);
+    t.equal(await row.locator('[data-enrolment]').getAttribute('data-enrolment'), 'live');
+    await row.locator('button[data-action="send-enrolment"]').click();
+    await page.waitForLoadState('load');
+    await t.resolves(
+      (async () => {
+        for (let i = 0; i < 100 && (await links()).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+      })(),
+    );
+    const after = await links();
+    t.equal(after.length, 2, `a second link was mailed ${problems.join('\n')}`);
+    t.equal(await page.locator(`li[data-member="${id}"] [data-enrolment]`).getAttribute('data-enrolment'), 'live');
+    const newest = after.find((link) => link !== first)!;
+    await page.goto(first!);
+    t.match(await page.locator('main').textContent(), /link_invalid/, 'the old link no longer works');
+    await page.goto(newest);
+    t.equal(await page.locator('button[data-action="enrol"]').count(), 1, 'the new link opens the enrolment page');
   },
 );

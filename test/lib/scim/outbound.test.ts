@@ -13,6 +13,21 @@ t.test('a receipt names whom to push again, never from its own pushes', async (t
     groups: [],
     clientId: 'cl_1',
   });
+  t.same(
+    pushSubjectsOf({ kind: 'authorization.code_issued', clientId: 'cl_1', identityId: 'usr_1', approval: 'new' }),
+    { users: ['usr_1'], groups: [], clientId: 'cl_1' },
+    'an OIDC approval given now opens the consent gate for that client',
+  );
+  t.equal(
+    pushSubjectsOf({
+      kind: 'authorization.code_issued',
+      clientId: 'cl_1',
+      identityId: 'usr_1',
+      approval: 'remembered',
+    }),
+    null,
+    'a sign-in under an approval given before changes nothing pushed',
+  );
   t.same(pushSubjectsOf({ kind: 'client.updated', clientId: 'cl_1' }), { users: [], groups: [], reconcile: 'cl_1' });
   t.same(pushSubjectsOf({ kind: 'client.deleted', clientId: 'cl_1' }), { users: [], groups: [], removed: 'cl_1' });
   t.equal(pushSubjectsOf({ kind: 'scim.outbound.user_provisioned', clientId: 'cl_1', identityId: 'usr_1' }), null);

@@ -25,6 +25,7 @@ import { passkeyPolicyRoutes } from './passkey-policy.js';
 import { passkeyPolicySection } from './passkey-policy-section.js';
 import { showPasskeyPolicy, type PolicyView } from '../../passkeys/policy.js';
 import { scimTokenRoutes } from './scim-tokens.js';
+import { enrolmentLinkRoutes } from './enrolment-links.js';
 
 const session = [{ sessionCookie: [] }];
 const slugParams = {
@@ -350,6 +351,7 @@ export default async function orgRoutes(app: FastifyInstance): Promise<void> {
     );
 
     await teamRoutes(app, dashboardAgain);
+    await enrolmentLinkRoutes(app, dashboardAgain);
 
     // Accepted on the account page (the invitee is no member yet): a refusal shows that page again.
     mutation(
@@ -405,6 +407,13 @@ function dashboard(view: OrgView, ui: PageUi, now: number, again: DashboardAgain
     const stale = now - Date.parse(r.scanned_at) > STALE_MS;
     return html`<strong data-field="grade">${r.grade}</strong> (${r.score}) · ${when(r.scanned_at)}${stale ? html` · <strong>${t('orgs.stale')}</strong>` : ''}`;
   };
+  // A managed account without a passkey (docs/scim.md#a-new-link): whether its link is live, and a new one for managers.
+  const enrolmentNote = (user: string, live: boolean) =>
+    html` · <span class="muted" data-enrolment="${live ? 'live' : 'none'}">${t('orgs.members.no_passkey')} · ${t(live ? 'orgs.members.link_live' : 'orgs.members.link_none')}</span>${
+      manager
+        ? html` <form method="post" data-kp-post action="/org/${slug}/members/enrolment-link"><input type="hidden" name="user" value="${user}"><button type="submit" class="secondary" data-action="send-enrolment">${t('orgs.members.send_link')}</button></form>`
+        : ''
+    }`;
   return html`<h1>${view.name}</h1>
 ${again.refusal ? html`<p id="form-error" role="alert" class="error">${refusalNote(ui, again.refusal)}</p>\n` : ''}<p id="form-status" role="status" aria-live="polite"></p>
 <p>${raw(ui.rich('orgs.your_role', { role: (c) => `<strong data-field="role" data-value="${view.role}">${c}</strong>` }, { value: role(view.role) }))} ${t('orgs.headline')} ${gradeOf(view.rating)}</p>
@@ -437,7 +446,7 @@ ${
     : ''
 }
 <h2 id="members-h">${t('orgs.members.heading')}</h2>
-<ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${role(x.role)}</li>`)}</ul>
+<ul aria-labelledby="members-h">${view.members.map((x) => html`<li data-member="${x.user}">${x.username} · ${role(x.role)}${x.enrolment ? enrolmentNote(x.user, x.enrolment.linkLive) : ''}</li>`)}</ul>
 <h3 id="pending-h">${t('orgs.invites.heading')}</h3>
 <ul id="pending-invites" aria-labelledby="pending-h">${view.invites.length ? view.invites.map((x) => html`<li data-pending-invite="${x.username}">${x.username} · ${role(x.role)} <span class="muted">${t('orgs.invites.not_accepted')}</span></li>`) : html`<li class="muted" data-none>${t('orgs.invites.none')}</li>`}</ul>
 ${

@@ -65,5 +65,12 @@ export function linkStore(sql: Sql): LinkStore {
         'UPDATE enrolment_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
         [tokenHash, at],
       ),
+    revokeEnrolments: (identityId) =>
+      sql.count('DELETE FROM enrolment_links WHERE identity_id = $1 AND used_at IS NULL', [identityId]),
+    hasLiveEnrolment: async (identityId, at) =>
+      (await sql.row(
+        'SELECT 1 AS live FROM enrolment_links WHERE identity_id = $1 AND used_at IS NULL AND expires_at > $2 LIMIT 1',
+        [identityId, at],
+      )) !== undefined,
   };
 }

@@ -126,6 +126,17 @@ export function scimStore(sql: Sql): ScimStore {
       (await sql.rows<UserRow>(`${USERS} WHERE s.org_id = $1 ORDER BY s.created_at, s.identity_id`, [orgId])).map(
         userFromRow,
       ),
+    usersPage: async (orgId, offset, limit) =>
+      (
+        await sql.rows<UserRow>(
+          `${USERS} WHERE s.org_id = $1 ORDER BY s.created_at, s.identity_id LIMIT $2 OFFSET $3`,
+          [orgId, limit, offset],
+        )
+      ).map(userFromRow),
+    countUsers: async (orgId) =>
+      Number(
+        (await sql.row<{ n: number | string }>('SELECT COUNT(*) AS n FROM scim_users WHERE org_id = $1', [orgId]))!.n,
+      ),
     updateUser: (record) =>
       unlessTaken((tx) =>
         tx.count(

@@ -315,6 +315,10 @@ export interface LinkStore {
   findEnrolment(tokenHash: string): Promise<StoredLink | null>;
   /** As `consume`, for an enrolment link: true for exactly one caller. */
   consumeEnrolment(tokenHash: string, at: number): Promise<boolean>;
+  /** Deletes the account's unused enrolment links (a new one replaces them); returns how many. */
+  revokeEnrolments(identityId: string): Promise<number>;
+  /** Whether the account holds an enrolment link still unused and unexpired at `at`. */
+  hasLiveEnrolment(identityId: string, at: number): Promise<boolean>;
 }
 
 /** A receipt as stored: its canonical JSON, address, tree key and (once sealed) its place. */

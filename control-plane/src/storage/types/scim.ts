@@ -44,6 +44,10 @@ export interface ScimStore {
   usersByExternalId(orgId: string, externalId: string): Promise<ScimUserRecord[]>;
   /** Every user the org provisioned, oldest first. */
   users(orgId: string): Promise<ScimUserRecord[]>;
+  /** One page of `users` (the same order): `offset` users skipped, at most `limit` read. */
+  usersPage(orgId: string, offset: number, limit: number): Promise<ScimUserRecord[]>;
+  /** How many users the org provisioned. */
+  countUsers(orgId: string): Promise<number>;
   /** Replaces the record (by identity id); false when another user holds the folded userName. */
   updateUser(user: ScimUserRecord): Promise<boolean>;
   /** Sets (or with null clears) the externalId of a Group, that is of the org's team `teamId`. */
