@@ -26,7 +26,8 @@ import { acceptBackchannelLogout, continueAfterUpstreamLogout } from '../../fede
 import { sendAfterLogout } from '../oidc/logout.js';
 import { bindingCookie } from './binding-cookie.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
-import { federationRefusal, testedPage } from './pages.js';
+import { federationRefusal, linkPage, replaceQuestionPage, testedPage } from './pages.js';
+import { accountLinkRoutes } from './account-links.js';
 import { connectionBody, connectionSchema } from './schemas.js';
 
 const connectionIdParam = { connectionId: { type: 'string', minLength: 1, maxLength: 100 } } as const;
@@ -202,6 +203,8 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
     });
   });
 
+  accountLinkRoutes(app);
+
   const signInPage = (reply: FastifyReply, connectionId: string) =>
     reply.redirect(`/auth?connection=${encodeURIComponent(connectionId)}`, 303);
 
@@ -254,6 +257,14 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
       if (signedIn.kind === 'tested') {
         reply.type('text/html; charset=utf-8');
         return testedPage(request, signedIn.claims);
+      }
+      if (signedIn.kind === 'confirm') {
+        reply.type('text/html; charset=utf-8');
+        return replaceQuestionPage(request, signedIn.question);
+      }
+      if (signedIn.kind === 'link') {
+        reply.type('text/html; charset=utf-8');
+        return linkPage(request, signedIn.link);
       }
       setSessionCookies(services, reply, signedIn.sessionToken);
       return reply.redirect(signedIn.returnTo, 303);
