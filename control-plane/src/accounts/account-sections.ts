@@ -3,6 +3,7 @@ import { RECOVERY_CODE_COUNT } from '#lib/recovery/recovery-codes.js';
 import { html, type SafeHtml } from '../pages/layout.js';
 import type { ControlPlaneServices } from '../context.js';
 import { claimingOrgs } from '../orgs/claimed-addresses.js';
+import { accountConnections, mayLink } from '../federation/link-connection.js';
 
 /** A section of the /account page, rendered with the page's translator (docs/i18n.md). */
 export type AccountSection = (ui: Translator) => SafeHtml;
@@ -23,6 +24,8 @@ export interface AccountExtras {
   sections?: AccountSection[];
   /** Extra module scripts for the /account page, served by that area's routes. */
   scripts?: string[];
+  /** Origins the page's forms may end at (CSP form-action): the upstreams its "Connect" buttons go to. */
+  formAction?: string[];
 }
 
 export async function accountExtras(services: ExtrasServices, identityId: string): Promise<AccountExtras> {
@@ -33,6 +36,7 @@ export async function accountExtras(services: ExtrasServices, identityId: string
     services.storage.identities.get(identityId),
   ]);
   const state = totp?.state ?? 'off';
+  const connections = (await mayLink(services, identityId)) ? await accountConnections(services, identityId) : [];
   const claimed = await claimingOrgs(services.storage, identity, emails);
   const orgNames = new Map<string, string>();
   for (const orgId of new Set(claimed.values()))
@@ -45,8 +49,14 @@ export async function accountExtras(services: ExtrasServices, identityId: string
         : { email: e.email, verified: false, claimedBy: orgNames.get(claimedBy)! };
     }),
     totp: state,
-    sections: [secondFactorSections(state, codes.length)],
+    sections: [
+      secondFactorSections(state, codes.length),
+      ...(connections.length > 0 ? [connectionsSection(connections)] : []),
+    ],
     scripts: ['/assets/second-factor.js'],
+    ...(connections.some((c) => c.linkedAt === null)
+      ? { formAction: [...new Set(connections.filter((c) => c.linkedAt === null).map((c) => c.origin))] }
+      : {}),
   };
 }
 
@@ -94,4 +104,23 @@ ${
   <p id="email-help" class="muted">${t('account.sf.email_help')}</p>
   <button type="submit">${t('account.sf.email_add')}</button>
 </form>`;
+}
+
+/**
+ * The instance-wide connections a personal account may link itself to (docs/federation.md#linking-a-personal-account):
+ * "Connect" signs in upstream and comes back to confirm with a passkey; "Remove" unlinks. Plain forms.
+ */
+function connectionsSection(
+  connections: Array<{ connectionId: string; name: string; linkedAt: number | null }>,
+): AccountSection {
+  return ({ t }) => html`<h3 id="connections-h">${t('account.connections.heading')}</h3>
+<p class="muted">${t('account.connections.explain')}</p>
+<ul aria-labelledby="connections-h" data-field="connections">${connections.map(
+    (c) =>
+      html`<li data-connection="${c.connectionId}"><strong>${c.name}</strong> ${
+        c.linkedAt === null
+          ? html`<form method="post" action="/account/connections/${c.connectionId}/connect"><button type="submit" data-action="connect">${t('account.connections.connect', { name: c.name })}</button></form>`
+          : html`<span data-linked>${t('account.connections.linked')}</span> <form method="post" action="/account/connections/${c.connectionId}/remove"><button type="submit" class="secondary" data-action="unlink">${t('account.connections.remove', { name: c.name })}</button></form>`
+      }</li>`,
+  )}</ul>`;
 }

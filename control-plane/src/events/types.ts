@@ -498,6 +498,10 @@ export type DomainEvent =
       reason: string;
     })
   | (EventBase & { type: 'federation.tested'; connectionId: string; subject: string | null })
-  | (EventBase & { type: 'federation.logged_out'; connectionId: string; identityId: string; sessionId: string });
+  | (EventBase & { type: 'federation.logged_out'; connectionId: string; identityId: string; sessionId: string })
+  // Required SSO turned on (or its cap lowered) ended a session no upstream sign-in of the org started.
+  | (EventBase & { type: 'federation.session_ended'; connectionId: string; identityId: string; sessionId: string })
+  | (EventBase & { type: 'federation.linked'; connectionId: string; subject: string; identityId: string })
+  | (EventBase & { type: 'federation.unlinked'; connectionId: string; identityId: string });
 
 export type DomainEventType = DomainEvent['type'];

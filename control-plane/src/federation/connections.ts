@@ -6,6 +6,7 @@ import { checkMailDomain, domainOfAddress } from '#lib/orgs/mail-domain.js';
 import type { ControlPlaneServices } from '../context.js';
 import type { Actor } from '../events/types.js';
 import type { OidcConnectionSettings, StoredConnection, Stores } from '../storage/interface.js';
+import { enforceRequiredSso } from './required-sso.js';
 import {
   backchannelLogoutUrl,
   callbackUrl,
@@ -353,7 +354,9 @@ export async function createConnection(
     throw multiTenant();
   const receipt = await services.storage.transaction(async (tx) => {
     await tx.connections.insert(connection);
-    return recordConnectionEvent(services, tx, owner, 'connection.created', connectionId);
+    const receipt = await recordConnectionEvent(services, tx, owner, 'connection.created', connectionId);
+    await enforceRequiredSso(services, tx, owner, connection);
+    return receipt;
   });
   return { connection, ...(receipt ? { receipt } : {}) };
 }
@@ -448,7 +451,9 @@ export async function updateConnection(
   };
   const receipt = await services.storage.transaction(async (tx) => {
     await tx.connections.update(connection);
-    return recordConnectionEvent(services, tx, owner, 'connection.updated', connectionId);
+    const receipt = await recordConnectionEvent(services, tx, owner, 'connection.updated', connectionId);
+    await enforceRequiredSso(services, tx, owner, connection);
+    return receipt;
   });
   return { connection, ...(receipt ? { receipt } : {}) };
 }

@@ -27,6 +27,14 @@ export function oidcSettings(connection: StoredConnection): OidcConnectionSettin
   return connection.settings as unknown as OidcConnectionSettings;
 }
 
+/**
+ * The origin a form that starts a round trip ends at (CSP form-action of its page): the issuer's,
+ * where the upstreams we know serve their authorization endpoint too.
+ */
+export function upstreamOrigin(connection: StoredConnection): string {
+  return new URL(oidcSettings(connection).issuer).origin;
+}
+
 export function callbackUrl(issuer: string, connectionId: string): string {
   return `${issuer}/federation/${connectionId}/callback`;
 }

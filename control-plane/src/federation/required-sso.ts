@@ -1,6 +1,9 @@
 import { fail } from '#lib/errors/keyplane-error.js';
 import { domainOfAddress } from '#lib/orgs/mail-domain.js';
-import type { SessionAssurance, Stores } from '../storage/interface.js';
+import type { ControlPlaneServices } from '../context.js';
+import type { Actor } from '../events/types.js';
+import type { SessionAssurance, StoredConnection, Stores } from '../storage/interface.js';
+import { endSessionIn } from '../sessions/end-session.js';
 
 /**
  * Required SSO (docs/federation.md#required-sso): an org with a `required` connection signs the
@@ -71,4 +74,46 @@ export async function upstreamDeadline(
 export function refuseOwnMethod(assurance: SessionAssurance): void {
   if (assurance !== 'passkey')
     throw ssoRequired('your organization signs you in through its identity provider, not by mail or backup code');
+}
+
+/**
+ * Required SSO on the sessions that already live (docs/federation.md#required-sso), in the
+ * transaction that makes the connection required or changes it: a session of an account the org
+ * manages that no upstream sign-in through one of the org's connections started ends now (with
+ * its grants, so its apps get back-channel logout) and writes `federation.session_ended`; one that
+ * an upstream sign-in started ends at most the cap after that sign-in (the shortest
+ * `session_max_hours` of the org's required connections), and at once when that time has passed.
+ */
+export async function enforceRequiredSso(
+  services: Pick<ControlPlaneServices, 'events' | 'now'>,
+  tx: Stores,
+  owner: { actor: Actor },
+  connection: StoredConnection,
+): Promise<void> {
+  const orgId = connection.orgId;
+  if (orgId === null || !connection.required) return;
+  const now = services.now();
+  const orgConnections = await tx.connections.list(orgId);
+  const connectionIds = new Set(orgConnections.map((c) => c.connectionId));
+  const capMs = Math.min(...orgConnections.filter((c) => c.required).map((c) => c.sessionMaxHours)) * HOUR_MS;
+  for (const account of await tx.identities.listManaged(orgId)) {
+    for (const session of await tx.sessions.listLive(account.identityId, now)) {
+      const signIn = await tx.connections.sessionSignIn(session.sessionId);
+      const notAfter = signIn !== null && connectionIds.has(signIn.connectionId) ? signIn.signedInAt + capMs : now;
+      if (notAfter > now) {
+        await tx.sessions.capExpiry(session.sessionId, notAfter);
+        continue;
+      }
+      await endSessionIn(services, tx, { identityId: account.identityId, id: session.sessionId }, now);
+      await services.events.record(tx, {
+        type: 'federation.session_ended',
+        at: now,
+        outcome: 'success',
+        actor: owner.actor,
+        connectionId: connection.connectionId,
+        identityId: account.identityId,
+        sessionId: session.sessionId,
+      });
+    }
+  }
 }

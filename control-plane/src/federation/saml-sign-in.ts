@@ -7,7 +7,8 @@ import { SamlXmlError } from '#lib/saml/xml.js';
 import { upstreamResponseClaims, verifyUpstreamResponse } from '#lib/saml/verify-upstream-response.js';
 import type { StoredConnection } from '../storage/interface.js';
 import type { SignInBrowser } from '../sessions/start-session.js';
-import { signIn, type CallbackOutcome, type FederationServices } from './federated-sign-in.js';
+import type { CallbackOutcome, FederationServices } from './federated-sign-in.js';
+import { openFederatedSession } from './open-session.js';
 import { samlRequestKey, samlSettings, spUrls, type SamlRoundTrip, type SamlUpstreamSubject } from './saml-upstream.js';
 import { subjectHash } from './subject-hash.js';
 
@@ -182,13 +183,11 @@ export async function continueSamlSignIn(
       nameId: result.nameId,
       ...(result.sessionIndex !== undefined ? { sessionIndex: result.sessionIndex } : {}),
     };
-    return signIn(
+    return openFederatedSession(
       services,
       connection,
       { claims: result.claims, subject: result.nameId, idToken: JSON.stringify(logoutSubject) },
-      subject,
-      result.trip.returnTo,
-      input.browser,
+      { returnTo: result.trip.returnTo, binding: result.trip.binding, browser: input.browser },
     );
   });
 }

@@ -34,7 +34,7 @@ export function expectedOriginsOf(services: CeremonyServices): string[] {
   return [new URL(services.config.issuer).origin];
 }
 
-export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct' | 'console' | 'enrol';
+export type ChallengePurpose = 'signin' | 'add' | 'step-up' | 'direct' | 'console' | 'enrol' | 'link';
 
 export interface ChallengeState {
   purpose: ChallengePurpose;
@@ -45,7 +45,7 @@ export interface ChallengeState {
   /** For `direct`: the client and the exact relying-party origin the ceremony runs on. */
   clientId?: string;
   origin?: string;
-  /** For `enrol`: the hash of the enrolment link the ceremony was started from. */
+  /** For `enrol`: the hash of the enrolment link the ceremony was started from; for `link`, of the held link id. */
   link?: string;
 }
 

@@ -184,15 +184,62 @@ t.test(
       (s) => s.sessionId === upstreamSession!.sessionId,
     );
     t.equal(stepped!.absoluteExpiresAt, started + 12 * HOUR, 'ends 12 h after the upstream sign-in');
-    const refused = await stepUp(early);
-    t.equal(refused.statusCode, 403);
-    t.equal(refused.json().reason, 'sso_required', 'the session from before is not stepped up');
+    const refused = await early.post('/auth/step-up/options');
+    t.equal(refused.statusCode, 401, 'the session from before ended when SSO became required');
 
     const fresh = new Browser(app);
     const options = (await fresh.get('/auth/assertion-options')).json().options;
     const alone = await fresh.post('/auth/assertion-verify', { response: phone.get(options) });
     t.equal(alone.statusCode, 403);
     t.equal(alone.json().reason, 'sso_required', 'a passkey sign-in alone');
+  },
+);
+
+t.test(
+  'turning SSO required on ends the managed sessions no upstream sign-in started, and caps the others',
+  async (t) => {
+    const { app, signIn, services, clock, connectionId, setRequired, pat, owner } = await setUp(t);
+    const ownerStepsUp = () => signIn({ username: 'olivia', assurance: 'sensitive' }, owner.browser);
+    t.equal((await setRequired({ required: false })).statusCode, 200);
+    const { browser: own } = await signIn({ username: 'mia', assurance: 'passkey' });
+    const fedStarted = services.now();
+    await signIn({ username: 'mia', assurance: 'email', upstream: connectionId });
+    const live = async (identityId: string) => await services.storage.sessions.listLive(identityId, services.now());
+    t.equal((await live('usr_mia')).length, 2);
+    t.ok(
+      (await live('usr_mia')).every((s) => s.absoluteExpiresAt > fedStarted + 12 * HOUR),
+      'everyday lifetimes',
+    );
+    const patBefore = await live(pat.identityId);
+
+    clock.advance(2 * HOUR);
+    await ownerStepsUp();
+    const on = await setRequired({ required: true, session_max_hours: 8 });
+    t.equal(on.statusCode, 200, on.body);
+    const [kept] = await live('usr_mia');
+    t.equal((await live('usr_mia')).length, 1, 'the passkey-only session ended');
+    t.ok(kept!.amr.includes('fed'), 'the upstream one lives on');
+    t.equal(kept!.absoluteExpiresAt, fedStarted + 8 * HOUR, 'within the cap after its upstream sign-in');
+    t.same(await live(pat.identityId), patBefore, 'an account the org does not manage is untouched');
+    t.equal((await own.get('/account?format=json')).statusCode, 401, 'the browser holding it is signed out');
+    const ended = await app.inject({
+      method: 'GET',
+      url: '/admin/receipts?type=federation.session_ended',
+      headers: admin,
+    });
+    t.match(ended.json().receipts, [
+      { receipt: { connectionId, identityId: 'usr_mia', actor: { type: 'person' }, outcome: 'success' } },
+    ]);
+
+    // A lower cap later brings the live session's end forward again; an expired one ends.
+    await ownerStepsUp();
+    t.equal((await setRequired({ session_max_hours: 1 })).statusCode, 200);
+    t.same(await live('usr_mia'), [], 'past the new cap: ended');
+    t.equal(
+      (await app.inject({ method: 'GET', url: '/admin/receipts?type=federation.session_ended', headers: admin })).json()
+        .receipts.length,
+      2,
+    );
   },
 );
 

@@ -64,6 +64,18 @@ export function connectionStoreConformance(t: Test, open: () => Promise<Storage>
     t.equal(await s.connections.findIdentity('con_1', 'h2'), null);
     t.equal(await s.connections.isLinked('con_1', 'usr_a'), true);
     t.equal(await s.connections.isLinked('con_1', 'usr_b'), false, 'an account no identity of it is linked to');
+    t.same(await s.connections.linksOf('usr_a'), [{ connectionId: 'con_1', linkedAt: 10 }]);
+    t.same(await s.connections.linksOf('usr_b'), []);
+    t.equal(await s.connections.unlink('con_1', 'usr_b'), false, 'no link to remove');
+    t.equal(await s.connections.unlink('con_1', 'usr_a'), true);
+    t.equal(await s.connections.findIdentity('con_1', 'h1'), null, 'unlinked');
+    t.equal(await s.connections.link('con_1', 'h1', 'usr_a', 12), true, 'and linked again');
+    // A session's expiry is brought forward, never pushed back (required SSO's cap).
+    await s.sessions.insert(session('s9', 'd9'));
+    await s.sessions.capExpiry('s9', 5000);
+    await s.sessions.capExpiry('s9', 150);
+    const capped = (await s.sessions.listLive('usr_a', 0)).find((x) => x.sessionId === 's9')!;
+    t.same([capped.absoluteExpiresAt, capped.idleExpiresAt], [150, 150], 'capped, never lengthened');
     await s.sessions.insert(session('s1', 'd1'));
     t.equal(await s.connections.sessionConnection('s1'), null);
     await s.connections.markSession('s1', 'con_1', 20);

@@ -1,13 +1,14 @@
 import t, { type Test } from 'tap';
 import * as client from 'openid-client';
 import type { BrowserContext, Page } from 'playwright-core';
-import { chromiumSkip, launchChromium } from '../../helpers/browser.js';
+import { chromiumSkip, launchChromium, PLATFORM_AUTHENTICATOR, withoutAutofill } from '../../helpers/browser.js';
 import { seedAcmeOwner } from '../../helpers/mail-domains.js';
 import { ADMIN, CALLBACK, register, start } from '../../helpers/openid-client.js';
 import { startUpstreamOidc } from '../../helpers/upstream-oidc.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createConnection, updateConnection } from '../../../control-plane/src/federation/connections.js';
+import type { BrowserContext as Context } from 'playwright-core';
 import { codeBlocksUnder } from '../../helpers/doc-blocks.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 
@@ -20,9 +21,11 @@ import { sha256Hex } from '#lib/crypto/sha256.js';
  * upstream for the file.
  */
 const skip = chromiumSkip(t, 'federation OIDC suite');
+// Two dozen upstream round trips in Chromium: past the 120 s of .taprc on a loaded machine.
+t.setTimeout(300_000);
 const UPSTREAM_SECRET = 'upstream-client-secret-0123456789';
 
-t.test('OIDC connections in Chromium', { skip }, async (t) => {
+t.test('OIDC connections in Chromium', { skip, timeout: 300_000 }, async (t) => {
   const upstream = await startUpstreamOidc(t);
   const server = await start(t, { fetch: { allowPrivateTargets: true, caFile: upstream.tls.caFile } });
   const base = server.url;
@@ -380,4 +383,171 @@ t.test('OIDC connections in Chromium', { skip }, async (t) => {
     await victim.goto(answer);
     await refusedWith(t, victim, 'federation_state_unknown');
   });
+
+  /** Forgets the upstream's own session in a browser (its cookies), so that the next sign-in there asks who. */
+  const forgetUpstream = async (context: Context) => {
+    const keep = (await context.cookies()).filter((c) => !c.name.startsWith('_'));
+    await context.clearCookies();
+    await context.addCookies(keep);
+  };
+  /** The sign-in page's way in by address (home-realm discovery), in this page's browser, to the upstream's login form. */
+  const startByAddress = async (page: Page, email: string) => {
+    await forgetUpstream(page.context());
+    const res = await page.request.post(`${base}/auth/discover`, { data: { email }, headers: { origin: base } });
+    const found = (await res.json()) as { start: string };
+    if (found.start === undefined) throw new Error(`discover answered ${res.status()} ${JSON.stringify(found)}`);
+    await page.goto(`${base}${found.start}`);
+    await page.waitForSelector('input[name="login"]');
+  };
+  const accountOf = async (page: Page) =>
+    (await (await page.request.get(`${base}/account?format=json`)).json()) as {
+      identityId?: string;
+      username?: string;
+    };
+
+  await t.test(
+    "a sign-in over another account's session asks first: cancel keeps it, continue replaces it",
+    async (t) => {
+      const page = await newPage();
+      await startByAddress(page, 'cyra@acme.example');
+      await logInUpstream(page, 'cyra@acme.example');
+      await page.waitForURL(`${base}/account`);
+      const cy = await accountOf(page);
+      t.match(cy.username, /^cyra-/);
+
+      // Signing in as the same account again asks nothing.
+      await startByAddress(page, 'cyra@acme.example');
+      await logInUpstream(page, 'cyra@acme.example');
+      await page.waitForURL(`${base}/account`);
+      t.equal((await accountOf(page)).identityId, cy.identityId, 'the same account, no question');
+
+      // Another person at the upstream, while Cy is signed in here: the page asks.
+      const accounts = await storage.identities.count();
+      await startByAddress(page, 'dena@acme.example');
+      await logInUpstream(page, 'dena@acme.example');
+      await page.waitForSelector('#replace-question');
+      const question = (await page.textContent('#replace-question'))!;
+      t.match(question, cy.username!, 'names the account signed in now');
+      t.match(question, 'dena@acme.example', 'and who continuing signs in');
+      t.match(question, 'Acme SSO');
+      await page.click('button[value="cancel"]');
+      await page.waitForURL(`${base}/account`);
+      t.equal((await accountOf(page)).identityId, cy.identityId, 'cancel keeps the session there was');
+      t.equal(await storage.identities.count(), accounts, 'and creates nothing');
+      t.match((await receipts('federation.refused')).at(-1), {
+        receipt: { reason: 'replace_declined', connectionId },
+      });
+
+      await startByAddress(page, 'dena@acme.example');
+      await logInUpstream(page, 'dena@acme.example');
+      await page.waitForSelector('#replace-question');
+      // Another origin's page cannot answer for the person.
+      const confirmId = await page.getAttribute('input[name="confirm"]', 'value');
+      const forged = await page.request.post(`${base}/federation/confirm`, {
+        form: { confirm: confirmId!, decision: 'continue' },
+        headers: { origin: 'http://evil.localhost:1', 'sec-fetch-site': 'cross-site' },
+        maxRedirects: 0,
+      });
+      t.equal(forged.status(), 403, 'a cross-site post is refused');
+      await page.click('button[value="continue"]');
+      await page.waitForURL(`${base}/account`);
+      const dee = await accountOf(page);
+      t.match(dee.username, /^dena-/, 'continue signs the other person in');
+      t.same(await storage.sessions.listLive(cy.identityId!, Date.now()), [], "and ends the other account's session");
+    },
+  );
+
+  await t.test(
+    'a personal account links an instance-wide connection from /account with its passkey, and removes it',
+    async (t) => {
+      const { connection: wide } = await createConnection(
+        server.services,
+        { orgId: null, actor: { type: 'admin_token' } },
+        {
+          type: 'oidc',
+          name: 'Partner IdP',
+          oidc: { issuer: upstream.issuer, client_id: 'wide', client_secret: 'wide-secret-0123456789' },
+        },
+      );
+      upstream.addClient({
+        client_id: 'wide',
+        client_secret: 'wide-secret-0123456789',
+        redirect_uris: [`${base}/federation/${wide.connectionId}/callback`],
+        token_endpoint_auth_method: 'client_secret_basic',
+      });
+      // A browser with a passkey: Chromium's virtual authenticator, without autofill.
+      const passkeyContext = await browser.newContext({ ignoreHTTPSErrors: true });
+      contexts.push(passkeyContext);
+      await withoutAutofill(passkeyContext);
+      const page = await passkeyContext.newPage();
+      const cdp = await passkeyContext.newCDPSession(page);
+      await cdp.send('WebAuthn.enable', { enableUI: false });
+      await cdp.send('WebAuthn.addVirtualAuthenticator', { options: PLATFORM_AUTHENTICATOR });
+      await page.goto(`${base}/auth`);
+      await page.fill('input[name="username"]', 'pia');
+      await page.click('button[data-action="signup"]');
+      await page.waitForURL(`${base}/account`, { timeout: 20_000 });
+      const pia = await accountOf(page);
+      const row = `li[data-connection="${wide.connectionId}"]`;
+
+      // An upstream identity that nobody linked signs in no one: a callback not started on /account never links.
+      const stranger = await newPage();
+      await stranger.goto(`${base}/auth?connection=${wide.connectionId}`);
+      await stranger.click('#connection-start');
+      await logInUpstream(stranger, 'pia-at-partner');
+      await stranger.waitForURL((url) => url.pathname.endsWith('/callback'));
+      await refusedWith(t, stranger, 'not_provisioned');
+
+      // Another origin's page cannot start a link.
+      const forged = await page.request.post(`${base}/account/connections/${wide.connectionId}/connect`, {
+        headers: { origin: 'http://evil.localhost:1', 'sec-fetch-site': 'cross-site' },
+        maxRedirects: 0,
+      });
+      t.equal(forged.status(), 403, 'a cross-site Connect is refused');
+
+      await page.click(`${row} button[data-action="connect"]`);
+      await page.waitForSelector('input[name="login"]');
+      await logInUpstream(page, 'pia-at-partner');
+      await page.waitForSelector('#link-identity');
+      t.match(await page.textContent('#link-identity'), 'pia-at-partner', 'shows the upstream identity');
+      t.match(await page.textContent('h1'), 'Partner IdP');
+      await page.click('button[data-action="confirm-link"]');
+      await page.waitForURL(`${base}/account`);
+      await page.waitForSelector(`${row} [data-linked]`);
+      t.match((await receipts('federation.linked')).at(-1), {
+        receipt: {
+          connectionId: wide.connectionId,
+          identityId: pia.identityId,
+          actor: { type: 'person', id: pia.identityId },
+        },
+      });
+
+      // Linked: the upstream identity now signs Pia in, in another browser.
+      await stranger.goto(`${base}/auth?connection=${wide.connectionId}`);
+      await stranger.click('#connection-start');
+      await stranger.waitForURL(`${base}/account`);
+      t.equal((await accountOf(stranger)).identityId, pia.identityId, 'signs in through the link');
+
+      // An operator's account is never linked.
+      await storage.operators.grant({
+        identityId: pia.identityId!,
+        role: 'auditor',
+        grantedAt: Date.now(),
+        grantedBy: null,
+      });
+      const refused = await page.request.post(`${base}/account/connections/${wide.connectionId}/connect`, {
+        headers: { origin: base },
+        maxRedirects: 0,
+      });
+      t.equal(refused.status(), 403, "an auditor's account cannot link");
+      await storage.operators.revoke(pia.identityId!);
+
+      await page.click(`${row} button[data-action="unlink"]`);
+      await page.waitForURL(`${base}/account`);
+      await page.waitForSelector(`${row} button[data-action="connect"]`);
+      t.match((await receipts('federation.unlinked')).at(-1), {
+        receipt: { connectionId: wide.connectionId, identityId: pia.identityId },
+      });
+    },
+  );
 });

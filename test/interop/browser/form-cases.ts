@@ -58,6 +58,28 @@ export const ELSEWHERE: Array<{ source: string; tag: RegExp; why: string }> = [
     tag: /data-method="PUT"/,
     why: 'preview (JSON POST) and save (JSON PUT): test/interop/browser/passkey-policy.test.ts',
   },
+  // Connections (docs/federation.md): their pages need an upstream identity provider, so the
+  // suites that run node-oidc-provider drive them and post them from another origin too.
+  {
+    source: 'control-plane/src/routes/federation/pages.ts',
+    tag: /id="replace-form"/,
+    why: '"Continue as …?" after an upstream sign-in: test/interop/browser/federation-oidc.test.ts',
+  },
+  {
+    source: 'control-plane/src/routes/federation/pages.ts',
+    tag: /id="link-form"/,
+    why: 'a passkey ceremony posting JSON after an upstream sign-in: test/interop/browser/federation-oidc.test.ts',
+  },
+  ...[/\/connect"/, /\/remove"/].map((tag) => ({
+    source: 'control-plane/src/accounts/account-sections.ts',
+    tag,
+    why: 'shown only while an instance-wide connection exists: test/interop/browser/federation-oidc.test.ts',
+  })),
+  {
+    source: 'control-plane/src/routes/step-up/index.ts',
+    tag: /id="step-up-upstream-form"/,
+    why: 'a managed account signed in upstream without a passkey: test/control-plane/federation/upstream-step-up.test.ts',
+  },
   // The console's forms ride its own SameSite=Strict cookie, which another origin's page never
   // sends, besides the Origin check (docs/console.md): test/interop/browser/console.test.ts drives
   // them in Chromium (opening, search, changes after a step-up, an auditor's forged post, and the

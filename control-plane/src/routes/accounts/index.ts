@@ -6,6 +6,7 @@ import { deleteOwnAccount } from '../../accounts/lifecycle.js';
 import { renameAccount, setDisplayName, updatePreferences } from '../../accounts/profile.js';
 import { revokeDevice, revokeSession, signOut } from '../../sessions/end-session.js';
 import { clearSessionCookie } from '../../http/session-cookies.js';
+import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 import { upstreamLogoutOf, upstreamLogoutUrl } from '../../federation/upstream-logout.js';
 import { wantsJson } from '../../http/negotiate.js';
 import { errorResponses, okObject } from '../../http/schemas.js';
@@ -113,6 +114,12 @@ export default async function accountRoutes(app: FastifyInstance): Promise<void>
       });
       if (wantsJson(request)) return { ok: true, ...view };
       reply.type('text/html; charset=utf-8');
+      // "Connect" answers with a redirect to the upstream, which CSP form-action must allow.
+      if (extras.formAction?.length)
+        reply.header(
+          'content-security-policy',
+          contentSecurityPolicy(request.kp.cspNonce, { formAction: extras.formAction }),
+        );
       return accountPageHtml(request, view, extras);
     },
   );

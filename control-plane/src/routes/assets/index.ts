@@ -12,6 +12,7 @@ import { COPY_JS } from '../../pages/scripts/copy.js';
 import { STEP_UP_JS } from '../../pages/scripts/step-up.js';
 import { CONSOLE_JS } from '../../pages/scripts/console.js';
 import { ENROL_JS } from '../../pages/scripts/enrol.js';
+import { FEDERATION_LINK_JS } from '../../pages/scripts/federation-link.js';
 
 const JS = 'text/javascript; charset=utf-8';
 
@@ -32,6 +33,7 @@ export default async function assetRoutes(app: FastifyInstance): Promise<void> {
     '/assets/console.js': CONSOLE_JS,
     '/assets/copy.js': COPY_JS,
     '/assets/enrol.js': ENROL_JS,
+    '/assets/federation-link.js': FEDERATION_LINK_JS,
   };
   for (const [path, source] of Object.entries(scripts)) {
     app.get(

@@ -3,7 +3,7 @@ import { validateReturnUrl } from '#lib/http/return-url.js';
 import { errorResponses, okObject, receiptField } from '../../http/schemas.js';
 import { registerOwnerScopes, type OwnerScope } from '../owner-scopes.js';
 import { loadMembership } from '../../orgs/membership.js';
-import { browserOf, setSessionCookies } from '../../http/session-cookies.js';
+import { browserOf } from '../../http/session-cookies.js';
 import {
   connectionJwks,
   connectionView,
@@ -26,9 +26,11 @@ import { acceptBackchannelLogout, continueAfterUpstreamLogout } from '../../fede
 import { sendAfterLogout } from '../oidc/logout.js';
 import { bindingCookie } from './binding-cookie.js';
 import { CredentialLimits } from '../../passkeys/ceremony.js';
-import { federationRefusal, testedPage } from './pages.js';
+import { federationRefusal } from './pages.js';
+import { accountLinkRoutes } from './account-links.js';
 import { connectionBody, connectionSchema } from './schemas.js';
 import { samlRoutes } from './saml.js';
+import { answerSignIn } from './answer.js';
 
 const connectionIdParam = { connectionId: { type: 'string', minLength: 1, maxLength: 100 } } as const;
 
@@ -209,6 +211,8 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
     });
   });
 
+  accountLinkRoutes(app);
+
   const signInPage = (reply: FastifyReply, connectionId: string) =>
     reply.redirect(`/auth?connection=${encodeURIComponent(connectionId)}`, 303);
 
@@ -258,12 +262,7 @@ export default async function federationRoutes(app: FastifyInstance): Promise<vo
         bindingToken: bindingCookie.read(services, request),
         browser: browserOf(services, reply),
       });
-      if (signedIn.kind === 'tested') {
-        reply.type('text/html; charset=utf-8');
-        return testedPage(request, signedIn.claims);
-      }
-      setSessionCookies(services, reply, signedIn.sessionToken);
-      return reply.redirect(signedIn.returnTo, 303);
+      return answerSignIn(services, request, reply, signedIn);
     },
   );
 

@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { fail } from '#lib/errors/keyplane-error.js';
-import { browserOf, setSessionCookies } from '../../http/session-cookies.js';
+import { browserOf } from '../../http/session-cookies.js';
 import type { CredentialLimits } from '../../passkeys/ceremony.js';
 import { acceptSamlResponse, continueSamlSignIn } from '../../federation/saml-sign-in.js';
 import { spMetadataOf } from '../../federation/saml-upstream.js';
 import { continueAfterUpstreamLogout } from '../../federation/upstream-logout.js';
 import { sendAfterLogout } from '../oidc/logout.js';
 import { bindingCookie } from './binding-cookie.js';
-import { federationRefusal, testedPage } from './pages.js';
+import { federationRefusal } from './pages.js';
+import { answerSignIn } from './answer.js';
 
 const connectionIdParam = { connectionId: { type: 'string', minLength: 1, maxLength: 100 } } as const;
 
@@ -89,12 +90,7 @@ export function samlRoutes(app: FastifyInstance, limits: CredentialLimits): void
         bindingToken: bindingCookie.read(services, request),
         browser: browserOf(services, reply),
       });
-      if (signedIn.kind === 'tested') {
-        reply.type('text/html; charset=utf-8');
-        return testedPage(request, signedIn.claims);
-      }
-      setSessionCookies(services, reply, signedIn.sessionToken);
-      return reply.redirect(signedIn.returnTo, 303);
+      return answerSignIn(services, request, reply, signedIn);
     },
   );
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sameOriginReturn } from '#lib/magic/magic-link.js';
 import { html, page } from '../../pages/layout.js';
 import { uiOf } from '../../pages/ui.js';
@@ -8,6 +8,10 @@ import { CredentialLimits } from '../../passkeys/ceremony.js';
 import { presentedSession, setSessionCookies } from '../../http/session-cookies.js';
 import { beginStepUp, completeStepUp } from '../../sessions/step-up.js';
 import { stepUpAsksTotp } from '../../totp/step-up-gate.js';
+import { startUpstreamStepUp, upstreamStepUpFor } from '../../federation/upstream-step-up.js';
+import { bindingCookie } from '../federation/binding-cookie.js';
+import { federationRefusal } from '../federation/pages.js';
+import { contentSecurityPolicy } from '../../plugins/security-headers.js';
 
 /**
  * Step-up: the signed-in user re-verifies a passkey of this account for the purpose (plus TOTP
@@ -32,9 +36,18 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       // A `return` target must be a path on this server (never `//host` or a scheme).
       const back =
         sameOriginReturn((request.query as { return?: string }).return ?? '', app.kp.config.issuer) ?? '/account';
+      reply.type('text/html; charset=utf-8');
+      const upstream = await upstreamStepUpFor(app.kp, request.kp.session!);
+      if (upstream !== null) {
+        // The form answers with a redirect to the upstream, which CSP form-action must allow.
+        reply.header(
+          'content-security-policy',
+          contentSecurityPolicy(request.kp.cspNonce, { formAction: [upstream.origin] }),
+        );
+        return upstreamStepUpPage(request, upstream.name, back);
+      }
       // The code field only for an account whose TOTP is on: others have no code to give.
       const asksCode = await stepUpAsksTotp(app.kp, request.kp.session!.identityId);
-      reply.type('text/html; charset=utf-8');
       const ui = uiOf(request);
       const minutes = Math.round(app.kp.config.lifetimes.stepUp / 60);
       return page({
@@ -56,6 +69,34 @@ ${
 </form>
 <p><a href="${back}">${ui.t('stepup.cancel')}</a></p>`,
       });
+    },
+  );
+
+  app.post(
+    '/auth/step-up/upstream',
+    {
+      schema: {
+        tags: ['passkeys'],
+        summary:
+          "Step up at the organization's identity provider (a managed account without a passkey): sign in there again (prompt=login, max_age=0), reaching at most passkey",
+        security: [{ sessionCookie: [] }],
+        consumes: ['application/x-www-form-urlencoded'],
+        body: { type: 'object', properties: { return: { type: 'string', maxLength: 2048 } } },
+        response: { 303: { description: "To the identity provider's sign-in", type: 'null' }, ...errorResponses },
+      },
+      config: { errorPage: federationRefusal },
+    },
+    async (request, reply) => {
+      await limits.perIp(request, 'step-up');
+      const back =
+        sameOriginReturn((request.body as { return?: string }).return ?? '', app.kp.config.issuer) ?? '/account';
+      const location = await startUpstreamStepUp(
+        app.kp,
+        request.kp.session!,
+        bindingCookie.ensure(app.kp, request, reply),
+        back,
+      );
+      return reply.redirect(location, 303);
     },
   );
 
@@ -107,4 +148,24 @@ ${
       return { ok: true, assurance: 'sensitive' as const, ...done };
     },
   );
+}
+
+/**
+ * The step-up page of an account an org manages that has no passkey (docs/federation.md#step-up-at-the-upstream):
+ * it signs in again at its org's identity provider, a plain form.
+ */
+function upstreamStepUpPage(request: FastifyRequest, connection: string, back: string): string {
+  const ui = uiOf(request);
+  return page({
+    title: ui.t('stepup.title'),
+    nonce: request.kp.cspNonce,
+    ui,
+    body: html`<h1>${ui.t('stepup.title')}</h1>
+<p>${ui.t('stepup.upstream.explain', { connection })}</p>
+<form method="post" action="/auth/step-up/upstream" id="step-up-upstream-form">
+  <input type="hidden" name="return" value="${back}">
+  <button type="submit" data-action="step-up-upstream">${ui.t('stepup.upstream.button', { connection })}</button>
+</form>
+<p><a href="${back}">${ui.t('stepup.cancel')}</a></p>`,
+  });
 }

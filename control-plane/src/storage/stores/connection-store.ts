@@ -126,6 +126,19 @@ export function connectionStore(sql: Sql): ConnectionStore {
         'SELECT 1 AS one FROM federated_identities WHERE connection_id = $1 AND identity_id = $2 LIMIT 1',
         [connectionId, identityId],
       )) !== undefined,
+    linksOf: async (identityId) =>
+      (
+        await sql.rows<{ connection_id: string; created_at: number }>(
+          `SELECT connection_id, MIN(created_at) AS created_at FROM federated_identities WHERE identity_id = $1
+           GROUP BY connection_id ORDER BY MIN(created_at), connection_id`,
+          [identityId],
+        )
+      ).map((r) => ({ connectionId: r.connection_id, linkedAt: Number(r.created_at) })),
+    unlink: async (connectionId, identityId) =>
+      (await sql.count('DELETE FROM federated_identities WHERE connection_id = $1 AND identity_id = $2', [
+        connectionId,
+        identityId,
+      ])) > 0,
     markSession: async (sessionId, connectionId, at, upstream) => {
       await sql.count(
         ...insertOf(

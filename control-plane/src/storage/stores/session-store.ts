@@ -109,6 +109,14 @@ export function sessionStore(sql: Sql): SessionStore {
       ]),
     revokeAll: (identityId, at) =>
       sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND ${LIVE}`, [identityId, at]),
+    capExpiry: async (sessionId, notAfter) => {
+      await sql.count(
+        `UPDATE sessions SET absolute_expires_at = ${sql.dialect.least('$2', 'absolute_expires_at')},
+           idle_expires_at = ${sql.dialect.least('$2', 'idle_expires_at')}
+         WHERE session_id = $1 AND revoked_at IS NULL`,
+        [sessionId, notAfter],
+      );
+    },
     revokeDevice: (identityId, deviceId, at) =>
       sql.count(`UPDATE sessions SET revoked_at = $2 WHERE identity_id = $1 AND device_id = $3 AND ${LIVE}`, [
         identityId,

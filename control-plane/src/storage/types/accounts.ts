@@ -216,6 +216,8 @@ export interface SessionStore {
   listRevokedForClient(clientId: string, since: number, limit: number): Promise<string[]>;
   /** Revokes every live session of the account; returns how many. */
   revokeAll(identityId: string, at: number): Promise<number>;
+  /** Brings a live session's absolute (and idle) expiry forward to `notAfter` when it ends later; never lengthens it. */
+  capExpiry(sessionId: string, notAfter: number): Promise<void>;
 }
 
 export interface Device {

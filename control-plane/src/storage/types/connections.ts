@@ -78,6 +78,10 @@ export interface ConnectionStore {
   link(connectionId: string, subjectHash: string, identityId: string, at: number): Promise<boolean>;
   /** Whether any federated identity of the connection is linked to this account. */
   isLinked(connectionId: string, identityId: string): Promise<boolean>;
+  /** The connections an account is linked to, with when each link was made, oldest first. */
+  linksOf(identityId: string): Promise<Array<{ connectionId: string; linkedAt: number }>>;
+  /** Removes every link of the account to the connection; false when there was none. */
+  unlink(connectionId: string, identityId: string): Promise<boolean>;
   /**
    * Records that a session's sign-in came through the connection (replacing an earlier one), with
    * the upstream session it came from when known (docs/federation.md#signing-out).
