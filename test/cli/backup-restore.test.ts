@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { build, manualClock, openServices, tempDir } from '../helpers/build.js';
+import { runCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 import { docCommand } from '../helpers/doc-examples.js';
 import { createTestDatabase, postgresAvailability } from '../helpers/postgres.js';
@@ -95,7 +96,9 @@ t.test('SQLite: backup while serving, keyplane restore into a new data directory
   t.equal(statSync(restored).mode & 0o777, 0o700, 'the missing --out directory is created, private');
   t.equal(statSync(join(restored, 'keyplane.db')).mode & 0o777, 0o600);
   await checkRestored(t, { dataDir: restored }, data);
-  const audit = await runInProcess(
+  // A process of its own, as beside any running server: the control plane checkRestored started on
+  // this directory still runs in this process (test/helpers/cli-in-process.ts says why that matters).
+  const audit = await runCli(
     docCommand('docs/operations.md', 'keyplane ledger audit --data /var/lib/keyplane-restored', {
       '/var/lib/keyplane-restored': restored,
     }).args,

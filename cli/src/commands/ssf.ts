@@ -75,7 +75,7 @@ export function ssfCommands(program: Command): void {
     )
     .command('streams')
     .description(
-      "List every receiver's streams, set one's status or delete it (docs/events.md#the-operators-view-of-streams).",
+      "List every receiver's streams, set one's status or delete it (docs/events.md#shared-signals-streams-the-operators-view).",
     );
   const common = (command: Command) =>
     command

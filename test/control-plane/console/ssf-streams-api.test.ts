@@ -3,7 +3,7 @@ import type { StoredSsfStream } from '../../../control-plane/src/storage/interfa
 import { buildSignedIn } from '../../helpers/signed-in.js';
 
 /**
- * The operator's Shared Signals streams API (docs/events.md#the-operators-view-of-streams):
+ * The operator's Shared Signals streams API (docs/events.md#shared-signals-streams-the-operators-view):
  * `GET /admin/ssf/streams`, `PATCH` and `DELETE /admin/ssf/streams/{streamId}`, through the
  * operations the console's streams section uses. The admin token or a console session; an
  * auditor reads only; an everyday session never; receipts name who acted.

@@ -146,7 +146,8 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
 
   t.test('receipt store: appendSealed writes receipts already placed in an epoch, none pending', async (t) => {
     const storage = await open();
-    const rows = [1, 2, 3].map((n) => ({ body: canonicalJson(receipt(n)), hash: hashReceipt(receipt(n)) }));
+    const named = (n: number) => ({ ...receipt(n), identityId: `usr_sealed_${n}` });
+    const rows = [1, 2, 3].map((n) => ({ body: canonicalJson(named(n)), hash: hashReceipt(named(n)) }));
     const path = (i: number) => [Buffer.alloc(32, i + 1), Buffer.alloc(32, i + 7)];
     await storage.transaction(async (tx) => {
       await tx.receipts.insertCheckpoint({
@@ -181,6 +182,11 @@ export function receiptStoreConformance(t: Tap, open: () => Promise<Storage>): v
       (await storage.receipts.list({ after: 0, limit: 9 })).map((r) => r.hash),
       rows.map((r) => r.hash),
       'in the audit export, in order',
+    );
+    t.same(
+      (await storage.receipts.list({ after: 0, limit: 9, subject: 'usr_sealed_2' })).map((r) => r.hash),
+      [rows[1]!.hash],
+      'found by the id it names',
     );
     await t.rejects(
       storage.receipts.appendSealed(2, [{ ...rows[0]!, kind: 'test.event', createdAt: 0, index: 0, path: [] }]),

@@ -58,7 +58,7 @@ const streamView = (stream: StoredSsfStream, counts: SsfStreamCounts = NO_COUNTS
 });
 
 /**
- * The operator's Shared Signals streams API (docs/events.md#the-operators-view-of-streams): every
+ * The operator's Shared Signals streams API (docs/events.md#shared-signals-streams-the-operators-view): every
  * receiver's streams, and their status or removal, through the operations the console's streams
  * section uses. The admin token, or a console session (an auditor reads; an operator changes at
  * `sensitive`); each change leaves a receipt naming who acted.

@@ -85,13 +85,9 @@ function createLedger(db: Sqlite, known: Migration[], now: string): string[] {
   return adopted;
 }
 
-/**
- * Applies every migration the ledger lacks, in id order, each in its own write transaction
- * (BEGIN IMMEDIATE, read again inside: another process may have applied it meanwhile). Refuses a
- * store migrated by a newer release or whose recorded migration changed, before changing anything.
- */
-export function migrateSqlite(db: Sqlite, known: Migration[], clock: () => Date = () => new Date()): MigrationReport {
-  const { created, adopted } = db
+/** Creates the migration ledger (adopting what an older release applied) unless another process did meanwhile. */
+function createLedgerOnce(db: Sqlite, known: Migration[], clock: () => Date): { created: boolean; adopted: string[] } {
+  return db
     .transaction(() => {
       if (hasTable(db, LEDGER_TABLE)) return { created: false, adopted: [] };
       const empty = isEmpty(db);
@@ -101,6 +97,19 @@ export function migrateSqlite(db: Sqlite, known: Migration[], clock: () => Date 
       return { created: empty, adopted };
     })
     .immediate();
+}
+
+/**
+ * Applies every migration the ledger lacks, in id order, each in its own write transaction
+ * (BEGIN IMMEDIATE, read again inside: another process may have applied it meanwhile). Refuses a
+ * store migrated by a newer release or whose recorded migration changed, before changing anything.
+ */
+export function migrateSqlite(db: Sqlite, known: Migration[], clock: () => Date = () => new Date()): MigrationReport {
+  // Read first, without the write lock: a store that is up to date (every start but the first after
+  // an upgrade, and every offline command beside a running server) never waits for a writer.
+  const { created, adopted } = hasTable(db, LEDGER_TABLE)
+    ? { created: false, adopted: [] }
+    : createLedgerOnce(db, known, clock);
   const plan = safePlan(known, readLedger(db), { pending: true });
   const insert = db.prepare(`INSERT INTO ${LEDGER_TABLE} VALUES (?, ?, ?, ?, 0)`);
   const applied: string[] = [];

@@ -65,6 +65,20 @@ type PlacedRow = { tree_index: number; tree_key: Buffer; path: Buffer };
 const placed = (row: PlacedRow | undefined): PlacedKey | undefined =>
   row ? { index: row.tree_index, treeKey: row.tree_key, path: splitPath(row.path) } : undefined;
 
+/**
+ * SQLite keeps the ids a receipt names in receipt_subjects from the body as stored (JSON.parse of a
+ * few hundred bytes), so that the backfill of the receipt-subjects migration, which reads stored
+ * bodies, finds the same; PostgreSQL does it by trigger.
+ */
+async function indexSubjects(sql: Sql, seq: number, body: string): Promise<void> {
+  const subjects = receiptSubjects(JSON.parse(body));
+  if (subjects.length > 0)
+    await sql.count('INSERT INTO receipt_subjects (subject, seq) SELECT value, $2 FROM json_each($1)', [
+      JSON.stringify(subjects),
+      seq,
+    ]);
+}
+
 export function receiptStore(sql: Sql): ReceiptStore {
   return {
     append: async (receipt, hash, createdAt, body) => {
@@ -76,15 +90,8 @@ export function receiptStore(sql: Sql): ReceiptStore {
         await sql.count(INSERT_RECEIPT, values);
         return;
       }
-      // SQLite: from the body as stored (JSON.parse of a few hundred bytes), so that the backfill of
-      // the receipt-subjects migration, which reads stored bodies, finds the same.
-      const subjects = receiptSubjects(JSON.parse(text));
       const [row] = await sql.rows<{ seq: number }>(`${INSERT_RECEIPT} RETURNING seq`, values);
-      if (subjects.length > 0)
-        await sql.count('INSERT INTO receipt_subjects (subject, seq) SELECT value, $2 FROM json_each($1)', [
-          JSON.stringify(subjects),
-          row!.seq,
-        ]);
+      await indexSubjects(sql, row!.seq, text);
     },
     list: async (query) => {
       // By an id: its rows in receipt_subjects, already in cursor order, joined to their receipts.
@@ -161,11 +168,13 @@ export function receiptStore(sql: Sql): ReceiptStore {
     },
     appendSealed: async (epoch, receipts) => {
       if (sql.dialect.name === 'sqlite') {
-        for (const r of receipts)
-          await sql.count(
-            'INSERT INTO receipts (hash, tree_key, body, kind, created_at, epoch, tree_index, path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        for (const r of receipts) {
+          const [row] = await sql.rows<{ seq: number }>(
+            'INSERT INTO receipts (hash, tree_key, body, kind, created_at, epoch, tree_index, path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq',
             [r.hash, treeKeyOf(r.hash), r.body, r.kind, r.createdAt, epoch, r.index, Buffer.concat(r.path)],
           );
+          await indexSubjects(sql, row!.seq, r.body);
+        }
         return;
       }
       // PostgreSQL: the whole epoch in one statement, as assignEpoch.
