@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { childEnv } from '../helpers/cli.js';
 import { build, tempDir, TEST_MASTER_KEY } from '../helpers/build.js';
 import { runInProcess } from '../helpers/cli-in-process.js';
 
@@ -11,7 +12,7 @@ const run = promisify(execFile);
 /** `npm run bench:growth -- …` as a process (what the script runs), with the test's master key. */
 async function growth(args: string[], env: Record<string, string> = {}) {
   return run(process.execPath, ['--import', 'tsx', 'bench/growth.ts', ...args], {
-    env: { ...process.env, KEYPLANE_MASTER_KEY: TEST_MASTER_KEY, ...env },
+    env: { ...childEnv(), KEYPLANE_MASTER_KEY: TEST_MASTER_KEY, ...env },
     maxBuffer: 16 << 20,
   });
 }

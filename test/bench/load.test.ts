@@ -1,13 +1,14 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { childEnv } from '../helpers/cli.js';
 
 const run = promisify(execFile);
 
 t.test('bench:load drives the control plane over HTTPS with one worker and two (smoke scale)', async (t) => {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/load.ts'], {
     env: {
-      ...process.env,
+      ...childEnv(),
       BENCH_TLS: '1',
       BENCH_WORKERS: '1,2',
       BENCH_SECONDS: '0.5',
