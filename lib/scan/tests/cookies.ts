@@ -1,6 +1,14 @@
-import { parseSetCookie, type Cookie } from 'set-cookie-parser';
+import { createRequire } from 'node:module';
+import type { Cookie } from 'set-cookie-parser';
 import { autoResponse, getHeaders, type Capture, type CapturedResponse } from '../capture.js';
 import type { Expectation, TestOutcome } from '../expectations.js';
+
+/**
+ * Loaded with require, at once: set-cookie-parser is an ES module that light-my-request (fastify's
+ * `inject`) loads with require() too, and Node.js 20 fails such a require() with "Unexpected module
+ * status 0" while an import() of the same module is still loading in the process (seen in CI).
+ */
+const { parseSetCookie } = createRequire(import.meta.url)('set-cookie-parser') as typeof import('set-cookie-parser');
 
 // Worst last: the cookie test reports the worst finding over all cookies.
 const ORDER: Expectation[] = [
