@@ -1,4 +1,4 @@
-import { fail, isKeyplaneError } from '#lib/errors/keyplane-error.js';
+import { fail } from '#lib/errors/keyplane-error.js';
 import { randomToken } from '#lib/crypto/random.js';
 import { sha256Hex } from '#lib/crypto/sha256.js';
 import { constantEquals } from '#lib/crypto/constant-equals.js';
@@ -8,7 +8,7 @@ import { upstreamResponseClaims, verifyUpstreamResponse } from '#lib/saml/verify
 import type { StoredConnection } from '../storage/interface.js';
 import type { SignInBrowser } from '../sessions/start-session.js';
 import type { CallbackOutcome, FederationServices } from './federated-sign-in.js';
-import { openFederatedSession } from './open-session.js';
+import { openFederatedSession, recordRefusal } from './open-session.js';
 import { samlRequestKey, samlSettings, spUrls, type SamlRoundTrip, type SamlUpstreamSubject } from './saml-upstream.js';
 import { subjectHash } from './subject-hash.js';
 
@@ -57,16 +57,7 @@ async function refused<T>(
       subject = hash;
     });
   } catch (error) {
-    if (isKeyplaneError(error) && error.reason !== 'not_found' && error.reason !== 'unavailable')
-      await services.events.record(services.storage, {
-        type: 'federation.refused',
-        at: services.now(),
-        outcome: 'failure',
-        actor: { type: 'connection', id: connectionId },
-        connectionId,
-        subject,
-        reason: error.reason,
-      });
+    await recordRefusal(services, connectionId, subject, error);
     throw error;
   }
 }
